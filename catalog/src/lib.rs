@@ -1,0 +1,11 @@
+//! iolab's system catalog: tables, columns, types, file numbers and the vocabulary of
+//! PostgreSQL (types, errors) every other crate speaks.
+
+pub mod error;
+pub mod types;
+
+pub use error::{sqlstate, PgError, PgResult};
+pub use types::PgType;
+pub mod store;
+
+pub use store::{Catalog, ColumnDef, Persistence, TableDef};

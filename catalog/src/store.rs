@@ -1,0 +1,220 @@
+//! The persistent catalog: which tables exist, their columns and types, their file numbers.
+//!
+//! The whole catalog is small (a description per table), so it lives in memory behind a
+//! lock and is written as one JSON document, `global/catalog.json`, through a temporary
+//! file, fsync and rename after every change: a reader of the file always sees a whole
+//! catalog, old or new. Object ids start at 16384 (PostgreSQL's FirstNormalObjectId), so
+//! user objects get OIDs in the same range as in PostgreSQL; a table's first relfilenode
+//! is its OID and TRUNCATE gives it a new one (the old file is removed afterwards).
+//!
+//! DDL is not transactional in iolab: CREATE / DROP / TRUNCATE take effect (and are
+//! durable) when the statement completes, even inside BEGIN … ROLLBACK.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{sqlstate, PgError, PgResult};
+use crate::types::PgType;
+
+pub const FIRST_NORMAL_OID: u32 = 16384;
+/// The OID of the `public` schema in PostgreSQL.
+pub const PUBLIC_NAMESPACE_OID: u32 = 2200;
+pub const PG_CATALOG_NAMESPACE_OID: u32 = 11;
+/// The OID of the bootstrap superuser in PostgreSQL.
+pub const SUPERUSER_OID: u32 = 10;
+/// The heap access method's OID.
+pub const HEAP_AM_OID: u32 = 2;
+pub const BTREE_AM_OID: u32 = 403;
+/// PostgreSQL limits identifiers to NAMEDATALEN - 1 bytes.
+pub const MAX_IDENTIFIER_LEN: usize = 63;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Persistence {
+    Permanent,
+    Unlogged,
+}
+
+impl Persistence {
+    /// `pg_class.relpersistence`
+    pub fn code(&self) -> char {
+        match self {
+            Persistence::Permanent => 'p',
+            Persistence::Unlogged => 'u',
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ColumnDef {
+    pub name: String,
+    pub ty: PgType,
+    pub not_null: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableDef {
+    pub oid: u32,
+    pub schema: String,
+    pub name: String,
+    pub relfilenode: u32,
+    pub persistence: Persistence,
+    pub columns: Vec<ColumnDef>,
+    /// Estimated row count (`pg_class.reltuples`), -1 until ANALYZE or VACUUM.
+    pub reltuples: f64,
+    /// Pages at the last ANALYZE or VACUUM (`pg_class.relpages`).
+    pub relpages: u32,
+}
+
+impl TableDef {
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct CatalogFile {
+    next_oid: u32,
+    tables: BTreeMap<u32, TableDef>,
+}
+
+pub struct Catalog {
+    path: PathBuf,
+    data: RwLock<CatalogFile>,
+}
+
+impl Catalog {
+    /// Opens `global/catalog.json` under `data_dir`, creating an empty catalog if absent.
+    pub fn open(data_dir: &Path) -> PgResult<Catalog> {
+        let dir = data_dir.join("global");
+        std::fs::create_dir_all(&dir).map_err(|e| PgError::io("could not create global directory", &e))?;
+        let path = dir.join("catalog.json");
+        let data = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                PgError::new(sqlstate::DATA_CORRUPTED, format!("catalog file \"{}\" is corrupt: {e}", path.display()))
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                CatalogFile { next_oid: FIRST_NORMAL_OID, tables: BTreeMap::new() }
+            }
+            Err(e) => return Err(PgError::io(&format!("could not read \"{}\"", path.display()), &e)),
+        };
+        let catalog = Catalog { path, data: RwLock::new(data) };
+        catalog.save(&catalog.data.read())?;
+        Ok(catalog)
+    }
+
+    fn save(&self, data: &CatalogFile) -> PgResult<()> {
+        let bytes = serde_json::to_vec_pretty(data).map_err(|e| PgError::internal(e.to_string()))?;
+        let tmp = self.path.with_extension("tmp");
+        let write = || -> std::io::Result<()> {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &self.path)?;
+            if let Some(dir) = self.path.parent() {
+                std::fs::File::open(dir)?.sync_all()?;
+            }
+            Ok(())
+        };
+        write().map_err(|e| PgError::io("could not write catalog", &e))
+    }
+
+    /// All tables, ordered by OID.
+    pub fn tables(&self) -> Vec<TableDef> {
+        self.data.read().tables.values().cloned().collect()
+    }
+
+    pub fn table_by_oid(&self, oid: u32) -> Option<TableDef> {
+        self.data.read().tables.get(&oid).cloned()
+    }
+
+    pub fn table(&self, schema: &str, name: &str) -> Option<TableDef> {
+        self.data.read().tables.values().find(|t| t.schema == schema && t.name == name).cloned()
+    }
+
+    /// Looks a table up by name: `schema.name`, or `name` in the `public` schema.
+    pub fn resolve(&self, schema: Option<&str>, name: &str) -> PgResult<TableDef> {
+        self.table(schema.unwrap_or("public"), name).ok_or_else(|| match schema {
+            Some(s) => PgError::undefined_table(&format!("{s}.{name}")),
+            None => PgError::undefined_table(name),
+        })
+    }
+
+    /// Creates a table; returns its definition with OID and relfilenode assigned.
+    pub fn create_table(
+        &self,
+        schema: &str,
+        name: &str,
+        persistence: Persistence,
+        columns: Vec<ColumnDef>,
+        if_not_exists: bool,
+    ) -> PgResult<Option<TableDef>> {
+        if schema != "public" {
+            return Err(PgError::new(sqlstate::INVALID_SCHEMA_NAME, format!("schema \"{schema}\" does not exist")));
+        }
+        let mut data = self.data.write();
+        if data.tables.values().any(|t| t.schema == schema && t.name == name) {
+            if if_not_exists {
+                return Ok(None);
+            }
+            return Err(PgError::new(sqlstate::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")));
+        }
+        for (i, c) in columns.iter().enumerate() {
+            if columns[..i].iter().any(|o| o.name == c.name) {
+                return Err(PgError::new(sqlstate::DUPLICATE_COLUMN, format!("column \"{}\" specified more than once", c.name)));
+            }
+        }
+        if columns.len() > 1600 {
+            return Err(PgError::new(sqlstate::TOO_MANY_COLUMNS, "tables can have at most 1600 columns"));
+        }
+        let oid = data.next_oid;
+        data.next_oid += 1;
+        let table = TableDef {
+            oid,
+            schema: schema.to_string(),
+            name: name.to_string(),
+            relfilenode: oid,
+            persistence,
+            columns,
+            reltuples: -1.0,
+            relpages: 0,
+        };
+        data.tables.insert(oid, table.clone());
+        self.save(&data)?;
+        Ok(Some(table))
+    }
+
+    /// Removes a table from the catalog; returns its definition (the caller removes files).
+    pub fn drop_table(&self, oid: u32) -> PgResult<TableDef> {
+        let mut data = self.data.write();
+        let table = data.tables.remove(&oid).ok_or_else(|| PgError::internal(format!("no table with oid {oid}")))?;
+        self.save(&data)?;
+        Ok(table)
+    }
+
+    /// Gives a table a new, empty relation file number (TRUNCATE); returns the old one.
+    pub fn new_relfilenode(&self, oid: u32) -> PgResult<(u32, u32)> {
+        let mut data = self.data.write();
+        let new = data.next_oid;
+        data.next_oid += 1;
+        let table = data.tables.get_mut(&oid).ok_or_else(|| PgError::internal(format!("no table with oid {oid}")))?;
+        let old = std::mem::replace(&mut table.relfilenode, new);
+        table.reltuples = 0.0;
+        table.relpages = 0;
+        self.save(&data)?;
+        Ok((old, new))
+    }
+
+    /// Records statistics from ANALYZE / VACUUM.
+    pub fn set_stats(&self, oid: u32, reltuples: f64, relpages: u32) -> PgResult<()> {
+        let mut data = self.data.write();
+        if let Some(t) = data.tables.get_mut(&oid) {
+            t.reltuples = reltuples;
+            t.relpages = relpages;
+        }
+        self.save(&data)
+    }
+}

@@ -1,0 +1,12 @@
+//! The shared buffer pool ([`pool`]), its frame memory ([`memory`]) and buffer access
+//! strategies ([`ring`]). See the comment at the top of `pool.rs` for how it works.
+
+pub mod memory;
+pub mod pool;
+pub mod ring;
+
+pub use pool::{
+    BufferId, BufferPool, BufferSnapshot, BufferTag, PageReadGuard, PageWriteGuard, PinnedBuffer,
+    PoolStats, MAX_USAGE_COUNT,
+};
+pub use ring::{BufferRing, RingKind};

@@ -1,0 +1,1441 @@
+//! The shared buffer pool: a fixed set of 8 KiB frames caching relation blocks.
+//!
+//! # What it does
+//!
+//! Every page the engine reads or writes passes through here. A caller asks for block `b` of
+//! relation `r` ([`BufferPool::read_buffer`]) and gets a [`PinnedBuffer`]: a frame holding
+//! that block that cannot be evicted while the pin lives. If the block is cached that costs a
+//! hash lookup and an atomic increment ("hit"); otherwise the pool picks a victim frame, writes
+//! it back if it is dirty, and reads the block from the relation file ("read"). The pool is
+//! only a cache: after a crash it starts empty and the relation files are the truth.
+//!
+//! # The pieces
+//!
+//! ```text
+//!   mapping (128 partitions)             descriptors (one per frame)       frames (one mmap)
+//!   ┌───────────────────────────┐        ┌─────────────────────────────┐  ┌──────────────┐
+//!   │ (relfilenode, blkno) → id │──id──▶ │ state: pins|usage|flags     │  │ 8 KiB × N,   │
+//!   │ Mutex<HashMap> per hash   │        │ header: tag, owner RelFile  │─▶│ 4096-aligned │
+//!   └───────────────────────────┘        │ io_done condvar, content lk │  └──────────────┘
+//!                                        └─────────────────────────────┘
+//!   clock hand (atomic) sweeps descriptors round-robin looking for a victim
+//! ```
+//!
+//! * **State word** (`AtomicU64`): bits 0..32 pin count, bits 32..36 usage count (0..=5),
+//!   then flags `TAG_VALID` (the frame is assigned a block), `VALID` (the frame holds that
+//!   block's contents), `DIRTY` (contents differ from disk), `IO_IN_PROGRESS` (one thread is
+//!   reading or writing the frame). Pins and usage counts change with lock-free CAS.
+//! * **Header** (`Mutex`): the tag and the owning `Arc<RelFile>` (so a dirty victim can be
+//!   written back without a relation lookup). The same mutex and the `io_done` condvar let
+//!   threads sleep until another thread's I/O on the frame finishes.
+//! * **Content lock** (`RwLock<()>`): readers of the page take it shared, writers exclusive;
+//!   write-back takes it shared and writes a private copy (with the checksum set), so readers
+//!   are never blocked by an eviction or checkpoint.
+//!
+//! # Replacement: clock sweep
+//!
+//! Each pin from a lookup raises the frame's usage count (up to [`MAX_USAGE_COUNT`]). A thread
+//! that needs a victim advances the shared clock hand: an unpinned frame with usage > 0 has
+//! its usage decremented and is passed over; an unpinned frame with usage 0 is taken (pinned
+//! by CAS from pin count 0). Pinned frames are skipped. If the sweep sees `2 × nbuffers`
+//! pinned frames in a row with nothing to decrement, every frame is pinned and the request
+//! fails with "no unpinned buffers available" instead of spinning forever. Frequently used
+//! pages thus survive up to five passes of the hand; a page used once goes on the next pass.
+//! Large scans pass a [`BufferRing`] so that they recycle a few frames of their own instead.
+//!
+//! # Installing a block (the retag)
+//!
+//! The victim is pinned only by us, but a concurrent lookup may still find it under its old
+//! tag, and another thread may be installing the same new block. The retag therefore locks
+//! the mapping partitions of the old and the new tag (in index order) and the header, then
+//! re-checks: if the new tag is already mapped, another thread won the race and we use its
+//! buffer; if the victim gained a pin or became dirty meanwhile, we try another victim.
+//! Otherwise the old mapping is removed, the new one inserted, and the state set to
+//! `TAG_VALID | IO_IN_PROGRESS` with our single pin — all before any lock is released. So
+//! whoever finds the new mapping finds either `VALID` or an I/O in progress, and sleeps on the
+//! condvar until the reading thread finishes. A failed read (I/O error or checksum failure)
+//! removes the mapping again and wakes the sleepers, who retry from the lookup; nothing
+//! invalid ever stays mapped.
+//!
+//! # Lock order
+//!
+//! mapping partition (lower index first) → descriptor header → (condvar wait releases the
+//! header). The content lock is never taken while holding a partition or header lock, and
+//! nothing is ever waited for while holding a partition lock.
+//!
+//! # Invariants (asserted)
+//!
+//! * The pin count never underflows; usage count ≤ [`MAX_USAGE_COUNT`].
+//! * A tag changes only while its changer holds the only pin (retag) or there are no pins at
+//!   all (discard), so the tag of a pinned, valid buffer never changes.
+//! * A mapped buffer is `TAG_VALID` and either `VALID` or `IO_IN_PROGRESS`.
+//! * At most one thread performs I/O on a frame at a time.
+//!
+//! # Bounds
+//!
+//! Frames: exactly `nbuffers`, allocated once. Mapping entries: at most `nbuffers` in total.
+//! A pin costs no allocation; a miss allocates only if a mapping partition outgrows its
+//! preallocated capacity. Write-back uses an 8 KiB stack copy per write.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iolab_catalog::{sqlstate, PgError};
+use iolab_stats::BufferUsage;
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::memory::FrameMemory;
+use super::ring::BufferRing;
+use crate::storage::page::{page_is_new, page_set_checksum, page_verify, BLCKSZ};
+use crate::storage::relfile::RelFile;
+
+/// Index of a frame/descriptor in the pool (0-based).
+pub type BufferId = u32;
+
+/// Largest usage count a buffer can accumulate (PostgreSQL's `BM_MAX_USAGE_COUNT`).
+pub const MAX_USAGE_COUNT: u64 = 5;
+
+/// Number of mapping-table partitions (PostgreSQL's `NUM_BUFFER_PARTITIONS`).
+pub const MAPPING_PARTITIONS: usize = 128;
+
+/// SQLSTATE for "no unpinned buffers available" (configuration_limit_exceeded).
+pub const NO_UNPINNED_BUFFERS: &str = "53400";
+
+const REFCOUNT_ONE: u64 = 1;
+const REFCOUNT_MASK: u64 = (1 << 32) - 1;
+const USAGE_SHIFT: u32 = 32;
+const USAGE_ONE: u64 = 1 << USAGE_SHIFT;
+const USAGE_MASK: u64 = 0xf << USAGE_SHIFT;
+const TAG_VALID: u64 = 1 << 40;
+const VALID: u64 = 1 << 41;
+const DIRTY: u64 = 1 << 42;
+const IO_IN_PROGRESS: u64 = 1 << 43;
+
+#[inline]
+fn refcount(state: u64) -> u64 {
+    state & REFCOUNT_MASK
+}
+
+#[inline]
+fn usage_count(state: u64) -> u64 {
+    (state & USAGE_MASK) >> USAGE_SHIFT
+}
+
+/// Which block a buffer holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BufferTag {
+    pub relfilenode: u32,
+    pub blkno: u32,
+}
+
+impl BufferTag {
+    fn key(self) -> u64 {
+        (self.relfilenode as u64) << 32 | self.blkno as u64
+    }
+
+    /// Mapping partition: a multiplicative hash so consecutive blocks spread out. Uses bits
+    /// 32..39 of the product, independent of the bits the hash map itself keys on.
+    fn partition(self) -> usize {
+        ((self.key().wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize) % MAPPING_PARTITIONS
+    }
+}
+
+/// A fast hasher for [`BufferTag`] (multiply-rotate, like FxHash); tags are not attacker
+/// controlled, so SipHash's DoS resistance is not needed on this hot path.
+#[derive(Default, Clone, Copy)]
+struct TagHasher(u64);
+
+impl Hasher for TagHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct BuildTagHasher;
+
+impl BuildHasher for BuildTagHasher {
+    type Hasher = TagHasher;
+    fn build_hasher(&self) -> TagHasher {
+        TagHasher::default()
+    }
+}
+
+type MappingPartition = HashMap<BufferTag, BufferId, BuildTagHasher>;
+
+/// Header fields protected by the descriptor mutex.
+struct DescHeader {
+    tag: Option<BufferTag>,
+    rel: Option<Arc<RelFile>>,
+}
+
+/// Book-keeping for one frame.
+struct BufferDesc {
+    state: AtomicU64,
+    header: Mutex<DescHeader>,
+    /// Signalled (with `header` held) whenever `IO_IN_PROGRESS` is cleared.
+    io_done: Condvar,
+    content_lock: RwLock<()>,
+}
+
+impl BufferDesc {
+    fn new() -> BufferDesc {
+        BufferDesc {
+            state: AtomicU64::new(0),
+            header: Mutex::new(DescHeader { tag: None, rel: None }),
+            io_done: Condvar::new(),
+            content_lock: RwLock::new(()),
+        }
+    }
+
+    /// Apply `f` to the state word with a CAS loop; returns the previous state.
+    fn update_state(&self, mut f: impl FnMut(u64) -> u64) -> u64 {
+        let mut old = self.state.load(Ordering::Acquire);
+        loop {
+            let new = f(old);
+            match self.state.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(prev) => return prev,
+                Err(actual) => old = actual,
+            }
+        }
+    }
+
+    /// Pin a buffer found through the mapping (caller holds its partition lock) and bump its
+    /// usage count: up to the maximum normally, only from 0 to 1 under a ring strategy.
+    fn pin_from_lookup(&self, with_strategy: bool) {
+        self.update_state(|old| {
+            debug_assert!(old & TAG_VALID != 0, "mapped buffer without a valid tag");
+            let usage = usage_count(old);
+            let bump = if with_strategy { usage == 0 } else { usage < MAX_USAGE_COUNT };
+            old + REFCOUNT_ONE + if bump { USAGE_ONE } else { 0 }
+        });
+    }
+
+    /// Pin an unpinned buffer whose usage count is at most `max_usage` (clock sweep, ring
+    /// reuse). Fails if it is pinned or more popular.
+    fn try_pin_unpinned(&self, max_usage: u64) -> bool {
+        let mut old = self.state.load(Ordering::Acquire);
+        while refcount(old) == 0 && usage_count(old) <= max_usage {
+            match self.state.compare_exchange_weak(
+                old,
+                old + REFCOUNT_ONE,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => old = actual,
+            }
+        }
+        false
+    }
+
+    /// Clear `IO_IN_PROGRESS`, set `set` and clear `clear`, then wake every waiter.
+    fn finish_io(&self, set: u64, clear: u64) {
+        let _header = self.header.lock();
+        let prev = self.update_state(|old| (old | set) & !(clear | IO_IN_PROGRESS));
+        assert!(prev & IO_IN_PROGRESS != 0, "finishing I/O that was not in progress");
+        self.io_done.notify_all();
+    }
+
+    /// Sleep until no I/O is in progress on this buffer; returns the state then.
+    fn wait_for_io(&self) -> u64 {
+        let mut header = self.header.lock();
+        loop {
+            let state = self.state.load(Ordering::Acquire);
+            if state & IO_IN_PROGRESS == 0 {
+                return state;
+            }
+            self.io_done.wait(&mut header);
+        }
+    }
+}
+
+/// Result of trying to install a new tag in a victim buffer.
+enum Retag {
+    /// The victim now carries the new tag, with `IO_IN_PROGRESS` and our single pin.
+    Done,
+    /// Another thread mapped the block first; use its buffer.
+    AlreadyMapped,
+    /// The victim was pinned or dirtied by someone else meanwhile; pick another.
+    VictimBusy,
+}
+
+/// Counts of buffers by state, for tests and views.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    pub nbuffers: usize,
+    /// Buffers holding a block's contents.
+    pub valid: usize,
+    /// Valid buffers whose contents differ from disk.
+    pub dirty: usize,
+    /// Buffers with at least one pin.
+    pub pinned: usize,
+}
+
+/// One buffer's state, in the shape of a `pg_buffercache` row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferSnapshot {
+    pub buffer_id: BufferId,
+    pub tag: Option<BufferTag>,
+    pub valid: bool,
+    pub dirty: bool,
+    pub pins: u32,
+    pub usage_count: u8,
+}
+
+/// The shared buffer pool. Create it with [`BufferPool::new`] and share the `Arc`.
+pub struct BufferPool {
+    frames: FrameMemory,
+    descs: Box<[BufferDesc]>,
+    mapping: Box<[Mutex<MappingPartition>]>,
+    /// Ever-increasing clock position; the frame under the hand is `hand % nbuffers`.
+    clock_hand: AtomicU64,
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferPool").field("stats", &self.stats()).finish()
+    }
+}
+
+impl BufferPool {
+    /// A pool of `nbuffers` frames (at least 1), allocated and pre-faulted now.
+    pub fn new(nbuffers: usize) -> Arc<BufferPool> {
+        assert!(nbuffers >= 1, "a buffer pool needs at least one buffer");
+        assert!(nbuffers <= u32::MAX as usize, "too many buffers");
+        let frames = FrameMemory::new(nbuffers);
+        let descs: Box<[BufferDesc]> = (0..nbuffers).map(|_| BufferDesc::new()).collect();
+        let per_partition = nbuffers.div_ceil(MAPPING_PARTITIONS) * 2;
+        let mapping: Box<[Mutex<MappingPartition>]> = (0..MAPPING_PARTITIONS)
+            .map(|_| Mutex::new(HashMap::with_capacity_and_hasher(per_partition, BuildTagHasher)))
+            .collect();
+        Arc::new(BufferPool { frames, descs, mapping, clock_hand: AtomicU64::new(0) })
+    }
+
+    pub fn nbuffers(&self) -> usize {
+        self.descs.len()
+    }
+
+    /// Whether a sequential scan of a relation of `rel_nblocks` blocks should use a
+    /// bulk-read ring: when it is larger than a quarter of the pool.
+    pub fn wants_ring(&self, rel_nblocks: u32) -> bool {
+        rel_nblocks as usize > self.nbuffers() / 4
+    }
+
+    fn desc(&self, id: BufferId) -> &BufferDesc {
+        &self.descs[id as usize]
+    }
+
+    /// The frame of buffer `id` as a shared slice.
+    ///
+    /// # Safety
+    /// The caller must hold the buffer's content lock (either mode) and a pin.
+    unsafe fn frame(&self, id: BufferId) -> &[u8] {
+        std::slice::from_raw_parts(self.frames.frame_ptr(id as usize), BLCKSZ)
+    }
+
+    /// The frame of buffer `id` as a mutable slice.
+    ///
+    /// # Safety
+    /// The caller must hold the buffer's content lock exclusively and a pin.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn frame_mut(&self, id: BufferId) -> &mut [u8] {
+        std::slice::from_raw_parts_mut(self.frames.frame_ptr(id as usize), BLCKSZ)
+    }
+
+    fn unpin(&self, id: BufferId) {
+        let prev = self.desc(id).state.fetch_sub(REFCOUNT_ONE, Ordering::AcqRel);
+        assert!(refcount(prev) > 0, "buffer {id} unpinned more often than pinned");
+    }
+
+    fn pinned(self: &Arc<Self>, id: BufferId, tag: BufferTag) -> PinnedBuffer {
+        PinnedBuffer { pool: Arc::clone(self), id, tag }
+    }
+
+    /// Pin the buffer mapped to `tag`, if any.
+    fn lookup_and_pin(&self, tag: BufferTag, with_strategy: bool) -> Option<BufferId> {
+        let partition = self.mapping[tag.partition()].lock();
+        let id = *partition.get(&tag)?;
+        self.desc(id).pin_from_lookup(with_strategy);
+        Some(id)
+    }
+
+    /// Read block `blkno` of `rel` into the pool (or find it there) and pin it.
+    ///
+    /// Counts `shared_hit` or `shared_read` (plus read time if `track_io_timing`), and
+    /// `shared_written` / `shared_write_ns` for a dirty victim written back on the way. A
+    /// block whose checksum or header does not verify yields `XX001` ("invalid page in block
+    /// … of relation …") and is not cached, so the next request reads it again.
+    pub fn read_buffer(
+        self: &Arc<Self>,
+        rel: &Arc<RelFile>,
+        blkno: u32,
+        mut strategy: Option<&mut BufferRing>,
+        usage: &mut BufferUsage,
+        track_io_timing: bool,
+    ) -> Result<PinnedBuffer, PgError> {
+        let tag = BufferTag { relfilenode: rel.relfilenode(), blkno };
+        let with_strategy = strategy.is_some();
+        loop {
+            if let Some(id) = self.lookup_and_pin(tag, with_strategy) {
+                let mut state = self.desc(id).state.load(Ordering::Acquire);
+                if state & VALID == 0 {
+                    state = self.desc(id).wait_for_io();
+                }
+                if state & VALID != 0 {
+                    usage.shared_hit += 1;
+                    return Ok(self.pinned(id, tag));
+                }
+                // The read we waited for failed and unmapped the buffer: try ourselves.
+                self.unpin(id);
+                continue;
+            }
+            let victim = self.get_victim(strategy.as_deref_mut(), usage, track_io_timing)?;
+            match self.retag(victim, tag, rel) {
+                Retag::Done => return self.read_into(victim, rel, tag, usage, track_io_timing),
+                Retag::AlreadyMapped | Retag::VictimBusy => self.unpin(victim),
+            }
+        }
+    }
+
+    /// Second half of a miss: we hold the only pin and `IO_IN_PROGRESS` on `id`, mapped to
+    /// `tag`. Read and verify the block, then publish it or undo the mapping.
+    fn read_into(
+        self: &Arc<Self>,
+        id: BufferId,
+        rel: &Arc<RelFile>,
+        tag: BufferTag,
+        usage: &mut BufferUsage,
+        track_io_timing: bool,
+    ) -> Result<PinnedBuffer, PgError> {
+        let desc = self.desc(id);
+        let result = {
+            let _exclusive = desc.content_lock.write();
+            // SAFETY: exclusive content lock and our pin.
+            let frame = unsafe { self.frame_mut(id) };
+            let started = track_io_timing.then(Instant::now);
+            let read = rel.read_block(tag.blkno, frame);
+            if let Some(started) = started {
+                usage.shared_read_ns += started.elapsed().as_nanos() as u64;
+            }
+            match read {
+                Ok(()) => {
+                    usage.shared_read += 1;
+                    page_verify(frame, tag.blkno).map_err(|corruption| {
+                        tracing::warn!(
+                            blkno = tag.blkno,
+                            relation = %rel.path().display(),
+                            %corruption,
+                            "page verification failed"
+                        );
+                        PgError::new(
+                            sqlstate::DATA_CORRUPTED,
+                            format!(
+                                "invalid page in block {} of relation {}",
+                                tag.blkno,
+                                rel.path().display()
+                            ),
+                        )
+                    })
+                }
+                Err(e) => Err(PgError::io(
+                    &format!(
+                        "could not read block {} in file \"{}\"",
+                        tag.blkno,
+                        rel.path().display()
+                    ),
+                    &e,
+                )),
+            }
+        };
+        match result {
+            Ok(()) => {
+                desc.finish_io(VALID, 0);
+                Ok(self.pinned(id, tag))
+            }
+            Err(err) => {
+                self.unmap_failed(id, tag);
+                self.unpin(id);
+                Err(err)
+            }
+        }
+    }
+
+    /// Undo the mapping of a buffer whose read failed, and wake the threads waiting for it.
+    fn unmap_failed(&self, id: BufferId, tag: BufferTag) {
+        let desc = self.desc(id);
+        let mut partition = self.mapping[tag.partition()].lock();
+        let removed = partition.remove(&tag);
+        assert_eq!(removed, Some(id), "failed buffer {id} was not mapped to {tag:?}");
+        let mut header = desc.header.lock();
+        assert_eq!(header.tag, Some(tag));
+        header.tag = None;
+        header.rel = None;
+        let prev = desc
+            .update_state(|old| old & !(TAG_VALID | VALID | DIRTY | IO_IN_PROGRESS | USAGE_MASK));
+        assert!(prev & IO_IN_PROGRESS != 0);
+        desc.io_done.notify_all();
+    }
+
+    /// Extend `rel` by one block and return it pinned: zeroed, valid and dirty (the caller
+    /// `page_init`s it). Counts the extension as one block written (as PostgreSQL 16+ does)
+    /// and the buffer as dirtied.
+    pub fn new_block(
+        self: &Arc<Self>,
+        rel: &Arc<RelFile>,
+        mut strategy: Option<&mut BufferRing>,
+        usage: &mut BufferUsage,
+    ) -> Result<(u32, PinnedBuffer), PgError> {
+        let mut victim = self.get_victim(strategy.as_deref_mut(), usage, false)?;
+        let blkno = match rel.extend_by(1) {
+            Ok(blkno) => blkno,
+            Err(e) => {
+                self.unpin(victim);
+                return Err(PgError::io(
+                    &format!("could not extend file \"{}\"", rel.path().display()),
+                    &e,
+                ));
+            }
+        };
+        usage.shared_written += 1;
+        let tag = BufferTag { relfilenode: rel.relfilenode(), blkno };
+        loop {
+            match self.retag(victim, tag, rel) {
+                Retag::Done => {
+                    let desc = self.desc(victim);
+                    {
+                        let _exclusive = desc.content_lock.write();
+                        // SAFETY: exclusive content lock and our pin.
+                        unsafe { self.frame_mut(victim) }.fill(0);
+                    }
+                    desc.finish_io(VALID | DIRTY, 0);
+                    usage.shared_dirtied += 1;
+                    return Ok((blkno, self.pinned(victim, tag)));
+                }
+                Retag::AlreadyMapped => {
+                    // Someone read the new (all-zero) block before we installed it.
+                    self.unpin(victim);
+                    let buffer = self.read_buffer(rel, blkno, strategy, usage, false)?;
+                    buffer.mark_dirty(usage);
+                    return Ok((blkno, buffer));
+                }
+                Retag::VictimBusy => {
+                    self.unpin(victim);
+                    victim = self.get_victim(strategy.as_deref_mut(), usage, false)?;
+                }
+            }
+        }
+    }
+
+    /// Find a buffer to reuse and return it pinned and clean: from the ring if it has a
+    /// reusable buffer, else from the clock sweep. Dirty victims are written back here.
+    fn get_victim(
+        &self,
+        strategy: Option<&mut BufferRing>,
+        usage: &mut BufferUsage,
+        track_io_timing: bool,
+    ) -> Result<BufferId, PgError> {
+        let nbuffers = self.nbuffers();
+        let ring = strategy.and_then(|ring| ring.prepare(nbuffers).then_some(ring));
+        let id = match ring {
+            Some(ring) => match ring.advance() {
+                Some(id) if self.desc(id).try_pin_unpinned(1) => {
+                    ring.note_reuse();
+                    id
+                }
+                _ => {
+                    let id = self.clock_sweep()?;
+                    ring.replace_current(id);
+                    id
+                }
+            },
+            None => self.clock_sweep()?,
+        };
+        if self.desc(id).state.load(Ordering::Acquire) & DIRTY != 0 {
+            match self.write_pinned(id, Some(usage), track_io_timing) {
+                Ok(_) => {}
+                Err(err) => {
+                    self.unpin(id);
+                    return Err(err);
+                }
+            }
+        }
+        Ok(id)
+    }
+
+    /// Advance the clock hand until an unpinned buffer with usage count 0 can be pinned.
+    fn clock_sweep(&self) -> Result<BufferId, PgError> {
+        let nbuffers = self.nbuffers() as u64;
+        let patience = 2 * nbuffers;
+        let mut pinned_in_a_row = 0u64;
+        loop {
+            let id = (self.clock_hand.fetch_add(1, Ordering::Relaxed) % nbuffers) as BufferId;
+            let desc = self.desc(id);
+            let mut old = desc.state.load(Ordering::Acquire);
+            loop {
+                if refcount(old) != 0 {
+                    pinned_in_a_row += 1;
+                    if pinned_in_a_row >= patience {
+                        return Err(PgError::new(
+                            NO_UNPINNED_BUFFERS,
+                            "no unpinned buffers available",
+                        ));
+                    }
+                    break;
+                }
+                let (new, taken) = if usage_count(old) > 0 {
+                    (old - USAGE_ONE, false)
+                } else {
+                    (old + REFCOUNT_ONE, true)
+                };
+                match desc.state.compare_exchange_weak(
+                    old,
+                    new,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) if taken => {
+                        debug_assert!(old & IO_IN_PROGRESS == 0, "unpinned buffer doing I/O");
+                        return Ok(id);
+                    }
+                    Ok(_) => {
+                        pinned_in_a_row = 0;
+                        break;
+                    }
+                    Err(actual) => old = actual,
+                }
+            }
+        }
+    }
+
+    /// Lock the mapping partitions `a` and `b` in index order (once if equal).
+    fn lock_partitions(
+        &self,
+        a: usize,
+        b: usize,
+    ) -> (MutexGuard<'_, MappingPartition>, Option<MutexGuard<'_, MappingPartition>>) {
+        match a.cmp(&b) {
+            std::cmp::Ordering::Equal => (self.mapping[a].lock(), None),
+            std::cmp::Ordering::Less => {
+                let first = self.mapping[a].lock();
+                (first, Some(self.mapping[b].lock()))
+            }
+            std::cmp::Ordering::Greater => {
+                let first = self.mapping[b].lock();
+                let second = self.mapping[a].lock();
+                (second, Some(first))
+            }
+        }
+    }
+
+    /// Move victim `id` (pinned only by us, clean) to `tag`; see "Installing a block".
+    fn retag(&self, id: BufferId, tag: BufferTag, rel: &Arc<RelFile>) -> Retag {
+        let desc = self.desc(id);
+        // Only a thread holding the sole pin may change a tag, and we hold a pin, so the old
+        // tag read here is still current once we hold the locks (asserted below).
+        let old_tag = desc.header.lock().tag;
+        let new_partition = tag.partition();
+        let old_partition = old_tag.map_or(new_partition, BufferTag::partition);
+        let (mut new_map, mut old_map) = self.lock_partitions(new_partition, old_partition);
+        let mut header = desc.header.lock();
+        assert_eq!(header.tag, old_tag, "tag of pinned buffer {id} changed under us");
+        if new_map.contains_key(&tag) {
+            return Retag::AlreadyMapped;
+        }
+        let state = desc.state.load(Ordering::Acquire);
+        if refcount(state) != 1 || state & (DIRTY | IO_IN_PROGRESS) != 0 {
+            return Retag::VictimBusy;
+        }
+        // Nobody can change the state now: new pins need a partition lock we hold or a pin
+        // count of zero, and the header is ours.
+        let new_state = REFCOUNT_ONE | USAGE_ONE | TAG_VALID | IO_IN_PROGRESS;
+        if desc
+            .state
+            .compare_exchange(state, new_state, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Retag::VictimBusy;
+        }
+        if let Some(old_tag) = old_tag {
+            let map = old_map.as_mut().unwrap_or(&mut new_map);
+            let removed = map.remove(&old_tag);
+            assert_eq!(removed, Some(id), "buffer {id} was not mapped to its tag {old_tag:?}");
+        } else {
+            assert!(state & TAG_VALID == 0);
+        }
+        new_map.insert(tag, id);
+        header.tag = Some(tag);
+        header.rel = Some(Arc::clone(rel));
+        Retag::Done
+    }
+
+    /// Write buffer `id` back if it is valid and dirty; the caller holds a pin. Returns
+    /// whether it wrote. Counts into `usage` if given.
+    fn write_pinned(
+        &self,
+        id: BufferId,
+        usage: Option<&mut BufferUsage>,
+        track_io_timing: bool,
+    ) -> Result<bool, PgError> {
+        let desc = self.desc(id);
+        let (tag, rel) = {
+            let mut header = desc.header.lock();
+            loop {
+                let state = desc.state.load(Ordering::Acquire);
+                assert!(refcount(state) > 0, "writing unpinned buffer {id}");
+                if state & IO_IN_PROGRESS != 0 {
+                    // Another thread is writing it; once it finishes it may be clean.
+                    desc.io_done.wait(&mut header);
+                    continue;
+                }
+                if state & (VALID | DIRTY) != (VALID | DIRTY) {
+                    return Ok(false);
+                }
+                desc.state.fetch_or(IO_IN_PROGRESS, Ordering::AcqRel);
+                break;
+            }
+            let tag = header.tag.expect("valid buffer without a tag");
+            let rel = Arc::clone(header.rel.as_ref().expect("valid buffer without a relation"));
+            (tag, rel)
+        };
+        let mut copy = [0u8; BLCKSZ];
+        {
+            let _shared = desc.content_lock.read_recursive();
+            // Cleared before copying: nothing changes while we hold the shared lock, and a
+            // change made after it is released sets DIRTY again, to be written by a later
+            // flush (which first waits for our IO_IN_PROGRESS to clear, keeping writes in order).
+            desc.state.fetch_and(!DIRTY, Ordering::AcqRel);
+            // SAFETY: shared content lock and a pin.
+            copy.copy_from_slice(unsafe { self.frame(id) });
+        }
+        // A never-initialised page stays all zeros on disk, where it verifies as new.
+        if !page_is_new(&copy) {
+            page_set_checksum(&mut copy, tag.blkno);
+        }
+        let started = track_io_timing.then(Instant::now);
+        let result = rel.write_block(tag.blkno, &copy);
+        let elapsed_ns = started.map(|started| started.elapsed().as_nanos() as u64);
+        // On failure the buffer becomes dirty again in the same step that ends the I/O, so no
+        // other flusher can see it clean in between; a later flush retries.
+        desc.finish_io(if result.is_err() { DIRTY } else { 0 }, 0);
+        match result {
+            Ok(()) => {
+                if let Some(usage) = usage {
+                    usage.shared_written += 1;
+                    if let Some(ns) = elapsed_ns {
+                        usage.shared_write_ns += ns;
+                    }
+                }
+                Ok(true)
+            }
+            Err(e) => Err(PgError::io(
+                &format!(
+                    "could not write block {} in file \"{}\"",
+                    tag.blkno,
+                    rel.path().display()
+                ),
+                &e,
+            )),
+        }
+    }
+
+    /// Pin buffer `id` if its tag satisfies `pred` (pinning under the header lock, so the tag
+    /// cannot change between the check and the pin).
+    fn pin_if(&self, id: BufferId, pred: impl Fn(BufferTag) -> bool) -> bool {
+        let desc = self.desc(id);
+        let header = desc.header.lock();
+        match header.tag {
+            Some(tag) if pred(tag) => {
+                desc.state.fetch_add(REFCOUNT_ONE, Ordering::AcqRel);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn flush_matching(&self, pred: impl Fn(BufferTag) -> bool) -> Result<usize, PgError> {
+        let mut written = 0;
+        for id in 0..self.nbuffers() as BufferId {
+            let state = self.desc(id).state.load(Ordering::Acquire);
+            if state & (VALID | DIRTY) != (VALID | DIRTY) || !self.pin_if(id, &pred) {
+                continue;
+            }
+            let result = self.write_pinned(id, None, false);
+            self.unpin(id);
+            if result? {
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Write every dirty buffer (checksums set on the way out); returns how many were
+    /// written. The caller then fsyncs the relation files (CHECKPOINT, shutdown). Do not hold
+    /// a page lock (`page_mut`) while calling this.
+    pub fn flush_all(&self) -> Result<usize, PgError> {
+        self.flush_matching(|_| true)
+    }
+
+    /// Write every dirty buffer of one relation.
+    pub fn flush_relation(&self, relfilenode: u32) -> Result<usize, PgError> {
+        self.flush_matching(|tag| tag.relfilenode == relfilenode)
+    }
+
+    /// Forget every buffer of a relation without writing it (DROP TABLE, TRUNCATE). Callers
+    /// must hold no pins on the relation; a pin held by another thread's eviction in progress
+    /// is waited out, a pin that persists for a second is reported as an internal error.
+    /// Returns the number of buffers dropped.
+    pub fn discard_relation(&self, relfilenode: u32) -> Result<usize, PgError> {
+        const PATIENCE: Duration = Duration::from_secs(1);
+        let mut discarded = 0;
+        for id in 0..self.nbuffers() as BufferId {
+            let desc = self.desc(id);
+            let tag = match desc.header.lock().tag {
+                Some(tag) if tag.relfilenode == relfilenode => tag,
+                _ => continue,
+            };
+            let mut waited_since: Option<Instant> = None;
+            loop {
+                let mut partition = self.mapping[tag.partition()].lock();
+                let mut header = desc.header.lock();
+                if header.tag != Some(tag) {
+                    break; // evicted meanwhile
+                }
+                let state = desc.state.load(Ordering::Acquire);
+                if refcount(state) == 0 {
+                    let cleared = state & !(TAG_VALID | VALID | DIRTY | USAGE_MASK);
+                    if desc
+                        .state
+                        .compare_exchange(state, cleared, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
+                        let removed = partition.remove(&tag);
+                        assert_eq!(removed, Some(id));
+                        header.tag = None;
+                        header.rel = None;
+                        discarded += 1;
+                        break;
+                    }
+                    continue; // a sweeper pinned it just now
+                }
+                drop(header);
+                drop(partition);
+                let since = *waited_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > PATIENCE {
+                    return Err(PgError::internal(format!(
+                        "cannot drop buffer {id} of relation {relfilenode} block {}: it is still pinned",
+                        tag.blkno
+                    )));
+                }
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        Ok(discarded)
+    }
+
+    /// Counts of valid, dirty and pinned buffers (a racy snapshot).
+    pub fn stats(&self) -> PoolStats {
+        let mut stats = PoolStats { nbuffers: self.nbuffers(), ..PoolStats::default() };
+        for desc in self.descs.iter() {
+            let state = desc.state.load(Ordering::Relaxed);
+            stats.valid += (state & VALID != 0) as usize;
+            stats.dirty += (state & (VALID | DIRTY) == (VALID | DIRTY)) as usize;
+            stats.pinned += (refcount(state) > 0) as usize;
+        }
+        stats
+    }
+
+    /// Every buffer's tag and state, like `pg_buffercache` (each row consistent on its own).
+    pub fn snapshot(&self) -> Vec<BufferSnapshot> {
+        self.descs
+            .iter()
+            .enumerate()
+            .map(|(id, desc)| {
+                let header = desc.header.lock();
+                let state = desc.state.load(Ordering::Acquire);
+                BufferSnapshot {
+                    buffer_id: id as BufferId,
+                    tag: header.tag,
+                    valid: state & VALID != 0,
+                    dirty: state & DIRTY != 0,
+                    pins: refcount(state) as u32,
+                    usage_count: usage_count(state) as u8,
+                }
+            })
+            .collect()
+    }
+}
+
+/// A pinned buffer: while it lives, the frame keeps holding its block. Dropping it unpins.
+/// Access the contents through [`page`](Self::page) / [`page_mut`](Self::page_mut).
+pub struct PinnedBuffer {
+    pool: Arc<BufferPool>,
+    id: BufferId,
+    tag: BufferTag,
+}
+
+impl std::fmt::Debug for PinnedBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinnedBuffer").field("id", &self.id).field("tag", &self.tag).finish()
+    }
+}
+
+impl PinnedBuffer {
+    pub fn blkno(&self) -> u32 {
+        self.tag.blkno
+    }
+
+    pub fn relfilenode(&self) -> u32 {
+        self.tag.relfilenode
+    }
+
+    pub fn tag(&self) -> BufferTag {
+        self.tag
+    }
+
+    pub fn buffer_id(&self) -> BufferId {
+        self.id
+    }
+
+    fn desc(&self) -> &BufferDesc {
+        self.pool.desc(self.id)
+    }
+
+    /// Shared access to the page (content lock in shared mode; re-entrant for readers).
+    pub fn page(&self) -> PageReadGuard<'_> {
+        let guard = self.desc().content_lock.read_recursive();
+        // SAFETY: shared content lock held for the guard's lifetime, and our pin.
+        let bytes = unsafe { self.pool.frame(self.id) };
+        PageReadGuard { _lock: guard, bytes }
+    }
+
+    /// Exclusive access to the page. Call [`mark_dirty`](Self::mark_dirty) while holding it
+    /// (or right after the change), never before taking it.
+    pub fn page_mut(&self) -> PageWriteGuard<'_> {
+        let guard = self.desc().content_lock.write();
+        PageWriteGuard { _lock: guard, pool: &self.pool, id: self.id }
+    }
+
+    /// Mark the page changed; counts `shared_dirtied` on the clean → dirty transition.
+    pub fn mark_dirty(&self, usage: &mut BufferUsage) {
+        let prev = self.desc().state.fetch_or(DIRTY, Ordering::AcqRel);
+        assert!(prev & VALID != 0 && refcount(prev) > 0, "mark_dirty on an invalid buffer");
+        if prev & DIRTY == 0 {
+            usage.shared_dirtied += 1;
+        }
+    }
+
+    pub fn is_dirty(&self) -> bool {
+        self.desc().state.load(Ordering::Acquire) & DIRTY != 0
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        if cfg!(debug_assertions) {
+            let header = self.desc().header.lock();
+            assert_eq!(header.tag, Some(self.tag), "tag of pinned buffer {} changed", self.id);
+        }
+        self.pool.unpin(self.id);
+    }
+}
+
+/// Shared view of a pinned page; holds the content lock in shared mode.
+pub struct PageReadGuard<'a> {
+    _lock: RwLockReadGuard<'a, ()>,
+    bytes: &'a [u8],
+}
+
+impl Deref for PageReadGuard<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes
+    }
+}
+
+/// Exclusive view of a pinned page; holds the content lock in exclusive mode.
+pub struct PageWriteGuard<'a> {
+    _lock: RwLockWriteGuard<'a, ()>,
+    pool: &'a BufferPool,
+    id: BufferId,
+}
+
+impl Deref for PageWriteGuard<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: exclusive content lock held by this guard, and the owner's pin.
+        unsafe { self.pool.frame(self.id) }
+    }
+}
+
+impl DerefMut for PageWriteGuard<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: exclusive content lock held by this guard, and the owner's pin; the
+        // returned borrow is tied to `&mut self`, so it is unique.
+        unsafe { self.pool.frame_mut(self.id) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::ring::BufferRing;
+    use crate::storage::page::{page_add_item, page_init, page_item, page_item_mut};
+    use crate::storage::relfile::tests::TempDir;
+    use std::os::unix::fs::FileExt;
+
+    /// The item every test page carries: relfilenode, block number, a counter, padding.
+    fn item_for(relfilenode: u32, blkno: u32, counter: u64) -> Vec<u8> {
+        let mut item = Vec::with_capacity(64);
+        item.extend_from_slice(&relfilenode.to_le_bytes());
+        item.extend_from_slice(&blkno.to_le_bytes());
+        item.extend_from_slice(&counter.to_le_bytes());
+        item.extend((0..48u32).map(|i| (i ^ blkno) as u8));
+        item
+    }
+
+    fn counter_of(page: &[u8]) -> u64 {
+        u64::from_le_bytes(page_item(page, 1).unwrap()[8..16].try_into().unwrap())
+    }
+
+    fn check_page(page: &[u8], relfilenode: u32, blkno: u32) {
+        let item = page_item(page, 1).expect("test page has an item");
+        assert_eq!(&item[..8], &item_for(relfilenode, blkno, 0)[..8], "wrong block in buffer");
+        assert_eq!(&item[16..], &item_for(relfilenode, blkno, 0)[16..]);
+    }
+
+    /// A relation of `nblocks` checksummed test pages written straight to disk.
+    fn make_rel(dir: &TempDir, relfilenode: u32, nblocks: u32) -> Arc<RelFile> {
+        let rel = RelFile::open(&dir.0, relfilenode).unwrap();
+        let mut page = vec![0u8; BLCKSZ];
+        for blkno in 0..nblocks {
+            page_init(&mut page, 0);
+            page_add_item(&mut page, &item_for(relfilenode, blkno, 0)).unwrap();
+            page_set_checksum(&mut page, blkno);
+            rel.write_block(blkno, &page).unwrap();
+        }
+        Arc::new(rel)
+    }
+
+    fn read(
+        pool: &Arc<BufferPool>,
+        rel: &Arc<RelFile>,
+        blkno: u32,
+        usage: &mut BufferUsage,
+    ) -> PinnedBuffer {
+        let buffer = pool.read_buffer(rel, blkno, None, usage, false).unwrap();
+        check_page(&buffer.page(), rel.relfilenode(), blkno);
+        buffer
+    }
+
+    fn bump_counter(buffer: &PinnedBuffer, usage: &mut BufferUsage) {
+        let mut page = buffer.page_mut();
+        let item = page_item_mut(&mut page, 1).unwrap();
+        let counter = u64::from_le_bytes(item[8..16].try_into().unwrap());
+        item[8..16].copy_from_slice(&(counter + 1).to_le_bytes());
+        buffer.mark_dirty(usage);
+    }
+
+    fn buffers_of(pool: &BufferPool, relfilenode: u32) -> usize {
+        pool.snapshot()
+            .iter()
+            .filter(|b| b.valid && b.tag.is_some_and(|t| t.relfilenode == relfilenode))
+            .count()
+    }
+
+    #[test]
+    fn new_blocks_round_trip_through_eviction() {
+        let dir = TempDir::new("pool-evict");
+        let pool = BufferPool::new(16);
+        let rel = Arc::new(RelFile::open(&dir.0, 16384).unwrap());
+        let mut usage = BufferUsage::default();
+        for expected in 0..100 {
+            let (blkno, buffer) = pool.new_block(&rel, None, &mut usage).unwrap();
+            assert_eq!(blkno, expected);
+            assert!(buffer.is_dirty());
+            assert!(buffer.page().iter().all(|&b| b == 0));
+            let mut page = buffer.page_mut();
+            page_init(&mut page, 0);
+            page_add_item(&mut page, &item_for(16384, blkno, 0)).unwrap();
+            buffer.mark_dirty(&mut usage);
+        }
+        assert_eq!(rel.nblocks(), 100);
+        assert_eq!(usage.shared_dirtied, 100);
+        // 100 extensions, plus the 84 dirty pages evicted to make room.
+        assert_eq!(usage.shared_written, 100 + 84);
+        assert_eq!(pool.stats().dirty, 16);
+
+        // Change every third block, then read everything back through more evictions.
+        for blkno in (0..100).step_by(3) {
+            bump_counter(&read(&pool, &rel, blkno, &mut usage), &mut usage);
+        }
+        for _ in 0..2 {
+            for blkno in 0..100 {
+                let buffer = read(&pool, &rel, blkno, &mut usage);
+                assert_eq!(counter_of(&buffer.page()), (blkno % 3 == 0) as u64, "block {blkno}");
+            }
+        }
+        let flushed = pool.flush_all().unwrap();
+        assert_eq!(pool.stats().dirty, 0);
+        assert!(flushed <= 16);
+        assert_eq!(pool.flush_all().unwrap(), 0);
+
+        // On disk every page carries a valid checksum and the right contents.
+        let mut page = vec![0u8; BLCKSZ];
+        for blkno in 0..100 {
+            rel.read_block(blkno, &mut page).unwrap();
+            page_verify(&page, blkno).unwrap();
+            check_page(&page, 16384, blkno);
+            assert_eq!(counter_of(&page), (blkno % 3 == 0) as u64);
+        }
+        assert_eq!(pool.stats().pinned, 0);
+    }
+
+    #[test]
+    fn counters_are_exact_for_a_known_sequence() {
+        let dir = TempDir::new("pool-counters");
+        let rel = make_rel(&dir, 500, 100);
+        let pool = BufferPool::new(16);
+        let mut usage = BufferUsage::default();
+
+        for blkno in 0..16 {
+            read(&pool, &rel, blkno, &mut usage);
+        }
+        assert_eq!((usage.shared_read, usage.shared_hit), (16, 0));
+        for blkno in 0..16 {
+            read(&pool, &rel, blkno, &mut usage);
+        }
+        assert_eq!((usage.shared_read, usage.shared_hit), (16, 16));
+        for blkno in 0..4 {
+            let buffer = read(&pool, &rel, blkno, &mut usage);
+            bump_counter(&buffer, &mut usage);
+            bump_counter(&buffer, &mut usage); // already dirty: not counted again
+        }
+        assert_eq!((usage.shared_hit, usage.shared_dirtied, usage.shared_written), (20, 4, 0));
+        assert_eq!(usage.shared_read_ns, 0, "no timing without track_io_timing");
+
+        // Sixteen new blocks push out all sixteen old ones; the four dirty ones are written.
+        let mut timed = BufferUsage::default();
+        for blkno in 16..32 {
+            pool.read_buffer(&rel, blkno, None, &mut timed, true).unwrap();
+        }
+        assert_eq!((timed.shared_read, timed.shared_hit, timed.shared_written), (16, 0, 4));
+        assert!(timed.shared_read_ns > 0 && timed.shared_write_ns > 0);
+        assert_eq!(buffers_of(&pool, 500), 16);
+        assert_eq!(pool.stats().dirty, 0);
+        for blkno in 16..32 {
+            read(&pool, &rel, blkno, &mut timed);
+        }
+        assert_eq!(timed.shared_hit, 16);
+
+        // The written-back changes come back from disk.
+        let mut again = BufferUsage::default();
+        for blkno in 0..4 {
+            assert_eq!(counter_of(&read(&pool, &rel, blkno, &mut again).page()), 2);
+        }
+        assert_eq!((again.shared_read, again.shared_hit), (4, 0));
+    }
+
+    #[test]
+    fn ring_scan_leaves_most_of_the_pool_untouched() {
+        let dir = TempDir::new("pool-ring");
+        let hot = make_rel(&dir, 600, 20);
+        let big = make_rel(&dir, 601, 200);
+        let pool = BufferPool::new(64);
+        assert!(pool.wants_ring(big.nblocks()));
+        assert!(!pool.wants_ring(16));
+        assert!(pool.wants_ring(17));
+        let mut usage = BufferUsage::default();
+        for _ in 0..2 {
+            for blkno in 0..20 {
+                read(&pool, &hot, blkno, &mut usage);
+            }
+        }
+        let mut ring = BufferRing::bulk_read();
+        let mut scan = BufferUsage::default();
+        for blkno in 0..200 {
+            let buffer = pool.read_buffer(&big, blkno, Some(&mut ring), &mut scan, false).unwrap();
+            check_page(&buffer.page(), 601, blkno);
+        }
+        assert_eq!(scan.shared_read, 200);
+        assert_eq!(ring.len(), 8, "bulk-read ring capped at 1/8 of 64 buffers");
+        assert_eq!(ring.evictions(), 8);
+        assert_eq!(ring.reuses(), 192);
+        assert_eq!(buffers_of(&pool, 600), 20);
+        assert!(buffers_of(&pool, 601) <= 8);
+
+        let mut after = BufferUsage::default();
+        for blkno in 0..20 {
+            read(&pool, &hot, blkno, &mut after);
+        }
+        assert_eq!((after.shared_hit, after.shared_read), (20, 0));
+
+        // Without a ring the same scan floods the pool.
+        for blkno in 0..200 {
+            read(&pool, &big, blkno, &mut usage);
+        }
+        assert!(buffers_of(&pool, 600) < 20);
+    }
+
+    #[test]
+    fn ring_writes_back_dirty_buffers_it_reuses() {
+        let dir = TempDir::new("pool-ring-dirty");
+        let rel = make_rel(&dir, 610, 40);
+        let pool = BufferPool::new(16);
+        let mut ring = BufferRing::bulk_write(); // capped at 2 buffers
+        let mut usage = BufferUsage::default();
+        for blkno in 0..40 {
+            let buffer = pool.read_buffer(&rel, blkno, Some(&mut ring), &mut usage, false).unwrap();
+            bump_counter(&buffer, &mut usage);
+        }
+        assert_eq!(ring.len(), 2);
+        assert_eq!(usage.shared_written, 38);
+        assert_eq!(pool.flush_relation(610).unwrap(), 2);
+        let mut page = vec![0u8; BLCKSZ];
+        for blkno in 0..40 {
+            rel.read_block(blkno, &mut page).unwrap();
+            page_verify(&page, blkno).unwrap();
+            assert_eq!(counter_of(&page), 1);
+        }
+    }
+
+    #[test]
+    fn corrupt_block_is_reported_and_not_cached() {
+        let dir = TempDir::new("pool-corrupt");
+        let rel = make_rel(&dir, 700, 100);
+        let file =
+            std::fs::OpenOptions::new().read(true).write(true).open(rel.segment_path(0)).unwrap();
+        let at = 37 * BLCKSZ as u64 + 5000;
+        let mut byte = [0u8; 1];
+        file.read_exact_at(&mut byte, at).unwrap();
+        file.write_all_at(&[byte[0] ^ 0x10], at).unwrap();
+
+        let pool = BufferPool::new(16);
+        let mut usage = BufferUsage::default();
+        for attempt in 1..=2 {
+            let err = pool.read_buffer(&rel, 37, None, &mut usage, false).unwrap_err();
+            assert_eq!(err.code, sqlstate::DATA_CORRUPTED);
+            assert_eq!(err.message, "invalid page in block 37 of relation base/700");
+            assert_eq!(usage.shared_read, attempt, "a failed block is read again");
+            assert!(pool.snapshot().iter().all(|b| b.tag.is_none() && b.pins == 0));
+        }
+        read(&pool, &rel, 38, &mut usage);
+        assert_eq!(pool.stats(), PoolStats { nbuffers: 16, valid: 1, dirty: 0, pinned: 0 });
+
+        // Beyond the end of the file: an I/O error, and again nothing stays mapped.
+        let err = pool.read_buffer(&rel, 100, None, &mut usage, false).unwrap_err();
+        assert_eq!(err.code, sqlstate::IO_ERROR);
+        assert_eq!(pool.stats().valid, 1);
+        assert_eq!(buffers_of(&pool, 700), 1);
+
+        // A zero (never written) block is fine.
+        rel.extend_to(101).unwrap();
+        let buffer = pool.read_buffer(&rel, 100, None, &mut usage, false).unwrap();
+        assert!(page_is_new(&buffer.page()));
+    }
+
+    #[test]
+    fn concurrent_readers_read_each_block_once() {
+        let dir = TempDir::new("pool-conc");
+        let rel = make_rel(&dir, 800, 64);
+        let pool = BufferPool::new(128);
+        let barrier = std::sync::Barrier::new(4);
+        let usages: Vec<BufferUsage> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4u32)
+                .map(|t| {
+                    let (pool, rel, barrier) = (&pool, &rel, &barrier);
+                    s.spawn(move || {
+                        let mut usage = BufferUsage::default();
+                        barrier.wait();
+                        for pass in 0..3u32 {
+                            for i in 0..64u32 {
+                                // Threads 0 and 1 go forward, 2 and 3 backward, in lockstep-ish.
+                                let blkno = if t < 2 { i } else { 63 - i };
+                                let buffer = read(pool, rel, blkno, &mut usage);
+                                if pass == 0 && t % 2 == 0 {
+                                    std::thread::yield_now();
+                                }
+                                drop(buffer);
+                            }
+                        }
+                        usage
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let reads: u64 = usages.iter().map(|u| u.shared_read).sum();
+        let hits: u64 = usages.iter().map(|u| u.shared_hit).sum();
+        assert_eq!(reads, 64, "every block read from disk exactly once");
+        assert_eq!(hits, 4 * 3 * 64 - 64);
+        assert_eq!(pool.stats().pinned, 0);
+        assert_eq!(buffers_of(&pool, 800), 64);
+    }
+
+    /// Four threads read and update random blocks of a relation six times larger than the
+    /// pool; every update must survive eviction, and every buffer must hold its own block.
+    #[test]
+    fn concurrent_updates_survive_eviction() {
+        let dir = TempDir::new("pool-stress");
+        let rel = make_rel(&dir, 900, 100);
+        let pool = BufferPool::new(16);
+        let per_thread = 400u64;
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let (pool, rel) = (&pool, &rel);
+                s.spawn(move || {
+                    let mut rng = 0x1234_5678_9abc_def0u64 ^ (t * 0x9e37_79b9);
+                    let mut usage = BufferUsage::default();
+                    for _ in 0..per_thread {
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        let blkno = (rng % 100) as u32;
+                        let buffer = read(pool, rel, blkno, &mut usage);
+                        bump_counter(&buffer, &mut usage);
+                        // Some extra reads in between to churn the pool.
+                        let other = ((rng >> 20) % 100) as u32;
+                        read(pool, rel, other, &mut usage);
+                    }
+                });
+            }
+        });
+        pool.flush_all().unwrap();
+        let mut total = 0;
+        let mut page = vec![0u8; BLCKSZ];
+        for blkno in 0..100 {
+            rel.read_block(blkno, &mut page).unwrap();
+            page_verify(&page, blkno).unwrap();
+            check_page(&page, 900, blkno);
+            total += counter_of(&page);
+        }
+        assert_eq!(total, 4 * per_thread, "lost updates");
+        assert_eq!(pool.stats().pinned, 0);
+    }
+
+    #[test]
+    fn concurrent_extension_hands_out_distinct_blocks() {
+        let dir = TempDir::new("pool-extend");
+        let rel = Arc::new(RelFile::open(&dir.0, 950).unwrap());
+        let pool = BufferPool::new(32);
+        let mut blocks: Vec<u32> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    let (pool, rel) = (&pool, &rel);
+                    s.spawn(move || {
+                        let mut usage = BufferUsage::default();
+                        (0..25)
+                            .map(|_| {
+                                let (blkno, buffer) =
+                                    pool.new_block(rel, None, &mut usage).unwrap();
+                                let mut page = buffer.page_mut();
+                                page_init(&mut page, 0);
+                                page_add_item(&mut page, &item_for(950, blkno, 0)).unwrap();
+                                blkno
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        });
+        blocks.sort_unstable();
+        assert_eq!(blocks, (0..100).collect::<Vec<_>>());
+        assert_eq!(rel.nblocks(), 100);
+        let mut usage = BufferUsage::default();
+        for blkno in 0..100 {
+            read(&pool, &rel, blkno, &mut usage);
+        }
+    }
+
+    #[test]
+    fn all_pinned_is_an_error_not_a_panic() {
+        let dir = TempDir::new("pool-pinned");
+        let rel = make_rel(&dir, 1000, 10);
+        let pool = BufferPool::new(4);
+        let mut usage = BufferUsage::default();
+        let mut held: Vec<PinnedBuffer> =
+            (0..4).map(|b| read(&pool, &rel, b, &mut usage)).collect();
+        assert_eq!(pool.stats().pinned, 4);
+        let err = pool.read_buffer(&rel, 4, None, &mut usage, false).unwrap_err();
+        assert_eq!(err.code, "53400");
+        assert_eq!(err.message, "no unpinned buffers available");
+        let err = pool.new_block(&rel, None, &mut usage).unwrap_err();
+        assert_eq!(err.code, "53400");
+        // Pinned blocks are still hits.
+        read(&pool, &rel, 2, &mut usage);
+        held.pop();
+        read(&pool, &rel, 4, &mut usage);
+        // Pins of the same block stack.
+        let again = read(&pool, &rel, 0, &mut usage);
+        assert_eq!(again.buffer_id(), held[0].buffer_id());
+        assert_eq!(pool.snapshot()[held[0].buffer_id() as usize].pins, 2);
+    }
+
+    #[test]
+    fn discard_drops_buffers_without_writing() {
+        let dir = TempDir::new("pool-discard");
+        let rel = make_rel(&dir, 1100, 10);
+        let other = make_rel(&dir, 1101, 2);
+        let pool = BufferPool::new(16);
+        let mut usage = BufferUsage::default();
+        for blkno in 0..10 {
+            bump_counter(&read(&pool, &rel, blkno, &mut usage), &mut usage);
+        }
+        bump_counter(&read(&pool, &other, 1, &mut usage), &mut usage);
+        assert_eq!(pool.stats().dirty, 11);
+        assert_eq!(pool.discard_relation(1100).unwrap(), 10);
+        assert_eq!(pool.stats(), PoolStats { nbuffers: 16, valid: 1, dirty: 1, pinned: 0 });
+        assert_eq!(pool.flush_relation(1100).unwrap(), 0);
+        assert_eq!(pool.flush_relation(1101).unwrap(), 1);
+        // The discarded changes never reached the file.
+        let mut fresh = BufferUsage::default();
+        for blkno in 0..10 {
+            assert_eq!(counter_of(&read(&pool, &rel, blkno, &mut fresh).page()), 0);
+        }
+        assert_eq!(fresh.shared_read, 10);
+
+        // A buffer pinned by someone else is reported, not silently dropped.
+        let pinned = read(&pool, &rel, 3, &mut fresh);
+        let err = pool.discard_relation(1100).unwrap_err();
+        assert_eq!(err.code, sqlstate::INTERNAL_ERROR);
+        drop(pinned);
+        assert!(pool.discard_relation(1100).unwrap() >= 1);
+        assert_eq!(buffers_of(&pool, 1100), 0);
+    }
+
+    #[test]
+    fn pinning_a_hit_raises_usage_up_to_the_maximum() {
+        let dir = TempDir::new("pool-usage");
+        let rel = make_rel(&dir, 1200, 2);
+        let pool = BufferPool::new(8);
+        let mut usage = BufferUsage::default();
+        let id = read(&pool, &rel, 0, &mut usage).buffer_id();
+        assert_eq!(pool.snapshot()[id as usize].usage_count, 1);
+        for _ in 0..10 {
+            read(&pool, &rel, 0, &mut usage);
+        }
+        assert_eq!(pool.snapshot()[id as usize].usage_count, MAX_USAGE_COUNT as u8);
+        // Under a ring, a hit only lifts usage from 0 to 1.
+        let mut ring = BufferRing::bulk_read();
+        let id1 =
+            pool.read_buffer(&rel, 1, Some(&mut ring), &mut usage, false).unwrap().buffer_id();
+        pool.read_buffer(&rel, 1, Some(&mut ring), &mut usage, false).unwrap();
+        assert_eq!(pool.snapshot()[id1 as usize].usage_count, 1);
+    }
+}

@@ -1,0 +1,173 @@
+//! `HeapScanExec`: PostgreSQL's Seq Scan as a DataFusion operator.
+//!
+//! The scan runs on a blocking thread (file I/O stays off the async runtime's threads)
+//! and hands batches to the consumer through a channel of [`SCAN_CHANNEL_BATCHES`]
+//! batches, so a slow consumer stops the scan instead of letting batches pile up. The
+//! scan stops early when the consumer goes away (the channel closes), when the statement
+//! is canceled, or when a pushed-down LIMIT is reached. Its buffer usage is added to the
+//! statement's when it ends.
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Result as DfResult};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
+use iolab_catalog::{PgError, TableDef};
+
+use crate::exec::context::StatementContext;
+use crate::exec::table::table_schema;
+use crate::heap::heapam::HeapScanner;
+use crate::txn::VisibilityChecker;
+use crate::Database;
+
+/// Batches buffered between the scanning thread and the consumer.
+pub const SCAN_CHANNEL_BATCHES: usize = 2;
+
+pub struct HeapScanExec {
+    db: Arc<Database>,
+    pub table: TableDef,
+    pub projection: Vec<usize>,
+    pub limit: Option<usize>,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl HeapScanExec {
+    pub fn new(db: Arc<Database>, table: TableDef, projection: Vec<usize>, limit: Option<usize>) -> HeapScanExec {
+        let schema = Arc::new(table_schema(&table).project(&projection).expect("projection within the table"));
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        HeapScanExec { db, table, projection, limit, schema, properties, metrics: ExecutionPlanMetricsSet::new() }
+    }
+}
+
+impl fmt::Debug for HeapScanExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HeapScanExec({})", self.table.name)
+    }
+}
+
+impl DisplayAs for HeapScanExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "Seq Scan on {}", self.table.name)
+    }
+}
+
+struct ScanCounters {
+    baseline: BaselineMetrics,
+    shared_hit: Count,
+    shared_read: Count,
+}
+
+impl ExecutionPlan for HeapScanExec {
+    fn name(&self) -> &str {
+        "HeapScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(self: Arc<Self>, _children: Vec<Arc<dyn ExecutionPlan>>) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> DfResult<SendableRecordBatchStream> {
+        let stmt = StatementContext::from_task(&context).map_err(to_df)?;
+        let rel = self.db.relfile(self.table.relfilenode).map_err(to_df)?;
+        let columns = self.table.columns.iter().map(|c| c.ty).collect();
+        let scanner = HeapScanner::new(
+            self.db.pool.clone(),
+            rel,
+            columns,
+            self.projection.clone(),
+            self.schema.clone(),
+            VisibilityChecker::new(stmt.snapshot.clone()),
+            stmt.track_io_timing,
+        );
+        let counters = ScanCounters {
+            baseline: BaselineMetrics::new(&self.metrics, partition),
+            shared_hit: MetricBuilder::new(&self.metrics).counter("shared_hit", partition),
+            shared_read: MetricBuilder::new(&self.metrics).counter("shared_read", partition),
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(SCAN_CHANNEL_BATCHES);
+        let limit = self.limit;
+        tokio::task::spawn_blocking(move || run_scan(scanner, stmt, counters, limit, tx));
+        let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream)))
+    }
+}
+
+fn run_scan(
+    mut scanner: HeapScanner,
+    stmt: Arc<StatementContext>,
+    counters: ScanCounters,
+    limit: Option<usize>,
+    tx: tokio::sync::mpsc::Sender<DfResult<RecordBatch>>,
+) {
+    let mut remaining = limit.unwrap_or(usize::MAX);
+    loop {
+        if remaining == 0 {
+            break;
+        }
+        if let Err(e) = stmt.check_cancel() {
+            let _ = tx.blocking_send(Err(to_df(e)));
+            break;
+        }
+        let _timer = counters.baseline.elapsed_compute().timer();
+        match scanner.next_batch() {
+            Ok(Some(mut batch)) => {
+                if batch.num_rows() > remaining {
+                    batch = batch.slice(0, remaining);
+                }
+                remaining -= batch.num_rows();
+                counters.baseline.record_output(batch.num_rows());
+                if tx.blocking_send(Ok(batch)).is_err() {
+                    break; // the consumer is gone
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                let _ = tx.blocking_send(Err(to_df(e)));
+                break;
+            }
+        }
+    }
+    counters.shared_hit.add(scanner.usage.shared_hit as usize);
+    counters.shared_read.add(scanner.usage.shared_read as usize);
+    counters.baseline.done();
+    stmt.add_usage(&scanner.usage);
+}
+
+/// Wraps a `PgError` so it survives the trip through DataFusion with its SQLSTATE.
+pub fn to_df(e: PgError) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}

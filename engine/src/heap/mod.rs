@@ -1,0 +1,8 @@
+//! Heap tables: rows stored as PostgreSQL-style heap tuples on 8 KiB pages.
+//!
+//! `tuple` is the tuple header (visibility fields, null bitmap, size limit); `codec` turns
+//! Arrow rows into tuple bytes and tuple bytes back into Arrow record batches.
+
+pub mod codec;
+pub mod heapam;
+pub mod tuple;

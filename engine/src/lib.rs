@@ -1,0 +1,12 @@
+//! The database engine: relation files, pages, buffer pool, heap, transactions, and the
+//! DataFusion scan and insert operators over them.
+
+pub mod buffer;
+pub mod db;
+pub mod exec;
+pub mod heap;
+pub mod storage;
+pub mod txn;
+pub mod values;
+
+pub use db::{Database, DatabaseOptions};

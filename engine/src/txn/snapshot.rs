@@ -1,0 +1,69 @@
+//! Snapshots and the visibility test for heap tuples (rules in `txn/mod.rs`).
+
+use std::sync::Arc;
+
+use super::clog::{Clog, XidStatus};
+use super::{Xid, INVALID_XID};
+
+#[derive(Clone)]
+pub struct Snapshot {
+    /// The first xid not yet handed out when the snapshot was taken.
+    pub xmax: Xid,
+    /// Other transactions in progress when the snapshot was taken (sorted).
+    pub in_progress: Vec<Xid>,
+    /// The reader's own transaction, or 0.
+    pub own_xid: Xid,
+    /// The reader's current command id: its own tuples with a smaller cid are visible.
+    pub curcid: u32,
+    pub clog: Arc<Clog>,
+}
+
+impl Snapshot {
+    /// Is a tuple inserted by `xmin` at command `cid` visible?
+    pub fn xid_visible(&self, xmin: Xid, cid: u32) -> bool {
+        if xmin == INVALID_XID {
+            return false;
+        }
+        if xmin == self.own_xid {
+            return cid < self.curcid;
+        }
+        xmin < self.xmax
+            && self.in_progress.binary_search(&xmin).is_err()
+            && self.clog.status(xmin) == XidStatus::Committed
+    }
+}
+
+/// A snapshot with a one-entry cache: tuples come in long runs written by one
+/// transaction, so a scan asks the clog about once per run instead of once per tuple.
+pub struct VisibilityChecker {
+    snapshot: Snapshot,
+    cached_xmin: Xid,
+    cached_visible: bool,
+}
+
+impl VisibilityChecker {
+    pub fn new(snapshot: Snapshot) -> VisibilityChecker {
+        VisibilityChecker { snapshot, cached_xmin: INVALID_XID, cached_visible: false }
+    }
+
+    /// Visibility of a tuple with header fields `xmin`, `cid`, `xmax` (xmax is always
+    /// invalid until DELETE exists; a committed, visible xmax hides the tuple).
+    #[inline]
+    pub fn visible(&mut self, xmin: Xid, cid: u32, xmax: Xid) -> bool {
+        let inserted = if xmin == self.snapshot.own_xid {
+            cid < self.snapshot.curcid
+        } else if xmin == self.cached_xmin {
+            self.cached_visible
+        } else {
+            let v = self.snapshot.xid_visible(xmin, cid);
+            self.cached_xmin = xmin;
+            self.cached_visible = v;
+            v
+        };
+        inserted && (xmax == INVALID_XID || !self.snapshot.xid_visible(xmax, u32::MAX))
+    }
+
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+}

@@ -1,0 +1,323 @@
+//! Calendar arithmetic and the session time zone, shared by input and output.
+//!
+//! Dates are counted in days and timestamps in microseconds from 1970-01-01 (Arrow's epoch);
+//! PostgreSQL's wire formats count from 2000-01-01, [`PG_EPOCH_DAYS`] days later. Years are
+//! astronomical (year 0 is 1 BC), the calendar is the proleptic Gregorian one PostgreSQL uses.
+
+use chrono::{DateTime, LocalResult, Offset, TimeZone};
+use datafusion::arrow::array::timezone::Tz;
+use std::str::FromStr;
+
+/// Microseconds in a day.
+pub const USECS_PER_DAY: i64 = 86_400_000_000;
+/// Days from 1970-01-01 to 2000-01-01 (PostgreSQL's epoch).
+pub const PG_EPOCH_DAYS: i32 = 10_957;
+/// Microseconds from 1970-01-01 to 2000-01-01.
+pub const PG_EPOCH_MICROS: i64 = PG_EPOCH_DAYS as i64 * USECS_PER_DAY;
+/// `date 'infinity'` / `'-infinity'` as Arrow `Date32` values (PostgreSQL uses the same sentinels).
+pub const DATE_POS_INFINITY: i32 = i32::MAX;
+pub const DATE_NEG_INFINITY: i32 = i32::MIN;
+/// `timestamp 'infinity'` / `'-infinity'` as Arrow microsecond timestamps.
+pub const TS_POS_INFINITY: i64 = i64::MAX;
+pub const TS_NEG_INFINITY: i64 = i64::MIN;
+
+/// The first date PostgreSQL accepts, 4714-11-24 BC, in days since 1970.
+pub(crate) const DATE_MIN_DAYS: i64 = -2_440_588;
+/// The last date PostgreSQL accepts, 5874897-12-31, in days since 1970.
+pub(crate) const DATE_MAX_DAYS: i64 = 2_145_042_905;
+/// The first timestamp PostgreSQL accepts (4714-11-24 00:00 BC), in µs since 1970.
+pub(crate) const TS_MIN_MICROS: i64 = DATE_MIN_DAYS * USECS_PER_DAY;
+/// The last timestamp iolab can hold: one below the `infinity` sentinel.
+pub(crate) const TS_MAX_MICROS: i64 = i64::MAX - 1;
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (astronomical year, month 1..=12).
+pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    debug_assert!((1..=12).contains(&month) && (1..=31).contains(&day));
+    // Count years from March so that the leap day is the last day of the year.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let month_from_march = (month as i64 + 9) % 12;
+    let day_of_year = (153 * month_from_march + 2) / 5 + day as i64 - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// The (astronomical year, month, day) of a day count since 1970-01-01.
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
+    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month as u32, day)
+}
+
+pub(crate) fn is_leap_year(year: i64) -> bool {
+    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+}
+
+pub(crate) fn days_in_month(year: i64, month: u32) -> u32 {
+    match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if is_leap_year(year) => 29,
+        _ => 28,
+    }
+}
+
+/// The session's `TimeZone`: a fixed offset or a zone of the tz database.
+///
+/// Offsets are kept in seconds east of Greenwich (ISO 8601's sign). PostgreSQL reads the
+/// setting two ways, and so does [`SessionZone::parse`]: a bare number is hours east
+/// (`SET timezone = -3` is UTC−3), everything else is a zone name or a POSIX zone string,
+/// whose offsets count hours *west* (`UTC+5` and `+05:30` are UTC−5 and UTC−5:30).
+#[derive(Clone, Copy, Debug)]
+pub struct SessionZone {
+    kind: ZoneKind,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum ZoneKind {
+    /// Seconds east of UTC.
+    Fixed(i32),
+    Named(Tz),
+}
+
+/// Largest offset a zone may have, as PostgreSQL limits it: 15:59:59 either way.
+const MAX_OFFSET_SECS: i32 = 15 * 3600 + 59 * 60 + 59;
+
+impl SessionZone {
+    pub fn utc() -> SessionZone {
+        SessionZone { kind: ZoneKind::Fixed(0) }
+    }
+
+    /// A fixed zone `east_secs` seconds east of UTC (negative: west).
+    pub fn fixed(east_secs: i32) -> SessionZone {
+        assert!(east_secs.abs() <= MAX_OFFSET_SECS * 2, "offset {east_secs}s is not a zone");
+        SessionZone { kind: ZoneKind::Fixed(east_secs) }
+    }
+
+    /// Reads a `TimeZone` setting; `None` when PostgreSQL would reject it.
+    pub fn parse(setting: &str) -> Option<SessionZone> {
+        let s = setting.trim();
+        if s.is_empty() {
+            return None;
+        }
+        let lower = s.to_ascii_lowercase();
+        let utc_alias = lower.strip_prefix("etc/").unwrap_or(&lower);
+        if matches!(utc_alias, "utc" | "uct" | "gmt" | "universal" | "zulu" | "greenwich") {
+            return Some(SessionZone::utc());
+        }
+        // A plain number is hours east, fractions allowed (`5.5` is +05:30).
+        if let Some(hours) = parse_plain_number(s) {
+            let secs = (hours * 3600.0).round();
+            if secs.abs() > f64::from(MAX_OFFSET_SECS) {
+                return None;
+            }
+            return Some(SessionZone::fixed(secs as i32));
+        }
+        let starts_alpha = s.as_bytes()[0].is_ascii_alphabetic();
+        if starts_alpha {
+            if let Ok(tz) = Tz::from_str(s) {
+                return Some(SessionZone { kind: ZoneKind::Named(tz) });
+            }
+        }
+        if let Some(east) = parse_posix_fixed(s) {
+            return Some(SessionZone::fixed(east));
+        }
+        // PostgreSQL looks zone names up without regard to case; the tz database spells them
+        // `Europe/Berlin`, `America/St_Johns`.
+        if starts_alpha && s.contains('/') {
+            if let Ok(tz) = Tz::from_str(&title_case_zone(s)) {
+                return Some(SessionZone { kind: ZoneKind::Named(tz) });
+            }
+        }
+        None
+    }
+
+    /// Whether the zone is UTC at every instant (the fast path of most conversions).
+    pub fn is_utc(&self) -> bool {
+        matches!(self.kind, ZoneKind::Fixed(0))
+    }
+
+    /// The zone's offset east of UTC, in seconds, at an instant (µs since 1970 UTC).
+    pub fn offset_at_utc(&self, utc_micros: i64) -> i32 {
+        match self.kind {
+            ZoneKind::Fixed(east) => east,
+            ZoneKind::Named(tz) => {
+                let naive = naive_from_micros(utc_micros);
+                tz.offset_from_utc_datetime(&naive).fix().local_minus_utc()
+            }
+        }
+    }
+
+    /// The instant (µs since 1970 UTC) a wall-clock time in this zone names.
+    ///
+    /// Where the wall clock repeats (daylight saving ends) or skips (it begins), PostgreSQL
+    /// takes the zone's smaller offset of the two around the transition, which gives the
+    /// later instant; so does this.
+    pub fn local_to_utc(&self, local_micros: i64) -> i64 {
+        let east = match self.kind {
+            ZoneKind::Fixed(east) => east,
+            ZoneKind::Named(tz) => {
+                let naive = naive_from_micros(local_micros);
+                match tz.offset_from_local_datetime(&naive) {
+                    LocalResult::Single(o) => o.fix().local_minus_utc(),
+                    LocalResult::Ambiguous(a, b) => {
+                        a.fix().local_minus_utc().min(b.fix().local_minus_utc())
+                    }
+                    LocalResult::None => {
+                        let before = self.offset_at_utc(local_micros.saturating_sub(USECS_PER_DAY));
+                        let after = self.offset_at_utc(local_micros.saturating_add(USECS_PER_DAY));
+                        before.min(after)
+                    }
+                }
+            }
+        };
+        local_micros.saturating_sub(i64::from(east) * 1_000_000)
+    }
+
+    /// The wall-clock time (µs since 1970) of an instant in this zone, and the offset used.
+    pub fn utc_to_local(&self, utc_micros: i64) -> (i64, i32) {
+        let east = self.offset_at_utc(utc_micros);
+        (utc_micros.saturating_add(i64::from(east) * 1_000_000), east)
+    }
+}
+
+/// chrono's `NaiveDateTime` for µs since 1970, clamped into chrono's range (±262143 years),
+/// which only matters for offsets of far-away instants.
+fn naive_from_micros(micros: i64) -> chrono::NaiveDateTime {
+    const LIMIT: i64 = 8_210_298_412_799_999_999; // +262143-12-31T23:59:59.999999
+    let clamped = micros.clamp(-LIMIT, LIMIT);
+    DateTime::from_timestamp_micros(clamped).map(|d| d.naive_utc()).unwrap_or_default()
+}
+
+/// `[+-]digits[.digits]` and nothing else, as `strtod` would accept it in the TimeZone check.
+fn parse_plain_number(s: &str) -> Option<f64> {
+    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let mut parts = body.splitn(2, '.');
+    let int = parts.next().unwrap_or("");
+    let frac = parts.next().unwrap_or("");
+    let digits_ok = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+    if (int.is_empty() && frac.is_empty()) || !digits_ok(int) || !digits_ok(frac) {
+        return None;
+    }
+    s.parse::<f64>().ok()
+}
+
+/// A POSIX zone without daylight saving: `[NAME]offset` where NAME is `<...>` or 3+ letters
+/// and the offset `[+-]h[h][:mm[:ss]]` counts west. Returns seconds east.
+fn parse_posix_fixed(s: &str) -> Option<i32> {
+    let rest = if let Some(after) = s.strip_prefix('<') {
+        &after[after.find('>')? + 1..]
+    } else {
+        let letters = s.bytes().take_while(|b| b.is_ascii_alphabetic()).count();
+        if letters != 0 && letters < 3 {
+            return None;
+        }
+        &s[letters..]
+    };
+    let (sign, body) = match rest.as_bytes().first()? {
+        b'+' => (1, &rest[1..]),
+        b'-' => (-1, &rest[1..]),
+        _ => (1, rest),
+    };
+    let mut secs = 0i32;
+    let mut fields = 0;
+    for (i, part) in body.split(':').enumerate() {
+        let limit = if i == 0 { 24 } else { 59 };
+        if i > 2 || part.is_empty() || part.len() > 2 || !part.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        let v: i32 = part.parse().ok()?;
+        if v > limit {
+            return None;
+        }
+        secs += v * [3600, 60, 1][i];
+        fields += 1;
+    }
+    if fields == 0 || secs > MAX_OFFSET_SECS {
+        return None;
+    }
+    Some(-sign * secs)
+}
+
+/// `europe/berlin` → `Europe/Berlin`, `america/st_johns` → `America/St_Johns`.
+fn title_case_zone(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut start = true;
+    for c in s.chars() {
+        if start {
+            out.extend(c.to_uppercase());
+        } else {
+            out.extend(c.to_lowercase());
+        }
+        start = matches!(c, '/' | '_' | '-');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calendar_round_trips() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 1, 1), i64::from(PG_EPOCH_DAYS));
+        assert_eq!(days_from_civil(-4713, 11, 24), DATE_MIN_DAYS);
+        assert_eq!(days_from_civil(5_874_897, 12, 31), DATE_MAX_DAYS);
+        for days in (-3_000_000..3_000_000).step_by(997) {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+        assert_eq!(civil_from_days(19_753), (2024, 1, 31));
+        assert_eq!(civil_from_days(days_from_civil(2024, 2, 29)), (2024, 2, 29));
+    }
+
+    #[test]
+    fn time_zone_settings_read_like_postgres() {
+        // Verified on PostgreSQL 18: SET timezone = X; SELECT '2024-01-31 12:34:56'::timestamptz
+        // shows +05 for '5' and '+5', +05:30 for '5.5', -07 for -7, -05:30 for '+05:30',
+        // -05 for 'UTC+5' and 'EST5', +03 for 'Etc/GMT-3', +03:30 for '<+0330>-03:30'.
+        let east = |s: &str| SessionZone::parse(s).unwrap().offset_at_utc(0);
+        assert_eq!(east("UTC"), 0);
+        assert_eq!(east("Etc/UTC"), 0);
+        assert_eq!(east("gmt"), 0);
+        assert_eq!(east("5"), 5 * 3600);
+        assert_eq!(east("+5"), 5 * 3600);
+        assert_eq!(east("5.5"), 5 * 3600 + 1800);
+        assert_eq!(east("-7"), -7 * 3600);
+        assert_eq!(east("+05:30"), -(5 * 3600 + 1800));
+        assert_eq!(east("UTC+5"), -5 * 3600);
+        assert_eq!(east("EST5"), -5 * 3600);
+        assert_eq!(east("Etc/GMT-3"), 3 * 3600);
+        assert_eq!(east("<+0330>-03:30"), 3 * 3600 + 1800);
+        assert_eq!(east("Asia/Kolkata"), 5 * 3600 + 1800);
+        assert_eq!(east("europe/berlin"), 3600);
+        assert!(SessionZone::parse("Foo").is_none());
+        assert!(SessionZone::parse("").is_none());
+    }
+
+    #[test]
+    fn daylight_saving_transitions_take_the_later_instant() {
+        // Verified on PostgreSQL 18 with TimeZone Europe/Berlin:
+        // '2024-10-27 02:30'::timestamptz → 2024-10-27 02:30:00+01 (repeated hour)
+        // '2024-03-31 02:30'::timestamptz → 2024-03-31 03:30:00+02 (skipped hour)
+        let berlin = SessionZone::parse("Europe/Berlin").unwrap();
+        let local = |y, m, d, h: i64, mi: i64| days_from_civil(y, m, d) * USECS_PER_DAY + (h * 60 + mi) * 60_000_000;
+        let utc = berlin.local_to_utc(local(2024, 10, 27, 2, 30));
+        assert_eq!(utc, local(2024, 10, 27, 1, 30));
+        let utc = berlin.local_to_utc(local(2024, 3, 31, 2, 30));
+        assert_eq!(utc, local(2024, 3, 31, 1, 30));
+        assert_eq!(berlin.offset_at_utc(utc), 7200);
+        assert_eq!(berlin.local_to_utc(local(2024, 7, 1, 12, 0)), local(2024, 7, 1, 10, 0));
+    }
+}

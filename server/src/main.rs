@@ -1,0 +1,168 @@
+//! `iolab`: a PostgreSQL-wire-compatible server for studying database I/O.
+
+mod copy;
+mod errors;
+mod server;
+mod session;
+mod show;
+mod sql;
+mod wire;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+
+use clap::Parser;
+use iolab_engine::{Database, DatabaseOptions};
+use iolab_settings::ServerSettings;
+use pgwire::api::ConnectionManager;
+
+/// A PostgreSQL-wire-compatible server for studying database I/O.
+///
+/// Every PostgreSQL setting iolab knows can be given with `-c name=value` (as `postgres
+/// -c` takes it) or in the configuration file (`iolab.conf` in the data directory, or
+/// `--config`); the command line wins. Connect with `psql -h 127.0.0.1 -U postgres`.
+#[derive(Parser, Debug)]
+#[command(name = "iolab", version, about, long_about = None)]
+struct Cli {
+    /// Data directory; created and initialised if it does not exist.
+    #[arg(short = 'D', long = "data-dir", default_value = "iolab-data")]
+    data_dir: PathBuf,
+
+    /// TCP port to listen on (the `port` setting).
+    #[arg(short = 'p', long)]
+    port: Option<u16>,
+
+    /// Address to listen on (the `listen_addresses` setting; one address).
+    #[arg(long = "listen")]
+    listen: Option<String>,
+
+    /// Set a setting: `-c name=value`; may be repeated.
+    #[arg(short = 'c', value_name = "NAME=VALUE")]
+    settings: Vec<String>,
+
+    /// Configuration file in postgresql.conf syntax [default: DATA_DIR/iolab.conf if present].
+    #[arg(long = "config")]
+    config: Option<PathBuf>,
+
+    /// Require this password (SCRAM-SHA-256) from every client; without it, only
+    /// loopback connections are accepted, without a password. Also read from
+    /// IOLAB_PASSWORD.
+    #[arg(long, env = "IOLAB_PASSWORD", hide_env_values = true)]
+    password: Option<String>,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("IOLAB_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    if let Err(message) = run(cli) {
+        eprintln!("iolab: {message}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    let settings = load_settings(&cli)?;
+    let listen = settings.get("listen_addresses").unwrap_or_else(|_| "127.0.0.1".into());
+    let listen = match listen.as_str() {
+        "localhost" => "127.0.0.1".to_string(),
+        "*" => "0.0.0.0".to_string(),
+        _ => listen,
+    };
+    let port: u16 = settings
+        .get("port")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .ok_or("invalid port setting")?;
+    let shared_buffers = settings.shared_buffers_blocks() as usize;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("iolab")
+        .build()
+        .map_err(|e| format!("could not start the runtime: {e}"))?;
+    runtime.block_on(async move {
+        let db = Database::open(&cli.data_dir, &DatabaseOptions { shared_buffers })
+            .map_err(|e| format!("could not open data directory \"{}\": {}", cli.data_dir.display(), e.message))?;
+        let addr: SocketAddr = format!("{listen}:{port}")
+            .parse()
+            .or_else(|_| format!("[{listen}]:{port}").parse())
+            .map_err(|_| format!("invalid listen address \"{listen}\""))?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("could not listen on {addr}: {e}"))?;
+        let data_dir = std::fs::canonicalize(&cli.data_dir).unwrap_or(cli.data_dir.clone());
+        let server = Arc::new(server::Server {
+            db: db.clone(),
+            settings,
+            connections: Arc::new(ConnectionManager::new()),
+            connection_count: AtomicUsize::new(0),
+            password: cli.password.clone(),
+        });
+        tracing::info!(
+            "iolab {} listening on {addr}; data directory {}; shared_buffers {} ({} buffers)",
+            env!("CARGO_PKG_VERSION"),
+            data_dir.display(),
+            server.settings.get("shared_buffers").unwrap_or_default(),
+            shared_buffers,
+        );
+        let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
+        eprintln!("iolab is ready: connect with  psql -h {host} -p {port} -U postgres");
+        wire::serve(server, listener, shutdown_signal()).await;
+        tracing::info!("shutting down: writing dirty buffers");
+        let written = tokio::task::block_in_place(|| db.checkpoint())
+            .map_err(|e| format!("shutdown checkpoint failed: {}", e.message))?;
+        tracing::info!("shutdown complete ({written} buffers written)");
+        Ok::<(), String>(())
+    })?;
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    Ok(())
+}
+
+/// Settings from defaults, the configuration file and the command line, in that order.
+fn load_settings(cli: &Cli) -> Result<ServerSettings, String> {
+    let config_path = cli.config.clone().or_else(|| {
+        let default = cli.data_dir.join("iolab.conf");
+        default.exists().then_some(default)
+    });
+    let config_text = match &config_path {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("could not read configuration file \"{}\": {e}", path.display()))?,
+        ),
+        None => None,
+    };
+    let path_text = config_path.as_ref().map(|p| p.display().to_string());
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for item in &cli.settings {
+        let (name, value) = item
+            .split_once('=')
+            .ok_or_else(|| format!("-c {item} requires a value (-c name=value)"))?;
+        pairs.push((name.trim().replace('-', "_"), value.trim().to_string()));
+    }
+    if let Some(port) = cli.port {
+        pairs.push(("port".into(), port.to_string()));
+    }
+    if let Some(listen) = &cli.listen {
+        pairs.push(("listen_addresses".into(), listen.clone()));
+    }
+    pairs.push(("data_directory".into(), cli.data_dir.display().to_string()));
+    let file = path_text.as_deref().zip(config_text.as_deref());
+    ServerSettings::load(file, &pairs).map_err(|e| e.to_string().trim_end().to_string())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => tracing::info!("received SIGTERM"),
+        _ = int.recv() => tracing::info!("received SIGINT"),
+    }
+}

@@ -1,0 +1,299 @@
+//! One client connection's state: its settings, its transaction block, its DataFusion
+//! state, and the statement it is running.
+//!
+//! `Session::run` is the one entry point for every statement, whichever protocol it came
+//! by: it applies the transaction rules (see `sql/mod.rs`), builds the statement's
+//! context and dispatches to the code that runs the statement.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use datafusion::catalog::MemoryCatalogProvider;
+use datafusion::catalog::CatalogProvider;
+use datafusion::execution::context::SessionState;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::prelude::SessionConfig;
+use datafusion::sql::sqlparser::ast;
+use iolab_catalog::{sqlstate, PgError, PgResult};
+use iolab_engine::exec::schema::PublicSchema;
+use iolab_engine::exec::StatementContext;
+use iolab_engine::values::{DateOrder, TextFormat};
+use iolab_engine::Database;
+use iolab_settings::SessionSettings;
+use parking_lot::Mutex;
+
+use crate::server::Server;
+use crate::sql::{self, ddl, insert, Outcome, Parsed, StatementGuard, StatementRun, TxnBlock};
+
+/// A NOTICE or WARNING to send before a statement's result.
+#[derive(Clone, Debug)]
+pub struct Notice {
+    pub severity: &'static str,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Notice {
+    pub fn notice(message: impl Into<String>) -> Notice {
+        Notice { severity: "NOTICE", code: "00000", message: message.into() }
+    }
+
+    pub fn warning(code: &'static str, message: impl Into<String>) -> Notice {
+        Notice { severity: "WARNING", code, message: message.into() }
+    }
+}
+
+pub struct Session {
+    pub server: Arc<Server>,
+    pub pid: i32,
+    pub user: String,
+    pub settings: SessionSettings,
+    pub txn: TxnBlock,
+    df_state: SessionState,
+    /// The cancel flag of the running statement.
+    pub cancel: Arc<AtomicBool>,
+    /// A COPY FROM STDIN in progress.
+    pub copy_in: Option<crate::copy::CopyIn>,
+}
+
+pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
+
+impl Session {
+    pub fn new(server: Arc<Server>, pid: i32, user: String, settings: SessionSettings) -> Session {
+        let df_state = base_state(&server.db);
+        Session {
+            server,
+            pid,
+            user,
+            settings,
+            txn: TxnBlock::default(),
+            df_state,
+            cancel: Arc::new(AtomicBool::new(false)),
+            copy_in: None,
+        }
+    }
+
+    /// Plans a query without running it (the extended protocol's Describe).
+    pub async fn plan_only(&self, stmt: &ast::Statement) -> PgResult<datafusion::logical_expr::LogicalPlan> {
+        let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(stmt.clone()));
+        self.df_state.statement_to_plan(df_stmt).await.map_err(crate::errors::from_datafusion)
+    }
+
+    /// How this session reads and writes values as text.
+    pub fn text_format(&self) -> TextFormat {
+        let fmt = TextFormat::default().with_extra_float_digits(self.settings.extra_float_digits());
+        let mut fmt = fmt.clone().with_time_zone(&self.settings.time_zone()).unwrap_or(fmt);
+        fmt.date_order = DateOrder::from_datestyle(&self.settings.get("DateStyle").unwrap_or_default());
+        fmt
+    }
+
+    pub fn db(&self) -> &Arc<Database> {
+        &self.server.db
+    }
+
+    /// Runs one parsed statement. `text` is its SQL (for error positions and logs).
+    pub async fn run(
+        &mut self,
+        parsed: &Parsed,
+        params: Option<Vec<datafusion::scalar::ScalarValue>>,
+        notices: &mut Vec<Notice>,
+    ) -> PgResult<Outcome> {
+        if let Parsed::Sql(stmt) = parsed {
+            match &**stmt {
+                ast::Statement::StartTransaction { .. } => return Ok(self.begin(notices)),
+                ast::Statement::Commit { .. } => return self.end_block(true, notices),
+                ast::Statement::Rollback { .. } => return self.end_block(false, notices),
+                _ => {}
+            }
+        }
+        if self.txn.in_block && self.txn.is_failed() {
+            return Err(sql::in_failed_transaction());
+        }
+        // Outside a block the statement is its own transaction, for settings too (SET LOCAL
+        // lasts one statement). A statement whose future was dropped left one open.
+        let implicit = !self.txn.in_block;
+        if implicit {
+            if self.settings.in_transaction() {
+                self.settings.abort_transaction();
+            }
+            self.settings.begin_transaction();
+        }
+        let result = self.run_in_transaction(parsed, params, notices).await;
+        if implicit {
+            if result.is_ok() {
+                self.settings.commit_transaction();
+            } else {
+                self.settings.abort_transaction();
+            }
+        }
+        result
+    }
+
+    async fn run_in_transaction(
+        &mut self,
+        parsed: &Parsed,
+        params: Option<Vec<datafusion::scalar::ScalarValue>>,
+        notices: &mut Vec<Notice>,
+    ) -> PgResult<Outcome> {
+        if let Parsed::Sql(stmt) = parsed {
+            if let Some(outcome) = crate::show::run(self, stmt, notices)? {
+                return Ok(outcome);
+            }
+        }
+        let db = self.db().clone();
+        let xid = if parsed.writes() {
+            match self.txn.xid {
+                Some(x) if self.txn.in_block => x,
+                _ => {
+                    let x = db.txns.begin().map_err(|e| PgError::io("could not reserve transaction ids", &e))?;
+                    if self.txn.in_block {
+                        self.txn.xid = Some(x);
+                    }
+                    x
+                }
+            }
+        } else {
+            self.txn.xid.unwrap_or(0)
+        };
+        let cid = self.txn.next_cid;
+        self.txn.next_cid += 1;
+        self.cancel = Arc::new(AtomicBool::new(false));
+        let ctx = Arc::new(StatementContext {
+            db: db.clone(),
+            snapshot: db.txns.snapshot(xid, cid),
+            xid,
+            cid,
+            track_io_timing: self.settings.track_io_timing(),
+            cancel: self.cancel.clone(),
+            usage: Mutex::new(Default::default()),
+        });
+        let autocommit_xid = (!self.txn.in_block && xid != 0).then_some(xid);
+        let block_failed = self.txn.in_block.then(|| self.txn.failed.clone());
+        let guard = StatementGuard::new(db.clone(), self.cancel.clone(), autocommit_xid, block_failed);
+        let mut state = self.df_state.clone();
+        state.config_mut().set_extension(ctx.clone());
+        let run = StatementRun { db, ctx, state, text_format: self.text_format(), params };
+        if !self.txn.in_block {
+            self.txn.next_cid = 0;
+        }
+        if let Parsed::Sql(stmt) = parsed {
+            if let ast::Statement::Copy { .. } = &**stmt {
+                // COPY FROM STDIN keeps the guard until its data has arrived.
+                return crate::copy::start(self, run, guard, stmt).await;
+            }
+        }
+        let result = self.dispatch(&run, parsed, notices).await;
+        guard.finish(result.is_ok())?;
+        result
+    }
+
+    async fn dispatch(&mut self, run: &StatementRun, parsed: &Parsed, notices: &mut Vec<Notice>) -> PgResult<Outcome> {
+        let db = run.db.clone();
+        let stmt = match parsed {
+            Parsed::Checkpoint => {
+                tokio::task::block_in_place(|| db.checkpoint())?;
+                return Ok(Outcome::Done("CHECKPOINT".into()));
+            }
+            Parsed::Vacuum { table } => {
+                if let Some(t) = table {
+                    db.catalog.resolve(None, t)?;
+                }
+                return Ok(Outcome::Done("VACUUM".into()));
+            }
+            Parsed::CreateUnlogged(stmt) => {
+                let ast::Statement::CreateTable(create) = &**stmt else {
+                    return Err(PgError::syntax("syntax error at or near \"UNLOGGED\""));
+                };
+                ddl::create_table(&db, create, true)?;
+                return Ok(Outcome::Done("CREATE TABLE".into()));
+            }
+            Parsed::Sql(stmt) => stmt,
+        };
+        match &**stmt {
+            ast::Statement::Query(_) => {
+                let stream = run.query_stream(stmt).await?;
+                let schema = sql::colnames::rename(stmt, stream.schema());
+                Ok(Outcome::Rows { schema, stream, tag: "SELECT" })
+            }
+            ast::Statement::CreateTable(create) => {
+                ddl::create_table(&db, create, false)?;
+                Ok(Outcome::Done("CREATE TABLE".into()))
+            }
+            ast::Statement::Drop { .. } => {
+                for n in ddl::drop(&db, stmt)? {
+                    notices.push(Notice::notice(n));
+                }
+                Ok(Outcome::Done("DROP TABLE".into()))
+            }
+            ast::Statement::Truncate(t) => {
+                let names: Vec<_> = t.table_names.iter().map(|t| t.name.clone()).collect();
+                ddl::truncate(&db, &names)?;
+                Ok(Outcome::Done("TRUNCATE TABLE".into()))
+            }
+            ast::Statement::Insert(ins) => {
+                let n = insert::insert(run, ins).await?;
+                Ok(Outcome::Done(format!("INSERT 0 {n}")))
+            }
+            ast::Statement::Explain { .. } => Err(PgError::unsupported("EXPLAIN is not supported yet")),
+            other => Err(PgError::unsupported(format!("statement not supported: {}", first_words(&other.to_string())))),
+        }
+    }
+
+    fn begin(&mut self, notices: &mut Vec<Notice>) -> Outcome {
+        if self.txn.in_block {
+            notices.push(Notice::warning("25001", "there is already a transaction in progress"));
+        } else {
+            self.txn = TxnBlock { in_block: true, ..TxnBlock::default() };
+            self.settings.begin_transaction();
+        }
+        Outcome::TxnStart("BEGIN".into())
+    }
+
+    /// COMMIT (`commit` = true) or ROLLBACK.
+    fn end_block(&mut self, commit: bool, notices: &mut Vec<Notice>) -> PgResult<Outcome> {
+        let tag = if commit { "COMMIT" } else { "ROLLBACK" };
+        if !self.txn.in_block {
+            notices.push(Notice::warning("25P01", "there is no transaction in progress"));
+            return Ok(Outcome::TxnEnd(tag.into()));
+        }
+        let failed = self.txn.is_failed();
+        let commit = commit && !failed;
+        if let Some(xid) = self.txn.xid.take() {
+            let db = self.db().clone();
+            let r = if commit { db.txns.commit(xid) } else { db.txns.abort(xid) };
+            r.map_err(|e| PgError::io("could not write commit log", &e))?;
+        }
+        if commit {
+            self.settings.commit_transaction();
+        } else {
+            self.settings.abort_transaction();
+        }
+        self.txn = TxnBlock::default();
+        Ok(Outcome::TxnEnd(if commit { tag.into() } else { "ROLLBACK".into() }))
+    }
+}
+
+fn first_words(sql: &str) -> String {
+    sql.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+}
+
+/// DataFusion's state for a new session: our catalog, PostgreSQL-like options.
+fn base_state(db: &Arc<Database>) -> SessionState {
+    let mut config = SessionConfig::new()
+        .with_default_catalog_and_schema("postgres", "public")
+        .with_create_default_catalog_and_schema(false)
+        .with_information_schema(false);
+    config.options_mut().sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
+    let state = SessionStateBuilder::new().with_config(config).with_default_features().build();
+    let catalog = MemoryCatalogProvider::new();
+    catalog
+        .register_schema("public", Arc::new(PublicSchema::new(db.clone())))
+        .expect("a new catalog accepts a schema");
+    state.catalog_list().register_catalog("postgres".into(), Arc::new(catalog));
+    state
+}
+
+/// The error for a SQLSTATE-less internal state problem.
+pub fn not_in_copy() -> PgError {
+    PgError::new(sqlstate::PROTOCOL_VIOLATION, "unexpected message type during COPY")
+}

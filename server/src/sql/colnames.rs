@@ -1,0 +1,118 @@
+//! Result column names as PostgreSQL chooses them.
+//!
+//! DataFusion names an unaliased output column after the whole expression
+//! (`count(*)`, `min(eic_uniform.a)`); PostgreSQL names it after the outermost function,
+//! column or type (`count`, `min`, `a`, `int4`) and uses `?column?` when nothing fits.
+//! Names may repeat in PostgreSQL but not inside a DataFusion plan, so the plan keeps
+//! its own names and only the RowDescription the client sees gets PostgreSQL's.
+
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::sql::sqlparser::ast::{self, Expr, SelectItem, SetExpr};
+use std::sync::Arc;
+
+/// The names PostgreSQL gives the columns of `query`, or `None` where DataFusion's name
+/// is kept (aliases, wildcard expansions, queries that are not a plain SELECT).
+fn pg_names(query: &ast::Query, width: usize) -> Option<Vec<Option<String>>> {
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return None;
+    };
+    let wildcards = select
+        .projection
+        .iter()
+        .filter(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)))
+        .count();
+    if wildcards > 1 {
+        return None;
+    }
+    let expanded = width.checked_sub(select.projection.len() - wildcards)?;
+    let mut names = Vec::with_capacity(width);
+    for item in &select.projection {
+        match item {
+            SelectItem::UnnamedExpr(e) => names.push(Some(expr_name(e).unwrap_or_else(|| "?column?".into()))),
+            SelectItem::ExprWithAlias { .. } | SelectItem::ExprWithAliases { .. } => names.push(None),
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => names.extend(std::iter::repeat_n(None, expanded)),
+        }
+    }
+    (names.len() == width).then_some(names)
+}
+
+/// PostgreSQL's FigureColname for one expression.
+fn expr_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Identifier(id) => Some(crate::sql::ddl::ident_name(id)),
+        Expr::CompoundIdentifier(parts) => parts.last().map(crate::sql::ddl::ident_name),
+        Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(crate::sql::ddl::ident_name),
+        Expr::Cast { expr, data_type, .. } => expr_name(expr).or_else(|| Some(type_name(data_type))),
+        Expr::Nested(inner) => expr_name(inner),
+        Expr::Case { .. } => Some("case".into()),
+        Expr::Array(_) => Some("array".into()),
+        Expr::Exists { .. } => Some("exists".into()),
+        Expr::Subquery(q) => {
+            let names = pg_names(q, 1)?;
+            names.into_iter().next().flatten()
+        }
+        Expr::Extract { .. } => Some("extract".into()),
+        Expr::Substring { .. } => Some("substring".into()),
+        Expr::Trim { .. } => Some("btrim".into()),
+        Expr::Position { .. } => Some("position".into()),
+        Expr::Overlay { .. } => Some("overlay".into()),
+        Expr::Ceil { .. } => Some("ceil".into()),
+        Expr::Floor { .. } => Some("floor".into()),
+        Expr::TypedString(ts) => Some(type_name(&ts.data_type)),
+        _ => None,
+    }
+}
+
+/// The name PostgreSQL gives a cast's column: the type's internal name.
+fn type_name(dt: &ast::DataType) -> String {
+    let text = dt.to_string().to_lowercase();
+    let base = text.split('(').next().unwrap_or(&text).trim();
+    match iolab_catalog::PgType::from_sql_name(base, &[]) {
+        Some(t) => t.typname().to_string(),
+        None => base.to_string(),
+    }
+}
+
+/// `schema` with the column names PostgreSQL would report for `stmt`.
+pub fn rename(stmt: &ast::Statement, schema: SchemaRef) -> SchemaRef {
+    let ast::Statement::Query(query) = stmt else {
+        return schema;
+    };
+    let Some(names) = pg_names(query, schema.fields().len()) else {
+        return schema;
+    };
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .zip(names)
+        .map(|(f, name)| match name {
+            Some(n) => f.as_ref().clone().with_name(n),
+            None => f.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::datatypes::DataType;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    fn names(sql: &str, df_names: &[&str]) -> Vec<String> {
+        let stmt = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap().remove(0);
+        let schema = Arc::new(Schema::new(df_names.iter().map(|n| Field::new(*n, DataType::Int64, true)).collect::<Vec<_>>()));
+        rename(&stmt, schema).fields().iter().map(|f| f.name().clone()).collect()
+    }
+
+    #[test]
+    fn unaliased_expressions_get_postgres_names() {
+        assert_eq!(
+            names("SELECT count(*), min(a), t.b, 1 + 2, a::text, 'x'::int4, c AS d FROM t", &["count(*)", "min(t.a)", "b", "Int64(1) + Int64(2)", "a", "x", "d"]),
+            vec!["count", "min", "b", "?column?", "a", "int4", "d"]
+        );
+        assert_eq!(names("SELECT *, count(*) FROM t", &["a", "b", "count(*)"]), vec!["a", "b", "count"]);
+        assert_eq!(names("SELECT 1", &["Int64(1)"]), vec!["?column?"]);
+    }
+}

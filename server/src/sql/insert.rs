@@ -1,0 +1,141 @@
+//! INSERT … VALUES / INSERT … SELECT: the source runs through DataFusion, each batch is
+//! converted to the table's column types with PostgreSQL's assignment casts and appended
+//! to the heap by the statement's transaction.
+
+use std::time::Instant;
+
+use datafusion::arrow::array::{new_null_array, ArrayRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::sql::sqlparser::ast;
+use futures::StreamExt;
+use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
+use iolab_engine::heap::heapam::HeapInserter;
+use iolab_engine::values::{assign_cast_with, check_not_null};
+
+use crate::sql::ddl::{ident_name, split_name};
+use crate::sql::StatementRun;
+
+/// Rows between two progress lines in the server log.
+const PROGRESS_EVERY_ROWS: u64 = 1_000_000;
+
+pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<u64> {
+    let ast::TableObject::TableName(name) = &insert.table else {
+        return Err(PgError::unsupported("INSERT into a table function is not supported"));
+    };
+    if insert.on.is_some() {
+        return Err(PgError::unsupported("ON CONFLICT is not supported"));
+    }
+    if insert.returning.is_some() {
+        return Err(PgError::unsupported("INSERT … RETURNING is not supported yet"));
+    }
+    let (schema, table_name) = split_name(name)?;
+    let table = run.db.catalog.resolve(schema.as_deref(), &table_name)?;
+    let targets = target_columns(&table, &insert.columns)?;
+    let Some(source) = &insert.source else {
+        return Err(PgError::unsupported("INSERT … DEFAULT VALUES is not supported"));
+    };
+    let stream = run.query_stream(&ast::Statement::Query(source.clone())).await?;
+    insert_stream(run, &table, &targets, stream).await
+}
+
+/// The table column index each source column goes to.
+pub fn target_columns(table: &TableDef, columns: &[ast::ObjectName]) -> PgResult<Vec<usize>> {
+    if columns.is_empty() {
+        return Ok((0..table.columns.len()).collect());
+    }
+    let mut targets = Vec::with_capacity(columns.len());
+    for col in columns {
+        let name = col.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_default();
+        let idx = table.column_index(&name).ok_or_else(|| {
+            PgError::new(
+                sqlstate::UNDEFINED_COLUMN,
+                format!("column \"{name}\" of relation \"{}\" does not exist", table.name),
+            )
+        })?;
+        if targets.contains(&idx) {
+            return Err(PgError::syntax(format!("column \"{name}\" specified more than once")));
+        }
+        targets.push(idx);
+    }
+    Ok(targets)
+}
+
+/// Inserts every batch of `stream` into `table`; source column i goes to `targets[i]`.
+pub async fn insert_stream(
+    run: &StatementRun,
+    table: &TableDef,
+    targets: &[usize],
+    mut stream: datafusion::execution::SendableRecordBatchStream,
+) -> PgResult<u64> {
+    let source_width = stream.schema().fields().len();
+    if source_width > targets.len() {
+        return Err(PgError::syntax("INSERT has more expressions than target columns"));
+    }
+    if source_width < targets.len() {
+        return Err(PgError::syntax("INSERT has more target columns than expressions"));
+    }
+    let xid = run.xid()?;
+    let rel = run.db.relfile(table.relfilenode)?;
+    let columns: Vec<_> = table.columns.iter().map(|c| c.ty).collect();
+    let mut inserter =
+        HeapInserter::new(run.db.pool.clone(), rel, columns, xid, run.ctx.cid, run.ctx.track_io_timing);
+    let started = Instant::now();
+    let mut next_progress = PROGRESS_EVERY_ROWS;
+    let result: PgResult<()> = async {
+        while let Some(batch) = stream.next().await {
+            run.ctx.check_cancel()?;
+            let batch = batch.map_err(crate::errors::from_datafusion)?;
+            let arrays = table_arrays(run, table, targets, &batch)?;
+            tokio::task::block_in_place(|| inserter.insert_arrays(&arrays, batch.num_rows()))?;
+            if inserter.inserted >= next_progress {
+                tracing::info!(
+                    table = %table.name,
+                    rows = inserter.inserted,
+                    seconds = started.elapsed().as_secs_f64(),
+                    "INSERT in progress"
+                );
+                next_progress += PROGRESS_EVERY_ROWS;
+            }
+        }
+        Ok(())
+    }
+    .await;
+    inserter.finish();
+    run.ctx.add_usage(&inserter.usage);
+    result?;
+    Ok(inserter.inserted)
+}
+
+/// Converts a source batch to the table's full row shape with assignment casts.
+pub fn table_arrays(run: &StatementRun, table: &TableDef, targets: &[usize], batch: &RecordBatch) -> PgResult<Vec<ArrayRef>> {
+    let cast = targets
+        .iter()
+        .enumerate()
+        .map(|(src, &dst)| {
+            let col = &table.columns[dst];
+            assign_cast_with(batch.column(src), col.ty, &col.name, &run.text_format)
+        })
+        .collect::<PgResult<Vec<_>>>()?;
+    complete_rows(table, targets, cast, batch.num_rows())
+}
+
+/// Puts column `i` of `given` (of the table's types) into table column `targets[i]`,
+/// fills the other columns with NULL, and checks NOT NULL.
+pub fn complete_rows(table: &TableDef, targets: &[usize], given: Vec<ArrayRef>, rows: usize) -> PgResult<Vec<ArrayRef>> {
+    let mut arrays: Vec<Option<ArrayRef>> = vec![None; table.columns.len()];
+    for (array, &dst) in given.into_iter().zip(targets) {
+        arrays[dst] = Some(array);
+    }
+    let arrays: Vec<ArrayRef> = arrays
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| a.unwrap_or_else(|| new_null_array(&table.columns[i].ty.arrow_type(), rows)))
+        .collect();
+    for (col, array) in table.columns.iter().zip(&arrays) {
+        if col.not_null {
+            check_not_null(array.as_ref(), &col.name, &table.name)?;
+        }
+    }
+    Ok(arrays)
+}
+

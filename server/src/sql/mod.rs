@@ -1,0 +1,257 @@
+//! Statement routing: what iolab runs itself and what it hands to DataFusion.
+//!
+//! A query string is split into statements (`split`), each is parsed with sqlparser's
+//! PostgreSQL dialect (after a few words sqlparser does not know are handled: `CREATE
+//! UNLOGGED TABLE`, `CHECKPOINT`, `VACUUM`), and then
+//! - transaction control, settings, DDL, INSERT and COPY are run by iolab (`txn`,
+//!   `ddl`, `insert`, `copy`, `show`);
+//! - queries (SELECT, VALUES, WITH …) are planned and run by DataFusion against the
+//!   heap tables, with a [`StatementContext`] attached so the scans know the statement's
+//!   snapshot, transaction, cancel flag and I/O counters.
+//!
+//! Every statement runs in a transaction: its own (autocommit) or the session's open
+//! transaction block. A statement that writes gets a transaction id; it commits when
+//! the statement succeeds (autocommit) or at COMMIT, and aborts on error, on cancel and
+//! when the client goes away (a [`StatementGuard`] sees to that even if the future
+//! running the statement is dropped half-way).
+
+pub mod colnames;
+pub mod ddl;
+pub mod insert;
+pub mod split;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::execution::context::SessionState;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::sql::sqlparser::ast;
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use iolab_catalog::{sqlstate, PgError, PgResult};
+use iolab_engine::exec::StatementContext;
+use iolab_engine::txn::Xid;
+use iolab_engine::Database;
+
+use crate::errors::{from_datafusion, from_parser};
+
+/// A statement after parsing.
+#[derive(Clone, Debug)]
+pub enum Parsed {
+    Sql(Box<ast::Statement>),
+    /// `CREATE UNLOGGED TABLE …` (sqlparser does not know UNLOGGED; the word is cut out).
+    CreateUnlogged(Box<ast::Statement>),
+    Checkpoint,
+    /// `VACUUM [ANALYZE] [table]` — accepted and reported; iolab has nothing to vacuum.
+    Vacuum { table: Option<String> },
+}
+
+impl Parsed {
+    /// The sqlparser statement of a plain SQL statement.
+    pub fn into_statement(self) -> ast::Statement {
+        match self {
+            Parsed::Sql(s) | Parsed::CreateUnlogged(s) => *s,
+            other => unreachable!("{other:?} has no sqlparser statement"),
+        }
+    }
+
+    /// Does the statement write table data (and so need a transaction id)?
+    pub fn writes(&self) -> bool {
+        matches!(self, Parsed::Sql(s) if matches!(**s, ast::Statement::Insert(_) | ast::Statement::Copy { .. }))
+    }
+
+}
+
+/// Parses one statement's text (`offset` = its position in the whole query string, for
+/// error positions).
+pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
+    let words: Vec<String> = split::strip_comments(text)
+        .split_whitespace()
+        .take(3)
+        .map(|w| w.trim_end_matches(';').to_ascii_uppercase())
+        .collect();
+    let words: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
+    match words.as_slice() {
+        ["CHECKPOINT"] => return Ok(Parsed::Checkpoint),
+        ["VACUUM", ..] => return Ok(Parsed::Vacuum { table: vacuum_table(text) }),
+        ["CREATE", "UNLOGGED", "TABLE"] => {
+            let upper = text.to_ascii_uppercase();
+            let at = upper.find("UNLOGGED").expect("word seen above");
+            let mut cut = text.to_string();
+            cut.replace_range(at..at + "UNLOGGED".len(), "        ");
+            return parse_sql(&cut, whole, offset).map(Parsed::CreateUnlogged);
+        }
+        _ => {}
+    }
+    parse_sql(text, whole, offset).map(Parsed::Sql)
+}
+
+fn parse_sql(text: &str, whole: &str, offset: usize) -> PgResult<Box<ast::Statement>> {
+    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, text).map_err(|e| {
+        let mut err = from_parser(&e, Some(text));
+        if let Some(p) = err.position {
+            err.position = Some(whole[..offset].chars().count() + p);
+        }
+        err
+    })?;
+    match statements.len() {
+        1 => Ok(Box::new(statements.remove(0))),
+        0 => Err(PgError::internal("empty statement reached the parser")),
+        _ => Err(PgError::syntax("cannot insert multiple commands into a prepared statement")),
+    }
+}
+
+/// The table name of `VACUUM [FULL] [ANALYZE] [VERBOSE] [(…)] [table]`.
+fn vacuum_table(text: &str) -> Option<String> {
+    let stripped = split::strip_comments(text);
+    let mut rest = stripped.trim().trim_end_matches(';').trim();
+    rest = rest[6..].trim_start(); // "VACUUM"
+    if rest.starts_with('(') {
+        rest = rest.find(')').map(|i| rest[i + 1..].trim_start()).unwrap_or("");
+    }
+    rest.split_whitespace()
+        .find(|w| !matches!(w.to_ascii_uppercase().as_str(), "FULL" | "FREEZE" | "VERBOSE" | "ANALYZE" | "ANALYSE"))
+        .map(|w| w.trim_matches('"').to_lowercase())
+}
+
+/// The result of one statement.
+pub enum Outcome {
+    /// Rows to send: schema, batches, and the tag word (`SELECT`, `SHOW`…; the row count
+    /// is appended when sent).
+    Rows { schema: SchemaRef, stream: SendableRecordBatchStream, tag: &'static str },
+    /// A finished command with its complete tag, e.g. `INSERT 0 5`.
+    Done(String),
+    /// BEGIN (tag) — the transaction block is now open.
+    TxnStart(String),
+    /// COMMIT / ROLLBACK (tag) — the transaction block is closed.
+    TxnEnd(String),
+    /// COPY … FROM STDIN started: the client now sends data (see `copy`).
+    CopyIn { columns: usize },
+    /// COPY … TO STDOUT: the rows to format and send as CopyData.
+    CopyOut {
+        columns: usize,
+        stream: SendableRecordBatchStream,
+        encoder: iolab_engine::values::CopyEncoder,
+        text_format: iolab_engine::values::TextFormat,
+    },
+}
+
+/// The session's transaction block (BEGIN … COMMIT).
+#[derive(Default)]
+pub struct TxnBlock {
+    pub in_block: bool,
+    /// The block's transaction id, assigned at its first write.
+    pub xid: Option<Xid>,
+    /// Next command id in the block.
+    pub next_cid: u32,
+    /// Set when a statement in the block failed: everything but COMMIT/ROLLBACK is refused.
+    pub failed: Arc<AtomicBool>,
+}
+
+impl TxnBlock {
+    pub fn is_failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+}
+
+/// Everything one running statement needs.
+pub struct StatementRun {
+    pub db: Arc<Database>,
+    pub ctx: Arc<StatementContext>,
+    /// DataFusion's state with `ctx` attached.
+    pub state: SessionState,
+    /// How values are read and written as text (TimeZone, extra_float_digits, DateStyle).
+    pub text_format: iolab_engine::values::TextFormat,
+    /// Values of `$1`, `$2`… (extended protocol).
+    pub params: Option<Vec<datafusion::scalar::ScalarValue>>,
+}
+
+impl StatementRun {
+    pub fn xid(&self) -> PgResult<Xid> {
+        if self.ctx.xid == 0 {
+            return Err(PgError::internal("statement writes but has no transaction id"));
+        }
+        Ok(self.ctx.xid)
+    }
+
+    /// Plans and starts a query with DataFusion.
+    pub async fn query_stream(&self, stmt: &ast::Statement) -> PgResult<SendableRecordBatchStream> {
+        let plan = self.logical_plan(stmt).await?;
+        self.execute_plan(plan).await
+    }
+
+    pub async fn logical_plan(&self, stmt: &ast::Statement) -> PgResult<datafusion::logical_expr::LogicalPlan> {
+        let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(stmt.clone()));
+        let plan = self.state.statement_to_plan(df_stmt).await.map_err(from_datafusion)?;
+        match &self.params {
+            Some(values) => plan.with_param_values(values.clone()).map_err(from_datafusion),
+            None => Ok(plan),
+        }
+    }
+
+    pub async fn execute_plan(&self, plan: datafusion::logical_expr::LogicalPlan) -> PgResult<SendableRecordBatchStream> {
+        let physical = self.state.create_physical_plan(&plan).await.map_err(from_datafusion)?;
+        datafusion::physical_plan::execute_stream(physical, self.state.task_ctx()).map_err(from_datafusion)
+    }
+}
+
+/// Ends a statement's transaction work if the statement does not get to do it itself:
+/// dropped without [`StatementGuard::finish`] (an error path, a cancel, a client gone),
+/// it cancels the statement's scans, aborts an autocommit transaction and marks an open
+/// transaction block failed.
+pub struct StatementGuard {
+    db: Arc<Database>,
+    cancel: Arc<AtomicBool>,
+    /// The autocommit transaction to end, if the statement has its own.
+    autocommit_xid: Option<Xid>,
+    block_failed: Option<Arc<AtomicBool>>,
+    finished: bool,
+}
+
+impl StatementGuard {
+    pub fn new(db: Arc<Database>, cancel: Arc<AtomicBool>, autocommit_xid: Option<Xid>, block_failed: Option<Arc<AtomicBool>>) -> Self {
+        StatementGuard { db, cancel, autocommit_xid, block_failed, finished: false }
+    }
+
+    /// The statement ended: commit (success, autocommit) or abort it.
+    pub fn finish(mut self, success: bool) -> PgResult<()> {
+        self.finished = true;
+        if !success {
+            self.cancel.store(true, Ordering::Relaxed);
+            if let Some(f) = &self.block_failed {
+                f.store(true, Ordering::Relaxed);
+            }
+        }
+        if let Some(xid) = self.autocommit_xid.take() {
+            let result = if success { self.db.txns.commit(xid) } else { self.db.txns.abort(xid) };
+            result.map_err(|e| PgError::io("could not write commit log", &e))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for StatementGuard {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.cancel.store(true, Ordering::Relaxed);
+        if let Some(f) = &self.block_failed {
+            f.store(true, Ordering::Relaxed);
+        }
+        if let Some(xid) = self.autocommit_xid.take() {
+            if let Err(e) = self.db.txns.abort(xid) {
+                tracing::error!("could not abort transaction {xid}: {e}");
+            }
+        }
+    }
+}
+
+/// The error for a statement in a failed transaction block.
+pub fn in_failed_transaction() -> PgError {
+    PgError::new(
+        sqlstate::IN_FAILED_SQL_TRANSACTION,
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
+}

@@ -1,0 +1,97 @@
+//! Arrow results to PostgreSQL rows: RowDescription fields (type OIDs, typmods) and
+//! DataRow messages in text or binary format, per column as the client asked.
+
+use std::sync::Arc;
+
+use bytes::{BufMut, BytesMut};
+use datafusion::arrow::array::Array;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::execution::SendableRecordBatchStream;
+use futures::StreamExt;
+use iolab_catalog::PgType;
+use iolab_engine::values::{write_binary_with, write_text, TextFormat};
+use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse};
+use pgwire::api::Type;
+use pgwire::error::PgWireResult;
+use pgwire::messages::data::DataRow;
+
+/// The PostgreSQL type a result column is reported as.
+pub fn pg_type_of(dt: &DataType) -> (Type, i32) {
+    match PgType::for_arrow(dt) {
+        Some(t) => {
+            let ty = Type::from_oid(t.oid()).unwrap_or(Type::TEXT);
+            let typmod = if matches!(t, PgType::Numeric { .. }) && !matches!(dt, DataType::Decimal128(38, _)) { t.typmod() } else { -1 };
+            (ty, typmod)
+        }
+        None => (Type::TEXT, -1),
+    }
+}
+
+/// RowDescription fields for a result schema; `format(i)` gives column i's format.
+pub fn fields(schema: &SchemaRef, format: impl Fn(usize) -> FieldFormat) -> Arc<Vec<FieldInfo>> {
+    Arc::new(
+        schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let (ty, typmod) = pg_type_of(f.data_type());
+                let size = match ty {
+                    Type::BOOL => 1,
+                    Type::INT2 => 2,
+                    Type::INT4 | Type::FLOAT4 | Type::DATE => 4,
+                    Type::INT8 | Type::FLOAT8 | Type::TIMESTAMP | Type::TIMESTAMPTZ => 8,
+                    _ => -1,
+                };
+                FieldInfo::new(f.name().clone(), None, None, ty, format(i)).with_type_size(size).with_type_modifier(typmod)
+            })
+            .collect(),
+    )
+}
+
+/// Encodes one batch into DataRow messages.
+pub fn encode_batch(batch: &RecordBatch, fields: &[FieldInfo], text: &TextFormat) -> Vec<DataRow> {
+    let columns: Vec<&dyn Array> = batch.columns().iter().map(|c| c.as_ref()).collect();
+    let mut rows = Vec::with_capacity(batch.num_rows());
+    let mut buf = BytesMut::with_capacity(256);
+    let mut scratch = Vec::with_capacity(64);
+    for row in 0..batch.num_rows() {
+        for (col, field) in columns.iter().zip(fields) {
+            scratch.clear();
+            let present = match field.format() {
+                FieldFormat::Binary => write_binary_with(*col, row, text, &mut scratch),
+                FieldFormat::Text => write_text(*col, row, text, &mut scratch),
+            };
+            if present {
+                buf.put_i32(scratch.len() as i32);
+                buf.put_slice(&scratch);
+            } else {
+                buf.put_i32(-1);
+            }
+        }
+        rows.push(DataRow::new(buf.split(), columns.len() as i16));
+    }
+    rows
+}
+
+/// A pgwire response that encodes batches as the client reads them.
+pub fn query_response(
+    stream: SendableRecordBatchStream,
+    fields: Arc<Vec<FieldInfo>>,
+    text: TextFormat,
+    tag: &str,
+) -> QueryResponse {
+    let row_fields = fields.clone();
+    let rows = stream
+        .map(move |batch| -> Vec<PgWireResult<DataRow>> {
+            match batch {
+                Ok(b) => encode_batch(&b, &row_fields, &text).into_iter().map(Ok).collect(),
+                Err(e) => vec![Err(crate::errors::to_wire(crate::errors::from_datafusion(e)))],
+            }
+        })
+        .flat_map(futures::stream::iter);
+    let mut response = QueryResponse::new(fields, rows);
+    response.set_command_tag(tag);
+    response
+}

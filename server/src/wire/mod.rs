@@ -1,0 +1,242 @@
+//! The PostgreSQL wire protocol (through pgwire): accepting connections, start-up and
+//! authentication, and the handlers that feed statements to sessions.
+//!
+//! Authentication: with no password configured, connections from loopback addresses are
+//! trusted (like a `trust` line for 127.0.0.1/::1 in pg_hba.conf) and others refused;
+//! with a password, every connection authenticates with SCRAM-SHA-256.
+
+pub mod encode;
+pub mod extended;
+pub mod simple;
+pub mod startup;
+
+use std::sync::Arc;
+
+use pgwire::api::cancel::DefaultCancelHandler;
+use pgwire::api::copy::CopyHandler;
+use pgwire::api::{ClientInfo, ErrorHandler, PgWireServerHandlers};
+use pgwire::error::PgWireError;
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
+use pgwire::messages::PgWireBackendMessage;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::server::Server;
+use crate::session::SharedSession;
+
+/// The handlers of one connection.
+pub struct Handlers {
+    pub server: Arc<Server>,
+    simple: Arc<simple::SimpleHandler>,
+    extended: Arc<extended::ExtendedHandler>,
+    startup: Arc<startup::Startup>,
+    copy: Arc<CopyIn>,
+    errors: Arc<ErrorRewriter>,
+}
+
+impl Handlers {
+    pub fn new(server: Arc<Server>) -> Handlers {
+        Handlers {
+            simple: Arc::new(simple::SimpleHandler { server: server.clone() }),
+            extended: Arc::new(extended::ExtendedHandler::new(server.clone())),
+            startup: Arc::new(startup::Startup::new(server.clone())),
+            copy: Arc::new(CopyIn { server: server.clone() }),
+            errors: Arc::new(ErrorRewriter),
+            server,
+        }
+    }
+}
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl pgwire::api::query::SimpleQueryHandler> {
+        self.simple.clone()
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl pgwire::api::query::ExtendedQueryHandler> {
+        self.extended.clone()
+    }
+
+    fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
+        self.startup.clone()
+    }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.copy.clone()
+    }
+
+    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
+        Arc::new(DefaultCancelHandler::new(self.server.connections.clone()))
+    }
+
+    fn error_handler(&self) -> Arc<impl ErrorHandler> {
+        self.errors.clone()
+    }
+}
+
+/// Gives pgwire's own protocol errors PostgreSQL's codes and words.
+pub struct ErrorRewriter;
+
+impl ErrorHandler for ErrorRewriter {
+    fn on_error<C>(&self, _client: &C, error: &mut PgWireError)
+    where
+        C: ClientInfo,
+    {
+        let replacement = match error {
+            PgWireError::StatementNotFound(name) => Some(iolab_catalog::PgError::new(
+                iolab_catalog::sqlstate::INVALID_SQL_STATEMENT_NAME,
+                format!("prepared statement \"{name}\" does not exist"),
+            )),
+            PgWireError::PortalNotFound(name) => Some(iolab_catalog::PgError::new(
+                iolab_catalog::sqlstate::INVALID_CURSOR_NAME,
+                format!("portal \"{name}\" does not exist"),
+            )),
+            PgWireError::InvalidPassword(user) => Some(iolab_catalog::PgError::fatal(
+                iolab_catalog::sqlstate::INVALID_PASSWORD,
+                format!("password authentication failed for user \"{user}\""),
+            )),
+            PgWireError::IoError(_) => None,
+            PgWireError::UserError(_) | PgWireError::QueryCanceled => None,
+            PgWireError::ApiError(e) => Some(iolab_catalog::PgError::internal(e.to_string())),
+            _ => Some(iolab_catalog::PgError::fatal(iolab_catalog::sqlstate::PROTOCOL_VIOLATION, error.to_string())),
+        };
+        if let Some(e) = replacement {
+            *error = crate::errors::to_wire(e);
+        }
+    }
+}
+
+/// Returns the connection's session, creating it on first use.
+pub fn session_of<C: ClientInfo>(server: &Arc<Server>, client: &C) -> SharedSession {
+    if let Some(s) = client.session_extensions().get::<SharedSession>() {
+        return (*s).clone();
+    }
+    let session = startup::new_session(server, client);
+    let shared: SharedSession = Arc::new(tokio::sync::Mutex::new(session));
+    client.session_extensions().insert::<SharedSession>(shared.clone());
+    shared
+}
+
+/// COPY FROM STDIN data arriving from the client.
+pub struct CopyIn {
+    server: Arc<Server>,
+}
+
+#[async_trait::async_trait]
+impl CopyHandler for CopyIn {
+    async fn on_copy_data<C>(&self, client: &mut C, copy_data: CopyData) -> pgwire::error::PgWireResult<()>
+    where
+        C: ClientInfo + futures::Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: std::fmt::Debug,
+        PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
+    {
+        let session = session_of(&self.server, client);
+        let mut session = session.lock().await;
+        crate::copy::on_data(&mut session, &copy_data.data).await;
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> pgwire::error::PgWireResult<()>
+    where
+        C: ClientInfo + futures::Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: std::fmt::Debug,
+        PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
+    {
+        use futures::SinkExt;
+        let session = session_of(&self.server, client);
+        let mut session = session.lock().await;
+        let tag = crate::copy::on_done(&mut session).await.map_err(crate::errors::to_wire)?;
+        client
+            .send(PgWireBackendMessage::CommandComplete(pgwire::api::results::Tag::new(&tag).into()))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + futures::Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: std::fmt::Debug,
+        PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
+    {
+        let session = session_of(&self.server, client);
+        let mut session = session.lock().await;
+        crate::copy::on_fail(&mut session);
+        crate::errors::to_wire(iolab_catalog::PgError::new(
+            iolab_catalog::sqlstate::QUERY_CANCELED,
+            format!("COPY from stdin failed: {}", fail.message),
+        ))
+    }
+}
+
+/// Accepts connections until `shutdown` resolves.
+pub async fn serve(server: Arc<Server>, listener: TcpListener, shutdown: impl std::future::Future<Output = ()>) {
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let (socket, addr) = match accepted {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!("accept failed: {e}");
+                        continue;
+                    }
+                };
+                let _ = socket.set_nodelay(true);
+                let server = server.clone();
+                tokio::spawn(async move {
+                    let Some(slot) = server.try_connect() else {
+                        reject(socket, "53300", "sorry, too many clients already").await;
+                        return;
+                    };
+                    if server.password.is_none() && !addr.ip().is_loopback() {
+                        let msg = format!("no pg_hba.conf entry for host \"{}\": iolab trusts only loopback connections unless started with --password", addr.ip());
+                        reject(socket, "28000", &msg).await;
+                        return;
+                    }
+                    let handlers = Arc::new(Handlers::new(server.clone()));
+                    if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
+                        tracing::debug!("connection from {addr} ended: {e}");
+                    }
+                    drop(slot);
+                });
+            }
+        }
+    }
+}
+
+/// Answers a start-up with a FATAL error and closes, without starting a session.
+async fn reject(mut socket: TcpStream, code: &str, message: &str) {
+    use tokio::io::AsyncReadExt;
+    // Read the start-up packet (answering SSL/GSS requests with 'N' first), so the client
+    // is waiting for a reply when the error arrives.
+    for _ in 0..3 {
+        let Ok(len) = socket.read_i32().await else { return };
+        if !(8..=10_000).contains(&len) {
+            return;
+        }
+        let mut body = vec![0u8; len as usize - 4];
+        if socket.read_exact(&mut body).await.is_err() {
+            return;
+        }
+        let code_word = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+        if code_word == 80877103 || code_word == 80877104 {
+            if socket.write_all(b"N").await.is_err() {
+                return;
+            }
+            continue;
+        }
+        break;
+    }
+    let mut fields = Vec::new();
+    for (tag, value) in [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', code), (b'M', message)] {
+        fields.push(tag);
+        fields.extend_from_slice(value.as_bytes());
+        fields.push(0);
+    }
+    fields.push(0);
+    let mut msg = vec![b'E'];
+    msg.extend_from_slice(&((fields.len() + 4) as i32).to_be_bytes());
+    msg.extend_from_slice(&fields);
+    let _ = socket.write_all(&msg).await;
+    let _ = socket.shutdown().await;
+}

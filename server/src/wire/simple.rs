@@ -1,0 +1,266 @@
+//! The simple query protocol: a Query message with one or more statements, each
+//! answered in order (notices, rows or a command tag), stopping at the first error,
+//! then ReadyForQuery with the session's transaction status.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::{Sink, SinkExt};
+use iolab_catalog::{sqlstate, PgError, PgResult};
+use pgwire::api::query::{send_query_response, SimpleQueryHandler};
+use pgwire::api::results::{FieldFormat, Response, Tag};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionHandle, PgWireConnectionState};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyInResponse, CopyOutResponse};
+use pgwire::messages::response::{EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus};
+use pgwire::messages::simplequery::Query;
+use pgwire::messages::startup::ParameterStatus;
+use pgwire::messages::PgWireBackendMessage;
+
+use crate::errors::to_error_info;
+use crate::server::Server;
+use crate::session::{Notice, Session};
+use crate::sql::{self, split::split_statements, Outcome};
+use crate::wire::encode;
+
+pub struct SimpleHandler {
+    pub server: Arc<Server>,
+}
+
+/// The transaction status byte of ReadyForQuery for a session.
+pub fn transaction_status(session: &Session) -> TransactionStatus {
+    if !session.txn.in_block {
+        TransactionStatus::Idle
+    } else if session.txn.is_failed() {
+        TransactionStatus::Error
+    } else {
+        TransactionStatus::Transaction
+    }
+}
+
+pub async fn send_notices<C>(client: &mut C, notices: &[Notice]) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    for n in notices {
+        let info = pgwire::error::ErrorInfo::new(n.severity.into(), n.code.into(), n.message.clone());
+        client.feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(info))).await?;
+    }
+    Ok(())
+}
+
+pub async fn send_error<C>(client: &mut C, e: &PgError) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    client.feed(PgWireBackendMessage::ErrorResponse(to_error_info(e).into())).await?;
+    Ok(())
+}
+
+/// Runs one statement with `statement_timeout` applied.
+pub async fn run_with_timeout(
+    session: &mut Session,
+    parsed: &sql::Parsed,
+    params: Option<Vec<datafusion::scalar::ScalarValue>>,
+    notices: &mut Vec<Notice>,
+) -> PgResult<Outcome> {
+    let timeout_ms = session.settings.statement_timeout_ms();
+    if timeout_ms <= 0 {
+        return session.run(parsed, params, notices).await;
+    }
+    match tokio::time::timeout(Duration::from_millis(timeout_ms as u64), session.run(parsed, params, notices)).await {
+        Ok(r) => r,
+        Err(_) => Err(PgError::new(sqlstate::QUERY_CANCELED, "canceling statement due to statement timeout")),
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for SimpleHandler {
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let shared = super::session_of(&self.server, client);
+        let mut session = shared.lock().await;
+        let cancel_rx = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+            Some(h) => Some(h.start_query().await),
+            None => None,
+        };
+        let work = run_query_string(client, &mut session, &query.query);
+        let canceled = match cancel_rx {
+            Some(rx) => {
+                tokio::pin!(work);
+                tokio::select! {
+                    r = &mut work => { r?; false }
+                    fired = rx => fired.is_ok(),
+                }
+            }
+            None => {
+                work.await?;
+                false
+            }
+        };
+        if canceled {
+            session.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+            send_error(client, &PgError::canceled()).await?;
+        }
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            let status = transaction_status(&session);
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            client.set_transaction_status(status);
+            client.send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(status))).await?;
+        } else {
+            client.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn do_query<C>(&self, _client: &mut C, _query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        unreachable!("on_query is overridden")
+    }
+}
+
+/// Runs every statement of a Query message, sending each one's response.
+async fn run_query_string<C>(client: &mut C, session: &mut Session, query: &str) -> PgWireResult<()>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let statements = split_statements(query);
+    if statements.is_empty() {
+        client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
+        return Ok(());
+    }
+    for stmt in statements {
+        let mut notices = Vec::new();
+        let result = match sql::parse(stmt.text, query, stmt.offset) {
+            Ok(parsed) => run_with_timeout(session, &parsed, None, &mut notices).await,
+            Err(e) => {
+                if session.txn.in_block {
+                    session.txn.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                Err(e)
+            }
+        };
+        send_notices(client, &notices).await?;
+        report_settings(client, session).await?;
+        let ok = send_outcome(client, session, result).await?;
+        if !ok || matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Sends ParameterStatus for reported settings the last statement changed.
+pub async fn report_settings<C>(client: &mut C, session: &mut Session) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    for (name, value) in session.settings.take_parameter_status_changes() {
+        client.feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(name.to_string(), value))).await?;
+    }
+    Ok(())
+}
+
+/// Sends a statement's outcome; false when it was an error (processing stops).
+pub async fn send_outcome<C>(client: &mut C, session: &mut Session, result: PgResult<Outcome>) -> PgWireResult<bool>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            send_error(client, &e).await?;
+            return Ok(false);
+        }
+    };
+    match outcome {
+        Outcome::Rows { schema, stream, tag } => {
+            let fields = encode::fields(&schema, |_| FieldFormat::Text);
+            let response = encode::query_response(stream, fields, session.text_format(), tag);
+            if let Err(e) = send_query_response(client, response, true).await {
+                let pg = match e {
+                    PgWireError::UserError(info) => PgError::new(leak_code(&info.code), info.message),
+                    other => PgError::internal(other.to_string()),
+                };
+                if session.txn.in_block {
+                    session.txn.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                send_error(client, &pg).await?;
+                return Ok(false);
+            }
+        }
+        Outcome::Done(tag) | Outcome::TxnStart(tag) | Outcome::TxnEnd(tag) => {
+            client.feed(PgWireBackendMessage::CommandComplete(Tag::new(&tag).into())).await?;
+        }
+        Outcome::CopyIn { columns } => {
+            let resp = CopyInResponse::new(0, columns as i16, vec![0; columns]);
+            client.send(PgWireBackendMessage::CopyInResponse(resp)).await?;
+            client.set_state(PgWireConnectionState::CopyInProgress(false));
+        }
+        Outcome::CopyOut { columns, mut stream, mut encoder, text_format } => {
+            use futures::StreamExt;
+            client.feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(0, columns as i16, vec![0; columns]))).await?;
+            let mut rows = 0;
+            let mut first = true;
+            while let Some(batch) = stream.next().await {
+                let batch = match batch {
+                    Ok(b) => b,
+                    Err(e) => {
+                        send_error(client, &crate::errors::from_datafusion(e)).await?;
+                        return Ok(false);
+                    }
+                };
+                rows += batch.num_rows();
+                for chunk in crate::copy::encode_copy_batch(&mut encoder, &batch, &text_format, first) {
+                    client.feed(PgWireBackendMessage::CopyData(CopyData::new(chunk))).await?;
+                }
+                first = false;
+            }
+            if first {
+                for chunk in crate::copy::encode_copy_batch(&mut encoder, &datafusion::arrow::record_batch::RecordBatch::new_empty(stream.schema()), &text_format, true) {
+                    client.feed(PgWireBackendMessage::CopyData(CopyData::new(chunk))).await?;
+                }
+            }
+            client.feed(PgWireBackendMessage::CopyDone(CopyDone::new())).await?;
+            client.feed(PgWireBackendMessage::CommandComplete(Tag::new(&format!("COPY {rows}")).into())).await?;
+        }
+    }
+    Ok(true)
+}
+
+/// SQLSTATEs travel as `&'static str`; codes that came back through pgwire are mapped
+/// back onto the constant (or XX000 when unknown).
+fn leak_code(code: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        sqlstate::QUERY_CANCELED, sqlstate::DIVISION_BY_ZERO, sqlstate::INVALID_TEXT_REPRESENTATION,
+        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, sqlstate::DATA_CORRUPTED, sqlstate::IO_ERROR,
+        sqlstate::DATA_EXCEPTION, sqlstate::CARDINALITY_VIOLATION, sqlstate::UNDEFINED_COLUMN,
+        sqlstate::UNDEFINED_TABLE, sqlstate::FEATURE_NOT_SUPPORTED, sqlstate::PROGRAM_LIMIT_EXCEEDED,
+        "53200", "53400",
+    ];
+    KNOWN.iter().find(|k| **k == code).copied().unwrap_or(sqlstate::INTERNAL_ERROR)
+}

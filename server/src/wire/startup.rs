@@ -1,0 +1,126 @@
+//! Start-up: protocol negotiation, authentication (trust on loopback, or SCRAM-SHA-256
+//! with the configured password), the parameters reported to the client, and the new
+//! session's settings from the start-up packet (`application_name`, `options=-c …`).
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::Sink;
+use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth};
+use pgwire::api::auth::sasl::SASLAuthStartupHandler;
+use pgwire::api::auth::{
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource, LoginInfo,
+    Password, ServerParameterProvider, StartupHandler,
+};
+use pgwire::api::{ClientInfo, ConnectionGuard, ConnectionHandle, PidSecretKeyGenerator, RandomPidSecretKeyGenerator};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+
+use crate::server::Server;
+use crate::session::Session;
+use iolab_settings::SessionSettings;
+
+pub struct Startup {
+    server: Arc<Server>,
+    scram: Option<SASLAuthStartupHandler<Parameters>>,
+    pids: RandomPidSecretKeyGenerator,
+}
+
+impl Startup {
+    pub fn new(server: Arc<Server>) -> Startup {
+        let scram = server.password.as_ref().map(|pw| {
+            let source = Arc::new(PasswordSource { password: pw.clone() });
+            SASLAuthStartupHandler::new(Arc::new(Parameters { server: server.clone() }))
+                .with_scram(ScramAuth::new(source))
+                .with_connection_manager(server.connections.clone())
+        });
+        Startup { server, scram, pids: RandomPidSecretKeyGenerator::default() }
+    }
+}
+
+#[async_trait]
+impl StartupHandler for Startup {
+    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(scram) = &self.scram {
+            return scram.on_startup(client, message).await;
+        }
+        if let PgWireFrontendMessage::Startup(ref startup) = message {
+            protocol_negotiation(client, startup).await?;
+            save_startup_parameters_to_metadata(client, startup);
+            let (pid, key) = self.pids.generate(client);
+            client.set_pid_and_secret_key(pid, key.clone());
+            let (handle, guard) = self.server.connections.register(pid, key);
+            client.session_extensions().insert::<Arc<ConnectionHandle>>(handle);
+            client.session_extensions().insert::<ConnectionGuard>(guard);
+            // Create the session now so that bad start-up options fail the connection.
+            let _ = super::session_of(&self.server, client);
+            finish_authentication(client, &Parameters { server: self.server.clone() }).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Reports the settings of the connection's session.
+pub struct Parameters {
+    server: Arc<Server>,
+}
+
+impl ServerParameterProvider for Parameters {
+    fn server_parameters<C>(&self, client: &C) -> Option<HashMap<String, String>>
+    where
+        C: ClientInfo,
+    {
+        let session = super::session_of(&self.server, client);
+        let mut session = session.try_lock().ok()?;
+        Some(session.settings.parameter_status_all().into_iter().map(|(n, v)| (n.to_string(), v)).collect())
+    }
+}
+
+/// The one password iolab knows (every user name shares it).
+#[derive(Debug)]
+struct PasswordSource {
+    password: String,
+}
+
+#[async_trait]
+impl AuthSource for PasswordSource {
+    async fn get_password(&self, _login: &LoginInfo) -> PgWireResult<Password> {
+        let salt: Vec<u8> = (0..16).map(|_| rand_byte()).collect();
+        let hashed = gen_salted_password(&self.password, &salt, 4096);
+        Ok(Password::new(Some(salt), hashed))
+    }
+}
+
+fn rand_byte() -> u8 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0));
+    h.finish() as u8
+}
+
+/// A new session for the connection, with settings from the start-up packet.
+pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
+    let meta = client.metadata();
+    let user = meta.get("user").cloned().unwrap_or_else(|| "postgres".into());
+    let (pid, _) = client.pid_and_secret_key();
+    let mut settings = SessionSettings::new(&server.settings);
+    settings.set_session_user(&user, true);
+    for (key, value) in meta {
+        let result = match key.as_str() {
+            "user" | "database" | "replication" => Ok(()),
+            "options" => settings.apply_startup_options(value),
+            name => settings.apply_startup_parameter(name, value),
+        };
+        if let Err(e) = result {
+            tracing::warn!("ignoring start-up parameter {key}={value}: {}", e.message);
+        }
+    }
+    Session::new(server.clone(), pid, user, settings)
+}
