@@ -115,7 +115,7 @@ pub struct SessionSettings {
 impl SessionSettings {
     /// A session starting from the server's values.
     pub fn new(server: &ServerSettings) -> SessionSettings {
-        SessionSettings {
+        let mut session = SessionSettings {
             slots: Arc::new(server.values.iter().cloned().map(Slot::new).collect()),
             placeholders: server
                 .placeholders
@@ -134,7 +134,10 @@ impl SessionSettings {
             reported: Vec::new(),
             next_nondefault_stamp: server.next_nondefault_stamp,
             session_user: String::new(),
-        }
+        };
+        // Outside a transaction PostgreSQL shows these with source `override` too.
+        session.take_transaction_characteristics_from_defaults();
+        session
     }
 
     /// Records who logged in: sets `session_authorization` and `is_superuser` (both reported
@@ -614,6 +617,13 @@ impl SessionSettings {
             return;
         }
         self.levels.push(TransactionLevel::default());
+        self.take_transaction_characteristics_from_defaults();
+    }
+
+    /// `transaction_isolation`, `transaction_read_only` and `transaction_deferrable` take the
+    /// values of their `default_…` settings (not undone by a rollback: it is where the
+    /// transaction starts from).
+    fn take_transaction_characteristics_from_defaults(&mut self) {
         for (current, default) in [
             ("transaction_isolation", "default_transaction_isolation"),
             ("transaction_read_only", "default_transaction_read_only"),

@@ -938,3 +938,24 @@ fn set_arguments_flatten_like_postgres() {
     assert_eq!(show(&s, "search_path"), "\"A\", b");
     assert_eq!(s.search_path(), vec!["A".to_string(), "b".to_string()]);
 }
+
+#[test]
+fn settings_can_cross_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<ServerSettings>();
+    assert_send_sync::<SessionSettings>();
+}
+
+#[test]
+fn transaction_characteristics_show_as_overrides() {
+    let s = session();
+    let rows = s.pg_settings_rows();
+    let isolation = rows
+        .iter()
+        .find(|row| row.name == "transaction_isolation")
+        .unwrap();
+    assert_eq!(
+        (isolation.setting.as_str(), isolation.source),
+        ("read committed", "override")
+    );
+}

@@ -20,7 +20,7 @@ use super::datetime::{
     DATE_NEG_INFINITY, DATE_POS_INFINITY, PG_EPOCH_DAYS, PG_EPOCH_MICROS, TS_NEG_INFINITY,
     TS_POS_INFINITY,
 };
-use super::output_text::{timestamp_micros, write_text};
+use super::output_text::{dictionary_entry, timestamp_micros, write_text};
 use super::TextFormat;
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{
@@ -105,9 +105,10 @@ pub fn write_binary_with(array: &dyn Array, row: usize, fmt: &TextFormat, out: &
             out.extend_from_slice(&pg_timestamp(micros).to_be_bytes())
         }
         DataType::Dictionary(..) => {
-            let dict = array.as_any_dictionary();
-            let index = dict.normalized_keys()[row];
-            return write_binary_with(dict.values().as_ref(), index, fmt, out);
+            return match dictionary_entry(array, row) {
+                Some((values, index)) => write_binary_with(values.as_ref(), index, fmt, out),
+                None => write_text(array, row, fmt, out),
+            };
         }
         _ => return write_text(array, row, fmt, out),
     }
@@ -179,5 +180,122 @@ pub fn encode_numeric(v: i128, scale: i8, out: &mut Vec<u8>) {
     out.extend_from_slice(&dscale.to_be_bytes());
     for g in &groups[first..last] {
         out.extend_from_slice(&g.to_be_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Expected bytes are PostgreSQL 18.4's `numeric_send(x)`, `int4send(x)`, … output.
+    use super::*;
+    use crate::values::datetime::{days_from_civil, USECS_PER_DAY};
+    use datafusion::arrow::array::{
+        ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array,
+        Int16Array, Int32Array, Int64Array, StringArray, TimestampMicrosecondArray, UInt64Array,
+    };
+    use datafusion::arrow::datatypes::TimeUnit;
+    use std::sync::Arc;
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn numeric(v: i128, scale: i8) -> String {
+        let mut out = Vec::new();
+        encode_numeric(v, scale, &mut out);
+        hex(&out)
+    }
+
+    #[test]
+    fn numeric_send_matches_postgres() {
+        // (unscaled value, scale) → numeric_send(value) on PostgreSQL 18
+        let cases: &[(i128, i8, &str)] = &[
+            (0, 0, "0000000000000000"),
+            (150, 2, "000200000000000200011388"),
+            (-150, 2, "000200004000000200011388"),
+            (12345678, 3, "0003000100000003000109291a7c"),
+            (1, 4, "0001ffff000000040001"),
+            (12, 5, "0002ffff00000005000107d0"),
+            (100000000000000000000, 0, "00010005000000000001"),
+            (10000, 0, "00010001000000000001"),
+            (9999, 0, "0001000000000000270f"),
+            (1, 1, "0001ffff0000000103e8"),
+            (-1, 6, "0001fffe400000060064"),
+            (100000000, 6, "00010000000000060064"),
+            (1000000, 6, "00010000000000060001"),
+            (0, 2, "0000000000000002"),
+            (1000000000000, 6, "00010001000000060064"), // 1000000::numeric(20,6)
+            (-1234500000, 6, "000200004000000604d21388"), // -1234.5::numeric(38,6)
+            (
+                123456789012345678901234567890123456,
+                6,
+                "000a000700000006000c0d801ed204d2162e23340d801ed204d215e0",
+            ),
+            (
+                12345678901234567890123456789012345678,
+                0,
+                "000a000900000000000c0d801ed204d2162e23340d801ed204d2162e",
+            ),
+            (-1, 38, "0001fff6400000260064"),
+            (18446744073709551615, 0, "000500040000000007341a5802e103bb064f"),
+            (15, -9, "00010002000000000096"), // 1.5e10 with a negative scale
+        ];
+        for (v, s, want) in cases {
+            assert_eq!(numeric(*v, *s), *want, "{v} scale {s}");
+        }
+    }
+
+    fn send(array: ArrayRef, row: usize) -> Option<String> {
+        let mut out = Vec::new();
+        write_binary(array.as_ref(), row, &mut out).then(|| hex(&out))
+    }
+
+    #[test]
+    fn fixed_width_types_match_postgres() {
+        assert_eq!(send(Arc::new(Int16Array::from(vec![-2])), 0).unwrap(), "fffe");
+        assert_eq!(send(Arc::new(Int32Array::from(vec![1])), 0).unwrap(), "00000001");
+        assert_eq!(send(Arc::new(Int64Array::from(vec![-1])), 0).unwrap(), "ffffffffffffffff");
+        assert_eq!(send(Arc::new(Float32Array::from(vec![1.5])), 0).unwrap(), "3fc00000");
+        assert_eq!(send(Arc::new(Float64Array::from(vec![-0.1])), 0).unwrap(), "bfb999999999999a");
+        assert_eq!(send(Arc::new(BooleanArray::from(vec![true])), 0).unwrap(), "01");
+        assert_eq!(send(Arc::new(StringArray::from(vec!["hé"])), 0).unwrap(), "68c3a9");
+        let day = days_from_civil(2024, 1, 31) as i32;
+        let dates = Date32Array::from(vec![day, 0, i32::MAX]);
+        let dates: ArrayRef = Arc::new(dates);
+        assert_eq!(send(dates.clone(), 0).unwrap(), "0000225c");
+        assert_eq!(send(dates.clone(), 1).unwrap(), "ffffd533");
+        assert_eq!(send(dates, 2).unwrap(), "7fffffff");
+        let micros = i64::from(day) * USECS_PER_DAY + (12 * 3600 + 34 * 60 + 56) * 1_000_000 + 789_000;
+        let ts = TimestampMicrosecondArray::from(vec![Some(micros), Some(i64::MIN), None]);
+        assert_eq!(send(Arc::new(ts.clone()), 0).unwrap(), "0002b33be00ca608");
+        assert_eq!(send(Arc::new(ts.clone()), 1).unwrap(), "8000000000000000");
+        assert_eq!(send(Arc::new(ts.clone()), 2), None);
+        assert_eq!(send(Arc::new(ts.with_timezone("+00:00")), 0).unwrap(), "0002b33be00ca608");
+        let dec = Decimal128Array::from(vec![150]).with_precision_and_scale(10, 2).unwrap();
+        assert_eq!(send(Arc::new(dec), 0).unwrap(), "000200000000000200011388");
+        assert_eq!(send(Arc::new(UInt64Array::from(vec![u64::MAX])), 0).unwrap(), "000500040000000007341a5802e103bb064f");
+    }
+
+    #[test]
+    fn reported_type_and_bytes_agree() {
+        assert_eq!(pg_type_for(&DataType::Int8), PgType::Int2);
+        assert_eq!(pg_type_for(&DataType::UInt64), PgType::Numeric { precision: 20, scale: 0 });
+        assert_eq!(pg_type_for(&DataType::Timestamp(TimeUnit::Nanosecond, None)), PgType::Timestamp);
+        assert_eq!(
+            pg_type_for(&DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))),
+            PgType::Text
+        );
+        let interval = DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano);
+        assert_eq!(pg_type_for(&interval), PgType::Text);
+        // Int8 is reported as int2, so it is sent as two bytes.
+        let small: ArrayRef = Arc::new(datafusion::arrow::array::Int8Array::from(vec![-1]));
+        assert_eq!(send(small, 0).unwrap(), "ffff");
+        // A type reported as text is sent as its text.
+        let iv: ArrayRef = Arc::new(datafusion::arrow::array::IntervalMonthDayNanoArray::from(vec![
+            datafusion::arrow::datatypes::IntervalMonthDayNano::new(0, 1, 0),
+        ]));
+        assert_eq!(send(iv, 0).unwrap(), hex(b"1 day"));
+        let dict: datafusion::arrow::array::DictionaryArray<datafusion::arrow::datatypes::Int32Type> =
+            vec!["x", "y"].into_iter().collect();
+        assert_eq!(send(Arc::new(dict), 1).unwrap(), hex(b"y"));
     }
 }

@@ -23,9 +23,9 @@ use super::datetime::{
     TS_POS_INFINITY, USECS_PER_DAY,
 };
 use super::TextFormat;
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{
-    ArrowDictionaryKeyType, DataType, Date32Type, Date64Type, Decimal128Type, Decimal256Type,
+    ArrowDictionaryKeyType, ArrowNativeType, DataType, Date32Type, Date64Type, Decimal128Type, Decimal256Type,
     Decimal32Type, Decimal64Type, DurationMicrosecondType, DurationMillisecondType,
     DurationNanosecondType, DurationSecondType, Float16Type, Float32Type, Float64Type, Int16Type,
     Int32Type, Int64Type, Int8Type, IntervalDayTimeType, IntervalMonthDayNanoType, IntervalUnit,
@@ -156,7 +156,10 @@ pub fn write_text(array: &dyn Array, row: usize, fmt: &TextFormat, out: &mut Vec
             write_array_literal(list.value(row).as_ref(), fmt, out)
         }
         DataType::Struct(_) => write_record(array, row, fmt, out),
-        DataType::Dictionary(key, _) => return write_dictionary(array, key, row, fmt, out),
+        DataType::Dictionary(..) => match dictionary_entry(array, row) {
+            Some((values, index)) => return write_text(values.as_ref(), index, fmt, out),
+            None => write_with_arrow(array, row, out),
+        },
         _ => write_with_arrow(array, row, out),
     }
     true
@@ -192,42 +195,27 @@ impl std::fmt::Write for VecWriter<'_> {
     }
 }
 
-fn write_dictionary(
-    array: &dyn Array,
-    key: &DataType,
-    row: usize,
-    fmt: &TextFormat,
-    out: &mut Vec<u8>,
-) -> bool {
-    fn go<K: ArrowDictionaryKeyType>(
-        array: &dyn Array,
-        row: usize,
-        fmt: &TextFormat,
-        out: &mut Vec<u8>,
-    ) -> bool {
+/// The values array and index a dictionary-encoded `array[row]` refers to (`None` for other
+/// arrays and for unusual key types).
+pub(crate) fn dictionary_entry(array: &dyn Array, row: usize) -> Option<(&ArrayRef, usize)> {
+    fn entry<K: ArrowDictionaryKeyType>(array: &dyn Array, row: usize) -> (&ArrayRef, usize) {
         let dict = array.as_dictionary::<K>();
-        let k = dict.keys().values()[row];
-        let index = num_index(k);
-        write_text(dict.values().as_ref(), index, fmt, out)
+        (dict.values(), dict.keys().values()[row].as_usize())
     }
-    match key {
-        DataType::Int8 => go::<Int8Type>(array, row, fmt, out),
-        DataType::Int16 => go::<Int16Type>(array, row, fmt, out),
-        DataType::Int32 => go::<Int32Type>(array, row, fmt, out),
-        DataType::Int64 => go::<Int64Type>(array, row, fmt, out),
-        DataType::UInt8 => go::<UInt8Type>(array, row, fmt, out),
-        DataType::UInt16 => go::<UInt16Type>(array, row, fmt, out),
-        DataType::UInt32 => go::<UInt32Type>(array, row, fmt, out),
-        DataType::UInt64 => go::<UInt64Type>(array, row, fmt, out),
-        _ => {
-            write_with_arrow(array, row, out);
-            true
-        }
-    }
-}
-
-fn num_index<T: datafusion::arrow::datatypes::ArrowNativeType>(k: T) -> usize {
-    k.as_usize()
+    let DataType::Dictionary(key, _) = array.data_type() else {
+        return None;
+    };
+    Some(match key.as_ref() {
+        DataType::Int8 => entry::<Int8Type>(array, row),
+        DataType::Int16 => entry::<Int16Type>(array, row),
+        DataType::Int32 => entry::<Int32Type>(array, row),
+        DataType::Int64 => entry::<Int64Type>(array, row),
+        DataType::UInt8 => entry::<UInt8Type>(array, row),
+        DataType::UInt16 => entry::<UInt16Type>(array, row),
+        DataType::UInt32 => entry::<UInt32Type>(array, row),
+        DataType::UInt64 => entry::<UInt64Type>(array, row),
+        _ => return None,
+    })
 }
 
 /// µs since 1970 of a timestamp in any unit; `i64::MAX`/`MIN` stay the infinity sentinels.
@@ -756,7 +744,7 @@ mod tests {
     use crate::values::datetime::days_from_civil;
     use datafusion::arrow::array::{
         ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, DictionaryArray,
-        DurationMicrosecondArray, Float16Array, Float32Array, Float64Array, Int32Array,
+        DurationMicrosecondArray, Float32Array, Float64Array, Int32Array,
         Int64Array, IntervalMonthDayNanoArray, LargeStringArray, ListArray, StringArray,
         StringViewArray, StructArray, TimestampMicrosecondArray, TimestampMillisecondArray,
         TimestampNanosecondArray, TimestampSecondArray, UInt64Array,
@@ -1105,7 +1093,8 @@ mod tests {
         assert_eq!(text(&LargeStringArray::from(vec!["large"]), 0, &fmt).unwrap(), "large");
         assert_eq!(text(&StringViewArray::from(vec!["a view that is long enough"]), 0, &fmt).unwrap(), "a view that is long enough");
         assert_eq!(text(&BinaryArray::from(vec![&[1u8, 2, 255][..]]), 0, &fmt).unwrap(), "\\x0102ff");
-        assert_eq!(text(&Float16Array::from(vec![half::f16::from_f32(1.5)]), 0, &fmt).unwrap(), "1.5");
+        let half = datafusion::arrow::compute::cast(&Float32Array::from(vec![1.5f32]), &DataType::Float16).unwrap();
+        assert_eq!(text(half.as_ref(), 0, &fmt).unwrap(), "1.5");
         assert_eq!(text(&Float32Array::from(vec![1e21f32]), 0, &fmt).unwrap(), "1e+21");
         assert_eq!(text(&Float64Array::from(vec![None, Some(1.0)]), 0, &fmt), None);
         let dict: DictionaryArray<Int32Type> = vec![Some("x"), None, Some("y"), Some("x")].into_iter().collect();

@@ -1,0 +1,422 @@
+//! One consistent look at everything the catalog views describe: the user's tables (from
+//! the persistent catalog), iolab's own catalog tables and views, the session's settings
+//! and search path. Each catalog lookup and each catalog function call takes a fresh
+//! snapshot, so a table created by one statement is in `pg_class` for the next.
+//!
+//! Relations are numbered as in PostgreSQL: user tables keep their catalog OIDs (16384
+//! up), the catalogs have PostgreSQL 18's OIDs (`pg_class` is 1259), and tables other
+//! parts of iolab register into `pg_catalog` (`pg_stat_io`, …) get OIDs from
+//! [`EXTRA_RELATION_OID_BASE`] in name order.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use iolab_catalog::{PgType, TableDef};
+use iolab_engine::Database;
+use iolab_settings::SessionSettings;
+
+use super::batch::{parse_columns, ColumnSpec};
+use super::{info_schema, oids, tables};
+
+/// First OID given to tables registered into `pg_catalog` by other modules.
+pub const EXTRA_RELATION_OID_BASE: u32 = 15000;
+
+/// A column as `pg_attribute` describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RelColumn {
+    pub name: String,
+    pub type_oid: u32,
+    pub typmod: i32,
+    pub not_null: bool,
+}
+
+/// A relation as `pg_class` describes it.
+#[derive(Clone, Debug)]
+pub struct Relation {
+    pub oid: u32,
+    pub name: String,
+    pub namespace: u32,
+    /// `relkind`: `r` table, `v` view, `i` index.
+    pub kind: char,
+    /// `relpersistence`: `p` permanent, `u` unlogged.
+    pub persistence: char,
+    /// `relam`: heap for tables, 0 for views.
+    pub am: u32,
+    pub relfilenode: u32,
+    pub pages: i64,
+    pub tuples: f64,
+    pub columns: Vec<RelColumn>,
+    /// The user table behind the relation (`None` for iolab's catalogs).
+    pub table: Option<TableDef>,
+}
+
+impl Relation {
+    pub fn schema(&self) -> &'static str {
+        oids::namespace_name(self.namespace).unwrap_or("public")
+    }
+}
+
+/// A table some other part of iolab registered into `pg_catalog`.
+#[derive(Clone, Debug)]
+pub struct ExtraTable {
+    pub name: String,
+    pub schema: SchemaRef,
+}
+
+/// The state the catalog views are computed from.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub db: Arc<Database>,
+    pub tables: Vec<TableDef>,
+    pub settings: SessionSettings,
+    /// The session's user (`current_user`).
+    pub user: String,
+    pub extra: Vec<ExtraTable>,
+}
+
+impl Snapshot {
+    pub fn new(db: Arc<Database>, settings: SessionSettings, user: String, extra: Vec<ExtraTable>) -> Snapshot {
+        let tables = db.catalog.tables();
+        Snapshot { db, tables, settings, user, extra }
+    }
+
+    /// Every relation: user tables, then the `pg_catalog` and `information_schema` ones.
+    pub fn relations(&self) -> Vec<Relation> {
+        let mut out: Vec<Relation> = self.tables.iter().map(user_relation).collect();
+        for t in tables::PG_CATALOG {
+            out.push(catalog_relation(t.oid, t.name, oids::PG_CATALOG_NAMESPACE, t.kind, &parse_columns(t.columns)));
+        }
+        for t in info_schema::INFORMATION_SCHEMA {
+            out.push(catalog_relation(t.oid, t.name, oids::INFORMATION_SCHEMA_NAMESPACE, t.kind, &parse_columns(t.columns)));
+        }
+        let mut extra: Vec<&ExtraTable> = self.extra.iter().collect();
+        extra.sort_by(|a, b| a.name.cmp(&b.name));
+        for (i, t) in extra.into_iter().enumerate() {
+            let columns = t
+                .schema
+                .fields()
+                .iter()
+                .map(|f| {
+                    let ty = PgType::for_arrow(f.data_type());
+                    RelColumn {
+                        name: f.name().clone(),
+                        type_oid: ty.map(|t| t.oid()).unwrap_or(25),
+                        typmod: -1,
+                        not_null: !f.is_nullable(),
+                    }
+                })
+                .collect();
+            out.push(Relation {
+                oid: EXTRA_RELATION_OID_BASE + i as u32,
+                name: t.name.clone(),
+                namespace: oids::PG_CATALOG_NAMESPACE,
+                kind: 'v',
+                persistence: 'p',
+                am: 0,
+                relfilenode: 0,
+                pages: 0,
+                tuples: -1.0,
+                columns,
+                table: None,
+            });
+        }
+        out
+    }
+
+    pub fn relation(&self, oid: u32) -> Option<Relation> {
+        if let Some(t) = self.tables.iter().find(|t| t.oid == oid) {
+            return Some(user_relation(t));
+        }
+        self.relations().into_iter().find(|r| r.oid == oid)
+    }
+
+    /// The schemas searched for unqualified names, in order: `pg_catalog` first unless
+    /// the path names it, then the `search_path` entries that exist (`"$user"` is the
+    /// session user's schema, which exists only if it was created).
+    pub fn search_path(&self) -> Vec<String> {
+        let raw = self.settings.get("search_path").unwrap_or_else(|_| "\"$user\", public".to_string());
+        let mut path: Vec<String> = Vec::new();
+        for item in split_search_path(&raw) {
+            let name = if item == "$user" { self.user.clone() } else { item };
+            if oids::namespace_oid(&name).is_some() && !path.contains(&name) {
+                path.push(name);
+            }
+        }
+        if !path.iter().any(|p| p == "pg_catalog") {
+            path.insert(0, "pg_catalog".to_string());
+        }
+        path
+    }
+
+    /// `current_schema()`: the first schema of the search path that exists, not counting
+    /// the implicit `pg_catalog`.
+    pub fn current_schema(&self) -> Option<String> {
+        self.current_schemas(false).into_iter().next()
+    }
+
+    /// `current_schemas(include_implicit)`.
+    pub fn current_schemas(&self, include_implicit: bool) -> Vec<String> {
+        let raw = self.settings.get("search_path").unwrap_or_default();
+        let explicit: Vec<String> = split_search_path(&raw)
+            .into_iter()
+            .map(|i| if i == "$user" { self.user.clone() } else { i })
+            .filter(|n| oids::namespace_oid(n).is_some())
+            .collect();
+        if include_implicit {
+            self.search_path()
+        } else {
+            let mut out: Vec<String> = Vec::new();
+            for n in explicit {
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+            }
+            out
+        }
+    }
+
+    /// `pg_table_is_visible`: the relation's schema is on the search path and no schema
+    /// before it has a relation of the same name.
+    pub fn is_visible(&self, rel: &Relation, all: &[Relation]) -> bool {
+        for schema in self.search_path() {
+            let Some(ns) = oids::namespace_oid(&schema) else { continue };
+            if ns == rel.namespace {
+                return true;
+            }
+            if all.iter().any(|r| r.namespace == ns && r.name == rel.name) {
+                return false;
+            }
+        }
+        false
+    }
+
+    /// Looks a relation up by the text of a `regclass` value: `name`, `schema.name`, with
+    /// double quotes where needed, or a number (an OID).
+    pub fn resolve_relation(&self, text: &str, all: &[Relation]) -> Option<u32> {
+        let text = text.trim();
+        if let Ok(oid) = text.parse::<u32>() {
+            return Some(oid);
+        }
+        let parts = parse_identifier(text).ok()?;
+        match parts.as_slice() {
+            [name] => {
+                for schema in self.search_path() {
+                    let ns = oids::namespace_oid(&schema)?;
+                    if let Some(r) = all.iter().find(|r| r.namespace == ns && &r.name == name) {
+                        return Some(r.oid);
+                    }
+                }
+                None
+            }
+            [schema, name] | [_, schema, name] => {
+                let ns = oids::namespace_oid(schema)?;
+                all.iter().find(|r| r.namespace == ns && &r.name == name).map(|r| r.oid)
+            }
+            _ => None,
+        }
+    }
+
+    /// The text of a `regclass` value: the name, schema-qualified when the relation is not
+    /// visible, the number when there is no such relation.
+    pub fn regclass_text(&self, oid: u32, all: &[Relation]) -> String {
+        match all.iter().find(|r| r.oid == oid) {
+            Some(r) if self.is_visible(r, all) => quote_ident(&r.name),
+            Some(r) => format!("{}.{}", quote_ident(r.schema()), quote_ident(&r.name)),
+            None => oid.to_string(),
+        }
+    }
+
+    /// Bytes in the relation's main fork (`pg_relation_size`, `pg_table_size`); 0 for
+    /// iolab's catalogs, which live in memory. `None` when there is no such relation.
+    pub fn relation_size(&self, oid: u32) -> Option<i64> {
+        if let Some(t) = self.tables.iter().find(|t| t.oid == oid) {
+            return Some(self.db.table_blocks(t).map(|b| b as i64 * 8192).unwrap_or(0));
+        }
+        self.relation(oid).map(|_| 0)
+    }
+}
+
+fn user_relation(t: &TableDef) -> Relation {
+    Relation {
+        oid: t.oid,
+        name: t.name.clone(),
+        namespace: oids::namespace_oid(&t.schema).unwrap_or(oids::PUBLIC_NAMESPACE),
+        kind: 'r',
+        persistence: t.persistence.code(),
+        am: oids::HEAP_AM,
+        relfilenode: t.relfilenode,
+        pages: t.relpages as i64,
+        tuples: t.reltuples,
+        columns: t
+            .columns
+            .iter()
+            .map(|c| RelColumn { name: c.name.clone(), type_oid: c.ty.oid(), typmod: c.ty.typmod(), not_null: c.not_null })
+            .collect(),
+        table: Some(t.clone()),
+    }
+}
+
+fn catalog_relation(oid: u32, name: &str, namespace: u32, kind: char, columns: &[ColumnSpec]) -> Relation {
+    Relation {
+        oid,
+        name: name.to_string(),
+        namespace,
+        kind,
+        persistence: 'p',
+        am: if kind == 'r' { oids::HEAP_AM } else { 0 },
+        relfilenode: if kind == 'r' { oid } else { 0 },
+        pages: 0,
+        tuples: -1.0,
+        columns: columns
+            .iter()
+            .map(|c| RelColumn { name: c.name.clone(), type_oid: c.type_oid(), typmod: -1, not_null: c.not_null })
+            .collect(),
+        table: None,
+    }
+}
+
+/// The entries of a `search_path` value, unquoted (`"$user"` stays `$user`).
+pub fn split_search_path(raw: &str) -> Vec<String> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| match s.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+            Some(inner) => inner.replace("\"\"", "\""),
+            None => s.to_lowercase(),
+        })
+        .collect()
+}
+
+/// Splits a possibly qualified SQL identifier (`public."My Table"`) into its parts, as
+/// `parse_ident` does: unquoted parts are lower-cased, quoted ones kept exactly.
+pub fn parse_identifier(text: &str) -> Result<Vec<String>, String> {
+    let invalid = || format!("string is not a valid identifier: \"{text}\"");
+    let mut parts = Vec::new();
+    let mut chars = text.trim().chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let mut part = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next() {
+                    Some('"') if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        part.push('"');
+                    }
+                    Some('"') => break,
+                    Some(c) => part.push(c),
+                    None => return Err(format!("string is not a valid identifier: \"{text}\"")),
+                }
+            }
+            if part.is_empty() {
+                return Err(invalid());
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == '.' || c.is_whitespace() {
+                    break;
+                }
+                if !(c.is_alphanumeric() || c == '_' || c == '$') {
+                    return Err(invalid());
+                }
+                part.push(c.to_ascii_lowercase());
+                chars.next();
+            }
+            if part.is_empty() {
+                return Err(invalid());
+            }
+        }
+        parts.push(part);
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        match chars.next() {
+            None => return Ok(parts),
+            Some('.') => continue,
+            Some(_) => return Err(invalid()),
+        }
+    }
+}
+
+/// `quote_ident`: double quotes unless the name is a lower-case identifier that is not a
+/// keyword.
+pub fn quote_ident(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$')
+        && !is_reserved_keyword(name);
+    if plain {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+/// PostgreSQL's keywords that `quote_ident` quotes (reserved, and the column-name and
+/// type-function-name categories).
+fn is_reserved_keyword(name: &str) -> bool {
+    const KEYWORDS: &[&str] = &[
+        "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "authorization", "between",
+        "bigint", "binary", "bit", "boolean", "both", "case", "cast", "char", "character", "check", "coalesce",
+        "collate", "collation", "column", "concurrently", "constraint", "create", "cross", "current_catalog",
+        "current_date", "current_role", "current_schema", "current_time", "current_timestamp", "current_user",
+        "dec", "decimal", "default", "deferrable", "desc", "distinct", "do", "else", "end", "except", "exists",
+        "extract", "false", "fetch", "float", "for", "foreign", "freeze", "from", "full", "grant", "greatest",
+        "group", "grouping", "having", "ilike", "in", "initially", "inner", "inout", "int", "integer", "intersect",
+        "interval", "into", "is", "isnull", "join", "json", "json_array", "json_arrayagg", "json_exists",
+        "json_object", "json_objectagg", "json_query", "json_scalar", "json_serialize", "json_table",
+        "json_value", "lateral", "leading", "least", "left", "like", "limit", "localtime", "localtimestamp",
+        "merge_action", "national", "natural", "nchar", "none", "normalize", "not", "notnull", "null", "nullif",
+        "numeric", "offset", "on", "only", "or", "order", "out", "outer", "overlaps", "overlay", "placing",
+        "position", "precision", "primary", "real", "references", "returning", "right", "row", "select",
+        "session_user", "setof", "similar", "smallint", "some", "substring", "symmetric", "system_user", "table",
+        "tablesample", "then", "time", "timestamp", "to", "trailing", "treat", "trim", "true", "union", "unique",
+        "user", "using", "values", "varchar", "variadic", "verbose", "when", "where", "window", "with",
+        "xmlattributes", "xmlconcat", "xmlelement", "xmlexists", "xmlforest", "xmlnamespaces", "xmlparse",
+        "xmlpi", "xmlroot", "xmlserialize", "xmltable",
+    ];
+    KEYWORDS.binary_search(&name).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_parse_like_parse_ident() {
+        assert_eq!(parse_identifier("public.T").unwrap(), vec!["public", "t"]);
+        assert_eq!(parse_identifier("\"My \"\"T\"\"\"").unwrap(), vec!["My \"T\""]);
+        assert_eq!(parse_identifier(" a . \"B\" ").unwrap(), vec!["a", "B"]);
+        assert!(parse_identifier("a..b").is_err());
+        assert!(parse_identifier("a-b").is_err());
+        assert!(parse_identifier("\"\"").is_err());
+    }
+
+    #[test]
+    fn quote_ident_quotes_what_postgres_quotes() {
+        assert_eq!(quote_ident("eic_uniform"), "eic_uniform");
+        assert_eq!(quote_ident("Foo"), "\"Foo\"");
+        assert_eq!(quote_ident("select"), "\"select\"");
+        assert_eq!(quote_ident("a b"), "\"a b\"");
+        assert_eq!(quote_ident("1a"), "\"1a\"");
+        assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
+    }
+
+    #[test]
+    fn keywords_are_sorted() {
+        // binary_search needs the list in order; check a few members.
+        for k in ["all", "user", "xmltable", "current_user", "table"] {
+            assert!(is_reserved_keyword(k), "{k}");
+        }
+        assert!(!is_reserved_keyword("relname"));
+    }
+
+    #[test]
+    fn search_path_entries_unquote() {
+        assert_eq!(split_search_path("\"$user\", public"), vec!["$user", "public"]);
+        assert_eq!(split_search_path("Public, \"My\""), vec!["public", "My"]);
+    }
+}

@@ -1,0 +1,159 @@
+//! The foundation end to end: the real server, tokio-postgres (simple and extended
+//! protocol, binary results) and psql (`\copy`), a load of a million rows, a restart.
+//!
+//! Expected values are computed here, independently of the server: the rows are a
+//! deterministic function of `i`, and md5 is computed with the `md5` crate.
+
+use iolab_tests::{sqlstate, TestServer};
+
+const ROWS: i64 = 1_000_000;
+const COPY_ROWS: i64 = 100_000;
+
+/// The `a` value of row i (as INSERT computes it with `(i * 7919) % 10000`).
+fn a_of(i: i64) -> i64 {
+    (i * 7919) % 10000
+}
+
+fn filler_of(i: i64) -> String {
+    format!("{:x}", md5::compute(i.to_string()))
+}
+
+struct Expected {
+    count: i64,
+    sum_a: i64,
+    filler_gt_f: i64,
+    a_lt_140: i64,
+}
+
+fn expected(range: std::ops::RangeInclusive<i64>) -> Expected {
+    let mut e = Expected { count: 0, sum_a: 0, filler_gt_f: 0, a_lt_140: 0 };
+    for i in range {
+        let a = a_of(i);
+        e.count += 1;
+        e.sum_a += a;
+        if filler_of(i).as_str() > "f" {
+            e.filler_gt_f += 1;
+        }
+        if a < 140 {
+            e.a_lt_140 += 1;
+        }
+    }
+    e
+}
+
+async fn check(client: &tokio_postgres::Client, e: &Expected) {
+    // Extended protocol, binary results.
+    let row = client
+        .query_one("SELECT count(*), sum(a), min(a), max(a) FROM eic_uniform", &[])
+        .await
+        .expect("aggregate query");
+    assert_eq!(row.get::<_, i64>(0), e.count);
+    assert_eq!(row.get::<_, i64>(1), e.sum_a);
+    assert_eq!(row.get::<_, i32>(2), 0);
+    assert_eq!(row.get::<_, i32>(3), 9999);
+    let row = client
+        .query_one("SELECT count(*) FROM eic_uniform WHERE filler > $1", &[&"f"])
+        .await
+        .expect("parameterised query");
+    assert_eq!(row.get::<_, i64>(0), e.filler_gt_f);
+    let row = client
+        .query_one("SELECT count(*) FROM eic_uniform WHERE a < $1", &[&140i32])
+        .await
+        .expect("int parameter");
+    assert_eq!(row.get::<_, i64>(0), e.a_lt_140);
+    // Simple protocol, text results.
+    let rows = client
+        .simple_query("SELECT count(*) FROM eic_uniform WHERE a < 140 AND filler > 'f'")
+        .await
+        .expect("simple query");
+    let count = rows
+        .iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|s| s.parse::<i64>().unwrap()),
+            _ => None,
+        })
+        .expect("a row");
+    assert!(count > 0 && count < e.a_lt_140);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_query_copy_and_restart() {
+    let mut server = TestServer::start("foundation");
+    let client = server.client().await;
+    client
+        .batch_execute("CREATE UNLOGGED TABLE eic_uniform(a INT, filler TEXT)")
+        .await
+        .expect("create table");
+    let inserted = client
+        .execute(
+            &format!(
+                "INSERT INTO eic_uniform SELECT (i * 7919) % 10000, md5(i::text) FROM generate_series(1, {ROWS}) AS T(i)"
+            ),
+            &[],
+        )
+        .await
+        .expect("insert ... select");
+    assert_eq!(inserted, ROWS as u64);
+    let mut e = expected(1..=ROWS);
+    check(&client, &e).await;
+
+    // \copy 100 000 more rows from a CSV file written here.
+    let csv = server.data_dir.with_extension("csv");
+    let mut text = String::new();
+    for i in ROWS + 1..=ROWS + COPY_ROWS {
+        text.push_str(&format!("{},{}\n", a_of(i), filler_of(i)));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let out = server.psql_ok(&["-c", &format!("\\copy eic_uniform FROM '{}' WITH (FORMAT csv)", csv.display())]);
+    assert!(out.contains(&format!("COPY {COPY_ROWS}")), "psql said: {out}");
+    std::fs::remove_file(&csv).unwrap();
+    e = expected(1..=ROWS + COPY_ROWS);
+    check(&client, &e).await;
+
+    // psql sees the same numbers.
+    let out = server.psql_ok(&["-At", "-c", "SELECT count(*), sum(a) FROM eic_uniform"]);
+    assert_eq!(out.trim(), format!("{}|{}", e.count, e.sum_a));
+
+    drop(client);
+    server.restart();
+    let client = server.client().await;
+    check(&client, &e).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn types_round_trip_in_text_and_binary() {
+    let server = TestServer::start("types");
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "CREATE TABLE t(i2 int2, i4 int4, i8 int8, f4 float4, f8 float8, n numeric(10,2), s text, v varchar(5), b bool, d date, ts timestamp, tz timestamptz);
+             INSERT INTO t VALUES (1, 2, 3, 1.5, 2.25, 12.345, 'hello', 'abc', true, '2024-01-31', '2024-01-31 12:34:56.5', '2024-01-31 12:34:56+00'),
+                                  (NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);",
+        )
+        .await
+        .expect("create and insert");
+    let row = client.query_one("SELECT * FROM t WHERE i4 = 2", &[]).await.unwrap();
+    assert_eq!(row.get::<_, i16>(0), 1);
+    assert_eq!(row.get::<_, i32>(1), 2);
+    assert_eq!(row.get::<_, i64>(2), 3);
+    assert_eq!(row.get::<_, f32>(3), 1.5);
+    assert_eq!(row.get::<_, f64>(4), 2.25);
+    assert_eq!(row.get::<_, String>(6), "hello");
+    assert_eq!(row.get::<_, String>(7), "abc");
+    assert!(row.get::<_, bool>(8));
+    let text = server.psql_ok(&["-At", "-c", "SELECT n, d, ts, tz FROM t WHERE i4 = 2"]);
+    assert_eq!(text.trim(), "12.35|2024-01-31|2024-01-31 12:34:56.5|2024-01-31 12:34:56+00");
+    let nulls = server.psql_ok(&["-At", "-c", "SELECT count(*) FROM t WHERE i4 IS NULL AND s IS NULL AND tz IS NULL"]);
+    assert_eq!(nulls.trim(), "1");
+    // Assignment casts: float -> int rounds half to even; out of range and bad text fail.
+    client.batch_execute("CREATE TABLE r(a int)").await.unwrap();
+    client.batch_execute("INSERT INTO r VALUES (2.5), (3.5), (-2.5), (7.49)").await.unwrap();
+    let out = server.psql_ok(&["-At", "-c", "SELECT a FROM r ORDER BY a"]);
+    assert_eq!(out.split_whitespace().collect::<Vec<_>>(), vec!["-2", "2", "4", "7"]);
+    let err = client.batch_execute("INSERT INTO r VALUES (3000000000)").await.unwrap_err();
+    assert_eq!(sqlstate(&err), "22003");
+    let err = client.batch_execute("INSERT INTO r VALUES ('abc')").await.unwrap_err();
+    assert_eq!(sqlstate(&err), "22P02");
+    let err = client.batch_execute("INSERT INTO t(v) VALUES ('toolong')").await.unwrap_err();
+    assert_eq!(sqlstate(&err), "22001");
+}
