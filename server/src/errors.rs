@@ -11,8 +11,28 @@ use datafusion::sql::sqlparser::parser::ParserError;
 use iolab_catalog::{sqlstate, PgError};
 use pgwire::error::{ErrorInfo, PgWireError};
 
+/// A `PgError` raised by iolab's own operators, wherever DataFusion wrapped it.
+fn find_pg_error(err: &(dyn std::error::Error + 'static)) -> Option<PgError> {
+    let mut current = Some(err);
+    while let Some(e) = current {
+        if let Some(pg) = e.downcast_ref::<PgError>() {
+            return Some(pg.clone());
+        }
+        if let Some(DataFusionError::External(inner)) = e.downcast_ref::<DataFusionError>() {
+            if let Some(pg) = inner.downcast_ref::<PgError>() {
+                return Some(pg.clone());
+            }
+        }
+        current = e.source();
+    }
+    None
+}
+
 /// Classifies a DataFusion error.
 pub fn from_datafusion(err: DataFusionError) -> PgError {
+    if let Some(pg) = find_pg_error(&err) {
+        return pg;
+    }
     match err {
         DataFusionError::External(e) => match e.downcast::<PgError>() {
             Ok(pg) => *pg,

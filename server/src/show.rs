@@ -18,6 +18,7 @@ pub fn setting_error(e: SettingError) -> PgError {
     let mut pg = PgError::new(e.sqlstate, e.message);
     pg.detail = e.detail;
     pg.hint = e.hint;
+    pg.context = e.context;
     pg
 }
 

@@ -15,7 +15,9 @@
 //!
 //! A name must be an identifier or qualified name; a value any token but a qualified name or
 //! `=`. Anything else is PostgreSQL's `syntax error in file "…" line N, near token "…"`
-//! (or `near end of line`). `include` directives are not supported.
+//! (or `near end of line`). `include` directives are not supported. One deliberate difference:
+//! when the file ends in the middle of a line PostgreSQL reports `line 0` (one less than the
+//! line it is on); iolab reports the line it is on.
 
 use crate::error::{sqlstate, SettingError};
 

@@ -3,7 +3,11 @@
 //! Every row states PostgreSQL 18's facts for that setting — name spelling, type, boot value,
 //! range, unit, context, category, descriptions and flags — as the live PostgreSQL 18.4
 //! reference reports them in `pg_settings` and `pg_settings_get_flags()`. iolab's own settings
-//! follow the same conventions.
+//! follow the same conventions. `tests/pg18/pg_settings.tsv` holds the reference's answers and
+//! `tests/pg18_differential.rs` compares every shared row with it, column by column;
+//! `tests/pg18/set_config_cases.tsv` does the same for ~390 inputs and their errors.
+//! `is_superuser`, `role` and `session_authorization` are hidden in PostgreSQL (no
+//! `pg_settings` row), so their rows follow PostgreSQL's source (`guc_tables.c`) instead.
 //!
 //! # Where iolab differs from PostgreSQL 18 on purpose
 //!
@@ -26,9 +30,14 @@
 //!   and `SQL_ASCII` (no conversion); `role` and `session_authorization` only the session's
 //!   own user. iolab has no time zone database, no encoding conversions and one role per
 //!   session, so accepting more would be a lie that shows up later in query results.
-//! * iolab's own settings: `read_stream_advice`, `stats_history_interval`,
-//!   `stats_history_retention`.
+//! * iolab's own settings: `read_stream_advice` (listed by `EXPLAIN (SETTINGS)` when changed,
+//!   like the planner settings), `stats_history_interval` (100 ms .. 1 h) and
+//!   `stats_history_retention` (1 min .. 1 day), whose ratio bounds the history ring.
 //! * `config_file` and `data_directory` show an empty boot value where PostgreSQL shows NULL.
+//! * Where iolab refuses what PostgreSQL would accept (a region time zone, LATIN1), it uses
+//!   PostgreSQL's wording for the nearest refusal PostgreSQL has (for encodings, 0A000 with
+//!   `Conversion between LATIN1 and UTF8 is not supported.`) and adds a hint saying what
+//!   iolab accepts.
 
 use crate::units::Unit;
 use crate::units::Unit::*;

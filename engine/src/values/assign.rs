@@ -543,7 +543,10 @@ fn from_text(strings: &StringArray, target: PgType, fmt: &TextFormat) -> Result<
 
 /// The first row that is NULL, if any.
 pub fn first_null(array: &dyn Array) -> Option<usize> {
-    if array.null_count() == 0 && array.data_type() != &DataType::Null {
+    if array.data_type() == &DataType::Null {
+        return (!array.is_empty()).then_some(0);
+    }
+    if array.null_count() == 0 {
         return None;
     }
     (0..array.len()).find(|&row| array.is_null(row))
@@ -590,4 +593,232 @@ pub fn failing_row_detail(columns: &[ArrayRef], row: usize, fmt: &TextFormat) ->
     }
     detail.push_str(").");
     detail
+}
+
+#[cfg(test)]
+mod tests {
+    //! Expected results are PostgreSQL 18.4's for `INSERT INTO t(col) VALUES (expr)`.
+    use super::*;
+    use crate::values::datetime::days_from_civil;
+    use datafusion::arrow::array::{
+        Date32Array, Float32Array, Int8Array, NullArray, StringViewArray, UInt64Array,
+    };
+    use datafusion::arrow::datatypes::Int32Type;
+
+    fn arr<A: Array + 'static>(a: A) -> ArrayRef {
+        Arc::new(a)
+    }
+
+    fn code_msg(e: PgError) -> (&'static str, String) {
+        (e.code, e.message)
+    }
+
+    #[test]
+    fn floats_round_to_even_numerics_away_from_zero() {
+        // INSERT INTO at(i) VALUES (2.5::float8),(3.5::float8),(-2.5::float8),
+        //                          (2.5::numeric),(-2.5::numeric),(3.5::numeric) → 2 4 -2 3 -3 4
+        let floats = arr(Float64Array::from(vec![2.5, 3.5, -2.5, 0.49999999999999994, 1e9 + 0.5]));
+        let out = assign_cast(&floats, PgType::Int4, "i").unwrap();
+        let out = out.as_primitive::<Int32Type>();
+        assert_eq!(out.values().to_vec(), vec![2, 4, -2, 0, 1_000_000_000]);
+        let decimals = arr(Decimal128Array::from(vec![25, -25, 35, 24]).with_precision_and_scale(5, 1).unwrap());
+        let out = assign_cast(&decimals, PgType::Int4, "i").unwrap();
+        assert_eq!(out.as_primitive::<Int32Type>().values().to_vec(), vec![3, -3, 4, 2]);
+        // (-32768.5)::float8::smallint and (-32768.4) → -32768; 2.5::float4 → 2; 32767.4 → 32767
+        let small = arr(Float64Array::from(vec![-32768.5, -32768.4, 32767.4]));
+        let out = assign_cast(&small, PgType::Int2, "s").unwrap();
+        assert_eq!(out.as_primitive::<Int16Type>().values().to_vec(), vec![-32768, -32768, 32767]);
+        // (-9223372036854775808)::float8::bigint works
+        let big = arr(Float64Array::from(vec![-9223372036854775808.0]));
+        assert_eq!(assign_cast(&big, PgType::Int8, "b").unwrap().as_primitive::<Int64Type>().value(0), i64::MIN);
+    }
+
+    #[test]
+    fn integer_range_errors() {
+        let e = |a: ArrayRef, t: PgType| code_msg(assign_cast(&a, t, "c").unwrap_err());
+        assert_eq!(e(arr(Float64Array::from(vec![3e9])), PgType::Int4), ("22003", "integer out of range".into()));
+        assert_eq!(e(arr(Float64Array::from(vec![f64::NAN])), PgType::Int4), ("22003", "integer out of range".into()));
+        assert_eq!(e(arr(Int64Array::from(vec![40000])), PgType::Int2), ("22003", "smallint out of range".into()));
+        assert_eq!(e(arr(Float64Array::from(vec![1e19])), PgType::Int8), ("22003", "bigint out of range".into()));
+        assert_eq!(e(arr(Float64Array::from(vec![9223372036854775807.0])), PgType::Int8).1, "bigint out of range");
+        assert_eq!(e(arr(Float32Array::from(vec![32767.5])), PgType::Int2).1, "smallint out of range");
+        let d = Decimal128Array::from(vec![30_000_000_000]).with_precision_and_scale(20, 1).unwrap();
+        assert_eq!(e(arr(d), PgType::Int4).1, "integer out of range");
+        let d = Decimal128Array::from(vec![21474836475]).with_precision_and_scale(20, 1).unwrap();
+        assert_eq!(e(arr(d), PgType::Int4).1, "integer out of range"); // 2147483647.5
+        let d = Decimal128Array::from(vec![21474836474]).with_precision_and_scale(20, 1).unwrap();
+        assert_eq!(assign_cast(&arr(d), PgType::Int4, "i").unwrap().as_primitive::<Int32Type>().value(0), i32::MAX);
+        assert_eq!(e(arr(UInt64Array::from(vec![u64::MAX])), PgType::Int8).1, "bigint out of range");
+        let lit = arr(Int64Array::from(vec![Some(7), None]));
+        let out = assign_cast(&lit, PgType::Int4, "i").unwrap();
+        assert_eq!(out.data_type(), &DataType::Int32);
+        assert!(out.is_null(1));
+    }
+
+    #[test]
+    fn to_float_and_numeric() {
+        // 16777217::bigint into real → 1.6777216e+07
+        let out = assign_cast(&arr(Int64Array::from(vec![16777217])), PgType::Float4, "f").unwrap();
+        assert_eq!(out.as_primitive::<Float32Type>().value(0), 16777216.0);
+        let e = assign_cast(&arr(Float64Array::from(vec![1e39])), PgType::Float4, "f").unwrap_err();
+        assert_eq!(code_msg(e), ("22003", "value out of range: overflow".into()));
+        let e = assign_cast(&arr(Float64Array::from(vec![1e-50])), PgType::Float4, "f").unwrap_err();
+        assert_eq!(code_msg(e), ("22003", "value out of range: underflow".into()));
+        // INSERT INTO at(f) VALUES (1e39): numeric → real goes through the text.
+        let big = Decimal128Array::from(vec![10i128.pow(37)]).with_precision_and_scale(38, -2).unwrap();
+        let e = assign_cast(&arr(big), PgType::Float4, "f").unwrap_err();
+        assert_eq!(e.message, "\"1000000000000000000000000000000000000000\" is out of range for type real");
+        let d = Decimal128Array::from(vec![1250]).with_precision_and_scale(6, 3).unwrap();
+        let out = assign_cast(&arr(d), PgType::Float8, "f").unwrap();
+        assert_eq!(out.as_primitive::<Float64Type>().value(0), 1.25);
+
+        let n52 = PgType::Numeric { precision: 5, scale: 2 };
+        let numeric = |a: ArrayRef| assign_cast(&a, n52, "n").map(|o| o.as_primitive::<Decimal128Type>().value(0));
+        // 1.005::float8 → 1.01; 12.345::float8 → 12.35; 12.345::float4 → 12.35; 1e-3 → 0.00
+        assert_eq!(numeric(arr(Float64Array::from(vec![1.005]))).unwrap(), 101);
+        assert_eq!(numeric(arr(Float64Array::from(vec![12.345]))).unwrap(), 1235);
+        assert_eq!(numeric(arr(Float32Array::from(vec![12.345f32]))).unwrap(), 1235);
+        assert_eq!(numeric(arr(Float64Array::from(vec![1e-3]))).unwrap(), 0);
+        assert_eq!(numeric(arr(Float64Array::from(vec![0.125]))).unwrap(), 13);
+        let e = numeric(arr(Decimal128Array::from(vec![999995]).with_precision_and_scale(6, 3).unwrap())).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str(), e.detail.as_deref()),
+            (
+                "22003",
+                "numeric field overflow",
+                Some("A field with precision 5, scale 2 must round to an absolute value less than 10^3.")
+            )
+        );
+        let e = numeric(arr(Float64Array::from(vec![f64::INFINITY]))).unwrap_err();
+        assert_eq!(e.detail.as_deref(), Some("A field with precision 5, scale 2 cannot hold an infinite value."));
+        assert_eq!(numeric(arr(Float64Array::from(vec![1.5e300]))).unwrap_err().message, "numeric field overflow");
+        assert_eq!(numeric(arr(Int32Array::from(vec![123]))).unwrap(), 12300);
+        // 1.5::numeric(2,1)::numeric(1,0) → 2; 9.5 → overflow "less than 10^1"
+        let n10 = PgType::Numeric { precision: 1, scale: 0 };
+        let d = arr(Decimal128Array::from(vec![15, 95]).with_precision_and_scale(2, 1).unwrap());
+        let e = assign_cast(&d, n10, "n").unwrap_err();
+        assert_eq!(e.detail.as_deref(), Some("A field with precision 1, scale 0 must round to an absolute value less than 10^1."));
+        let d = arr(Decimal128Array::from(vec![15]).with_precision_and_scale(2, 1).unwrap());
+        assert_eq!(assign_cast(&d, n10, "n").unwrap().as_primitive::<Decimal128Type>().value(0), 2);
+        // (0.1::float8 + 0.2::float8)::numeric → 0.3 (15 significant digits)
+        let out = assign_cast(&arr(Float64Array::from(vec![0.1 + 0.2])), PgType::unconstrained_numeric(), "n").unwrap();
+        assert_eq!(out.as_primitive::<Decimal128Type>().value(0), 300_000);
+        assert_eq!(out.data_type(), &DataType::Decimal128(38, 6));
+        // 123456789.123::float4::numeric → 123457000
+        let out = assign_cast(&arr(Float32Array::from(vec![123456789.123f32])), PgType::Numeric { precision: 20, scale: 0 }, "n").unwrap();
+        assert_eq!(out.as_primitive::<Decimal128Type>().value(0), 123457000);
+    }
+
+    #[test]
+    fn to_text_types() {
+        let fmt = TextFormat::default();
+        let texts = |a: ArrayRef, t: PgType| -> Result<Vec<Option<String>>, PgError> {
+            let out = assign_cast_with(&a, t, "t", &fmt)?;
+            Ok(out.as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect())
+        };
+        let v3 = PgType::Varchar(Some(3));
+        assert_eq!(
+            texts(arr(StringArray::from(vec![Some("abc   "), None, Some("ab")])), v3).unwrap(),
+            vec![Some("abc".to_string()), None, Some("ab".to_string())]
+        );
+        let e = texts(arr(StringArray::from(vec!["abcd"])), v3).unwrap_err();
+        assert_eq!(code_msg(e), ("22001", "value too long for type character varying(3)".into()));
+        let e = texts(arr(Int32Array::from(vec![12345])), v3).unwrap_err();
+        assert_eq!(e.message, "value too long for type character varying(3)");
+        let e = texts(arr(BooleanArray::from(vec![true])), v3).unwrap_err(); // 'true' is 4 long
+        assert_eq!(e.code, "22001");
+        assert_eq!(texts(arr(BooleanArray::from(vec![true, false])), PgType::Text).unwrap(), vec![Some("true".into()), Some("false".into())]);
+        let d = Decimal128Array::from(vec![12500]).with_precision_and_scale(6, 3).unwrap();
+        assert_eq!(texts(arr(d), PgType::Text).unwrap(), vec![Some("12.500".into())]);
+        assert_eq!(texts(arr(Float64Array::from(vec![1.5, 1e20])), PgType::Text).unwrap(), vec![Some("1.5".into()), Some("1e+20".into())]);
+        let c3 = PgType::Bpchar(3);
+        assert_eq!(texts(arr(StringArray::from(vec!["ab", "abc  ", " "])), c3).unwrap(), vec![Some("ab ".into()), Some("abc".into()), Some("   ".into())]);
+        assert_eq!(texts(arr(StringViewArray::from(vec!["view"])), PgType::Text).unwrap(), vec![Some("view".into())]);
+        let same = arr(StringArray::from(vec!["x"]));
+        assert!(Arc::ptr_eq(&same, &assign_cast(&same, PgType::Text, "t").unwrap()));
+    }
+
+    #[test]
+    fn from_text_literals() {
+        let s = arr(StringArray::from(vec![Some("12"), None]));
+        let out = assign_cast(&s, PgType::Int4, "i").unwrap();
+        assert_eq!(out.as_primitive::<Int32Type>().value(0), 12);
+        assert!(out.is_null(1));
+        let e = assign_cast(&arr(StringArray::from(vec!["abc"])), PgType::Int4, "i").unwrap_err();
+        assert_eq!(code_msg(e), ("22P02", "invalid input syntax for type integer: \"abc\"".into()));
+        let out = assign_cast(&arr(StringArray::from(vec!["yes"])), PgType::Bool, "b").unwrap();
+        assert!(out.as_boolean().value(0));
+        let out = assign_cast(&arr(StringArray::from(vec!["2024-01-31 12:00+02"])), PgType::Timestamptz, "t").unwrap();
+        assert_eq!(out.data_type(), &PgType::Timestamptz.arrow_type());
+        let out = assign_cast(&arr(StringViewArray::from(vec!["1.25"])), PgType::Numeric { precision: 5, scale: 1 }, "n").unwrap();
+        assert_eq!(out.as_primitive::<Decimal128Type>().value(0), 13);
+    }
+
+    #[test]
+    fn dates_and_timestamps_in_the_session_zone() {
+        // SET TimeZone '-03': '2024-01-31 10:00'::timestamp::timestamptz → 10:00:00-03,
+        // '2024-01-31 10:00+00'::timestamptz::timestamp → 07:00:00,
+        // '2024-01-31'::date::timestamptz → 00:00:00-03, '2024-01-31 01:00+00'::timestamptz::date → 2024-01-30
+        let fmt = TextFormat::default().with_time_zone("-03").unwrap();
+        let hour = 3_600_000_000i64;
+        let day = days_from_civil(2024, 1, 31);
+        let local_10 = day * USECS_PER_DAY + 10 * hour;
+        let ts = arr(TimestampMicrosecondArray::from(vec![local_10]));
+        let out = assign_cast_with(&ts, PgType::Timestamptz, "t", &fmt).unwrap();
+        assert_eq!(out.data_type(), &PgType::Timestamptz.arrow_type());
+        assert_eq!(out.as_primitive::<TimestampMicrosecondType>().value(0), local_10 + 3 * hour);
+        let tz = arr(TimestampMicrosecondArray::from(vec![local_10]).with_timezone("+00:00"));
+        let out = assign_cast_with(&tz, PgType::Timestamp, "t", &fmt).unwrap();
+        assert_eq!(out.as_primitive::<TimestampMicrosecondType>().value(0), local_10 - 3 * hour);
+        let dates = arr(Date32Array::from(vec![day as i32, i32::MAX]));
+        let out = assign_cast_with(&dates, PgType::Timestamptz, "t", &fmt).unwrap();
+        let out = out.as_primitive::<TimestampMicrosecondType>();
+        assert_eq!(out.value(0), day * USECS_PER_DAY + 3 * hour);
+        assert_eq!(out.value(1), i64::MAX);
+        let out = assign_cast_with(&dates, PgType::Timestamp, "t", &fmt).unwrap();
+        assert_eq!(out.as_primitive::<TimestampMicrosecondType>().value(0), day * USECS_PER_DAY);
+        let early = arr(TimestampMicrosecondArray::from(vec![day * USECS_PER_DAY + hour]).with_timezone("+00:00"));
+        let out = assign_cast_with(&early, PgType::Date, "d", &fmt).unwrap();
+        assert_eq!(out.as_primitive::<Date32Type>().value(0), day as i32 - 1);
+        // DataFusion's now() is a nanosecond timestamptz.
+        let now = arr(datafusion::arrow::array::TimestampNanosecondArray::from(vec![1_706_704_496_123_456_789]).with_timezone("+00:00"));
+        let out = assign_cast(&now, PgType::Timestamptz, "t").unwrap();
+        assert_eq!(out.as_primitive::<TimestampMicrosecondType>().value(0), 1_706_704_496_123_457);
+        let out = assign_cast(&now, PgType::Date, "d").unwrap();
+        assert_eq!(out.as_primitive::<Date32Type>().value(0), day as i32);
+    }
+
+    #[test]
+    fn nulls_and_type_mismatches() {
+        for t in [PgType::Int4, PgType::Text, PgType::Numeric { precision: 5, scale: 2 }, PgType::Timestamptz, PgType::Bool] {
+            let out = assign_cast(&arr(NullArray::new(3)), t, "c").unwrap();
+            assert_eq!(out.data_type(), &t.arrow_type());
+            assert_eq!(out.null_count(), 3);
+        }
+        // INSERT INTO at(i) VALUES (true) / at(bo) VALUES (1) / at(i) VALUES ('2024-01-31'::date)
+        let e = assign_cast(&arr(BooleanArray::from(vec![true])), PgType::Int4, "i").unwrap_err();
+        assert_eq!(code_msg(e.clone()), ("42804", "column \"i\" is of type integer but expression is of type boolean".into()));
+        assert_eq!(e.hint.as_deref(), Some("You will need to rewrite or cast the expression."));
+        let e = assign_cast(&arr(Int32Array::from(vec![1])), PgType::Bool, "bo").unwrap_err();
+        assert_eq!(e.message, "column \"bo\" is of type boolean but expression is of type integer");
+        let e = assign_cast(&arr(Date32Array::from(vec![1])), PgType::Int4, "i").unwrap_err();
+        assert_eq!(e.message, "column \"i\" is of type integer but expression is of type date");
+        let e = assign_cast(&arr(Int8Array::from(vec![1])), PgType::Date, "d").unwrap_err();
+        assert_eq!(e.message, "column \"d\" is of type date but expression is of type smallint");
+    }
+
+    #[test]
+    fn not_null_checks() {
+        let a = arr(Int32Array::from(vec![Some(1), None]));
+        let b = arr(StringArray::from(vec![Some("x"), Some("x")]));
+        assert!(check_not_null(b.as_ref(), "b", "nn").is_ok());
+        let e = check_not_null(a.as_ref(), "a", "nn").unwrap_err();
+        assert_eq!(
+            code_msg(e),
+            ("23502", "null value in column \"a\" of relation \"nn\" violates not-null constraint".into())
+        );
+        assert_eq!(first_null(a.as_ref()), Some(1));
+        assert_eq!(failing_row_detail(&[a, b], 1, &TextFormat::default()), "Failing row contains (null, x).");
+        assert!(check_not_null(&NullArray::new(1), "a", "t").is_err());
+    }
 }

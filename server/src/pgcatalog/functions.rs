@@ -1,0 +1,760 @@
+//! PostgreSQL's system information and catalog functions as DataFusion scalar UDFs.
+//!
+//! Every function here is one [`PgFunction`]: a name, the argument counts it accepts, its
+//! result type and a body that maps argument columns to a result column. Arguments are
+//! taken in any type and converted inside the body (a relation may arrive as an OID of
+//! any integer type, or as its name in text, e.g. after `'t'::regclass`), so DataFusion
+//! never has to find a coercion PostgreSQL would have found through its own types.
+//!
+//! The functions that read the session — `current_setting`, `current_user`,
+//! `current_schema`, `pg_table_is_visible` — see the [`SessionInfo`] given to
+//! [`register`], which the server does once per statement. `set_config` changes a
+//! working copy of the settings (so a later `current_setting` in the same statement sees
+//! the change) and records the call in [`SessionInfo::setting_changes`]; the server
+//! applies those to the session after the statement, as PostgreSQL would have done while
+//! running it.
+//!
+//! The `reg*in` / `reg*out` functions implement the `::regclass`, `::regtype`,
+//! `::regnamespace` and `::regrole` casts that `rewrite` turns into function calls.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListBuilder, StringBuilder};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::context::SessionState;
+use datafusion::execution::FunctionRegistry;
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility,
+};
+use datafusion::scalar::ScalarValue;
+use iolab_catalog::{sqlstate, PgError, PgType};
+use iolab_settings::{SessionSettings, SettingError};
+use parking_lot::Mutex;
+
+use super::batch::{build_array, V};
+use super::snapshot::{parse_identifier, quote_ident, Relation, Snapshot};
+use super::tables::SharedCatalogState;
+use super::{oids, types, SessionInfo};
+
+/// A function body: argument columns (all of the same length) and the row count, to the
+/// result values.
+type Body = dyn Fn(&Ctx, &[ArrayRef], usize) -> Result<Vec<V>> + Send + Sync;
+
+/// What the function bodies read: the session as of the current statement.
+pub struct Ctx {
+    pub shared: Arc<SharedCatalogState>,
+    pub pid: i32,
+    pub user: String,
+    /// The session's settings, changed by `set_config` as the statement runs.
+    pub settings: Mutex<SessionSettings>,
+    pub setting_changes: Arc<Mutex<Vec<(String, String, bool)>>>,
+}
+
+impl Ctx {
+    fn snapshot(&self) -> Snapshot {
+        let mut s = self.shared.snapshot();
+        s.settings = self.settings.lock().clone();
+        s.user = self.user.clone();
+        s
+    }
+}
+
+/// One PostgreSQL function.
+pub struct PgFunction {
+    name: &'static str,
+    aliases: Vec<String>,
+    arity: RangeInclusive<usize>,
+    signature: Signature,
+    returns: DataType,
+    ctx: Arc<Ctx>,
+    body: Arc<Body>,
+}
+
+impl fmt::Debug for PgFunction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PgFunction({})", self.name)
+    }
+}
+
+impl PartialEq for PgFunction {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && Arc::ptr_eq(&self.ctx, &other.ctx)
+    }
+}
+
+impl Eq for PgFunction {}
+
+impl Hash for PgFunction {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl ScalarUDFImpl for PgFunction {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        if !self.arity.contains(&arg_types.len()) {
+            let args: Vec<String> = arg_types.iter().map(arg_type_name).collect();
+            return Err(pg(PgError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!("function {}({}) does not exist", self.name, args.join(", ")),
+            )
+            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")));
+        }
+        Ok(self.returns.clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let all_scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let rows = if all_scalar { 1 } else { args.number_rows };
+        let arrays = args.args.iter().map(|a| a.to_array(rows)).collect::<Result<Vec<_>>>()?;
+        let values = (self.body)(&self.ctx, &arrays, rows)?;
+        debug_assert_eq!(values.len(), rows, "{} must return one value per row", self.name);
+        let out = build_array(&self.returns, &values)?;
+        if all_scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
+        } else {
+            Ok(ColumnarValue::Array(out))
+        }
+    }
+}
+
+/// The PostgreSQL name of an argument's Arrow type, for error messages.
+fn arg_type_name(dt: &DataType) -> String {
+    match dt {
+        DataType::Null => "unknown".to_string(),
+        other => PgType::for_arrow(other).map(|t| t.format_type()).unwrap_or_else(|| "unknown".to_string()),
+    }
+}
+
+/// A PgError as a DataFusion error (the server unwraps it again).
+pub fn pg(e: PgError) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}
+
+fn setting_error(e: SettingError) -> DataFusionError {
+    let mut p = PgError::new(e.sqlstate, e.message);
+    p.detail = e.detail;
+    p.hint = e.hint;
+    pg(p)
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading arguments
+// ---------------------------------------------------------------------------------------
+
+fn is_text(dt: &DataType) -> bool {
+    matches!(dt, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+/// Column `a` as text values.
+fn texts(a: &ArrayRef) -> Result<Vec<Option<String>>> {
+    let c = cast(a, &DataType::Utf8)?;
+    Ok(c.as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect())
+}
+
+/// Column `a` as integers.
+fn ints(a: &ArrayRef) -> Result<Vec<Option<i64>>> {
+    let c = if is_text(a.data_type()) {
+        // '16384' as an oid literal
+        let t = texts(a)?;
+        return Ok(t.into_iter().map(|v| v.and_then(|s| s.trim().parse().ok())).collect());
+    } else {
+        cast(a, &DataType::Int64)?
+    };
+    Ok(c.as_primitive::<Int64Type>().iter().collect())
+}
+
+fn bools(a: &ArrayRef) -> Result<Vec<Option<bool>>> {
+    let c = cast(a, &DataType::Boolean)?;
+    Ok(c.as_boolean().iter().collect())
+}
+
+/// A relation argument: an OID (any integer type, or digits in text), or a relation name
+/// in text (`'t'`, `'public.t'`), which must exist.
+fn relation_oids(s: &Snapshot, all: &[Relation], a: &ArrayRef) -> Result<Vec<Option<u32>>> {
+    if is_text(a.data_type()) {
+        texts(a)?
+            .into_iter()
+            .map(|v| match v {
+                None => Ok(None),
+                Some(name) => match s.resolve_relation(&name, all) {
+                    Some(oid) => Ok(Some(oid)),
+                    None => Err(pg(PgError::undefined_table(&name))),
+                },
+            })
+            .collect()
+    } else {
+        Ok(ints(a)?.into_iter().map(|v| v.map(|i| i as u32)).collect())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The functions
+// ---------------------------------------------------------------------------------------
+
+struct Def {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    arity: RangeInclusive<usize>,
+    returns: DataType,
+    volatility: Volatility,
+    body: Arc<Body>,
+}
+
+fn def(
+    name: &'static str,
+    arity: RangeInclusive<usize>,
+    returns: DataType,
+    body: impl Fn(&Ctx, &[ArrayRef], usize) -> Result<Vec<V>> + Send + Sync + 'static,
+) -> Def {
+    Def { name, aliases: &[], arity, returns, volatility: Volatility::Stable, body: Arc::new(body) }
+}
+
+impl Def {
+    fn aliases(mut self, aliases: &'static [&'static str]) -> Def {
+        self.aliases = aliases;
+        self
+    }
+
+    fn volatile(mut self) -> Def {
+        self.volatility = Volatility::Volatile;
+        self
+    }
+}
+
+/// A function of one row's values: `f(row)` for each row.
+fn per_row(rows: usize, f: impl FnMut(usize) -> Result<V>) -> Result<Vec<V>> {
+    (0..rows).map(f).collect()
+}
+
+fn text_list() -> DataType {
+    DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
+}
+
+/// A constant text function (`current_database()`, `current_user`, …).
+fn constant(name: &'static str, value: impl Fn(&Ctx) -> V + Send + Sync + 'static) -> Def {
+    def(name, 0..=0, DataType::Utf8, move |ctx, _, rows| Ok(vec![value(ctx); rows]))
+}
+
+fn relation_size(name: &'static str) -> Def {
+    def(name, 1..=2, DataType::Int64, move |ctx, args, rows| {
+        let s = ctx.snapshot();
+        let all = s.relations();
+        let oids = relation_oids(&s, &all, &args[0])?;
+        let forks = if args.len() > 1 { texts(&args[1])? } else { vec![None; rows] };
+        per_row(rows, |i| {
+            let Some(oid) = oids[i] else { return Ok(V::Null) };
+            if let Some(fork) = &forks[i] {
+                match fork.as_str() {
+                    "main" => {}
+                    "fsm" | "vm" | "init" => return Ok(V::Int(0)),
+                    other => {
+                        return Err(pg(PgError::new(sqlstate::INVALID_PARAMETER_VALUE, format!("invalid fork name")).with_hint(format!("Valid fork names are \"main\", \"fsm\", \"vm\", and \"init\".{}", if other.is_empty() { "" } else { "" }))))
+                    }
+                }
+            }
+            Ok(s.relation_size(oid).map(V::Int).unwrap_or(V::Null))
+        })
+    })
+}
+
+/// Always true: iolab has one superuser and no privileges to check.
+fn privilege(name: &'static str) -> Def {
+    def(name, 2..=4, DataType::Boolean, |_, _, rows| Ok(vec![V::Bool(true); rows]))
+}
+
+/// Always NULL (text): deparsers of objects iolab does not have (expressions, constraints,
+/// indexes, statistics objects, triggers).
+fn null_text(name: &'static str, arity: RangeInclusive<usize>) -> Def {
+    def(name, arity, DataType::Utf8, |_, _, rows| Ok(vec![V::Null; rows]))
+}
+
+/// `pg_size_pretty`: bytes in the largest unit that keeps the number at least 10 (or,
+/// above bytes, below 10240 with PostgreSQL's half-unit rounding), e.g. `8192 bytes`,
+/// `16 kB`, `1365 MB`.
+pub fn size_pretty(bytes: i64) -> String {
+    // (unit, limit on the value in this unit's half-units, bits to the next unit)
+    const UNITS: &[&str] = &["bytes", "kB", "MB", "GB", "TB", "PB"];
+    if bytes.unsigned_abs() < 10 * 1024 {
+        return format!("{bytes} bytes");
+    }
+    // Half-units of kB: truncating division, as PostgreSQL divides.
+    let mut half = bytes / (1 << 9);
+    for (i, unit) in UNITS.iter().enumerate().skip(1) {
+        let last = i == UNITS.len() - 1;
+        if last || half.unsigned_abs() < 20 * 1024 - 1 {
+            let rounded = if half < 0 { (half - 1) / 2 } else { (half + 1) / 2 };
+            return format!("{rounded} {unit}");
+        }
+        half /= 1 << 10;
+    }
+    unreachable!("the last unit always matches")
+}
+
+fn size_pretty_value(a: &ArrayRef, i: usize) -> Result<V> {
+    if a.is_null(i) {
+        return Ok(V::Null);
+    }
+    match a.data_type() {
+        DataType::Float32 | DataType::Float64 | DataType::Decimal128(..) | DataType::Decimal256(..) => {
+            let f = cast(&a.slice(i, 1), &DataType::Float64)?;
+            let v = f.as_primitive::<datafusion::arrow::datatypes::Float64Type>().value(0);
+            if v.fract() != 0.0 && v.abs() < 10240.0 {
+                let text = texts(&a.slice(i, 1))?.remove(0).unwrap_or_default();
+                return Ok(V::Text(format!("{text} bytes")));
+            }
+            Ok(V::Text(size_pretty(v.round() as i64)))
+        }
+        _ => Ok(ints(&a.slice(i, 1))?[0].map(|b| V::Text(size_pretty(b))).unwrap_or(V::Null)),
+    }
+}
+
+/// `quote_literal`: single quotes, doubled inside; `E'…'` with doubled backslashes when
+/// the text has any.
+fn quote_literal(s: &str) -> String {
+    let body = s.replace('\'', "''");
+    if s.contains('\\') {
+        format!("E'{}'", body.replace('\\', "\\\\"))
+    } else {
+        format!("'{body}'")
+    }
+}
+
+/// Every function, bound to one session.
+fn definitions() -> Vec<Def> {
+    let mut d = vec![
+        def("version", 0..=0, DataType::Utf8, |ctx, _, rows| {
+            let version = ctx.settings.lock().get("server_version").unwrap_or_else(|_| "18.0".into());
+            let text = format!(
+                "PostgreSQL {version} (iolab {}) on {}-pc-{}-gnu, compiled by rustc, 64-bit",
+                env!("CARGO_PKG_VERSION"),
+                std::env::consts::ARCH,
+                std::env::consts::OS
+            );
+            Ok(vec![V::Text(text); rows])
+        }),
+        def("current_setting", 1..=2, DataType::Utf8, |ctx, args, rows| {
+            let names = texts(&args[0])?;
+            let missing_ok = if args.len() > 1 { bools(&args[1])? } else { vec![Some(false); rows] };
+            let settings = ctx.settings.lock();
+            per_row(rows, |i| {
+                let Some(name) = &names[i] else { return Ok(V::Null) };
+                if missing_ok[i] == Some(true) {
+                    return settings.get_if_exists(name).map(V::opt_text).map_err(setting_error);
+                }
+                settings.get(name).map(V::Text).map_err(setting_error)
+            })
+        }),
+        def("set_config", 3..=3, DataType::Utf8, |ctx, args, rows| {
+            let names = texts(&args[0])?;
+            let values = texts(&args[1])?;
+            let local = bools(&args[2])?;
+            per_row(rows, |i| {
+                let Some(name) = &names[i] else {
+                    return Err(pg(PgError::new(sqlstate::NULL_VALUE_NOT_ALLOWED, "SET requires parameter name")));
+                };
+                let is_local = local[i].unwrap_or(false);
+                let mut settings = ctx.settings.lock();
+                let shown = settings.set_config(name, values[i].as_deref(), is_local).map_err(setting_error)?;
+                let applied = values[i].clone().unwrap_or_else(|| shown.clone());
+                ctx.setting_changes.lock().push((name.clone(), applied, is_local));
+                Ok(V::Text(shown))
+            })
+        })
+        .volatile(),
+        def("pg_backend_pid", 0..=0, DataType::Int32, |ctx, _, rows| Ok(vec![V::Int(ctx.pid as i64); rows])),
+        constant("current_database", |_| V::text(oids::DATABASE_NAME)).aliases(&["current_catalog"]),
+        constant("current_user", |ctx| V::text(&ctx.user)).aliases(&["user", "current_role"]),
+        constant("session_user", |ctx| V::text(&ctx.user)),
+        def("current_schema", 0..=0, DataType::Utf8, |ctx, _, rows| {
+            Ok(vec![V::opt_text(ctx.snapshot().current_schema()); rows])
+        }),
+        def("current_schemas", 1..=1, text_list(), |ctx, args, rows| {
+            let s = ctx.snapshot();
+            let implicit = bools(&args[0])?;
+            per_row(rows, |i| Ok(match implicit[i] {
+                Some(b) => V::TextArray(s.current_schemas(b)),
+                None => V::Null,
+            }))
+        }),
+        relation_size("pg_relation_size"),
+        relation_size("pg_table_size"),
+        relation_size("pg_total_relation_size"),
+        def("pg_indexes_size", 1..=1, DataType::Int64, |ctx, args, rows| {
+            let s = ctx.snapshot();
+            let all = s.relations();
+            let oids = relation_oids(&s, &all, &args[0])?;
+            per_row(rows, |i| Ok(oids[i].and_then(|o| s.relation(o)).map(|_| V::Int(0)).unwrap_or(V::Null)))
+        }),
+        def("pg_database_size", 1..=1, DataType::Int64, |ctx, args, rows| {
+            let s = ctx.snapshot();
+            let total: i64 = s.tables.iter().map(|t| s.relation_size(t.oid).unwrap_or(0)).sum();
+            let keys = texts(&args[0])?;
+            per_row(rows, |i| match keys[i].as_deref() {
+                None => Ok(V::Null),
+                Some(k) if k == oids::DATABASE_NAME || k == oids::DATABASE_OID.to_string() => Ok(V::Int(total)),
+                Some(k) => Err(pg(PgError::new(sqlstate::INVALID_CATALOG_NAME, format!("database \"{k}\" does not exist")))),
+            })
+        }),
+        def("pg_size_pretty", 1..=1, DataType::Utf8, |_, args, rows| per_row(rows, |i| size_pretty_value(&args[0], i))),
+        def("pg_table_is_visible", 1..=1, DataType::Boolean, |ctx, args, rows| {
+            let s = ctx.snapshot();
+            let all = s.relations();
+            let oids = ints(&args[0])?;
+            per_row(rows, |i| {
+                let Some(oid) = oids[i] else { return Ok(V::Null) };
+                Ok(match all.iter().find(|r| r.oid as i64 == oid) {
+                    Some(r) => V::Bool(s.is_visible(r, &all)),
+                    None => V::Null,
+                })
+            })
+        }),
+        def("pg_get_userbyid", 1..=1, DataType::Utf8, |_, args, rows| {
+            let oids = ints(&args[0])?;
+            per_row(rows, |i| Ok(match oids[i] {
+                None => V::Null,
+                Some(o) => V::text(oids::role_name(o as u32).map(str::to_string).unwrap_or_else(|| format!("unknown (OID={o})"))),
+            }))
+        }),
+        def("format_type", 2..=2, DataType::Utf8, |_, args, rows| {
+            let oids = ints(&args[0])?;
+            let mods = ints(&args[1])?;
+            per_row(rows, |i| Ok(match oids[i] {
+                None => V::Null,
+                Some(o) => V::Text(types::format_type(o as u32, mods[i].map(|m| m as i32))),
+            }))
+        }),
+        def("obj_description", 1..=2, DataType::Utf8, |_, args, rows| {
+            let objs = ints(&args[0])?;
+            let classes = if args.len() > 1 { texts(&args[1])? } else { vec![None; rows] };
+            per_row(rows, |i| {
+                let Some(obj) = objs[i] else { return Ok(V::Null) };
+                let class = match classes[i].as_deref() {
+                    Some("pg_class") => Some(oids::PG_CLASS),
+                    Some("pg_namespace") => Some(oids::PG_NAMESPACE),
+                    Some("pg_am") => Some(oids::PG_AM),
+                    Some(_) => Some(0),
+                    None => None,
+                };
+                Ok(V::opt_text(
+                    oids::DESCRIPTIONS
+                        .iter()
+                        .find(|d| d.0 as i64 == obj && class.is_none_or(|c| c == d.1))
+                        .map(|d| d.2),
+                ))
+            })
+        }),
+        def("shobj_description", 2..=2, DataType::Utf8, |_, args, rows| {
+            let objs = ints(&args[0])?;
+            let classes = texts(&args[1])?;
+            per_row(rows, |i| {
+                let class = match classes[i].as_deref() {
+                    Some("pg_database") => oids::PG_DATABASE,
+                    Some("pg_tablespace") => oids::PG_TABLESPACE,
+                    _ => 0,
+                };
+                Ok(V::opt_text(
+                    oids::SHARED_DESCRIPTIONS.iter().find(|d| Some(d.0 as i64) == objs[i] && d.1 == class).map(|d| d.2),
+                ))
+            })
+        }),
+        null_text("col_description", 2..=2),
+        def("pg_encoding_to_char", 1..=1, DataType::Utf8, |_, args, rows| {
+            let ids = ints(&args[0])?;
+            per_row(rows, |i| Ok(ids[i].map(|id| V::text(oids::encoding_name(id))).unwrap_or(V::Null)))
+        }),
+        def("pg_char_to_encoding", 1..=1, DataType::Int32, |_, args, rows| {
+            let names = texts(&args[0])?;
+            per_row(rows, |i| Ok(match names[i].as_deref() {
+                None => V::Null,
+                Some(n) => V::Int((0..42).find(|id| oids::encoding_name(*id).eq_ignore_ascii_case(n)).unwrap_or(-1)),
+            }))
+        }),
+        def("quote_ident", 1..=1, DataType::Utf8, |_, args, rows| {
+            let t = texts(&args[0])?;
+            per_row(rows, |i| Ok(t[i].as_deref().map(|s| V::Text(quote_ident(s))).unwrap_or(V::Null)))
+        }),
+        def("quote_literal", 1..=1, DataType::Utf8, |_, args, rows| {
+            let t = texts(&args[0])?;
+            per_row(rows, |i| Ok(t[i].as_deref().map(|s| V::Text(quote_literal(s))).unwrap_or(V::Null)))
+        }),
+        def("quote_nullable", 1..=1, DataType::Utf8, |_, args, rows| {
+            let t = texts(&args[0])?;
+            per_row(rows, |i| Ok(V::Text(t[i].as_deref().map(quote_literal).unwrap_or_else(|| "NULL".into()))))
+        }),
+        def("parse_ident", 1..=2, text_list(), |_, args, rows| {
+            let t = texts(&args[0])?;
+            per_row(rows, |i| match t[i].as_deref() {
+                None => Ok(V::Null),
+                Some(s) => parse_identifier(s)
+                    .map(V::TextArray)
+                    .map_err(|m| pg(PgError::new(sqlstate::INVALID_PARAMETER_VALUE, m))),
+            })
+        }),
+        privilege("has_table_privilege"),
+        privilege("has_schema_privilege"),
+        privilege("has_database_privilege"),
+        privilege("has_column_privilege"),
+        privilege("has_any_column_privilege"),
+        privilege("has_function_privilege"),
+        privilege("has_sequence_privilege"),
+        privilege("has_tablespace_privilege"),
+        privilege("pg_has_role"),
+        null_text("pg_get_indexdef", 1..=3),
+        null_text("pg_get_constraintdef", 1..=2),
+        null_text("pg_get_expr", 2..=3),
+        null_text("pg_get_statisticsobjdef_columns", 1..=1),
+        null_text("pg_get_partkeydef", 1..=1),
+        null_text("pg_get_viewdef", 1..=2),
+        null_text("pg_get_triggerdef", 1..=2),
+        null_text("pg_get_serial_sequence", 2..=2),
+        null_text("pg_get_function_identity_arguments", 1..=1),
+        null_text("pg_get_function_result", 1..=1),
+        null_text("pg_get_function_arguments", 1..=1),
+        def("pg_tablespace_location", 1..=1, DataType::Utf8, |_, _, rows| Ok(vec![V::text(""); rows])),
+        def("pg_relation_is_publishable", 1..=1, DataType::Boolean, |ctx, args, rows| {
+            let s = ctx.snapshot();
+            let all = s.relations();
+            let oids = relation_oids(&s, &all, &args[0])?;
+            per_row(rows, |i| Ok(V::Bool(oids[i].is_some_and(|o| s.tables.iter().any(|t| t.oid == o)))))
+        }),
+        def("pg_is_in_recovery", 0..=0, DataType::Boolean, |_, _, rows| Ok(vec![V::Bool(false); rows])),
+        def("pg_typeof", 1..=1, DataType::Utf8, |_, args, rows| {
+            let name = match args[0].data_type() {
+                DataType::Null => "unknown".to_string(),
+                DataType::List(f) => format!("{}[]", arg_type_name(f.data_type())),
+                dt => PgType::for_arrow(dt)
+                    .map(|t| types::format_type(t.oid(), Some(-1)))
+                    .unwrap_or_else(|| "text".to_string()),
+            };
+            Ok(vec![V::Text(name); rows])
+        }),
+        def("array_lower", 2..=2, DataType::Int32, |_, args, rows| array_bound(&args[0], &args[1], rows, false)),
+        def("array_upper", 2..=2, DataType::Int32, |_, args, rows| array_bound(&args[0], &args[1], rows, true)),
+        def("to_regclass", 1..=1, DataType::Int64, |ctx, args, rows| {
+            let s = ctx.snapshot();
+            let all = s.relations();
+            let names = texts(&args[0])?;
+            per_row(rows, |i| Ok(names[i].as_deref().and_then(|n| s.resolve_relation(n, &all)).map(V::oid).unwrap_or(V::Null)))
+        }),
+        def("to_regtype", 1..=1, DataType::Int64, |_, args, rows| {
+            let names = texts(&args[0])?;
+            per_row(rows, |i| Ok(names[i].as_deref().and_then(types::type_oid_by_name).map(V::oid).unwrap_or(V::Null)))
+        }),
+        // The ::regclass / ::regtype / ::regnamespace / ::regrole casts (see `rewrite`).
+        def("regclassin", 1..=1, DataType::Int64, |ctx, args, rows| {
+            let s = ctx.snapshot();
+            let all = s.relations();
+            let oids = relation_oids(&s, &all, &args[0])?;
+            per_row(rows, |i| Ok(oids[i].map(V::oid).unwrap_or(V::Null)))
+        }),
+        def("regclassout", 1..=1, DataType::Utf8, |ctx, args, rows| {
+            let s = ctx.snapshot();
+            let all = s.relations();
+            if is_text(args[0].data_type()) {
+                return Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect());
+            }
+            let oids = ints(&args[0])?;
+            per_row(rows, |i| Ok(oids[i].map(|o| V::Text(s.regclass_text(o as u32, &all))).unwrap_or(V::Null)))
+        }),
+        def("regtypein", 1..=1, DataType::Int64, |_, args, rows| {
+            if !is_text(args[0].data_type()) {
+                return Ok(ints(&args[0])?.into_iter().map(|o| o.map(V::Int).unwrap_or(V::Null)).collect());
+            }
+            let names = texts(&args[0])?;
+            per_row(rows, |i| match names[i].as_deref() {
+                None => Ok(V::Null),
+                Some(n) => match n.trim().parse::<u32>().ok().or_else(|| types::type_oid_by_name(n)) {
+                    Some(oid) => Ok(V::oid(oid)),
+                    None => Err(pg(PgError::new(sqlstate::UNDEFINED_OBJECT, format!("type \"{n}\" does not exist")))),
+                },
+            })
+        }),
+        def("regtypeout", 1..=1, DataType::Utf8, |_, args, rows| {
+            if is_text(args[0].data_type()) {
+                return Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect());
+            }
+            let oids = ints(&args[0])?;
+            per_row(rows, |i| Ok(match oids[i] {
+                None => V::Null,
+                Some(0) => V::text("-"),
+                Some(o) if types::type_row(o as u32).is_none() => V::Text(o.to_string()),
+                Some(o) => V::Text(types::format_type(o as u32, None)),
+            }))
+        }),
+        def("regnamespacein", 1..=1, DataType::Int64, |_, args, rows| {
+            if !is_text(args[0].data_type()) {
+                return Ok(ints(&args[0])?.into_iter().map(|o| o.map(V::Int).unwrap_or(V::Null)).collect());
+            }
+            let names = texts(&args[0])?;
+            per_row(rows, |i| match names[i].as_deref() {
+                None => Ok(V::Null),
+                Some(n) => {
+                    let unquoted = parse_identifier(n).ok().and_then(|p| p.into_iter().next()).unwrap_or_default();
+                    match n.trim().parse::<u32>().ok().or_else(|| oids::namespace_oid(&unquoted)) {
+                        Some(oid) => Ok(V::oid(oid)),
+                        None => Err(pg(PgError::new(sqlstate::INVALID_SCHEMA_NAME, format!("schema \"{n}\" does not exist")))),
+                    }
+                }
+            })
+        }),
+        def("regnamespaceout", 1..=1, DataType::Utf8, |_, args, rows| {
+            if is_text(args[0].data_type()) {
+                return Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect());
+            }
+            let oids = ints(&args[0])?;
+            per_row(rows, |i| Ok(match oids[i] {
+                None => V::Null,
+                Some(o) => V::Text(oids::namespace_name(o as u32).map(quote_ident).unwrap_or_else(|| o.to_string())),
+            }))
+        }),
+        def("regrolein", 1..=1, DataType::Int64, |_, args, rows| {
+            if !is_text(args[0].data_type()) {
+                return Ok(ints(&args[0])?.into_iter().map(|o| o.map(V::Int).unwrap_or(V::Null)).collect());
+            }
+            let names = texts(&args[0])?;
+            per_row(rows, |i| match names[i].as_deref() {
+                None => Ok(V::Null),
+                Some(n) => match n.trim().parse::<u32>().ok().or_else(|| oids::role_oid(n.trim().trim_matches('"'))) {
+                    Some(oid) => Ok(V::oid(oid)),
+                    None => Err(pg(PgError::new(sqlstate::UNDEFINED_OBJECT, format!("role \"{n}\" does not exist")))),
+                },
+            })
+        }),
+        def("regroleout", 1..=1, DataType::Utf8, |_, args, rows| {
+            if is_text(args[0].data_type()) {
+                return Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect());
+            }
+            let oids = ints(&args[0])?;
+            per_row(rows, |i| Ok(match oids[i] {
+                None => V::Null,
+                Some(0) => V::text("-"),
+                Some(o) => V::Text(oids::role_name(o as u32).map(quote_ident).unwrap_or_else(|| o.to_string())),
+            }))
+        }),
+    ];
+    d.shrink_to_fit();
+    d
+}
+
+/// `array_lower(a, dim)` / `array_upper(a, dim)`: 1 / the length for dimension 1 of a
+/// non-empty array, NULL otherwise (iolab's arrays are one-dimensional).
+fn array_bound(a: &ArrayRef, dims: &ArrayRef, rows: usize, upper: bool) -> Result<Vec<V>> {
+    let dims = ints(dims)?;
+    let lengths: Vec<Option<i64>> = match a.data_type() {
+        DataType::List(_) => {
+            let l = a.as_list::<i32>();
+            (0..rows).map(|i| (!l.is_null(i)).then(|| l.value_length(i) as i64)).collect()
+        }
+        DataType::LargeList(_) => {
+            let l = a.as_list::<i64>();
+            (0..rows).map(|i| (!l.is_null(i)).then(|| l.value_length(i))).collect()
+        }
+        _ => vec![None; rows],
+    };
+    per_row(rows, |i| Ok(match (lengths[i], dims[i]) {
+        (Some(n), Some(1)) if n > 0 => V::Int(if upper { n } else { 1 }),
+        _ => V::Null,
+    }))
+}
+
+/// Registers every function into `state` for the session described by `info`.
+pub fn register(state: &mut SessionState, info: &SessionInfo, shared: Arc<SharedCatalogState>) -> Result<()> {
+    let ctx = Arc::new(Ctx {
+        shared,
+        pid: info.pid,
+        user: info.user.clone(),
+        settings: Mutex::new(info.settings.clone()),
+        setting_changes: info.setting_changes.clone(),
+    });
+    for d in definitions() {
+        let signature = if *d.arity.start() == 0 && *d.arity.end() == 0 {
+            Signature::nullary(d.volatility)
+        } else if *d.arity.start() == 0 {
+            Signature::one_of(vec![TypeSignature::Nullary, TypeSignature::VariadicAny], d.volatility)
+        } else {
+            Signature::variadic_any(d.volatility)
+        };
+        let f = PgFunction {
+            name: d.name,
+            aliases: d.aliases.iter().map(|a| a.to_string()).collect(),
+            arity: d.arity,
+            signature,
+            returns: d.returns,
+            ctx: ctx.clone(),
+            body: d.body,
+        };
+        state.register_udf(Arc::new(ScalarUDF::new_from_impl(f)))?;
+    }
+    Ok(())
+}
+
+/// Names of the functions [`register`] provides (for the `pg_catalog.` prefix rewrite).
+pub fn function_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = definitions().iter().flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied())).collect();
+    names.sort_unstable();
+    names
+}
+
+#[allow(dead_code)]
+fn list_of(values: &[&str]) -> ArrayRef {
+    let mut b = ListBuilder::new(StringBuilder::new());
+    for v in values {
+        b.values().append_value(v);
+    }
+    b.append(true);
+    Arc::new(b.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_print_like_postgres() {
+        // Values checked with pg_size_pretty() on PostgreSQL 18.
+        for (bytes, text) in [
+            (0, "0 bytes"),
+            (-1, "-1 bytes"),
+            (8192, "8192 bytes"),
+            (10239, "10239 bytes"),
+            (10240, "10 kB"),
+            (16384, "16 kB"),
+            (-10240, "-10 kB"),
+            (-10241, "-10 kB"),
+            (10485248, "10 MB"),
+            (10485249, "10 MB"),
+            (-10485759, "-10 MB"),
+            (1431306240, "1365 MB"),
+            (1536 * 1024 * 1024, "1536 MB"),
+            (10240_i64 * 1024 * 1024 * 1024 * 1024, "10 PB"),
+            (i64::MAX, "8192 PB"),
+            (-i64::MAX, "-8192 PB"),
+        ] {
+            assert_eq!(size_pretty(bytes), text, "{bytes}");
+        }
+    }
+
+    #[test]
+    fn literals_quote_like_postgres() {
+        assert_eq!(quote_literal("it's"), "'it''s'");
+        assert_eq!(quote_literal("a\\b"), "E'a\\\\b'");
+    }
+}
