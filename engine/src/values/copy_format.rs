@@ -1315,3 +1315,473 @@ impl CopyEncoder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Rows, errors and output were compared with PostgreSQL 18.4 (`\copy … from file`,
+    //! `COPY … FROM STDIN` with the same bytes, `COPY … TO STDOUT`).
+    use super::*;
+    use datafusion::arrow::array::{Int32Array, StringArray};
+    use std::sync::Arc;
+
+    fn pairs(list: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
+        list.iter().map(|(n, v)| (n.to_string(), v.map(str::to_string))).collect()
+    }
+
+    fn opts(list: &[(&str, Option<&str>)]) -> CopyOptions {
+        CopyOptions::from_pairs(&pairs(list)).unwrap()
+    }
+
+    fn opt_err(list: &[(&str, Option<&str>)]) -> (&'static str, String) {
+        let e = CopyOptions::from_pairs(&pairs(list)).unwrap_err();
+        (e.code, e.message)
+    }
+
+    fn row(values: &[Option<&str>]) -> Vec<Option<String>> {
+        values.iter().map(|v| v.map(str::to_string)).collect()
+    }
+
+    const ABC: &[&str] = &["a", "b", "c"];
+
+    #[test]
+    fn options_and_their_errors() {
+        let text = opts(&[]);
+        assert_eq!((text.format, text.delimiter, text.null.as_str()), (CopyFormat::Text, b'\t', "\\N"));
+        let csv = opts(&[("format", Some("csv")), ("header", Some("true")), ("delimiter", Some(";")),
+            ("null", Some("x")), ("quote", Some("'")), ("escape", Some("\\"))]);
+        assert_eq!(
+            (csv.format, csv.header, csv.delimiter, csv.null.as_str(), csv.quote, csv.escape),
+            (CopyFormat::Csv, CopyHeader::Present, b';', "x", b'\'', b'\\')
+        );
+        let csv = opts(&[("format", Some("csv"))]);
+        assert_eq!((csv.delimiter, csv.null.as_str(), csv.quote, csv.escape), (b',', "", b'"', b'"'));
+        assert_eq!(opts(&[("format", Some("csv")), ("quote", Some("'"))]).escape, b'\'');
+        assert_eq!(opts(&[("header", None)]).header, CopyHeader::Present);
+        assert_eq!(opts(&[("header", Some("match"))]).header, CopyHeader::Match);
+        assert_eq!(opts(&[("format", Some("csv")), ("header", Some("0"))]).header, CopyHeader::None);
+        assert_eq!(opts(&[("format", Some("csv")), ("header", Some("on"))]).header, CopyHeader::Present);
+        assert_eq!(
+            opts(&[("format", Some("csv")), ("force_null", Some("*"))]).force_null,
+            ColumnSet::All
+        );
+        assert_eq!(
+            opts(&[("format", Some("csv")), ("force_not_null", Some("a, \"B\""))]).force_not_null,
+            ColumnSet::Columns(vec!["a".into(), "B".into()])
+        );
+        assert_eq!(opts(&[("encoding", Some("utf8"))]).encoding.as_deref(), Some("utf8"));
+        assert!(opts(&[("on_error", Some("ignore"))]).on_error_ignore);
+
+        let cases: &[(&[(&str, Option<&str>)], &str, &str)] = &[
+            (&[("foo", Some("1"))], "42601", "option \"foo\" not recognized"),
+            (&[("format", Some("x"))], "22023", "COPY format \"x\" not recognized"),
+            (&[("format", Some("csv")), ("delimiter", Some(";;"))], "0A000", "COPY delimiter must be a single one-byte character"),
+            (&[("format", Some("csv")), ("delimiter", Some("é"))], "0A000", "COPY delimiter must be a single one-byte character"),
+            (&[("delimiter", Some(",")), ("delimiter", Some(";"))], "42601", "conflicting or redundant options"),
+            (&[("quote", Some("x"))], "0A000", "COPY QUOTE requires CSV mode"),
+            (&[("format", Some("csv")), ("quote", Some("xx"))], "0A000", "COPY quote must be a single one-byte character"),
+            (&[("format", Some("csv")), ("delimiter", Some(",")), ("quote", Some(","))], "22023", "COPY delimiter and quote must be different"),
+            (&[("format", Some("csv")), ("delimiter", Some("\""))], "22023", "COPY delimiter and quote must be different"),
+            (&[("format", Some("csv")), ("header", Some("maybe"))], "42601", "header requires a Boolean value or \"match\""),
+            (&[("format", Some("csv")), ("header", Some("2"))], "42601", "header requires a Boolean value or \"match\""),
+            (&[("format", Some("csv")), ("escape", Some(""))], "0A000", "COPY escape must be a single one-byte character"),
+            (&[("escape", Some("\\"))], "0A000", "COPY ESCAPE requires CSV mode"),
+            (&[("delimiter", Some("\\"))], "22023", "COPY delimiter cannot be \"\\\""),
+            (&[("delimiter", Some("a"))], "22023", "COPY delimiter cannot be \"a\""),
+            (&[("null", Some("\n"))], "22023", "COPY null representation cannot use newline or carriage return"),
+            (&[("format", Some("csv")), ("null", Some(","))], "22023", "COPY delimiter character must not appear in the NULL specification"),
+            (&[("delimiter", Some("|")), ("null", Some("a|b"))], "22023", "COPY delimiter character must not appear in the NULL specification"),
+            (&[("format", Some("csv")), ("null", Some("a\"b"))], "22023", "CSV quote character must not appear in the NULL specification"),
+            (&[("format", Some("csv")), ("delimiter", Some("\n"))], "22023", "COPY delimiter cannot be newline or carriage return"),
+            (&[("format", Some("binary")), ("delimiter", Some(","))], "42601", "cannot specify DELIMITER in BINARY mode"),
+            (&[("format", Some("binary")), ("null", Some("x"))], "42601", "cannot specify NULL in BINARY mode"),
+            (&[("format", Some("binary")), ("header", None)], "0A000", "cannot specify HEADER in BINARY mode"),
+            (&[("format", None)], "42601", "format requires a parameter"),
+            (&[("delimiter", None)], "42601", "delimiter requires a parameter"),
+            (&[("format", Some("csv")), ("force_quote", Some("a"))], "0A000", "COPY FORCE_QUOTE cannot be used with COPY FROM"),
+            (&[("force_not_null", Some("a"))], "0A000", "COPY FORCE_NOT_NULL requires CSV mode"),
+            (&[("on_error", Some("foo"))], "22023", "COPY ON_ERROR \"foo\" not recognized"),
+            (&[("encoding", Some("foo"))], "22023", "argument to option \"encoding\" must be a valid encoding name"),
+            (&[("freeze", Some("x"))], "42601", "freeze requires a Boolean value"),
+            (&[("format", Some("csv")), ("null", Some("x")), ("default", Some("x"))], "0A000", "NULL specification and DEFAULT specification cannot be the same"),
+            (&[("format", Some("binary")), ("on_error", Some("ignore"))], "42601", "only ON_ERROR STOP is allowed in BINARY mode"),
+            (&[("reject_limit", Some("5"))], "22023", "COPY REJECT_LIMIT requires ON_ERROR to be set to IGNORE"),
+            (&[("log_verbosity", Some("foo"))], "22023", "COPY LOG_VERBOSITY \"foo\" not recognized"),
+            (&[("default", Some("\n"))], "22023", "COPY default representation cannot use newline or carriage return"),
+        ];
+        for (list, code, message) in cases {
+            assert_eq!(opt_err(list), (*code, message.to_string()), "{list:?}");
+        }
+        let to = |list: &[(&str, Option<&str>)]| {
+            let e = CopyOptions::from_pairs_for(&pairs(list), CopyDirection::To).unwrap_err();
+            (e.code, e.message)
+        };
+        assert_eq!(to(&[("header", Some("match"))]), ("0A000", "cannot use \"match\" with HEADER in COPY TO".into()));
+        assert_eq!(to(&[("force_quote", Some("a"))]), ("0A000", "COPY FORCE_QUOTE requires CSV mode".into()));
+        assert_eq!(
+            to(&[("format", Some("csv")), ("force_not_null", Some("a"))]),
+            ("22023", "COPY FORCE_NOT_NULL cannot be used with COPY TO".into())
+        );
+        assert!(CopyOptions::from_pairs_for(&pairs(&[("format", Some("csv")), ("force_quote", Some("*"))]), CopyDirection::To).is_ok());
+    }
+
+    /// Text input verified with `\copy cp from file` on PostgreSQL 18: escapes, `\N`, an
+    /// escaped tab and newline, multi-byte characters, and the end marker with junk after it.
+    const TRICKY_TEXT: &[u8] = b"1\tx\\ny\t\\N\n2\t\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\t\\x41\\101\\t\\\\\n3\t\\\t\t\n4\tend\\\nline\tz\n5\t\\N\\N\t\\z\\0101\\x4g\n\\.\ngarbage\n";
+
+    fn tricky_text_rows() -> Vec<Vec<Option<String>>> {
+        vec![
+            row(&[Some("1"), Some("x\ny"), None]),
+            row(&[Some("2"), Some("é€😀"), Some("AA\t\\")]),
+            row(&[Some("3"), Some("\t"), Some("")]),
+            row(&[Some("4"), Some("end\nline"), Some("z")]),
+            row(&[Some("5"), Some("NN"), Some("z\u{8}1\u{4}g")]),
+        ]
+    }
+
+    /// CSV input verified with `\copy cp from file with (format csv)`: CRLF lines, a quoted
+    /// CRLF inside a field, doubled quotes, empty quoted vs unquoted, `\.` as data.
+    const TRICKY_CSV: &[u8] = b"1,\"a,b\",\"multi\r\nline\"\r\n2,\"he said \"\"hi\"\"\",\r\n3,\"\",\xc3\xa9\xf0\x9f\x98\x80\r\n4,\"x\"\"\",\"\"\"\"\r\n5, q ,\"\\.\"\r\n";
+
+    fn tricky_csv_rows() -> Vec<Vec<Option<String>>> {
+        vec![
+            row(&[Some("1"), Some("a,b"), Some("multi\r\nline")]),
+            row(&[Some("2"), Some("he said \"hi\""), None]),
+            row(&[Some("3"), Some(""), Some("é😀")]),
+            row(&[Some("4"), Some("x\""), Some("\"")]),
+            row(&[Some("5"), Some(" q "), Some("\\.")]),
+        ]
+    }
+
+    /// Feeds `data` cut at `cuts` and collects rows, reading after every chunk.
+    fn parse_chunked(opts: &CopyOptions, data: &[u8], cuts: &[usize]) -> Result<Vec<Vec<Option<String>>>, (PgError, u64)> {
+        let mut parser = CopyParser::new(opts, ABC.iter().map(|c| c.to_string()).collect());
+        let mut rows = Vec::new();
+        let mut last = 0;
+        let drain = |parser: &mut CopyParser, rows: &mut Vec<_>| -> Result<(), (PgError, u64)> {
+            loop {
+                match parser.next_row() {
+                    Ok(Some(r)) => rows.push(r.to_vec()),
+                    Ok(None) => return Ok(()),
+                    Err(e) => return Err((e, parser.line_number())),
+                }
+            }
+        };
+        for &cut in cuts.iter().chain(std::iter::once(&data.len())) {
+            parser.feed(&data[last..cut]);
+            last = cut;
+            drain(&mut parser, &mut rows)?;
+        }
+        parser.finish_input();
+        drain(&mut parser, &mut rows)?;
+        assert!(parser.is_finished());
+        Ok(rows)
+    }
+
+    #[test]
+    fn tricky_inputs_parse_like_postgres() {
+        assert_eq!(parse_all(&opts(&[]), ABC, TRICKY_TEXT).unwrap(), tricky_text_rows());
+        let csv = opts(&[("format", Some("csv"))]);
+        assert_eq!(parse_all(&csv, ABC, TRICKY_CSV).unwrap(), tricky_csv_rows());
+    }
+
+    #[test]
+    fn every_split_gives_the_same_rows() {
+        let text = opts(&[]);
+        let csv = opts(&[("format", Some("csv"))]);
+        let csv_backslash = opts(&[("format", Some("csv")), ("escape", Some("\\"))]);
+        let escaped_csv: &[u8] = b"1,\"a\\\"b\\\\\",\"c\\d\"\r\n2,\"x\\\"\r\ny\",\r\n";
+        let escaped_rows = vec![
+            row(&[Some("1"), Some("a\"b\\"), Some("c\\d")]),
+            row(&[Some("2"), Some("x\"\r\ny"), None]),
+        ];
+        let cases: [(&CopyOptions, &[u8], Vec<Vec<Option<String>>>); 3] = [
+            (&text, TRICKY_TEXT, tricky_text_rows()),
+            (&csv, TRICKY_CSV, tricky_csv_rows()),
+            (&csv_backslash, escaped_csv, escaped_rows),
+        ];
+        for (o, data, want) in cases {
+            // one cut anywhere, two cuts anywhere, and one byte at a time
+            for i in 0..=data.len() {
+                assert_eq!(parse_chunked(o, data, &[i]).unwrap(), want, "cut at {i}");
+                for j in i..=data.len() {
+                    assert_eq!(parse_chunked(o, data, &[i, j]).unwrap(), want, "cuts at {i}, {j}");
+                }
+            }
+            let every: Vec<usize> = (1..data.len()).collect();
+            assert_eq!(parse_chunked(o, data, &every).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn every_split_gives_the_same_error() {
+        let text = opts(&[]);
+        let cases: &[(&[u8], &str, u64)] = &[
+            (b"1\tx\ty\r\n2\ta\tb\n", "literal newline found in data", 2),
+            (b"1\tx\ty\n2\tc\rd\te\n", "literal carriage return found in data", 2),
+            (b"1\tx\n", "missing data for column \"c\"", 1),
+            (b"1\ta\tb\n\\.\r\n", "end-of-copy marker does not match previous newline style", 2),
+        ];
+        for (data, message, line) in cases {
+            for i in 0..=data.len() {
+                let (e, l) = parse_chunked(&text, data, &[i]).unwrap_err();
+                assert_eq!((e.message.as_str(), l), (*message, *line), "cut at {i}");
+            }
+        }
+    }
+
+    fn first_error(o: &CopyOptions, data: &[u8]) -> (PgError, String) {
+        let mut parser = CopyParser::new(o, ABC.iter().map(|c| c.to_string()).collect());
+        parser.feed(data);
+        parser.finish_input();
+        loop {
+            match parser.next_row() {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("no error in {data:?}"),
+                Err(e) => return (e, parser.error_context("vt")),
+            }
+        }
+    }
+
+    #[test]
+    fn text_errors_and_context_like_postgres() {
+        let text = opts(&[]);
+        let cases: &[(&[u8], &str, &str, Option<&str>, &str)] = &[
+            (b"1\tx\n2\ty\n3\n", "22P04", "missing data for column \"c\"", None, "COPY vt, line 1: \"1\tx\""),
+            (b"1\tx\ty\tz\n", "22P04", "extra data after last expected column", None, "COPY vt, line 1: \"1\tx\ty\tz\""),
+            (b"1\tx\ty\r\n2\ta\tb\n", "22P04", "literal newline found in data", Some("Use \"\\n\" to represent newline."), "COPY vt, line 2"),
+            (b"1\ta\tb\rc\n", "22P04", "literal newline found in data", Some("Use \"\\n\" to represent newline."), "COPY vt, line 2"),
+            (b"1\ta\tb\r2\tc\td\n", "22P04", "literal newline found in data", Some("Use \"\\n\" to represent newline."), "COPY vt, line 2"),
+            (b"1\ta\tb\n2\tc\rd\te\n", "22P04", "literal carriage return found in data", Some("Use \"\\r\" to represent carriage return."), "COPY vt, line 2"),
+            (b"1\ta\tb\r\n2\tc\rd\te\r\n", "22P04", "literal carriage return found in data", Some("Use \"\\r\" to represent carriage return."), "COPY vt, line 2"),
+            (b"1\ta\\.\tb\n", "22P04", "end-of-copy marker is not alone on its line", None, "COPY vt, line 1"),
+            (b"\\.x\n", "22P04", "end-of-copy marker is not alone on its line", None, "COPY vt, line 1"),
+            (b"1\ta\t\\.\n", "22P04", "end-of-copy marker is not alone on its line", None, "COPY vt, line 1"),
+            (b"1\ta\tb\n\\.\r\n", "22P04", "end-of-copy marker does not match previous newline style", None, "COPY vt, line 2"),
+            (b"1\ta\tb\n\\.", "22P04", "end-of-copy marker is not alone on its line", None, "COPY vt, line 2"),
+            (b"1\ta\t\\x80\n", "22021", "invalid byte sequence for encoding \"UTF8\": 0x80", None, "COPY vt, line 1: \"1\ta\t\\x80\""),
+            (b"1\ta\t\\0\n", "22021", "invalid byte sequence for encoding \"UTF8\": 0x00", None, "COPY vt, line 1: \"1\ta\t\\0\""),
+            (b"1\t\\x41\\101\\x4g\\q\\\n", "22P04", "missing data for column \"c\"", None, "COPY vt, line 1: \"1\t\\x41\\101\\x4g\\q\\\n\""),
+        ];
+        for (data, code, message, hint, context) in cases {
+            let (e, ctx) = first_error(&text, data);
+            assert_eq!((e.code, e.message.as_str(), e.hint.as_deref(), ctx.as_str()), (*code, *message, *hint, *context), "{data:?}");
+        }
+    }
+
+    #[test]
+    fn text_end_marker_and_line_endings() {
+        let text = opts(&[]);
+        // `\.` then anything: the rest is ignored (COPY 1).
+        assert_eq!(parse_all(&text, ABC, b"1\ta\tb\n\\.\n\n").unwrap().len(), 1);
+        assert_eq!(parse_all(&text, ABC, b"1\tx\ty\n\\.\nextra junk\n").unwrap().len(), 1);
+        // A last line without newline is a row; \r and \r\n styles work.
+        assert_eq!(parse_all(&text, ABC, b"1\tx\ty").unwrap(), vec![row(&[Some("1"), Some("x"), Some("y")])]);
+        assert_eq!(parse_all(&text, ABC, b"1\tx\ty\r\n2\ta\tb\r\n").unwrap().len(), 2);
+        assert_eq!(parse_all(&text, ABC, b"1\ta\tb\r2\tc\td\r").unwrap().len(), 2);
+        assert_eq!(parse_all(&text, ABC, b"1\ta\tb\r\n\\.\r\n").unwrap().len(), 1);
+        // `\x` without hex digits is `x`; an empty line is one empty field.
+        assert_eq!(parse_all(&text, ABC, b"1\ta\t\\x\n").unwrap()[0][2].as_deref(), Some("x"));
+        assert_eq!(parse_all(&text, &["a"], b"\n").unwrap(), vec![row(&[Some("")])]);
+        assert_eq!(parse_all(&text, ABC, b"").unwrap().len(), 0);
+        // NULL is compared before de-escaping: `\\N` is the text `\N`.
+        assert_eq!(parse_all(&text, &["a"], b"\\\\N\n").unwrap(), vec![row(&[Some("\\N")])]);
+        let custom = opts(&[("delimiter", Some("|")), ("null", Some("NULL"))]);
+        assert_eq!(
+            parse_all(&custom, ABC, b"1|NULL|a\\|b\n").unwrap(),
+            vec![row(&[Some("1"), None, Some("a|b")])]
+        );
+    }
+
+    #[test]
+    fn csv_rows_and_errors_like_postgres() {
+        let csv = opts(&[("format", Some("csv"))]);
+        let rows = parse_all(&csv, ABC, b"1,\"abc\nde\",x\n2,,\"\"\n1,a ,  b  \n1,\"a\"x,b\n1,x\"a\",b\n").unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                row(&[Some("1"), Some("abc\nde"), Some("x")]),
+                row(&[Some("2"), None, Some("")]),
+                row(&[Some("1"), Some("a "), Some("  b  ")]),
+                row(&[Some("1"), Some("ax"), Some("b")]),
+                row(&[Some("1"), Some("xa"), Some("b")]),
+            ]
+        );
+        // `\.` is data in CSV (PostgreSQL 18).
+        assert_eq!(parse_all(&csv, &["a"], b"1\n\\.\n2\n").unwrap().len(), 3);
+        let cases: &[(&CopyOptions, &[u8], &str, &str, &str)] = &[
+            (&csv, b"1,\"abc\n", "22P04", "unterminated CSV quoted field", "COPY vt, line 1: \"1,\"abc\n\""),
+            (&csv, b"1,a,b,c\n", "22P04", "extra data after last expected column", "COPY vt, line 1: \"1,a,b,c\""),
+            (&csv, b"1\n", "22P04", "missing data for column \"b\"", "COPY vt, line 1: \"1\""),
+            (&csv, b"1,a,b\n\n2,c,d\n", "22P04", "missing data for column \"b\"", "COPY vt, line 2: \"\""),
+            (&csv, b"1,a,b\n2,c\rd,e\n", "22P04", "unquoted carriage return found in data", "COPY vt, line 2"),
+            (&csv, b"1,a,b\r2,c\nd,e\r", "22P04", "unquoted newline found in data", "COPY vt, line 2"),
+            (&csv, b"1,a,b\r\n2,c\rd,e\r\n", "22P04", "unquoted carriage return found in data", "COPY vt, line 2"),
+            (&csv, b"1,a,b\r\n2,c,e\n", "22P04", "unquoted newline found in data", "COPY vt, line 2"),
+            (&csv, b"\xc3\x28,a,b\n", "22021", "invalid byte sequence for encoding \"UTF8\": 0xc3 0x28", "COPY vt, line 1"),
+            (&csv, b"1,a\xe2\x82,b\n", "22021", "invalid byte sequence for encoding \"UTF8\": 0xe2 0x82 0x2c", "COPY vt, line 1"),
+        ];
+        for (o, data, code, message, context) in cases {
+            let (e, ctx) = first_error(o, data);
+            assert_eq!((e.code, e.message.as_str(), ctx.as_str()), (*code, *message, *context), "{data:?}");
+        }
+        let (e, _) = first_error(&csv, b"1,a,b\r\n2,c\rd,e\r\n");
+        assert_eq!(e.hint.as_deref(), Some("Use quoted CSV field to represent carriage return."));
+        let backslash = opts(&[("format", Some("csv")), ("escape", Some("\\"))]);
+        let (e, ctx) = first_error(&backslash, b"1,a\\\"b,c\n");
+        assert_eq!((e.message.as_str(), ctx.as_str()), ("unterminated CSV quoted field", "COPY vt, line 1: \"1,a\\\"b,c\n\""));
+        // QUOTE '''' ESCAPE '\': 1,'a\'b',c → a'b
+        let single = opts(&[("format", Some("csv")), ("quote", Some("'")), ("escape", Some("\\"))]);
+        assert_eq!(parse_all(&single, ABC, b"1,'a\\'b',c\n").unwrap()[0][1].as_deref(), Some("a'b"));
+        // NULL 'x': unquoted x is NULL, quoted "x" is the text x.
+        let null_x = opts(&[("format", Some("csv")), ("null", Some("x"))]);
+        assert_eq!(parse_all(&null_x, ABC, b"1,x,\"x\"\n").unwrap(), vec![row(&[Some("1"), None, Some("x")])]);
+        // FORCE_NOT_NULL / FORCE_NULL
+        let fnn = opts(&[("format", Some("csv")), ("force_not_null", Some("b")), ("force_null", Some("c"))]);
+        assert_eq!(parse_all(&fnn, ABC, b"1,,\"\"\n").unwrap(), vec![row(&[Some("1"), Some(""), None])]);
+    }
+
+    #[test]
+    fn headers_skip_or_match() {
+        let csv_header = opts(&[("format", Some("csv")), ("header", Some("true"))]);
+        assert_eq!(parse_all(&csv_header, ABC, b"a,b,c\n1,\"\",\n").unwrap(), vec![row(&[Some("1"), Some(""), None])]);
+        let text_header = opts(&[("header", None)]);
+        assert_eq!(parse_all(&text_header, ABC, b"whatever\n1\t2\t3\n").unwrap().len(), 1);
+        let csv_match = opts(&[("format", Some("csv")), ("header", Some("match"))]);
+        assert_eq!(parse_all(&csv_match, ABC, b"a,b,c\n5,\"\",\n").unwrap().len(), 1);
+        let cases: &[(&CopyOptions, &[u8], &str, &str)] = &[
+            (&csv_match, b"a,b,x\n", "column name mismatch in header line field 3: got \"x\", expected \"c\"", "COPY vt, line 1: \"a,b,x\""),
+            (&csv_match, b"a,b\n", "wrong number of fields in header line: got 2, expected 3", "COPY vt, line 1: \"a,b\""),
+            (&csv_match, b"\"a\",\\N,c\n", "column name mismatch in header line field 2: got \"\\N\", expected \"b\"", "COPY vt, line 1: \"\"a\",\\N,c\""),
+        ];
+        for (o, data, message, context) in cases {
+            let (e, ctx) = first_error(o, data);
+            assert_eq!((e.code, e.message.as_str(), ctx.as_str()), ("22P04", *message, *context));
+        }
+        let text_match = opts(&[("header", Some("match"))]);
+        let (e, ctx) = first_error(&text_match, b"a\t\\N\tc\n");
+        assert_eq!(e.message, "column name mismatch in header line field 2: got null value (\"\\N\"), expected \"b\"");
+        assert_eq!(ctx, "COPY vt, line 1: \"a\t\\N\tc\"");
+    }
+
+    #[test]
+    fn default_marker_and_line_numbers() {
+        let o = opts(&[("format", Some("csv")), ("default", Some("D"))]);
+        let mut p = CopyParser::new(&o, vec!["a".into(), "b".into()]);
+        p.feed(b"1,D\n2,\"D\"\n");
+        p.finish_input();
+        let r = p.next_row().unwrap().unwrap();
+        assert!(r.is_default(1) && r.get(1).is_none());
+        assert_eq!(p.line_number(), 1);
+        let r = p.next_row().unwrap().unwrap();
+        assert!(!r.is_default(1));
+        assert_eq!(r.get(1), Some("D"));
+        assert_eq!(p.line_number(), 2);
+        assert!(p.next_row().unwrap().is_none());
+        assert_eq!(column_context("vt", 1, "a", Some("abc")), "COPY vt, line 1, column a: \"abc\"");
+        assert_eq!(column_context("vt", 4, "a", None), "COPY vt, line 4, column a: null input");
+        let long = "x".repeat(150);
+        assert_eq!(clip_for_context(&long), format!("{}...", "x".repeat(100)));
+    }
+
+    #[test]
+    fn text_and_csv_output_like_postgres() {
+        // COPY o TO STDOUT for the values of `o` (one text column), then with CSV options.
+        let values: &[Option<&str>] = &[
+            Some("plain"), Some(""), None, Some("a,b"), Some("q\"q"), Some("l\nf"), Some("c\rr"),
+            Some("\\."), Some(" sp "), Some("t\tb"), Some("back\\s"), Some("NULL"), Some("x"),
+            Some("\u{1}v\u{7f}"), Some("\u{b}\u{8}\u{c}"),
+        ];
+        let text_want = "plain\n\n\\N\na,b\nq\"q\nl\\nf\nc\\rr\n\\\\.\n sp \nt\\tb\nback\\\\s\nNULL\nx\n\u{1}v\u{7f}\n\\v\\b\\f\n";
+        let csv_want = "plain\n\"\"\n\n\"a,b\"\n\"q\"\"q\"\n\"l\nf\"\n\"c\rr\"\n\"\\.\"\n sp \nt\tb\nback\\s\nNULL\nx\n\u{1}v\u{7f}\n\u{b}\u{8}\u{c}\n";
+        let csv_null_x = "plain\n\n\"x\"";
+        let escape_want = "plain\n''\n\n'a,b'\nq\"q\n'l\nf'\n'c\rr'\n'\\\\.'\n";
+        let text = opts(&[]);
+        let csv = opts(&[("format", Some("csv"))]);
+        let mut out = Vec::new();
+        for v in values {
+            write_text_row(&[*v], &text, &mut out);
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), text_want);
+        let mut out = Vec::new();
+        for v in values {
+            write_csv_row(&[*v], &csv, &mut out);
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), csv_want);
+        let null_x = opts(&[("format", Some("csv")), ("null", Some("x"))]);
+        let mut out = Vec::new();
+        for v in [Some("plain"), Some(""), Some("x")] {
+            write_csv_row(&[v], &null_x, &mut out);
+        }
+        assert_eq!(String::from_utf8(out).unwrap().trim_end(), csv_null_x);
+        let quote = opts(&[("format", Some("csv")), ("quote", Some("'")), ("escape", Some("\\"))]);
+        let mut out = Vec::new();
+        for v in &values[..8] {
+            write_csv_row(&[*v], &quote, &mut out);
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), escape_want);
+        // `\.` is only quoted when it is the whole row; FORCE_QUOTE * quotes everything.
+        let mut out = Vec::new();
+        write_csv_row(&[Some("\\."), Some("\\.")], &csv, &mut out);
+        let forced = CopyOptions::from_pairs_for(
+            &pairs(&[("format", Some("csv")), ("force_quote", Some("*"))]),
+            CopyDirection::To,
+        )
+        .unwrap();
+        write_csv_row(&[Some(" sp "), None, Some("")], &forced, &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), "\\.,\\.\n\" sp \",,\"\"\n");
+    }
+
+    #[test]
+    fn encoder_writes_arrow_rows_and_headers() {
+        // COPY "we,ird" TO STDOUT (FORMAT csv, HEADER) → a b,"c,d","q""x"; text header → a b\tc,d\tq"x
+        let names = vec!["a b".to_string(), "c,d".to_string(), "q\"x".to_string()];
+        let csv_header = CopyOptions::from_pairs_for(&pairs(&[("format", Some("csv")), ("header", None)]), CopyDirection::To).unwrap();
+        let mut out = Vec::new();
+        CopyEncoder::new(&csv_header, names.clone()).write_header(&mut out);
+        assert_eq!(out, b"a b,\"c,d\",\"q\"\"x\"\n");
+        let text_header = CopyOptions::from_pairs_for(&pairs(&[("header", None)]), CopyDirection::To).unwrap();
+        let mut out = Vec::new();
+        CopyEncoder::new(&text_header, names).write_header(&mut out);
+        assert_eq!(out, b"a b\tc,d\tq\"x\n");
+
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int32Array::from(vec![Some(1), None])),
+            Arc::new(StringArray::from(vec![Some("a\tb"), Some("")])),
+        ];
+        let fmt = TextFormat::default();
+        let mut text = CopyEncoder::new(&opts(&[]), vec!["i".into(), "s".into()]);
+        let mut out = Vec::new();
+        text.write_row(&columns, 0, &fmt, &mut out);
+        text.write_row(&columns, 1, &fmt, &mut out);
+        assert_eq!(out, b"1\ta\\tb\n\\N\t\n");
+        let forced = CopyOptions::from_pairs_for(&pairs(&[("format", Some("csv")), ("force_quote", Some("i"))]), CopyDirection::To).unwrap();
+        let mut csv = CopyEncoder::new(&forced, vec!["i".into(), "s".into()]);
+        let batch = RecordBatch::try_from_iter(vec![("i", columns[0].clone()), ("s", columns[1].clone())]).unwrap();
+        let mut out = Vec::new();
+        csv.write_batch(&batch, &fmt, &mut out);
+        assert_eq!(out, b"\"1\",a\tb\n,\"\"\n");
+    }
+
+    #[test]
+    fn a_hundred_thousand_rows_stream_through() {
+        let mut data = Vec::new();
+        for i in 0..100_000 {
+            data.extend_from_slice(format!("{i}\tname {i}\t\\N\n").as_bytes());
+        }
+        let o = opts(&[]);
+        let mut parser = CopyParser::new(&o, ABC.iter().map(|c| c.to_string()).collect());
+        let mut count = 0;
+        for chunk in data.chunks(8192) {
+            parser.feed(chunk);
+            while let Some(r) = parser.next_row().unwrap() {
+                assert_eq!(r.get(0).unwrap().len() + 5, r.get(1).unwrap().len());
+                count += 1;
+            }
+        }
+        parser.finish_input();
+        assert!(parser.next_row().unwrap().is_none());
+        assert_eq!(count, 100_000);
+        assert_eq!(parser.line_number(), 100_000);
+        assert!(parser.buf.len() < 200_000, "the buffer is compacted as rows are read");
+    }
+}

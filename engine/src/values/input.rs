@@ -1003,7 +1003,77 @@ enum Decoded {
     Value(DateTimeValue),
 }
 
+/// `YYYY-MM-DD[( |T)HH:MM[:SS[.ffffff]]][Z|±HH[:MM]]` read directly: the form COPY data
+/// and clients mostly send. Anything else, including out-of-range fields, returns `None`
+/// and takes the general path (which also finds the right error).
+fn read_iso(s: &str) -> Option<DateTimeValue> {
+    let b = s.as_bytes();
+    let digits = |from: usize, n: usize| -> Option<u32> {
+        let part = b.get(from..from + n)?;
+        part.iter().try_fold(0u32, |acc, &c| c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0')))
+    };
+    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let (year, month, day) = (i64::from(digits(0, 4)?), digits(5, 2)?, digits(8, 2)?);
+    if year == 0 || !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    if b.len() == 10 {
+        return Some(DateTimeValue { days, time_micros: 0, zone: None });
+    }
+    if !matches!(b[10], b' ' | b'T') || b.get(13) != Some(&b':') {
+        return None;
+    }
+    let (hour, minute) = (digits(11, 2)?, digits(14, 2)?);
+    let (mut second, mut micros, mut i) = (0, 0, 16);
+    if b.get(i) == Some(&b':') {
+        second = digits(17, 2)?;
+        i = 19;
+        if b.get(i) == Some(&b'.') {
+            let end = scan_while(b, i + 1, |c| c.is_ascii_digit());
+            let n = end - i - 1;
+            if n == 0 || n > 6 {
+                return None; // rounding of 7+ digits: the general path
+            }
+            micros = digits(i + 1, n)? * 10u32.pow(6 - n as u32);
+            i = end;
+        }
+    }
+    if hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let zone = match b.get(i) {
+        None => None,
+        Some(b'Z') if i + 1 == b.len() => Some(ZoneSpec::Fixed(0)),
+        Some(&sign @ (b'+' | b'-')) => {
+            let h = digits(i + 1, 2)?;
+            let m = match b.len() - i {
+                3 => 0,
+                6 if b[i + 3] == b':' => digits(i + 4, 2)?,
+                _ => return None,
+            };
+            if h > 15 || m > 59 {
+                return None;
+            }
+            let east = (h * 3600 + m * 60) as i32;
+            Some(ZoneSpec::Fixed(if sign == b'-' { -east } else { east }))
+        }
+        Some(_) => return None,
+    };
+    let time_micros = (i64::from(hour * 3600 + minute * 60 + second)) * 1_000_000 + i64::from(micros);
+    Some(DateTimeValue { days, time_micros, zone })
+}
+
 fn decode(s: &str, fmt: &TextFormat) -> Result<Decoded, DtError> {
+    match read_iso(s) {
+        Some(v) => Ok(Decoded::Value(v)),
+        None => decode_general(s, fmt),
+    }
+}
+
+fn decode_general(s: &str, fmt: &TextFormat) -> Result<Decoded, DtError> {
     let mut f = read_datetime(s, fmt.date_order)?;
     if let Some(sp) = f.special {
         // A special word stands alone (`today`, `now` may take a time, which iolab ignores
@@ -1691,6 +1761,27 @@ mod tests {
         assert_eq!(parse_timestamp("tomorrow", &noon).unwrap(), ts(2024, 5, 7, 0, 0, 0, 0));
         assert_eq!(parse_timestamp("now", &noon).unwrap(), ts(2024, 5, 6, 7, 8, 9, 0));
         assert_eq!(parse_timestamp("today 12:00", &noon).unwrap(), ts(2024, 5, 6, 12, 0, 0, 0));
+    }
+
+    #[test]
+    fn the_iso_fast_path_agrees_with_the_general_path() {
+        let fmt = TextFormat::default();
+        for s in [
+            "2024-01-31", "2024-02-29 23:59:59.999999", "1999-12-31T00:00", "2024-01-31 12:34:56.5+05:30",
+            "2024-01-31 12:34:56-08", "2024-01-31T12:34:56Z", "0001-01-01 00:00:00", "9999-12-31 23:59:59.1",
+        ] {
+            let fast = read_iso(s).unwrap_or_else(|| panic!("{s} takes the fast path"));
+            let Ok(Decoded::Value(general)) = decode_general(s, &fmt) else { panic!("{s}") };
+            assert_eq!((fast.days, fast.time_micros), (general.days, general.time_micros), "{s}");
+            let zone = |z: Option<ZoneSpec>| match z {
+                Some(ZoneSpec::Fixed(e)) => Some(e),
+                _ => None,
+            };
+            assert_eq!(zone(fast.zone), zone(general.zone), "{s}");
+        }
+        for s in ["2024-01-31 24:00:00", "2024-13-01", "2024-01-31 12:34:56.1234567", " 2024-01-31", "2024-01-31 12:34:60"] {
+            assert!(read_iso(s).is_none(), "{s}");
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::hash::{Hash, Hasher};
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListBuilder, StringBuilder};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type};
 use datafusion::error::{DataFusionError, Result};
@@ -265,8 +265,9 @@ fn relation_size(name: &'static str) -> Def {
                 match fork.as_str() {
                     "main" => {}
                     "fsm" | "vm" | "init" => return Ok(V::Int(0)),
-                    other => {
-                        return Err(pg(PgError::new(sqlstate::INVALID_PARAMETER_VALUE, format!("invalid fork name")).with_hint(format!("Valid fork names are \"main\", \"fsm\", \"vm\", and \"init\".{}", if other.is_empty() { "" } else { "" }))))
+                    _ => {
+                        return Err(pg(PgError::new(sqlstate::INVALID_PARAMETER_VALUE, "invalid fork name")
+                            .with_hint("Valid fork names are \"main\", \"fsm\", \"vm\", and \"init\".")))
                     }
                 }
             }
@@ -517,6 +518,9 @@ fn definitions() -> Vec<Def> {
         privilege("has_sequence_privilege"),
         privilege("has_tablespace_privilege"),
         privilege("pg_has_role"),
+        def("pg_function_is_visible", 1..=1, DataType::Boolean, |_, _, rows| Ok(vec![V::Bool(true); rows])),
+        def("pg_type_is_visible", 1..=1, DataType::Boolean, |_, _, rows| Ok(vec![V::Bool(true); rows])),
+        null_text("pg_get_ruledef", 1..=2),
         null_text("pg_get_indexdef", 1..=3),
         null_text("pg_get_constraintdef", 1..=2),
         null_text("pg_get_expr", 2..=3),
@@ -568,11 +572,8 @@ fn definitions() -> Vec<Def> {
         def("regclassout", 1..=1, DataType::Utf8, |ctx, args, rows| {
             let s = ctx.snapshot();
             let all = s.relations();
-            if is_text(args[0].data_type()) {
-                return Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect());
-            }
-            let oids = ints(&args[0])?;
-            per_row(rows, |i| Ok(oids[i].map(|o| V::Text(s.regclass_text(o as u32, &all))).unwrap_or(V::Null)))
+            let oids = relation_oids(&s, &all, &args[0])?;
+            per_row(rows, |i| Ok(oids[i].map(|o| V::Text(s.regclass_text(o, &all))).unwrap_or(V::Null)))
         }),
         def("regtypein", 1..=1, DataType::Int64, |_, args, rows| {
             if !is_text(args[0].data_type()) {
@@ -711,16 +712,6 @@ pub fn function_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = definitions().iter().flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied())).collect();
     names.sort_unstable();
     names
-}
-
-#[allow(dead_code)]
-fn list_of(values: &[&str]) -> ArrayRef {
-    let mut b = ListBuilder::new(StringBuilder::new());
-    for v in values {
-        b.values().append_value(v);
-    }
-    b.append(true);
-    Arc::new(b.finish())
 }
 
 #[cfg(test)]

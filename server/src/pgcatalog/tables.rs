@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::datasource::MemTable;
 use datafusion::error::{DataFusionError, Result};
@@ -542,15 +543,20 @@ impl SharedCatalogState {
             .session
             .read()
             .clone()
-            .unwrap_or_else(|| (SessionSettings::new(&ServerSettings::new()), "postgres".to_string()));
-        let extra = self
-            .extra
-            .read()
-            .iter()
-            .map(|(name, t)| ExtraTable { name: name.clone(), schema: t.schema() })
-            .collect();
-        Snapshot::new(self.db.clone(), settings, user, extra)
+            .unwrap_or_else(|| (SessionSettings::new(&ServerSettings::defaults()), "postgres".to_string()));
+        Snapshot::new(self.db.clone(), settings, user, extra_tables())
     }
+}
+
+/// The names and columns of every table registered into any session's `pg_catalog`, so
+/// that all sessions — and `intercept`, which has no DataFusion state — number and
+/// describe them alike. (The tables themselves stay with each session's schema.)
+static EXTRA_TABLES: std::sync::RwLock<BTreeMap<String, SchemaRef>> = std::sync::RwLock::new(BTreeMap::new());
+
+/// The registered `pg_catalog` tables, by name.
+pub fn extra_tables() -> Vec<ExtraTable> {
+    let map = EXTRA_TABLES.read().unwrap_or_else(|e| e.into_inner());
+    map.iter().map(|(name, schema)| ExtraTable { name: name.clone(), schema: schema.clone() }).collect()
 }
 
 /// Which of the two schemas a [`CatalogSchema`] is.
@@ -617,6 +623,7 @@ impl SchemaProvider for CatalogSchema {
         if self.which != Which::PgCatalog {
             return Err(DataFusionError::Plan("information_schema does not accept new tables".into()));
         }
+        EXTRA_TABLES.write().unwrap_or_else(|e| e.into_inner()).insert(name.clone(), table.schema());
         Ok(self.shared.extra.write().insert(name, table))
     }
 

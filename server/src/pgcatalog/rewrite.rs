@@ -1,0 +1,442 @@
+//! Rewrites of PostgreSQL syntax DataFusion does not take, applied to a query's text
+//! before it is parsed. Clients' catalog queries (psql's `\d`, drivers, Grafana) are full
+//! of them:
+//!
+//! | PostgreSQL | becomes |
+//! |---|---|
+//! | `a OPERATOR(pg_catalog.~) b` | `a ~ b` |
+//! | `x COLLATE pg_catalog.default`, `COLLATE "C"` | `x` (iolab compares bytes: every collation is C) |
+//! | `pg_catalog.f(…)`, `x::pg_catalog.text` | `f(…)`, `x::text` |
+//! | `FROM pg_class`, `JOIN pg_stat_io` (unqualified `pg_…` relation) | `FROM pg_catalog.pg_class`, … |
+//! | `'t'::regclass` (a literal) | `regclassin('t')`, the OID |
+//! | `c.oid::regclass`, `'t'::regclass::text` | `regclassout(c.oid)`, the name |
+//! | the same for `regtype`, `regnamespace`, `regrole` | `regtypein` / `regtypeout`, … |
+//! | `::regproc`, `::name`, `::"char"`, `::pg_node_tree`, … | `::text` |
+//! | `::oid`, `::xid` | `::bigint` |
+//!
+//! A `reg*` cast of a literal becomes the OID (what a comparison with an `oid` column or a
+//! size function needs); of anything else, the name (what a select list shows). So
+//! `SELECT 't'::regclass` shows the OID where PostgreSQL shows `t`.
+//!
+//! The rewrite works on sqlparser's tokens (strings, comments and quoted identifiers stay
+//! intact) and returns the text unchanged, without tokenizing, when nothing in it could
+//! need rewriting.
+
+use std::borrow::Cow;
+
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+
+/// Text fragments (lower case) without which a query needs no rewrite.
+const TRIGGERS: &[&str] = &["pg_", "operator", "collate", "::", "reg"];
+
+/// See the module documentation.
+pub fn rewrite_for_datafusion(sql: &str) -> Cow<'_, str> {
+    let lower = sql.to_ascii_lowercase();
+    if !TRIGGERS.iter().any(|t| lower.contains(t)) {
+        return Cow::Borrowed(sql);
+    }
+    let dialect = PostgreSqlDialect {};
+    let Ok(tokens) = Tokenizer::new(&dialect, sql).with_unescape(false).tokenize() else {
+        return Cow::Borrowed(sql);
+    };
+    let original = tokens.clone();
+    let tokens = rewrite_operators(tokens);
+    let tokens = remove_collate(tokens);
+    let tokens = strip_pg_catalog(tokens);
+    let tokens = rewrite_casts(tokens);
+    let tokens = qualify_catalog_relations(tokens);
+    if tokens == original {
+        return Cow::Borrowed(sql);
+    }
+    Cow::Owned(tokens.iter().map(|t| t.to_string()).collect())
+}
+
+fn is_word(t: &Token, word: &str) -> bool {
+    matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+}
+
+fn is_space(t: &Token) -> bool {
+    matches!(t, Token::Whitespace(_))
+}
+
+fn word(text: &str) -> Token {
+    Token::make_word(text, None)
+}
+
+/// Index of the next non-whitespace token at or after `i`.
+fn next_significant(tokens: &[Token], mut i: usize) -> Option<usize> {
+    while i < tokens.len() {
+        if !is_space(&tokens[i]) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Index of the last non-whitespace token before `i`.
+fn prev_significant(tokens: &[Token], i: usize) -> Option<usize> {
+    (0..i).rev().find(|&j| !is_space(&tokens[j]))
+}
+
+/// `OPERATOR(schema.op)` → `op`.
+fn rewrite_operators(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        if is_word(&tokens[i], "operator") {
+            if let Some(open) = next_significant(&tokens, i + 1).filter(|&j| tokens[j] == Token::LParen) {
+                if let Some(close) = (open + 1..tokens.len()).find(|&j| tokens[j] == Token::RParen) {
+                    let inner = &tokens[open + 1..close];
+                    let start = inner.iter().rposition(|t| *t == Token::Period).map(|p| p + 1).unwrap_or(0);
+                    out.extend(inner[start..].iter().filter(|t| !is_space(t)).cloned());
+                    i = close + 1;
+                    continue;
+                }
+            }
+        }
+        out.push(tokens[i].clone());
+        i += 1;
+    }
+    out
+}
+
+/// Drops `COLLATE name` / `COLLATE schema.name`.
+fn remove_collate(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        if is_word(&tokens[i], "collate") {
+            let mut j = next_significant(&tokens, i + 1);
+            let mut end = None;
+            while let Some(k) = j {
+                if !matches!(tokens[k], Token::Word(_)) {
+                    break;
+                }
+                end = Some(k);
+                match tokens.get(k + 1) {
+                    Some(Token::Period) => j = Some(k + 2),
+                    _ => break,
+                }
+            }
+            if let Some(end) = end {
+                // Also drop the whitespace before COLLATE.
+                while out.last().is_some_and(is_space) {
+                    out.pop();
+                }
+                i = end + 1;
+                continue;
+            }
+        }
+        out.push(tokens[i].clone());
+        i += 1;
+    }
+    out
+}
+
+/// `pg_catalog.f(` → `f(` and `::pg_catalog.t` → `::t`; relation names keep the schema.
+fn strip_pg_catalog(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        if is_word(&tokens[i], "pg_catalog") && tokens.get(i + 1) == Some(&Token::Period) {
+            let after_cast = prev_significant(&tokens, i).is_some_and(|p| tokens[p] == Token::DoubleColon);
+            let is_call = matches!(tokens.get(i + 2), Some(Token::Word(_)))
+                && next_significant(&tokens, i + 3).is_some_and(|k| tokens[k] == Token::LParen);
+            if after_cast || is_call {
+                i += 2;
+                continue;
+            }
+        }
+        out.push(tokens[i].clone());
+        i += 1;
+    }
+    out
+}
+
+/// The token span `[start, end)` of the operand that ends just before index `end`
+/// (the `::` of a cast): a literal, a (qualified) column, or a parenthesised expression
+/// or function call.
+fn operand_start(tokens: &[Token], end: usize) -> Option<usize> {
+    let last = prev_significant(tokens, end)?;
+    match &tokens[last] {
+        Token::SingleQuotedString(_) | Token::EscapedStringLiteral(_) | Token::Number(_, _) => Some(last),
+        Token::Word(_) => {
+            let mut start = last;
+            while start >= 2 && tokens[start - 1] == Token::Period && matches!(tokens[start - 2], Token::Word(_)) {
+                start -= 2;
+            }
+            Some(start)
+        }
+        Token::RParen => {
+            let mut depth = 0usize;
+            let mut j = last;
+            loop {
+                match tokens[j] {
+                    Token::RParen => depth += 1,
+                    Token::LParen => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                if j == 0 {
+                    return None;
+                }
+                j -= 1;
+            }
+            // A function call: include its (qualified) name.
+            let mut start = j;
+            if let Some(name) = prev_significant(tokens, j).filter(|&k| is_function_name(&tokens[k])) {
+                start = name;
+                while start >= 2 && tokens[start - 1] == Token::Period && matches!(tokens[start - 2], Token::Word(_)) {
+                    start -= 2;
+                }
+            }
+            Some(start)
+        }
+        _ => None,
+    }
+}
+
+/// Is `t` (just before a `(`) the name of a called function rather than a keyword?
+fn is_function_name(t: &Token) -> bool {
+    const NOT_FUNCTIONS: &[&str] = &[
+        "all", "and", "any", "as", "between", "by", "case", "distinct", "else", "exists", "from", "having", "ilike",
+        "in", "is", "join", "like", "not", "on", "or", "select", "some", "then", "using", "values", "when", "where",
+        "with",
+    ];
+    match t {
+        Token::Word(w) if w.quote_style.is_some() => true,
+        Token::Word(w) => !NOT_FUNCTIONS.contains(&w.value.to_ascii_lowercase().as_str()),
+        _ => false,
+    }
+}
+
+/// The type name of a cast starting at `i` (just after `::`): its lower-cased word and
+/// the index after it (and after a trailing `[]`).
+fn cast_type(tokens: &[Token], i: usize) -> Option<(String, bool, usize)> {
+    let k = next_significant(tokens, i)?;
+    let Token::Word(w) = &tokens[k] else { return None };
+    let name = if w.quote_style == Some('"') { format!("\"{}\"", w.value) } else { w.value.to_ascii_lowercase() };
+    if tokens.get(k + 1) == Some(&Token::LBracket) && tokens.get(k + 2) == Some(&Token::RBracket) {
+        return Some((name, true, k + 3));
+    }
+    Some((name, false, k + 1))
+}
+
+/// Replaces casts to PostgreSQL's OID alias and internal types (see the module docs).
+fn rewrite_casts(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        if tokens[i] != Token::DoubleColon {
+            out.push(tokens[i].clone());
+            i += 1;
+            continue;
+        }
+        let Some((ty, is_array, after)) = cast_type(&tokens, i + 1) else {
+            out.push(tokens[i].clone());
+            i += 1;
+            continue;
+        };
+        let simple = match ty.as_str() {
+            "oid" | "xid" | "cid" | "xid8" => Some("bigint"),
+            "name" | "\"char\"" | "regproc" | "regprocedure" | "regoper" | "regoperator" | "pg_node_tree"
+            | "int2vector" | "oidvector" | "aclitem" | "pg_lsn" | "regconfig" | "regdictionary" | "regcollation" => {
+                Some("text")
+            }
+            _ => None,
+        };
+        if let Some(target) = simple {
+            out.push(Token::DoubleColon);
+            out.push(word(target));
+            if is_array {
+                out.push(Token::LBracket);
+                out.push(Token::RBracket);
+            }
+            i = after;
+            continue;
+        }
+        let family = match ty.as_str() {
+            "regclass" => "regclass",
+            "regtype" => "regtype",
+            "regnamespace" => "regnamespace",
+            "regrole" => "regrole",
+            _ => "",
+        };
+        if family.is_empty() || is_array {
+            out.push(tokens[i].clone());
+            i += 1;
+            continue;
+        }
+        // The operand is already in `out` (same tokens as in the input, which we can
+        // measure on `out` because earlier rewrites in this pass only touch `out` ahead
+        // of the operand).
+        let Some(start) = operand_start(&out, out.len()) else {
+            out.push(tokens[i].clone());
+            i += 1;
+            continue;
+        };
+        let operand: Vec<Token> = out.drain(start..).collect();
+        let operand_end = operand.iter().rposition(|t| !is_space(t)).map(|p| p + 1).unwrap_or(0);
+        let (operand, trailing) = operand.split_at(operand_end);
+        let literal = matches!(operand.first(), Some(Token::SingleQuotedString(_) | Token::EscapedStringLiteral(_) | Token::Number(_, _)))
+            && operand.len() == 1;
+        // `x::regclass::text` shows the name.
+        let mut next = after;
+        let mut to_text = false;
+        if let Some(k) = next_significant(&tokens, after).filter(|&k| tokens[k] == Token::DoubleColon) {
+            if let Some((t2, false, after2)) = cast_type(&tokens, k + 1) {
+                if matches!(t2.as_str(), "text" | "name" | "varchar") {
+                    to_text = true;
+                    next = after2;
+                }
+            }
+        }
+        let function = if literal && !to_text { format!("{family}in") } else { format!("{family}out") };
+        out.push(word(&function));
+        out.push(Token::LParen);
+        out.extend(operand.iter().cloned());
+        out.push(Token::RParen);
+        out.extend(trailing.iter().cloned());
+        i = next;
+    }
+    out
+}
+
+/// Keywords that end a FROM list.
+const FROM_ENDERS: &[&str] = &[
+    "where", "group", "order", "having", "limit", "offset", "fetch", "union", "except", "intersect", "window",
+    "select", "on", "using", "returning", "for", "values", "set",
+];
+
+/// Qualifies unqualified `pg_…` relation names in FROM and JOIN with `pg_catalog.`, as
+/// PostgreSQL finds them through the implicit `pg_catalog` on every search path.
+fn qualify_catalog_relations(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len() + 4);
+    // Per parenthesis depth: are we in a FROM list?
+    let mut in_from: Vec<bool> = vec![false];
+    for i in 0..tokens.len() {
+        let t = &tokens[i];
+        match t {
+            Token::LParen => in_from.push(false),
+            Token::RParen => {
+                if in_from.len() > 1 {
+                    in_from.pop();
+                }
+            }
+            Token::Word(w) if w.quote_style.is_none() => {
+                let lower = w.value.to_ascii_lowercase();
+                if lower == "from" || lower == "join" {
+                    *in_from.last_mut().expect("never empty") = true;
+                } else if FROM_ENDERS.contains(&lower.as_str()) {
+                    *in_from.last_mut().expect("never empty") = false;
+                } else if lower.starts_with("pg_") {
+                    let prev = prev_significant(&tokens, i).map(|p| &tokens[p]);
+                    let table_position = match prev {
+                        Some(Token::Word(p)) if p.quote_style.is_none() => {
+                            let p = p.value.to_ascii_lowercase();
+                            p == "from" || p == "join"
+                        }
+                        Some(Token::Comma) => *in_from.last().expect("never empty"),
+                        _ => false,
+                    };
+                    let next = next_significant(&tokens, i + 1).map(|n| &tokens[n]);
+                    let qualified_or_call = matches!(next, Some(Token::Period | Token::LParen));
+                    let after_period = i > 0 && tokens[i - 1] == Token::Period;
+                    if table_position && !qualified_or_call && !after_period {
+                        out.push(word("pg_catalog"));
+                        out.push(Token::Period);
+                    }
+                }
+            }
+            _ => {}
+        }
+        out.push(t.clone());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    fn rw(sql: &str) -> String {
+        rewrite_for_datafusion(sql).into_owned()
+    }
+
+    #[test]
+    fn plain_queries_are_untouched() {
+        let sql = "SELECT a, filler FROM eic_uniform WHERE a > 5";
+        assert!(matches!(rewrite_for_datafusion(sql), Cow::Borrowed(_)));
+        let sql = "SELECT 'it''s', E'a\\nb' FROM t -- pg_class\n";
+        assert_eq!(rw(sql), sql);
+    }
+
+    #[test]
+    fn operator_and_collate_go() {
+        assert_eq!(
+            rw("WHERE c.relname OPERATOR(pg_catalog.~) '^(t)$' COLLATE pg_catalog.default\n  AND x"),
+            "WHERE c.relname ~ '^(t)$'\n  AND x"
+        );
+        assert_eq!(rw("SELECT a COLLATE \"C\" FROM t"), "SELECT a FROM t");
+    }
+
+    #[test]
+    fn pg_catalog_prefix_leaves_functions_and_types() {
+        assert_eq!(
+            rw("SELECT pg_catalog.pg_get_userbyid(c.relowner) FROM pg_catalog.pg_class c"),
+            "SELECT pg_get_userbyid(c.relowner) FROM pg_catalog.pg_class c"
+        );
+        assert_eq!(rw("SELECT x::pg_catalog.text"), "SELECT x::text");
+    }
+
+    #[test]
+    fn reg_casts_become_functions() {
+        assert_eq!(rw("SELECT pg_relation_size('t'::regclass)"), "SELECT pg_relation_size(regclassin('t'))");
+        assert_eq!(rw("WHERE c.oid = 'public.t'::regclass"), "WHERE c.oid = regclassin('public.t')");
+        assert_eq!(rw("SELECT c.oid::pg_catalog.regclass FROM x"), "SELECT regclassout(c.oid) FROM x");
+        assert_eq!(
+            rw("CASE WHEN c.reloftype = 0 THEN '' ELSE c.reloftype::pg_catalog.regtype::pg_catalog.text END"),
+            "CASE WHEN c.reloftype = 0 THEN '' ELSE regtypeout(c.reloftype) END"
+        );
+        assert_eq!(rw("SELECT 't'::regclass::text"), "SELECT regclassout('t')");
+        assert_eq!(rw("SELECT count(x)::regclass"), "SELECT regclassout(count(x))");
+        assert_eq!(rw("SELECT 'integer'::regtype::oid"), "SELECT regtypein('integer')::bigint");
+        assert_eq!(rw("SELECT relname::name, 1::oid, x::regproc"), "SELECT relname::text, 1::bigint, x::text");
+        assert_eq!(
+            rw("SELECT stxnamespace::pg_catalog.regnamespace::pg_catalog.text AS nsp"),
+            "SELECT regnamespaceout(stxnamespace) AS nsp"
+        );
+    }
+
+    #[test]
+    fn unqualified_catalogs_get_their_schema() {
+        assert_eq!(rw("SELECT * FROM pg_class"), "SELECT * FROM pg_catalog.pg_class");
+        assert_eq!(
+            rw("select * from pg_stat_io, pg_namespace n join pg_am a on true where x in (select 1 from pg_type)"),
+            "select * from pg_catalog.pg_stat_io, pg_catalog.pg_namespace n join pg_catalog.pg_am a on true where x in (select 1 from pg_catalog.pg_type)"
+        );
+        // Not relations: columns, functions, qualified names.
+        assert_eq!(rw("SELECT pg_x, a FROM t, generate_series(1, 2)"), "SELECT pg_x, a FROM t, generate_series(1, 2)");
+        assert_eq!(rw("SELECT pg_backend_pid()"), "SELECT pg_backend_pid()");
+        assert_eq!(rw("SELECT * FROM pg_catalog.pg_class"), "SELECT * FROM pg_catalog.pg_class");
+        assert_eq!(rw("SELECT * FROM public.pg_x"), "SELECT * FROM public.pg_x");
+    }
+
+    /// Every query psql 15 sends for the meta-commands iolab supports must parse after
+    /// the rewrite (the ones `psql::intercept` answers are checked there).
+    #[test]
+    fn psql_queries_parse_after_rewrite() {
+        for sql in super::super::psql::tests::PSQL_QUERIES {
+            let rewritten = rw(sql);
+            Parser::parse_sql(&PostgreSqlDialect {}, &rewritten)
+                .unwrap_or_else(|e| panic!("{e}\n{rewritten}"));
+        }
+    }
+}
