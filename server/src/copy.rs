@@ -17,7 +17,7 @@ use iolab_engine::values::{ColumnParser, CopyEncoder, CopyFormat, CopyOptions, C
 
 use crate::session::Session;
 use crate::sql::ddl::{ident_name, split_name};
-use crate::sql::insert::complete_rows;
+use crate::sql::insert::{complete_rows, PROGRESS_EVERY_ROWS};
 use crate::sql::{Outcome, StatementGuard, StatementRun};
 
 /// Rows parsed before they are appended to the heap.
@@ -155,7 +155,12 @@ impl CopyIn {
         }
         let arrays: Vec<ArrayRef> = self.columns.iter_mut().map(|c| c.finish()).collect();
         let full = complete_rows(&self.table, &self.targets, arrays, rows)?;
-        tokio::task::block_in_place(|| self.inserter.insert_arrays(&full, rows))
+        let before = self.inserter.inserted;
+        tokio::task::block_in_place(|| self.inserter.insert_arrays(&full, rows))?;
+        if before / PROGRESS_EVERY_ROWS != self.inserter.inserted / PROGRESS_EVERY_ROWS {
+            tracing::info!(table = %self.table.name, rows = self.inserter.inserted, "COPY in progress");
+        }
+        Ok(())
     }
 
     /// CopyDone: the remaining rows, then commit; returns the tag `COPY n`.

@@ -38,7 +38,7 @@ pub fn from_datafusion(err: DataFusionError) -> PgError {
             Ok(pg) => *pg,
             Err(other) => PgError::internal(other.to_string()),
         },
-        DataFusionError::Context(_, inner) => from_datafusion(*inner),
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => from_datafusion(*inner),
         DataFusionError::Shared(inner) => from_datafusion(
             std::sync::Arc::try_unwrap(inner).unwrap_or_else(|a| DataFusionError::Execution(a.to_string())),
         ),

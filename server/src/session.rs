@@ -172,6 +172,8 @@ impl Session {
         let guard = StatementGuard::new(db.clone(), self.cancel.clone(), autocommit_xid, block_failed);
         let mut state = self.df_state.clone();
         state.config_mut().set_extension(ctx.clone());
+        let config = state.config_options().clone();
+        state.execution_props_mut().mark_start_execution(config);
         let run = StatementRun { db, ctx, state, text_format: self.text_format(), params };
         if !self.txn.in_block {
             self.txn.next_cid = 0;

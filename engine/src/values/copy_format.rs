@@ -1784,4 +1784,48 @@ mod tests {
         assert_eq!(parser.line_number(), 100_000);
         assert!(parser.buf.len() < 200_000, "the buffer is compacted as rows are read");
     }
+
+    /// Throughput of COPY FROM parsing plus conversion to Arrow, for a rough number:
+    /// `cargo test -p iolab-engine --lib values::copy_format::tests::throughput -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn throughput() {
+        use crate::values::input::ColumnParser;
+        use iolab_catalog::PgType;
+        let rows = 1_000_000;
+        let mut data = Vec::new();
+        for i in 0..rows {
+            data.extend_from_slice(format!("{i}\tname number {i}\t2024-01-31 12:34:{:02}.789+00\t{}.45\n", i % 60, i % 100_000).as_bytes());
+        }
+        let types = [PgType::Int4, PgType::Text, PgType::Timestamptz, PgType::Numeric { precision: 10, scale: 2 }];
+        let fmt = TextFormat::default();
+        let started = std::time::Instant::now();
+        let mut parser = CopyParser::new(&opts(&[]), vec!["a".into(), "b".into(), "c".into(), "d".into()]);
+        let mut columns: Vec<ColumnParser> = types.iter().map(|t| ColumnParser::with_capacity(*t, 8192)).collect();
+        let mut count = 0;
+        for chunk in data.chunks(65536) {
+            parser.feed(chunk);
+            while let Some(r) = parser.next_row().unwrap() {
+                if std::env::var_os("PARSE_ONLY").is_none() {
+                    for (i, c) in columns.iter_mut().enumerate() {
+                        c.append(r.get(i), &fmt).unwrap();
+                    }
+                }
+                count += 1;
+                if columns[0].len() == 8192 {
+                    columns.iter_mut().for_each(|c| drop(c.finish()));
+                }
+            }
+        }
+        parser.finish_input();
+        assert!(parser.next_row().unwrap().is_none());
+        let secs = started.elapsed().as_secs_f64();
+        assert_eq!(count, rows);
+        println!(
+            "{rows} rows, {:.1} MB in {secs:.2}s: {:.0} rows/s, {:.1} MB/s",
+            data.len() as f64 / 1e6,
+            rows as f64 / secs,
+            data.len() as f64 / 1e6 / secs
+        );
+    }
 }

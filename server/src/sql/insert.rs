@@ -16,7 +16,7 @@ use crate::sql::ddl::{ident_name, split_name};
 use crate::sql::StatementRun;
 
 /// Rows between two progress lines in the server log.
-const PROGRESS_EVERY_ROWS: u64 = 1_000_000;
+pub const PROGRESS_EVERY_ROWS: u64 = 1_000_000;
 
 pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<u64> {
     let ast::TableObject::TableName(name) = &insert.table else {
