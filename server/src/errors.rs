@@ -253,14 +253,3 @@ mod tests {
         assert_eq!(from_arrow_message("Divide by zero error").code, "22012");
     }
 }
-#[cfg(test)]
-mod tmp_probe {
-    #[test]
-    fn probe() {
-        use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-        use datafusion::sql::sqlparser::parser::Parser;
-        for sql in ["SELECT * FORM", "SELECT * FORM t", "SELECT 'abc", "SELECT a FROM t WHERE", "SELECT 1 2", "SELECT * FROM t LIMIT", "INSERT INTO t VALUES (1", "SELECT \"\" FROM t", "SELECT 1 FROM t WHERE a = = 1", "CREATE TABLE (a int)", "SELECT $$abc", "SELECT \"abc", "SELECT 1 /* x"] {
-            eprintln!("{sql:?} => {:?}", Parser::parse_sql(&PostgreSqlDialect {}, sql));
-        }
-    }
-}

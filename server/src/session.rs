@@ -172,6 +172,9 @@ impl Session {
         let guard = StatementGuard::new(db.clone(), self.cancel.clone(), autocommit_xid, block_failed);
         let mut state = self.df_state.clone();
         state.config_mut().set_extension(ctx.clone());
+        if mentions_ctid(parsed) {
+            state.config_mut().options_mut().catalog.default_catalog = DATABASE_WITH_CTID.into();
+        }
         let config = state.config_options().clone();
         state.execution_props_mut().mark_start_execution(config);
         let run = StatementRun { db, ctx, state, text_format: self.text_format(), params };
@@ -282,17 +285,32 @@ fn first_words(sql: &str) -> String {
 /// DataFusion's state for a new session: our catalog, PostgreSQL-like options.
 fn base_state(db: &Arc<Database>) -> SessionState {
     let mut config = SessionConfig::new()
-        .with_default_catalog_and_schema("postgres", "public")
+        .with_default_catalog_and_schema(DATABASE, "public")
         .with_create_default_catalog_and_schema(false)
         .with_information_schema(false);
     config.options_mut().sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
     let state = SessionStateBuilder::new().with_config(config).with_default_features().build();
-    let catalog = MemoryCatalogProvider::new();
-    catalog
-        .register_schema("public", Arc::new(PublicSchema::new(db.clone())))
-        .expect("a new catalog accepts a schema");
-    state.catalog_list().register_catalog("postgres".into(), Arc::new(catalog));
+    for (name, with_ctid) in [(DATABASE, false), (DATABASE_WITH_CTID, true)] {
+        let catalog = MemoryCatalogProvider::new();
+        catalog
+            .register_schema("public", Arc::new(PublicSchema::new(db.clone(), with_ctid)))
+            .expect("a new catalog accepts a schema");
+        state.catalog_list().register_catalog(name.into(), Arc::new(catalog));
+    }
     state
+}
+
+/// The database's name, and DataFusion's name for the same database seen by statements
+/// that name the `ctid` system column (its tables have one more column).
+const DATABASE: &str = "postgres";
+const DATABASE_WITH_CTID: &str = "postgres_with_ctid";
+
+/// Does the statement name the `ctid` system column?
+fn mentions_ctid(parsed: &Parsed) -> bool {
+    match parsed {
+        Parsed::Sql(stmt) => stmt.to_string().to_ascii_lowercase().contains("ctid"),
+        _ => false,
+    }
 }
 
 /// The error for a SQLSTATE-less internal state problem.

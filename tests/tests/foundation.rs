@@ -143,6 +143,9 @@ async fn types_round_trip_in_text_and_binary() {
     assert!(row.get::<_, bool>(8));
     let text = server.psql_ok(&["-At", "-c", "SELECT n, d, ts, tz FROM t WHERE i4 = 2"]);
     assert_eq!(text.trim(), "12.35|2024-01-31|2024-01-31 12:34:56.5|2024-01-31 12:34:56+00");
+    // The ctid system column locates each row: (block, line pointer).
+    let ctids = server.psql_ok(&["-At", "-c", "SELECT ctid, i4 FROM t ORDER BY ctid"]);
+    assert_eq!(ctids.split_whitespace().collect::<Vec<_>>(), vec!["(0,1)|2", "(0,2)|"]);
     let nulls = server.psql_ok(&["-At", "-c", "SELECT count(*) FROM t WHERE i4 IS NULL AND s IS NULL AND tz IS NULL"]);
     assert_eq!(nulls.trim(), "1");
     // Assignment casts: float -> int rounds half to even; out of range and bad text fail.

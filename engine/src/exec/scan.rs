@@ -23,7 +23,6 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Par
 use iolab_catalog::{PgError, TableDef};
 
 use crate::exec::context::StatementContext;
-use crate::exec::table::table_schema;
 use crate::heap::heapam::HeapScanner;
 use crate::txn::VisibilityChecker;
 use crate::Database;
@@ -42,8 +41,9 @@ pub struct HeapScanExec {
 }
 
 impl HeapScanExec {
-    pub fn new(db: Arc<Database>, table: TableDef, projection: Vec<usize>, limit: Option<usize>) -> HeapScanExec {
-        let schema = Arc::new(table_schema(&table).project(&projection).expect("projection within the table"));
+    /// A scan of `table` whose columns are `table_schema` (the table's, perhaps with ctid).
+    pub fn new(db: Arc<Database>, table: TableDef, table_schema: SchemaRef, projection: Vec<usize>, limit: Option<usize>) -> HeapScanExec {
+        let schema = Arc::new(table_schema.project(&projection).expect("projection within the table"));
         let properties = Arc::new(PlanProperties::new(
             EquivalenceProperties::new(schema.clone()),
             Partitioning::UnknownPartitioning(1),

@@ -12,11 +12,13 @@ use crate::Database;
 
 pub struct PublicSchema {
     db: Arc<Database>,
+    /// Tables show the `ctid` system column.
+    with_ctid: bool,
 }
 
 impl PublicSchema {
-    pub fn new(db: Arc<Database>) -> PublicSchema {
-        PublicSchema { db }
+    pub fn new(db: Arc<Database>, with_ctid: bool) -> PublicSchema {
+        PublicSchema { db, with_ctid }
     }
 }
 
@@ -37,7 +39,7 @@ impl SchemaProvider for PublicSchema {
             .db
             .catalog
             .table("public", name)
-            .map(|def| Arc::new(HeapTable::new(self.db.clone(), def)) as Arc<dyn TableProvider>))
+            .map(|def| Arc::new(HeapTable::new(self.db.clone(), def, self.with_ctid)) as Arc<dyn TableProvider>))
     }
 
     fn table_exist(&self, name: &str) -> bool {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::Result as DfResult;
 use datafusion::datasource::TableType;
@@ -21,6 +21,9 @@ pub struct HeapTable {
     db: Arc<DatabaseRef>,
 }
 
+/// The name of the system column that gives a tuple's location.
+pub const CTID: &str = "ctid";
+
 /// `Database` is not `Debug`; this wrapper lets `HeapTable` derive it.
 pub struct DatabaseRef(pub Arc<Database>);
 
@@ -31,17 +34,22 @@ impl std::fmt::Debug for DatabaseRef {
 }
 
 impl HeapTable {
-    pub fn new(db: Arc<Database>, def: TableDef) -> HeapTable {
-        let schema = table_schema(&def);
+    /// A table as DataFusion sees it; with `with_ctid` its schema ends with the `ctid`
+    /// system column (DataFusion has no hidden columns, so it is only added for
+    /// statements that name it).
+    pub fn new(db: Arc<Database>, def: TableDef, with_ctid: bool) -> HeapTable {
+        let schema = table_schema(&def, with_ctid);
         HeapTable { def, schema, db: Arc::new(DatabaseRef(db)) }
     }
 }
 
-/// The Arrow schema of a table's columns.
-pub fn table_schema(def: &TableDef) -> SchemaRef {
-    Arc::new(Schema::new(
-        def.columns.iter().map(|c| Field::new(&c.name, c.ty.arrow_type(), !c.not_null)).collect::<Vec<_>>(),
-    ))
+/// The Arrow schema of a table's columns (and `ctid`, after them).
+pub fn table_schema(def: &TableDef, with_ctid: bool) -> SchemaRef {
+    let mut fields: Vec<Field> = def.columns.iter().map(|c| Field::new(&c.name, c.ty.arrow_type(), !c.not_null)).collect();
+    if with_ctid && def.column_index(CTID).is_none() {
+        fields.push(Field::new(CTID, DataType::Utf8, false));
+    }
+    Arc::new(Schema::new(fields))
 }
 
 #[async_trait]
@@ -63,8 +71,8 @@ impl TableProvider for HeapTable {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let projection: Vec<usize> = match projection {
             Some(p) => p.clone(),
-            None => (0..self.def.columns.len()).collect(),
+            None => (0..self.schema.fields().len()).collect(),
         };
-        Ok(Arc::new(HeapScanExec::new(self.db.0.clone(), self.def.clone(), projection, limit)))
+        Ok(Arc::new(HeapScanExec::new(self.db.0.clone(), self.def.clone(), self.schema.clone(), projection, limit)))
     }
 }

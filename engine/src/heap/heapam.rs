@@ -9,14 +9,16 @@
 //! A sequential scan reads blocks `0 .. nblocks` (nblocks fixed when the scan starts, so
 //! it never sees pages appended by its own statement), keeps the tuples its snapshot can
 //! see, and decodes the projected attributes into Arrow batches. Scans of tables larger
-//! than a quarter of the pool read through a 256 KiB bulk-read ring.
+//! than a quarter of the pool read through a 256 KiB bulk-read ring. The system column
+//! `ctid` (a tuple's block and line pointer, `(0,1)`) is column number `ncolumns` of the
+//! projection when a query asks for it.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::array::{ArrayRef, StringArray};
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::record_batch::RecordBatch;
-use iolab_catalog::{PgResult, PgType};
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use iolab_catalog::{PgError, PgResult, PgType};
 use iolab_stats::BufferUsage;
 
 use crate::buffer::{BufferPool, BufferRing, PinnedBuffer};
@@ -146,6 +148,8 @@ pub struct HeapScanner {
     ring: Option<BufferRing>,
     visibility: VisibilityChecker,
     decoder: BatchDecoder,
+    /// Output position of the `ctid` column, and the ctids of the rows decoded so far.
+    ctid: Option<(usize, Vec<(u32, u16)>)>,
     schema: SchemaRef,
     pub usage: BufferUsage,
     track_io_timing: bool,
@@ -165,7 +169,10 @@ impl HeapScanner {
         track_io_timing: bool,
     ) -> HeapScanner {
         let end_block = rel.nblocks();
-        let ring = pool.wants_ring(end_block).then(|| BufferRing::bulk_read());
+        let ring = pool.wants_ring(end_block).then(BufferRing::bulk_read);
+        let ncolumns = columns.len();
+        let ctid = projection.iter().position(|&c| c == ncolumns).map(|p| (p, Vec::new()));
+        let projection = projection.into_iter().filter(|&c| c != ncolumns).collect();
         HeapScanner {
             pool,
             rel,
@@ -174,6 +181,7 @@ impl HeapScanner {
             ring,
             visibility,
             decoder: BatchDecoder::new(columns, projection),
+            ctid,
             schema,
             usage: BufferUsage::default(),
             track_io_timing,
@@ -205,13 +213,24 @@ impl HeapScanner {
                 if let Some(t) = page::page_item(&page, off) {
                     if self.visibility.visible(tuple::xmin(t), tuple::cid(t), tuple::xmax(t)) {
                         self.decoder.append(t)?;
+                        if let Some((_, ctids)) = &mut self.ctid {
+                            ctids.push((blkno, off));
+                        }
                     }
                 }
             }
         }
-        if self.decoder.len() == 0 {
+        if self.decoder.is_empty() {
             return Ok(None);
         }
-        self.decoder.finish(&self.schema).map(Some)
+        let Some((position, ctids)) = &mut self.ctid else {
+            return self.decoder.finish(&self.schema).map(Some);
+        };
+        let (mut arrays, rows) = self.decoder.finish_arrays()?;
+        let text: StringArray = ctids.drain(..).map(|(b, o)| Some(format!("({b},{o})"))).collect();
+        arrays.insert(*position, Arc::new(text));
+        RecordBatch::try_new_with_options(self.schema.clone(), arrays, &RecordBatchOptions::new().with_row_count(Some(rows)))
+            .map(Some)
+            .map_err(|e| PgError::internal(e.to_string()))
     }
 }

@@ -91,7 +91,12 @@ pub fn assign_cast_with(
         )
         .with_hint("You will need to rewrite or cast the expression.")
     };
-    if source == &DataType::Utf8 && !matches!(target, PgType::Text | PgType::Varchar(_) | PgType::Bpchar(_)) {
+    if source == &DataType::Utf8
+        && !matches!(
+            target,
+            PgType::Text | PgType::Varchar(_) | PgType::Bpchar(_)
+        )
+    {
         return from_text(array.as_string::<i32>(), target, fmt);
     }
     match target {
@@ -101,16 +106,38 @@ pub fn assign_cast_with(
         },
         PgType::Int2 => {
             let read = number_reader(array.as_ref()).ok_or_else(mismatch)?;
-            let values = to_integers(array.as_ref(), &read, i64::from(i16::MIN), i64::from(i16::MAX), "smallint")?;
-            Ok(Arc::new(values.into_iter().map(|v| v.map(|v| v as i16)).collect::<Int16Array>()))
+            let values = to_integers(
+                array.as_ref(),
+                &read,
+                i64::from(i16::MIN),
+                i64::from(i16::MAX),
+                "smallint",
+            )?;
+            Ok(Arc::new(
+                values
+                    .into_iter()
+                    .map(|v| v.map(|v| v as i16))
+                    .collect::<Int16Array>(),
+            ))
         }
         PgType::Int4 => {
             if source == &DataType::Int32 {
                 return Ok(array.clone());
             }
             let read = number_reader(array.as_ref()).ok_or_else(mismatch)?;
-            let values = to_integers(array.as_ref(), &read, i64::from(i32::MIN), i64::from(i32::MAX), "integer")?;
-            Ok(Arc::new(values.into_iter().map(|v| v.map(|v| v as i32)).collect::<Int32Array>()))
+            let values = to_integers(
+                array.as_ref(),
+                &read,
+                i64::from(i32::MIN),
+                i64::from(i32::MAX),
+                "integer",
+            )?;
+            Ok(Arc::new(
+                values
+                    .into_iter()
+                    .map(|v| v.map(|v| v as i32))
+                    .collect::<Int32Array>(),
+            ))
         }
         PgType::Int8 => {
             if source == &DataType::Int64 {
@@ -127,7 +154,11 @@ pub fn assign_cast_with(
             let read = number_reader(array.as_ref()).ok_or_else(mismatch)?;
             let mut out = Vec::with_capacity(array.len());
             for row in 0..array.len() {
-                out.push(if array.is_null(row) { None } else { Some(to_float4(read(row))?) });
+                out.push(if array.is_null(row) {
+                    None
+                } else {
+                    Some(to_float4(read(row))?)
+                });
             }
             Ok(Arc::new(Float32Array::from(out)))
         }
@@ -151,8 +182,8 @@ pub fn assign_cast_with(
                     Some(to_numeric(read(row), precision, scale)?)
                 });
             }
-            let out = Decimal128Array::from(out)
-                .with_data_type(DataType::Decimal128(precision, scale));
+            let out =
+                Decimal128Array::from(out).with_data_type(DataType::Decimal128(precision, scale));
             Ok(Arc::new(out))
         }
         PgType::Text | PgType::Varchar(_) | PgType::Bpchar(_) => to_text(array, target, fmt),
@@ -219,7 +250,12 @@ pub fn assign_cast_with(
                     DataType::Date32 | DataType::Date64 => {
                         let days = match source {
                             DataType::Date32 => array.as_primitive::<Date32Type>().value(row),
-                            _ => checked_date(array.as_primitive::<Date64Type>().value(row).div_euclid(86_400_000))?,
+                            _ => checked_date(
+                                array
+                                    .as_primitive::<Date64Type>()
+                                    .value(row)
+                                    .div_euclid(86_400_000),
+                            )?,
                         };
                         match days {
                             DATE_POS_INFINITY => TS_POS_INFINITY,
@@ -240,12 +276,19 @@ pub fn assign_cast_with(
                     && micros != TS_NEG_INFINITY
                     && !(TS_MIN_MICROS..=TS_MAX_MICROS).contains(&micros)
                 {
-                    return Err(PgError::new(sqlstate::DATETIME_FIELD_OVERFLOW, "timestamp out of range"));
+                    return Err(PgError::new(
+                        sqlstate::DATETIME_FIELD_OVERFLOW,
+                        "timestamp out of range",
+                    ));
                 }
                 out.push(Some(micros));
             }
             let out = TimestampMicrosecondArray::from(out);
-            Ok(Arc::new(if with_zone { out.with_timezone(TIMESTAMPTZ_ZONE) } else { out }))
+            Ok(Arc::new(if with_zone {
+                out.with_timezone(TIMESTAMPTZ_ZONE)
+            } else {
+                out
+            }))
         }
     }
 }
@@ -254,7 +297,10 @@ fn checked_date(days: i64) -> Result<i32, PgError> {
     if (DATE_MIN_DAYS..=DATE_MAX_DAYS).contains(&days) {
         Ok(days as i32)
     } else {
-        Err(PgError::new(sqlstate::DATETIME_FIELD_OVERFLOW, "date out of range"))
+        Err(PgError::new(
+            sqlstate::DATETIME_FIELD_OVERFLOW,
+            "date out of range",
+        ))
     }
 }
 
@@ -326,7 +372,10 @@ fn number_reader(array: &dyn Array) -> Option<NumberReader<'_>> {
 }
 
 fn int_out_of_range(type_name: &str) -> PgError {
-    PgError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, format!("{type_name} out of range"))
+    PgError::new(
+        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+        format!("{type_name} out of range"),
+    )
 }
 
 /// `v / d` (d > 0) rounded half away from zero.
@@ -388,7 +437,10 @@ fn decimal_to_f64(v: i128, scale: i8) -> f64 {
     }
     let mut text = Vec::new();
     format_decimal(v, scale, &mut text);
-    std::str::from_utf8(&text).ok().and_then(|s| s.parse().ok()).unwrap_or(f64::NAN)
+    std::str::from_utf8(&text)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 fn to_float8(n: Number) -> f64 {
@@ -407,10 +459,16 @@ fn to_float4(n: Number) -> Result<f32, PgError> {
         Number::Float8(f) => {
             let r = f as f32;
             if r.is_infinite() && f.is_finite() {
-                return Err(PgError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow"));
+                return Err(PgError::new(
+                    sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                    "value out of range: overflow",
+                ));
             }
             if r == 0.0 && f != 0.0 {
-                return Err(PgError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: underflow"));
+                return Err(PgError::new(
+                    sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                    "value out of range: underflow",
+                ));
             }
             r
         }
@@ -434,11 +492,21 @@ fn float_to_numeric(f: f64, significant: usize, precision: u8, scale: i8) -> Res
     let text = format!("{:.*e}", significant - 1, f);
     let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
     let negative = mantissa.starts_with('-');
-    let digits: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).map(|d| d - b'0').collect();
+    let digits: Vec<u8> = mantissa
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .map(|d| d - b'0')
+        .collect();
     let exp: i64 = exp.parse().unwrap_or(0);
     let first_nonzero = digits.iter().position(|&d| d != 0).unwrap_or(digits.len());
     let exp10 = exp - (digits.len() as i64 - 1);
-    decimal_to_scaled(negative, digits[first_nonzero..].to_vec(), exp10, precision, scale)
+    decimal_to_scaled(
+        negative,
+        digits[first_nonzero..].to_vec(),
+        exp10,
+        precision,
+        scale,
+    )
 }
 
 fn to_numeric(n: Number, precision: u8, scale: i8) -> Result<i128, PgError> {
@@ -460,7 +528,8 @@ fn rescale(v: i128, from: i8, precision: u8, to: i8) -> Result<i128, PgError> {
             }
             return Err(numeric_field_overflow(precision, to));
         }
-        v.checked_mul(pow10_i128(shift as u32)).ok_or_else(|| numeric_field_overflow(precision, to))?
+        v.checked_mul(pow10_i128(shift as u32))
+            .ok_or_else(|| numeric_field_overflow(precision, to))?
     } else if -shift > 38 {
         0
     } else {
@@ -617,38 +686,95 @@ mod tests {
     fn floats_round_to_even_numerics_away_from_zero() {
         // INSERT INTO at(i) VALUES (2.5::float8),(3.5::float8),(-2.5::float8),
         //                          (2.5::numeric),(-2.5::numeric),(3.5::numeric) → 2 4 -2 3 -3 4
-        let floats = arr(Float64Array::from(vec![2.5, 3.5, -2.5, 0.49999999999999994, 1e9 + 0.5]));
+        let floats = arr(Float64Array::from(vec![
+            2.5,
+            3.5,
+            -2.5,
+            0.49999999999999994,
+            1e9 + 0.5,
+        ]));
         let out = assign_cast(&floats, PgType::Int4, "i").unwrap();
         let out = out.as_primitive::<Int32Type>();
         assert_eq!(out.values().to_vec(), vec![2, 4, -2, 0, 1_000_000_000]);
-        let decimals = arr(Decimal128Array::from(vec![25, -25, 35, 24]).with_precision_and_scale(5, 1).unwrap());
+        let decimals = arr(Decimal128Array::from(vec![25, -25, 35, 24])
+            .with_precision_and_scale(5, 1)
+            .unwrap());
         let out = assign_cast(&decimals, PgType::Int4, "i").unwrap();
-        assert_eq!(out.as_primitive::<Int32Type>().values().to_vec(), vec![3, -3, 4, 2]);
+        assert_eq!(
+            out.as_primitive::<Int32Type>().values().to_vec(),
+            vec![3, -3, 4, 2]
+        );
         // (-32768.5)::float8::smallint and (-32768.4) → -32768; 2.5::float4 → 2; 32767.4 → 32767
         let small = arr(Float64Array::from(vec![-32768.5, -32768.4, 32767.4]));
         let out = assign_cast(&small, PgType::Int2, "s").unwrap();
-        assert_eq!(out.as_primitive::<Int16Type>().values().to_vec(), vec![-32768, -32768, 32767]);
+        assert_eq!(
+            out.as_primitive::<Int16Type>().values().to_vec(),
+            vec![-32768, -32768, 32767]
+        );
         // (-9223372036854775808)::float8::bigint works
         let big = arr(Float64Array::from(vec![-9223372036854775808.0]));
-        assert_eq!(assign_cast(&big, PgType::Int8, "b").unwrap().as_primitive::<Int64Type>().value(0), i64::MIN);
+        assert_eq!(
+            assign_cast(&big, PgType::Int8, "b")
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .value(0),
+            i64::MIN
+        );
     }
 
     #[test]
     fn integer_range_errors() {
         let e = |a: ArrayRef, t: PgType| code_msg(assign_cast(&a, t, "c").unwrap_err());
-        assert_eq!(e(arr(Float64Array::from(vec![3e9])), PgType::Int4), ("22003", "integer out of range".into()));
-        assert_eq!(e(arr(Float64Array::from(vec![f64::NAN])), PgType::Int4), ("22003", "integer out of range".into()));
-        assert_eq!(e(arr(Int64Array::from(vec![40000])), PgType::Int2), ("22003", "smallint out of range".into()));
-        assert_eq!(e(arr(Float64Array::from(vec![1e19])), PgType::Int8), ("22003", "bigint out of range".into()));
-        assert_eq!(e(arr(Float64Array::from(vec![9223372036854775807.0])), PgType::Int8).1, "bigint out of range");
-        assert_eq!(e(arr(Float32Array::from(vec![32767.5])), PgType::Int2).1, "smallint out of range");
-        let d = Decimal128Array::from(vec![30_000_000_000]).with_precision_and_scale(20, 1).unwrap();
+        assert_eq!(
+            e(arr(Float64Array::from(vec![3e9])), PgType::Int4),
+            ("22003", "integer out of range".into())
+        );
+        assert_eq!(
+            e(arr(Float64Array::from(vec![f64::NAN])), PgType::Int4),
+            ("22003", "integer out of range".into())
+        );
+        assert_eq!(
+            e(arr(Int64Array::from(vec![40000])), PgType::Int2),
+            ("22003", "smallint out of range".into())
+        );
+        assert_eq!(
+            e(arr(Float64Array::from(vec![1e19])), PgType::Int8),
+            ("22003", "bigint out of range".into())
+        );
+        assert_eq!(
+            e(
+                arr(Float64Array::from(vec![9223372036854775807.0])),
+                PgType::Int8
+            )
+            .1,
+            "bigint out of range"
+        );
+        assert_eq!(
+            e(arr(Float32Array::from(vec![32767.5])), PgType::Int2).1,
+            "smallint out of range"
+        );
+        let d = Decimal128Array::from(vec![30_000_000_000])
+            .with_precision_and_scale(20, 1)
+            .unwrap();
         assert_eq!(e(arr(d), PgType::Int4).1, "integer out of range");
-        let d = Decimal128Array::from(vec![21474836475]).with_precision_and_scale(20, 1).unwrap();
+        let d = Decimal128Array::from(vec![21474836475])
+            .with_precision_and_scale(20, 1)
+            .unwrap();
         assert_eq!(e(arr(d), PgType::Int4).1, "integer out of range"); // 2147483647.5
-        let d = Decimal128Array::from(vec![21474836474]).with_precision_and_scale(20, 1).unwrap();
-        assert_eq!(assign_cast(&arr(d), PgType::Int4, "i").unwrap().as_primitive::<Int32Type>().value(0), i32::MAX);
-        assert_eq!(e(arr(UInt64Array::from(vec![u64::MAX])), PgType::Int8).1, "bigint out of range");
+        let d = Decimal128Array::from(vec![21474836474])
+            .with_precision_and_scale(20, 1)
+            .unwrap();
+        assert_eq!(
+            assign_cast(&arr(d), PgType::Int4, "i")
+                .unwrap()
+                .as_primitive::<Int32Type>()
+                .value(0),
+            i32::MAX
+        );
+        assert_eq!(
+            e(arr(UInt64Array::from(vec![u64::MAX])), PgType::Int8).1,
+            "bigint out of range"
+        );
         let lit = arr(Int64Array::from(vec![Some(7), None]));
         let out = assign_cast(&lit, PgType::Int4, "i").unwrap();
         assert_eq!(out.data_type(), &DataType::Int32);
@@ -661,26 +787,54 @@ mod tests {
         let out = assign_cast(&arr(Int64Array::from(vec![16777217])), PgType::Float4, "f").unwrap();
         assert_eq!(out.as_primitive::<Float32Type>().value(0), 16777216.0);
         let e = assign_cast(&arr(Float64Array::from(vec![1e39])), PgType::Float4, "f").unwrap_err();
-        assert_eq!(code_msg(e), ("22003", "value out of range: overflow".into()));
-        let e = assign_cast(&arr(Float64Array::from(vec![1e-50])), PgType::Float4, "f").unwrap_err();
-        assert_eq!(code_msg(e), ("22003", "value out of range: underflow".into()));
+        assert_eq!(
+            code_msg(e),
+            ("22003", "value out of range: overflow".into())
+        );
+        let e =
+            assign_cast(&arr(Float64Array::from(vec![1e-50])), PgType::Float4, "f").unwrap_err();
+        assert_eq!(
+            code_msg(e),
+            ("22003", "value out of range: underflow".into())
+        );
         // INSERT INTO at(f) VALUES (1e39): numeric → real goes through the text.
-        let big = Decimal128Array::from(vec![10i128.pow(37)]).with_precision_and_scale(38, -2).unwrap();
+        let big = Decimal128Array::from(vec![10i128.pow(37)])
+            .with_precision_and_scale(38, -2)
+            .unwrap();
         let e = assign_cast(&arr(big), PgType::Float4, "f").unwrap_err();
-        assert_eq!(e.message, "\"1000000000000000000000000000000000000000\" is out of range for type real");
-        let d = Decimal128Array::from(vec![1250]).with_precision_and_scale(6, 3).unwrap();
+        assert_eq!(
+            e.message,
+            "\"1000000000000000000000000000000000000000\" is out of range for type real"
+        );
+        let d = Decimal128Array::from(vec![1250])
+            .with_precision_and_scale(6, 3)
+            .unwrap();
         let out = assign_cast(&arr(d), PgType::Float8, "f").unwrap();
         assert_eq!(out.as_primitive::<Float64Type>().value(0), 1.25);
 
-        let n52 = PgType::Numeric { precision: 5, scale: 2 };
-        let numeric = |a: ArrayRef| assign_cast(&a, n52, "n").map(|o| o.as_primitive::<Decimal128Type>().value(0));
+        let n52 = PgType::Numeric {
+            precision: 5,
+            scale: 2,
+        };
+        let numeric = |a: ArrayRef| {
+            assign_cast(&a, n52, "n").map(|o| o.as_primitive::<Decimal128Type>().value(0))
+        };
         // 1.005::float8 → 1.01; 12.345::float8 → 12.35; 12.345::float4 → 12.35; 1e-3 → 0.00
         assert_eq!(numeric(arr(Float64Array::from(vec![1.005]))).unwrap(), 101);
-        assert_eq!(numeric(arr(Float64Array::from(vec![12.345]))).unwrap(), 1235);
-        assert_eq!(numeric(arr(Float32Array::from(vec![12.345f32]))).unwrap(), 1235);
+        assert_eq!(
+            numeric(arr(Float64Array::from(vec![12.345]))).unwrap(),
+            1235
+        );
+        assert_eq!(
+            numeric(arr(Float32Array::from(vec![12.345f32]))).unwrap(),
+            1235
+        );
         assert_eq!(numeric(arr(Float64Array::from(vec![1e-3]))).unwrap(), 0);
         assert_eq!(numeric(arr(Float64Array::from(vec![0.125]))).unwrap(), 13);
-        let e = numeric(arr(Decimal128Array::from(vec![999995]).with_precision_and_scale(6, 3).unwrap())).unwrap_err();
+        let e = numeric(arr(Decimal128Array::from(vec![999995])
+            .with_precision_and_scale(6, 3)
+            .unwrap()))
+        .unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str(), e.detail.as_deref()),
             (
@@ -690,22 +844,61 @@ mod tests {
             )
         );
         let e = numeric(arr(Float64Array::from(vec![f64::INFINITY]))).unwrap_err();
-        assert_eq!(e.detail.as_deref(), Some("A field with precision 5, scale 2 cannot hold an infinite value."));
-        assert_eq!(numeric(arr(Float64Array::from(vec![1.5e300]))).unwrap_err().message, "numeric field overflow");
+        assert_eq!(
+            e.detail.as_deref(),
+            Some("A field with precision 5, scale 2 cannot hold an infinite value.")
+        );
+        assert_eq!(
+            numeric(arr(Float64Array::from(vec![1.5e300])))
+                .unwrap_err()
+                .message,
+            "numeric field overflow"
+        );
         assert_eq!(numeric(arr(Int32Array::from(vec![123]))).unwrap(), 12300);
         // 1.5::numeric(2,1)::numeric(1,0) → 2; 9.5 → overflow "less than 10^1"
-        let n10 = PgType::Numeric { precision: 1, scale: 0 };
-        let d = arr(Decimal128Array::from(vec![15, 95]).with_precision_and_scale(2, 1).unwrap());
+        let n10 = PgType::Numeric {
+            precision: 1,
+            scale: 0,
+        };
+        let d = arr(Decimal128Array::from(vec![15, 95])
+            .with_precision_and_scale(2, 1)
+            .unwrap());
         let e = assign_cast(&d, n10, "n").unwrap_err();
-        assert_eq!(e.detail.as_deref(), Some("A field with precision 1, scale 0 must round to an absolute value less than 10^1."));
-        let d = arr(Decimal128Array::from(vec![15]).with_precision_and_scale(2, 1).unwrap());
-        assert_eq!(assign_cast(&d, n10, "n").unwrap().as_primitive::<Decimal128Type>().value(0), 2);
+        assert_eq!(
+            e.detail.as_deref(),
+            Some(
+                "A field with precision 1, scale 0 must round to an absolute value less than 10^1."
+            )
+        );
+        let d = arr(Decimal128Array::from(vec![15])
+            .with_precision_and_scale(2, 1)
+            .unwrap());
+        assert_eq!(
+            assign_cast(&d, n10, "n")
+                .unwrap()
+                .as_primitive::<Decimal128Type>()
+                .value(0),
+            2
+        );
         // (0.1::float8 + 0.2::float8)::numeric → 0.3 (15 significant digits)
-        let out = assign_cast(&arr(Float64Array::from(vec![0.1 + 0.2])), PgType::unconstrained_numeric(), "n").unwrap();
+        let out = assign_cast(
+            &arr(Float64Array::from(vec![0.1 + 0.2])),
+            PgType::unconstrained_numeric(),
+            "n",
+        )
+        .unwrap();
         assert_eq!(out.as_primitive::<Decimal128Type>().value(0), 300_000);
         assert_eq!(out.data_type(), &DataType::Decimal128(38, 6));
         // 123456789.123::float4::numeric → 123457000
-        let out = assign_cast(&arr(Float32Array::from(vec![123456789.123f32])), PgType::Numeric { precision: 20, scale: 0 }, "n").unwrap();
+        let out = assign_cast(
+            &arr(Float32Array::from(vec![123456789.123f32])),
+            PgType::Numeric {
+                precision: 20,
+                scale: 0,
+            },
+            "n",
+        )
+        .unwrap();
         assert_eq!(out.as_primitive::<Decimal128Type>().value(0), 123457000);
     }
 
@@ -714,28 +907,62 @@ mod tests {
         let fmt = TextFormat::default();
         let texts = |a: ArrayRef, t: PgType| -> Result<Vec<Option<String>>, PgError> {
             let out = assign_cast_with(&a, t, "t", &fmt)?;
-            Ok(out.as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect())
+            Ok(out
+                .as_string::<i32>()
+                .iter()
+                .map(|v| v.map(str::to_string))
+                .collect())
         };
         let v3 = PgType::Varchar(Some(3));
         assert_eq!(
-            texts(arr(StringArray::from(vec![Some("abc   "), None, Some("ab")])), v3).unwrap(),
+            texts(
+                arr(StringArray::from(vec![Some("abc   "), None, Some("ab")])),
+                v3
+            )
+            .unwrap(),
             vec![Some("abc".to_string()), None, Some("ab".to_string())]
         );
         let e = texts(arr(StringArray::from(vec!["abcd"])), v3).unwrap_err();
-        assert_eq!(code_msg(e), ("22001", "value too long for type character varying(3)".into()));
+        assert_eq!(
+            code_msg(e),
+            (
+                "22001",
+                "value too long for type character varying(3)".into()
+            )
+        );
         let e = texts(arr(Int32Array::from(vec![12345])), v3).unwrap_err();
         assert_eq!(e.message, "value too long for type character varying(3)");
         let e = texts(arr(BooleanArray::from(vec![true])), v3).unwrap_err(); // 'true' is 4 long
         assert_eq!(e.code, "22001");
-        assert_eq!(texts(arr(BooleanArray::from(vec![true, false])), PgType::Text).unwrap(), vec![Some("true".into()), Some("false".into())]);
-        let d = Decimal128Array::from(vec![12500]).with_precision_and_scale(6, 3).unwrap();
-        assert_eq!(texts(arr(d), PgType::Text).unwrap(), vec![Some("12.500".into())]);
-        assert_eq!(texts(arr(Float64Array::from(vec![1.5, 1e20])), PgType::Text).unwrap(), vec![Some("1.5".into()), Some("1e+20".into())]);
+        assert_eq!(
+            texts(arr(BooleanArray::from(vec![true, false])), PgType::Text).unwrap(),
+            vec![Some("true".into()), Some("false".into())]
+        );
+        let d = Decimal128Array::from(vec![12500])
+            .with_precision_and_scale(6, 3)
+            .unwrap();
+        assert_eq!(
+            texts(arr(d), PgType::Text).unwrap(),
+            vec![Some("12.500".into())]
+        );
+        assert_eq!(
+            texts(arr(Float64Array::from(vec![1.5, 1e20])), PgType::Text).unwrap(),
+            vec![Some("1.5".into()), Some("1e+20".into())]
+        );
         let c3 = PgType::Bpchar(3);
-        assert_eq!(texts(arr(StringArray::from(vec!["ab", "abc  ", " "])), c3).unwrap(), vec![Some("ab ".into()), Some("abc".into()), Some("   ".into())]);
-        assert_eq!(texts(arr(StringViewArray::from(vec!["view"])), PgType::Text).unwrap(), vec![Some("view".into())]);
+        assert_eq!(
+            texts(arr(StringArray::from(vec!["ab", "abc  ", " "])), c3).unwrap(),
+            vec![Some("ab ".into()), Some("abc".into()), Some("   ".into())]
+        );
+        assert_eq!(
+            texts(arr(StringViewArray::from(vec!["view"])), PgType::Text).unwrap(),
+            vec![Some("view".into())]
+        );
         let same = arr(StringArray::from(vec!["x"]));
-        assert!(Arc::ptr_eq(&same, &assign_cast(&same, PgType::Text, "t").unwrap()));
+        assert!(Arc::ptr_eq(
+            &same,
+            &assign_cast(&same, PgType::Text, "t").unwrap()
+        ));
     }
 
     #[test]
@@ -745,12 +972,31 @@ mod tests {
         assert_eq!(out.as_primitive::<Int32Type>().value(0), 12);
         assert!(out.is_null(1));
         let e = assign_cast(&arr(StringArray::from(vec!["abc"])), PgType::Int4, "i").unwrap_err();
-        assert_eq!(code_msg(e), ("22P02", "invalid input syntax for type integer: \"abc\"".into()));
+        assert_eq!(
+            code_msg(e),
+            (
+                "22P02",
+                "invalid input syntax for type integer: \"abc\"".into()
+            )
+        );
         let out = assign_cast(&arr(StringArray::from(vec!["yes"])), PgType::Bool, "b").unwrap();
         assert!(out.as_boolean().value(0));
-        let out = assign_cast(&arr(StringArray::from(vec!["2024-01-31 12:00+02"])), PgType::Timestamptz, "t").unwrap();
+        let out = assign_cast(
+            &arr(StringArray::from(vec!["2024-01-31 12:00+02"])),
+            PgType::Timestamptz,
+            "t",
+        )
+        .unwrap();
         assert_eq!(out.data_type(), &PgType::Timestamptz.arrow_type());
-        let out = assign_cast(&arr(StringViewArray::from(vec!["1.25"])), PgType::Numeric { precision: 5, scale: 1 }, "n").unwrap();
+        let out = assign_cast(
+            &arr(StringViewArray::from(vec!["1.25"])),
+            PgType::Numeric {
+                precision: 5,
+                scale: 1,
+            },
+            "n",
+        )
+        .unwrap();
         assert_eq!(out.as_primitive::<Decimal128Type>().value(0), 13);
     }
 
@@ -766,45 +1012,92 @@ mod tests {
         let ts = arr(TimestampMicrosecondArray::from(vec![local_10]));
         let out = assign_cast_with(&ts, PgType::Timestamptz, "t", &fmt).unwrap();
         assert_eq!(out.data_type(), &PgType::Timestamptz.arrow_type());
-        assert_eq!(out.as_primitive::<TimestampMicrosecondType>().value(0), local_10 + 3 * hour);
+        assert_eq!(
+            out.as_primitive::<TimestampMicrosecondType>().value(0),
+            local_10 + 3 * hour
+        );
         let tz = arr(TimestampMicrosecondArray::from(vec![local_10]).with_timezone("+00:00"));
         let out = assign_cast_with(&tz, PgType::Timestamp, "t", &fmt).unwrap();
-        assert_eq!(out.as_primitive::<TimestampMicrosecondType>().value(0), local_10 - 3 * hour);
+        assert_eq!(
+            out.as_primitive::<TimestampMicrosecondType>().value(0),
+            local_10 - 3 * hour
+        );
         let dates = arr(Date32Array::from(vec![day as i32, i32::MAX]));
         let out = assign_cast_with(&dates, PgType::Timestamptz, "t", &fmt).unwrap();
         let out = out.as_primitive::<TimestampMicrosecondType>();
         assert_eq!(out.value(0), day * USECS_PER_DAY + 3 * hour);
         assert_eq!(out.value(1), i64::MAX);
         let out = assign_cast_with(&dates, PgType::Timestamp, "t", &fmt).unwrap();
-        assert_eq!(out.as_primitive::<TimestampMicrosecondType>().value(0), day * USECS_PER_DAY);
-        let early = arr(TimestampMicrosecondArray::from(vec![day * USECS_PER_DAY + hour]).with_timezone("+00:00"));
+        assert_eq!(
+            out.as_primitive::<TimestampMicrosecondType>().value(0),
+            day * USECS_PER_DAY
+        );
+        let early = arr(
+            TimestampMicrosecondArray::from(vec![day * USECS_PER_DAY + hour])
+                .with_timezone("+00:00"),
+        );
         let out = assign_cast_with(&early, PgType::Date, "d", &fmt).unwrap();
         assert_eq!(out.as_primitive::<Date32Type>().value(0), day as i32 - 1);
         // DataFusion's now() is a nanosecond timestamptz.
-        let now = arr(datafusion::arrow::array::TimestampNanosecondArray::from(vec![1_706_704_496_123_456_789]).with_timezone("+00:00"));
+        let now = arr(
+            datafusion::arrow::array::TimestampNanosecondArray::from(vec![
+                1_706_704_496_123_456_789,
+            ])
+            .with_timezone("+00:00"),
+        );
         let out = assign_cast(&now, PgType::Timestamptz, "t").unwrap();
-        assert_eq!(out.as_primitive::<TimestampMicrosecondType>().value(0), 1_706_704_496_123_457);
+        assert_eq!(
+            out.as_primitive::<TimestampMicrosecondType>().value(0),
+            1_706_704_496_123_457
+        );
         let out = assign_cast(&now, PgType::Date, "d").unwrap();
         assert_eq!(out.as_primitive::<Date32Type>().value(0), day as i32);
     }
 
     #[test]
     fn nulls_and_type_mismatches() {
-        for t in [PgType::Int4, PgType::Text, PgType::Numeric { precision: 5, scale: 2 }, PgType::Timestamptz, PgType::Bool] {
+        for t in [
+            PgType::Int4,
+            PgType::Text,
+            PgType::Numeric {
+                precision: 5,
+                scale: 2,
+            },
+            PgType::Timestamptz,
+            PgType::Bool,
+        ] {
             let out = assign_cast(&arr(NullArray::new(3)), t, "c").unwrap();
             assert_eq!(out.data_type(), &t.arrow_type());
             assert_eq!(out.null_count(), 3);
         }
         // INSERT INTO at(i) VALUES (true) / at(bo) VALUES (1) / at(i) VALUES ('2024-01-31'::date)
         let e = assign_cast(&arr(BooleanArray::from(vec![true])), PgType::Int4, "i").unwrap_err();
-        assert_eq!(code_msg(e.clone()), ("42804", "column \"i\" is of type integer but expression is of type boolean".into()));
-        assert_eq!(e.hint.as_deref(), Some("You will need to rewrite or cast the expression."));
+        assert_eq!(
+            code_msg(e.clone()),
+            (
+                "42804",
+                "column \"i\" is of type integer but expression is of type boolean".into()
+            )
+        );
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("You will need to rewrite or cast the expression.")
+        );
         let e = assign_cast(&arr(Int32Array::from(vec![1])), PgType::Bool, "bo").unwrap_err();
-        assert_eq!(e.message, "column \"bo\" is of type boolean but expression is of type integer");
+        assert_eq!(
+            e.message,
+            "column \"bo\" is of type boolean but expression is of type integer"
+        );
         let e = assign_cast(&arr(Date32Array::from(vec![1])), PgType::Int4, "i").unwrap_err();
-        assert_eq!(e.message, "column \"i\" is of type integer but expression is of type date");
+        assert_eq!(
+            e.message,
+            "column \"i\" is of type integer but expression is of type date"
+        );
         let e = assign_cast(&arr(Int8Array::from(vec![1])), PgType::Date, "d").unwrap_err();
-        assert_eq!(e.message, "column \"d\" is of type date but expression is of type smallint");
+        assert_eq!(
+            e.message,
+            "column \"d\" is of type date but expression is of type smallint"
+        );
     }
 
     #[test]
@@ -815,10 +1108,16 @@ mod tests {
         let e = check_not_null(a.as_ref(), "a", "nn").unwrap_err();
         assert_eq!(
             code_msg(e),
-            ("23502", "null value in column \"a\" of relation \"nn\" violates not-null constraint".into())
+            (
+                "23502",
+                "null value in column \"a\" of relation \"nn\" violates not-null constraint".into()
+            )
         );
         assert_eq!(first_null(a.as_ref()), Some(1));
-        assert_eq!(failing_row_detail(&[a, b], 1, &TextFormat::default()), "Failing row contains (null, x).");
+        assert_eq!(
+            failing_row_detail(&[a, b], 1, &TextFormat::default()),
+            "Failing row contains (null, x)."
+        );
         assert!(check_not_null(&NullArray::new(1), "a", "t").is_err());
     }
 }

@@ -87,7 +87,10 @@ impl ColumnSet {
     /// `*`, or column names separated by commas (double quotes are removed).
     fn parse(value: &str) -> ColumnSet {
         let v = value.trim();
-        let v = v.strip_prefix('(').and_then(|v| v.strip_suffix(')')).unwrap_or(v);
+        let v = v
+            .strip_prefix('(')
+            .and_then(|v| v.strip_suffix(')'))
+            .unwrap_or(v);
         if v.trim() == "*" {
             return ColumnSet::All;
         }
@@ -146,7 +149,10 @@ fn option_bool(name: &str, value: Option<&str>) -> Result<bool, PgError> {
     match v.to_ascii_lowercase().as_str() {
         "true" | "on" | "1" => Ok(true),
         "false" | "off" | "0" => Ok(false),
-        _ => Err(PgError::new(sqlstate::SYNTAX_ERROR, format!("{name} requires a Boolean value"))),
+        _ => Err(PgError::new(
+            sqlstate::SYNTAX_ERROR,
+            format!("{name} requires a Boolean value"),
+        )),
     }
 }
 
@@ -157,7 +163,11 @@ impl CopyOptions {
         CopyOptions {
             format,
             delimiter: if csv { b',' } else { b'\t' },
-            null: if csv { String::new() } else { "\\N".to_string() },
+            null: if csv {
+                String::new()
+            } else {
+                "\\N".to_string()
+            },
             default: None,
             header: CopyHeader::None,
             quote: b'"',
@@ -214,7 +224,10 @@ impl CopyOptions {
             let name = raw_name.to_ascii_lowercase();
             let needs = |v: &Option<String>| -> Result<String, PgError> {
                 v.clone().ok_or_else(|| {
-                    PgError::new(sqlstate::SYNTAX_ERROR, format!("{name} requires a parameter"))
+                    PgError::new(
+                        sqlstate::SYNTAX_ERROR,
+                        format!("{name} requires a parameter"),
+                    )
                 })
             };
             match name.as_str() {
@@ -264,8 +277,11 @@ impl CopyOptions {
                 "freeze" => set(&mut freeze, option_bool("freeze", value.as_deref())?)?,
                 "encoding" => {
                     let v = needs(value)?;
-                    let norm: String =
-                        v.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
+                    let norm: String = v
+                        .chars()
+                        .filter(|c| c.is_ascii_alphanumeric())
+                        .collect::<String>()
+                        .to_ascii_lowercase();
                     if !matches!(norm.as_str(), "utf8" | "unicode" | "sqlascii") {
                         let known_elsewhere = norm.starts_with("latin")
                             || norm.starts_with("win")
@@ -273,7 +289,9 @@ impl CopyOptions {
                             || norm.starts_with("euc")
                             || norm.starts_with("koi8");
                         return Err(if known_elsewhere {
-                            PgError::unsupported(format!("iolab only reads and writes COPY data in UTF8, not \"{v}\""))
+                            PgError::unsupported(format!(
+                                "iolab only reads and writes COPY data in UTF8, not \"{v}\""
+                            ))
                         } else {
                             PgError::new(
                                 sqlstate::INVALID_PARAMETER_VALUE,
@@ -309,7 +327,10 @@ impl CopyOptions {
                 }
                 "log_verbosity" => {
                     let v = needs(value)?;
-                    if !matches!(v.to_ascii_lowercase().as_str(), "default" | "verbose" | "silent") {
+                    if !matches!(
+                        v.to_ascii_lowercase().as_str(),
+                        "default" | "verbose" | "silent"
+                    ) {
                         return Err(PgError::new(
                             sqlstate::INVALID_PARAMETER_VALUE,
                             format!("COPY LOG_VERBOSITY \"{v}\" not recognized"),
@@ -344,28 +365,39 @@ impl CopyOptions {
         let mut opts = CopyOptions::defaults_for(format);
         if let Some(d) = &delimiter {
             if d.len() != 1 {
-                return Err(unsupported("COPY delimiter must be a single one-byte character"));
+                return Err(unsupported(
+                    "COPY delimiter must be a single one-byte character",
+                ));
             }
             opts.delimiter = d.as_bytes()[0];
         }
         if matches!(opts.delimiter, b'\n' | b'\r') {
-            return Err(invalid("COPY delimiter cannot be newline or carriage return".into()));
+            return Err(invalid(
+                "COPY delimiter cannot be newline or carriage return".into(),
+            ));
         }
         if let Some(n) = null {
             opts.null = n;
         }
         if opts.null.contains(['\n', '\r']) {
-            return Err(invalid("COPY null representation cannot use newline or carriage return".into()));
+            return Err(invalid(
+                "COPY null representation cannot use newline or carriage return".into(),
+            ));
         }
         if let Some(d) = &default {
             if d.contains(['\n', '\r']) {
-                return Err(invalid("COPY default representation cannot use newline or carriage return".into()));
+                return Err(invalid(
+                    "COPY default representation cannot use newline or carriage return".into(),
+                ));
             }
         }
         if format == CopyFormat::Text
             && b"\\.abcdefghijklmnopqrstuvwxyz0123456789".contains(&opts.delimiter)
         {
-            return Err(invalid(format!("COPY delimiter cannot be \"{}\"", opts.delimiter as char)));
+            return Err(invalid(format!(
+                "COPY delimiter cannot be \"{}\"",
+                opts.delimiter as char
+            )));
         }
         let header = header.unwrap_or(CopyHeader::None);
         if binary && header != CopyHeader::None {
@@ -376,7 +408,9 @@ impl CopyOptions {
                 return Err(unsupported("COPY QUOTE requires CSV mode"));
             }
             if q.len() != 1 {
-                return Err(unsupported("COPY quote must be a single one-byte character"));
+                return Err(unsupported(
+                    "COPY quote must be a single one-byte character",
+                ));
             }
             opts.quote = q.as_bytes()[0];
             opts.escape = opts.quote;
@@ -389,11 +423,17 @@ impl CopyOptions {
                 return Err(unsupported("COPY ESCAPE requires CSV mode"));
             }
             if e.len() != 1 {
-                return Err(unsupported("COPY escape must be a single one-byte character"));
+                return Err(unsupported(
+                    "COPY escape must be a single one-byte character",
+                ));
             }
             opts.escape = e.as_bytes()[0];
         }
-        for (set, name) in [(&force_quote, "FORCE_QUOTE"), (&force_not_null, "FORCE_NOT_NULL"), (&force_null, "FORCE_NULL")] {
+        for (set, name) in [
+            (&force_quote, "FORCE_QUOTE"),
+            (&force_not_null, "FORCE_NOT_NULL"),
+            (&force_null, "FORCE_NULL"),
+        ] {
             if set.is_some() {
                 if !csv {
                     return Err(unsupported(&format!("COPY {name} requires CSV mode")));
@@ -409,15 +449,22 @@ impl CopyOptions {
                     } else {
                         ("TO", sqlstate::INVALID_PARAMETER_VALUE)
                     };
-                    return Err(PgError::new(code, format!("COPY {name} cannot be used with COPY {dir}")));
+                    return Err(PgError::new(
+                        code,
+                        format!("COPY {name} cannot be used with COPY {dir}"),
+                    ));
                 }
             }
         }
         if opts.null.as_bytes().contains(&opts.delimiter) {
-            return Err(invalid("COPY delimiter character must not appear in the NULL specification".into()));
+            return Err(invalid(
+                "COPY delimiter character must not appear in the NULL specification".into(),
+            ));
         }
         if csv && opts.null.as_bytes().contains(&opts.quote) {
-            return Err(invalid("CSV quote character must not appear in the NULL specification".into()));
+            return Err(invalid(
+                "CSV quote character must not appear in the NULL specification".into(),
+            ));
         }
         if header == CopyHeader::Match && direction == CopyDirection::To {
             return Err(unsupported("cannot use \"match\" with HEADER in COPY TO"));
@@ -427,13 +474,19 @@ impl CopyOptions {
                 return Err(unsupported("COPY DEFAULT cannot be used with COPY TO"));
             }
             if d.as_bytes().contains(&opts.delimiter) {
-                return Err(invalid("COPY delimiter character must not appear in the DEFAULT specification".into()));
+                return Err(invalid(
+                    "COPY delimiter character must not appear in the DEFAULT specification".into(),
+                ));
             }
             if csv && d.as_bytes().contains(&opts.quote) {
-                return Err(invalid("CSV quote character must not appear in the DEFAULT specification".into()));
+                return Err(invalid(
+                    "CSV quote character must not appear in the DEFAULT specification".into(),
+                ));
             }
             if *d == opts.null {
-                return Err(unsupported("NULL specification and DEFAULT specification cannot be the same"));
+                return Err(unsupported(
+                    "NULL specification and DEFAULT specification cannot be the same",
+                ));
             }
         }
         let on_error_ignore = on_error.unwrap_or(false);
@@ -441,7 +494,9 @@ impl CopyOptions {
             return Err(syntax("only ON_ERROR STOP is allowed in BINARY mode"));
         }
         if reject_limit.is_some() && !on_error_ignore {
-            return Err(invalid("COPY REJECT_LIMIT requires ON_ERROR to be set to IGNORE".into()));
+            return Err(invalid(
+                "COPY REJECT_LIMIT requires ON_ERROR to be set to IGNORE".into(),
+            ));
         }
         opts.default = default;
         opts.header = header;
@@ -474,10 +529,17 @@ fn invalid_utf8(bytes: &[u8]) -> PgError {
         0xf0..=0xf7 => 4,
         _ => 1,
     };
-    let shown: Vec<String> = bytes.iter().take(len).map(|b| format!("0x{b:02x}")).collect();
+    let shown: Vec<String> = bytes
+        .iter()
+        .take(len)
+        .map(|b| format!("0x{b:02x}"))
+        .collect();
     PgError::new(
         "22021",
-        format!("invalid byte sequence for encoding \"UTF8\": {}", shown.join(" ")),
+        format!(
+            "invalid byte sequence for encoding \"UTF8\": {}",
+            shown.join(" ")
+        ),
     )
 }
 
@@ -511,7 +573,10 @@ pub fn clip_for_context(s: &str) -> String {
 /// `COPY t, line 3, column a: "abc"` or `COPY t, line 3, column a: null input`.
 pub fn column_context(table: &str, line: u64, column: &str, value: Option<&str>) -> String {
     match value {
-        Some(v) => format!("COPY {table}, line {line}, column {column}: \"{}\"", clip_for_context(v)),
+        Some(v) => format!(
+            "COPY {table}, line {line}, column {column}: \"{}\"",
+            clip_for_context(v)
+        ),
         None => format!("COPY {table}, line {line}, column {column}: null input"),
     }
 }
@@ -630,7 +695,10 @@ impl CopyParser {
     /// A parser for rows of `columns` (their names, for "missing data for column" and HEADER
     /// MATCH). `opts` must be text or CSV.
     pub fn new(opts: &CopyOptions, columns: Vec<String>) -> CopyParser {
-        assert!(opts.format != CopyFormat::Binary, "CopyParser reads text and CSV, not binary");
+        assert!(
+            opts.format != CopyFormat::Binary,
+            "CopyParser reads text and CSV, not binary"
+        );
         let flags = |set: &ColumnSet| columns.iter().map(|c| set.contains(c)).collect::<Vec<_>>();
         CopyParser {
             csv: opts.format == CopyFormat::Csv,
@@ -692,7 +760,11 @@ impl CopyParser {
     pub fn error_context(&self, table: &str) -> String {
         match &self.context {
             Some(ErrorContext::LineWithText(text)) => {
-                format!("COPY {table}, line {}: \"{}\"", self.line, clip_for_context(text))
+                format!(
+                    "COPY {table}, line {}: \"{}\"",
+                    self.line,
+                    clip_for_context(text)
+                )
             }
             _ => format!("COPY {table}, line {}", self.line),
         }
@@ -726,7 +798,10 @@ impl CopyParser {
             }
             self.check_field_count(line_start, line_end)?;
             self.context = None;
-            return Ok(Some(CopyRow { values: &self.values, fields: &self.fields }));
+            return Ok(Some(CopyRow {
+                values: &self.values,
+                fields: &self.fields,
+            }));
         }
     }
 
@@ -745,7 +820,23 @@ impl CopyParser {
         let len = self.buf.len();
         let line_start = self.start;
         let mut i = self.scan;
+        let (quote, escape) = (self.quote, self.escape);
         while i < len {
+            // Skip the bytes that cannot end or escape anything in one go.
+            let rest = &self.buf[i..];
+            let skip = match (self.csv, self.in_quote) {
+                (false, _) => rest
+                    .iter()
+                    .position(|&c| c == b'\\' || c == b'\n' || c == b'\r'),
+                (true, false) => rest
+                    .iter()
+                    .position(|&c| c == quote || c == b'\n' || c == b'\r'),
+                (true, true) => rest.iter().position(|&c| c == quote || c == escape),
+            };
+            i += skip.unwrap_or(rest.len());
+            if i >= len {
+                break;
+            }
             let c = self.buf[i];
             if self.csv {
                 if self.in_quote {
@@ -816,7 +907,11 @@ impl CopyParser {
                     (Some(_), s) => {
                         self.line += 1;
                         self.context = Some(ErrorContext::Line);
-                        return Err(self.newline_error(if s == Newline::Lf { b'\n' } else { b'\r' }));
+                        return Err(self.newline_error(if s == Newline::Lf {
+                            b'\n'
+                        } else {
+                            b'\r'
+                        }));
                     }
                 };
                 let term_len = if style == Newline::Cr { 1 } else { term_len };
@@ -844,7 +939,8 @@ impl CopyParser {
 
     fn newline_error(&self, found: u8) -> PgError {
         match (self.csv, found) {
-            (false, b'\n') => bad_copy("literal newline found in data").with_hint("Use \"\\n\" to represent newline."),
+            (false, b'\n') => bad_copy("literal newline found in data")
+                .with_hint("Use \"\\n\" to represent newline."),
             (false, _) => bad_copy("literal carriage return found in data")
                 .with_hint("Use \"\\r\" to represent carriage return."),
             (true, b'\n') => bad_copy("unquoted newline found in data")
@@ -865,14 +961,20 @@ impl CopyParser {
         let mismatch = |p: &mut CopyParser| {
             p.line += 1;
             p.context = Some(ErrorContext::Line);
-            Err(bad_copy("end-of-copy marker does not match previous newline style"))
+            Err(bad_copy(
+                "end-of-copy marker does not match previous newline style",
+            ))
         };
         if at != line_start {
             return not_alone(self);
         }
         let after = at + 2;
         let Some(&c) = self.buf.get(after) else {
-            return if self.input_done { not_alone(self) } else { Ok(None) };
+            return if self.input_done {
+                not_alone(self)
+            } else {
+                Ok(None)
+            };
         };
         match c {
             b'\n' => match self.newline {
@@ -884,7 +986,11 @@ impl CopyParser {
                 if next.is_none() && !self.input_done {
                     return Ok(None);
                 }
-                let style = if next == Some(b'\n') { Newline::CrLf } else { Newline::Cr };
+                let style = if next == Some(b'\n') {
+                    Newline::CrLf
+                } else {
+                    Newline::Cr
+                };
                 match self.newline {
                     None => Ok(Some(true)),
                     Some(s) if s == style => Ok(Some(true)),
@@ -904,7 +1010,8 @@ impl CopyParser {
 
     fn end_row(&mut self, bytes: Vec<u8>) -> Result<(), PgError> {
         // Every field was checked on its own, so this only confirms it.
-        self.values = String::from_utf8(bytes).map_err(|e| invalid_utf8(&e.as_bytes()[e.utf8_error().valid_up_to()..]))?;
+        self.values = String::from_utf8(bytes)
+            .map_err(|e| invalid_utf8(&e.as_bytes()[e.utf8_error().valid_up_to()..]))?;
         Ok(())
     }
 
@@ -917,15 +1024,16 @@ impl CopyParser {
             let field_start = i;
             let mut escaped = false;
             while i < end {
-                let c = self.buf[i];
-                if c == self.delimiter {
+                let delimiter = self.delimiter;
+                let skip = self.buf[i..end]
+                    .iter()
+                    .position(|&c| c == delimiter || c == b'\\');
+                i += skip.unwrap_or(end - i);
+                if i >= end || self.buf[i] == delimiter {
                     break;
                 }
-                if c == b'\\' {
-                    escaped = true;
-                    i += 1;
-                }
-                i += 1;
+                escaped = true; // a backslash: skip it and the byte it escapes
+                i += 2;
             }
             let field_end = i.min(end);
             let raw = &self.buf[field_start..field_end];
@@ -948,7 +1056,11 @@ impl CopyParser {
                 }
                 FieldKind::Value
             };
-            self.fields.push(FieldSpan { start: out_start as u32, end: out.len() as u32, kind });
+            self.fields.push(FieldSpan {
+                start: out_start as u32,
+                end: out.len() as u32,
+                kind,
+            });
             if i >= end {
                 break;
             }
@@ -974,7 +1086,11 @@ impl CopyParser {
                 if i >= end {
                     if in_quote {
                         self.values = String::new();
-                        return self.fail_with_text(bad_copy("unterminated CSV quoted field"), start, end);
+                        return self.fail_with_text(
+                            bad_copy("unterminated CSV quoted field"),
+                            start,
+                            end,
+                        );
                     }
                     break;
                 }
@@ -1033,7 +1149,11 @@ impl CopyParser {
             if kind != FieldKind::Value {
                 out.truncate(out_start);
             }
-            self.fields.push(FieldSpan { start: out_start as u32, end: out.len() as u32, kind });
+            self.fields.push(FieldSpan {
+                start: out_start as u32,
+                end: out.len() as u32,
+                kind,
+            });
             if !ended_by_delimiter {
                 break;
             }
@@ -1045,11 +1165,19 @@ impl CopyParser {
         let n = self.fields.len();
         let expected = self.columns.len();
         if n > expected {
-            return self.fail_with_text(bad_copy("extra data after last expected column"), start, end);
+            return self.fail_with_text(
+                bad_copy("extra data after last expected column"),
+                start,
+                end,
+            );
         }
         if n < expected {
             let column = self.columns[n].clone();
-            return self.fail_with_text(bad_copy(format!("missing data for column \"{column}\"")), start, end);
+            return self.fail_with_text(
+                bad_copy(format!("missing data for column \"{column}\"")),
+                start,
+                end,
+            );
         }
         Ok(())
     }
@@ -1197,12 +1325,20 @@ pub fn write_text_field(value: &[u8], delimiter: u8, out: &mut Vec<u8>) {
 /// (so the empty string is `""`), when it is `\.` in a one-column row, or when it contains
 /// the delimiter, the quote, CR or LF; inside quotes the quote and escape characters are
 /// preceded by the escape character.
-pub fn write_csv_field(value: &[u8], opts: &CopyOptions, force: bool, single_column: bool, out: &mut Vec<u8>) {
+pub fn write_csv_field(
+    value: &[u8],
+    opts: &CopyOptions,
+    force: bool,
+    single_column: bool,
+    out: &mut Vec<u8>,
+) {
     let (d, q, e) = (opts.delimiter, opts.quote, opts.escape);
     let needs_quotes = force
         || value == opts.null.as_bytes()
         || (single_column && value == b"\\.")
-        || value.iter().any(|&c| c == d || c == q || c == b'\n' || c == b'\r');
+        || value
+            .iter()
+            .any(|&c| c == d || c == q || c == b'\n' || c == b'\r');
     if !needs_quotes {
         out.extend_from_slice(value);
         return;
@@ -1260,9 +1396,20 @@ pub struct CopyEncoder {
 impl CopyEncoder {
     /// An encoder for `columns` (names, for HEADER and FORCE_QUOTE); text or CSV.
     pub fn new(opts: &CopyOptions, columns: Vec<String>) -> CopyEncoder {
-        assert!(opts.format != CopyFormat::Binary, "CopyEncoder writes text and CSV, not binary");
-        let force_quote = columns.iter().map(|c| opts.force_quote.contains(c)).collect();
-        CopyEncoder { opts: opts.clone(), columns, force_quote, value: Vec::new() }
+        assert!(
+            opts.format != CopyFormat::Binary,
+            "CopyEncoder writes text and CSV, not binary"
+        );
+        let force_quote = columns
+            .iter()
+            .map(|c| opts.force_quote.contains(c))
+            .collect();
+        CopyEncoder {
+            opts: opts.clone(),
+            columns,
+            force_quote,
+            value: Vec::new(),
+        }
     }
 
     /// The header line if the options ask for one (nothing otherwise).
@@ -1285,7 +1432,13 @@ impl CopyEncoder {
     }
 
     /// Row `row` of `columns` (one array per column, in order).
-    pub fn write_row(&mut self, columns: &[ArrayRef], row: usize, fmt: &TextFormat, out: &mut Vec<u8>) {
+    pub fn write_row(
+        &mut self,
+        columns: &[ArrayRef],
+        row: usize,
+        fmt: &TextFormat,
+        out: &mut Vec<u8>,
+    ) {
         debug_assert_eq!(columns.len(), self.columns.len());
         let csv = self.opts.format == CopyFormat::Csv;
         let single = columns.len() == 1;
@@ -1325,7 +1478,9 @@ mod tests {
     use std::sync::Arc;
 
     fn pairs(list: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
-        list.iter().map(|(n, v)| (n.to_string(), v.map(str::to_string))).collect()
+        list.iter()
+            .map(|(n, v)| (n.to_string(), v.map(str::to_string)))
+            .collect()
     }
 
     fn opts(list: &[(&str, Option<&str>)]) -> CopyOptions {
@@ -1346,67 +1501,253 @@ mod tests {
     #[test]
     fn options_and_their_errors() {
         let text = opts(&[]);
-        assert_eq!((text.format, text.delimiter, text.null.as_str()), (CopyFormat::Text, b'\t', "\\N"));
-        let csv = opts(&[("format", Some("csv")), ("header", Some("true")), ("delimiter", Some(";")),
-            ("null", Some("x")), ("quote", Some("'")), ("escape", Some("\\"))]);
         assert_eq!(
-            (csv.format, csv.header, csv.delimiter, csv.null.as_str(), csv.quote, csv.escape),
-            (CopyFormat::Csv, CopyHeader::Present, b';', "x", b'\'', b'\\')
+            (text.format, text.delimiter, text.null.as_str()),
+            (CopyFormat::Text, b'\t', "\\N")
+        );
+        let csv = opts(&[
+            ("format", Some("csv")),
+            ("header", Some("true")),
+            ("delimiter", Some(";")),
+            ("null", Some("x")),
+            ("quote", Some("'")),
+            ("escape", Some("\\")),
+        ]);
+        assert_eq!(
+            (
+                csv.format,
+                csv.header,
+                csv.delimiter,
+                csv.null.as_str(),
+                csv.quote,
+                csv.escape
+            ),
+            (
+                CopyFormat::Csv,
+                CopyHeader::Present,
+                b';',
+                "x",
+                b'\'',
+                b'\\'
+            )
         );
         let csv = opts(&[("format", Some("csv"))]);
-        assert_eq!((csv.delimiter, csv.null.as_str(), csv.quote, csv.escape), (b',', "", b'"', b'"'));
-        assert_eq!(opts(&[("format", Some("csv")), ("quote", Some("'"))]).escape, b'\'');
+        assert_eq!(
+            (csv.delimiter, csv.null.as_str(), csv.quote, csv.escape),
+            (b',', "", b'"', b'"')
+        );
+        assert_eq!(
+            opts(&[("format", Some("csv")), ("quote", Some("'"))]).escape,
+            b'\''
+        );
         assert_eq!(opts(&[("header", None)]).header, CopyHeader::Present);
         assert_eq!(opts(&[("header", Some("match"))]).header, CopyHeader::Match);
-        assert_eq!(opts(&[("format", Some("csv")), ("header", Some("0"))]).header, CopyHeader::None);
-        assert_eq!(opts(&[("format", Some("csv")), ("header", Some("on"))]).header, CopyHeader::Present);
+        assert_eq!(
+            opts(&[("format", Some("csv")), ("header", Some("0"))]).header,
+            CopyHeader::None
+        );
+        assert_eq!(
+            opts(&[("format", Some("csv")), ("header", Some("on"))]).header,
+            CopyHeader::Present
+        );
         assert_eq!(
             opts(&[("format", Some("csv")), ("force_null", Some("*"))]).force_null,
             ColumnSet::All
         );
         assert_eq!(
-            opts(&[("format", Some("csv")), ("force_not_null", Some("a, \"B\""))]).force_not_null,
+            opts(&[
+                ("format", Some("csv")),
+                ("force_not_null", Some("a, \"B\""))
+            ])
+            .force_not_null,
             ColumnSet::Columns(vec!["a".into(), "B".into()])
         );
-        assert_eq!(opts(&[("encoding", Some("utf8"))]).encoding.as_deref(), Some("utf8"));
+        assert_eq!(
+            opts(&[("encoding", Some("utf8"))]).encoding.as_deref(),
+            Some("utf8")
+        );
         assert!(opts(&[("on_error", Some("ignore"))]).on_error_ignore);
 
         let cases: &[(&[(&str, Option<&str>)], &str, &str)] = &[
-            (&[("foo", Some("1"))], "42601", "option \"foo\" not recognized"),
-            (&[("format", Some("x"))], "22023", "COPY format \"x\" not recognized"),
-            (&[("format", Some("csv")), ("delimiter", Some(";;"))], "0A000", "COPY delimiter must be a single one-byte character"),
-            (&[("format", Some("csv")), ("delimiter", Some("é"))], "0A000", "COPY delimiter must be a single one-byte character"),
-            (&[("delimiter", Some(",")), ("delimiter", Some(";"))], "42601", "conflicting or redundant options"),
-            (&[("quote", Some("x"))], "0A000", "COPY QUOTE requires CSV mode"),
-            (&[("format", Some("csv")), ("quote", Some("xx"))], "0A000", "COPY quote must be a single one-byte character"),
-            (&[("format", Some("csv")), ("delimiter", Some(",")), ("quote", Some(","))], "22023", "COPY delimiter and quote must be different"),
-            (&[("format", Some("csv")), ("delimiter", Some("\""))], "22023", "COPY delimiter and quote must be different"),
-            (&[("format", Some("csv")), ("header", Some("maybe"))], "42601", "header requires a Boolean value or \"match\""),
-            (&[("format", Some("csv")), ("header", Some("2"))], "42601", "header requires a Boolean value or \"match\""),
-            (&[("format", Some("csv")), ("escape", Some(""))], "0A000", "COPY escape must be a single one-byte character"),
-            (&[("escape", Some("\\"))], "0A000", "COPY ESCAPE requires CSV mode"),
-            (&[("delimiter", Some("\\"))], "22023", "COPY delimiter cannot be \"\\\""),
-            (&[("delimiter", Some("a"))], "22023", "COPY delimiter cannot be \"a\""),
-            (&[("null", Some("\n"))], "22023", "COPY null representation cannot use newline or carriage return"),
-            (&[("format", Some("csv")), ("null", Some(","))], "22023", "COPY delimiter character must not appear in the NULL specification"),
-            (&[("delimiter", Some("|")), ("null", Some("a|b"))], "22023", "COPY delimiter character must not appear in the NULL specification"),
-            (&[("format", Some("csv")), ("null", Some("a\"b"))], "22023", "CSV quote character must not appear in the NULL specification"),
-            (&[("format", Some("csv")), ("delimiter", Some("\n"))], "22023", "COPY delimiter cannot be newline or carriage return"),
-            (&[("format", Some("binary")), ("delimiter", Some(","))], "42601", "cannot specify DELIMITER in BINARY mode"),
-            (&[("format", Some("binary")), ("null", Some("x"))], "42601", "cannot specify NULL in BINARY mode"),
-            (&[("format", Some("binary")), ("header", None)], "0A000", "cannot specify HEADER in BINARY mode"),
+            (
+                &[("foo", Some("1"))],
+                "42601",
+                "option \"foo\" not recognized",
+            ),
+            (
+                &[("format", Some("x"))],
+                "22023",
+                "COPY format \"x\" not recognized",
+            ),
+            (
+                &[("format", Some("csv")), ("delimiter", Some(";;"))],
+                "0A000",
+                "COPY delimiter must be a single one-byte character",
+            ),
+            (
+                &[("format", Some("csv")), ("delimiter", Some("é"))],
+                "0A000",
+                "COPY delimiter must be a single one-byte character",
+            ),
+            (
+                &[("delimiter", Some(",")), ("delimiter", Some(";"))],
+                "42601",
+                "conflicting or redundant options",
+            ),
+            (
+                &[("quote", Some("x"))],
+                "0A000",
+                "COPY QUOTE requires CSV mode",
+            ),
+            (
+                &[("format", Some("csv")), ("quote", Some("xx"))],
+                "0A000",
+                "COPY quote must be a single one-byte character",
+            ),
+            (
+                &[
+                    ("format", Some("csv")),
+                    ("delimiter", Some(",")),
+                    ("quote", Some(",")),
+                ],
+                "22023",
+                "COPY delimiter and quote must be different",
+            ),
+            (
+                &[("format", Some("csv")), ("delimiter", Some("\""))],
+                "22023",
+                "COPY delimiter and quote must be different",
+            ),
+            (
+                &[("format", Some("csv")), ("header", Some("maybe"))],
+                "42601",
+                "header requires a Boolean value or \"match\"",
+            ),
+            (
+                &[("format", Some("csv")), ("header", Some("2"))],
+                "42601",
+                "header requires a Boolean value or \"match\"",
+            ),
+            (
+                &[("format", Some("csv")), ("escape", Some(""))],
+                "0A000",
+                "COPY escape must be a single one-byte character",
+            ),
+            (
+                &[("escape", Some("\\"))],
+                "0A000",
+                "COPY ESCAPE requires CSV mode",
+            ),
+            (
+                &[("delimiter", Some("\\"))],
+                "22023",
+                "COPY delimiter cannot be \"\\\"",
+            ),
+            (
+                &[("delimiter", Some("a"))],
+                "22023",
+                "COPY delimiter cannot be \"a\"",
+            ),
+            (
+                &[("null", Some("\n"))],
+                "22023",
+                "COPY null representation cannot use newline or carriage return",
+            ),
+            (
+                &[("format", Some("csv")), ("null", Some(","))],
+                "22023",
+                "COPY delimiter character must not appear in the NULL specification",
+            ),
+            (
+                &[("delimiter", Some("|")), ("null", Some("a|b"))],
+                "22023",
+                "COPY delimiter character must not appear in the NULL specification",
+            ),
+            (
+                &[("format", Some("csv")), ("null", Some("a\"b"))],
+                "22023",
+                "CSV quote character must not appear in the NULL specification",
+            ),
+            (
+                &[("format", Some("csv")), ("delimiter", Some("\n"))],
+                "22023",
+                "COPY delimiter cannot be newline or carriage return",
+            ),
+            (
+                &[("format", Some("binary")), ("delimiter", Some(","))],
+                "42601",
+                "cannot specify DELIMITER in BINARY mode",
+            ),
+            (
+                &[("format", Some("binary")), ("null", Some("x"))],
+                "42601",
+                "cannot specify NULL in BINARY mode",
+            ),
+            (
+                &[("format", Some("binary")), ("header", None)],
+                "0A000",
+                "cannot specify HEADER in BINARY mode",
+            ),
             (&[("format", None)], "42601", "format requires a parameter"),
-            (&[("delimiter", None)], "42601", "delimiter requires a parameter"),
-            (&[("format", Some("csv")), ("force_quote", Some("a"))], "0A000", "COPY FORCE_QUOTE cannot be used with COPY FROM"),
-            (&[("force_not_null", Some("a"))], "0A000", "COPY FORCE_NOT_NULL requires CSV mode"),
-            (&[("on_error", Some("foo"))], "22023", "COPY ON_ERROR \"foo\" not recognized"),
-            (&[("encoding", Some("foo"))], "22023", "argument to option \"encoding\" must be a valid encoding name"),
-            (&[("freeze", Some("x"))], "42601", "freeze requires a Boolean value"),
-            (&[("format", Some("csv")), ("null", Some("x")), ("default", Some("x"))], "0A000", "NULL specification and DEFAULT specification cannot be the same"),
-            (&[("format", Some("binary")), ("on_error", Some("ignore"))], "42601", "only ON_ERROR STOP is allowed in BINARY mode"),
-            (&[("reject_limit", Some("5"))], "22023", "COPY REJECT_LIMIT requires ON_ERROR to be set to IGNORE"),
-            (&[("log_verbosity", Some("foo"))], "22023", "COPY LOG_VERBOSITY \"foo\" not recognized"),
-            (&[("default", Some("\n"))], "22023", "COPY default representation cannot use newline or carriage return"),
+            (
+                &[("delimiter", None)],
+                "42601",
+                "delimiter requires a parameter",
+            ),
+            (
+                &[("format", Some("csv")), ("force_quote", Some("a"))],
+                "0A000",
+                "COPY FORCE_QUOTE cannot be used with COPY FROM",
+            ),
+            (
+                &[("force_not_null", Some("a"))],
+                "0A000",
+                "COPY FORCE_NOT_NULL requires CSV mode",
+            ),
+            (
+                &[("on_error", Some("foo"))],
+                "22023",
+                "COPY ON_ERROR \"foo\" not recognized",
+            ),
+            (
+                &[("encoding", Some("foo"))],
+                "22023",
+                "argument to option \"encoding\" must be a valid encoding name",
+            ),
+            (
+                &[("freeze", Some("x"))],
+                "42601",
+                "freeze requires a Boolean value",
+            ),
+            (
+                &[
+                    ("format", Some("csv")),
+                    ("null", Some("x")),
+                    ("default", Some("x")),
+                ],
+                "0A000",
+                "NULL specification and DEFAULT specification cannot be the same",
+            ),
+            (
+                &[("format", Some("binary")), ("on_error", Some("ignore"))],
+                "42601",
+                "only ON_ERROR STOP is allowed in BINARY mode",
+            ),
+            (
+                &[("reject_limit", Some("5"))],
+                "22023",
+                "COPY REJECT_LIMIT requires ON_ERROR to be set to IGNORE",
+            ),
+            (
+                &[("log_verbosity", Some("foo"))],
+                "22023",
+                "COPY LOG_VERBOSITY \"foo\" not recognized",
+            ),
+            (
+                &[("default", Some("\n"))],
+                "22023",
+                "COPY default representation cannot use newline or carriage return",
+            ),
         ];
         for (list, code, message) in cases {
             assert_eq!(opt_err(list), (*code, message.to_string()), "{list:?}");
@@ -1415,13 +1756,29 @@ mod tests {
             let e = CopyOptions::from_pairs_for(&pairs(list), CopyDirection::To).unwrap_err();
             (e.code, e.message)
         };
-        assert_eq!(to(&[("header", Some("match"))]), ("0A000", "cannot use \"match\" with HEADER in COPY TO".into()));
-        assert_eq!(to(&[("force_quote", Some("a"))]), ("0A000", "COPY FORCE_QUOTE requires CSV mode".into()));
+        assert_eq!(
+            to(&[("header", Some("match"))]),
+            (
+                "0A000",
+                "cannot use \"match\" with HEADER in COPY TO".into()
+            )
+        );
+        assert_eq!(
+            to(&[("force_quote", Some("a"))]),
+            ("0A000", "COPY FORCE_QUOTE requires CSV mode".into())
+        );
         assert_eq!(
             to(&[("format", Some("csv")), ("force_not_null", Some("a"))]),
-            ("22023", "COPY FORCE_NOT_NULL cannot be used with COPY TO".into())
+            (
+                "22023",
+                "COPY FORCE_NOT_NULL cannot be used with COPY TO".into()
+            )
         );
-        assert!(CopyOptions::from_pairs_for(&pairs(&[("format", Some("csv")), ("force_quote", Some("*"))]), CopyDirection::To).is_ok());
+        assert!(CopyOptions::from_pairs_for(
+            &pairs(&[("format", Some("csv")), ("force_quote", Some("*"))]),
+            CopyDirection::To
+        )
+        .is_ok());
     }
 
     /// Text input verified with `\copy cp from file` on PostgreSQL 18: escapes, `\N`, an
@@ -1453,7 +1810,11 @@ mod tests {
     }
 
     /// Feeds `data` cut at `cuts` and collects rows, reading after every chunk.
-    fn parse_chunked(opts: &CopyOptions, data: &[u8], cuts: &[usize]) -> Result<Vec<Vec<Option<String>>>, (PgError, u64)> {
+    fn parse_chunked(
+        opts: &CopyOptions,
+        data: &[u8],
+        cuts: &[usize],
+    ) -> Result<Vec<Vec<Option<String>>>, (PgError, u64)> {
         let mut parser = CopyParser::new(opts, ABC.iter().map(|c| c.to_string()).collect());
         let mut rows = Vec::new();
         let mut last = 0;
@@ -1479,7 +1840,10 @@ mod tests {
 
     #[test]
     fn tricky_inputs_parse_like_postgres() {
-        assert_eq!(parse_all(&opts(&[]), ABC, TRICKY_TEXT).unwrap(), tricky_text_rows());
+        assert_eq!(
+            parse_all(&opts(&[]), ABC, TRICKY_TEXT).unwrap(),
+            tricky_text_rows()
+        );
         let csv = opts(&[("format", Some("csv"))]);
         assert_eq!(parse_all(&csv, ABC, TRICKY_CSV).unwrap(), tricky_csv_rows());
     }
@@ -1504,7 +1868,11 @@ mod tests {
             for i in 0..=data.len() {
                 assert_eq!(parse_chunked(o, data, &[i]).unwrap(), want, "cut at {i}");
                 for j in i..=data.len() {
-                    assert_eq!(parse_chunked(o, data, &[i, j]).unwrap(), want, "cuts at {i}, {j}");
+                    assert_eq!(
+                        parse_chunked(o, data, &[i, j]).unwrap(),
+                        want,
+                        "cuts at {i}, {j}"
+                    );
                 }
             }
             let every: Vec<usize> = (1..data.len()).collect();
@@ -1517,9 +1885,17 @@ mod tests {
         let text = opts(&[]);
         let cases: &[(&[u8], &str, u64)] = &[
             (b"1\tx\ty\r\n2\ta\tb\n", "literal newline found in data", 2),
-            (b"1\tx\ty\n2\tc\rd\te\n", "literal carriage return found in data", 2),
+            (
+                b"1\tx\ty\n2\tc\rd\te\n",
+                "literal carriage return found in data",
+                2,
+            ),
             (b"1\tx\n", "missing data for column \"c\"", 1),
-            (b"1\ta\tb\n\\.\r\n", "end-of-copy marker does not match previous newline style", 2),
+            (
+                b"1\ta\tb\n\\.\r\n",
+                "end-of-copy marker does not match previous newline style",
+                2,
+            ),
         ];
         for (data, message, line) in cases {
             for i in 0..=data.len() {
@@ -1546,25 +1922,119 @@ mod tests {
     fn text_errors_and_context_like_postgres() {
         let text = opts(&[]);
         let cases: &[(&[u8], &str, &str, Option<&str>, &str)] = &[
-            (b"1\tx\n2\ty\n3\n", "22P04", "missing data for column \"c\"", None, "COPY vt, line 1: \"1\tx\""),
-            (b"1\tx\ty\tz\n", "22P04", "extra data after last expected column", None, "COPY vt, line 1: \"1\tx\ty\tz\""),
-            (b"1\tx\ty\r\n2\ta\tb\n", "22P04", "literal newline found in data", Some("Use \"\\n\" to represent newline."), "COPY vt, line 2"),
-            (b"1\ta\tb\rc\n", "22P04", "literal newline found in data", Some("Use \"\\n\" to represent newline."), "COPY vt, line 2"),
-            (b"1\ta\tb\r2\tc\td\n", "22P04", "literal newline found in data", Some("Use \"\\n\" to represent newline."), "COPY vt, line 2"),
-            (b"1\ta\tb\n2\tc\rd\te\n", "22P04", "literal carriage return found in data", Some("Use \"\\r\" to represent carriage return."), "COPY vt, line 2"),
-            (b"1\ta\tb\r\n2\tc\rd\te\r\n", "22P04", "literal carriage return found in data", Some("Use \"\\r\" to represent carriage return."), "COPY vt, line 2"),
-            (b"1\ta\\.\tb\n", "22P04", "end-of-copy marker is not alone on its line", None, "COPY vt, line 1"),
-            (b"\\.x\n", "22P04", "end-of-copy marker is not alone on its line", None, "COPY vt, line 1"),
-            (b"1\ta\t\\.\n", "22P04", "end-of-copy marker is not alone on its line", None, "COPY vt, line 1"),
-            (b"1\ta\tb\n\\.\r\n", "22P04", "end-of-copy marker does not match previous newline style", None, "COPY vt, line 2"),
-            (b"1\ta\tb\n\\.", "22P04", "end-of-copy marker is not alone on its line", None, "COPY vt, line 2"),
-            (b"1\ta\t\\x80\n", "22021", "invalid byte sequence for encoding \"UTF8\": 0x80", None, "COPY vt, line 1: \"1\ta\t\\x80\""),
-            (b"1\ta\t\\0\n", "22021", "invalid byte sequence for encoding \"UTF8\": 0x00", None, "COPY vt, line 1: \"1\ta\t\\0\""),
-            (b"1\t\\x41\\101\\x4g\\q\\\n", "22P04", "missing data for column \"c\"", None, "COPY vt, line 1: \"1\t\\x41\\101\\x4g\\q\\\n\""),
+            (
+                b"1\tx\n2\ty\n3\n",
+                "22P04",
+                "missing data for column \"c\"",
+                None,
+                "COPY vt, line 1: \"1\tx\"",
+            ),
+            (
+                b"1\tx\ty\tz\n",
+                "22P04",
+                "extra data after last expected column",
+                None,
+                "COPY vt, line 1: \"1\tx\ty\tz\"",
+            ),
+            (
+                b"1\tx\ty\r\n2\ta\tb\n",
+                "22P04",
+                "literal newline found in data",
+                Some("Use \"\\n\" to represent newline."),
+                "COPY vt, line 2",
+            ),
+            (
+                b"1\ta\tb\rc\n",
+                "22P04",
+                "literal newline found in data",
+                Some("Use \"\\n\" to represent newline."),
+                "COPY vt, line 2",
+            ),
+            (
+                b"1\ta\tb\r2\tc\td\n",
+                "22P04",
+                "literal newline found in data",
+                Some("Use \"\\n\" to represent newline."),
+                "COPY vt, line 2",
+            ),
+            (
+                b"1\ta\tb\n2\tc\rd\te\n",
+                "22P04",
+                "literal carriage return found in data",
+                Some("Use \"\\r\" to represent carriage return."),
+                "COPY vt, line 2",
+            ),
+            (
+                b"1\ta\tb\r\n2\tc\rd\te\r\n",
+                "22P04",
+                "literal carriage return found in data",
+                Some("Use \"\\r\" to represent carriage return."),
+                "COPY vt, line 2",
+            ),
+            (
+                b"1\ta\\.\tb\n",
+                "22P04",
+                "end-of-copy marker is not alone on its line",
+                None,
+                "COPY vt, line 1",
+            ),
+            (
+                b"\\.x\n",
+                "22P04",
+                "end-of-copy marker is not alone on its line",
+                None,
+                "COPY vt, line 1",
+            ),
+            (
+                b"1\ta\t\\.\n",
+                "22P04",
+                "end-of-copy marker is not alone on its line",
+                None,
+                "COPY vt, line 1",
+            ),
+            (
+                b"1\ta\tb\n\\.\r\n",
+                "22P04",
+                "end-of-copy marker does not match previous newline style",
+                None,
+                "COPY vt, line 2",
+            ),
+            (
+                b"1\ta\tb\n\\.",
+                "22P04",
+                "end-of-copy marker is not alone on its line",
+                None,
+                "COPY vt, line 2",
+            ),
+            (
+                b"1\ta\t\\x80\n",
+                "22021",
+                "invalid byte sequence for encoding \"UTF8\": 0x80",
+                None,
+                "COPY vt, line 1: \"1\ta\t\\x80\"",
+            ),
+            (
+                b"1\ta\t\\0\n",
+                "22021",
+                "invalid byte sequence for encoding \"UTF8\": 0x00",
+                None,
+                "COPY vt, line 1: \"1\ta\t\\0\"",
+            ),
+            (
+                b"1\t\\x41\\101\\x4g\\q\\\n",
+                "22P04",
+                "missing data for column \"c\"",
+                None,
+                "COPY vt, line 1: \"1\t\\x41\\101\\x4g\\q\\\n\"",
+            ),
         ];
         for (data, code, message, hint, context) in cases {
             let (e, ctx) = first_error(&text, data);
-            assert_eq!((e.code, e.message.as_str(), e.hint.as_deref(), ctx.as_str()), (*code, *message, *hint, *context), "{data:?}");
+            assert_eq!(
+                (e.code, e.message.as_str(), e.hint.as_deref(), ctx.as_str()),
+                (*code, *message, *hint, *context),
+                "{data:?}"
+            );
         }
     }
 
@@ -1573,18 +2043,46 @@ mod tests {
         let text = opts(&[]);
         // `\.` then anything: the rest is ignored (COPY 1).
         assert_eq!(parse_all(&text, ABC, b"1\ta\tb\n\\.\n\n").unwrap().len(), 1);
-        assert_eq!(parse_all(&text, ABC, b"1\tx\ty\n\\.\nextra junk\n").unwrap().len(), 1);
+        assert_eq!(
+            parse_all(&text, ABC, b"1\tx\ty\n\\.\nextra junk\n")
+                .unwrap()
+                .len(),
+            1
+        );
         // A last line without newline is a row; \r and \r\n styles work.
-        assert_eq!(parse_all(&text, ABC, b"1\tx\ty").unwrap(), vec![row(&[Some("1"), Some("x"), Some("y")])]);
-        assert_eq!(parse_all(&text, ABC, b"1\tx\ty\r\n2\ta\tb\r\n").unwrap().len(), 2);
-        assert_eq!(parse_all(&text, ABC, b"1\ta\tb\r2\tc\td\r").unwrap().len(), 2);
-        assert_eq!(parse_all(&text, ABC, b"1\ta\tb\r\n\\.\r\n").unwrap().len(), 1);
+        assert_eq!(
+            parse_all(&text, ABC, b"1\tx\ty").unwrap(),
+            vec![row(&[Some("1"), Some("x"), Some("y")])]
+        );
+        assert_eq!(
+            parse_all(&text, ABC, b"1\tx\ty\r\n2\ta\tb\r\n")
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(
+            parse_all(&text, ABC, b"1\ta\tb\r2\tc\td\r").unwrap().len(),
+            2
+        );
+        assert_eq!(
+            parse_all(&text, ABC, b"1\ta\tb\r\n\\.\r\n").unwrap().len(),
+            1
+        );
         // `\x` without hex digits is `x`; an empty line is one empty field.
-        assert_eq!(parse_all(&text, ABC, b"1\ta\t\\x\n").unwrap()[0][2].as_deref(), Some("x"));
-        assert_eq!(parse_all(&text, &["a"], b"\n").unwrap(), vec![row(&[Some("")])]);
+        assert_eq!(
+            parse_all(&text, ABC, b"1\ta\t\\x\n").unwrap()[0][2].as_deref(),
+            Some("x")
+        );
+        assert_eq!(
+            parse_all(&text, &["a"], b"\n").unwrap(),
+            vec![row(&[Some("")])]
+        );
         assert_eq!(parse_all(&text, ABC, b"").unwrap().len(), 0);
         // NULL is compared before de-escaping: `\\N` is the text `\N`.
-        assert_eq!(parse_all(&text, &["a"], b"\\\\N\n").unwrap(), vec![row(&[Some("\\N")])]);
+        assert_eq!(
+            parse_all(&text, &["a"], b"\\\\N\n").unwrap(),
+            vec![row(&[Some("\\N")])]
+        );
         let custom = opts(&[("delimiter", Some("|")), ("null", Some("NULL"))]);
         assert_eq!(
             parse_all(&custom, ABC, b"1|NULL|a\\|b\n").unwrap(),
@@ -1595,7 +2093,12 @@ mod tests {
     #[test]
     fn csv_rows_and_errors_like_postgres() {
         let csv = opts(&[("format", Some("csv"))]);
-        let rows = parse_all(&csv, ABC, b"1,\"abc\nde\",x\n2,,\"\"\n1,a ,  b  \n1,\"a\"x,b\n1,x\"a\",b\n").unwrap();
+        let rows = parse_all(
+            &csv,
+            ABC,
+            b"1,\"abc\nde\",x\n2,,\"\"\n1,a ,  b  \n1,\"a\"x,b\n1,x\"a\",b\n",
+        )
+        .unwrap();
         assert_eq!(
             rows,
             vec![
@@ -1609,57 +2112,181 @@ mod tests {
         // `\.` is data in CSV (PostgreSQL 18).
         assert_eq!(parse_all(&csv, &["a"], b"1\n\\.\n2\n").unwrap().len(), 3);
         let cases: &[(&CopyOptions, &[u8], &str, &str, &str)] = &[
-            (&csv, b"1,\"abc\n", "22P04", "unterminated CSV quoted field", "COPY vt, line 1: \"1,\"abc\n\""),
-            (&csv, b"1,a,b,c\n", "22P04", "extra data after last expected column", "COPY vt, line 1: \"1,a,b,c\""),
-            (&csv, b"1\n", "22P04", "missing data for column \"b\"", "COPY vt, line 1: \"1\""),
-            (&csv, b"1,a,b\n\n2,c,d\n", "22P04", "missing data for column \"b\"", "COPY vt, line 2: \"\""),
-            (&csv, b"1,a,b\n2,c\rd,e\n", "22P04", "unquoted carriage return found in data", "COPY vt, line 2"),
-            (&csv, b"1,a,b\r2,c\nd,e\r", "22P04", "unquoted newline found in data", "COPY vt, line 2"),
-            (&csv, b"1,a,b\r\n2,c\rd,e\r\n", "22P04", "unquoted carriage return found in data", "COPY vt, line 2"),
-            (&csv, b"1,a,b\r\n2,c,e\n", "22P04", "unquoted newline found in data", "COPY vt, line 2"),
-            (&csv, b"\xc3\x28,a,b\n", "22021", "invalid byte sequence for encoding \"UTF8\": 0xc3 0x28", "COPY vt, line 1"),
-            (&csv, b"1,a\xe2\x82,b\n", "22021", "invalid byte sequence for encoding \"UTF8\": 0xe2 0x82 0x2c", "COPY vt, line 1"),
+            (
+                &csv,
+                b"1,\"abc\n",
+                "22P04",
+                "unterminated CSV quoted field",
+                "COPY vt, line 1: \"1,\"abc\n\"",
+            ),
+            (
+                &csv,
+                b"1,a,b,c\n",
+                "22P04",
+                "extra data after last expected column",
+                "COPY vt, line 1: \"1,a,b,c\"",
+            ),
+            (
+                &csv,
+                b"1\n",
+                "22P04",
+                "missing data for column \"b\"",
+                "COPY vt, line 1: \"1\"",
+            ),
+            (
+                &csv,
+                b"1,a,b\n\n2,c,d\n",
+                "22P04",
+                "missing data for column \"b\"",
+                "COPY vt, line 2: \"\"",
+            ),
+            (
+                &csv,
+                b"1,a,b\n2,c\rd,e\n",
+                "22P04",
+                "unquoted carriage return found in data",
+                "COPY vt, line 2",
+            ),
+            (
+                &csv,
+                b"1,a,b\r2,c\nd,e\r",
+                "22P04",
+                "unquoted newline found in data",
+                "COPY vt, line 2",
+            ),
+            (
+                &csv,
+                b"1,a,b\r\n2,c\rd,e\r\n",
+                "22P04",
+                "unquoted carriage return found in data",
+                "COPY vt, line 2",
+            ),
+            (
+                &csv,
+                b"1,a,b\r\n2,c,e\n",
+                "22P04",
+                "unquoted newline found in data",
+                "COPY vt, line 2",
+            ),
+            (
+                &csv,
+                b"\xc3\x28,a,b\n",
+                "22021",
+                "invalid byte sequence for encoding \"UTF8\": 0xc3 0x28",
+                "COPY vt, line 1",
+            ),
+            (
+                &csv,
+                b"1,a\xe2\x82,b\n",
+                "22021",
+                "invalid byte sequence for encoding \"UTF8\": 0xe2 0x82 0x2c",
+                "COPY vt, line 1",
+            ),
         ];
         for (o, data, code, message, context) in cases {
             let (e, ctx) = first_error(o, data);
-            assert_eq!((e.code, e.message.as_str(), ctx.as_str()), (*code, *message, *context), "{data:?}");
+            assert_eq!(
+                (e.code, e.message.as_str(), ctx.as_str()),
+                (*code, *message, *context),
+                "{data:?}"
+            );
         }
         let (e, _) = first_error(&csv, b"1,a,b\r\n2,c\rd,e\r\n");
-        assert_eq!(e.hint.as_deref(), Some("Use quoted CSV field to represent carriage return."));
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("Use quoted CSV field to represent carriage return.")
+        );
         let backslash = opts(&[("format", Some("csv")), ("escape", Some("\\"))]);
         let (e, ctx) = first_error(&backslash, b"1,a\\\"b,c\n");
-        assert_eq!((e.message.as_str(), ctx.as_str()), ("unterminated CSV quoted field", "COPY vt, line 1: \"1,a\\\"b,c\n\""));
+        assert_eq!(
+            (e.message.as_str(), ctx.as_str()),
+            (
+                "unterminated CSV quoted field",
+                "COPY vt, line 1: \"1,a\\\"b,c\n\""
+            )
+        );
         // QUOTE '''' ESCAPE '\': 1,'a\'b',c → a'b
-        let single = opts(&[("format", Some("csv")), ("quote", Some("'")), ("escape", Some("\\"))]);
-        assert_eq!(parse_all(&single, ABC, b"1,'a\\'b',c\n").unwrap()[0][1].as_deref(), Some("a'b"));
+        let single = opts(&[
+            ("format", Some("csv")),
+            ("quote", Some("'")),
+            ("escape", Some("\\")),
+        ]);
+        assert_eq!(
+            parse_all(&single, ABC, b"1,'a\\'b',c\n").unwrap()[0][1].as_deref(),
+            Some("a'b")
+        );
         // NULL 'x': unquoted x is NULL, quoted "x" is the text x.
         let null_x = opts(&[("format", Some("csv")), ("null", Some("x"))]);
-        assert_eq!(parse_all(&null_x, ABC, b"1,x,\"x\"\n").unwrap(), vec![row(&[Some("1"), None, Some("x")])]);
+        assert_eq!(
+            parse_all(&null_x, ABC, b"1,x,\"x\"\n").unwrap(),
+            vec![row(&[Some("1"), None, Some("x")])]
+        );
         // FORCE_NOT_NULL / FORCE_NULL
-        let fnn = opts(&[("format", Some("csv")), ("force_not_null", Some("b")), ("force_null", Some("c"))]);
-        assert_eq!(parse_all(&fnn, ABC, b"1,,\"\"\n").unwrap(), vec![row(&[Some("1"), Some(""), None])]);
+        let fnn = opts(&[
+            ("format", Some("csv")),
+            ("force_not_null", Some("b")),
+            ("force_null", Some("c")),
+        ]);
+        assert_eq!(
+            parse_all(&fnn, ABC, b"1,,\"\"\n").unwrap(),
+            vec![row(&[Some("1"), Some(""), None])]
+        );
     }
 
     #[test]
     fn headers_skip_or_match() {
         let csv_header = opts(&[("format", Some("csv")), ("header", Some("true"))]);
-        assert_eq!(parse_all(&csv_header, ABC, b"a,b,c\n1,\"\",\n").unwrap(), vec![row(&[Some("1"), Some(""), None])]);
+        assert_eq!(
+            parse_all(&csv_header, ABC, b"a,b,c\n1,\"\",\n").unwrap(),
+            vec![row(&[Some("1"), Some(""), None])]
+        );
         let text_header = opts(&[("header", None)]);
-        assert_eq!(parse_all(&text_header, ABC, b"whatever\n1\t2\t3\n").unwrap().len(), 1);
+        assert_eq!(
+            parse_all(&text_header, ABC, b"whatever\n1\t2\t3\n")
+                .unwrap()
+                .len(),
+            1
+        );
         let csv_match = opts(&[("format", Some("csv")), ("header", Some("match"))]);
-        assert_eq!(parse_all(&csv_match, ABC, b"a,b,c\n5,\"\",\n").unwrap().len(), 1);
+        assert_eq!(
+            parse_all(&csv_match, ABC, b"a,b,c\n5,\"\",\n")
+                .unwrap()
+                .len(),
+            1
+        );
         let cases: &[(&CopyOptions, &[u8], &str, &str)] = &[
-            (&csv_match, b"a,b,x\n", "column name mismatch in header line field 3: got \"x\", expected \"c\"", "COPY vt, line 1: \"a,b,x\""),
-            (&csv_match, b"a,b\n", "wrong number of fields in header line: got 2, expected 3", "COPY vt, line 1: \"a,b\""),
-            (&csv_match, b"\"a\",\\N,c\n", "column name mismatch in header line field 2: got \"\\N\", expected \"b\"", "COPY vt, line 1: \"\"a\",\\N,c\""),
+            (
+                &csv_match,
+                b"a,b,x\n",
+                "column name mismatch in header line field 3: got \"x\", expected \"c\"",
+                "COPY vt, line 1: \"a,b,x\"",
+            ),
+            (
+                &csv_match,
+                b"a,b\n",
+                "wrong number of fields in header line: got 2, expected 3",
+                "COPY vt, line 1: \"a,b\"",
+            ),
+            (
+                &csv_match,
+                b"\"a\",\\N,c\n",
+                "column name mismatch in header line field 2: got \"\\N\", expected \"b\"",
+                "COPY vt, line 1: \"\"a\",\\N,c\"",
+            ),
         ];
         for (o, data, message, context) in cases {
             let (e, ctx) = first_error(o, data);
-            assert_eq!((e.code, e.message.as_str(), ctx.as_str()), ("22P04", *message, *context));
+            assert_eq!(
+                (e.code, e.message.as_str(), ctx.as_str()),
+                ("22P04", *message, *context)
+            );
         }
         let text_match = opts(&[("header", Some("match"))]);
         let (e, ctx) = first_error(&text_match, b"a\t\\N\tc\n");
-        assert_eq!(e.message, "column name mismatch in header line field 2: got null value (\"\\N\"), expected \"b\"");
+        assert_eq!(
+            e.message,
+            "column name mismatch in header line field 2: got null value (\"\\N\"), expected \"b\""
+        );
         assert_eq!(ctx, "COPY vt, line 1: \"a\t\\N\tc\"");
     }
 
@@ -1677,8 +2304,14 @@ mod tests {
         assert_eq!(r.get(1), Some("D"));
         assert_eq!(p.line_number(), 2);
         assert!(p.next_row().unwrap().is_none());
-        assert_eq!(column_context("vt", 1, "a", Some("abc")), "COPY vt, line 1, column a: \"abc\"");
-        assert_eq!(column_context("vt", 4, "a", None), "COPY vt, line 4, column a: null input");
+        assert_eq!(
+            column_context("vt", 1, "a", Some("abc")),
+            "COPY vt, line 1, column a: \"abc\""
+        );
+        assert_eq!(
+            column_context("vt", 4, "a", None),
+            "COPY vt, line 4, column a: null input"
+        );
         let long = "x".repeat(150);
         assert_eq!(clip_for_context(&long), format!("{}...", "x".repeat(100)));
     }
@@ -1687,9 +2320,21 @@ mod tests {
     fn text_and_csv_output_like_postgres() {
         // COPY o TO STDOUT for the values of `o` (one text column), then with CSV options.
         let values: &[Option<&str>] = &[
-            Some("plain"), Some(""), None, Some("a,b"), Some("q\"q"), Some("l\nf"), Some("c\rr"),
-            Some("\\."), Some(" sp "), Some("t\tb"), Some("back\\s"), Some("NULL"), Some("x"),
-            Some("\u{1}v\u{7f}"), Some("\u{b}\u{8}\u{c}"),
+            Some("plain"),
+            Some(""),
+            None,
+            Some("a,b"),
+            Some("q\"q"),
+            Some("l\nf"),
+            Some("c\rr"),
+            Some("\\."),
+            Some(" sp "),
+            Some("t\tb"),
+            Some("back\\s"),
+            Some("NULL"),
+            Some("x"),
+            Some("\u{1}v\u{7f}"),
+            Some("\u{b}\u{8}\u{c}"),
         ];
         let text_want = "plain\n\n\\N\na,b\nq\"q\nl\\nf\nc\\rr\n\\\\.\n sp \nt\\tb\nback\\\\s\nNULL\nx\n\u{1}v\u{7f}\n\\v\\b\\f\n";
         let csv_want = "plain\n\"\"\n\n\"a,b\"\n\"q\"\"q\"\n\"l\nf\"\n\"c\rr\"\n\"\\.\"\n sp \nt\tb\nback\\s\nNULL\nx\n\u{1}v\u{7f}\n\u{b}\u{8}\u{c}\n";
@@ -1713,7 +2358,11 @@ mod tests {
             write_csv_row(&[v], &null_x, &mut out);
         }
         assert_eq!(String::from_utf8(out).unwrap().trim_end(), csv_null_x);
-        let quote = opts(&[("format", Some("csv")), ("quote", Some("'")), ("escape", Some("\\"))]);
+        let quote = opts(&[
+            ("format", Some("csv")),
+            ("quote", Some("'")),
+            ("escape", Some("\\")),
+        ]);
         let mut out = Vec::new();
         for v in &values[..8] {
             write_csv_row(&[*v], &quote, &mut out);
@@ -1735,11 +2384,16 @@ mod tests {
     fn encoder_writes_arrow_rows_and_headers() {
         // COPY "we,ird" TO STDOUT (FORMAT csv, HEADER) → a b,"c,d","q""x"; text header → a b\tc,d\tq"x
         let names = vec!["a b".to_string(), "c,d".to_string(), "q\"x".to_string()];
-        let csv_header = CopyOptions::from_pairs_for(&pairs(&[("format", Some("csv")), ("header", None)]), CopyDirection::To).unwrap();
+        let csv_header = CopyOptions::from_pairs_for(
+            &pairs(&[("format", Some("csv")), ("header", None)]),
+            CopyDirection::To,
+        )
+        .unwrap();
         let mut out = Vec::new();
         CopyEncoder::new(&csv_header, names.clone()).write_header(&mut out);
         assert_eq!(out, b"a b,\"c,d\",\"q\"\"x\"\n");
-        let text_header = CopyOptions::from_pairs_for(&pairs(&[("header", None)]), CopyDirection::To).unwrap();
+        let text_header =
+            CopyOptions::from_pairs_for(&pairs(&[("header", None)]), CopyDirection::To).unwrap();
         let mut out = Vec::new();
         CopyEncoder::new(&text_header, names).write_header(&mut out);
         assert_eq!(out, b"a b\tc,d\tq\"x\n");
@@ -1754,9 +2408,15 @@ mod tests {
         text.write_row(&columns, 0, &fmt, &mut out);
         text.write_row(&columns, 1, &fmt, &mut out);
         assert_eq!(out, b"1\ta\\tb\n\\N\t\n");
-        let forced = CopyOptions::from_pairs_for(&pairs(&[("format", Some("csv")), ("force_quote", Some("i"))]), CopyDirection::To).unwrap();
+        let forced = CopyOptions::from_pairs_for(
+            &pairs(&[("format", Some("csv")), ("force_quote", Some("i"))]),
+            CopyDirection::To,
+        )
+        .unwrap();
         let mut csv = CopyEncoder::new(&forced, vec!["i".into(), "s".into()]);
-        let batch = RecordBatch::try_from_iter(vec![("i", columns[0].clone()), ("s", columns[1].clone())]).unwrap();
+        let batch =
+            RecordBatch::try_from_iter(vec![("i", columns[0].clone()), ("s", columns[1].clone())])
+                .unwrap();
         let mut out = Vec::new();
         csv.write_batch(&batch, &fmt, &mut out);
         assert_eq!(out, b"\"1\",a\tb\n,\"\"\n");
@@ -1782,7 +2442,10 @@ mod tests {
         assert!(parser.next_row().unwrap().is_none());
         assert_eq!(count, 100_000);
         assert_eq!(parser.line_number(), 100_000);
-        assert!(parser.buf.len() < 200_000, "the buffer is compacted as rows are read");
+        assert!(
+            parser.buf.len() < 200_000,
+            "the buffer is compacted as rows are read"
+        );
     }
 
     /// Throughput of COPY FROM parsing plus conversion to Arrow, for a rough number:
@@ -1795,13 +2458,34 @@ mod tests {
         let rows = 1_000_000;
         let mut data = Vec::new();
         for i in 0..rows {
-            data.extend_from_slice(format!("{i}\tname number {i}\t2024-01-31 12:34:{:02}.789+00\t{}.45\n", i % 60, i % 100_000).as_bytes());
+            data.extend_from_slice(
+                format!(
+                    "{i}\tname number {i}\t2024-01-31 12:34:{:02}.789+00\t{}.45\n",
+                    i % 60,
+                    i % 100_000
+                )
+                .as_bytes(),
+            );
         }
-        let types = [PgType::Int4, PgType::Text, PgType::Timestamptz, PgType::Numeric { precision: 10, scale: 2 }];
+        let types = [
+            PgType::Int4,
+            PgType::Text,
+            PgType::Timestamptz,
+            PgType::Numeric {
+                precision: 10,
+                scale: 2,
+            },
+        ];
         let fmt = TextFormat::default();
         let started = std::time::Instant::now();
-        let mut parser = CopyParser::new(&opts(&[]), vec!["a".into(), "b".into(), "c".into(), "d".into()]);
-        let mut columns: Vec<ColumnParser> = types.iter().map(|t| ColumnParser::with_capacity(*t, 8192)).collect();
+        let mut parser = CopyParser::new(
+            &opts(&[]),
+            vec!["a".into(), "b".into(), "c".into(), "d".into()],
+        );
+        let mut columns: Vec<ColumnParser> = types
+            .iter()
+            .map(|t| ColumnParser::with_capacity(*t, 8192))
+            .collect();
         let mut count = 0;
         for chunk in data.chunks(65536) {
             parser.feed(chunk);

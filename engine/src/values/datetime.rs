@@ -53,7 +53,11 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_from_march = (5 * day_of_year + 2) / 153;
     let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
-    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month as u32, day)
 }
@@ -94,13 +98,20 @@ const MAX_OFFSET_SECS: i32 = 15 * 3600 + 59 * 60 + 59;
 
 impl SessionZone {
     pub fn utc() -> SessionZone {
-        SessionZone { kind: ZoneKind::Fixed(0) }
+        SessionZone {
+            kind: ZoneKind::Fixed(0),
+        }
     }
 
     /// A fixed zone `east_secs` seconds east of UTC (negative: west).
     pub fn fixed(east_secs: i32) -> SessionZone {
-        assert!(east_secs.abs() <= MAX_OFFSET_SECS * 2, "offset {east_secs}s is not a zone");
-        SessionZone { kind: ZoneKind::Fixed(east_secs) }
+        assert!(
+            east_secs.abs() <= MAX_OFFSET_SECS * 2,
+            "offset {east_secs}s is not a zone"
+        );
+        SessionZone {
+            kind: ZoneKind::Fixed(east_secs),
+        }
     }
 
     /// Reads a `TimeZone` setting; `None` when PostgreSQL would reject it.
@@ -111,7 +122,10 @@ impl SessionZone {
         }
         let lower = s.to_ascii_lowercase();
         let utc_alias = lower.strip_prefix("etc/").unwrap_or(&lower);
-        if matches!(utc_alias, "utc" | "uct" | "gmt" | "universal" | "zulu" | "greenwich") {
+        if matches!(
+            utc_alias,
+            "utc" | "uct" | "gmt" | "universal" | "zulu" | "greenwich"
+        ) {
             return Some(SessionZone::utc());
         }
         // A plain number is hours east, fractions allowed (`5.5` is +05:30).
@@ -125,7 +139,9 @@ impl SessionZone {
         let starts_alpha = s.as_bytes()[0].is_ascii_alphabetic();
         if starts_alpha {
             if let Ok(tz) = Tz::from_str(s) {
-                return Some(SessionZone { kind: ZoneKind::Named(tz) });
+                return Some(SessionZone {
+                    kind: ZoneKind::Named(tz),
+                });
             }
         }
         if let Some(east) = parse_posix_fixed(s) {
@@ -135,7 +151,9 @@ impl SessionZone {
         // `Europe/Berlin`, `America/St_Johns`.
         if starts_alpha && s.contains('/') {
             if let Ok(tz) = Tz::from_str(&title_case_zone(s)) {
-                return Some(SessionZone { kind: ZoneKind::Named(tz) });
+                return Some(SessionZone {
+                    kind: ZoneKind::Named(tz),
+                });
             }
         }
         None
@@ -195,7 +213,9 @@ impl SessionZone {
 fn naive_from_micros(micros: i64) -> chrono::NaiveDateTime {
     const LIMIT: i64 = 8_210_298_412_799_999_999; // +262143-12-31T23:59:59.999999
     let clamped = micros.clamp(-LIMIT, LIMIT);
-    DateTime::from_timestamp_micros(clamped).map(|d| d.naive_utc()).unwrap_or_default()
+    DateTime::from_timestamp_micros(clamped)
+        .map(|d| d.naive_utc())
+        .unwrap_or_default()
 }
 
 /// `[+-]digits[.digits]` and nothing else, as `strtod` would accept it in the TimeZone check.
@@ -232,8 +252,7 @@ fn parse_posix_fixed(s: &str) -> Option<i32> {
     let mut fields = 0;
     for (i, part) in body.split(':').enumerate() {
         let limit = if i == 0 { 24 } else { 59 };
-        if i > 2 || part.is_empty() || part.len() > 2 || !part.bytes().all(|b| b.is_ascii_digit())
-        {
+        if i > 2 || part.is_empty() || part.len() > 2 || !part.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
         let v: i32 = part.parse().ok()?;
@@ -312,12 +331,17 @@ mod tests {
         // '2024-10-27 02:30'::timestamptz → 2024-10-27 02:30:00+01 (repeated hour)
         // '2024-03-31 02:30'::timestamptz → 2024-03-31 03:30:00+02 (skipped hour)
         let berlin = SessionZone::parse("Europe/Berlin").unwrap();
-        let local = |y, m, d, h: i64, mi: i64| days_from_civil(y, m, d) * USECS_PER_DAY + (h * 60 + mi) * 60_000_000;
+        let local = |y, m, d, h: i64, mi: i64| {
+            days_from_civil(y, m, d) * USECS_PER_DAY + (h * 60 + mi) * 60_000_000
+        };
         let utc = berlin.local_to_utc(local(2024, 10, 27, 2, 30));
         assert_eq!(utc, local(2024, 10, 27, 1, 30));
         let utc = berlin.local_to_utc(local(2024, 3, 31, 2, 30));
         assert_eq!(utc, local(2024, 3, 31, 1, 30));
         assert_eq!(berlin.offset_at_utc(utc), 7200);
-        assert_eq!(berlin.local_to_utc(local(2024, 7, 1, 12, 0)), local(2024, 7, 1, 10, 0));
+        assert_eq!(
+            berlin.local_to_utc(local(2024, 7, 1, 12, 0)),
+            local(2024, 7, 1, 10, 0)
+        );
     }
 }

@@ -141,8 +141,10 @@ fn scan_digits_with_underscores(
             }
             digits += 1;
             i += 1;
-        } else if c == b'_' && (digits > 0 || radix != 10)
-            && b.get(i + 1).is_some_and(|&n| digit_value(n, radix).is_some())
+        } else if c == b'_'
+            && (digits > 0 || radix != 10)
+            && b.get(i + 1)
+                .is_some_and(|&n| digit_value(n, radix).is_some())
         {
             i += 1;
         } else {
@@ -171,7 +173,11 @@ fn parse_integer(s: &str, min: i64, max: i64, type_name: &str) -> Result<i64, Pg
         _ => false,
     };
     let (radix, start) = radix_prefix(b, i);
-    let limit = if negative { min.unsigned_abs() } else { max as u64 };
+    let limit = if negative {
+        min.unsigned_abs()
+    } else {
+        max as u64
+    };
     let Some((magnitude, digits, mut end)) = scan_digits_with_underscores(b, start, radix, limit)
     else {
         return Err(out_of_range_value(type_name, s));
@@ -182,7 +188,11 @@ fn parse_integer(s: &str, min: i64, max: i64, type_name: &str) -> Result<i64, Pg
     if digits == 0 || end != b.len() {
         return Err(invalid_syntax(type_name, s));
     }
-    Ok(if negative { (magnitude as i64).wrapping_neg() } else { magnitude as i64 })
+    Ok(if negative {
+        (magnitude as i64).wrapping_neg()
+    } else {
+        magnitude as i64
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -190,7 +200,8 @@ fn parse_integer(s: &str, min: i64, max: i64, type_name: &str) -> Result<i64, Pg
 
 pub fn parse_float8(s: &str) -> Result<f64, PgError> {
     let t = trim_pg_space(s);
-    let (value, nonzero) = parse_float_text::<f64>(t).ok_or_else(|| invalid_syntax("double precision", s))?;
+    let (value, nonzero) =
+        parse_float_text::<f64>(t).ok_or_else(|| invalid_syntax("double precision", s))?;
     if (value == 0.0 && nonzero) || (value.is_infinite() && !is_infinity_word(t)) {
         return Err(PgError::new(
             sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
@@ -346,7 +357,11 @@ fn parse_hex_float(s: &str) -> Option<f64> {
 /// 22003 `numeric field overflow` with PostgreSQL's detail for `numeric(precision, scale)`.
 pub fn numeric_field_overflow(precision: u8, scale: i8) -> PgError {
     let integer_digits = i32::from(precision) - i32::from(scale);
-    let bound = if integer_digits == 0 { "1".to_string() } else { format!("10^{integer_digits}") };
+    let bound = if integer_digits == 0 {
+        "1".to_string()
+    } else {
+        format!("10^{integer_digits}")
+    };
     PgError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow").with_detail(
         format!(
             "A field with precision {precision}, scale {scale} must round to an absolute value less than {bound}."
@@ -356,15 +371,22 @@ pub fn numeric_field_overflow(precision: u8, scale: i8) -> PgError {
 
 /// 22003 for `Infinity` into `numeric(precision, scale)`.
 pub fn numeric_infinite_overflow(precision: u8, scale: i8) -> PgError {
-    PgError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow").with_detail(
-        format!("A field with precision {precision}, scale {scale} cannot hold an infinite value."),
+    PgError::new(
+        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+        "numeric field overflow",
     )
+    .with_detail(format!(
+        "A field with precision {precision}, scale {scale} cannot hold an infinite value."
+    ))
 }
 
 /// `NaN` cannot be stored in iolab's `Decimal128` numeric columns.
 pub fn numeric_nan_unsupported() -> PgError {
-    PgError::new(sqlstate::FEATURE_NOT_SUPPORTED, "numeric NaN is not supported")
-        .with_detail("iolab stores numeric values as 128-bit fixed-point numbers, which have no NaN.")
+    PgError::new(
+        sqlstate::FEATURE_NOT_SUPPORTED,
+        "numeric NaN is not supported",
+    )
+    .with_detail("iolab stores numeric values as 128-bit fixed-point numbers, which have no NaN.")
 }
 
 /// 10^n for n in 0..=38.
@@ -394,14 +416,20 @@ pub fn parse_numeric(s: &str, precision: u8, scale: i8) -> Result<i128, PgError>
     let (radix, digits_start) = radix_prefix(b, start);
     if radix != 10 {
         // Prefixed integers: no fraction, no exponent.
-        let Some((magnitude, digits, end)) = scan_digits_with_underscores(b, digits_start, radix, u64::MAX)
+        let Some((magnitude, digits, end)) =
+            scan_digits_with_underscores(b, digits_start, radix, u64::MAX)
         else {
             return Err(numeric_field_overflow(precision, scale));
         };
         if digits == 0 || end != b.len() {
             return Err(bad());
         }
-        let decimal = magnitude.to_string().into_bytes().iter().map(|d| d - b'0').collect();
+        let decimal = magnitude
+            .to_string()
+            .into_bytes()
+            .iter()
+            .map(|d| d - b'0')
+            .collect();
         return decimal_to_scaled(negative, decimal, 0, precision, scale);
     }
     // Decimal digits (with `_` between digits), an optional fraction, an optional exponent.
@@ -466,7 +494,13 @@ pub fn parse_numeric(s: &str, precision: u8, scale: i8) -> Result<i128, PgError>
         return Err(bad());
     }
     // Leading zeros of the fraction were dropped from `digits` but still count as places.
-    decimal_to_scaled(negative, digits, exponent - fraction_digits, precision, scale)
+    decimal_to_scaled(
+        negative,
+        digits,
+        exponent - fraction_digits,
+        precision,
+        scale,
+    )
 }
 
 /// The decimal `digits × 10^exp10` (digits most significant first, no leading zeros) as a
@@ -542,7 +576,11 @@ pub fn check_varchar(s: &str, n: u32) -> Result<&str, PgError> {
 /// `char(n)`: at most `n` characters (trailing spaces beyond are cut), then blank-padded to `n`.
 pub fn bpchar_value(s: &str, n: u32) -> Result<Cow<'_, str>, PgError> {
     let fitted = fit_length(s, n, "character")?;
-    let chars = if fitted.is_ascii() { fitted.len() } else { fitted.chars().count() };
+    let chars = if fitted.is_ascii() {
+        fitted.len()
+    } else {
+        fitted.chars().count()
+    };
     if chars >= n as usize {
         return Ok(Cow::Borrowed(fitted));
     }
@@ -622,8 +660,18 @@ impl DtFields {
 
 fn month_from_name(w: &str) -> Option<u32> {
     const MONTHS: [&str; 12] = [
-        "january", "february", "march", "april", "may", "june", "july", "august", "september",
-        "october", "november", "december",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
     ];
     if w.len() < 3 {
         return None;
@@ -638,9 +686,19 @@ fn month_from_name(w: &str) -> Option<u32> {
 }
 
 fn is_day_name(w: &str) -> bool {
-    const DAYS: [&str; 7] = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"];
+    const DAYS: [&str; 7] = [
+        "sunday",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+    ];
     matches!(w, "tues" | "wednes" | "thur" | "thurs")
-        || DAYS.iter().any(|d| w.len() == 3 && d.starts_with(w) || *d == w)
+        || DAYS
+            .iter()
+            .any(|d| w.len() == 3 && d.starts_with(w) || *d == w)
 }
 
 /// Zone abbreviations PostgreSQL's default set knows and iolab reads (hours east).
@@ -747,7 +805,10 @@ fn read_datetime(s: &str, order: DateOrder) -> Result<DtFields, DtError> {
             let mut j = scan_while(b, i, |c| c.is_ascii_alphabetic());
             if b.get(j) == Some(&b'/') {
                 j = scan_while(b, j, |c| c.is_ascii_alphanumeric() || b"/_-+".contains(&c));
-            } else if j == i + 1 && matches!(c, b'T' | b't') && b.get(j).is_some_and(u8::is_ascii_digit) {
+            } else if j == i + 1
+                && matches!(c, b'T' | b't')
+                && b.get(j).is_some_and(u8::is_ascii_digit)
+            {
                 // ISO 8601's `T` between date and time, after a space-separated date
                 f.tokens -= 1;
                 i = j;
@@ -856,7 +917,13 @@ fn read_number(digits: &str, f: &mut DtFields) -> Result<(), DtError> {
 }
 
 /// `y-m-d`, `m/d/y`, `d.m.y`, `2024-Jan-31`, `31-Jan-2024`, … starting at `s[i..]`.
-fn read_date(s: &str, mut i: usize, sep: u8, order: DateOrder, f: &mut DtFields) -> Result<usize, DtError> {
+fn read_date(
+    s: &str,
+    mut i: usize,
+    sep: u8,
+    order: DateOrder,
+    f: &mut DtFields,
+) -> Result<usize, DtError> {
     let b = s.as_bytes();
     let mut parts: Vec<&str> = Vec::with_capacity(3);
     loop {
@@ -867,7 +934,10 @@ fn read_date(s: &str, mut i: usize, sep: u8, order: DateOrder, f: &mut DtFields)
         };
         parts.push(&s[i..j]);
         i = j;
-        if parts.len() == 3 || b.get(i) != Some(&sep) || !b.get(i + 1).is_some_and(u8::is_ascii_alphanumeric) {
+        if parts.len() == 3
+            || b.get(i) != Some(&sep)
+            || !b.get(i + 1).is_some_and(u8::is_ascii_alphanumeric)
+        {
             break;
         }
         i += 1;
@@ -883,7 +953,9 @@ fn read_date(s: &str, mut i: usize, sep: u8, order: DateOrder, f: &mut DtFields)
         if p.len() > 10 {
             return Err(DtError::Field);
         }
-        p.parse::<i64>().map(|v| (v, p.len())).map_err(|_| DtError::Syntax)
+        p.parse::<i64>()
+            .map(|v| (v, p.len()))
+            .map_err(|_| DtError::Syntax)
     };
     let is_alpha = |p: &str| p.as_bytes()[0].is_ascii_alphabetic();
     let (year, month, day);
@@ -1010,7 +1082,9 @@ fn read_iso(s: &str) -> Option<DateTimeValue> {
     let b = s.as_bytes();
     let digits = |from: usize, n: usize| -> Option<u32> {
         let part = b.get(from..from + n)?;
-        part.iter().try_fold(0u32, |acc, &c| c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0')))
+        part.iter().try_fold(0u32, |acc, &c| {
+            c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
+        })
     };
     if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
@@ -1021,7 +1095,11 @@ fn read_iso(s: &str) -> Option<DateTimeValue> {
     }
     let days = days_from_civil(year, month, day);
     if b.len() == 10 {
-        return Some(DateTimeValue { days, time_micros: 0, zone: None });
+        return Some(DateTimeValue {
+            days,
+            time_micros: 0,
+            zone: None,
+        });
     }
     if !matches!(b[10], b' ' | b'T') || b.get(13) != Some(&b':') {
         return None;
@@ -1062,8 +1140,13 @@ fn read_iso(s: &str) -> Option<DateTimeValue> {
         }
         Some(_) => return None,
     };
-    let time_micros = (i64::from(hour * 3600 + minute * 60 + second)) * 1_000_000 + i64::from(micros);
-    Some(DateTimeValue { days, time_micros, zone })
+    let time_micros =
+        (i64::from(hour * 3600 + minute * 60 + second)) * 1_000_000 + i64::from(micros);
+    Some(DateTimeValue {
+        days,
+        time_micros,
+        zone,
+    })
 }
 
 fn decode(s: &str, fmt: &TextFormat) -> Result<Decoded, DtError> {
@@ -1094,7 +1177,11 @@ fn decode_general(s: &str, fmt: &TextFormat) -> Result<Decoded, DtError> {
                 _ => 0,
             };
             let time_micros = time_of_day(&f)?;
-            return Ok(Decoded::Value(DateTimeValue { days, time_micros, zone: f.zone }));
+            return Ok(Decoded::Value(DateTimeValue {
+                days,
+                time_micros,
+                zone: f.zone,
+            }));
         }
         return Ok(Decoded::Special(sp));
     }
@@ -1132,12 +1219,20 @@ fn decode_general(s: &str, fmt: &TextFormat) -> Result<Decoded, DtError> {
     }
     let days = days_from_civil(year, month, day);
     let time_micros = time_of_day(&f)?;
-    Ok(Decoded::Value(DateTimeValue { days, time_micros, zone: f.zone }))
+    Ok(Decoded::Value(DateTimeValue {
+        days,
+        time_micros,
+        zone: f.zone,
+    }))
 }
 
 fn time_of_day(f: &DtFields) -> Result<i64, DtError> {
     let Some((mut h, m, s, micros)) = f.time else {
-        return if f.pm.is_some() { Err(DtError::Syntax) } else { Ok(0) };
+        return if f.pm.is_some() {
+            Err(DtError::Syntax)
+        } else {
+            Ok(0)
+        };
     };
     if let Some(pm) = f.pm {
         if !(1..=12).contains(&h) {
@@ -1182,7 +1277,10 @@ fn datetime_error(err: DtError, type_name: &str, s: &str) -> PgError {
 }
 
 fn range_error(what: &str, s: &str) -> PgError {
-    PgError::new(sqlstate::DATETIME_FIELD_OVERFLOW, format!("{what} out of range: \"{s}\""))
+    PgError::new(
+        sqlstate::DATETIME_FIELD_OVERFLOW,
+        format!("{what} out of range: \"{s}\""),
+    )
 }
 
 /// `date_in`: days since 1970-01-01 (Arrow `Date32`); a time of day or zone is ignored.
@@ -1193,7 +1291,11 @@ pub fn parse_date(s: &str, fmt: &TextFormat) -> Result<i32, PgError> {
             Special::Infinity => return Ok(DATE_POS_INFINITY),
             Special::NegInfinity => return Ok(DATE_NEG_INFINITY),
             Special::Now | Special::Today | Special::Tomorrow | Special::Yesterday => {
-                let today = fmt.time_zone.utc_to_local(fmt.now()).0.div_euclid(USECS_PER_DAY);
+                let today = fmt
+                    .time_zone
+                    .utc_to_local(fmt.now())
+                    .0
+                    .div_euclid(USECS_PER_DAY);
                 today
                     + match sp {
                         Special::Tomorrow => 1,
@@ -1232,7 +1334,11 @@ pub fn parse_timestamp(s: &str, fmt: &TextFormat) -> Result<i64, PgError> {
             Special::NegInfinity => TS_NEG_INFINITY,
             Special::Now => fmt.time_zone.utc_to_local(fmt.now()).0,
             Special::Today | Special::Tomorrow | Special::Yesterday => {
-                let today = fmt.time_zone.utc_to_local(fmt.now()).0.div_euclid(USECS_PER_DAY);
+                let today = fmt
+                    .time_zone
+                    .utc_to_local(fmt.now())
+                    .0
+                    .div_euclid(USECS_PER_DAY);
                 let shift = match sp {
                     Special::Tomorrow => 1,
                     Special::Yesterday => -1,
@@ -1256,7 +1362,11 @@ pub fn parse_timestamptz(s: &str, fmt: &TextFormat) -> Result<i64, PgError> {
             Special::NegInfinity => TS_NEG_INFINITY,
             Special::Now => fmt.now(),
             Special::Today | Special::Tomorrow | Special::Yesterday => {
-                let today = fmt.time_zone.utc_to_local(fmt.now()).0.div_euclid(USECS_PER_DAY);
+                let today = fmt
+                    .time_zone
+                    .utc_to_local(fmt.now())
+                    .0
+                    .div_euclid(USECS_PER_DAY);
                 let shift = match sp {
                     Special::Tomorrow => 1,
                     Special::Yesterday => -1,
@@ -1514,28 +1624,53 @@ mod tests {
 
     #[test]
     fn integer_errors_match_postgres() {
-        let syntax = |s: &str| ("22P02".to_string(), format!("invalid input syntax for type integer: \"{s}\""));
-        for s in ["", "abc", "0x", "1__0", "_1", "1.5", "1e3", "- 1", "+-1", "1_", " "] {
+        let syntax = |s: &str| {
+            (
+                "22P02".to_string(),
+                format!("invalid input syntax for type integer: \"{s}\""),
+            )
+        };
+        for s in [
+            "", "abc", "0x", "1__0", "_1", "1.5", "1e3", "- 1", "+-1", "1_", " ",
+        ] {
             assert_eq!(err(parse_int4(s)), syntax(s), "{s:?}");
         }
         assert_eq!(
             err(parse_int4("99999999999")),
-            ("22003".into(), "value \"99999999999\" is out of range for type integer".into())
+            (
+                "22003".into(),
+                "value \"99999999999\" is out of range for type integer".into()
+            )
         );
         assert_eq!(
             err(parse_int4("0x80000000")),
-            ("22003".into(), "value \"0x80000000\" is out of range for type integer".into())
+            (
+                "22003".into(),
+                "value \"0x80000000\" is out of range for type integer".into()
+            )
         );
         assert_eq!(
             err(parse_int2("100000")),
-            ("22003".into(), "value \"100000\" is out of range for type smallint".into())
+            (
+                "22003".into(),
+                "value \"100000\" is out of range for type smallint".into()
+            )
         );
         assert_eq!(
             err(parse_int8("9223372036854775808")),
-            ("22003".into(), "value \"9223372036854775808\" is out of range for type bigint".into())
+            (
+                "22003".into(),
+                "value \"9223372036854775808\" is out of range for type bigint".into()
+            )
         );
-        assert_eq!(err(parse_int2("x")).1, "invalid input syntax for type smallint: \"x\"");
-        assert_eq!(err(parse_int8("x")).1, "invalid input syntax for type bigint: \"x\"");
+        assert_eq!(
+            err(parse_int2("x")).1,
+            "invalid input syntax for type smallint: \"x\""
+        );
+        assert_eq!(
+            err(parse_int8("x")).1,
+            "invalid input syntax for type bigint: \"x\""
+        );
     }
 
     #[test]
@@ -1565,20 +1700,41 @@ mod tests {
     fn float_errors_match_postgres() {
         assert_eq!(
             err(parse_float8("1e400")),
-            ("22003".into(), "\"1e400\" is out of range for type double precision".into())
+            (
+                "22003".into(),
+                "\"1e400\" is out of range for type double precision".into()
+            )
         );
-        assert_eq!(err(parse_float8(" 1e400 ")).1, "\"1e400\" is out of range for type double precision");
-        assert_eq!(err(parse_float8("1e-400")).1, "\"1e-400\" is out of range for type double precision");
-        assert_eq!(err(parse_float4("1e39")).1, "\"1e39\" is out of range for type real");
-        assert_eq!(err(parse_float4("1e-46")).1, "\"1e-46\" is out of range for type real");
+        assert_eq!(
+            err(parse_float8(" 1e400 ")).1,
+            "\"1e400\" is out of range for type double precision"
+        );
+        assert_eq!(
+            err(parse_float8("1e-400")).1,
+            "\"1e-400\" is out of range for type double precision"
+        );
+        assert_eq!(
+            err(parse_float4("1e39")).1,
+            "\"1e39\" is out of range for type real"
+        );
+        assert_eq!(
+            err(parse_float4("1e-46")).1,
+            "\"1e-46\" is out of range for type real"
+        );
         assert_eq!(
             err(parse_float4("abc")),
-            ("22P02".into(), "invalid input syntax for type real: \"abc\"".into())
+            (
+                "22P02".into(),
+                "invalid input syntax for type real: \"abc\"".into()
+            )
         );
         for s in ["abc", "1_000.5", ".e5", "1e", "", "e5", "."] {
             assert_eq!(
                 err(parse_float8(s)),
-                ("22P02".into(), format!("invalid input syntax for type double precision: \"{s}\"")),
+                (
+                    "22P02".into(),
+                    format!("invalid input syntax for type double precision: \"{s}\"")
+                ),
                 "{s:?}"
             );
         }
@@ -1639,10 +1795,15 @@ mod tests {
         );
         assert_eq!(err(parse_numeric("-inf", 5, 2)).0, "22003");
         assert_eq!(err(parse_numeric("NaN", 5, 2)).0, "0A000");
-        for s in ["abc", "1e", "0b11.1", " - 1", "1 000", "", "_1", "1__0", "."] {
+        for s in [
+            "abc", "1e", "0b11.1", " - 1", "1 000", "", "_1", "1__0", ".",
+        ] {
             assert_eq!(
                 err(parse_numeric(s, 10, 2)),
-                ("22P02".into(), format!("invalid input syntax for type numeric: \"{s}\"")),
+                (
+                    "22P02".into(),
+                    format!("invalid input syntax for type numeric: \"{s}\"")
+                ),
                 "{s:?}"
             );
         }
@@ -1652,9 +1813,21 @@ mod tests {
     fn booleans_accept_prefixes() {
         // SELECT 't'::bool, 'TRUE', 'yes', 'on', '1', ' y ', 'of', 'n', 'ye', 'tr', '0', 'off', 'no', 'fa'
         let cases = [
-            ("t", true), ("TRUE", true), ("yes", true), ("on", true), ("1", true), (" y ", true),
-            ("of", false), ("n", false), ("ye", true), ("tr", true), ("0", false), ("off", false),
-            ("no", false), ("fa", false), ("False", false),
+            ("t", true),
+            ("TRUE", true),
+            ("yes", true),
+            ("on", true),
+            ("1", true),
+            (" y ", true),
+            ("of", false),
+            ("n", false),
+            ("ye", true),
+            ("tr", true),
+            ("0", false),
+            ("off", false),
+            ("no", false),
+            ("fa", false),
+            ("False", false),
         ];
         for (s, v) in cases {
             assert_eq!(parse_bool(s).unwrap(), v, "{s:?}");
@@ -1662,7 +1835,10 @@ mod tests {
         for s in ["o", "x", "", "10", "truex", "yess"] {
             assert_eq!(
                 err(parse_bool(s)),
-                ("22P02".into(), format!("invalid input syntax for type boolean: \"{s}\"")),
+                (
+                    "22P02".into(),
+                    format!("invalid input syntax for type boolean: \"{s}\"")
+                ),
                 "{s:?}"
             );
         }
@@ -1707,7 +1883,10 @@ mod tests {
         assert_eq!(d("-infinity"), DATE_NEG_INFINITY);
         assert_eq!(d("epoch"), 0);
         assert_eq!(d("EPOCH"), 0);
-        let dmy = TextFormat { date_order: DateOrder::Dmy, ..TextFormat::default() };
+        let dmy = TextFormat {
+            date_order: DateOrder::Dmy,
+            ..TextFormat::default()
+        };
         assert_eq!(parse_date("1/2/2024", &dmy).unwrap(), date(2024, 2, 1));
     }
 
@@ -1716,19 +1895,52 @@ mod tests {
         let fmt = TextFormat::default();
         let e = |s: &str| parse_date(s, &fmt).unwrap_err();
         let x = e("x");
-        assert_eq!((x.code, x.message.as_str()), ("22007", "invalid input syntax for type date: \"x\""));
+        assert_eq!(
+            (x.code, x.message.as_str()),
+            ("22007", "invalid input syntax for type date: \"x\"")
+        );
         let m = e("2024-13-01");
-        assert_eq!((m.code, m.message.as_str()), ("22008", "date/time field value out of range: \"2024-13-01\""));
-        assert_eq!(m.hint.as_deref(), Some("Perhaps you need a different \"DateStyle\" setting."));
+        assert_eq!(
+            (m.code, m.message.as_str()),
+            (
+                "22008",
+                "date/time field value out of range: \"2024-13-01\""
+            )
+        );
+        assert_eq!(
+            m.hint.as_deref(),
+            Some("Perhaps you need a different \"DateStyle\" setting.")
+        );
         let f = e("2024-02-30");
-        assert_eq!((f.code, f.message.as_str()), ("22008", "date/time field value out of range: \"2024-02-30\""));
+        assert_eq!(
+            (f.code, f.message.as_str()),
+            (
+                "22008",
+                "date/time field value out of range: \"2024-02-30\""
+            )
+        );
         assert_eq!(f.hint, None);
-        assert_eq!(e("24-01-05").hint.as_deref(), Some("Perhaps you need a different \"DateStyle\" setting."));
-        assert_eq!(e("0000-01-01").message, "date/time field value out of range: \"0000-01-01\"");
-        assert_eq!(e("0000-01-01 BC").message, "date/time field value out of range: \"0000-01-01 BC\"");
+        assert_eq!(
+            e("24-01-05").hint.as_deref(),
+            Some("Perhaps you need a different \"DateStyle\" setting.")
+        );
+        assert_eq!(
+            e("0000-01-01").message,
+            "date/time field value out of range: \"0000-01-01\""
+        );
+        assert_eq!(
+            e("0000-01-01 BC").message,
+            "date/time field value out of range: \"0000-01-01 BC\""
+        );
         let r = e("4714-11-23 BC");
-        assert_eq!((r.code, r.message.as_str()), ("22008", "date out of range: \"4714-11-23 BC\""));
-        assert_eq!(e("5874898-01-01").message, "date out of range: \"5874898-01-01\"");
+        assert_eq!(
+            (r.code, r.message.as_str()),
+            ("22008", "date out of range: \"4714-11-23 BC\"")
+        );
+        assert_eq!(
+            e("5874898-01-01").message,
+            "date out of range: \"5874898-01-01\""
+        );
         assert_eq!(e("").message, "invalid input syntax for type date: \"\"");
     }
 
@@ -1736,50 +1948,98 @@ mod tests {
     fn timestamps_in_the_forms_postgres_reads() {
         let fmt = TextFormat::default();
         let t = |s: &str| parse_timestamp(s, &fmt).unwrap();
-        assert_eq!(t("2024-01-31 12:34:56.789"), ts(2024, 1, 31, 12, 34, 56, 789_000));
+        assert_eq!(
+            t("2024-01-31 12:34:56.789"),
+            ts(2024, 1, 31, 12, 34, 56, 789_000)
+        );
         assert_eq!(t("2024-01-31T12:34:56Z"), ts(2024, 1, 31, 12, 34, 56, 0));
         assert_eq!(t("2024-01-31T12:34:56+05"), ts(2024, 1, 31, 12, 34, 56, 0)); // zone ignored
-        assert_eq!(t("2024-01-31 12:34:56.1234567"), ts(2024, 1, 31, 12, 34, 56, 123_457));
-        assert_eq!(t("2024-01-31 12:34:56.9999995"), ts(2024, 1, 31, 12, 34, 57, 0));
+        assert_eq!(
+            t("2024-01-31 12:34:56.1234567"),
+            ts(2024, 1, 31, 12, 34, 56, 123_457)
+        );
+        assert_eq!(
+            t("2024-01-31 12:34:56.9999995"),
+            ts(2024, 1, 31, 12, 34, 57, 0)
+        );
         assert_eq!(t("1999-12-31 23:59:59.9999999"), ts(2000, 1, 1, 0, 0, 0, 0));
         assert_eq!(t("2024-01-31 24:00:00"), ts(2024, 2, 1, 0, 0, 0, 0));
         assert_eq!(t("2024-01-31 12:34:60"), ts(2024, 1, 31, 12, 35, 0, 0));
         assert_eq!(t("2024-01-31 12:34"), ts(2024, 1, 31, 12, 34, 0, 0));
         assert_eq!(t("2024-01-31"), ts(2024, 1, 31, 0, 0, 0, 0));
         assert_eq!(t("2024-01-31 12:34:56 BC"), ts(-2023, 1, 31, 12, 34, 56, 0));
-        assert_eq!(t("2024-01-31 12:34:56.5 pm"), ts(2024, 1, 31, 12, 34, 56, 500_000));
+        assert_eq!(
+            t("2024-01-31 12:34:56.5 pm"),
+            ts(2024, 1, 31, 12, 34, 56, 500_000)
+        );
         assert_eq!(t("2024-01-31 12:00 am"), ts(2024, 1, 31, 0, 0, 0, 0));
         assert_eq!(t("2024-01-31 12:00 pm"), ts(2024, 1, 31, 12, 0, 0, 0));
         assert_eq!(t("2024-01-31 1:2:3.5"), ts(2024, 1, 31, 1, 2, 3, 500_000));
-        assert_eq!(t("Wed Jan 31 12:34:56 2024"), ts(2024, 1, 31, 12, 34, 56, 0));
+        assert_eq!(
+            t("Wed Jan 31 12:34:56 2024"),
+            ts(2024, 1, 31, 12, 34, 56, 0)
+        );
         assert_eq!(t("2024-01-31 allballs"), ts(2024, 1, 31, 0, 0, 0, 0));
         assert_eq!(t("infinity"), TS_POS_INFINITY);
         assert_eq!(t("-infinity"), TS_NEG_INFINITY);
         assert_eq!(t(" epoch "), 0);
-        let noon = TextFormat { now_micros: Some(ts(2024, 5, 6, 7, 8, 9, 0)), ..TextFormat::default() };
-        assert_eq!(parse_timestamp("today", &noon).unwrap(), ts(2024, 5, 6, 0, 0, 0, 0));
-        assert_eq!(parse_timestamp("tomorrow", &noon).unwrap(), ts(2024, 5, 7, 0, 0, 0, 0));
-        assert_eq!(parse_timestamp("now", &noon).unwrap(), ts(2024, 5, 6, 7, 8, 9, 0));
-        assert_eq!(parse_timestamp("today 12:00", &noon).unwrap(), ts(2024, 5, 6, 12, 0, 0, 0));
+        let noon = TextFormat {
+            now_micros: Some(ts(2024, 5, 6, 7, 8, 9, 0)),
+            ..TextFormat::default()
+        };
+        assert_eq!(
+            parse_timestamp("today", &noon).unwrap(),
+            ts(2024, 5, 6, 0, 0, 0, 0)
+        );
+        assert_eq!(
+            parse_timestamp("tomorrow", &noon).unwrap(),
+            ts(2024, 5, 7, 0, 0, 0, 0)
+        );
+        assert_eq!(
+            parse_timestamp("now", &noon).unwrap(),
+            ts(2024, 5, 6, 7, 8, 9, 0)
+        );
+        assert_eq!(
+            parse_timestamp("today 12:00", &noon).unwrap(),
+            ts(2024, 5, 6, 12, 0, 0, 0)
+        );
     }
 
     #[test]
     fn the_iso_fast_path_agrees_with_the_general_path() {
         let fmt = TextFormat::default();
         for s in [
-            "2024-01-31", "2024-02-29 23:59:59.999999", "1999-12-31T00:00", "2024-01-31 12:34:56.5+05:30",
-            "2024-01-31 12:34:56-08", "2024-01-31T12:34:56Z", "0001-01-01 00:00:00", "9999-12-31 23:59:59.1",
+            "2024-01-31",
+            "2024-02-29 23:59:59.999999",
+            "1999-12-31T00:00",
+            "2024-01-31 12:34:56.5+05:30",
+            "2024-01-31 12:34:56-08",
+            "2024-01-31T12:34:56Z",
+            "0001-01-01 00:00:00",
+            "9999-12-31 23:59:59.1",
         ] {
             let fast = read_iso(s).unwrap_or_else(|| panic!("{s} takes the fast path"));
-            let Ok(Decoded::Value(general)) = decode_general(s, &fmt) else { panic!("{s}") };
-            assert_eq!((fast.days, fast.time_micros), (general.days, general.time_micros), "{s}");
+            let Ok(Decoded::Value(general)) = decode_general(s, &fmt) else {
+                panic!("{s}")
+            };
+            assert_eq!(
+                (fast.days, fast.time_micros),
+                (general.days, general.time_micros),
+                "{s}"
+            );
             let zone = |z: Option<ZoneSpec>| match z {
                 Some(ZoneSpec::Fixed(e)) => Some(e),
                 _ => None,
             };
             assert_eq!(zone(fast.zone), zone(general.zone), "{s}");
         }
-        for s in ["2024-01-31 24:00:00", "2024-13-01", "2024-01-31 12:34:56.1234567", " 2024-01-31", "2024-01-31 12:34:60"] {
+        for s in [
+            "2024-01-31 24:00:00",
+            "2024-13-01",
+            "2024-01-31 12:34:56.1234567",
+            " 2024-01-31",
+            "2024-01-31 12:34:60",
+        ] {
             assert!(read_iso(s).is_none(), "{s}");
         }
     }
@@ -1789,15 +2049,38 @@ mod tests {
         let fmt = TextFormat::default();
         let e = |s: &str| parse_timestamp(s, &fmt).unwrap_err();
         let x = e("x");
-        assert_eq!((x.code, x.message.as_str()), ("22007", "invalid input syntax for type timestamp: \"x\""));
-        for s in ["2024-01-31 24:00:01", "2024-01-31 12:60:00", "2024-01-31 25:00", "2024-01-31 13:00 pm"] {
+        assert_eq!(
+            (x.code, x.message.as_str()),
+            ("22007", "invalid input syntax for type timestamp: \"x\"")
+        );
+        for s in [
+            "2024-01-31 24:00:01",
+            "2024-01-31 12:60:00",
+            "2024-01-31 25:00",
+            "2024-01-31 13:00 pm",
+        ] {
             let f = e(s);
-            assert_eq!((f.code, f.message), ("22008", format!("date/time field value out of range: \"{s}\"")));
+            assert_eq!(
+                (f.code, f.message),
+                (
+                    "22008",
+                    format!("date/time field value out of range: \"{s}\"")
+                )
+            );
         }
-        assert_eq!(e("294277-01-01").message, "timestamp out of range: \"294277-01-01\"");
-        assert_eq!(e("infinity 12:00").message, "invalid input syntax for type timestamp: \"infinity 12:00\"");
+        assert_eq!(
+            e("294277-01-01").message,
+            "timestamp out of range: \"294277-01-01\""
+        );
+        assert_eq!(
+            e("infinity 12:00").message,
+            "invalid input syntax for type timestamp: \"infinity 12:00\""
+        );
         let z = parse_timestamptz("2024-01-31 12:34:56 Foo/Bar", &fmt).unwrap_err();
-        assert_eq!((z.code, z.message.as_str()), ("22023", "time zone \"foo/bar\" not recognized"));
+        assert_eq!(
+            (z.code, z.message.as_str()),
+            ("22023", "time zone \"foo/bar\" not recognized")
+        );
         let w = parse_timestamptz("2024-01-31 12:34:56 foo", &fmt).unwrap_err();
         assert_eq!(
             (w.code, w.message.as_str()),
@@ -1806,9 +2089,17 @@ mod tests {
         let d = parse_timestamptz("2024-01-31 12:34:56 +16:00", &fmt).unwrap_err();
         assert_eq!(
             (d.code, d.message.as_str()),
-            ("22009", "time zone displacement out of range: \"2024-01-31 12:34:56 +16:00\"")
+            (
+                "22009",
+                "time zone displacement out of range: \"2024-01-31 12:34:56 +16:00\""
+            )
         );
-        assert_eq!(parse_timestamptz("2024-01-31 12:34:56 +05:60", &fmt).unwrap_err().code, "22009");
+        assert_eq!(
+            parse_timestamptz("2024-01-31 12:34:56 +05:60", &fmt)
+                .unwrap_err()
+                .code,
+            "22009"
+        );
     }
 
     #[test]
@@ -1816,28 +2107,75 @@ mod tests {
         // SET timezone = 'UTC'; SELECT '2024-01-31 12:34:56+02'::timestamptz → 10:34:56+00, …
         let utc = TextFormat::default();
         let tz = |s: &str, f: &TextFormat| parse_timestamptz(s, f).unwrap();
-        assert_eq!(tz("2024-01-31 12:34:56+02", &utc), ts(2024, 1, 31, 10, 34, 56, 0));
-        assert_eq!(tz("2024-01-31 12:34:56+05:30", &utc), ts(2024, 1, 31, 7, 4, 56, 0));
-        assert_eq!(tz("2024-01-31 12:34:56Z", &utc), ts(2024, 1, 31, 12, 34, 56, 0));
-        assert_eq!(tz("2024-01-31 12:34:56", &utc), ts(2024, 1, 31, 12, 34, 56, 0));
-        assert_eq!(tz("2024-01-31 12:34:56 +0530", &utc), ts(2024, 1, 31, 7, 4, 56, 0));
-        assert_eq!(tz("2024-01-31 12:34:56-08:00:30", &utc), ts(2024, 1, 31, 20, 35, 26, 0));
-        assert_eq!(tz("2024-01-31 12:34:56 +15:00", &utc), ts(2024, 1, 30, 21, 34, 56, 0));
-        assert_eq!(tz("2024-01-31 12:34:56 UTC", &utc), ts(2024, 1, 31, 12, 34, 56, 0));
-        assert_eq!(tz("2024-01-31 12:34:56 EST", &utc), ts(2024, 1, 31, 17, 34, 56, 0));
-        assert_eq!(tz("2024-01-31 12:34:56 Europe/Berlin", &utc), ts(2024, 1, 31, 11, 34, 56, 0));
-        assert_eq!(tz("2024-01-31T12:34:56.123+01:00", &utc), ts(2024, 1, 31, 11, 34, 56, 123_000));
+        assert_eq!(
+            tz("2024-01-31 12:34:56+02", &utc),
+            ts(2024, 1, 31, 10, 34, 56, 0)
+        );
+        assert_eq!(
+            tz("2024-01-31 12:34:56+05:30", &utc),
+            ts(2024, 1, 31, 7, 4, 56, 0)
+        );
+        assert_eq!(
+            tz("2024-01-31 12:34:56Z", &utc),
+            ts(2024, 1, 31, 12, 34, 56, 0)
+        );
+        assert_eq!(
+            tz("2024-01-31 12:34:56", &utc),
+            ts(2024, 1, 31, 12, 34, 56, 0)
+        );
+        assert_eq!(
+            tz("2024-01-31 12:34:56 +0530", &utc),
+            ts(2024, 1, 31, 7, 4, 56, 0)
+        );
+        assert_eq!(
+            tz("2024-01-31 12:34:56-08:00:30", &utc),
+            ts(2024, 1, 31, 20, 35, 26, 0)
+        );
+        assert_eq!(
+            tz("2024-01-31 12:34:56 +15:00", &utc),
+            ts(2024, 1, 30, 21, 34, 56, 0)
+        );
+        assert_eq!(
+            tz("2024-01-31 12:34:56 UTC", &utc),
+            ts(2024, 1, 31, 12, 34, 56, 0)
+        );
+        assert_eq!(
+            tz("2024-01-31 12:34:56 EST", &utc),
+            ts(2024, 1, 31, 17, 34, 56, 0)
+        );
+        assert_eq!(
+            tz("2024-01-31 12:34:56 Europe/Berlin", &utc),
+            ts(2024, 1, 31, 11, 34, 56, 0)
+        );
+        assert_eq!(
+            tz("2024-01-31T12:34:56.123+01:00", &utc),
+            ts(2024, 1, 31, 11, 34, 56, 123_000)
+        );
         assert_eq!(tz(" epoch ", &utc), 0);
         // SET timezone = '+05:30' (POSIX: UTC−05:30): '2024-01-31 12:34:56' shows as …-05:30.
         let posix = TextFormat::default().with_time_zone("+05:30").unwrap();
-        assert_eq!(tz("2024-01-31 12:34:56", &posix), ts(2024, 1, 31, 18, 4, 56, 0));
+        assert_eq!(
+            tz("2024-01-31 12:34:56", &posix),
+            ts(2024, 1, 31, 18, 4, 56, 0)
+        );
         let minus3 = TextFormat::default().with_time_zone("-3").unwrap();
-        assert_eq!(tz("2024-01-31 12:34:56", &minus3), ts(2024, 1, 31, 15, 34, 56, 0));
-        let berlin = TextFormat::default().with_time_zone("Europe/Berlin").unwrap();
+        assert_eq!(
+            tz("2024-01-31 12:34:56", &minus3),
+            ts(2024, 1, 31, 15, 34, 56, 0)
+        );
+        let berlin = TextFormat::default()
+            .with_time_zone("Europe/Berlin")
+            .unwrap();
         assert_eq!(tz("2024-07-01 12:00", &berlin), ts(2024, 7, 1, 10, 0, 0, 0));
-        assert_eq!(tz("2024-10-27 02:30", &berlin), ts(2024, 10, 27, 1, 30, 0, 0));
+        assert_eq!(
+            tz("2024-10-27 02:30", &berlin),
+            ts(2024, 10, 27, 1, 30, 0, 0)
+        );
         let bad = TextFormat::default().with_time_zone("Foo").unwrap_err();
-        assert_eq!((bad.code, bad.message.as_str()), ("22023", "invalid value for parameter \"TimeZone\": \"Foo\""));
+        assert_eq!(
+            (bad.code, bad.message.as_str()),
+            ("22023", "invalid value for parameter \"TimeZone\": \"Foo\"")
+        );
     }
 
     #[test]
@@ -1846,14 +2184,20 @@ mod tests {
         assert_eq!(check_varchar("abc   ", 3).unwrap(), "abc");
         assert_eq!(check_varchar("äöü", 3).unwrap(), "äöü");
         let e = check_varchar("abcd", 3).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("22001", "value too long for type character varying(3)"));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("22001", "value too long for type character varying(3)")
+        );
         assert_eq!(bpchar_value("ab", 3).unwrap(), "ab ");
         assert_eq!(bpchar_value("abc  ", 3).unwrap(), "abc");
         assert_eq!(bpchar_value(" ", 3).unwrap(), "   ");
         assert_eq!(bpchar_value("é", 2).unwrap(), "é ");
         let e = bpchar_value("abcd", 3).unwrap_err();
         assert_eq!(e.message, "value too long for type character(3)");
-        assert_eq!(stored_text("anything at all", PgType::Varchar(None)).unwrap(), "anything at all");
+        assert_eq!(
+            stored_text("anything at all", PgType::Varchar(None)).unwrap(),
+            "anything at all"
+        );
     }
 
     #[test]
@@ -1866,7 +2210,10 @@ mod tests {
             PgType::Int8,
             PgType::Float4,
             PgType::Float8,
-            PgType::Numeric { precision: 10, scale: 2 },
+            PgType::Numeric {
+                precision: 10,
+                scale: 2,
+            },
             PgType::Text,
             PgType::Varchar(Some(5)),
             PgType::Bpchar(2),
@@ -1905,7 +2252,19 @@ mod tests {
         assert!(a.is_null(1));
         assert!(parse_into(b.as_mut(), PgType::Int4, Some("1"), &fmt).is_err());
 
-        let a = parse_array(PgType::Numeric { precision: 5, scale: 2 }, [Some("1.5"), None], &fmt).unwrap();
-        assert_eq!(a.as_primitive::<datafusion::arrow::datatypes::Decimal128Type>().value(0), 150);
+        let a = parse_array(
+            PgType::Numeric {
+                precision: 5,
+                scale: 2,
+            },
+            [Some("1.5"), None],
+            &fmt,
+        )
+        .unwrap();
+        assert_eq!(
+            a.as_primitive::<datafusion::arrow::datatypes::Decimal128Type>()
+                .value(0),
+            150
+        );
     }
 }

@@ -46,37 +46,50 @@ pub fn write_binary(array: &dyn Array, row: usize, out: &mut Vec<u8>) -> bool {
 }
 
 /// [`write_binary`] with the session's text format for values that are sent as text.
-pub fn write_binary_with(array: &dyn Array, row: usize, fmt: &TextFormat, out: &mut Vec<u8>) -> bool {
+pub fn write_binary_with(
+    array: &dyn Array,
+    row: usize,
+    fmt: &TextFormat,
+    out: &mut Vec<u8>,
+) -> bool {
     if array.is_null(row) {
         return false;
     }
     match array.data_type() {
         DataType::Null => return false,
         DataType::Boolean => out.push(u8::from(array.as_boolean().value(row))),
-        DataType::Int8 => {
-            out.extend_from_slice(&i16::from(array.as_primitive::<Int8Type>().value(row)).to_be_bytes())
-        }
-        DataType::UInt8 => {
-            out.extend_from_slice(&i16::from(array.as_primitive::<UInt8Type>().value(row)).to_be_bytes())
-        }
+        DataType::Int8 => out.extend_from_slice(
+            &i16::from(array.as_primitive::<Int8Type>().value(row)).to_be_bytes(),
+        ),
+        DataType::UInt8 => out.extend_from_slice(
+            &i16::from(array.as_primitive::<UInt8Type>().value(row)).to_be_bytes(),
+        ),
         DataType::Int16 => {
             out.extend_from_slice(&array.as_primitive::<Int16Type>().value(row).to_be_bytes())
         }
         DataType::Int32 => {
             out.extend_from_slice(&array.as_primitive::<Int32Type>().value(row).to_be_bytes())
         }
-        DataType::UInt16 => out
-            .extend_from_slice(&i32::from(array.as_primitive::<UInt16Type>().value(row)).to_be_bytes()),
+        DataType::UInt16 => out.extend_from_slice(
+            &i32::from(array.as_primitive::<UInt16Type>().value(row)).to_be_bytes(),
+        ),
         DataType::Int64 => {
             out.extend_from_slice(&array.as_primitive::<Int64Type>().value(row).to_be_bytes())
         }
-        DataType::UInt32 => out
-            .extend_from_slice(&i64::from(array.as_primitive::<UInt32Type>().value(row)).to_be_bytes()),
-        DataType::UInt64 => {
-            encode_numeric(i128::from(array.as_primitive::<UInt64Type>().value(row)), 0, out)
-        }
+        DataType::UInt32 => out.extend_from_slice(
+            &i64::from(array.as_primitive::<UInt32Type>().value(row)).to_be_bytes(),
+        ),
+        DataType::UInt64 => encode_numeric(
+            i128::from(array.as_primitive::<UInt64Type>().value(row)),
+            0,
+            out,
+        ),
         DataType::Float16 => out.extend_from_slice(
-            &array.as_primitive::<Float16Type>().value(row).to_f32().to_be_bytes(),
+            &array
+                .as_primitive::<Float16Type>()
+                .value(row)
+                .to_f32()
+                .to_be_bytes(),
         ),
         DataType::Float32 => {
             out.extend_from_slice(&array.as_primitive::<Float32Type>().value(row).to_be_bytes())
@@ -84,19 +97,24 @@ pub fn write_binary_with(array: &dyn Array, row: usize, fmt: &TextFormat, out: &
         DataType::Float64 => {
             out.extend_from_slice(&array.as_primitive::<Float64Type>().value(row).to_be_bytes())
         }
-        DataType::Decimal128(_, scale) => {
-            encode_numeric(array.as_primitive::<Decimal128Type>().value(row), *scale, out)
-        }
+        DataType::Decimal128(_, scale) => encode_numeric(
+            array.as_primitive::<Decimal128Type>().value(row),
+            *scale,
+            out,
+        ),
         DataType::Utf8 => out.extend_from_slice(array.as_string::<i32>().value(row).as_bytes()),
         DataType::LargeUtf8 => {
             out.extend_from_slice(array.as_string::<i64>().value(row).as_bytes())
         }
         DataType::Utf8View => out.extend_from_slice(array.as_string_view().value(row).as_bytes()),
-        DataType::Date32 => {
-            out.extend_from_slice(&pg_date(array.as_primitive::<Date32Type>().value(row)).to_be_bytes())
-        }
+        DataType::Date32 => out.extend_from_slice(
+            &pg_date(array.as_primitive::<Date32Type>().value(row)).to_be_bytes(),
+        ),
         DataType::Date64 => {
-            let days = array.as_primitive::<Date64Type>().value(row).div_euclid(86_400_000);
+            let days = array
+                .as_primitive::<Date64Type>()
+                .value(row)
+                .div_euclid(86_400_000);
             let days = days.clamp(i64::from(i32::MIN) + 1, i64::from(i32::MAX) - 1) as i32;
             out.extend_from_slice(&pg_date(days).to_be_bytes())
         }
@@ -155,7 +173,11 @@ pub fn encode_numeric(v: i128, scale: i8, out: &mut Vec<u8>) {
     let top_weight = top_power.div_euclid(4);
     let low_weight = low_power.div_euclid(4);
     let mut groups = [0u16; 24];
-    let count = if n == 0 { 0 } else { (top_weight - low_weight + 1) as usize };
+    let count = if n == 0 {
+        0
+    } else {
+        (top_weight - low_weight + 1) as usize
+    };
     debug_assert!(count <= groups.len());
     for (k, &d) in decimal[..n].iter().enumerate() {
         let power = top_power - k as i32;
@@ -172,7 +194,11 @@ pub fn encode_numeric(v: i128, scale: i8, out: &mut Vec<u8>) {
         last -= 1;
     }
     let ndigits = (last - first) as i16;
-    let weight = if ndigits == 0 { 0 } else { (top_weight - first as i32) as i16 };
+    let weight = if ndigits == 0 {
+        0
+    } else {
+        (top_weight - first as i32) as i16
+    };
     let sign = if v < 0 { NEG } else { POS };
     out.extend_from_slice(&ndigits.to_be_bytes());
     out.extend_from_slice(&weight.to_be_bytes());
@@ -236,7 +262,11 @@ mod tests {
                 "000a000900000000000c0d801ed204d2162e23340d801ed204d2162e",
             ),
             (-1, 38, "0001fff6400000260064"),
-            (18446744073709551615, 0, "000500040000000007341a5802e103bb064f"),
+            (
+                18446744073709551615,
+                0,
+                "000500040000000007341a5802e103bb064f",
+            ),
             (15, -9, "00010002000000000096"), // 1.5e10 with a negative scale
         ];
         for (v, s, want) in cases {
@@ -251,37 +281,79 @@ mod tests {
 
     #[test]
     fn fixed_width_types_match_postgres() {
-        assert_eq!(send(Arc::new(Int16Array::from(vec![-2])), 0).unwrap(), "fffe");
-        assert_eq!(send(Arc::new(Int32Array::from(vec![1])), 0).unwrap(), "00000001");
-        assert_eq!(send(Arc::new(Int64Array::from(vec![-1])), 0).unwrap(), "ffffffffffffffff");
-        assert_eq!(send(Arc::new(Float32Array::from(vec![1.5])), 0).unwrap(), "3fc00000");
-        assert_eq!(send(Arc::new(Float64Array::from(vec![-0.1])), 0).unwrap(), "bfb999999999999a");
-        assert_eq!(send(Arc::new(BooleanArray::from(vec![true])), 0).unwrap(), "01");
-        assert_eq!(send(Arc::new(StringArray::from(vec!["hé"])), 0).unwrap(), "68c3a9");
+        assert_eq!(
+            send(Arc::new(Int16Array::from(vec![-2])), 0).unwrap(),
+            "fffe"
+        );
+        assert_eq!(
+            send(Arc::new(Int32Array::from(vec![1])), 0).unwrap(),
+            "00000001"
+        );
+        assert_eq!(
+            send(Arc::new(Int64Array::from(vec![-1])), 0).unwrap(),
+            "ffffffffffffffff"
+        );
+        assert_eq!(
+            send(Arc::new(Float32Array::from(vec![1.5])), 0).unwrap(),
+            "3fc00000"
+        );
+        assert_eq!(
+            send(Arc::new(Float64Array::from(vec![-0.1])), 0).unwrap(),
+            "bfb999999999999a"
+        );
+        assert_eq!(
+            send(Arc::new(BooleanArray::from(vec![true])), 0).unwrap(),
+            "01"
+        );
+        assert_eq!(
+            send(Arc::new(StringArray::from(vec!["hé"])), 0).unwrap(),
+            "68c3a9"
+        );
         let day = days_from_civil(2024, 1, 31) as i32;
         let dates = Date32Array::from(vec![day, 0, i32::MAX]);
         let dates: ArrayRef = Arc::new(dates);
         assert_eq!(send(dates.clone(), 0).unwrap(), "0000225c");
         assert_eq!(send(dates.clone(), 1).unwrap(), "ffffd533");
         assert_eq!(send(dates, 2).unwrap(), "7fffffff");
-        let micros = i64::from(day) * USECS_PER_DAY + (12 * 3600 + 34 * 60 + 56) * 1_000_000 + 789_000;
+        let micros =
+            i64::from(day) * USECS_PER_DAY + (12 * 3600 + 34 * 60 + 56) * 1_000_000 + 789_000;
         let ts = TimestampMicrosecondArray::from(vec![Some(micros), Some(i64::MIN), None]);
         assert_eq!(send(Arc::new(ts.clone()), 0).unwrap(), "0002b33be00ca608");
         assert_eq!(send(Arc::new(ts.clone()), 1).unwrap(), "8000000000000000");
         assert_eq!(send(Arc::new(ts.clone()), 2), None);
-        assert_eq!(send(Arc::new(ts.with_timezone("+00:00")), 0).unwrap(), "0002b33be00ca608");
-        let dec = Decimal128Array::from(vec![150]).with_precision_and_scale(10, 2).unwrap();
+        assert_eq!(
+            send(Arc::new(ts.with_timezone("+00:00")), 0).unwrap(),
+            "0002b33be00ca608"
+        );
+        let dec = Decimal128Array::from(vec![150])
+            .with_precision_and_scale(10, 2)
+            .unwrap();
         assert_eq!(send(Arc::new(dec), 0).unwrap(), "000200000000000200011388");
-        assert_eq!(send(Arc::new(UInt64Array::from(vec![u64::MAX])), 0).unwrap(), "000500040000000007341a5802e103bb064f");
+        assert_eq!(
+            send(Arc::new(UInt64Array::from(vec![u64::MAX])), 0).unwrap(),
+            "000500040000000007341a5802e103bb064f"
+        );
     }
 
     #[test]
     fn reported_type_and_bytes_agree() {
         assert_eq!(pg_type_for(&DataType::Int8), PgType::Int2);
-        assert_eq!(pg_type_for(&DataType::UInt64), PgType::Numeric { precision: 20, scale: 0 });
-        assert_eq!(pg_type_for(&DataType::Timestamp(TimeUnit::Nanosecond, None)), PgType::Timestamp);
         assert_eq!(
-            pg_type_for(&DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))),
+            pg_type_for(&DataType::UInt64),
+            PgType::Numeric {
+                precision: 20,
+                scale: 0
+            }
+        );
+        assert_eq!(
+            pg_type_for(&DataType::Timestamp(TimeUnit::Nanosecond, None)),
+            PgType::Timestamp
+        );
+        assert_eq!(
+            pg_type_for(&DataType::Dictionary(
+                Box::new(DataType::Int32),
+                Box::new(DataType::Utf8)
+            )),
             PgType::Text
         );
         let interval = DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano);
@@ -290,12 +362,15 @@ mod tests {
         let small: ArrayRef = Arc::new(datafusion::arrow::array::Int8Array::from(vec![-1]));
         assert_eq!(send(small, 0).unwrap(), "ffff");
         // A type reported as text is sent as its text.
-        let iv: ArrayRef = Arc::new(datafusion::arrow::array::IntervalMonthDayNanoArray::from(vec![
-            datafusion::arrow::datatypes::IntervalMonthDayNano::new(0, 1, 0),
-        ]));
+        let iv: ArrayRef = Arc::new(datafusion::arrow::array::IntervalMonthDayNanoArray::from(
+            vec![datafusion::arrow::datatypes::IntervalMonthDayNano::new(
+                0, 1, 0,
+            )],
+        ));
         assert_eq!(send(iv, 0).unwrap(), hex(b"1 day"));
-        let dict: datafusion::arrow::array::DictionaryArray<datafusion::arrow::datatypes::Int32Type> =
-            vec!["x", "y"].into_iter().collect();
+        let dict: datafusion::arrow::array::DictionaryArray<
+            datafusion::arrow::datatypes::Int32Type,
+        > = vec!["x", "y"].into_iter().collect();
         assert_eq!(send(Arc::new(dict), 1).unwrap(), hex(b"y"));
     }
 }

@@ -25,8 +25,8 @@ use super::datetime::{
 use super::TextFormat;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{
-    ArrowDictionaryKeyType, ArrowNativeType, DataType, Date32Type, Date64Type, Decimal128Type, Decimal256Type,
-    Decimal32Type, Decimal64Type, DurationMicrosecondType, DurationMillisecondType,
+    ArrowDictionaryKeyType, ArrowNativeType, DataType, Date32Type, Date64Type, Decimal128Type,
+    Decimal256Type, Decimal32Type, Decimal64Type, DurationMicrosecondType, DurationMillisecondType,
     DurationNanosecondType, DurationSecondType, Float16Type, Float32Type, Float64Type, Int16Type,
     Int32Type, Int64Type, Int8Type, IntervalDayTimeType, IntervalMonthDayNanoType, IntervalUnit,
     IntervalYearMonthType, Time32MillisecondType, Time32SecondType, Time64MicrosecondType,
@@ -43,35 +43,49 @@ pub fn write_text(array: &dyn Array, row: usize, fmt: &TextFormat, out: &mut Vec
     }
     match array.data_type() {
         DataType::Null => return false,
-        DataType::Boolean => out.push(if array.as_boolean().value(row) { b't' } else { b'f' }),
+        DataType::Boolean => out.push(if array.as_boolean().value(row) {
+            b't'
+        } else {
+            b'f'
+        }),
         DataType::Int8 => write_i64(i64::from(array.as_primitive::<Int8Type>().value(row)), out),
         DataType::Int16 => write_i64(i64::from(array.as_primitive::<Int16Type>().value(row)), out),
         DataType::Int32 => write_i64(i64::from(array.as_primitive::<Int32Type>().value(row)), out),
         DataType::Int64 => write_i64(array.as_primitive::<Int64Type>().value(row), out),
         DataType::UInt8 => write_u64(u64::from(array.as_primitive::<UInt8Type>().value(row)), out),
-        DataType::UInt16 => {
-            write_u64(u64::from(array.as_primitive::<UInt16Type>().value(row)), out)
-        }
-        DataType::UInt32 => {
-            write_u64(u64::from(array.as_primitive::<UInt32Type>().value(row)), out)
-        }
+        DataType::UInt16 => write_u64(
+            u64::from(array.as_primitive::<UInt16Type>().value(row)),
+            out,
+        ),
+        DataType::UInt32 => write_u64(
+            u64::from(array.as_primitive::<UInt32Type>().value(row)),
+            out,
+        ),
         DataType::UInt64 => write_u64(array.as_primitive::<UInt64Type>().value(row), out),
         DataType::Float16 => {
             let v = array.as_primitive::<Float16Type>().value(row).to_f32();
             format_float4(v, fmt.extra_float_digits, out)
         }
-        DataType::Float32 => {
-            format_float4(array.as_primitive::<Float32Type>().value(row), fmt.extra_float_digits, out)
-        }
-        DataType::Float64 => {
-            format_float8(array.as_primitive::<Float64Type>().value(row), fmt.extra_float_digits, out)
-        }
-        DataType::Decimal32(_, s) => {
-            format_decimal(i128::from(array.as_primitive::<Decimal32Type>().value(row)), *s, out)
-        }
-        DataType::Decimal64(_, s) => {
-            format_decimal(i128::from(array.as_primitive::<Decimal64Type>().value(row)), *s, out)
-        }
+        DataType::Float32 => format_float4(
+            array.as_primitive::<Float32Type>().value(row),
+            fmt.extra_float_digits,
+            out,
+        ),
+        DataType::Float64 => format_float8(
+            array.as_primitive::<Float64Type>().value(row),
+            fmt.extra_float_digits,
+            out,
+        ),
+        DataType::Decimal32(_, s) => format_decimal(
+            i128::from(array.as_primitive::<Decimal32Type>().value(row)),
+            *s,
+            out,
+        ),
+        DataType::Decimal64(_, s) => format_decimal(
+            i128::from(array.as_primitive::<Decimal64Type>().value(row)),
+            *s,
+            out,
+        ),
         DataType::Decimal128(_, s) => {
             format_decimal(array.as_primitive::<Decimal128Type>().value(row), *s, out)
         }
@@ -91,7 +105,11 @@ pub fn write_text(array: &dyn Array, row: usize, fmt: &TextFormat, out: &mut Vec
         DataType::Date32 => format_date(array.as_primitive::<Date32Type>().value(row), out),
         DataType::Date64 => {
             let ms = array.as_primitive::<Date64Type>().value(row);
-            format_date(ms.div_euclid(86_400_000).clamp(i64::from(i32::MIN + 1), i64::from(i32::MAX - 1)) as i32, out)
+            format_date(
+                ms.div_euclid(86_400_000)
+                    .clamp(i64::from(i32::MIN + 1), i64::from(i32::MAX - 1)) as i32,
+                out,
+            )
         }
         DataType::Timestamp(unit, zone) => {
             let micros = timestamp_micros(array, *unit, row);
@@ -108,9 +126,10 @@ pub fn write_text(array: &dyn Array, row: usize, fmt: &TextFormat, out: &mut Vec
             let ms = array.as_primitive::<Time32MillisecondType>().value(row);
             format_time(i64::from(ms) * 1000, out)
         }
-        DataType::Time64(TimeUnit::Microsecond) => {
-            format_time(array.as_primitive::<Time64MicrosecondType>().value(row), out)
-        }
+        DataType::Time64(TimeUnit::Microsecond) => format_time(
+            array.as_primitive::<Time64MicrosecondType>().value(row),
+            out,
+        ),
         DataType::Time64(_) => {
             let ns = array.as_primitive::<Time64NanosecondType>().value(row);
             format_time(div_round(ns, 1000), out)
@@ -123,25 +142,36 @@ pub fn write_text(array: &dyn Array, row: usize, fmt: &TextFormat, out: &mut Vec
             let v = array.as_primitive::<IntervalDayTimeType>().value(row);
             format_interval(0, v.days, i64::from(v.milliseconds) * 1000, out)
         }
-        DataType::Interval(IntervalUnit::YearMonth) => {
-            format_interval(array.as_primitive::<IntervalYearMonthType>().value(row), 0, 0, out)
-        }
+        DataType::Interval(IntervalUnit::YearMonth) => format_interval(
+            array.as_primitive::<IntervalYearMonthType>().value(row),
+            0,
+            0,
+            out,
+        ),
         DataType::Duration(unit) => {
             let micros = match unit {
-                TimeUnit::Second => {
-                    array.as_primitive::<DurationSecondType>().value(row).saturating_mul(1_000_000)
-                }
-                TimeUnit::Millisecond => {
-                    array.as_primitive::<DurationMillisecondType>().value(row).saturating_mul(1000)
-                }
+                TimeUnit::Second => array
+                    .as_primitive::<DurationSecondType>()
+                    .value(row)
+                    .saturating_mul(1_000_000),
+                TimeUnit::Millisecond => array
+                    .as_primitive::<DurationMillisecondType>()
+                    .value(row)
+                    .saturating_mul(1000),
                 TimeUnit::Microsecond => array.as_primitive::<DurationMicrosecondType>().value(row),
-                TimeUnit::Nanosecond => {
-                    div_round(array.as_primitive::<DurationNanosecondType>().value(row), 1000)
-                }
+                TimeUnit::Nanosecond => div_round(
+                    array.as_primitive::<DurationNanosecondType>().value(row),
+                    1000,
+                ),
             };
             // As PostgreSQL's timestamp subtraction does: whole days, then the time.
             let days = micros / USECS_PER_DAY;
-            format_interval(0, days.clamp(i32::MIN as i64, i32::MAX as i64) as i32, micros % USECS_PER_DAY, out)
+            format_interval(
+                0,
+                days.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
+                micros % USECS_PER_DAY,
+                out,
+            )
         }
         DataType::List(_) => {
             let list = array.as_list::<i32>();
@@ -172,7 +202,10 @@ pub fn text_value(array: &dyn Array, row: usize, fmt: &TextFormat) -> Option<Str
         return None;
     }
     // Every writer above appends UTF-8: strings come from UTF-8 arrays, the rest is ASCII.
-    Some(String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    Some(
+        String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    )
 }
 
 fn write_with_arrow(array: &dyn Array, row: usize, out: &mut Vec<u8>) {
@@ -223,7 +256,9 @@ pub(crate) fn timestamp_micros(array: &dyn Array, unit: TimeUnit, row: usize) ->
     let v = match unit {
         TimeUnit::Second => array.as_primitive::<TimestampSecondType>().value(row),
         TimeUnit::Millisecond => array.as_primitive::<TimestampMillisecondType>().value(row),
-        TimeUnit::Microsecond => return array.as_primitive::<TimestampMicrosecondType>().value(row),
+        TimeUnit::Microsecond => {
+            return array.as_primitive::<TimestampMicrosecondType>().value(row)
+        }
         TimeUnit::Nanosecond => array.as_primitive::<TimestampNanosecondType>().value(row),
     };
     timestamp_to_micros(v, unit)
@@ -350,7 +385,10 @@ struct StackBuf {
 
 impl StackBuf {
     fn new() -> StackBuf {
-        StackBuf { buf: [0; 80], len: 0 }
+        StackBuf {
+            buf: [0; 80],
+            len: 0,
+        }
     }
     fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]
@@ -393,7 +431,13 @@ fn split_scientific(text: &[u8]) -> (bool, ([u8; 40], usize), i32) {
 
 /// Writes `d.ddd × 10^exp` PostgreSQL's way: fixed notation for `-4 <= exp < fixed_below`,
 /// otherwise `d.ddde±XX`. Trailing zeros of `digits` must already be gone.
-fn write_pg_float_digits(negative: bool, digits: &[u8], exp: i32, fixed_below: i32, out: &mut Vec<u8>) {
+fn write_pg_float_digits(
+    negative: bool,
+    digits: &[u8],
+    exp: i32,
+    fixed_below: i32,
+    out: &mut Vec<u8>,
+) {
     if negative {
         out.push(b'-');
     }
@@ -460,7 +504,12 @@ fn special_float(nan: bool, infinite: bool, negative: bool, out: &mut Vec<u8>) -
     true
 }
 
-fn format_float<F: std::fmt::LowerExp>(v: F, type_digits: i32, extra_float_digits: i32, out: &mut Vec<u8>) {
+fn format_float<F: std::fmt::LowerExp>(
+    v: F,
+    type_digits: i32,
+    extra_float_digits: i32,
+    out: &mut Vec<u8>,
+) {
     let mut buf = StackBuf::new();
     let fixed_below;
     if extra_float_digits > 0 {
@@ -474,7 +523,13 @@ fn format_float<F: std::fmt::LowerExp>(v: F, type_digits: i32, extra_float_digit
         fixed_below = precision;
     }
     let (negative, (digits, n), exp) = split_scientific(buf.as_bytes());
-    write_pg_float_digits(negative, strip_trailing_zeros(&digits[..n]), exp, fixed_below, out);
+    write_pg_float_digits(
+        negative,
+        strip_trailing_zeros(&digits[..n]),
+        exp,
+        fixed_below,
+        out,
+    );
 }
 
 fn format_bytea(bytes: &[u8], out: &mut Vec<u8>) {
@@ -744,9 +799,9 @@ mod tests {
     use crate::values::datetime::days_from_civil;
     use datafusion::arrow::array::{
         ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, DictionaryArray,
-        DurationMicrosecondArray, Float32Array, Float64Array, Int32Array,
-        Int64Array, IntervalMonthDayNanoArray, LargeStringArray, ListArray, StringArray,
-        StringViewArray, StructArray, TimestampMicrosecondArray, TimestampMillisecondArray,
+        DurationMicrosecondArray, Float32Array, Float64Array, Int32Array, Int64Array,
+        IntervalMonthDayNanoArray, LargeStringArray, ListArray, StringArray, StringViewArray,
+        StructArray, TimestampMicrosecondArray, TimestampMillisecondArray,
         TimestampNanosecondArray, TimestampSecondArray, UInt64Array,
     };
     use datafusion::arrow::datatypes::{Field, Int32Type, IntervalMonthDayNano};
@@ -839,63 +894,223 @@ mod tests {
     #[test]
     fn floats_with_extra_float_digits_like_postgres() {
         let values = [
-            "0", "-0", "0.1", "1e14", "1e15", "123456789012345", "1234567890123456", "1e-5",
-            "3.14159265358979", "1e6", "1234567", "0.1234567", "1e-10", "123456.7", "2.5", "NaN",
-            "-Infinity", "100", "0.3", "1e-4", "0.00012345678",
+            "0",
+            "-0",
+            "0.1",
+            "1e14",
+            "1e15",
+            "123456789012345",
+            "1234567890123456",
+            "1e-5",
+            "3.14159265358979",
+            "1e6",
+            "1234567",
+            "0.1234567",
+            "1e-10",
+            "123456.7",
+            "2.5",
+            "NaN",
+            "-Infinity",
+            "100",
+            "0.3",
+            "1e-4",
+            "0.00012345678",
         ];
         let expected: &[(i32, [&str; 21], [&str; 21])] = &[
             (
                 0,
                 [
-                    "0", "-0", "0.1", "100000000000000", "1e+15", "123456789012345",
-                    "1.23456789012346e+15", "1e-05", "3.14159265358979", "1000000", "1234567",
-                    "0.1234567", "1e-10", "123456.7", "2.5", "NaN", "-Infinity", "100", "0.3",
-                    "0.0001", "0.00012345678",
+                    "0",
+                    "-0",
+                    "0.1",
+                    "100000000000000",
+                    "1e+15",
+                    "123456789012345",
+                    "1.23456789012346e+15",
+                    "1e-05",
+                    "3.14159265358979",
+                    "1000000",
+                    "1234567",
+                    "0.1234567",
+                    "1e-10",
+                    "123456.7",
+                    "2.5",
+                    "NaN",
+                    "-Infinity",
+                    "100",
+                    "0.3",
+                    "0.0001",
+                    "0.00012345678",
                 ],
                 [
-                    "0", "-0", "0.1", "1e+14", "1e+15", "1.23457e+14", "1.23457e+15", "1e-05",
-                    "3.14159", "1e+06", "1.23457e+06", "0.123457", "1e-10", "123457", "2.5",
-                    "NaN", "-Infinity", "100", "0.3", "0.0001", "0.000123457",
+                    "0",
+                    "-0",
+                    "0.1",
+                    "1e+14",
+                    "1e+15",
+                    "1.23457e+14",
+                    "1.23457e+15",
+                    "1e-05",
+                    "3.14159",
+                    "1e+06",
+                    "1.23457e+06",
+                    "0.123457",
+                    "1e-10",
+                    "123457",
+                    "2.5",
+                    "NaN",
+                    "-Infinity",
+                    "100",
+                    "0.3",
+                    "0.0001",
+                    "0.000123457",
                 ],
             ),
             (
                 -3,
                 [
-                    "0", "-0", "0.1", "1e+14", "1e+15", "1.23456789012e+14", "1.23456789012e+15",
-                    "1e-05", "3.14159265359", "1000000", "1234567", "0.1234567", "1e-10",
-                    "123456.7", "2.5", "NaN", "-Infinity", "100", "0.3", "0.0001", "0.00012345678",
+                    "0",
+                    "-0",
+                    "0.1",
+                    "1e+14",
+                    "1e+15",
+                    "1.23456789012e+14",
+                    "1.23456789012e+15",
+                    "1e-05",
+                    "3.14159265359",
+                    "1000000",
+                    "1234567",
+                    "0.1234567",
+                    "1e-10",
+                    "123456.7",
+                    "2.5",
+                    "NaN",
+                    "-Infinity",
+                    "100",
+                    "0.3",
+                    "0.0001",
+                    "0.00012345678",
                 ],
                 [
-                    "0", "-0", "0.1", "1e+14", "1e+15", "1.23e+14", "1.23e+15", "1e-05", "3.14",
-                    "1e+06", "1.23e+06", "0.123", "1e-10", "1.23e+05", "2.5", "NaN", "-Infinity",
-                    "100", "0.3", "0.0001", "0.000123",
+                    "0",
+                    "-0",
+                    "0.1",
+                    "1e+14",
+                    "1e+15",
+                    "1.23e+14",
+                    "1.23e+15",
+                    "1e-05",
+                    "3.14",
+                    "1e+06",
+                    "1.23e+06",
+                    "0.123",
+                    "1e-10",
+                    "1.23e+05",
+                    "2.5",
+                    "NaN",
+                    "-Infinity",
+                    "100",
+                    "0.3",
+                    "0.0001",
+                    "0.000123",
                 ],
             ),
             (
                 -15,
                 [
-                    "0", "-0", "0.1", "1e+14", "1e+15", "1e+14", "1e+15", "1e-05", "3", "1e+06",
-                    "1e+06", "0.1", "1e-10", "1e+05", "2", "NaN", "-Infinity", "1e+02", "0.3",
-                    "0.0001", "0.0001",
+                    "0",
+                    "-0",
+                    "0.1",
+                    "1e+14",
+                    "1e+15",
+                    "1e+14",
+                    "1e+15",
+                    "1e-05",
+                    "3",
+                    "1e+06",
+                    "1e+06",
+                    "0.1",
+                    "1e-10",
+                    "1e+05",
+                    "2",
+                    "NaN",
+                    "-Infinity",
+                    "1e+02",
+                    "0.3",
+                    "0.0001",
+                    "0.0001",
                 ],
                 [
-                    "0", "-0", "0.1", "1e+14", "1e+15", "1e+14", "1e+15", "1e-05", "3", "1e+06",
-                    "1e+06", "0.1", "1e-10", "1e+05", "2", "NaN", "-Infinity", "1e+02", "0.3",
-                    "0.0001", "0.0001",
+                    "0",
+                    "-0",
+                    "0.1",
+                    "1e+14",
+                    "1e+15",
+                    "1e+14",
+                    "1e+15",
+                    "1e-05",
+                    "3",
+                    "1e+06",
+                    "1e+06",
+                    "0.1",
+                    "1e-10",
+                    "1e+05",
+                    "2",
+                    "NaN",
+                    "-Infinity",
+                    "1e+02",
+                    "0.3",
+                    "0.0001",
+                    "0.0001",
                 ],
             ),
             (
                 3,
                 [
-                    "0", "-0", "0.1", "100000000000000", "1e+15", "123456789012345",
-                    "1.234567890123456e+15", "1e-05", "3.14159265358979", "1000000", "1234567",
-                    "0.1234567", "1e-10", "123456.7", "2.5", "NaN", "-Infinity", "100", "0.3",
-                    "0.0001", "0.00012345678",
+                    "0",
+                    "-0",
+                    "0.1",
+                    "100000000000000",
+                    "1e+15",
+                    "123456789012345",
+                    "1.234567890123456e+15",
+                    "1e-05",
+                    "3.14159265358979",
+                    "1000000",
+                    "1234567",
+                    "0.1234567",
+                    "1e-10",
+                    "123456.7",
+                    "2.5",
+                    "NaN",
+                    "-Infinity",
+                    "100",
+                    "0.3",
+                    "0.0001",
+                    "0.00012345678",
                 ],
                 [
-                    "0", "-0", "0.1", "1e+14", "1e+15", "1.2345679e+14", "1.234568e+15", "1e-05",
-                    "3.1415927", "1e+06", "1.234567e+06", "0.1234567", "1e-10", "123456.7", "2.5",
-                    "NaN", "-Infinity", "100", "0.3", "0.0001", "0.00012345678",
+                    "0",
+                    "-0",
+                    "0.1",
+                    "1e+14",
+                    "1e+15",
+                    "1.2345679e+14",
+                    "1.234568e+15",
+                    "1e-05",
+                    "3.1415927",
+                    "1e+06",
+                    "1.234567e+06",
+                    "0.1234567",
+                    "1e-10",
+                    "123456.7",
+                    "2.5",
+                    "NaN",
+                    "-Infinity",
+                    "100",
+                    "0.3",
+                    "0.0001",
+                    "0.00012345678",
                 ],
             ),
         ];
@@ -911,7 +1126,9 @@ mod tests {
     #[test]
     fn numeric_shows_the_column_scale() {
         let d = |v: i128, p: u8, s: i8| {
-            let a = Decimal128Array::from(vec![v]).with_precision_and_scale(p, s).unwrap();
+            let a = Decimal128Array::from(vec![v])
+                .with_precision_and_scale(p, s)
+                .unwrap();
             text(&a, 0, &TextFormat::default()).unwrap()
         };
         assert_eq!(d(150, 10, 2), "1.50");
@@ -922,8 +1139,14 @@ mod tests {
         assert_eq!(d(12500, 6, 3), "12.500"); // 12.50::numeric(6,3)::text
         assert_eq!(d(12, 5, -1), "120"); // 123.456::numeric(5,-1)
         assert_eq!(d(0, 5, -1), "0");
-        assert_eq!(d(i128::MAX, 38, 0), "170141183460469231731687303715884105727");
-        assert_eq!(d(-12345678901234567890123456789012345678, 38, 38), "-0.12345678901234567890123456789012345678");
+        assert_eq!(
+            d(i128::MAX, 38, 0),
+            "170141183460469231731687303715884105727"
+        );
+        assert_eq!(
+            d(-12345678901234567890123456789012345678, 38, 38),
+            "-0.12345678901234567890123456789012345678"
+        );
     }
 
     #[test]
@@ -940,8 +1163,13 @@ mod tests {
             i32::MIN,
         ]);
         let want = [
-            "2024-01-31", "0001-01-01 BC", "4713-01-01 BC", "0044-03-14", "5874897-12-31",
-            "infinity", "-infinity",
+            "2024-01-31",
+            "0001-01-01 BC",
+            "4713-01-01 BC",
+            "0044-03-14",
+            "5874897-12-31",
+            "infinity",
+            "-infinity",
         ];
         for (i, w) in want.iter().enumerate() {
             assert_eq!(text(&dates, i, &fmt).unwrap(), *w);
@@ -959,16 +1187,26 @@ mod tests {
             us(2024, 1, 31, 0, 0, 0, 500_000),
         ]);
         let want = [
-            "2024-01-31 12:34:56.789", "2024-01-31 12:34:56", "2024-01-31 12:34:56.123457",
-            "2024-01-31 12:34:56 BC", "infinity", "-infinity", "2024-01-31 00:00:00.5",
+            "2024-01-31 12:34:56.789",
+            "2024-01-31 12:34:56",
+            "2024-01-31 12:34:56.123457",
+            "2024-01-31 12:34:56 BC",
+            "infinity",
+            "-infinity",
+            "2024-01-31 00:00:00.5",
         ];
         for (i, w) in want.iter().enumerate() {
             assert_eq!(text(&stamps, i, &fmt).unwrap(), *w);
         }
         let tz = stamps.clone().with_timezone("+00:00");
         let want_utc = [
-            "2024-01-31 12:34:56.789+00", "2024-01-31 12:34:56+00", "2024-01-31 12:34:56.123457+00",
-            "2024-01-31 12:34:56+00 BC", "infinity", "-infinity", "2024-01-31 00:00:00.5+00",
+            "2024-01-31 12:34:56.789+00",
+            "2024-01-31 12:34:56+00",
+            "2024-01-31 12:34:56.123457+00",
+            "2024-01-31 12:34:56+00 BC",
+            "infinity",
+            "-infinity",
+            "2024-01-31 00:00:00.5+00",
         ];
         for (i, w) in want_utc.iter().enumerate() {
             assert_eq!(text(&tz, i, &fmt).unwrap(), *w);
@@ -980,16 +1218,43 @@ mod tests {
             text(&a, 0, &f).unwrap()
         };
         let noon = us(2024, 1, 31, 12, 34, 56, 0);
-        assert_eq!(in_zone("5.5", noon - 19_800_000_000), "2024-01-31 12:34:56+05:30");
-        assert_eq!(in_zone("+05:30", noon + 19_800_000_000), "2024-01-31 12:34:56-05:30");
-        assert_eq!(in_zone("-03", noon + 10_800_000_000), "2024-01-31 12:34:56-03");
-        assert_eq!(in_zone("America/St_Johns", noon + 12_600_000_000), "2024-01-31 12:34:56-03:30");
-        assert_eq!(in_zone("Asia/Kolkata", noon - 19_800_000_000), "2024-01-31 12:34:56+05:30");
-        assert_eq!(in_zone("Asia/Kolkata", us(1900, 1, 1, 0, 0, 0, 0) - 19_270_000_000), "1900-01-01 00:00:00+05:21:10");
-        assert_eq!(in_zone("Europe/Berlin", us(1850, 1, 1, 12, 0, 0, 0) - 3_208_000_000), "1850-01-01 12:00:00+00:53:28");
-        assert_eq!(in_zone("Europe/Berlin", us(2024, 7, 1, 10, 0, 0, 0)), "2024-07-01 12:00:00+02");
         assert_eq!(
-            in_zone("Europe/Berlin", us(-2023, 1, 31, 12, 34, 56, 0) - 3_208_000_000),
+            in_zone("5.5", noon - 19_800_000_000),
+            "2024-01-31 12:34:56+05:30"
+        );
+        assert_eq!(
+            in_zone("+05:30", noon + 19_800_000_000),
+            "2024-01-31 12:34:56-05:30"
+        );
+        assert_eq!(
+            in_zone("-03", noon + 10_800_000_000),
+            "2024-01-31 12:34:56-03"
+        );
+        assert_eq!(
+            in_zone("America/St_Johns", noon + 12_600_000_000),
+            "2024-01-31 12:34:56-03:30"
+        );
+        assert_eq!(
+            in_zone("Asia/Kolkata", noon - 19_800_000_000),
+            "2024-01-31 12:34:56+05:30"
+        );
+        assert_eq!(
+            in_zone("Asia/Kolkata", us(1900, 1, 1, 0, 0, 0, 0) - 19_270_000_000),
+            "1900-01-01 00:00:00+05:21:10"
+        );
+        assert_eq!(
+            in_zone("Europe/Berlin", us(1850, 1, 1, 12, 0, 0, 0) - 3_208_000_000),
+            "1850-01-01 12:00:00+00:53:28"
+        );
+        assert_eq!(
+            in_zone("Europe/Berlin", us(2024, 7, 1, 10, 0, 0, 0)),
+            "2024-07-01 12:00:00+02"
+        );
+        assert_eq!(
+            in_zone(
+                "Europe/Berlin",
+                us(-2023, 1, 31, 12, 34, 56, 0) - 3_208_000_000
+            ),
             "2024-01-31 12:34:56+00:53:28 BC"
         );
         // Other units convert to microseconds.
@@ -1025,7 +1290,11 @@ mod tests {
         ];
         let fmt = TextFormat::default();
         for ((months, days, micros), want) in cases {
-            let a = IntervalMonthDayNanoArray::from(vec![IntervalMonthDayNano::new(*months, *days, micros * 1000)]);
+            let a = IntervalMonthDayNanoArray::from(vec![IntervalMonthDayNano::new(
+                *months,
+                *days,
+                micros * 1000,
+            )]);
             assert_eq!(text(&a, 0, &fmt).unwrap(), *want);
         }
         // timestamp - timestamp in DataFusion is a duration; PostgreSQL shows whole days.
@@ -1047,7 +1316,9 @@ mod tests {
         assert_eq!(text(&ints, 1, &fmt).unwrap(), "{}");
         assert_eq!(text(&ints, 2, &fmt), None);
         // SELECT array['a b','c,d','"q"','','NULL','x\y','plain', ' a', '{x}']
-        let strings = StringArray::from(vec!["a b", "c,d", "\"q\"", "", "NULL", "x\\y", "plain", " a", "{x}"]);
+        let strings = StringArray::from(vec![
+            "a b", "c,d", "\"q\"", "", "NULL", "x\\y", "plain", " a", "{x}",
+        ]);
         let field = Arc::new(Field::new("item", DataType::Utf8, true));
         let list = ListArray::new(
             field,
@@ -1073,31 +1344,88 @@ mod tests {
         assert_eq!(text(&outer, 0, &fmt).unwrap(), "{{1,2},{3,4}}");
         // SELECT row(1,'a b',null,'x"y','','back\slash','(p)')
         let record = StructArray::from(vec![
-            (Arc::new(Field::new("a", DataType::Int32, true)), Arc::new(Int32Array::from(vec![1])) as ArrayRef),
-            (Arc::new(Field::new("b", DataType::Utf8, true)), Arc::new(StringArray::from(vec!["a b"])) as ArrayRef),
-            (Arc::new(Field::new("c", DataType::Utf8, true)), Arc::new(StringArray::from(vec![None::<&str>])) as ArrayRef),
-            (Arc::new(Field::new("d", DataType::Utf8, true)), Arc::new(StringArray::from(vec!["x\"y"])) as ArrayRef),
-            (Arc::new(Field::new("e", DataType::Utf8, true)), Arc::new(StringArray::from(vec![""])) as ArrayRef),
-            (Arc::new(Field::new("f", DataType::Utf8, true)), Arc::new(StringArray::from(vec!["back\\slash"])) as ArrayRef),
-            (Arc::new(Field::new("g", DataType::Utf8, true)), Arc::new(StringArray::from(vec!["(p)"])) as ArrayRef),
+            (
+                Arc::new(Field::new("a", DataType::Int32, true)),
+                Arc::new(Int32Array::from(vec![1])) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("b", DataType::Utf8, true)),
+                Arc::new(StringArray::from(vec!["a b"])) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("c", DataType::Utf8, true)),
+                Arc::new(StringArray::from(vec![None::<&str>])) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("d", DataType::Utf8, true)),
+                Arc::new(StringArray::from(vec!["x\"y"])) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("e", DataType::Utf8, true)),
+                Arc::new(StringArray::from(vec![""])) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("f", DataType::Utf8, true)),
+                Arc::new(StringArray::from(vec!["back\\slash"])) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("g", DataType::Utf8, true)),
+                Arc::new(StringArray::from(vec!["(p)"])) as ArrayRef,
+            ),
         ]);
-        assert_eq!(text(&record, 0, &fmt).unwrap(), r#"(1,"a b",,"x""y","","back\\slash","(p)")"#);
+        assert_eq!(
+            text(&record, 0, &fmt).unwrap(),
+            r#"(1,"a b",,"x""y","","back\\slash","(p)")"#
+        );
     }
 
     #[test]
     fn other_arrow_types() {
         let fmt = TextFormat::default();
-        assert_eq!(text(&BooleanArray::from(vec![true, false]), 1, &fmt).unwrap(), "f");
-        assert_eq!(text(&Int64Array::from(vec![i64::MIN]), 0, &fmt).unwrap(), "-9223372036854775808");
-        assert_eq!(text(&UInt64Array::from(vec![u64::MAX]), 0, &fmt).unwrap(), "18446744073709551615");
-        assert_eq!(text(&LargeStringArray::from(vec!["large"]), 0, &fmt).unwrap(), "large");
-        assert_eq!(text(&StringViewArray::from(vec!["a view that is long enough"]), 0, &fmt).unwrap(), "a view that is long enough");
-        assert_eq!(text(&BinaryArray::from(vec![&[1u8, 2, 255][..]]), 0, &fmt).unwrap(), "\\x0102ff");
-        let half = datafusion::arrow::compute::cast(&Float32Array::from(vec![1.5f32]), &DataType::Float16).unwrap();
+        assert_eq!(
+            text(&BooleanArray::from(vec![true, false]), 1, &fmt).unwrap(),
+            "f"
+        );
+        assert_eq!(
+            text(&Int64Array::from(vec![i64::MIN]), 0, &fmt).unwrap(),
+            "-9223372036854775808"
+        );
+        assert_eq!(
+            text(&UInt64Array::from(vec![u64::MAX]), 0, &fmt).unwrap(),
+            "18446744073709551615"
+        );
+        assert_eq!(
+            text(&LargeStringArray::from(vec!["large"]), 0, &fmt).unwrap(),
+            "large"
+        );
+        assert_eq!(
+            text(
+                &StringViewArray::from(vec!["a view that is long enough"]),
+                0,
+                &fmt
+            )
+            .unwrap(),
+            "a view that is long enough"
+        );
+        assert_eq!(
+            text(&BinaryArray::from(vec![&[1u8, 2, 255][..]]), 0, &fmt).unwrap(),
+            "\\x0102ff"
+        );
+        let half =
+            datafusion::arrow::compute::cast(&Float32Array::from(vec![1.5f32]), &DataType::Float16)
+                .unwrap();
         assert_eq!(text(half.as_ref(), 0, &fmt).unwrap(), "1.5");
-        assert_eq!(text(&Float32Array::from(vec![1e21f32]), 0, &fmt).unwrap(), "1e+21");
-        assert_eq!(text(&Float64Array::from(vec![None, Some(1.0)]), 0, &fmt), None);
-        let dict: DictionaryArray<Int32Type> = vec![Some("x"), None, Some("y"), Some("x")].into_iter().collect();
+        assert_eq!(
+            text(&Float32Array::from(vec![1e21f32]), 0, &fmt).unwrap(),
+            "1e+21"
+        );
+        assert_eq!(
+            text(&Float64Array::from(vec![None, Some(1.0)]), 0, &fmt),
+            None
+        );
+        let dict: DictionaryArray<Int32Type> = vec![Some("x"), None, Some("y"), Some("x")]
+            .into_iter()
+            .collect();
         assert_eq!(text(&dict, 3, &fmt).unwrap(), "x");
         assert_eq!(text(&dict, 1, &fmt), None);
         let null = datafusion::arrow::array::NullArray::new(2);

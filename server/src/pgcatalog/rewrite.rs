@@ -14,9 +14,10 @@
 //! | `::regproc`, `::name`, `::"char"`, `::pg_node_tree`, … | `::text` |
 //! | `::oid`, `::xid` | `::bigint` |
 //!
-//! A `reg*` cast of a literal becomes the OID (what a comparison with an `oid` column or a
-//! size function needs); of anything else, the name (what a select list shows). So
-//! `SELECT 't'::regclass` shows the OID where PostgreSQL shows `t`.
+//! A `reg*` cast of a string literal becomes the OID (what a comparison with an `oid`
+//! column or a size function needs); of anything else (a column, a number), the name
+//! (what a select list shows). So `SELECT 't'::regclass` shows the OID where PostgreSQL
+//! shows `t`, and `WHERE relid = 16384::regclass` compares with a name.
 //!
 //! The rewrite works on sqlparser's tokens (strings, comments and quoted identifiers stay
 //! intact) and returns the text unchanged, without tokenizing, when nothing in it could
@@ -284,7 +285,7 @@ fn rewrite_casts(tokens: Vec<Token>) -> Vec<Token> {
         let operand: Vec<Token> = out.drain(start..).collect();
         let operand_end = operand.iter().rposition(|t| !is_space(t)).map(|p| p + 1).unwrap_or(0);
         let (operand, trailing) = operand.split_at(operand_end);
-        let literal = matches!(operand.first(), Some(Token::SingleQuotedString(_) | Token::EscapedStringLiteral(_) | Token::Number(_, _)))
+        let literal = matches!(operand.first(), Some(Token::SingleQuotedString(_) | Token::EscapedStringLiteral(_)))
             && operand.len() == 1;
         // `x::regclass::text` shows the name.
         let mut next = after;
