@@ -164,7 +164,16 @@ fn run_scan(
     counters.shared_hit.add(scanner.usage.shared_hit as usize);
     counters.shared_read.add(scanner.usage.shared_read as usize);
     counters.baseline.done();
-    stmt.add_usage(&scanner.usage);
+    let u = &scanner.usage;
+    tracing::debug!(
+        "Seq Scan of {} blocks: Buffers: shared hit={} read={} dirtied={} written={}",
+        scanner.nblocks(),
+        u.shared_hit,
+        u.shared_read,
+        u.shared_dirtied,
+        u.shared_written
+    );
+    stmt.add_usage(u);
 }
 
 /// Wraps a `PgError` so it survives the trip through DataFusion with its SQLSTATE.
