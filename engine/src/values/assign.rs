@@ -31,7 +31,7 @@ use super::input::{
     self, decimal_to_scaled, numeric_field_overflow, numeric_infinite_overflow,
     numeric_nan_unsupported, pow10_i128, ColumnParser,
 };
-use super::output_text::{format_decimal, timestamp_to_micros, write_text};
+use super::output_text::{format_decimal, timestamp_micros, write_text};
 use super::{arrow_type_name, TextFormat};
 use datafusion::arrow::array::{
     new_null_array, Array, ArrayRef, AsArray, BooleanArray, Date32Array, Decimal128Array,
@@ -42,8 +42,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Date64Type, Decimal128Type, Decimal32Type, Decimal64Type, Float16Type,
     Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, TimeUnit,
-    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
-    TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    TimestampMicrosecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use iolab_catalog::types::TIMESTAMPTZ_ZONE;
 use iolab_catalog::{sqlstate, PgError, PgType};
@@ -201,7 +200,7 @@ pub fn assign_cast_with(
                         checked_date(ms.div_euclid(86_400_000))?
                     }
                     DataType::Timestamp(unit, zone) => {
-                        let micros = timestamp_micros_of(array.as_ref(), *unit, row);
+                        let micros = timestamp_micros(array.as_ref(), *unit, row);
                         match micros {
                             TS_POS_INFINITY => DATE_POS_INFINITY,
                             TS_NEG_INFINITY => DATE_NEG_INFINITY,
@@ -239,7 +238,7 @@ pub fn assign_cast_with(
                 }
                 let micros = match source {
                     DataType::Timestamp(unit, zone) => {
-                        let v = timestamp_micros_of(array.as_ref(), *unit, row);
+                        let v = timestamp_micros(array.as_ref(), *unit, row);
                         match (zone.is_some(), with_zone) {
                             _ if v == TS_POS_INFINITY || v == TS_NEG_INFINITY => v,
                             (false, true) => fmt.time_zone.local_to_utc(v),
@@ -302,16 +301,6 @@ fn checked_date(days: i64) -> Result<i32, PgError> {
             "date out of range",
         ))
     }
-}
-
-fn timestamp_micros_of(array: &dyn Array, unit: TimeUnit, row: usize) -> i64 {
-    let v = match unit {
-        TimeUnit::Second => array.as_primitive::<TimestampSecondType>().value(row),
-        TimeUnit::Millisecond => array.as_primitive::<TimestampMillisecondType>().value(row),
-        TimeUnit::Microsecond => array.as_primitive::<TimestampMicrosecondType>().value(row),
-        TimeUnit::Nanosecond => array.as_primitive::<TimestampNanosecondType>().value(row),
-    };
-    timestamp_to_micros(v, unit)
 }
 
 /// One value of a numeric source column.

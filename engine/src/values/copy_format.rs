@@ -731,6 +731,7 @@ impl CopyParser {
         if self.finished {
             return; // after `\.` PostgreSQL ignores the rest
         }
+        debug_assert!(self.start <= self.scan && self.scan <= self.buf.len());
         if self.start >= COMPACT_AT && self.start * 2 >= self.buf.len() {
             self.buf.drain(..self.start);
             self.scan -= self.start;
@@ -756,7 +757,7 @@ impl CopyParser {
     }
 
     /// The CONTEXT line for the last error [`CopyParser::next_row`] returned:
-    /// `COPY t, line 3` or `COPY t, line 3: "1	x"`, as PostgreSQL writes it.
+    /// `COPY t, line 3` or `COPY t, line 3: "1<TAB>x"`, as PostgreSQL writes it.
     pub fn error_context(&self, table: &str) -> String {
         match &self.context {
             Some(ErrorContext::LineWithText(text)) => {
@@ -873,14 +874,11 @@ impl CopyParser {
                     break;
                 }
                 if self.buf[i + 1] == b'.' {
-                    match self.end_marker(line_start, i)? {
-                        Some(true) => {
-                            self.finished = true;
-                            return Ok(None);
-                        }
-                        Some(false) => unreachable!("end_marker only confirms or fails"),
-                        None => break, // need more input
+                    if !self.end_marker(line_start, i)? {
+                        break; // need more input
                     }
+                    self.finished = true;
+                    return Ok(None);
                 }
                 i += 2;
                 continue;
@@ -950,9 +948,9 @@ impl CopyParser {
         }
     }
 
-    /// A `\.` at `at`: `Some(true)` when it is a proper end marker, `None` when more input is
+    /// A `\.` at `at`: `true` when it is a proper end marker, `false` when more input is
     /// needed to tell, an error otherwise (PostgreSQL 18 wants it alone on its line).
-    fn end_marker(&mut self, line_start: usize, at: usize) -> Result<Option<bool>, PgError> {
+    fn end_marker(&mut self, line_start: usize, at: usize) -> Result<bool, PgError> {
         let not_alone = |p: &mut CopyParser| {
             p.line += 1;
             p.context = Some(ErrorContext::Line);
@@ -973,18 +971,18 @@ impl CopyParser {
             return if self.input_done {
                 not_alone(self)
             } else {
-                Ok(None)
+                Ok(false)
             };
         };
         match c {
             b'\n' => match self.newline {
-                None | Some(Newline::Lf) => Ok(Some(true)),
+                None | Some(Newline::Lf) => Ok(true),
                 Some(_) => mismatch(self),
             },
             b'\r' => {
                 let next = self.buf.get(after + 1).copied();
                 if next.is_none() && !self.input_done {
-                    return Ok(None);
+                    return Ok(false);
                 }
                 let style = if next == Some(b'\n') {
                     Newline::CrLf
@@ -992,8 +990,8 @@ impl CopyParser {
                     Newline::Cr
                 };
                 match self.newline {
-                    None => Ok(Some(true)),
-                    Some(s) if s == style => Ok(Some(true)),
+                    None => Ok(true),
+                    Some(s) if s == style => Ok(true),
                     Some(_) => mismatch(self),
                 }
             }
@@ -1137,9 +1135,9 @@ impl CopyParser {
             let column = self.fields.len();
             let forced_not_null = self.force_not_null.get(column).copied().unwrap_or(false);
             let forced_null = self.force_null.get(column).copied().unwrap_or(false);
-            let kind = if !saw_quote && raw == self.null.as_slice() && !forced_not_null {
-                FieldKind::Null
-            } else if forced_null && out[out_start..] == *self.null.as_slice() {
+            let is_null = (!saw_quote && raw == self.null.as_slice() && !forced_not_null)
+                || (forced_null && out[out_start..] == *self.null.as_slice());
+            let kind = if is_null {
                 FieldKind::Null
             } else if !saw_quote && self.default.as_deref() == Some(raw) {
                 FieldKind::Default
@@ -1470,6 +1468,7 @@ impl CopyEncoder {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // the tables of cases
 mod tests {
     //! Rows, errors and output were compared with PostgreSQL 18.4 (`\copy … from file`,
     //! `COPY … FROM STDIN` with the same bytes, `COPY … TO STDOUT`).
@@ -1497,6 +1496,8 @@ mod tests {
     }
 
     const ABC: &[&str] = &["a", "b", "c"];
+
+    type Rows = Vec<Vec<Option<String>>>;
 
     #[test]
     fn options_and_their_errors() {
@@ -1785,7 +1786,7 @@ mod tests {
     /// escaped tab and newline, multi-byte characters, and the end marker with junk after it.
     const TRICKY_TEXT: &[u8] = b"1\tx\\ny\t\\N\n2\t\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\t\\x41\\101\\t\\\\\n3\t\\\t\t\n4\tend\\\nline\tz\n5\t\\N\\N\t\\z\\0101\\x4g\n\\.\ngarbage\n";
 
-    fn tricky_text_rows() -> Vec<Vec<Option<String>>> {
+    fn tricky_text_rows() -> Rows {
         vec![
             row(&[Some("1"), Some("x\ny"), None]),
             row(&[Some("2"), Some("é€😀"), Some("AA\t\\")]),
@@ -1799,7 +1800,7 @@ mod tests {
     /// CRLF inside a field, doubled quotes, empty quoted vs unquoted, `\.` as data.
     const TRICKY_CSV: &[u8] = b"1,\"a,b\",\"multi\r\nline\"\r\n2,\"he said \"\"hi\"\"\",\r\n3,\"\",\xc3\xa9\xf0\x9f\x98\x80\r\n4,\"x\"\"\",\"\"\"\"\r\n5, q ,\"\\.\"\r\n";
 
-    fn tricky_csv_rows() -> Vec<Vec<Option<String>>> {
+    fn tricky_csv_rows() -> Rows {
         vec![
             row(&[Some("1"), Some("a,b"), Some("multi\r\nline")]),
             row(&[Some("2"), Some("he said \"hi\""), None]),
@@ -1814,7 +1815,7 @@ mod tests {
         opts: &CopyOptions,
         data: &[u8],
         cuts: &[usize],
-    ) -> Result<Vec<Vec<Option<String>>>, (PgError, u64)> {
+    ) -> Result<Rows, (PgError, u64)> {
         let mut parser = CopyParser::new(opts, ABC.iter().map(|c| c.to_string()).collect());
         let mut rows = Vec::new();
         let mut last = 0;
@@ -1858,7 +1859,7 @@ mod tests {
             row(&[Some("1"), Some("a\"b\\"), Some("c\\d")]),
             row(&[Some("2"), Some("x\"\r\ny"), None]),
         ];
-        let cases: [(&CopyOptions, &[u8], Vec<Vec<Option<String>>>); 3] = [
+        let cases: [(&CopyOptions, &[u8], Rows); 3] = [
             (&text, TRICKY_TEXT, tricky_text_rows()),
             (&csv, TRICKY_CSV, tricky_csv_rows()),
             (&csv_backslash, escaped_csv, escaped_rows),

@@ -511,17 +511,16 @@ fn format_float<F: std::fmt::LowerExp>(
     out: &mut Vec<u8>,
 ) {
     let mut buf = StackBuf::new();
-    let fixed_below;
-    if extra_float_digits > 0 {
+    let fixed_below = if extra_float_digits > 0 {
         // Rust's `{:e}` prints the shortest digits that read back to the same value (Ryu-like),
         // which is what PostgreSQL prints since version 12.
         let _ = write!(buf, "{v:e}");
-        fixed_below = type_digits;
+        type_digits
     } else {
         let precision = (type_digits + extra_float_digits).max(1);
         let _ = write!(buf, "{:.*e}", (precision - 1) as usize, v);
-        fixed_below = precision;
-    }
+        precision
+    };
     let (negative, (digits, n), exp) = split_scientific(buf.as_bytes());
     write_pg_float_digits(
         negative,
@@ -662,10 +661,10 @@ pub fn write_offset(east_secs: i32, out: &mut Vec<u8>) {
     out.push(if east_secs < 0 { b'-' } else { b'+' });
     let a = east_secs.unsigned_abs();
     write_2(a / 3600, out);
-    if a % 3600 != 0 {
+    if !a.is_multiple_of(3600) {
         out.push(b':');
         write_2(a / 60 % 60, out);
-        if a % 60 != 0 {
+        if !a.is_multiple_of(60) {
             out.push(b':');
             write_2(a % 60, out);
         }
