@@ -160,3 +160,38 @@ async fn types_round_trip_in_text_and_binary() {
     let err = client.batch_execute("INSERT INTO t(v) VALUES ('toolong')").await.unwrap_err();
     assert_eq!(sqlstate(&err), "22001");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_datafusion_plans_over_heap_tables() {
+    let server = TestServer::start("queries");
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "CREATE TABLE o(id int, customer int, amount numeric(10,2));
+             CREATE TABLE c(id int, name text);
+             INSERT INTO c VALUES (1, 'ann'), (2, 'bob'), (3, 'cy');
+             INSERT INTO o SELECT i, 1 + i % 2, i * 1.25 FROM generate_series(1, 10) AS s(i);
+             TRUNCATE c; INSERT INTO c VALUES (1, 'ann'), (2, 'bob'), (3, 'cy');",
+        )
+        .await
+        .unwrap();
+    let out = server.psql_ok(&[
+        "-At",
+        "-c",
+        "SELECT c.name, count(*), sum(o.amount) FROM c JOIN o ON o.customer = c.id GROUP BY c.name ORDER BY c.name",
+    ]);
+    // 1 + i % 2 is customer 2 (bob) for odd i and customer 1 (ann) for even i.
+    let even: f64 = (2..=10).step_by(2).map(|i| i as f64 * 1.25).sum();
+    let odd: f64 = (1..=9).step_by(2).map(|i| i as f64 * 1.25).sum();
+    assert_eq!(out.trim(), format!("ann|5|{even:.2}\nbob|5|{odd:.2}"));
+    let out = server.psql_ok(&[
+        "-At",
+        "-c",
+        "WITH ranked AS (SELECT id, row_number() OVER (ORDER BY amount DESC) AS r FROM o) SELECT id FROM ranked WHERE r <= 3 ORDER BY r",
+    ]);
+    assert_eq!(out.split_whitespace().collect::<Vec<_>>(), vec!["10", "9", "8"]);
+    let out = server.psql_ok(&["-At", "-c", "SELECT name FROM c WHERE id NOT IN (SELECT customer FROM o) LIMIT 1"]);
+    assert_eq!(out.trim(), "cy");
+    let out = server.psql_ok(&["-At", "-c", "SELECT count(*) FROM c"]);
+    assert_eq!(out.trim(), "3", "TRUNCATE emptied the table before the second INSERT");
+}
