@@ -2,6 +2,7 @@
 
 mod copy;
 mod errors;
+mod pgcatalog;
 mod server;
 mod session;
 mod show;

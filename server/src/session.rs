@@ -22,6 +22,7 @@ use iolab_engine::Database;
 use iolab_settings::SessionSettings;
 use parking_lot::Mutex;
 
+use crate::pgcatalog::SessionInfo;
 use crate::server::Server;
 use crate::sql::{self, ddl, insert, Outcome, Parsed, StatementGuard, StatementRun, TxnBlock};
 
@@ -85,6 +86,21 @@ impl Session {
         let mut fmt = fmt.clone().with_time_zone(&self.settings.time_zone()).unwrap_or(fmt);
         fmt.date_order = DateOrder::from_datestyle(&self.settings.get("DateStyle").unwrap_or_default());
         fmt
+    }
+
+    /// What the catalog views and functions need to know about this session.
+    pub fn catalog_info(&self) -> SessionInfo {
+        SessionInfo::new(self.db().clone(), self.pid, self.user.clone(), self.settings.clone())
+    }
+
+    /// psql's meta-command queries that DataFusion cannot run, answered from the catalog.
+    pub fn intercept(&self, sql: &str) -> Option<PgResult<Outcome>> {
+        let answer = crate::pgcatalog::intercept(sql, &self.catalog_info())?;
+        Some(answer.and_then(|(schema, batches)| {
+            let stream = datafusion::physical_plan::memory::MemoryStream::try_new(batches, schema.clone(), None)
+                .map_err(crate::errors::from_datafusion)?;
+            Ok(Outcome::Rows { schema, stream: Box::pin(stream), tag: "SELECT" })
+        }))
     }
 
     pub fn db(&self) -> &Arc<Database> {
@@ -177,6 +193,8 @@ impl Session {
         }
         let config = state.config_options().clone();
         state.execution_props_mut().mark_start_execution(config);
+        let info = self.catalog_info();
+        crate::pgcatalog::register_functions(&mut state, &info);
         let run = StatementRun { db, ctx, state, text_format: self.text_format(), params };
         if !self.txn.in_block {
             self.txn.next_cid = 0;
@@ -189,6 +207,9 @@ impl Session {
         }
         let result = self.dispatch(&run, parsed, notices).await;
         guard.finish(result.is_ok())?;
+        for (name, value, local) in info.take_setting_changes() {
+            self.settings.set(&name, &value, local).map_err(crate::show::setting_error)?;
+        }
         result
     }
 
@@ -295,6 +316,7 @@ fn base_state(db: &Arc<Database>) -> SessionState {
         catalog
             .register_schema("public", Arc::new(PublicSchema::new(db.clone(), with_ctid)))
             .expect("a new catalog accepts a schema");
+        crate::pgcatalog::register_schemas(&catalog, db.clone());
         state.catalog_list().register_catalog(name.into(), Arc::new(catalog));
     }
     state

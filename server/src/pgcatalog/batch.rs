@@ -22,8 +22,8 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, ListBuilder,
-    StringArray, StringBuilder, Int64Builder, Int16Builder, TimestampMicrosecondArray, new_null_array,
+    new_null_array, ArrayRef, BooleanArray, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array,
+    ListBuilder, StringArray, StringBuilder, TimestampMicrosecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -83,9 +83,7 @@ pub fn arrow_type(pg_type: &str) -> DataType {
 
 /// The Arrow schema of a column list.
 pub fn schema_of(columns: &[ColumnSpec]) -> SchemaRef {
-    Arc::new(Schema::new(
-        columns.iter().map(|c| Field::new(&c.name, arrow_type(&c.pg_type), true)).collect::<Vec<_>>(),
-    ))
+    Arc::new(Schema::new(columns.iter().map(|c| Field::new(&c.name, arrow_type(&c.pg_type), true)).collect::<Vec<_>>()))
 }
 
 /// A catalog value before it meets its column's type.
@@ -98,8 +96,6 @@ pub enum V {
     Text(String),
     /// An array of text values (`text[]`, `aclitem[]`, `"char"[]`).
     TextArray(Vec<String>),
-    /// An array of integers (`oid[]`, `smallint[]`).
-    IntArray(Vec<i64>),
 }
 
 impl V {
@@ -146,7 +142,6 @@ impl V {
             V::Bool(b) => Some(if *b { "t" } else { "f" }.to_string()),
             V::Text(s) => Some(s.clone()),
             V::TextArray(a) => Some(format!("{{{}}}", a.join(","))),
-            V::IntArray(a) => Some(format!("{{{}}}", a.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(","))),
         }
     }
 }
@@ -170,9 +165,9 @@ pub fn build_array(dt: &DataType, values: &[V]) -> Result<ArrayRef> {
                 .collect::<BooleanArray>(),
         ),
         DataType::Utf8 => Arc::new(values.iter().map(V::as_text).collect::<StringArray>()),
-        DataType::Timestamp(TimeUnit::Microsecond, tz) => Arc::new(
-            values.iter().map(V::as_i64).collect::<TimestampMicrosecondArray>().with_timezone_opt(tz.clone()),
-        ),
+        DataType::Timestamp(TimeUnit::Microsecond, tz) => {
+            Arc::new(values.iter().map(V::as_i64).collect::<TimestampMicrosecondArray>().with_timezone_opt(tz.clone()))
+        }
         DataType::List(item) => match item.data_type() {
             DataType::Utf8 => {
                 let mut b = ListBuilder::new(StringBuilder::new());
@@ -181,36 +176,6 @@ pub fn build_array(dt: &DataType, values: &[V]) -> Result<ArrayRef> {
                         V::TextArray(items) => {
                             for s in items {
                                 b.values().append_value(s);
-                            }
-                            b.append(true);
-                        }
-                        _ => b.append(false),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            DataType::Int64 => {
-                let mut b = ListBuilder::new(Int64Builder::new());
-                for v in values {
-                    match v {
-                        V::IntArray(items) => {
-                            for i in items {
-                                b.values().append_value(*i);
-                            }
-                            b.append(true);
-                        }
-                        _ => b.append(false),
-                    }
-                }
-                Arc::new(b.finish())
-            }
-            DataType::Int16 => {
-                let mut b = ListBuilder::new(Int16Builder::new());
-                for v in values {
-                    match v {
-                        V::IntArray(items) => {
-                            for i in items {
-                                b.values().append_value(*i as i16);
                             }
                             b.append(true);
                         }
@@ -254,7 +219,8 @@ mod tests {
 
     #[test]
     fn specs_parse_into_typed_fields() {
-        let cols = parse_columns("oid oid!, relname name!, reltuples real!, relacl aclitem[], ts timestamp with time zone");
+        let cols =
+            parse_columns("oid oid!, relname name!, reltuples real!, relacl aclitem[], ts timestamp with time zone");
         assert_eq!(cols.len(), 5);
         assert!(cols[0].not_null && !cols[3].not_null);
         assert_eq!(cols[3].pg_type, "aclitem[]");

@@ -12,7 +12,10 @@
 //! working copy of the settings (so a later `current_setting` in the same statement sees
 //! the change) and records the call in [`SessionInfo::setting_changes`]; the server
 //! applies those to the session after the statement, as PostgreSQL would have done while
-//! running it.
+//! running it. With constant arguments (the usual `SELECT set_config('x', 'v', false)`)
+//! `set_config` runs while the statement is planned, so its change is recorded before
+//! the statement's rows are streamed; with arguments from a table it runs as the rows
+//! are produced.
 //!
 //! The `reg*in` / `reg*out` functions implement the `::regclass`, `::regtype`,
 //! `::regnamespace` and `::regrole` casts that `rewrite` turns into function calls.
@@ -28,8 +31,9 @@ use datafusion::arrow::datatypes::{DataType, Field, Int64Type};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::context::SessionState;
 use datafusion::execution::FunctionRegistry;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility,
+    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility,
 };
 use datafusion::scalar::ScalarValue;
 use iolab_catalog::{sqlstate, PgError, PgType};
@@ -71,6 +75,9 @@ pub struct PgFunction {
     arity: RangeInclusive<usize>,
     signature: Signature,
     returns: DataType,
+    /// Run while the statement is planned when every argument is a constant (see
+    /// `set_config`).
+    at_plan_time: bool,
     ctx: Arc<Ctx>,
     body: Arc<Body>,
 }
@@ -115,9 +122,27 @@ impl ScalarUDFImpl for PgFunction {
                 sqlstate::UNDEFINED_FUNCTION,
                 format!("function {}({}) does not exist", self.name, args.join(", ")),
             )
-            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")));
+            .with_hint(
+                "No function matches the given name and argument types. You might need to add explicit type casts.",
+            )));
         }
         Ok(self.returns.clone())
+    }
+
+    fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        if !self.at_plan_time || !args.iter().all(|a| matches!(a, Expr::Literal(..))) {
+            return Ok(ExprSimplifyResult::Original(args));
+        }
+        let arrays = args
+            .iter()
+            .map(|a| match a {
+                Expr::Literal(v, _) => v.to_array(),
+                _ => unreachable!("checked above"),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let values = (self.body)(&self.ctx, &arrays, 1)?;
+        let out = build_array(&self.returns, &values)?;
+        Ok(ExprSimplifyResult::Simplified(Expr::Literal(ScalarValue::try_from_array(&out, 0)?, None)))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -215,6 +240,7 @@ struct Def {
     arity: RangeInclusive<usize>,
     returns: DataType,
     volatility: Volatility,
+    at_plan_time: bool,
     body: Arc<Body>,
 }
 
@@ -224,7 +250,7 @@ fn def(
     returns: DataType,
     body: impl Fn(&Ctx, &[ArrayRef], usize) -> Result<Vec<V>> + Send + Sync + 'static,
 ) -> Def {
-    Def { name, aliases: &[], arity, returns, volatility: Volatility::Stable, body: Arc::new(body) }
+    Def { name, aliases: &[], arity, returns, volatility: Volatility::Stable, at_plan_time: false, body: Arc::new(body) }
 }
 
 impl Def {
@@ -235,6 +261,13 @@ impl Def {
 
     fn volatile(mut self) -> Def {
         self.volatility = Volatility::Volatile;
+        self
+    }
+
+    /// A volatile function with constant arguments runs when the statement is planned,
+    /// once (see [`SessionInfo::setting_changes`]).
+    fn at_plan_time(mut self) -> Def {
+        self.at_plan_time = true;
         self
     }
 }
@@ -274,6 +307,12 @@ fn relation_size(name: &'static str) -> Def {
             Ok(s.relation_size(oid).map(V::Int).unwrap_or(V::Null))
         })
     })
+}
+
+/// Always true: every object of these kinds iolab has is in `pg_catalog`, which is on
+/// every search path.
+fn visible(name: &'static str) -> Def {
+    def(name, 1..=1, DataType::Boolean, |_, _, rows| Ok(vec![V::Bool(true); rows]))
 }
 
 /// Always true: iolab has one superuser and no privileges to check.
@@ -340,7 +379,24 @@ fn quote_literal(s: &str) -> String {
 
 /// Every function, bound to one session.
 fn definitions() -> Vec<Def> {
-    let mut d = vec![
+    let mut d: Vec<Def> = [
+        "pg_function_is_visible",
+        "pg_type_is_visible",
+        "pg_conversion_is_visible",
+        "pg_collation_is_visible",
+        "pg_operator_is_visible",
+        "pg_opclass_is_visible",
+        "pg_opfamily_is_visible",
+        "pg_statistics_obj_is_visible",
+        "pg_ts_config_is_visible",
+        "pg_ts_dict_is_visible",
+        "pg_ts_parser_is_visible",
+        "pg_ts_template_is_visible",
+    ]
+    .into_iter()
+    .map(visible)
+    .collect();
+    d.extend(vec![
         def("version", 0..=0, DataType::Utf8, |ctx, _, rows| {
             let version = ctx.settings.lock().get("server_version").unwrap_or_else(|_| "18.0".into());
             let text = format!(
@@ -379,7 +435,8 @@ fn definitions() -> Vec<Def> {
                 Ok(V::Text(shown))
             })
         })
-        .volatile(),
+        .volatile()
+        .at_plan_time(),
         def("pg_backend_pid", 0..=0, DataType::Int32, |ctx, _, rows| Ok(vec![V::Int(ctx.pid as i64); rows])),
         constant("current_database", |_| V::text(oids::DATABASE_NAME)).aliases(&["current_catalog"]),
         constant("current_user", |ctx| V::text(&ctx.user)).aliases(&["user", "current_role"]),
@@ -390,10 +447,12 @@ fn definitions() -> Vec<Def> {
         def("current_schemas", 1..=1, text_list(), |ctx, args, rows| {
             let s = ctx.snapshot();
             let implicit = bools(&args[0])?;
-            per_row(rows, |i| Ok(match implicit[i] {
-                Some(b) => V::TextArray(s.current_schemas(b)),
-                None => V::Null,
-            }))
+            per_row(rows, |i| {
+                Ok(match implicit[i] {
+                    Some(b) => V::TextArray(s.current_schemas(b)),
+                    None => V::Null,
+                })
+            })
         }),
         relation_size("pg_relation_size"),
         relation_size("pg_table_size"),
@@ -411,7 +470,9 @@ fn definitions() -> Vec<Def> {
             per_row(rows, |i| match keys[i].as_deref() {
                 None => Ok(V::Null),
                 Some(k) if k == oids::DATABASE_NAME || k == oids::DATABASE_OID.to_string() => Ok(V::Int(total)),
-                Some(k) => Err(pg(PgError::new(sqlstate::INVALID_CATALOG_NAME, format!("database \"{k}\" does not exist")))),
+                Some(k) => {
+                    Err(pg(PgError::new(sqlstate::INVALID_CATALOG_NAME, format!("database \"{k}\" does not exist"))))
+                }
             })
         }),
         def("pg_size_pretty", 1..=1, DataType::Utf8, |_, args, rows| per_row(rows, |i| size_pretty_value(&args[0], i))),
@@ -429,18 +490,24 @@ fn definitions() -> Vec<Def> {
         }),
         def("pg_get_userbyid", 1..=1, DataType::Utf8, |_, args, rows| {
             let oids = ints(&args[0])?;
-            per_row(rows, |i| Ok(match oids[i] {
-                None => V::Null,
-                Some(o) => V::text(oids::role_name(o as u32).map(str::to_string).unwrap_or_else(|| format!("unknown (OID={o})"))),
-            }))
+            per_row(rows, |i| {
+                Ok(match oids[i] {
+                    None => V::Null,
+                    Some(o) => V::text(
+                        oids::role_name(o as u32).map(str::to_string).unwrap_or_else(|| format!("unknown (OID={o})")),
+                    ),
+                })
+            })
         }),
         def("format_type", 2..=2, DataType::Utf8, |_, args, rows| {
             let oids = ints(&args[0])?;
             let mods = ints(&args[1])?;
-            per_row(rows, |i| Ok(match oids[i] {
-                None => V::Null,
-                Some(o) => V::Text(types::format_type(o as u32, mods[i].map(|m| m as i32))),
-            }))
+            per_row(rows, |i| {
+                Ok(match oids[i] {
+                    None => V::Null,
+                    Some(o) => V::Text(types::format_type(o as u32, mods[i].map(|m| m as i32))),
+                })
+            })
         }),
         def("obj_description", 1..=2, DataType::Utf8, |_, args, rows| {
             let objs = ints(&args[0])?;
@@ -483,10 +550,14 @@ fn definitions() -> Vec<Def> {
         }),
         def("pg_char_to_encoding", 1..=1, DataType::Int32, |_, args, rows| {
             let names = texts(&args[0])?;
-            per_row(rows, |i| Ok(match names[i].as_deref() {
-                None => V::Null,
-                Some(n) => V::Int((0..42).find(|id| oids::encoding_name(*id).eq_ignore_ascii_case(n)).unwrap_or(-1)),
-            }))
+            per_row(rows, |i| {
+                Ok(match names[i].as_deref() {
+                    None => V::Null,
+                    Some(n) => {
+                        V::Int((0..42).find(|id| oids::encoding_name(*id).eq_ignore_ascii_case(n)).unwrap_or(-1))
+                    }
+                })
+            })
         }),
         def("quote_ident", 1..=1, DataType::Utf8, |_, args, rows| {
             let t = texts(&args[0])?;
@@ -518,8 +589,6 @@ fn definitions() -> Vec<Def> {
         privilege("has_sequence_privilege"),
         privilege("has_tablespace_privilege"),
         privilege("pg_has_role"),
-        def("pg_function_is_visible", 1..=1, DataType::Boolean, |_, _, rows| Ok(vec![V::Bool(true); rows])),
-        def("pg_type_is_visible", 1..=1, DataType::Boolean, |_, _, rows| Ok(vec![V::Bool(true); rows])),
         null_text("pg_get_ruledef", 1..=2),
         null_text("pg_get_indexdef", 1..=3),
         null_text("pg_get_constraintdef", 1..=2),
@@ -550,13 +619,15 @@ fn definitions() -> Vec<Def> {
             };
             Ok(vec![V::Text(name); rows])
         }),
-        def("array_lower", 2..=2, DataType::Int32, |_, args, rows| array_bound(&args[0], &args[1], rows, false)),
-        def("array_upper", 2..=2, DataType::Int32, |_, args, rows| array_bound(&args[0], &args[1], rows, true)),
+        def("array_lower", 2..=2, DataType::Int64, |_, args, rows| array_bound(&args[0], &args[1], rows, false)),
+        def("array_upper", 2..=2, DataType::Int64, |_, args, rows| array_bound(&args[0], &args[1], rows, true)),
         def("to_regclass", 1..=1, DataType::Int64, |ctx, args, rows| {
             let s = ctx.snapshot();
             let all = s.relations();
             let names = texts(&args[0])?;
-            per_row(rows, |i| Ok(names[i].as_deref().and_then(|n| s.resolve_relation(n, &all)).map(V::oid).unwrap_or(V::Null)))
+            per_row(rows, |i| {
+                Ok(names[i].as_deref().and_then(|n| s.resolve_relation(n, &all)).map(V::oid).unwrap_or(V::Null))
+            })
         }),
         def("to_regtype", 1..=1, DataType::Int64, |_, args, rows| {
             let names = texts(&args[0])?;
@@ -593,12 +664,14 @@ fn definitions() -> Vec<Def> {
                 return Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect());
             }
             let oids = ints(&args[0])?;
-            per_row(rows, |i| Ok(match oids[i] {
-                None => V::Null,
-                Some(0) => V::text("-"),
-                Some(o) if types::type_row(o as u32).is_none() => V::Text(o.to_string()),
-                Some(o) => V::Text(types::format_type(o as u32, None)),
-            }))
+            per_row(rows, |i| {
+                Ok(match oids[i] {
+                    None => V::Null,
+                    Some(0) => V::text("-"),
+                    Some(o) if types::type_row(o as u32).is_none() => V::Text(o.to_string()),
+                    Some(o) => V::Text(types::format_type(o as u32, None)),
+                })
+            })
         }),
         def("regnamespacein", 1..=1, DataType::Int64, |_, args, rows| {
             if !is_text(args[0].data_type()) {
@@ -611,7 +684,10 @@ fn definitions() -> Vec<Def> {
                     let unquoted = parse_identifier(n).ok().and_then(|p| p.into_iter().next()).unwrap_or_default();
                     match n.trim().parse::<u32>().ok().or_else(|| oids::namespace_oid(&unquoted)) {
                         Some(oid) => Ok(V::oid(oid)),
-                        None => Err(pg(PgError::new(sqlstate::INVALID_SCHEMA_NAME, format!("schema \"{n}\" does not exist")))),
+                        None => Err(pg(PgError::new(
+                            sqlstate::INVALID_SCHEMA_NAME,
+                            format!("schema \"{n}\" does not exist"),
+                        ))),
                     }
                 }
             })
@@ -621,10 +697,14 @@ fn definitions() -> Vec<Def> {
                 return Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect());
             }
             let oids = ints(&args[0])?;
-            per_row(rows, |i| Ok(match oids[i] {
-                None => V::Null,
-                Some(o) => V::Text(oids::namespace_name(o as u32).map(quote_ident).unwrap_or_else(|| o.to_string())),
-            }))
+            per_row(rows, |i| {
+                Ok(match oids[i] {
+                    None => V::Null,
+                    Some(o) => {
+                        V::Text(oids::namespace_name(o as u32).map(quote_ident).unwrap_or_else(|| o.to_string()))
+                    }
+                })
+            })
         }),
         def("regrolein", 1..=1, DataType::Int64, |_, args, rows| {
             if !is_text(args[0].data_type()) {
@@ -644,14 +724,15 @@ fn definitions() -> Vec<Def> {
                 return Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect());
             }
             let oids = ints(&args[0])?;
-            per_row(rows, |i| Ok(match oids[i] {
-                None => V::Null,
-                Some(0) => V::text("-"),
-                Some(o) => V::Text(oids::role_name(o as u32).map(quote_ident).unwrap_or_else(|| o.to_string())),
-            }))
+            per_row(rows, |i| {
+                Ok(match oids[i] {
+                    None => V::Null,
+                    Some(0) => V::text("-"),
+                    Some(o) => V::Text(oids::role_name(o as u32).map(quote_ident).unwrap_or_else(|| o.to_string())),
+                })
+            })
         }),
-    ];
-    d.shrink_to_fit();
+    ]);
     d
 }
 
@@ -670,10 +751,12 @@ fn array_bound(a: &ArrayRef, dims: &ArrayRef, rows: usize, upper: bool) -> Resul
         }
         _ => vec![None; rows],
     };
-    per_row(rows, |i| Ok(match (lengths[i], dims[i]) {
-        (Some(n), Some(1)) if n > 0 => V::Int(if upper { n } else { 1 }),
-        _ => V::Null,
-    }))
+    per_row(rows, |i| {
+        Ok(match (lengths[i], dims[i]) {
+            (Some(n), Some(1)) if n > 0 => V::Int(if upper { n } else { 1 }),
+            _ => V::Null,
+        })
+    })
 }
 
 /// Registers every function into `state` for the session described by `info`.
@@ -699,19 +782,13 @@ pub fn register(state: &mut SessionState, info: &SessionInfo, shared: Arc<Shared
             arity: d.arity,
             signature,
             returns: d.returns,
+            at_plan_time: d.at_plan_time,
             ctx: ctx.clone(),
             body: d.body,
         };
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(f)))?;
     }
     Ok(())
-}
-
-/// Names of the functions [`register`] provides (for the `pg_catalog.` prefix rewrite).
-pub fn function_names() -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = definitions().iter().flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied())).collect();
-    names.sort_unstable();
-    names
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ fn none(_: &Snapshot) -> Vec<Vec<V>> {
 }
 
 /// `information_schema`'s views, by name.
+#[rustfmt::skip]
 pub static INFORMATION_SCHEMA: &[CatalogTable] = &[
     CatalogTable { name: "applicable_roles", oid: 13173, kind: 'v', rows: none,
         columns: "grantee name, role_name name, is_grantable character varying" },

@@ -30,9 +30,6 @@ pub const PG_TABLESPACE: u32 = 1213;
 /// `pg_encoding_to_char(6)` is UTF8: the only encoding iolab speaks.
 pub const UTF8_ENCODING: i32 = 6;
 
-/// Default collation (`pg_collation`).
-pub const DEFAULT_COLLATION: u32 = 100;
-
 /// The schemas: (OID, name, owner, ACL as PostgreSQL 18 shows it right after initdb).
 pub const NAMESPACES: &[(u32, &str, u32, Option<&[&str]>)] = &[
     (PG_TOAST_NAMESPACE, "pg_toast", POSTGRES_ROLE, None),
@@ -94,18 +91,54 @@ pub const DESCRIPTIONS: &[(u32, u32, &str)] = &[
 ];
 
 /// Comments on shared objects (`pg_shdescription`).
-pub const SHARED_DESCRIPTIONS: &[(u32, u32, &str)] = &[
-    (DATABASE_OID, PG_DATABASE, "default administrative connection database"),
-];
+pub const SHARED_DESCRIPTIONS: &[(u32, u32, &str)] =
+    &[(DATABASE_OID, PG_DATABASE, "default administrative connection database")];
 
 /// `pg_encoding_to_char`: PostgreSQL's encoding names by number.
 pub fn encoding_name(id: i64) -> &'static str {
     const NAMES: &[&str] = &[
-        "SQL_ASCII", "EUC_JP", "EUC_CN", "EUC_KR", "EUC_TW", "EUC_JIS_2004", "UTF8", "MULE_INTERNAL", "LATIN1",
-        "LATIN2", "LATIN3", "LATIN4", "LATIN5", "LATIN6", "LATIN7", "LATIN8", "LATIN9", "LATIN10", "WIN1256",
-        "WIN1258", "WIN866", "WIN874", "KOI8R", "WIN1251", "WIN1252", "ISO_8859_5", "ISO_8859_6", "ISO_8859_7",
-        "ISO_8859_8", "WIN1250", "WIN1253", "WIN1254", "WIN1255", "WIN1257", "KOI8U", "SJIS", "BIG5", "GBK", "UHC",
-        "GB18030", "JOHAB", "SHIFT_JIS_2004",
+        "SQL_ASCII",
+        "EUC_JP",
+        "EUC_CN",
+        "EUC_KR",
+        "EUC_TW",
+        "EUC_JIS_2004",
+        "UTF8",
+        "MULE_INTERNAL",
+        "LATIN1",
+        "LATIN2",
+        "LATIN3",
+        "LATIN4",
+        "LATIN5",
+        "LATIN6",
+        "LATIN7",
+        "LATIN8",
+        "LATIN9",
+        "LATIN10",
+        "WIN1256",
+        "WIN1258",
+        "WIN866",
+        "WIN874",
+        "KOI8R",
+        "WIN1251",
+        "WIN1252",
+        "ISO_8859_5",
+        "ISO_8859_6",
+        "ISO_8859_7",
+        "ISO_8859_8",
+        "WIN1250",
+        "WIN1253",
+        "WIN1254",
+        "WIN1255",
+        "WIN1257",
+        "KOI8U",
+        "SJIS",
+        "BIG5",
+        "GBK",
+        "UHC",
+        "GB18030",
+        "JOHAB",
+        "SHIFT_JIS_2004",
     ];
     usize::try_from(id).ok().and_then(|i| NAMES.get(i)).copied().unwrap_or("")
 }

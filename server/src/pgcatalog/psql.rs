@@ -20,6 +20,9 @@
 //! | `FROM pg_catalog.pg_database d` (`\l`, `\l+`) | the `postgres` database, columns as the query names them |
 //! | `FROM pg_catalog.pg_roles r` with `memberof` (`\du`) | the login roles |
 
+// Results carry iolab's PgError, as every statement's result does.
+#![allow(clippy::result_large_err)]
+
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -173,7 +176,158 @@ pub fn intercept(sql: &str, info: &SessionInfo) -> Option<Result<(SchemaRef, Vec
     if q.contains("FROM pg_catalog.pg_roles r") && q.contains("as memberof") {
         return Some(roles(&q));
     }
+    if q.contains("FROM pg_catalog.pg_class c") && q.contains("AS \"Column privileges\"") {
+        return Some(privileges(sql, &q, info));
+    }
+    if q.contains("FROM pg_catalog.pg_type t")
+        && q.contains("AS \"Name\"")
+        && q.contains("pg_catalog.pg_type_is_visible(t.oid)")
+    {
+        return Some(data_types(sql, &q));
+    }
     None
+}
+
+/// The name patterns of a psql query: `(column, regex)` for each
+/// `column OPERATOR(pg_catalog.~) 'regex'`.
+fn patterns(q: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let marker = " OPERATOR(pg_catalog.~) '";
+    let mut from = 0;
+    while let Some(i) = q[from..].find(marker) {
+        let at = from + i;
+        let column = q[..at].rsplit(' ').next().unwrap_or("").to_string();
+        let mut regex = String::new();
+        let mut chars = q[at + marker.len()..].chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\'' {
+                if chars.peek() == Some(&'\'') {
+                    chars.next();
+                    regex.push('\'');
+                    continue;
+                }
+                break;
+            }
+            regex.push(c);
+        }
+        out.push((column, regex));
+        from = at + marker.len();
+    }
+    out
+}
+
+/// Does `name` match `regex`, one of the anchored regular expressions psql makes of a
+/// name pattern (`^(eic.*)$`: `.*` for `*`, `.` for `?`, `\\x` for a literal `x`)?
+pub fn psql_regex_matches(regex: &str, name: &str) -> bool {
+    let body = regex.strip_prefix("^(").and_then(|r| r.strip_suffix(")$")).unwrap_or(regex);
+    // Compile to: Any (.*), One (.), Lit(c)
+    #[derive(Clone, Copy, PartialEq)]
+    enum P {
+        Any,
+        One,
+        Lit(char),
+    }
+    let mut pat = Vec::new();
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    pat.push(P::Lit(n));
+                }
+            }
+            '.' if chars.peek() == Some(&'*') => {
+                chars.next();
+                pat.push(P::Any);
+            }
+            '.' => pat.push(P::One),
+            c => pat.push(P::Lit(c)),
+        }
+    }
+    fn go(p: &[P], n: &[char]) -> bool {
+        match p.first() {
+            None => n.is_empty(),
+            Some(P::Any) => (0..=n.len()).any(|k| go(&p[1..], &n[k..])),
+            Some(P::One) => !n.is_empty() && go(&p[1..], &n[1..]),
+            Some(P::Lit(c)) => n.first() == Some(c) && go(&p[1..], &n[1..]),
+        }
+    }
+    let name: Vec<char> = name.chars().collect();
+    go(&pat, &name)
+}
+
+/// `\dp` / `\z`: privileges of the visible tables and views outside `pg_*` schemas.
+/// iolab has default privileges only, no column privileges and no policies: every
+/// privilege column is empty, as PostgreSQL shows a table nobody granted anything on.
+fn privileges(sql: &str, q: &str, info: &SessionInfo) -> Result<(SchemaRef, Vec<RecordBatch>), PgError> {
+    let names = aliases(sql);
+    let s = info.snapshot();
+    let all = s.relations();
+    let pats = patterns(q);
+    let mut rels: Vec<&Relation> = all
+        .iter()
+        .filter(|r| matches!(r.kind, 'r' | 'v') && !r.schema().starts_with("pg_") && s.is_visible(r, &all))
+        .filter(|r| {
+            pats.iter().all(|(col, re)| match col.as_str() {
+                "c.relname" => psql_regex_matches(re, &r.name),
+                "n.nspname" => psql_regex_matches(re, r.schema()),
+                _ => true,
+            })
+        })
+        .collect();
+    rels.sort_by(|a, b| (a.schema(), &a.name).cmp(&(b.schema(), &b.name)));
+    let rows = rels
+        .iter()
+        .map(|r| {
+            names
+                .iter()
+                .map(|n| match n.as_str() {
+                    "Schema" => V::text(r.schema()),
+                    "Name" => V::text(&r.name),
+                    "Type" => V::text(if r.kind == 'v' { "view" } else { "table" }),
+                    "Access privileges" => V::Null,
+                    _ => V::text(""),
+                })
+                .collect()
+        })
+        .collect();
+    result(names.iter().map(|n| (n.clone(), DataType::Utf8)).collect(), rows)
+}
+
+/// `\dT[S][+]`: iolab has no user-defined types; `\dTS` lists the built-in ones.
+fn data_types(sql: &str, q: &str) -> Result<(SchemaRef, Vec<RecordBatch>), PgError> {
+    let names = aliases(sql);
+    let pats = patterns(q);
+    let rows = if q.contains("n.nspname <> 'pg_catalog'") {
+        Vec::new()
+    } else {
+        let mut list: Vec<(String, &types::TypeRow)> = types::TYPES
+            .iter()
+            .filter(|t| t.category != b'A' && t.typtype == b'b')
+            .map(|t| (types::format_type(t.oid, None), t))
+            .filter(|(shown, t)| {
+                pats.iter().all(|(_, re)| psql_regex_matches(re, t.name) || psql_regex_matches(re, shown))
+            })
+            .collect();
+        list.sort_by(|a, b| a.0.cmp(&b.0));
+        list.into_iter()
+            .map(|(shown, t)| {
+                names
+                    .iter()
+                    .map(|n| match n.as_str() {
+                        "Schema" => V::text("pg_catalog"),
+                        "Name" => V::text(&shown),
+                        "Internal name" => V::text(t.name),
+                        "Size" => V::Text(if t.len < 0 { "var".to_string() } else { t.len.to_string() }),
+                        "Elements" => V::text(""),
+                        "Owner" => V::text("postgres"),
+                        _ => V::Null,
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    result(names.iter().map(|n| (n.clone(), DataType::Utf8)).collect(), rows)
 }
 
 /// `\d` step 2: what kind of relation `oid` is (psql reads the columns by position).
@@ -212,7 +366,7 @@ fn relation_kind(q: &str, s: &Snapshot, oid: u32) -> Result<(SchemaRef, Vec<Reco
             V::Int(0),
             V::text(""),
             V::char(r.persistence),
-            V::char(if r.kind == 'v' { 'n' } else { 'd' }),
+            V::char(r.replica_identity()),
             match r.am {
                 oids::HEAP_AM => V::text("heap"),
                 oids::BTREE_AM => V::text("btree"),
@@ -228,10 +382,7 @@ fn columns(q: &str, s: &Snapshot, oid: u32) -> Result<(SchemaRef, Vec<RecordBatc
     let rel: Option<Relation> = s.relation(oid);
     if q.contains("AS is_key") {
         // The columns of an index: iolab's catalog has none.
-        return result(
-            owned(vec![text("attname"), text("format_type"), text("is_key"), text("indexdef")]),
-            Vec::new(),
-        );
+        return result(owned(vec![text("attname"), text("format_type"), text("is_key"), text("indexdef")]), Vec::new());
     }
     let mut cols = owned(vec![
         text("attname"),
@@ -262,12 +413,16 @@ fn columns(q: &str, s: &Snapshot, oid: u32) -> Result<(SchemaRef, Vec<RecordBatc
         .iter()
         .flat_map(|r| r.columns.iter())
         .map(|c| {
+            // The catalogs' text columns are declared COLLATE "C", which psql shows.
+            let catalog_table =
+                rel.as_ref().is_some_and(|r| r.namespace == oids::PG_CATALOG_NAMESPACE && r.kind == 'r');
+            let collatable = types::type_row(c.type_oid).is_some_and(|t| t.collation == 100);
             let mut row = vec![
                 V::text(&c.name),
                 V::Text(types::format_type(c.type_oid, Some(c.typmod))),
                 V::Null,
                 V::Bool(c.not_null),
-                V::Null,
+                if catalog_table && collatable { V::text("C") } else { V::Null },
                 V::text(""),
                 V::text(""),
             ];
@@ -310,9 +465,9 @@ fn databases(sql: &str, info: &SessionInfo) -> Result<(SchemaRef, Vec<RecordBatc
             "Locale Provider" => V::text("libc"),
             "Size" => V::Text(functions::size_pretty(size)),
             "Tablespace" => V::text("pg_default"),
-            "Description" => V::opt_text(
-                oids::SHARED_DESCRIPTIONS.iter().find(|d| d.0 == oids::DATABASE_OID).map(|d| d.2),
-            ),
+            "Description" => {
+                V::opt_text(oids::SHARED_DESCRIPTIONS.iter().find(|d| d.0 == oids::DATABASE_OID).map(|d| d.2))
+            }
             _ => V::Null,
         })
         .collect();
@@ -412,8 +567,28 @@ pub mod tests {
     ];
 
     #[test]
+    fn psql_patterns_match_like_its_regexes() {
+        assert!(psql_regex_matches("^(eic.*)$", "eic_uniform"));
+        assert!(!psql_regex_matches("^(eic.*)$", "t2"));
+        assert!(psql_regex_matches("^(t.)$", "t2"));
+        assert!(!psql_regex_matches("^(t.)$", "t"));
+        assert!(psql_regex_matches("^(a\\$b)$", "a$b"));
+        let q = normalise("WHERE c.relname OPERATOR(pg_catalog.~) '^(eic.*)$' COLLATE pg_catalog.default AND n.nspname OPERATOR(pg_catalog.~) '^(pub''lic)$'");
+        assert_eq!(
+            patterns(&q),
+            vec![
+                ("c.relname".to_string(), "^(eic.*)$".to_string()),
+                ("n.nspname".to_string(), "^(pub'lic)$".to_string())
+            ]
+        );
+    }
+
+    #[test]
     fn aliases_are_found_in_order() {
-        assert_eq!(aliases(INTERCEPTED[9]), vec!["Name", "Owner", "Encoding", "Collate", "Ctype", "ICU Locale", "Locale Provider", "Access privileges"]);
+        assert_eq!(
+            aliases(INTERCEPTED[9]),
+            vec!["Name", "Owner", "Encoding", "Collate", "Ctype", "ICU Locale", "Locale Provider", "Access privileges"]
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! | `a OPERATOR(pg_catalog.~) b` | `a ~ b` |
 //! | `x COLLATE pg_catalog.default`, `COLLATE "C"` | `x` (iolab compares bytes: every collation is C) |
 //! | `pg_catalog.f(…)`, `x::pg_catalog.text` | `f(…)`, `x::text` |
-//! | `FROM pg_class`, `JOIN pg_stat_io` (unqualified `pg_…` relation) | `FROM pg_catalog.pg_class`, … |
+//! | `FROM pg_class`, `JOIN pg_roles` (unqualified catalog relation) | `FROM pg_catalog.pg_class`, … |
 //! | `'t'::regclass` (a literal) | `regclassin('t')`, the OID |
 //! | `c.oid::regclass`, `'t'::regclass::text` | `regclassout(c.oid)`, the name |
 //! | the same for `regtype`, `regnamespace`, `regrole` | `regtypein` / `regtypeout`, … |
@@ -29,7 +29,7 @@ use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 /// Text fragments (lower case) without which a query needs no rewrite.
-const TRIGGERS: &[&str] = &["pg_", "operator", "collate", "::", "reg"];
+const TRIGGERS: &[&str] = &["pg_", "operator", "collate", "::", "reg", "current_schema"];
 
 /// See the module documentation.
 pub fn rewrite_for_datafusion(sql: &str) -> Cow<'_, str> {
@@ -47,6 +47,7 @@ pub fn rewrite_for_datafusion(sql: &str) -> Cow<'_, str> {
     let tokens = strip_pg_catalog(tokens);
     let tokens = rewrite_casts(tokens);
     let tokens = qualify_catalog_relations(tokens);
+    let tokens = call_bare_functions(tokens);
     if tokens == original {
         return Cow::Borrowed(sql);
     }
@@ -309,11 +310,50 @@ fn rewrite_casts(tokens: Vec<Token>) -> Vec<Token> {
     out
 }
 
+/// `current_schema` without parentheses (SQL's spelling) → `current_schema()`.
+fn call_bare_functions(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out = Vec::with_capacity(tokens.len());
+    for i in 0..tokens.len() {
+        out.push(tokens[i].clone());
+        if is_word(&tokens[i], "current_schema") {
+            let call = next_significant(&tokens, i + 1).is_some_and(|n| tokens[n] == Token::LParen);
+            let qualified = i > 0 && tokens[i - 1] == Token::Period;
+            if !call && !qualified {
+                out.push(Token::LParen);
+                out.push(Token::RParen);
+            }
+        }
+    }
+    out
+}
+
 /// Keywords that end a FROM list.
 const FROM_ENDERS: &[&str] = &[
-    "where", "group", "order", "having", "limit", "offset", "fetch", "union", "except", "intersect", "window",
-    "select", "on", "using", "returning", "for", "values", "set",
+    "where",
+    "group",
+    "order",
+    "having",
+    "limit",
+    "offset",
+    "fetch",
+    "union",
+    "except",
+    "intersect",
+    "window",
+    "select",
+    "on",
+    "using",
+    "returning",
+    "for",
+    "values",
+    "set",
 ];
+
+/// Is `name` one of `pg_catalog`'s relations (iolab's catalogs, or a table registered
+/// into `pg_catalog` by another module)?
+fn is_catalog_relation(name: &str) -> bool {
+    super::tables::pg_catalog_table(name).is_some() || super::tables::extra_tables().iter().any(|t| t.name == name)
+}
 
 /// Qualifies unqualified `pg_…` relation names in FROM and JOIN with `pg_catalog.`, as
 /// PostgreSQL finds them through the implicit `pg_catalog` on every search path.
@@ -325,10 +365,8 @@ fn qualify_catalog_relations(tokens: Vec<Token>) -> Vec<Token> {
         let t = &tokens[i];
         match t {
             Token::LParen => in_from.push(false),
-            Token::RParen => {
-                if in_from.len() > 1 {
-                    in_from.pop();
-                }
+            Token::RParen if in_from.len() > 1 => {
+                in_from.pop();
             }
             Token::Word(w) if w.quote_style.is_none() => {
                 let lower = w.value.to_ascii_lowercase();
@@ -336,7 +374,7 @@ fn qualify_catalog_relations(tokens: Vec<Token>) -> Vec<Token> {
                     *in_from.last_mut().expect("never empty") = true;
                 } else if FROM_ENDERS.contains(&lower.as_str()) {
                     *in_from.last_mut().expect("never empty") = false;
-                } else if lower.starts_with("pg_") {
+                } else if lower.starts_with("pg_") && is_catalog_relation(&lower) {
                     let prev = prev_significant(&tokens, i).map(|p| &tokens[p]);
                     let table_position = match prev {
                         Some(Token::Word(p)) if p.quote_style.is_none() => {
@@ -395,6 +433,7 @@ mod tests {
             "SELECT pg_get_userbyid(c.relowner) FROM pg_catalog.pg_class c"
         );
         assert_eq!(rw("SELECT x::pg_catalog.text"), "SELECT x::text");
+        assert_eq!(rw("SELECT current_schema, current_schema()"), "SELECT current_schema(), current_schema()");
     }
 
     #[test]
@@ -420,9 +459,11 @@ mod tests {
     fn unqualified_catalogs_get_their_schema() {
         assert_eq!(rw("SELECT * FROM pg_class"), "SELECT * FROM pg_catalog.pg_class");
         assert_eq!(
-            rw("select * from pg_stat_io, pg_namespace n join pg_am a on true where x in (select 1 from pg_type)"),
-            "select * from pg_catalog.pg_stat_io, pg_catalog.pg_namespace n join pg_catalog.pg_am a on true where x in (select 1 from pg_catalog.pg_type)"
+            rw("select * from pg_roles, pg_namespace n join pg_am a on true where x in (select 1 from pg_type)"),
+            "select * from pg_catalog.pg_roles, pg_catalog.pg_namespace n join pg_catalog.pg_am a on true where x in (select 1 from pg_catalog.pg_type)"
         );
+        // Relations pg_catalog does not have are left to whoever provides them.
+        assert_eq!(rw("SELECT * FROM pg_not_a_catalog"), "SELECT * FROM pg_not_a_catalog");
         // Not relations: columns, functions, qualified names.
         assert_eq!(rw("SELECT pg_x, a FROM t, generate_series(1, 2)"), "SELECT pg_x, a FROM t, generate_series(1, 2)");
         assert_eq!(rw("SELECT pg_backend_pid()"), "SELECT pg_backend_pid()");
@@ -436,8 +477,7 @@ mod tests {
     fn psql_queries_parse_after_rewrite() {
         for sql in super::super::psql::tests::PSQL_QUERIES {
             let rewritten = rw(sql);
-            Parser::parse_sql(&PostgreSqlDialect {}, &rewritten)
-                .unwrap_or_else(|e| panic!("{e}\n{rewritten}"));
+            Parser::parse_sql(&PostgreSqlDialect {}, &rewritten).unwrap_or_else(|e| panic!("{e}\n{rewritten}"));
         }
     }
 }

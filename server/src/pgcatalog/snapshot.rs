@@ -46,13 +46,24 @@ pub struct Relation {
     pub pages: i64,
     pub tuples: f64,
     pub columns: Vec<RelColumn>,
-    /// The user table behind the relation (`None` for iolab's catalogs).
-    pub table: Option<TableDef>,
 }
 
 impl Relation {
     pub fn schema(&self) -> &'static str {
         oids::namespace_name(self.namespace).unwrap_or("public")
+    }
+
+    /// `relreplident`: `d` (default) for user tables, `n` (nothing) for views and
+    /// system catalogs, as in PostgreSQL.
+    pub fn replica_identity(&self) -> char {
+        if self.kind == 'r'
+            && self.namespace != oids::PG_CATALOG_NAMESPACE
+            && self.namespace != oids::INFORMATION_SCHEMA_NAMESPACE
+        {
+            'd'
+        } else {
+            'n'
+        }
     }
 }
 
@@ -87,7 +98,13 @@ impl Snapshot {
             out.push(catalog_relation(t.oid, t.name, oids::PG_CATALOG_NAMESPACE, t.kind, &parse_columns(t.columns)));
         }
         for t in info_schema::INFORMATION_SCHEMA {
-            out.push(catalog_relation(t.oid, t.name, oids::INFORMATION_SCHEMA_NAMESPACE, t.kind, &parse_columns(t.columns)));
+            out.push(catalog_relation(
+                t.oid,
+                t.name,
+                oids::INFORMATION_SCHEMA_NAMESPACE,
+                t.kind,
+                &parse_columns(t.columns),
+            ));
         }
         let mut extra: Vec<&ExtraTable> = self.extra.iter().collect();
         extra.sort_by(|a, b| a.name.cmp(&b.name));
@@ -117,7 +134,6 @@ impl Snapshot {
                 pages: 0,
                 tuples: -1.0,
                 columns,
-                table: None,
             });
         }
         out
@@ -250,9 +266,13 @@ fn user_relation(t: &TableDef) -> Relation {
         columns: t
             .columns
             .iter()
-            .map(|c| RelColumn { name: c.name.clone(), type_oid: c.ty.oid(), typmod: c.ty.typmod(), not_null: c.not_null })
+            .map(|c| RelColumn {
+                name: c.name.clone(),
+                type_oid: c.ty.oid(),
+                typmod: c.ty.typmod(),
+                not_null: c.not_null,
+            })
             .collect(),
-        table: Some(t.clone()),
     }
 }
 
@@ -271,7 +291,6 @@ fn catalog_relation(oid: u32, name: &str, namespace: u32, kind: char, columns: &
             .iter()
             .map(|c| RelColumn { name: c.name.clone(), type_oid: c.type_oid(), typmod: -1, not_null: c.not_null })
             .collect(),
-        table: None,
     }
 }
 
@@ -359,24 +378,170 @@ pub fn quote_ident(name: &str) -> String {
 /// type-function-name categories).
 fn is_reserved_keyword(name: &str) -> bool {
     const KEYWORDS: &[&str] = &[
-        "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "authorization", "between",
-        "bigint", "binary", "bit", "boolean", "both", "case", "cast", "char", "character", "check", "coalesce",
-        "collate", "collation", "column", "concurrently", "constraint", "create", "cross", "current_catalog",
-        "current_date", "current_role", "current_schema", "current_time", "current_timestamp", "current_user",
-        "dec", "decimal", "default", "deferrable", "desc", "distinct", "do", "else", "end", "except", "exists",
-        "extract", "false", "fetch", "float", "for", "foreign", "freeze", "from", "full", "grant", "greatest",
-        "group", "grouping", "having", "ilike", "in", "initially", "inner", "inout", "int", "integer", "intersect",
-        "interval", "into", "is", "isnull", "join", "json", "json_array", "json_arrayagg", "json_exists",
-        "json_object", "json_objectagg", "json_query", "json_scalar", "json_serialize", "json_table",
-        "json_value", "lateral", "leading", "least", "left", "like", "limit", "localtime", "localtimestamp",
-        "merge_action", "national", "natural", "nchar", "none", "normalize", "not", "notnull", "null", "nullif",
-        "numeric", "offset", "on", "only", "or", "order", "out", "outer", "overlaps", "overlay", "placing",
-        "position", "precision", "primary", "real", "references", "returning", "right", "row", "select",
-        "session_user", "setof", "similar", "smallint", "some", "substring", "symmetric", "system_user", "table",
-        "tablesample", "then", "time", "timestamp", "to", "trailing", "treat", "trim", "true", "union", "unique",
-        "user", "using", "values", "varchar", "variadic", "verbose", "when", "where", "window", "with",
-        "xmlattributes", "xmlconcat", "xmlelement", "xmlexists", "xmlforest", "xmlnamespaces", "xmlparse",
-        "xmlpi", "xmlroot", "xmlserialize", "xmltable",
+        "all",
+        "analyse",
+        "analyze",
+        "and",
+        "any",
+        "array",
+        "as",
+        "asc",
+        "asymmetric",
+        "authorization",
+        "between",
+        "bigint",
+        "binary",
+        "bit",
+        "boolean",
+        "both",
+        "case",
+        "cast",
+        "char",
+        "character",
+        "check",
+        "coalesce",
+        "collate",
+        "collation",
+        "column",
+        "concurrently",
+        "constraint",
+        "create",
+        "cross",
+        "current_catalog",
+        "current_date",
+        "current_role",
+        "current_schema",
+        "current_time",
+        "current_timestamp",
+        "current_user",
+        "dec",
+        "decimal",
+        "default",
+        "deferrable",
+        "desc",
+        "distinct",
+        "do",
+        "else",
+        "end",
+        "except",
+        "exists",
+        "extract",
+        "false",
+        "fetch",
+        "float",
+        "for",
+        "foreign",
+        "freeze",
+        "from",
+        "full",
+        "grant",
+        "greatest",
+        "group",
+        "grouping",
+        "having",
+        "ilike",
+        "in",
+        "initially",
+        "inner",
+        "inout",
+        "int",
+        "integer",
+        "intersect",
+        "interval",
+        "into",
+        "is",
+        "isnull",
+        "join",
+        "json",
+        "json_array",
+        "json_arrayagg",
+        "json_exists",
+        "json_object",
+        "json_objectagg",
+        "json_query",
+        "json_scalar",
+        "json_serialize",
+        "json_table",
+        "json_value",
+        "lateral",
+        "leading",
+        "least",
+        "left",
+        "like",
+        "limit",
+        "localtime",
+        "localtimestamp",
+        "merge_action",
+        "national",
+        "natural",
+        "nchar",
+        "none",
+        "normalize",
+        "not",
+        "notnull",
+        "null",
+        "nullif",
+        "numeric",
+        "offset",
+        "on",
+        "only",
+        "or",
+        "order",
+        "out",
+        "outer",
+        "overlaps",
+        "overlay",
+        "placing",
+        "position",
+        "precision",
+        "primary",
+        "real",
+        "references",
+        "returning",
+        "right",
+        "row",
+        "select",
+        "session_user",
+        "setof",
+        "similar",
+        "smallint",
+        "some",
+        "substring",
+        "symmetric",
+        "system_user",
+        "table",
+        "tablesample",
+        "then",
+        "time",
+        "timestamp",
+        "to",
+        "trailing",
+        "treat",
+        "trim",
+        "true",
+        "union",
+        "unique",
+        "user",
+        "using",
+        "values",
+        "varchar",
+        "variadic",
+        "verbose",
+        "when",
+        "where",
+        "window",
+        "with",
+        "xmlattributes",
+        "xmlconcat",
+        "xmlelement",
+        "xmlexists",
+        "xmlforest",
+        "xmlnamespaces",
+        "xmlparse",
+        "xmlpi",
+        "xmlroot",
+        "xmlserialize",
+        "xmltable",
     ];
     KEYWORDS.binary_search(&name).is_ok()
 }

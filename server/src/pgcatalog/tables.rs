@@ -47,6 +47,7 @@ fn none(_: &Snapshot) -> Vec<Vec<V>> {
 }
 
 /// `pg_catalog`'s tables and views, by name.
+#[rustfmt::skip]
 pub static PG_CATALOG: &[CatalogTable] = &[
     CatalogTable { name: "pg_aggregate", oid: 2600, kind: 'r', rows: none,
         columns: "aggfnoid regproc!, aggkind \"char\"!, aggnumdirectargs smallint!, aggtransfn regproc!, aggfinalfn regproc!, aggcombinefn regproc!, aggserialfn regproc!, aggdeserialfn regproc!, aggmtransfn regproc!, aggminvtransfn regproc!, aggmfinalfn regproc!, aggfinalextra boolean!, aggmfinalextra boolean!, aggfinalmodify \"char\"!, aggmfinalmodify \"char\"!, aggsortop oid!, aggtranstype oid!, aggtransspace integer!, aggmtranstype oid!, aggmtransspace integer!, agginitval text, aggminitval text" },
@@ -68,6 +69,8 @@ pub static PG_CATALOG: &[CatalogTable] = &[
         columns: "oid oid!, collname name!, collnamespace oid!, collowner oid!, collprovider \"char\"!, collisdeterministic boolean!, collencoding integer!, collcollate text, collctype text, colllocale text, collicurules text, collversion text" },
     CatalogTable { name: "pg_constraint", oid: 2606, kind: 'r', rows: none,
         columns: "oid oid!, conname name!, connamespace oid!, contype \"char\"!, condeferrable boolean!, condeferred boolean!, conenforced boolean!, convalidated boolean!, conrelid oid!, contypid oid!, conindid oid!, conparentid oid!, confrelid oid!, confupdtype \"char\"!, confdeltype \"char\"!, confmatchtype \"char\"!, conislocal boolean!, coninhcount smallint!, connoinherit boolean!, conperiod boolean!, conkey smallint[], confkey smallint[], conpfeqop oid[], conppeqop oid[], conffeqop oid[], confdelsetcols smallint[], conexclop oid[], conbin pg_node_tree" },
+    CatalogTable { name: "pg_conversion", oid: 2607, kind: 'r', rows: none,
+        columns: "oid oid!, conname name!, connamespace oid!, conowner oid!, conforencoding integer!, contoencoding integer!, conproc regproc!, condefault boolean!" },
     CatalogTable { name: "pg_database", oid: 1262, kind: 'r', rows: pg_database,
         columns: "oid oid!, datname name!, datdba oid!, encoding integer!, datlocprovider \"char\"!, datistemplate boolean!, datallowconn boolean!, dathasloginevt boolean!, datconnlimit integer!, datfrozenxid xid!, datminmxid xid!, dattablespace oid!, datcollate text!, datctype text!, datlocale text, daticurules text, datcollversion text, datacl aclitem[]" },
     CatalogTable { name: "pg_db_role_setting", oid: 2964, kind: 'r', rows: none,
@@ -108,6 +111,8 @@ pub static PG_CATALOG: &[CatalogTable] = &[
         columns: "oid oid!, opcmethod oid!, opcname name!, opcnamespace oid!, opcowner oid!, opcfamily oid!, opcintype oid!, opcdefault boolean!, opckeytype oid!" },
     CatalogTable { name: "pg_operator", oid: 2617, kind: 'r', rows: none,
         columns: "oid oid!, oprname name!, oprnamespace oid!, oprowner oid!, oprkind \"char\"!, oprcanmerge boolean!, oprcanhash boolean!, oprleft oid!, oprright oid!, oprresult oid!, oprcom oid!, oprnegate oid!, oprcode regproc!, oprrest regproc!, oprjoin regproc!" },
+    CatalogTable { name: "pg_parameter_acl", oid: 6243, kind: 'r', rows: none,
+        columns: "oid oid!, parname text!, paracl aclitem[]" },
     CatalogTable { name: "pg_partitioned_table", oid: 3350, kind: 'r', rows: none,
         columns: "partrelid oid!, partstrat \"char\"!, partnatts smallint!, partdefid oid!, partattrs int2vector!, partclass oidvector!, partcollation oidvector!, partexprs pg_node_tree" },
     CatalogTable { name: "pg_policy", oid: 3256, kind: 'r', rows: none,
@@ -299,7 +304,7 @@ pub fn class_row(rel: &Relation) -> Vec<V> {
         b(false),
         b(false),
         b(true),
-        V::char(if rel.kind == 'v' { 'n' } else { 'd' }),
+        V::char(rel.replica_identity()),
         b(false),
         V::Int(0),
         V::Int(0),
@@ -365,7 +370,10 @@ fn pg_description(_: &Snapshot) -> Vec<Vec<V>> {
 }
 
 fn pg_shdescription(_: &Snapshot) -> Vec<Vec<V>> {
-    oids::SHARED_DESCRIPTIONS.iter().map(|&(obj, class, text)| vec![V::oid(obj), V::oid(class), V::text(text)]).collect()
+    oids::SHARED_DESCRIPTIONS
+        .iter()
+        .map(|&(obj, class, text)| vec![V::oid(obj), V::oid(class), V::text(text)])
+        .collect()
 }
 
 fn pg_language(_: &Snapshot) -> Vec<Vec<V>> {
@@ -433,7 +441,18 @@ fn pg_tables(s: &Snapshot) -> Vec<Vec<V>> {
     s.relations()
         .iter()
         .filter(|r| r.kind == 'r')
-        .map(|r| vec![V::text(r.schema()), V::text(&r.name), V::text("postgres"), V::Null, b(false), b(false), b(false), b(false)])
+        .map(|r| {
+            vec![
+                V::text(r.schema()),
+                V::text(&r.name),
+                V::text("postgres"),
+                V::Null,
+                b(false),
+                b(false),
+                b(false),
+                b(false),
+            ]
+        })
         .collect()
 }
 
@@ -632,7 +651,8 @@ impl SchemaProvider for CatalogSchema {
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        self.static_table(name).is_some() || (self.which == Which::PgCatalog && self.shared.extra.read().contains_key(name))
+        self.static_table(name).is_some()
+            || (self.which == Which::PgCatalog && self.shared.extra.read().contains_key(name))
     }
 }
 

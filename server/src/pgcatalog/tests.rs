@@ -13,7 +13,7 @@ use datafusion::datasource::MemTable;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::SessionConfig;
-use iolab_catalog::{ColumnDef, PgError, PgType, Persistence};
+use iolab_catalog::{ColumnDef, Persistence, PgError, PgType};
 use iolab_engine::exec::schema::PublicSchema;
 use iolab_engine::{Database, DatabaseOptions};
 use iolab_settings::{ServerSettings, SessionSettings};
@@ -49,7 +49,13 @@ fn fixture() -> Fixture {
     let col = |name: &str, ty: PgType, not_null: bool| ColumnDef { name: name.into(), ty, not_null };
     let eic = db
         .catalog
-        .create_table("public", "eic_uniform", Persistence::Unlogged, vec![col("a", PgType::Int4, false), col("filler", PgType::Text, false)], false)
+        .create_table(
+            "public",
+            "eic_uniform",
+            Persistence::Unlogged,
+            vec![col("a", PgType::Int4, false), col("filler", PgType::Text, false)],
+            false,
+        )
         .unwrap()
         .unwrap();
     db.create_relation_file(&eic).unwrap();
@@ -59,7 +65,11 @@ fn fixture() -> Fixture {
             "public",
             "t2",
             Persistence::Permanent,
-            vec![col("id", PgType::Int4, true), col("v", PgType::Varchar(Some(20)), false), col("n", PgType::Numeric { precision: 10, scale: 2 }, false)],
+            vec![
+                col("id", PgType::Int4, true),
+                col("v", PgType::Varchar(Some(20)), false),
+                col("n", PgType::Numeric { precision: 10, scale: 2 }, false),
+            ],
             false,
         )
         .unwrap()
@@ -75,7 +85,7 @@ fn fixture() -> Fixture {
     config.options_mut().sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
     let mut state = SessionStateBuilder::new().with_config(config).with_default_features().build();
     let catalog = MemoryCatalogProvider::new();
-    catalog.register_schema("public", Arc::new(PublicSchema::new(db.clone()))).unwrap();
+    catalog.register_schema("public", Arc::new(PublicSchema::new(db.clone(), false))).unwrap();
     register_schemas(&catalog, db.clone());
     state.catalog_list().register_catalog("postgres".into(), Arc::new(catalog));
     let mut settings = SessionSettings::new(&ServerSettings::defaults());
@@ -174,7 +184,10 @@ async fn pgcatalog_psql_list_commands() {
     );
     // \dx, \db, \df
     assert!(f.rows(PSQL_QUERIES[6]).await.is_empty());
-    assert_eq!(f.rows(PSQL_QUERIES[7]).await, vec![row(&["pg_default", "postgres", ""]), row(&["pg_global", "postgres", ""])]);
+    assert_eq!(
+        f.rows(PSQL_QUERIES[7]).await,
+        vec![row(&["pg_default", "postgres", ""]), row(&["pg_global", "postgres", ""])]
+    );
     assert!(f.rows(PSQL_QUERIES[8]).await.is_empty());
 }
 
@@ -241,8 +254,15 @@ async fn pgcatalog_functions() {
     let err = f.run("SELECT current_setting('nosuch')").await.unwrap_err();
     assert_eq!(err.code, "42704");
     assert_eq!(err.message, "unrecognized configuration parameter \"nosuch\"");
+    // Planning runs set_config with constant arguments: the change is recorded before the
+    // statement's rows are sent.
+    let plan = f.state.create_logical_plan("SELECT set_config('work_mem', '8MB', false)").await.unwrap();
+    f.state.optimize(&plan).unwrap();
+    assert_eq!(f.info.take_setting_changes(), vec![("work_mem".to_string(), "8MB".to_string(), false)]);
     assert_eq!(f.one("SELECT set_config('work_mem', '8MB', false)").await, "8MB");
     assert_eq!(f.info.take_setting_changes(), vec![("work_mem".to_string(), "8MB".to_string(), false)]);
+    assert_eq!(f.one("SELECT set_config(name, '2MB', false) FROM pg_settings WHERE name = 'work_mem'").await, "2MB");
+    assert_eq!(f.info.take_setting_changes(), vec![("work_mem".to_string(), "2MB".to_string(), false)]);
     assert_eq!(f.one("SELECT pg_backend_pid()").await, "4242");
     assert_eq!(f.one("SELECT current_database()").await, "postgres");
     assert_eq!(f.one("SELECT current_user").await, "postgres");
@@ -289,7 +309,8 @@ async fn pgcatalog_tables_and_information_schema() {
     assert_eq!(f.one("SELECT rolname FROM pg_roles WHERE oid = 10").await, "postgres");
     assert_eq!(f.one("SELECT datname FROM pg_database").await, "postgres");
     assert_eq!(
-        f.rows("SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1").await,
+        f.rows("SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1")
+            .await,
         vec![row(&["eic_uniform", "BASE TABLE"]), row(&["t2", "BASE TABLE"])]
     );
     assert_eq!(
@@ -301,7 +322,8 @@ async fn pgcatalog_tables_and_information_schema() {
         ]
     );
     assert_eq!(
-        f.rows("SELECT schema_name FROM information_schema.schemata WHERE schema_name NOT LIKE 'pg_%' ORDER BY 1").await,
+        f.rows("SELECT schema_name FROM information_schema.schemata WHERE schema_name NOT LIKE 'pg_%' ORDER BY 1")
+            .await,
         vec![row(&["information_schema"]), row(&["public"])]
     );
 }

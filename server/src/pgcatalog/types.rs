@@ -49,10 +49,27 @@ const fn t(
     input: &'static str,
     output: &'static str,
 ) -> TypeRow {
-    TypeRow { oid, name, len, byval, typtype, category, preferred, elem, array, align, storage, collation, format, input, output }
+    TypeRow {
+        oid,
+        name,
+        len,
+        byval,
+        typtype,
+        category,
+        preferred,
+        elem,
+        array,
+        align,
+        storage,
+        collation,
+        format,
+        input,
+        output,
+    }
 }
 
 /// The rows of `pg_type`, by OID.
+#[rustfmt::skip]
 pub static TYPES: &[TypeRow] = &[
     t(16, "bool", 1, true, b'b', b'B', true, 0, 1000, b'c', b'p', 0, "boolean", "boolin", "boolout"),
     t(17, "bytea", -1, false, b'b', b'U', false, 0, 1001, b'i', b'x', 0, "bytea", "byteain", "byteaout"),
@@ -207,9 +224,21 @@ mod tests {
                 assert_eq!(elem.array, t.oid, "{}", t.name);
             }
         }
-        for ty in [PgType::Bool, PgType::Int2, PgType::Int4, PgType::Int8, PgType::Float4, PgType::Float8,
-            PgType::Text, PgType::Varchar(None), PgType::Bpchar(1), PgType::Date, PgType::Timestamp,
-            PgType::Timestamptz, PgType::unconstrained_numeric()] {
+        for ty in [
+            PgType::Bool,
+            PgType::Int2,
+            PgType::Int4,
+            PgType::Int8,
+            PgType::Float4,
+            PgType::Float8,
+            PgType::Text,
+            PgType::Varchar(None),
+            PgType::Bpchar(1),
+            PgType::Date,
+            PgType::Timestamp,
+            PgType::Timestamptz,
+            PgType::unconstrained_numeric(),
+        ] {
             assert_eq!(type_row(ty.oid()).unwrap().name, ty.typname());
         }
     }

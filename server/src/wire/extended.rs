@@ -68,7 +68,8 @@ impl QueryParser for PrepareParser {
         let Some(stmt) = statements.first() else {
             return Ok(None);
         };
-        let parsed = sql::parse(stmt.text, sql, stmt.offset).map_err(to_wire)?;
+        let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
+        let parsed = sql::parse(&text, sql, stmt.offset).map_err(to_wire)?;
         let session = session_of(&self.server, client);
         let session = session.lock().await;
         let mut params: Vec<Type> = types.iter().map(|t| t.clone().unwrap_or(Type::UNKNOWN)).collect();

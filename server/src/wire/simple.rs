@@ -152,7 +152,14 @@ where
     }
     for stmt in statements {
         let mut notices = Vec::new();
-        let result = match sql::parse(stmt.text, query, stmt.offset) {
+        if let Some(answer) = session.intercept(stmt.text) {
+            if !send_outcome(client, session, answer).await? {
+                break;
+            }
+            continue;
+        }
+        let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
+        let result = match sql::parse(&text, query, stmt.offset) {
             Ok(parsed) => run_with_timeout(session, &parsed, None, &mut notices).await,
             Err(e) => {
                 if session.txn.in_block {
