@@ -162,7 +162,7 @@ fn unterminated_token(body: &str, location: Option<(usize, usize)>, sql: Option<
         || body.starts_with("Unterminated national string literal")
     {
         ("unterminated quoted string", Opener::Quote)
-    } else if body.starts_with("Unterminated dollar-quoted string") {
+    } else if body.starts_with("Unterminated dollar-quoted") {
         ("unterminated dollar-quoted string", Opener::Dollar)
     } else if body.starts_with("Expected close delimiter '\"'") {
         ("unterminated quoted identifier", Opener::Identifier)
@@ -414,7 +414,11 @@ fn classify_message(msg: &str) -> Option<PgError> {
         return Some(function_does_not_exist(msg));
     }
     if msg.contains("must appear in the GROUP BY clause") || msg.contains("Projection references non-aggregate values") {
-        let message = match between(msg, "column \"", "\"") {
+        let column = between(msg, "column \"", "\"").map(str::to_string).or_else(|| {
+            // HAVING clause references: t.a > Int64(1) must appear in the GROUP BY clause …
+            between(msg, "HAVING clause references: ", " must appear").and_then(first_qualified_column)
+        });
+        let message = match column {
             Some(column) => {
                 format!("column \"{column}\" must appear in the GROUP BY clause or be used in an aggregate function")
             }
@@ -463,6 +467,9 @@ fn classify_message(msg: &str) -> Option<PgError> {
             "more than one row returned by a subquery used as an expression",
         ));
     }
+    if let Some(pg) = math_domain_error(msg) {
+        return Some(pg);
+    }
     if msg.contains("Divide by zero")
         || msg.contains("divide by zero")
         || msg.contains("Cast error")
@@ -481,6 +488,18 @@ fn classify_message(msg: &str) -> Option<PgError> {
         return Some(PgError::unsupported(clean(msg)));
     }
     None
+}
+
+/// The first `table.column` in an expression as DataFusion prints it (`t.a > Int64(1)`).
+fn first_qualified_column(expr: &str) -> Option<String> {
+    expr.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .find(|word| {
+            let mut parts = word.split('.');
+            let (Some(table), Some(column), None) = (parts.next(), parts.next(), parts.next()) else { return false };
+            let identifier = |s: &str| s.starts_with(|c: char| c.is_alphabetic() || c == '_');
+            identifier(table) && identifier(column)
+        })
+        .map(str::to_string)
 }
 
 /// `relation "x" does not exist` for DataFusion's fully qualified `catalog.schema.table`
@@ -626,21 +645,28 @@ fn from_arrow_message(msg: &str) -> PgError {
     if let Some(operation) = msg.split("Overflow happened on: ").nth(1) {
         return integer_overflow(operation);
     }
-    for (words, code) in [
-        ("cannot take square root of a negative number", code::INVALID_ARGUMENT_FOR_POWER),
-        ("zero raised to a negative power is undefined", code::INVALID_ARGUMENT_FOR_POWER),
-        ("a negative number raised to a non-integer power yields a complex result", code::INVALID_ARGUMENT_FOR_POWER),
-        ("cannot take logarithm of zero", code::INVALID_ARGUMENT_FOR_LOG),
-        ("cannot take logarithm of a negative number", code::INVALID_ARGUMENT_FOR_LOG),
-    ] {
-        if msg.contains(words) {
-            return PgError::new(code, words);
-        }
+    if let Some(pg) = math_domain_error(msg) {
+        return pg;
     }
     if msg.contains("Overflow") || msg.contains("overflow") || msg.contains("out of range") {
         return PgError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, clean(msg));
     }
     PgError::new(sqlstate::DATA_EXCEPTION, clean(msg))
+}
+
+/// sqrt, ln, log and power outside their domain, in PostgreSQL's words (DataFusion's
+/// functions raise them with the same words, as execution or compute errors).
+fn math_domain_error(msg: &str) -> Option<PgError> {
+    [
+        ("cannot take square root of a negative number", code::INVALID_ARGUMENT_FOR_POWER),
+        ("zero raised to a negative power is undefined", code::INVALID_ARGUMENT_FOR_POWER),
+        ("a negative number raised to a non-integer power yields a complex result", code::INVALID_ARGUMENT_FOR_POWER),
+        ("cannot take logarithm of zero", code::INVALID_ARGUMENT_FOR_LOG),
+        ("cannot take logarithm of a negative number", code::INVALID_ARGUMENT_FOR_LOG),
+    ]
+    .into_iter()
+    .find(|(words, _)| msg.contains(words))
+    .map(|(words, code)| PgError::new(code, words))
 }
 
 /// `smallint out of range` for a value that does not fit a DataFusion type.
@@ -839,6 +865,10 @@ mod tests {
             said(from_plan_message("Aggregate functions are not allowed in the WHERE clause. Consider using HAVING instead")),
             ("42803", "aggregate functions are not allowed in WHERE".into())
         );
+        assert_eq!(
+            said(from_plan_message("HAVING clause references: t.a > Int64(1) must appear in the GROUP BY clause or be used in an aggregate function")),
+            ("42803", "column \"t.a\" must appear in the GROUP BY clause or be used in an aggregate function".into())
+        );
         assert_eq!(said(from_plan_message("Order by column out of bounds, specified: 5, max: 1")), ("42P10", "ORDER BY position 5 is not in select list".into()));
         assert_eq!(said(from_plan_message("Cannot find column with position 2 in SELECT clause. Valid columns: 1 to 1")), ("42P10", "GROUP BY position 2 is not in select list".into()));
         assert_eq!(said(from_plan_message("LIMIT must be >= 0, '-1' was provided")), ("2201W", "LIMIT must not be negative".into()));
@@ -868,6 +898,7 @@ mod tests {
         assert_eq!(pg.detail.as_deref(), Some("A field with precision 4, scale 2 must round to an absolute value less than 10^2."));
         assert_eq!(said(from_arrow_message("Compute error: Execution error: cannot take square root of a negative number")),
             ("2201F", "cannot take square root of a negative number".into()));
+        assert_eq!(said(from_execution_message("cannot take square root of a negative number")).0, "2201F");
         assert_eq!(said(from_arrow_message("Compute error: zero raised to a negative power is undefined")).0, "2201F");
     }
 

@@ -203,3 +203,420 @@ pub fn sqlstate(err: &tokio_postgres::Error) -> String {
         None => panic!("not a database error: {err:?}"),
     }
 }
+
+/// The wire protocol by hand, for tests that speak it badly on purpose: frontend
+/// messages built byte by byte (any length field, any type byte), and a connection that
+/// reads back exactly what the server sends, including whether it hung up.
+///
+/// ```no_run
+/// use iolab_tests::raw::{self, Backend, RawConnection};
+/// # let port = 5432;
+/// let mut conn = RawConnection::start(port); // start-up as postgres, up to ReadyForQuery
+/// conn.send(&[raw::parse("", "SELEC 1", &[]), raw::sync()].concat());
+/// let replies = conn.until_ready();
+/// assert!(matches!(&replies[0], Backend::Error(e) if e.code() == "42601"));
+/// ```
+pub mod raw {
+    use std::collections::BTreeMap;
+    use std::io::{ErrorKind, Read, Write};
+    use std::net::{Shutdown, TcpStream};
+    use std::time::{Duration, Instant};
+
+    /// Protocol 3.0 in a StartupMessage.
+    pub const PROTOCOL_3_0: i32 = 3 << 16;
+    /// The "protocol version" of a CancelRequest.
+    pub const CANCEL_REQUEST_CODE: i32 = 80877102;
+    /// How long a test waits for a reply (or for the server to hang up) before failing.
+    pub const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+    /// Backend messages longer than this are taken as a broken stream, not buffered.
+    const MAX_BACKEND_MESSAGE: usize = 64 << 20;
+
+    /// A message with a type byte: the byte, an Int32 length counting itself, the body.
+    pub fn message(tag: u8, body: &[u8]) -> Vec<u8> {
+        message_with_length(tag, body.len() as i32 + 4, body)
+    }
+
+    /// A message whose length field says `length`, whatever the body's real size.
+    pub fn message_with_length(tag: u8, length: i32, body: &[u8]) -> Vec<u8> {
+        let mut m = Vec::with_capacity(5 + body.len());
+        m.push(tag);
+        m.extend_from_slice(&length.to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+
+    /// A NUL-terminated string.
+    pub fn cstring(s: impl AsRef<[u8]>) -> Vec<u8> {
+        let mut v = s.as_ref().to_vec();
+        v.push(0);
+        v
+    }
+
+    /// A StartupMessage: Int32 length, Int32 protocol version, name/value pairs, NUL.
+    pub fn startup_packet(version: i32, params: &[(&str, &str)]) -> Vec<u8> {
+        let mut body = version.to_be_bytes().to_vec();
+        for (name, value) in params {
+            body.extend(cstring(name));
+            body.extend(cstring(value));
+        }
+        body.push(0);
+        let mut packet = (body.len() as i32 + 4).to_be_bytes().to_vec();
+        packet.extend(body);
+        packet
+    }
+
+    /// A CancelRequest for the backend `pid` with `secret`.
+    pub fn cancel_request(pid: i32, secret: i32) -> Vec<u8> {
+        [16i32, CANCEL_REQUEST_CODE, pid, secret].iter().flat_map(|n| n.to_be_bytes()).collect()
+    }
+
+    pub fn query(sql: &str) -> Vec<u8> {
+        message(b'Q', &cstring(sql))
+    }
+
+    /// Parse: statement name, query, parameter type OIDs.
+    pub fn parse(name: &str, sql: &str, param_types: &[u32]) -> Vec<u8> {
+        let mut body = cstring(name);
+        body.extend(cstring(sql));
+        body.extend((param_types.len() as i16).to_be_bytes());
+        for oid in param_types {
+            body.extend(oid.to_be_bytes());
+        }
+        message(b'P', &body)
+    }
+
+    /// Bind: portal, statement, parameter format codes, values (None = NULL), result
+    /// format codes.
+    pub fn bind(portal: &str, statement: &str, param_formats: &[i16], params: &[Option<&[u8]>], result_formats: &[i16]) -> Vec<u8> {
+        let mut body = cstring(portal);
+        body.extend(cstring(statement));
+        body.extend((param_formats.len() as i16).to_be_bytes());
+        for f in param_formats {
+            body.extend(f.to_be_bytes());
+        }
+        body.extend((params.len() as i16).to_be_bytes());
+        for p in params {
+            match p {
+                Some(v) => {
+                    body.extend((v.len() as i32).to_be_bytes());
+                    body.extend_from_slice(v);
+                }
+                None => body.extend((-1i32).to_be_bytes()),
+            }
+        }
+        body.extend((result_formats.len() as i16).to_be_bytes());
+        for f in result_formats {
+            body.extend(f.to_be_bytes());
+        }
+        message(b'B', &body)
+    }
+
+    /// Describe: `kind` is b'S' (statement) or b'P' (portal).
+    pub fn describe(kind: u8, name: &str) -> Vec<u8> {
+        let mut body = vec![kind];
+        body.extend(cstring(name));
+        message(b'D', &body)
+    }
+
+    /// Close: `kind` is b'S' (statement) or b'P' (portal).
+    pub fn close(kind: u8, name: &str) -> Vec<u8> {
+        let mut body = vec![kind];
+        body.extend(cstring(name));
+        message(b'C', &body)
+    }
+
+    pub fn execute(portal: &str, max_rows: i32) -> Vec<u8> {
+        let mut body = cstring(portal);
+        body.extend(max_rows.to_be_bytes());
+        message(b'E', &body)
+    }
+
+    pub fn sync() -> Vec<u8> {
+        message(b'S', &[])
+    }
+
+    pub fn flush() -> Vec<u8> {
+        message(b'H', &[])
+    }
+
+    pub fn terminate() -> Vec<u8> {
+        message(b'X', &[])
+    }
+
+    /// The fields of an ErrorResponse or NoticeResponse, by their one-byte codes.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Fields(pub BTreeMap<u8, String>);
+
+    impl Fields {
+        pub fn get(&self, field: u8) -> Option<&str> {
+            self.0.get(&field).map(|s| s.as_str())
+        }
+
+        /// `V` (never localized), else `S`.
+        pub fn severity(&self) -> &str {
+            self.get(b'V').or_else(|| self.get(b'S')).unwrap_or("")
+        }
+
+        pub fn code(&self) -> &str {
+            self.get(b'C').unwrap_or("")
+        }
+
+        pub fn message(&self) -> &str {
+            self.get(b'M').unwrap_or("")
+        }
+    }
+
+    /// A backend message, decoded as far as these tests need.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum Backend {
+        Authentication(i32),
+        ParameterStatus(String, String),
+        BackendKeyData { pid: i32, secret: Vec<u8> },
+        NegotiateProtocolVersion,
+        ReadyForQuery(u8),
+        RowDescription,
+        DataRow(Vec<Option<Vec<u8>>>),
+        CommandComplete(String),
+        EmptyQueryResponse,
+        ParseComplete,
+        BindComplete,
+        CloseComplete,
+        NoData,
+        ParameterDescription,
+        PortalSuspended,
+        CopyInResponse,
+        CopyOutResponse,
+        Error(Fields),
+        Notice(Fields),
+        Other(u8, Vec<u8>),
+    }
+
+    impl Backend {
+        fn decode(tag: u8, body: &[u8]) -> Backend {
+            let int = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+            let text = |b: &[u8]| String::from_utf8_lossy(b.strip_suffix(&[0]).unwrap_or(b)).into_owned();
+            match tag {
+                b'R' if body.len() >= 4 => Backend::Authentication(int(body)),
+                b'S' => {
+                    let mut parts = body.split(|&b| b == 0);
+                    let name = parts.next().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
+                    let value = parts.next().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
+                    Backend::ParameterStatus(name, value)
+                }
+                b'K' if body.len() >= 4 => Backend::BackendKeyData { pid: int(body), secret: body[4..].to_vec() },
+                b'v' => Backend::NegotiateProtocolVersion,
+                b'Z' if body.len() == 1 => Backend::ReadyForQuery(body[0]),
+                b'T' => Backend::RowDescription,
+                b'D' if body.len() >= 2 => {
+                    let count = i16::from_be_bytes([body[0], body[1]]) as usize;
+                    let mut at = 2;
+                    let mut values = Vec::with_capacity(count);
+                    for _ in 0..count {
+                        let len = int(&body[at..]);
+                        at += 4;
+                        if len < 0 {
+                            values.push(None);
+                        } else {
+                            values.push(Some(body[at..at + len as usize].to_vec()));
+                            at += len as usize;
+                        }
+                    }
+                    Backend::DataRow(values)
+                }
+                b'C' => Backend::CommandComplete(text(body)),
+                b'I' => Backend::EmptyQueryResponse,
+                b'1' => Backend::ParseComplete,
+                b'2' => Backend::BindComplete,
+                b'3' => Backend::CloseComplete,
+                b'n' => Backend::NoData,
+                b't' => Backend::ParameterDescription,
+                b's' => Backend::PortalSuspended,
+                b'G' => Backend::CopyInResponse,
+                b'H' => Backend::CopyOutResponse,
+                b'E' | b'N' => {
+                    let mut fields = BTreeMap::new();
+                    for field in body.split(|&b| b == 0).filter(|f| !f.is_empty()) {
+                        fields.insert(field[0], String::from_utf8_lossy(&field[1..]).into_owned());
+                    }
+                    if tag == b'E' {
+                        Backend::Error(Fields(fields))
+                    } else {
+                        Backend::Notice(Fields(fields))
+                    }
+                }
+                other => Backend::Other(other, body.to_vec()),
+            }
+        }
+
+        /// The fields of an ErrorResponse.
+        pub fn as_error(&self) -> Option<&Fields> {
+            match self {
+                Backend::Error(f) => Some(f),
+                _ => None,
+            }
+        }
+    }
+
+    /// What one read brought.
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum Received {
+        Message(Backend),
+        /// The server closed the connection (EOF or reset).
+        Closed,
+        /// Nothing arrived within the timeout.
+        Silence,
+    }
+
+    /// A TCP connection to a server, read message by message.
+    pub struct RawConnection {
+        stream: TcpStream,
+        /// Bytes received and not yet decoded.
+        pending: Vec<u8>,
+        closed: bool,
+    }
+
+    impl RawConnection {
+        /// A bare TCP connection: nothing sent yet.
+        pub fn connect(port: u16) -> RawConnection {
+            let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the server");
+            stream.set_nodelay(true).expect("TCP_NODELAY");
+            RawConnection { stream, pending: Vec::new(), closed: false }
+        }
+
+        /// Connects and starts up as user `postgres` on database `postgres` (protocol
+        /// 3.0, no password), reading up to the first ReadyForQuery.
+        pub fn start(port: u16) -> RawConnection {
+            let mut conn = RawConnection::connect(port);
+            conn.send(&startup_packet(PROTOCOL_3_0, &[("user", "postgres"), ("database", "postgres")]));
+            let replies = conn.until_ready();
+            assert!(
+                replies.iter().all(|m| m.as_error().is_none()),
+                "start-up failed: {replies:?}"
+            );
+            conn
+        }
+
+        /// Sends bytes; a server that already hung up is not an error here (the next
+        /// read says so).
+        pub fn send(&mut self, bytes: &[u8]) {
+            if let Err(e) = self.stream.write_all(bytes).and_then(|_| self.stream.flush()) {
+                assert!(
+                    matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted),
+                    "send failed: {e}"
+                );
+            }
+        }
+
+        /// Tells the server this client will send nothing more (half-close).
+        pub fn shutdown_write(&mut self) {
+            let _ = self.stream.shutdown(Shutdown::Write);
+        }
+
+        /// The next message, or that the server hung up, or silence for `timeout`.
+        pub fn next(&mut self, timeout: Duration) -> Received {
+            let deadline = Instant::now() + timeout;
+            loop {
+                if let Some(message) = self.decode_pending() {
+                    return Received::Message(message);
+                }
+                if self.closed {
+                    return Received::Closed;
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    return Received::Silence;
+                }
+                self.stream.set_read_timeout(Some(deadline - now)).expect("set read timeout");
+                let mut chunk = [0u8; 8192];
+                match self.stream.read(&mut chunk) {
+                    Ok(0) => self.closed = true,
+                    Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                    Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted) => {
+                        self.closed = true
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => panic!("read failed: {e}"),
+                }
+            }
+        }
+
+        fn decode_pending(&mut self) -> Option<Backend> {
+            if self.pending.len() < 5 {
+                return None;
+            }
+            let len = i32::from_be_bytes([self.pending[1], self.pending[2], self.pending[3], self.pending[4]]);
+            assert!(
+                (4..=MAX_BACKEND_MESSAGE as i32).contains(&len),
+                "the server sent a message {:?} with length {len}",
+                self.pending[0] as char
+            );
+            let total = 1 + len as usize;
+            if self.pending.len() < total {
+                return None;
+            }
+            let message = Backend::decode(self.pending[0], &self.pending[5..total]);
+            self.pending.drain(..total);
+            Some(message)
+        }
+
+        /// Messages up to and including ReadyForQuery; panics if the server hangs up or
+        /// goes quiet first.
+        pub fn until_ready(&mut self) -> Vec<Backend> {
+            let mut messages = Vec::new();
+            loop {
+                match self.next(REPLY_TIMEOUT) {
+                    Received::Message(m) => {
+                        let ready = matches!(m, Backend::ReadyForQuery(_));
+                        messages.push(m);
+                        if ready {
+                            return messages;
+                        }
+                    }
+                    other => panic!("expected ReadyForQuery, got {other:?} after {messages:?}"),
+                }
+            }
+        }
+
+        /// Every message until the server hangs up; panics if it is still open after
+        /// `REPLY_TIMEOUT`.
+        pub fn until_closed(&mut self) -> Vec<Backend> {
+            let mut messages = Vec::new();
+            loop {
+                match self.next(REPLY_TIMEOUT) {
+                    Received::Message(m) => messages.push(m),
+                    Received::Closed => return messages,
+                    Received::Silence => panic!("the server neither replied nor closed the connection; got {messages:?}"),
+                }
+            }
+        }
+
+        /// Every message that arrives before `quiet` passes with nothing new.
+        pub fn drain(&mut self, quiet: Duration) -> Vec<Backend> {
+            let mut messages = Vec::new();
+            while let Received::Message(m) = self.next(quiet) {
+                messages.push(m);
+            }
+            messages
+        }
+
+        /// Runs `sql` with a Query message and returns the first column of each row as
+        /// text; panics on an error.
+        pub fn simple_query_column(&mut self, sql: &str) -> Vec<Option<String>> {
+            self.send(&query(sql));
+            let replies = self.until_ready();
+            if let Some(e) = replies.iter().find_map(Backend::as_error) {
+                panic!("{sql}: {e:?}");
+            }
+            replies
+                .into_iter()
+                .filter_map(|m| match m {
+                    Backend::DataRow(values) => {
+                        Some(values.into_iter().next().flatten().map(|v| String::from_utf8_lossy(&v).into_owned()))
+                    }
+                    _ => None,
+                })
+                .collect()
+        }
+    }
+}
