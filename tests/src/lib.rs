@@ -25,6 +25,14 @@ pub fn iolab_binary() -> &'static Path {
         let release = !cfg!(debug_assertions);
         let mut cmd = Command::new(cargo);
         cmd.current_dir(&workspace).args(["build", "-p", "iolab-server", "--bin", "iolab"]);
+        // Variables cargo set for this test binary would make build scripts of the
+        // server's dependencies think their environment changed, and rebuild them.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy().into_owned();
+            if (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_TARGET_DIR") || key == "OUT_DIR" {
+                cmd.env_remove(key);
+            }
+        }
         if release {
             cmd.arg("--release");
         }

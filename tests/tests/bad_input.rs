@@ -463,11 +463,9 @@ sql_test_on_iolab!(
     integer_overflow_is_22003 => integer_overflow
 );
 sql_test_on_iolab!(
-    #[ignore = "server/src/wire/simple.rs send_outcome turns a streaming error's code back into &'static str with leak_code, whose list lacks 2201F (and every other code not listed there) so it becomes XX000"]
     errors_while_rows_stream_keep_their_code => errors_while_rows_stream
 );
 sql_test_on_iolab!(
-    #[ignore = "server/src/sql/ddl.rs drop() returns catalog.resolve's `relation \"x\" does not exist`; PostgreSQL says `table \"x\" does not exist`"]
     drop_table_of_a_missing_table => drop_of_a_missing_table
 );
 sql_test_on_iolab!(
@@ -1057,7 +1055,6 @@ protocol_test_on_iolab!(
     bind_with_wrong_parameter_count_is_08p01 => bind_with_wrong_parameter_count
 );
 protocol_test_on_iolab!(
-    #[ignore = "PgWireError::InvalidTargetType becomes FATAL in ErrorRewriter (server/src/wire/mod.rs); PostgreSQL: ERROR 08P01 `invalid DESCRIBE message subtype 90`, session goes on"]
     describe_with_bad_target_is_an_error => describe_with_bad_target
 );
 protocol_test_on_iolab!(
@@ -1105,11 +1102,9 @@ protocol_test_on_iolab!(
     function_call_is_42883 => function_call
 );
 protocol_test_on_iolab!(
-    #[ignore = "ErrorRewriter (server/src/wire/mod.rs) names the unnamed portal \"POSTGRESQL_DEFAULT_NAME\" (pgwire's DEFAULT_NAME); PostgreSQL says portal \"\""]
     execute_of_unnamed_portal_after_sync_names_it_empty => execute_of_unnamed_portal_after_sync
 );
 protocol_test_on_iolab!(
-    #[ignore = "errors from PrepareParser::parse_sql and bind_params (server/src/wire/extended.rs) do not mark session.txn.failed: ReadyForQuery says 'T' and the block goes on"]
     parse_error_fails_the_transaction_block_too => parse_error_fails_the_transaction_block
 );
 protocol_test_on_iolab!(
@@ -1121,7 +1116,6 @@ protocol_test_on_iolab!(
     startup_with_unsupported_protocol_is_fatal => startup_with_unsupported_protocol
 );
 protocol_test_on_iolab!(
-    #[ignore = "server/src/wire/startup.rs new_session defaults a missing user to postgres; PostgreSQL: FATAL 28000 `no PostgreSQL user name specified in startup packet`"]
     startup_without_user_is_fatal => startup_without_user
 );
 protocol_test_on_iolab!(

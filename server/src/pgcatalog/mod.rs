@@ -58,8 +58,12 @@ use tables::{CatalogSchema, SharedCatalogState, Which};
 /// `setting_changes` collects the `set_config(name, value, is_local)` calls the statement
 /// made, in order, as `(name, value, is_local)` (a NULL value is recorded as the value the
 /// setting was reset to). The functions apply them to their own copy of `settings`
-/// only; the caller applies them to the session after the statement (with
-/// `SessionSettings::set(name, value, is_local)`), and before it sends ParameterStatus.
+/// only; the caller applies them to the session (with `SessionSettings::set(name, value,
+/// is_local)`) before it reports ParameterStatus. With constant arguments — the usual
+/// `SELECT set_config('work_mem', '8MB', false)` — `set_config` runs while the statement
+/// is optimised, so its change is in the list once the physical plan exists; with
+/// arguments read from a table it runs as rows are produced, so the list is complete
+/// only once the result has been sent.
 pub struct SessionInfo {
     pub db: Arc<Database>,
     pub pid: i32,

@@ -26,7 +26,8 @@
 use std::borrow::Cow;
 
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Word};
 
 /// Text fragments (lower case) without which a query needs no rewrite.
 const TRIGGERS: &[&str] = &["pg_", "operator", "collate", "::", "reg", "current_schema"];
@@ -37,8 +38,7 @@ pub fn rewrite_for_datafusion(sql: &str) -> Cow<'_, str> {
     if !TRIGGERS.iter().any(|t| lower.contains(t)) {
         return Cow::Borrowed(sql);
     }
-    let dialect = PostgreSqlDialect {};
-    let Ok(tokens) = Tokenizer::new(&dialect, sql).with_unescape(false).tokenize() else {
+    let Some(tokens) = faithful_tokens(sql) else {
         return Cow::Borrowed(sql);
     };
     let original = tokens.clone();
@@ -52,6 +52,41 @@ pub fn rewrite_for_datafusion(sql: &str) -> Cow<'_, str> {
         return Cow::Borrowed(sql);
     }
     Cow::Owned(tokens.iter().map(|t| t.to_string()).collect())
+}
+
+/// The tokens of `sql`, each of which prints back as exactly the text it came from: a
+/// token whose printed form differs (sqlparser prints `E'a\\'b'` as `E'a'b'`) is replaced
+/// by a bare word holding its source text, which no rewrite touches.
+fn faithful_tokens(sql: &str) -> Option<Vec<Token>> {
+    let dialect = PostgreSqlDialect {};
+    let spanned = Tokenizer::new(&dialect, sql).with_unescape(false).tokenize_with_location().ok()?;
+    // Byte offset of each line's start, to turn (line, column) locations into offsets.
+    let mut line_starts = vec![0usize];
+    line_starts.extend(sql.char_indices().filter(|(_, c)| *c == '\n').map(|(i, _)| i + 1));
+    let offset = |line: u64, column: u64| -> Option<usize> {
+        let start = *line_starts.get(usize::try_from(line).ok()?.checked_sub(1)?)?;
+        let skip = usize::try_from(column).ok()?.checked_sub(1)?;
+        Some(sql[start..].char_indices().nth(skip).map(|(i, _)| start + i).unwrap_or(sql.len()))
+    };
+    let starts = spanned
+        .iter()
+        .map(|t| offset(t.span.start.line, t.span.start.column))
+        .collect::<Option<Vec<usize>>>()?;
+    let mut tokens = Vec::with_capacity(spanned.len());
+    for (i, t) in spanned.into_iter().enumerate() {
+        let end = starts.get(i + 1).copied().unwrap_or(sql.len());
+        let source = sql.get(starts[i]..end)?;
+        if t.token.to_string() == source {
+            tokens.push(t.token);
+        } else {
+            tokens.push(Token::Word(Word { value: source.to_string(), quote_style: None, keyword: Keyword::NoKeyword }));
+        }
+    }
+    // Every byte must be covered, in order, or we cannot trust the spans.
+    if starts.first().is_some_and(|s| *s != 0) || starts.windows(2).any(|w| w[0] > w[1]) {
+        return None;
+    }
+    Some(tokens)
 }
 
 fn is_word(t: &Token, word: &str) -> bool {
@@ -415,6 +450,13 @@ mod tests {
         assert!(matches!(rewrite_for_datafusion(sql), Cow::Borrowed(_)));
         let sql = "SELECT 'it''s', E'a\\nb' FROM t -- pg_class\n";
         assert_eq!(rw(sql), sql);
+    }
+
+    #[test]
+    fn untouched_tokens_keep_their_text() {
+        let sql = "SELECT 'a''b', E'x\\'y', $$d'o$$, $t$x$t$, \"Quo\"\"ted\", 1.5e3, x::regclass FROM t -- c'\n /* b */ WHERE a <> b;";
+        let expected = sql.replace("x::regclass", "regclassout(x)");
+        assert_eq!(rw(sql), expected);
     }
 
     #[test]

@@ -135,7 +135,7 @@ pub fn drop(db: &Database, stmt: &Statement) -> PgResult<Vec<String>> {
         match db.catalog.resolve(schema.as_deref(), &table) {
             Ok(def) => tables.push(def),
             Err(_) if *if_exists => notices.push(format!("table \"{table}\" does not exist, skipping")),
-            Err(e) => return Err(e),
+            Err(e) => return Err(PgError::new(e.code, format!("table \"{table}\" does not exist"))),
         }
     }
     for def in tables {

@@ -68,10 +68,10 @@ impl QueryParser for PrepareParser {
         let Some(stmt) = statements.first() else {
             return Ok(None);
         };
-        let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
-        let parsed = sql::parse(&text, sql, stmt.offset).map_err(to_wire)?;
         let session = session_of(&self.server, client);
         let session = session.lock().await;
+        let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
+        let parsed = sql::parse(&text, sql, stmt.offset).map_err(|e| fail_block(&session, e))?;
         let mut params: Vec<Type> = types.iter().map(|t| t.clone().unwrap_or(Type::UNKNOWN)).collect();
         let mut schema = None;
         let plan_target = match &parsed {
@@ -83,7 +83,7 @@ impl QueryParser for PrepareParser {
             _ => None,
         };
         if let Some(target) = plan_target {
-            let plan = session.plan_only(&target).await.map_err(to_wire)?;
+            let plan = session.plan_only(&target).await.map_err(|e| fail_block(&session, e))?;
             if matches!(&parsed, Parsed::Sql(s) if matches!(**s, ast::Statement::Query(_))) {
                 schema = Some(sql::colnames::rename(&target, Arc::new(plan.schema().as_arrow().clone())));
             }
@@ -201,9 +201,9 @@ impl ExtendedQueryHandler for ExtendedHandler {
         let Some(parsed) = &prepared.parsed else {
             return Ok(Response::EmptyQuery);
         };
-        let params = bind_params(portal).map_err(to_wire)?;
         let shared = session_of(&self.server, client);
         let mut session = shared.lock().await;
+        let params = bind_params(portal).map_err(|e| fail_block(&session, e))?;
         let mut notices = Vec::new();
         let result = simple::run_with_timeout(&mut session, parsed, Some(params), &mut notices).await;
         simple::send_notices(client, &notices).await?;
@@ -225,6 +225,14 @@ impl ExtendedQueryHandler for ExtendedHandler {
             Outcome::CopyOut { .. } => Err(to_wire(PgError::unsupported("COPY TO STDOUT through the extended protocol is not supported"))),
         }
     }
+}
+
+/// An error before a statement runs still fails an open transaction block.
+fn fail_block(session: &crate::session::Session, e: PgError) -> PgWireError {
+    if session.txn.in_block {
+        session.txn.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    to_wire(e)
 }
 
 /// Decodes a portal's parameter values into DataFusion scalars of their types.

@@ -84,15 +84,19 @@ impl ErrorHandler for ErrorRewriter {
         let replacement = match error {
             PgWireError::StatementNotFound(name) => Some(iolab_catalog::PgError::new(
                 iolab_catalog::sqlstate::INVALID_SQL_STATEMENT_NAME,
-                format!("prepared statement \"{name}\" does not exist"),
+                format!("prepared statement \"{}\" does not exist", client_name(name)),
             )),
             PgWireError::PortalNotFound(name) => Some(iolab_catalog::PgError::new(
                 iolab_catalog::sqlstate::INVALID_CURSOR_NAME,
-                format!("portal \"{name}\" does not exist"),
+                format!("portal \"{}\" does not exist", client_name(name)),
             )),
             PgWireError::InvalidPassword(user) => Some(iolab_catalog::PgError::fatal(
                 iolab_catalog::sqlstate::INVALID_PASSWORD,
                 format!("password authentication failed for user \"{user}\""),
+            )),
+            PgWireError::InvalidTargetType(t) => Some(iolab_catalog::PgError::new(
+                iolab_catalog::sqlstate::PROTOCOL_VIOLATION,
+                format!("invalid DESCRIBE message subtype {t}"),
             )),
             PgWireError::IoError(_) => None,
             PgWireError::UserError(_) | PgWireError::QueryCanceled => None,
@@ -102,6 +106,15 @@ impl ErrorHandler for ErrorRewriter {
         if let Some(e) = replacement {
             *error = crate::errors::to_wire(e);
         }
+    }
+}
+
+/// A statement or portal name as the client spelled it (pgwire names the unnamed one).
+fn client_name(name: &str) -> &str {
+    if name == pgwire::api::DEFAULT_NAME {
+        ""
+    } else {
+        name
     }
 }
 

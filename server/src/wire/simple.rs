@@ -209,14 +209,15 @@ where
             let fields = encode::fields(&schema, |_| FieldFormat::Text);
             let response = encode::query_response(stream, fields, session.text_format(), tag);
             if let Err(e) = send_query_response(client, response, true).await {
-                let pg = match e {
-                    PgWireError::UserError(info) => PgError::new(leak_code(&info.code), info.message),
-                    other => PgError::internal(other.to_string()),
+                // An error while rows were streaming: it arrives already in wire form.
+                let info = match e {
+                    PgWireError::UserError(info) => *info,
+                    other => to_error_info(&PgError::internal(other.to_string())),
                 };
                 if session.txn.in_block {
                     session.txn.failed.store(true, std::sync::atomic::Ordering::Relaxed);
                 }
-                send_error(client, &pg).await?;
+                client.feed(PgWireBackendMessage::ErrorResponse(info.into())).await?;
                 return Ok(false);
             }
         }
@@ -257,17 +258,4 @@ where
         }
     }
     Ok(true)
-}
-
-/// SQLSTATEs travel as `&'static str`; codes that came back through pgwire are mapped
-/// back onto the constant (or XX000 when unknown).
-fn leak_code(code: &str) -> &'static str {
-    const KNOWN: &[&str] = &[
-        sqlstate::QUERY_CANCELED, sqlstate::DIVISION_BY_ZERO, sqlstate::INVALID_TEXT_REPRESENTATION,
-        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, sqlstate::DATA_CORRUPTED, sqlstate::IO_ERROR,
-        sqlstate::DATA_EXCEPTION, sqlstate::CARDINALITY_VIOLATION, sqlstate::UNDEFINED_COLUMN,
-        sqlstate::UNDEFINED_TABLE, sqlstate::FEATURE_NOT_SUPPORTED, sqlstate::PROGRAM_LIMIT_EXCEEDED,
-        "53200", "53400",
-    ];
-    KNOWN.iter().find(|k| **k == code).copied().unwrap_or(sqlstate::INTERNAL_ERROR)
 }

@@ -7,7 +7,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::Sink;
+use futures::{Sink, SinkExt};
 use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth};
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::{
@@ -54,6 +54,16 @@ impl StartupHandler for Startup {
         if let PgWireFrontendMessage::Startup(ref startup) = message {
             protocol_negotiation(client, startup).await?;
             save_startup_parameters_to_metadata(client, startup);
+            if client.metadata().get("user").is_none_or(|u| u.is_empty()) {
+                // FATAL, then hang up (returning the error would add a ReadyForQuery).
+                let e = iolab_catalog::PgError::fatal(
+                    iolab_catalog::sqlstate::INVALID_AUTHORIZATION_SPECIFICATION,
+                    "no PostgreSQL user name specified in startup packet",
+                );
+                client.send(PgWireBackendMessage::ErrorResponse(crate::errors::to_error_info(&e).into())).await?;
+                futures::SinkExt::close(client).await?;
+                return Ok(());
+            }
             let (pid, key) = self.pids.generate(client);
             client.set_pid_and_secret_key(pid, key.clone());
             let (handle, guard) = self.server.connections.register(pid, key);
