@@ -77,7 +77,9 @@ impl Session {
     /// Plans a query without running it (the extended protocol's Describe).
     pub async fn plan_only(&self, stmt: &ast::Statement) -> PgResult<datafusion::logical_expr::LogicalPlan> {
         let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(stmt.clone()));
-        self.df_state.statement_to_plan(df_stmt).await.map_err(crate::errors::from_datafusion)
+        let mut state = self.df_state.clone();
+        crate::pgcatalog::register_functions(&mut state, &self.catalog_info());
+        state.statement_to_plan(df_stmt).await.map_err(crate::errors::from_datafusion)
     }
 
     /// How this session reads and writes values as text.

@@ -152,7 +152,7 @@ where
     }
     for stmt in statements {
         let mut notices = Vec::new();
-        if let Some(answer) = session.intercept(stmt.text) {
+        if let Some(answer) = session.intercept(stmt.text).filter(|_| !session.txn.is_failed()) {
             if !send_outcome(client, session, answer).await? {
                 break;
             }
