@@ -154,7 +154,7 @@ impl CopyIn {
             return Ok(());
         }
         let arrays: Vec<ArrayRef> = self.columns.iter_mut().map(|c| c.finish()).collect();
-        let full = complete_rows(&self.table, &self.targets, arrays, rows)?;
+        let full = complete_rows(&self.table, &self.targets, arrays, rows, &self.run.text_format)?;
         let before = self.inserter.inserted;
         tokio::task::block_in_place(|| self.inserter.insert_arrays(&full, rows))?;
         if before / PROGRESS_EVERY_ROWS != self.inserter.inserted / PROGRESS_EVERY_ROWS {

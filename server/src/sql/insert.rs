@@ -10,7 +10,8 @@ use datafusion::sql::sqlparser::ast;
 use futures::StreamExt;
 use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
 use iolab_engine::heap::heapam::HeapInserter;
-use iolab_engine::values::{assign_cast_with, check_not_null};
+use iolab_engine::values::assign::{failing_row_detail, first_null};
+use iolab_engine::values::{assign_cast_with, check_not_null, TextFormat};
 
 use crate::sql::ddl::{ident_name, split_name};
 use crate::sql::StatementRun;
@@ -116,12 +117,18 @@ pub fn table_arrays(run: &StatementRun, table: &TableDef, targets: &[usize], bat
             assign_cast_with(batch.column(src), col.ty, &col.name, &run.text_format)
         })
         .collect::<PgResult<Vec<_>>>()?;
-    complete_rows(table, targets, cast, batch.num_rows())
+    complete_rows(table, targets, cast, batch.num_rows(), &run.text_format)
 }
 
 /// Puts column `i` of `given` (of the table's types) into table column `targets[i]`,
 /// fills the other columns with NULL, and checks NOT NULL.
-pub fn complete_rows(table: &TableDef, targets: &[usize], given: Vec<ArrayRef>, rows: usize) -> PgResult<Vec<ArrayRef>> {
+pub fn complete_rows(
+    table: &TableDef,
+    targets: &[usize],
+    given: Vec<ArrayRef>,
+    rows: usize,
+    fmt: &TextFormat,
+) -> PgResult<Vec<ArrayRef>> {
     let mut arrays: Vec<Option<ArrayRef>> = vec![None; table.columns.len()];
     for (array, &dst) in given.into_iter().zip(targets) {
         arrays[dst] = Some(array);
@@ -132,8 +139,9 @@ pub fn complete_rows(table: &TableDef, targets: &[usize], given: Vec<ArrayRef>, 
         .map(|(i, a)| a.unwrap_or_else(|| new_null_array(&table.columns[i].ty.arrow_type(), rows)))
         .collect();
     for (col, array) in table.columns.iter().zip(&arrays) {
-        if col.not_null {
-            check_not_null(array.as_ref(), &col.name, &table.name)?;
+        if let (true, Some(row)) = (col.not_null, first_null(array.as_ref())) {
+            let err = check_not_null(array.as_ref(), &col.name, &table.name).expect_err("the column has a NULL");
+            return Err(err.with_detail(failing_row_detail(&arrays, row, fmt)));
         }
     }
     Ok(arrays)

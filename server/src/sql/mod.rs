@@ -28,7 +28,7 @@ use datafusion::execution::context::SessionState;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_engine::exec::StatementContext;
 use iolab_engine::txn::Xid;
@@ -88,18 +88,39 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
 }
 
 fn parse_sql(text: &str, whole: &str, offset: usize) -> PgResult<Box<ast::Statement>> {
-    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, text).map_err(|e| {
-        let mut err = from_parser(&e, Some(text));
+    // Positions are reported in the whole query string the client sent.
+    let syntax_error = |e: &ParserError| {
+        let mut err = from_parser(e, Some(text));
         if let Some(p) = err.position {
             err.position = Some(whole[..offset].chars().count() + p);
         }
         err
-    })?;
+    };
+    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, text).map_err(|e| syntax_error(&e))?;
+    if let Some(alias) = statements.first().and_then(wildcard_alias) {
+        // sqlparser reads `SELECT * FORM t` as `*` with the alias FORM; PostgreSQL has no
+        // aliases on `*` and stops at that word.
+        let at = alias.span.start;
+        return Err(syntax_error(&ParserError::ParserError(format!(
+            "Expected: end of statement, found: {} at Line: {}, Column: {}",
+            alias.value, at.line, at.column
+        ))));
+    }
     match statements.len() {
         1 => Ok(Box::new(statements.remove(0))),
         0 => Err(PgError::internal("empty statement reached the parser")),
         _ => Err(PgError::syntax("cannot insert multiple commands into a prepared statement")),
     }
+}
+
+/// The alias sqlparser allowed on a `*` of a top-level SELECT, if any.
+fn wildcard_alias(stmt: &ast::Statement) -> Option<&ast::Ident> {
+    let ast::Statement::Query(q) = stmt else { return None };
+    let ast::SetExpr::Select(select) = q.body.as_ref() else { return None };
+    select.projection.iter().find_map(|item| match item {
+        ast::SelectItem::Wildcard(opts) | ast::SelectItem::QualifiedWildcard(_, opts) => opts.opt_alias.as_ref(),
+        _ => None,
+    })
 }
 
 /// The table name of `VACUUM [FULL] [ANALYZE] [VERBOSE] [(…)] [table]`.
