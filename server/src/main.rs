@@ -25,7 +25,7 @@ use pgwire::api::ConnectionManager;
 /// -c` takes it) or in the configuration file (`iolab.conf` in the data directory, or
 /// `--config`); the command line wins. Connect with `psql -h 127.0.0.1 -U postgres`.
 #[derive(Parser, Debug)]
-#[command(name = "iolab", version, about, long_about = None)]
+#[command(name = "iolab", version, about)]
 struct Cli {
     /// Data directory; created and initialised if it does not exist.
     #[arg(short = 'D', long = "data-dir", default_value = "iolab-data")]
