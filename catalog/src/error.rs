@@ -105,7 +105,10 @@ impl PgError {
     }
 
     pub fn fatal(code: &'static str, message: impl Into<String>) -> PgError {
-        PgError { severity: Severity::Fatal, ..PgError::new(code, message) }
+        PgError {
+            severity: Severity::Fatal,
+            ..PgError::new(code, message)
+        }
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> PgError {
@@ -145,17 +148,29 @@ impl PgError {
     }
 
     pub fn undefined_table(name: &str) -> PgError {
-        PgError::new(sqlstate::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"))
+        PgError::new(
+            sqlstate::UNDEFINED_TABLE,
+            format!("relation \"{name}\" does not exist"),
+        )
     }
 
     pub fn canceled() -> PgError {
-        PgError::new(sqlstate::QUERY_CANCELED, "canceling statement due to user request")
+        PgError::new(
+            sqlstate::QUERY_CANCELED,
+            "canceling statement due to user request",
+        )
     }
 }
 
 impl fmt::Display for PgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} ({})", self.severity.as_str(), self.message, self.code)
+        write!(
+            f,
+            "{}: {} ({})",
+            self.severity.as_str(),
+            self.message,
+            self.code
+        )
     }
 }
 

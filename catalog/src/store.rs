@@ -89,24 +89,38 @@ impl Catalog {
     /// Opens `global/catalog.json` under `data_dir`, creating an empty catalog if absent.
     pub fn open(data_dir: &Path) -> PgResult<Catalog> {
         let dir = data_dir.join("global");
-        std::fs::create_dir_all(&dir).map_err(|e| PgError::io("could not create global directory", &e))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| PgError::io("could not create global directory", &e))?;
         let path = dir.join("catalog.json");
         let data = match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                PgError::new(sqlstate::DATA_CORRUPTED, format!("catalog file \"{}\" is corrupt: {e}", path.display()))
+                PgError::new(
+                    sqlstate::DATA_CORRUPTED,
+                    format!("catalog file \"{}\" is corrupt: {e}", path.display()),
+                )
             })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                CatalogFile { next_oid: FIRST_NORMAL_OID, tables: BTreeMap::new() }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => CatalogFile {
+                next_oid: FIRST_NORMAL_OID,
+                tables: BTreeMap::new(),
+            },
+            Err(e) => {
+                return Err(PgError::io(
+                    &format!("could not read \"{}\"", path.display()),
+                    &e,
+                ))
             }
-            Err(e) => return Err(PgError::io(&format!("could not read \"{}\"", path.display()), &e)),
         };
-        let catalog = Catalog { path, data: RwLock::new(data) };
+        let catalog = Catalog {
+            path,
+            data: RwLock::new(data),
+        };
         catalog.save(&catalog.data.read())?;
         Ok(catalog)
     }
 
     fn save(&self, data: &CatalogFile) -> PgResult<()> {
-        let bytes = serde_json::to_vec_pretty(data).map_err(|e| PgError::internal(e.to_string()))?;
+        let bytes =
+            serde_json::to_vec_pretty(data).map_err(|e| PgError::internal(e.to_string()))?;
         let tmp = self.path.with_extension("tmp");
         let write = || -> std::io::Result<()> {
             use std::io::Write;
@@ -132,15 +146,21 @@ impl Catalog {
     }
 
     pub fn table(&self, schema: &str, name: &str) -> Option<TableDef> {
-        self.data.read().tables.values().find(|t| t.schema == schema && t.name == name).cloned()
+        self.data
+            .read()
+            .tables
+            .values()
+            .find(|t| t.schema == schema && t.name == name)
+            .cloned()
     }
 
     /// Looks a table up by name: `schema.name`, or `name` in the `public` schema.
     pub fn resolve(&self, schema: Option<&str>, name: &str) -> PgResult<TableDef> {
-        self.table(schema.unwrap_or("public"), name).ok_or_else(|| match schema {
-            Some(s) => PgError::undefined_table(&format!("{s}.{name}")),
-            None => PgError::undefined_table(name),
-        })
+        self.table(schema.unwrap_or("public"), name)
+            .ok_or_else(|| match schema {
+                Some(s) => PgError::undefined_table(&format!("{s}.{name}")),
+                None => PgError::undefined_table(name),
+            })
     }
 
     /// Creates a table; returns its definition with OID and relfilenode assigned.
@@ -153,22 +173,38 @@ impl Catalog {
         if_not_exists: bool,
     ) -> PgResult<Option<TableDef>> {
         if schema != "public" {
-            return Err(PgError::new(sqlstate::INVALID_SCHEMA_NAME, format!("schema \"{schema}\" does not exist")));
+            return Err(PgError::new(
+                sqlstate::INVALID_SCHEMA_NAME,
+                format!("schema \"{schema}\" does not exist"),
+            ));
         }
         let mut data = self.data.write();
-        if data.tables.values().any(|t| t.schema == schema && t.name == name) {
+        if data
+            .tables
+            .values()
+            .any(|t| t.schema == schema && t.name == name)
+        {
             if if_not_exists {
                 return Ok(None);
             }
-            return Err(PgError::new(sqlstate::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")));
+            return Err(PgError::new(
+                sqlstate::DUPLICATE_TABLE,
+                format!("relation \"{name}\" already exists"),
+            ));
         }
         for (i, c) in columns.iter().enumerate() {
             if columns[..i].iter().any(|o| o.name == c.name) {
-                return Err(PgError::new(sqlstate::DUPLICATE_COLUMN, format!("column \"{}\" specified more than once", c.name)));
+                return Err(PgError::new(
+                    sqlstate::DUPLICATE_COLUMN,
+                    format!("column \"{}\" specified more than once", c.name),
+                ));
             }
         }
         if columns.len() > 1600 {
-            return Err(PgError::new(sqlstate::TOO_MANY_COLUMNS, "tables can have at most 1600 columns"));
+            return Err(PgError::new(
+                sqlstate::TOO_MANY_COLUMNS,
+                "tables can have at most 1600 columns",
+            ));
         }
         let oid = data.next_oid;
         data.next_oid += 1;
@@ -190,7 +226,10 @@ impl Catalog {
     /// Removes a table from the catalog; returns its definition (the caller removes files).
     pub fn drop_table(&self, oid: u32) -> PgResult<TableDef> {
         let mut data = self.data.write();
-        let table = data.tables.remove(&oid).ok_or_else(|| PgError::internal(format!("no table with oid {oid}")))?;
+        let table = data
+            .tables
+            .remove(&oid)
+            .ok_or_else(|| PgError::internal(format!("no table with oid {oid}")))?;
         self.save(&data)?;
         Ok(table)
     }
@@ -200,7 +239,10 @@ impl Catalog {
         let mut data = self.data.write();
         let new = data.next_oid;
         data.next_oid += 1;
-        let table = data.tables.get_mut(&oid).ok_or_else(|| PgError::internal(format!("no table with oid {oid}")))?;
+        let table = data
+            .tables
+            .get_mut(&oid)
+            .ok_or_else(|| PgError::internal(format!("no table with oid {oid}")))?;
         let old = std::mem::replace(&mut table.relfilenode, new);
         table.reltuples = 0.0;
         table.relpages = 0;

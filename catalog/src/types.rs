@@ -29,7 +29,10 @@ pub enum PgType {
     Float4,
     Float8,
     /// numeric(precision, scale)
-    Numeric { precision: u8, scale: i8 },
+    Numeric {
+        precision: u8,
+        scale: i8,
+    },
     Text,
     /// varchar(n); `None` = no length limit
     Varchar(Option<u32>),
@@ -130,7 +133,10 @@ impl PgType {
 
     /// An unconstrained `numeric` (declared without precision and scale).
     pub fn unconstrained_numeric() -> PgType {
-        PgType::Numeric { precision: NUMERIC_MAX_PRECISION, scale: NUMERIC_DEFAULT_SCALE }
+        PgType::Numeric {
+            precision: NUMERIC_MAX_PRECISION,
+            scale: NUMERIC_DEFAULT_SCALE,
+        }
     }
 
     pub fn is_unconstrained_numeric(&self) -> bool {
@@ -196,8 +202,14 @@ impl PgType {
             "float8" | "double precision" | "float" => PgType::Float8,
             "numeric" | "decimal" => match mods {
                 [] => PgType::unconstrained_numeric(),
-                [p] => PgType::Numeric { precision: (*p).min(38) as u8, scale: 0 },
-                [p, s] => PgType::Numeric { precision: (*p).min(38) as u8, scale: *s as i8 },
+                [p] => PgType::Numeric {
+                    precision: (*p).min(38) as u8,
+                    scale: 0,
+                },
+                [p, s] => PgType::Numeric {
+                    precision: (*p).min(38) as u8,
+                    scale: *s as i8,
+                },
                 _ => return None,
             },
             "text" => PgType::Text,
@@ -217,10 +229,16 @@ impl PgType {
             DataType::Int8 | DataType::Int16 | DataType::UInt8 => PgType::Int2,
             DataType::Int32 | DataType::UInt16 => PgType::Int4,
             DataType::Int64 | DataType::UInt32 => PgType::Int8,
-            DataType::UInt64 => PgType::Numeric { precision: 20, scale: 0 },
+            DataType::UInt64 => PgType::Numeric {
+                precision: 20,
+                scale: 0,
+            },
             DataType::Float16 | DataType::Float32 => PgType::Float4,
             DataType::Float64 => PgType::Float8,
-            DataType::Decimal128(p, s) => PgType::Numeric { precision: *p, scale: *s },
+            DataType::Decimal128(p, s) => PgType::Numeric {
+                precision: *p,
+                scale: *s,
+            },
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => PgType::Text,
             DataType::Date32 | DataType::Date64 => PgType::Date,
             DataType::Timestamp(_, None) => PgType::Timestamp,
@@ -257,9 +275,19 @@ mod tests {
     fn typmods_match_postgres() {
         // pg_attribute.atttypmod for varchar(20) is 24, for numeric(10,2) 655366.
         assert_eq!(PgType::Varchar(Some(20)).typmod(), 24);
-        assert_eq!(PgType::Numeric { precision: 10, scale: 2 }.typmod(), 655366);
+        assert_eq!(
+            PgType::Numeric {
+                precision: 10,
+                scale: 2
+            }
+            .typmod(),
+            655366
+        );
         assert_eq!(PgType::unconstrained_numeric().typmod(), -1);
         assert_eq!(PgType::unconstrained_numeric().format_type(), "numeric");
-        assert_eq!(PgType::Varchar(Some(20)).format_type(), "character varying(20)");
+        assert_eq!(
+            PgType::Varchar(Some(20)).format_type(),
+            "character varying(20)"
+        );
     }
 }

@@ -37,22 +37,29 @@ pub struct Database {
 impl Database {
     /// Opens the data directory, creating and initialising it when it does not exist.
     pub fn open(data_dir: &Path, options: &DatabaseOptions) -> PgResult<Arc<Database>> {
-        let io = |what: &str, e: std::io::Error| PgError::io(&format!("{what} \"{}\"", data_dir.display()), &e);
+        let io = |what: &str, e: std::io::Error| {
+            PgError::io(&format!("{what} \"{}\"", data_dir.display()), &e)
+        };
         std::fs::create_dir_all(data_dir).map_err(|e| io("could not create data directory", e))?;
         let marker = data_dir.join("PG_VERSION");
         if !marker.exists() {
-            let non_empty = std::fs::read_dir(data_dir).map_err(|e| io("could not read data directory", e))?.next().is_some();
+            let non_empty = std::fs::read_dir(data_dir)
+                .map_err(|e| io("could not read data directory", e))?
+                .next()
+                .is_some();
             if non_empty {
                 return Err(PgError::new(
                     sqlstate::OBJECT_NOT_IN_PREREQUISITE_STATE,
                     format!("directory \"{}\" exists but is not an iolab data directory (no PG_VERSION file)", data_dir.display()),
                 ));
             }
-            std::fs::create_dir_all(data_dir.join("base")).map_err(|e| io("could not create", e))?;
+            std::fs::create_dir_all(data_dir.join("base"))
+                .map_err(|e| io("could not create", e))?;
             std::fs::write(&marker, "18\n").map_err(|e| io("could not write PG_VERSION in", e))?;
         }
         let catalog = Catalog::open(data_dir)?;
-        let txns = TransactionManager::open(data_dir).map_err(|e| io("could not open transaction state in", e))?;
+        let txns = TransactionManager::open(data_dir)
+            .map_err(|e| io("could not open transaction state in", e))?;
         let pool = BufferPool::new(options.shared_buffers);
         Ok(Arc::new(Database {
             data_dir: data_dir.to_path_buf(),
@@ -74,10 +81,9 @@ impl Database {
         if let Some(f) = files.get(&relfilenode) {
             return Ok(f.clone());
         }
-        let f = Arc::new(
-            RelFile::open(&self.data_dir, relfilenode)
-                .map_err(|e| PgError::io(&format!("could not open file \"base/{relfilenode}\""), &e))?,
-        );
+        let f = Arc::new(RelFile::open(&self.data_dir, relfilenode).map_err(|e| {
+            PgError::io(&format!("could not open file \"base/{relfilenode}\""), &e)
+        })?);
         files.insert(relfilenode, f.clone());
         Ok(f)
     }
@@ -106,9 +112,16 @@ impl Database {
         let written = self.pool.flush_all()?;
         let files: Vec<Arc<RelFile>> = self.relfiles.lock().values().cloned().collect();
         for f in files {
-            f.sync().map_err(|e| PgError::io(&format!("could not fsync file \"{}\"", f.path().display()), &e))?;
+            f.sync().map_err(|e| {
+                PgError::io(
+                    &format!("could not fsync file \"{}\"", f.path().display()),
+                    &e,
+                )
+            })?;
         }
-        self.txns.sync().map_err(|e| PgError::io("could not fsync commit log", &e))?;
+        self.txns
+            .sync()
+            .map_err(|e| PgError::io("could not fsync commit log", &e))?;
         Ok(written)
     }
 }

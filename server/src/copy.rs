@@ -10,10 +10,14 @@
 
 use bytes::Bytes;
 use datafusion::arrow::array::ArrayRef;
-use datafusion::sql::sqlparser::ast::{self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget};
+use datafusion::sql::sqlparser::ast::{
+    self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
+};
 use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
 use iolab_engine::heap::heapam::HeapInserter;
-use iolab_engine::values::{ColumnParser, CopyEncoder, CopyFormat, CopyOptions, CopyParser, TextFormat};
+use iolab_engine::values::{
+    ColumnParser, CopyEncoder, CopyFormat, CopyOptions, CopyParser, TextFormat,
+};
 
 use crate::session::Session;
 use crate::sql::ddl::{ident_name, split_name};
@@ -39,8 +43,21 @@ pub struct CopyIn {
 }
 
 /// Starts a COPY statement.
-pub async fn start(session: &mut Session, run: StatementRun, guard: StatementGuard, stmt: &ast::Statement) -> PgResult<Outcome> {
-    let ast::Statement::Copy { source, to, target, options, legacy_options, .. } = stmt else {
+pub async fn start(
+    session: &mut Session,
+    run: StatementRun,
+    guard: StatementGuard,
+    stmt: &ast::Statement,
+) -> PgResult<Outcome> {
+    let ast::Statement::Copy {
+        source,
+        to,
+        target,
+        options,
+        legacy_options,
+        ..
+    } = stmt
+    else {
         return Err(PgError::internal("not a COPY statement"));
     };
     let pairs = option_pairs(options, legacy_options)?;
@@ -49,19 +66,37 @@ pub async fn start(session: &mut Session, run: StatementRun, guard: StatementGua
         guard.finish(result.is_ok())?;
         return result;
     }
-    let CopySource::Table { table_name, columns } = source else {
+    let CopySource::Table {
+        table_name,
+        columns,
+    } = source
+    else {
         return Err(PgError::syntax("COPY FROM needs a table, not a query"));
     };
     let opts = CopyOptions::from_pairs(&pairs)?;
     if opts.format == CopyFormat::Binary {
-        return Err(PgError::unsupported("COPY FROM in binary format is not supported yet"));
+        return Err(PgError::unsupported(
+            "COPY FROM in binary format is not supported yet",
+        ));
     }
     let (schema, name) = split_name(table_name)?;
     let table = run.db.catalog.resolve(schema.as_deref(), &name)?;
-    let names: Vec<ast::ObjectName> = columns.iter().map(|c| ast::ObjectName::from(vec![c.clone()])).collect();
+    let names: Vec<ast::ObjectName> = columns
+        .iter()
+        .map(|c| ast::ObjectName::from(vec![c.clone()]))
+        .collect();
     let targets = crate::sql::insert::target_columns(&table, &names)?;
-    let parser = CopyParser::new(&opts, targets.iter().map(|&i| table.columns[i].name.clone()).collect());
-    let parsers = targets.iter().map(|&i| ColumnParser::with_capacity(table.columns[i].ty, COPY_BATCH_ROWS)).collect();
+    let parser = CopyParser::new(
+        &opts,
+        targets
+            .iter()
+            .map(|&i| table.columns[i].name.clone())
+            .collect(),
+    );
+    let parsers = targets
+        .iter()
+        .map(|&i| ColumnParser::with_capacity(table.columns[i].ty, COPY_BATCH_ROWS))
+        .collect();
     let xid = run.xid()?;
     let inserter = HeapInserter::new(
         run.db.pool.clone(),
@@ -72,21 +107,34 @@ pub async fn start(session: &mut Session, run: StatementRun, guard: StatementGua
         run.ctx.track_io_timing,
     );
     let ncols = targets.len();
-    let mut copy = CopyIn { run, guard: Some(guard), table, targets, parser, columns: parsers, inserter, error: None };
+    let mut copy = CopyIn {
+        run,
+        guard: Some(guard),
+        table,
+        targets,
+        parser,
+        columns: parsers,
+        inserter,
+        error: None,
+    };
     match target {
         CopyTarget::Stdin => {
             session.copy_in = Some(copy);
             Ok(Outcome::CopyIn { columns: ncols })
         }
         CopyTarget::File { filename } => {
-            let file = std::fs::File::open(filename)
-                .map_err(|e| PgError::io(&format!("could not open file \"{filename}\" for reading"), &e))?;
+            let file = std::fs::File::open(filename).map_err(|e| {
+                PgError::io(
+                    &format!("could not open file \"{filename}\" for reading"),
+                    &e,
+                )
+            })?;
             let mut reader = std::io::BufReader::with_capacity(FILE_CHUNK_BYTES, file);
             loop {
                 use std::io::BufRead;
-                let chunk = reader
-                    .fill_buf()
-                    .map_err(|e| PgError::io(&format!("could not read from file \"{filename}\""), &e))?;
+                let chunk = reader.fill_buf().map_err(|e| {
+                    PgError::io(&format!("could not read from file \"{filename}\""), &e)
+                })?;
                 if chunk.is_empty() {
                     break;
                 }
@@ -154,7 +202,13 @@ impl CopyIn {
             return Ok(());
         }
         let arrays: Vec<ArrayRef> = self.columns.iter_mut().map(|c| c.finish()).collect();
-        let full = complete_rows(&self.table, &self.targets, arrays, rows, &self.run.text_format)?;
+        let full = complete_rows(
+            &self.table,
+            &self.targets,
+            arrays,
+            rows,
+            &self.run.text_format,
+        )?;
         let before = self.inserter.inserted;
         tokio::task::block_in_place(|| self.inserter.insert_arrays(&full, rows))?;
         if before / PROGRESS_EVERY_ROWS != self.inserter.inserted / PROGRESS_EVERY_ROWS {
@@ -199,32 +253,67 @@ pub fn on_fail(session: &mut Session) {
 }
 
 /// COPY table|query TO STDOUT.
-async fn copy_to(run: &StatementRun, source: &CopySource, target: &CopyTarget, pairs: &[(String, Option<String>)]) -> PgResult<Outcome> {
+async fn copy_to(
+    run: &StatementRun,
+    source: &CopySource,
+    target: &CopyTarget,
+    pairs: &[(String, Option<String>)],
+) -> PgResult<Outcome> {
     if !matches!(target, CopyTarget::Stdout) {
-        return Err(PgError::unsupported("COPY TO a file or program is not supported; use COPY … TO STDOUT (psql's \\copy)"));
+        return Err(PgError::unsupported(
+            "COPY TO a file or program is not supported; use COPY … TO STDOUT (psql's \\copy)",
+        ));
     }
-    let opts = CopyOptions::from_pairs_for(pairs, iolab_engine::values::copy_format::CopyDirection::To)?;
+    let opts =
+        CopyOptions::from_pairs_for(pairs, iolab_engine::values::copy_format::CopyDirection::To)?;
     if opts.format == CopyFormat::Binary {
-        return Err(PgError::unsupported("COPY TO in binary format is not supported yet"));
+        return Err(PgError::unsupported(
+            "COPY TO in binary format is not supported yet",
+        ));
     }
     let query = match source {
         CopySource::Query(q) => ast::Statement::Query(q.clone()),
-        CopySource::Table { table_name, columns } => {
+        CopySource::Table {
+            table_name,
+            columns,
+        } => {
             let (schema, name) = split_name(table_name)?;
             let table = run.db.catalog.resolve(schema.as_deref(), &name)?;
             let cols = if columns.is_empty() {
-                table.columns.iter().map(|c| format!("\"{}\"", c.name.replace('"', "\"\""))).collect::<Vec<_>>()
+                table
+                    .columns
+                    .iter()
+                    .map(|c| format!("\"{}\"", c.name.replace('"', "\"\"")))
+                    .collect::<Vec<_>>()
             } else {
-                columns.iter().map(|c| format!("\"{}\"", ident_name(c).replace('"', "\"\""))).collect()
+                columns
+                    .iter()
+                    .map(|c| format!("\"{}\"", ident_name(c).replace('"', "\"\"")))
+                    .collect()
             };
-            let sql = format!("SELECT {} FROM \"{}\".\"{}\"", cols.join(", "), table.schema, table.name);
+            let sql = format!(
+                "SELECT {} FROM \"{}\".\"{}\"",
+                cols.join(", "),
+                table.schema,
+                table.name
+            );
             crate::sql::parse(&sql, &sql, 0)?.into_statement()
         }
     };
     let stream = run.query_stream(&query).await?;
-    let columns: Vec<String> = stream.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let columns: Vec<String> = stream
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     let encoder = CopyEncoder::new(&opts, columns.clone());
-    Ok(Outcome::CopyOut { columns: columns.len(), stream, encoder, text_format: run.text_format.clone() })
+    Ok(Outcome::CopyOut {
+        columns: columns.len(),
+        stream,
+        encoder,
+        text_format: run.text_format.clone(),
+    })
 }
 
 /// Formats a COPY TO stream's batches into CopyData payloads, one per row.
@@ -251,8 +340,12 @@ pub fn encode_copy_batch(
 }
 
 /// COPY's options as `(name, value)` pairs, from both the `WITH (…)` and the pre-9.0 syntax.
-fn option_pairs(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> PgResult<Vec<(String, Option<String>)>> {
-    let idents = |ids: &[ast::Ident]| Some(ids.iter().map(ident_name).collect::<Vec<_>>().join(", "));
+fn option_pairs(
+    options: &[CopyOption],
+    legacy: &[CopyLegacyOption],
+) -> PgResult<Vec<(String, Option<String>)>> {
+    let idents =
+        |ids: &[ast::Ident]| Some(ids.iter().map(ident_name).collect::<Vec<_>>().join(", "));
     let mut pairs = Vec::new();
     for o in options {
         pairs.push(match o {
@@ -282,15 +375,19 @@ fn option_pairs(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> PgResult
                         CopyLegacyCsvOption::Quote(q) => ("quote".into(), Some(q.to_string())),
                         CopyLegacyCsvOption::Escape(e) => ("escape".into(), Some(e.to_string())),
                         CopyLegacyCsvOption::ForceQuote(ids) => ("force_quote".into(), idents(ids)),
-                        CopyLegacyCsvOption::ForceNotNull(ids) => ("force_not_null".into(), idents(ids)),
+                        CopyLegacyCsvOption::ForceNotNull(ids) => {
+                            ("force_not_null".into(), idents(ids))
+                        }
                     });
                 }
             }
             other => {
-                return Err(PgError::new(sqlstate::SYNTAX_ERROR, format!("COPY option \"{other}\" is not supported")));
+                return Err(PgError::new(
+                    sqlstate::SYNTAX_ERROR,
+                    format!("COPY option \"{other}\" is not supported"),
+                ));
             }
         }
     }
     Ok(pairs)
 }
-

@@ -83,14 +83,17 @@ pub fn from_datafusion(err: DataFusionError) -> PgError {
             Ok(pg) => *pg,
             Err(other) => PgError::internal(other.to_string()),
         },
-        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => from_datafusion(*inner),
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
+            from_datafusion(*inner)
+        }
         // Planning can collect several errors; PostgreSQL stops at the first.
         DataFusionError::Collection(errors) => match errors.into_iter().next() {
             Some(first) => from_datafusion(first),
             None => PgError::internal("an empty collection of errors"),
         },
         DataFusionError::Shared(inner) => from_datafusion(
-            std::sync::Arc::try_unwrap(inner).unwrap_or_else(|a| DataFusionError::Execution(a.to_string())),
+            std::sync::Arc::try_unwrap(inner)
+                .unwrap_or_else(|a| DataFusionError::Execution(a.to_string())),
         ),
         DataFusionError::SQL(e, _) => from_parser(&e, None),
         DataFusionError::NotImplemented(msg) => {
@@ -118,7 +121,10 @@ pub fn from_parser(err: &ParserError, sql: Option<&str>) -> PgError {
         ParserError::ParserError(s) => (s, false),
         ParserError::TokenizerError(s) => (s, true),
         ParserError::RecursionLimitExceeded => {
-            return PgError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, "stack depth limit exceeded")
+            return PgError::new(
+                sqlstate::PROGRAM_LIMIT_EXCEEDED,
+                "stack depth limit exceeded",
+            )
         }
     };
     let (body, location) = split_location(text);
@@ -127,7 +133,11 @@ pub fn from_parser(err: &ParserError, sql: Option<&str>) -> PgError {
             return pg;
         }
     }
-    let near = body.rsplit("found: ").next().filter(|_| body.contains("found: ")).map(|s| s.trim().to_string());
+    let near = body
+        .rsplit("found: ")
+        .next()
+        .filter(|_| body.contains("found: "))
+        .map(|s| s.trim().to_string());
     let message = match near.as_deref() {
         Some("EOF") => "syntax error at end of input".to_string(),
         Some(tok) => format!("syntax error at or near \"{}\"", tok.trim_matches('"')),
@@ -149,7 +159,11 @@ pub fn from_parser(err: &ParserError, sql: Option<&str>) -> PgError {
 /// delimiter to the end: `unterminated quoted string at or near "'abc"`, with the
 /// position of the opening delimiter. sqlparser reports some of them at their start and
 /// some at the end of the input, so the start is looked for in the text.
-fn unterminated_token(body: &str, location: Option<(usize, usize)>, sql: Option<&str>) -> Option<PgError> {
+fn unterminated_token(
+    body: &str,
+    location: Option<(usize, usize)>,
+    sql: Option<&str>,
+) -> Option<PgError> {
     #[derive(PartialEq)]
     enum Opener {
         Quote,
@@ -179,7 +193,9 @@ fn unterminated_token(body: &str, location: Option<(usize, usize)>, sql: Option<
             let delimiter = if opener == Opener::Quote { '\'' } else { '"' };
             location
                 .and_then(|(line, col)| byte_index(sql, line, col))
-                .filter(|&b| sql[b..].starts_with(delimiter) || sql[b..].starts_with(['E', 'e', 'N', 'n']))
+                .filter(|&b| {
+                    sql[b..].starts_with(delimiter) || sql[b..].starts_with(['E', 'e', 'N', 'n'])
+                })
                 .or_else(|| unclosed_quote(sql, delimiter))
         }
         Opener::Dollar => unclosed_dollar_quote(sql),
@@ -199,7 +215,10 @@ fn byte_index(sql: &str, line: usize, col: usize) -> Option<usize> {
     } else {
         sql.match_indices('\n').nth(line - 2).map(|(i, _)| i + 1)?
     };
-    sql[line_start..].char_indices().nth(col.checked_sub(1)?).map(|(i, _)| line_start + i)
+    sql[line_start..]
+        .char_indices()
+        .nth(col.checked_sub(1)?)
+        .map(|(i, _)| line_start + i)
 }
 
 /// The byte index of a `delimiter` that opens and is not closed (doubled delimiters
@@ -228,8 +247,11 @@ fn unclosed_dollar_quote(sql: &str) -> Option<usize> {
     while let Some(rel) = sql[from..].find('$') {
         let start = from + rel;
         let rest = &sql[start + 1..];
-        let tag_len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
-        let is_tag = rest[tag_len..].starts_with('$') && !rest.starts_with(|c: char| c.is_ascii_digit());
+        let tag_len = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let is_tag =
+            rest[tag_len..].starts_with('$') && !rest.starts_with(|c: char| c.is_ascii_digit());
         if !is_tag {
             from = start + 1;
             continue;
@@ -308,7 +330,10 @@ fn pg_type_name(arrow: &str) -> String {
         DataType::Null => "unknown",
         DataType::Time32(_) | DataType::Time64(_) => "time without time zone",
         DataType::Interval(_) | DataType::Duration(_) => "interval",
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => "bytea",
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => "bytea",
         _ => return arrow.to_lowercase(),
     }
     .to_string()
@@ -317,17 +342,25 @@ fn pg_type_name(arrow: &str) -> String {
 /// The errors DataFusion reports with a little structure.
 fn from_schema_error(e: &SchemaError) -> PgError {
     match e {
-        SchemaError::FieldNotFound { field, valid_fields } => undefined_column(field, valid_fields),
-        SchemaError::AmbiguousReference { field } => {
-            PgError::new(sqlstate::AMBIGUOUS_COLUMN, format!("column reference \"{}\" is ambiguous", field.name))
-        }
+        SchemaError::FieldNotFound {
+            field,
+            valid_fields,
+        } => undefined_column(field, valid_fields),
+        SchemaError::AmbiguousReference { field } => PgError::new(
+            sqlstate::AMBIGUOUS_COLUMN,
+            format!("column reference \"{}\" is ambiguous", field.name),
+        ),
         SchemaError::DuplicateQualifiedField { qualifier, .. } => PgError::new(
             code::DUPLICATE_ALIAS,
-            format!("table name \"{}\" specified more than once", qualifier.table()),
+            format!(
+                "table name \"{}\" specified more than once",
+                qualifier.table()
+            ),
         ),
-        SchemaError::DuplicateUnqualifiedField { name } => {
-            PgError::new(sqlstate::DUPLICATE_COLUMN, format!("column \"{name}\" specified more than once"))
-        }
+        SchemaError::DuplicateUnqualifiedField { name } => PgError::new(
+            sqlstate::DUPLICATE_COLUMN,
+            format!("column \"{name}\" specified more than once"),
+        ),
     }
 }
 
@@ -338,14 +371,25 @@ fn undefined_column(field: &Column, valid_fields: &[Column]) -> PgError {
         return PgError::syntax("zero-length delimited identifier at or near \"\"\"\"");
     }
     match &field.relation {
-        None => PgError::new(sqlstate::UNDEFINED_COLUMN, format!("column \"{}\" does not exist", field.name)),
+        None => PgError::new(
+            sqlstate::UNDEFINED_COLUMN,
+            format!("column \"{}\" does not exist", field.name),
+        ),
         Some(relation) => {
             let table = relation.table();
-            let in_from = valid_fields.iter().any(|c| c.relation.as_ref().is_some_and(|r| r.table() == table));
+            let in_from = valid_fields
+                .iter()
+                .any(|c| c.relation.as_ref().is_some_and(|r| r.table() == table));
             if in_from {
-                PgError::new(sqlstate::UNDEFINED_COLUMN, format!("column {table}.{} does not exist", field.name))
+                PgError::new(
+                    sqlstate::UNDEFINED_COLUMN,
+                    format!("column {table}.{} does not exist", field.name),
+                )
             } else {
-                PgError::new(sqlstate::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{table}\""))
+                PgError::new(
+                    sqlstate::UNDEFINED_TABLE,
+                    format!("missing FROM-clause entry for table \"{table}\""),
+                )
             }
         }
     }
@@ -369,18 +413,33 @@ fn classify_message(msg: &str) -> Option<PgError> {
     }
     if msg.contains("No field named") {
         let raw = between(msg, "No field named ", ".").unwrap_or("?");
-        let name = raw.trim_matches('"').rsplit('.').next().unwrap_or(raw).trim_matches('"');
-        return Some(PgError::new(sqlstate::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist")));
+        let name = raw
+            .trim_matches('"')
+            .rsplit('.')
+            .next()
+            .unwrap_or(raw)
+            .trim_matches('"');
+        return Some(PgError::new(
+            sqlstate::UNDEFINED_COLUMN,
+            format!("column \"{name}\" does not exist"),
+        ));
     }
     if msg.contains("Ambiguous reference to unqualified field") {
         let name = msg.rsplit(' ').next().unwrap_or("?");
-        return Some(PgError::new(sqlstate::AMBIGUOUS_COLUMN, format!("column reference \"{name}\" is ambiguous")));
+        return Some(PgError::new(
+            sqlstate::AMBIGUOUS_COLUMN,
+            format!("column reference \"{name}\" is ambiguous"),
+        ));
     }
     if msg.contains("Invalid function") {
         // DataFusion does not say which argument types it was called with.
         let name = between(msg, "Invalid function '", "'").unwrap_or("?");
         return Some(
-            PgError::new(sqlstate::UNDEFINED_FUNCTION, format!("function {name} does not exist")).with_hint(FUNCTION_HINT),
+            PgError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!("function {name} does not exist"),
+            )
+            .with_hint(FUNCTION_HINT),
         );
     }
     if let Some(ty) = msg.strip_prefix("Unsupported SQL type ") {
@@ -390,19 +449,35 @@ fn classify_message(msg: &str) -> Option<PgError> {
         if let Some((from, to)) = rest.split_once(" to ") {
             return Some(PgError::new(
                 code::CANNOT_COERCE,
-                format!("cannot cast type {} to {}", pg_type_name(from), pg_type_name(clean(to).as_str())),
+                format!(
+                    "cannot cast type {} to {}",
+                    pg_type_name(from),
+                    pg_type_name(clean(to).as_str())
+                ),
             ));
         }
     }
     if let Some(rest) = msg.strip_prefix("Unsupported ast node in sqltorel: ") {
         let node: String = rest.chars().take_while(|c| c.is_alphanumeric()).collect();
-        return Some(PgError::unsupported(format!("{node} expressions are not supported")));
+        return Some(PgError::unsupported(format!(
+            "{node} expressions are not supported"
+        )));
     }
-    if let Some(operands) = between(msg, "Cannot coerce arithmetic expression ", " to valid types") {
+    if let Some(operands) = between(
+        msg,
+        "Cannot coerce arithmetic expression ",
+        " to valid types",
+    ) {
         return Some(operator_does_not_exist(operands));
     }
-    if msg.contains("Cannot infer common argument type") || msg.contains("There isn't a common type") {
-        let operands = msg.rsplit("operation ").next().filter(|_| msg.contains("operation ")).unwrap_or(msg);
+    if msg.contains("Cannot infer common argument type")
+        || msg.contains("There isn't a common type")
+    {
+        let operands = msg
+            .rsplit("operation ")
+            .next()
+            .filter(|_| msg.contains("operation "))
+            .unwrap_or(msg);
         return Some(operator_does_not_exist(operands));
     }
     if msg.contains("No function matches")
@@ -413,11 +488,16 @@ fn classify_message(msg: &str) -> Option<PgError> {
     {
         return Some(function_does_not_exist(msg));
     }
-    if msg.contains("must appear in the GROUP BY clause") || msg.contains("Projection references non-aggregate values") {
-        let column = between(msg, "column \"", "\"").map(str::to_string).or_else(|| {
-            // HAVING clause references: t.a > Int64(1) must appear in the GROUP BY clause …
-            between(msg, "HAVING clause references: ", " must appear").and_then(first_qualified_column)
-        });
+    if msg.contains("must appear in the GROUP BY clause")
+        || msg.contains("Projection references non-aggregate values")
+    {
+        let column = between(msg, "column \"", "\"")
+            .map(str::to_string)
+            .or_else(|| {
+                // HAVING clause references: t.a > Int64(1) must appear in the GROUP BY clause …
+                between(msg, "HAVING clause references: ", " must appear")
+                    .and_then(first_qualified_column)
+            });
         let message = match column {
             Some(column) => {
                 format!("column \"{column}\" must appear in the GROUP BY clause or be used in an aggregate function")
@@ -427,29 +507,54 @@ fn classify_message(msg: &str) -> Option<PgError> {
         return Some(PgError::new(sqlstate::GROUPING_ERROR, message));
     }
     if msg.contains("Aggregate functions are not allowed in the WHERE clause") {
-        return Some(PgError::new(sqlstate::GROUPING_ERROR, "aggregate functions are not allowed in WHERE"));
+        return Some(PgError::new(
+            sqlstate::GROUPING_ERROR,
+            "aggregate functions are not allowed in WHERE",
+        ));
     }
     if let Some(n) = between(msg, "Order by column out of bounds, specified: ", ",") {
-        return Some(PgError::new(code::INVALID_COLUMN_REFERENCE, format!("ORDER BY position {n} is not in select list")));
+        return Some(PgError::new(
+            code::INVALID_COLUMN_REFERENCE,
+            format!("ORDER BY position {n} is not in select list"),
+        ));
     }
-    if let Some(n) = between(msg, "Cannot find column with position ", " in SELECT clause") {
-        return Some(PgError::new(code::INVALID_COLUMN_REFERENCE, format!("GROUP BY position {n} is not in select list")));
+    if let Some(n) = between(
+        msg,
+        "Cannot find column with position ",
+        " in SELECT clause",
+    ) {
+        return Some(PgError::new(
+            code::INVALID_COLUMN_REFERENCE,
+            format!("GROUP BY position {n} is not in select list"),
+        ));
     }
     if msg.starts_with("LIMIT must be >= 0") {
-        return Some(PgError::new(code::INVALID_ROW_COUNT_IN_LIMIT, "LIMIT must not be negative"));
+        return Some(PgError::new(
+            code::INVALID_ROW_COUNT_IN_LIMIT,
+            "LIMIT must not be negative",
+        ));
     }
     if msg.starts_with("OFFSET must be >= 0") {
-        return Some(PgError::new(code::INVALID_ROW_COUNT_IN_OFFSET, "OFFSET must not be negative"));
+        return Some(PgError::new(
+            code::INVALID_ROW_COUNT_IN_OFFSET,
+            "OFFSET must not be negative",
+        ));
     }
     if msg.starts_with("Cannot create filter with non-boolean predicate") {
         let ty = msg.rsplit("returning ").next().unwrap_or("?");
         return Some(PgError::new(
             sqlstate::DATATYPE_MISMATCH,
-            format!("argument of WHERE must be type boolean, not type {}", pg_type_name(ty)),
+            format!(
+                "argument of WHERE must be type boolean, not type {}",
+                pg_type_name(ty)
+            ),
         ));
     }
     if let Some(placeholder) = between(msg, "Placeholder '", "' was not provided a value") {
-        return Some(PgError::new(code::UNDEFINED_PARAMETER, format!("there is no parameter {placeholder}")));
+        return Some(PgError::new(
+            code::UNDEFINED_PARAMETER,
+            format!("there is no parameter {placeholder}"),
+        ));
     }
     if msg.starts_with("Projections require unique expression names") {
         // PostgreSQL allows `SELECT a, a`; DataFusion does not.
@@ -482,9 +587,13 @@ fn classify_message(msg: &str) -> Option<PgError> {
         return Some(from_arrow_message(msg));
     }
     if msg.contains("Overflow") || msg.contains("overflow") {
-        return Some(PgError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, clean(msg)));
+        return Some(PgError::new(
+            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+            clean(msg),
+        ));
     }
-    if msg.contains("not implemented") || msg.contains("Unsupported") || msg.contains("unsupported") {
+    if msg.contains("not implemented") || msg.contains("Unsupported") || msg.contains("unsupported")
+    {
         return Some(PgError::unsupported(clean(msg)));
     }
     None
@@ -495,7 +604,10 @@ fn first_qualified_column(expr: &str) -> Option<String> {
     expr.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
         .find(|word| {
             let mut parts = word.split('.');
-            let (Some(table), Some(column), None) = (parts.next(), parts.next(), parts.next()) else { return false };
+            let (Some(table), Some(column), None) = (parts.next(), parts.next(), parts.next())
+            else {
+                return false;
+            };
             let identifier = |s: &str| s.starts_with(|c: char| c.is_alphabetic() || c == '_');
             identifier(table) && identifier(column)
         })
@@ -519,27 +631,80 @@ fn undefined_table(qualified: &str) -> PgError {
 fn unknown_type(written: &str) -> PgError {
     /// PostgreSQL's built-in types that iolab does not (yet) have.
     const POSTGRES_TYPES: &[&str] = &[
-        "bit", "bit varying", "varbit", "bytea", "money", "inet", "cidr", "macaddr", "macaddr8", "uuid",
-        "json", "jsonb", "xml", "point", "line", "lseg", "box", "path", "polygon", "circle", "tsvector",
-        "tsquery", "interval", "time", "timetz", "time with time zone", "time without time zone", "oid",
-        "regclass", "regtype", "regproc", "int4range", "int8range", "numrange", "tsrange", "tstzrange",
-        "daterange", "pg_lsn", "txid_snapshot", "name", "\"char\"", "serial", "bigserial", "smallserial",
-        "serial4", "serial8", "serial2", "record", "void", "jsonpath",
+        "bit",
+        "bit varying",
+        "varbit",
+        "bytea",
+        "money",
+        "inet",
+        "cidr",
+        "macaddr",
+        "macaddr8",
+        "uuid",
+        "json",
+        "jsonb",
+        "xml",
+        "point",
+        "line",
+        "lseg",
+        "box",
+        "path",
+        "polygon",
+        "circle",
+        "tsvector",
+        "tsquery",
+        "interval",
+        "time",
+        "timetz",
+        "time with time zone",
+        "time without time zone",
+        "oid",
+        "regclass",
+        "regtype",
+        "regproc",
+        "int4range",
+        "int8range",
+        "numrange",
+        "tsrange",
+        "tstzrange",
+        "daterange",
+        "pg_lsn",
+        "txid_snapshot",
+        "name",
+        "\"char\"",
+        "serial",
+        "bigserial",
+        "smallserial",
+        "serial4",
+        "serial8",
+        "serial2",
+        "record",
+        "void",
+        "jsonpath",
     ];
     let written = clean(written);
     let lower = written.to_lowercase();
-    let base = lower.split('(').next().unwrap_or(&lower).trim().trim_end_matches("[]").to_string();
+    let base = lower
+        .split('(')
+        .next()
+        .unwrap_or(&lower)
+        .trim()
+        .trim_end_matches("[]")
+        .to_string();
     if POSTGRES_TYPES.contains(&base.as_str()) {
         return PgError::unsupported(format!("type {base} is not supported"));
     }
-    PgError::new(sqlstate::UNDEFINED_OBJECT, format!("type \"{}\" does not exist", written.trim_matches('"')))
+    PgError::new(
+        sqlstate::UNDEFINED_OBJECT,
+        format!("type \"{}\" does not exist", written.trim_matches('"')),
+    )
 }
 
 /// `operator does not exist: integer + text` from DataFusion's `Int32 + Utf8`.
 fn operator_does_not_exist(operands: &str) -> PgError {
     const OPERATORS: &[&str] = &[
-        " + ", " - ", " * ", " / ", " % ", " = ", " != ", " <> ", " < ", " <= ", " > ", " >= ", " || ",
-        " LIKE ", " ILIKE ", " ~ ", " & ", " | ", " # ", " << ", " >> ",
+        " + ", " - ", " * ", " / ", " % ", " = ", " != ", " <> ", " < ", " <= ", " > ", " >= ",
+        " || ", " LIKE ", " ILIKE ", " ~ ", " & ", " | ", " # ", " << ", " >> ",
     ];
     let operands = clean(operands);
     let split = OPERATORS
@@ -568,7 +733,10 @@ fn function_does_not_exist(msg: &str) -> PgError {
         let args: Vec<String> = if args.trim().is_empty() {
             vec![]
         } else {
-            split_top_level(args).iter().map(|a| pg_type_name(a)).collect()
+            split_top_level(args)
+                .iter()
+                .map(|a| pg_type_name(a))
+                .collect()
         };
         Some(format!("{name}({})", args.join(", ")))
     });
@@ -613,7 +781,11 @@ fn from_arrow_message(msg: &str) -> PgError {
         return PgError::new(sqlstate::DIVISION_BY_ZERO, "division by zero");
     }
     // Can't cast value 40000 to type Int16
-    if let Some(ty) = msg.split("Can't cast value ").nth(1).and_then(|rest| rest.split(" to type ").nth(1)) {
+    if let Some(ty) = msg
+        .split("Can't cast value ")
+        .nth(1)
+        .and_then(|rest| rest.split(" to type ").nth(1))
+    {
         return out_of_range(clean(ty).as_str());
     }
     // Cannot cast string 'abc' to value of Int32 type / Cannot cast value 'x' to value of Boolean type
@@ -629,9 +801,18 @@ fn from_arrow_message(msg: &str) -> PgError {
     }
     // 123.45 is too large to store in a Decimal128 of precision 4. Max is 99.99
     if msg.contains("to store in a Decimal") {
-        if let Some(precision) = between(msg, "of precision ", ".").and_then(|p| p.trim().parse::<u32>().ok()) {
-            let scale = msg.rsplit("Max is ").next().and_then(|max| max.split_once('.')).map(|(_, f)| f.trim().len());
-            let pg = PgError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow");
+        if let Some(precision) =
+            between(msg, "of precision ", ".").and_then(|p| p.trim().parse::<u32>().ok())
+        {
+            let scale = msg
+                .rsplit("Max is ")
+                .next()
+                .and_then(|max| max.split_once('.'))
+                .map(|(_, f)| f.trim().len());
+            let pg = PgError::new(
+                sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                "numeric field overflow",
+            );
             return match scale {
                 Some(scale) => pg.with_detail(format!(
                     "A field with precision {precision}, scale {scale} must round to an absolute value less than 10^{}.",
@@ -658,11 +839,26 @@ fn from_arrow_message(msg: &str) -> PgError {
 /// functions raise them with the same words, as execution or compute errors).
 fn math_domain_error(msg: &str) -> Option<PgError> {
     [
-        ("cannot take square root of a negative number", code::INVALID_ARGUMENT_FOR_POWER),
-        ("zero raised to a negative power is undefined", code::INVALID_ARGUMENT_FOR_POWER),
-        ("a negative number raised to a non-integer power yields a complex result", code::INVALID_ARGUMENT_FOR_POWER),
-        ("cannot take logarithm of zero", code::INVALID_ARGUMENT_FOR_LOG),
-        ("cannot take logarithm of a negative number", code::INVALID_ARGUMENT_FOR_LOG),
+        (
+            "cannot take square root of a negative number",
+            code::INVALID_ARGUMENT_FOR_POWER,
+        ),
+        (
+            "zero raised to a negative power is undefined",
+            code::INVALID_ARGUMENT_FOR_POWER,
+        ),
+        (
+            "a negative number raised to a non-integer power yields a complex result",
+            code::INVALID_ARGUMENT_FOR_POWER,
+        ),
+        (
+            "cannot take logarithm of zero",
+            code::INVALID_ARGUMENT_FOR_LOG,
+        ),
+        (
+            "cannot take logarithm of a negative number",
+            code::INVALID_ARGUMENT_FOR_LOG,
+        ),
     ]
     .into_iter()
     .find(|(words, _)| msg.contains(words))
@@ -687,7 +883,10 @@ fn integer_overflow(operation: &str) -> PgError {
         .filter_map(|n| n.parse::<i128>().ok())
         .any(|n| i32::try_from(n).is_err());
     let name = if wide { "bigint" } else { "integer" };
-    PgError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, format!("{name} out of range"))
+    PgError::new(
+        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+        format!("{name} out of range"),
+    )
 }
 
 /// `invalid input syntax for type integer: "abc"` for text a cast could not read.
@@ -700,7 +899,10 @@ fn invalid_input(arrow: &str, value: &str) -> PgError {
         Some(DataType::Time32(_) | DataType::Time64(_)) => datetime_input("time", value),
         _ => PgError::new(
             sqlstate::INVALID_TEXT_REPRESENTATION,
-            format!("invalid input syntax for type {}: \"{value}\"", pg_type_name(arrow)),
+            format!(
+                "invalid input syntax for type {}: \"{value}\"",
+                pg_type_name(arrow)
+            ),
         ),
     }
 }
@@ -711,9 +913,14 @@ fn datetime_input(type_name: &str, value: &str) -> PgError {
     let trimmed = value.trim();
     let shaped = !trimmed.is_empty()
         && trimmed.chars().any(|c| c.is_ascii_digit())
-        && trimmed.chars().all(|c| c.is_ascii_digit() || matches!(c, '-' | ':' | '/' | '.' | ' ' | 'T' | '+'));
+        && trimmed
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '-' | ':' | '/' | '.' | ' ' | 'T' | '+'));
     if shaped {
-        PgError::new(sqlstate::DATETIME_FIELD_OVERFLOW, format!("date/time field value out of range: \"{value}\""))
+        PgError::new(
+            sqlstate::DATETIME_FIELD_OVERFLOW,
+            format!("date/time field value out of range: \"{value}\""),
+        )
     } else {
         PgError::new(
             sqlstate::INVALID_DATETIME_FORMAT,
@@ -724,7 +931,11 @@ fn datetime_input(type_name: &str, value: &str) -> PgError {
 
 /// The wire form of an error.
 pub fn to_error_info(e: &PgError) -> ErrorInfo {
-    let mut info = ErrorInfo::new(e.severity.as_str().to_string(), e.code.to_string(), e.message.clone());
+    let mut info = ErrorInfo::new(
+        e.severity.as_str().to_string(),
+        e.code.to_string(),
+        e.message.clone(),
+    );
     info.detail = e.detail.clone();
     info.hint = e.hint.clone();
     info.position = e.position.map(|p| p.to_string());
@@ -770,65 +981,136 @@ mod tests {
     #[test]
     fn unterminated_tokens_run_to_the_end_of_the_input() {
         for (sql, message, position) in [
-            ("SELECT 'abc", "unterminated quoted string at or near \"'abc\"", 8),
-            ("SELECT 'it''s", "unterminated quoted string at or near \"'it''s\"", 8),
-            ("SELECT \"abc", "unterminated quoted identifier at or near \"\"abc\"", 8),
-            ("SELECT $$abc", "unterminated dollar-quoted string at or near \"$$abc\"", 8),
-            ("SELECT $x$a$x$, $y$b", "unterminated dollar-quoted string at or near \"$y$b\"", 17),
-            ("SELECT 1 /* x", "unterminated /* comment at or near \"/* x\"", 10),
-            ("SELECT 1,\n 'é", "unterminated quoted string at or near \"'é\"", 12),
+            (
+                "SELECT 'abc",
+                "unterminated quoted string at or near \"'abc\"",
+                8,
+            ),
+            (
+                "SELECT 'it''s",
+                "unterminated quoted string at or near \"'it''s\"",
+                8,
+            ),
+            (
+                "SELECT \"abc",
+                "unterminated quoted identifier at or near \"\"abc\"",
+                8,
+            ),
+            (
+                "SELECT $$abc",
+                "unterminated dollar-quoted string at or near \"$$abc\"",
+                8,
+            ),
+            (
+                "SELECT $x$a$x$, $y$b",
+                "unterminated dollar-quoted string at or near \"$y$b\"",
+                17,
+            ),
+            (
+                "SELECT 1 /* x",
+                "unterminated /* comment at or near \"/* x\"",
+                10,
+            ),
+            (
+                "SELECT 1,\n 'é",
+                "unterminated quoted string at or near \"'é\"",
+                12,
+            ),
         ] {
             let pg = parse_error(sql);
-            assert_eq!((pg.code, pg.message.as_str(), pg.position), ("42601", message, Some(position)), "{sql}");
+            assert_eq!(
+                (pg.code, pg.message.as_str(), pg.position),
+                ("42601", message, Some(position)),
+                "{sql}"
+            );
         }
     }
 
     #[test]
     fn plan_errors_get_postgres_codes() {
-        assert_eq!(from_plan_message("table 'postgres.public.nope' not found").code, "42P01");
-        assert_eq!(from_plan_message("Schema error: No field named zz. Valid fields are t.a.").code, "42703");
-        assert_eq!(from_plan_message("Invalid function 'nosuch'.\nDid you mean 'xyz'?").code, "42883");
-        assert_eq!(from_arrow_message("Cast error: Cannot cast string 'abc' to value of Int32 type").message,
-            "invalid input syntax for type integer: \"abc\"");
+        assert_eq!(
+            from_plan_message("table 'postgres.public.nope' not found").code,
+            "42P01"
+        );
+        assert_eq!(
+            from_plan_message("Schema error: No field named zz. Valid fields are t.a.").code,
+            "42703"
+        );
+        assert_eq!(
+            from_plan_message("Invalid function 'nosuch'.\nDid you mean 'xyz'?").code,
+            "42883"
+        );
+        assert_eq!(
+            from_arrow_message("Cast error: Cannot cast string 'abc' to value of Int32 type")
+                .message,
+            "invalid input syntax for type integer: \"abc\""
+        );
         assert_eq!(from_arrow_message("Divide by zero error").code, "22012");
     }
 
     #[test]
     fn wrapped_errors_are_classified_by_what_they_wrap() {
         let plan = || DataFusionError::Plan("table 'postgres.public.nope' not found".into());
-        let diagnostic = DataFusionError::Diagnostic(Box::new(Diagnostic::new_error("x", None)), Box::new(plan()));
-        assert_eq!(said(from_datafusion(diagnostic)), ("42P01", "relation \"nope\" does not exist".into()));
-        let collection = DataFusionError::Collection(vec![plan(), DataFusionError::Plan("other".into())]);
+        let diagnostic = DataFusionError::Diagnostic(
+            Box::new(Diagnostic::new_error("x", None)),
+            Box::new(plan()),
+        );
+        assert_eq!(
+            said(from_datafusion(diagnostic)),
+            ("42P01", "relation \"nope\" does not exist".into())
+        );
+        let collection =
+            DataFusionError::Collection(vec![plan(), DataFusionError::Plan("other".into())]);
         assert_eq!(from_datafusion(collection).code, "42P01");
         let context = DataFusionError::Context("while planning".into(), Box::new(plan()));
         assert_eq!(from_datafusion(context).code, "42P01");
         // A schema other than public stays in the name.
-        assert_eq!(from_plan_message("table 'postgres.nosuchschema.t' not found").message,
-            "relation \"nosuchschema.t\" does not exist");
+        assert_eq!(
+            from_plan_message("table 'postgres.nosuchschema.t' not found").message,
+            "relation \"nosuchschema.t\" does not exist"
+        );
     }
 
     #[test]
     fn unknown_columns_and_tables_in_select_lists() {
-        let schema_error = |e| from_datafusion(DataFusionError::SchemaError(Box::new(e), Box::new(None)));
+        let schema_error =
+            |e| from_datafusion(DataFusionError::SchemaError(Box::new(e), Box::new(None)));
         let valid = vec![Column::new(Some("t"), "a")];
         assert_eq!(
-            said(schema_error(SchemaError::FieldNotFound { field: Box::new(Column::new_unqualified("zz")), valid_fields: valid.clone() })),
+            said(schema_error(SchemaError::FieldNotFound {
+                field: Box::new(Column::new_unqualified("zz")),
+                valid_fields: valid.clone()
+            })),
             ("42703", "column \"zz\" does not exist".into())
         );
         assert_eq!(
-            said(schema_error(SchemaError::FieldNotFound { field: Box::new(Column::new(Some("t"), "zz")), valid_fields: valid.clone() })),
+            said(schema_error(SchemaError::FieldNotFound {
+                field: Box::new(Column::new(Some("t"), "zz")),
+                valid_fields: valid.clone()
+            })),
             ("42703", "column t.zz does not exist".into())
         );
         assert_eq!(
-            said(schema_error(SchemaError::FieldNotFound { field: Box::new(Column::new(Some("x"), "a")), valid_fields: valid.clone() })),
+            said(schema_error(SchemaError::FieldNotFound {
+                field: Box::new(Column::new(Some("x"), "a")),
+                valid_fields: valid.clone()
+            })),
             ("42P01", "missing FROM-clause entry for table \"x\"".into())
         );
         assert_eq!(
-            said(schema_error(SchemaError::FieldNotFound { field: Box::new(Column::new_unqualified("")), valid_fields: valid })),
-            ("42601", "zero-length delimited identifier at or near \"\"\"\"".into())
+            said(schema_error(SchemaError::FieldNotFound {
+                field: Box::new(Column::new_unqualified("")),
+                valid_fields: valid
+            })),
+            (
+                "42601",
+                "zero-length delimited identifier at or near \"\"\"\"".into()
+            )
         );
         assert_eq!(
-            said(schema_error(SchemaError::AmbiguousReference { field: Box::new(Column::new_unqualified("a")) })),
+            said(schema_error(SchemaError::AmbiguousReference {
+                field: Box::new(Column::new_unqualified("a"))
+            })),
             ("42702", "column reference \"a\" is ambiguous".into())
         );
     }
@@ -848,11 +1130,19 @@ mod tests {
             "function round(integer, numeric) does not exist"
         );
         assert_eq!(
-            said(from_plan_message("Cannot coerce arithmetic expression Int32 + Utf8View to valid types")),
+            said(from_plan_message(
+                "Cannot coerce arithmetic expression Int32 + Utf8View to valid types"
+            )),
             ("42883", "operator does not exist: integer + text".into())
         );
-        assert_eq!(from_plan_message("Invalid function 'nosuchfn'.\nDid you mean 'to_char'?").message, "function nosuchfn does not exist");
-        assert_eq!(said(from_plan_message("Unsupported CAST from Binary to Int32")), ("42846", "cannot cast type bytea to integer".into()));
+        assert_eq!(
+            from_plan_message("Invalid function 'nosuchfn'.\nDid you mean 'to_char'?").message,
+            "function nosuchfn does not exist"
+        );
+        assert_eq!(
+            said(from_plan_message("Unsupported CAST from Binary to Int32")),
+            ("42846", "cannot cast type bytea to integer".into())
+        );
     }
 
     #[test]
@@ -869,50 +1159,169 @@ mod tests {
             said(from_plan_message("HAVING clause references: t.a > Int64(1) must appear in the GROUP BY clause or be used in an aggregate function")),
             ("42803", "column \"t.a\" must appear in the GROUP BY clause or be used in an aggregate function".into())
         );
-        assert_eq!(said(from_plan_message("Order by column out of bounds, specified: 5, max: 1")), ("42P10", "ORDER BY position 5 is not in select list".into()));
-        assert_eq!(said(from_plan_message("Cannot find column with position 2 in SELECT clause. Valid columns: 1 to 1")), ("42P10", "GROUP BY position 2 is not in select list".into()));
-        assert_eq!(said(from_plan_message("LIMIT must be >= 0, '-1' was provided")), ("2201W", "LIMIT must not be negative".into()));
-        assert_eq!(said(from_plan_message("OFFSET must be >= 0, '-1' was provided")), ("2201X", "OFFSET must not be negative".into()));
         assert_eq!(
-            said(from_plan_message("Cannot create filter with non-boolean predicate 't.a' returning Int32")),
-            ("42804", "argument of WHERE must be type boolean, not type integer".into())
+            said(from_plan_message(
+                "Order by column out of bounds, specified: 5, max: 1"
+            )),
+            ("42P10", "ORDER BY position 5 is not in select list".into())
         );
-        assert_eq!(said(from_execution_message("Placeholder '$1' was not provided a value for execution")), ("42P02", "there is no parameter $1".into()));
+        assert_eq!(
+            said(from_plan_message(
+                "Cannot find column with position 2 in SELECT clause. Valid columns: 1 to 1"
+            )),
+            ("42P10", "GROUP BY position 2 is not in select list".into())
+        );
+        assert_eq!(
+            said(from_plan_message("LIMIT must be >= 0, '-1' was provided")),
+            ("2201W", "LIMIT must not be negative".into())
+        );
+        assert_eq!(
+            said(from_plan_message("OFFSET must be >= 0, '-1' was provided")),
+            ("2201X", "OFFSET must not be negative".into())
+        );
+        assert_eq!(
+            said(from_plan_message(
+                "Cannot create filter with non-boolean predicate 't.a' returning Int32"
+            )),
+            (
+                "42804",
+                "argument of WHERE must be type boolean, not type integer".into()
+            )
+        );
+        assert_eq!(
+            said(from_execution_message(
+                "Placeholder '$1' was not provided a value for execution"
+            )),
+            ("42P02", "there is no parameter $1".into())
+        );
     }
 
     #[test]
     fn types_that_do_not_exist_and_types_iolab_lacks() {
-        assert_eq!(said(from_plan_message("Unsupported SQL type nosuchtype")), ("42704", "type \"nosuchtype\" does not exist".into()));
-        assert_eq!(from_plan_message("Unsupported SQL type BIT(2)").code, "0A000");
-        assert_eq!(from_datafusion(DataFusionError::NotImplemented("Unsupported SQL type uuid".into())).code, "0A000");
+        assert_eq!(
+            said(from_plan_message("Unsupported SQL type nosuchtype")),
+            ("42704", "type \"nosuchtype\" does not exist".into())
+        );
+        assert_eq!(
+            from_plan_message("Unsupported SQL type BIT(2)").code,
+            "0A000"
+        );
+        assert_eq!(
+            from_datafusion(DataFusionError::NotImplemented(
+                "Unsupported SQL type uuid".into()
+            ))
+            .code,
+            "0A000"
+        );
     }
 
     #[test]
     fn values_that_do_not_fit() {
-        assert_eq!(said(from_arrow_message("Cast error: Can't cast value 40000 to type Int16")), ("22003", "smallint out of range".into()));
-        assert_eq!(said(from_arrow_message("Cast error: Can't cast value 1e20 to type Int64")), ("22003", "bigint out of range".into()));
-        assert_eq!(said(from_arrow_message("Arithmetic overflow: Overflow happened on: 2147483647 + 1")), ("22003", "integer out of range".into()));
-        assert_eq!(said(from_arrow_message("Arithmetic overflow: Overflow happened on: 9223372036854775807 + 1")), ("22003", "bigint out of range".into()));
+        assert_eq!(
+            said(from_arrow_message(
+                "Cast error: Can't cast value 40000 to type Int16"
+            )),
+            ("22003", "smallint out of range".into())
+        );
+        assert_eq!(
+            said(from_arrow_message(
+                "Cast error: Can't cast value 1e20 to type Int64"
+            )),
+            ("22003", "bigint out of range".into())
+        );
+        assert_eq!(
+            said(from_arrow_message(
+                "Arithmetic overflow: Overflow happened on: 2147483647 + 1"
+            )),
+            ("22003", "integer out of range".into())
+        );
+        assert_eq!(
+            said(from_arrow_message(
+                "Arithmetic overflow: Overflow happened on: 9223372036854775807 + 1"
+            )),
+            ("22003", "bigint out of range".into())
+        );
         let pg = from_arrow_message("Invalid argument error: 123.45 is too large to store in a Decimal128 of precision 4. Max is 99.99");
-        assert_eq!((pg.code, pg.message.as_str()), ("22003", "numeric field overflow"));
-        assert_eq!(pg.detail.as_deref(), Some("A field with precision 4, scale 2 must round to an absolute value less than 10^2."));
-        assert_eq!(said(from_arrow_message("Compute error: Execution error: cannot take square root of a negative number")),
-            ("2201F", "cannot take square root of a negative number".into()));
-        assert_eq!(said(from_execution_message("cannot take square root of a negative number")).0, "2201F");
-        assert_eq!(said(from_arrow_message("Compute error: zero raised to a negative power is undefined")).0, "2201F");
+        assert_eq!(
+            (pg.code, pg.message.as_str()),
+            ("22003", "numeric field overflow")
+        );
+        assert_eq!(
+            pg.detail.as_deref(),
+            Some(
+                "A field with precision 4, scale 2 must round to an absolute value less than 10^2."
+            )
+        );
+        assert_eq!(
+            said(from_arrow_message(
+                "Compute error: Execution error: cannot take square root of a negative number"
+            )),
+            (
+                "2201F",
+                "cannot take square root of a negative number".into()
+            )
+        );
+        assert_eq!(
+            said(from_execution_message(
+                "cannot take square root of a negative number"
+            ))
+            .0,
+            "2201F"
+        );
+        assert_eq!(
+            said(from_arrow_message(
+                "Compute error: zero raised to a negative power is undefined"
+            ))
+            .0,
+            "2201F"
+        );
     }
 
     #[test]
     fn text_that_is_not_a_value() {
-        assert_eq!(said(from_arrow_message("Cast error: Cannot cast value 'maybe' to value of Boolean type")),
-            ("22P02", "invalid input syntax for type boolean: \"maybe\"".into()));
-        assert_eq!(said(from_arrow_message("Cast error: Cannot cast string 'x' to value of Decimal128(38, 10) type")),
-            ("22P02", "invalid input syntax for type numeric: \"x\"".into()));
-        assert_eq!(said(from_arrow_message("Cast error: Cannot cast string 'abc' to value of Date32 type")),
-            ("22007", "invalid input syntax for type date: \"abc\"".into()));
-        assert_eq!(said(from_arrow_message("Cast error: Cannot cast string '2024-13-45' to value of Date32 type")),
-            ("22008", "date/time field value out of range: \"2024-13-45\"".into()));
-        assert_eq!(said(from_arrow_message("Cast error: Cannot cast string '25:00' to value of Time64(ns) type")).0, "22008");
+        assert_eq!(
+            said(from_arrow_message(
+                "Cast error: Cannot cast value 'maybe' to value of Boolean type"
+            )),
+            (
+                "22P02",
+                "invalid input syntax for type boolean: \"maybe\"".into()
+            )
+        );
+        assert_eq!(
+            said(from_arrow_message(
+                "Cast error: Cannot cast string 'x' to value of Decimal128(38, 10) type"
+            )),
+            (
+                "22P02",
+                "invalid input syntax for type numeric: \"x\"".into()
+            )
+        );
+        assert_eq!(
+            said(from_arrow_message(
+                "Cast error: Cannot cast string 'abc' to value of Date32 type"
+            )),
+            (
+                "22007",
+                "invalid input syntax for type date: \"abc\"".into()
+            )
+        );
+        assert_eq!(
+            said(from_arrow_message(
+                "Cast error: Cannot cast string '2024-13-45' to value of Date32 type"
+            )),
+            (
+                "22008",
+                "date/time field value out of range: \"2024-13-45\"".into()
+            )
+        );
+        assert_eq!(
+            said(from_arrow_message(
+                "Cast error: Cannot cast string '25:00' to value of Time64(ns) type"
+            ))
+            .0,
+            "22008"
+        );
         assert_eq!(said(from_arrow_message("Parser error: Error parsing timestamp from 'x': timestamp must contain at least 10 characters")),
             ("22007", "invalid input syntax for type timestamp: \"x\"".into()));
     }
@@ -920,9 +1329,17 @@ mod tests {
     #[test]
     fn datafusion_types_get_postgres_names() {
         for (arrow, pg) in [
-            ("Int16", "smallint"), ("Int32", "integer"), ("Int64", "bigint"), ("Float64", "double precision"),
-            ("Utf8", "text"), ("Utf8View", "text"), ("Boolean", "boolean"), ("Decimal128(10, 2)", "numeric"),
-            ("Date32", "date"), ("Binary", "bytea"), ("Null", "unknown"),
+            ("Int16", "smallint"),
+            ("Int32", "integer"),
+            ("Int64", "bigint"),
+            ("Float64", "double precision"),
+            ("Utf8", "text"),
+            ("Utf8View", "text"),
+            ("Boolean", "boolean"),
+            ("Decimal128(10, 2)", "numeric"),
+            ("Date32", "date"),
+            ("Binary", "bytea"),
+            ("Null", "unknown"),
         ] {
             assert_eq!(pg_type_name(arrow), pg, "{arrow}");
         }

@@ -58,7 +58,8 @@ fn main() {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("IOLAB_LOG").unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_env("IOLAB_LOG")
+                .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -70,7 +71,9 @@ fn main() {
 
 fn run(cli: Cli) -> Result<(), String> {
     let settings = load_settings(&cli)?;
-    let listen = settings.get("listen_addresses").unwrap_or_else(|_| "127.0.0.1".into());
+    let listen = settings
+        .get("listen_addresses")
+        .unwrap_or_else(|_| "127.0.0.1".into());
     let listen = match listen.as_str() {
         "localhost" => "127.0.0.1".to_string(),
         "*" => "0.0.0.0".to_string(),
@@ -89,8 +92,14 @@ fn run(cli: Cli) -> Result<(), String> {
         .build()
         .map_err(|e| format!("could not start the runtime: {e}"))?;
     runtime.block_on(async move {
-        let db = Database::open(&cli.data_dir, &DatabaseOptions { shared_buffers })
-            .map_err(|e| format!("could not open data directory \"{}\": {}", cli.data_dir.display(), e.message))?;
+        let db =
+            Database::open(&cli.data_dir, &DatabaseOptions { shared_buffers }).map_err(|e| {
+                format!(
+                    "could not open data directory \"{}\": {}",
+                    cli.data_dir.display(),
+                    e.message
+                )
+            })?;
         let addr: SocketAddr = format!("{listen}:{port}")
             .parse()
             .or_else(|_| format!("[{listen}]:{port}").parse())
@@ -113,7 +122,11 @@ fn run(cli: Cli) -> Result<(), String> {
             server.settings.get("shared_buffers").unwrap_or_default(),
             shared_buffers,
         );
-        let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
+        let host = if addr.ip().is_unspecified() {
+            "127.0.0.1".to_string()
+        } else {
+            addr.ip().to_string()
+        };
         eprintln!("iolab is ready: connect with  psql -h {host} -p {port} -U postgres");
         wire::serve(server, listener, shutdown_signal()).await;
         tracing::info!("shutting down: writing dirty buffers");
@@ -133,10 +146,12 @@ fn load_settings(cli: &Cli) -> Result<ServerSettings, String> {
         default.exists().then_some(default)
     });
     let config_text = match &config_path {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("could not read configuration file \"{}\": {e}", path.display()))?,
-        ),
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "could not read configuration file \"{}\": {e}",
+                path.display()
+            )
+        })?),
         None => None,
     };
     let path_text = config_path.as_ref().map(|p| p.display().to_string());

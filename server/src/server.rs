@@ -32,8 +32,17 @@ impl Server {
             if current >= max {
                 return None;
             }
-            match self.connection_count.compare_exchange(current, current + 1, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return Some(ConnectionSlot { server: self.clone() }),
+            match self.connection_count.compare_exchange(
+                current,
+                current + 1,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    return Some(ConnectionSlot {
+                        server: self.clone(),
+                    })
+                }
                 Err(now) => current = now,
             }
         }

@@ -8,8 +8,8 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use datafusion::catalog::MemoryCatalogProvider;
 use datafusion::catalog::CatalogProvider;
+use datafusion::catalog::MemoryCatalogProvider;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::SessionConfig;
@@ -36,11 +36,19 @@ pub struct Notice {
 
 impl Notice {
     pub fn notice(message: impl Into<String>) -> Notice {
-        Notice { severity: "NOTICE", code: "00000", message: message.into() }
+        Notice {
+            severity: "NOTICE",
+            code: "00000",
+            message: message.into(),
+        }
     }
 
     pub fn warning(code: &'static str, message: impl Into<String>) -> Notice {
-        Notice { severity: "WARNING", code, message: message.into() }
+        Notice {
+            severity: "WARNING",
+            code,
+            message: message.into(),
+        }
     }
 }
 
@@ -75,33 +83,56 @@ impl Session {
     }
 
     /// Plans a query without running it (the extended protocol's Describe).
-    pub async fn plan_only(&self, stmt: &ast::Statement) -> PgResult<datafusion::logical_expr::LogicalPlan> {
+    pub async fn plan_only(
+        &self,
+        stmt: &ast::Statement,
+    ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
         let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(stmt.clone()));
         let mut state = self.df_state.clone();
         crate::pgcatalog::register_functions(&mut state, &self.catalog_info());
-        state.statement_to_plan(df_stmt).await.map_err(crate::errors::from_datafusion)
+        state
+            .statement_to_plan(df_stmt)
+            .await
+            .map_err(crate::errors::from_datafusion)
     }
 
     /// How this session reads and writes values as text.
     pub fn text_format(&self) -> TextFormat {
         let fmt = TextFormat::default().with_extra_float_digits(self.settings.extra_float_digits());
-        let mut fmt = fmt.clone().with_time_zone(&self.settings.time_zone()).unwrap_or(fmt);
-        fmt.date_order = DateOrder::from_datestyle(&self.settings.get("DateStyle").unwrap_or_default());
+        let mut fmt = fmt
+            .clone()
+            .with_time_zone(&self.settings.time_zone())
+            .unwrap_or(fmt);
+        fmt.date_order =
+            DateOrder::from_datestyle(&self.settings.get("DateStyle").unwrap_or_default());
         fmt
     }
 
     /// What the catalog views and functions need to know about this session.
     pub fn catalog_info(&self) -> SessionInfo {
-        SessionInfo::new(self.db().clone(), self.pid, self.user.clone(), self.settings.clone())
+        SessionInfo::new(
+            self.db().clone(),
+            self.pid,
+            self.user.clone(),
+            self.settings.clone(),
+        )
     }
 
     /// psql's meta-command queries that DataFusion cannot run, answered from the catalog.
     pub fn intercept(&self, sql: &str) -> Option<PgResult<Outcome>> {
         let answer = crate::pgcatalog::intercept(sql, &self.catalog_info())?;
         Some(answer.and_then(|(schema, batches)| {
-            let stream = datafusion::physical_plan::memory::MemoryStream::try_new(batches, schema.clone(), None)
-                .map_err(crate::errors::from_datafusion)?;
-            Ok(Outcome::Rows { schema, stream: Box::pin(stream), tag: "SELECT" })
+            let stream = datafusion::physical_plan::memory::MemoryStream::try_new(
+                batches,
+                schema.clone(),
+                None,
+            )
+            .map_err(crate::errors::from_datafusion)?;
+            Ok(Outcome::Rows {
+                schema,
+                stream: Box::pin(stream),
+                tag: "SELECT",
+            })
         }))
     }
 
@@ -163,7 +194,10 @@ impl Session {
             match self.txn.xid {
                 Some(x) if self.txn.in_block => x,
                 _ => {
-                    let x = db.txns.begin().map_err(|e| PgError::io("could not reserve transaction ids", &e))?;
+                    let x = db
+                        .txns
+                        .begin()
+                        .map_err(|e| PgError::io("could not reserve transaction ids", &e))?;
                     if self.txn.in_block {
                         self.txn.xid = Some(x);
                     }
@@ -187,7 +221,12 @@ impl Session {
         });
         let autocommit_xid = (!self.txn.in_block && xid != 0).then_some(xid);
         let block_failed = self.txn.in_block.then(|| self.txn.failed.clone());
-        let guard = StatementGuard::new(db.clone(), self.cancel.clone(), autocommit_xid, block_failed);
+        let guard = StatementGuard::new(
+            db.clone(),
+            self.cancel.clone(),
+            autocommit_xid,
+            block_failed,
+        );
         let mut state = self.df_state.clone();
         state.config_mut().set_extension(ctx.clone());
         if mentions_ctid(parsed) {
@@ -197,7 +236,13 @@ impl Session {
         state.execution_props_mut().mark_start_execution(config);
         let info = self.catalog_info();
         crate::pgcatalog::register_functions(&mut state, &info);
-        let run = StatementRun { db, ctx, state, text_format: self.text_format(), params };
+        let run = StatementRun {
+            db,
+            ctx,
+            state,
+            text_format: self.text_format(),
+            params,
+        };
         if !self.txn.in_block {
             self.txn.next_cid = 0;
         }
@@ -210,12 +255,19 @@ impl Session {
         let result = self.dispatch(&run, parsed, notices).await;
         guard.finish(result.is_ok())?;
         for (name, value, local) in info.take_setting_changes() {
-            self.settings.set(&name, &value, local).map_err(crate::show::setting_error)?;
+            self.settings
+                .set(&name, &value, local)
+                .map_err(crate::show::setting_error)?;
         }
         result
     }
 
-    async fn dispatch(&mut self, run: &StatementRun, parsed: &Parsed, notices: &mut Vec<Notice>) -> PgResult<Outcome> {
+    async fn dispatch(
+        &mut self,
+        run: &StatementRun,
+        parsed: &Parsed,
+        notices: &mut Vec<Notice>,
+    ) -> PgResult<Outcome> {
         let db = run.db.clone();
         let stmt = match parsed {
             Parsed::Checkpoint => {
@@ -241,7 +293,11 @@ impl Session {
             ast::Statement::Query(_) => {
                 let stream = run.query_stream(stmt).await?;
                 let schema = sql::colnames::rename(stmt, stream.schema());
-                Ok(Outcome::Rows { schema, stream, tag: "SELECT" })
+                Ok(Outcome::Rows {
+                    schema,
+                    stream,
+                    tag: "SELECT",
+                })
             }
             ast::Statement::CreateTable(create) => {
                 ddl::create_table(&db, create, false)?;
@@ -262,16 +318,27 @@ impl Session {
                 let n = insert::insert(run, ins).await?;
                 Ok(Outcome::Done(format!("INSERT 0 {n}")))
             }
-            ast::Statement::Explain { .. } => Err(PgError::unsupported("EXPLAIN is not supported yet")),
-            other => Err(PgError::unsupported(format!("statement not supported: {}", first_words(&other.to_string())))),
+            ast::Statement::Explain { .. } => {
+                Err(PgError::unsupported("EXPLAIN is not supported yet"))
+            }
+            other => Err(PgError::unsupported(format!(
+                "statement not supported: {}",
+                first_words(&other.to_string())
+            ))),
         }
     }
 
     fn begin(&mut self, notices: &mut Vec<Notice>) -> Outcome {
         if self.txn.in_block {
-            notices.push(Notice::warning("25001", "there is already a transaction in progress"));
+            notices.push(Notice::warning(
+                "25001",
+                "there is already a transaction in progress",
+            ));
         } else {
-            self.txn = TxnBlock { in_block: true, ..TxnBlock::default() };
+            self.txn = TxnBlock {
+                in_block: true,
+                ..TxnBlock::default()
+            };
             self.settings.begin_transaction();
         }
         Outcome::TxnStart("BEGIN".into())
@@ -281,14 +348,21 @@ impl Session {
     fn end_block(&mut self, commit: bool, notices: &mut Vec<Notice>) -> PgResult<Outcome> {
         let tag = if commit { "COMMIT" } else { "ROLLBACK" };
         if !self.txn.in_block {
-            notices.push(Notice::warning("25P01", "there is no transaction in progress"));
+            notices.push(Notice::warning(
+                "25P01",
+                "there is no transaction in progress",
+            ));
             return Ok(Outcome::TxnEnd(tag.into()));
         }
         let failed = self.txn.is_failed();
         let commit = commit && !failed;
         if let Some(xid) = self.txn.xid.take() {
             let db = self.db().clone();
-            let r = if commit { db.txns.commit(xid) } else { db.txns.abort(xid) };
+            let r = if commit {
+                db.txns.commit(xid)
+            } else {
+                db.txns.abort(xid)
+            };
             r.map_err(|e| PgError::io("could not write commit log", &e))?;
         }
         if commit {
@@ -297,7 +371,11 @@ impl Session {
             self.settings.abort_transaction();
         }
         self.txn = TxnBlock::default();
-        Ok(Outcome::TxnEnd(if commit { tag.into() } else { "ROLLBACK".into() }))
+        Ok(Outcome::TxnEnd(if commit {
+            tag.into()
+        } else {
+            "ROLLBACK".into()
+        }))
     }
 }
 
@@ -312,14 +390,19 @@ fn base_state(db: &Arc<Database>) -> SessionState {
         .with_create_default_catalog_and_schema(false)
         .with_information_schema(false);
     config.options_mut().sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
-    let state = SessionStateBuilder::new().with_config(config).with_default_features().build();
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .build();
     for (name, with_ctid) in [(DATABASE, false), (DATABASE_WITH_CTID, true)] {
         let catalog = MemoryCatalogProvider::new();
         catalog
             .register_schema("public", Arc::new(PublicSchema::new(db.clone(), with_ctid)))
             .expect("a new catalog accepts a schema");
         crate::pgcatalog::register_schemas(&catalog, db.clone());
-        state.catalog_list().register_catalog(name.into(), Arc::new(catalog));
+        state
+            .catalog_list()
+            .register_catalog(name.into(), Arc::new(catalog));
     }
     state
 }
@@ -339,5 +422,8 @@ fn mentions_ctid(parsed: &Parsed) -> bool {
 
 /// The error for a SQLSTATE-less internal state problem.
 pub fn not_in_copy() -> PgError {
-    PgError::new(sqlstate::PROTOCOL_VIOLATION, "unexpected message type during COPY")
+    PgError::new(
+        sqlstate::PROTOCOL_VIOLATION,
+        "unexpected message type during COPY",
+    )
 }

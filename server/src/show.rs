@@ -31,15 +31,27 @@ pub fn show_schema(name: &str) -> SchemaRef {
             Field::new("description", DataType::Utf8, true),
         ]));
     }
-    let column = if name.eq_ignore_ascii_case("time zone") { "TimeZone".to_string() } else { name.to_lowercase() };
+    let column = if name.eq_ignore_ascii_case("time zone") {
+        "TimeZone".to_string()
+    } else {
+        name.to_lowercase()
+    };
     Arc::new(Schema::new(vec![Field::new(column, DataType::Utf8, true)]))
 }
 
 /// Runs a settings statement; `None` when `stmt` is not one.
-pub fn run(session: &mut Session, stmt: &ast::Statement, notices: &mut Vec<Notice>) -> PgResult<Option<Outcome>> {
+pub fn run(
+    session: &mut Session,
+    stmt: &ast::Statement,
+    notices: &mut Vec<Notice>,
+) -> PgResult<Option<Outcome>> {
     match stmt {
         ast::Statement::ShowVariable { variable } => {
-            let name = variable.iter().map(|i| i.value.clone()).collect::<Vec<_>>().join(" ");
+            let name = variable
+                .iter()
+                .map(|i| i.value.clone())
+                .collect::<Vec<_>>()
+                .join(" ");
             show(session, &name).map(Some)
         }
         ast::Statement::Set(set) => set_statement(session, set, notices).map(Some),
@@ -59,37 +71,69 @@ pub fn run(session: &mut Session, stmt: &ast::Statement, notices: &mut Vec<Notic
 
 fn show(session: &Session, name: &str) -> PgResult<Outcome> {
     let schema = show_schema(name);
-    let columns: Vec<Arc<dyn datafusion::arrow::array::Array>> = if name.eq_ignore_ascii_case("all") {
+    let columns: Vec<Arc<dyn datafusion::arrow::array::Array>> = if name.eq_ignore_ascii_case("all")
+    {
         let rows = session.settings.show_all();
         vec![
-            Arc::new(StringArray::from(rows.iter().map(|r| r.0).collect::<Vec<_>>())),
-            Arc::new(StringArray::from(rows.iter().map(|r| Some(r.1.clone())).collect::<Vec<_>>())),
-            Arc::new(StringArray::from(rows.iter().map(|r| Some(r.2)).collect::<Vec<_>>())),
+            Arc::new(StringArray::from(
+                rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from(
+                rows.iter().map(|r| Some(r.1.clone())).collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from(
+                rows.iter().map(|r| Some(r.2)).collect::<Vec<_>>(),
+            )),
         ]
     } else {
-        let key = if name.eq_ignore_ascii_case("time zone") { "TimeZone" } else { name };
+        let key = if name.eq_ignore_ascii_case("time zone") {
+            "TimeZone"
+        } else {
+            name
+        };
         let value = session.settings.get(key).map_err(setting_error)?;
         vec![Arc::new(StringArray::from(vec![value]))]
     };
-    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| PgError::internal(e.to_string()))?;
-    let stream = MemoryStream::try_new(vec![batch], schema.clone(), None).map_err(crate::errors::from_datafusion)?;
-    Ok(Outcome::Rows { schema, stream: Box::pin(stream), tag: "SHOW" })
+    let batch = RecordBatch::try_new(schema.clone(), columns)
+        .map_err(|e| PgError::internal(e.to_string()))?;
+    let stream = MemoryStream::try_new(vec![batch], schema.clone(), None)
+        .map_err(crate::errors::from_datafusion)?;
+    Ok(Outcome::Rows {
+        schema,
+        stream: Box::pin(stream),
+        tag: "SHOW",
+    })
 }
 
 fn set_statement(session: &mut Session, set: &Set, notices: &mut Vec<Notice>) -> PgResult<Outcome> {
     let (name, value, local) = match set {
-        Set::SingleAssignment { scope, variable, values, .. } => {
+        Set::SingleAssignment {
+            scope,
+            variable,
+            values,
+            ..
+        } => {
             let local = matches!(scope, Some(ast::ContextModifier::Local));
             let name = variable.to_string();
             let value = if values.len() == 1 && is_default(&values[0]) {
                 None
             } else {
-                Some(values.iter().map(value_text).collect::<PgResult<Vec<_>>>()?.join(", "))
+                Some(
+                    values
+                        .iter()
+                        .map(value_text)
+                        .collect::<PgResult<Vec<_>>>()?
+                        .join(", "),
+                )
             };
             (name, value, local)
         }
         Set::SetTimeZone { local, value } => {
-            let v = if is_default(value) { None } else { Some(value_text(value)?) };
+            let v = if is_default(value) {
+                None
+            } else {
+                Some(value_text(value)?)
+            };
             ("TimeZone".to_string(), v, *local)
         }
         other => {
@@ -98,7 +142,10 @@ fn set_statement(session: &mut Session, set: &Set, notices: &mut Vec<Notice>) ->
     };
     if local && !session.txn.in_block {
         // PostgreSQL: SET LOCAL outside a transaction block warns and lasts one statement.
-        notices.push(Notice::warning("25P01", "SET LOCAL can only be used in transaction blocks"));
+        notices.push(Notice::warning(
+            "25P01",
+            "SET LOCAL can only be used in transaction blocks",
+        ));
     }
     match value {
         Some(v) => session.settings.set(&name, &v, local),
@@ -116,16 +163,34 @@ fn is_default(e: &Expr) -> bool {
 fn value_text(e: &Expr) -> PgResult<String> {
     Ok(match e {
         Expr::Value(v) => match &v.value {
-            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) | Value::EscapedStringLiteral(s) => s.clone(),
+            Value::SingleQuotedString(s)
+            | Value::DoubleQuotedString(s)
+            | Value::EscapedStringLiteral(s) => s.clone(),
             Value::Number(n, _) => n.to_string(),
-            Value::Boolean(b) => if *b { "on".into() } else { "off".into() },
+            Value::Boolean(b) => {
+                if *b {
+                    "on".into()
+                } else {
+                    "off".into()
+                }
+            }
             other => other.to_string(),
         },
         Expr::Identifier(id) => id.value.clone(),
-        Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => format!("-{}", value_text(expr)?),
-        Expr::CompoundIdentifier(parts) => parts.iter().map(|p| p.value.clone()).collect::<Vec<_>>().join("."),
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => format!("-{}", value_text(expr)?),
+        Expr::CompoundIdentifier(parts) => parts
+            .iter()
+            .map(|p| p.value.clone())
+            .collect::<Vec<_>>()
+            .join("."),
         other => {
-            return Err(PgError::new(sqlstate::SYNTAX_ERROR, format!("syntax error at or near \"{other}\"")));
+            return Err(PgError::new(
+                sqlstate::SYNTAX_ERROR,
+                format!("syntax error at or near \"{other}\""),
+            ));
         }
     })
 }

@@ -20,16 +20,22 @@ pub fn iolab_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        let workspace = manifest.parent().expect("tests/ is inside the workspace").to_path_buf();
+        let workspace = manifest
+            .parent()
+            .expect("tests/ is inside the workspace")
+            .to_path_buf();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let release = !cfg!(debug_assertions);
         let mut cmd = Command::new(cargo);
-        cmd.current_dir(&workspace).args(["build", "-p", "iolab-server", "--bin", "iolab"]);
+        cmd.current_dir(&workspace)
+            .args(["build", "-p", "iolab-server", "--bin", "iolab"]);
         // Variables cargo set for this test binary would make build scripts of the
         // server's dependencies think their environment changed, and rebuild them.
         for (key, _) in std::env::vars_os() {
             let key = key.to_string_lossy().into_owned();
-            if (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_TARGET_DIR") || key == "OUT_DIR" {
+            if (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_TARGET_DIR")
+                || key == "OUT_DIR"
+            {
                 cmd.env_remove(key);
             }
         }
@@ -38,14 +44,22 @@ pub fn iolab_binary() -> &'static Path {
         }
         let status = cmd.status().expect("run cargo build");
         assert!(status.success(), "building iolab failed");
-        let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| workspace.join("target"));
-        target.join(if release { "release" } else { "debug" }).join("iolab")
+        let target = std::env::var("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| workspace.join("target"));
+        target
+            .join(if release { "release" } else { "debug" })
+            .join("iolab")
     })
 }
 
 /// A free TCP port on 127.0.0.1.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
 }
 
 pub struct TestServer {
@@ -64,7 +78,8 @@ impl TestServer {
 
     /// Starts a server with extra command-line arguments (e.g. `["-c", "shared_buffers=1MB"]`).
     pub fn start_with(name: &str, args: &[&str]) -> TestServer {
-        let data_dir = std::env::temp_dir().join(format!("iolab-test-{name}-{}", std::process::id()));
+        let data_dir =
+            std::env::temp_dir().join(format!("iolab-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&data_dir);
         let mut server = TestServer {
             port: free_port(),
@@ -78,7 +93,11 @@ impl TestServer {
     }
 
     fn spawn(&mut self) {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log_path).expect("open log");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .expect("open log");
         let child = Command::new(iolab_binary())
             .arg("--data-dir")
             .arg(&self.data_dir)
@@ -101,10 +120,21 @@ impl TestServer {
             if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
                 return;
             }
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                panic!("iolab exited during start-up ({status}); log:\n{}", self.log());
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!(
+                    "iolab exited during start-up ({status}); log:\n{}",
+                    self.log()
+                );
             }
-            assert!(Instant::now() < deadline, "iolab did not start listening; log:\n{}", self.log());
+            assert!(
+                Instant::now() < deadline,
+                "iolab did not start listening; log:\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -115,12 +145,17 @@ impl TestServer {
     }
 
     pub fn conn_str(&self) -> String {
-        format!("host=127.0.0.1 port={} user=postgres dbname=postgres", self.port)
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            self.port
+        )
     }
 
     /// A tokio-postgres client (the connection task runs on the current runtime).
     pub async fn client(&self) -> Client {
-        let (client, conn) = tokio_postgres::connect(&self.conn_str(), NoTls).await.expect("connect to iolab");
+        let (client, conn) = tokio_postgres::connect(&self.conn_str(), NoTls)
+            .await
+            .expect("connect to iolab");
         tokio::spawn(async move {
             let _ = conn.await;
         });
@@ -163,12 +198,19 @@ impl TestServer {
             let deadline = Instant::now() + Duration::from_secs(60);
             loop {
                 if let Ok(Some(status)) = child.try_wait() {
-                    assert!(status.success(), "iolab exited with {status} on SIGTERM; log:\n{}", self.log());
+                    assert!(
+                        status.success(),
+                        "iolab exited with {status} on SIGTERM; log:\n{}",
+                        self.log()
+                    );
                     return;
                 }
                 if Instant::now() > deadline {
                     let _ = child.kill();
-                    panic!("iolab did not stop within 60 s of SIGTERM; log:\n{}", self.log());
+                    panic!(
+                        "iolab did not stop within 60 s of SIGTERM; log:\n{}",
+                        self.log()
+                    );
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -275,7 +317,10 @@ pub mod raw {
 
     /// A CancelRequest for the backend `pid` with `secret`.
     pub fn cancel_request(pid: i32, secret: i32) -> Vec<u8> {
-        [16i32, CANCEL_REQUEST_CODE, pid, secret].iter().flat_map(|n| n.to_be_bytes()).collect()
+        [16i32, CANCEL_REQUEST_CODE, pid, secret]
+            .iter()
+            .flat_map(|n| n.to_be_bytes())
+            .collect()
     }
 
     pub fn query(sql: &str) -> Vec<u8> {
@@ -295,7 +340,13 @@ pub mod raw {
 
     /// Bind: portal, statement, parameter format codes, values (None = NULL), result
     /// format codes.
-    pub fn bind(portal: &str, statement: &str, param_formats: &[i16], params: &[Option<&[u8]>], result_formats: &[i16]) -> Vec<u8> {
+    pub fn bind(
+        portal: &str,
+        statement: &str,
+        param_formats: &[i16],
+        params: &[Option<&[u8]>],
+        result_formats: &[i16],
+    ) -> Vec<u8> {
         let mut body = cstring(portal);
         body.extend(cstring(statement));
         body.extend((param_formats.len() as i16).to_be_bytes());
@@ -402,16 +453,26 @@ pub mod raw {
     impl Backend {
         fn decode(tag: u8, body: &[u8]) -> Backend {
             let int = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-            let text = |b: &[u8]| String::from_utf8_lossy(b.strip_suffix(&[0]).unwrap_or(b)).into_owned();
+            let text =
+                |b: &[u8]| String::from_utf8_lossy(b.strip_suffix(&[0]).unwrap_or(b)).into_owned();
             match tag {
                 b'R' if body.len() >= 4 => Backend::Authentication(int(body)),
                 b'S' => {
                     let mut parts = body.split(|&b| b == 0);
-                    let name = parts.next().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
-                    let value = parts.next().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
+                    let name = parts
+                        .next()
+                        .map(|p| String::from_utf8_lossy(p).into_owned())
+                        .unwrap_or_default();
+                    let value = parts
+                        .next()
+                        .map(|p| String::from_utf8_lossy(p).into_owned())
+                        .unwrap_or_default();
                     Backend::ParameterStatus(name, value)
                 }
-                b'K' if body.len() >= 4 => Backend::BackendKeyData { pid: int(body), secret: body[4..].to_vec() },
+                b'K' if body.len() >= 4 => Backend::BackendKeyData {
+                    pid: int(body),
+                    secret: body[4..].to_vec(),
+                },
                 b'v' => Backend::NegotiateProtocolVersion,
                 b'Z' if body.len() == 1 => Backend::ReadyForQuery(body[0]),
                 b'T' => Backend::RowDescription,
@@ -488,14 +549,21 @@ pub mod raw {
         pub fn connect(port: u16) -> RawConnection {
             let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the server");
             stream.set_nodelay(true).expect("TCP_NODELAY");
-            RawConnection { stream, pending: Vec::new(), closed: false }
+            RawConnection {
+                stream,
+                pending: Vec::new(),
+                closed: false,
+            }
         }
 
         /// Connects and starts up as user `postgres` on database `postgres` (protocol
         /// 3.0, no password), reading up to the first ReadyForQuery.
         pub fn start(port: u16) -> RawConnection {
             let mut conn = RawConnection::connect(port);
-            conn.send(&startup_packet(PROTOCOL_3_0, &[("user", "postgres"), ("database", "postgres")]));
+            conn.send(&startup_packet(
+                PROTOCOL_3_0,
+                &[("user", "postgres"), ("database", "postgres")],
+            ));
             let replies = conn.until_ready();
             assert!(
                 replies.iter().all(|m| m.as_error().is_none()),
@@ -507,9 +575,18 @@ pub mod raw {
         /// Sends bytes; a server that already hung up is not an error here (the next
         /// read says so).
         pub fn send(&mut self, bytes: &[u8]) {
-            if let Err(e) = self.stream.write_all(bytes).and_then(|_| self.stream.flush()) {
+            if let Err(e) = self
+                .stream
+                .write_all(bytes)
+                .and_then(|_| self.stream.flush())
+            {
                 assert!(
-                    matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted),
+                    matches!(
+                        e.kind(),
+                        ErrorKind::BrokenPipe
+                            | ErrorKind::ConnectionReset
+                            | ErrorKind::ConnectionAborted
+                    ),
                     "send failed: {e}"
                 );
             }
@@ -534,13 +611,20 @@ pub mod raw {
                 if now >= deadline {
                     return Received::Silence;
                 }
-                self.stream.set_read_timeout(Some(deadline - now)).expect("set read timeout");
+                self.stream
+                    .set_read_timeout(Some(deadline - now))
+                    .expect("set read timeout");
                 let mut chunk = [0u8; 8192];
                 match self.stream.read(&mut chunk) {
                     Ok(0) => self.closed = true,
                     Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
                     Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-                    Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted) => {
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+                        ) =>
+                    {
                         self.closed = true
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -553,7 +637,12 @@ pub mod raw {
             if self.pending.len() < 5 {
                 return None;
             }
-            let len = i32::from_be_bytes([self.pending[1], self.pending[2], self.pending[3], self.pending[4]]);
+            let len = i32::from_be_bytes([
+                self.pending[1],
+                self.pending[2],
+                self.pending[3],
+                self.pending[4],
+            ]);
             assert!(
                 (4..=MAX_BACKEND_MESSAGE as i32).contains(&len),
                 "the server sent a message {:?} with length {len}",
@@ -594,7 +683,9 @@ pub mod raw {
                 match self.next(REPLY_TIMEOUT) {
                     Received::Message(m) => messages.push(m),
                     Received::Closed => return messages,
-                    Received::Silence => panic!("the server neither replied nor closed the connection; got {messages:?}"),
+                    Received::Silence => panic!(
+                        "the server neither replied nor closed the connection; got {messages:?}"
+                    ),
                 }
             }
         }
@@ -619,9 +710,13 @@ pub mod raw {
             replies
                 .into_iter()
                 .filter_map(|m| match m {
-                    Backend::DataRow(values) => {
-                        Some(values.into_iter().next().flatten().map(|v| String::from_utf8_lossy(&v).into_owned()))
-                    }
+                    Backend::DataRow(values) => Some(
+                        values
+                            .into_iter()
+                            .next()
+                            .flatten()
+                            .map(|v| String::from_utf8_lossy(&v).into_owned()),
+                    ),
                     _ => None,
                 })
                 .collect()

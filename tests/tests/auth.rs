@@ -7,23 +7,53 @@ use tokio_postgres::NoTls;
 async fn scram_password_is_required_when_configured() {
     let server = TestServer::start_with("auth", &["--password", "s3cret"]);
     let good = format!("{} password=s3cret", server.conn_str());
-    let (client, conn) = tokio_postgres::connect(&good, NoTls).await.expect("the right password is accepted");
+    let (client, conn) = tokio_postgres::connect(&good, NoTls)
+        .await
+        .expect("the right password is accepted");
     tokio::spawn(conn);
-    let one: i32 = client.query_one("SELECT 1::int4", &[]).await.unwrap().get(0);
+    let one: i32 = client
+        .query_one("SELECT 1::int4", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(one, 1);
 
     let bad = format!("{} password=wrong", server.conn_str());
-    let err = tokio_postgres::connect(&bad, NoTls).await.err().expect("a wrong password is refused");
+    let err = tokio_postgres::connect(&bad, NoTls)
+        .await
+        .err()
+        .expect("a wrong password is refused");
     assert_eq!(sqlstate(&err), "28P01", "{err:?}");
 
     // Without a password the client cannot answer the server's SASL request.
-    assert!(tokio_postgres::connect(&server.conn_str(), NoTls).await.is_err(), "no password is refused");
+    assert!(
+        tokio_postgres::connect(&server.conn_str(), NoTls)
+            .await
+            .is_err(),
+        "no password is refused"
+    );
 
     // psql with PGPASSWORD works too.
     let out = std::process::Command::new("psql")
-        .args(["-X", "-At", "-h", "127.0.0.1", "-p", &server.port.to_string(), "-U", "postgres", "-c", "SELECT 42"])
+        .args([
+            "-X",
+            "-At",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &server.port.to_string(),
+            "-U",
+            "postgres",
+            "-c",
+            "SELECT 42",
+        ])
         .env("PGPASSWORD", "s3cret")
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42", "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "42",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

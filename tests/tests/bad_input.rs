@@ -47,7 +47,9 @@ fn reference_port() -> u16 {
 
 async fn connect(port: u16) -> Client {
     let conn_str = format!("host=127.0.0.1 port={port} user=postgres dbname=postgres");
-    let (client, conn) = tokio_postgres::connect(&conn_str, NoTls).await.expect("connect");
+    let (client, conn) = tokio_postgres::connect(&conn_str, NoTls)
+        .await
+        .expect("connect");
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -60,7 +62,8 @@ async fn connect(port: u16) -> Client {
 
 /// The tables the SQL cases refer to (created afresh; the reference server may have them
 /// from an earlier run).
-const SETUP: &str = "DROP TABLE IF EXISTS bad_items, bad_pairs, bad_required, bad_copy, bad_x, bad_dup, bad_pk;
+const SETUP: &str =
+    "DROP TABLE IF EXISTS bad_items, bad_pairs, bad_required, bad_copy, bad_x, bad_dup, bad_pk;
     CREATE TABLE bad_items (a int, b text, c varchar(3), d smallint);
     CREATE TABLE bad_pairs (a int, e int);
     CREATE TABLE bad_required (a int NOT NULL, b text);
@@ -93,25 +96,48 @@ struct SqlCase {
 }
 
 const fn fails(sql: &'static str, code: &'static str, message: &'static str) -> SqlCase {
-    SqlCase { sql, code, says: Says::Exactly(message), position: None, extended: true, postgres_fails: true }
+    SqlCase {
+        sql,
+        code,
+        says: Says::Exactly(message),
+        position: None,
+        extended: true,
+        postgres_fails: true,
+    }
 }
 
 impl SqlCase {
     const fn at(self, position: u32) -> SqlCase {
-        SqlCase { position: Some(position), ..self }
+        SqlCase {
+            position: Some(position),
+            ..self
+        }
     }
 
     const fn starting(self, prefix: &'static str) -> SqlCase {
-        SqlCase { says: Says::StartsWith(prefix), ..self }
+        SqlCase {
+            says: Says::StartsWith(prefix),
+            ..self
+        }
     }
 
     const fn simple_only(self) -> SqlCase {
-        SqlCase { extended: false, ..self }
+        SqlCase {
+            extended: false,
+            ..self
+        }
     }
 
     /// Unsupported in iolab (0A000 in its own words); PostgreSQL runs it.
     const fn unsupported(sql: &'static str) -> SqlCase {
-        SqlCase { sql, code: "0A000", says: Says::Anything, position: None, extended: true, postgres_fails: false }
+        SqlCase {
+            sql,
+            code: "0A000",
+            says: Says::Anything,
+            position: None,
+            extended: true,
+            postgres_fails: false,
+        }
     }
 }
 
@@ -199,9 +225,19 @@ const SQL_CASES: &[SqlCase] = &[
 /// Why `err` is not what `case` expects, if it is not.
 fn mismatch(case: &SqlCase, protocol: &str, err: &tokio_postgres::Error) -> Option<String> {
     let Some(db) = err.as_db_error() else {
-        return Some(format!("{protocol}: {:?}: not a database error: {err}", case.sql));
+        return Some(format!(
+            "{protocol}: {:?}: not a database error: {err}",
+            case.sql
+        ));
     };
-    let said = |db: &DbError| format!("{} {:?} (position {:?})", db.code().code(), db.message(), db.position());
+    let said = |db: &DbError| {
+        format!(
+            "{} {:?} (position {:?})",
+            db.code().code(),
+            db.message(),
+            db.position()
+        )
+    };
     let message_ok = match case.says {
         Says::Exactly(m) => db.message() == m,
         Says::StartsWith(p) => db.message().starts_with(p),
@@ -226,7 +262,10 @@ fn mismatch(case: &SqlCase, protocol: &str, err: &tokio_postgres::Error) -> Opti
 
 /// `SELECT 1` on a connection that just had an error.
 async fn still_answers(client: &Client) -> Result<(), String> {
-    let rows = client.simple_query("SELECT 1").await.map_err(|e| format!("SELECT 1 failed afterwards: {e}"))?;
+    let rows = client
+        .simple_query("SELECT 1")
+        .await
+        .map_err(|e| format!("SELECT 1 failed afterwards: {e}"))?;
     match rows.iter().find_map(|m| match m {
         SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
         _ => None,
@@ -242,7 +281,10 @@ async fn run_sql_cases(client: &Client, on_postgres: bool) {
     client.batch_execute(SETUP).await.expect("set-up");
     let mut problems = Vec::new();
     let mut checked = 0;
-    for case in SQL_CASES.iter().filter(|c| c.postgres_fails || !on_postgres) {
+    for case in SQL_CASES
+        .iter()
+        .filter(|c| c.postgres_fails || !on_postgres)
+    {
         checked += 1;
         match client.simple_query(case.sql).await {
             Ok(_) => problems.push(format!("simple: {:?} succeeded", case.sql)),
@@ -262,11 +304,17 @@ async fn run_sql_cases(client: &Client, on_postgres: bool) {
         }
     }
     assert!(checked >= 30, "only {checked} SQL cases");
-    assert!(problems.is_empty(), "{} of {checked} cases went wrong:\n{}", problems.len(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{} of {checked} cases went wrong:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }
 
 fn db_error(err: &tokio_postgres::Error) -> &DbError {
-    err.as_db_error().unwrap_or_else(|| panic!("not a database error: {err:?}"))
+    err.as_db_error()
+        .unwrap_or_else(|| panic!("not a database error: {err:?}"))
 }
 
 /// An error in a transaction block fails the block: everything up to ROLLBACK is refused
@@ -274,20 +322,41 @@ fn db_error(err: &tokio_postgres::Error) -> &DbError {
 async fn failed_transaction_block(client: &Client) {
     client.batch_execute(SETUP).await.expect("set-up");
     client.batch_execute("BEGIN").await.unwrap();
-    client.batch_execute("INSERT INTO bad_pairs VALUES (5, 6)").await.unwrap();
+    client
+        .batch_execute("INSERT INTO bad_pairs VALUES (5, 6)")
+        .await
+        .unwrap();
     let err = client.batch_execute("SELECT 1/0").await.unwrap_err();
     assert_eq!(db_error(&err).code().code(), "22012");
     let refused = "current transaction is aborted, commands ignored until end of transaction block";
     for attempt in ["SELECT 1", "INSERT INTO bad_pairs VALUES (7, 8)"] {
         let err = client.simple_query(attempt).await.unwrap_err();
-        assert_eq!((db_error(&err).code().code(), db_error(&err).message()), ("25P02", refused), "{attempt}");
+        assert_eq!(
+            (db_error(&err).code().code(), db_error(&err).message()),
+            ("25P02", refused),
+            "{attempt}"
+        );
     }
     let err = client.query("SELECT 1", &[]).await.unwrap_err();
-    assert_eq!((db_error(&err).code().code(), db_error(&err).message()), ("25P02", refused), "extended");
-    client.batch_execute("COMMIT").await.expect("COMMIT of a failed block (it rolls back)");
+    assert_eq!(
+        (db_error(&err).code().code(), db_error(&err).message()),
+        ("25P02", refused),
+        "extended"
+    );
+    client
+        .batch_execute("COMMIT")
+        .await
+        .expect("COMMIT of a failed block (it rolls back)");
     still_answers(client).await.unwrap();
-    let row = client.query_one("SELECT count(*) FROM bad_pairs WHERE a >= 5", &[]).await.unwrap();
-    assert_eq!(row.get::<_, i64>(0), 0, "the failed block's INSERT was rolled back");
+    let row = client
+        .query_one("SELECT count(*) FROM bad_pairs WHERE a >= 5", &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        row.get::<_, i64>(0),
+        0,
+        "the failed block's INSERT was rolled back"
+    );
 }
 
 /// COPY FROM STDIN with bad rows: 22P04 (or the column type's input error) with a
@@ -295,11 +364,29 @@ async fn failed_transaction_block(client: &Client) {
 async fn copy_errors_name_the_line(client: &Client) {
     client.batch_execute(SETUP).await.expect("set-up");
     for (data, code, message, context) in [
-        (&b"1\tone\n2\n"[..], "22P04", "missing data for column \"b\"", "COPY bad_copy, line 2: \"2\""),
-        (&b"1\tone\ttwo\n"[..], "22P04", "extra data after last expected column", "COPY bad_copy, line 1: \"1\tone\ttwo\""),
-        (&b"x\tone\n"[..], "22P02", "invalid input syntax for type integer: \"x\"", "COPY bad_copy, line 1, column a: \"x\""),
+        (
+            &b"1\tone\n2\n"[..],
+            "22P04",
+            "missing data for column \"b\"",
+            "COPY bad_copy, line 2: \"2\"",
+        ),
+        (
+            &b"1\tone\ttwo\n"[..],
+            "22P04",
+            "extra data after last expected column",
+            "COPY bad_copy, line 1: \"1\tone\ttwo\"",
+        ),
+        (
+            &b"x\tone\n"[..],
+            "22P02",
+            "invalid input syntax for type integer: \"x\"",
+            "COPY bad_copy, line 1, column a: \"x\"",
+        ),
     ] {
-        let sink = client.copy_in::<_, &'static [u8]>("COPY bad_copy FROM STDIN").await.expect("COPY starts");
+        let sink = client
+            .copy_in::<_, &'static [u8]>("COPY bad_copy FROM STDIN")
+            .await
+            .expect("COPY starts");
         futures::pin_mut!(sink);
         let result = match sink.send(data).await {
             Ok(()) => sink.finish().await.map(|_| ()),
@@ -307,20 +394,38 @@ async fn copy_errors_name_the_line(client: &Client) {
         };
         let err = result.expect_err("a bad COPY row fails the COPY");
         let db = db_error(&err);
-        assert_eq!((db.code().code(), db.message(), db.where_()), (code, message, Some(context)), "{data:?}");
+        assert_eq!(
+            (db.code().code(), db.message(), db.where_()),
+            (code, message, Some(context)),
+            "{data:?}"
+        );
         still_answers(client).await.unwrap();
     }
-    let row = client.query_one("SELECT count(*) FROM bad_copy", &[]).await.unwrap();
+    let row = client
+        .query_one("SELECT count(*) FROM bad_copy", &[])
+        .await
+        .unwrap();
     assert_eq!(row.get::<_, i64>(0), 0, "a failed COPY loads nothing");
 }
 
 /// An empty query string is not an error, through either protocol.
 async fn empty_queries(client: &Client) {
     for sql in ["", " ", ";", "-- just a comment"] {
-        let messages = client.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql:?}: {e}"));
-        assert!(messages.iter().all(|m| !matches!(m, SimpleQueryMessage::Row(_))), "{sql:?}");
+        let messages = client
+            .simple_query(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql:?}: {e}"));
+        assert!(
+            messages
+                .iter()
+                .all(|m| !matches!(m, SimpleQueryMessage::Row(_))),
+            "{sql:?}"
+        );
     }
-    let rows = client.query("", &[]).await.expect("an empty prepared statement");
+    let rows = client
+        .query("", &[])
+        .await
+        .expect("an empty prepared statement");
     assert!(rows.is_empty());
     still_answers(client).await.unwrap();
 }
@@ -328,9 +433,15 @@ async fn empty_queries(client: &Client) {
 /// `SELECT * FORM t`: PostgreSQL stops at FORM (a `*` has no alias).
 async fn misspelt_from_after_a_star(client: &Client) {
     client.batch_execute(SETUP).await.expect("set-up");
-    let err = client.simple_query("SELECT * FORM bad_items").await.unwrap_err();
+    let err = client
+        .simple_query("SELECT * FORM bad_items")
+        .await
+        .unwrap_err();
     let db = db_error(&err);
-    assert_eq!((db.code().code(), db.message()), ("42601", "syntax error at or near \"FORM\""));
+    assert_eq!(
+        (db.code().code(), db.message()),
+        ("42601", "syntax error at or near \"FORM\"")
+    );
     assert_eq!(db.position(), Some(&ErrorPosition::Original(10)));
 }
 
@@ -339,11 +450,18 @@ async fn integer_overflow(client: &Client) {
     for (sql, message) in [
         ("SELECT 2147483647::int + 1::int", "integer out of range"),
         ("SELECT (-2147483648)::int / -1", "integer out of range"),
-        ("SELECT 9223372036854775807::bigint + 1::bigint", "bigint out of range"),
+        (
+            "SELECT 9223372036854775807::bigint + 1::bigint",
+            "bigint out of range",
+        ),
     ] {
         let err = client.simple_query(sql).await.expect_err(sql);
         let db = db_error(&err);
-        assert_eq!((db.code().code(), db.message()), ("22003", message), "{sql}");
+        assert_eq!(
+            (db.code().code(), db.message()),
+            ("22003", message),
+            "{sql}"
+        );
     }
 }
 
@@ -352,24 +470,42 @@ async fn integer_overflow(client: &Client) {
 async fn errors_while_rows_stream(client: &Client) {
     client.batch_execute(SETUP).await.expect("set-up");
     for (sql, code, message) in [
-        ("SELECT sqrt(-1)", "2201F", "cannot take square root of a negative number"),
-        ("SELECT sqrt(a - 5) FROM bad_items", "2201F", "cannot take square root of a negative number"),
+        (
+            "SELECT sqrt(-1)",
+            "2201F",
+            "cannot take square root of a negative number",
+        ),
+        (
+            "SELECT sqrt(a - 5) FROM bad_items",
+            "2201F",
+            "cannot take square root of a negative number",
+        ),
     ] {
         let err = client.simple_query(sql).await.expect_err(sql);
         let db = db_error(&err);
         assert_eq!((db.code().code(), db.message()), (code, message), "{sql}");
         let err = client.query(sql, &[]).await.expect_err(sql);
         let db = db_error(&err);
-        assert_eq!((db.code().code(), db.message()), (code, message), "{sql} (extended)");
+        assert_eq!(
+            (db.code().code(), db.message()),
+            (code, message),
+            "{sql} (extended)"
+        );
         still_answers(client).await.unwrap();
     }
 }
 
 /// DROP TABLE names the kind of object it looked for.
 async fn drop_of_a_missing_table(client: &Client) {
-    let err = client.simple_query("DROP TABLE nosuch_table").await.unwrap_err();
+    let err = client
+        .simple_query("DROP TABLE nosuch_table")
+        .await
+        .unwrap_err();
     let db = db_error(&err);
-    assert_eq!((db.code().code(), db.message()), ("42P01", "table \"nosuch_table\" does not exist"));
+    assert_eq!(
+        (db.code().code(), db.message()),
+        ("42P01", "table \"nosuch_table\" does not exist")
+    );
 }
 
 /// An identifier longer than NAMEDATALEN-1 (63 bytes) is truncated with a NOTICE
@@ -377,7 +513,9 @@ async fn drop_of_a_missing_table(client: &Client) {
 async fn too_long_identifiers_are_truncated(port: u16) {
     let long = "a".repeat(70);
     let short = "a".repeat(63);
-    let mut conn = tokio::task::spawn_blocking(move || RawConnection::start(port)).await.unwrap();
+    let mut conn = tokio::task::spawn_blocking(move || RawConnection::start(port))
+        .await
+        .unwrap();
     let sql = format!("DROP TABLE IF EXISTS {short}; CREATE TABLE {long} (x int); SELECT count(*) FROM {short}; DROP TABLE {short}");
     let replies = tokio::task::spawn_blocking(move || {
         conn.send(&raw::query(&sql));
@@ -385,7 +523,10 @@ async fn too_long_identifiers_are_truncated(port: u16) {
     })
     .await
     .unwrap();
-    assert!(replies.iter().all(|m| m.as_error().is_none()), "{replies:?}");
+    assert!(
+        replies.iter().all(|m| m.as_error().is_none()),
+        "{replies:?}"
+    );
     let truncated = format!("identifier \"{long}\" will be truncated to \"{short}\"");
     let notices: Vec<_> = replies
         .iter()
@@ -400,23 +541,38 @@ async fn too_long_identifiers_are_truncated(port: u16) {
 /// ROLLBACK TO SAVEPOINT is not ROLLBACK: outside a block it is an error, and inside one
 /// it names a savepoint that must exist.
 async fn rollback_to_savepoint(client: &Client) {
-    let err = client.simple_query("ROLLBACK TO SAVEPOINT s").await.unwrap_err();
+    let err = client
+        .simple_query("ROLLBACK TO SAVEPOINT s")
+        .await
+        .unwrap_err();
     let db = db_error(&err);
     assert_eq!(
         (db.code().code(), db.message()),
-        ("25P01", "ROLLBACK TO SAVEPOINT can only be used in transaction blocks")
+        (
+            "25P01",
+            "ROLLBACK TO SAVEPOINT can only be used in transaction blocks"
+        )
     );
     client.batch_execute("BEGIN").await.unwrap();
-    let err = client.simple_query("ROLLBACK TO SAVEPOINT nosuch").await.unwrap_err();
+    let err = client
+        .simple_query("ROLLBACK TO SAVEPOINT nosuch")
+        .await
+        .unwrap_err();
     let db = db_error(&err);
-    assert_eq!((db.code().code(), db.message()), ("3B001", "savepoint \"nosuch\" does not exist"));
+    assert_eq!(
+        (db.code().code(), db.message()),
+        ("3B001", "savepoint \"nosuch\" does not exist")
+    );
     client.batch_execute("ROLLBACK").await.unwrap();
 }
 
 /// A NOT NULL violation shows the row that failed.
 async fn not_null_violation_shows_the_row(client: &Client) {
     client.batch_execute(SETUP).await.expect("set-up");
-    let err = client.simple_query("INSERT INTO bad_required (b) VALUES ('x')").await.unwrap_err();
+    let err = client
+        .simple_query("INSERT INTO bad_required (b) VALUES ('x')")
+        .await
+        .unwrap_err();
     let db = db_error(&err);
     assert_eq!(db.code().code(), "23502");
     assert_eq!(db.detail(), Some("Failing row contains (null, x)."));
@@ -425,8 +581,14 @@ async fn not_null_violation_shows_the_row(client: &Client) {
 /// A fresh connection answers `SELECT 1` and the server process is alive.
 async fn assert_server_healthy(server: &mut TestServer) {
     let client = server.client().await;
-    still_answers(&client).await.unwrap_or_else(|e| panic!("{e}; server log:\n{}", server.log()));
-    assert!(server.is_running(), "the server exited; log:\n{}", server.log());
+    still_answers(&client)
+        .await
+        .unwrap_or_else(|e| panic!("{e}; server log:\n{}", server.log()));
+    assert!(
+        server.is_running(),
+        "the server exited; log:\n{}",
+        server.log()
+    );
 }
 
 /// Runs `$case(&client)` on a fresh iolab, then checks the server is healthy.
@@ -500,7 +662,10 @@ async fn sql_cases_match_postgres() {
     rollback_to_savepoint(&client).await;
     not_null_violation_shows_the_row(&client).await;
     too_long_identifiers_are_truncated(port).await;
-    client.batch_execute("DROP TABLE IF EXISTS bad_items, bad_pairs, bad_required, bad_copy").await.unwrap();
+    client
+        .batch_execute("DROP TABLE IF EXISTS bad_items, bad_pairs, bad_required, bad_copy")
+        .await
+        .unwrap();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -512,8 +677,14 @@ const QUIET: Duration = Duration::from_millis(300);
 
 #[track_caller]
 fn assert_error(message: &Backend, severity: &str, code: &str, text: &str) {
-    let Some(e) = message.as_error() else { panic!("expected an ErrorResponse, got {message:?}") };
-    assert_eq!((e.severity(), e.code(), e.message()), (severity, code, text), "{e:?}");
+    let Some(e) = message.as_error() else {
+        panic!("expected an ErrorResponse, got {message:?}")
+    };
+    assert_eq!(
+        (e.severity(), e.code(), e.message()),
+        (severity, code, text),
+        "{e:?}"
+    );
 }
 
 /// Exactly one ERROR, then ReadyForQuery (idle), and the connection goes on.
@@ -523,7 +694,11 @@ fn assert_one_error_then_ready(conn: &mut RawConnection, code: &str, text: &str)
     let errors: Vec<_> = replies.iter().filter(|m| m.as_error().is_some()).collect();
     assert_eq!(errors.len(), 1, "{replies:?}");
     assert_error(errors[0], "ERROR", code, text);
-    assert_eq!(replies.last(), Some(&Backend::ReadyForQuery(b'I')), "{replies:?}");
+    assert_eq!(
+        replies.last(),
+        Some(&Backend::ReadyForQuery(b'I')),
+        "{replies:?}"
+    );
     assert_answers_select_1(conn);
 }
 
@@ -539,12 +714,18 @@ fn assert_fatal_then_closed(conn: &mut RawConnection, code: &str, text: &str) {
 #[track_caller]
 fn assert_closed_silently(conn: &mut RawConnection) {
     let replies = conn.until_closed();
-    assert!(replies.is_empty(), "expected the server to hang up without replying, got {replies:?}");
+    assert!(
+        replies.is_empty(),
+        "expected the server to hang up without replying, got {replies:?}"
+    );
 }
 
 #[track_caller]
 fn assert_answers_select_1(conn: &mut RawConnection) {
-    assert_eq!(conn.simple_query_column("SELECT 1"), vec![Some("1".to_string())]);
+    assert_eq!(
+        conn.simple_query_column("SELECT 1"),
+        vec![Some("1".to_string())]
+    );
 }
 
 fn unknown_message_type(port: u16) {
@@ -581,7 +762,11 @@ fn truncated_message_then_close(port: u16) {
 fn bind_to_unknown_statement(port: u16) {
     let mut conn = RawConnection::start(port);
     conn.send(&[raw::bind("", "nosuch", &[], &[], &[]), raw::sync()].concat());
-    assert_one_error_then_ready(&mut conn, "26000", "prepared statement \"nosuch\" does not exist");
+    assert_one_error_then_ready(
+        &mut conn,
+        "26000",
+        "prepared statement \"nosuch\" does not exist",
+    );
 }
 
 fn execute_unknown_portal(port: u16) {
@@ -593,17 +778,42 @@ fn execute_unknown_portal(port: u16) {
 fn describe_unknown_statement_and_portal(port: u16) {
     let mut conn = RawConnection::start(port);
     conn.send(&[raw::describe(b'S', "nosuch"), raw::sync()].concat());
-    assert_one_error_then_ready(&mut conn, "26000", "prepared statement \"nosuch\" does not exist");
+    assert_one_error_then_ready(
+        &mut conn,
+        "26000",
+        "prepared statement \"nosuch\" does not exist",
+    );
     conn.send(&[raw::describe(b'P', "nosuch"), raw::sync()].concat());
     assert_one_error_then_ready(&mut conn, "34000", "portal \"nosuch\" does not exist");
 }
 
 fn bind_with_wrong_parameter_count(port: u16) {
     let mut conn = RawConnection::start(port);
-    conn.send(&[raw::parse("s1", "SELECT $1::int", &[]), raw::bind("", "s1", &[], &[], &[]), raw::sync()].concat());
-    assert_one_error_then_ready(&mut conn, "08P01", "bind message supplies 0 parameters, but prepared statement \"s1\" requires 1");
-    conn.send(&[raw::bind("", "s1", &[], &[Some(b"1"), Some(b"2")], &[]), raw::sync()].concat());
-    assert_one_error_then_ready(&mut conn, "08P01", "bind message supplies 2 parameters, but prepared statement \"s1\" requires 1");
+    conn.send(
+        &[
+            raw::parse("s1", "SELECT $1::int", &[]),
+            raw::bind("", "s1", &[], &[], &[]),
+            raw::sync(),
+        ]
+        .concat(),
+    );
+    assert_one_error_then_ready(
+        &mut conn,
+        "08P01",
+        "bind message supplies 0 parameters, but prepared statement \"s1\" requires 1",
+    );
+    conn.send(
+        &[
+            raw::bind("", "s1", &[], &[Some(b"1"), Some(b"2")], &[]),
+            raw::sync(),
+        ]
+        .concat(),
+    );
+    assert_one_error_then_ready(
+        &mut conn,
+        "08P01",
+        "bind message supplies 2 parameters, but prepared statement \"s1\" requires 1",
+    );
 }
 
 fn describe_with_bad_target(port: u16) {
@@ -620,10 +830,21 @@ fn close_with_bad_target(port: u16) {
 
 fn close_of_unknown_statement_is_not_an_error(port: u16) {
     let mut conn = RawConnection::start(port);
-    conn.send(&[raw::close(b'S', "nosuch"), raw::close(b'P', "nosuch"), raw::sync()].concat());
+    conn.send(
+        &[
+            raw::close(b'S', "nosuch"),
+            raw::close(b'P', "nosuch"),
+            raw::sync(),
+        ]
+        .concat(),
+    );
     assert_eq!(
         conn.until_ready(),
-        vec![Backend::CloseComplete, Backend::CloseComplete, Backend::ReadyForQuery(b'I')]
+        vec![
+            Backend::CloseComplete,
+            Backend::CloseComplete,
+            Backend::ReadyForQuery(b'I')
+        ]
     );
 }
 
@@ -631,10 +852,23 @@ fn close_of_unknown_statement_is_not_an_error(port: u16) {
 /// ReadyForQuery.
 fn parse_of_invalid_sql_skips_to_sync(port: u16) {
     let mut conn = RawConnection::start(port);
-    conn.send(&[raw::parse("", "SELEC 1", &[]), raw::bind("", "", &[], &[], &[]), raw::execute("", 0), raw::sync()].concat());
+    conn.send(
+        &[
+            raw::parse("", "SELEC 1", &[]),
+            raw::bind("", "", &[], &[], &[]),
+            raw::execute("", 0),
+            raw::sync(),
+        ]
+        .concat(),
+    );
     let replies = conn.until_ready();
     assert_eq!(replies.len(), 2, "{replies:?}");
-    assert_error(&replies[0], "ERROR", "42601", "syntax error at or near \"SELEC\"");
+    assert_error(
+        &replies[0],
+        "ERROR",
+        "42601",
+        "syntax error at or near \"SELEC\"",
+    );
     assert_eq!(replies[1], Backend::ReadyForQuery(b'I'));
     assert_answers_select_1(&mut conn);
 }
@@ -642,13 +876,28 @@ fn parse_of_invalid_sql_skips_to_sync(port: u16) {
 fn parse_of_two_statements(port: u16) {
     let mut conn = RawConnection::start(port);
     conn.send(&[raw::parse("", "SELECT 1; SELECT 2", &[]), raw::sync()].concat());
-    assert_one_error_then_ready(&mut conn, "42601", "cannot insert multiple commands into a prepared statement");
+    assert_one_error_then_ready(
+        &mut conn,
+        "42601",
+        "cannot insert multiple commands into a prepared statement",
+    );
 }
 
 fn parse_of_a_name_in_use(port: u16) {
     let mut conn = RawConnection::start(port);
-    conn.send(&[raw::parse("dup", "SELECT 1", &[]), raw::parse("dup", "SELECT 2", &[]), raw::sync()].concat());
-    assert_one_error_then_ready(&mut conn, "42P05", "prepared statement \"dup\" already exists");
+    conn.send(
+        &[
+            raw::parse("dup", "SELECT 1", &[]),
+            raw::parse("dup", "SELECT 2", &[]),
+            raw::sync(),
+        ]
+        .concat(),
+    );
+    assert_one_error_then_ready(
+        &mut conn,
+        "42P05",
+        "prepared statement \"dup\" already exists",
+    );
 }
 
 fn query_without_terminating_nul(port: u16) {
@@ -660,13 +909,21 @@ fn query_without_terminating_nul(port: u16) {
 fn query_with_invalid_utf8(port: u16) {
     let mut conn = RawConnection::start(port);
     conn.send(&raw::message(b'Q', b"SELECT '\xff'\0"));
-    assert_one_error_then_ready(&mut conn, "22021", "invalid byte sequence for encoding \"UTF8\": 0xff");
+    assert_one_error_then_ready(
+        &mut conn,
+        "22021",
+        "invalid byte sequence for encoding \"UTF8\": 0xff",
+    );
 }
 
 fn parse_with_invalid_utf8(port: u16) {
     let mut conn = RawConnection::start(port);
     conn.send(&[raw::message(b'P', b"\0SELECT '\xfe'\0\0\0"), raw::sync()].concat());
-    assert_one_error_then_ready(&mut conn, "22021", "invalid byte sequence for encoding \"UTF8\": 0xfe");
+    assert_one_error_then_ready(
+        &mut conn,
+        "22021",
+        "invalid byte sequence for encoding \"UTF8\": 0xfe",
+    );
 }
 
 /// CopyData, CopyDone and CopyFail outside a COPY are ignored (a client may still be
@@ -685,21 +942,43 @@ fn sync_storm(port: u16) {
     let mut conn = RawConnection::start(port);
     conn.send(&raw::sync().repeat(SYNCS));
     for i in 0..SYNCS {
-        assert_eq!(conn.until_ready(), vec![Backend::ReadyForQuery(b'I')], "Sync {i}");
+        assert_eq!(
+            conn.until_ready(),
+            vec![Backend::ReadyForQuery(b'I')],
+            "Sync {i}"
+        );
     }
     assert_answers_select_1(&mut conn);
 }
 
 fn bind_with_unknown_format_code(port: u16) {
     let mut conn = RawConnection::start(port);
-    conn.send(&[raw::parse("", "SELECT $1::int", &[]), raw::bind("", "", &[7], &[Some(b"1")], &[]), raw::sync()].concat());
+    conn.send(
+        &[
+            raw::parse("", "SELECT $1::int", &[]),
+            raw::bind("", "", &[7], &[Some(b"1")], &[]),
+            raw::sync(),
+        ]
+        .concat(),
+    );
     assert_one_error_then_ready(&mut conn, "22023", "unsupported format code: 7");
 }
 
 fn bind_with_too_many_result_formats(port: u16) {
     let mut conn = RawConnection::start(port);
-    conn.send(&[raw::parse("", "SELECT 1", &[]), raw::bind("", "", &[], &[], &[1, 1]), raw::sync()].concat());
-    assert_one_error_then_ready(&mut conn, "08P01", "bind message has 2 result formats but query has 1 columns");
+    conn.send(
+        &[
+            raw::parse("", "SELECT 1", &[]),
+            raw::bind("", "", &[], &[], &[1, 1]),
+            raw::sync(),
+        ]
+        .concat(),
+    );
+    assert_one_error_then_ready(
+        &mut conn,
+        "08P01",
+        "bind message has 2 result formats but query has 1 columns",
+    );
 }
 
 /// A binary int4 of 3 bytes. PostgreSQL says `insufficient data left in message`;
@@ -709,14 +988,26 @@ fn bind_with_short_binary_value(port: u16) {
     const INT4: u32 = 23;
     let mut conn = RawConnection::start(port);
     conn.send(
-        &[raw::parse("", "SELECT $1", &[INT4]), raw::bind("", "", &[1], &[Some(&[0, 0, 1])], &[]), raw::execute("", 0), raw::sync()]
-            .concat(),
+        &[
+            raw::parse("", "SELECT $1", &[INT4]),
+            raw::bind("", "", &[1], &[Some(&[0, 0, 1])], &[]),
+            raw::execute("", 0),
+            raw::sync(),
+        ]
+        .concat(),
     );
     let replies = conn.until_ready();
     let errors: Vec<_> = replies.iter().filter_map(Backend::as_error).collect();
     assert_eq!(errors.len(), 1, "{replies:?}");
-    assert_eq!((errors[0].severity(), errors[0].code()), ("ERROR", "08P01"), "{replies:?}");
-    assert!(!replies.iter().any(|m| matches!(m, Backend::DataRow(_))), "{replies:?}");
+    assert_eq!(
+        (errors[0].severity(), errors[0].code()),
+        ("ERROR", "08P01"),
+        "{replies:?}"
+    );
+    assert!(
+        !replies.iter().any(|m| matches!(m, Backend::DataRow(_))),
+        "{replies:?}"
+    );
     assert_eq!(replies.last(), Some(&Backend::ReadyForQuery(b'I')));
     assert_answers_select_1(&mut conn);
 }
@@ -725,10 +1016,19 @@ fn bind_with_text_that_is_not_an_integer(port: u16) {
     const INT4: u32 = 23;
     let mut conn = RawConnection::start(port);
     conn.send(
-        &[raw::parse("", "SELECT $1", &[INT4]), raw::bind("", "", &[], &[Some(b"abc")], &[]), raw::execute("", 0), raw::sync()]
-            .concat(),
+        &[
+            raw::parse("", "SELECT $1", &[INT4]),
+            raw::bind("", "", &[], &[Some(b"abc")], &[]),
+            raw::execute("", 0),
+            raw::sync(),
+        ]
+        .concat(),
     );
-    assert_one_error_then_ready(&mut conn, "22P02", "invalid input syntax for type integer: \"abc\"");
+    assert_one_error_then_ready(
+        &mut conn,
+        "22P02",
+        "invalid input syntax for type integer: \"abc\"",
+    );
 }
 
 /// A Bind that promises one parameter value and ends.
@@ -738,7 +1038,14 @@ fn bind_with_missing_parameter_bytes(port: u16) {
     body.extend(raw::cstring(""));
     body.extend(0i16.to_be_bytes()); // no format codes
     body.extend(1i16.to_be_bytes()); // one value … that is not there
-    conn.send(&[raw::parse("", "SELECT $1::int", &[]), raw::message(b'B', &body), raw::sync()].concat());
+    conn.send(
+        &[
+            raw::parse("", "SELECT $1::int", &[]),
+            raw::message(b'B', &body),
+            raw::sync(),
+        ]
+        .concat(),
+    );
     assert_one_error_then_ready(&mut conn, "08P01", "insufficient data left in message");
 }
 
@@ -770,8 +1077,22 @@ fn function_call(port: u16) {
 /// Sync closes the unnamed portal; executing it afterwards names it as `""`.
 fn execute_of_unnamed_portal_after_sync(port: u16) {
     let mut conn = RawConnection::start(port);
-    conn.send(&[raw::parse("", "SELECT 1", &[]), raw::bind("", "", &[], &[], &[]), raw::sync()].concat());
-    assert_eq!(conn.until_ready(), vec![Backend::ParseComplete, Backend::BindComplete, Backend::ReadyForQuery(b'I')]);
+    conn.send(
+        &[
+            raw::parse("", "SELECT 1", &[]),
+            raw::bind("", "", &[], &[], &[]),
+            raw::sync(),
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        conn.until_ready(),
+        vec![
+            Backend::ParseComplete,
+            Backend::BindComplete,
+            Backend::ReadyForQuery(b'I')
+        ]
+    );
     conn.send(&[raw::execute("", 0), raw::sync()].concat());
     assert_one_error_then_ready(&mut conn, "34000", "portal \"\" does not exist");
 }
@@ -780,33 +1101,70 @@ fn execute_of_unnamed_portal_after_sync(port: u16) {
 fn parse_error_fails_the_transaction_block(port: u16) {
     let mut conn = RawConnection::start(port);
     conn.send(&raw::query("BEGIN"));
-    assert_eq!(conn.until_ready().last(), Some(&Backend::ReadyForQuery(b'T')));
+    assert_eq!(
+        conn.until_ready().last(),
+        Some(&Backend::ReadyForQuery(b'T'))
+    );
     conn.send(&[raw::parse("", "SELEC 1", &[]), raw::sync()].concat());
     let replies = conn.until_ready();
-    assert_error(&replies[0], "ERROR", "42601", "syntax error at or near \"SELEC\"");
-    assert_eq!(replies.last(), Some(&Backend::ReadyForQuery(b'E')), "{replies:?}");
+    assert_error(
+        &replies[0],
+        "ERROR",
+        "42601",
+        "syntax error at or near \"SELEC\"",
+    );
+    assert_eq!(
+        replies.last(),
+        Some(&Backend::ReadyForQuery(b'E')),
+        "{replies:?}"
+    );
     conn.send(&raw::query("SELECT 1"));
     let replies = conn.until_ready();
-    assert_error(&replies[0], "ERROR", "25P02", "current transaction is aborted, commands ignored until end of transaction block");
+    assert_error(
+        &replies[0],
+        "ERROR",
+        "25P02",
+        "current transaction is aborted, commands ignored until end of transaction block",
+    );
     conn.send(&raw::query("ROLLBACK"));
-    assert_eq!(conn.until_ready().last(), Some(&Backend::ReadyForQuery(b'I')));
+    assert_eq!(
+        conn.until_ready().last(),
+        Some(&Backend::ReadyForQuery(b'I'))
+    );
     assert_answers_select_1(&mut conn);
 }
 
 fn create_copy_table(conn: &mut RawConnection) {
-    conn.send(&raw::query("DROP TABLE IF EXISTS bad_copy_raw; CREATE TABLE bad_copy_raw (a int, b text)"));
+    conn.send(&raw::query(
+        "DROP TABLE IF EXISTS bad_copy_raw; CREATE TABLE bad_copy_raw (a int, b text)",
+    ));
     let replies = conn.until_ready();
-    assert!(replies.iter().all(|m| m.as_error().is_none()), "{replies:?}");
+    assert!(
+        replies.iter().all(|m| m.as_error().is_none()),
+        "{replies:?}"
+    );
 }
 
 fn copy_fail_ends_the_copy(port: u16) {
     let mut conn = RawConnection::start(port);
     create_copy_table(&mut conn);
     conn.send(&raw::query("COPY bad_copy_raw FROM STDIN"));
-    assert_eq!(conn.next(raw::REPLY_TIMEOUT), raw::Received::Message(Backend::CopyInResponse));
-    conn.send(&[raw::message(b'd', b"1\tone\n"), raw::message(b'f', &raw::cstring("client gave up"))].concat());
+    assert_eq!(
+        conn.next(raw::REPLY_TIMEOUT),
+        raw::Received::Message(Backend::CopyInResponse)
+    );
+    conn.send(
+        &[
+            raw::message(b'd', b"1\tone\n"),
+            raw::message(b'f', &raw::cstring("client gave up")),
+        ]
+        .concat(),
+    );
     assert_one_error_then_ready(&mut conn, "57014", "COPY from stdin failed: client gave up");
-    assert_eq!(conn.simple_query_column("SELECT count(*) FROM bad_copy_raw"), vec![Some("0".to_string())]);
+    assert_eq!(
+        conn.simple_query_column("SELECT count(*) FROM bad_copy_raw"),
+        vec![Some("0".to_string())]
+    );
 }
 
 /// A Query in the middle of COPY FROM STDIN: PostgreSQL reports it and, having lost
@@ -815,12 +1173,25 @@ fn query_during_copy_in(port: u16) {
     let mut conn = RawConnection::start(port);
     create_copy_table(&mut conn);
     conn.send(&raw::query("COPY bad_copy_raw FROM STDIN"));
-    assert_eq!(conn.next(raw::REPLY_TIMEOUT), raw::Received::Message(Backend::CopyInResponse));
+    assert_eq!(
+        conn.next(raw::REPLY_TIMEOUT),
+        raw::Received::Message(Backend::CopyInResponse)
+    );
     conn.send(&raw::query("SELECT 1"));
     let replies = conn.until_closed();
     assert_eq!(replies.len(), 2, "{replies:?}");
-    assert_error(&replies[0], "ERROR", "08P01", "unexpected message type 0x51 during COPY from stdin");
-    assert_error(&replies[1], "FATAL", "08P01", "terminating connection because protocol synchronization was lost");
+    assert_error(
+        &replies[0],
+        "ERROR",
+        "08P01",
+        "unexpected message type 0x51 during COPY from stdin",
+    );
+    assert_error(
+        &replies[1],
+        "FATAL",
+        "08P01",
+        "terminating connection because protocol synchronization was lost",
+    );
 }
 
 /// Terminate inside a transaction block: the server hangs up and the block's work is
@@ -828,35 +1199,62 @@ fn query_during_copy_in(port: u16) {
 fn terminate_mid_transaction(port: u16) {
     let mut conn = RawConnection::start(port);
     create_copy_table(&mut conn);
-    conn.send(&raw::query("BEGIN; INSERT INTO bad_copy_raw VALUES (42, 'lost')"));
-    assert_eq!(conn.until_ready().last(), Some(&Backend::ReadyForQuery(b'T')));
+    conn.send(&raw::query(
+        "BEGIN; INSERT INTO bad_copy_raw VALUES (42, 'lost')",
+    ));
+    assert_eq!(
+        conn.until_ready().last(),
+        Some(&Backend::ReadyForQuery(b'T'))
+    );
     conn.send(&raw::terminate());
     assert_closed_silently(&mut conn);
     let mut other = RawConnection::start(port);
-    assert_eq!(other.simple_query_column("SELECT count(*) FROM bad_copy_raw"), vec![Some("0".to_string())]);
+    assert_eq!(
+        other.simple_query_column("SELECT count(*) FROM bad_copy_raw"),
+        vec![Some("0".to_string())]
+    );
 }
 
 fn empty_query_message(port: u16) {
     let mut conn = RawConnection::start(port);
     conn.send(&raw::query(""));
-    assert_eq!(conn.until_ready(), vec![Backend::EmptyQueryResponse, Backend::ReadyForQuery(b'I')]);
+    assert_eq!(
+        conn.until_ready(),
+        vec![Backend::EmptyQueryResponse, Backend::ReadyForQuery(b'I')]
+    );
 }
 
 fn startup_with_unsupported_protocol(port: u16) {
     let mut conn = RawConnection::connect(port);
-    conn.send(&raw::startup_packet(4 << 16, &[("user", "postgres"), ("database", "postgres")]));
+    conn.send(&raw::startup_packet(
+        4 << 16,
+        &[("user", "postgres"), ("database", "postgres")],
+    ));
     let replies = conn.until_closed();
     assert_eq!(replies.len(), 1, "{replies:?}");
-    let e = replies[0].as_error().unwrap_or_else(|| panic!("{replies:?}"));
+    let e = replies[0]
+        .as_error()
+        .unwrap_or_else(|| panic!("{replies:?}"));
     // The supported range ("3.0 to 3.2" in PostgreSQL 18) is the server's own.
     assert_eq!((e.severity(), e.code()), ("FATAL", "0A000"));
-    assert!(e.message().starts_with("unsupported frontend protocol 4.0: server supports 3.0 to "), "{e:?}");
+    assert!(
+        e.message()
+            .starts_with("unsupported frontend protocol 4.0: server supports 3.0 to "),
+        "{e:?}"
+    );
 }
 
 fn startup_without_user(port: u16) {
     let mut conn = RawConnection::connect(port);
-    conn.send(&raw::startup_packet(raw::PROTOCOL_3_0, &[("database", "postgres")]));
-    assert_fatal_then_closed(&mut conn, "28000", "no PostgreSQL user name specified in startup packet");
+    conn.send(&raw::startup_packet(
+        raw::PROTOCOL_3_0,
+        &[("database", "postgres")],
+    ));
+    assert_fatal_then_closed(
+        &mut conn,
+        "28000",
+        "no PostgreSQL user name specified in startup packet",
+    );
 }
 
 fn startup_without_terminator(port: u16) {
@@ -866,7 +1264,11 @@ fn startup_without_terminator(port: u16) {
     let mut packet = (body.len() as i32 + 4).to_be_bytes().to_vec();
     packet.extend(body);
     conn.send(&packet);
-    assert_fatal_then_closed(&mut conn, "08P01", "invalid startup packet layout: expected terminator as last byte");
+    assert_fatal_then_closed(
+        &mut conn,
+        "08P01",
+        "invalid startup packet layout: expected terminator as last byte",
+    );
 }
 
 /// An HTTP request where a start-up packet belongs (its first four bytes make an
@@ -885,7 +1287,13 @@ fn startup_length_too_small(port: u16) {
 
 fn startup_length_huge(port: u16) {
     let mut conn = RawConnection::connect(port);
-    conn.send(&[&0x7fff_ffffi32.to_be_bytes()[..], &raw::PROTOCOL_3_0.to_be_bytes()].concat());
+    conn.send(
+        &[
+            &0x7fff_ffffi32.to_be_bytes()[..],
+            &raw::PROTOCOL_3_0.to_be_bytes(),
+        ]
+        .concat(),
+    );
     assert_closed_silently(&mut conn);
 }
 
@@ -915,14 +1323,29 @@ const PROTOCOL_CASES: &[ProtocolCase] = &[
     ("truncated_message_then_close", truncated_message_then_close),
     ("bind_to_unknown_statement", bind_to_unknown_statement),
     ("execute_unknown_portal", execute_unknown_portal),
-    ("describe_unknown_statement_and_portal", describe_unknown_statement_and_portal),
-    ("close_of_unknown_statement_is_not_an_error", close_of_unknown_statement_is_not_an_error),
-    ("parse_of_invalid_sql_skips_to_sync", parse_of_invalid_sql_skips_to_sync),
+    (
+        "describe_unknown_statement_and_portal",
+        describe_unknown_statement_and_portal,
+    ),
+    (
+        "close_of_unknown_statement_is_not_an_error",
+        close_of_unknown_statement_is_not_an_error,
+    ),
+    (
+        "parse_of_invalid_sql_skips_to_sync",
+        parse_of_invalid_sql_skips_to_sync,
+    ),
     ("parse_of_two_statements", parse_of_two_statements),
-    ("copy_messages_outside_copy_are_ignored", copy_messages_outside_copy_are_ignored),
+    (
+        "copy_messages_outside_copy_are_ignored",
+        copy_messages_outside_copy_are_ignored,
+    ),
     ("sync_storm", sync_storm),
     ("bind_with_short_binary_value", bind_with_short_binary_value),
-    ("bind_with_text_that_is_not_an_integer", bind_with_text_that_is_not_an_integer),
+    (
+        "bind_with_text_that_is_not_an_integer",
+        bind_with_text_that_is_not_an_integer,
+    ),
     ("copy_fail_ends_the_copy", copy_fail_ends_the_copy),
     ("terminate_mid_transaction", terminate_mid_transaction),
     ("empty_query_message", empty_query_message),
@@ -930,30 +1353,60 @@ const PROTOCOL_CASES: &[ProtocolCase] = &[
     ("startup_length_too_small", startup_length_too_small),
     ("startup_length_huge", startup_length_huge),
     ("query_before_startup", query_before_startup),
-    ("cancel_request_with_wrong_key", cancel_request_with_wrong_key),
+    (
+        "cancel_request_with_wrong_key",
+        cancel_request_with_wrong_key,
+    ),
 ];
 
 /// The protocol cases iolab gets wrong today (each is also an ignored test below).
 const PROTOCOL_CASES_IOLAB_FAILS: &[ProtocolCase] = &[
     ("unknown_message_type", unknown_message_type),
     ("length_below_four", length_below_four),
-    ("bind_with_wrong_parameter_count", bind_with_wrong_parameter_count),
+    (
+        "bind_with_wrong_parameter_count",
+        bind_with_wrong_parameter_count,
+    ),
     ("describe_with_bad_target", describe_with_bad_target),
     ("close_with_bad_target", close_with_bad_target),
     ("parse_of_a_name_in_use", parse_of_a_name_in_use),
-    ("query_without_terminating_nul", query_without_terminating_nul),
+    (
+        "query_without_terminating_nul",
+        query_without_terminating_nul,
+    ),
     ("query_with_invalid_utf8", query_with_invalid_utf8),
     ("parse_with_invalid_utf8", parse_with_invalid_utf8),
-    ("bind_with_unknown_format_code", bind_with_unknown_format_code),
-    ("bind_with_too_many_result_formats", bind_with_too_many_result_formats),
-    ("bind_with_missing_parameter_bytes", bind_with_missing_parameter_bytes),
-    ("password_message_after_startup", password_message_after_startup),
+    (
+        "bind_with_unknown_format_code",
+        bind_with_unknown_format_code,
+    ),
+    (
+        "bind_with_too_many_result_formats",
+        bind_with_too_many_result_formats,
+    ),
+    (
+        "bind_with_missing_parameter_bytes",
+        bind_with_missing_parameter_bytes,
+    ),
+    (
+        "password_message_after_startup",
+        password_message_after_startup,
+    ),
     ("flush_and_sync_with_a_body", flush_and_sync_with_a_body),
     ("function_call", function_call),
-    ("execute_of_unnamed_portal_after_sync", execute_of_unnamed_portal_after_sync),
-    ("parse_error_fails_the_transaction_block", parse_error_fails_the_transaction_block),
+    (
+        "execute_of_unnamed_portal_after_sync",
+        execute_of_unnamed_portal_after_sync,
+    ),
+    (
+        "parse_error_fails_the_transaction_block",
+        parse_error_fails_the_transaction_block,
+    ),
     ("query_during_copy_in", query_during_copy_in),
-    ("startup_with_unsupported_protocol", startup_with_unsupported_protocol),
+    (
+        "startup_with_unsupported_protocol",
+        startup_with_unsupported_protocol,
+    ),
     ("startup_without_user", startup_without_user),
     ("startup_without_terminator", startup_without_terminator),
 ];
@@ -962,7 +1415,11 @@ const PROTOCOL_CASES_IOLAB_FAILS: &[ProtocolCase] = &[
 fn assert_server_healthy_raw(server: &mut TestServer) {
     let mut conn = RawConnection::start(server.port);
     assert_answers_select_1(&mut conn);
-    assert!(server.is_running(), "the server exited; log:\n{}", server.log());
+    assert!(
+        server.is_running(),
+        "the server exited; log:\n{}",
+        server.log()
+    );
 }
 
 #[test]
@@ -987,7 +1444,10 @@ fn quiet_known_failures() {
     INSTALL.call_once(|| {
         let report = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !std::thread::current().name().is_some_and(|n| n.starts_with(KNOWN_FAILURE_THREAD)) {
+            if !std::thread::current()
+                .name()
+                .is_some_and(|n| n.starts_with(KNOWN_FAILURE_THREAD))
+            {
                 report(info);
             }
         }));
@@ -1127,8 +1587,14 @@ protocol_test_on_iolab!(
 async fn an_alias_on_a_star_is_a_syntax_error() {
     let server = start_server("star-alias");
     let client = server.client().await;
-    let err = client.simple_query("SELECT * x FROM (VALUES (1)) AS v(a)").await.unwrap_err();
+    let err = client
+        .simple_query("SELECT * x FROM (VALUES (1)) AS v(a)")
+        .await
+        .unwrap_err();
     let db = db_error(&err);
-    assert_eq!((db.code().code(), db.message()), ("42601", "syntax error at or near \"x\""));
+    assert_eq!(
+        (db.code().code(), db.message()),
+        ("42601", "syntax error at or near \"x\"")
+    );
     assert_eq!(db.position(), Some(&ErrorPosition::Original(10)));
 }

@@ -26,7 +26,12 @@ struct Expected {
 }
 
 fn expected(range: std::ops::RangeInclusive<i64>) -> Expected {
-    let mut e = Expected { count: 0, sum_a: 0, filler_gt_f: 0, a_lt_140: 0 };
+    let mut e = Expected {
+        count: 0,
+        sum_a: 0,
+        filler_gt_f: 0,
+        a_lt_140: 0,
+    };
     for i in range {
         let a = a_of(i);
         e.count += 1;
@@ -44,7 +49,10 @@ fn expected(range: std::ops::RangeInclusive<i64>) -> Expected {
 async fn check(client: &tokio_postgres::Client, e: &Expected) {
     // Extended protocol, binary results.
     let row = client
-        .query_one("SELECT count(*), sum(a), min(a), max(a) FROM eic_uniform", &[])
+        .query_one(
+            "SELECT count(*), sum(a), min(a), max(a) FROM eic_uniform",
+            &[],
+        )
         .await
         .expect("aggregate query");
     assert_eq!(row.get::<_, i64>(0), e.count);
@@ -52,7 +60,10 @@ async fn check(client: &tokio_postgres::Client, e: &Expected) {
     assert_eq!(row.get::<_, i32>(2), 0);
     assert_eq!(row.get::<_, i32>(3), 9999);
     let row = client
-        .query_one("SELECT count(*) FROM eic_uniform WHERE filler > $1", &[&"f"])
+        .query_one(
+            "SELECT count(*) FROM eic_uniform WHERE filler > $1",
+            &[&"f"],
+        )
         .await
         .expect("parameterised query");
     assert_eq!(row.get::<_, i64>(0), e.filler_gt_f);
@@ -69,7 +80,9 @@ async fn check(client: &tokio_postgres::Client, e: &Expected) {
     let count = rows
         .iter()
         .find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|s| s.parse::<i64>().unwrap()),
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                r.get(0).map(|s| s.parse::<i64>().unwrap())
+            }
             _ => None,
         })
         .expect("a row");
@@ -104,8 +117,17 @@ async fn load_query_copy_and_restart() {
         text.push_str(&format!("{},{}\n", a_of(i), filler_of(i)));
     }
     std::fs::write(&csv, text).unwrap();
-    let out = server.psql_ok(&["-c", &format!("\\copy eic_uniform FROM '{}' WITH (FORMAT csv)", csv.display())]);
-    assert!(out.contains(&format!("COPY {COPY_ROWS}")), "psql said: {out}");
+    let out = server.psql_ok(&[
+        "-c",
+        &format!(
+            "\\copy eic_uniform FROM '{}' WITH (FORMAT csv)",
+            csv.display()
+        ),
+    ]);
+    assert!(
+        out.contains(&format!("COPY {COPY_ROWS}")),
+        "psql said: {out}"
+    );
     std::fs::remove_file(&csv).unwrap();
     e = expected(1..=ROWS + COPY_ROWS);
     check(&client, &e).await;
@@ -132,7 +154,10 @@ async fn types_round_trip_in_text_and_binary() {
         )
         .await
         .expect("create and insert");
-    let row = client.query_one("SELECT * FROM t WHERE i4 = 2", &[]).await.unwrap();
+    let row = client
+        .query_one("SELECT * FROM t WHERE i4 = 2", &[])
+        .await
+        .unwrap();
     assert_eq!(row.get::<_, i16>(0), 1);
     assert_eq!(row.get::<_, i32>(1), 2);
     assert_eq!(row.get::<_, i64>(2), 3);
@@ -142,22 +167,47 @@ async fn types_round_trip_in_text_and_binary() {
     assert_eq!(row.get::<_, String>(7), "abc");
     assert!(row.get::<_, bool>(8));
     let text = server.psql_ok(&["-At", "-c", "SELECT n, d, ts, tz FROM t WHERE i4 = 2"]);
-    assert_eq!(text.trim(), "12.35|2024-01-31|2024-01-31 12:34:56.5|2024-01-31 12:34:56+00");
+    assert_eq!(
+        text.trim(),
+        "12.35|2024-01-31|2024-01-31 12:34:56.5|2024-01-31 12:34:56+00"
+    );
     // The ctid system column locates each row: (block, line pointer).
     let ctids = server.psql_ok(&["-At", "-c", "SELECT ctid, i4 FROM t ORDER BY ctid"]);
-    assert_eq!(ctids.split_whitespace().collect::<Vec<_>>(), vec!["(0,1)|2", "(0,2)|"]);
-    let nulls = server.psql_ok(&["-At", "-c", "SELECT count(*) FROM t WHERE i4 IS NULL AND s IS NULL AND tz IS NULL"]);
+    assert_eq!(
+        ctids.split_whitespace().collect::<Vec<_>>(),
+        vec!["(0,1)|2", "(0,2)|"]
+    );
+    let nulls = server.psql_ok(&[
+        "-At",
+        "-c",
+        "SELECT count(*) FROM t WHERE i4 IS NULL AND s IS NULL AND tz IS NULL",
+    ]);
     assert_eq!(nulls.trim(), "1");
     // Assignment casts: float -> int rounds half to even; out of range and bad text fail.
     client.batch_execute("CREATE TABLE r(a int)").await.unwrap();
-    client.batch_execute("INSERT INTO r VALUES (2.5), (3.5), (-2.5), (7.49)").await.unwrap();
+    client
+        .batch_execute("INSERT INTO r VALUES (2.5), (3.5), (-2.5), (7.49)")
+        .await
+        .unwrap();
     let out = server.psql_ok(&["-At", "-c", "SELECT a FROM r ORDER BY a"]);
-    assert_eq!(out.split_whitespace().collect::<Vec<_>>(), vec!["-2", "2", "4", "7"]);
-    let err = client.batch_execute("INSERT INTO r VALUES (3000000000)").await.unwrap_err();
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        vec!["-2", "2", "4", "7"]
+    );
+    let err = client
+        .batch_execute("INSERT INTO r VALUES (3000000000)")
+        .await
+        .unwrap_err();
     assert_eq!(sqlstate(&err), "22003");
-    let err = client.batch_execute("INSERT INTO r VALUES ('abc')").await.unwrap_err();
+    let err = client
+        .batch_execute("INSERT INTO r VALUES ('abc')")
+        .await
+        .unwrap_err();
     assert_eq!(sqlstate(&err), "22P02");
-    let err = client.batch_execute("INSERT INTO t(v) VALUES ('toolong')").await.unwrap_err();
+    let err = client
+        .batch_execute("INSERT INTO t(v) VALUES ('toolong')")
+        .await
+        .unwrap_err();
     assert_eq!(sqlstate(&err), "22001");
 }
 
@@ -189,9 +239,20 @@ async fn queries_datafusion_plans_over_heap_tables() {
         "-c",
         "WITH ranked AS (SELECT id, row_number() OVER (ORDER BY amount DESC) AS r FROM o) SELECT id FROM ranked WHERE r <= 3 ORDER BY r",
     ]);
-    assert_eq!(out.split_whitespace().collect::<Vec<_>>(), vec!["10", "9", "8"]);
-    let out = server.psql_ok(&["-At", "-c", "SELECT name FROM c WHERE id NOT IN (SELECT customer FROM o) LIMIT 1"]);
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        vec!["10", "9", "8"]
+    );
+    let out = server.psql_ok(&[
+        "-At",
+        "-c",
+        "SELECT name FROM c WHERE id NOT IN (SELECT customer FROM o) LIMIT 1",
+    ]);
     assert_eq!(out.trim(), "cy");
     let out = server.psql_ok(&["-At", "-c", "SELECT count(*) FROM c"]);
-    assert_eq!(out.trim(), "3", "TRUNCATE emptied the table before the second INSERT");
+    assert_eq!(
+        out.trim(),
+        "3",
+        "TRUNCATE emptied the table before the second INSERT"
+    );
 }

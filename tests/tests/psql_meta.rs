@@ -88,23 +88,46 @@ fn describe_a_table() {
     // \x does not change \d's layout (as in PostgreSQL), but does change list output.
     let expanded = server.psql_ok(&["-c", "\\x", "-c", "\\d eic_uniform"]);
     assert!(
-        expanded.starts_with("Expanded display is on.\n        Unlogged table \"public.eic_uniform\"\n"),
+        expanded.starts_with(
+            "Expanded display is on.\n        Unlogged table \"public.eic_uniform\"\n"
+        ),
         "{expanded}"
     );
-    assert!(expanded.contains(" a      | integer |           |          | \n"), "{expanded}");
+    assert!(
+        expanded.contains(" a      | integer |           |          | \n"),
+        "{expanded}"
+    );
 
     // A relation that does not exist: psql's message, and failure under ON_ERROR_STOP.
     let out = server.psql(&["-c", "\\d nosuch"]);
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "Did not find any relation named \"nosuch\".\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "Did not find any relation named \"nosuch\".\n"
+    );
 
     // The catalogs describe themselves.
     let pg_class = meta(&server, "\\d pg_class");
-    assert!(pg_class.starts_with("                     Table \"pg_catalog.pg_class\"\n"), "{pg_class}");
-    assert!(pg_class.contains(" relpersistence      | \"char\"       |           | not null | \n"), "{pg_class}");
-    assert!(pg_class.contains(" reloptions          | text[]       | C         |          | \n"), "{pg_class}");
+    assert!(
+        pg_class.starts_with("                     Table \"pg_catalog.pg_class\"\n"),
+        "{pg_class}"
+    );
+    assert!(
+        pg_class.contains(" relpersistence      | \"char\"       |           | not null | \n"),
+        "{pg_class}"
+    );
+    assert!(
+        pg_class.contains(" reloptions          | text[]       | C         |          | \n"),
+        "{pg_class}"
+    );
     let tables = meta(&server, "\\d information_schema.tables");
-    assert!(tables.contains("View \"information_schema.tables\""), "{tables}");
-    assert!(tables.contains(" table_name                   | name              |"), "{tables}");
+    assert!(
+        tables.contains("View \"information_schema.tables\""),
+        "{tables}"
+    );
+    assert!(
+        tables.contains(" table_name                   | name              |"),
+        "{tables}"
+    );
 }
 
 #[test]
@@ -134,9 +157,16 @@ fn list_relations() {
     );
 
     // \dt+: persistence, access method, the size of the table's file.
-    let size = server.psql_ok(&["-At", "-c", "SELECT pg_size_pretty(pg_table_size('eic_uniform'))"]);
+    let size = server.psql_ok(&[
+        "-At",
+        "-c",
+        "SELECT pg_size_pretty(pg_table_size('eic_uniform'))",
+    ]);
     let size = size.trim();
-    assert!(size.ends_with(" kB"), "1000 rows take several pages: {size}");
+    assert!(
+        size.ends_with(" kB"),
+        "1000 rows take several pages: {size}"
+    );
     let plus = meta(&server, "\\dt+");
     let lines: Vec<&str> = plus.lines().collect();
     assert_eq!(lines[0].trim(), "List of relations");
@@ -148,18 +178,33 @@ fn list_relations() {
         lines[3],
         format!(" public | eic_uniform | table | postgres | unlogged    | heap          | {size:<10} | ")
     );
-    assert_eq!(lines[4], " public | t2          | table | postgres | permanent   | heap          | 8192 bytes | ");
+    assert_eq!(
+        lines[4],
+        " public | t2          | table | postgres | permanent   | heap          | 8192 bytes | "
+    );
     assert_eq!(lines[5], "(2 rows)");
 
     // \x: one record per table.
     let expanded = server.psql_ok(&["-c", "\\x", "-c", "\\dt+ t2"]);
-    assert!(expanded.contains("-[ RECORD 1 ]-+-----------\n"), "{expanded}");
-    assert!(expanded.contains("Persistence   | permanent\n"), "{expanded}");
-    assert!(expanded.contains("Size          | 8192 bytes\n"), "{expanded}");
+    assert!(
+        expanded.contains("-[ RECORD 1 ]-+-----------\n"),
+        "{expanded}"
+    );
+    assert!(
+        expanded.contains("Persistence   | permanent\n"),
+        "{expanded}"
+    );
+    assert!(
+        expanded.contains("Size          | 8192 bytes\n"),
+        "{expanded}"
+    );
 
     // No indexes yet.
     assert_eq!(meta(&server, "\\di"), "");
-    assert_eq!(String::from_utf8_lossy(&server.psql(&["-c", "\\di+"]).stderr), "Did not find any relations.\n");
+    assert_eq!(
+        String::from_utf8_lossy(&server.psql(&["-c", "\\di+"]).stderr),
+        "Did not find any relations.\n"
+    );
 
     // \dp: default privileges only.
     assert_eq!(
@@ -185,14 +230,24 @@ fn list_databases_schemas_and_roles() {
         lines[1],
         "   Name   |  Owner   | Encoding | Collate | Ctype | ICU Locale | Locale Provider | Access privileges "
     );
-    assert_eq!(lines[3], " postgres | postgres | UTF8     | C       | C     |            | libc            | ");
+    assert_eq!(
+        lines[3],
+        " postgres | postgres | UTF8     | C       | C     |            | libc            | "
+    );
     assert_eq!(lines[4], "(1 row)");
     let lplus = meta(&server, "\\l+");
     assert!(
-        lplus.lines().nth(1).unwrap_or("").ends_with("| Tablespace |                Description                 "),
+        lplus
+            .lines()
+            .nth(1)
+            .unwrap_or("")
+            .ends_with("| Tablespace |                Description                 "),
         "{lplus}"
     );
-    assert!(lplus.contains("| pg_default | default administrative connection database\n"), "{lplus}");
+    assert!(
+        lplus.contains("| pg_default | default administrative connection database\n"),
+        "{lplus}"
+    );
 
     // Exactly PostgreSQL 18's output.
     assert_eq!(
@@ -219,9 +274,17 @@ fn list_databases_schemas_and_roles() {
         )
     );
     let du = meta(&server, "\\du");
-    assert!(du.contains(" postgres  | Superuser, Create role, Create DB, Replication, Bypass RLS | {}\n"), "{du}");
+    assert!(
+        du.contains(
+            " postgres  | Superuser, Create role, Create DB, Replication, Bypass RLS | {}\n"
+        ),
+        "{du}"
+    );
     let db = meta(&server, "\\db");
-    assert!(db.contains(" pg_default | postgres | \n") && db.contains("(2 rows)"), "{db}");
+    assert!(
+        db.contains(" pg_default | postgres | \n") && db.contains("(2 rows)"),
+        "{db}"
+    );
     assert!(meta(&server, "\\dx").contains("(0 rows)"));
     assert!(meta(&server, "\\df").contains("(0 rows)"));
 }
@@ -229,35 +292,62 @@ fn list_databases_schemas_and_roles() {
 #[test]
 fn system_functions() {
     let server = server_with_tables("psql_meta_functions");
-    let one = |sql: &str| server.psql_ok(&["-At", "-c", sql]).trim_end_matches('\n').to_string();
+    let one = |sql: &str| {
+        server
+            .psql_ok(&["-At", "-c", sql])
+            .trim_end_matches('\n')
+            .to_string()
+    };
     assert!(one("SELECT version()").starts_with("PostgreSQL 18"));
     assert_eq!(one("SELECT pg_catalog.current_setting('work_mem')"), "4MB");
     assert_eq!(one("SELECT current_setting('no.such', true) IS NULL"), "t");
     let err = server.psql(&["-c", "SELECT current_setting('nosuch')"]);
     assert!(
-        String::from_utf8_lossy(&err.stderr).contains("unrecognized configuration parameter \"nosuch\""),
+        String::from_utf8_lossy(&err.stderr)
+            .contains("unrecognized configuration parameter \"nosuch\""),
         "{}",
         String::from_utf8_lossy(&err.stderr)
     );
     // set_config changes the session's setting, as SET does.
-    let out = server.psql_ok(&["-At", "-c", "SELECT set_config('work_mem', '8MB', false)", "-c", "SHOW work_mem"]);
+    let out = server.psql_ok(&[
+        "-At",
+        "-c",
+        "SELECT set_config('work_mem', '8MB', false)",
+        "-c",
+        "SHOW work_mem",
+    ]);
     assert_eq!(out, "8MB\n8MB\n");
     assert_eq!(
         one("SELECT current_user, session_user, user, current_database(), current_schema"),
         "postgres|postgres|postgres|postgres|public"
     );
     assert_eq!(one("SELECT pg_backend_pid() > 0"), "t");
-    assert_eq!(one("SELECT pg_size_pretty(pg_relation_size('t2'))"), "8192 bytes");
+    assert_eq!(
+        one("SELECT pg_size_pretty(pg_relation_size('t2'))"),
+        "8192 bytes"
+    );
     assert_eq!(one("SELECT pg_size_pretty(1431306240::bigint)"), "1365 MB");
     assert_eq!(one("SELECT pg_total_relation_size('t2'::regclass)"), "8192");
-    assert_eq!(one("SELECT 't2'::regclass::text, format_type('varchar'::regtype, 24)"), "t2|character varying(20)");
-    assert_eq!(one("SELECT relname FROM pg_class WHERE oid = 'eic_uniform'::regclass"), "eic_uniform");
-    assert_eq!(one("SELECT quote_ident('Foo'), pg_get_userbyid(10), pg_encoding_to_char(6)"), "\"Foo\"|postgres|UTF8");
+    assert_eq!(
+        one("SELECT 't2'::regclass::text, format_type('varchar'::regtype, 24)"),
+        "t2|character varying(20)"
+    );
+    assert_eq!(
+        one("SELECT relname FROM pg_class WHERE oid = 'eic_uniform'::regclass"),
+        "eic_uniform"
+    );
+    assert_eq!(
+        one("SELECT quote_ident('Foo'), pg_get_userbyid(10), pg_encoding_to_char(6)"),
+        "\"Foo\"|postgres|UTF8"
+    );
     assert_eq!(
         one("SELECT column_name, data_type, udt_name FROM information_schema.columns WHERE table_name = 't2' ORDER BY ordinal_position"),
         "id|integer|int4\nv|character varying|varchar"
     );
-    assert_eq!(one("SELECT setting FROM pg_settings WHERE name = 'work_mem'"), "4096");
+    assert_eq!(
+        one("SELECT setting FROM pg_settings WHERE name = 'work_mem'"),
+        "4096"
+    );
 }
 
 /// Drivers plan statements at Parse/Describe (the extended protocol): the catalog views
@@ -267,7 +357,10 @@ async fn catalog_through_the_extended_protocol() {
     let server = server_with_tables("psql_meta_extended");
     let client = server.client().await;
     let row = client
-        .query_one("SELECT current_setting('work_mem'), pg_size_pretty(pg_relation_size('t2'))", &[])
+        .query_one(
+            "SELECT current_setting('work_mem'), pg_size_pretty(pg_relation_size('t2'))",
+            &[],
+        )
         .await
         .expect("functions plan at Describe");
     assert_eq!(row.get::<_, String>(0), "4MB");
@@ -280,7 +373,10 @@ async fn catalog_through_the_extended_protocol() {
         )
         .await
         .expect("information_schema with parameters");
-    let columns: Vec<(String, String, String)> = rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect();
+    let columns: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
     assert_eq!(
         columns,
         vec![

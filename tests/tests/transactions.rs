@@ -8,14 +8,21 @@ use iolab_tests::{sqlstate, TestServer};
 use tokio_postgres::NoTls;
 
 async fn count(client: &tokio_postgres::Client, table: &str) -> i64 {
-    client.query_one(&format!("SELECT count(*) FROM {table}"), &[]).await.expect("count").get(0)
+    client
+        .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+        .await
+        .expect("count")
+        .get(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_and_failed_inserts_leave_no_rows() {
     let server = TestServer::start("txn-cancel");
     let client = server.client().await;
-    client.batch_execute("CREATE TABLE t(a int, b text); INSERT INTO t VALUES (1, 'one'), (2, 'two')").await.unwrap();
+    client
+        .batch_execute("CREATE TABLE t(a int, b text); INSERT INTO t VALUES (1, 'one'), (2, 'two')")
+        .await
+        .unwrap();
 
     // A failed INSERT … SELECT: the bad value comes after many good rows were written.
     let err = client
@@ -30,26 +37,50 @@ async fn cancelled_and_failed_inserts_leave_no_rows() {
     // A cancelled INSERT … SELECT.
     let cancel = client.cancel_token();
     let insert = tokio::spawn(async move {
-        let r = client.batch_execute("INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 50000000) AS s(i)").await;
+        let r = client
+            .batch_execute(
+                "INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 50000000) AS s(i)",
+            )
+            .await;
         (client, r)
     });
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    cancel.cancel_query(NoTls).await.expect("send cancel request");
-    let (client, result) = tokio::time::timeout(Duration::from_secs(60), insert).await.expect("cancel stops the insert").unwrap();
+    cancel
+        .cancel_query(NoTls)
+        .await
+        .expect("send cancel request");
+    let (client, result) = tokio::time::timeout(Duration::from_secs(60), insert)
+        .await
+        .expect("cancel stops the insert")
+        .unwrap();
     let err = result.expect_err("the INSERT was cancelled");
     assert_eq!(sqlstate(&err), "57014", "{err:?}");
-    assert_eq!(err.as_db_error().unwrap().message(), "canceling statement due to user request");
+    assert_eq!(
+        err.as_db_error().unwrap().message(),
+        "canceling statement due to user request"
+    );
     assert_eq!(count(&client, "t").await, 2);
 
     // statement_timeout cancels the same way.
-    client.batch_execute("SET statement_timeout = '300ms'").await.unwrap();
+    client
+        .batch_execute("SET statement_timeout = '300ms'")
+        .await
+        .unwrap();
     let err = client
-        .batch_execute("INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 50000000) AS s(i)")
+        .batch_execute(
+            "INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 50000000) AS s(i)",
+        )
         .await
         .unwrap_err();
     assert_eq!(sqlstate(&err), "57014");
-    assert_eq!(err.as_db_error().unwrap().message(), "canceling statement due to statement timeout");
-    client.batch_execute("RESET statement_timeout").await.unwrap();
+    assert_eq!(
+        err.as_db_error().unwrap().message(),
+        "canceling statement due to statement timeout"
+    );
+    client
+        .batch_execute("RESET statement_timeout")
+        .await
+        .unwrap();
     assert_eq!(count(&client, "t").await, 2);
 }
 
@@ -58,23 +89,34 @@ async fn readers_never_see_half_an_insert() {
     let server = TestServer::start("txn-readers");
     let writer = server.client().await;
     let reader = server.client().await;
-    writer.batch_execute("CREATE TABLE t(a int, b text)").await.unwrap();
+    writer
+        .batch_execute("CREATE TABLE t(a int, b text)")
+        .await
+        .unwrap();
     const N: i64 = 600_000;
     let insert = tokio::spawn(async move {
         writer
-            .batch_execute(&format!("INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, {N}) AS s(i)"))
+            .batch_execute(&format!(
+                "INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, {N}) AS s(i)"
+            ))
             .await
             .expect("insert");
     });
     let mut seen = std::collections::BTreeSet::new();
     while !insert.is_finished() {
         let n = count(&reader, "t").await;
-        assert!(n == 0 || n == N, "a reader saw {n} rows of an INSERT of {N}");
+        assert!(
+            n == 0 || n == N,
+            "a reader saw {n} rows of an INSERT of {N}"
+        );
         seen.insert(n);
     }
     insert.await.unwrap();
     assert_eq!(count(&reader, "t").await, N);
-    assert!(seen.contains(&0), "the reader ran while the insert was in progress");
+    assert!(
+        seen.contains(&0),
+        "the reader ran while the insert was in progress"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,49 +126,83 @@ async fn transaction_blocks_commit_and_roll_back() {
     let b = server.client().await;
     a.batch_execute("CREATE TABLE t(a int)").await.unwrap();
 
-    a.batch_execute("BEGIN; INSERT INTO t VALUES (1), (2); INSERT INTO t VALUES (3)").await.unwrap();
+    a.batch_execute("BEGIN; INSERT INTO t VALUES (1), (2); INSERT INTO t VALUES (3)")
+        .await
+        .unwrap();
     assert_eq!(count(&a, "t").await, 3, "a transaction sees its own rows");
     assert_eq!(count(&b, "t").await, 0, "others do not, before COMMIT");
     a.batch_execute("COMMIT").await.unwrap();
     assert_eq!(count(&b, "t").await, 3);
 
-    a.batch_execute("BEGIN; INSERT INTO t SELECT i FROM generate_series(1, 1000) AS s(i)").await.unwrap();
+    a.batch_execute("BEGIN; INSERT INTO t SELECT i FROM generate_series(1, 1000) AS s(i)")
+        .await
+        .unwrap();
     assert_eq!(count(&a, "t").await, 1003);
     a.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(count(&a, "t").await, 3);
 
     // INSERT … SELECT from the same table reads only what was there before.
-    a.batch_execute("INSERT INTO t SELECT a FROM t").await.unwrap();
+    a.batch_execute("INSERT INTO t SELECT a FROM t")
+        .await
+        .unwrap();
     assert_eq!(count(&a, "t").await, 6);
 
     // An error aborts the block: later statements fail with 25P02 until ROLLBACK.
-    a.batch_execute("BEGIN; INSERT INTO t VALUES (7)").await.unwrap();
+    a.batch_execute("BEGIN; INSERT INTO t VALUES (7)")
+        .await
+        .unwrap();
     let err = a.batch_execute("SELECT 1/0").await.unwrap_err();
     assert_eq!(sqlstate(&err), "22012");
     let err = a.batch_execute("SELECT 1").await.unwrap_err();
     assert_eq!(sqlstate(&err), "25P02");
     // COMMIT of a failed block rolls back.
     let rows = a.simple_query("COMMIT").await.unwrap();
-    assert!(matches!(rows.last(), Some(tokio_postgres::SimpleQueryMessage::CommandComplete(_))));
+    assert!(matches!(
+        rows.last(),
+        Some(tokio_postgres::SimpleQueryMessage::CommandComplete(_))
+    ));
     assert_eq!(count(&a, "t").await, 6);
 
     // SET inside a rolled-back block is undone; SET LOCAL ends with its block.
-    a.batch_execute("BEGIN; SET work_mem = '8MB'; ROLLBACK").await.unwrap();
+    a.batch_execute("BEGIN; SET work_mem = '8MB'; ROLLBACK")
+        .await
+        .unwrap();
     let rows = a.query_one("SHOW work_mem", &[]).await.unwrap();
     assert_eq!(rows.get::<_, String>(0), "4MB");
-    a.batch_execute("BEGIN; SET LOCAL work_mem = '16MB'").await.unwrap();
-    assert_eq!(a.query_one("SHOW work_mem", &[]).await.unwrap().get::<_, String>(0), "16MB");
+    a.batch_execute("BEGIN; SET LOCAL work_mem = '16MB'")
+        .await
+        .unwrap();
+    assert_eq!(
+        a.query_one("SHOW work_mem", &[])
+            .await
+            .unwrap()
+            .get::<_, String>(0),
+        "16MB"
+    );
     a.batch_execute("COMMIT").await.unwrap();
-    assert_eq!(a.query_one("SHOW work_mem", &[]).await.unwrap().get::<_, String>(0), "4MB");
+    assert_eq!(
+        a.query_one("SHOW work_mem", &[])
+            .await
+            .unwrap()
+            .get::<_, String>(0),
+        "4MB"
+    );
 }
 
 /// The relfilenode of a table, read from the catalog file (the server is stopped).
 fn relfilenode(server: &TestServer, table: &str) -> u64 {
     let catalog = std::fs::read_to_string(server.data_dir.join("global/catalog.json")).unwrap();
-    let at = catalog.find(&format!("\"name\": \"{table}\"")).expect("table in catalog");
+    let at = catalog
+        .find(&format!("\"name\": \"{table}\""))
+        .expect("table in catalog");
     let rest = &catalog[at..];
     let field = rest.find("\"relfilenode\": ").unwrap() + "\"relfilenode\": ".len();
-    rest[field..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+    rest[field..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -150,34 +226,88 @@ async fn a_corrupted_page_is_reported_not_returned() {
 
     server.restart();
     let client = server.client().await;
-    let err = client.query_one("SELECT count(*) FROM t", &[]).await.unwrap_err();
+    let err = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .await
+        .unwrap_err();
     assert_eq!(sqlstate(&err), "XX001", "{err:?}");
     let message = err.as_db_error().unwrap().message().to_string();
     assert!(message.contains("invalid page in block 1"), "{message}");
     assert!(message.contains(&format!("base/{node}")), "{message}");
     // The server keeps serving.
-    let one: i64 = client.query_one("SELECT 1::int8", &[]).await.unwrap().get(0);
+    let one: i64 = client
+        .query_one("SELECT 1::int8", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(one, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_limit_and_command_line_settings() {
-    let server = TestServer::start_with("limits", &["-c", "max_connections=3", "-c", "work_mem=16MB"]);
+    let server = TestServer::start_with(
+        "limits",
+        &["-c", "max_connections=3", "-c", "work_mem=16MB"],
+    );
     let a = server.client().await;
     let _b = server.client().await;
     let _c = server.client().await;
-    let err = tokio_postgres::connect(&server.conn_str(), NoTls).await.err().expect("a fourth connection is refused");
+    let err = tokio_postgres::connect(&server.conn_str(), NoTls)
+        .await
+        .err()
+        .expect("a fourth connection is refused");
     assert_eq!(sqlstate(&err), "53300");
-    assert_eq!(err.as_db_error().unwrap().message(), "sorry, too many clients already");
-    assert_eq!(a.query_one("SHOW work_mem", &[]).await.unwrap().get::<_, String>(0), "16MB");
-    assert_eq!(a.query_one("SHOW max_connections", &[]).await.unwrap().get::<_, String>(0), "3");
-    let err = a.batch_execute("SET shared_buffers = '1GB'").await.unwrap_err();
+    assert_eq!(
+        err.as_db_error().unwrap().message(),
+        "sorry, too many clients already"
+    );
+    assert_eq!(
+        a.query_one("SHOW work_mem", &[])
+            .await
+            .unwrap()
+            .get::<_, String>(0),
+        "16MB"
+    );
+    assert_eq!(
+        a.query_one("SHOW max_connections", &[])
+            .await
+            .unwrap()
+            .get::<_, String>(0),
+        "3"
+    );
+    let err = a
+        .batch_execute("SET shared_buffers = '1GB'")
+        .await
+        .unwrap_err();
     assert_eq!(sqlstate(&err), "55P02");
-    let err = a.batch_execute("SET effective_io_concurrency = 5000").await.unwrap_err();
+    let err = a
+        .batch_execute("SET effective_io_concurrency = 5000")
+        .await
+        .unwrap_err();
     assert_eq!(sqlstate(&err), "22023");
-    a.batch_execute("SET effective_io_concurrency = 256").await.unwrap();
-    assert_eq!(a.query_one("SHOW effective_io_concurrency", &[]).await.unwrap().get::<_, String>(0), "256");
+    a.batch_execute("SET effective_io_concurrency = 256")
+        .await
+        .unwrap();
+    assert_eq!(
+        a.query_one("SHOW effective_io_concurrency", &[])
+            .await
+            .unwrap()
+            .get::<_, String>(0),
+        "256"
+    );
     a.batch_execute("RESET ALL").await.unwrap();
-    assert_eq!(a.query_one("SHOW effective_io_concurrency", &[]).await.unwrap().get::<_, String>(0), "16");
-    assert_eq!(a.query_one("SHOW work_mem", &[]).await.unwrap().get::<_, String>(0), "16MB");
+    assert_eq!(
+        a.query_one("SHOW effective_io_concurrency", &[])
+            .await
+            .unwrap()
+            .get::<_, String>(0),
+        "16"
+    );
+    assert_eq!(
+        a.query_one("SHOW work_mem", &[])
+            .await
+            .unwrap()
+            .get::<_, String>(0),
+        "16MB"
+    );
 }

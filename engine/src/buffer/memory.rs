@@ -30,7 +30,9 @@ impl FrameMemory {
     /// is sized at start-up, where failing loudly is right).
     pub fn new(nframes: usize) -> FrameMemory {
         assert!(nframes > 0, "a buffer pool needs at least one frame");
-        let len = nframes.checked_mul(BLCKSZ).expect("buffer pool size overflows usize");
+        let len = nframes
+            .checked_mul(BLCKSZ)
+            .expect("buffer pool size overflows usize");
         // SAFETY: an anonymous private mapping with no address hint has no preconditions.
         let ptr = unsafe {
             libc::mmap(
@@ -49,7 +51,11 @@ impl FrameMemory {
             );
         }
         let base = NonNull::new(ptr as *mut u8).expect("mmap returned a null mapping");
-        assert_eq!(base.as_ptr() as usize % FRAME_ALIGN, 0, "mmap memory must be page aligned");
+        assert_eq!(
+            base.as_ptr() as usize % FRAME_ALIGN,
+            0,
+            "mmap memory must be page aligned"
+        );
         // Pre-fault: write to every 4 KiB page (volatile so the stores are not elided; the
         // mapping is already zero, so the values do not change).
         for offset in (0..len).step_by(FRAME_ALIGN) {
@@ -66,7 +72,11 @@ impl FrameMemory {
     /// Pointer to the first byte of frame `index`; the frame is `BLCKSZ` bytes long.
     #[inline]
     pub fn frame_ptr(&self, index: usize) -> *mut u8 {
-        assert!(index < self.nframes, "frame {index} out of range ({} frames)", self.nframes);
+        assert!(
+            index < self.nframes,
+            "frame {index} out of range ({} frames)",
+            self.nframes
+        );
         // SAFETY: index < nframes, so the offset stays inside the mapping.
         unsafe { self.base.as_ptr().add(index * BLCKSZ) }
     }
@@ -77,7 +87,10 @@ impl Drop for FrameMemory {
         // SAFETY: base/len describe exactly the mapping created in `new`, and no frame
         // reference outlives the pool that owns this memory.
         unsafe {
-            libc::munmap(self.base.as_ptr() as *mut libc::c_void, self.nframes * BLCKSZ);
+            libc::munmap(
+                self.base.as_ptr() as *mut libc::c_void,
+                self.nframes * BLCKSZ,
+            );
         }
     }
 }

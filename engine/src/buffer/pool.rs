@@ -197,7 +197,10 @@ impl BufferDesc {
     fn new() -> BufferDesc {
         BufferDesc {
             state: AtomicU64::new(0),
-            header: Mutex::new(DescHeader { tag: None, rel: None }),
+            header: Mutex::new(DescHeader {
+                tag: None,
+                rel: None,
+            }),
             io_done: Condvar::new(),
             content_lock: RwLock::new(()),
         }
@@ -208,7 +211,10 @@ impl BufferDesc {
         let mut old = self.state.load(Ordering::Acquire);
         loop {
             let new = f(old);
-            match self.state.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Acquire) {
+            match self
+                .state
+                .compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(prev) => return prev,
                 Err(actual) => old = actual,
             }
@@ -221,7 +227,11 @@ impl BufferDesc {
         self.update_state(|old| {
             debug_assert!(old & TAG_VALID != 0, "mapped buffer without a valid tag");
             let usage = usage_count(old);
-            let bump = if with_strategy { usage == 0 } else { usage < MAX_USAGE_COUNT };
+            let bump = if with_strategy {
+                usage == 0
+            } else {
+                usage < MAX_USAGE_COUNT
+            };
             old + REFCOUNT_ONE + if bump { USAGE_ONE } else { 0 }
         });
     }
@@ -248,7 +258,10 @@ impl BufferDesc {
     fn finish_io(&self, set: u64, clear: u64) {
         let _header = self.header.lock();
         let prev = self.update_state(|old| (old | set) & !(clear | IO_IN_PROGRESS));
-        assert!(prev & IO_IN_PROGRESS != 0, "finishing I/O that was not in progress");
+        assert!(
+            prev & IO_IN_PROGRESS != 0,
+            "finishing I/O that was not in progress"
+        );
         self.io_done.notify_all();
     }
 
@@ -309,7 +322,9 @@ pub struct BufferPool {
 
 impl std::fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BufferPool").field("stats", &self.stats()).finish()
+        f.debug_struct("BufferPool")
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 
@@ -322,9 +337,19 @@ impl BufferPool {
         let descs: Box<[BufferDesc]> = (0..nbuffers).map(|_| BufferDesc::new()).collect();
         let per_partition = nbuffers.div_ceil(MAPPING_PARTITIONS) * 2;
         let mapping: Box<[Mutex<MappingPartition>]> = (0..MAPPING_PARTITIONS)
-            .map(|_| Mutex::new(HashMap::with_capacity_and_hasher(per_partition, BuildTagHasher)))
+            .map(|_| {
+                Mutex::new(HashMap::with_capacity_and_hasher(
+                    per_partition,
+                    BuildTagHasher,
+                ))
+            })
             .collect();
-        Arc::new(BufferPool { frames, descs, mapping, clock_hand: AtomicU64::new(0) })
+        Arc::new(BufferPool {
+            frames,
+            descs,
+            mapping,
+            clock_hand: AtomicU64::new(0),
+        })
     }
 
     pub fn nbuffers(&self) -> usize {
@@ -359,12 +384,22 @@ impl BufferPool {
     }
 
     fn unpin(&self, id: BufferId) {
-        let prev = self.desc(id).state.fetch_sub(REFCOUNT_ONE, Ordering::AcqRel);
-        assert!(refcount(prev) > 0, "buffer {id} unpinned more often than pinned");
+        let prev = self
+            .desc(id)
+            .state
+            .fetch_sub(REFCOUNT_ONE, Ordering::AcqRel);
+        assert!(
+            refcount(prev) > 0,
+            "buffer {id} unpinned more often than pinned"
+        );
     }
 
     fn pinned(self: &Arc<Self>, id: BufferId, tag: BufferTag) -> PinnedBuffer {
-        PinnedBuffer { pool: Arc::clone(self), id, tag }
+        PinnedBuffer {
+            pool: Arc::clone(self),
+            id,
+            tag,
+        }
     }
 
     /// Pin the buffer mapped to `tag`, if any.
@@ -389,7 +424,10 @@ impl BufferPool {
         usage: &mut BufferUsage,
         track_io_timing: bool,
     ) -> Result<PinnedBuffer, PgError> {
-        let tag = BufferTag { relfilenode: rel.relfilenode(), blkno };
+        let tag = BufferTag {
+            relfilenode: rel.relfilenode(),
+            blkno,
+        };
         let with_strategy = strategy.is_some();
         loop {
             if let Some(id) = self.lookup_and_pin(tag, with_strategy) {
@@ -481,7 +519,11 @@ impl BufferPool {
         let desc = self.desc(id);
         let mut partition = self.mapping[tag.partition()].lock();
         let removed = partition.remove(&tag);
-        assert_eq!(removed, Some(id), "failed buffer {id} was not mapped to {tag:?}");
+        assert_eq!(
+            removed,
+            Some(id),
+            "failed buffer {id} was not mapped to {tag:?}"
+        );
         let mut header = desc.header.lock();
         assert_eq!(header.tag, Some(tag));
         header.tag = None;
@@ -513,7 +555,10 @@ impl BufferPool {
             }
         };
         usage.shared_written += 1;
-        let tag = BufferTag { relfilenode: rel.relfilenode(), blkno };
+        let tag = BufferTag {
+            relfilenode: rel.relfilenode(),
+            blkno,
+        };
         loop {
             match self.retag(victim, tag, rel) {
                 Retag::Done => {
@@ -628,7 +673,10 @@ impl BufferPool {
         &self,
         a: usize,
         b: usize,
-    ) -> (MutexGuard<'_, MappingPartition>, Option<MutexGuard<'_, MappingPartition>>) {
+    ) -> (
+        MutexGuard<'_, MappingPartition>,
+        Option<MutexGuard<'_, MappingPartition>>,
+    ) {
         match a.cmp(&b) {
             std::cmp::Ordering::Equal => (self.mapping[a].lock(), None),
             std::cmp::Ordering::Less => {
@@ -653,7 +701,10 @@ impl BufferPool {
         let old_partition = old_tag.map_or(new_partition, BufferTag::partition);
         let (mut new_map, mut old_map) = self.lock_partitions(new_partition, old_partition);
         let mut header = desc.header.lock();
-        assert_eq!(header.tag, old_tag, "tag of pinned buffer {id} changed under us");
+        assert_eq!(
+            header.tag, old_tag,
+            "tag of pinned buffer {id} changed under us"
+        );
         if new_map.contains_key(&tag) {
             return Retag::AlreadyMapped;
         }
@@ -674,7 +725,11 @@ impl BufferPool {
         if let Some(old_tag) = old_tag {
             let map = old_map.as_mut().unwrap_or(&mut new_map);
             let removed = map.remove(&old_tag);
-            assert_eq!(removed, Some(id), "buffer {id} was not mapped to its tag {old_tag:?}");
+            assert_eq!(
+                removed,
+                Some(id),
+                "buffer {id} was not mapped to its tag {old_tag:?}"
+            );
         } else {
             assert!(state & TAG_VALID == 0);
         }
@@ -710,7 +765,12 @@ impl BufferPool {
                 break;
             }
             let tag = header.tag.expect("valid buffer without a tag");
-            let rel = Arc::clone(header.rel.as_ref().expect("valid buffer without a relation"));
+            let rel = Arc::clone(
+                header
+                    .rel
+                    .as_ref()
+                    .expect("valid buffer without a relation"),
+            );
             (tag, rel)
         };
         let mut copy = [0u8; BLCKSZ];
@@ -850,7 +910,10 @@ impl BufferPool {
 
     /// Counts of valid, dirty and pinned buffers (a racy snapshot).
     pub fn stats(&self) -> PoolStats {
-        let mut stats = PoolStats { nbuffers: self.nbuffers(), ..PoolStats::default() };
+        let mut stats = PoolStats {
+            nbuffers: self.nbuffers(),
+            ..PoolStats::default()
+        };
         for desc in self.descs.iter() {
             let state = desc.state.load(Ordering::Relaxed);
             stats.valid += (state & VALID != 0) as usize;
@@ -891,7 +954,10 @@ pub struct PinnedBuffer {
 
 impl std::fmt::Debug for PinnedBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PinnedBuffer").field("id", &self.id).field("tag", &self.tag).finish()
+        f.debug_struct("PinnedBuffer")
+            .field("id", &self.id)
+            .field("tag", &self.tag)
+            .finish()
     }
 }
 
@@ -921,20 +987,30 @@ impl PinnedBuffer {
         let guard = self.desc().content_lock.read_recursive();
         // SAFETY: shared content lock held for the guard's lifetime, and our pin.
         let bytes = unsafe { self.pool.frame(self.id) };
-        PageReadGuard { _lock: guard, bytes }
+        PageReadGuard {
+            _lock: guard,
+            bytes,
+        }
     }
 
     /// Exclusive access to the page. Call [`mark_dirty`](Self::mark_dirty) while holding it
     /// (or right after the change), never before taking it.
     pub fn page_mut(&self) -> PageWriteGuard<'_> {
         let guard = self.desc().content_lock.write();
-        PageWriteGuard { _lock: guard, pool: &self.pool, id: self.id }
+        PageWriteGuard {
+            _lock: guard,
+            pool: &self.pool,
+            id: self.id,
+        }
     }
 
     /// Mark the page changed; counts `shared_dirtied` on the clean → dirty transition.
     pub fn mark_dirty(&self, usage: &mut BufferUsage) {
         let prev = self.desc().state.fetch_or(DIRTY, Ordering::AcqRel);
-        assert!(prev & VALID != 0 && refcount(prev) > 0, "mark_dirty on an invalid buffer");
+        assert!(
+            prev & VALID != 0 && refcount(prev) > 0,
+            "mark_dirty on an invalid buffer"
+        );
         if prev & DIRTY == 0 {
             usage.shared_dirtied += 1;
         }
@@ -949,7 +1025,12 @@ impl Drop for PinnedBuffer {
     fn drop(&mut self) {
         if cfg!(debug_assertions) {
             let header = self.desc().header.lock();
-            assert_eq!(header.tag, Some(self.tag), "tag of pinned buffer {} changed", self.id);
+            assert_eq!(
+                header.tag,
+                Some(self.tag),
+                "tag of pinned buffer {} changed",
+                self.id
+            );
         }
         self.pool.unpin(self.id);
     }
@@ -1015,7 +1096,11 @@ mod tests {
 
     fn check_page(page: &[u8], relfilenode: u32, blkno: u32) {
         let item = page_item(page, 1).expect("test page has an item");
-        assert_eq!(&item[..8], &item_for(relfilenode, blkno, 0)[..8], "wrong block in buffer");
+        assert_eq!(
+            &item[..8],
+            &item_for(relfilenode, blkno, 0)[..8],
+            "wrong block in buffer"
+        );
         assert_eq!(&item[16..], &item_for(relfilenode, blkno, 0)[16..]);
     }
 
@@ -1087,7 +1172,11 @@ mod tests {
         for _ in 0..2 {
             for blkno in 0..100 {
                 let buffer = read(&pool, &rel, blkno, &mut usage);
-                assert_eq!(counter_of(&buffer.page()), (blkno % 3 == 0) as u64, "block {blkno}");
+                assert_eq!(
+                    counter_of(&buffer.page()),
+                    (blkno % 3 == 0) as u64,
+                    "block {blkno}"
+                );
             }
         }
         let flushed = pool.flush_all().unwrap();
@@ -1126,15 +1215,22 @@ mod tests {
             bump_counter(&buffer, &mut usage);
             bump_counter(&buffer, &mut usage); // already dirty: not counted again
         }
-        assert_eq!((usage.shared_hit, usage.shared_dirtied, usage.shared_written), (20, 4, 0));
+        assert_eq!(
+            (usage.shared_hit, usage.shared_dirtied, usage.shared_written),
+            (20, 4, 0)
+        );
         assert_eq!(usage.shared_read_ns, 0, "no timing without track_io_timing");
 
         // Sixteen new blocks push out all sixteen old ones; the four dirty ones are written.
         let mut timed = BufferUsage::default();
         for blkno in 16..32 {
-            pool.read_buffer(&rel, blkno, None, &mut timed, true).unwrap();
+            pool.read_buffer(&rel, blkno, None, &mut timed, true)
+                .unwrap();
         }
-        assert_eq!((timed.shared_read, timed.shared_hit, timed.shared_written), (16, 0, 4));
+        assert_eq!(
+            (timed.shared_read, timed.shared_hit, timed.shared_written),
+            (16, 0, 4)
+        );
         assert!(timed.shared_read_ns > 0 && timed.shared_write_ns > 0);
         assert_eq!(buffers_of(&pool, 500), 16);
         assert_eq!(pool.stats().dirty, 0);
@@ -1169,7 +1265,9 @@ mod tests {
         let mut ring = BufferRing::bulk_read();
         let mut scan = BufferUsage::default();
         for blkno in 0..200 {
-            let buffer = pool.read_buffer(&big, blkno, Some(&mut ring), &mut scan, false).unwrap();
+            let buffer = pool
+                .read_buffer(&big, blkno, Some(&mut ring), &mut scan, false)
+                .unwrap();
             check_page(&buffer.page(), 601, blkno);
         }
         assert_eq!(scan.shared_read, 200);
@@ -1200,7 +1298,9 @@ mod tests {
         let mut ring = BufferRing::bulk_write(); // capped at 2 buffers
         let mut usage = BufferUsage::default();
         for blkno in 0..40 {
-            let buffer = pool.read_buffer(&rel, blkno, Some(&mut ring), &mut usage, false).unwrap();
+            let buffer = pool
+                .read_buffer(&rel, blkno, Some(&mut ring), &mut usage, false)
+                .unwrap();
             bump_counter(&buffer, &mut usage);
         }
         assert_eq!(ring.len(), 2);
@@ -1218,8 +1318,11 @@ mod tests {
     fn corrupt_block_is_reported_and_not_cached() {
         let dir = TempDir::new("pool-corrupt");
         let rel = make_rel(&dir, 700, 100);
-        let file =
-            std::fs::OpenOptions::new().read(true).write(true).open(rel.segment_path(0)).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(rel.segment_path(0))
+            .unwrap();
         let at = 37 * BLCKSZ as u64 + 5000;
         let mut byte = [0u8; 1];
         file.read_exact_at(&mut byte, at).unwrap();
@@ -1228,24 +1331,41 @@ mod tests {
         let pool = BufferPool::new(16);
         let mut usage = BufferUsage::default();
         for attempt in 1..=2 {
-            let err = pool.read_buffer(&rel, 37, None, &mut usage, false).unwrap_err();
+            let err = pool
+                .read_buffer(&rel, 37, None, &mut usage, false)
+                .unwrap_err();
             assert_eq!(err.code, sqlstate::DATA_CORRUPTED);
             assert_eq!(err.message, "invalid page in block 37 of relation base/700");
             assert_eq!(usage.shared_read, attempt, "a failed block is read again");
-            assert!(pool.snapshot().iter().all(|b| b.tag.is_none() && b.pins == 0));
+            assert!(pool
+                .snapshot()
+                .iter()
+                .all(|b| b.tag.is_none() && b.pins == 0));
         }
         read(&pool, &rel, 38, &mut usage);
-        assert_eq!(pool.stats(), PoolStats { nbuffers: 16, valid: 1, dirty: 0, pinned: 0 });
+        assert_eq!(
+            pool.stats(),
+            PoolStats {
+                nbuffers: 16,
+                valid: 1,
+                dirty: 0,
+                pinned: 0
+            }
+        );
 
         // Beyond the end of the file: an I/O error, and again nothing stays mapped.
-        let err = pool.read_buffer(&rel, 100, None, &mut usage, false).unwrap_err();
+        let err = pool
+            .read_buffer(&rel, 100, None, &mut usage, false)
+            .unwrap_err();
         assert_eq!(err.code, sqlstate::IO_ERROR);
         assert_eq!(pool.stats().valid, 1);
         assert_eq!(buffers_of(&pool, 700), 1);
 
         // A zero (never written) block is fine.
         rel.extend_to(101).unwrap();
-        let buffer = pool.read_buffer(&rel, 100, None, &mut usage, false).unwrap();
+        let buffer = pool
+            .read_buffer(&rel, 100, None, &mut usage, false)
+            .unwrap();
         assert!(page_is_new(&buffer.page()));
     }
 
@@ -1352,7 +1472,10 @@ mod tests {
                     })
                 })
                 .collect();
-            handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
         });
         blocks.sort_unstable();
         assert_eq!(blocks, (0..100).collect::<Vec<_>>());
@@ -1372,7 +1495,9 @@ mod tests {
         let mut held: Vec<PinnedBuffer> =
             (0..4).map(|b| read(&pool, &rel, b, &mut usage)).collect();
         assert_eq!(pool.stats().pinned, 4);
-        let err = pool.read_buffer(&rel, 4, None, &mut usage, false).unwrap_err();
+        let err = pool
+            .read_buffer(&rel, 4, None, &mut usage, false)
+            .unwrap_err();
         assert_eq!(err.code, "53400");
         assert_eq!(err.message, "no unpinned buffers available");
         let err = pool.new_block(&rel, None, &mut usage).unwrap_err();
@@ -1400,7 +1525,15 @@ mod tests {
         bump_counter(&read(&pool, &other, 1, &mut usage), &mut usage);
         assert_eq!(pool.stats().dirty, 11);
         assert_eq!(pool.discard_relation(1100).unwrap(), 10);
-        assert_eq!(pool.stats(), PoolStats { nbuffers: 16, valid: 1, dirty: 1, pinned: 0 });
+        assert_eq!(
+            pool.stats(),
+            PoolStats {
+                nbuffers: 16,
+                valid: 1,
+                dirty: 1,
+                pinned: 0
+            }
+        );
         assert_eq!(pool.flush_relation(1100).unwrap(), 0);
         assert_eq!(pool.flush_relation(1101).unwrap(), 1);
         // The discarded changes never reached the file.
@@ -1430,12 +1563,18 @@ mod tests {
         for _ in 0..10 {
             read(&pool, &rel, 0, &mut usage);
         }
-        assert_eq!(pool.snapshot()[id as usize].usage_count, MAX_USAGE_COUNT as u8);
+        assert_eq!(
+            pool.snapshot()[id as usize].usage_count,
+            MAX_USAGE_COUNT as u8
+        );
         // Under a ring, a hit only lifts usage from 0 to 1.
         let mut ring = BufferRing::bulk_read();
-        let id1 =
-            pool.read_buffer(&rel, 1, Some(&mut ring), &mut usage, false).unwrap().buffer_id();
-        pool.read_buffer(&rel, 1, Some(&mut ring), &mut usage, false).unwrap();
+        let id1 = pool
+            .read_buffer(&rel, 1, Some(&mut ring), &mut usage, false)
+            .unwrap()
+            .buffer_id();
+        pool.read_buffer(&rel, 1, Some(&mut ring), &mut usage, false)
+            .unwrap();
         assert_eq!(pool.snapshot()[id1 as usize].usage_count, 1);
     }
 }

@@ -151,7 +151,10 @@ impl BufferRing {
 
     /// Move to the next slot and return the buffer it holds, if any.
     pub(crate) fn advance(&mut self) -> Option<BufferId> {
-        assert!(!self.slots.is_empty(), "advance on an empty or unprepared ring");
+        assert!(
+            !self.slots.is_empty(),
+            "advance on an empty or unprepared ring"
+        );
         self.current = (self.current + 1) % self.slots.len();
         self.slots[self.current]
     }
@@ -163,7 +166,10 @@ impl BufferRing {
 
     /// The clock sweep supplied `id`; it takes over the current slot.
     pub(crate) fn replace_current(&mut self, id: BufferId) {
-        assert!(!self.slots.is_empty(), "replace_current on an empty or unprepared ring");
+        assert!(
+            !self.slots.is_empty(),
+            "replace_current on an empty or unprepared ring"
+        );
         self.slots[self.current] = Some(id);
         self.evictions += 1;
     }

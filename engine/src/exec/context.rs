@@ -33,9 +33,9 @@ pub struct StatementContext {
 
 impl StatementContext {
     pub fn from_config(config: &SessionConfig) -> PgResult<Arc<StatementContext>> {
-        config
-            .get_extension::<StatementContext>()
-            .ok_or_else(|| PgError::internal("statement context missing from the session configuration"))
+        config.get_extension::<StatementContext>().ok_or_else(|| {
+            PgError::internal("statement context missing from the session configuration")
+        })
     }
 
     pub fn from_task(task: &TaskContext) -> PgResult<Arc<StatementContext>> {

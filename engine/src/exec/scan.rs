@@ -17,9 +17,13 @@ use datafusion::common::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::metrics::{BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
 use iolab_catalog::{PgError, TableDef};
 
 use crate::exec::context::StatementContext;
@@ -42,15 +46,33 @@ pub struct HeapScanExec {
 
 impl HeapScanExec {
     /// A scan of `table` whose columns are `table_schema` (the table's, perhaps with ctid).
-    pub fn new(db: Arc<Database>, table: TableDef, table_schema: SchemaRef, projection: Vec<usize>, limit: Option<usize>) -> HeapScanExec {
-        let schema = Arc::new(table_schema.project(&projection).expect("projection within the table"));
+    pub fn new(
+        db: Arc<Database>,
+        table: TableDef,
+        table_schema: SchemaRef,
+        projection: Vec<usize>,
+        limit: Option<usize>,
+    ) -> HeapScanExec {
+        let schema = Arc::new(
+            table_schema
+                .project(&projection)
+                .expect("projection within the table"),
+        );
         let properties = Arc::new(PlanProperties::new(
             EquivalenceProperties::new(schema.clone()),
             Partitioning::UnknownPartitioning(1),
             EmissionType::Incremental,
             Boundedness::Bounded,
         ));
-        HeapScanExec { db, table, projection, limit, schema, properties, metrics: ExecutionPlanMetricsSet::new() }
+        HeapScanExec {
+            db,
+            table,
+            projection,
+            limit,
+            schema,
+            properties,
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
     }
 }
 
@@ -92,7 +114,10 @@ impl ExecutionPlan for HeapScanExec {
         Ok(TreeNodeRecursion::Continue)
     }
 
-    fn with_new_children(self: Arc<Self>, _children: Vec<Arc<dyn ExecutionPlan>>) -> DfResult<Arc<dyn ExecutionPlan>> {
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
         Ok(self)
     }
 
@@ -100,7 +125,11 @@ impl ExecutionPlan for HeapScanExec {
         Some(self.metrics.clone_inner())
     }
 
-    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> DfResult<SendableRecordBatchStream> {
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
         let stmt = StatementContext::from_task(&context).map_err(to_df)?;
         let rel = self.db.relfile(self.table.relfilenode).map_err(to_df)?;
         let columns = self.table.columns.iter().map(|c| c.ty).collect();
@@ -121,8 +150,12 @@ impl ExecutionPlan for HeapScanExec {
         let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(SCAN_CHANNEL_BATCHES);
         let limit = self.limit;
         tokio::task::spawn_blocking(move || run_scan(scanner, stmt, counters, limit, tx));
-        let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream)))
+        let stream =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema.clone(),
+            stream,
+        )))
     }
 }
 

@@ -31,15 +31,19 @@ impl std::fmt::Debug for PublicSchema {
 #[async_trait]
 impl SchemaProvider for PublicSchema {
     fn table_names(&self) -> Vec<String> {
-        self.db.catalog.tables().into_iter().filter(|t| t.schema == "public").map(|t| t.name).collect()
+        self.db
+            .catalog
+            .tables()
+            .into_iter()
+            .filter(|t| t.schema == "public")
+            .map(|t| t.name)
+            .collect()
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
-        Ok(self
-            .db
-            .catalog
-            .table("public", name)
-            .map(|def| Arc::new(HeapTable::new(self.db.clone(), def, self.with_ctid)) as Arc<dyn TableProvider>))
+        Ok(self.db.catalog.table("public", name).map(|def| {
+            Arc::new(HeapTable::new(self.db.clone(), def, self.with_ctid)) as Arc<dyn TableProvider>
+        }))
     }
 
     fn table_exist(&self, name: &str) -> bool {

@@ -39,13 +39,21 @@ impl HeapTable {
     /// statements that name it).
     pub fn new(db: Arc<Database>, def: TableDef, with_ctid: bool) -> HeapTable {
         let schema = table_schema(&def, with_ctid);
-        HeapTable { def, schema, db: Arc::new(DatabaseRef(db)) }
+        HeapTable {
+            def,
+            schema,
+            db: Arc::new(DatabaseRef(db)),
+        }
     }
 }
 
 /// The Arrow schema of a table's columns (and `ctid`, after them).
 pub fn table_schema(def: &TableDef, with_ctid: bool) -> SchemaRef {
-    let mut fields: Vec<Field> = def.columns.iter().map(|c| Field::new(&c.name, c.ty.arrow_type(), !c.not_null)).collect();
+    let mut fields: Vec<Field> = def
+        .columns
+        .iter()
+        .map(|c| Field::new(&c.name, c.ty.arrow_type(), !c.not_null))
+        .collect();
     if with_ctid && def.column_index(CTID).is_none() {
         fields.push(Field::new(CTID, DataType::Utf8, false));
     }
@@ -73,6 +81,12 @@ impl TableProvider for HeapTable {
             Some(p) => p.clone(),
             None => (0..self.schema.fields().len()).collect(),
         };
-        Ok(Arc::new(HeapScanExec::new(self.db.0.clone(), self.def.clone(), self.schema.clone(), projection, limit)))
+        Ok(Arc::new(HeapScanExec::new(
+            self.db.0.clone(),
+            self.def.clone(),
+            self.schema.clone(),
+            projection,
+            limit,
+        )))
     }
 }

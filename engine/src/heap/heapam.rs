@@ -73,7 +73,8 @@ impl HeapInserter {
         self.encoder.prepare(arrays)?;
         for row in 0..rows {
             self.tuple_buf.clear();
-            self.encoder.encode_row(row, self.xid, self.cid, &mut self.tuple_buf)?;
+            self.encoder
+                .encode_row(row, self.xid, self.cid, &mut self.tuple_buf)?;
             self.place_tuple()?;
         }
         Ok(())
@@ -106,7 +107,9 @@ impl HeapInserter {
     }
 
     fn new_page(&mut self) -> PgResult<PinnedBuffer> {
-        let (_, buffer) = self.pool.new_block(&self.rel, Some(&mut self.ring), &mut self.usage)?;
+        let (_, buffer) = self
+            .pool
+            .new_block(&self.rel, Some(&mut self.ring), &mut self.usage)?;
         page::page_init(&mut buffer.page_mut(), 0);
         buffer.mark_dirty(&mut self.usage);
         Ok(buffer)
@@ -171,7 +174,10 @@ impl HeapScanner {
         let end_block = rel.nblocks();
         let ring = pool.wants_ring(end_block).then(BufferRing::bulk_read);
         let ncolumns = columns.len();
-        let ctid = projection.iter().position(|&c| c == ncolumns).map(|p| (p, Vec::new()));
+        let ctid = projection
+            .iter()
+            .position(|&c| c == ncolumns)
+            .map(|p| (p, Vec::new()));
         let projection = projection.into_iter().filter(|&c| c != ncolumns).collect();
         HeapScanner {
             pool,
@@ -211,7 +217,10 @@ impl HeapScanner {
             }
             for off in 1..=page::page_max_offset(&page) {
                 if let Some(t) = page::page_item(&page, off) {
-                    if self.visibility.visible(tuple::xmin(t), tuple::cid(t), tuple::xmax(t)) {
+                    if self
+                        .visibility
+                        .visible(tuple::xmin(t), tuple::cid(t), tuple::xmax(t))
+                    {
                         self.decoder.append(t)?;
                         if let Some((_, ctids)) = &mut self.ctid {
                             ctids.push((blkno, off));
@@ -227,10 +236,17 @@ impl HeapScanner {
             return self.decoder.finish(&self.schema).map(Some);
         };
         let (mut arrays, rows) = self.decoder.finish_arrays()?;
-        let text: StringArray = ctids.drain(..).map(|(b, o)| Some(format!("({b},{o})"))).collect();
+        let text: StringArray = ctids
+            .drain(..)
+            .map(|(b, o)| Some(format!("({b},{o})")))
+            .collect();
         arrays.insert(*position, Arc::new(text));
-        RecordBatch::try_new_with_options(self.schema.clone(), arrays, &RecordBatchOptions::new().with_row_count(Some(rows)))
-            .map(Some)
-            .map_err(|e| PgError::internal(e.to_string()))
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            arrays,
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )
+        .map(Some)
+        .map_err(|e| PgError::internal(e.to_string()))
     }
 }

@@ -317,9 +317,17 @@ pub fn page_add_item(page: &mut [u8], item: &[u8]) -> Option<u16> {
         return None;
     }
     let new_upper = upper - aligned;
-    debug_assert_eq!(new_upper % MAXIMUM_ALIGNOF, 0, "item data must stay MAXALIGNed");
+    debug_assert_eq!(
+        new_upper % MAXIMUM_ALIGNOF,
+        0,
+        "item data must stay MAXALIGNed"
+    );
     page[new_upper..new_upper + item.len()].copy_from_slice(item);
-    let id = ItemId { off: new_upper as u16, flags: LpFlags::Normal, len: item.len() as u16 };
+    let id = ItemId {
+        off: new_upper as u16,
+        flags: LpFlags::Normal,
+        len: item.len() as u16,
+    };
     put_u32(page, item_id_pos(offset), id.pack());
     put_u16(page, PD_LOWER, new_lower as u16);
     put_u16(page, PD_UPPER, new_upper as u16);
@@ -431,9 +439,14 @@ pub enum PageCorruption {
 pub fn page_verify(page: &[u8], blkno: u32) -> Result<(), PageCorruption> {
     assert_page_len(page.len());
     if page_is_new(page) {
-        let all_zero =
-            page.chunks_exact(8).all(|word| u64::from_ne_bytes(word.try_into().unwrap()) == 0);
-        return if all_zero { Ok(()) } else { Err(PageCorruption::NewPageNotZero) };
+        let all_zero = page
+            .chunks_exact(8)
+            .all(|word| u64::from_ne_bytes(word.try_into().unwrap()) == 0);
+        return if all_zero {
+            Ok(())
+        } else {
+            Err(PageCorruption::NewPageNotZero)
+        };
     }
     let stored = page_stored_checksum(page);
     let computed = page_checksum(page, blkno);
@@ -491,11 +504,19 @@ mod tests {
 
     #[test]
     fn line_pointer_packs_like_a_c_bitfield() {
-        let id = ItemId { off: 8152, flags: LpFlags::Normal, len: 40 };
+        let id = ItemId {
+            off: 8152,
+            flags: LpFlags::Normal,
+            len: 40,
+        };
         let word = id.pack();
         assert_eq!(word, 8152 | (1 << 15) | (40 << 17));
         assert_eq!(ItemId::unpack(word), id);
-        let dead = ItemId { off: 0x7fff, flags: LpFlags::Dead, len: 0x7fff };
+        let dead = ItemId {
+            off: 0x7fff,
+            flags: LpFlags::Dead,
+            len: 0x7fff,
+        };
         assert_eq!(dead.pack(), u32::MAX);
         assert_eq!(ItemId::unpack(u32::MAX), dead);
 
@@ -567,7 +588,11 @@ mod tests {
             let big = round % 4 == 0;
             let mut failures_in_a_row = 0;
             while failures_in_a_row < 8 {
-                let len = if big { rng.below(3000) } else { 1 + rng.below(200) } as usize;
+                let len = if big {
+                    rng.below(3000)
+                } else {
+                    1 + rng.below(200)
+                } as usize;
                 let item: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
                 let before = page_free_space(&page);
                 let fits = maxalign(len) <= before;
@@ -593,7 +618,10 @@ mod tests {
             assert_eq!(page_max_offset(&page) as usize, items.len());
             let used: usize = items.iter().map(|i| maxalign(i.len()) + ITEM_ID_SIZE).sum();
             let h = PageHeader::read(&page);
-            assert_eq!((h.pd_upper - h.pd_lower) as usize, BLCKSZ - SIZE_OF_PAGE_HEADER - used);
+            assert_eq!(
+                (h.pd_upper - h.pd_lower) as usize,
+                BLCKSZ - SIZE_OF_PAGE_HEADER - used
+            );
             for (i, item) in items.iter().enumerate() {
                 assert_eq!(page_item(&page, i as u16 + 1), Some(&item[..]));
             }
@@ -629,7 +657,10 @@ mod tests {
         assert_eq!(page_verify(&page, blkno), Ok(()));
         for bit in 0..BLCKSZ * 8 {
             page[bit / 8] ^= 1 << (bit % 8);
-            assert!(page_verify(&page, blkno).is_err(), "flip of bit {bit} undetected");
+            assert!(
+                page_verify(&page, blkno).is_err(),
+                "flip of bit {bit} undetected"
+            );
             page[bit / 8] ^= 1 << (bit % 8);
         }
         for bit in 0..32 {
@@ -648,7 +679,10 @@ mod tests {
 
         // An initialised page without a checksum is rejected.
         let page = new_page();
-        assert!(matches!(page_verify(&page, 0), Err(PageCorruption::ChecksumMismatch { .. })));
+        assert!(matches!(
+            page_verify(&page, 0),
+            Err(PageCorruption::ChecksumMismatch { .. })
+        ));
         // A checksummed page with a broken header is rejected even though the sum matches.
         let mut page = new_page();
         put_u16(&mut page, PD_LOWER, 8);

@@ -131,7 +131,10 @@ impl RelFile {
             segno += 1;
         }
         u32::try_from(total).map_err(|_| {
-            io::Error::new(io::ErrorKind::InvalidData, "relation has more than 2^32 blocks")
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "relation has more than 2^32 blocks",
+            )
         })
     }
 
@@ -161,13 +164,20 @@ impl RelFile {
 
     /// Segment number and byte offset within it of block `blkno`.
     fn locate(&self, blkno: u32) -> (u32, u64) {
-        (blkno / self.segment_blocks, (blkno % self.segment_blocks) as u64 * BLCKSZ as u64)
+        (
+            blkno / self.segment_blocks,
+            (blkno % self.segment_blocks) as u64 * BLCKSZ as u64,
+        )
     }
 
     fn open_segment_file(&self, segno: u32, create: bool) -> io::Result<File> {
         let path = self.segment_path(segno);
         let existed = create && path.exists();
-        let file = OpenOptions::new().read(true).write(true).create(create).open(&path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .open(&path)?;
         if create && !existed {
             self.created_files.store(true, Ordering::Release);
         }
@@ -255,7 +265,10 @@ impl RelFile {
         let guard = self.extension_lock.lock();
         let first = self.nblocks();
         let target = first.checked_add(count).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "relation would exceed 2^32 blocks")
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "relation would exceed 2^32 blocks",
+            )
         })?;
         self.extend_to_locked(&guard, target)?;
         Ok(first)
@@ -277,7 +290,8 @@ impl RelFile {
             let (segno, offset) = self.locate(current);
             let room_in_segment = self.segment_blocks - current % self.segment_blocks;
             let count = chunk.min(nblocks - current).min(room_in_segment);
-            self.segment(segno, true)?.write_all_at(&zeros[..count as usize * BLCKSZ], offset)?;
+            self.segment(segno, true)?
+                .write_all_at(&zeros[..count as usize * BLCKSZ], offset)?;
             current += count;
             self.nblocks.store(current, Ordering::Release);
         }
@@ -316,7 +330,12 @@ impl RelFile {
 
     /// Close and delete all the relation's files.
     pub fn unlink(self) -> io::Result<()> {
-        let RelFile { data_dir, relfilenode, segments, .. } = self;
+        let RelFile {
+            data_dir,
+            relfilenode,
+            segments,
+            ..
+        } = self;
         drop(segments);
         remove_files(&data_dir, relfilenode)
     }
@@ -334,7 +353,11 @@ impl RelFile {
 
 /// `<data_dir>/base/<relfilenode>[.<segno>]`.
 pub fn segment_path(data_dir: &Path, relfilenode: u32, segno: u32) -> PathBuf {
-    let name = if segno == 0 { relfilenode.to_string() } else { format!("{relfilenode}.{segno}") };
+    let name = if segno == 0 {
+        relfilenode.to_string()
+    } else {
+        format!("{relfilenode}.{segno}")
+    };
     data_dir.join("base").join(name)
 }
 
@@ -408,8 +431,14 @@ pub(crate) mod tests {
         assert_eq!(rel.nblocks(), 11);
         assert!(dir.0.join("base/16384.2").exists());
         assert!(!dir.0.join("base/16384.3").exists());
-        assert_eq!(fs::metadata(dir.0.join("base/16384.1")).unwrap().len(), 4 * BLCKSZ as u64);
-        assert_eq!(fs::metadata(dir.0.join("base/16384.2")).unwrap().len(), 3 * BLCKSZ as u64);
+        assert_eq!(
+            fs::metadata(dir.0.join("base/16384.1")).unwrap().len(),
+            4 * BLCKSZ as u64
+        );
+        assert_eq!(
+            fs::metadata(dir.0.join("base/16384.2")).unwrap().len(),
+            3 * BLCKSZ as u64
+        );
         let mut buf = vec![0u8; BLCKSZ];
         for b in (0..11).rev() {
             rel.read_block(b, &mut buf).unwrap();
@@ -419,7 +448,10 @@ pub(crate) mod tests {
         rel.write_block(5, &block_with(500)).unwrap();
         assert_eq!(rel.nblocks(), 11);
         // Beyond EOF is an error for both reads and writes.
-        assert_eq!(rel.read_block(11, &mut buf).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(
+            rel.read_block(11, &mut buf).unwrap_err().kind(),
+            io::ErrorKind::UnexpectedEof
+        );
         assert!(rel.write_block(12, &buf).is_err());
         rel.sync().unwrap();
         drop(rel);
@@ -479,7 +511,12 @@ pub(crate) mod tests {
         rel.read_block(1, &mut buf).unwrap();
         assert_eq!(buf, block_with(2));
         drop(rel);
-        assert_eq!(RelFile::open_with_segment_size(&dir.0, 42, 4).unwrap().nblocks(), 2);
+        assert_eq!(
+            RelFile::open_with_segment_size(&dir.0, 42, 4)
+                .unwrap()
+                .nblocks(),
+            2
+        );
     }
 
     #[test]
@@ -490,7 +527,10 @@ pub(crate) mod tests {
         assert!(dir.0.join("base/9.2").exists());
         rel.unlink().unwrap();
         for name in ["9", "9.1", "9.2"] {
-            assert!(!dir.0.join("base").join(name).exists(), "{name} still exists");
+            assert!(
+                !dir.0.join("base").join(name).exists(),
+                "{name} still exists"
+            );
         }
         remove_files(&dir.0, 9).unwrap(); // idempotent
     }
@@ -503,10 +543,17 @@ pub(crate) mod tests {
             let handles: Vec<_> = (0..4)
                 .map(|_| {
                     let rel = Arc::clone(&rel);
-                    s.spawn(move || (0..10).map(|_| rel.extend_by(1).unwrap()).collect::<Vec<_>>())
+                    s.spawn(move || {
+                        (0..10)
+                            .map(|_| rel.extend_by(1).unwrap())
+                            .collect::<Vec<_>>()
+                    })
                 })
                 .collect();
-            handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
         });
         let mut sorted = firsts.clone();
         sorted.sort_unstable();

@@ -42,9 +42,17 @@ impl Clog {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
         let bytes = std::fs::read(path)?;
-        Ok(Clog { file, bytes: RwLock::new(bytes) })
+        Ok(Clog {
+            file,
+            bytes: RwLock::new(bytes),
+        })
     }
 
     pub fn status(&self, xid: Xid) -> XidStatus {
@@ -65,7 +73,11 @@ impl Clog {
                 bytes.resize(byte + 1, 0);
             }
             let b = &mut bytes[byte];
-            debug_assert_eq!(XidStatus::from_bits(*b >> shift), XidStatus::InProgress, "xid {xid} already ended");
+            debug_assert_eq!(
+                XidStatus::from_bits(*b >> shift),
+                XidStatus::InProgress,
+                "xid {xid} already ended"
+            );
             *b = (*b & !(3 << shift)) | ((status as u8) << shift);
             *b
         };

@@ -37,7 +37,10 @@ impl TransactionManager {
         std::fs::create_dir_all(data_dir.join("global"))?;
         let horizon: Xid = match std::fs::read_to_string(&horizon_path) {
             Ok(text) => text.trim().parse().map_err(|_| {
-                io::Error::new(io::ErrorKind::InvalidData, format!("bad xid horizon in {}", horizon_path.display()))
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("bad xid horizon in {}", horizon_path.display()),
+                )
             })?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => FIRST_NORMAL_XID,
             Err(e) => return Err(e),
@@ -51,7 +54,11 @@ impl TransactionManager {
         let manager = TransactionManager {
             clog,
             horizon_path,
-            state: Mutex::new(XidState { next_xid: horizon, reserved_until: horizon, in_progress: BTreeSet::new() }),
+            state: Mutex::new(XidState {
+                next_xid: horizon,
+                reserved_until: horizon,
+                in_progress: BTreeSet::new(),
+            }),
         };
         Ok(manager)
     }
@@ -99,7 +106,12 @@ impl TransactionManager {
         let state = self.state.lock();
         Snapshot {
             xmax: state.next_xid,
-            in_progress: state.in_progress.iter().copied().filter(|&x| x != own_xid).collect(),
+            in_progress: state
+                .in_progress
+                .iter()
+                .copied()
+                .filter(|&x| x != own_xid)
+                .collect(),
             own_xid,
             curcid,
             clog: self.clog.clone(),
@@ -153,7 +165,10 @@ mod tests {
         assert!(snap.xid_visible(a, 0));
         assert!(!snap.xid_visible(b, 0), "in progress");
         tm.commit(b).unwrap();
-        assert!(!snap.xid_visible(b, 0), "committed after the snapshot was taken");
+        assert!(
+            !snap.xid_visible(b, 0),
+            "committed after the snapshot was taken"
+        );
         assert!(tm.snapshot(0, 0).xid_visible(b, 0));
         let c = tm.begin().unwrap();
         tm.abort(c).unwrap();

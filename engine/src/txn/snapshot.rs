@@ -43,7 +43,11 @@ pub struct VisibilityChecker {
 
 impl VisibilityChecker {
     pub fn new(snapshot: Snapshot) -> VisibilityChecker {
-        VisibilityChecker { snapshot, cached_xmin: INVALID_XID, cached_visible: false }
+        VisibilityChecker {
+            snapshot,
+            cached_xmin: INVALID_XID,
+            cached_visible: false,
+        }
     }
 
     /// Visibility of a tuple with header fields `xmin`, `cid`, `xmax` (xmax is always

@@ -22,8 +22,8 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    new_null_array, ArrayRef, BooleanArray, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array,
-    ListBuilder, StringArray, StringBuilder, TimestampMicrosecondArray,
+    new_null_array, ArrayRef, BooleanArray, Float32Array, Float64Array, Int16Array, Int32Array,
+    Int64Array, ListBuilder, StringArray, StringBuilder, TimestampMicrosecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -59,7 +59,11 @@ pub fn parse_columns(spec: &str) -> Vec<ColumnSpec> {
                 Some(t) => (t.trim(), true),
                 None => (ty, false),
             };
-            ColumnSpec { name: name.to_string(), pg_type: ty.to_string(), not_null }
+            ColumnSpec {
+                name: name.to_string(),
+                pg_type: ty.to_string(),
+                not_null,
+            }
         })
         .collect()
 }
@@ -76,14 +80,21 @@ pub fn arrow_type(pg_type: &str) -> DataType {
         "real" => DataType::Float32,
         "double precision" => DataType::Float64,
         "boolean" => DataType::Boolean,
-        "timestamp with time zone" => DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+        "timestamp with time zone" => {
+            DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()))
+        }
         _ => DataType::Utf8,
     }
 }
 
 /// The Arrow schema of a column list.
 pub fn schema_of(columns: &[ColumnSpec]) -> SchemaRef {
-    Arc::new(Schema::new(columns.iter().map(|c| Field::new(&c.name, arrow_type(&c.pg_type), true)).collect::<Vec<_>>()))
+    Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|c| Field::new(&c.name, arrow_type(&c.pg_type), true))
+            .collect::<Vec<_>>(),
+    ))
 }
 
 /// A catalog value before it meets its column's type.
@@ -150,9 +161,24 @@ impl V {
 pub fn build_array(dt: &DataType, values: &[V]) -> Result<ArrayRef> {
     Ok(match dt {
         DataType::Int64 => Arc::new(values.iter().map(V::as_i64).collect::<Int64Array>()),
-        DataType::Int32 => Arc::new(values.iter().map(|v| v.as_i64().map(|i| i as i32)).collect::<Int32Array>()),
-        DataType::Int16 => Arc::new(values.iter().map(|v| v.as_i64().map(|i| i as i16)).collect::<Int16Array>()),
-        DataType::Float32 => Arc::new(values.iter().map(|v| v.as_f64().map(|f| f as f32)).collect::<Float32Array>()),
+        DataType::Int32 => Arc::new(
+            values
+                .iter()
+                .map(|v| v.as_i64().map(|i| i as i32))
+                .collect::<Int32Array>(),
+        ),
+        DataType::Int16 => Arc::new(
+            values
+                .iter()
+                .map(|v| v.as_i64().map(|i| i as i16))
+                .collect::<Int16Array>(),
+        ),
+        DataType::Float32 => Arc::new(
+            values
+                .iter()
+                .map(|v| v.as_f64().map(|f| f as f32))
+                .collect::<Float32Array>(),
+        ),
         DataType::Float64 => Arc::new(values.iter().map(V::as_f64).collect::<Float64Array>()),
         DataType::Boolean => Arc::new(
             values
@@ -165,9 +191,13 @@ pub fn build_array(dt: &DataType, values: &[V]) -> Result<ArrayRef> {
                 .collect::<BooleanArray>(),
         ),
         DataType::Utf8 => Arc::new(values.iter().map(V::as_text).collect::<StringArray>()),
-        DataType::Timestamp(TimeUnit::Microsecond, tz) => {
-            Arc::new(values.iter().map(V::as_i64).collect::<TimestampMicrosecondArray>().with_timezone_opt(tz.clone()))
-        }
+        DataType::Timestamp(TimeUnit::Microsecond, tz) => Arc::new(
+            values
+                .iter()
+                .map(V::as_i64)
+                .collect::<TimestampMicrosecondArray>()
+                .with_timezone_opt(tz.clone()),
+        ),
         DataType::List(item) => match item.data_type() {
             DataType::Utf8 => {
                 let mut b = ListBuilder::new(StringBuilder::new());
@@ -187,7 +217,11 @@ pub fn build_array(dt: &DataType, values: &[V]) -> Result<ArrayRef> {
             _ => new_null_array(dt, values.len()),
         },
         _ if values.iter().all(|v| *v == V::Null) => new_null_array(dt, values.len()),
-        other => return Err(DataFusionError::Internal(format!("catalog column of unsupported type {other}"))),
+        other => {
+            return Err(DataFusionError::Internal(format!(
+                "catalog column of unsupported type {other}"
+            )))
+        }
     })
 }
 
@@ -208,7 +242,8 @@ pub fn build_batch(schema: &SchemaRef, rows: &[Vec<V>]) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new_with_options(
         schema.clone(),
         columns,
-        &datafusion::arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+        &datafusion::arrow::record_batch::RecordBatchOptions::new()
+            .with_row_count(Some(rows.len())),
     )?)
 }
 
@@ -235,7 +270,13 @@ mod tests {
         let batch = build_batch(
             &schema,
             &[
-                vec![V::Int(1), V::text("a"), V::Float(1.5), V::TextArray(vec!["x".into()]), V::Null],
+                vec![
+                    V::Int(1),
+                    V::text("a"),
+                    V::Float(1.5),
+                    V::TextArray(vec!["x".into()]),
+                    V::Null,
+                ],
                 vec![V::Int(2), V::text("b"), V::Float(-1.0), V::Null, V::Int(0)],
             ],
         )

@@ -33,7 +33,8 @@ use datafusion::execution::context::SessionState;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility,
+    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
+    Volatility,
 };
 use datafusion::scalar::ScalarValue;
 use iolab_catalog::{sqlstate, PgError, PgType};
@@ -142,15 +143,30 @@ impl ScalarUDFImpl for PgFunction {
             .collect::<Result<Vec<_>>>()?;
         let values = (self.body)(&self.ctx, &arrays, 1)?;
         let out = build_array(&self.returns, &values)?;
-        Ok(ExprSimplifyResult::Simplified(Expr::Literal(ScalarValue::try_from_array(&out, 0)?, None)))
+        Ok(ExprSimplifyResult::Simplified(Expr::Literal(
+            ScalarValue::try_from_array(&out, 0)?,
+            None,
+        )))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let all_scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let all_scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let rows = if all_scalar { 1 } else { args.number_rows };
-        let arrays = args.args.iter().map(|a| a.to_array(rows)).collect::<Result<Vec<_>>>()?;
+        let arrays = args
+            .args
+            .iter()
+            .map(|a| a.to_array(rows))
+            .collect::<Result<Vec<_>>>()?;
         let values = (self.body)(&self.ctx, &arrays, rows)?;
-        debug_assert_eq!(values.len(), rows, "{} must return one value per row", self.name);
+        debug_assert_eq!(
+            values.len(),
+            rows,
+            "{} must return one value per row",
+            self.name
+        );
         let out = build_array(&self.returns, &values)?;
         if all_scalar {
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
@@ -164,7 +180,9 @@ impl ScalarUDFImpl for PgFunction {
 fn arg_type_name(dt: &DataType) -> String {
     match dt {
         DataType::Null => "unknown".to_string(),
-        other => PgType::for_arrow(other).map(|t| t.format_type()).unwrap_or_else(|| "unknown".to_string()),
+        other => PgType::for_arrow(other)
+            .map(|t| t.format_type())
+            .unwrap_or_else(|| "unknown".to_string()),
     }
 }
 
@@ -185,13 +203,19 @@ fn setting_error(e: SettingError) -> DataFusionError {
 // ---------------------------------------------------------------------------------------
 
 fn is_text(dt: &DataType) -> bool {
-    matches!(dt, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+    matches!(
+        dt,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    )
 }
 
 /// Column `a` as text values.
 fn texts(a: &ArrayRef) -> Result<Vec<Option<String>>> {
     let c = cast(a, &DataType::Utf8)?;
-    Ok(c.as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect())
+    Ok(c.as_string::<i32>()
+        .iter()
+        .map(|v| v.map(str::to_string))
+        .collect())
 }
 
 /// Column `a` as integers.
@@ -199,7 +223,10 @@ fn ints(a: &ArrayRef) -> Result<Vec<Option<i64>>> {
     let c = if is_text(a.data_type()) {
         // '16384' as an oid literal
         let t = texts(a)?;
-        return Ok(t.into_iter().map(|v| v.and_then(|s| s.trim().parse().ok())).collect());
+        return Ok(t
+            .into_iter()
+            .map(|v| v.and_then(|s| s.trim().parse().ok()))
+            .collect());
     } else {
         cast(a, &DataType::Int64)?
     };
@@ -250,7 +277,15 @@ fn def(
     returns: DataType,
     body: impl Fn(&Ctx, &[ArrayRef], usize) -> Result<Vec<V>> + Send + Sync + 'static,
 ) -> Def {
-    Def { name, aliases: &[], arity, returns, volatility: Volatility::Stable, at_plan_time: false, body: Arc::new(body) }
+    Def {
+        name,
+        aliases: &[],
+        arity,
+        returns,
+        volatility: Volatility::Stable,
+        at_plan_time: false,
+        body: Arc::new(body),
+    }
 }
 
 impl Def {
@@ -283,7 +318,9 @@ fn text_list() -> DataType {
 
 /// A constant text function (`current_database()`, `current_user`, …).
 fn constant(name: &'static str, value: impl Fn(&Ctx) -> V + Send + Sync + 'static) -> Def {
-    def(name, 0..=0, DataType::Utf8, move |ctx, _, rows| Ok(vec![value(ctx); rows]))
+    def(name, 0..=0, DataType::Utf8, move |ctx, _, rows| {
+        Ok(vec![value(ctx); rows])
+    })
 }
 
 fn relation_size(name: &'static str) -> Def {
@@ -291,16 +328,27 @@ fn relation_size(name: &'static str) -> Def {
         let s = ctx.snapshot();
         let all = s.relations();
         let oids = relation_oids(&s, &all, &args[0])?;
-        let forks = if args.len() > 1 { texts(&args[1])? } else { vec![None; rows] };
+        let forks = if args.len() > 1 {
+            texts(&args[1])?
+        } else {
+            vec![None; rows]
+        };
         per_row(rows, |i| {
-            let Some(oid) = oids[i] else { return Ok(V::Null) };
+            let Some(oid) = oids[i] else {
+                return Ok(V::Null);
+            };
             if let Some(fork) = &forks[i] {
                 match fork.as_str() {
                     "main" => {}
                     "fsm" | "vm" | "init" => return Ok(V::Int(0)),
                     _ => {
-                        return Err(pg(PgError::new(sqlstate::INVALID_PARAMETER_VALUE, "invalid fork name")
-                            .with_hint("Valid fork names are \"main\", \"fsm\", \"vm\", and \"init\".")))
+                        return Err(pg(PgError::new(
+                            sqlstate::INVALID_PARAMETER_VALUE,
+                            "invalid fork name",
+                        )
+                        .with_hint(
+                            "Valid fork names are \"main\", \"fsm\", \"vm\", and \"init\".",
+                        )))
                     }
                 }
             }
@@ -312,18 +360,24 @@ fn relation_size(name: &'static str) -> Def {
 /// Always true: every object of these kinds iolab has is in `pg_catalog`, which is on
 /// every search path.
 fn visible(name: &'static str) -> Def {
-    def(name, 1..=1, DataType::Boolean, |_, _, rows| Ok(vec![V::Bool(true); rows]))
+    def(name, 1..=1, DataType::Boolean, |_, _, rows| {
+        Ok(vec![V::Bool(true); rows])
+    })
 }
 
 /// Always true: iolab has one superuser and no privileges to check.
 fn privilege(name: &'static str) -> Def {
-    def(name, 2..=4, DataType::Boolean, |_, _, rows| Ok(vec![V::Bool(true); rows]))
+    def(name, 2..=4, DataType::Boolean, |_, _, rows| {
+        Ok(vec![V::Bool(true); rows])
+    })
 }
 
 /// Always NULL (text): deparsers of objects iolab does not have (expressions, constraints,
 /// indexes, statistics objects, triggers).
 fn null_text(name: &'static str, arity: RangeInclusive<usize>) -> Def {
-    def(name, arity, DataType::Utf8, |_, _, rows| Ok(vec![V::Null; rows]))
+    def(name, arity, DataType::Utf8, |_, _, rows| {
+        Ok(vec![V::Null; rows])
+    })
 }
 
 /// `pg_size_pretty`: bytes in the largest unit that keeps the number at least 10 (or,
@@ -340,7 +394,11 @@ pub fn size_pretty(bytes: i64) -> String {
     for (i, unit) in UNITS.iter().enumerate().skip(1) {
         let last = i == UNITS.len() - 1;
         if last || half.unsigned_abs() < 20 * 1024 - 1 {
-            let rounded = if half < 0 { (half - 1) / 2 } else { (half + 1) / 2 };
+            let rounded = if half < 0 {
+                (half - 1) / 2
+            } else {
+                (half + 1) / 2
+            };
             return format!("{rounded} {unit}");
         }
         half /= 1 << 10;
@@ -353,16 +411,23 @@ fn size_pretty_value(a: &ArrayRef, i: usize) -> Result<V> {
         return Ok(V::Null);
     }
     match a.data_type() {
-        DataType::Float32 | DataType::Float64 | DataType::Decimal128(..) | DataType::Decimal256(..) => {
+        DataType::Float32
+        | DataType::Float64
+        | DataType::Decimal128(..)
+        | DataType::Decimal256(..) => {
             let f = cast(&a.slice(i, 1), &DataType::Float64)?;
-            let v = f.as_primitive::<datafusion::arrow::datatypes::Float64Type>().value(0);
+            let v = f
+                .as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+                .value(0);
             if v.fract() != 0.0 && v.abs() < 10240.0 {
                 let text = texts(&a.slice(i, 1))?.remove(0).unwrap_or_default();
                 return Ok(V::Text(format!("{text} bytes")));
             }
             Ok(V::Text(size_pretty(v.round() as i64)))
         }
-        _ => Ok(ints(&a.slice(i, 1))?[0].map(|b| V::Text(size_pretty(b))).unwrap_or(V::Null)),
+        _ => Ok(ints(&a.slice(i, 1))?[0]
+            .map(|b| V::Text(size_pretty(b)))
+            .unwrap_or(V::Null)),
     }
 }
 
@@ -398,7 +463,11 @@ fn definitions() -> Vec<Def> {
     .collect();
     d.extend(vec![
         def("version", 0..=0, DataType::Utf8, |ctx, _, rows| {
-            let version = ctx.settings.lock().get("server_version").unwrap_or_else(|_| "18.0".into());
+            let version = ctx
+                .settings
+                .lock()
+                .get("server_version")
+                .unwrap_or_else(|_| "18.0".into());
             let text = format!(
                 "PostgreSQL {version} (iolab {}) on {}-pc-{}-gnu, compiled by rustc, 64-bit",
                 env!("CARGO_PKG_VERSION"),
@@ -407,38 +476,62 @@ fn definitions() -> Vec<Def> {
             );
             Ok(vec![V::Text(text); rows])
         }),
-        def("current_setting", 1..=2, DataType::Utf8, |ctx, args, rows| {
-            let names = texts(&args[0])?;
-            let missing_ok = if args.len() > 1 { bools(&args[1])? } else { vec![Some(false); rows] };
-            let settings = ctx.settings.lock();
-            per_row(rows, |i| {
-                let Some(name) = &names[i] else { return Ok(V::Null) };
-                if missing_ok[i] == Some(true) {
-                    return settings.get_if_exists(name).map(V::opt_text).map_err(setting_error);
-                }
-                settings.get(name).map(V::Text).map_err(setting_error)
-            })
-        }),
+        def(
+            "current_setting",
+            1..=2,
+            DataType::Utf8,
+            |ctx, args, rows| {
+                let names = texts(&args[0])?;
+                let missing_ok = if args.len() > 1 {
+                    bools(&args[1])?
+                } else {
+                    vec![Some(false); rows]
+                };
+                let settings = ctx.settings.lock();
+                per_row(rows, |i| {
+                    let Some(name) = &names[i] else {
+                        return Ok(V::Null);
+                    };
+                    if missing_ok[i] == Some(true) {
+                        return settings
+                            .get_if_exists(name)
+                            .map(V::opt_text)
+                            .map_err(setting_error);
+                    }
+                    settings.get(name).map(V::Text).map_err(setting_error)
+                })
+            },
+        ),
         def("set_config", 3..=3, DataType::Utf8, |ctx, args, rows| {
             let names = texts(&args[0])?;
             let values = texts(&args[1])?;
             let local = bools(&args[2])?;
             per_row(rows, |i| {
                 let Some(name) = &names[i] else {
-                    return Err(pg(PgError::new(sqlstate::NULL_VALUE_NOT_ALLOWED, "SET requires parameter name")));
+                    return Err(pg(PgError::new(
+                        sqlstate::NULL_VALUE_NOT_ALLOWED,
+                        "SET requires parameter name",
+                    )));
                 };
                 let is_local = local[i].unwrap_or(false);
                 let mut settings = ctx.settings.lock();
-                let shown = settings.set_config(name, values[i].as_deref(), is_local).map_err(setting_error)?;
+                let shown = settings
+                    .set_config(name, values[i].as_deref(), is_local)
+                    .map_err(setting_error)?;
                 let applied = values[i].clone().unwrap_or_else(|| shown.clone());
-                ctx.setting_changes.lock().push((name.clone(), applied, is_local));
+                ctx.setting_changes
+                    .lock()
+                    .push((name.clone(), applied, is_local));
                 Ok(V::Text(shown))
             })
         })
         .volatile()
         .at_plan_time(),
-        def("pg_backend_pid", 0..=0, DataType::Int32, |ctx, _, rows| Ok(vec![V::Int(ctx.pid as i64); rows])),
-        constant("current_database", |_| V::text(oids::DATABASE_NAME)).aliases(&["current_catalog"]),
+        def("pg_backend_pid", 0..=0, DataType::Int32, |ctx, _, rows| {
+            Ok(vec![V::Int(ctx.pid as i64); rows])
+        }),
+        constant("current_database", |_| V::text(oids::DATABASE_NAME))
+            .aliases(&["current_catalog"]),
         constant("current_user", |ctx| V::text(&ctx.user)).aliases(&["user", "current_role"]),
         constant("session_user", |ctx| V::text(&ctx.user)),
         def("current_schema", 0..=0, DataType::Utf8, |ctx, _, rows| {
@@ -457,44 +550,77 @@ fn definitions() -> Vec<Def> {
         relation_size("pg_relation_size"),
         relation_size("pg_table_size"),
         relation_size("pg_total_relation_size"),
-        def("pg_indexes_size", 1..=1, DataType::Int64, |ctx, args, rows| {
-            let s = ctx.snapshot();
-            let all = s.relations();
-            let oids = relation_oids(&s, &all, &args[0])?;
-            per_row(rows, |i| Ok(oids[i].and_then(|o| s.relation(o)).map(|_| V::Int(0)).unwrap_or(V::Null)))
-        }),
-        def("pg_database_size", 1..=1, DataType::Int64, |ctx, args, rows| {
-            let s = ctx.snapshot();
-            let total: i64 = s.tables.iter().map(|t| s.relation_size(t.oid).unwrap_or(0)).sum();
-            let keys = texts(&args[0])?;
-            per_row(rows, |i| match keys[i].as_deref() {
-                None => Ok(V::Null),
-                Some(k) if k == oids::DATABASE_NAME || k == oids::DATABASE_OID.to_string() => Ok(V::Int(total)),
-                Some(k) => {
-                    Err(pg(PgError::new(sqlstate::INVALID_CATALOG_NAME, format!("database \"{k}\" does not exist"))))
-                }
-            })
-        }),
-        def("pg_size_pretty", 1..=1, DataType::Utf8, |_, args, rows| per_row(rows, |i| size_pretty_value(&args[0], i))),
-        def("pg_table_is_visible", 1..=1, DataType::Boolean, |ctx, args, rows| {
-            let s = ctx.snapshot();
-            let all = s.relations();
-            let oids = ints(&args[0])?;
-            per_row(rows, |i| {
-                let Some(oid) = oids[i] else { return Ok(V::Null) };
-                Ok(match all.iter().find(|r| r.oid as i64 == oid) {
-                    Some(r) => V::Bool(s.is_visible(r, &all)),
-                    None => V::Null,
+        def(
+            "pg_indexes_size",
+            1..=1,
+            DataType::Int64,
+            |ctx, args, rows| {
+                let s = ctx.snapshot();
+                let all = s.relations();
+                let oids = relation_oids(&s, &all, &args[0])?;
+                per_row(rows, |i| {
+                    Ok(oids[i]
+                        .and_then(|o| s.relation(o))
+                        .map(|_| V::Int(0))
+                        .unwrap_or(V::Null))
                 })
-            })
+            },
+        ),
+        def(
+            "pg_database_size",
+            1..=1,
+            DataType::Int64,
+            |ctx, args, rows| {
+                let s = ctx.snapshot();
+                let total: i64 = s
+                    .tables
+                    .iter()
+                    .map(|t| s.relation_size(t.oid).unwrap_or(0))
+                    .sum();
+                let keys = texts(&args[0])?;
+                per_row(rows, |i| match keys[i].as_deref() {
+                    None => Ok(V::Null),
+                    Some(k) if k == oids::DATABASE_NAME || k == oids::DATABASE_OID.to_string() => {
+                        Ok(V::Int(total))
+                    }
+                    Some(k) => Err(pg(PgError::new(
+                        sqlstate::INVALID_CATALOG_NAME,
+                        format!("database \"{k}\" does not exist"),
+                    ))),
+                })
+            },
+        ),
+        def("pg_size_pretty", 1..=1, DataType::Utf8, |_, args, rows| {
+            per_row(rows, |i| size_pretty_value(&args[0], i))
         }),
+        def(
+            "pg_table_is_visible",
+            1..=1,
+            DataType::Boolean,
+            |ctx, args, rows| {
+                let s = ctx.snapshot();
+                let all = s.relations();
+                let oids = ints(&args[0])?;
+                per_row(rows, |i| {
+                    let Some(oid) = oids[i] else {
+                        return Ok(V::Null);
+                    };
+                    Ok(match all.iter().find(|r| r.oid as i64 == oid) {
+                        Some(r) => V::Bool(s.is_visible(r, &all)),
+                        None => V::Null,
+                    })
+                })
+            },
+        ),
         def("pg_get_userbyid", 1..=1, DataType::Utf8, |_, args, rows| {
             let oids = ints(&args[0])?;
             per_row(rows, |i| {
                 Ok(match oids[i] {
                     None => V::Null,
                     Some(o) => V::text(
-                        oids::role_name(o as u32).map(str::to_string).unwrap_or_else(|| format!("unknown (OID={o})")),
+                        oids::role_name(o as u32)
+                            .map(str::to_string)
+                            .unwrap_or_else(|| format!("unknown (OID={o})")),
                     ),
                 })
             })
@@ -511,9 +637,15 @@ fn definitions() -> Vec<Def> {
         }),
         def("obj_description", 1..=2, DataType::Utf8, |_, args, rows| {
             let objs = ints(&args[0])?;
-            let classes = if args.len() > 1 { texts(&args[1])? } else { vec![None; rows] };
+            let classes = if args.len() > 1 {
+                texts(&args[1])?
+            } else {
+                vec![None; rows]
+            };
             per_row(rows, |i| {
-                let Some(obj) = objs[i] else { return Ok(V::Null) };
+                let Some(obj) = objs[i] else {
+                    return Ok(V::Null);
+                };
                 let class = match classes[i].as_deref() {
                     Some("pg_class") => Some(oids::PG_CLASS),
                     Some("pg_namespace") => Some(oids::PG_NAMESPACE),
@@ -529,47 +661,87 @@ fn definitions() -> Vec<Def> {
                 ))
             })
         }),
-        def("shobj_description", 2..=2, DataType::Utf8, |_, args, rows| {
-            let objs = ints(&args[0])?;
-            let classes = texts(&args[1])?;
-            per_row(rows, |i| {
-                let class = match classes[i].as_deref() {
-                    Some("pg_database") => oids::PG_DATABASE,
-                    Some("pg_tablespace") => oids::PG_TABLESPACE,
-                    _ => 0,
-                };
-                Ok(V::opt_text(
-                    oids::SHARED_DESCRIPTIONS.iter().find(|d| Some(d.0 as i64) == objs[i] && d.1 == class).map(|d| d.2),
-                ))
-            })
-        }),
-        null_text("col_description", 2..=2),
-        def("pg_encoding_to_char", 1..=1, DataType::Utf8, |_, args, rows| {
-            let ids = ints(&args[0])?;
-            per_row(rows, |i| Ok(ids[i].map(|id| V::text(oids::encoding_name(id))).unwrap_or(V::Null)))
-        }),
-        def("pg_char_to_encoding", 1..=1, DataType::Int32, |_, args, rows| {
-            let names = texts(&args[0])?;
-            per_row(rows, |i| {
-                Ok(match names[i].as_deref() {
-                    None => V::Null,
-                    Some(n) => {
-                        V::Int((0..42).find(|id| oids::encoding_name(*id).eq_ignore_ascii_case(n)).unwrap_or(-1))
-                    }
+        def(
+            "shobj_description",
+            2..=2,
+            DataType::Utf8,
+            |_, args, rows| {
+                let objs = ints(&args[0])?;
+                let classes = texts(&args[1])?;
+                per_row(rows, |i| {
+                    let class = match classes[i].as_deref() {
+                        Some("pg_database") => oids::PG_DATABASE,
+                        Some("pg_tablespace") => oids::PG_TABLESPACE,
+                        _ => 0,
+                    };
+                    Ok(V::opt_text(
+                        oids::SHARED_DESCRIPTIONS
+                            .iter()
+                            .find(|d| Some(d.0 as i64) == objs[i] && d.1 == class)
+                            .map(|d| d.2),
+                    ))
                 })
-            })
-        }),
+            },
+        ),
+        null_text("col_description", 2..=2),
+        def(
+            "pg_encoding_to_char",
+            1..=1,
+            DataType::Utf8,
+            |_, args, rows| {
+                let ids = ints(&args[0])?;
+                per_row(rows, |i| {
+                    Ok(ids[i]
+                        .map(|id| V::text(oids::encoding_name(id)))
+                        .unwrap_or(V::Null))
+                })
+            },
+        ),
+        def(
+            "pg_char_to_encoding",
+            1..=1,
+            DataType::Int32,
+            |_, args, rows| {
+                let names = texts(&args[0])?;
+                per_row(rows, |i| {
+                    Ok(match names[i].as_deref() {
+                        None => V::Null,
+                        Some(n) => V::Int(
+                            (0..42)
+                                .find(|id| oids::encoding_name(*id).eq_ignore_ascii_case(n))
+                                .unwrap_or(-1),
+                        ),
+                    })
+                })
+            },
+        ),
         def("quote_ident", 1..=1, DataType::Utf8, |_, args, rows| {
             let t = texts(&args[0])?;
-            per_row(rows, |i| Ok(t[i].as_deref().map(|s| V::Text(quote_ident(s))).unwrap_or(V::Null)))
+            per_row(rows, |i| {
+                Ok(t[i]
+                    .as_deref()
+                    .map(|s| V::Text(quote_ident(s)))
+                    .unwrap_or(V::Null))
+            })
         }),
         def("quote_literal", 1..=1, DataType::Utf8, |_, args, rows| {
             let t = texts(&args[0])?;
-            per_row(rows, |i| Ok(t[i].as_deref().map(|s| V::Text(quote_literal(s))).unwrap_or(V::Null)))
+            per_row(rows, |i| {
+                Ok(t[i]
+                    .as_deref()
+                    .map(|s| V::Text(quote_literal(s)))
+                    .unwrap_or(V::Null))
+            })
         }),
         def("quote_nullable", 1..=1, DataType::Utf8, |_, args, rows| {
             let t = texts(&args[0])?;
-            per_row(rows, |i| Ok(V::Text(t[i].as_deref().map(quote_literal).unwrap_or_else(|| "NULL".into()))))
+            per_row(rows, |i| {
+                Ok(V::Text(
+                    t[i].as_deref()
+                        .map(quote_literal)
+                        .unwrap_or_else(|| "NULL".into()),
+                ))
+            })
         }),
         def("parse_ident", 1..=2, text_list(), |_, args, rows| {
             let t = texts(&args[0])?;
@@ -601,14 +773,33 @@ fn definitions() -> Vec<Def> {
         null_text("pg_get_function_identity_arguments", 1..=1),
         null_text("pg_get_function_result", 1..=1),
         null_text("pg_get_function_arguments", 1..=1),
-        def("pg_tablespace_location", 1..=1, DataType::Utf8, |_, _, rows| Ok(vec![V::text(""); rows])),
-        def("pg_relation_is_publishable", 1..=1, DataType::Boolean, |ctx, args, rows| {
-            let s = ctx.snapshot();
-            let all = s.relations();
-            let oids = relation_oids(&s, &all, &args[0])?;
-            per_row(rows, |i| Ok(V::Bool(oids[i].is_some_and(|o| s.tables.iter().any(|t| t.oid == o)))))
-        }),
-        def("pg_is_in_recovery", 0..=0, DataType::Boolean, |_, _, rows| Ok(vec![V::Bool(false); rows])),
+        def(
+            "pg_tablespace_location",
+            1..=1,
+            DataType::Utf8,
+            |_, _, rows| Ok(vec![V::text(""); rows]),
+        ),
+        def(
+            "pg_relation_is_publishable",
+            1..=1,
+            DataType::Boolean,
+            |ctx, args, rows| {
+                let s = ctx.snapshot();
+                let all = s.relations();
+                let oids = relation_oids(&s, &all, &args[0])?;
+                per_row(rows, |i| {
+                    Ok(V::Bool(
+                        oids[i].is_some_and(|o| s.tables.iter().any(|t| t.oid == o)),
+                    ))
+                })
+            },
+        ),
+        def(
+            "pg_is_in_recovery",
+            0..=0,
+            DataType::Boolean,
+            |_, _, rows| Ok(vec![V::Bool(false); rows]),
+        ),
         def("pg_typeof", 1..=1, DataType::Utf8, |_, args, rows| {
             let name = match args[0].data_type() {
                 DataType::Null => "unknown".to_string(),
@@ -619,19 +810,33 @@ fn definitions() -> Vec<Def> {
             };
             Ok(vec![V::Text(name); rows])
         }),
-        def("array_lower", 2..=2, DataType::Int64, |_, args, rows| array_bound(&args[0], &args[1], rows, false)),
-        def("array_upper", 2..=2, DataType::Int64, |_, args, rows| array_bound(&args[0], &args[1], rows, true)),
+        def("array_lower", 2..=2, DataType::Int64, |_, args, rows| {
+            array_bound(&args[0], &args[1], rows, false)
+        }),
+        def("array_upper", 2..=2, DataType::Int64, |_, args, rows| {
+            array_bound(&args[0], &args[1], rows, true)
+        }),
         def("to_regclass", 1..=1, DataType::Int64, |ctx, args, rows| {
             let s = ctx.snapshot();
             let all = s.relations();
             let names = texts(&args[0])?;
             per_row(rows, |i| {
-                Ok(names[i].as_deref().and_then(|n| s.resolve_relation(n, &all)).map(V::oid).unwrap_or(V::Null))
+                Ok(names[i]
+                    .as_deref()
+                    .and_then(|n| s.resolve_relation(n, &all))
+                    .map(V::oid)
+                    .unwrap_or(V::Null))
             })
         }),
         def("to_regtype", 1..=1, DataType::Int64, |_, args, rows| {
             let names = texts(&args[0])?;
-            per_row(rows, |i| Ok(names[i].as_deref().and_then(types::type_oid_by_name).map(V::oid).unwrap_or(V::Null)))
+            per_row(rows, |i| {
+                Ok(names[i]
+                    .as_deref()
+                    .and_then(types::type_oid_by_name)
+                    .map(V::oid)
+                    .unwrap_or(V::Null))
+            })
         }),
         // The ::regclass / ::regtype / ::regnamespace / ::regrole casts (see `rewrite`).
         def("regclassin", 1..=1, DataType::Int64, |ctx, args, rows| {
@@ -644,18 +849,33 @@ fn definitions() -> Vec<Def> {
             let s = ctx.snapshot();
             let all = s.relations();
             let oids = relation_oids(&s, &all, &args[0])?;
-            per_row(rows, |i| Ok(oids[i].map(|o| V::Text(s.regclass_text(o, &all))).unwrap_or(V::Null)))
+            per_row(rows, |i| {
+                Ok(oids[i]
+                    .map(|o| V::Text(s.regclass_text(o, &all)))
+                    .unwrap_or(V::Null))
+            })
         }),
         def("regtypein", 1..=1, DataType::Int64, |_, args, rows| {
             if !is_text(args[0].data_type()) {
-                return Ok(ints(&args[0])?.into_iter().map(|o| o.map(V::Int).unwrap_or(V::Null)).collect());
+                return Ok(ints(&args[0])?
+                    .into_iter()
+                    .map(|o| o.map(V::Int).unwrap_or(V::Null))
+                    .collect());
             }
             let names = texts(&args[0])?;
             per_row(rows, |i| match names[i].as_deref() {
                 None => Ok(V::Null),
-                Some(n) => match n.trim().parse::<u32>().ok().or_else(|| types::type_oid_by_name(n)) {
+                Some(n) => match n
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .or_else(|| types::type_oid_by_name(n))
+                {
                     Some(oid) => Ok(V::oid(oid)),
-                    None => Err(pg(PgError::new(sqlstate::UNDEFINED_OBJECT, format!("type \"{n}\" does not exist")))),
+                    None => Err(pg(PgError::new(
+                        sqlstate::UNDEFINED_OBJECT,
+                        format!("type \"{n}\" does not exist"),
+                    ))),
                 },
             })
         }),
@@ -675,14 +895,25 @@ fn definitions() -> Vec<Def> {
         }),
         def("regnamespacein", 1..=1, DataType::Int64, |_, args, rows| {
             if !is_text(args[0].data_type()) {
-                return Ok(ints(&args[0])?.into_iter().map(|o| o.map(V::Int).unwrap_or(V::Null)).collect());
+                return Ok(ints(&args[0])?
+                    .into_iter()
+                    .map(|o| o.map(V::Int).unwrap_or(V::Null))
+                    .collect());
             }
             let names = texts(&args[0])?;
             per_row(rows, |i| match names[i].as_deref() {
                 None => Ok(V::Null),
                 Some(n) => {
-                    let unquoted = parse_identifier(n).ok().and_then(|p| p.into_iter().next()).unwrap_or_default();
-                    match n.trim().parse::<u32>().ok().or_else(|| oids::namespace_oid(&unquoted)) {
+                    let unquoted = parse_identifier(n)
+                        .ok()
+                        .and_then(|p| p.into_iter().next())
+                        .unwrap_or_default();
+                    match n
+                        .trim()
+                        .parse::<u32>()
+                        .ok()
+                        .or_else(|| oids::namespace_oid(&unquoted))
+                    {
                         Some(oid) => Ok(V::oid(oid)),
                         None => Err(pg(PgError::new(
                             sqlstate::INVALID_SCHEMA_NAME,
@@ -700,22 +931,35 @@ fn definitions() -> Vec<Def> {
             per_row(rows, |i| {
                 Ok(match oids[i] {
                     None => V::Null,
-                    Some(o) => {
-                        V::Text(oids::namespace_name(o as u32).map(quote_ident).unwrap_or_else(|| o.to_string()))
-                    }
+                    Some(o) => V::Text(
+                        oids::namespace_name(o as u32)
+                            .map(quote_ident)
+                            .unwrap_or_else(|| o.to_string()),
+                    ),
                 })
             })
         }),
         def("regrolein", 1..=1, DataType::Int64, |_, args, rows| {
             if !is_text(args[0].data_type()) {
-                return Ok(ints(&args[0])?.into_iter().map(|o| o.map(V::Int).unwrap_or(V::Null)).collect());
+                return Ok(ints(&args[0])?
+                    .into_iter()
+                    .map(|o| o.map(V::Int).unwrap_or(V::Null))
+                    .collect());
             }
             let names = texts(&args[0])?;
             per_row(rows, |i| match names[i].as_deref() {
                 None => Ok(V::Null),
-                Some(n) => match n.trim().parse::<u32>().ok().or_else(|| oids::role_oid(n.trim().trim_matches('"'))) {
+                Some(n) => match n
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .or_else(|| oids::role_oid(n.trim().trim_matches('"')))
+                {
                     Some(oid) => Ok(V::oid(oid)),
-                    None => Err(pg(PgError::new(sqlstate::UNDEFINED_OBJECT, format!("role \"{n}\" does not exist")))),
+                    None => Err(pg(PgError::new(
+                        sqlstate::UNDEFINED_OBJECT,
+                        format!("role \"{n}\" does not exist"),
+                    ))),
                 },
             })
         }),
@@ -728,7 +972,11 @@ fn definitions() -> Vec<Def> {
                 Ok(match oids[i] {
                     None => V::Null,
                     Some(0) => V::text("-"),
-                    Some(o) => V::Text(oids::role_name(o as u32).map(quote_ident).unwrap_or_else(|| o.to_string())),
+                    Some(o) => V::Text(
+                        oids::role_name(o as u32)
+                            .map(quote_ident)
+                            .unwrap_or_else(|| o.to_string()),
+                    ),
                 })
             })
         }),
@@ -743,11 +991,15 @@ fn array_bound(a: &ArrayRef, dims: &ArrayRef, rows: usize, upper: bool) -> Resul
     let lengths: Vec<Option<i64>> = match a.data_type() {
         DataType::List(_) => {
             let l = a.as_list::<i32>();
-            (0..rows).map(|i| (!l.is_null(i)).then(|| l.value_length(i) as i64)).collect()
+            (0..rows)
+                .map(|i| (!l.is_null(i)).then(|| l.value_length(i) as i64))
+                .collect()
         }
         DataType::LargeList(_) => {
             let l = a.as_list::<i64>();
-            (0..rows).map(|i| (!l.is_null(i)).then(|| l.value_length(i))).collect()
+            (0..rows)
+                .map(|i| (!l.is_null(i)).then(|| l.value_length(i)))
+                .collect()
         }
         _ => vec![None; rows],
     };
@@ -760,7 +1012,11 @@ fn array_bound(a: &ArrayRef, dims: &ArrayRef, rows: usize, upper: bool) -> Resul
 }
 
 /// Registers every function into `state` for the session described by `info`.
-pub fn register(state: &mut SessionState, info: &SessionInfo, shared: Arc<SharedCatalogState>) -> Result<()> {
+pub fn register(
+    state: &mut SessionState,
+    info: &SessionInfo,
+    shared: Arc<SharedCatalogState>,
+) -> Result<()> {
     let ctx = Arc::new(Ctx {
         shared,
         pid: info.pid,
@@ -772,7 +1028,10 @@ pub fn register(state: &mut SessionState, info: &SessionInfo, shared: Arc<Shared
         let signature = if *d.arity.start() == 0 && *d.arity.end() == 0 {
             Signature::nullary(d.volatility)
         } else if *d.arity.start() == 0 {
-            Signature::one_of(vec![TypeSignature::Nullary, TypeSignature::VariadicAny], d.volatility)
+            Signature::one_of(
+                vec![TypeSignature::Nullary, TypeSignature::VariadicAny],
+                d.volatility,
+            )
         } else {
             Signature::variadic_any(d.volatility)
         };

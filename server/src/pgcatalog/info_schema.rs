@@ -108,7 +108,14 @@ fn type_facts(oid: u32, typmod: i32) -> [Option<i64>; 6] {
         1700 => match m {
             Some(m) => {
                 let v = m - 4;
-                [None, None, Some((v >> 16) & 0xffff), Some(10), Some(((v & 0x7ff) ^ 1024) - 1024), None]
+                [
+                    None,
+                    None,
+                    Some((v >> 16) & 0xffff),
+                    Some(10),
+                    Some(((v & 0x7ff) ^ 1024) - 1024),
+                    None,
+                ]
             }
             None => [None, None, None, Some(10), None, None],
         },
@@ -135,7 +142,11 @@ pub fn data_type_name(oid: u32) -> String {
 
 fn columns(s: &Snapshot) -> Vec<Vec<V>> {
     let mut rows = Vec::new();
-    for r in s.relations().iter().filter(|r| r.kind == 'r' || r.kind == 'v') {
+    for r in s
+        .relations()
+        .iter()
+        .filter(|r| r.kind == 'r' || r.kind == 'v')
+    {
         rows.extend(column_rows(r));
     }
     rows
@@ -148,7 +159,9 @@ fn column_rows(r: &Relation) -> Vec<Vec<V>> {
         .map(|(i, c)| {
             let facts = type_facts(c.type_oid, c.typmod);
             let n = |x: Option<i64>| x.map(V::Int).unwrap_or(V::Null);
-            let udt = types::type_row(c.type_oid).map(|t| t.name).unwrap_or("text");
+            let udt = types::type_row(c.type_oid)
+                .map(|t| t.name)
+                .unwrap_or("text");
             vec![
                 catalog_name(),
                 V::text(r.schema()),

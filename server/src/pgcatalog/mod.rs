@@ -73,8 +73,19 @@ pub struct SessionInfo {
 }
 
 impl SessionInfo {
-    pub fn new(db: Arc<Database>, pid: i32, user: impl Into<String>, settings: SessionSettings) -> SessionInfo {
-        SessionInfo { db, pid, user: user.into(), settings, setting_changes: Arc::new(Mutex::new(Vec::new())) }
+    pub fn new(
+        db: Arc<Database>,
+        pid: i32,
+        user: impl Into<String>,
+        settings: SessionSettings,
+    ) -> SessionInfo {
+        SessionInfo {
+            db,
+            pid,
+            user: user.into(),
+            settings,
+            setting_changes: Arc::new(Mutex::new(Vec::new())),
+        }
     }
 
     /// The `set_config` calls made so far (and clears the list).
@@ -83,7 +94,12 @@ impl SessionInfo {
     }
 
     pub(crate) fn snapshot(&self) -> Snapshot {
-        Snapshot::new(self.db.clone(), self.settings.clone(), self.user.clone(), tables::extra_tables())
+        Snapshot::new(
+            self.db.clone(),
+            self.settings.clone(),
+            self.user.clone(),
+            tables::extra_tables(),
+        )
     }
 }
 
@@ -96,9 +112,17 @@ impl SessionInfo {
 /// `FROM pg_…` names reach them (see `rewrite`).
 pub fn register_schemas(catalog: &MemoryCatalogProvider, db: Arc<Database>) {
     let shared = SharedCatalogState::new(db);
-    for (name, which) in [("pg_catalog", Which::PgCatalog), ("information_schema", Which::InformationSchema)] {
-        let schema = Arc::new(CatalogSchema { which, shared: shared.clone() });
-        catalog.register_schema(name, schema).expect("a memory catalog accepts schemas");
+    for (name, which) in [
+        ("pg_catalog", Which::PgCatalog),
+        ("information_schema", Which::InformationSchema),
+    ] {
+        let schema = Arc::new(CatalogSchema {
+            which,
+            shared: shared.clone(),
+        });
+        catalog
+            .register_schema(name, schema)
+            .expect("a memory catalog accepts schemas");
     }
 }
 
@@ -121,12 +145,17 @@ fn catalog_state(state: &SessionState) -> Option<Arc<SharedCatalogState>> {
     let name = state.config().options().catalog.default_catalog.clone();
     let catalog = state.catalog_list().catalog(&name)?;
     let schema = catalog.schema("pg_catalog")?;
-    schema.downcast_ref::<CatalogSchema>().map(|s| s.shared.clone())
+    schema
+        .downcast_ref::<CatalogSchema>()
+        .map(|s| s.shared.clone())
 }
 
 /// Answers psql's meta-command queries that DataFusion cannot run (see `psql`); `None`
 /// for every other query.
-pub fn intercept(sql: &str, info: &SessionInfo) -> Option<Result<(SchemaRef, Vec<RecordBatch>), PgError>> {
+pub fn intercept(
+    sql: &str,
+    info: &SessionInfo,
+) -> Option<Result<(SchemaRef, Vec<RecordBatch>), PgError>> {
     psql::intercept(sql, info)
 }
 

@@ -33,14 +33,27 @@ pub const UTF8_ENCODING: i32 = 6;
 /// The schemas: (OID, name, owner, ACL as PostgreSQL 18 shows it right after initdb).
 pub const NAMESPACES: &[(u32, &str, u32, Option<&[&str]>)] = &[
     (PG_TOAST_NAMESPACE, "pg_toast", POSTGRES_ROLE, None),
-    (PG_CATALOG_NAMESPACE, "pg_catalog", POSTGRES_ROLE, Some(&["postgres=UC/postgres", "=U/postgres"])),
+    (
+        PG_CATALOG_NAMESPACE,
+        "pg_catalog",
+        POSTGRES_ROLE,
+        Some(&["postgres=UC/postgres", "=U/postgres"]),
+    ),
     (
         PUBLIC_NAMESPACE,
         "public",
         PG_DATABASE_OWNER_ROLE,
-        Some(&["pg_database_owner=UC/pg_database_owner", "=U/pg_database_owner"]),
+        Some(&[
+            "pg_database_owner=UC/pg_database_owner",
+            "=U/pg_database_owner",
+        ]),
     ),
-    (INFORMATION_SCHEMA_NAMESPACE, "information_schema", POSTGRES_ROLE, Some(&["postgres=UC/postgres", "=U/postgres"])),
+    (
+        INFORMATION_SCHEMA_NAMESPACE,
+        "information_schema",
+        POSTGRES_ROLE,
+        Some(&["postgres=UC/postgres", "=U/postgres"]),
+    ),
 ];
 
 pub fn namespace_oid(name: &str) -> Option<u32> {
@@ -84,15 +97,22 @@ pub fn role_oid(name: &str) -> Option<u32> {
 /// Object comments (`pg_description`): (objoid, classoid, description).
 pub const DESCRIPTIONS: &[(u32, u32, &str)] = &[
     (PG_CATALOG_NAMESPACE, PG_NAMESPACE, "system catalog schema"),
-    (PG_TOAST_NAMESPACE, PG_NAMESPACE, "reserved schema for TOAST tables"),
+    (
+        PG_TOAST_NAMESPACE,
+        PG_NAMESPACE,
+        "reserved schema for TOAST tables",
+    ),
     (PUBLIC_NAMESPACE, PG_NAMESPACE, "standard public schema"),
     (HEAP_AM, PG_AM, "heap table access method"),
     (BTREE_AM, PG_AM, "b-tree index access method"),
 ];
 
 /// Comments on shared objects (`pg_shdescription`).
-pub const SHARED_DESCRIPTIONS: &[(u32, u32, &str)] =
-    &[(DATABASE_OID, PG_DATABASE, "default administrative connection database")];
+pub const SHARED_DESCRIPTIONS: &[(u32, u32, &str)] = &[(
+    DATABASE_OID,
+    PG_DATABASE,
+    "default administrative connection database",
+)];
 
 /// `pg_encoding_to_char`: PostgreSQL's encoding names by number.
 pub fn encoding_name(id: i64) -> &'static str {
@@ -140,5 +160,9 @@ pub fn encoding_name(id: i64) -> &'static str {
         "JOHAB",
         "SHIFT_JIS_2004",
     ];
-    usize::try_from(id).ok().and_then(|i| NAMES.get(i)).copied().unwrap_or("")
+    usize::try_from(id)
+        .ok()
+        .and_then(|i| NAMES.get(i))
+        .copied()
+        .unwrap_or("")
 }

@@ -44,9 +44,15 @@ fn boolean(name: &'static str) -> Col {
     (name, DataType::Boolean)
 }
 
-fn result(cols: Vec<(String, DataType)>, rows: Vec<Vec<V>>) -> Result<(SchemaRef, Vec<RecordBatch>), PgError> {
-    let schema: SchemaRef =
-        Arc::new(Schema::new(cols.into_iter().map(|(n, t)| Field::new(n, t, true)).collect::<Vec<_>>()));
+fn result(
+    cols: Vec<(String, DataType)>,
+    rows: Vec<Vec<V>>,
+) -> Result<(SchemaRef, Vec<RecordBatch>), PgError> {
+    let schema: SchemaRef = Arc::new(Schema::new(
+        cols.into_iter()
+            .map(|(n, t)| Field::new(n, t, true))
+            .collect::<Vec<_>>(),
+    ));
     let batch = build_batch(&schema, &rows).map_err(|e| PgError::internal(e.to_string()))?;
     Ok((schema, vec![batch]))
 }
@@ -86,7 +92,9 @@ fn aliases(sql: &str) -> Vec<String> {
     let mut from = 0;
     while let Some(i) = lower[from..].find(" as \"") {
         let start = from + i + 5;
-        let Some(len) = sql[start..].find('"') else { break };
+        let Some(len) = sql[start..].find('"') else {
+            break;
+        };
         out.push(sql[start..start + len].to_string());
         from = start + len + 1;
     }
@@ -94,7 +102,10 @@ fn aliases(sql: &str) -> Vec<String> {
 }
 
 /// Answers `sql` if it is one of psql's meta-command queries DataFusion cannot run.
-pub fn intercept(sql: &str, info: &SessionInfo) -> Option<Result<(SchemaRef, Vec<RecordBatch>), PgError>> {
+pub fn intercept(
+    sql: &str,
+    info: &SessionInfo,
+) -> Option<Result<(SchemaRef, Vec<RecordBatch>), PgError>> {
     if !sql.contains("pg_catalog.") {
         return None;
     }
@@ -103,7 +114,9 @@ pub fn intercept(sql: &str, info: &SessionInfo) -> Option<Result<(SchemaRef, Vec
         let oid = quoted_number_after(&q, "WHERE c.oid = ")?;
         return Some(relation_kind(&q, &info.snapshot(), oid));
     }
-    if q.contains("FROM pg_catalog.pg_attribute a") && q.contains("pg_catalog.format_type(a.atttypid, a.atttypmod)") {
+    if q.contains("FROM pg_catalog.pg_attribute a")
+        && q.contains("pg_catalog.format_type(a.atttypid, a.atttypmod)")
+    {
         let oid = quoted_number_after(&q, "a.attrelid = ")?;
         return Some(columns(&q, &info.snapshot(), oid));
     }
@@ -148,7 +161,10 @@ pub fn intercept(sql: &str, info: &SessionInfo) -> Option<Result<(SchemaRef, Vec
             text("cmd"),
         ]);
     }
-    if q.contains("FROM pg_catalog.pg_statistic_ext") && q.contains("stxrelid") && q.starts_with("SELECT oid,") {
+    if q.contains("FROM pg_catalog.pg_statistic_ext")
+        && q.contains("stxrelid")
+        && q.starts_with("SELECT oid,")
+    {
         return empty(vec![
             ("oid", DataType::Int64),
             text("stxrelid"),
@@ -166,7 +182,12 @@ pub fn intercept(sql: &str, info: &SessionInfo) -> Option<Result<(SchemaRef, Vec
     }
     if q.contains("FROM pg_catalog.pg_class c, pg_catalog.pg_inherits i") {
         if q.contains("inhdetachpending") {
-            return empty(vec![text("oid"), text("relkind"), boolean("inhdetachpending"), text("pg_get_expr")]);
+            return empty(vec![
+                text("oid"),
+                text("relkind"),
+                boolean("inhdetachpending"),
+                text("pg_get_expr"),
+            ]);
         }
         return empty(vec![text("oid")]);
     }
@@ -219,7 +240,10 @@ fn patterns(q: &str) -> Vec<(String, String)> {
 /// Does `name` match `regex`, one of the anchored regular expressions psql makes of a
 /// name pattern (`^(eic.*)$`: `.*` for `*`, `.` for `?`, `\\x` for a literal `x`)?
 pub fn psql_regex_matches(regex: &str, name: &str) -> bool {
-    let body = regex.strip_prefix("^(").and_then(|r| r.strip_suffix(")$")).unwrap_or(regex);
+    let body = regex
+        .strip_prefix("^(")
+        .and_then(|r| r.strip_suffix(")$"))
+        .unwrap_or(regex);
     // Compile to: Any (.*), One (.), Lit(c)
     #[derive(Clone, Copy, PartialEq)]
     enum P {
@@ -259,14 +283,20 @@ pub fn psql_regex_matches(regex: &str, name: &str) -> bool {
 /// `\dp` / `\z`: privileges of the visible tables and views outside `pg_*` schemas.
 /// iolab has default privileges only, no column privileges and no policies: every
 /// privilege column is empty, as PostgreSQL shows a table nobody granted anything on.
-fn privileges(sql: &str, q: &str, info: &SessionInfo) -> Result<(SchemaRef, Vec<RecordBatch>), PgError> {
+fn privileges(
+    sql: &str,
+    q: &str,
+    info: &SessionInfo,
+) -> Result<(SchemaRef, Vec<RecordBatch>), PgError> {
     let names = aliases(sql);
     let s = info.snapshot();
     let all = s.relations();
     let pats = patterns(q);
     let mut rels: Vec<&Relation> = all
         .iter()
-        .filter(|r| matches!(r.kind, 'r' | 'v') && !r.schema().starts_with("pg_") && s.is_visible(r, &all))
+        .filter(|r| {
+            matches!(r.kind, 'r' | 'v') && !r.schema().starts_with("pg_") && s.is_visible(r, &all)
+        })
         .filter(|r| {
             pats.iter().all(|(col, re)| match col.as_str() {
                 "c.relname" => psql_regex_matches(re, &r.name),
@@ -291,7 +321,10 @@ fn privileges(sql: &str, q: &str, info: &SessionInfo) -> Result<(SchemaRef, Vec<
                 .collect()
         })
         .collect();
-    result(names.iter().map(|n| (n.clone(), DataType::Utf8)).collect(), rows)
+    result(
+        names.iter().map(|n| (n.clone(), DataType::Utf8)).collect(),
+        rows,
+    )
 }
 
 /// `\dT[S][+]`: iolab has no user-defined types; `\dTS` lists the built-in ones.
@@ -306,7 +339,8 @@ fn data_types(sql: &str, q: &str) -> Result<(SchemaRef, Vec<RecordBatch>), PgErr
             .filter(|t| t.category != b'A' && t.typtype == b'b')
             .map(|t| (types::format_type(t.oid, None), t))
             .filter(|(shown, t)| {
-                pats.iter().all(|(_, re)| psql_regex_matches(re, t.name) || psql_regex_matches(re, shown))
+                pats.iter()
+                    .all(|(_, re)| psql_regex_matches(re, t.name) || psql_regex_matches(re, shown))
             })
             .collect();
         list.sort_by(|a, b| a.0.cmp(&b.0));
@@ -318,7 +352,11 @@ fn data_types(sql: &str, q: &str) -> Result<(SchemaRef, Vec<RecordBatch>), PgErr
                         "Schema" => V::text("pg_catalog"),
                         "Name" => V::text(&shown),
                         "Internal name" => V::text(t.name),
-                        "Size" => V::Text(if t.len < 0 { "var".to_string() } else { t.len.to_string() }),
+                        "Size" => V::Text(if t.len < 0 {
+                            "var".to_string()
+                        } else {
+                            t.len.to_string()
+                        }),
                         "Elements" => V::text(""),
                         "Owner" => V::text("postgres"),
                         _ => V::Null,
@@ -327,12 +365,23 @@ fn data_types(sql: &str, q: &str) -> Result<(SchemaRef, Vec<RecordBatch>), PgErr
             })
             .collect()
     };
-    result(names.iter().map(|n| (n.clone(), DataType::Utf8)).collect(), rows)
+    result(
+        names.iter().map(|n| (n.clone(), DataType::Utf8)).collect(),
+        rows,
+    )
 }
 
 /// `\d` step 2: what kind of relation `oid` is (psql reads the columns by position).
-fn relation_kind(q: &str, s: &Snapshot, oid: u32) -> Result<(SchemaRef, Vec<RecordBatch>), PgError> {
-    let options_column = if q.contains("array_to_string(c.reloptions") { "array_to_string" } else { "?column?" };
+fn relation_kind(
+    q: &str,
+    s: &Snapshot,
+    oid: u32,
+) -> Result<(SchemaRef, Vec<RecordBatch>), PgError> {
+    let options_column = if q.contains("array_to_string(c.reloptions") {
+        "array_to_string"
+    } else {
+        "?column?"
+    };
     let cols = vec![
         ("relchecks".to_string(), DataType::Int16),
         ("relkind".to_string(), DataType::Utf8),
@@ -382,7 +431,15 @@ fn columns(q: &str, s: &Snapshot, oid: u32) -> Result<(SchemaRef, Vec<RecordBatc
     let rel: Option<Relation> = s.relation(oid);
     if q.contains("AS is_key") {
         // The columns of an index: iolab's catalog has none.
-        return result(owned(vec![text("attname"), text("format_type"), text("is_key"), text("indexdef")]), Vec::new());
+        return result(
+            owned(vec![
+                text("attname"),
+                text("format_type"),
+                text("is_key"),
+                text("indexdef"),
+            ]),
+            Vec::new(),
+        );
     }
     let mut cols = owned(vec![
         text("attname"),
@@ -414,15 +471,20 @@ fn columns(q: &str, s: &Snapshot, oid: u32) -> Result<(SchemaRef, Vec<RecordBatc
         .flat_map(|r| r.columns.iter())
         .map(|c| {
             // The catalogs' text columns are declared COLLATE "C", which psql shows.
-            let catalog_table =
-                rel.as_ref().is_some_and(|r| r.namespace == oids::PG_CATALOG_NAMESPACE && r.kind == 'r');
+            let catalog_table = rel
+                .as_ref()
+                .is_some_and(|r| r.namespace == oids::PG_CATALOG_NAMESPACE && r.kind == 'r');
             let collatable = types::type_row(c.type_oid).is_some_and(|t| t.collation == 100);
             let mut row = vec![
                 V::text(&c.name),
                 V::Text(types::format_type(c.type_oid, Some(c.typmod))),
                 V::Null,
                 V::Bool(c.not_null),
-                if catalog_table && collatable { V::text("C") } else { V::Null },
+                if catalog_table && collatable {
+                    V::text("C")
+                } else {
+                    V::Null
+                },
                 V::text(""),
                 V::text(""),
             ];
@@ -453,7 +515,11 @@ fn databases(sql: &str, info: &SessionInfo) -> Result<(SchemaRef, Vec<RecordBatc
         return Err(PgError::internal("unrecognised \\l query"));
     }
     let s = info.snapshot();
-    let size: i64 = s.tables.iter().map(|t| s.relation_size(t.oid).unwrap_or(0)).sum();
+    let size: i64 = s
+        .tables
+        .iter()
+        .map(|t| s.relation_size(t.oid).unwrap_or(0))
+        .sum();
     let cols: Vec<(String, DataType)> = names.iter().map(|n| (n.clone(), DataType::Utf8)).collect();
     let row: Vec<V> = names
         .iter()
@@ -465,9 +531,12 @@ fn databases(sql: &str, info: &SessionInfo) -> Result<(SchemaRef, Vec<RecordBatc
             "Locale Provider" => V::text("libc"),
             "Size" => V::Text(functions::size_pretty(size)),
             "Tablespace" => V::text("pg_default"),
-            "Description" => {
-                V::opt_text(oids::SHARED_DESCRIPTIONS.iter().find(|d| d.0 == oids::DATABASE_OID).map(|d| d.2))
-            }
+            "Description" => V::opt_text(
+                oids::SHARED_DESCRIPTIONS
+                    .iter()
+                    .find(|d| d.0 == oids::DATABASE_OID)
+                    .map(|d| d.2),
+            ),
             _ => V::Null,
         })
         .collect();
@@ -587,13 +656,28 @@ pub mod tests {
     fn aliases_are_found_in_order() {
         assert_eq!(
             aliases(INTERCEPTED[9]),
-            vec!["Name", "Owner", "Encoding", "Collate", "Ctype", "ICU Locale", "Locale Provider", "Access privileges"]
+            vec![
+                "Name",
+                "Owner",
+                "Encoding",
+                "Collate",
+                "Ctype",
+                "ICU Locale",
+                "Locale Provider",
+                "Access privileges"
+            ]
         );
     }
 
     #[test]
     fn oids_are_read_from_the_query() {
-        assert_eq!(quoted_number_after(&normalise(INTERCEPTED[0]), "WHERE c.oid = "), Some(16384));
-        assert_eq!(quoted_number_after(&normalise(INTERCEPTED[1]), "a.attrelid = "), Some(16384));
+        assert_eq!(
+            quoted_number_after(&normalise(INTERCEPTED[0]), "WHERE c.oid = "),
+            Some(16384)
+        );
+        assert_eq!(
+            quoted_number_after(&normalise(INTERCEPTED[1]), "a.attrelid = "),
+            Some(16384)
+        );
     }
 }

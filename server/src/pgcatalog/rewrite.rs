@@ -31,9 +31,26 @@ use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Word};
 
 /// Text fragments (lower case) without which a query needs no rewrite.
 const TRIGGERS: &[&str] = &[
-    "pg_", "operator", "collate", "current_schema", "regclass", "regtype", "regnamespace", "regrole", "regproc",
-    "regoper", "regconfig", "regdictionary", "regcollation", "::oid", "::name", "::xid", "::cid", "\"char\"",
-    "::int2vector", "::aclitem",
+    "pg_",
+    "operator",
+    "collate",
+    "current_schema",
+    "regclass",
+    "regtype",
+    "regnamespace",
+    "regrole",
+    "regproc",
+    "regoper",
+    "regconfig",
+    "regdictionary",
+    "regcollation",
+    "::oid",
+    "::name",
+    "::xid",
+    "::cid",
+    "\"char\"",
+    "::int2vector",
+    "::aclitem",
 ];
 
 /// See the module documentation.
@@ -63,7 +80,10 @@ pub fn rewrite_for_datafusion(sql: &str) -> Cow<'_, str> {
 /// by a bare word holding its source text, which no rewrite touches.
 fn faithful_tokens(sql: &str) -> Option<Vec<Token>> {
     let dialect = PostgreSqlDialect {};
-    let spanned = Tokenizer::new(&dialect, sql).with_unescape(false).tokenize_with_location().ok()?;
+    let spanned = Tokenizer::new(&dialect, sql)
+        .with_unescape(false)
+        .tokenize_with_location()
+        .ok()?;
     // Token start locations are (line, column) in characters; walk the text once to turn
     // them into byte offsets (they come in order).
     let mut starts = Vec::with_capacity(spanned.len());
@@ -92,7 +112,11 @@ fn faithful_tokens(sql: &str) -> Option<Vec<Token>> {
         if t.token.to_string() == source {
             tokens.push(t.token);
         } else {
-            tokens.push(Token::Word(Word { value: source.to_string(), quote_style: None, keyword: Keyword::NoKeyword }));
+            tokens.push(Token::Word(Word {
+                value: source.to_string(),
+                quote_style: None,
+                keyword: Keyword::NoKeyword,
+            }));
         }
     }
     // Every byte must be covered, or we cannot trust the spans.
@@ -136,10 +160,17 @@ fn rewrite_operators(tokens: Vec<Token>) -> Vec<Token> {
     let mut i = 0;
     while i < tokens.len() {
         if is_word(&tokens[i], "operator") {
-            if let Some(open) = next_significant(&tokens, i + 1).filter(|&j| tokens[j] == Token::LParen) {
-                if let Some(close) = (open + 1..tokens.len()).find(|&j| tokens[j] == Token::RParen) {
+            if let Some(open) =
+                next_significant(&tokens, i + 1).filter(|&j| tokens[j] == Token::LParen)
+            {
+                if let Some(close) = (open + 1..tokens.len()).find(|&j| tokens[j] == Token::RParen)
+                {
                     let inner = &tokens[open + 1..close];
-                    let start = inner.iter().rposition(|t| *t == Token::Period).map(|p| p + 1).unwrap_or(0);
+                    let start = inner
+                        .iter()
+                        .rposition(|t| *t == Token::Period)
+                        .map(|p| p + 1)
+                        .unwrap_or(0);
                     out.extend(inner[start..].iter().filter(|t| !is_space(t)).cloned());
                     i = close + 1;
                     continue;
@@ -191,7 +222,8 @@ fn strip_pg_catalog(tokens: Vec<Token>) -> Vec<Token> {
     let mut i = 0;
     while i < tokens.len() {
         if is_word(&tokens[i], "pg_catalog") && tokens.get(i + 1) == Some(&Token::Period) {
-            let after_cast = prev_significant(&tokens, i).is_some_and(|p| tokens[p] == Token::DoubleColon);
+            let after_cast =
+                prev_significant(&tokens, i).is_some_and(|p| tokens[p] == Token::DoubleColon);
             let is_call = matches!(tokens.get(i + 2), Some(Token::Word(_)))
                 && next_significant(&tokens, i + 3).is_some_and(|k| tokens[k] == Token::LParen);
             if after_cast || is_call {
@@ -211,10 +243,15 @@ fn strip_pg_catalog(tokens: Vec<Token>) -> Vec<Token> {
 fn operand_start(tokens: &[Token], end: usize) -> Option<usize> {
     let last = prev_significant(tokens, end)?;
     match &tokens[last] {
-        Token::SingleQuotedString(_) | Token::EscapedStringLiteral(_) | Token::Number(_, _) => Some(last),
+        Token::SingleQuotedString(_) | Token::EscapedStringLiteral(_) | Token::Number(_, _) => {
+            Some(last)
+        }
         Token::Word(_) => {
             let mut start = last;
-            while start >= 2 && tokens[start - 1] == Token::Period && matches!(tokens[start - 2], Token::Word(_)) {
+            while start >= 2
+                && tokens[start - 1] == Token::Period
+                && matches!(tokens[start - 2], Token::Word(_))
+            {
                 start -= 2;
             }
             Some(start)
@@ -240,9 +277,14 @@ fn operand_start(tokens: &[Token], end: usize) -> Option<usize> {
             }
             // A function call: include its (qualified) name.
             let mut start = j;
-            if let Some(name) = prev_significant(tokens, j).filter(|&k| is_function_name(&tokens[k])) {
+            if let Some(name) =
+                prev_significant(tokens, j).filter(|&k| is_function_name(&tokens[k]))
+            {
                 start = name;
-                while start >= 2 && tokens[start - 1] == Token::Period && matches!(tokens[start - 2], Token::Word(_)) {
+                while start >= 2
+                    && tokens[start - 1] == Token::Period
+                    && matches!(tokens[start - 2], Token::Word(_))
+                {
                     start -= 2;
                 }
             }
@@ -255,9 +297,9 @@ fn operand_start(tokens: &[Token], end: usize) -> Option<usize> {
 /// Is `t` (just before a `(`) the name of a called function rather than a keyword?
 fn is_function_name(t: &Token) -> bool {
     const NOT_FUNCTIONS: &[&str] = &[
-        "all", "and", "any", "as", "between", "by", "case", "distinct", "else", "exists", "from", "having", "ilike",
-        "in", "is", "join", "like", "not", "on", "or", "select", "some", "then", "using", "values", "when", "where",
-        "with",
+        "all", "and", "any", "as", "between", "by", "case", "distinct", "else", "exists", "from",
+        "having", "ilike", "in", "is", "join", "like", "not", "on", "or", "select", "some", "then",
+        "using", "values", "when", "where", "with",
     ];
     match t {
         Token::Word(w) if w.quote_style.is_some() => true,
@@ -270,8 +312,14 @@ fn is_function_name(t: &Token) -> bool {
 /// the index after it (and after a trailing `[]`).
 fn cast_type(tokens: &[Token], i: usize) -> Option<(String, bool, usize)> {
     let k = next_significant(tokens, i)?;
-    let Token::Word(w) = &tokens[k] else { return None };
-    let name = if w.quote_style == Some('"') { format!("\"{}\"", w.value) } else { w.value.to_ascii_lowercase() };
+    let Token::Word(w) = &tokens[k] else {
+        return None;
+    };
+    let name = if w.quote_style == Some('"') {
+        format!("\"{}\"", w.value)
+    } else {
+        w.value.to_ascii_lowercase()
+    };
     if tokens.get(k + 1) == Some(&Token::LBracket) && tokens.get(k + 2) == Some(&Token::RBracket) {
         return Some((name, true, k + 3));
     }
@@ -295,10 +343,9 @@ fn rewrite_casts(tokens: Vec<Token>) -> Vec<Token> {
         };
         let simple = match ty.as_str() {
             "oid" | "xid" | "cid" | "xid8" => Some("bigint"),
-            "name" | "\"char\"" | "regproc" | "regprocedure" | "regoper" | "regoperator" | "pg_node_tree"
-            | "int2vector" | "oidvector" | "aclitem" | "pg_lsn" | "regconfig" | "regdictionary" | "regcollation" => {
-                Some("text")
-            }
+            "name" | "\"char\"" | "regproc" | "regprocedure" | "regoper" | "regoperator"
+            | "pg_node_tree" | "int2vector" | "oidvector" | "aclitem" | "pg_lsn" | "regconfig"
+            | "regdictionary" | "regcollation" => Some("text"),
             _ => None,
         };
         if let Some(target) = simple {
@@ -332,14 +379,22 @@ fn rewrite_casts(tokens: Vec<Token>) -> Vec<Token> {
             continue;
         };
         let operand: Vec<Token> = out.drain(start..).collect();
-        let operand_end = operand.iter().rposition(|t| !is_space(t)).map(|p| p + 1).unwrap_or(0);
+        let operand_end = operand
+            .iter()
+            .rposition(|t| !is_space(t))
+            .map(|p| p + 1)
+            .unwrap_or(0);
         let (operand, trailing) = operand.split_at(operand_end);
-        let literal = matches!(operand.first(), Some(Token::SingleQuotedString(_) | Token::EscapedStringLiteral(_)))
-            && operand.len() == 1;
+        let literal = matches!(
+            operand.first(),
+            Some(Token::SingleQuotedString(_) | Token::EscapedStringLiteral(_))
+        ) && operand.len() == 1;
         // `x::regclass::text` shows the name.
         let mut next = after;
         let mut to_text = false;
-        if let Some(k) = next_significant(&tokens, after).filter(|&k| tokens[k] == Token::DoubleColon) {
+        if let Some(k) =
+            next_significant(&tokens, after).filter(|&k| tokens[k] == Token::DoubleColon)
+        {
             if let Some((t2, false, after2)) = cast_type(&tokens, k + 1) {
                 if matches!(t2.as_str(), "text" | "name" | "varchar") {
                     to_text = true;
@@ -347,7 +402,11 @@ fn rewrite_casts(tokens: Vec<Token>) -> Vec<Token> {
                 }
             }
         }
-        let function = if literal && !to_text { format!("{family}in") } else { format!("{family}out") };
+        let function = if literal && !to_text {
+            format!("{family}in")
+        } else {
+            format!("{family}out")
+        };
         out.push(word(&function));
         out.push(Token::LParen);
         out.extend(operand.iter().cloned());
@@ -400,7 +459,8 @@ const FROM_ENDERS: &[&str] = &[
 /// Is `name` one of `pg_catalog`'s relations (iolab's catalogs, or a table registered
 /// into `pg_catalog` by another module)?
 fn is_catalog_relation(name: &str) -> bool {
-    super::tables::pg_catalog_table(name).is_some() || super::tables::extra_tables().iter().any(|t| t.name == name)
+    super::tables::pg_catalog_table(name).is_some()
+        || super::tables::extra_tables().iter().any(|t| t.name == name)
 }
 
 /// Qualifies unqualified `pg_…` relation names in FROM and JOIN with `pg_catalog.`, as
@@ -481,7 +541,11 @@ mod tests {
         let start = std::time::Instant::now();
         let out = rw(&sql);
         assert_eq!(out, sql.replace("::oid", "::bigint"));
-        assert!(start.elapsed() < std::time::Duration::from_secs(5), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
@@ -500,22 +564,43 @@ mod tests {
             "SELECT pg_get_userbyid(c.relowner) FROM pg_catalog.pg_class c"
         );
         assert_eq!(rw("SELECT x::pg_catalog.text"), "SELECT x::text");
-        assert_eq!(rw("SELECT current_schema, current_schema()"), "SELECT current_schema(), current_schema()");
+        assert_eq!(
+            rw("SELECT current_schema, current_schema()"),
+            "SELECT current_schema(), current_schema()"
+        );
     }
 
     #[test]
     fn reg_casts_become_functions() {
-        assert_eq!(rw("SELECT pg_relation_size('t'::regclass)"), "SELECT pg_relation_size(regclassin('t'))");
-        assert_eq!(rw("WHERE c.oid = 'public.t'::regclass"), "WHERE c.oid = regclassin('public.t')");
-        assert_eq!(rw("SELECT c.oid::pg_catalog.regclass FROM x"), "SELECT regclassout(c.oid) FROM x");
+        assert_eq!(
+            rw("SELECT pg_relation_size('t'::regclass)"),
+            "SELECT pg_relation_size(regclassin('t'))"
+        );
+        assert_eq!(
+            rw("WHERE c.oid = 'public.t'::regclass"),
+            "WHERE c.oid = regclassin('public.t')"
+        );
+        assert_eq!(
+            rw("SELECT c.oid::pg_catalog.regclass FROM x"),
+            "SELECT regclassout(c.oid) FROM x"
+        );
         assert_eq!(
             rw("CASE WHEN c.reloftype = 0 THEN '' ELSE c.reloftype::pg_catalog.regtype::pg_catalog.text END"),
             "CASE WHEN c.reloftype = 0 THEN '' ELSE regtypeout(c.reloftype) END"
         );
         assert_eq!(rw("SELECT 't'::regclass::text"), "SELECT regclassout('t')");
-        assert_eq!(rw("SELECT count(x)::regclass"), "SELECT regclassout(count(x))");
-        assert_eq!(rw("SELECT 'integer'::regtype::oid"), "SELECT regtypein('integer')::bigint");
-        assert_eq!(rw("SELECT relname::name, 1::oid, x::regproc"), "SELECT relname::text, 1::bigint, x::text");
+        assert_eq!(
+            rw("SELECT count(x)::regclass"),
+            "SELECT regclassout(count(x))"
+        );
+        assert_eq!(
+            rw("SELECT 'integer'::regtype::oid"),
+            "SELECT regtypein('integer')::bigint"
+        );
+        assert_eq!(
+            rw("SELECT relname::name, 1::oid, x::regproc"),
+            "SELECT relname::text, 1::bigint, x::text"
+        );
         assert_eq!(
             rw("SELECT stxnamespace::pg_catalog.regnamespace::pg_catalog.text AS nsp"),
             "SELECT regnamespaceout(stxnamespace) AS nsp"
@@ -524,17 +609,29 @@ mod tests {
 
     #[test]
     fn unqualified_catalogs_get_their_schema() {
-        assert_eq!(rw("SELECT * FROM pg_class"), "SELECT * FROM pg_catalog.pg_class");
+        assert_eq!(
+            rw("SELECT * FROM pg_class"),
+            "SELECT * FROM pg_catalog.pg_class"
+        );
         assert_eq!(
             rw("select * from pg_roles, pg_namespace n join pg_am a on true where x in (select 1 from pg_type)"),
             "select * from pg_catalog.pg_roles, pg_catalog.pg_namespace n join pg_catalog.pg_am a on true where x in (select 1 from pg_catalog.pg_type)"
         );
         // Relations pg_catalog does not have are left to whoever provides them.
-        assert_eq!(rw("SELECT * FROM pg_not_a_catalog"), "SELECT * FROM pg_not_a_catalog");
+        assert_eq!(
+            rw("SELECT * FROM pg_not_a_catalog"),
+            "SELECT * FROM pg_not_a_catalog"
+        );
         // Not relations: columns, functions, qualified names.
-        assert_eq!(rw("SELECT pg_x, a FROM t, generate_series(1, 2)"), "SELECT pg_x, a FROM t, generate_series(1, 2)");
+        assert_eq!(
+            rw("SELECT pg_x, a FROM t, generate_series(1, 2)"),
+            "SELECT pg_x, a FROM t, generate_series(1, 2)"
+        );
         assert_eq!(rw("SELECT pg_backend_pid()"), "SELECT pg_backend_pid()");
-        assert_eq!(rw("SELECT * FROM pg_catalog.pg_class"), "SELECT * FROM pg_catalog.pg_class");
+        assert_eq!(
+            rw("SELECT * FROM pg_catalog.pg_class"),
+            "SELECT * FROM pg_catalog.pg_class"
+        );
         assert_eq!(rw("SELECT * FROM public.pg_x"), "SELECT * FROM public.pg_x");
     }
 
@@ -544,7 +641,8 @@ mod tests {
     fn psql_queries_parse_after_rewrite() {
         for sql in super::super::psql::tests::PSQL_QUERIES {
             let rewritten = rw(sql);
-            Parser::parse_sql(&PostgreSqlDialect {}, &rewritten).unwrap_or_else(|e| panic!("{e}\n{rewritten}"));
+            Parser::parse_sql(&PostgreSqlDialect {}, &rewritten)
+                .unwrap_or_else(|e| panic!("{e}\n{rewritten}"));
         }
     }
 }

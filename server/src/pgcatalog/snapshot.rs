@@ -86,16 +86,33 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn new(db: Arc<Database>, settings: SessionSettings, user: String, extra: Vec<ExtraTable>) -> Snapshot {
+    pub fn new(
+        db: Arc<Database>,
+        settings: SessionSettings,
+        user: String,
+        extra: Vec<ExtraTable>,
+    ) -> Snapshot {
         let tables = db.catalog.tables();
-        Snapshot { db, tables, settings, user, extra }
+        Snapshot {
+            db,
+            tables,
+            settings,
+            user,
+            extra,
+        }
     }
 
     /// Every relation: user tables, then the `pg_catalog` and `information_schema` ones.
     pub fn relations(&self) -> Vec<Relation> {
         let mut out: Vec<Relation> = self.tables.iter().map(user_relation).collect();
         for t in tables::PG_CATALOG {
-            out.push(catalog_relation(t.oid, t.name, oids::PG_CATALOG_NAMESPACE, t.kind, &parse_columns(t.columns)));
+            out.push(catalog_relation(
+                t.oid,
+                t.name,
+                oids::PG_CATALOG_NAMESPACE,
+                t.kind,
+                &parse_columns(t.columns),
+            ));
         }
         for t in info_schema::INFORMATION_SCHEMA {
             out.push(catalog_relation(
@@ -150,10 +167,17 @@ impl Snapshot {
     /// the path names it, then the `search_path` entries that exist (`"$user"` is the
     /// session user's schema, which exists only if it was created).
     pub fn search_path(&self) -> Vec<String> {
-        let raw = self.settings.get("search_path").unwrap_or_else(|_| "\"$user\", public".to_string());
+        let raw = self
+            .settings
+            .get("search_path")
+            .unwrap_or_else(|_| "\"$user\", public".to_string());
         let mut path: Vec<String> = Vec::new();
         for item in split_search_path(&raw) {
-            let name = if item == "$user" { self.user.clone() } else { item };
+            let name = if item == "$user" {
+                self.user.clone()
+            } else {
+                item
+            };
             if oids::namespace_oid(&name).is_some() && !path.contains(&name) {
                 path.push(name);
             }
@@ -195,7 +219,9 @@ impl Snapshot {
     /// before it has a relation of the same name.
     pub fn is_visible(&self, rel: &Relation, all: &[Relation]) -> bool {
         for schema in self.search_path() {
-            let Some(ns) = oids::namespace_oid(&schema) else { continue };
+            let Some(ns) = oids::namespace_oid(&schema) else {
+                continue;
+            };
             if ns == rel.namespace {
                 return true;
             }
@@ -226,7 +252,9 @@ impl Snapshot {
             }
             [schema, name] | [_, schema, name] => {
                 let ns = oids::namespace_oid(schema)?;
-                all.iter().find(|r| r.namespace == ns && &r.name == name).map(|r| r.oid)
+                all.iter()
+                    .find(|r| r.namespace == ns && &r.name == name)
+                    .map(|r| r.oid)
             }
             _ => None,
         }
@@ -246,7 +274,12 @@ impl Snapshot {
     /// iolab's catalogs, which live in memory. `None` when there is no such relation.
     pub fn relation_size(&self, oid: u32) -> Option<i64> {
         if let Some(t) = self.tables.iter().find(|t| t.oid == oid) {
-            return Some(self.db.table_blocks(t).map(|b| b as i64 * 8192).unwrap_or(0));
+            return Some(
+                self.db
+                    .table_blocks(t)
+                    .map(|b| b as i64 * 8192)
+                    .unwrap_or(0),
+            );
         }
         self.relation(oid).map(|_| 0)
     }
@@ -276,7 +309,13 @@ fn user_relation(t: &TableDef) -> Relation {
     }
 }
 
-fn catalog_relation(oid: u32, name: &str, namespace: u32, kind: char, columns: &[ColumnSpec]) -> Relation {
+fn catalog_relation(
+    oid: u32,
+    name: &str,
+    namespace: u32,
+    kind: char,
+    columns: &[ColumnSpec],
+) -> Relation {
     Relation {
         oid,
         name: name.to_string(),
@@ -289,7 +328,12 @@ fn catalog_relation(oid: u32, name: &str, namespace: u32, kind: char, columns: &
         tuples: -1.0,
         columns: columns
             .iter()
-            .map(|c| RelColumn { name: c.name.clone(), type_oid: c.type_oid(), typmod: -1, not_null: c.not_null })
+            .map(|c| RelColumn {
+                name: c.name.clone(),
+                type_oid: c.type_oid(),
+                typmod: -1,
+                not_null: c.not_null,
+            })
             .collect(),
     }
 }
@@ -299,10 +343,12 @@ pub fn split_search_path(raw: &str) -> Vec<String> {
     raw.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| match s.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-            Some(inner) => inner.replace("\"\"", "\""),
-            None => s.to_lowercase(),
-        })
+        .map(
+            |s| match s.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+                Some(inner) => inner.replace("\"\"", "\""),
+                None => s.to_lowercase(),
+            },
+        )
         .collect()
 }
 
@@ -373,7 +419,10 @@ mod tests {
     #[test]
     fn identifiers_parse_like_parse_ident() {
         assert_eq!(parse_identifier("public.T").unwrap(), vec!["public", "t"]);
-        assert_eq!(parse_identifier("\"My \"\"T\"\"\"").unwrap(), vec!["My \"T\""]);
+        assert_eq!(
+            parse_identifier("\"My \"\"T\"\"\"").unwrap(),
+            vec!["My \"T\""]
+        );
         assert_eq!(parse_identifier(" a . \"B\" ").unwrap(), vec!["a", "B"]);
         assert!(parse_identifier("a..b").is_err());
         assert!(parse_identifier("a-b").is_err());
@@ -392,7 +441,10 @@ mod tests {
 
     #[test]
     fn search_path_entries_unquote() {
-        assert_eq!(split_search_path("\"$user\", public"), vec!["$user", "public"]);
+        assert_eq!(
+            split_search_path("\"$user\", public"),
+            vec!["$user", "public"]
+        );
         assert_eq!(split_search_path("Public, \"My\""), vec!["public", "My"]);
     }
 }

@@ -171,15 +171,27 @@ fn b(v: bool) -> V {
 
 fn pg_am(_: &Snapshot) -> Vec<Vec<V>> {
     vec![
-        vec![V::oid(oids::HEAP_AM), V::text("heap"), V::text("heap_tableam_handler"), V::char('t')],
-        vec![V::oid(oids::BTREE_AM), V::text("btree"), V::text("bthandler"), V::char('i')],
+        vec![
+            V::oid(oids::HEAP_AM),
+            V::text("heap"),
+            V::text("heap_tableam_handler"),
+            V::char('t'),
+        ],
+        vec![
+            V::oid(oids::BTREE_AM),
+            V::text("btree"),
+            V::text("bthandler"),
+            V::char('i'),
+        ],
     ]
 }
 
 /// `pg_attribute.attstorage`/`attalign` etc. for one column.
 fn attribute_row(rel: &Relation, attnum: usize, col: &super::snapshot::RelColumn) -> Vec<V> {
     let (len, byval, align, storage) = types::column_layout(col.type_oid);
-    let collation = types::type_row(col.type_oid).map(|t| t.collation).unwrap_or(0);
+    let collation = types::type_row(col.type_oid)
+        .map(|t| t.collation)
+        .unwrap_or(0);
     let is_array = types::type_row(col.type_oid).is_some_and(|t| t.category == b'A');
     vec![
         V::oid(rel.oid),
@@ -270,7 +282,17 @@ fn pg_user(_: &Snapshot) -> Vec<Vec<V>> {
         .iter()
         .filter(|r| r.2)
         .map(|&(oid, name, _)| {
-            vec![V::text(name), V::oid(oid), b(true), b(true), b(true), b(true), V::text("********"), V::Null, V::Null]
+            vec![
+                V::text(name),
+                V::oid(oid),
+                b(true),
+                b(true),
+                b(true),
+                b(true),
+                V::text("********"),
+                V::Null,
+                V::Null,
+            ]
         })
         .collect()
 }
@@ -336,7 +358,11 @@ fn pg_collation(_: &Snapshot) -> Vec<Vec<V>> {
             V::Null,
         ]
     };
-    vec![row(100, "default", 'd', None), row(950, "C", 'c', Some("C")), row(951, "POSIX", 'c', Some("POSIX"))]
+    vec![
+        row(100, "default", 'd', None),
+        row(950, "C", 'c', Some("C")),
+        row(951, "POSIX", 'c', Some("POSIX")),
+    ]
 }
 
 fn pg_database(_: &Snapshot) -> Vec<Vec<V>> {
@@ -377,22 +403,26 @@ fn pg_shdescription(_: &Snapshot) -> Vec<Vec<V>> {
 }
 
 fn pg_language(_: &Snapshot) -> Vec<Vec<V>> {
-    [(12u32, "internal", 2246u32), (13, "c", 2247), (14, "sql", 2248)]
-        .iter()
-        .map(|&(oid, name, validator)| {
-            vec![
-                V::oid(oid),
-                V::text(name),
-                V::oid(oids::POSTGRES_ROLE),
-                b(false),
-                b(name == "sql"),
-                V::Int(0),
-                V::Int(0),
-                V::oid(validator),
-                V::Null,
-            ]
-        })
-        .collect()
+    [
+        (12u32, "internal", 2246u32),
+        (13, "c", 2247),
+        (14, "sql", 2248),
+    ]
+    .iter()
+    .map(|&(oid, name, validator)| {
+        vec![
+            V::oid(oid),
+            V::text(name),
+            V::oid(oids::POSTGRES_ROLE),
+            b(false),
+            b(name == "sql"),
+            V::Int(0),
+            V::Int(0),
+            V::oid(validator),
+            V::Null,
+        ]
+    })
+    .collect()
 }
 
 fn pg_namespace(_: &Snapshot) -> Vec<Vec<V>> {
@@ -403,7 +433,8 @@ fn pg_namespace(_: &Snapshot) -> Vec<Vec<V>> {
                 V::oid(oid),
                 V::text(name),
                 V::oid(owner),
-                acl.map(|a| V::TextArray(a.iter().map(|s| s.to_string()).collect())).unwrap_or(V::Null),
+                acl.map(|a| V::TextArray(a.iter().map(|s| s.to_string()).collect()))
+                    .unwrap_or(V::Null),
             ]
         })
         .collect()
@@ -426,7 +457,9 @@ fn pg_settings(s: &Snapshot) -> Vec<Vec<V>> {
                 V::text(r.source),
                 V::opt_text(r.min_val),
                 V::opt_text(r.max_val),
-                r.enumvals.map(|e| V::TextArray(e.iter().map(|s| s.to_string()).collect())).unwrap_or(V::Null),
+                r.enumvals
+                    .map(|e| V::TextArray(e.iter().map(|s| s.to_string()).collect()))
+                    .unwrap_or(V::Null),
                 V::opt_text(r.boot_val),
                 V::opt_text(r.reset_val),
                 V::opt_text(r.sourcefile),
@@ -460,14 +493,33 @@ fn pg_views(s: &Snapshot) -> Vec<Vec<V>> {
     s.relations()
         .iter()
         .filter(|r| r.kind == 'v')
-        .map(|r| vec![V::text(r.schema()), V::text(&r.name), V::text("postgres"), V::Null])
+        .map(|r| {
+            vec![
+                V::text(r.schema()),
+                V::text(&r.name),
+                V::text("postgres"),
+                V::Null,
+            ]
+        })
         .collect()
 }
 
 fn pg_tablespace(_: &Snapshot) -> Vec<Vec<V>> {
     vec![
-        vec![V::oid(oids::DEFAULT_TABLESPACE), V::text("pg_default"), V::oid(oids::POSTGRES_ROLE), V::Null, V::Null],
-        vec![V::oid(oids::GLOBAL_TABLESPACE), V::text("pg_global"), V::oid(oids::POSTGRES_ROLE), V::Null, V::Null],
+        vec![
+            V::oid(oids::DEFAULT_TABLESPACE),
+            V::text("pg_default"),
+            V::oid(oids::POSTGRES_ROLE),
+            V::Null,
+            V::Null,
+        ],
+        vec![
+            V::oid(oids::GLOBAL_TABLESPACE),
+            V::text("pg_global"),
+            V::oid(oids::POSTGRES_ROLE),
+            V::Null,
+            V::Null,
+        ],
     ]
 }
 
@@ -554,15 +606,20 @@ pub struct SharedCatalogState {
 
 impl SharedCatalogState {
     pub fn new(db: Arc<Database>) -> Arc<SharedCatalogState> {
-        Arc::new(SharedCatalogState { db, session: RwLock::new(None), extra: RwLock::new(BTreeMap::new()) })
+        Arc::new(SharedCatalogState {
+            db,
+            session: RwLock::new(None),
+            extra: RwLock::new(BTreeMap::new()),
+        })
     }
 
     pub fn snapshot(&self) -> Snapshot {
-        let (settings, user) = self
-            .session
-            .read()
-            .clone()
-            .unwrap_or_else(|| (SessionSettings::new(&ServerSettings::defaults()), "postgres".to_string()));
+        let (settings, user) = self.session.read().clone().unwrap_or_else(|| {
+            (
+                SessionSettings::new(&ServerSettings::defaults()),
+                "postgres".to_string(),
+            )
+        });
         Snapshot::new(self.db.clone(), settings, user, extra_tables())
     }
 }
@@ -570,12 +627,18 @@ impl SharedCatalogState {
 /// The names and columns of every table registered into any session's `pg_catalog`, so
 /// that all sessions — and `intercept`, which has no DataFusion state — number and
 /// describe them alike. (The tables themselves stay with each session's schema.)
-static EXTRA_TABLES: std::sync::RwLock<BTreeMap<String, SchemaRef>> = std::sync::RwLock::new(BTreeMap::new());
+static EXTRA_TABLES: std::sync::RwLock<BTreeMap<String, SchemaRef>> =
+    std::sync::RwLock::new(BTreeMap::new());
 
 /// The registered `pg_catalog` tables, by name.
 pub fn extra_tables() -> Vec<ExtraTable> {
     let map = EXTRA_TABLES.read().unwrap_or_else(|e| e.into_inner());
-    map.iter().map(|(name, schema)| ExtraTable { name: name.clone(), schema: schema.clone() }).collect()
+    map.iter()
+        .map(|(name, schema)| ExtraTable {
+            name: name.clone(),
+            schema: schema.clone(),
+        })
+        .collect()
 }
 
 /// Which of the two schemas a [`CatalogSchema`] is.
@@ -638,11 +701,20 @@ impl SchemaProvider for CatalogSchema {
         }
     }
 
-    fn register_table(&self, name: String, table: Arc<dyn TableProvider>) -> Result<Option<Arc<dyn TableProvider>>> {
+    fn register_table(
+        &self,
+        name: String,
+        table: Arc<dyn TableProvider>,
+    ) -> Result<Option<Arc<dyn TableProvider>>> {
         if self.which != Which::PgCatalog {
-            return Err(DataFusionError::Plan("information_schema does not accept new tables".into()));
+            return Err(DataFusionError::Plan(
+                "information_schema does not accept new tables".into(),
+            ));
         }
-        EXTRA_TABLES.write().unwrap_or_else(|e| e.into_inner()).insert(name.clone(), table.schema());
+        EXTRA_TABLES
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.clone(), table.schema());
         Ok(self.shared.extra.write().insert(name, table))
     }
 
@@ -668,7 +740,14 @@ mod tests {
             let cols = parse_columns(t.columns);
             assert!(!cols.is_empty(), "{}", t.name);
             for c in &cols {
-                assert_ne!(c.type_oid(), 0, "{}.{} has unknown type {}", t.name, c.name, c.pg_type);
+                assert_ne!(
+                    c.type_oid(),
+                    0,
+                    "{}.{} has unknown type {}",
+                    t.name,
+                    c.name,
+                    c.pg_type
+                );
             }
             assert!(oids.insert(t.oid), "duplicate oid {}", t.oid);
             names.insert(t.name);

@@ -45,15 +45,28 @@ fn fixture() -> Fixture {
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
     let _ = std::fs::remove_dir_all(&dir);
-    let db = Database::open(&dir, &DatabaseOptions { shared_buffers: 128 }).unwrap();
-    let col = |name: &str, ty: PgType, not_null: bool| ColumnDef { name: name.into(), ty, not_null };
+    let db = Database::open(
+        &dir,
+        &DatabaseOptions {
+            shared_buffers: 128,
+        },
+    )
+    .unwrap();
+    let col = |name: &str, ty: PgType, not_null: bool| ColumnDef {
+        name: name.into(),
+        ty,
+        not_null,
+    };
     let eic = db
         .catalog
         .create_table(
             "public",
             "eic_uniform",
             Persistence::Unlogged,
-            vec![col("a", PgType::Int4, false), col("filler", PgType::Text, false)],
+            vec![
+                col("a", PgType::Int4, false),
+                col("filler", PgType::Text, false),
+            ],
             false,
         )
         .unwrap()
@@ -68,14 +81,25 @@ fn fixture() -> Fixture {
             vec![
                 col("id", PgType::Int4, true),
                 col("v", PgType::Varchar(Some(20)), false),
-                col("n", PgType::Numeric { precision: 10, scale: 2 }, false),
+                col(
+                    "n",
+                    PgType::Numeric {
+                        precision: 10,
+                        scale: 2,
+                    },
+                    false,
+                ),
             ],
             false,
         )
         .unwrap()
         .unwrap();
     // One (empty) page on disk before the file is first opened: 8192 bytes.
-    std::fs::write(dir.join("base").join(t2.relfilenode.to_string()), vec![0u8; 8192]).unwrap();
+    std::fs::write(
+        dir.join("base").join(t2.relfilenode.to_string()),
+        vec![0u8; 8192],
+    )
+    .unwrap();
     db.create_relation_file(&t2).unwrap();
 
     let mut config = SessionConfig::new()
@@ -83,16 +107,30 @@ fn fixture() -> Fixture {
         .with_create_default_catalog_and_schema(false)
         .with_information_schema(false);
     config.options_mut().sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
-    let mut state = SessionStateBuilder::new().with_config(config).with_default_features().build();
+    let mut state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .build();
     let catalog = MemoryCatalogProvider::new();
-    catalog.register_schema("public", Arc::new(PublicSchema::new(db.clone(), false))).unwrap();
+    catalog
+        .register_schema("public", Arc::new(PublicSchema::new(db.clone(), false)))
+        .unwrap();
     register_schemas(&catalog, db.clone());
-    state.catalog_list().register_catalog("postgres".into(), Arc::new(catalog));
+    state
+        .catalog_list()
+        .register_catalog("postgres".into(), Arc::new(catalog));
     let mut settings = SessionSettings::new(&ServerSettings::defaults());
     settings.set_session_user("postgres", true);
     let info = SessionInfo::new(db.clone(), 4242, "postgres", settings);
     register_functions(&mut state, &info);
-    Fixture { dir, db, state, info, eic: eic.oid, t2: t2.oid }
+    Fixture {
+        dir,
+        db,
+        state,
+        info,
+        eic: eic.oid,
+        t2: t2.oid,
+    }
 }
 
 fn to_text(batches: &[RecordBatch]) -> Vec<Vec<String>> {
@@ -102,7 +140,13 @@ fn to_text(batches: &[RecordBatch]) -> Vec<Vec<String>> {
             rows.push(
                 b.columns()
                     .iter()
-                    .map(|c| if c.is_null(r) { "NULL".to_string() } else { array_value_to_string(c, r).unwrap() })
+                    .map(|c| {
+                        if c.is_null(r) {
+                            "NULL".to_string()
+                        } else {
+                            array_value_to_string(c, r).unwrap()
+                        }
+                    })
                     .collect(),
             );
         }
@@ -155,23 +199,62 @@ async fn pgcatalog_psql_list_commands() {
     // \d, \dt+, \di+ (PSQL_QUERIES[0..3])
     assert_eq!(
         f.rows(PSQL_QUERIES[0]).await,
-        vec![row(&["public", "eic_uniform", "table", "postgres"]), row(&["public", "t2", "table", "postgres"])]
+        vec![
+            row(&["public", "eic_uniform", "table", "postgres"]),
+            row(&["public", "t2", "table", "postgres"])
+        ]
     );
     let (schema, rows) = f.run(PSQL_QUERIES[1]).await.unwrap();
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    assert_eq!(names, ["Schema", "Name", "Type", "Owner", "Persistence", "Access method", "Size", "Description"]);
+    assert_eq!(
+        names,
+        [
+            "Schema",
+            "Name",
+            "Type",
+            "Owner",
+            "Persistence",
+            "Access method",
+            "Size",
+            "Description"
+        ]
+    );
     assert_eq!(
         rows,
         vec![
-            row(&["public", "eic_uniform", "table", "postgres", "unlogged", "heap", "0 bytes", "NULL"]),
-            row(&["public", "t2", "table", "postgres", "permanent", "heap", "8192 bytes", "NULL"]),
+            row(&[
+                "public",
+                "eic_uniform",
+                "table",
+                "postgres",
+                "unlogged",
+                "heap",
+                "0 bytes",
+                "NULL"
+            ]),
+            row(&[
+                "public",
+                "t2",
+                "table",
+                "postgres",
+                "permanent",
+                "heap",
+                "8192 bytes",
+                "NULL"
+            ]),
         ]
     );
     assert!(f.rows(PSQL_QUERIES[2]).await.is_empty(), "no indexes yet");
     // \d eic_uniform, step 1
-    assert_eq!(f.rows(PSQL_QUERIES[3]).await, vec![row(&[&f.eic.to_string(), "public", "eic_uniform"])]);
+    assert_eq!(
+        f.rows(PSQL_QUERIES[3]).await,
+        vec![row(&[&f.eic.to_string(), "public", "eic_uniform"])]
+    );
     // \dt eic*
-    assert_eq!(f.rows(PSQL_QUERIES[4]).await, vec![row(&["public", "eic_uniform", "table", "postgres"])]);
+    assert_eq!(
+        f.rows(PSQL_QUERIES[4]).await,
+        vec![row(&["public", "eic_uniform", "table", "postgres"])]
+    );
     // \dn+
     assert_eq!(
         f.rows(PSQL_QUERIES[5]).await,
@@ -186,7 +269,10 @@ async fn pgcatalog_psql_list_commands() {
     assert!(f.rows(PSQL_QUERIES[6]).await.is_empty());
     assert_eq!(
         f.rows(PSQL_QUERIES[7]).await,
-        vec![row(&["pg_default", "postgres", ""]), row(&["pg_global", "postgres", ""])]
+        vec![
+            row(&["pg_default", "postgres", ""]),
+            row(&["pg_global", "postgres", ""])
+        ]
     );
     assert!(f.rows(PSQL_QUERIES[8]).await.is_empty());
 }
@@ -207,13 +293,24 @@ async fn pgcatalog_psql_describe_table() {
         rows,
         vec![
             row(&["id", "integer", "NULL", "true", "NULL", "", ""]),
-            row(&["v", "character varying(20)", "NULL", "false", "NULL", "", ""]),
+            row(&[
+                "v",
+                "character varying(20)",
+                "NULL",
+                "false",
+                "NULL",
+                "",
+                ""
+            ]),
             row(&["n", "numeric(10,2)", "NULL", "false", "NULL", "", ""]),
         ]
     );
     // \d+: storage and the rest
     let rows = f.rows(&with_oid(INTERCEPTED[2], f.eic)).await;
-    assert_eq!(rows[0], row(&["a", "integer", "NULL", "false", "NULL", "", "", "p", "", "NULL", "NULL"]));
+    assert_eq!(
+        rows[0],
+        row(&["a", "integer", "NULL", "false", "NULL", "", "", "p", "", "NULL", "NULL"])
+    );
     assert_eq!(rows[1][7], "x");
     // the rest: no indexes, policies, statistics, publications, parents, partitions
     for sql in &INTERCEPTED[3..9] {
@@ -224,7 +321,9 @@ async fn pgcatalog_psql_describe_table() {
     // an unknown OID: no row, so psql says it found nothing
     assert!(f.rows(&with_oid(INTERCEPTED[0], 99999)).await.is_empty());
     // a catalog describes itself
-    let rows = f.rows(&PSQL_QUERIES[3].replace("eic_uniform", "pg_class")).await;
+    let rows = f
+        .rows(&PSQL_QUERIES[3].replace("eic_uniform", "pg_class"))
+        .await;
     assert_eq!(rows, vec![row(&["1259", "pg_catalog", "pg_class"])]);
     let rows = f.rows(&with_oid(INTERCEPTED[1], 1259)).await;
     assert_eq!(rows[0][..4], row(&["oid", "oid", "NULL", "true"]));
@@ -236,10 +335,22 @@ async fn pgcatalog_psql_databases_and_roles() {
     let f = fixture();
     let (schema, rows) = f.run(INTERCEPTED[9]).await.unwrap();
     assert_eq!(schema.fields().len(), 8);
-    assert_eq!(rows, vec![row(&["postgres", "postgres", "UTF8", "C", "C", "NULL", "libc", "NULL"])]);
+    assert_eq!(
+        rows,
+        vec![row(&[
+            "postgres", "postgres", "UTF8", "C", "C", "NULL", "libc", "NULL"
+        ])]
+    );
     let (schema, rows) = f.run(INTERCEPTED[10]).await.unwrap();
     assert_eq!(schema.field(8).name(), "Size");
-    assert_eq!(rows[0][8..], row(&["8192 bytes", "pg_default", "default administrative connection database"]));
+    assert_eq!(
+        rows[0][8..],
+        row(&[
+            "8192 bytes",
+            "pg_default",
+            "default administrative connection database"
+        ])
+    );
     let rows = f.rows(INTERCEPTED[11]).await;
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0][0], "postgres");
@@ -249,45 +360,113 @@ async fn pgcatalog_psql_databases_and_roles() {
 async fn pgcatalog_functions() {
     let f = fixture();
     assert!(f.one("SELECT version()").await.starts_with("PostgreSQL 18"));
-    assert_eq!(f.one("SELECT pg_catalog.current_setting('work_mem')").await, "4MB");
-    assert_eq!(f.one("SELECT current_setting('nosuch.thing', true)").await, "NULL");
+    assert_eq!(
+        f.one("SELECT pg_catalog.current_setting('work_mem')").await,
+        "4MB"
+    );
+    assert_eq!(
+        f.one("SELECT current_setting('nosuch.thing', true)").await,
+        "NULL"
+    );
     let err = f.run("SELECT current_setting('nosuch')").await.unwrap_err();
     assert_eq!(err.code, "42704");
-    assert_eq!(err.message, "unrecognized configuration parameter \"nosuch\"");
+    assert_eq!(
+        err.message,
+        "unrecognized configuration parameter \"nosuch\""
+    );
     // Planning runs set_config with constant arguments: the change is recorded before the
     // statement's rows are sent.
-    let plan = f.state.create_logical_plan("SELECT set_config('work_mem', '8MB', false)").await.unwrap();
+    let plan = f
+        .state
+        .create_logical_plan("SELECT set_config('work_mem', '8MB', false)")
+        .await
+        .unwrap();
     f.state.optimize(&plan).unwrap();
-    assert_eq!(f.info.take_setting_changes(), vec![("work_mem".to_string(), "8MB".to_string(), false)]);
-    assert_eq!(f.one("SELECT set_config('work_mem', '8MB', false)").await, "8MB");
-    assert_eq!(f.info.take_setting_changes(), vec![("work_mem".to_string(), "8MB".to_string(), false)]);
-    assert_eq!(f.one("SELECT set_config(name, '2MB', false) FROM pg_settings WHERE name = 'work_mem'").await, "2MB");
-    assert_eq!(f.info.take_setting_changes(), vec![("work_mem".to_string(), "2MB".to_string(), false)]);
+    assert_eq!(
+        f.info.take_setting_changes(),
+        vec![("work_mem".to_string(), "8MB".to_string(), false)]
+    );
+    assert_eq!(
+        f.one("SELECT set_config('work_mem', '8MB', false)").await,
+        "8MB"
+    );
+    assert_eq!(
+        f.info.take_setting_changes(),
+        vec![("work_mem".to_string(), "8MB".to_string(), false)]
+    );
+    assert_eq!(
+        f.one("SELECT set_config(name, '2MB', false) FROM pg_settings WHERE name = 'work_mem'")
+            .await,
+        "2MB"
+    );
+    assert_eq!(
+        f.info.take_setting_changes(),
+        vec![("work_mem".to_string(), "2MB".to_string(), false)]
+    );
     assert_eq!(f.one("SELECT pg_backend_pid()").await, "4242");
     assert_eq!(f.one("SELECT current_database()").await, "postgres");
     assert_eq!(f.one("SELECT current_user").await, "postgres");
     assert_eq!(f.one("SELECT session_user").await, "postgres");
     assert_eq!(f.one("SELECT user").await, "postgres");
     assert_eq!(f.one("SELECT current_schema()").await, "public");
-    assert_eq!(f.one("SELECT current_schemas(true)").await, "[pg_catalog, public]");
-    assert_eq!(f.one("SELECT pg_size_pretty(pg_relation_size('t2'::regclass))").await, "8192 bytes");
-    assert_eq!(f.one("SELECT pg_total_relation_size('public.t2')").await, "8192");
+    assert_eq!(
+        f.one("SELECT current_schemas(true)").await,
+        "[pg_catalog, public]"
+    );
+    assert_eq!(
+        f.one("SELECT pg_size_pretty(pg_relation_size('t2'::regclass))")
+            .await,
+        "8192 bytes"
+    );
+    assert_eq!(
+        f.one("SELECT pg_total_relation_size('public.t2')").await,
+        "8192"
+    );
     assert_eq!(f.one("SELECT pg_size_pretty(1431306240)").await, "1365 MB");
     assert_eq!(f.one("SELECT 't2'::regclass::text").await, "t2");
     assert_eq!(f.one(&format!("SELECT {}::regclass", f.t2)).await, "t2");
     assert_eq!(f.one("SELECT 'pg_class'::regclass::oid").await, "1259");
     assert_eq!(f.one("SELECT to_regclass('nosuch')").await, "NULL");
-    assert_eq!(f.run("SELECT pg_relation_size('nosuch')").await.unwrap_err().code, "42P01");
-    assert_eq!(f.one("SELECT format_type(1043, 24)").await, "character varying(20)");
-    assert_eq!(f.one("SELECT pg_catalog.format_type('integer'::regtype, NULL)").await, "integer");
+    assert_eq!(
+        f.run("SELECT pg_relation_size('nosuch')")
+            .await
+            .unwrap_err()
+            .code,
+        "42P01"
+    );
+    assert_eq!(
+        f.one("SELECT format_type(1043, 24)").await,
+        "character varying(20)"
+    );
+    assert_eq!(
+        f.one("SELECT pg_catalog.format_type('integer'::regtype, NULL)")
+            .await,
+        "integer"
+    );
     assert_eq!(f.one("SELECT quote_ident('Foo')").await, "\"Foo\"");
-    assert_eq!(f.one("SELECT parse_ident('public.\"T\"')").await, "[public, T]");
+    assert_eq!(
+        f.one("SELECT parse_ident('public.\"T\"')").await,
+        "[public, T]"
+    );
     assert_eq!(f.one("SELECT pg_get_userbyid(10)").await, "postgres");
     assert_eq!(f.one("SELECT pg_encoding_to_char(6)").await, "UTF8");
-    assert_eq!(f.one("SELECT has_table_privilege('t2', 'SELECT')").await, "true");
-    assert_eq!(f.one("SELECT obj_description(2200, 'pg_namespace')").await, "standard public schema");
-    assert_eq!(f.one("SELECT pg_table_is_visible('t2'::regclass)").await, "true");
-    assert_eq!(f.one("SELECT pg_table_is_visible(13361)").await, "false", "information_schema.tables");
+    assert_eq!(
+        f.one("SELECT has_table_privilege('t2', 'SELECT')").await,
+        "true"
+    );
+    assert_eq!(
+        f.one("SELECT obj_description(2200, 'pg_namespace')").await,
+        "standard public schema"
+    );
+    assert_eq!(
+        f.one("SELECT pg_table_is_visible('t2'::regclass)").await,
+        "true"
+    );
+    assert_eq!(
+        f.one("SELECT pg_table_is_visible(13361)").await,
+        "false",
+        "information_schema.tables"
+    );
     assert_eq!(f.one("SELECT pg_typeof(1)").await, "bigint");
 }
 
@@ -302,11 +481,25 @@ async fn pgcatalog_tables_and_information_schema() {
         f.rows(&format!("SELECT attname, atttypid, atttypmod, attnotnull, attlen FROM pg_attribute WHERE attrelid = {} ORDER BY attnum", f.t2)).await,
         vec![row(&["id", "23", "-1", "true", "4"]), row(&["v", "1043", "24", "false", "-1"]), row(&["n", "1700", "655366", "false", "-1"])]
     );
-    assert_eq!(f.one("SELECT typname FROM pg_type WHERE oid = 1184").await, "timestamptz");
+    assert_eq!(
+        f.one("SELECT typname FROM pg_type WHERE oid = 1184").await,
+        "timestamptz"
+    );
     assert_eq!(f.one("SELECT count(*) FROM pg_namespace").await, "4");
-    assert_eq!(f.one("SELECT setting FROM pg_settings WHERE name = 'work_mem'").await, "4096");
-    assert_eq!(f.one("SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename = 't2'").await, "t2");
-    assert_eq!(f.one("SELECT rolname FROM pg_roles WHERE oid = 10").await, "postgres");
+    assert_eq!(
+        f.one("SELECT setting FROM pg_settings WHERE name = 'work_mem'")
+            .await,
+        "4096"
+    );
+    assert_eq!(
+        f.one("SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename = 't2'")
+            .await,
+        "t2"
+    );
+    assert_eq!(
+        f.one("SELECT rolname FROM pg_roles WHERE oid = 10").await,
+        "postgres"
+    );
     assert_eq!(f.one("SELECT datname FROM pg_database").await, "postgres");
     assert_eq!(
         f.rows("SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1")
@@ -332,14 +525,30 @@ async fn pgcatalog_tables_and_information_schema() {
 async fn pgcatalog_registered_views_join_the_catalog() {
     let f = fixture();
     let schema = Arc::new(datafusion::arrow::datatypes::Schema::new(vec![
-        datafusion::arrow::datatypes::Field::new("backend_type", datafusion::arrow::datatypes::DataType::Utf8, true),
-        datafusion::arrow::datatypes::Field::new("reads", datafusion::arrow::datatypes::DataType::Int64, true),
+        datafusion::arrow::datatypes::Field::new(
+            "backend_type",
+            datafusion::arrow::datatypes::DataType::Utf8,
+            true,
+        ),
+        datafusion::arrow::datatypes::Field::new(
+            "reads",
+            datafusion::arrow::datatypes::DataType::Int64,
+            true,
+        ),
     ]));
     let table = MemTable::try_new(schema, vec![vec![]]).unwrap();
     let catalog = f.state.catalog_list().catalog("postgres").unwrap();
-    catalog.schema("pg_catalog").unwrap().register_table("pg_stat_test_io".into(), Arc::new(table)).unwrap();
+    catalog
+        .schema("pg_catalog")
+        .unwrap()
+        .register_table("pg_stat_test_io".into(), Arc::new(table))
+        .unwrap();
     assert_eq!(f.one("SELECT count(*) FROM pg_stat_test_io").await, "0");
-    assert_eq!(f.one("SELECT relkind FROM pg_class WHERE relname = 'pg_stat_test_io'").await, "v");
+    assert_eq!(
+        f.one("SELECT relkind FROM pg_class WHERE relname = 'pg_stat_test_io'")
+            .await,
+        "v"
+    );
     assert_eq!(
         f.rows("SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid WHERE c.relname = 'pg_stat_test_io' ORDER BY a.attnum").await,
         vec![row(&["backend_type", "text"]), row(&["reads", "bigint"])]

@@ -152,7 +152,10 @@ pub static TYPES: &[TypeRow] = &[
 
 /// The `pg_type` row of a type OID.
 pub fn type_row(oid: u32) -> Option<&'static TypeRow> {
-    TYPES.binary_search_by_key(&oid, |t| t.oid).ok().map(|i| &TYPES[i])
+    TYPES
+        .binary_search_by_key(&oid, |t| t.oid)
+        .ok()
+        .map(|i| &TYPES[i])
 }
 
 /// The type OID of a type name as SQL or `pg_type` spells it (`integer`, `int4`,
@@ -161,12 +164,17 @@ pub fn type_oid_by_name(name: &str) -> Option<u32> {
     let lower = name.trim().to_ascii_lowercase();
     let lower = lower.strip_prefix("pg_catalog.").unwrap_or(&lower);
     if let Some(elem) = lower.strip_suffix("[]") {
-        return type_row(type_oid_by_name(elem)?).map(|t| t.array).filter(|a| *a != 0);
+        return type_row(type_oid_by_name(elem)?)
+            .map(|t| t.array)
+            .filter(|a| *a != 0);
     }
     if let Some(t) = PgType::from_sql_name(lower, &[]) {
         return Some(t.oid());
     }
-    TYPES.iter().find(|t| t.name == lower || t.format == lower).map(|t| t.oid)
+    TYPES
+        .iter()
+        .find(|t| t.name == lower || t.format == lower)
+        .map(|t| t.oid)
 }
 
 /// `format_type(type_oid, typmod)`: the type's SQL name with its modifier, as `\d` shows
@@ -180,7 +188,11 @@ pub fn format_type(oid: u32, typmod: Option<i32>) -> String {
         (1043, Some(m)) => return format!("character varying({})", m - 4),
         (1700, Some(m)) => {
             let v = m - 4;
-            return format!("numeric({},{})", (v >> 16) & 0xffff, ((v & 0x7ff) ^ 1024) - 1024);
+            return format!(
+                "numeric({},{})",
+                (v >> 16) & 0xffff,
+                ((v & 0x7ff) ^ 1024) - 1024
+            );
         }
         (1083 | 1114 | 1184 | 1266, Some(p)) => {
             let (base, zone) = match oid {

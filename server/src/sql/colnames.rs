@@ -19,7 +19,12 @@ fn pg_names(query: &ast::Query, width: usize) -> Option<Vec<Option<String>>> {
     let wildcards = select
         .projection
         .iter()
-        .filter(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)))
+        .filter(|i| {
+            matches!(
+                i,
+                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+            )
+        })
         .count();
     if wildcards > 1 {
         return None;
@@ -28,9 +33,15 @@ fn pg_names(query: &ast::Query, width: usize) -> Option<Vec<Option<String>>> {
     let mut names = Vec::with_capacity(width);
     for item in &select.projection {
         match item {
-            SelectItem::UnnamedExpr(e) => names.push(Some(expr_name(e).unwrap_or_else(|| "?column?".into()))),
-            SelectItem::ExprWithAlias { .. } | SelectItem::ExprWithAliases { .. } => names.push(None),
-            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => names.extend(std::iter::repeat_n(None, expanded)),
+            SelectItem::UnnamedExpr(e) => {
+                names.push(Some(expr_name(e).unwrap_or_else(|| "?column?".into())))
+            }
+            SelectItem::ExprWithAlias { .. } | SelectItem::ExprWithAliases { .. } => {
+                names.push(None)
+            }
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                names.extend(std::iter::repeat_n(None, expanded))
+            }
         }
     }
     (names.len() == width).then_some(names)
@@ -41,8 +52,15 @@ fn expr_name(e: &Expr) -> Option<String> {
     match e {
         Expr::Identifier(id) => Some(crate::sql::ddl::ident_name(id)),
         Expr::CompoundIdentifier(parts) => parts.last().map(crate::sql::ddl::ident_name),
-        Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(crate::sql::ddl::ident_name),
-        Expr::Cast { expr, data_type, .. } => expr_name(expr).or_else(|| Some(type_name(data_type))),
+        Expr::Function(f) => f
+            .name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(crate::sql::ddl::ident_name),
+        Expr::Cast {
+            expr, data_type, ..
+        } => expr_name(expr).or_else(|| Some(type_name(data_type))),
         Expr::Nested(inner) => expr_name(inner),
         Expr::Case { .. } => Some("case".into()),
         Expr::Array(_) => Some("array".into()),
@@ -101,18 +119,43 @@ mod tests {
     use datafusion::sql::sqlparser::parser::Parser;
 
     fn names(sql: &str, df_names: &[&str]) -> Vec<String> {
-        let stmt = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap().remove(0);
-        let schema = Arc::new(Schema::new(df_names.iter().map(|n| Field::new(*n, DataType::Int64, true)).collect::<Vec<_>>()));
-        rename(&stmt, schema).fields().iter().map(|f| f.name().clone()).collect()
+        let stmt = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
+        let schema = Arc::new(Schema::new(
+            df_names
+                .iter()
+                .map(|n| Field::new(*n, DataType::Int64, true))
+                .collect::<Vec<_>>(),
+        ));
+        rename(&stmt, schema)
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect()
     }
 
     #[test]
     fn unaliased_expressions_get_postgres_names() {
         assert_eq!(
-            names("SELECT count(*), min(a), t.b, 1 + 2, a::text, 'x'::int4, c AS d FROM t", &["count(*)", "min(t.a)", "b", "Int64(1) + Int64(2)", "a", "x", "d"]),
+            names(
+                "SELECT count(*), min(a), t.b, 1 + 2, a::text, 'x'::int4, c AS d FROM t",
+                &[
+                    "count(*)",
+                    "min(t.a)",
+                    "b",
+                    "Int64(1) + Int64(2)",
+                    "a",
+                    "x",
+                    "d"
+                ]
+            ),
             vec!["count", "min", "b", "?column?", "a", "int4", "d"]
         );
-        assert_eq!(names("SELECT *, count(*) FROM t", &["a", "b", "count(*)"]), vec!["a", "b", "count"]);
+        assert_eq!(
+            names("SELECT *, count(*) FROM t", &["a", "b", "count(*)"]),
+            vec!["a", "b", "count"]
+        );
         assert_eq!(names("SELECT 1", &["Int64(1)"]), vec!["?column?"]);
     }
 }

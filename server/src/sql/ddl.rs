@@ -1,8 +1,6 @@
 //! CREATE TABLE, DROP TABLE, TRUNCATE: catalog changes and the files behind them.
 
-use datafusion::sql::sqlparser::ast::{
-    self, ColumnOption, ObjectName, ObjectType, Statement,
-};
+use datafusion::sql::sqlparser::ast::{self, ColumnOption, ObjectName, ObjectType, Statement};
 use iolab_catalog::store::MAX_IDENTIFIER_LEN;
 use iolab_catalog::{sqlstate, ColumnDef, Persistence, PgError, PgResult, PgType};
 use iolab_engine::Database;
@@ -22,11 +20,15 @@ pub fn split_name(name: &ObjectName) -> PgResult<(Option<String>, String)> {
         [s, n] => Ok((Some(s.clone()), n.clone())),
         [db, s, n] => {
             if db != "postgres" {
-                return Err(PgError::unsupported(format!("cross-database references are not implemented: {name}")));
+                return Err(PgError::unsupported(format!(
+                    "cross-database references are not implemented: {name}"
+                )));
             }
             Ok((Some(s.clone()), n.clone()))
         }
-        _ => Err(PgError::syntax(format!("improper qualified name (too many dotted names): {name}"))),
+        _ => Err(PgError::syntax(format!(
+            "improper qualified name (too many dotted names): {name}"
+        ))),
     }
 }
 
@@ -45,18 +47,38 @@ pub fn column_type(dt: &ast::DataType) -> PgResult<PgType> {
     let (name, mods) = match text.find('(') {
         Some(i) => {
             let inner = text[i + 1..].trim_end_matches(')');
-            let mods: Result<Vec<u32>, _> = inner.split(',').map(|m| m.trim().parse::<u32>()).collect();
-            let rest_after = text[i..].find(')').map(|j| text[i + j + 1..].trim().to_string()).unwrap_or_default();
-            let base = if rest_after.is_empty() { text[..i].trim().to_string() } else { format!("{} {}", text[..i].trim(), rest_after) };
-            (base, mods.map_err(|_| PgError::syntax(format!("invalid type modifier in \"{text}\"")))?)
+            let mods: Result<Vec<u32>, _> =
+                inner.split(',').map(|m| m.trim().parse::<u32>()).collect();
+            let rest_after = text[i..]
+                .find(')')
+                .map(|j| text[i + j + 1..].trim().to_string())
+                .unwrap_or_default();
+            let base = if rest_after.is_empty() {
+                text[..i].trim().to_string()
+            } else {
+                format!("{} {}", text[..i].trim(), rest_after)
+            };
+            (
+                base,
+                mods.map_err(|_| PgError::syntax(format!("invalid type modifier in \"{text}\"")))?,
+            )
         }
         None => (text.trim().to_string(), vec![]),
     };
     // timestamp(3) and time zone variants: the precision is accepted and ignored
     // (values are kept to the microsecond).
-    let (name, mods) = if name.starts_with("timestamp") { (name, vec![]) } else { (name, mods) };
-    if let ("varchar" | "character varying" | "char" | "character" | "bpchar", [0]) = (name.as_str(), mods.as_slice()) {
-        return Err(PgError::new(sqlstate::INVALID_PARAMETER_VALUE, format!("length for type {name} must be at least 1")));
+    let (name, mods) = if name.starts_with("timestamp") {
+        (name, vec![])
+    } else {
+        (name, mods)
+    };
+    if let ("varchar" | "character varying" | "char" | "character" | "bpchar", [0]) =
+        (name.as_str(), mods.as_slice())
+    {
+        return Err(PgError::new(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            format!("length for type {name} must be at least 1"),
+        ));
     }
     if let ("numeric" | "decimal", [p, ..]) = (name.as_str(), mods.as_slice()) {
         if *p < 1 || *p > 38 {
@@ -67,7 +89,10 @@ pub fn column_type(dt: &ast::DataType) -> PgResult<PgType> {
         }
     }
     PgType::from_sql_name(&name, &mods).ok_or_else(|| {
-        PgError::new(sqlstate::UNDEFINED_OBJECT, format!("type \"{name}\" does not exist"))
+        PgError::new(
+            sqlstate::UNDEFINED_OBJECT,
+            format!("type \"{name}\" does not exist"),
+        )
     })
 }
 
@@ -79,7 +104,9 @@ pub fn create_table(db: &Database, create: &ast::CreateTable, unlogged: bool) ->
         return Err(PgError::unsupported("temporary tables are not supported"));
     }
     if !create.constraints.is_empty() {
-        return Err(PgError::unsupported("table constraints (PRIMARY KEY, UNIQUE, FOREIGN KEY, CHECK) are not supported yet"));
+        return Err(PgError::unsupported(
+            "table constraints (PRIMARY KEY, UNIQUE, FOREIGN KEY, CHECK) are not supported yet",
+        ));
     }
     let (schema, name) = split_name(&create.name)?;
     check_identifier(&name)?;
@@ -100,11 +127,22 @@ pub fn create_table(db: &Database, create: &ast::CreateTable, unlogged: bool) ->
                 }
             }
         }
-        columns.push(ColumnDef { name: col_name, ty, not_null });
+        columns.push(ColumnDef {
+            name: col_name,
+            ty,
+            not_null,
+        });
     }
-    let persistence = if unlogged { Persistence::Unlogged } else { Persistence::Permanent };
+    let persistence = if unlogged {
+        Persistence::Unlogged
+    } else {
+        Persistence::Permanent
+    };
     let schema = schema.unwrap_or_else(|| "public".to_string());
-    if let Some(table) = db.catalog.create_table(&schema, &name, persistence, columns, create.if_not_exists)? {
+    if let Some(table) =
+        db.catalog
+            .create_table(&schema, &name, persistence, columns, create.if_not_exists)?
+    {
         db.create_relation_file(&table)?;
     }
     Ok(())
@@ -112,7 +150,10 @@ pub fn create_table(db: &Database, create: &ast::CreateTable, unlogged: bool) ->
 
 fn check_identifier(name: &str) -> PgResult<()> {
     if name.len() > MAX_IDENTIFIER_LEN {
-        return Err(PgError::new(sqlstate::NAME_TOO_LONG, format!("identifier \"{name}\" is too long (at most {MAX_IDENTIFIER_LEN} bytes)")));
+        return Err(PgError::new(
+            sqlstate::NAME_TOO_LONG,
+            format!("identifier \"{name}\" is too long (at most {MAX_IDENTIFIER_LEN} bytes)"),
+        ));
     }
     if name.is_empty() {
         return Err(PgError::syntax("zero-length delimited identifier"));
@@ -122,11 +163,19 @@ fn check_identifier(name: &str) -> PgResult<()> {
 
 /// DROP TABLE [IF EXISTS] a, b; returns whether anything was dropped, and notices.
 pub fn drop(db: &Database, stmt: &Statement) -> PgResult<Vec<String>> {
-    let Statement::Drop { object_type, if_exists, names, .. } = stmt else {
+    let Statement::Drop {
+        object_type,
+        if_exists,
+        names,
+        ..
+    } = stmt
+    else {
         return Err(PgError::internal("not a DROP statement"));
     };
     if *object_type != ObjectType::Table {
-        return Err(PgError::unsupported(format!("DROP {object_type} is not supported")));
+        return Err(PgError::unsupported(format!(
+            "DROP {object_type} is not supported"
+        )));
     }
     let mut notices = Vec::new();
     let mut tables = Vec::new();
@@ -134,8 +183,15 @@ pub fn drop(db: &Database, stmt: &Statement) -> PgResult<Vec<String>> {
         let (schema, table) = split_name(name)?;
         match db.catalog.resolve(schema.as_deref(), &table) {
             Ok(def) => tables.push(def),
-            Err(_) if *if_exists => notices.push(format!("table \"{table}\" does not exist, skipping")),
-            Err(e) => return Err(PgError::new(e.code, format!("table \"{table}\" does not exist"))),
+            Err(_) if *if_exists => {
+                notices.push(format!("table \"{table}\" does not exist, skipping"))
+            }
+            Err(e) => {
+                return Err(PgError::new(
+                    e.code,
+                    format!("table \"{table}\" does not exist"),
+                ))
+            }
         }
     }
     for def in tables {

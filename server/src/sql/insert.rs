@@ -21,21 +21,29 @@ pub const PROGRESS_EVERY_ROWS: u64 = 1_000_000;
 
 pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<u64> {
     let ast::TableObject::TableName(name) = &insert.table else {
-        return Err(PgError::unsupported("INSERT into a table function is not supported"));
+        return Err(PgError::unsupported(
+            "INSERT into a table function is not supported",
+        ));
     };
     if insert.on.is_some() {
         return Err(PgError::unsupported("ON CONFLICT is not supported"));
     }
     if insert.returning.is_some() {
-        return Err(PgError::unsupported("INSERT … RETURNING is not supported yet"));
+        return Err(PgError::unsupported(
+            "INSERT … RETURNING is not supported yet",
+        ));
     }
     let (schema, table_name) = split_name(name)?;
     let table = run.db.catalog.resolve(schema.as_deref(), &table_name)?;
     let targets = target_columns(&table, &insert.columns)?;
     let Some(source) = &insert.source else {
-        return Err(PgError::unsupported("INSERT … DEFAULT VALUES is not supported"));
+        return Err(PgError::unsupported(
+            "INSERT … DEFAULT VALUES is not supported",
+        ));
     };
-    let stream = run.query_stream(&ast::Statement::Query(source.clone())).await?;
+    let stream = run
+        .query_stream(&ast::Statement::Query(source.clone()))
+        .await?;
     insert_stream(run, &table, &targets, stream).await
 }
 
@@ -46,15 +54,25 @@ pub fn target_columns(table: &TableDef, columns: &[ast::ObjectName]) -> PgResult
     }
     let mut targets = Vec::with_capacity(columns.len());
     for col in columns {
-        let name = col.0.last().and_then(|p| p.as_ident()).map(ident_name).unwrap_or_default();
+        let name = col
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(ident_name)
+            .unwrap_or_default();
         let idx = table.column_index(&name).ok_or_else(|| {
             PgError::new(
                 sqlstate::UNDEFINED_COLUMN,
-                format!("column \"{name}\" of relation \"{}\" does not exist", table.name),
+                format!(
+                    "column \"{name}\" of relation \"{}\" does not exist",
+                    table.name
+                ),
             )
         })?;
         if targets.contains(&idx) {
-            return Err(PgError::syntax(format!("column \"{name}\" specified more than once")));
+            return Err(PgError::syntax(format!(
+                "column \"{name}\" specified more than once"
+            )));
         }
         targets.push(idx);
     }
@@ -70,16 +88,26 @@ pub async fn insert_stream(
 ) -> PgResult<u64> {
     let source_width = stream.schema().fields().len();
     if source_width > targets.len() {
-        return Err(PgError::syntax("INSERT has more expressions than target columns"));
+        return Err(PgError::syntax(
+            "INSERT has more expressions than target columns",
+        ));
     }
     if source_width < targets.len() {
-        return Err(PgError::syntax("INSERT has more target columns than expressions"));
+        return Err(PgError::syntax(
+            "INSERT has more target columns than expressions",
+        ));
     }
     let xid = run.xid()?;
     let rel = run.db.relfile(table.relfilenode)?;
     let columns: Vec<_> = table.columns.iter().map(|c| c.ty).collect();
-    let mut inserter =
-        HeapInserter::new(run.db.pool.clone(), rel, columns, xid, run.ctx.cid, run.ctx.track_io_timing);
+    let mut inserter = HeapInserter::new(
+        run.db.pool.clone(),
+        rel,
+        columns,
+        xid,
+        run.ctx.cid,
+        run.ctx.track_io_timing,
+    );
     let started = Instant::now();
     let mut next_progress = PROGRESS_EVERY_ROWS;
     let result: PgResult<()> = async {
@@ -108,7 +136,12 @@ pub async fn insert_stream(
 }
 
 /// Converts a source batch to the table's full row shape with assignment casts.
-pub fn table_arrays(run: &StatementRun, table: &TableDef, targets: &[usize], batch: &RecordBatch) -> PgResult<Vec<ArrayRef>> {
+pub fn table_arrays(
+    run: &StatementRun,
+    table: &TableDef,
+    targets: &[usize],
+    batch: &RecordBatch,
+) -> PgResult<Vec<ArrayRef>> {
     let cast = targets
         .iter()
         .enumerate()
@@ -140,10 +173,10 @@ pub fn complete_rows(
         .collect();
     for (col, array) in table.columns.iter().zip(&arrays) {
         if let (true, Some(row)) = (col.not_null, first_null(array.as_ref())) {
-            let err = check_not_null(array.as_ref(), &col.name, &table.name).expect_err("the column has a NULL");
+            let err = check_not_null(array.as_ref(), &col.name, &table.name)
+                .expect_err("the column has a NULL");
             return Err(err.with_detail(failing_row_detail(&arrays, row, fmt)));
         }
     }
     Ok(arrays)
 }
-

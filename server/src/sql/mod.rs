@@ -44,7 +44,9 @@ pub enum Parsed {
     CreateUnlogged(Box<ast::Statement>),
     Checkpoint,
     /// `VACUUM [ANALYZE] [table]` — accepted and reported; iolab has nothing to vacuum.
-    Vacuum { table: Option<String> },
+    Vacuum {
+        table: Option<String>,
+    },
 }
 
 impl Parsed {
@@ -60,7 +62,6 @@ impl Parsed {
     pub fn writes(&self) -> bool {
         matches!(self, Parsed::Sql(s) if matches!(**s, ast::Statement::Insert(_) | ast::Statement::Copy { .. }))
     }
-
 }
 
 /// Parses one statement's text (`offset` = its position in the whole query string, for
@@ -74,7 +75,11 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
     let words: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
     match words.as_slice() {
         ["CHECKPOINT"] => return Ok(Parsed::Checkpoint),
-        ["VACUUM", ..] => return Ok(Parsed::Vacuum { table: vacuum_table(text) }),
+        ["VACUUM", ..] => {
+            return Ok(Parsed::Vacuum {
+                table: vacuum_table(text),
+            })
+        }
         ["CREATE", "UNLOGGED", "TABLE"] => {
             let upper = text.to_ascii_uppercase();
             let at = upper.find("UNLOGGED").expect("word seen above");
@@ -96,7 +101,8 @@ fn parse_sql(text: &str, whole: &str, offset: usize) -> PgResult<Box<ast::Statem
         }
         err
     };
-    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, text).map_err(|e| syntax_error(&e))?;
+    let mut statements =
+        Parser::parse_sql(&PostgreSqlDialect {}, text).map_err(|e| syntax_error(&e))?;
     if let Some(alias) = statements.first().and_then(wildcard_alias) {
         // sqlparser reads `SELECT * FORM t` as `*` with the alias FORM; PostgreSQL has no
         // aliases on `*` and stops at that word.
@@ -109,16 +115,24 @@ fn parse_sql(text: &str, whole: &str, offset: usize) -> PgResult<Box<ast::Statem
     match statements.len() {
         1 => Ok(Box::new(statements.remove(0))),
         0 => Err(PgError::internal("empty statement reached the parser")),
-        _ => Err(PgError::syntax("cannot insert multiple commands into a prepared statement")),
+        _ => Err(PgError::syntax(
+            "cannot insert multiple commands into a prepared statement",
+        )),
     }
 }
 
 /// The alias sqlparser allowed on a `*` of a top-level SELECT, if any.
 fn wildcard_alias(stmt: &ast::Statement) -> Option<&ast::Ident> {
-    let ast::Statement::Query(q) = stmt else { return None };
-    let ast::SetExpr::Select(select) = q.body.as_ref() else { return None };
+    let ast::Statement::Query(q) = stmt else {
+        return None;
+    };
+    let ast::SetExpr::Select(select) = q.body.as_ref() else {
+        return None;
+    };
     select.projection.iter().find_map(|item| match item {
-        ast::SelectItem::Wildcard(opts) | ast::SelectItem::QualifiedWildcard(_, opts) => opts.opt_alias.as_ref(),
+        ast::SelectItem::Wildcard(opts) | ast::SelectItem::QualifiedWildcard(_, opts) => {
+            opts.opt_alias.as_ref()
+        }
         _ => None,
     })
 }
@@ -129,10 +143,18 @@ fn vacuum_table(text: &str) -> Option<String> {
     let mut rest = stripped.trim().trim_end_matches(';').trim();
     rest = rest[6..].trim_start(); // "VACUUM"
     if rest.starts_with('(') {
-        rest = rest.find(')').map(|i| rest[i + 1..].trim_start()).unwrap_or("");
+        rest = rest
+            .find(')')
+            .map(|i| rest[i + 1..].trim_start())
+            .unwrap_or("");
     }
     rest.split_whitespace()
-        .find(|w| !matches!(w.to_ascii_uppercase().as_str(), "FULL" | "FREEZE" | "VERBOSE" | "ANALYZE" | "ANALYSE"))
+        .find(|w| {
+            !matches!(
+                w.to_ascii_uppercase().as_str(),
+                "FULL" | "FREEZE" | "VERBOSE" | "ANALYZE" | "ANALYSE"
+            )
+        })
         .map(|w| w.trim_matches('"').to_lowercase())
 }
 
@@ -140,7 +162,11 @@ fn vacuum_table(text: &str) -> Option<String> {
 pub enum Outcome {
     /// Rows to send: schema, batches, and the tag word (`SELECT`, `SHOW`…; the row count
     /// is appended when sent).
-    Rows { schema: SchemaRef, stream: SendableRecordBatchStream, tag: &'static str },
+    Rows {
+        schema: SchemaRef,
+        stream: SendableRecordBatchStream,
+        tag: &'static str,
+    },
     /// A finished command with its complete tag, e.g. `INSERT 0 5`.
     Done(String),
     /// BEGIN (tag) — the transaction block is now open.
@@ -191,7 +217,9 @@ pub struct StatementRun {
 impl StatementRun {
     pub fn xid(&self) -> PgResult<Xid> {
         if self.ctx.xid == 0 {
-            return Err(PgError::internal("statement writes but has no transaction id"));
+            return Err(PgError::internal(
+                "statement writes but has no transaction id",
+            ));
         }
         Ok(self.ctx.xid)
     }
@@ -202,18 +230,35 @@ impl StatementRun {
         self.execute_plan(plan).await
     }
 
-    pub async fn logical_plan(&self, stmt: &ast::Statement) -> PgResult<datafusion::logical_expr::LogicalPlan> {
+    pub async fn logical_plan(
+        &self,
+        stmt: &ast::Statement,
+    ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
         let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(stmt.clone()));
-        let plan = self.state.statement_to_plan(df_stmt).await.map_err(from_datafusion)?;
+        let plan = self
+            .state
+            .statement_to_plan(df_stmt)
+            .await
+            .map_err(from_datafusion)?;
         match &self.params {
-            Some(values) => plan.with_param_values(values.clone()).map_err(from_datafusion),
+            Some(values) => plan
+                .with_param_values(values.clone())
+                .map_err(from_datafusion),
             None => Ok(plan),
         }
     }
 
-    pub async fn execute_plan(&self, plan: datafusion::logical_expr::LogicalPlan) -> PgResult<SendableRecordBatchStream> {
-        let physical = self.state.create_physical_plan(&plan).await.map_err(from_datafusion)?;
-        datafusion::physical_plan::execute_stream(physical, self.state.task_ctx()).map_err(from_datafusion)
+    pub async fn execute_plan(
+        &self,
+        plan: datafusion::logical_expr::LogicalPlan,
+    ) -> PgResult<SendableRecordBatchStream> {
+        let physical = self
+            .state
+            .create_physical_plan(&plan)
+            .await
+            .map_err(from_datafusion)?;
+        datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
+            .map_err(from_datafusion)
     }
 }
 
@@ -231,8 +276,19 @@ pub struct StatementGuard {
 }
 
 impl StatementGuard {
-    pub fn new(db: Arc<Database>, cancel: Arc<AtomicBool>, autocommit_xid: Option<Xid>, block_failed: Option<Arc<AtomicBool>>) -> Self {
-        StatementGuard { db, cancel, autocommit_xid, block_failed, finished: false }
+    pub fn new(
+        db: Arc<Database>,
+        cancel: Arc<AtomicBool>,
+        autocommit_xid: Option<Xid>,
+        block_failed: Option<Arc<AtomicBool>>,
+    ) -> Self {
+        StatementGuard {
+            db,
+            cancel,
+            autocommit_xid,
+            block_failed,
+            finished: false,
+        }
     }
 
     /// The statement ended: commit (success, autocommit) or abort it.
@@ -245,7 +301,11 @@ impl StatementGuard {
             }
         }
         if let Some(xid) = self.autocommit_xid.take() {
-            let result = if success { self.db.txns.commit(xid) } else { self.db.txns.abort(xid) };
+            let result = if success {
+                self.db.txns.commit(xid)
+            } else {
+                self.db.txns.abort(xid)
+            };
             result.map_err(|e| PgError::io("could not write commit log", &e))?;
         }
         Ok(())

@@ -29,7 +29,9 @@ pub fn split_statements(sql: &str) -> Vec<StatementText<'_>> {
     while i < bytes.len() {
         match bytes[i] {
             b'\'' => {
-                let escapes = i > 0 && matches!(bytes[i - 1], b'E' | b'e') && (i < 2 || !is_ident_byte(bytes[i - 2]));
+                let escapes = i > 0
+                    && matches!(bytes[i - 1], b'E' | b'e')
+                    && (i < 2 || !is_ident_byte(bytes[i - 2]));
                 i = skip_quoted(bytes, i, b'\'', escapes);
             }
             b'"' => i = skip_quoted(bytes, i, b'"', false),
@@ -41,7 +43,10 @@ pub fn split_statements(sql: &str) -> Vec<StatementText<'_>> {
             b'/' if bytes.get(i + 1) == Some(&b'*') => i = skip_block_comment(bytes, i),
             b'$' if i == 0 || !is_ident_byte(bytes[i - 1]) => i = skip_dollar_quoted(bytes, i),
             b';' => {
-                out.push(StatementText { text: &sql[start..i], offset: start });
+                out.push(StatementText {
+                    text: &sql[start..i],
+                    offset: start,
+                });
                 i += 1;
                 start = i;
             }
@@ -49,7 +54,10 @@ pub fn split_statements(sql: &str) -> Vec<StatementText<'_>> {
         }
     }
     if start < sql.len() {
-        out.push(StatementText { text: &sql[start..], offset: start });
+        out.push(StatementText {
+            text: &sql[start..],
+            offset: start,
+        });
     }
     out.retain(|s| !s.is_empty());
     out
@@ -102,7 +110,11 @@ fn skip_block_comment(bytes: &[u8], open: usize) -> usize {
 fn skip_dollar_quoted(bytes: &[u8], open: usize) -> usize {
     // The tag is `$` [identifier] `$`; a `$1` parameter is not a tag.
     let mut j = open + 1;
-    while j < bytes.len() && (bytes[j].is_ascii_alphabetic() || bytes[j] == b'_' || (j > open + 1 && bytes[j].is_ascii_digit())) {
+    while j < bytes.len()
+        && (bytes[j].is_ascii_alphabetic()
+            || bytes[j] == b'_'
+            || (j > open + 1 && bytes[j].is_ascii_digit()))
+    {
         j += 1;
     }
     if bytes.get(j) != Some(&b'$') {
@@ -160,18 +172,30 @@ mod tests {
     use super::*;
 
     fn texts(sql: &str) -> Vec<&str> {
-        split_statements(sql).into_iter().map(|s| s.text.trim()).collect()
+        split_statements(sql)
+            .into_iter()
+            .map(|s| s.text.trim())
+            .collect()
     }
 
     #[test]
     fn splits_on_semicolons_outside_quotes_and_comments() {
         assert_eq!(texts("SELECT 1; SELECT 2"), vec!["SELECT 1", "SELECT 2"]);
-        assert_eq!(texts("SELECT ';'; SELECT \"a;b\""), vec!["SELECT ';'", "SELECT \"a;b\""]);
+        assert_eq!(
+            texts("SELECT ';'; SELECT \"a;b\""),
+            vec!["SELECT ';'", "SELECT \"a;b\""]
+        );
         assert_eq!(texts("SELECT 'it''s;'; x"), vec!["SELECT 'it''s;'", "x"]);
         assert_eq!(texts("SELECT E'\\';'; y"), vec!["SELECT E'\\';'", "y"]);
-        assert_eq!(texts("SELECT $$a;b$$; SELECT $q$;$q$"), vec!["SELECT $$a;b$$", "SELECT $q$;$q$"]);
+        assert_eq!(
+            texts("SELECT $$a;b$$; SELECT $q$;$q$"),
+            vec!["SELECT $$a;b$$", "SELECT $q$;$q$"]
+        );
         assert_eq!(texts("SELECT $1; SELECT 2"), vec!["SELECT $1", "SELECT 2"]);
-        assert_eq!(texts("-- c;\nSELECT 1 /* ; /* ; */ */; ;;"), vec!["-- c;\nSELECT 1 /* ; /* ; */ */"]);
+        assert_eq!(
+            texts("-- c;\nSELECT 1 /* ; /* ; */ */; ;;"),
+            vec!["-- c;\nSELECT 1 /* ; /* ; */ */"]
+        );
         assert!(texts("-- ping").is_empty());
         assert!(texts(" ; ; ").is_empty());
     }

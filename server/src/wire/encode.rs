@@ -21,7 +21,13 @@ pub fn pg_type_of(dt: &DataType) -> (Type, i32) {
     match PgType::for_arrow(dt) {
         Some(t) => {
             let ty = Type::from_oid(t.oid()).unwrap_or(Type::TEXT);
-            let typmod = if matches!(t, PgType::Numeric { .. }) && !matches!(dt, DataType::Decimal128(38, _)) { t.typmod() } else { -1 };
+            let typmod = if matches!(t, PgType::Numeric { .. })
+                && !matches!(dt, DataType::Decimal128(38, _))
+            {
+                t.typmod()
+            } else {
+                -1
+            };
             (ty, typmod)
         }
         None => (Type::TEXT, -1),
@@ -44,7 +50,9 @@ pub fn fields(schema: &SchemaRef, format: impl Fn(usize) -> FieldFormat) -> Arc<
                     Type::INT8 | Type::FLOAT8 | Type::TIMESTAMP | Type::TIMESTAMPTZ => 8,
                     _ => -1,
                 };
-                FieldInfo::new(f.name().clone(), None, None, ty, format(i)).with_type_size(size).with_type_modifier(typmod)
+                FieldInfo::new(f.name().clone(), None, None, ty, format(i))
+                    .with_type_size(size)
+                    .with_type_modifier(typmod)
             })
             .collect(),
     )
@@ -86,8 +94,13 @@ pub fn query_response(
     let rows = stream
         .map(move |batch| -> Vec<PgWireResult<DataRow>> {
             match batch {
-                Ok(b) => encode_batch(&b, &row_fields, &text).into_iter().map(Ok).collect(),
-                Err(e) => vec![Err(crate::errors::to_wire(crate::errors::from_datafusion(e)))],
+                Ok(b) => encode_batch(&b, &row_fields, &text)
+                    .into_iter()
+                    .map(Ok)
+                    .collect(),
+                Err(e) => vec![Err(crate::errors::to_wire(crate::errors::from_datafusion(
+                    e,
+                )))],
             }
         })
         .flat_map(futures::stream::iter);

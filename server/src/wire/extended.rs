@@ -13,7 +13,9 @@ use futures::{Sink, SinkExt};
 use iolab_catalog::{sqlstate, PgError, PgResult};
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::ExtendedQueryHandler;
-use pgwire::api::results::{DescribePortalResponse, DescribeStatementResponse, FieldFormat, FieldInfo, Response, Tag};
+use pgwire::api::results::{
+    DescribePortalResponse, DescribeStatementResponse, FieldFormat, FieldInfo, Response, Tag,
+};
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, Type};
@@ -45,7 +47,12 @@ pub struct ExtendedHandler {
 
 impl ExtendedHandler {
     pub fn new(server: Arc<Server>) -> ExtendedHandler {
-        ExtendedHandler { parser: Arc::new(PrepareParser { server: server.clone() }), server }
+        ExtendedHandler {
+            parser: Arc::new(PrepareParser {
+                server: server.clone(),
+            }),
+            server,
+        }
     }
 }
 
@@ -57,13 +64,20 @@ pub struct PrepareParser {
 impl QueryParser for PrepareParser {
     type Statement = Prepared;
 
-    async fn parse_sql<C>(&self, client: &C, sql: &str, types: &[Option<Type>]) -> PgWireResult<Option<Prepared>>
+    async fn parse_sql<C>(
+        &self,
+        client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Prepared>>
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
         let statements = split_statements(sql);
         if statements.len() > 1 {
-            return Err(to_wire(PgError::syntax("cannot insert multiple commands into a prepared statement")));
+            return Err(to_wire(PgError::syntax(
+                "cannot insert multiple commands into a prepared statement",
+            )));
         }
         let Some(stmt) = statements.first() else {
             return Ok(None);
@@ -72,24 +86,40 @@ impl QueryParser for PrepareParser {
         let session = session.lock().await;
         let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
         let parsed = sql::parse(&text, sql, stmt.offset).map_err(|e| fail_block(&session, e))?;
-        let mut params: Vec<Type> = types.iter().map(|t| t.clone().unwrap_or(Type::UNKNOWN)).collect();
+        let mut params: Vec<Type> = types
+            .iter()
+            .map(|t| t.clone().unwrap_or(Type::UNKNOWN))
+            .collect();
         let mut schema = None;
         let plan_target = match &parsed {
             Parsed::Sql(s) => match &**s {
                 ast::Statement::Query(_) => Some((**s).clone()),
-                ast::Statement::Insert(ins) => ins.source.as_ref().map(|q| ast::Statement::Query(q.clone())),
+                ast::Statement::Insert(ins) => ins
+                    .source
+                    .as_ref()
+                    .map(|q| ast::Statement::Query(q.clone())),
                 _ => None,
             },
             _ => None,
         };
         if let Some(target) = plan_target {
-            let plan = session.plan_only(&target).await.map_err(|e| fail_block(&session, e))?;
+            let plan = session
+                .plan_only(&target)
+                .await
+                .map_err(|e| fail_block(&session, e))?;
             if matches!(&parsed, Parsed::Sql(s) if matches!(**s, ast::Statement::Query(_))) {
-                schema = Some(sql::colnames::rename(&target, Arc::new(plan.schema().as_arrow().clone())));
+                schema = Some(sql::colnames::rename(
+                    &target,
+                    Arc::new(plan.schema().as_arrow().clone()),
+                ));
             }
-            let inferred = plan.get_parameter_types().map_err(|e| to_wire(crate::errors::from_datafusion(e)))?;
+            let inferred = plan
+                .get_parameter_types()
+                .map_err(|e| to_wire(crate::errors::from_datafusion(e)))?;
             for (name, dt) in inferred {
-                let Some(idx) = name.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) else { continue };
+                let Some(idx) = name.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) else {
+                    continue;
+                };
                 if idx == 0 {
                     continue;
                 }
@@ -97,12 +127,19 @@ impl QueryParser for PrepareParser {
                     params.resize(idx, Type::UNKNOWN);
                 }
                 if params[idx - 1] == Type::UNKNOWN {
-                    params[idx - 1] = dt.as_ref().map(|d| encode::pg_type_of(d).0).unwrap_or(Type::TEXT);
+                    params[idx - 1] = dt
+                        .as_ref()
+                        .map(|d| encode::pg_type_of(d).0)
+                        .unwrap_or(Type::TEXT);
                 }
             }
         } else if let Parsed::Sql(s) = &parsed {
             if let ast::Statement::ShowVariable { variable } = &**s {
-                let name = variable.iter().map(|i| i.value.clone()).collect::<Vec<_>>().join(" ");
+                let name = variable
+                    .iter()
+                    .map(|i| i.value.clone())
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 schema = Some(crate::show::show_schema(&name));
             }
         }
@@ -111,17 +148,29 @@ impl QueryParser for PrepareParser {
                 *p = Type::TEXT;
             }
         }
-        Ok(Some(Prepared { parsed: Some(parsed), params, schema }))
+        Ok(Some(Prepared {
+            parsed: Some(parsed),
+            params,
+            schema,
+        }))
     }
 
     fn get_parameter_types(&self, stmt: &Prepared) -> PgWireResult<Vec<Type>> {
         Ok(stmt.params.clone())
     }
 
-    fn get_result_schema(&self, stmt: &Prepared, column_format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+    fn get_result_schema(
+        &self,
+        stmt: &Prepared,
+        column_format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
         Ok(match &stmt.schema {
             Some(schema) => {
-                let fields = encode::fields(schema, |i| column_format.map(|f| f.format_for(i)).unwrap_or(FieldFormat::Text));
+                let fields = encode::fields(schema, |i| {
+                    column_format
+                        .map(|f| f.format_for(i))
+                        .unwrap_or(FieldFormat::Text)
+                });
                 (*fields).clone()
             }
             None => vec![],
@@ -163,12 +212,20 @@ impl ExtendedQueryHandler for ExtendedHandler {
         let session = session_of(&self.server, client);
         let status = simple::transaction_status(&*session.lock().await);
         client.set_transaction_status(status);
-        client.send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(status))).await?;
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                status,
+            )))
+            .await?;
         client.flush().await?;
         Ok(())
     }
 
-    async fn do_describe_statement<C>(&self, _client: &mut C, target: &StoredStatement<Prepared>) -> PgWireResult<DescribeStatementResponse>
+    async fn do_describe_statement<C>(
+        &self,
+        _client: &mut C,
+        target: &StoredStatement<Prepared>,
+    ) -> PgWireResult<DescribeStatementResponse>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = Self::Statement>,
@@ -176,21 +233,36 @@ impl ExtendedQueryHandler for ExtendedHandler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let fields = self.parser.get_result_schema(&target.statement, None)?;
-        Ok(DescribeStatementResponse::new(target.statement.params.clone(), fields))
+        Ok(DescribeStatementResponse::new(
+            target.statement.params.clone(),
+            fields,
+        ))
     }
 
-    async fn do_describe_portal<C>(&self, _client: &mut C, target: &Portal<Prepared>) -> PgWireResult<DescribePortalResponse>
+    async fn do_describe_portal<C>(
+        &self,
+        _client: &mut C,
+        target: &Portal<Prepared>,
+    ) -> PgWireResult<DescribePortalResponse>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = Self::Statement>,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let fields = self.parser.get_result_schema(&target.statement.statement, Some(&target.result_column_format))?;
+        let fields = self.parser.get_result_schema(
+            &target.statement.statement,
+            Some(&target.result_column_format),
+        )?;
         Ok(DescribePortalResponse::new(fields))
     }
 
-    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Prepared>, _max_rows: usize) -> PgWireResult<Response>
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Prepared>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = Self::Statement>,
@@ -205,24 +277,34 @@ impl ExtendedQueryHandler for ExtendedHandler {
         let mut session = shared.lock().await;
         let params = bind_params(portal).map_err(|e| fail_block(&session, e))?;
         let mut notices = Vec::new();
-        let result = simple::run_with_timeout(&mut session, parsed, Some(params), &mut notices).await;
+        let result =
+            simple::run_with_timeout(&mut session, parsed, Some(params), &mut notices).await;
         simple::send_notices(client, &notices).await?;
         simple::report_settings(client, &mut session).await?;
         match result.map_err(to_wire)? {
-            Outcome::Rows { schema, stream, tag } => {
+            Outcome::Rows {
+                schema,
+                stream,
+                tag,
+            } => {
                 let formats = &portal.result_column_format;
                 let fields = encode::fields(&schema, |i| formats.format_for(i));
-                Ok(Response::Query(encode::query_response(stream, fields, session.text_format(), tag)))
+                Ok(Response::Query(encode::query_response(
+                    stream,
+                    fields,
+                    session.text_format(),
+                    tag,
+                )))
             }
             Outcome::Done(tag) => Ok(Response::Execution(Tag::new(&tag))),
             Outcome::TxnStart(tag) => Ok(Response::TransactionStart(Tag::new(&tag))),
             Outcome::TxnEnd(tag) => Ok(Response::TransactionEnd(Tag::new(&tag))),
-            Outcome::CopyIn { columns } => Ok(Response::CopyIn(pgwire::api::results::CopyResponse::new(
-                0,
-                columns,
-                futures::stream::empty(),
+            Outcome::CopyIn { columns } => Ok(Response::CopyIn(
+                pgwire::api::results::CopyResponse::new(0, columns, futures::stream::empty()),
+            )),
+            Outcome::CopyOut { .. } => Err(to_wire(PgError::unsupported(
+                "COPY TO STDOUT through the extended protocol is not supported",
             ))),
-            Outcome::CopyOut { .. } => Err(to_wire(PgError::unsupported("COPY TO STDOUT through the extended protocol is not supported"))),
         }
     }
 }
@@ -230,7 +312,10 @@ impl ExtendedQueryHandler for ExtendedHandler {
 /// An error before a statement runs still fails an open transaction block.
 fn fail_block(session: &crate::session::Session, e: PgError) -> PgWireError {
     if session.txn.in_block {
-        session.txn.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+        session
+            .txn
+            .failed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
     to_wire(e)
 }
@@ -252,18 +337,41 @@ fn param_value(raw: Option<&[u8]>, ty: &Type, binary: bool) -> PgResult<ScalarVa
     let Some(bytes) = raw else {
         return ScalarValue::try_from(&target).map_err(crate::errors::from_datafusion);
     };
-    let bad = || PgError::new(sqlstate::PROTOCOL_VIOLATION, format!("incorrect binary data format in bind parameter of type {}", ty.name()));
+    let bad = || {
+        PgError::new(
+            sqlstate::PROTOCOL_VIOLATION,
+            format!(
+                "incorrect binary data format in bind parameter of type {}",
+                ty.name()
+            ),
+        )
+    };
     if binary {
-        let be = |n: usize| -> PgResult<&[u8]> { if bytes.len() == n { Ok(bytes) } else { Err(bad()) } };
+        let be = |n: usize| -> PgResult<&[u8]> {
+            if bytes.len() == n {
+                Ok(bytes)
+            } else {
+                Err(bad())
+            }
+        };
         return Ok(match *ty {
             Type::BOOL => ScalarValue::Boolean(Some(be(1)?[0] != 0)),
             Type::INT2 => ScalarValue::Int16(Some(i16::from_be_bytes(be(2)?.try_into().unwrap()))),
             Type::INT4 => ScalarValue::Int32(Some(i32::from_be_bytes(be(4)?.try_into().unwrap()))),
             Type::INT8 => ScalarValue::Int64(Some(i64::from_be_bytes(be(8)?.try_into().unwrap()))),
-            Type::FLOAT4 => ScalarValue::Float32(Some(f32::from_be_bytes(be(4)?.try_into().unwrap()))),
-            Type::FLOAT8 => ScalarValue::Float64(Some(f64::from_be_bytes(be(8)?.try_into().unwrap()))),
-            Type::DATE => ScalarValue::Date32(Some(i32::from_be_bytes(be(4)?.try_into().unwrap()) + PG_EPOCH_DAYS)),
-            Type::TIMESTAMP => ScalarValue::TimestampMicrosecond(Some(i64::from_be_bytes(be(8)?.try_into().unwrap()) + PG_EPOCH_MICROS), None),
+            Type::FLOAT4 => {
+                ScalarValue::Float32(Some(f32::from_be_bytes(be(4)?.try_into().unwrap())))
+            }
+            Type::FLOAT8 => {
+                ScalarValue::Float64(Some(f64::from_be_bytes(be(8)?.try_into().unwrap())))
+            }
+            Type::DATE => ScalarValue::Date32(Some(
+                i32::from_be_bytes(be(4)?.try_into().unwrap()) + PG_EPOCH_DAYS,
+            )),
+            Type::TIMESTAMP => ScalarValue::TimestampMicrosecond(
+                Some(i64::from_be_bytes(be(8)?.try_into().unwrap()) + PG_EPOCH_MICROS),
+                None,
+            ),
             Type::TIMESTAMPTZ => ScalarValue::TimestampMicrosecond(
                 Some(i64::from_be_bytes(be(8)?.try_into().unwrap()) + PG_EPOCH_MICROS),
                 Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.into()),
@@ -271,7 +379,12 @@ fn param_value(raw: Option<&[u8]>, ty: &Type, binary: bool) -> PgResult<ScalarVa
             Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
                 ScalarValue::Utf8(Some(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?))
             }
-            _ => return Err(PgError::unsupported(format!("binary parameters of type {} are not supported", ty.name()))),
+            _ => {
+                return Err(PgError::unsupported(format!(
+                    "binary parameters of type {} are not supported",
+                    ty.name()
+                )))
+            }
         });
     }
     let text = std::str::from_utf8(bytes)
@@ -281,7 +394,13 @@ fn param_value(raw: Option<&[u8]>, ty: &Type, binary: bool) -> PgResult<ScalarVa
         return Ok(value);
     }
     value.cast_to(&target).map_err(|_| {
-        PgError::new(sqlstate::INVALID_TEXT_REPRESENTATION, format!("invalid input syntax for type {}: \"{text}\"", pg_type_name(ty)))
+        PgError::new(
+            sqlstate::INVALID_TEXT_REPRESENTATION,
+            format!(
+                "invalid input syntax for type {}: \"{text}\"",
+                pg_type_name(ty)
+            ),
+        )
     })
 }
 
@@ -308,7 +427,10 @@ fn param_arrow_type(ty: &Type) -> DataType {
         Type::NUMERIC => DataType::Decimal128(38, 10),
         Type::DATE => DataType::Date32,
         Type::TIMESTAMP => DataType::Timestamp(TimeUnit::Microsecond, None),
-        Type::TIMESTAMPTZ => DataType::Timestamp(TimeUnit::Microsecond, Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.into())),
+        Type::TIMESTAMPTZ => DataType::Timestamp(
+            TimeUnit::Microsecond,
+            Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.into()),
+        ),
         _ => DataType::Utf8,
     }
 }
@@ -316,4 +438,3 @@ fn param_arrow_type(ty: &Type) -> DataType {
 /// Days and microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
 const PG_EPOCH_DAYS: i32 = 10_957;
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
-

@@ -37,10 +37,14 @@ pub struct Handlers {
 impl Handlers {
     pub fn new(server: Arc<Server>) -> Handlers {
         Handlers {
-            simple: Arc::new(simple::SimpleHandler { server: server.clone() }),
+            simple: Arc::new(simple::SimpleHandler {
+                server: server.clone(),
+            }),
             extended: Arc::new(extended::ExtendedHandler::new(server.clone())),
             startup: Arc::new(startup::Startup::new(server.clone())),
-            copy: Arc::new(CopyIn { server: server.clone() }),
+            copy: Arc::new(CopyIn {
+                server: server.clone(),
+            }),
             errors: Arc::new(ErrorRewriter),
             server,
         }
@@ -84,7 +88,10 @@ impl ErrorHandler for ErrorRewriter {
         let replacement = match error {
             PgWireError::StatementNotFound(name) => Some(iolab_catalog::PgError::new(
                 iolab_catalog::sqlstate::INVALID_SQL_STATEMENT_NAME,
-                format!("prepared statement \"{}\" does not exist", client_name(name)),
+                format!(
+                    "prepared statement \"{}\" does not exist",
+                    client_name(name)
+                ),
             )),
             PgWireError::PortalNotFound(name) => Some(iolab_catalog::PgError::new(
                 iolab_catalog::sqlstate::INVALID_CURSOR_NAME,
@@ -101,7 +108,10 @@ impl ErrorHandler for ErrorRewriter {
             PgWireError::IoError(_) => None,
             PgWireError::UserError(_) | PgWireError::QueryCanceled => None,
             PgWireError::ApiError(e) => Some(iolab_catalog::PgError::internal(e.to_string())),
-            _ => Some(iolab_catalog::PgError::fatal(iolab_catalog::sqlstate::PROTOCOL_VIOLATION, error.to_string())),
+            _ => Some(iolab_catalog::PgError::fatal(
+                iolab_catalog::sqlstate::PROTOCOL_VIOLATION,
+                error.to_string(),
+            )),
         };
         if let Some(e) = replacement {
             *error = crate::errors::to_wire(e);
@@ -125,7 +135,9 @@ pub fn session_of<C: ClientInfo>(server: &Arc<Server>, client: &C) -> SharedSess
     }
     let session = startup::new_session(server, client);
     let shared: SharedSession = Arc::new(tokio::sync::Mutex::new(session));
-    client.session_extensions().insert::<SharedSession>(shared.clone());
+    client
+        .session_extensions()
+        .insert::<SharedSession>(shared.clone());
     shared
 }
 
@@ -136,7 +148,11 @@ pub struct CopyIn {
 
 #[async_trait::async_trait]
 impl CopyHandler for CopyIn {
-    async fn on_copy_data<C>(&self, client: &mut C, copy_data: CopyData) -> pgwire::error::PgWireResult<()>
+    async fn on_copy_data<C>(
+        &self,
+        client: &mut C,
+        copy_data: CopyData,
+    ) -> pgwire::error::PgWireResult<()>
     where
         C: ClientInfo + futures::Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: std::fmt::Debug,
@@ -148,7 +164,11 @@ impl CopyHandler for CopyIn {
         Ok(())
     }
 
-    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> pgwire::error::PgWireResult<()>
+    async fn on_copy_done<C>(
+        &self,
+        client: &mut C,
+        _done: CopyDone,
+    ) -> pgwire::error::PgWireResult<()>
     where
         C: ClientInfo + futures::Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: std::fmt::Debug,
@@ -157,9 +177,13 @@ impl CopyHandler for CopyIn {
         use futures::SinkExt;
         let session = session_of(&self.server, client);
         let mut session = session.lock().await;
-        let tag = crate::copy::on_done(&mut session).await.map_err(crate::errors::to_wire)?;
+        let tag = crate::copy::on_done(&mut session)
+            .await
+            .map_err(crate::errors::to_wire)?;
         client
-            .send(PgWireBackendMessage::CommandComplete(pgwire::api::results::Tag::new(&tag).into()))
+            .send(PgWireBackendMessage::CommandComplete(
+                pgwire::api::results::Tag::new(&tag).into(),
+            ))
             .await?;
         Ok(())
     }
@@ -181,7 +205,11 @@ impl CopyHandler for CopyIn {
 }
 
 /// Accepts connections until `shutdown` resolves.
-pub async fn serve(server: Arc<Server>, listener: TcpListener, shutdown: impl std::future::Future<Output = ()>) {
+pub async fn serve(
+    server: Arc<Server>,
+    listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -223,7 +251,9 @@ async fn reject(mut socket: TcpStream, code: &str, message: &str) {
     // Read the start-up packet (answering SSL/GSS requests with 'N' first), so the client
     // is waiting for a reply when the error arrives.
     for _ in 0..3 {
-        let Ok(len) = socket.read_i32().await else { return };
+        let Ok(len) = socket.read_i32().await else {
+            return;
+        };
         if !(8..=10_000).contains(&len) {
             return;
         }
@@ -241,7 +271,12 @@ async fn reject(mut socket: TcpStream, code: &str, message: &str) {
         break;
     }
     let mut fields = Vec::new();
-    for (tag, value) in [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', code), (b'M', message)] {
+    for (tag, value) in [
+        (b'S', "FATAL"),
+        (b'V', "FATAL"),
+        (b'C', code),
+        (b'M', message),
+    ] {
         fields.push(tag);
         fields.extend_from_slice(value.as_bytes());
         fields.push(0);

@@ -15,7 +15,9 @@ use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionHandle, PgWireConnectionState};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyInResponse, CopyOutResponse};
-use pgwire::messages::response::{EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus};
+use pgwire::messages::response::{
+    EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
+};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::PgWireBackendMessage;
@@ -47,8 +49,13 @@ where
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
     for n in notices {
-        let info = pgwire::error::ErrorInfo::new(n.severity.into(), n.code.into(), n.message.clone());
-        client.feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(info))).await?;
+        let info =
+            pgwire::error::ErrorInfo::new(n.severity.into(), n.code.into(), n.message.clone());
+        client
+            .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
+                info,
+            )))
+            .await?;
     }
     Ok(())
 }
@@ -58,7 +65,9 @@ where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    client.feed(PgWireBackendMessage::ErrorResponse(to_error_info(e).into())).await?;
+    client
+        .feed(PgWireBackendMessage::ErrorResponse(to_error_info(e).into()))
+        .await?;
     Ok(())
 }
 
@@ -73,9 +82,17 @@ pub async fn run_with_timeout(
     if timeout_ms <= 0 {
         return session.run(parsed, params, notices).await;
     }
-    match tokio::time::timeout(Duration::from_millis(timeout_ms as u64), session.run(parsed, params, notices)).await {
+    match tokio::time::timeout(
+        Duration::from_millis(timeout_ms as u64),
+        session.run(parsed, params, notices),
+    )
+    .await
+    {
         Ok(r) => r,
-        Err(_) => Err(PgError::new(sqlstate::QUERY_CANCELED, "canceling statement due to statement timeout")),
+        Err(_) => Err(PgError::new(
+            sqlstate::QUERY_CANCELED,
+            "canceling statement due to statement timeout",
+        )),
     }
 }
 
@@ -113,14 +130,20 @@ impl SimpleQueryHandler for SimpleHandler {
             }
         };
         if canceled {
-            session.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+            session
+                .cancel
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             send_error(client, &PgError::canceled()).await?;
         }
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
             let status = transaction_status(&session);
             client.set_state(PgWireConnectionState::ReadyForQuery);
             client.set_transaction_status(status);
-            client.send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(status))).await?;
+            client
+                .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                    status,
+                )))
+                .await?;
         } else {
             client.flush().await?;
         }
@@ -147,12 +170,19 @@ where
 {
     let statements = split_statements(query);
     if statements.is_empty() {
-        client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
+        client
+            .feed(PgWireBackendMessage::EmptyQueryResponse(
+                EmptyQueryResponse::new(),
+            ))
+            .await?;
         return Ok(());
     }
     for stmt in statements {
         let mut notices = Vec::new();
-        if let Some(answer) = session.intercept(stmt.text).filter(|_| !session.txn.is_failed()) {
+        if let Some(answer) = session
+            .intercept(stmt.text)
+            .filter(|_| !session.txn.is_failed())
+        {
             if !send_outcome(client, session, answer).await? {
                 break;
             }
@@ -163,7 +193,10 @@ where
             Ok(parsed) => run_with_timeout(session, &parsed, None, &mut notices).await,
             Err(e) => {
                 if session.txn.in_block {
-                    session.txn.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                    session
+                        .txn
+                        .failed
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
                 }
                 Err(e)
             }
@@ -185,13 +218,22 @@ where
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
     for (name, value) in session.settings.take_parameter_status_changes() {
-        client.feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(name.to_string(), value))).await?;
+        client
+            .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                name.to_string(),
+                value,
+            )))
+            .await?;
     }
     Ok(())
 }
 
 /// Sends a statement's outcome; false when it was an error (processing stops).
-pub async fn send_outcome<C>(client: &mut C, session: &mut Session, result: PgResult<Outcome>) -> PgWireResult<bool>
+pub async fn send_outcome<C>(
+    client: &mut C,
+    session: &mut Session,
+    result: PgResult<Outcome>,
+) -> PgWireResult<bool>
 where
     C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
     C::Error: Debug,
@@ -205,7 +247,11 @@ where
         }
     };
     match outcome {
-        Outcome::Rows { schema, stream, tag } => {
+        Outcome::Rows {
+            schema,
+            stream,
+            tag,
+        } => {
             let fields = encode::fields(&schema, |_| FieldFormat::Text);
             let response = encode::query_response(stream, fields, session.text_format(), tag);
             if let Err(e) = send_query_response(client, response, true).await {
@@ -215,23 +261,43 @@ where
                     other => to_error_info(&PgError::internal(other.to_string())),
                 };
                 if session.txn.in_block {
-                    session.txn.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                    session
+                        .txn
+                        .failed
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
                 }
-                client.feed(PgWireBackendMessage::ErrorResponse(info.into())).await?;
+                client
+                    .feed(PgWireBackendMessage::ErrorResponse(info.into()))
+                    .await?;
                 return Ok(false);
             }
         }
         Outcome::Done(tag) | Outcome::TxnStart(tag) | Outcome::TxnEnd(tag) => {
-            client.feed(PgWireBackendMessage::CommandComplete(Tag::new(&tag).into())).await?;
+            client
+                .feed(PgWireBackendMessage::CommandComplete(Tag::new(&tag).into()))
+                .await?;
         }
         Outcome::CopyIn { columns } => {
             let resp = CopyInResponse::new(0, columns as i16, vec![0; columns]);
-            client.send(PgWireBackendMessage::CopyInResponse(resp)).await?;
+            client
+                .send(PgWireBackendMessage::CopyInResponse(resp))
+                .await?;
             client.set_state(PgWireConnectionState::CopyInProgress(false));
         }
-        Outcome::CopyOut { columns, mut stream, mut encoder, text_format } => {
+        Outcome::CopyOut {
+            columns,
+            mut stream,
+            mut encoder,
+            text_format,
+        } => {
             use futures::StreamExt;
-            client.feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(0, columns as i16, vec![0; columns]))).await?;
+            client
+                .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
+                    0,
+                    columns as i16,
+                    vec![0; columns],
+                )))
+                .await?;
             let mut rows = 0;
             let mut first = true;
             while let Some(batch) = stream.next().await {
@@ -243,18 +309,35 @@ where
                     }
                 };
                 rows += batch.num_rows();
-                for chunk in crate::copy::encode_copy_batch(&mut encoder, &batch, &text_format, first) {
-                    client.feed(PgWireBackendMessage::CopyData(CopyData::new(chunk))).await?;
+                for chunk in
+                    crate::copy::encode_copy_batch(&mut encoder, &batch, &text_format, first)
+                {
+                    client
+                        .feed(PgWireBackendMessage::CopyData(CopyData::new(chunk)))
+                        .await?;
                 }
                 first = false;
             }
             if first {
-                for chunk in crate::copy::encode_copy_batch(&mut encoder, &datafusion::arrow::record_batch::RecordBatch::new_empty(stream.schema()), &text_format, true) {
-                    client.feed(PgWireBackendMessage::CopyData(CopyData::new(chunk))).await?;
+                for chunk in crate::copy::encode_copy_batch(
+                    &mut encoder,
+                    &datafusion::arrow::record_batch::RecordBatch::new_empty(stream.schema()),
+                    &text_format,
+                    true,
+                ) {
+                    client
+                        .feed(PgWireBackendMessage::CopyData(CopyData::new(chunk)))
+                        .await?;
                 }
             }
-            client.feed(PgWireBackendMessage::CopyDone(CopyDone::new())).await?;
-            client.feed(PgWireBackendMessage::CommandComplete(Tag::new(&format!("COPY {rows}")).into())).await?;
+            client
+                .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
+                .await?;
+            client
+                .feed(PgWireBackendMessage::CommandComplete(
+                    Tag::new(&format!("COPY {rows}")).into(),
+                ))
+                .await?;
         }
     }
     Ok(true)

@@ -11,10 +11,13 @@ use futures::{Sink, SinkExt};
 use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth};
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::{
-    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource, LoginInfo,
-    Password, ServerParameterProvider, StartupHandler,
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource,
+    LoginInfo, Password, ServerParameterProvider, StartupHandler,
 };
-use pgwire::api::{ClientInfo, ConnectionGuard, ConnectionHandle, PidSecretKeyGenerator, RandomPidSecretKeyGenerator};
+use pgwire::api::{
+    ClientInfo, ConnectionGuard, ConnectionHandle, PidSecretKeyGenerator,
+    RandomPidSecretKeyGenerator,
+};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
@@ -31,18 +34,30 @@ pub struct Startup {
 impl Startup {
     pub fn new(server: Arc<Server>) -> Startup {
         let scram = server.password.as_ref().map(|pw| {
-            let source = Arc::new(PasswordSource { password: pw.clone() });
-            SASLAuthStartupHandler::new(Arc::new(Parameters { server: server.clone() }))
-                .with_scram(ScramAuth::new(source))
-                .with_connection_manager(server.connections.clone())
+            let source = Arc::new(PasswordSource {
+                password: pw.clone(),
+            });
+            SASLAuthStartupHandler::new(Arc::new(Parameters {
+                server: server.clone(),
+            }))
+            .with_scram(ScramAuth::new(source))
+            .with_connection_manager(server.connections.clone())
         });
-        Startup { server, scram, pids: RandomPidSecretKeyGenerator::default() }
+        Startup {
+            server,
+            scram,
+            pids: RandomPidSecretKeyGenerator::default(),
+        }
     }
 }
 
 #[async_trait]
 impl StartupHandler for Startup {
-    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
@@ -60,18 +75,30 @@ impl StartupHandler for Startup {
                     iolab_catalog::sqlstate::INVALID_AUTHORIZATION_SPECIFICATION,
                     "no PostgreSQL user name specified in startup packet",
                 );
-                client.send(PgWireBackendMessage::ErrorResponse(crate::errors::to_error_info(&e).into())).await?;
+                client
+                    .send(PgWireBackendMessage::ErrorResponse(
+                        crate::errors::to_error_info(&e).into(),
+                    ))
+                    .await?;
                 futures::SinkExt::close(client).await?;
                 return Ok(());
             }
             let (pid, key) = self.pids.generate(client);
             client.set_pid_and_secret_key(pid, key.clone());
             let (handle, guard) = self.server.connections.register(pid, key);
-            client.session_extensions().insert::<Arc<ConnectionHandle>>(handle);
+            client
+                .session_extensions()
+                .insert::<Arc<ConnectionHandle>>(handle);
             client.session_extensions().insert::<ConnectionGuard>(guard);
             // Create the session now so that bad start-up options fail the connection.
             let _ = super::session_of(&self.server, client);
-            finish_authentication(client, &Parameters { server: self.server.clone() }).await?;
+            finish_authentication(
+                client,
+                &Parameters {
+                    server: self.server.clone(),
+                },
+            )
+            .await?;
         }
         Ok(())
     }
@@ -89,7 +116,14 @@ impl ServerParameterProvider for Parameters {
     {
         let session = super::session_of(&self.server, client);
         let mut session = session.try_lock().ok()?;
-        Some(session.settings.parameter_status_all().into_iter().map(|(n, v)| (n.to_string(), v)).collect())
+        Some(
+            session
+                .settings
+                .parameter_status_all()
+                .into_iter()
+                .map(|(n, v)| (n.to_string(), v))
+                .collect(),
+        )
     }
 }
 
@@ -111,14 +145,22 @@ impl AuthSource for PasswordSource {
 fn rand_byte() -> u8 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0));
+    h.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    );
     h.finish() as u8
 }
 
 /// A new session for the connection, with settings from the start-up packet.
 pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
     let meta = client.metadata();
-    let user = meta.get("user").cloned().unwrap_or_else(|| "postgres".into());
+    let user = meta
+        .get("user")
+        .cloned()
+        .unwrap_or_else(|| "postgres".into());
     let (pid, _) = client.pid_and_secret_key();
     let mut settings = SessionSettings::new(&server.settings);
     settings.set_session_user(&user, true);
