@@ -323,6 +323,44 @@ fn constant(name: &'static str, value: impl Fn(&Ctx) -> V + Send + Sync + 'stati
     })
 }
 
+/// A `reg*in` cast: an OID passes through; a name is an OID written in digits, or found
+/// by `lookup`, or the error `missing(name)`.
+fn reg_in(
+    name: &'static str,
+    lookup: fn(&str) -> Option<u32>,
+    missing: fn(&str) -> PgError,
+) -> Def {
+    def(name, 1..=1, DataType::Int64, move |_, args, rows| {
+        if !is_text(args[0].data_type()) {
+            return Ok(ints(&args[0])?
+                .into_iter()
+                .map(|o| o.map(V::Int).unwrap_or(V::Null))
+                .collect());
+        }
+        let names = texts(&args[0])?;
+        per_row(rows, |i| match names[i].as_deref() {
+            None => Ok(V::Null),
+            Some(n) => match n.trim().parse::<u32>().ok().or_else(|| lookup(n)) {
+                Some(oid) => Ok(V::oid(oid)),
+                None => Err(pg(missing(n))),
+            },
+        })
+    })
+}
+
+/// A `reg*out` cast: text passes through; an OID is shown by `show`.
+fn reg_out(name: &'static str, show: fn(i64) -> String) -> Def {
+    def(name, 1..=1, DataType::Utf8, move |_, args, rows| {
+        if is_text(args[0].data_type()) {
+            return Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect());
+        }
+        let oids = ints(&args[0])?;
+        per_row(rows, |i| {
+            Ok(oids[i].map(|o| V::Text(show(o))).unwrap_or(V::Null))
+        })
+    })
+}
+
 fn relation_size(name: &'static str) -> Def {
     def(name, 1..=2, DataType::Int64, move |ctx, args, rows| {
         let s = ctx.snapshot();
@@ -855,130 +893,53 @@ fn definitions() -> Vec<Def> {
                     .unwrap_or(V::Null))
             })
         }),
-        def("regtypein", 1..=1, DataType::Int64, |_, args, rows| {
-            if !is_text(args[0].data_type()) {
-                return Ok(ints(&args[0])?
-                    .into_iter()
-                    .map(|o| o.map(V::Int).unwrap_or(V::Null))
-                    .collect());
-            }
-            let names = texts(&args[0])?;
-            per_row(rows, |i| match names[i].as_deref() {
-                None => Ok(V::Null),
-                Some(n) => match n
-                    .trim()
-                    .parse::<u32>()
+        reg_in("regtypein", types::type_oid_by_name, |n| {
+            PgError::new(
+                sqlstate::UNDEFINED_OBJECT,
+                format!("type \"{n}\" does not exist"),
+            )
+        }),
+        reg_out("regtypeout", |o| match o {
+            0 => "-".to_string(),
+            o if types::type_row(o as u32).is_none() => o.to_string(),
+            o => types::format_type(o as u32, None),
+        }),
+        reg_in(
+            "regnamespacein",
+            |n| {
+                let unquoted = parse_identifier(n)
                     .ok()
-                    .or_else(|| types::type_oid_by_name(n))
-                {
-                    Some(oid) => Ok(V::oid(oid)),
-                    None => Err(pg(PgError::new(
-                        sqlstate::UNDEFINED_OBJECT,
-                        format!("type \"{n}\" does not exist"),
-                    ))),
-                },
-            })
+                    .and_then(|p| p.into_iter().next())
+                    .unwrap_or_default();
+                oids::namespace_oid(&unquoted)
+            },
+            |n| {
+                PgError::new(
+                    sqlstate::INVALID_SCHEMA_NAME,
+                    format!("schema \"{n}\" does not exist"),
+                )
+            },
+        ),
+        reg_out("regnamespaceout", |o| {
+            oids::namespace_name(o as u32)
+                .map(quote_ident)
+                .unwrap_or_else(|| o.to_string())
         }),
-        def("regtypeout", 1..=1, DataType::Utf8, |_, args, rows| {
-            if is_text(args[0].data_type()) {
-                return Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect());
-            }
-            let oids = ints(&args[0])?;
-            per_row(rows, |i| {
-                Ok(match oids[i] {
-                    None => V::Null,
-                    Some(0) => V::text("-"),
-                    Some(o) if types::type_row(o as u32).is_none() => V::Text(o.to_string()),
-                    Some(o) => V::Text(types::format_type(o as u32, None)),
-                })
-            })
-        }),
-        def("regnamespacein", 1..=1, DataType::Int64, |_, args, rows| {
-            if !is_text(args[0].data_type()) {
-                return Ok(ints(&args[0])?
-                    .into_iter()
-                    .map(|o| o.map(V::Int).unwrap_or(V::Null))
-                    .collect());
-            }
-            let names = texts(&args[0])?;
-            per_row(rows, |i| match names[i].as_deref() {
-                None => Ok(V::Null),
-                Some(n) => {
-                    let unquoted = parse_identifier(n)
-                        .ok()
-                        .and_then(|p| p.into_iter().next())
-                        .unwrap_or_default();
-                    match n
-                        .trim()
-                        .parse::<u32>()
-                        .ok()
-                        .or_else(|| oids::namespace_oid(&unquoted))
-                    {
-                        Some(oid) => Ok(V::oid(oid)),
-                        None => Err(pg(PgError::new(
-                            sqlstate::INVALID_SCHEMA_NAME,
-                            format!("schema \"{n}\" does not exist"),
-                        ))),
-                    }
-                }
-            })
-        }),
-        def("regnamespaceout", 1..=1, DataType::Utf8, |_, args, rows| {
-            if is_text(args[0].data_type()) {
-                return Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect());
-            }
-            let oids = ints(&args[0])?;
-            per_row(rows, |i| {
-                Ok(match oids[i] {
-                    None => V::Null,
-                    Some(o) => V::Text(
-                        oids::namespace_name(o as u32)
-                            .map(quote_ident)
-                            .unwrap_or_else(|| o.to_string()),
-                    ),
-                })
-            })
-        }),
-        def("regrolein", 1..=1, DataType::Int64, |_, args, rows| {
-            if !is_text(args[0].data_type()) {
-                return Ok(ints(&args[0])?
-                    .into_iter()
-                    .map(|o| o.map(V::Int).unwrap_or(V::Null))
-                    .collect());
-            }
-            let names = texts(&args[0])?;
-            per_row(rows, |i| match names[i].as_deref() {
-                None => Ok(V::Null),
-                Some(n) => match n
-                    .trim()
-                    .parse::<u32>()
-                    .ok()
-                    .or_else(|| oids::role_oid(n.trim().trim_matches('"')))
-                {
-                    Some(oid) => Ok(V::oid(oid)),
-                    None => Err(pg(PgError::new(
-                        sqlstate::UNDEFINED_OBJECT,
-                        format!("role \"{n}\" does not exist"),
-                    ))),
-                },
-            })
-        }),
-        def("regroleout", 1..=1, DataType::Utf8, |_, args, rows| {
-            if is_text(args[0].data_type()) {
-                return Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect());
-            }
-            let oids = ints(&args[0])?;
-            per_row(rows, |i| {
-                Ok(match oids[i] {
-                    None => V::Null,
-                    Some(0) => V::text("-"),
-                    Some(o) => V::Text(
-                        oids::role_name(o as u32)
-                            .map(quote_ident)
-                            .unwrap_or_else(|| o.to_string()),
-                    ),
-                })
-            })
+        reg_in(
+            "regrolein",
+            |n| oids::role_oid(n.trim().trim_matches('"')),
+            |n| {
+                PgError::new(
+                    sqlstate::UNDEFINED_OBJECT,
+                    format!("role \"{n}\" does not exist"),
+                )
+            },
+        ),
+        reg_out("regroleout", |o| match o {
+            0 => "-".to_string(),
+            o => oids::role_name(o as u32)
+                .map(quote_ident)
+                .unwrap_or_else(|| o.to_string()),
         }),
     ]);
     d
