@@ -246,6 +246,15 @@ impl Drop for TestServer {
     }
 }
 
+/// `SHOW name` through the extended protocol.
+pub async fn show(client: &Client, name: &str) -> String {
+    client
+        .query_one(&format!("SHOW {name}"), &[])
+        .await
+        .unwrap_or_else(|e| panic!("SHOW {name}: {e:?}"))
+        .get(0)
+}
+
 /// The SQLSTATE of a tokio-postgres error (panics if it is not a database error).
 pub fn sqlstate(err: &tokio_postgres::Error) -> String {
     match err.as_db_error() {

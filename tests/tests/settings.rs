@@ -1,7 +1,7 @@
 //! Settings from the configuration file and the command line, and the SQL that reads and
 //! changes them.
 
-use iolab_tests::{sqlstate, TestServer};
+use iolab_tests::{show, sqlstate, TestServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_file_then_command_line_then_session() {
@@ -21,31 +21,21 @@ async fn config_file_then_command_line_then_session() {
         ],
     );
     let client = server.client().await;
-    let show = |name: &'static str| {
-        let client = &client;
-        async move {
-            client
-                .query_one(&format!("SHOW {name}"), &[])
-                .await
-                .unwrap()
-                .get::<_, String>(0)
-        }
-    };
-    assert_eq!(show("work_mem").await, "32MB", "from the file");
+    assert_eq!(show(&client, "work_mem").await, "32MB", "from the file");
     assert_eq!(
-        show("effective_io_concurrency").await,
+        show(&client, "effective_io_concurrency").await,
         "128",
         "the command line wins over the file"
     );
     client.batch_execute("SET work_mem = '1GB'").await.unwrap();
-    assert_eq!(show("work_mem").await, "1GB");
+    assert_eq!(show(&client, "work_mem").await, "1GB");
     client
         .batch_execute("SET work_mem TO DEFAULT")
         .await
         .unwrap();
-    assert_eq!(show("work_mem").await, "32MB");
-    assert_eq!(show("server_version").await, "18.0");
-    assert_eq!(show("block_size").await, "8192");
+    assert_eq!(show(&client, "work_mem").await, "32MB");
+    assert_eq!(show(&client, "server_version").await, "18.0");
+    assert_eq!(show(&client, "block_size").await, "8192");
     // SHOW ALL: name, setting, description for every setting.
     let all = client.simple_query("SHOW ALL").await.unwrap();
     let rows = all

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use iolab_tests::{sqlstate, TestServer};
+use iolab_tests::{show, sqlstate, TestServer};
 use tokio_postgres::NoTls;
 
 async fn count(client: &tokio_postgres::Client, table: &str) -> i64 {
@@ -167,26 +167,13 @@ async fn transaction_blocks_commit_and_roll_back() {
     a.batch_execute("BEGIN; SET work_mem = '8MB'; ROLLBACK")
         .await
         .unwrap();
-    let rows = a.query_one("SHOW work_mem", &[]).await.unwrap();
-    assert_eq!(rows.get::<_, String>(0), "4MB");
+    assert_eq!(show(&a, "work_mem").await, "4MB");
     a.batch_execute("BEGIN; SET LOCAL work_mem = '16MB'")
         .await
         .unwrap();
-    assert_eq!(
-        a.query_one("SHOW work_mem", &[])
-            .await
-            .unwrap()
-            .get::<_, String>(0),
-        "16MB"
-    );
+    assert_eq!(show(&a, "work_mem").await, "16MB");
     a.batch_execute("COMMIT").await.unwrap();
-    assert_eq!(
-        a.query_one("SHOW work_mem", &[])
-            .await
-            .unwrap()
-            .get::<_, String>(0),
-        "4MB"
-    );
+    assert_eq!(show(&a, "work_mem").await, "4MB");
 }
 
 /// The relfilenode of a table, read from the catalog file (the server is stopped).
@@ -261,20 +248,8 @@ async fn connection_limit_and_command_line_settings() {
         err.as_db_error().unwrap().message(),
         "sorry, too many clients already"
     );
-    assert_eq!(
-        a.query_one("SHOW work_mem", &[])
-            .await
-            .unwrap()
-            .get::<_, String>(0),
-        "16MB"
-    );
-    assert_eq!(
-        a.query_one("SHOW max_connections", &[])
-            .await
-            .unwrap()
-            .get::<_, String>(0),
-        "3"
-    );
+    assert_eq!(show(&a, "work_mem").await, "16MB");
+    assert_eq!(show(&a, "max_connections").await, "3");
     let err = a
         .batch_execute("SET shared_buffers = '1GB'")
         .await
@@ -288,26 +263,8 @@ async fn connection_limit_and_command_line_settings() {
     a.batch_execute("SET effective_io_concurrency = 256")
         .await
         .unwrap();
-    assert_eq!(
-        a.query_one("SHOW effective_io_concurrency", &[])
-            .await
-            .unwrap()
-            .get::<_, String>(0),
-        "256"
-    );
+    assert_eq!(show(&a, "effective_io_concurrency").await, "256");
     a.batch_execute("RESET ALL").await.unwrap();
-    assert_eq!(
-        a.query_one("SHOW effective_io_concurrency", &[])
-            .await
-            .unwrap()
-            .get::<_, String>(0),
-        "16"
-    );
-    assert_eq!(
-        a.query_one("SHOW work_mem", &[])
-            .await
-            .unwrap()
-            .get::<_, String>(0),
-        "16MB"
-    );
+    assert_eq!(show(&a, "effective_io_concurrency").await, "16");
+    assert_eq!(show(&a, "work_mem").await, "16MB");
 }
