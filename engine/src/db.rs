@@ -15,15 +15,44 @@ use std::sync::Arc;
 use iolab_catalog::{sqlstate, Catalog, PgError, PgResult, TableDef};
 use parking_lot::Mutex;
 
+pub use crate::buffer::memory::{HugePageKind, HugePages};
+
+use crate::aio::{AioConfig, AioSystem};
+use crate::buffer::memory::FrameMemory;
 use crate::buffer::BufferPool;
-use crate::storage::relfile::RelFile;
+use crate::storage::relfile::{RelFile, RelFileOptions};
 use crate::txn::TransactionManager;
+use iolab_settings::IoMethod;
+use iolab_stats::IoStatsHub;
 
 /// Settings fixed when the database opens.
 #[derive(Clone, Debug)]
 pub struct DatabaseOptions {
     /// Number of 8 KiB buffers in the pool (`shared_buffers`).
     pub shared_buffers: usize,
+    /// Open relation files with `O_DIRECT` (`debug_io_direct` contains `data`).
+    pub direct_io: bool,
+    /// Whether to back the pool with huge pages (`huge_pages`).
+    pub huge_pages: HugePages,
+    /// The I/O method and its bounds (`io_method`, `io_workers`, `io_max_concurrency`).
+    pub aio: AioConfig,
+}
+
+impl Default for DatabaseOptions {
+    /// PostgreSQL's defaults: 128 MB of buffers, buffered I/O, `huge_pages = try`.
+    fn default() -> DatabaseOptions {
+        DatabaseOptions {
+            shared_buffers: 16384,
+            direct_io: false,
+            huge_pages: HugePages::Try,
+            aio: AioConfig {
+                method: IoMethod::Worker,
+                io_workers: 3,
+                max_concurrency: 64,
+                max_issuers: 128,
+            },
+        }
+    }
 }
 
 pub struct Database {
@@ -32,10 +61,20 @@ pub struct Database {
     pub pool: Arc<BufferPool>,
     pub txns: TransactionManager,
     relfiles: Mutex<HashMap<u32, Arc<RelFile>>>,
+    /// The I/O method executing reads (after any io_uring → worker fallback).
+    pub aio: Arc<AioSystem>,
+    /// Server-wide I/O statistics (`pg_stat_io`).
+    pub io_stats: Arc<IoStatsHub>,
+    direct_io: bool,
+    /// What backs the pool's frames, and how many bytes of them are huge pages.
+    huge_page_kind: HugePageKind,
+    huge_page_bytes: usize,
 }
 
 impl Database {
-    /// Opens the data directory, creating and initialising it when it does not exist.
+    /// Opens the data directory, creating and initialising it when it does not exist, and
+    /// allocates the buffer pool. A pool the kernel refuses (`huge_pages = on` without huge
+    /// pages, or not enough memory) is a FATAL error with PostgreSQL's message and hint.
     pub fn open(data_dir: &Path, options: &DatabaseOptions) -> PgResult<Arc<Database>> {
         let io = |what: &str, e: std::io::Error| {
             PgError::io(&format!("{what} \"{}\"", data_dir.display()), &e)
@@ -60,18 +99,51 @@ impl Database {
         let catalog = Catalog::open(data_dir)?;
         let txns = TransactionManager::open(data_dir)
             .map_err(|e| io("could not open transaction state in", e))?;
-        let pool = BufferPool::new(options.shared_buffers);
+        let frames = FrameMemory::allocate(options.shared_buffers, options.huge_pages)?;
+        let huge_page_kind = frames.huge_page_kind();
+        let huge_page_bytes = frames.huge_page_bytes();
+        let pool = BufferPool::with_memory(frames);
+        let (aio, fallback) = AioSystem::start(&options.aio, options.direct_io)
+            .map_err(|message| PgError::new(sqlstate::INTERNAL_ERROR, message))?;
+        if let Some(note) = fallback {
+            tracing::warn!("{note}");
+        }
         Ok(Arc::new(Database {
             data_dir: data_dir.to_path_buf(),
             catalog,
             pool,
             txns,
             relfiles: Mutex::new(HashMap::new()),
+            aio,
+            io_stats: Arc::new(IoStatsHub::new()),
+            direct_io: options.direct_io,
+            huge_page_kind,
+            huge_page_bytes,
         }))
     }
 
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
+    }
+
+    /// Whether relation files are opened with `O_DIRECT`.
+    pub fn direct_io(&self) -> bool {
+        self.direct_io
+    }
+
+    /// What backs the buffer pool: hugetlb pages, transparent huge pages or 4 KiB pages.
+    pub fn huge_page_kind(&self) -> HugePageKind {
+        self.huge_page_kind
+    }
+
+    /// Bytes of the buffer pool in huge pages, as measured at start-up.
+    pub fn huge_page_bytes(&self) -> usize {
+        self.huge_page_bytes
+    }
+
+    /// The AIO handles in use now, for `pg_aios`.
+    pub fn aio_rows(&self) -> Vec<iolab_stats::AioRow> {
+        self.aio.rows()
     }
 
     /// The open file of a relation (opened on first use and kept; bounded by the number
@@ -81,9 +153,15 @@ impl Database {
         if let Some(f) = files.get(&relfilenode) {
             return Ok(f.clone());
         }
-        let f = Arc::new(RelFile::open(&self.data_dir, relfilenode).map_err(|e| {
-            PgError::io(&format!("could not open file \"base/{relfilenode}\""), &e)
-        })?);
+        let options = RelFileOptions {
+            direct_io: self.direct_io,
+            ..RelFileOptions::default()
+        };
+        let f = Arc::new(
+            RelFile::open_with(&self.data_dir, relfilenode, options).map_err(|e| {
+                PgError::io(&format!("could not open file \"base/{relfilenode}\""), &e)
+            })?,
+        );
         files.insert(relfilenode, f.clone());
         Ok(f)
     }

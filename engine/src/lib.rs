@@ -1,11 +1,14 @@
 //! The database engine: relation files, pages, buffer pool, heap, transactions, and the
 //! DataFusion scan and insert operators over them.
 
+pub mod accounting;
+pub mod aio;
 pub mod buffer;
 pub mod db;
 pub mod exec;
 pub mod heap;
 pub mod storage;
+pub mod stream;
 pub mod txn;
 pub mod values;
 

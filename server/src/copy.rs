@@ -104,7 +104,7 @@ pub async fn start(
         table.columns.iter().map(|c| c.ty).collect(),
         xid,
         run.ctx.cid,
-        run.ctx.track_io_timing,
+        run.ctx.new_account(),
     );
     let ncols = targets.len();
     let mut copy = CopyIn {
@@ -227,7 +227,7 @@ impl CopyIn {
             }
         };
         self.inserter.finish();
-        self.run.ctx.add_usage(&self.inserter.usage);
+        self.run.ctx.add_usage(&self.inserter.acct.usage);
         let guard = self.guard.take().expect("a COPY has its guard until done");
         guard.finish(result.is_ok())?;
         result.map(|_| format!("COPY {}", self.inserter.inserted))

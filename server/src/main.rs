@@ -2,6 +2,7 @@
 
 mod copy;
 mod errors;
+mod explain;
 mod pgcatalog;
 mod server;
 mod session;
@@ -15,7 +16,14 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use clap::Parser;
+use iolab_engine::aio::AioConfig;
+use iolab_engine::db::{HugePageKind, HugePages};
 use iolab_engine::{Database, DatabaseOptions};
+
+/// Issuers of I/O besides client sessions that size the AIO handle table and
+/// `io_max_concurrency` (PostgreSQL counts autovacuum, background and auxiliary processes;
+/// iolab's equivalents are the maintenance and parallel scans of sessions).
+const AUXILIARY_ISSUERS: usize = 73;
 use iolab_settings::ServerSettings;
 use pgwire::api::ConnectionManager;
 
@@ -71,7 +79,7 @@ fn main() {
 }
 
 fn run(cli: Cli) -> Result<(), String> {
-    let settings = load_settings(&cli)?;
+    let mut settings = load_settings(&cli)?;
     let listen = settings
         .get("listen_addresses")
         .unwrap_or_else(|_| "127.0.0.1".into());
@@ -86,6 +94,34 @@ fn run(cli: Cli) -> Result<(), String> {
         .and_then(|p| p.parse().ok())
         .ok_or("invalid port setting")?;
     let shared_buffers = settings.shared_buffers_blocks() as usize;
+    // io_max_concurrency = -1: PostgreSQL's automatic value, the pool divided among every
+    // process that could issue I/O, between 1 and 64.
+    let max_connections: usize = settings
+        .get("max_connections")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let issuers = max_connections + AUXILIARY_ISSUERS;
+    if settings.io_max_concurrency() == -1 {
+        let auto = (shared_buffers / issuers).clamp(1, 64);
+        settings
+            .set_dynamic_default("io_max_concurrency", &auto.to_string())
+            .map_err(|e| e.to_string())?;
+    }
+    let options = DatabaseOptions {
+        aio: AioConfig {
+            method: settings.io_method(),
+            io_workers: settings.io_workers().max(1) as usize,
+            max_concurrency: settings.io_max_concurrency().max(1) as usize,
+            max_issuers: issuers,
+        },
+        shared_buffers,
+        direct_io: settings.debug_io_direct().iter().any(|item| item == "data"),
+        huge_pages: settings
+            .huge_pages()
+            .parse::<HugePages>()
+            .expect("huge_pages is off, on or try"),
+    };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -93,14 +129,67 @@ fn run(cli: Cli) -> Result<(), String> {
         .build()
         .map_err(|e| format!("could not start the runtime: {e}"))?;
     runtime.block_on(async move {
-        let db =
-            Database::open(&cli.data_dir, &DatabaseOptions { shared_buffers }).map_err(|e| {
-                format!(
-                    "could not open data directory \"{}\": {}",
-                    cli.data_dir.display(),
-                    e.message
-                )
-            })?;
+        let db = Database::open(&cli.data_dir, &options).map_err(|e| {
+            if e.severity == iolab_catalog::error::Severity::Fatal {
+                // As PostgreSQL logs a FATAL start-up error (the buffer pool's mapping).
+                let mut text = format!("FATAL:  {}", e.message);
+                if let Some(hint) = &e.hint {
+                    text.push_str(&format!("\nHINT:  {hint}"));
+                }
+                return text;
+            }
+            format!(
+                "could not open data directory \"{}\": {}",
+                cli.data_dir.display(),
+                e.message
+            )
+        })?;
+        let huge_kind = db.huge_page_kind();
+        settings
+            .set_dynamic_default(
+                "huge_pages_status",
+                if huge_kind.is_huge() { "on" } else { "off" },
+            )
+            .map_err(|e| e.to_string())?;
+        let mib = |bytes: usize| bytes as f64 / (1024.0 * 1024.0);
+        let pool_bytes = shared_buffers * 8192;
+        match huge_kind {
+            HugePageKind::Hugetlb => tracing::info!(
+                "buffer pool: {:.0} MiB in 2 MiB hugetlb pages (huge_pages = {})",
+                mib(pool_bytes),
+                options.huge_pages.as_str()
+            ),
+            HugePageKind::Transparent => tracing::info!(
+                "buffer pool: {:.0} MiB in transparent huge pages ({:.0} MiB of it in 2 MiB pages; huge_pages = {})",
+                mib(pool_bytes),
+                mib(db.huge_page_bytes()),
+                options.huge_pages.as_str()
+            ),
+            HugePageKind::None => tracing::info!(
+                "buffer pool: {:.0} MiB in 4 KiB pages (huge_pages = {})",
+                mib(pool_bytes),
+                options.huge_pages.as_str()
+            ),
+        }
+        if settings.io_method() != db.aio.method() {
+            settings
+                .set_override("io_method", db.aio.method().name())
+                .map_err(|e| e.to_string())?;
+        }
+        tracing::info!(
+            "io_method {} (io_workers {}, io_max_concurrency {})",
+            db.aio.method().name(),
+            settings.io_workers(),
+            settings.io_max_concurrency()
+        );
+        tracing::info!(
+            "data file I/O: {}",
+            if db.direct_io() {
+                "direct (O_DIRECT, debug_io_direct = data)"
+            } else {
+                "buffered (through the kernel page cache)"
+            }
+        );
         let addr: SocketAddr = format!("{listen}:{port}")
             .parse()
             .or_else(|_| format!("[{listen}]:{port}").parse())

@@ -15,6 +15,7 @@ use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, PgError, PgResult};
+use iolab_engine::exec::context::StreamSettings;
 use iolab_engine::exec::schema::PublicSchema;
 use iolab_engine::exec::StatementContext;
 use iolab_engine::values::{DateOrder, TextFormat};
@@ -216,6 +217,13 @@ impl Session {
             xid,
             cid,
             track_io_timing: self.settings.track_io_timing(),
+            pid: self.pid,
+            io: StreamSettings {
+                effective_io_concurrency: self.settings.effective_io_concurrency(),
+                maintenance_io_concurrency: self.settings.maintenance_io_concurrency(),
+                io_combine_limit: self.settings.effective_io_combine_limit(),
+                advice: self.settings.read_stream_advice(),
+            },
             cancel: self.cancel.clone(),
             usage: Mutex::new(Default::default()),
         });
@@ -318,9 +326,7 @@ impl Session {
                 let n = insert::insert(run, ins).await?;
                 Ok(Outcome::Done(format!("INSERT 0 {n}")))
             }
-            ast::Statement::Explain { .. } => {
-                Err(PgError::unsupported("EXPLAIN is not supported yet"))
-            }
+            ast::Statement::Explain { .. } => crate::explain::run(run, &self.settings, stmt).await,
             other => Err(PgError::unsupported(format!(
                 "statement not supported: {}",
                 first_words(&other.to_string())

@@ -243,6 +243,17 @@ pub enum IoMethod {
     IoUring,
 }
 
+impl IoMethod {
+    /// The setting's value for this method.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoMethod::Sync => "sync",
+            IoMethod::Worker => "worker",
+            IoMethod::IoUring => "io_uring",
+        }
+    }
+}
+
 /// When the read stream issues prefetch advice (`read_stream_advice`, iolab's own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadStreamAdvice {

@@ -30,6 +30,10 @@
 //!   and `SQL_ASCII` (no conversion); `role` and `session_authorization` only the session's
 //!   own user. iolab has no time zone database, no encoding conversions and one role per
 //!   session, so accepting more would be a lie that shows up later in query results.
+//! * `huge_pages_status` is `on` when transparent huge pages back the buffer pool, not only
+//!   hugetlb pages as in PostgreSQL (which ignores THP): what matters for I/O into the pool
+//!   is the page size, not where the pages came from. The server sets it at start, as
+//!   PostgreSQL does; it boots as `unknown`.
 //! * iolab's own settings: `read_stream_advice` (listed by `EXPLAIN (SETTINGS)` when changed,
 //!   like the planner settings), `stats_history_interval` (100 ms .. 1 h) and
 //!   `stats_history_retention` (1 min .. 1 day), whose ratio bounds the history ring.
@@ -402,6 +406,9 @@ pub static SETTINGS: &[SettingDef] = &[
     setting("huge_pages", Enum { values: &["off", "on", "try"], aliases: BOOLEAN_SPELLINGS }, "try", Postmaster,
         "Resource Usage / Memory",
         "Use of huge pages on Linux or Windows."),
+    setting("huge_pages_status", Enum { values: &["off", "on", "unknown"], aliases: &[] }, "unknown", Internal,
+        "Preset Options",
+        "Indicates the status of huge pages."),
     setting("idle_in_transaction_session_timeout", Int { min: 0, max: 2147483647, unit: Milliseconds }, "0", User,
         "Client Connection Defaults / Statement Behavior",
         "Sets the maximum allowed idle time between queries, when in a transaction.")

@@ -283,6 +283,17 @@ fn server_overrides_and_computed_defaults() {
         ),
         ("default", "64", Some("-1"))
     );
+    // huge_pages_status boots as unknown; the server sets it once the pool is mapped.
+    assert_eq!(server.get("huge_pages_status").unwrap(), "unknown");
+    let mut with_pool = server.clone();
+    with_pool
+        .set_dynamic_default("huge_pages_status", "on")
+        .unwrap();
+    assert_eq!(with_pool.get("huge_pages_status").unwrap(), "on");
+    assert_eq!(
+        with_pool.source("huge_pages_status"),
+        Some(Source::DynamicDefault)
+    );
 
     // A value from the command line is not replaced by a computed default.
     let mut server =

@@ -1,10 +1,26 @@
-//! I/O counters and their snapshots. This crate depends on no other crate of iolab's.
+//! I/O counters, latency histograms and the statistics views built on them. This crate
+//! depends on no other crate of iolab's.
 //!
-//! `BufferUsage` is what one statement (or one scan node) did to the buffer pool, in the
-//! shape of PostgreSQL's `BufferUsage` (`Buffers: shared hit=… read=… dirtied=… written=…`
-//! and `I/O Timings: shared read=… write=…`). It is owned by one thread and summed with
-//! `add`, never shared behind a lock.
+//! - [`usage`]: `BufferUsage`, what one statement (or one scan node) did to the buffer
+//!   pool, in the shape of PostgreSQL's `BufferUsage` (`Buffers: shared hit=… read=…
+//!   dirtied=… written=…` and `I/O Timings: shared read=… write=…`). Owned by one thread
+//!   and summed with `add`, never shared behind a lock.
+//! - [`io`]: PostgreSQL 18's `pg_stat_io` dimensions (backend type, object, context,
+//!   operation) and which of their combinations exist; the per-thread
+//!   [`PendingIoStats`] the engine's I/O choke point counts into, and the server-wide
+//!   [`IoStatsHub`] they are flushed to (per backend type and per live process), with
+//!   resets and snapshots.
+//! - [`views`]: `pg_stat_io`, `pg_stat_get_backend_io(pid)` and `pg_aios` as Arrow record
+//!   batches with PostgreSQL 18's columns, plus iolab's wait and latency columns.
 
+pub mod io;
 pub mod usage;
+pub mod views;
 
+pub use io::{
+    tracks_io_object, tracks_io_op, BackendIoSnapshot, BackendType, IoCell, IoContext, IoCounters,
+    IoObject, IoOp, IoSnapshot, IoStatsHub, LatencyHistogram, LatencySummary, PendingIoStats,
+    FLUSH_INTERVAL,
+};
 pub use usage::BufferUsage;
+pub use views::{AioOperation, AioResultStatus, AioRow, AioState};

@@ -16,6 +16,14 @@ pub struct BufferUsage {
     pub shared_read_ns: u64,
     /// Nanoseconds spent in write calls (counted only when `track_io_timing` is on).
     pub shared_write_ns: u64,
+    /// Nanoseconds spent issuing reads ahead of need: `posix_fadvise` advice or handing
+    /// I/Os to workers / the kernel (iolab's `shared wait=`; counted only with
+    /// `track_io_timing`). This is time the session was busy, not blocked on a read.
+    pub shared_wait_ns: u64,
+    /// Read operations started (one combined read of many blocks counts once).
+    pub io_reads: u64,
+    /// Times the consumer had to wait for a read that was not finished yet ("stalls").
+    pub io_stalls: u64,
 }
 
 impl BufferUsage {
@@ -26,6 +34,9 @@ impl BufferUsage {
         self.shared_written += other.shared_written;
         self.shared_read_ns += other.shared_read_ns;
         self.shared_write_ns += other.shared_write_ns;
+        self.shared_wait_ns += other.shared_wait_ns;
+        self.io_reads += other.io_reads;
+        self.io_stalls += other.io_stalls;
     }
 
     pub fn is_zero(&self) -> bool {

@@ -231,6 +231,11 @@ impl TestServer {
         self.spawn();
     }
 
+    /// The server's process id, while it runs (for `/proc/<pid>/…`).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }

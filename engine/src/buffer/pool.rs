@@ -86,10 +86,12 @@ use std::time::{Duration, Instant};
 
 use iolab_catalog::{sqlstate, PgError};
 use iolab_stats::BufferUsage;
+
+use crate::accounting::IoAccount;
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::memory::FrameMemory;
-use super::ring::BufferRing;
+use super::ring::{BufferRing, RingKind};
 use crate::storage::page::{page_is_new, page_set_checksum, page_verify, BLCKSZ};
 use crate::storage::relfile::RelFile;
 
@@ -276,6 +278,26 @@ impl BufferDesc {
             self.io_done.wait(&mut header);
         }
     }
+
+    /// Like [`wait_for_io`](Self::wait_for_io), but gives up after `timeout`.
+    fn wait_for_io_timeout(&self, timeout: Duration) -> u64 {
+        let mut header = self.header.lock();
+        let state = self.state.load(Ordering::Acquire);
+        if state & IO_IN_PROGRESS != 0 {
+            self.io_done.wait_for(&mut header, timeout);
+        }
+        self.state.load(Ordering::Acquire)
+    }
+}
+
+/// What became of another thread's read of a buffer we pinned ([`BufferPool::wait_for_read`]).
+pub enum ReadByOther {
+    /// The block is valid now (counted as a hit).
+    Valid(PinnedBuffer),
+    /// Still being read after the timeout.
+    Pending(PinnedBuffer),
+    /// The read failed and the buffer was unmapped; our pin is released. Read it again.
+    Failed,
 }
 
 /// Result of trying to install a new tag in a victim buffer.
@@ -329,11 +351,17 @@ impl std::fmt::Debug for BufferPool {
 }
 
 impl BufferPool {
-    /// A pool of `nbuffers` frames (at least 1), allocated and pre-faulted now.
+    /// A pool of `nbuffers` frames (at least 1) in 4 KiB pages, allocated and pre-faulted now.
     pub fn new(nbuffers: usize) -> Arc<BufferPool> {
+        BufferPool::with_memory(FrameMemory::new(nbuffers))
+    }
+
+    /// A pool with one buffer per frame of `frames` (see [`FrameMemory::allocate`] for huge
+    /// pages).
+    pub fn with_memory(frames: FrameMemory) -> Arc<BufferPool> {
+        let nbuffers = frames.nframes();
         assert!(nbuffers >= 1, "a buffer pool needs at least one buffer");
         assert!(nbuffers <= u32::MAX as usize, "too many buffers");
-        let frames = FrameMemory::new(nbuffers);
         let descs: Box<[BufferDesc]> = (0..nbuffers).map(|_| BufferDesc::new()).collect();
         let per_partition = nbuffers.div_ceil(MAPPING_PARTITIONS) * 2;
         let mapping: Box<[Mutex<MappingPartition>]> = (0..MAPPING_PARTITIONS)
@@ -354,6 +382,13 @@ impl BufferPool {
 
     pub fn nbuffers(&self) -> usize {
         self.descs.len()
+    }
+
+    /// Pins one read stream may hold: the pool shared among up to 64 concurrent streams
+    /// (PostgreSQL divides it among its backends: NBuffers / (MaxBackends + auxiliary
+    /// processes)), at least 1.
+    pub fn pin_limit(&self) -> usize {
+        (self.nbuffers() / 64).max(1)
     }
 
     /// Whether a sequential scan of a relation of `rel_nblocks` blocks should use a
@@ -410,108 +445,191 @@ impl BufferPool {
         Some(id)
     }
 
-    /// Read block `blkno` of `rel` into the pool (or find it there) and pin it.
+    /// Read block `blkno` of `rel` into the pool (or find it there) and pin it: a one-block
+    /// [`start_read`](Self::start_read) executed at once by this thread.
     ///
-    /// Counts `shared_hit` or `shared_read` (plus read time if `track_io_timing`), and
-    /// `shared_written` / `shared_write_ns` for a dirty victim written back on the way. A
-    /// block whose checksum or header does not verify yields `XX001` ("invalid page in block
-    /// … of relation …") and is not cached, so the next request reads it again.
+    /// Counts a hit or a read (with read time if `track_io_timing`), and the write-back of a
+    /// dirty victim on the way. A block whose checksum or header does not verify yields
+    /// `XX001` ("invalid page in block … of relation …") and is not cached, so the next
+    /// request reads it again.
     pub fn read_buffer(
         self: &Arc<Self>,
         rel: &Arc<RelFile>,
         blkno: u32,
-        mut strategy: Option<&mut BufferRing>,
-        usage: &mut BufferUsage,
-        track_io_timing: bool,
+        strategy: Option<&mut BufferRing>,
+        acct: &mut IoAccount,
     ) -> Result<PinnedBuffer, PgError> {
-        let tag = BufferTag {
+        let ring = strategy.as_deref().map(BufferRing::kind);
+        match self.start_read(rel, blkno, 1, strategy, acct, true)? {
+            StartedRead::Hit(buffer) => Ok(buffer),
+            StartedRead::BeingRead(_) => unreachable!("start_read waited for the other read"),
+            StartedRead::Miss(mut read) => {
+                let timer = acct.start_timer();
+                let submitted = Instant::now();
+                let result = read.execute();
+                acct.read_latency(ring, submitted.elapsed());
+                acct.read_waited(ring, timer, true);
+                read.finish(result)?;
+                Ok(read.into_buffers().pop().expect("a one-block read"))
+            }
+        }
+    }
+
+    /// PostgreSQL's `StartReadBuffers`: pin block `blkno` of `rel` and, if it is not in the
+    /// pool, up to `max_blocks - 1` following blocks that are not in the pool either, as one
+    /// [`PendingRead`] for the caller to execute (now, or asynchronously) and finish.
+    ///
+    /// * The first block valid in the pool → [`StartedRead::Hit`] (counted as a hit).
+    /// * The first block being read by another thread → with `wait_for_others`, wait for
+    ///   that read, then a hit (or, if it failed, try ourselves); without, return it pinned
+    ///   as [`StartedRead::BeingRead`] — a read stream must not block here, since the read
+    ///   may be one of its own not yet executed, or another thread's that waits for one of
+    ///   ours.
+    /// * Otherwise a victim buffer is mapped to it with `IO_IN_PROGRESS`, and the read grows
+    ///   over the next blocks while they are unmapped, inside the relation and inside the
+    ///   same segment file; it stops at the first block that is mapped (valid or being read:
+    ///   the next call handles it) or when no victim is free.
+    ///
+    /// The read is counted when started (one I/O of n blocks, as PostgreSQL 18 counts).
+    pub fn start_read(
+        self: &Arc<Self>,
+        rel: &Arc<RelFile>,
+        blkno: u32,
+        max_blocks: u32,
+        mut strategy: Option<&mut BufferRing>,
+        acct: &mut IoAccount,
+        wait_for_others: bool,
+    ) -> Result<StartedRead, PgError> {
+        assert!(max_blocks >= 1, "a read needs at least one block");
+        let ring = strategy.as_deref().map(BufferRing::kind);
+        let with_strategy = strategy.is_some();
+        let tag_of = |blkno| BufferTag {
             relfilenode: rel.relfilenode(),
             blkno,
         };
-        let with_strategy = strategy.is_some();
-        loop {
-            if let Some(id) = self.lookup_and_pin(tag, with_strategy) {
+        let first_tag = tag_of(blkno);
+        let first = loop {
+            if let Some(id) = self.lookup_and_pin(first_tag, with_strategy) {
                 let mut state = self.desc(id).state.load(Ordering::Acquire);
+                if state & VALID == 0 && !wait_for_others {
+                    return Ok(StartedRead::BeingRead(self.pinned(id, first_tag)));
+                }
                 if state & VALID == 0 {
                     state = self.desc(id).wait_for_io();
                 }
                 if state & VALID != 0 {
-                    usage.shared_hit += 1;
-                    return Ok(self.pinned(id, tag));
+                    acct.hit(ring);
+                    return Ok(StartedRead::Hit(self.pinned(id, first_tag)));
                 }
                 // The read we waited for failed and unmapped the buffer: try ourselves.
                 self.unpin(id);
                 continue;
             }
-            let victim = self.get_victim(strategy.as_deref_mut(), usage, track_io_timing)?;
-            match self.retag(victim, tag, rel) {
-                Retag::Done => return self.read_into(victim, rel, tag, usage, track_io_timing),
+            let victim = self.get_victim(strategy.as_deref_mut(), acct)?;
+            match self.retag(victim, first_tag, rel) {
+                Retag::Done => break victim,
                 Retag::AlreadyMapped | Retag::VictimBusy => self.unpin(victim),
             }
+        };
+        let mut buffers = vec![self.pinned(first, first_tag)];
+        let segment_blocks = rel.segment_blocks();
+        let rel_blocks = rel.nblocks();
+        while (buffers.len() as u32) < max_blocks {
+            let next = blkno + buffers.len() as u32;
+            if next % segment_blocks == 0 || next >= rel_blocks {
+                break;
+            }
+            let tag = tag_of(next);
+            if self.mapping[tag.partition()].lock().contains_key(&tag) {
+                break;
+            }
+            let Ok(victim) = self.get_victim(strategy.as_deref_mut(), acct) else {
+                break; // no free buffer (or a failed write-back): read what we have
+            };
+            match self.retag(victim, tag, rel) {
+                Retag::Done => buffers.push(self.pinned(victim, tag)),
+                Retag::AlreadyMapped | Retag::VictimBusy => {
+                    self.unpin(victim);
+                    break;
+                }
+            }
+        }
+        acct.read_started(ring, buffers.len() as u32);
+        Ok(StartedRead::Miss(PendingRead {
+            rel: Arc::clone(rel),
+            first_blkno: blkno,
+            buffers: buffers.into_iter().map(Some).collect(),
+            finished: false,
+        }))
+    }
+
+    /// Wait up to `timeout` for the read another thread is doing into `buffer` (from
+    /// [`StartedRead::BeingRead`]).
+    pub fn wait_for_read(
+        &self,
+        buffer: PinnedBuffer,
+        timeout: Duration,
+        acct: &mut IoAccount,
+        ring: Option<RingKind>,
+    ) -> ReadByOther {
+        let state = self.desc(buffer.id).wait_for_io_timeout(timeout);
+        if state & VALID != 0 {
+            acct.hit(ring);
+            ReadByOther::Valid(buffer)
+        } else if state & IO_IN_PROGRESS != 0 {
+            ReadByOther::Pending(buffer)
+        } else {
+            // The read failed and unmapped the buffer (its tag is gone, so no tag check).
+            let id = buffer.into_id();
+            self.unpin(id);
+            ReadByOther::Failed
         }
     }
 
-    /// Second half of a miss: we hold the only pin and `IO_IN_PROGRESS` on `id`, mapped to
-    /// `tag`. Read and verify the block, then publish it or undo the mapping.
-    fn read_into(
-        self: &Arc<Self>,
+    /// Verify and publish the block in buffer `id` just read, or undo its mapping. The
+    /// caller holds a pin and `IO_IN_PROGRESS`.
+    fn finish_block(
+        &self,
         id: BufferId,
-        rel: &Arc<RelFile>,
         tag: BufferTag,
-        usage: &mut BufferUsage,
-        track_io_timing: bool,
-    ) -> Result<PinnedBuffer, PgError> {
-        let desc = self.desc(id);
-        let result = {
-            let _exclusive = desc.content_lock.write();
-            // SAFETY: exclusive content lock and our pin.
-            let frame = unsafe { self.frame_mut(id) };
-            let started = track_io_timing.then(Instant::now);
-            let read = rel.read_block(tag.blkno, frame);
-            if let Some(started) = started {
-                usage.shared_read_ns += started.elapsed().as_nanos() as u64;
-            }
-            match read {
-                Ok(()) => {
-                    usage.shared_read += 1;
-                    page_verify(frame, tag.blkno).map_err(|corruption| {
-                        tracing::warn!(
-                            blkno = tag.blkno,
-                            relation = %rel.path().display(),
-                            %corruption,
-                            "page verification failed"
-                        );
-                        PgError::new(
-                            sqlstate::DATA_CORRUPTED,
-                            format!(
-                                "invalid page in block {} of relation {}",
-                                tag.blkno,
-                                rel.path().display()
-                            ),
-                        )
-                    })
-                }
-                Err(e) => Err(PgError::io(
-                    &format!(
-                        "could not read block {} in file \"{}\"",
+        rel: &RelFile,
+        read_ok: bool,
+    ) -> Result<(), PgError> {
+        let verified = if read_ok {
+            // SAFETY: we hold IO_IN_PROGRESS and a pin, so no other thread reads or writes
+            // the frame until finish_io publishes it.
+            let frame = unsafe { self.frame(id) };
+            page_verify(frame, tag.blkno).map_err(|corruption| {
+                tracing::warn!(
+                    blkno = tag.blkno,
+                    relation = %rel.path().display(),
+                    %corruption,
+                    "page verification failed"
+                );
+                PgError::new(
+                    sqlstate::DATA_CORRUPTED,
+                    format!(
+                        "invalid page in block {} of relation {}",
                         tag.blkno,
                         rel.path().display()
                     ),
-                    &e,
-                )),
-            }
+                )
+            })
+        } else {
+            Ok(())
         };
-        match result {
-            Ok(()) => {
-                desc.finish_io(VALID, 0);
-                Ok(self.pinned(id, tag))
-            }
-            Err(err) => {
-                self.unmap_failed(id, tag);
-                self.unpin(id);
-                Err(err)
-            }
+        if read_ok && verified.is_ok() {
+            self.desc(id).finish_io(VALID, 0);
+        } else {
+            self.unmap_failed(id, tag);
         }
+        verified
+    }
+
+    /// Pointer to the frame of buffer `id`, for I/O into it. The caller holds a pin and
+    /// `IO_IN_PROGRESS` on it (a [`PendingRead`]).
+    fn frame_ptr(&self, id: BufferId) -> *mut u8 {
+        self.frames.frame_ptr(id as usize)
     }
 
     /// Undo the mapping of a buffer whose read failed, and wake the threads waiting for it.
@@ -541,9 +659,11 @@ impl BufferPool {
         self: &Arc<Self>,
         rel: &Arc<RelFile>,
         mut strategy: Option<&mut BufferRing>,
-        usage: &mut BufferUsage,
+        acct: &mut IoAccount,
     ) -> Result<(u32, PinnedBuffer), PgError> {
-        let mut victim = self.get_victim(strategy.as_deref_mut(), usage, false)?;
+        let ring = strategy.as_deref().map(BufferRing::kind);
+        let mut victim = self.get_victim(strategy.as_deref_mut(), acct)?;
+        let timer = acct.start_timer();
         let blkno = match rel.extend_by(1) {
             Ok(blkno) => blkno,
             Err(e) => {
@@ -554,7 +674,7 @@ impl BufferPool {
                 ));
             }
         };
-        usage.shared_written += 1;
+        acct.extended(ring, 1, timer);
         let tag = BufferTag {
             relfilenode: rel.relfilenode(),
             blkno,
@@ -569,19 +689,19 @@ impl BufferPool {
                         unsafe { self.frame_mut(victim) }.fill(0);
                     }
                     desc.finish_io(VALID | DIRTY, 0);
-                    usage.shared_dirtied += 1;
+                    acct.shared_dirtied += 1;
                     return Ok((blkno, self.pinned(victim, tag)));
                 }
                 Retag::AlreadyMapped => {
                     // Someone read the new (all-zero) block before we installed it.
                     self.unpin(victim);
-                    let buffer = self.read_buffer(rel, blkno, strategy, usage, false)?;
-                    buffer.mark_dirty(usage);
+                    let buffer = self.read_buffer(rel, blkno, strategy, acct)?;
+                    buffer.mark_dirty(acct);
                     return Ok((blkno, buffer));
                 }
                 Retag::VictimBusy => {
                     self.unpin(victim);
-                    victim = self.get_victim(strategy.as_deref_mut(), usage, false)?;
+                    victim = self.get_victim(strategy.as_deref_mut(), acct)?;
                 }
             }
         }
@@ -589,30 +709,36 @@ impl BufferPool {
 
     /// Find a buffer to reuse and return it pinned and clean: from the ring if it has a
     /// reusable buffer, else from the clock sweep. Dirty victims are written back here.
+    /// A victim that held a valid page counts as an eviction, or as a reuse when it came
+    /// from the ring (`pg_stat_io.evictions` / `reuses`).
     fn get_victim(
         &self,
         strategy: Option<&mut BufferRing>,
-        usage: &mut BufferUsage,
-        track_io_timing: bool,
+        acct: &mut IoAccount,
     ) -> Result<BufferId, PgError> {
         let nbuffers = self.nbuffers();
+        let kind = strategy.as_deref().map(BufferRing::kind);
         let ring = strategy.and_then(|ring| ring.prepare(nbuffers).then_some(ring));
-        let id = match ring {
+        let (id, reused) = match ring {
             Some(ring) => match ring.advance() {
                 Some(id) if self.desc(id).try_pin_unpinned(1) => {
                     ring.note_reuse();
-                    id
+                    (id, true)
                 }
                 _ => {
                     let id = self.clock_sweep()?;
                     ring.replace_current(id);
-                    id
+                    (id, false)
                 }
             },
-            None => self.clock_sweep()?,
+            None => (self.clock_sweep()?, false),
         };
-        if self.desc(id).state.load(Ordering::Acquire) & DIRTY != 0 {
-            match self.write_pinned(id, Some(usage), track_io_timing) {
+        let state = self.desc(id).state.load(Ordering::Acquire);
+        if state & VALID != 0 {
+            acct.victim(kind, reused);
+        }
+        if state & DIRTY != 0 {
+            match self.write_pinned(id, Some((acct, kind))) {
                 Ok(_) => {}
                 Err(err) => {
                     self.unpin(id);
@@ -740,12 +866,11 @@ impl BufferPool {
     }
 
     /// Write buffer `id` back if it is valid and dirty; the caller holds a pin. Returns
-    /// whether it wrote. Counts into `usage` if given.
+    /// whether it wrote. Counts into `acct` (with the context of its ring) if given.
     fn write_pinned(
         &self,
         id: BufferId,
-        usage: Option<&mut BufferUsage>,
-        track_io_timing: bool,
+        acct: Option<(&mut IoAccount, Option<RingKind>)>,
     ) -> Result<bool, PgError> {
         let desc = self.desc(id);
         let (tag, rel) = {
@@ -773,7 +898,8 @@ impl BufferPool {
             );
             (tag, rel)
         };
-        let mut copy = [0u8; BLCKSZ];
+        let mut aligned = AlignedBlock([0u8; BLCKSZ]);
+        let copy = &mut aligned.0;
         {
             let _shared = desc.content_lock.read_recursive();
             // Cleared before copying: nothing changes while we hold the shared lock, and a
@@ -784,22 +910,20 @@ impl BufferPool {
             copy.copy_from_slice(unsafe { self.frame(id) });
         }
         // A never-initialised page stays all zeros on disk, where it verifies as new.
-        if !page_is_new(&copy) {
-            page_set_checksum(&mut copy, tag.blkno);
+        if !page_is_new(copy) {
+            page_set_checksum(copy, tag.blkno);
         }
-        let started = track_io_timing.then(Instant::now);
-        let result = rel.write_block(tag.blkno, &copy);
-        let elapsed_ns = started.map(|started| started.elapsed().as_nanos() as u64);
+        let timer = acct.as_ref().and_then(|(acct, _)| acct.start_timer());
+        let submitted = Instant::now();
+        let result = rel.write_block(tag.blkno, copy);
+        let latency = submitted.elapsed();
         // On failure the buffer becomes dirty again in the same step that ends the I/O, so no
         // other flusher can see it clean in between; a later flush retries.
         desc.finish_io(if result.is_err() { DIRTY } else { 0 }, 0);
         match result {
             Ok(()) => {
-                if let Some(usage) = usage {
-                    usage.shared_written += 1;
-                    if let Some(ns) = elapsed_ns {
-                        usage.shared_write_ns += ns;
-                    }
+                if let Some((acct, ring)) = acct {
+                    acct.wrote(ring, timer, latency);
                 }
                 Ok(true)
             }
@@ -835,7 +959,7 @@ impl BufferPool {
             if state & (VALID | DIRTY) != (VALID | DIRTY) || !self.pin_if(id, &pred) {
                 continue;
             }
-            let result = self.write_pinned(id, None, false);
+            let result = self.write_pinned(id, None);
             self.unpin(id);
             if result? {
                 written += 1;
@@ -1019,21 +1143,238 @@ impl PinnedBuffer {
     pub fn is_dirty(&self) -> bool {
         self.desc().state.load(Ordering::Acquire) & DIRTY != 0
     }
+
+    /// Give up the handle without unpinning (the caller takes over the pin).
+    fn into_id(self) -> BufferId {
+        let me = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `me` is never used or dropped again; this drops its Arc exactly once.
+        drop(unsafe { std::ptr::read(&me.pool) });
+        me.id
+    }
 }
 
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
         if cfg!(debug_assertions) {
+            // A pinned buffer keeps its tag; it may only lose it when a failed read by
+            // another thread unmaps it (BufferPool::wait_for_read).
             let header = self.desc().header.lock();
-            assert_eq!(
-                header.tag,
-                Some(self.tag),
+            assert!(
+                header.tag == Some(self.tag) || header.tag.is_none(),
                 "tag of pinned buffer {} changed",
                 self.id
             );
         }
         self.pool.unpin(self.id);
     }
+}
+
+/// A block's worth of memory aligned for `O_DIRECT` (the write-back copy).
+#[repr(C, align(4096))]
+struct AlignedBlock([u8; BLCKSZ]);
+
+/// What [`BufferPool::start_read`] found.
+#[derive(Debug)]
+pub enum StartedRead {
+    /// The first block was valid in the pool: one pinned buffer, no I/O.
+    Hit(PinnedBuffer),
+    /// The first block (and maybe more) must be read.
+    Miss(PendingRead),
+    /// Another read of the first block is in progress; the buffer is pinned. Wait for it
+    /// with [`BufferPool::wait_for_read`].
+    BeingRead(PinnedBuffer),
+}
+
+/// Consecutive blocks `first_blkno ..` of one relation whose buffers this thread pinned and
+/// marked `IO_IN_PROGRESS`: their frames wait to be filled by one read. Execute it (here with
+/// [`execute`](Self::execute), or through an I/O method), then [`finish`](Self::finish) it
+/// with the result, which verifies and publishes each block; then take the buffers with
+/// [`into_buffers`](Self::into_buffers).
+///
+/// Dropping an unfinished read abandons it: its blocks are unmapped and waiters retry. The
+/// owner must make sure no I/O into the frames is still running at that point (the AIO
+/// layer waits for every in-flight I/O before it lets a read go).
+pub struct PendingRead {
+    rel: Arc<RelFile>,
+    first_blkno: u32,
+    /// `buffers[i]` holds block `first_blkno + i`; `None` once released after a failure.
+    buffers: Vec<Option<PinnedBuffer>>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for PendingRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PendingRead({})", self.target_desc())
+    }
+}
+
+impl PendingRead {
+    pub fn rel(&self) -> &Arc<RelFile> {
+        &self.rel
+    }
+
+    pub fn first_blkno(&self) -> u32 {
+        self.first_blkno
+    }
+
+    pub fn nblocks(&self) -> u32 {
+        self.buffers.len() as u32
+    }
+
+    /// Bytes the read covers.
+    pub fn len_bytes(&self) -> usize {
+        self.buffers.len() * BLCKSZ
+    }
+
+    /// `block N in file "base/…"` or `blocks N..M in file "base/…"` (pg_aios.target_desc).
+    pub fn target_desc(&self) -> String {
+        let last = self.first_blkno + self.nblocks() - 1;
+        let path = self.rel.path().display();
+        if last == self.first_blkno {
+            format!("block {} in file \"{path}\"", self.first_blkno)
+        } else {
+            format!("blocks {}..{last} in file \"{path}\"", self.first_blkno)
+        }
+    }
+
+    /// The frames to read into, in block order, one `iovec` each.
+    pub fn iovecs(&self) -> Vec<libc::iovec> {
+        assert!(!self.finished, "iovecs of a finished read");
+        self.buffers
+            .iter()
+            .map(|b| {
+                let b = b.as_ref().expect("unfinished read holds every buffer");
+                libc::iovec {
+                    iov_base: b.pool.frame_ptr(b.id) as *mut libc::c_void,
+                    iov_len: BLCKSZ,
+                }
+            })
+            .collect()
+    }
+
+    /// The file descriptor and byte offset the read starts at.
+    pub fn fd_and_offset(&self) -> std::io::Result<(std::os::unix::io::RawFd, u64)> {
+        self.rel.raw_fd_and_offset(self.first_blkno)
+    }
+
+    /// Perform the read on this thread with `preadv`, continuing after short reads, until all
+    /// bytes are read, end of file, or an error. Returns the bytes read.
+    pub fn execute(&self) -> std::io::Result<usize> {
+        let (fd, offset) = self.fd_and_offset()?;
+        let mut iovecs = self.iovecs();
+        preadv_fully(fd, offset, &mut iovecs)
+    }
+
+    /// Complete the read with the result of its I/O (bytes read, or the error): verify each
+    /// block read in full and make it valid; unmap the others. Returns the first error:
+    /// the I/O error, a short read, or a block that failed verification.
+    pub fn finish(&mut self, result: std::io::Result<usize>) -> Result<(), PgError> {
+        assert!(!self.finished, "a read is finished once");
+        self.finished = true;
+        let total = self.len_bytes();
+        let mut first_error = match &result {
+            Ok(bytes) if *bytes >= total => None,
+            Ok(bytes) => Some(PgError::new(
+                sqlstate::DATA_CORRUPTED,
+                format!(
+                    "could not read blocks {}..{} in file \"{}\": read only {bytes} of {total} bytes",
+                    self.first_blkno,
+                    self.first_blkno + self.nblocks() - 1,
+                    self.rel.path().display()
+                ),
+            )),
+            Err(e) => Some(PgError::io(
+                &format!("could not read {}", self.target_desc()),
+                e,
+            )),
+        };
+        let bytes = *result.as_ref().unwrap_or(&0);
+        for (i, slot) in self.buffers.iter_mut().enumerate() {
+            let buffer = slot.as_ref().expect("unfinished read holds every buffer");
+            let read_ok = bytes >= (i + 1) * BLCKSZ;
+            let verified = buffer
+                .pool
+                .finish_block(buffer.id, buffer.tag, &self.rel, read_ok);
+            if !read_ok || verified.is_err() {
+                let buffer = slot.take().expect("checked above");
+                let pool = Arc::clone(&buffer.pool);
+                pool.unpin(buffer.into_id());
+            }
+            if let Err(e) = verified {
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
+    }
+
+    /// The pinned, valid buffers of a read that finished without error.
+    pub fn into_buffers(mut self) -> Vec<PinnedBuffer> {
+        assert!(self.finished, "into_buffers before finish");
+        std::mem::take(&mut self.buffers)
+            .into_iter()
+            .map(|b| b.expect("a successful read keeps every buffer"))
+            .collect()
+    }
+}
+
+impl Drop for PendingRead {
+    fn drop(&mut self) {
+        if !self.finished && !self.buffers.is_empty() {
+            let _ = self.finish(Err(std::io::Error::other("read abandoned")));
+        }
+    }
+}
+
+/// `preadv` into `iovecs` from `offset` until they are full, end of file or an error
+/// (EINTR is retried); returns the bytes read. Adjusts `iovecs` as it goes.
+pub fn preadv_fully(
+    fd: std::os::unix::io::RawFd,
+    offset: u64,
+    iovecs: &mut [libc::iovec],
+) -> std::io::Result<usize> {
+    let total: usize = iovecs.iter().map(|v| v.iov_len).sum();
+    let mut done = 0usize;
+    let mut first = 0usize;
+    while done < total {
+        let batch = (iovecs.len() - first).min(libc::UIO_MAXIOV as usize);
+        // SAFETY: the iovecs describe frames this thread owns for the read (IO_IN_PROGRESS).
+        let n = unsafe {
+            libc::preadv(
+                fd,
+                iovecs[first..].as_ptr(),
+                batch as i32,
+                (offset + done as u64) as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            break;
+        }
+        let mut n = n as usize;
+        done += n;
+        while n > 0 {
+            let v = &mut iovecs[first];
+            if n >= v.iov_len {
+                n -= v.iov_len;
+                first += 1;
+            } else {
+                // SAFETY: advancing within the same frame.
+                v.iov_base = unsafe { (v.iov_base as *mut u8).add(n) } as *mut libc::c_void;
+                v.iov_len -= n;
+                n = 0;
+            }
+        }
+    }
+    Ok(done)
 }
 
 /// Shared view of a pinned page; holds the content lock in shared mode.
@@ -1121,14 +1462,14 @@ mod tests {
         pool: &Arc<BufferPool>,
         rel: &Arc<RelFile>,
         blkno: u32,
-        usage: &mut BufferUsage,
+        usage: &mut IoAccount,
     ) -> PinnedBuffer {
-        let buffer = pool.read_buffer(rel, blkno, None, usage, false).unwrap();
+        let buffer = pool.read_buffer(rel, blkno, None, usage).unwrap();
         check_page(&buffer.page(), rel.relfilenode(), blkno);
         buffer
     }
 
-    fn bump_counter(buffer: &PinnedBuffer, usage: &mut BufferUsage) {
+    fn bump_counter(buffer: &PinnedBuffer, usage: &mut IoAccount) {
         let mut page = buffer.page_mut();
         let item = page_item_mut(&mut page, 1).unwrap();
         let counter = u64::from_le_bytes(item[8..16].try_into().unwrap());
@@ -1148,7 +1489,7 @@ mod tests {
         let dir = TempDir::new("pool-evict");
         let pool = BufferPool::new(16);
         let rel = Arc::new(RelFile::open(&dir.0, 16384).unwrap());
-        let mut usage = BufferUsage::default();
+        let mut usage = IoAccount::default();
         for expected in 0..100 {
             let (blkno, buffer) = pool.new_block(&rel, None, &mut usage).unwrap();
             assert_eq!(blkno, expected);
@@ -1200,7 +1541,7 @@ mod tests {
         let dir = TempDir::new("pool-counters");
         let rel = make_rel(&dir, 500, 100);
         let pool = BufferPool::new(16);
-        let mut usage = BufferUsage::default();
+        let mut usage = IoAccount::default();
 
         for blkno in 0..16 {
             read(&pool, &rel, blkno, &mut usage);
@@ -1222,10 +1563,9 @@ mod tests {
         assert_eq!(usage.shared_read_ns, 0, "no timing without track_io_timing");
 
         // Sixteen new blocks push out all sixteen old ones; the four dirty ones are written.
-        let mut timed = BufferUsage::default();
+        let mut timed = IoAccount::new(true, None);
         for blkno in 16..32 {
-            pool.read_buffer(&rel, blkno, None, &mut timed, true)
-                .unwrap();
+            pool.read_buffer(&rel, blkno, None, &mut timed).unwrap();
         }
         assert_eq!(
             (timed.shared_read, timed.shared_hit, timed.shared_written),
@@ -1240,7 +1580,7 @@ mod tests {
         assert_eq!(timed.shared_hit, 16);
 
         // The written-back changes come back from disk.
-        let mut again = BufferUsage::default();
+        let mut again = IoAccount::default();
         for blkno in 0..4 {
             assert_eq!(counter_of(&read(&pool, &rel, blkno, &mut again).page()), 2);
         }
@@ -1256,17 +1596,17 @@ mod tests {
         assert!(pool.wants_ring(big.nblocks()));
         assert!(!pool.wants_ring(16));
         assert!(pool.wants_ring(17));
-        let mut usage = BufferUsage::default();
+        let mut usage = IoAccount::default();
         for _ in 0..2 {
             for blkno in 0..20 {
                 read(&pool, &hot, blkno, &mut usage);
             }
         }
         let mut ring = BufferRing::bulk_read();
-        let mut scan = BufferUsage::default();
+        let mut scan = IoAccount::default();
         for blkno in 0..200 {
             let buffer = pool
-                .read_buffer(&big, blkno, Some(&mut ring), &mut scan, false)
+                .read_buffer(&big, blkno, Some(&mut ring), &mut scan)
                 .unwrap();
             check_page(&buffer.page(), 601, blkno);
         }
@@ -1277,7 +1617,7 @@ mod tests {
         assert_eq!(buffers_of(&pool, 600), 20);
         assert!(buffers_of(&pool, 601) <= 8);
 
-        let mut after = BufferUsage::default();
+        let mut after = IoAccount::default();
         for blkno in 0..20 {
             read(&pool, &hot, blkno, &mut after);
         }
@@ -1296,10 +1636,10 @@ mod tests {
         let rel = make_rel(&dir, 610, 40);
         let pool = BufferPool::new(16);
         let mut ring = BufferRing::bulk_write(); // capped at 2 buffers
-        let mut usage = BufferUsage::default();
+        let mut usage = IoAccount::default();
         for blkno in 0..40 {
             let buffer = pool
-                .read_buffer(&rel, blkno, Some(&mut ring), &mut usage, false)
+                .read_buffer(&rel, blkno, Some(&mut ring), &mut usage)
                 .unwrap();
             bump_counter(&buffer, &mut usage);
         }
@@ -1329,11 +1669,9 @@ mod tests {
         file.write_all_at(&[byte[0] ^ 0x10], at).unwrap();
 
         let pool = BufferPool::new(16);
-        let mut usage = BufferUsage::default();
+        let mut usage = IoAccount::default();
         for attempt in 1..=2 {
-            let err = pool
-                .read_buffer(&rel, 37, None, &mut usage, false)
-                .unwrap_err();
+            let err = pool.read_buffer(&rel, 37, None, &mut usage).unwrap_err();
             assert_eq!(err.code, sqlstate::DATA_CORRUPTED);
             assert_eq!(err.message, "invalid page in block 37 of relation base/700");
             assert_eq!(usage.shared_read, attempt, "a failed block is read again");
@@ -1353,19 +1691,20 @@ mod tests {
             }
         );
 
-        // Beyond the end of the file: an I/O error, and again nothing stays mapped.
-        let err = pool
-            .read_buffer(&rel, 100, None, &mut usage, false)
-            .unwrap_err();
-        assert_eq!(err.code, sqlstate::IO_ERROR);
+        // Beyond the end of the file (a truncated file): PostgreSQL 18's short-read error,
+        // and again nothing stays mapped.
+        let err = pool.read_buffer(&rel, 100, None, &mut usage).unwrap_err();
+        assert_eq!(err.code, sqlstate::DATA_CORRUPTED);
+        assert_eq!(
+            err.message,
+            "could not read blocks 100..100 in file \"base/700\": read only 0 of 8192 bytes"
+        );
         assert_eq!(pool.stats().valid, 1);
         assert_eq!(buffers_of(&pool, 700), 1);
 
         // A zero (never written) block is fine.
         rel.extend_to(101).unwrap();
-        let buffer = pool
-            .read_buffer(&rel, 100, None, &mut usage, false)
-            .unwrap();
+        let buffer = pool.read_buffer(&rel, 100, None, &mut usage).unwrap();
         assert!(page_is_new(&buffer.page()));
     }
 
@@ -1375,12 +1714,12 @@ mod tests {
         let rel = make_rel(&dir, 800, 64);
         let pool = BufferPool::new(128);
         let barrier = std::sync::Barrier::new(4);
-        let usages: Vec<BufferUsage> = std::thread::scope(|s| {
+        let usages: Vec<IoAccount> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..4u32)
                 .map(|t| {
                     let (pool, rel, barrier) = (&pool, &rel, &barrier);
                     s.spawn(move || {
-                        let mut usage = BufferUsage::default();
+                        let mut usage = IoAccount::default();
                         barrier.wait();
                         for pass in 0..3u32 {
                             for i in 0..64u32 {
@@ -1420,7 +1759,7 @@ mod tests {
                 let (pool, rel) = (&pool, &rel);
                 s.spawn(move || {
                     let mut rng = 0x1234_5678_9abc_def0u64 ^ (t * 0x9e37_79b9);
-                    let mut usage = BufferUsage::default();
+                    let mut usage = IoAccount::default();
                     for _ in 0..per_thread {
                         rng ^= rng << 13;
                         rng ^= rng >> 7;
@@ -1458,7 +1797,7 @@ mod tests {
                 .map(|_| {
                     let (pool, rel) = (&pool, &rel);
                     s.spawn(move || {
-                        let mut usage = BufferUsage::default();
+                        let mut usage = IoAccount::default();
                         (0..25)
                             .map(|_| {
                                 let (blkno, buffer) =
@@ -1480,7 +1819,7 @@ mod tests {
         blocks.sort_unstable();
         assert_eq!(blocks, (0..100).collect::<Vec<_>>());
         assert_eq!(rel.nblocks(), 100);
-        let mut usage = BufferUsage::default();
+        let mut usage = IoAccount::default();
         for blkno in 0..100 {
             read(&pool, &rel, blkno, &mut usage);
         }
@@ -1491,13 +1830,11 @@ mod tests {
         let dir = TempDir::new("pool-pinned");
         let rel = make_rel(&dir, 1000, 10);
         let pool = BufferPool::new(4);
-        let mut usage = BufferUsage::default();
+        let mut usage = IoAccount::default();
         let mut held: Vec<PinnedBuffer> =
             (0..4).map(|b| read(&pool, &rel, b, &mut usage)).collect();
         assert_eq!(pool.stats().pinned, 4);
-        let err = pool
-            .read_buffer(&rel, 4, None, &mut usage, false)
-            .unwrap_err();
+        let err = pool.read_buffer(&rel, 4, None, &mut usage).unwrap_err();
         assert_eq!(err.code, "53400");
         assert_eq!(err.message, "no unpinned buffers available");
         let err = pool.new_block(&rel, None, &mut usage).unwrap_err();
@@ -1518,7 +1855,7 @@ mod tests {
         let rel = make_rel(&dir, 1100, 10);
         let other = make_rel(&dir, 1101, 2);
         let pool = BufferPool::new(16);
-        let mut usage = BufferUsage::default();
+        let mut usage = IoAccount::default();
         for blkno in 0..10 {
             bump_counter(&read(&pool, &rel, blkno, &mut usage), &mut usage);
         }
@@ -1537,7 +1874,7 @@ mod tests {
         assert_eq!(pool.flush_relation(1100).unwrap(), 0);
         assert_eq!(pool.flush_relation(1101).unwrap(), 1);
         // The discarded changes never reached the file.
-        let mut fresh = BufferUsage::default();
+        let mut fresh = IoAccount::default();
         for blkno in 0..10 {
             assert_eq!(counter_of(&read(&pool, &rel, blkno, &mut fresh).page()), 0);
         }
@@ -1557,7 +1894,7 @@ mod tests {
         let dir = TempDir::new("pool-usage");
         let rel = make_rel(&dir, 1200, 2);
         let pool = BufferPool::new(8);
-        let mut usage = BufferUsage::default();
+        let mut usage = IoAccount::default();
         let id = read(&pool, &rel, 0, &mut usage).buffer_id();
         assert_eq!(pool.snapshot()[id as usize].usage_count, 1);
         for _ in 0..10 {
@@ -1570,10 +1907,10 @@ mod tests {
         // Under a ring, a hit only lifts usage from 0 to 1.
         let mut ring = BufferRing::bulk_read();
         let id1 = pool
-            .read_buffer(&rel, 1, Some(&mut ring), &mut usage, false)
+            .read_buffer(&rel, 1, Some(&mut ring), &mut usage)
             .unwrap()
             .buffer_id();
-        pool.read_buffer(&rel, 1, Some(&mut ring), &mut usage, false)
+        pool.read_buffer(&rel, 1, Some(&mut ring), &mut usage)
             .unwrap();
         assert_eq!(pool.snapshot()[id1 as usize].usage_count, 1);
     }

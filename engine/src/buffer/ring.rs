@@ -95,6 +95,19 @@ impl BufferRing {
         BufferRing::with_buffers(RingKind::BulkRead, 256 * 1024 / BLCKSZ)
     }
 
+    /// PostgreSQL 18's bulk-read ring for a read stream: 256 KiB plus room for
+    /// `effective_io_concurrency` reads of `io_combine_limit` blocks, capped at the larger of
+    /// 256 KiB and the stream's pin limit.
+    pub fn bulk_read_for_stream(
+        io_combine_limit: usize,
+        effective_io_concurrency: usize,
+        pin_limit: usize,
+    ) -> BufferRing {
+        let base = 256 * 1024 / BLCKSZ;
+        let wanted = base + io_combine_limit * effective_io_concurrency;
+        BufferRing::with_buffers(RingKind::BulkRead, wanted.min(base.max(pin_limit)))
+    }
+
     /// 16 MiB ring for COPY FROM, CREATE TABLE AS and other bulk writes.
     pub fn bulk_write() -> BufferRing {
         BufferRing::with_buffers(RingKind::BulkWrite, 16 * 1024 * 1024 / BLCKSZ)

@@ -14,6 +14,11 @@ use iolab_catalog::{PgError, PgResult};
 use iolab_stats::BufferUsage;
 use parking_lot::Mutex;
 
+use iolab_settings::ReadStreamAdvice;
+use iolab_stats::BackendType;
+
+use crate::accounting::{IoAccount, StatsSink};
+use crate::stream::ReadStreamConfig;
 use crate::txn::{Snapshot, Xid};
 use crate::Database;
 
@@ -25,13 +30,72 @@ pub struct StatementContext {
     /// Command id within the transaction (tuples it inserts carry it).
     pub cid: u32,
     pub track_io_timing: bool,
+    /// The session's process id (`pg_backend_pid()`), owner of its I/Os in `pg_aios`.
+    pub pid: i32,
+    /// The session's read-stream settings at the start of the statement.
+    pub io: StreamSettings,
     /// Set by a cancel request, `statement_timeout` or a dropped client.
     pub cancel: Arc<AtomicBool>,
     /// Buffer usage of everything this statement ran, summed as scans finish.
     pub usage: Mutex<BufferUsage>,
 }
 
+/// The settings a read stream takes from the session.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamSettings {
+    pub effective_io_concurrency: i32,
+    pub maintenance_io_concurrency: i32,
+    /// In blocks, already limited by `io_max_combine_limit`.
+    pub io_combine_limit: i32,
+    pub advice: ReadStreamAdvice,
+}
+
+impl Default for StreamSettings {
+    /// PostgreSQL 18's defaults.
+    fn default() -> StreamSettings {
+        StreamSettings {
+            effective_io_concurrency: 16,
+            maintenance_io_concurrency: 16,
+            io_combine_limit: 16,
+            advice: ReadStreamAdvice::Pg18,
+        }
+    }
+}
+
 impl StatementContext {
+    /// A new I/O account for one operation of this statement, flushing its `pg_stat_io`
+    /// counters to the server's statistics as a client backend.
+    pub fn new_account(&self) -> IoAccount {
+        IoAccount::new(
+            self.track_io_timing,
+            Some(StatsSink {
+                hub: Arc::clone(&self.db.io_stats),
+                backend_type: BackendType::ClientBackend,
+                pid: self.pid,
+            }),
+        )
+    }
+
+    /// How a read stream of this statement is set up: `maintenance` streams (ANALYZE,
+    /// VACUUM) use `maintenance_io_concurrency`; `sequential` ones promise sequential access.
+    pub fn stream_config(&self, maintenance: bool, sequential: bool) -> ReadStreamConfig {
+        let io = &self.io;
+        let concurrency = if maintenance {
+            io.maintenance_io_concurrency
+        } else {
+            io.effective_io_concurrency
+        };
+        ReadStreamConfig {
+            max_ios: concurrency.max(0) as usize,
+            io_combine_limit: io.io_combine_limit.max(1) as u32,
+            advice: io.advice,
+            sequential,
+            full: false,
+            pin_limit: self.db.pool.pin_limit(),
+            pid: self.pid,
+        }
+    }
+
     pub fn from_config(config: &SessionConfig) -> PgResult<Arc<StatementContext>> {
         config.get_extension::<StatementContext>().ok_or_else(|| {
             PgError::internal("statement context missing from the session configuration")

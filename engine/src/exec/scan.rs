@@ -6,6 +6,15 @@
 //! scan stops early when the consumer goes away (the channel closes), when the statement
 //! is canceled, or when a pushed-down LIMIT is reached. Its buffer usage is added to the
 //! statement's when it ends.
+//!
+//! Metrics (what EXPLAIN ANALYZE prints for the node): counts `shared_hit`, `shared_read`,
+//! `shared_dirtied`, `shared_written`, `io_reads` (read operations), `io_stalls` (waits for
+//! an unfinished read); times `shared_read_time`, `shared_write_time`, `shared_wait_time`
+//! (nanoseconds; only with `track_io_timing`); gauges of the node's read latency
+//! `read_latency_p50_us`, `read_latency_p99_us`, `read_latency_p999_us`, `read_latency_max_us`
+//! and of its read stream (PostgreSQL 19's EXPLAIN (IO)): `prefetch_capacity`,
+//! `prefetch_distance_max`, and the averages ×1000 `prefetch_distance_avg_milli`,
+//! `io_size_avg_milli` (blocks per read), `io_inprogress_avg_milli`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,7 +27,7 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{
-    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+    BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
 };
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
@@ -90,8 +99,62 @@ impl DisplayAs for HeapScanExec {
 
 struct ScanCounters {
     baseline: BaselineMetrics,
-    shared_hit: Count,
-    shared_read: Count,
+    metrics: ExecutionPlanMetricsSet,
+    partition: usize,
+}
+
+impl ScanCounters {
+    /// Publish what the scan did as the node's metrics (once, at its end).
+    fn publish(&self, scanner: &HeapScanner) {
+        let m = || MetricBuilder::new(&self.metrics);
+        let p = self.partition;
+        let u = scanner.acct().usage;
+        for (name, value) in [
+            ("shared_hit", u.shared_hit),
+            ("shared_read", u.shared_read),
+            ("shared_dirtied", u.shared_dirtied),
+            ("shared_written", u.shared_written),
+            ("io_reads", u.io_reads),
+            ("io_stalls", u.io_stalls),
+        ] {
+            m().counter(name, p).add(value as usize);
+        }
+        for (name, ns) in [
+            ("shared_read_time", u.shared_read_ns),
+            ("shared_write_time", u.shared_write_ns),
+            ("shared_wait_time", u.shared_wait_ns),
+        ] {
+            m().subset_time(name, p)
+                .add_duration(std::time::Duration::from_nanos(ns));
+        }
+        if let Some(latency) = scanner.acct().read_latency.summary() {
+            for (name, value) in [
+                ("read_latency_p50_us", latency.p50_us),
+                ("read_latency_p99_us", latency.p99_us),
+                ("read_latency_p999_us", latency.p999_us),
+                ("read_latency_max_us", latency.max_us),
+            ] {
+                m().gauge(name, p).set(value as usize);
+            }
+        }
+        let st = scanner.stream_stats();
+        let avg_milli = |sum: u64, n: u64| if n == 0 { 0 } else { (sum * 1000 / n) as usize };
+        for (name, value) in [
+            ("prefetch_capacity", st.capacity as usize),
+            ("prefetch_distance_max", st.distance_max as usize),
+            (
+                "prefetch_distance_avg_milli",
+                avg_milli(st.distance_sum, st.distance_samples),
+            ),
+            ("io_size_avg_milli", avg_milli(st.io_blocks, st.ios)),
+            (
+                "io_inprogress_avg_milli",
+                avg_milli(st.inprogress_sum, st.distance_samples),
+            ),
+        ] {
+            m().gauge(name, p).set(value);
+        }
+    }
 }
 
 impl ExecutionPlan for HeapScanExec {
@@ -134,18 +197,20 @@ impl ExecutionPlan for HeapScanExec {
         let rel = self.db.relfile(self.table.relfilenode).map_err(to_df)?;
         let columns = self.table.columns.iter().map(|c| c.ty).collect();
         let scanner = HeapScanner::new(
+            self.db.aio.clone(),
             self.db.pool.clone(),
             rel,
             columns,
             self.projection.clone(),
             self.schema.clone(),
             VisibilityChecker::new(stmt.snapshot.clone()),
-            stmt.track_io_timing,
+            &stmt.stream_config(false, true),
+            stmt.new_account(),
         );
         let counters = ScanCounters {
             baseline: BaselineMetrics::new(&self.metrics, partition),
-            shared_hit: MetricBuilder::new(&self.metrics).counter("shared_hit", partition),
-            shared_read: MetricBuilder::new(&self.metrics).counter("shared_read", partition),
+            metrics: self.metrics.clone(),
+            partition,
         };
         let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(SCAN_CHANNEL_BATCHES);
         let limit = self.limit;
@@ -194,10 +259,10 @@ fn run_scan(
             }
         }
     }
-    counters.shared_hit.add(scanner.usage.shared_hit as usize);
-    counters.shared_read.add(scanner.usage.shared_read as usize);
+    scanner.flush_stats();
+    counters.publish(&scanner);
     counters.baseline.done();
-    let u = &scanner.usage;
+    let u = scanner.acct().usage;
     tracing::debug!(
         "Seq Scan of {} blocks: Buffers: shared hit={} read={} dirtied={} written={}",
         scanner.nblocks(),
@@ -206,7 +271,7 @@ fn run_scan(
         u.shared_dirtied,
         u.shared_written
     );
-    stmt.add_usage(u);
+    stmt.add_usage(&u);
 }
 
 /// Wraps a `PgError` so it survives the trip through DataFusion with its SQLSTATE.

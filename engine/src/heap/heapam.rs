@@ -7,26 +7,28 @@
 //! without DELETE or UPDATE, free space exists only at the end of a table.
 //!
 //! A sequential scan reads blocks `0 .. nblocks` (nblocks fixed when the scan starts, so
-//! it never sees pages appended by its own statement), keeps the tuples its snapshot can
-//! see, and decodes the projected attributes into Arrow batches. Scans of tables larger
-//! than a quarter of the pool read through a 256 KiB bulk-read ring. The system column
+//! it never sees pages appended by its own statement) through a sequential read stream,
+//! keeps the tuples its snapshot can see, and decodes the projected attributes into Arrow
+//! batches. Scans of tables larger than a quarter of the pool read through a bulk-read ring
+//! sized as PostgreSQL 18 sizes it (room for the stream's look-ahead). The system column
 //! `ctid` (a tuple's block and line pointer, `(0,1)`) is column number `ncolumns` of the
 //! projection when a query asks for it.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, StringArray};
-use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
-use iolab_catalog::{PgError, PgResult, PgType};
-use iolab_stats::BufferUsage;
-
+use crate::accounting::IoAccount;
+use crate::aio::AioSystem;
 use crate::buffer::{BufferPool, BufferRing, PinnedBuffer};
 use crate::heap::codec::{BatchDecoder, TupleEncoder};
 use crate::heap::tuple;
 use crate::storage::page;
 use crate::storage::relfile::RelFile;
+use crate::stream::{ReadStream, ReadStreamConfig, ReadStreamStats};
 use crate::txn::{VisibilityChecker, Xid};
+use datafusion::arrow::array::{ArrayRef, StringArray};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use iolab_catalog::{PgError, PgResult, PgType};
 
 /// Appends tuples to one table for one command.
 pub struct HeapInserter {
@@ -38,9 +40,8 @@ pub struct HeapInserter {
     ring: BufferRing,
     target: Option<PinnedBuffer>,
     tuple_buf: Vec<u8>,
-    pub usage: BufferUsage,
+    pub acct: IoAccount,
     pub inserted: u64,
-    track_io_timing: bool,
 }
 
 impl HeapInserter {
@@ -50,7 +51,7 @@ impl HeapInserter {
         columns: Vec<PgType>,
         xid: Xid,
         cid: u32,
-        track_io_timing: bool,
+        acct: IoAccount,
     ) -> HeapInserter {
         let ring = BufferRing::bulk_write();
         HeapInserter {
@@ -62,9 +63,8 @@ impl HeapInserter {
             ring,
             target: None,
             tuple_buf: Vec::with_capacity(256),
-            usage: BufferUsage::default(),
+            acct,
             inserted: 0,
-            track_io_timing,
         }
     }
 
@@ -96,7 +96,7 @@ impl HeapInserter {
                 added
             };
             if added.is_some() {
-                buffer.mark_dirty(&mut self.usage);
+                buffer.mark_dirty(&mut self.acct);
                 self.inserted += 1;
                 return Ok(());
             }
@@ -109,9 +109,9 @@ impl HeapInserter {
     fn new_page(&mut self) -> PgResult<PinnedBuffer> {
         let (_, buffer) = self
             .pool
-            .new_block(&self.rel, Some(&mut self.ring), &mut self.usage)?;
+            .new_block(&self.rel, Some(&mut self.ring), &mut self.acct)?;
         page::page_init(&mut buffer.page_mut(), 0);
-        buffer.mark_dirty(&mut self.usage);
+        buffer.mark_dirty(&mut self.acct);
         Ok(buffer)
     }
 
@@ -121,58 +121,69 @@ impl HeapInserter {
         if nblocks == 0 {
             return self.new_page();
         }
-        let buffer = self.pool.read_buffer(
-            &self.rel,
-            nblocks - 1,
-            Some(&mut self.ring),
-            &mut self.usage,
-            self.track_io_timing,
-        )?;
+        let buffer =
+            self.pool
+                .read_buffer(&self.rel, nblocks - 1, Some(&mut self.ring), &mut self.acct)?;
         let is_new = page::page_is_new(&buffer.page());
         if is_new {
             page::page_init(&mut buffer.page_mut(), 0);
-            buffer.mark_dirty(&mut self.usage);
+            buffer.mark_dirty(&mut self.acct);
         }
         Ok(buffer)
     }
 
-    /// Releases the last pinned page.
+    /// Releases the last pinned page and flushes the I/O statistics.
     pub fn finish(&mut self) {
         self.target = None;
+        self.acct.flush();
     }
 }
 
 /// Reads a table's visible tuples in block order, a batch at a time.
 pub struct HeapScanner {
-    pool: Arc<BufferPool>,
-    rel: Arc<RelFile>,
-    next_block: u32,
-    end_block: u32,
-    ring: Option<BufferRing>,
+    stream: ReadStream<()>,
+    nblocks: u32,
     visibility: VisibilityChecker,
     decoder: BatchDecoder,
     /// Output position of the `ctid` column, and the ctids of the rows decoded so far.
     ctid: Option<(usize, Vec<(u32, u16)>)>,
     schema: SchemaRef,
-    pub usage: BufferUsage,
-    track_io_timing: bool,
 }
 
 /// Rows per output batch (a batch is emitted at the first page boundary past this).
 pub const SCAN_BATCH_ROWS: usize = 8192;
 
 impl HeapScanner {
+    /// A scan of `rel` reading through a sequential read stream set up by `stream_config`
+    /// (and a bulk-read ring when the table exceeds a quarter of the pool); its I/O is
+    /// recorded in `acct`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
+        aio: Arc<AioSystem>,
         pool: Arc<BufferPool>,
         rel: Arc<RelFile>,
         columns: Vec<PgType>,
         projection: Vec<usize>,
         schema: SchemaRef,
         visibility: VisibilityChecker,
-        track_io_timing: bool,
+        stream_config: &ReadStreamConfig,
+        acct: IoAccount,
     ) -> HeapScanner {
-        let end_block = rel.nblocks();
-        let ring = pool.wants_ring(end_block).then(BufferRing::bulk_read);
+        let nblocks = rel.nblocks();
+        let ring = pool.wants_ring(nblocks).then(|| {
+            BufferRing::bulk_read_for_stream(
+                stream_config.io_combine_limit as usize,
+                stream_config.max_ios,
+                stream_config.pin_limit,
+            )
+        });
+        let mut next = 0u32;
+        let stream = ReadStream::new(aio, pool, rel, ring, stream_config, acct, move || {
+            (next < nblocks).then(|| {
+                next += 1;
+                (next - 1, ())
+            })
+        });
         let ncolumns = columns.len();
         let ctid = projection
             .iter()
@@ -180,37 +191,42 @@ impl HeapScanner {
             .map(|p| (p, Vec::new()));
         let projection = projection.into_iter().filter(|&c| c != ncolumns).collect();
         HeapScanner {
-            pool,
-            rel,
-            next_block: 0,
-            end_block,
-            ring,
+            stream,
+            nblocks,
             visibility,
             decoder: BatchDecoder::new(columns, projection),
             ctid,
             schema,
-            usage: BufferUsage::default(),
-            track_io_timing,
         }
     }
 
     /// Blocks the scan reads in all.
     pub fn nblocks(&self) -> u32 {
-        self.end_block
+        self.nblocks
+    }
+
+    /// The scan's I/O so far.
+    pub fn acct(&self) -> &IoAccount {
+        &self.stream.acct
+    }
+
+    /// The read stream's statistics (distance, stalls, request sizes).
+    pub fn stream_stats(&self) -> ReadStreamStats {
+        self.stream.stats()
+    }
+
+    /// Flush the scan's pending I/O statistics to the server's.
+    pub fn flush_stats(&mut self) {
+        self.stream.acct.flush();
     }
 
     /// The next batch of visible rows, or `None` at the end of the table.
     pub fn next_batch(&mut self) -> PgResult<Option<RecordBatch>> {
-        while self.next_block < self.end_block && self.decoder.len() < SCAN_BATCH_ROWS {
-            let blkno = self.next_block;
-            self.next_block += 1;
-            let buffer = self.pool.read_buffer(
-                &self.rel,
-                blkno,
-                self.ring.as_mut(),
-                &mut self.usage,
-                self.track_io_timing,
-            )?;
+        while self.decoder.len() < SCAN_BATCH_ROWS {
+            let Some((buffer, ())) = self.stream.next_buffer()? else {
+                break;
+            };
+            let blkno = buffer.blkno();
             let page = buffer.page();
             if page::page_is_new(&page) {
                 continue;

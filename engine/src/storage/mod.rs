@@ -10,6 +10,6 @@ pub mod relfile;
 pub use page::{
     page_add_item, page_checksum, page_free_space, page_header_is_valid, page_init, page_is_new,
     page_item, page_item_flags, page_item_id, page_item_mut, page_max_offset, page_set_checksum,
-    page_verify, ItemId, LpFlags, PageCorruption, PageHeader, BLCKSZ,
+    page_verify, AlignedBlock, ItemId, LpFlags, PageCorruption, PageHeader, BLCKSZ, IO_ALIGN_SIZE,
 };
-pub use relfile::{RelFile, RELSEG_SIZE};
+pub use relfile::{RelFile, RelFileOptions, RELSEG_SIZE};

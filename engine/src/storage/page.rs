@@ -62,6 +62,58 @@ use thiserror::Error;
 
 /// Size of one page (block) in bytes.
 pub const BLCKSZ: usize = 8192;
+/// Alignment of memory, file offsets and lengths for direct I/O (`O_DIRECT`): PostgreSQL's
+/// `PG_IO_ALIGN_SIZE`, the largest logical block size of common devices.
+pub const IO_ALIGN_SIZE: usize = 4096;
+
+/// One page in memory aligned for direct I/O: the pool's write-back copy and any other
+/// buffer handed to a relation file opened with `O_DIRECT`. Derefs to `[u8]`, so it can be
+/// passed wherever a page slice is expected (`&block`, `&mut block`).
+///
+/// ```
+/// use iolab_engine::storage::page::{AlignedBlock, BLCKSZ, IO_ALIGN_SIZE};
+/// let mut block = AlignedBlock::zeroed();
+/// block.copy_from_slice(&[7u8; BLCKSZ]);
+/// assert_eq!(block.as_ptr() as usize % IO_ALIGN_SIZE, 0);
+/// ```
+#[derive(Clone)]
+#[repr(C, align(4096))]
+pub struct AlignedBlock(pub [u8; BLCKSZ]);
+
+const _: () = assert!(std::mem::align_of::<AlignedBlock>() == IO_ALIGN_SIZE);
+
+impl AlignedBlock {
+    /// An all-zero page.
+    pub const fn zeroed() -> AlignedBlock {
+        AlignedBlock([0; BLCKSZ])
+    }
+}
+
+impl Default for AlignedBlock {
+    fn default() -> AlignedBlock {
+        AlignedBlock::zeroed()
+    }
+}
+
+impl std::ops::Deref for AlignedBlock {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for AlignedBlock {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+}
+
+impl std::fmt::Debug for AlignedBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AlignedBlock").finish_non_exhaustive()
+    }
+}
+
 /// Size of the page header in bytes.
 pub const SIZE_OF_PAGE_HEADER: usize = 24;
 /// Size of one line pointer in bytes.

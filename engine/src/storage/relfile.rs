@@ -27,10 +27,24 @@
 //!
 //! The files hold pages exactly as they are in memory; this module neither checks nor sets
 //! page checksums — the buffer pool does that on the way in and out.
+//!
+//! # Direct I/O
+//!
+//! Opened with [`RelFileOptions::direct_io`] (PostgreSQL's `debug_io_direct = data`), every
+//! segment is opened with `O_DIRECT`: reads and writes bypass the kernel's page cache and go
+//! between the device and the caller's memory. The kernel then demands that the memory
+//! address, the file offset and the length all be multiples of the device's logical block
+//! size, or it fails the call with EINVAL. Offsets and lengths here are always whole 8 KiB
+//! blocks; the memory is the caller's business, and [`RelFile::read_block`] and
+//! [`RelFile::write_block`] refuse a buffer that is not [`IO_ALIGN_SIZE`]-aligned with an
+//! `InvalidInput` error naming the problem instead of passing the EINVAL surprise on. The
+//! buffer pool's frames are aligned ([`crate::buffer::memory::FRAME_ALIGN`]), and
+//! [`AlignedBlock`] is an aligned page for everything else; extension writes zeros from an
+//! aligned static buffer. Without direct I/O any buffer is accepted.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -38,14 +52,48 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
 
-use super::page::BLCKSZ;
+use super::page::{AlignedBlock, BLCKSZ, IO_ALIGN_SIZE};
 
 /// Blocks per segment file by default: 1 GiB / 8 KiB.
 pub const RELSEG_SIZE: u32 = 131072;
 
-/// Largest number of zero blocks written by one `pwrite` while extending (256 KiB); bounds the
-/// scratch buffer an extension allocates.
+/// Largest number of zero blocks written by one `pwrite` while extending (256 KiB); the size
+/// of [`ZERO_CHUNK`].
 const EXTEND_CHUNK_BLOCKS: u32 = 32;
+
+/// The zeros extension writes: a static, so that extending allocates nothing, and aligned,
+/// so that it can be written with `O_DIRECT`.
+static ZERO_CHUNK: [AlignedBlock; EXTEND_CHUNK_BLOCKS as usize] =
+    [const { AlignedBlock::zeroed() }; EXTEND_CHUNK_BLOCKS as usize];
+
+/// The first `blocks` blocks of [`ZERO_CHUNK`] as one slice.
+fn zero_blocks(blocks: u32) -> &'static [u8] {
+    assert!(blocks <= EXTEND_CHUNK_BLOCKS);
+    // SAFETY: AlignedBlock is repr(C) around [u8; BLCKSZ] with size BLCKSZ (a multiple of its
+    // alignment), so the array is EXTEND_CHUNK_BLOCKS × BLCKSZ contiguous initialised bytes.
+    unsafe {
+        std::slice::from_raw_parts(ZERO_CHUNK.as_ptr().cast::<u8>(), blocks as usize * BLCKSZ)
+    }
+}
+
+/// How to open a relation's files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RelFileOptions {
+    /// Blocks per segment file ([`RELSEG_SIZE`]; tests use tiny segments). A relation must
+    /// always be opened with the segment size it was written with.
+    pub segment_blocks: u32,
+    /// Open every segment with `O_DIRECT` (see "Direct I/O" above).
+    pub direct_io: bool,
+}
+
+impl Default for RelFileOptions {
+    fn default() -> RelFileOptions {
+        RelFileOptions {
+            segment_blocks: RELSEG_SIZE,
+            direct_io: false,
+        }
+    }
+}
 
 /// A relation's segment files. `Send + Sync`; share it as `Arc<RelFile>`.
 #[derive(Debug)]
@@ -53,6 +101,8 @@ pub struct RelFile {
     data_dir: PathBuf,
     relfilenode: u32,
     segment_blocks: u32,
+    /// Segments are opened with `O_DIRECT`.
+    direct_io: bool,
     /// `base/<relfilenode>`, relative to the data directory (for messages).
     rel_path: PathBuf,
     /// Open segment handles, indexed by segment number; `None` = not opened yet.
@@ -66,9 +116,10 @@ pub struct RelFile {
 }
 
 impl RelFile {
-    /// Open (creating `base/` and segment 0 if missing) with the default 1 GiB segments.
+    /// Open (creating `base/` and segment 0 if missing) with the default 1 GiB segments and
+    /// buffered I/O.
     pub fn open(data_dir: &Path, relfilenode: u32) -> io::Result<RelFile> {
-        RelFile::open_with_segment_size(data_dir, relfilenode, RELSEG_SIZE)
+        RelFile::open_with(data_dir, relfilenode, RelFileOptions::default())
     }
 
     /// Open with `segment_blocks` blocks per segment file (tests use tiny segments). A
@@ -78,6 +129,26 @@ impl RelFile {
         relfilenode: u32,
         segment_blocks: u32,
     ) -> io::Result<RelFile> {
+        RelFile::open_with(
+            data_dir,
+            relfilenode,
+            RelFileOptions {
+                segment_blocks,
+                ..RelFileOptions::default()
+            },
+        )
+    }
+
+    /// Open with explicit [`RelFileOptions`] (segment size, direct I/O).
+    pub fn open_with(
+        data_dir: &Path,
+        relfilenode: u32,
+        options: RelFileOptions,
+    ) -> io::Result<RelFile> {
+        let RelFileOptions {
+            segment_blocks,
+            direct_io,
+        } = options;
         assert!(segment_blocks > 0, "segments must hold at least one block");
         assert!(
             segment_blocks as u64 * BLCKSZ as u64 <= i64::MAX as u64,
@@ -89,6 +160,7 @@ impl RelFile {
             data_dir: data_dir.to_path_buf(),
             relfilenode,
             segment_blocks,
+            direct_io,
             rel_path: Path::new("base").join(relfilenode.to_string()),
             segments: RwLock::new(Vec::new()),
             nblocks: AtomicU32::new(0),
@@ -157,6 +229,12 @@ impl RelFile {
         self.segment_blocks
     }
 
+    /// Whether the segments are open with `O_DIRECT` (every buffer must then be
+    /// [`IO_ALIGN_SIZE`]-aligned).
+    pub fn is_direct(&self) -> bool {
+        self.direct_io
+    }
+
     /// Current size in blocks.
     pub fn nblocks(&self) -> u32 {
         self.nblocks.load(Ordering::Acquire)
@@ -173,11 +251,12 @@ impl RelFile {
     fn open_segment_file(&self, segno: u32, create: bool) -> io::Result<File> {
         let path = self.segment_path(segno);
         let existed = create && path.exists();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(create)
-            .open(&path)?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(create);
+        if self.direct_io {
+            options.custom_flags(libc::O_DIRECT);
+        }
+        let file = options.open(&path)?;
         if create && !existed {
             self.created_files.store(true, Ordering::Release);
         }
@@ -212,10 +291,28 @@ impl RelFile {
         )
     }
 
-    /// Read block `blkno` into `buf` (exactly `BLCKSZ` bytes). Blocks at or beyond
+    /// With direct I/O, refuse memory the kernel would refuse with EINVAL.
+    fn check_alignment(&self, what: &str, blkno: u32, buf: &[u8]) -> io::Result<()> {
+        if self.direct_io && buf.as_ptr() as usize % IO_ALIGN_SIZE != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "could not {what} block {blkno} in file \"{}\": buffer at {:p} is not \
+                     {IO_ALIGN_SIZE}-byte aligned, as direct I/O requires",
+                    self.rel_path.display(),
+                    buf.as_ptr()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Read block `blkno` into `buf` (exactly `BLCKSZ` bytes; with direct I/O,
+    /// [`IO_ALIGN_SIZE`]-aligned — see [`AlignedBlock`]). Blocks at or beyond
     /// [`nblocks`](Self::nblocks) are an error.
     pub fn read_block(&self, blkno: u32, buf: &mut [u8]) -> io::Result<()> {
         assert_eq!(buf.len(), BLCKSZ, "read_block needs a BLCKSZ buffer");
+        self.check_alignment("read", blkno, buf)?;
         if blkno >= self.nblocks() {
             return Err(self.beyond_eof("read", blkno));
         }
@@ -223,10 +320,12 @@ impl RelFile {
         self.segment(segno, false)?.read_exact_at(buf, offset)
     }
 
-    /// Write block `blkno` from `buf` (exactly `BLCKSZ` bytes). Writing block
-    /// `nblocks()` extends the relation by one block; anything further is an error.
+    /// Write block `blkno` from `buf` (exactly `BLCKSZ` bytes; with direct I/O,
+    /// [`IO_ALIGN_SIZE`]-aligned). Writing block `nblocks()` extends the relation by one
+    /// block; anything further is an error.
     pub fn write_block(&self, blkno: u32, buf: &[u8]) -> io::Result<()> {
         assert_eq!(buf.len(), BLCKSZ, "write_block needs a BLCKSZ buffer");
+        self.check_alignment("write", blkno, buf)?;
         if blkno < self.nblocks() {
             let (segno, offset) = self.locate(blkno);
             return self.segment(segno, false)?.write_all_at(buf, offset);
@@ -284,14 +383,14 @@ impl RelFile {
         if nblocks <= current {
             return Ok(());
         }
-        let chunk = EXTEND_CHUNK_BLOCKS.min(nblocks - current);
-        let zeros = vec![0u8; chunk as usize * BLCKSZ];
         while current < nblocks {
             let (segno, offset) = self.locate(current);
             let room_in_segment = self.segment_blocks - current % self.segment_blocks;
-            let count = chunk.min(nblocks - current).min(room_in_segment);
+            let count = EXTEND_CHUNK_BLOCKS
+                .min(nblocks - current)
+                .min(room_in_segment);
             self.segment(segno, true)?
-                .write_all_at(&zeros[..count as usize * BLCKSZ], offset)?;
+                .write_all_at(zero_blocks(count), offset)?;
             current += count;
             self.nblocks.store(current, Ordering::Release);
         }
@@ -342,7 +441,10 @@ impl RelFile {
 
     /// File descriptor of the segment holding `blkno` and the block's byte offset in it, for
     /// `posix_fadvise` and io_uring. The descriptor stays valid while this `RelFile` lives and
-    /// until [`truncate`](Self::truncate) (which closes segments beyond the first).
+    /// until [`truncate`](Self::truncate) (which closes segments beyond the first). When
+    /// [`is_direct`](Self::is_direct), the descriptor is `O_DIRECT`: I/O through it needs
+    /// [`IO_ALIGN_SIZE`]-aligned memory, and `posix_fadvise(WILLNEED)` on it only fills the
+    /// page cache that direct reads never look at.
     pub fn raw_fd_and_offset(&self, blkno: u32) -> io::Result<(RawFd, u64)> {
         let (segno, offset) = self.locate(blkno);
         let create = blkno >= self.nblocks();
@@ -533,6 +635,111 @@ pub(crate) mod tests {
             );
         }
         remove_files(&dir.0, 9).unwrap(); // idempotent
+    }
+
+    /// Whether `fd` was opened with `O_DIRECT`.
+    fn fd_is_direct(fd: RawFd) -> bool {
+        // SAFETY: F_GETFL on a descriptor we hold open.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        assert!(flags >= 0, "fcntl: {}", io::Error::last_os_error());
+        flags & libc::O_DIRECT != 0
+    }
+
+    /// A direct `RelFile`, or `None` (with a note) where the file system refuses `O_DIRECT`.
+    fn open_direct(dir: &TempDir, relfilenode: u32, segment_blocks: u32) -> Option<RelFile> {
+        let options = RelFileOptions {
+            segment_blocks,
+            direct_io: true,
+        };
+        match RelFile::open_with(&dir.0, relfilenode, options) {
+            Ok(rel) => Some(rel),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                println!("skipped: {} does not support O_DIRECT", dir.0.display());
+                None
+            }
+            Err(e) => panic!("open with O_DIRECT: {e}"),
+        }
+    }
+
+    #[test]
+    fn direct_io_round_trip_across_segments() {
+        let dir = TempDir::new("relfile-direct");
+        let Some(rel) = open_direct(&dir, 16384, 4) else {
+            return;
+        };
+        assert!(rel.is_direct());
+        assert!(!RelFile::open(&dir.0, 1).unwrap().is_direct());
+        // Extension crosses into segment 1, writing zeros from the aligned static chunk.
+        rel.extend_to(6).unwrap();
+        assert_eq!(rel.nblocks(), 6);
+        let mut block = Box::new(AlignedBlock::zeroed());
+        for b in 0..6 {
+            block.fill(1);
+            rel.read_block(b, &mut block).unwrap();
+            assert!(block.iter().all(|&x| x == 0), "block {b} not zero");
+        }
+        // Overwrite the zero blocks, then extend block by block into segment 2.
+        for b in 0..11 {
+            block.copy_from_slice(&block_with(b));
+            rel.write_block(b, &block).unwrap();
+        }
+        assert_eq!(rel.nblocks(), 11);
+        for b in (0..11).rev() {
+            rel.read_block(b, &mut block).unwrap();
+            assert_eq!(&block[..], &block_with(b)[..], "block {b}");
+        }
+        // Every segment's descriptor really is O_DIRECT.
+        for b in [0, 5, 10] {
+            let (fd, offset) = rel.raw_fd_and_offset(b).unwrap();
+            assert!(fd_is_direct(fd), "segment of block {b} is not O_DIRECT");
+            assert_eq!(offset % IO_ALIGN_SIZE as u64, 0);
+        }
+        rel.sync().unwrap();
+        drop(rel);
+
+        // Reopened, direct or buffered, the same contents.
+        let rel = open_direct(&dir, 16384, 4).unwrap();
+        assert_eq!(rel.nblocks(), 11);
+        rel.read_block(7, &mut block).unwrap();
+        assert_eq!(&block[..], &block_with(7)[..]);
+        let buffered = RelFile::open_with_segment_size(&dir.0, 16384, 4).unwrap();
+        let mut plain = vec![0u8; BLCKSZ];
+        buffered.read_block(10, &mut plain).unwrap();
+        assert_eq!(plain, block_with(10));
+    }
+
+    #[test]
+    fn direct_io_refuses_misaligned_buffers() {
+        let dir = TempDir::new("relfile-direct-align");
+        let Some(rel) = open_direct(&dir, 5, RELSEG_SIZE) else {
+            return;
+        };
+        rel.extend_to(2).unwrap();
+        // Two aligned pages; a page-sized window starting 512 bytes in is misaligned.
+        let mut pair = Box::new([AlignedBlock::zeroed(), AlignedBlock::zeroed()]);
+        // SAFETY: the two blocks are contiguous (repr(C), size a multiple of the alignment).
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(pair.as_mut_ptr().cast::<u8>(), 2 * BLCKSZ) };
+        let misaligned = &mut bytes[512..512 + BLCKSZ];
+        let err = rel.read_block(1, misaligned).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        let message = err.to_string();
+        assert!(
+            message.contains("could not read block 1 in file \"base/5\"")
+                && message.contains("4096-byte aligned"),
+            "{message}"
+        );
+        let err = rel.write_block(1, misaligned).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("could not write block 1"), "{err}");
+        // Nothing was written, and an aligned buffer still works.
+        rel.read_block(1, &mut bytes[..BLCKSZ]).unwrap();
+        assert!(bytes[..BLCKSZ].iter().all(|&b| b == 0));
+        // A buffered RelFile takes the same misaligned buffer.
+        let buffered = RelFile::open(&dir.0, 5).unwrap();
+        buffered
+            .read_block(1, &mut bytes[512..512 + BLCKSZ])
+            .unwrap();
     }
 
     #[test]

@@ -210,7 +210,7 @@ fn is_text(dt: &DataType) -> bool {
 }
 
 /// Column `a` as text values.
-fn texts(a: &ArrayRef) -> Result<Vec<Option<String>>> {
+pub(super) fn texts(a: &ArrayRef) -> Result<Vec<Option<String>>> {
     let c = cast(a, &DataType::Utf8)?;
     Ok(c.as_string::<i32>()
         .iter()
@@ -219,7 +219,7 @@ fn texts(a: &ArrayRef) -> Result<Vec<Option<String>>> {
 }
 
 /// Column `a` as integers.
-fn ints(a: &ArrayRef) -> Result<Vec<Option<i64>>> {
+pub(super) fn ints(a: &ArrayRef) -> Result<Vec<Option<i64>>> {
     let c = if is_text(a.data_type()) {
         // '16384' as an oid literal
         let t = texts(a)?;
@@ -261,7 +261,7 @@ fn relation_oids(s: &Snapshot, all: &[Relation], a: &ArrayRef) -> Result<Vec<Opt
 // The functions
 // ---------------------------------------------------------------------------------------
 
-struct Def {
+pub(super) struct Def {
     name: &'static str,
     aliases: &'static [&'static str],
     arity: RangeInclusive<usize>,
@@ -271,7 +271,7 @@ struct Def {
     body: Arc<Body>,
 }
 
-fn def(
+pub(super) fn def(
     name: &'static str,
     arity: RangeInclusive<usize>,
     returns: DataType,
@@ -294,7 +294,7 @@ impl Def {
         self
     }
 
-    fn volatile(mut self) -> Def {
+    pub(super) fn volatile(mut self) -> Def {
         self.volatility = Volatility::Volatile;
         self
     }
@@ -308,7 +308,7 @@ impl Def {
 }
 
 /// A function of one row's values: `f(row)` for each row.
-fn per_row(rows: usize, f: impl FnMut(usize) -> Result<V>) -> Result<Vec<V>> {
+pub(super) fn per_row(rows: usize, f: impl FnMut(usize) -> Result<V>) -> Result<Vec<V>> {
     (0..rows).map(f).collect()
 }
 
@@ -942,6 +942,7 @@ fn definitions() -> Vec<Def> {
                 .unwrap_or_else(|| o.to_string()),
         }),
     ]);
+    d.extend(super::stat_views::reset_functions());
     d
 }
 

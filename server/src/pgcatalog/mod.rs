@@ -35,6 +35,7 @@ pub mod oids;
 pub mod psql;
 pub mod rewrite;
 pub mod snapshot;
+pub mod stat_views;
 pub mod tables;
 pub mod types;
 
@@ -120,6 +121,9 @@ pub fn register_schemas(catalog: &MemoryCatalogProvider, db: Arc<Database>) {
             which,
             shared: shared.clone(),
         });
+        if which == Which::PgCatalog {
+            stat_views::register_views(&schema, &shared.db);
+        }
         catalog
             .register_schema(name, schema)
             .expect("a memory catalog accepts schemas");
@@ -138,6 +142,7 @@ pub fn register_functions(state: &mut SessionState, info: &SessionInfo) {
     if let Err(e) = functions::register(state, info, shared) {
         tracing::error!("could not register the catalog functions: {e}");
     }
+    stat_views::register_table_functions(state, &info.db);
 }
 
 /// The shared state of the `pg_catalog` schema in `state`'s default catalog, if any.

@@ -49,6 +49,8 @@ fn fixture() -> Fixture {
         &dir,
         &DatabaseOptions {
             shared_buffers: 128,
+            huge_pages: iolab_engine::db::HugePages::Off,
+            ..DatabaseOptions::default()
         },
     )
     .unwrap();

@@ -106,7 +106,7 @@ pub async fn insert_stream(
         columns,
         xid,
         run.ctx.cid,
-        run.ctx.track_io_timing,
+        run.ctx.new_account(),
     );
     let started = Instant::now();
     let mut next_progress = PROGRESS_EVERY_ROWS;
@@ -130,7 +130,7 @@ pub async fn insert_stream(
     }
     .await;
     inserter.finish();
-    run.ctx.add_usage(&inserter.usage);
+    run.ctx.add_usage(&inserter.acct.usage);
     result?;
     Ok(inserter.inserted)
 }

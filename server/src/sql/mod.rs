@@ -7,7 +7,9 @@
 //!   `ddl`, `insert`, `copy`, `show`);
 //! - queries (SELECT, VALUES, WITH …) are planned and run by DataFusion against the
 //!   heap tables, with a [`StatementContext`] attached so the scans know the statement's
-//!   snapshot, transaction, cancel flag and I/O counters.
+//!   snapshot, transaction, cancel flag and I/O counters;
+//! - EXPLAIN plans its statement the same way (and with ANALYZE runs it), then prints the
+//!   plan in PostgreSQL's layout (`crate::explain`).
 //!
 //! Every statement runs in a transaction: its own (autocommit) or the session's open
 //! transaction block. A statement that writes gets a transaction id; it commits when
@@ -60,7 +62,7 @@ impl Parsed {
 
     /// Does the statement write table data (and so need a transaction id)?
     pub fn writes(&self) -> bool {
-        matches!(self, Parsed::Sql(s) if matches!(**s, ast::Statement::Insert(_) | ast::Statement::Copy { .. }))
+        matches!(self, Parsed::Sql(s) if matches!(**s, ast::Statement::Insert(_) | ast::Statement::Copy { .. }) || crate::explain::writes(s))
     }
 }
 
@@ -89,7 +91,9 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
         }
         _ => {}
     }
-    parse_sql(text, whole, offset).map(Parsed::Sql)
+    let stmt = parse_sql(text, whole, offset)?;
+    crate::explain::check_options(&stmt, text, whole, offset)?;
+    Ok(Parsed::Sql(stmt))
 }
 
 fn parse_sql(text: &str, whole: &str, offset: usize) -> PgResult<Box<ast::Statement>> {

@@ -98,6 +98,11 @@ impl QueryParser for PrepareParser {
                     .source
                     .as_ref()
                     .map(|q| ast::Statement::Query(q.clone())),
+                // EXPLAIN: the explained query's parameters, and one text column.
+                ast::Statement::Explain { statement, .. } => {
+                    schema = Some(crate::explain::result_schema());
+                    matches!(**statement, ast::Statement::Query(_)).then(|| (**statement).clone())
+                }
                 _ => None,
             },
             _ => None,

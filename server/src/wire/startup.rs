@@ -174,5 +174,9 @@ pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
             tracing::warn!("ignoring start-up parameter {key}={value}: {}", e.message);
         }
     }
+    // Per-process I/O statistics (pg_stat_get_backend_io) for as long as the connection lives.
+    client.session_extensions().insert(
+        crate::pgcatalog::stat_views::BackendIoRegistration::client_backend(&server.db, pid),
+    );
     Session::new(server.clone(), pid, user, settings)
 }

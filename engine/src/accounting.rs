@@ -1,0 +1,222 @@
+//! The accounting choke point: every buffer hit, read, write, eviction and advice call of
+//! one I/O-issuing thread is recorded here, and nowhere else.
+//!
+//! An [`IoAccount`] belongs to one scan, insert or maintenance operation running on one
+//! thread; it is passed as `&mut` down to the buffer pool, the read stream and the I/O
+//! methods, so recording costs a few additions and never a lock. It keeps two views of the
+//! same events:
+//!
+//! * `usage` — the operation's [`BufferUsage`], what EXPLAIN prints on its node
+//!   (`Buffers: shared hit=… read=…`, `I/O Timings: shared wait=… read=…`), plus a latency
+//!   histogram of its reads for EXPLAIN's `I/O Latency:` line;
+//! * pending `pg_stat_io` counters by object and context, flushed to the server-wide
+//!   statistics when the operation ends and at least once a second while it runs (see
+//!   `iolab_stats`), the way PostgreSQL's pending statistics work.
+//!
+//! Three different times are kept apart, because conflating them hides where a scan's time
+//! went (seed 001: `posix_fadvise` blocks when the device queue is full):
+//!
+//! * **wait** (`shared_wait_ns`): time spent *issuing* I/O — advice calls, pushing to the
+//!   worker queue, `io_uring_enter` submissions;
+//! * **read / write** (`shared_read_ns`, `shared_write_ns`): time the thread was *blocked*
+//!   until an I/O it needed had finished (for a synchronous read: the `preadv` itself);
+//! * **latency**: submission → completion of each I/O, wherever it ran; recorded always
+//!   (one clock read per I/O, not per block), whereas wait/read/write times need
+//!   `track_io_timing`, as in PostgreSQL.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iolab_stats::{
+    BackendType, BufferUsage, IoContext, IoObject, IoOp, IoStatsHub, LatencyHistogram,
+    PendingIoStats,
+};
+
+use crate::buffer::RingKind;
+use crate::storage::page::BLCKSZ;
+
+/// Where pending `pg_stat_io` counters go, and for whom.
+#[derive(Clone)]
+pub struct StatsSink {
+    pub hub: Arc<IoStatsHub>,
+    pub backend_type: BackendType,
+    pub pid: i32,
+}
+
+/// The I/O record of one operation on one thread. See the module comment.
+pub struct IoAccount {
+    pub usage: BufferUsage,
+    pub track_io_timing: bool,
+    /// Read latency of this operation's I/Os (EXPLAIN's `I/O Latency:`).
+    pub read_latency: LatencyHistogram,
+    pending: PendingIoStats,
+    sink: Option<StatsSink>,
+    last_flush: Instant,
+}
+
+impl Default for IoAccount {
+    fn default() -> IoAccount {
+        IoAccount::new(false, None)
+    }
+}
+
+impl Deref for IoAccount {
+    type Target = BufferUsage;
+    fn deref(&self) -> &BufferUsage {
+        &self.usage
+    }
+}
+
+impl DerefMut for IoAccount {
+    fn deref_mut(&mut self) -> &mut BufferUsage {
+        &mut self.usage
+    }
+}
+
+impl Drop for IoAccount {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+/// `pg_stat_io.context` of an operation using `ring` (none: `normal`).
+pub fn io_context(ring: Option<RingKind>) -> IoContext {
+    match ring {
+        None => IoContext::Normal,
+        Some(RingKind::BulkRead) => IoContext::BulkRead,
+        Some(RingKind::BulkWrite) => IoContext::BulkWrite,
+        Some(RingKind::Vacuum) => IoContext::Vacuum,
+    }
+}
+
+impl IoAccount {
+    /// An account whose pending `pg_stat_io` counters go to `sink` (none: only `usage`).
+    pub fn new(track_io_timing: bool, sink: Option<StatsSink>) -> IoAccount {
+        IoAccount {
+            usage: BufferUsage::default(),
+            track_io_timing,
+            read_latency: LatencyHistogram::new(),
+            pending: PendingIoStats::new(),
+            sink,
+            last_flush: Instant::now(),
+        }
+    }
+
+    /// Start of a timed interval: `Some(now)` when `track_io_timing` is on.
+    #[inline]
+    pub fn start_timer(&self) -> Option<Instant> {
+        self.track_io_timing.then(Instant::now)
+    }
+
+    fn elapsed_ns(started: Option<Instant>) -> u64 {
+        started.map_or(0, |s| s.elapsed().as_nanos() as u64)
+    }
+
+    /// A block was found valid in the pool.
+    pub fn hit(&mut self, ring: Option<RingKind>) {
+        self.usage.shared_hit += 1;
+        self.pending
+            .count_op(IoObject::Relation, io_context(ring), IoOp::Hit, 0, 0);
+    }
+
+    /// A read of `nblocks` blocks was started (counted once per I/O, as PostgreSQL 18).
+    pub fn read_started(&mut self, ring: Option<RingKind>, nblocks: u32) {
+        self.usage.shared_read += nblocks as u64;
+        self.usage.io_reads += 1;
+        self.pending.count_op(
+            IoObject::Relation,
+            io_context(ring),
+            IoOp::Read,
+            nblocks as u64 * BLCKSZ as u64,
+            0,
+        );
+    }
+
+    /// Time spent issuing I/O (advice, submission), from `started` until now.
+    pub fn issued(&mut self, ring: Option<RingKind>, started: Option<Instant>) {
+        if started.is_some() {
+            let ns = Self::elapsed_ns(started);
+            self.usage.shared_wait_ns += ns;
+            self.pending
+                .count_wait(IoObject::Relation, io_context(ring), ns);
+        }
+    }
+
+    /// The thread was blocked on a read from `started` until now; `stalled` says whether it
+    /// really had to wait (the I/O was not complete yet).
+    pub fn read_waited(&mut self, ring: Option<RingKind>, started: Option<Instant>, stalled: bool) {
+        self.usage.io_stalls += stalled as u64;
+        if started.is_some() {
+            let ns = Self::elapsed_ns(started);
+            self.usage.shared_read_ns += ns;
+            self.pending
+                .count_op(IoObject::Relation, io_context(ring), IoOp::Read, 0, ns);
+        }
+    }
+
+    /// Submission → completion latency of one read.
+    pub fn read_latency(&mut self, ring: Option<RingKind>, latency: Duration) {
+        self.read_latency.record_ns(latency.as_nanos() as u64);
+        self.pending.record_latency(
+            IoObject::Relation,
+            io_context(ring),
+            IoOp::Read,
+            latency.as_nanos() as u64,
+        );
+    }
+
+    /// One block written back (from `started`, for `track_io_timing`).
+    pub fn wrote(&mut self, ring: Option<RingKind>, started: Option<Instant>, latency: Duration) {
+        let ns = Self::elapsed_ns(started);
+        self.usage.shared_written += 1;
+        self.usage.shared_write_ns += ns;
+        let ctx = io_context(ring);
+        self.pending
+            .count_op(IoObject::Relation, ctx, IoOp::Write, BLCKSZ as u64, ns);
+        self.pending.record_latency(
+            IoObject::Relation,
+            ctx,
+            IoOp::Write,
+            latency.as_nanos() as u64,
+        );
+    }
+
+    /// The relation was extended by `nblocks` blocks.
+    pub fn extended(&mut self, ring: Option<RingKind>, nblocks: u32, started: Option<Instant>) {
+        let ns = Self::elapsed_ns(started);
+        self.usage.shared_written += nblocks as u64;
+        self.pending.count_op(
+            IoObject::Relation,
+            io_context(ring),
+            IoOp::Extend,
+            nblocks as u64 * BLCKSZ as u64,
+            ns,
+        );
+    }
+
+    /// A valid buffer was taken from the clock sweep (`evict`) or reused from the ring.
+    pub fn victim(&mut self, ring: Option<RingKind>, reused: bool) {
+        let op = if reused { IoOp::Reuse } else { IoOp::Evict };
+        self.pending
+            .count_op(IoObject::Relation, io_context(ring), op, 0, 0);
+    }
+
+    /// Flush if a second has passed since the last flush (long operations call this often).
+    pub fn maybe_flush(&mut self) {
+        if self.last_flush.elapsed() >= Duration::from_secs(1) {
+            self.flush();
+        }
+    }
+
+    /// Move the pending `pg_stat_io` counters to the shared statistics.
+    pub fn flush(&mut self) {
+        self.last_flush = Instant::now();
+        if let Some(sink) = &self.sink {
+            if !self.pending.is_empty() {
+                sink.hub
+                    .flush(&mut self.pending, sink.backend_type, sink.pid);
+            }
+        }
+    }
+}

@@ -1,0 +1,480 @@
+//! Asynchronous I/O: how a read the buffer pool has prepared (a [`PendingRead`]) gets
+//! executed, by `io_method`.
+//!
+//! | `io_method` | who runs the `preadv` | when |
+//! |---|---|---|
+//! | `sync` | the issuing thread | when the consumer needs the block (advice may be issued ahead) |
+//! | `worker` | one of `io_workers` threads | as soon as it is queued; a full queue makes the issuer do it |
+//! | `io_uring` | the kernel | submitted in batches on the issuing thread's own ring |
+//!
+//! The read stream talks to [`AioSystem`] in three calls: [`start_read`](AioSystem::start_read)
+//! (acquire a handle and stage the read, or — for `sync` and `effective_io_concurrency = 0` —
+//! keep it to execute later), [`submit_staged`](AioSystem::submit_staged) (hand the staged
+//! batch to the workers or the kernel with as few calls as possible) and
+//! [`wait`](AioSystem::wait) (block until the read is done; get the pinned, valid buffers
+//! or the error). Every handle lives in the server-wide [`HandleTable`] while it is in
+//! flight, which is what `pg_aios` shows.
+//!
+//! Accounting: time spent in `start`/`submit` (queue pushes, `io_uring_enter`, advice) is
+//! *wait* time; time blocked in `wait` is *read* time; submission → completion is the
+//! I/O's latency. All of it goes to the caller's [`IoAccount`]. Server-wide counters of the
+//! AIO machinery itself (submissions, queue-full fallbacks, waits) are in [`AioCounters`].
+//!
+//! `io_uring` is probed at start-up; if the kernel refuses it, iolab logs why and uses
+//! `worker` instead (the effective method is what `SHOW io_method` reports).
+
+pub mod handle;
+pub mod uring;
+pub mod worker;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use iolab_catalog::PgError;
+use iolab_settings::IoMethod;
+use parking_lot::Mutex;
+
+use crate::accounting::IoAccount;
+use crate::buffer::{PendingRead, PinnedBuffer, RingKind};
+pub use handle::{HandleState, HandleTable, IoRef};
+use worker::WorkerPool;
+
+/// How the AIO system is set up at start-up.
+#[derive(Clone, Debug)]
+pub struct AioConfig {
+    pub method: IoMethod,
+    pub io_workers: usize,
+    /// I/Os one issuer may have in flight (`io_max_concurrency`), also the io_uring size.
+    pub max_concurrency: usize,
+    /// Issuers that may run at once (sessions, and scans within them); sizes the table.
+    pub max_issuers: usize,
+}
+
+/// Server-wide counters of the AIO machinery (for `pg_stat_aio`).
+#[derive(Debug, Default)]
+pub struct AioCounters {
+    /// I/Os started through a handle.
+    pub ios: AtomicU64,
+    /// Calls that handed I/Os to workers or the kernel (≤ `ios` with batching).
+    pub submissions: AtomicU64,
+    /// I/Os the issuer executed itself because the worker queue was full.
+    pub queue_full: AtomicU64,
+    /// Waits for an I/O that was not complete yet.
+    pub completion_waits: AtomicU64,
+    /// Times an issuer found no free handle and waited for one.
+    pub handle_waits: AtomicU64,
+    /// I/Os completed by another thread than the issuer.
+    pub completed_elsewhere: AtomicU64,
+}
+
+/// A read handed to the AIO system and not yet waited for.
+pub enum InFlightIo {
+    /// To be executed by the issuer when waited for (`sync`, `effective_io_concurrency=0`).
+    Deferred(PendingRead),
+    /// In a handle: staged, submitted or already complete.
+    Handle(IoRef),
+}
+
+/// One issuing thread's view: its staged batch and how many I/Os it has in flight.
+pub struct Issuer {
+    pid: i32,
+    staged: Vec<IoRef>,
+    in_flight: usize,
+}
+
+impl Issuer {
+    pub fn new(pid: i32) -> Issuer {
+        Issuer {
+            pid,
+            staged: Vec::new(),
+            in_flight: 0,
+        }
+    }
+
+    /// I/Os started through handles and not yet waited for.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+}
+
+/// The server's AIO system: the method, the handle table and the worker pool.
+pub struct AioSystem {
+    method: IoMethod,
+    direct: bool,
+    max_concurrency: usize,
+    handles: Arc<HandleTable>,
+    /// Index of `handles` in [`TABLES`], carried in io_uring `user_data`.
+    table_tag: u64,
+    workers: Option<WorkerPool>,
+    pub counters: AioCounters,
+}
+
+/// io_uring rings are per thread and may carry completions of more than one `AioSystem`
+/// (tests open several databases in one process): `user_data` names the table by index.
+static TABLES: OnceLock<Mutex<Vec<Weak<HandleTable>>>> = OnceLock::new();
+
+const TAG_SHIFT: u32 = 52;
+const ID_BITS: u32 = 20;
+const GEN_MASK: u64 = (1 << (TAG_SHIFT - ID_BITS)) - 1;
+
+impl AioSystem {
+    /// Set up the method chosen by `config` (io_uring probed; falls back to worker with a
+    /// logged reason). Returns the system and, on fallback, the reason.
+    /// `direct`: data files are opened with `O_DIRECT` (no advice, no async-offload hint).
+    pub fn start(
+        config: &AioConfig,
+        direct: bool,
+    ) -> Result<(Arc<AioSystem>, Option<String>), String> {
+        let mut method = config.method;
+        let mut note = None;
+        if method == IoMethod::IoUring {
+            if let Err(why) = uring::probe() {
+                let message = format!(
+                    "io_method \"io_uring\" is not available ({why}); using \"worker\" instead"
+                );
+                tracing::warn!("{message}");
+                note = Some(message);
+                method = IoMethod::Worker;
+            }
+        }
+        let max_concurrency = config.max_concurrency.max(1);
+        let nhandles = (max_concurrency * config.max_issuers.max(1)).min(1 << ID_BITS);
+        let handles = Arc::new(HandleTable::new(nhandles));
+        let workers = match method {
+            IoMethod::Worker => Some(
+                WorkerPool::start(config.io_workers.max(1), Arc::clone(&handles))
+                    .map_err(|e| format!("could not start I/O workers: {e}"))?,
+            ),
+            _ => None,
+        };
+        let table_tag = {
+            let mut tables = TABLES.get_or_init(|| Mutex::new(Vec::new())).lock();
+            let free = tables.iter().position(|t| t.strong_count() == 0);
+            let tag = match free {
+                Some(i) => {
+                    tables[i] = Arc::downgrade(&handles);
+                    i
+                }
+                None => {
+                    tables.push(Arc::downgrade(&handles));
+                    tables.len() - 1
+                }
+            };
+            assert!(tag < 1 << (64 - TAG_SHIFT), "too many AIO systems");
+            tag as u64
+        };
+        Ok((
+            Arc::new(AioSystem {
+                method,
+                direct,
+                max_concurrency,
+                handles,
+                table_tag,
+                workers,
+                counters: AioCounters::default(),
+            }),
+            note,
+        ))
+    }
+
+    /// The method in use (after any fallback).
+    pub fn method(&self) -> IoMethod {
+        self.method
+    }
+
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
+    /// I/Os one issuer may have in flight.
+    pub fn max_concurrency(&self) -> usize {
+        self.max_concurrency
+    }
+
+    /// `pg_aios`: every handle in use now.
+    pub fn rows(&self) -> Vec<iolab_stats::AioRow> {
+        self.handles.rows()
+    }
+
+    /// Advise the kernel that `read`'s blocks will be needed (`posix_fadvise(WILLNEED)`);
+    /// the time it takes is wait time.
+    pub fn advise(&self, read: &PendingRead, acct: &mut IoAccount, ring: Option<RingKind>) {
+        let timer = acct.start_timer();
+        if let Ok((fd, offset)) = read.fd_and_offset() {
+            // SAFETY: plain syscall on a descriptor the relation keeps open.
+            unsafe {
+                libc::posix_fadvise(
+                    fd,
+                    offset as libc::off_t,
+                    read.len_bytes() as libc::off_t,
+                    libc::POSIX_FADV_WILLNEED,
+                );
+            }
+        }
+        acct.issued(ring, timer);
+    }
+
+    /// Start `read`: with `synchronous` (or io_method `sync`) keep it for the issuer to
+    /// execute when it waits; otherwise put it in a handle and stage it for the next
+    /// [`submit_staged`](Self::submit_staged).
+    pub fn start_read(
+        &self,
+        issuer: &mut Issuer,
+        read: PendingRead,
+        synchronous: bool,
+    ) -> InFlightIo {
+        if synchronous || self.method == IoMethod::Sync {
+            return InFlightIo::Deferred(read);
+        }
+        let io = self.acquire(issuer);
+        self.handles.define(io, read, false, !self.direct);
+        self.handles.stage(io);
+        self.counters.ios.fetch_add(1, Ordering::Relaxed);
+        issuer.staged.push(io);
+        issuer.in_flight += 1;
+        InFlightIo::Handle(io)
+    }
+
+    /// A free handle; if none is free, reap our own io_uring completions and wait.
+    fn acquire(&self, issuer: &mut Issuer) -> IoRef {
+        let mut counted = false;
+        loop {
+            if let Some(io) = self.handles.try_acquire(issuer.pid) {
+                return io;
+            }
+            if !counted {
+                self.counters.handle_waits.fetch_add(1, Ordering::Relaxed);
+                counted = true;
+            }
+            if self.method == IoMethod::IoUring {
+                self.reap_uring(false);
+            }
+            self.handles.wait_for_free(Duration::from_millis(1));
+        }
+    }
+
+    /// Hand every staged I/O to the method: one queue pass and wake-ups for `worker`, one
+    /// `io_uring_enter` for `io_uring`. Counts the time as wait time.
+    pub fn submit_staged(&self, issuer: &mut Issuer, acct: &mut IoAccount, ring: Option<RingKind>) {
+        if issuer.staged.is_empty() {
+            return;
+        }
+        let timer = acct.start_timer();
+        let staged = std::mem::take(&mut issuer.staged);
+        self.counters.submissions.fetch_add(1, Ordering::Relaxed);
+        match self.method {
+            IoMethod::Worker => {
+                let workers = self.workers.as_ref().expect("worker method has workers");
+                for io in staged.iter().copied() {
+                    self.handles.submit(io);
+                    if !workers.try_push(io) {
+                        self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
+                        self.handles.execute(io);
+                    }
+                }
+            }
+            IoMethod::IoUring => self.submit_uring(&staged, issuer.in_flight),
+            IoMethod::Sync => unreachable!("sync reads are never staged"),
+        }
+        issuer.staged = staged;
+        issuer.staged.clear();
+        acct.issued(ring, timer);
+    }
+
+    fn submit_uring(&self, staged: &[IoRef], in_flight: usize) {
+        let entries = self.max_concurrency as u32;
+        let mut reaped = Vec::new();
+        let result = uring::with_thread_queue(entries, |queue| {
+            for &io in staged {
+                let (fd, offset, iovecs) = self.handles.submit(io);
+                let user_data = (self.table_tag << TAG_SHIFT)
+                    | ((io.generation & GEN_MASK) << ID_BITS)
+                    | io.id as u64;
+                // Buffered reads past a few in flight go to kernel workers so that copying
+                // from the page cache runs in parallel (PostgreSQL 18 does the same).
+                let async_hint = !self.direct && in_flight > 4;
+                loop {
+                    // SAFETY: the frames (pinned, IO_IN_PROGRESS) and the relation's file
+                    // stay valid until the handle is completed, which happens only after
+                    // this completion is reaped.
+                    match unsafe { queue.push_readv(user_data, fd, offset, &iovecs, async_hint) } {
+                        Ok(()) => break,
+                        Err(full) if full.must_reap => {
+                            // The ring holds as many I/Os as its completion queue can
+                            // take: wait for one, keep the completions for afterwards.
+                            queue.submit_and_wait(1)?;
+                            queue.reap(&mut reaped);
+                        }
+                        Err(_) => {
+                            // Submission queue full: submit what is queued and retry.
+                            queue.submit()?;
+                        }
+                    }
+                }
+            }
+            queue.submit()
+        });
+        self.complete_uring(reaped);
+        match result {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) | Err(e) => {
+                // The ring could not take the I/Os: execute them here instead.
+                tracing::error!("io_uring submission failed ({e}); executing synchronously");
+                for &io in staged {
+                    if !self.handles.is_complete(io) {
+                        self.handles.execute(io);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reap this thread's io_uring completions (waiting for at least one with `wait`) and
+    /// complete their handles. Returns whether the ring had I/O in flight.
+    fn reap_uring(&self, wait: bool) -> bool {
+        let mut done = Vec::new();
+        let entries = self.max_concurrency as u32;
+        let mut had_in_flight = false;
+        let reaped = uring::with_thread_queue(entries, |queue| {
+            had_in_flight = queue.in_flight() > 0;
+            if wait && had_in_flight {
+                queue.submit_and_wait(1)?;
+            }
+            queue.reap(&mut done);
+            Ok::<(), std::io::Error>(())
+        });
+        if let Ok(Err(e)) | Err(e) = reaped {
+            tracing::error!("io_uring wait failed: {e}");
+        }
+        self.complete_uring(done);
+        had_in_flight
+    }
+
+    /// Complete the handles of reaped io_uring completions (`user_data`, result), whichever
+    /// AIO system they belong to.
+    fn complete_uring(&self, done: Vec<(u64, i32)>) {
+        if done.is_empty() {
+            return;
+        }
+        let tables = TABLES.get().expect("tables registered at start").lock();
+        let owners: Vec<(Option<Arc<HandleTable>>, IoRef, i32)> = done
+            .into_iter()
+            .map(|(user_data, res)| {
+                let tag = (user_data >> TAG_SHIFT) as usize;
+                let id = (user_data & ((1 << ID_BITS) - 1)) as u32;
+                let table = tables.get(tag).and_then(Weak::upgrade);
+                let generation = table
+                    .as_ref()
+                    .map(|t| t.current_generation(id))
+                    .unwrap_or(0);
+                assert_eq!(
+                    generation & GEN_MASK,
+                    (user_data >> ID_BITS) & GEN_MASK,
+                    "io_uring completion for a recycled handle"
+                );
+                (table, IoRef { id, generation }, res)
+            })
+            .collect();
+        drop(tables);
+        for (table, io, res) in owners {
+            let Some(table) = table else { continue };
+            let result = if res < 0 {
+                Err(std::io::Error::from_raw_os_error(-res))
+            } else {
+                Ok(res as usize)
+            };
+            table.complete(io, result);
+        }
+    }
+
+    /// Wait for `io` and take its result: the pinned, valid buffers in block order, or the
+    /// error (its buffers are then released). Time blocked here is read time.
+    pub fn wait(
+        &self,
+        issuer: &mut Issuer,
+        io: InFlightIo,
+        acct: &mut IoAccount,
+        ring: Option<RingKind>,
+    ) -> Result<Vec<PinnedBuffer>, PgError> {
+        let timer = acct.start_timer();
+        match io {
+            InFlightIo::Deferred(read) => {
+                // Executed here, through a handle so that pg_aios shows it while it runs.
+                let handle = self.handles.try_acquire(issuer.pid);
+                let outcome = match handle {
+                    Some(h) => {
+                        self.handles.define(h, read, true, !self.direct);
+                        self.handles.stage(h);
+                        self.handles.submit(h);
+                        self.handles.execute(h);
+                        self.handles.reclaim(h)
+                    }
+                    None => {
+                        let mut read = read;
+                        let submitted = Instant::now();
+                        let result = read.execute();
+                        let latency = submitted.elapsed();
+                        let error = read.finish(result).err();
+                        handle::Completed {
+                            read,
+                            error,
+                            latency,
+                            completed_elsewhere: false,
+                        }
+                    }
+                };
+                acct.read_latency(ring, outcome.latency);
+                acct.read_waited(ring, timer, true);
+                finish(outcome)
+            }
+            InFlightIo::Handle(h) => {
+                if issuer.staged.contains(&h) {
+                    self.submit_staged(issuer, acct, ring);
+                }
+                let stalled = !self.handles.is_complete(h);
+                if stalled {
+                    self.counters
+                        .completion_waits
+                        .fetch_add(1, Ordering::Relaxed);
+                    match self.method {
+                        IoMethod::IoUring => {
+                            while !self.handles.is_complete(h) {
+                                let waited = self.reap_uring(true);
+                                assert!(
+                                    waited,
+                                    "waiting for an I/O this thread's ring does not hold"
+                                );
+                            }
+                        }
+                        _ => self.handles.wait_complete(h),
+                    }
+                }
+                let outcome = self.handles.reclaim(h);
+                issuer.in_flight -= 1;
+                if outcome.completed_elsewhere {
+                    self.counters
+                        .completed_elsewhere
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                acct.read_latency(ring, outcome.latency);
+                acct.read_waited(ring, timer, stalled);
+                finish(outcome)
+            }
+        }
+    }
+
+    /// Reap io_uring completions that are already there, without a system call.
+    pub fn poll(&self) {
+        if self.method == IoMethod::IoUring {
+            self.reap_uring(false);
+        }
+    }
+}
+
+fn finish(outcome: handle::Completed) -> Result<Vec<PinnedBuffer>, PgError> {
+    match outcome.error {
+        None => Ok(outcome.read.into_buffers()),
+        Some(e) => Err(e),
+    }
+}

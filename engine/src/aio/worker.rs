@@ -1,0 +1,107 @@
+//! `io_method = worker`: a pool of `io_workers` threads that execute reads handed to them
+//! through one bounded submission queue (PostgreSQL 18's I/O worker processes).
+//!
+//! An issuer pushes the handles of a batch into the queue and wakes one idle worker per
+//! handle; a worker pops a handle, runs `preadv` into the buffers' frames and completes the
+//! handle (pages verified, buffers valid, issuer woken). The queue holds at most
+//! [`QUEUE_CAPACITY`] handles, like PostgreSQL's 64-slot ring with one slot kept empty; when
+//! it is full, [`WorkerPool::try_push`] refuses and the issuer executes the I/O itself, which
+//! the caller counts (PostgreSQL does this silently; iolab shows it in `pg_stat_aio`).
+//!
+//! Workers run until the pool is dropped; dropping waits for them to finish the handle they
+//! hold (the queue is drained first, so nothing an issuer waits for is ever lost).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::handle::{HandleTable, IoRef};
+
+/// Submission-queue bound (PostgreSQL: 64 slots, one always empty).
+pub const QUEUE_CAPACITY: usize = 63;
+
+struct Shared {
+    queue: Mutex<VecDeque<IoRef>>,
+    work: Condvar,
+    shutdown: AtomicBool,
+    handles: Arc<HandleTable>,
+}
+
+pub struct WorkerPool {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl WorkerPool {
+    /// Start `nworkers` threads named `io worker N`.
+    pub fn start(nworkers: usize, handles: Arc<HandleTable>) -> std::io::Result<WorkerPool> {
+        assert!(nworkers >= 1, "io_workers is at least 1");
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(VecDeque::with_capacity(QUEUE_CAPACITY)),
+            work: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+            handles,
+        });
+        let threads = (0..nworkers)
+            .map(|n| {
+                let shared = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name(format!("io worker {n}"))
+                    .spawn(move || worker_loop(&shared))
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(WorkerPool { shared, threads })
+    }
+
+    pub fn nworkers(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Queue a submitted handle for a worker; `false` if the queue is full.
+    pub fn try_push(&self, io: IoRef) -> bool {
+        let mut queue = self.shared.queue.lock();
+        if queue.len() >= QUEUE_CAPACITY {
+            return false;
+        }
+        queue.push_back(io);
+        drop(queue);
+        self.shared.work.notify_one();
+        true
+    }
+
+    /// Handles waiting in the queue now.
+    pub fn queued(&self) -> usize {
+        self.shared.queue.lock().len()
+    }
+}
+
+fn worker_loop(shared: &Shared) {
+    loop {
+        let io = {
+            let mut queue = shared.queue.lock();
+            loop {
+                if let Some(io) = queue.pop_front() {
+                    break io;
+                }
+                if shared.shutdown.load(Ordering::Acquire) {
+                    return;
+                }
+                shared.work.wait(&mut queue);
+            }
+        };
+        shared.handles.execute(io);
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::Release);
+        self.shared.work.notify_all();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,1018 @@
+//! The read stream: turns a sequence of block numbers into a sequence of pinned buffers,
+//! reading ahead so that the device is busy before the consumer needs the blocks.
+//!
+//! # Why
+//!
+//! A scan that reads one block, processes it, then reads the next leaves the device idle
+//! while it computes and itself idle while the device works; each read also pays a system
+//! call. The stream instead keeps up to `distance` blocks pinned ahead of the consumer,
+//! merges runs of consecutive blocks into one read of up to `io_combine_limit` blocks, and
+//! starts those reads early: as asynchronous I/O (`io_method` worker or io_uring) or, with
+//! `io_method = sync`, as `posix_fadvise(WILLNEED)` advice followed later by a synchronous
+//! `preadv`. This is PostgreSQL 18's `read_stream.c`, rebuilt; the names of its state follow
+//! it.
+//!
+//! # How far ahead: the distance
+//!
+//! The look-ahead distance starts at 1 block (or `io_combine_limit` for a stream created
+//! "full"). Every time the consumer has to wait for a read, the distance doubles, up to the
+//! most buffers the stream may pin; every time a read turns out to be unnecessary (the first
+//! block is already in the pool) it shrinks by one, down to 1. So a stream over cached data
+//! settles at distance 1 and costs a hash lookup per block, while a stream that misses grows
+//! quickly until enough I/O is in flight to hide the device's latency. The distance is 0
+//! once the block source is exhausted.
+//!
+//! Limits: at most `max_ios` reads in progress (`effective_io_concurrency`, or
+//! `maintenance_io_concurrency` for maintenance streams; 0 means "execute each read
+//! synchronously when needed, no advice"); at most `max_pinned_buffers =
+//! (max_ios + 1) × io_combine_limit` pins, capped by the buffer ring's size and the pool's
+//! per-backend pin limit.
+//!
+//! # The queues
+//!
+//! ```text
+//!   block source ─▶ pending read (consecutive blocks, not yet started, ≤ io_combine_limit)
+//!                        │ start: BufferPool::start_read → hit (1 buffer) or miss (n buffers, one I/O)
+//!                        ▼
+//!   queue (oldest first, one entry per block, every entry pinned):
+//!     [ 17 ready ][ 18 ready ][ 19..34 reading: I/O #7 ][ 35..50 reading: I/O #8 ]
+//!        ▲ consumer takes the head; when the head is "reading", it waits for that I/O
+//!          (always the oldest in progress) and the distance doubles.
+//! ```
+//!
+//! Worked example, io_combine_limit 4, max_ios 2, cold blocks 0..: distance 1 → read {0};
+//! the consumer waits → distance 2 → read {1,2}; wait → 4 → read {3,4,5,6}; wait → 8 → reads
+//! {7..10} and {11..14} in flight at once — the look-ahead now covers two combined reads.
+//!
+//! # Advice (io_method sync only)
+//!
+//! Whether a read gets `posix_fadvise(WILLNEED)` is the `read_stream_advice` setting:
+//!
+//! * `pg18` (default, PostgreSQL 18): a read that does not continue the previous one starts
+//!   a new region, remembered in `seq_until_processed`, and is advised if something is
+//!   already pinned; reads continuing the region are advised until the consumer's
+//!   synchronous read reaches the region's first block — from then on the kernel sees the
+//!   sequential `preadv` pattern and does readahead itself.
+//! * `pg17` (PostgreSQL 17): only reads that do not continue the previous one are advised,
+//!   and while reads are sequential the distance only grows to `io_combine_limit` — which
+//!   made bitmap heap scans over runs of adjacent blocks stall (the problem PostgreSQL 18
+//!   fixed).
+//! * `always`: every read is advised, even in streams that promise sequential access.
+//! * `never`: no advice.
+//!
+//! Sequential streams (Seq Scan) never advise under pg17/pg18, as in PostgreSQL, and direct
+//! I/O disables advice (the page cache is bypassed).
+//!
+//! # All-cached fast path
+//!
+//! When nothing is in flight, one buffer is queued and the distance is 1, the stream is in
+//! its all-cached state: each call hands out that buffer and pins the next block with a
+//! one-block `start_read`, skipping the look-ahead bookkeeping until a block misses.
+//!
+//! # Invariants (asserted)
+//!
+//! * The queue never holds more than `max_pinned_buffers` entries, plus one read's worth.
+//! * In-progress reads complete in queue order: a "reading" head belongs to the oldest I/O.
+//! * Dropping a stream first waits for every read it started (no I/O may still write into a
+//!   frame after its pin is gone), then unpins everything.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use iolab_catalog::PgError;
+use iolab_settings::ReadStreamAdvice;
+
+use crate::accounting::IoAccount;
+use crate::aio::{AioSystem, InFlightIo, Issuer};
+use crate::buffer::{BufferPool, BufferRing, PinnedBuffer, ReadByOther, RingKind, StartedRead};
+use crate::storage::relfile::RelFile;
+
+/// How a stream is set up (PostgreSQL's stream flags and the settings it reads).
+#[derive(Clone, Debug)]
+pub struct ReadStreamConfig {
+    /// Reads in progress at once; 0 = synchronous execution, no advice.
+    pub max_ios: usize,
+    /// Largest read in blocks (`io_combine_limit`).
+    pub io_combine_limit: u32,
+    pub advice: ReadStreamAdvice,
+    /// The caller promises sequential access (PostgreSQL's `READ_STREAM_SEQUENTIAL`).
+    pub sequential: bool,
+    /// Skip the ramp-up (`READ_STREAM_FULL`).
+    pub full: bool,
+    /// Pins this stream may hold (the backend's share of the pool).
+    pub pin_limit: usize,
+    /// Session pid (for `pg_aios`).
+    pub pid: i32,
+}
+
+/// Statistics of one stream, for EXPLAIN (IO)-style output.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReadStreamStats {
+    /// Reads started (I/Os).
+    pub ios: u64,
+    /// Blocks covered by those reads.
+    pub io_blocks: u64,
+    /// Times the consumer had to wait for a read that was not complete.
+    pub stalls: u64,
+    /// Sum and count of the distance sampled at each read start, and its maximum.
+    pub distance_sum: u64,
+    pub distance_samples: u64,
+    pub distance_max: u64,
+    /// Sum of reads in progress sampled at each read start.
+    pub inprogress_sum: u64,
+    /// `max_pinned_buffers`.
+    pub capacity: u64,
+}
+
+/// What a stream did, in order; recorded only when tracing is on ([`ReadStream::trace`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// A read of `nblocks` blocks from `blkno` was started; `advised`: advice was issued.
+    Read {
+        blkno: u32,
+        nblocks: u32,
+        advised: bool,
+    },
+    /// Block `blkno` was found in the pool.
+    Hit { blkno: u32 },
+    /// Block `blkno` was being read already (by another thread, or by an earlier read of
+    /// this stream); the consumer waits for that read.
+    BeingRead { blkno: u32 },
+    /// The consumer waited for the read starting at `blkno`; the distance became `distance`.
+    Waited { blkno: u32, distance: usize },
+}
+
+enum Slot {
+    Ready(PinnedBuffer),
+    /// Pinned by the read with this sequence number, which is still in progress.
+    Reading(u64),
+    /// Pinned while another read of the block is in progress (another thread's, or an
+    /// earlier read of this stream's for a block the source repeated).
+    BeingRead(PinnedBuffer),
+}
+
+struct Entry<T> {
+    blkno: u32,
+    data: T,
+    slot: Slot,
+}
+
+struct InProgress {
+    seq: u64,
+    first_blkno: u32,
+    nblocks: u32,
+    advised: bool,
+    io: InFlightIo,
+}
+
+/// Blocks collected into the next read, not started yet.
+struct PendingBlocks<T> {
+    blkno: u32,
+    data: VecDeque<T>,
+}
+
+/// A read stream over one relation. See the module comment.
+pub struct ReadStream<T: Send> {
+    aio: Arc<AioSystem>,
+    pool: Arc<BufferPool>,
+    rel: Arc<RelFile>,
+    ring: Option<BufferRing>,
+    source: Box<dyn FnMut() -> Option<(u32, T)> + Send>,
+    issuer: Issuer,
+    pub acct: IoAccount,
+
+    max_ios: usize,
+    synchronous: bool,
+    combine_limit: u32,
+    max_pinned: usize,
+    policy: ReadStreamAdvice,
+    advice_enabled: bool,
+
+    distance: usize,
+    queue: VecDeque<Entry<T>>,
+    ios: VecDeque<InProgress>,
+    next_seq: u64,
+    pending: Option<PendingBlocks<T>>,
+    unget: Option<(u32, T)>,
+    /// Block a read must start at to continue the previous read.
+    seq_blocknum: Option<u32>,
+    /// First block of the sequential region being advised (pg18 rule).
+    seq_until_processed: Option<u32>,
+    fast_path: bool,
+    stats: ReadStreamStats,
+    trace: Option<Vec<StreamEvent>>,
+}
+
+impl<T: Send> ReadStream<T> {
+    /// A stream over `rel` whose blocks come from `source` (block number and per-block
+    /// data, `None` at the end), reading through `ring` if given.
+    pub fn new(
+        aio: Arc<AioSystem>,
+        pool: Arc<BufferPool>,
+        rel: Arc<RelFile>,
+        ring: Option<BufferRing>,
+        config: &ReadStreamConfig,
+        acct: IoAccount,
+        source: impl FnMut() -> Option<(u32, T)> + Send + 'static,
+    ) -> ReadStream<T> {
+        let combine_limit = config.io_combine_limit.max(1);
+        let synchronous = config.max_ios == 0;
+        let max_ios = config.max_ios.max(1).min(aio.max_concurrency());
+        let mut max_pinned = (max_ios + 1) * combine_limit as usize;
+        if let Some(ring) = &ring {
+            // A bulk-read ring may be filled by the stream; other rings only half.
+            let ring_len = ring.len().min(pool.nbuffers() / 8).max(1);
+            max_pinned = max_pinned.min(match ring.kind() {
+                RingKind::BulkRead => ring_len,
+                _ => (ring_len / 2).max(1),
+            });
+        }
+        max_pinned = max_pinned.min(config.pin_limit).max(1);
+        let direct = aio.is_direct();
+        let sync_method = aio.method() == iolab_settings::IoMethod::Sync;
+        let advice_enabled = sync_method
+            && !direct
+            && !synchronous
+            && match config.advice {
+                ReadStreamAdvice::Never => false,
+                ReadStreamAdvice::Always => true,
+                ReadStreamAdvice::Pg17 | ReadStreamAdvice::Pg18 => !config.sequential,
+            };
+        let distance = if config.full {
+            max_pinned.min(combine_limit as usize)
+        } else {
+            1
+        };
+        ReadStream {
+            aio,
+            pool,
+            rel,
+            ring,
+            source: Box::new(source),
+            issuer: Issuer::new(config.pid),
+            acct,
+            max_ios,
+            synchronous,
+            combine_limit,
+            max_pinned,
+            policy: config.advice,
+            advice_enabled,
+            distance,
+            queue: VecDeque::with_capacity(max_pinned + combine_limit as usize),
+            ios: VecDeque::with_capacity(max_ios),
+            next_seq: 0,
+            pending: None,
+            unget: None,
+            seq_blocknum: None,
+            seq_until_processed: None,
+            fast_path: false,
+            stats: ReadStreamStats {
+                capacity: max_pinned as u64,
+                ..ReadStreamStats::default()
+            },
+            trace: None,
+        }
+    }
+
+    /// Start recording [`StreamEvent`]s (tests, debugging).
+    pub fn trace(&mut self) {
+        self.trace = Some(Vec::new());
+    }
+
+    /// The events recorded since [`trace`](Self::trace), emptied.
+    pub fn take_events(&mut self) -> Vec<StreamEvent> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn record(&mut self, event: StreamEvent) {
+        if let Some(trace) = &mut self.trace {
+            trace.push(event);
+        }
+    }
+
+    /// `max_pinned_buffers`: the most buffers this stream pins at once.
+    pub fn max_pinned_buffers(&self) -> usize {
+        self.max_pinned
+    }
+
+    pub fn stats(&self) -> ReadStreamStats {
+        self.stats
+    }
+
+    /// The current look-ahead distance (0 once the source is exhausted).
+    pub fn distance(&self) -> usize {
+        self.distance
+    }
+
+    fn ring_kind(&self) -> Option<RingKind> {
+        self.ring.as_ref().map(BufferRing::kind)
+    }
+
+    fn next_from_source(&mut self) -> Option<(u32, T)> {
+        self.unget.take().or_else(|| (self.source)())
+    }
+
+    fn pending_len(&self) -> usize {
+        self.pending.as_ref().map_or(0, |p| p.data.len())
+    }
+
+    /// The next block's buffer (pinned, valid) and its per-block data, or `None` at the end.
+    pub fn next_buffer(&mut self) -> Result<Option<(PinnedBuffer, T)>, PgError> {
+        if self.fast_path {
+            return self.next_fast();
+        }
+        if self.queue.is_empty() {
+            if self.distance == 0 {
+                return Ok(None);
+            }
+            self.look_ahead()?;
+            if self.queue.is_empty() {
+                return Ok(None);
+            }
+        }
+        match self.queue.front().map(|e| &e.slot) {
+            Some(Slot::Reading(seq)) => {
+                let seq = *seq;
+                assert_eq!(
+                    self.ios.front().map(|io| io.seq),
+                    Some(seq),
+                    "reads complete in queue order"
+                );
+                self.wait_oldest()?;
+            }
+            Some(Slot::BeingRead(_)) => self.resolve_being_read()?,
+            _ => {}
+        }
+        let entry = self.queue.pop_front().expect("queue checked non-empty");
+        let Slot::Ready(buffer) = entry.slot else {
+            unreachable!("head of the queue is ready after waiting");
+        };
+        debug_assert_eq!(buffer.blkno(), entry.blkno);
+        self.look_ahead()?;
+        self.fast_path = self.ios.is_empty()
+            && self.queue.len() == 1
+            && matches!(self.queue.front().map(|e| &e.slot), Some(Slot::Ready(_)))
+            && self.distance == 1
+            && self.pending.is_none()
+            && self.unget.is_none()
+            && std::mem::size_of::<T>() == 0;
+        self.acct.maybe_flush();
+        Ok(Some((buffer, entry.data)))
+    }
+
+    /// The all-cached path: hand out the one queued buffer, pin the next block.
+    fn next_fast(&mut self) -> Result<Option<(PinnedBuffer, T)>, PgError> {
+        let entry = self.queue.pop_front().expect("fast path holds one buffer");
+        let Slot::Ready(buffer) = entry.slot else {
+            unreachable!("fast path buffers are ready");
+        };
+        match self.next_from_source() {
+            None => {
+                self.distance = 0;
+                self.fast_path = false;
+            }
+            Some((blkno, data)) => {
+                self.pending = Some(PendingBlocks {
+                    blkno,
+                    data: VecDeque::from([data]),
+                });
+                // A hit keeps the fast path; a miss starts an I/O and leaves it.
+                let started = self.start_pending();
+                let ring = self.ring_kind();
+                self.aio
+                    .submit_staged(&mut self.issuer, &mut self.acct, ring);
+                started?;
+                self.fast_path = self.ios.is_empty()
+                    && self.queue.len() == 1
+                    && matches!(self.queue.front().map(|e| &e.slot), Some(Slot::Ready(_)));
+            }
+        }
+        self.acct.maybe_flush();
+        Ok(Some((buffer, entry.data)))
+    }
+
+    /// The head of the queue is a block someone else is reading. Wait for it in short
+    /// steps, completing this stream's own reads meanwhile (one of them may be what the
+    /// other thread waits for), so two streams can never wait for each other.
+    fn resolve_being_read(&mut self) -> Result<(), PgError> {
+        let ring = self.ring_kind();
+        loop {
+            let entry = self.queue.front_mut().expect("head entry");
+            let Slot::BeingRead(buffer) =
+                std::mem::replace(&mut entry.slot, Slot::Reading(u64::MAX))
+            else {
+                unreachable!("head is being read");
+            };
+            let blkno = entry.blkno;
+            let timeout = std::time::Duration::from_millis(1);
+            match self
+                .pool
+                .wait_for_read(buffer, timeout, &mut self.acct, ring)
+            {
+                ReadByOther::Valid(buffer) => {
+                    self.queue.front_mut().expect("head").slot = Slot::Ready(buffer);
+                    return Ok(());
+                }
+                ReadByOther::Failed => {
+                    let buffer = self.pool.read_buffer(
+                        &self.rel,
+                        blkno,
+                        self.ring.as_mut(),
+                        &mut self.acct,
+                    )?;
+                    self.queue.front_mut().expect("head").slot = Slot::Ready(buffer);
+                    return Ok(());
+                }
+                ReadByOther::Pending(buffer) => {
+                    self.queue.front_mut().expect("head").slot = Slot::BeingRead(buffer);
+                    if !self.ios.is_empty() {
+                        self.wait_oldest()?;
+                    }
+                    self.aio.poll();
+                }
+            }
+        }
+    }
+
+    /// Wait for the oldest read in progress and mark its entries ready; adapt the distance.
+    fn wait_oldest(&mut self) -> Result<(), PgError> {
+        let io = self.ios.pop_front().expect("a read in progress");
+        let seq = io.seq;
+        let ring = self.ring_kind();
+        let stalls_before = self.acct.io_stalls;
+        let buffers = match self.aio.wait(&mut self.issuer, io.io, &mut self.acct, ring) {
+            Ok(buffers) => buffers,
+            Err(e) => {
+                // The read's buffers are released; forget its entries so the stream stays
+                // consistent (the caller normally stops here).
+                self.queue
+                    .retain(|entry| !matches!(entry.slot, Slot::Reading(s) if s == seq));
+                return Err(e);
+            }
+        };
+        self.stats.stalls += self.acct.io_stalls - stalls_before;
+        assert_eq!(buffers.len(), io.nblocks as usize);
+        let first = self
+            .queue
+            .iter()
+            .position(|entry| matches!(entry.slot, Slot::Reading(s) if s == seq))
+            .expect("a read's entries are queued");
+        for (entry, buffer) in self.queue.iter_mut().skip(first).zip(buffers) {
+            assert!(matches!(entry.slot, Slot::Reading(s) if s == seq));
+            debug_assert_eq!(entry.blkno, buffer.blkno());
+            entry.slot = Slot::Ready(buffer);
+        }
+        // PostgreSQL 17 grew the distance past io_combine_limit only for advised (random)
+        // reads; 18 doubles it after every read that was waited for.
+        self.distance = if self.policy == ReadStreamAdvice::Pg17
+            && !io.advised
+            && self.distance >= self.combine_limit as usize
+        {
+            (self.distance - 1).max(1)
+        } else if self.policy == ReadStreamAdvice::Pg17 && !io.advised {
+            (self.distance * 2).min(self.combine_limit as usize)
+        } else {
+            (self.distance * 2).min(self.max_pinned)
+        };
+        self.record(StreamEvent::Waited {
+            blkno: io.first_blkno,
+            distance: self.distance,
+        });
+        if self.advice_enabled && Some(io.first_blkno) == self.seq_until_processed {
+            // The synchronous reads have caught up with the advised region.
+            self.seq_until_processed = None;
+        }
+        Ok(())
+    }
+
+    /// Collect blocks from the source and start reads until the distance, the I/O limit
+    /// or the end of the source is reached; then submit what was staged as one batch.
+    fn look_ahead(&mut self) -> Result<(), PgError> {
+        let result = self.look_ahead_inner();
+        let ring = self.ring_kind();
+        self.aio
+            .submit_staged(&mut self.issuer, &mut self.acct, ring);
+        self.aio.poll();
+        result
+    }
+
+    fn look_ahead_inner(&mut self) -> Result<(), PgError> {
+        while self.ios.len() < self.max_ios && self.queue.len() + self.pending_len() < self.distance
+        {
+            if self.pending_len() >= self.combine_limit as usize {
+                if !self.start_pending()? {
+                    return Ok(());
+                }
+                continue;
+            }
+            let Some((blkno, data)) = self.next_from_source() else {
+                self.distance = 0;
+                break;
+            };
+            if let Some(p) = &mut self.pending {
+                if blkno == p.blkno + p.data.len() as u32 {
+                    p.data.push_back(data);
+                    continue;
+                }
+                if !self.start_pending()? {
+                    self.unget = Some((blkno, data));
+                    return Ok(());
+                }
+            }
+            self.pending = Some(PendingBlocks {
+                blkno,
+                data: VecDeque::from([data]),
+            });
+        }
+        let len = self.pending_len();
+        if len > 0
+            && self.ios.len() < self.max_ios
+            && (len >= self.combine_limit as usize
+                || (len >= self.distance && self.queue.is_empty())
+                || self.distance == 0)
+        {
+            self.start_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Start the pending read, perhaps in several pieces (hits, or a read split where a
+    /// block is already in the pool). Returns `false` if it could not all be started
+    /// (I/O or pin limit); what is left stays pending.
+    fn start_pending(&mut self) -> Result<bool, PgError> {
+        while let Some(p) = &self.pending {
+            let len = p.data.len();
+            if len == 0 {
+                self.pending = None;
+                break;
+            }
+            let blkno = p.blkno;
+            if self.ios.len() >= self.max_ios {
+                return Ok(false);
+            }
+            let allowed = self.max_pinned.saturating_sub(self.queue.len());
+            if allowed == 0 && !self.queue.is_empty() {
+                return Ok(false);
+            }
+            if allowed < len && !self.queue.is_empty() {
+                self.distance = self.distance.min(self.queue.len() + allowed).max(1);
+            }
+            let nblocks = len.min(allowed.max(1)).min(self.combine_limit as usize) as u32;
+            let advise = self.advice_for(blkno);
+            let ring_kind = self.ring_kind();
+            let started = self.pool.start_read(
+                &self.rel,
+                blkno,
+                nblocks,
+                self.ring.as_mut(),
+                &mut self.acct,
+                false,
+            )?;
+            let p = self.pending.as_mut().expect("pending read");
+            match started {
+                StartedRead::BeingRead(buffer) => {
+                    let data = p.data.pop_front().expect("pending block");
+                    p.blkno += 1;
+                    self.queue.push_back(Entry {
+                        blkno,
+                        data,
+                        slot: Slot::BeingRead(buffer),
+                    });
+                    self.record(StreamEvent::BeingRead { blkno });
+                }
+                StartedRead::Hit(buffer) => {
+                    let data = p.data.pop_front().expect("pending block");
+                    p.blkno += 1;
+                    self.queue.push_back(Entry {
+                        blkno,
+                        data,
+                        slot: Slot::Ready(buffer),
+                    });
+                    if self.distance > 1 {
+                        self.distance -= 1;
+                    }
+                    self.record(StreamEvent::Hit { blkno });
+                }
+                StartedRead::Miss(read) => {
+                    let n = read.nblocks();
+                    let seq = self.next_seq;
+                    self.next_seq += 1;
+                    for i in 0..n {
+                        let data = p.data.pop_front().expect("pending block");
+                        self.queue.push_back(Entry {
+                            blkno: blkno + i,
+                            data,
+                            slot: Slot::Reading(seq),
+                        });
+                    }
+                    p.blkno += n;
+                    if advise {
+                        self.aio.advise(&read, &mut self.acct, ring_kind);
+                    }
+                    self.stats.ios += 1;
+                    self.stats.io_blocks += n as u64;
+                    self.stats.distance_sum += self.distance as u64;
+                    self.stats.distance_samples += 1;
+                    self.stats.distance_max = self.stats.distance_max.max(self.distance as u64);
+                    self.stats.inprogress_sum += self.ios.len() as u64;
+                    let io = self
+                        .aio
+                        .start_read(&mut self.issuer, read, self.synchronous);
+                    self.ios.push_back(InProgress {
+                        seq,
+                        first_blkno: blkno,
+                        nblocks: n,
+                        advised: advise,
+                        io,
+                    });
+                    self.seq_blocknum = Some(blkno + n);
+                    self.record(StreamEvent::Read {
+                        blkno,
+                        nblocks: n,
+                        advised: advise,
+                    });
+                }
+            }
+            assert!(
+                self.queue.len() <= self.max_pinned + self.combine_limit as usize,
+                "read stream pinned more than its limit"
+            );
+        }
+        Ok(true)
+    }
+
+    /// Whether a read starting at `blkno` gets advice (see "Advice" above). Updates the
+    /// sequential-region state.
+    fn advice_for(&mut self, blkno: u32) -> bool {
+        if !self.advice_enabled {
+            return false;
+        }
+        let continues = self.seq_blocknum == Some(blkno);
+        match self.policy {
+            ReadStreamAdvice::Never => false,
+            ReadStreamAdvice::Always => true,
+            ReadStreamAdvice::Pg17 => !continues,
+            ReadStreamAdvice::Pg18 => {
+                if continues {
+                    self.seq_until_processed.is_some()
+                } else {
+                    self.seq_until_processed = Some(blkno);
+                    !self.queue.is_empty()
+                }
+            }
+        }
+    }
+
+    /// Wait for every read still in progress (ignoring errors) and release all pins.
+    fn drain(&mut self) {
+        let ring = self.ring_kind();
+        self.aio
+            .submit_staged(&mut self.issuer, &mut self.acct, ring);
+        while let Some(io) = self.ios.pop_front() {
+            let _ = self.aio.wait(&mut self.issuer, io.io, &mut self.acct, ring);
+        }
+        self.queue.clear();
+        self.pending = None;
+        self.fast_path = false;
+        assert_eq!(self.issuer.in_flight(), 0, "stream left I/O in flight");
+    }
+}
+
+impl<T: Send> Drop for ReadStream<T> {
+    fn drop(&mut self) {
+        self.drain();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aio::AioConfig;
+    use crate::storage::page::{page_add_item, page_init, page_set_checksum, BLCKSZ};
+    use crate::storage::relfile::tests::TempDir;
+    use iolab_settings::IoMethod;
+    use StreamEvent::{Hit, Read, Waited};
+
+    struct Fixture {
+        _dir: TempDir,
+        aio: Arc<AioSystem>,
+        pool: Arc<BufferPool>,
+        rel: Arc<RelFile>,
+    }
+
+    /// A relation of `nblocks` valid pages, a pool of 256 buffers, and `method`.
+    fn fixture(tag: &str, nblocks: u32, method: IoMethod) -> Fixture {
+        let dir = TempDir::new(tag);
+        let rel = RelFile::open(&dir.0, 1).unwrap();
+        let mut page = vec![0u8; BLCKSZ];
+        for blkno in 0..nblocks {
+            page_init(&mut page, 0);
+            page_add_item(&mut page, &blkno.to_le_bytes()).unwrap();
+            page_set_checksum(&mut page, blkno);
+            rel.write_block(blkno, &page).unwrap();
+        }
+        let config = AioConfig {
+            method,
+            io_workers: 2,
+            max_concurrency: 64,
+            max_issuers: 4,
+        };
+        let (aio, _) = AioSystem::start(&config, false).unwrap();
+        Fixture {
+            _dir: dir,
+            aio,
+            pool: BufferPool::new(256),
+            rel: Arc::new(rel),
+        }
+    }
+
+    fn config(
+        max_ios: usize,
+        combine: u32,
+        advice: ReadStreamAdvice,
+        sequential: bool,
+    ) -> ReadStreamConfig {
+        ReadStreamConfig {
+            max_ios,
+            io_combine_limit: combine,
+            advice,
+            sequential,
+            full: false,
+            pin_limit: 1000,
+            pid: 7,
+        }
+    }
+
+    /// Consume a stream over `blocks`, checking every buffer; returns the events.
+    fn run(f: &Fixture, cfg: &ReadStreamConfig, blocks: &[u32]) -> Vec<StreamEvent> {
+        let script: Vec<u32> = blocks.to_vec();
+        let mut i = 0;
+        let mut stream = ReadStream::new(
+            f.aio.clone(),
+            f.pool.clone(),
+            f.rel.clone(),
+            None,
+            cfg,
+            IoAccount::default(),
+            move || {
+                let b = script.get(i).copied();
+                i += 1;
+                b.map(|b| (b, b * 10))
+            },
+        );
+        stream.trace();
+        let mut seen = Vec::new();
+        while let Some((buffer, data)) = stream.next_buffer().unwrap() {
+            assert_eq!(
+                data,
+                buffer.blkno() * 10,
+                "per-block data travels with its block"
+            );
+            let page = buffer.page();
+            let item = crate::storage::page::page_item(&page, 1).unwrap();
+            assert_eq!(item, buffer.blkno().to_le_bytes(), "buffer holds its block");
+            seen.push(buffer.blkno());
+        }
+        assert_eq!(seen, blocks, "blocks come out in source order");
+        assert_eq!(
+            f.pool.stats().pinned,
+            0,
+            "every pin is handed over and released"
+        );
+        stream.take_events()
+    }
+
+    fn reads(events: &[StreamEvent]) -> Vec<(u32, u32)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Read { blkno, nblocks, .. } => Some((*blkno, *nblocks)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn warm(f: &Fixture, blocks: impl IntoIterator<Item = u32>) {
+        let mut acct = IoAccount::default();
+        for b in blocks {
+            f.pool.read_buffer(&f.rel, b, None, &mut acct).unwrap();
+        }
+    }
+
+    #[test]
+    fn cold_sequential_ramps_up_and_combines() {
+        let f = fixture("stream-ramp", 40, IoMethod::Sync);
+        let blocks: Vec<u32> = (0..40).collect();
+        let events = run(&f, &config(2, 4, ReadStreamAdvice::Pg18, true), &blocks);
+        // Distance 1 → 2 → 4 → 8 (capped by (max_ios + 1) × 4 = 12): reads of 1, 2, then
+        // full io_combine_limit reads.
+        assert_eq!(
+            reads(&events),
+            vec![
+                (0, 1),
+                (1, 2),
+                (3, 4),
+                (7, 4),
+                (11, 4),
+                (15, 4),
+                (19, 4),
+                (23, 4),
+                (27, 4),
+                (31, 4),
+                (35, 4),
+                (39, 1)
+            ]
+        );
+        let distances: Vec<usize> = events
+            .iter()
+            .filter_map(|e| match e {
+                Waited { distance, .. } => Some(*distance),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(&distances[..4], &[2, 4, 8, 12]);
+        assert!(
+            distances.iter().all(|&d| d <= 12),
+            "distance capped at max_pinned_buffers"
+        );
+        assert!(
+            events
+                .iter()
+                .all(|e| !matches!(e, Read { advised: true, .. })),
+            "a sequential stream is never advised"
+        );
+    }
+
+    #[test]
+    fn reads_split_around_cached_blocks_and_hits_decay_the_distance() {
+        let f = fixture("stream-split", 24, IoMethod::Sync);
+        warm(&f, [5, 6, 12]);
+        let blocks: Vec<u32> = (0..24).collect();
+        let events = run(&f, &config(4, 8, ReadStreamAdvice::Pg18, true), &blocks);
+        // Ramp-up as in the cold case, but no read covers a cached block: the pool ends a
+        // read at the first mapped block ({3,4} stops before 5; {11..18} splits around 12
+        // into {11} and {13..18}), and the hits on 5, 6, 12 take the distance down by one
+        // each (so {7..10} is 4 blocks: distance 4 after 5 and 6 were hits).
+        assert_eq!(
+            reads(&events),
+            vec![(0, 1), (1, 2), (3, 2), (7, 4), (11, 1), (13, 6), (19, 5)]
+        );
+        let hits: Vec<u32> = events
+            .iter()
+            .filter_map(|e| match e {
+                Hit { blkno } => Some(*blkno),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(hits, vec![5, 6, 12]);
+    }
+
+    #[test]
+    fn all_cached_stream_stays_at_distance_one_without_io() {
+        let f = fixture("stream-cached", 30, IoMethod::Sync);
+        warm(&f, 0..30);
+        let blocks: Vec<u32> = (0..30).collect();
+        let events = run(&f, &config(16, 16, ReadStreamAdvice::Pg18, true), &blocks);
+        assert!(reads(&events).is_empty());
+        assert_eq!(events.len(), 30, "one hit per block: {events:?}");
+    }
+
+    /// Runs of two adjacent blocks separated by gaps (the pattern of seed 002).
+    fn two_block_runs(n: u32) -> Vec<u32> {
+        (0..n).flat_map(|i| [i * 5, i * 5 + 1]).collect()
+    }
+
+    fn advised(events: &[StreamEvent]) -> Vec<(u32, u32, bool)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Read {
+                    blkno,
+                    nblocks,
+                    advised,
+                } => Some((*blkno, *nblocks, *advised)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn advice_policies_on_two_block_runs() {
+        let blocks = two_block_runs(12);
+        let run_policy = |policy, tag| {
+            let f = fixture(tag, 60, IoMethod::Sync);
+            advised(&run(&f, &config(8, 16, policy, false), &blocks))
+        };
+        let pg18 = run_policy(ReadStreamAdvice::Pg18, "advice-pg18");
+        let pg17 = run_policy(ReadStreamAdvice::Pg17, "advice-pg17");
+        let always = run_policy(ReadStreamAdvice::Always, "advice-always");
+        let never = run_policy(ReadStreamAdvice::Never, "advice-never");
+        // Every read is a two-block run (or its first block during ramp-up).
+        assert!(pg18.iter().all(|&(b, n, _)| n <= 2 && b % 5 <= 1));
+        // During the ramp-up nothing is pinned when a read starts ({0}, {1}, {5,6}), so
+        // there is nothing to gain from advice; from then on every read jumps, starts a new
+        // region, and is advised.
+        assert_eq!(pg18.iter().take(3).filter(|r| r.2).count(), 0, "{pg18:?}");
+        assert!(pg18[3..].iter().all(|r| r.2), "{pg18:?}");
+        // pg17 advises every jump (pinned or not) and never a continuation.
+        assert!(
+            pg17.iter().all(|&(b, _, adv)| adv == (b % 5 == 0)),
+            "{pg17:?}"
+        );
+        assert!(always.iter().all(|r| r.2));
+        assert!(never.iter().all(|r| !r.2));
+    }
+
+    #[test]
+    fn pg18_keeps_advising_a_long_sequential_region_until_reads_catch_up() {
+        // A random jump, then a long sequential region: pg18 advises its continuation reads
+        // until the consumer's synchronous read reaches the region's first block; pg17
+        // advises only the jump.
+        // Ten scattered blocks first, so that the distance grows (every read is waited for),
+        // then the region.
+        let blocks: Vec<u32> = (0..10).map(|i| 200 + 7 * i).chain(0..64).collect();
+        let f = fixture("advice-region-18", 300, IoMethod::Sync);
+        let pg18 = advised(&run(
+            &f,
+            &config(8, 4, ReadStreamAdvice::Pg18, false),
+            &blocks,
+        ));
+        let f = fixture("advice-region-17", 300, IoMethod::Sync);
+        let pg17 = advised(&run(
+            &f,
+            &config(8, 4, ReadStreamAdvice::Pg17, false),
+            &blocks,
+        ));
+        let advised_continuations = |reads: &[(u32, u32, bool)]| {
+            reads.iter().filter(|r| r.0 > 0 && r.0 < 64 && r.2).count()
+        };
+        assert_eq!(advised_continuations(&pg17), 0, "{pg17:?}");
+        assert!(advised_continuations(&pg18) > 0, "{pg18:?}");
+        // ... but not forever: the last reads of the region are no longer advised.
+        assert!(!pg18.last().unwrap().2, "{pg18:?}");
+    }
+
+    #[test]
+    fn worker_and_uring_methods_return_the_same_blocks() {
+        for method in [IoMethod::Worker, IoMethod::IoUring] {
+            let f = fixture("stream-methods", 300, method);
+            warm(&f, [17, 18, 150]);
+            let blocks: Vec<u32> = (0..300).chain([3, 250, 251, 7]).collect();
+            let events = run(&f, &config(16, 16, ReadStreamAdvice::Pg18, false), &blocks);
+            let read_blocks: u32 = reads(&events).iter().map(|r| r.1).sum();
+            let found = events
+                .iter()
+                .filter(|e| matches!(e, Hit { .. } | StreamEvent::BeingRead { .. }))
+                .count() as u32;
+            assert_eq!(read_blocks + found, 304, "{method:?}");
+            // (250 and 251 come again while the stream may still be reading them: the
+            // stream must then wait for its own read instead of deadlocking.)
+            assert!(events
+                .iter()
+                .all(|e| !matches!(e, Read { advised: true, .. })));
+            assert!(f.aio.rows().is_empty(), "no handle left in use");
+        }
+    }
+
+    #[test]
+    fn effective_io_concurrency_zero_reads_synchronously() {
+        let f = fixture("stream-eic0", 64, IoMethod::Worker);
+        let blocks: Vec<u32> = (0..64).collect();
+        let events = run(&f, &config(0, 16, ReadStreamAdvice::Pg18, false), &blocks);
+        assert_eq!(
+            f.aio
+                .counters
+                .ios
+                .load(std::sync::atomic::Ordering::Relaxed),
+            0,
+            "no I/O went through the workers"
+        );
+        assert!(!reads(&events).is_empty());
+    }
+
+    #[test]
+    fn dropping_a_stream_mid_way_waits_for_its_reads_and_unpins() {
+        for method in [IoMethod::Sync, IoMethod::Worker, IoMethod::IoUring] {
+            let f = fixture("stream-drop", 200, method);
+            let mut next = 0;
+            let mut stream = ReadStream::new(
+                f.aio.clone(),
+                f.pool.clone(),
+                f.rel.clone(),
+                None,
+                &config(16, 8, ReadStreamAdvice::Pg18, false),
+                IoAccount::default(),
+                move || {
+                    next += 1;
+                    (next <= 200).then_some((next - 1, ()))
+                },
+            );
+            for _ in 0..50 {
+                stream.next_buffer().unwrap().unwrap();
+            }
+            drop(stream);
+            assert_eq!(f.pool.stats().pinned, 0, "{method:?}");
+            assert!(f.aio.rows().is_empty(), "{method:?}");
+        }
+    }
+}

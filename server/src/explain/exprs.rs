@@ -1,0 +1,321 @@
+//! DataFusion physical expressions written as PostgreSQL's `ruleutils.c` deparses them in
+//! EXPLAIN: every operator in parentheses (`(a < 140)`), AND/OR lists flattened
+//! (`((a > 1) AND (b < 2) AND (c = 3))`), constants with a cast to their type unless the
+//! type goes without saying (`140`, `'fffffff'::text`, `'5'::bigint`, `3.5`), casts as
+//! `(a)::text`, LIKE as `~~`, IN lists as `= ANY ('{1,2,3}'::integer[])`.
+//!
+//! How a column reads depends on the node the expression runs over (a table column, maybe
+//! qualified; an aggregate; an expression computed below): the caller passes that as
+//! `column`.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Schema};
+use datafusion::logical_expr::Operator;
+use datafusion::physical_expr::expressions::{
+    BinaryExpr, CaseExpr, CastExpr, Column, DynamicFilterPhysicalExpr, InListExpr, IsNotNullExpr,
+    IsNullExpr, LikeExpr, Literal, NegativeExpr, NotExpr, TryCastExpr,
+};
+use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
+use datafusion::scalar::ScalarValue;
+use iolab_engine::values::arrow_type_name;
+
+/// What an expression is evaluated over: how its column `i` reads, and the input's types.
+pub struct Input<'a> {
+    pub column: &'a dyn Fn(usize) -> String,
+    pub schema: &'a Schema,
+}
+
+/// The expression as PostgreSQL prints it.
+pub fn deparse(expr: &Arc<dyn PhysicalExpr>, input: &Input) -> String {
+    let e = expr.as_ref();
+    if let Some(c) = e.downcast_ref::<Column>() {
+        return (input.column)(c.index());
+    }
+    if let Some(l) = e.downcast_ref::<Literal>() {
+        return literal(l.value());
+    }
+    if let Some(b) = e.downcast_ref::<BinaryExpr>() {
+        if matches!(b.op(), Operator::And | Operator::Or) {
+            let mut items = Vec::new();
+            flatten(expr, b.op(), &mut items);
+            let word = if *b.op() == Operator::And {
+                " AND "
+            } else {
+                " OR "
+            };
+            let items: Vec<String> = items.iter().map(|i| deparse(i, input)).collect();
+            return format!("({})", items.join(word));
+        }
+        let left = deparse(b.left(), input);
+        let right = deparse(b.right(), input);
+        return match b.op() {
+            Operator::IsNotDistinctFrom => format!("(NOT ({left} IS DISTINCT FROM {right}))"),
+            op => format!("({left} {} {right})", operator(op)),
+        };
+    }
+    if let Some(l) = e.downcast_ref::<LikeExpr>() {
+        let op = match (l.negated(), l.case_insensitive()) {
+            (false, false) => "~~",
+            (true, false) => "!~~",
+            (false, true) => "~~*",
+            (true, true) => "!~~*",
+        };
+        return format!(
+            "({} {op} {})",
+            deparse(l.expr(), input),
+            deparse(l.pattern(), input)
+        );
+    }
+    if let Some(n) = e.downcast_ref::<NotExpr>() {
+        return format!("(NOT {})", deparse(n.arg(), input));
+    }
+    if let Some(n) = e.downcast_ref::<IsNullExpr>() {
+        return format!("({} IS NULL)", deparse(n.arg(), input));
+    }
+    if let Some(n) = e.downcast_ref::<IsNotNullExpr>() {
+        return format!("({} IS NOT NULL)", deparse(n.arg(), input));
+    }
+    if let Some(n) = e.downcast_ref::<NegativeExpr>() {
+        return format!("(- {})", deparse(n.arg(), input));
+    }
+    if let Some(i) = e.downcast_ref::<InListExpr>() {
+        return in_list(i, input);
+    }
+    if let Some(c) = e.downcast_ref::<CastExpr>() {
+        return cast(c.expr(), c.cast_type(), input);
+    }
+    if let Some(c) = e.downcast_ref::<TryCastExpr>() {
+        return cast(c.expr(), c.cast_type(), input);
+    }
+    if let Some(c) = e.downcast_ref::<CaseExpr>() {
+        let mut s = String::from("CASE");
+        if let Some(x) = c.expr() {
+            s.push_str(&format!(" {}", deparse(x, input)));
+        }
+        for (when, then) in c.when_then_expr() {
+            s.push_str(&format!(
+                " WHEN {} THEN {}",
+                deparse(when, input),
+                deparse(then, input)
+            ));
+        }
+        if let Some(x) = c.else_expr() {
+            s.push_str(&format!(" ELSE {}", deparse(x, input)));
+        }
+        s.push_str(" END");
+        return s;
+    }
+    if let Some(f) = e.downcast_ref::<ScalarFunctionExpr>() {
+        let args: Vec<String> = f.args().iter().map(|a| deparse(a, input)).collect();
+        return format!("{}({})", f.name(), args.join(", "));
+    }
+    e.to_string()
+}
+
+/// The conjuncts of a predicate (its top-level AND list), leaving out DataFusion's
+/// dynamic filters (runtime pruning that PostgreSQL has no qual for).
+pub fn conjuncts(e: &Arc<dyn PhysicalExpr>) -> Vec<Arc<dyn PhysicalExpr>> {
+    let mut items = Vec::new();
+    flatten(e, &Operator::And, &mut items);
+    items.retain(|i| !i.as_ref().is::<DynamicFilterPhysicalExpr>());
+    items
+}
+
+/// A list of conjuncts as one qual, the way PostgreSQL shows an implicit-AND qual list.
+pub fn deparse_qual(quals: &[Arc<dyn PhysicalExpr>], input: &Input) -> Option<String> {
+    match quals {
+        [] => None,
+        [one] => Some(deparse(one, input)),
+        many => {
+            let items: Vec<String> = many.iter().map(|i| deparse(i, input)).collect();
+            Some(format!("({})", items.join(" AND ")))
+        }
+    }
+}
+
+fn flatten(e: &Arc<dyn PhysicalExpr>, op: &Operator, out: &mut Vec<Arc<dyn PhysicalExpr>>) {
+    match e.as_ref().downcast_ref::<BinaryExpr>() {
+        Some(b) if b.op() == op => {
+            flatten(b.left(), op, out);
+            flatten(b.right(), op, out);
+        }
+        _ => out.push(e.clone()),
+    }
+}
+
+fn operator(op: &Operator) -> String {
+    match op {
+        Operator::Eq => "=".into(),
+        Operator::NotEq => "<>".into(),
+        Operator::Lt => "<".into(),
+        Operator::LtEq => "<=".into(),
+        Operator::Gt => ">".into(),
+        Operator::GtEq => ">=".into(),
+        Operator::Plus => "+".into(),
+        Operator::Minus => "-".into(),
+        Operator::Multiply => "*".into(),
+        Operator::Divide => "/".into(),
+        Operator::Modulo => "%".into(),
+        Operator::IsDistinctFrom => "IS DISTINCT FROM".into(),
+        Operator::RegexMatch => "~".into(),
+        Operator::RegexIMatch => "~*".into(),
+        Operator::RegexNotMatch => "!~".into(),
+        Operator::RegexNotIMatch => "!~*".into(),
+        Operator::LikeMatch => "~~".into(),
+        Operator::ILikeMatch => "~~*".into(),
+        Operator::NotLikeMatch => "!~~".into(),
+        Operator::NotILikeMatch => "!~~*".into(),
+        Operator::StringConcat => "||".into(),
+        Operator::BitwiseAnd => "&".into(),
+        Operator::BitwiseOr => "|".into(),
+        Operator::BitwiseXor => "#".into(),
+        Operator::BitwiseShiftLeft => "<<".into(),
+        Operator::BitwiseShiftRight => ">>".into(),
+        other => other.to_string(),
+    }
+}
+
+fn cast(inner: &Arc<dyn PhysicalExpr>, to: &DataType, input: &Input) -> String {
+    if let Some(l) = inner.as_ref().downcast_ref::<Literal>() {
+        if let Ok(v) = l.value().cast_to(to) {
+            return literal(&v);
+        }
+    }
+    let shown = deparse(inner, input);
+    match inner.data_type(input.schema) {
+        Ok(from) if implicit_cast(&from, to) => shown,
+        _ => format!("({shown})::{}", arrow_type_name(to)),
+    }
+}
+
+/// Casts PostgreSQL would not write: widening an integer or a float (its operators take
+/// mixed widths), and between DataFusion's string representations.
+fn implicit_cast(from: &DataType, to: &DataType) -> bool {
+    let int_rank = |t: &DataType| match t {
+        DataType::Int8 => Some(1),
+        DataType::Int16 => Some(2),
+        DataType::Int32 => Some(3),
+        DataType::Int64 => Some(4),
+        _ => None,
+    };
+    let is_string =
+        |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    match (int_rank(from), int_rank(to)) {
+        (Some(a), Some(b)) => a <= b,
+        _ => {
+            (is_string(from) && is_string(to))
+                || matches!((from, to), (DataType::Float32, DataType::Float64))
+                || from == to
+        }
+    }
+}
+
+/// `x = ANY ('{1,2,3}'::integer[])`, or an OR of equalities when the list is not all
+/// constants.
+fn in_list(i: &InListExpr, input: &Input) -> String {
+    let x = deparse(i.expr(), input);
+    let values: Option<Vec<&ScalarValue>> = i
+        .list()
+        .iter()
+        .map(|e| e.as_ref().downcast_ref::<Literal>().map(|l| l.value()))
+        .collect();
+    match values {
+        Some(values) if !values.is_empty() => {
+            let elems: Vec<String> = values.iter().map(|v| array_element(v)).collect();
+            let ty = arrow_type_name(&values[0].data_type());
+            let array = quote(&format!("{{{}}}", elems.join(",")));
+            if i.negated() {
+                format!("({x} <> ALL ({array}::{ty}[]))")
+            } else {
+                format!("({x} = ANY ({array}::{ty}[]))")
+            }
+        }
+        _ => {
+            let (op, join) = if i.negated() {
+                ("<>", " AND ")
+            } else {
+                ("=", " OR ")
+            };
+            let items: Vec<String> = i
+                .list()
+                .iter()
+                .map(|e| format!("({x} {op} {})", deparse(e, input)))
+                .collect();
+            format!("({})", items.join(join))
+        }
+    }
+}
+
+/// A value inside an array literal, double-quoted when PostgreSQL's `array_out` would.
+fn array_element(v: &ScalarValue) -> String {
+    if v.is_null() {
+        return "NULL".into();
+    }
+    let text = value_text(v);
+    let needs_quotes = text.is_empty()
+        || text.eq_ignore_ascii_case("null")
+        || text
+            .chars()
+            .any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
+    if needs_quotes {
+        let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+        format!("\"{escaped}\"")
+    } else {
+        text
+    }
+}
+
+/// A value as PostgreSQL's output function writes it (for the types iolab has).
+fn value_text(v: &ScalarValue) -> String {
+    match v {
+        ScalarValue::Boolean(Some(b)) => if *b { "t" } else { "f" }.into(),
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::LargeUtf8(Some(s))
+        | ScalarValue::Utf8View(Some(s)) => s.clone(),
+        ScalarValue::TimestampMicrosecond(..)
+        | ScalarValue::TimestampMillisecond(..)
+        | ScalarValue::TimestampNanosecond(..)
+        | ScalarValue::TimestampSecond(..) => v.to_string().replace('T', " "),
+        other => other.to_string(),
+    }
+}
+
+/// `simple_quote_literal`.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// A constant as `get_const_expr` prints it.
+pub fn literal(v: &ScalarValue) -> String {
+    let ty = arrow_type_name(&v.data_type());
+    if v.is_null() {
+        return format!("NULL::{ty}");
+    }
+    match v {
+        ScalarValue::Boolean(Some(b)) => if *b { "true" } else { "false" }.into(),
+        // A SQL integer literal is int4 in PostgreSQL when it fits, Int64 in DataFusion.
+        ScalarValue::Int32(Some(i)) if *i >= 0 => i.to_string(),
+        ScalarValue::Int64(Some(i)) if (0..=i32::MAX as i64).contains(i) => i.to_string(),
+        ScalarValue::Int64(Some(i)) if *i >= i32::MIN as i64 => format!("'{i}'::integer"),
+        // A SQL literal with a fraction is numeric in PostgreSQL, Float64 in DataFusion.
+        ScalarValue::Float64(Some(f)) if f.is_finite() && *f >= 0.0 => {
+            let text = f.to_string();
+            if text.contains(['.', 'e']) {
+                text
+            } else {
+                format!("{text}.0")
+            }
+        }
+        ScalarValue::Decimal128(..) | ScalarValue::Decimal256(..) => {
+            let text = value_text(v);
+            let plain = text.starts_with(|c: char| c.is_ascii_digit());
+            if plain && text.contains(['.', 'e', 'E']) {
+                text
+            } else {
+                format!("{}::numeric", quote(&text))
+            }
+        }
+        _ => format!("{}::{ty}", quote(&value_text(v))),
+    }
+}

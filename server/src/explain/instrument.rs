@@ -1,0 +1,250 @@
+//! Per-node instrumentation for `EXPLAIN ANALYZE`: PostgreSQL's `Instrumentation`, for
+//! DataFusion plans.
+//!
+//! [`instrument`] wraps every node of a physical plan in an [`InstrumentExec`]. The wrapper
+//! adds nothing to the data path but a look at each batch as it passes: it counts the rows
+//! and, with TIMING on, reads the clock once per batch (never per row). What it observes
+//! goes into the node's [`NodeStats`], shared by all partitions of the node:
+//!
+//! ```text
+//!   first partition executed ──► first batch of any partition ──► last batch / end
+//!   │◄──────────── startup ──────────────►│                             │
+//!   │◄─────────────────────────────── total ───────────────────────────►│
+//! ```
+//!
+//! Times are wall-clock times since the node was started, so they include
+//! its children's time, as PostgreSQL's `actual time=startup..total` does. The partitions
+//! of a DataFusion node run side by side like PostgreSQL's parallel workers; EXPLAIN shows
+//! them as one loop whose rows are the sum over the partitions.
+//!
+//! The wrapper delegates its downcast identity to the node it wraps
+//! ([`ExecutionPlan::downcast_delegate`]), so operators that inspect their children see
+//! the real node.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::Result as DfResult;
+use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
+use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use futures::Stream;
+use parking_lot::Mutex;
+
+/// What was observed of one node while the statement ran.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Observed {
+    /// Partitions that were polled at least once.
+    pub partitions_started: u32,
+    /// Rows returned, summed over partitions.
+    pub rows: u64,
+    /// When the first partition was executed (TIMING only).
+    pub started: Option<Instant>,
+    /// First batch of any partition (TIMING only).
+    pub first_batch: Option<Instant>,
+    /// Last batch or end of stream of any partition (TIMING only).
+    pub last: Option<Instant>,
+}
+
+impl Observed {
+    /// Was the node run at all (PostgreSQL's `nloops > 0`)?
+    pub fn executed(&self) -> bool {
+        self.partitions_started > 0
+    }
+
+    /// (startup, total) in milliseconds, when timed.
+    pub fn times_ms(&self) -> Option<(f64, f64)> {
+        let started = self.started?;
+        let ms = |t: Option<Instant>| {
+            t.map(|t| t.saturating_duration_since(started).as_secs_f64() * 1000.0)
+                .unwrap_or(0.0)
+        };
+        let total = ms(self.last);
+        Some((ms(self.first_batch).min(total), total))
+    }
+}
+
+/// The shared record of one node, updated once per batch.
+#[derive(Debug, Default)]
+pub struct NodeStats {
+    observed: Mutex<Observed>,
+}
+
+impl NodeStats {
+    pub fn snapshot(&self) -> Observed {
+        *self.observed.lock()
+    }
+}
+
+/// A plan node with a [`NodeStats`] beside it.
+pub struct InstrumentExec {
+    inner: Arc<dyn ExecutionPlan>,
+    stats: Arc<NodeStats>,
+    timing: bool,
+}
+
+/// Wraps every node of `plan` (children first) in an [`InstrumentExec`].
+pub fn instrument(plan: Arc<dyn ExecutionPlan>, timing: bool) -> DfResult<Arc<dyn ExecutionPlan>> {
+    let children: Vec<Arc<dyn ExecutionPlan>> = plan
+        .children()
+        .into_iter()
+        .map(|c| instrument(c.clone(), timing))
+        .collect::<DfResult<_>>()?;
+    let plan = if children.is_empty() {
+        plan
+    } else {
+        // The wrappers report their node's properties, so nothing needs recomputing.
+        plan.replace_children(
+            children,
+            ReplaceChildrenOptions::new(ChildrenPropertiesMode::Keep),
+        )?
+    };
+    Ok(Arc::new(InstrumentExec {
+        inner: plan,
+        stats: Arc::new(NodeStats::default()),
+        timing,
+    }))
+}
+
+/// The node `plan` stands for, and its stats when it is instrumented.
+pub fn peel(plan: &Arc<dyn ExecutionPlan>) -> (&Arc<dyn ExecutionPlan>, Option<&Arc<NodeStats>>) {
+    match (plan.as_ref() as &dyn std::any::Any).downcast_ref::<InstrumentExec>() {
+        Some(w) => (&w.inner, Some(&w.stats)),
+        None => (plan, None),
+    }
+}
+
+impl fmt::Debug for InstrumentExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "InstrumentExec({:?})", self.inner)
+    }
+}
+
+impl DisplayAs for InstrumentExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        self.inner.fmt_as(t, f)
+    }
+}
+
+impl ExecutionPlan for InstrumentExec {
+    fn name(&self) -> &str {
+        "InstrumentExec"
+    }
+
+    fn downcast_delegate(&self) -> Option<&dyn ExecutionPlan> {
+        Some(self.inner.as_ref())
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        self.inner.properties()
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.inner]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        assert_eq!(children.len(), 1, "an instrumented node has one child");
+        Ok(Arc::new(InstrumentExec {
+            inner: children.remove(0),
+            stats: self.stats.clone(),
+            timing: self.timing,
+        }))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        self.inner.metrics()
+    }
+
+    fn fetch(&self) -> Option<usize> {
+        self.inner.fetch()
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        // DataFusion operators may start their inputs when they are executed, before
+        // anyone polls them: the node's clock starts here.
+        if self.timing {
+            let now = Instant::now();
+            let mut o = self.stats.observed.lock();
+            o.started = Some(o.started.map_or(now, |s| s.min(now)));
+        }
+        let inner = self.inner.execute(partition, context)?;
+        Ok(Box::pin(InstrumentStream {
+            schema: inner.schema(),
+            inner,
+            stats: self.stats.clone(),
+            timing: self.timing,
+            polled: false,
+        }))
+    }
+}
+
+struct InstrumentStream {
+    schema: SchemaRef,
+    inner: SendableRecordBatchStream,
+    stats: Arc<NodeStats>,
+    timing: bool,
+    polled: bool,
+}
+
+impl Stream for InstrumentStream {
+    type Item = DfResult<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if !self.polled {
+            self.polled = true;
+            self.stats.observed.lock().partitions_started += 1;
+        }
+        let poll = self.inner.as_mut().poll_next(cx);
+        match &poll {
+            Poll::Ready(Some(Ok(batch))) => {
+                let now = self.timing.then(Instant::now);
+                let mut o = self.stats.observed.lock();
+                o.rows += batch.num_rows() as u64;
+                if o.first_batch.is_none() {
+                    o.first_batch = now;
+                }
+                o.last = now.or(o.last);
+            }
+            Poll::Ready(None) if self.timing => {
+                let now = Instant::now();
+                let mut o = self.stats.observed.lock();
+                if o.first_batch.is_none() {
+                    // A node that returns nothing started up when it ended.
+                    o.first_batch = Some(now);
+                }
+                o.last = Some(now);
+            }
+            _ => {}
+        }
+        poll
+    }
+}
+
+impl RecordBatchStream for InstrumentStream {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}

@@ -1,0 +1,1163 @@
+//! A DataFusion physical plan as PostgreSQL's plan tree.
+//!
+//! DataFusion plans have nodes PostgreSQL has no counterpart for, and spell the ones it
+//! has differently. The mapping:
+//!
+//! | DataFusion                                   | PostgreSQL |
+//! |----------------------------------------------|------------|
+//! | `HeapScanExec`                               | `Seq Scan on t` |
+//! | `FilterExec` over a node                     | that node's `Filter:` line (and `Rows Removed by Filter`) |
+//! | `AggregateExec` Final over Partial (or Single) | one `Aggregate`; with GROUP BY `HashAggregate` (`GroupAggregate` on sorted input) and `Group Key:` |
+//! | `SortExec`                                   | `Sort` with `Sort Key:`; with a fetch, a `Limit` above it |
+//! | `GlobalLimitExec`                            | `Limit` (a fetch pushed into a node also shows as `Limit`) |
+//! | `HashJoinExec` (left = build side)           | `Hash Join`: outer = probe side, inner = `Hash` over the build side, `Hash Cond:` |
+//! | `NestedLoopJoinExec`, `CrossJoinExec`         | `Nested Loop` (outer = the streamed side), `Join Filter:` |
+//! | `SortMergeJoinExec`                          | `Merge Join` with `Merge Cond:` |
+//! | `UnionExec`, `InterleaveExec`                | `Append` |
+//! | VALUES (`DataSourceExec` over memory)        | `Values Scan on "*VALUES*"` (one row: `Result`) |
+//! | `PlaceholderRowExec` / `EmptyExec`           | `Result` (`One-Time Filter: false`) |
+//! | `WindowAggExec`, `BoundedWindowAggExec`      | `WindowAgg` |
+//! | `ProjectionExec`, `CoalesceBatchesExec`, `RepartitionExec`, `CoalescePartitionsExec`, `SortPreservingMergeExec`, `LocalLimitExec`, `CooperativeExec` | not shown |
+//!
+//! Hidden nodes still matter: a projection above a node decides its output (`width`,
+//! VERBOSE `Output:`), and a fetch (LIMIT pushed down) becomes a `Limit`.
+//!
+//! Join sides: PostgreSQL lists the outer (probe, streamed) side first and builds its hash
+//! table from the inner side; DataFusion builds from the left. So a DataFusion `Left` hash
+//! join, which keeps the rows of the build side, is PostgreSQL's `Hash Right Join`.
+//!
+//! Expressions are qualified as PostgreSQL qualifies them: a scan's own filter only with
+//! VERBOSE, other expressions (join conditions, keys) when the query reads more than one
+//! relation or with VERBOSE.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::common::JoinType;
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
+use datafusion::physical_expr::expressions::Literal;
+use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr};
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::joins::utils::{ColumnIndex, JoinFilter};
+use datafusion::physical_plan::joins::{
+    CrossJoinExec, HashJoinExec, NestedLoopJoinExec, SortMergeJoinExec,
+};
+use datafusion::physical_plan::limit::GlobalLimitExec;
+use datafusion::physical_plan::metrics::MetricValue;
+use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::sorts::sort::SortExec;
+use datafusion::physical_plan::union::{InterleaveExec, UnionExec};
+use datafusion::physical_plan::windows::{BoundedWindowAggExec, WindowAggExec};
+use datafusion::physical_plan::{ExecutionPlan, InputOrderMode};
+use iolab_catalog::PgType;
+use iolab_engine::exec::scan::HeapScanExec;
+use iolab_engine::Database;
+use iolab_settings::quote_identifier;
+
+use crate::explain::costs::{self, CostParams};
+use crate::explain::exprs::{conjuncts, deparse, deparse_qual, Input};
+use crate::explain::instrument::{peel, NodeStats};
+use crate::explain::node::{Actual, Buffers, Child, Costs, Detail, PlanNode, Relation};
+use crate::explain::options::ExplainOptions;
+
+/// What the mapping needs besides the plan.
+pub struct Mapper<'a> {
+    db: &'a Arc<Database>,
+    opts: &'a ExplainOptions,
+    costs: CostParams,
+    track_io_timing: bool,
+    /// Alias of each scan (by node address).
+    aliases: HashMap<usize, String>,
+    /// Qualify columns in expressions above scans (more than one relation, or VERBOSE).
+    prefix_upper: bool,
+    /// Qualify columns in a scan's own filter (VERBOSE).
+    prefix_scan: bool,
+    /// Qualify columns in `Output:` (more than one relation).
+    prefix_output: bool,
+}
+
+/// The names a query gives its tables, in the order the plan reads them: (table, alias).
+pub fn scan_aliases(plan: &LogicalPlan) -> Vec<(String, String)> {
+    fn walk(plan: &LogicalPlan, out: &mut Vec<(String, String)>) {
+        match plan {
+            LogicalPlan::SubqueryAlias(sa) => {
+                if let LogicalPlan::TableScan(ts) = sa.input.as_ref() {
+                    out.push((
+                        ts.table_name.table().to_string(),
+                        sa.alias.table().to_string(),
+                    ));
+                    return;
+                }
+            }
+            LogicalPlan::TableScan(ts) => {
+                let name = ts.table_name.table().to_string();
+                out.push((name.clone(), name));
+                return;
+            }
+            _ => {}
+        }
+        for input in plan.inputs() {
+            walk(input, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(plan, &mut out);
+    out
+}
+
+fn address(plan: &dyn ExecutionPlan) -> usize {
+    plan as *const dyn ExecutionPlan as *const () as usize
+}
+
+impl<'a> Mapper<'a> {
+    pub fn new(
+        db: &'a Arc<Database>,
+        opts: &'a ExplainOptions,
+        costs: CostParams,
+        track_io_timing: bool,
+        root: &Arc<dyn ExecutionPlan>,
+        mut logical_aliases: Vec<(String, String)>,
+    ) -> Mapper<'a> {
+        let mut aliases = HashMap::new();
+        let mut relations = 0;
+        fn walk(
+            plan: &Arc<dyn ExecutionPlan>,
+            logical: &mut Vec<(String, String)>,
+            aliases: &mut HashMap<usize, String>,
+            relations: &mut usize,
+        ) {
+            let (inner, _) = peel(plan);
+            if let Some(scan) = inner.downcast_ref::<HeapScanExec>() {
+                *relations += 1;
+                let alias = match logical.iter().position(|(t, _)| *t == scan.table.name) {
+                    Some(i) => logical.remove(i).1,
+                    None => scan.table.name.clone(),
+                };
+                aliases.insert(address(inner.as_ref()), alias);
+            } else if values_rows(inner).is_some() {
+                *relations += 1;
+            }
+            for c in inner.children() {
+                walk(c, logical, aliases, relations);
+            }
+        }
+        walk(root, &mut logical_aliases, &mut aliases, &mut relations);
+        Mapper {
+            db,
+            opts,
+            costs,
+            track_io_timing,
+            aliases,
+            prefix_upper: relations > 1 || opts.verbose,
+            prefix_scan: opts.verbose,
+            prefix_output: relations > 1,
+        }
+    }
+
+    /// The PostgreSQL plan tree of `root`.
+    pub fn map(&self, root: &Arc<dyn ExecutionPlan>) -> PlanNode {
+        self.slot(root, false)
+    }
+
+    /// The node a parent sees under one of its child slots: the first visible node below
+    /// `plan`, with the filters above it merged in and a `Limit` for a fetch.
+    fn slot(&self, plan: &Arc<dyn ExecutionPlan>, under_limit: bool) -> PlanNode {
+        let top = plan;
+        let (_, top_stats) = peel(top);
+        let mut filters: Vec<(&FilterExec, Option<&Arc<NodeStats>>)> = Vec::new();
+        let mut fetch = None;
+        let mut cur = plan;
+        loop {
+            let (inner, stats) = peel(cur);
+            if let Some(f) = inner.downcast_ref::<FilterExec>() {
+                fetch = fetch.or(f.fetch());
+                filters.push((f, stats));
+                cur = f.input();
+                continue;
+            }
+            if is_hidden(inner.as_ref()) {
+                fetch = fetch.or(inner.fetch());
+                cur = inner.children()[0];
+                continue;
+            }
+            break;
+        }
+        let (visible, _) = peel(cur);
+        let is_limit = visible.is::<GlobalLimitExec>();
+        if !is_limit {
+            fetch = fetch.or(visible.fetch());
+        }
+        let width = self.width(top);
+        let mut node = self.visible(cur, width);
+        if self.opts.verbose {
+            node.output = Some(self.output(top));
+        }
+        if !filters.is_empty() {
+            let is_scan = visible.is::<HeapScanExec>() || values_rows(visible).is_some();
+            let prefix = if is_scan {
+                self.prefix_scan
+            } else {
+                self.prefix_upper
+            };
+            let mut quals = Vec::new();
+            let mut texts = Vec::new();
+            for (f, _) in filters.iter().rev() {
+                let parts = conjuncts(f.predicate());
+                for p in &parts {
+                    texts.push(self.expr(p, f.input(), prefix));
+                }
+                quals.extend(parts);
+            }
+            if !quals.is_empty() {
+                let text = if texts.len() == 1 {
+                    texts.remove(0)
+                } else {
+                    format!("({})", texts.join(" AND "))
+                };
+                node.details.push(Detail::Expr {
+                    label: "Filter",
+                    text,
+                });
+                if let Some(c) = node.costs {
+                    node.costs = Some(costs::filter(&self.costs, c, &quals));
+                }
+                if let Some(a) = node.actual.as_mut() {
+                    let kept = self.actual(filters[0].1).unwrap_or_default();
+                    node.details.push(Detail::Removed {
+                        label: "Rows Removed by Filter",
+                        rows: (a.rows - kept.rows).max(0.0),
+                    });
+                    a.rows = kept.rows;
+                    a.times_ms = kept.times_ms.or(a.times_ms);
+                }
+            }
+        }
+        match fetch {
+            Some(n) if !under_limit => {
+                let costs = node.costs.map(|c| costs::limit(c, 0, Some(n)));
+                let actual = self.actual(top_stats).or(node.actual);
+                let buffers = node.buffers;
+                let output = node.output.clone();
+                PlanNode {
+                    node_type: "Limit".into(),
+                    text_name: "Limit".into(),
+                    costs,
+                    actual,
+                    output,
+                    buffers,
+                    children: vec![Child {
+                        relationship: "Outer",
+                        node,
+                    }],
+                    ..Default::default()
+                }
+            }
+            _ => node,
+        }
+    }
+
+    fn actual(&self, stats: Option<&Arc<NodeStats>>) -> Option<Actual> {
+        if !self.opts.analyze {
+            return None;
+        }
+        let o = stats.map(|s| s.snapshot()).unwrap_or_default();
+        Some(Actual {
+            times_ms: if self.opts.timing && o.executed() {
+                o.times_ms()
+            } else {
+                None
+            },
+            rows: o.rows as f64,
+            loops: u64::from(o.executed()),
+        })
+    }
+
+    /// A node with its own buffer usage plus its children's.
+    fn finish(&self, mut node: PlanNode, own: Buffers) -> PlanNode {
+        if self.opts.analyze && self.opts.buffers {
+            let mut b = own;
+            b.track_io_timing = self.track_io_timing;
+            for c in &node.children {
+                if let Some(cb) = &c.node.buffers {
+                    b.add(cb);
+                }
+            }
+            node.buffers = Some(b);
+        }
+        if self.opts.analyze && self.opts.wal {
+            node.wal = Some(Default::default());
+        }
+        node
+    }
+
+    fn child_costs(&self, node: &PlanNode) -> Costs {
+        node.costs.unwrap_or_default()
+    }
+
+    /// A visible node (not hidden, not a filter).
+    fn visible(&self, plan: &Arc<dyn ExecutionPlan>, width: i64) -> PlanNode {
+        let (inner, stats) = peel(plan);
+        let actual = self.actual(stats);
+        let with_costs = |c: Costs| self.opts.costs.then_some(Costs { width, ..c });
+        let p = &self.costs;
+        let upper = self.prefix_upper;
+
+        if let Some(scan) = inner.downcast_ref::<HeapScanExec>() {
+            let blocks = self.db.table_blocks(&scan.table).unwrap_or(0);
+            let (pages, tuples) = costs::relation_size(&scan.table, blocks);
+            let node = PlanNode {
+                node_type: "Seq Scan".into(),
+                text_name: "Seq Scan".into(),
+                relation: Some(Relation {
+                    object_tag: Some("Relation Name"),
+                    object_name: Some(scan.table.name.clone()),
+                    schema: self.opts.verbose.then(|| scan.table.schema.clone()),
+                    alias: self.alias(inner.as_ref(), &scan.table.name),
+                }),
+                costs: with_costs(costs::seq_scan(p, pages, tuples, width)),
+                actual,
+                ..Default::default()
+            };
+            return self.finish(node, scan_buffers(inner.as_ref()));
+        }
+
+        if let Some(agg) = inner.downcast_ref::<AggregateExec>() {
+            let (src, input) = aggregate_source(agg);
+            let keys: Vec<String> = src
+                .group_expr()
+                .expr()
+                .iter()
+                .map(|(e, _)| self.expr(e, input, upper))
+                .collect();
+            let child = self.slot(input, false);
+            let (text_name, strategy) = if keys.is_empty() {
+                ("Aggregate", "Plain")
+            } else if *src.input_order_mode() == InputOrderMode::Sorted {
+                ("GroupAggregate", "Sorted")
+            } else {
+                ("HashAggregate", "Hashed")
+            };
+            let c = costs::aggregate(
+                p,
+                self.child_costs(&child),
+                keys.len(),
+                src.aggr_expr().len(),
+                width,
+            );
+            let mut details = Vec::new();
+            if !keys.is_empty() {
+                details.push(Detail::List {
+                    label: "Group Key",
+                    items: keys,
+                });
+            }
+            let node = PlanNode {
+                node_type: "Aggregate".into(),
+                text_name: text_name.into(),
+                strategy: Some(strategy),
+                partial_mode: Some("Simple"),
+                costs: with_costs(c),
+                actual,
+                details,
+                children: vec![outer(child)],
+                ..Default::default()
+            };
+            return self.finish(node, Buffers::default());
+        }
+
+        if let Some(sort) = inner.downcast_ref::<SortExec>() {
+            let keys = self.sort_keys(sort.expr().iter(), sort.input());
+            let child = self.slot(sort.input(), false);
+            let c = costs::sort(p, self.child_costs(&child), sort.fetch());
+            let node = PlanNode {
+                node_type: "Sort".into(),
+                text_name: "Sort".into(),
+                costs: with_costs(c),
+                actual,
+                details: vec![Detail::List {
+                    label: "Sort Key",
+                    items: keys,
+                }],
+                children: vec![outer(child)],
+                ..Default::default()
+            };
+            return self.finish(node, Buffers::default());
+        }
+
+        if let Some(limit) = inner.downcast_ref::<GlobalLimitExec>() {
+            let child = self.slot(limit.input(), true);
+            let c = costs::limit(self.child_costs(&child), limit.skip(), limit.fetch());
+            let node = PlanNode {
+                node_type: "Limit".into(),
+                text_name: "Limit".into(),
+                costs: with_costs(c),
+                actual,
+                children: vec![outer(child)],
+                ..Default::default()
+            };
+            return self.finish(node, Buffers::default());
+        }
+
+        if let Some(j) = inner.downcast_ref::<HashJoinExec>() {
+            let probe = self.slot(j.right(), false);
+            let build = self.slot(j.left(), false);
+            let conds: Vec<String> = j
+                .on()
+                .iter()
+                .map(|(l, r)| {
+                    format!(
+                        "({} = {})",
+                        self.expr(r, j.right(), upper),
+                        self.expr(l, j.left(), upper)
+                    )
+                })
+                .collect();
+            let mut details = vec![Detail::Expr {
+                label: "Hash Cond",
+                text: and_list(conds),
+            }];
+            details.extend(self.join_filter(j.filter(), j.left(), j.right()));
+            let c = costs::hash_join(
+                p,
+                self.child_costs(&probe),
+                self.child_costs(&build),
+                j.on().len(),
+                width,
+            );
+            let hash = self.finish(
+                PlanNode {
+                    node_type: "Hash".into(),
+                    text_name: "Hash".into(),
+                    costs: build.costs.map(|b| Costs {
+                        startup: b.total,
+                        ..b
+                    }),
+                    actual: build.actual,
+                    output: build.output.clone(),
+                    children: vec![outer(build)],
+                    ..Default::default()
+                },
+                Buffers::default(),
+            );
+            let jt = pg_join_type(j.join_type(), true);
+            let node = PlanNode {
+                node_type: "Hash Join".into(),
+                text_name: join_name("Hash", jt),
+                join_type: Some(jt),
+                inner_unique: Some(false),
+                costs: with_costs(c),
+                actual,
+                details,
+                children: vec![outer(probe), inner_child(hash)],
+                ..Default::default()
+            };
+            return self.finish(node, Buffers::default());
+        }
+
+        if let Some(j) = inner.downcast_ref::<NestedLoopJoinExec>() {
+            return self.nested_loop(
+                j.left(),
+                j.right(),
+                j.join_type(),
+                j.filter(),
+                actual,
+                width,
+            );
+        }
+        if let Some(j) = inner.downcast_ref::<CrossJoinExec>() {
+            return self.nested_loop(j.left(), j.right(), &JoinType::Inner, None, actual, width);
+        }
+
+        if let Some(j) = inner.downcast_ref::<SortMergeJoinExec>() {
+            let left = self.slot(j.left(), false);
+            let right = self.slot(j.right(), false);
+            let conds: Vec<String> = j
+                .on()
+                .iter()
+                .map(|(l, r)| {
+                    format!(
+                        "({} = {})",
+                        self.expr(l, j.left(), upper),
+                        self.expr(r, j.right(), upper)
+                    )
+                })
+                .collect();
+            let mut details = vec![Detail::Expr {
+                label: "Merge Cond",
+                text: and_list(conds),
+            }];
+            details.extend(self.join_filter(j.filter().as_ref(), j.left(), j.right()));
+            let c = costs::hash_join(
+                p,
+                self.child_costs(&left),
+                self.child_costs(&right),
+                j.on().len(),
+                width,
+            );
+            let jt = pg_join_type(&j.join_type(), false);
+            let node = PlanNode {
+                node_type: "Merge Join".into(),
+                text_name: join_name("Merge", jt),
+                join_type: Some(jt),
+                inner_unique: Some(false),
+                costs: with_costs(c),
+                actual,
+                details,
+                children: vec![outer(left), inner_child(right)],
+                ..Default::default()
+            };
+            return self.finish(node, Buffers::default());
+        }
+
+        let union_inputs = inner
+            .downcast_ref::<UnionExec>()
+            .map(|u| u.inputs().clone())
+            .or_else(|| {
+                inner
+                    .downcast_ref::<InterleaveExec>()
+                    .map(|u| u.inputs().clone())
+            });
+        if let Some(inputs) = union_inputs {
+            let children: Vec<PlanNode> = inputs.iter().map(|c| self.slot(c, false)).collect();
+            let child_costs: Vec<Costs> = children.iter().map(|c| self.child_costs(c)).collect();
+            let node = PlanNode {
+                node_type: "Append".into(),
+                text_name: "Append".into(),
+                costs: with_costs(costs::append(p, &child_costs, width)),
+                actual,
+                children: children
+                    .into_iter()
+                    .map(|node| Child {
+                        relationship: "Member",
+                        node,
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            return self.finish(node, Buffers::default());
+        }
+
+        if let Some(rows) = values_rows(inner).filter(|&rows| rows != 1) {
+            let node = PlanNode {
+                node_type: "Values Scan".into(),
+                text_name: "Values Scan".into(),
+                relation: Some(Relation {
+                    alias: "*VALUES*".into(),
+                    ..Default::default()
+                }),
+                costs: with_costs(costs::values(p, rows, width)),
+                actual,
+                ..Default::default()
+            };
+            return self.finish(node, Buffers::default());
+        }
+
+        // PostgreSQL computes a one-row VALUES list in a Result node.
+        if inner.is::<PlaceholderRowExec>()
+            || inner.is::<EmptyExec>()
+            || values_rows(inner) == Some(1)
+        {
+            let empty = inner.is::<EmptyExec>();
+            let rows = if empty { 0.0 } else { 1.0 };
+            let mut node = PlanNode {
+                node_type: "Result".into(),
+                text_name: "Result".into(),
+                costs: with_costs(costs::result(p, rows, width)),
+                actual,
+                ..Default::default()
+            };
+            if empty {
+                node.details.push(Detail::Expr {
+                    label: "One-Time Filter",
+                    text: "false".into(),
+                });
+            }
+            return self.finish(node, Buffers::default());
+        }
+
+        let window = inner
+            .downcast_ref::<WindowAggExec>()
+            .map(|w| (w.window_expr().to_vec(), w.input().clone()))
+            .or_else(|| {
+                inner
+                    .downcast_ref::<BoundedWindowAggExec>()
+                    .map(|w| (w.window_expr().to_vec(), w.input().clone()))
+            });
+        if let Some((exprs, input)) = window {
+            let mut details = Vec::new();
+            if let Some(w) = exprs.first() {
+                let mut parts = Vec::new();
+                if !w.partition_by().is_empty() {
+                    let keys: Vec<String> = w
+                        .partition_by()
+                        .iter()
+                        .map(|e| self.expr(e, &input, upper))
+                        .collect();
+                    parts.push(format!("PARTITION BY {}", keys.join(", ")));
+                }
+                if !w.order_by().is_empty() {
+                    let keys = self.sort_keys(w.order_by().iter(), &input);
+                    parts.push(format!("ORDER BY {}", keys.join(", ")));
+                }
+                details.push(Detail::Expr {
+                    label: "Window",
+                    text: format!("w1 AS ({})", parts.join(" ")),
+                });
+            }
+            let child = self.slot(&input, false);
+            let c = costs::per_row(p, self.child_costs(&child), exprs.len(), width);
+            let node = PlanNode {
+                node_type: "WindowAgg".into(),
+                text_name: "WindowAgg".into(),
+                costs: with_costs(c),
+                actual,
+                details,
+                children: vec![outer(child)],
+                ..Default::default()
+            };
+            return self.finish(node, Buffers::default());
+        }
+
+        // Anything else: its DataFusion name, its children below it.
+        let name = inner.name().trim_end_matches("Exec").to_string();
+        let children: Vec<PlanNode> = inner
+            .children()
+            .into_iter()
+            .map(|c| self.slot(c, false))
+            .collect();
+        let c = children
+            .first()
+            .map(|c| self.child_costs(c))
+            .unwrap_or_else(|| costs::result(p, 1.0, width));
+        let node = PlanNode {
+            node_type: name.clone(),
+            text_name: name,
+            costs: with_costs(c),
+            actual,
+            children: children
+                .into_iter()
+                .enumerate()
+                .map(|(i, node)| Child {
+                    relationship: match i {
+                        0 => "Outer",
+                        1 => "Inner",
+                        _ => "Member",
+                    },
+                    node,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        self.finish(node, Buffers::default())
+    }
+
+    fn nested_loop(
+        &self,
+        left: &Arc<dyn ExecutionPlan>,
+        right: &Arc<dyn ExecutionPlan>,
+        join_type: &JoinType,
+        filter: Option<&JoinFilter>,
+        actual: Option<Actual>,
+        width: i64,
+    ) -> PlanNode {
+        let streamed = self.slot(right, false);
+        let collected = self.slot(left, false);
+        let details: Vec<Detail> = self.join_filter(filter, left, right).into_iter().collect();
+        let c = costs::nested_loop(
+            &self.costs,
+            self.child_costs(&streamed),
+            self.child_costs(&collected),
+            filter.is_some(),
+            width,
+        );
+        let jt = pg_join_type(join_type, true);
+        let text_name = if jt == "Inner" {
+            "Nested Loop".to_string()
+        } else {
+            format!("Nested Loop {jt} Join")
+        };
+        let node = PlanNode {
+            node_type: "Nested Loop".into(),
+            text_name,
+            join_type: Some(jt),
+            inner_unique: Some(false),
+            costs: self.opts.costs.then_some(Costs { width, ..c }),
+            actual,
+            details,
+            children: vec![outer(streamed), inner_child(collected)],
+            ..Default::default()
+        };
+        self.finish(node, Buffers::default())
+    }
+
+    fn join_filter(
+        &self,
+        filter: Option<&JoinFilter>,
+        left: &Arc<dyn ExecutionPlan>,
+        right: &Arc<dyn ExecutionPlan>,
+    ) -> Option<Detail> {
+        let f = filter?;
+        let indices: &[ColumnIndex] = f.column_indices();
+        let column = |i: usize| match indices.get(i) {
+            Some(ci) => match ci.side {
+                datafusion::common::JoinSide::Left => {
+                    self.column(left, ci.index, self.prefix_upper)
+                }
+                datafusion::common::JoinSide::Right => {
+                    self.column(right, ci.index, self.prefix_upper)
+                }
+                datafusion::common::JoinSide::None => "mark".into(),
+            },
+            None => format!("${i}"),
+        };
+        let quals = conjuncts(f.expression());
+        let input = Input {
+            column: &column,
+            schema: f.schema(),
+        };
+        deparse_qual(&quals, &input).map(|text| Detail::Expr {
+            label: "Join Filter",
+            text,
+        })
+    }
+
+    fn sort_keys<'e>(
+        &self,
+        exprs: impl Iterator<Item = &'e PhysicalSortExpr>,
+        input: &Arc<dyn ExecutionPlan>,
+    ) -> Vec<String> {
+        exprs
+            .map(|s| {
+                let mut k = self.expr(&s.expr, input, self.prefix_upper);
+                let desc = s.options.descending;
+                if desc {
+                    k.push_str(" DESC");
+                }
+                if s.options.nulls_first && !desc {
+                    k.push_str(" NULLS FIRST");
+                } else if !s.options.nulls_first && desc {
+                    k.push_str(" NULLS LAST");
+                }
+                k
+            })
+            .collect()
+    }
+
+    /// An expression evaluated over the rows of `over`.
+    fn expr(
+        &self,
+        e: &Arc<dyn PhysicalExpr>,
+        over: &Arc<dyn ExecutionPlan>,
+        prefix: bool,
+    ) -> String {
+        let schema = over.schema();
+        let column = |i: usize| self.column(over, i, prefix);
+        deparse(
+            e,
+            &Input {
+                column: &column,
+                schema: &schema,
+            },
+        )
+    }
+
+    fn alias(&self, scan: &dyn ExecutionPlan, table: &str) -> String {
+        self.aliases
+            .get(&address(scan))
+            .cloned()
+            .unwrap_or_else(|| table.to_string())
+    }
+
+    /// VERBOSE `Output:` of the node whose output is `top`'s.
+    fn output(&self, top: &Arc<dyn ExecutionPlan>) -> Vec<String> {
+        (0..top.schema().fields().len())
+            .map(|i| self.column(top, i, self.prefix_output))
+            .collect()
+    }
+
+    /// `width=`: the planner's average width of `plan`'s output row.
+    fn width(&self, plan: &Arc<dyn ExecutionPlan>) -> i64 {
+        let schema = plan.schema();
+        (0..schema.fields().len())
+            .map(|i| match base_column(plan, i) {
+                Some(ty) => costs::column_width(&ty),
+                // A SQL integer literal is int4 in PostgreSQL, Int64 in DataFusion.
+                None if small_integer_literal(plan, i) => 4,
+                None => costs::arrow_width(schema.field(i).data_type()),
+            })
+            .sum()
+    }
+
+    /// How column `idx` of `plan`'s output reads in an expression over it.
+    fn column(&self, plan: &Arc<dyn ExecutionPlan>, idx: usize, prefix: bool) -> String {
+        let (inner, _) = peel(plan);
+        let field_name = || {
+            inner
+                .schema()
+                .fields()
+                .get(idx)
+                .map(|f| quote_identifier(f.name()))
+                .unwrap_or_else(|| format!("${idx}"))
+        };
+        if let Some(scan) = inner.downcast_ref::<HeapScanExec>() {
+            let name = scan
+                .projection
+                .get(idx)
+                .and_then(|&c| scan.table.columns.get(c))
+                .map(|c| quote_identifier(&c.name))
+                .unwrap_or_else(field_name);
+            return if prefix {
+                format!(
+                    "{}.{name}",
+                    quote_identifier(&self.alias(inner.as_ref(), &scan.table.name))
+                )
+            } else {
+                name
+            };
+        }
+        if let Some(proj) = inner.downcast_ref::<ProjectionExec>() {
+            return match proj.expr().get(idx) {
+                Some(pe) => self.expr(&pe.expr, proj.input(), prefix),
+                None => field_name(),
+            };
+        }
+        if let Some(f) = inner.downcast_ref::<FilterExec>() {
+            let i = f.projection().as_ref().map_or(idx, |p| p[idx]);
+            return self.column(f.input(), i, prefix);
+        }
+        if let Some(agg) = inner.downcast_ref::<AggregateExec>() {
+            let (src, input) = aggregate_source(agg);
+            let groups = src.group_expr().expr();
+            if idx < groups.len() {
+                return self.expr(&groups[idx].0, input, prefix);
+            }
+            return match src.aggr_expr().get(idx - groups.len()) {
+                Some(a) => self.aggregate_call(a, input, prefix),
+                None => field_name(),
+            };
+        }
+        if let Some(j) = inner.downcast_ref::<HashJoinExec>() {
+            let i = j.projection.as_ref().map_or(idx, |p| p[idx]);
+            return self.join_column(j.join_type(), j.left(), j.right(), i, prefix);
+        }
+        if let Some(j) = inner.downcast_ref::<NestedLoopJoinExec>() {
+            let i = j.projection().as_ref().map_or(idx, |p| p[idx]);
+            return self.join_column(j.join_type(), j.left(), j.right(), i, prefix);
+        }
+        if let Some(j) = inner.downcast_ref::<CrossJoinExec>() {
+            return self.join_column(&JoinType::Inner, j.left(), j.right(), idx, prefix);
+        }
+        if let Some(j) = inner.downcast_ref::<SortMergeJoinExec>() {
+            return self.join_column(&j.join_type(), j.left(), j.right(), idx, prefix);
+        }
+        if let Some(u) = inner.downcast_ref::<UnionExec>() {
+            return self.column(&u.inputs()[0], idx, prefix);
+        }
+        if let Some(u) = inner.downcast_ref::<InterleaveExec>() {
+            return self.column(&u.inputs()[0], idx, prefix);
+        }
+        if values_rows(inner).is_some() {
+            let name = field_name();
+            return if prefix {
+                format!("\"*VALUES*\".{name}")
+            } else {
+                name
+            };
+        }
+        let window_input = inner
+            .downcast_ref::<WindowAggExec>()
+            .map(|w| (w.window_expr().to_vec(), w.input().clone()))
+            .or_else(|| {
+                inner
+                    .downcast_ref::<BoundedWindowAggExec>()
+                    .map(|w| (w.window_expr().to_vec(), w.input().clone()))
+            });
+        if let Some((exprs, input)) = window_input {
+            let n = input.schema().fields().len();
+            if idx < n {
+                return self.column(&input, idx, prefix);
+            }
+            return match exprs.get(idx - n) {
+                Some(w) => {
+                    let args: Vec<String> = w
+                        .expressions()
+                        .iter()
+                        .map(|e| self.expr(e, &input, prefix))
+                        .collect();
+                    let name = w.name().split('(').next().unwrap_or("").to_string();
+                    format!("{name}({}) OVER w1", args.join(", "))
+                }
+                None => field_name(),
+            };
+        }
+        let children = inner.children();
+        if children.len() == 1
+            && children[0].schema().fields().len() == inner.schema().fields().len()
+        {
+            return self.column(children[0], idx, prefix);
+        }
+        field_name()
+    }
+
+    fn join_column(
+        &self,
+        join_type: &JoinType,
+        left: &Arc<dyn ExecutionPlan>,
+        right: &Arc<dyn ExecutionPlan>,
+        idx: usize,
+        prefix: bool,
+    ) -> String {
+        let left_n = left.schema().fields().len();
+        match join_type {
+            JoinType::RightSemi | JoinType::RightAnti | JoinType::RightMark => {
+                if idx < right.schema().fields().len() {
+                    self.column(right, idx, prefix)
+                } else {
+                    "mark".into()
+                }
+            }
+            JoinType::LeftSemi | JoinType::LeftAnti | JoinType::LeftMark => {
+                if idx < left_n {
+                    self.column(left, idx, prefix)
+                } else {
+                    "mark".into()
+                }
+            }
+            _ => {
+                if idx < left_n {
+                    self.column(left, idx, prefix)
+                } else {
+                    self.column(right, idx - left_n, prefix)
+                }
+            }
+        }
+    }
+
+    /// `count(*)`, `sum(a)`, `count(DISTINCT a)`.
+    fn aggregate_call(
+        &self,
+        a: &AggregateFunctionExpr,
+        input: &Arc<dyn ExecutionPlan>,
+        prefix: bool,
+    ) -> String {
+        let name = a.fun().name().to_string();
+        let args = a.expressions();
+        let constant = args.iter().all(|e| {
+            e.as_ref()
+                .downcast_ref::<Literal>()
+                .is_some_and(|l| !l.value().is_null())
+        });
+        if name == "count" && !a.is_distinct() && constant {
+            return "count(*)".into();
+        }
+        let args: Vec<String> = args.iter().map(|e| self.expr(e, input, prefix)).collect();
+        let distinct = if a.is_distinct() { "DISTINCT " } else { "" };
+        format!("{name}({distinct}{})", args.join(", "))
+    }
+}
+
+/// Not shown by EXPLAIN: nodes that only move, batch or project rows.
+fn is_hidden(plan: &dyn ExecutionPlan) -> bool {
+    matches!(
+        plan.name(),
+        "ProjectionExec"
+            | "CoalesceBatchesExec"
+            | "RepartitionExec"
+            | "CoalescePartitionsExec"
+            | "SortPreservingMergeExec"
+            | "LocalLimitExec"
+            | "CooperativeExec"
+    ) && plan.children().len() == 1
+}
+
+/// The aggregate whose group and aggregate expressions apply to the input rows, and that
+/// input: for a Final node, the Partial node below it (the pair is one PostgreSQL node).
+fn aggregate_source(agg: &AggregateExec) -> (&AggregateExec, &Arc<dyn ExecutionPlan>) {
+    if matches!(
+        agg.mode(),
+        AggregateMode::Final | AggregateMode::FinalPartitioned
+    ) {
+        let mut cur = agg.input();
+        loop {
+            let (inner, _) = peel(cur);
+            if let Some(partial) = inner.downcast_ref::<AggregateExec>() {
+                if *partial.mode() == AggregateMode::Partial {
+                    return (partial, partial.input());
+                }
+                break;
+            }
+            if is_hidden(inner.as_ref()) {
+                cur = inner.children()[0];
+                continue;
+            }
+            break;
+        }
+    }
+    (agg, agg.input())
+}
+
+/// The number of rows of a VALUES list (a DataFusion memory source).
+fn values_rows(plan: &Arc<dyn ExecutionPlan>) -> Option<usize> {
+    let ds = plan.downcast_ref::<DataSourceExec>()?;
+    let mem = ds.data_source().downcast_ref::<MemorySourceConfig>()?;
+    Some(
+        mem.partitions()
+            .iter()
+            .flatten()
+            .map(|b| b.num_rows())
+            .sum(),
+    )
+}
+
+/// The table column type behind output column `idx` of `plan`, when it is one.
+fn base_column(plan: &Arc<dyn ExecutionPlan>, idx: usize) -> Option<PgType> {
+    let (inner, _) = peel(plan);
+    if let Some(scan) = inner.downcast_ref::<HeapScanExec>() {
+        let c = scan.projection.get(idx)?;
+        return scan.table.columns.get(*c).map(|c| c.ty);
+    }
+    if let Some(proj) = inner.downcast_ref::<ProjectionExec>() {
+        let e = &proj.expr().get(idx)?.expr;
+        let col = e
+            .as_ref()
+            .downcast_ref::<datafusion::physical_expr::expressions::Column>()?;
+        return base_column(proj.input(), col.index());
+    }
+    if let Some(f) = inner.downcast_ref::<FilterExec>() {
+        let i = f.projection().as_ref().map_or(idx, |p| p[idx]);
+        return base_column(f.input(), i);
+    }
+    if let Some(j) = inner.downcast_ref::<HashJoinExec>() {
+        let i = j.projection.as_ref().map_or(idx, |p| p[idx]);
+        let left_n = j.left().schema().fields().len();
+        return match j.join_type() {
+            JoinType::RightSemi | JoinType::RightAnti => base_column(j.right(), i),
+            _ if i < left_n => base_column(j.left(), i),
+            _ => base_column(j.right(), i - left_n),
+        };
+    }
+    if inner.is::<AggregateExec>() {
+        return None;
+    }
+    let children = inner.children();
+    if children.len() == 1 && children[0].schema().fields().len() == inner.schema().fields().len() {
+        return base_column(children[0], idx);
+    }
+    None
+}
+
+/// Is output column `idx` of `plan` an integer constant that fits PostgreSQL's int4?
+fn small_integer_literal(plan: &Arc<dyn ExecutionPlan>, idx: usize) -> bool {
+    let (inner, _) = peel(plan);
+    let Some(proj) = inner.downcast_ref::<ProjectionExec>() else {
+        return false;
+    };
+    proj.expr()
+        .get(idx)
+        .and_then(|pe| pe.expr.as_ref().downcast_ref::<Literal>())
+        .is_some_and(|l| {
+            matches!(l.value(), datafusion::scalar::ScalarValue::Int64(Some(v)) if i32::try_from(*v).is_ok())
+        })
+}
+
+/// The own buffer usage of a scan, from the metrics `HeapScanExec` publishes.
+fn scan_buffers(plan: &dyn ExecutionPlan) -> Buffers {
+    let Some(m) = plan.metrics() else {
+        return Buffers::default();
+    };
+    // Summed over partitions. DataFusion records a zero duration as 1 ns (so that "took
+    // no time" differs from "not measured"); a partition's 1 ns is a zero here.
+    let get = |name: &str| -> u64 {
+        m.iter()
+            .filter(|metric| metric.value().name() == name)
+            .map(|metric| {
+                let v = metric.value().as_usize() as u64;
+                match metric.value() {
+                    MetricValue::Time { .. } if v <= 1 => 0,
+                    _ => v,
+                }
+            })
+            .sum()
+    };
+    Buffers {
+        shared_hit: get("shared_hit"),
+        shared_read: get("shared_read"),
+        shared_dirtied: get("shared_dirtied"),
+        shared_written: get("shared_written"),
+        shared_read_ns: get("shared_read_time"),
+        shared_write_ns: get("shared_write_time"),
+        shared_wait_ns: get("shared_wait_time"),
+        io_reads: get("io_reads"),
+        track_io_timing: false,
+    }
+}
+
+/// PostgreSQL's join type of a DataFusion join. With `build_left`, DataFusion's left
+/// input is PostgreSQL's inner side, so left and right swap.
+fn pg_join_type(jt: &JoinType, build_left: bool) -> &'static str {
+    let jt = if build_left { jt.swap() } else { *jt };
+    match jt {
+        JoinType::Inner => "Inner",
+        JoinType::Left => "Left",
+        JoinType::Right => "Right",
+        JoinType::Full => "Full",
+        JoinType::LeftSemi | JoinType::LeftMark => "Semi",
+        JoinType::LeftAnti => "Anti",
+        JoinType::RightSemi | JoinType::RightMark => "Right Semi",
+        JoinType::RightAnti => "Right Anti",
+    }
+}
+
+fn join_name(method: &str, jt: &str) -> String {
+    if jt == "Inner" {
+        format!("{method} Join")
+    } else {
+        format!("{method} {jt} Join")
+    }
+}
+
+fn and_list(mut items: Vec<String>) -> String {
+    if items.len() == 1 {
+        items.remove(0)
+    } else {
+        format!("({})", items.join(" AND "))
+    }
+}
+
+fn outer(node: PlanNode) -> Child {
+    Child {
+        relationship: "Outer",
+        node,
+    }
+}
+
+fn inner_child(node: PlanNode) -> Child {
+    Child {
+        relationship: "Inner",
+        node,
+    }
+}
+
+/// Whether the scans of `plan` have finished publishing their counters: a scan stopped
+/// early by a LIMIT ends on its own thread shortly after its consumer went away.
+pub fn scans_done(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    let (inner, _) = peel(plan);
+    if inner.is::<HeapScanExec>() {
+        if let Some(m) = inner.metrics() {
+            let ended = m.iter().all(|metric| match metric.value() {
+                MetricValue::EndTimestamp(t) => t.value().is_some(),
+                _ => true,
+            });
+            if !ended {
+                return false;
+            }
+        }
+    }
+    inner.children().into_iter().all(scans_done)
+}

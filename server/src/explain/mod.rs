@@ -1,0 +1,407 @@
+//! `EXPLAIN`, in PostgreSQL 18's layout.
+//!
+//! ```text
+//!   EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM t
+//!     │
+//!     ├─ options.rs     the option list, PostgreSQL's defaults and errors
+//!     ├─ plan the statement exactly as the session runs it (same SessionState and
+//!     │  StatementContext), keep the physical plan
+//!     ├─ ANALYZE: instrument.rs wraps every node; the plan runs to completion, rows
+//!     │  are discarded (or, with SERIALIZE, converted for the wire and counted)
+//!     ├─ mapping.rs     DataFusion nodes → PostgreSQL nodes (Seq Scan, Aggregate, Hash
+//!     │                 Join …), exprs.rs writes their expressions, costs.rs estimates
+//!     │                 their costs, the scans' metrics give the buffer counts
+//!     └─ text.rs / structured.rs   the text format, or JSON / YAML / XML
+//! ```
+//!
+//! The result is PostgreSQL's: one `text` column named `QUERY PLAN`, one row per line in
+//! the text format, one row holding the whole document otherwise.
+//!
+//! `EXPLAIN ANALYZE` of a SELECT changes nothing. `EXPLAIN ANALYZE` of an INSERT inserts,
+//! as in PostgreSQL. Other statements are not explainable yet (0A000).
+
+pub mod costs;
+pub mod exprs;
+pub mod instrument;
+pub mod mapping;
+pub mod node;
+pub mod options;
+pub mod structured;
+pub mod text;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use datafusion::arrow::array::StringArray;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::sql::sqlparser::ast;
+use futures::StreamExt;
+use iolab_catalog::{PgError, PgResult};
+use iolab_settings::SessionSettings;
+use pgwire::api::results::FieldFormat;
+
+use crate::errors::from_datafusion;
+use crate::explain::costs::CostParams;
+use crate::explain::mapping::Mapper;
+use crate::explain::node::{Actual, Buffers, Child, Costs, Explained, PlanNode, Relation};
+use crate::explain::options::{ExplainOptions, Format, Serialize};
+use crate::sql::{insert, Outcome, StatementRun};
+
+/// The result's one column.
+pub fn result_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new(
+        "QUERY PLAN",
+        DataType::Utf8,
+        false,
+    )]))
+}
+
+/// Checks the options of an `EXPLAIN` when it is parsed, so that errors carry the
+/// position of the offending option as PostgreSQL's do. `text` is the statement, at
+/// `offset` in the query string `whole`.
+pub fn check_options(
+    stmt: &ast::Statement,
+    text: &str,
+    whole: &str,
+    offset: usize,
+) -> PgResult<()> {
+    if !matches!(stmt, ast::Statement::Explain { .. }) {
+        return Ok(());
+    }
+    match ExplainOptions::from_statement(stmt) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let mut err = *e.error;
+            if let Some((line, column)) = e.at {
+                if let Some(p) = char_position(text, line as usize, column as usize) {
+                    err.position = Some(whole[..offset].chars().count() + p);
+                }
+            }
+            Err(err)
+        }
+    }
+}
+
+fn char_position(text: &str, line: usize, column: usize) -> Option<usize> {
+    let mut pos = 0;
+    for (i, l) in text.split('\n').enumerate() {
+        if i + 1 == line {
+            return Some(pos + column);
+        }
+        pos += l.chars().count() + 1;
+    }
+    None
+}
+
+/// Does running this statement write (EXPLAIN ANALYZE of an INSERT)?
+pub fn writes(stmt: &ast::Statement) -> bool {
+    let ast::Statement::Explain { statement, .. } = stmt else {
+        return false;
+    };
+    matches!(**statement, ast::Statement::Insert(_))
+        && ExplainOptions::from_statement(stmt).is_ok_and(|o| o.analyze)
+}
+
+/// Runs an `EXPLAIN` statement.
+pub async fn run(
+    run: &StatementRun,
+    settings: &SessionSettings,
+    stmt: &ast::Statement,
+) -> PgResult<Outcome> {
+    let opts = ExplainOptions::from_statement(stmt).map_err(|e| *e.error)?;
+    let ast::Statement::Explain { statement, .. } = stmt else {
+        return Err(PgError::internal("not an EXPLAIN statement"));
+    };
+    if opts.generic_plan {
+        return Err(PgError::unsupported(
+            "EXPLAIN (GENERIC_PLAN) is not supported",
+        ));
+    }
+    let explainer = Explainer {
+        run,
+        opts: &opts,
+        costs: CostParams::from_settings(settings),
+    };
+    let mut explained = match statement.as_ref() {
+        ast::Statement::Query(_) => explainer.query(statement).await?,
+        ast::Statement::Insert(ins) => explainer.insert(ins).await?,
+        other => {
+            return Err(PgError::unsupported(format!(
+                "EXPLAIN of {} is not supported",
+                statement_kind(other)
+            )));
+        }
+    };
+    if opts.settings {
+        explained.settings = Some(
+            settings
+                .explain_settings()
+                .into_iter()
+                .map(|(n, v)| (n.to_string(), v))
+                .collect(),
+        );
+    }
+    if opts.buffers {
+        // Planning reads the in-memory catalog only: it touches no buffers.
+        explained.planning_buffers = Some(Buffers {
+            track_io_timing: run.ctx.track_io_timing,
+            ..Buffers::default()
+        });
+    }
+    explained.triggers = opts.analyze;
+    if !opts.summary {
+        explained.planning_time_ms = None;
+        explained.execution_time_ms = None;
+    }
+    let rows: Vec<String> = match opts.format {
+        Format::Text => text::render(&explained),
+        f => vec![structured::render(&explained, f)],
+    };
+    let schema = result_schema();
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(rows))])
+        .map_err(|e| PgError::internal(e.to_string()))?;
+    let stream =
+        datafusion::physical_plan::memory::MemoryStream::try_new(vec![batch], schema.clone(), None)
+            .map_err(from_datafusion)?;
+    Ok(Outcome::Rows {
+        schema,
+        stream: Box::pin(stream),
+        tag: "EXPLAIN",
+    })
+}
+
+fn statement_kind(stmt: &ast::Statement) -> String {
+    let text = stmt.to_string();
+    let words: Vec<&str> = text.split_whitespace().take(2).collect();
+    match words.first().map(|w| w.to_ascii_uppercase()) {
+        Some(w) if w == "CREATE" || w == "DROP" => words.join(" ").to_ascii_uppercase(),
+        Some(w) => w,
+        None => "this statement".into(),
+    }
+}
+
+struct Explainer<'a> {
+    run: &'a StatementRun,
+    opts: &'a ExplainOptions,
+    costs: CostParams,
+}
+
+/// A planned statement: its physical plan, how long planning took and the names the
+/// query gives its tables.
+struct Planned {
+    plan: Arc<dyn ExecutionPlan>,
+    planning_ms: f64,
+    aliases: Vec<(String, String)>,
+}
+
+impl Explainer<'_> {
+    /// Plans a query as `StatementRun::query_stream` does, stopping at the physical plan.
+    async fn plan(&self, query: &ast::Statement) -> PgResult<Planned> {
+        let started = Instant::now();
+        let logical = self.run.logical_plan(query).await?;
+        let aliases = mapping::scan_aliases(&logical);
+        let mut plan = self
+            .run
+            .state
+            .create_physical_plan(&logical)
+            .await
+            .map_err(from_datafusion)?;
+        let planning_ms = ms_since(started);
+        if self.opts.analyze {
+            plan = instrument::instrument(plan, self.opts.timing).map_err(from_datafusion)?;
+        }
+        Ok(Planned {
+            plan,
+            planning_ms,
+            aliases,
+        })
+    }
+
+    fn mapper<'m>(&'m self, planned: &Planned) -> Mapper<'m> {
+        Mapper::new(
+            &self.run.db,
+            self.opts,
+            self.costs,
+            self.run.ctx.track_io_timing,
+            &planned.plan,
+            planned.aliases.clone(),
+        )
+    }
+
+    async fn query(&self, query: &ast::Statement) -> PgResult<Explained> {
+        let planned = self.plan(query).await?;
+        let mut explained = Explained {
+            planning_time_ms: Some(planned.planning_ms),
+            ..Default::default()
+        };
+        if self.opts.analyze {
+            let started = Instant::now();
+            let serialized = self.execute(&planned.plan).await?;
+            explained.execution_time_ms = Some(ms_since(started));
+            explained.serialization = serialized;
+        }
+        explained.plan = self.mapper(&planned).map(&planned.plan);
+        Ok(explained)
+    }
+
+    /// Runs the plan to completion, discarding its rows (SERIALIZE: after converting
+    /// them as the wire would).
+    async fn execute(
+        &self,
+        plan: &Arc<dyn ExecutionPlan>,
+    ) -> PgResult<Option<node::Serialization>> {
+        let mut stream =
+            datafusion::physical_plan::execute_stream(plan.clone(), self.run.state.task_ctx())
+                .map_err(from_datafusion)?;
+        let format = match self.opts.serialize {
+            Serialize::None => None,
+            Serialize::Text => Some(FieldFormat::Text),
+            Serialize::Binary => Some(FieldFormat::Binary),
+        };
+        let fields = format.map(|f| crate::wire::encode::fields(&plan.schema(), |_| f));
+        let mut serialize_ns = 0u128;
+        let mut bytes = 0u64;
+        while let Some(batch) = stream.next().await {
+            let batch = batch.map_err(from_datafusion)?;
+            if let Some(fields) = &fields {
+                let started = Instant::now();
+                for row in crate::wire::encode::encode_batch(&batch, fields, &self.run.text_format)
+                {
+                    bytes += 2 + row.data.len() as u64;
+                }
+                serialize_ns += started.elapsed().as_nanos();
+            }
+        }
+        drop(stream);
+        wait_for_scans(plan).await;
+        Ok(format.map(|f| node::Serialization {
+            time_ms: self.opts.timing.then(|| serialize_ns as f64 / 1e6),
+            bytes,
+            format: if f == FieldFormat::Text {
+                "text"
+            } else {
+                "binary"
+            },
+            buffers: self.opts.buffers.then(|| Buffers {
+                track_io_timing: self.run.ctx.track_io_timing,
+                ..Buffers::default()
+            }),
+        }))
+    }
+
+    /// `Insert on t` over the plan of the rows inserted.
+    async fn insert(&self, ins: &ast::Insert) -> PgResult<Explained> {
+        let ast::TableObject::TableName(name) = &ins.table else {
+            return Err(PgError::unsupported(
+                "INSERT into a table function is not supported",
+            ));
+        };
+        let Some(source) = &ins.source else {
+            return Err(PgError::unsupported(
+                "INSERT … DEFAULT VALUES is not supported",
+            ));
+        };
+        if ins.on.is_some() || ins.returning.is_some() {
+            return Err(PgError::unsupported(
+                "EXPLAIN of INSERT … ON CONFLICT / RETURNING is not supported",
+            ));
+        }
+        let (schema, table_name) = crate::sql::ddl::split_name(name)?;
+        let table = self
+            .run
+            .db
+            .catalog
+            .resolve(schema.as_deref(), &table_name)?;
+        let targets = insert::target_columns(&table, &ins.columns)?;
+        let mut planned = self.plan(&ast::Statement::Query(source.clone())).await?;
+        // The target takes the table's name; PostgreSQL renames reads of the same table
+        // in the source `t_1`, `t_2` …
+        let mut renamed = 0;
+        for (_, alias) in planned.aliases.iter_mut() {
+            if *alias == table.name {
+                renamed += 1;
+                *alias = format!("{}_{renamed}", table.name);
+            }
+        }
+        let mut explained = Explained {
+            planning_time_ms: Some(planned.planning_ms),
+            ..Default::default()
+        };
+        let mut actual = None;
+        let mut buffers = None;
+        if self.opts.analyze {
+            let started = Instant::now();
+            let stream = datafusion::physical_plan::execute_stream(
+                planned.plan.clone(),
+                self.run.state.task_ctx(),
+            )
+            .map_err(from_datafusion)?;
+            insert::insert_stream(self.run, &table, &targets, stream).await?;
+            wait_for_scans(&planned.plan).await;
+            let ms = ms_since(started);
+            explained.execution_time_ms = Some(ms);
+            actual = Some(Actual {
+                times_ms: self.opts.timing.then_some((ms, ms)),
+                rows: 0.0,
+                loops: 1,
+            });
+            if self.opts.buffers {
+                // Everything the statement did: the source's scans and the inserts.
+                let u = *self.run.ctx.usage.lock();
+                buffers = Some(Buffers {
+                    shared_hit: u.shared_hit,
+                    shared_read: u.shared_read,
+                    shared_dirtied: u.shared_dirtied,
+                    shared_written: u.shared_written,
+                    shared_read_ns: u.shared_read_ns,
+                    shared_write_ns: u.shared_write_ns,
+                    track_io_timing: self.run.ctx.track_io_timing,
+                    ..Buffers::default()
+                });
+            }
+        }
+        let source_node = self.mapper(&planned).map(&planned.plan);
+        explained.plan = PlanNode {
+            node_type: "ModifyTable".into(),
+            text_name: "Insert".into(),
+            operation: Some("Insert"),
+            relation: Some(Relation {
+                object_tag: Some("Relation Name"),
+                object_name: Some(table.name.clone()),
+                schema: self.opts.verbose.then(|| table.schema.clone()),
+                alias: table.name.clone(),
+            }),
+            costs: source_node.costs.map(|c| Costs {
+                rows: 0.0,
+                width: 0,
+                ..c
+            }),
+            actual,
+            buffers,
+            wal: (self.opts.analyze && self.opts.wal).then(Default::default),
+            children: vec![Child {
+                relationship: "Outer",
+                node: source_node,
+            }],
+            ..Default::default()
+        };
+        Ok(explained)
+    }
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Waits (briefly) until every scan of `plan` has published its counters.
+async fn wait_for_scans(plan: &Arc<dyn ExecutionPlan>) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(5);
+    while !mapping::scans_done(plan) && Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,179 @@
+//! What EXPLAIN prints, as data: a tree of PostgreSQL plan nodes and the lines around it.
+//!
+//! The mapping (`mapping.rs`) builds it from a DataFusion plan; the renderers (`text.rs`,
+//! `structured.rs`) print it. Nothing here knows DataFusion, so renderers are tested on
+//! hand-built trees.
+
+/// One plan node as PostgreSQL's EXPLAIN shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlanNode {
+    /// `Node Type` of the structured formats: `Seq Scan`, `Aggregate`, `Hash Join`,
+    /// `ModifyTable` …
+    pub node_type: String,
+    /// The name in the text header: `HashAggregate`, `Hash Left Join`, `Insert` …
+    pub text_name: String,
+    /// Aggregates: `Strategy` (`Plain`, `Hashed`, `Sorted`) and `Partial Mode` (`Simple`).
+    pub strategy: Option<&'static str>,
+    pub partial_mode: Option<&'static str>,
+    /// ModifyTable: `Operation` (`Insert`).
+    pub operation: Option<&'static str>,
+    /// Joins: `Join Type` (`Inner`, `Left`, `Right`, `Full`, `Semi`, `Anti`, `Right Semi` …).
+    pub join_type: Option<&'static str>,
+    /// Joins: `Inner Unique` (structured formats only).
+    pub inner_unique: Option<bool>,
+    /// The relation a scan or modification works on.
+    pub relation: Option<Relation>,
+    /// Planner estimates (COSTS).
+    pub costs: Option<Costs>,
+    /// What happened (ANALYZE).
+    pub actual: Option<Actual>,
+    /// VERBOSE: the node's output columns.
+    pub output: Option<Vec<String>>,
+    /// Node-specific lines, in the order PostgreSQL prints them.
+    pub details: Vec<Detail>,
+    /// Buffer usage, including the children's (ANALYZE with BUFFERS).
+    pub buffers: Option<Buffers>,
+    /// WAL usage (ANALYZE with WAL); iolab writes no WAL yet, so it is always zero.
+    pub wal: Option<Wal>,
+    pub children: Vec<Child>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Child {
+    /// `Parent Relationship`: `Outer`, `Inner`, `Member` …
+    pub relationship: &'static str,
+    pub node: PlanNode,
+}
+
+/// `Seq Scan on t x` / `"Relation Name": "t", "Alias": "x"`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Relation {
+    /// The key naming the object in structured formats (`Relation Name`); `None` for
+    /// scans of something that has no name (a VALUES list).
+    pub object_tag: Option<&'static str>,
+    pub object_name: Option<String>,
+    /// The schema, shown with VERBOSE.
+    pub schema: Option<String>,
+    /// The name the query uses for it.
+    pub alias: String,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Costs {
+    pub startup: f64,
+    pub total: f64,
+    pub rows: f64,
+    pub width: i64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Actual {
+    /// (startup, total) in milliseconds, per loop; `None` with TIMING OFF.
+    pub times_ms: Option<(f64, f64)>,
+    /// Rows over all loops.
+    pub rows: f64,
+    /// 0 = never executed.
+    pub loops: u64,
+}
+
+impl Actual {
+    /// Rows per loop, as printed.
+    pub fn rows_per_loop(&self) -> f64 {
+        if self.loops == 0 {
+            0.0
+        } else {
+            self.rows / self.loops as f64
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Detail {
+    /// An expression: `Filter: (a < 140)`, `Hash Cond: (t.a = u.a)`.
+    Expr { label: &'static str, text: String },
+    /// A list: `Sort Key: a DESC, b` (text) / `"Sort Key": ["a DESC", "b"]`.
+    List {
+        label: &'static str,
+        items: Vec<String>,
+    },
+    /// An ANALYZE counter printed in text only when positive, always in structured
+    /// formats, per loop with no decimals: `Rows Removed by Filter: 197200`.
+    Removed { label: &'static str, rows: f64 },
+}
+
+/// PostgreSQL's `BufferUsage`, in blocks and nanoseconds, plus iolab's wait time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Buffers {
+    pub shared_hit: u64,
+    pub shared_read: u64,
+    pub shared_dirtied: u64,
+    pub shared_written: u64,
+    /// Time blocked reading (`shared read=` of `I/O Timings`).
+    pub shared_read_ns: u64,
+    pub shared_write_ns: u64,
+    /// iolab: time spent issuing reads (advice, submission): `shared wait=`.
+    pub shared_wait_ns: u64,
+    /// I/O operations behind `shared_read` blocks (a 16-block readv is one).
+    pub io_reads: u64,
+    /// Whether `track_io_timing` was on: structured formats print the time keys only then.
+    pub track_io_timing: bool,
+}
+
+impl Buffers {
+    pub fn add(&mut self, o: &Buffers) {
+        self.shared_hit += o.shared_hit;
+        self.shared_read += o.shared_read;
+        self.shared_dirtied += o.shared_dirtied;
+        self.shared_written += o.shared_written;
+        self.shared_read_ns += o.shared_read_ns;
+        self.shared_write_ns += o.shared_write_ns;
+        self.shared_wait_ns += o.shared_wait_ns;
+        self.io_reads += o.io_reads;
+        self.track_io_timing |= o.track_io_timing;
+    }
+
+    pub fn has_counts(&self) -> bool {
+        self.shared_hit + self.shared_read + self.shared_dirtied + self.shared_written > 0
+    }
+
+    pub fn has_timing(&self) -> bool {
+        self.shared_read_ns + self.shared_write_ns + self.shared_wait_ns > 0
+    }
+}
+
+/// `WAL: records=… fpi=… bytes=… buffers full=…`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wal {
+    pub records: u64,
+    pub fpi: u64,
+    pub bytes: u64,
+    pub buffers_full: u64,
+}
+
+/// `Serialization: time=… ms  output=…kB  format=text`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Serialization {
+    /// With TIMING only.
+    pub time_ms: Option<f64>,
+    pub bytes: u64,
+    pub format: &'static str,
+    /// With BUFFERS: what converting the rows read (nothing, for iolab's values).
+    pub buffers: Option<Buffers>,
+}
+
+/// One statement's EXPLAIN output.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Explained {
+    pub plan: PlanNode,
+    /// SETTINGS: changed planner settings as (name, value), in the order they changed.
+    pub settings: Option<Vec<(String, String)>>,
+    /// BUFFERS: the planner's buffer usage.
+    pub planning_buffers: Option<Buffers>,
+    /// SUMMARY.
+    pub planning_time_ms: Option<f64>,
+    /// ANALYZE: structured formats print an (empty) `Triggers` list.
+    pub triggers: bool,
+    pub serialization: Option<Serialization>,
+    /// SUMMARY with ANALYZE.
+    pub execution_time_ms: Option<f64>,
+}

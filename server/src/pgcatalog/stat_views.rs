@@ -1,0 +1,357 @@
+//! The I/O statistics views and functions of PostgreSQL 18, over the database's
+//! [`IoStatsHub`] and its AIO handles:
+//!
+//! | SQL | rows |
+//! |---|---|
+//! | `pg_stat_io` (view), `pg_stat_get_io()` | 79: one per (backend type, object, context) PostgreSQL 18 tracks |
+//! | `pg_stat_get_backend_io(pid)` | the rows of that live process's backend type; none for an unknown pid |
+//! | `pg_aios` (view), `pg_get_aios()` | one per AIO handle in use |
+//! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io` or NULL / no argument |
+//! | `pg_stat_reset_backend_stats(pid)` | resets one process's statistics |
+//!
+//! The columns are PostgreSQL 18's followed by iolab's (see `iolab_stats::views`). The
+//! views are computed each time a statement scans them, so filters, joins and aggregates
+//! over them see the statistics as of that statement; the table functions take their
+//! snapshot when the statement is planned (their argument must be a constant, such as
+//! `pg_backend_pid()`).
+//!
+//! Each session's per-process statistics exist from its start to its end: see
+//! [`BackendIoRegistration`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::datasource::{MemTable, TableType};
+use datafusion::error::Result;
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::scalar::ScalarValue;
+use iolab_catalog::{sqlstate, PgError};
+use iolab_engine::Database;
+use iolab_stats::views;
+use iolab_stats::{BackendType, IoStatsHub};
+
+use super::batch::V;
+use super::functions::{def, ints, per_row, pg, texts, Def};
+use super::tables::CatalogSchema;
+
+/// PostgreSQL 18's targets of `pg_stat_reset_shared`, in its hint's order. Only `io`
+/// has statistics in iolab; the others are accepted and reset nothing.
+const RESET_TARGETS: [&str; 7] = [
+    "archiver",
+    "bgwriter",
+    "checkpointer",
+    "io",
+    "recovery_prefetch",
+    "slru",
+    "wal",
+];
+
+/// Which view a [`StatView`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Which {
+    PgStatIo,
+    PgAios,
+}
+
+impl Which {
+    fn schema(self) -> SchemaRef {
+        match self {
+            Which::PgStatIo => views::pg_stat_io_schema(),
+            Which::PgAios => views::pg_aios_schema(),
+        }
+    }
+
+    fn batch(self, db: &Database) -> RecordBatch {
+        match self {
+            Which::PgStatIo => views::pg_stat_io_batch(&db.io_stats.snapshot()),
+            Which::PgAios => views::pg_aios_batch(&db.aio_rows()),
+        }
+    }
+}
+
+/// A statistics view: its rows are computed when a statement scans it.
+struct StatView {
+    which: Which,
+    db: Arc<Database>,
+}
+
+impl std::fmt::Debug for StatView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StatView({:?})", self.which)
+    }
+}
+
+#[async_trait]
+impl TableProvider for StatView {
+    fn schema(&self) -> SchemaRef {
+        self.which.schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let batch = self.which.batch(&self.db);
+        MemTable::try_new(batch.schema(), vec![vec![batch]])?
+            .scan(state, projection, filters, limit)
+            .await
+    }
+}
+
+/// Adds `pg_stat_io` and `pg_aios` to a session's `pg_catalog` schema.
+pub fn register_views(pg_catalog: &CatalogSchema, db: &Arc<Database>) {
+    use datafusion::catalog::SchemaProvider;
+    for (name, which) in [("pg_stat_io", Which::PgStatIo), ("pg_aios", Which::PgAios)] {
+        let view = Arc::new(StatView {
+            which,
+            db: db.clone(),
+        });
+        if let Err(e) = pg_catalog.register_table(name.to_string(), view) {
+            tracing::error!("could not register {name}: {e}");
+        }
+    }
+}
+
+/// A table function of PostgreSQL's: the arity it accepts and the batch it returns for
+/// its (constant) arguments.
+struct StatFunction {
+    name: &'static str,
+    arity: usize,
+    db: Arc<Database>,
+    rows: fn(&Database, &[Option<i64>]) -> RecordBatch,
+}
+
+impl std::fmt::Debug for StatFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StatFunction({})", self.name)
+    }
+}
+
+impl TableFunctionImpl for StatFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let exprs = args.exprs();
+        if exprs.len() != self.arity {
+            let types = vec!["integer"; exprs.len()].join(", ");
+            return Err(pg(PgError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!("function {}({types}) does not exist", self.name),
+            )
+            .with_hint(
+                "No function matches the given name and argument types. You might need to add explicit type casts.",
+            )));
+        }
+        let values = exprs
+            .iter()
+            .map(|e| constant_int(self.name, e))
+            .collect::<Result<Vec<_>>>()?;
+        let batch = (self.rows)(&self.db, &values);
+        Ok(Arc::new(MemTable::try_new(
+            batch.schema(),
+            vec![vec![batch]],
+        )?))
+    }
+}
+
+/// A table function's argument: an integer constant (or NULL) once DataFusion has
+/// folded it (`pg_backend_pid()` folds; a column of another table does not).
+fn constant_int(function: &str, e: &Expr) -> Result<Option<i64>> {
+    let Expr::Literal(v, _) = e else {
+        return Err(pg(PgError::unsupported(format!(
+            "the argument of {function}() must be a constant in iolab"
+        ))));
+    };
+    Ok(match v {
+        v if v.is_null() => None,
+        ScalarValue::Int8(Some(i)) => Some(*i as i64),
+        ScalarValue::Int16(Some(i)) => Some(*i as i64),
+        ScalarValue::Int32(Some(i)) => Some(*i as i64),
+        ScalarValue::Int64(Some(i)) => Some(*i),
+        ScalarValue::UInt8(Some(i)) => Some(*i as i64),
+        ScalarValue::UInt16(Some(i)) => Some(*i as i64),
+        ScalarValue::UInt32(Some(i)) => Some(*i as i64),
+        ScalarValue::UInt64(Some(i)) => Some(*i as i64),
+        ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
+            Some(s.trim().parse().map_err(|_| {
+                pg(PgError::new(
+                    sqlstate::INVALID_TEXT_REPRESENTATION,
+                    format!("invalid input syntax for type integer: \"{s}\""),
+                ))
+            })?)
+        }
+        other => {
+            return Err(pg(PgError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!("function {function}({}) does not exist", other.data_type()),
+            )))
+        }
+    })
+}
+
+/// A pid argument as PostgreSQL's `integer`: values out of its range match no process.
+fn pid_of(v: Option<i64>) -> Option<i32> {
+    v.and_then(|v| i32::try_from(v).ok())
+}
+
+/// Registers `pg_stat_get_io()`, `pg_stat_get_backend_io(pid)` and `pg_get_aios()` into
+/// the state that will plan a statement.
+pub fn register_table_functions(state: &mut SessionState, db: &Arc<Database>) {
+    let functions: [(
+        &'static str,
+        usize,
+        fn(&Database, &[Option<i64>]) -> RecordBatch,
+    ); 3] = [
+        ("pg_stat_get_io", 0, |db, _| Which::PgStatIo.batch(db)),
+        ("pg_stat_get_backend_io", 1, |db, args| {
+            // STRICT: a NULL pid returns no rows, as an unknown one does.
+            let snapshot = pid_of(args[0]).and_then(|pid| db.io_stats.backend_snapshot(pid));
+            views::backend_io_batch(snapshot.as_ref())
+        }),
+        ("pg_get_aios", 0, |db, _| Which::PgAios.batch(db)),
+    ];
+    for (name, arity, rows) in functions {
+        state.register_udtf(
+            name,
+            Arc::new(StatFunction {
+                name,
+                arity,
+                db: db.clone(),
+                rows,
+            }),
+        );
+    }
+}
+
+/// `pg_stat_reset_shared` and `pg_stat_reset_backend_stats` (both return `void`, shown as
+/// an empty text value as psql shows PostgreSQL's void).
+pub(super) fn reset_functions() -> Vec<Def> {
+    use datafusion::arrow::datatypes::DataType;
+    vec![
+        def(
+            "pg_stat_reset_shared",
+            0..=1,
+            DataType::Utf8,
+            |ctx, args, rows| {
+                let targets = match args.first() {
+                    Some(a) => texts(a)?,
+                    None => vec![None; rows],
+                };
+                let hub = &ctx.shared.db.io_stats;
+                per_row(rows, |i| {
+                    reset_shared(hub, targets[i].as_deref())?;
+                    Ok(V::text(""))
+                })
+            },
+        )
+        .volatile(),
+        def(
+            "pg_stat_reset_backend_stats",
+            1..=1,
+            DataType::Utf8,
+            |ctx, args, rows| {
+                let pids = ints(&args[0])?;
+                let hub = &ctx.shared.db.io_stats;
+                per_row(rows, |i| {
+                    // STRICT: NULL in, NULL out.
+                    Ok(match pids[i] {
+                        None => V::Null,
+                        Some(pid) => {
+                            if let Some(pid) = pid_of(Some(pid)) {
+                                hub.reset_backend(pid);
+                            }
+                            V::text("")
+                        }
+                    })
+                })
+            },
+        )
+        .volatile(),
+    ]
+}
+
+/// `pg_stat_reset_shared(target)`; `None` resets every kind.
+fn reset_shared(hub: &IoStatsHub, target: Option<&str>) -> Result<()> {
+    match target {
+        None | Some("io") => hub.reset_shared_io(),
+        Some(t) if RESET_TARGETS.contains(&t) => {}
+        Some(t) => {
+            let quoted: Vec<String> = RESET_TARGETS.iter().map(|t| format!("\"{t}\"")).collect();
+            let (last, rest) = quoted.split_last().expect("not empty");
+            return Err(pg(PgError::new(
+                sqlstate::INVALID_PARAMETER_VALUE,
+                format!("unrecognized reset target: \"{t}\""),
+            )
+            .with_hint(format!("Target must be {}, or {last}.", rest.join(", ")))));
+        }
+    }
+    Ok(())
+}
+
+/// A client session's entry in the per-process statistics (`pg_stat_get_backend_io`):
+/// registered when the session starts, removed when this value is dropped with the
+/// connection.
+pub struct BackendIoRegistration {
+    hub: Arc<IoStatsHub>,
+    pid: i32,
+}
+
+impl BackendIoRegistration {
+    pub fn client_backend(db: &Database, pid: i32) -> BackendIoRegistration {
+        db.io_stats
+            .register_backend(pid, BackendType::ClientBackend);
+        BackendIoRegistration {
+            hub: db.io_stats.clone(),
+            pid,
+        }
+    }
+}
+
+impl Drop for BackendIoRegistration {
+    fn drop(&mut self) {
+        self.hub.unregister_backend(self.pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamptz_zone_agrees_with_the_catalog() {
+        assert_eq!(
+            views::TIMESTAMPTZ_ZONE,
+            iolab_catalog::types::TIMESTAMPTZ_ZONE
+        );
+    }
+
+    #[test]
+    fn reset_targets_and_hint_are_postgres_18s() {
+        let hub = IoStatsHub::new();
+        for t in RESET_TARGETS {
+            reset_shared(&hub, Some(t)).unwrap();
+        }
+        reset_shared(&hub, None).unwrap();
+        let e = reset_shared(&hub, Some("x")).unwrap_err();
+        let datafusion::error::DataFusionError::External(e) = e else {
+            panic!("{e}")
+        };
+        let e = e.downcast_ref::<PgError>().unwrap();
+        assert_eq!(e.code, "22023");
+        assert_eq!(e.message, "unrecognized reset target: \"x\"");
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("Target must be \"archiver\", \"bgwriter\", \"checkpointer\", \"io\", \"recovery_prefetch\", \"slru\", or \"wal\".")
+        );
+    }
+}

@@ -1,0 +1,330 @@
+//! EXPLAIN end to end: PostgreSQL 18's layout through psql and tokio-postgres (simple and
+//! extended protocol), EXPLAIN ANALYZE's row counts and buffer counts against the table
+//! itself, and PostgreSQL's errors for bad options.
+
+use iolab_tests::{sqlstate, TestServer};
+use tokio_postgres::{Client, SimpleQueryMessage};
+
+const ROWS: i64 = 200_000;
+
+/// The rows of the QUERY PLAN column, by the simple protocol.
+async fn plan(client: &Client, sql: &str) -> Vec<String> {
+    client
+        .simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
+        .into_iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some(r.get(0).expect("QUERY PLAN").to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn count(client: &Client, sql: &str) -> i64 {
+    client
+        .query_one(sql, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
+        .get(0)
+}
+
+/// The number after `key=` in a line (`rows=200000.00` → 200000).
+fn number_after(line: &str, key: &str) -> Option<f64> {
+    let rest = &line[line.find(key)? + key.len()..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+async fn load(client: &Client) {
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE t(a int, filler text);
+             INSERT INTO t SELECT (i * 7919) % 10000, md5(i::text)
+               FROM generate_series(1, {ROWS}) AS s(i);
+             CREATE TABLE u(a int, b int);
+             INSERT INTO u SELECT i, i * 2 FROM generate_series(1, 1000) AS s(i);"
+        ))
+        .await
+        .expect("load");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_layouts_and_counts() {
+    let server = TestServer::start("explain");
+    let client = server.client().await;
+    load(&client).await;
+
+    // Plain EXPLAIN: PostgreSQL's node and qual layout.
+    assert_eq!(
+        plan(&client, "EXPLAIN (COSTS OFF) SELECT * FROM t WHERE a < 140").await,
+        ["Seq Scan on t", "  Filter: (a < 140)"]
+    );
+    assert_eq!(
+        plan(
+            &client,
+            "EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE filler > 'fffffff'"
+        )
+        .await,
+        [
+            "Aggregate",
+            "  ->  Seq Scan on t",
+            "        Filter: (filler > 'fffffff'::text)"
+        ]
+    );
+    // With costs: PostgreSQL's estimates for a table never analyzed (1667 pages).
+    let with_costs = plan(&client, "EXPLAIN SELECT * FROM t").await;
+    assert_eq!(
+        with_costs,
+        ["Seq Scan on t  (cost=0.00..3784.09 rows=211709 width=36)"]
+    );
+    let join = plan(
+        &client,
+        "EXPLAIN (COSTS OFF) SELECT * FROM t x JOIN u ON x.a = u.a ORDER BY x.a LIMIT 3",
+    )
+    .await;
+    assert_eq!(join[0], "Limit", "{join:#?}");
+    assert!(
+        join.contains(&"        Sort Key: x.a".to_string()),
+        "{join:#?}"
+    );
+    assert!(
+        join.iter()
+            .any(|l| l.trim_start().starts_with("->  Hash Join")),
+        "{join:#?}"
+    );
+    assert!(
+        join.iter().any(|l| l.trim() == "Hash Cond: (u.a = x.a)"),
+        "{join:#?}"
+    );
+    assert!(
+        join.iter().any(|l| l.trim() == "->  Seq Scan on t x"),
+        "{join:#?}"
+    );
+
+    // EXPLAIN ANALYZE of count(*): one row out of the Aggregate, every row out of the
+    // scan, and every block of the table either found in the pool or read.
+    let blocks = count(&client, "SELECT pg_relation_size('t') / 8192").await;
+    assert!(blocks > 1000, "t has {blocks} blocks");
+    let analyzed = plan(
+        &client,
+        "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM t",
+    )
+    .await;
+    assert_eq!(
+        analyzed[0], "Aggregate (actual rows=1.00 loops=1)",
+        "{analyzed:#?}"
+    );
+    let scan_at = analyzed
+        .iter()
+        .position(|l| l.starts_with("  ->  Seq Scan on t"))
+        .unwrap_or_else(|| panic!("{analyzed:#?}"));
+    assert_eq!(
+        analyzed[scan_at],
+        format!("  ->  Seq Scan on t (actual rows={ROWS}.00 loops=1)")
+    );
+    // Buffer counts come from the metrics HeapScanExec publishes (shared_hit,
+    // shared_read …): the scan touches every block once.
+    let buffers = analyzed[scan_at + 1..]
+        .iter()
+        .find(|l| l.trim_start().starts_with("Buffers: shared"))
+        .unwrap_or_else(|| panic!("no Buffers line under the scan: {analyzed:#?}"));
+    let touched = number_after(buffers, "hit=").unwrap_or(0.0)
+        + number_after(buffers, "read=").unwrap_or(0.0);
+    assert_eq!(touched as i64, blocks, "{analyzed:#?}");
+    // The parent's Buffers line includes its child's.
+    assert_eq!(analyzed[1].trim(), buffers.trim(), "{analyzed:#?}");
+
+    // Rows Removed by Filter + rows returned = the table's rows.
+    let filtered = plan(
+        &client,
+        "EXPLAIN (ANALYZE, COSTS OFF, BUFFERS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM t WHERE a < 140",
+    )
+    .await;
+    let returned = number_after(&filtered[0], "rows=").expect("rows=");
+    let removed_line = filtered
+        .iter()
+        .find(|l| l.trim_start().starts_with("Rows Removed by Filter: "))
+        .unwrap_or_else(|| panic!("{filtered:#?}"));
+    let removed: f64 = removed_line.trim()["Rows Removed by Filter: ".len()..]
+        .parse()
+        .unwrap();
+    assert_eq!(returned + removed, ROWS as f64, "{filtered:#?}");
+    assert_eq!(
+        returned as i64,
+        count(&client, "SELECT count(*) FROM t WHERE a < 140").await
+    );
+
+    // Default EXPLAIN ANALYZE: timings, buffers and the summary lines.
+    let full = plan(&client, "EXPLAIN ANALYZE SELECT count(*) FROM t").await;
+    assert!(full[0].starts_with("Aggregate  (cost="), "{full:#?}");
+    assert!(full[0].contains(") (actual time="), "{full:#?}");
+    assert!(full
+        .iter()
+        .any(|l| l.starts_with("Planning Time: ") && l.ends_with(" ms")));
+    assert!(
+        full.last().unwrap().starts_with("Execution Time: "),
+        "{full:#?}"
+    );
+
+    // FORMAT JSON: one row holding the document.
+    let json = plan(
+        &client,
+        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT count(*) FROM t WHERE a < 3",
+    )
+    .await;
+    assert_eq!(json.len(), 1);
+    let doc = &json[0];
+    for key in [
+        "\"Node Type\": \"Aggregate\"",
+        "\"Node Type\": \"Seq Scan\"",
+        "\"Relation Name\": \"t\"",
+        "\"Filter\": \"(a < 3)\"",
+        "\"Actual Rows\": 1.00",
+        "\"Shared Hit Blocks\": ",
+        "\"Shared Read Blocks\": ",
+        "\"Planning Time\": ",
+        "\"Execution Time\": ",
+    ] {
+        assert!(doc.contains(key), "{key} missing from {doc}");
+    }
+    assert!(doc.starts_with("[\n  {\n    \"Plan\": {"), "{doc}");
+    assert!(doc.ends_with("\n]"), "{doc}");
+
+    // SETTINGS lists changed planner settings.
+    client
+        .batch_execute("SET work_mem = '16MB'; SET effective_io_concurrency = 64")
+        .await
+        .unwrap();
+    let settings = plan(&client, "EXPLAIN (SETTINGS, COSTS OFF) SELECT 1").await;
+    assert_eq!(
+        settings,
+        [
+            "Result",
+            "Settings: work_mem = '16MB', effective_io_concurrency = '64'"
+        ]
+    );
+    client.batch_execute("RESET ALL").await.unwrap();
+
+    // EXPLAIN ANALYZE of a SELECT changes nothing; of an INSERT it inserts, as in
+    // PostgreSQL.
+    let inserted = plan(
+        &client,
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) INSERT INTO u VALUES (5000, 1)",
+    )
+    .await;
+    assert_eq!(
+        inserted,
+        [
+            "Insert on u (actual rows=0.00 loops=1)",
+            "  ->  Result (actual rows=1.00 loops=1)"
+        ]
+    );
+    assert_eq!(count(&client, "SELECT count(*) FROM u").await, 1001);
+    let not_run = plan(&client, "EXPLAIN (COSTS OFF) INSERT INTO u SELECT * FROM u").await;
+    assert_eq!(not_run, ["Insert on u", "  ->  Seq Scan on u u_1"]);
+    assert_eq!(count(&client, "SELECT count(*) FROM u").await, 1001);
+    assert_eq!(count(&client, "SELECT count(*) FROM t").await, ROWS);
+
+    // Extended protocol: Describe says one text column, parameters are inferred.
+    let rows = client
+        .query("EXPLAIN (COSTS OFF) SELECT * FROM t WHERE a = $1", &[&7i32])
+        .await
+        .expect("extended EXPLAIN");
+    let lines: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
+    assert_eq!(rows[0].columns()[0].name(), "QUERY PLAN");
+    // Planned with the value, as PostgreSQL plans a statement with bound parameters.
+    assert_eq!(lines, ["Seq Scan on t", "  Filter: (a = 7)"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_option_errors() {
+    let server = TestServer::start("explain-errors");
+    let client = server.client().await;
+    for (sql, code, message) in [
+        (
+            "EXPLAIN (x) SELECT 1",
+            "42601",
+            "unrecognized EXPLAIN option \"x\"",
+        ),
+        (
+            "EXPLAIN (TIMING) SELECT 1",
+            "22023",
+            "EXPLAIN option TIMING requires ANALYZE",
+        ),
+        (
+            "EXPLAIN (WAL) SELECT 1",
+            "22023",
+            "EXPLAIN option WAL requires ANALYZE",
+        ),
+        (
+            "EXPLAIN (SERIALIZE) SELECT 1",
+            "22023",
+            "EXPLAIN option SERIALIZE requires ANALYZE",
+        ),
+        (
+            "EXPLAIN (ANALYZE 2) SELECT 1",
+            "42601",
+            "analyze requires a Boolean value",
+        ),
+        (
+            "EXPLAIN (FORMAT) SELECT 1",
+            "42601",
+            "format requires a parameter",
+        ),
+        (
+            "EXPLAIN (FORMAT foo) SELECT 1",
+            "22023",
+            "unrecognized value for EXPLAIN option \"format\": \"foo\"",
+        ),
+        (
+            "EXPLAIN (GENERIC_PLAN, ANALYZE) SELECT 1",
+            "22023",
+            "EXPLAIN options ANALYZE and GENERIC_PLAN cannot be used together",
+        ),
+        (
+            "EXPLAIN () SELECT 1",
+            "42601",
+            "syntax error at or near \")\"",
+        ),
+    ] {
+        let err = client.simple_query(sql).await.expect_err(sql);
+        assert_eq!(sqlstate(&err), code, "{sql}: {err:?}");
+        assert_eq!(err.as_db_error().unwrap().message(), message, "{sql}");
+    }
+    // The position points at the option, as PostgreSQL's does.
+    let err = client
+        .simple_query("EXPLAIN (COSTS OFF, bogus) SELECT 1")
+        .await
+        .unwrap_err();
+    let position = err.as_db_error().unwrap().position();
+    assert!(
+        matches!(
+            position,
+            Some(tokio_postgres::error::ErrorPosition::Original(21))
+        ),
+        "{position:?}"
+    );
+    // TIMING OFF without ANALYZE is accepted.
+    assert_eq!(
+        plan(&client, "EXPLAIN (TIMING OFF, COSTS OFF) SELECT 1").await,
+        ["Result"]
+    );
+}
+
+#[test]
+fn explain_through_psql() {
+    let server = TestServer::start("explain-psql");
+    server.psql_ok(&["-c", "CREATE TABLE t(a int, filler text)"]);
+    server.psql_ok(&[
+        "-c",
+        "INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 1000) AS s(i)",
+    ]);
+    let out = server.psql_ok(&["-c", "EXPLAIN (COSTS OFF) SELECT * FROM t WHERE a < 140"]);
+    assert_eq!(
+        out,
+        "     QUERY PLAN      \n---------------------\n Seq Scan on t\n   Filter: (a < 140)\n(2 rows)\n\n"
+    );
+}
