@@ -17,13 +17,14 @@ use parking_lot::Mutex;
 
 pub use crate::buffer::memory::{HugePageKind, HugePages};
 
+use crate::accounting::{IoAccount, StatsSink};
 use crate::aio::{AioConfig, AioSystem};
 use crate::buffer::memory::FrameMemory;
 use crate::buffer::BufferPool;
 use crate::storage::relfile::{RelFile, RelFileOptions};
 use crate::txn::TransactionManager;
 use iolab_settings::IoMethod;
-use iolab_stats::IoStatsHub;
+use iolab_stats::{BackendType, IoStatsHub};
 
 /// Settings fixed when the database opens.
 #[derive(Clone, Debug)]
@@ -186,11 +187,24 @@ impl Database {
 
     /// Writes every dirty buffer and fsyncs the files and the commit log (CHECKPOINT).
     /// Returns the number of buffers written.
-    pub fn checkpoint(&self) -> PgResult<usize> {
-        let written = self.pool.flush_all()?;
+    /// Its writes and fsyncs count as the checkpointer's in `pg_stat_io` (timed with
+    /// `track_io_timing`, the server's setting).
+    pub fn checkpoint(&self, track_io_timing: bool) -> PgResult<usize> {
+        let mut acct = IoAccount::new(
+            track_io_timing,
+            Some(StatsSink {
+                hub: Arc::clone(&self.io_stats),
+                backend_type: BackendType::Checkpointer,
+                pid: 0,
+            }),
+        );
+        let written = self.pool.flush_all_counted(&mut acct)?;
         let files: Vec<Arc<RelFile>> = self.relfiles.lock().values().cloned().collect();
         for f in files {
-            f.sync().map_err(|e| {
+            let timer = acct.start_timer();
+            let synced = f.sync();
+            acct.fsynced(timer);
+            synced.map_err(|e| {
                 PgError::io(
                     &format!("could not fsync file \"{}\"", f.path().display()),
                     &e,

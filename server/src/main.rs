@@ -198,6 +198,7 @@ fn run(cli: Cli) -> Result<(), String> {
             .await
             .map_err(|e| format!("could not listen on {addr}: {e}"))?;
         let data_dir = std::fs::canonicalize(&cli.data_dir).unwrap_or(cli.data_dir.clone());
+        let server_track_io_timing = settings.track_io_timing();
         let server = Arc::new(server::Server {
             db: db.clone(),
             settings,
@@ -220,7 +221,7 @@ fn run(cli: Cli) -> Result<(), String> {
         eprintln!("iolab is ready: connect with  psql -h {host} -p {port} -U postgres");
         wire::serve(server, listener, shutdown_signal()).await;
         tracing::info!("shutting down: writing dirty buffers");
-        let written = tokio::task::block_in_place(|| db.checkpoint())
+        let written = tokio::task::block_in_place(|| db.checkpoint(server_track_io_timing))
             .map_err(|e| format!("shutdown checkpoint failed: {}", e.message))?;
         tracing::info!("shutdown complete ({written} buffers written)");
         Ok::<(), String>(())

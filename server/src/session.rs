@@ -279,7 +279,9 @@ impl Session {
         let db = run.db.clone();
         let stmt = match parsed {
             Parsed::Checkpoint => {
-                tokio::task::block_in_place(|| db.checkpoint())?;
+                tokio::task::block_in_place(|| {
+                    db.checkpoint(self.server.settings.track_io_timing())
+                })?;
                 return Ok(Outcome::Done("CHECKPOINT".into()));
             }
             Parsed::Vacuum { table } => {
@@ -287,6 +289,10 @@ impl Session {
                     db.catalog.resolve(None, t)?;
                 }
                 return Ok(Outcome::Done("VACUUM".into()));
+            }
+            Parsed::CreateExtension(create) => {
+                ddl::create_extension(create)?;
+                return Ok(Outcome::Done("CREATE EXTENSION".into()));
             }
             Parsed::CreateUnlogged(stmt) => {
                 let ast::Statement::CreateTable(create) = &**stmt else {

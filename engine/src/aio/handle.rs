@@ -231,12 +231,18 @@ impl HandleTable {
         inner.state = HandleState::Staged;
     }
 
-    /// STAGED → SUBMITTED; returns what an executor needs: file, offset, target memory.
-    pub fn submit(&self, r: IoRef) -> (RawFd, u64, Vec<libc::iovec>) {
+    /// STAGED → SUBMITTED.
+    pub fn submit(&self, r: IoRef) {
         let mut inner = self.slot(r);
         assert_eq!(inner.state, HandleState::Staged);
         inner.state = HandleState::Submitted;
         inner.submitted_at = Some(Instant::now());
+    }
+
+    /// STAGED → SUBMITTED, returning what the kernel needs: file, offset, target memory.
+    pub fn submit_to_kernel(&self, r: IoRef) -> (RawFd, u64, Vec<libc::iovec>) {
+        self.submit(r);
+        let inner = self.slot(r);
         let iovecs = inner.read.as_ref().expect("defined handle").iovecs();
         (inner.fd, inner.offset, iovecs)
     }

@@ -266,12 +266,13 @@ impl AioSystem {
         match self.method {
             IoMethod::Worker => {
                 let workers = self.workers.as_ref().expect("worker method has workers");
-                for io in staged.iter().copied() {
+                for &io in &staged {
                     self.handles.submit(io);
-                    if !workers.try_push(io) {
-                        self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
-                        self.handles.execute(io);
-                    }
+                }
+                let queued = workers.push_batch(&staged);
+                for &io in &staged[queued..] {
+                    self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
+                    self.handles.execute(io);
                 }
             }
             IoMethod::IoUring => self.submit_uring(&staged, issuer.in_flight),
@@ -287,7 +288,7 @@ impl AioSystem {
         let mut reaped = Vec::new();
         let result = uring::with_thread_queue(entries, |queue| {
             for &io in staged {
-                let (fd, offset, iovecs) = self.handles.submit(io);
+                let (fd, offset, iovecs) = self.handles.submit_to_kernel(io);
                 let user_data = (self.table_tag << TAG_SHIFT)
                     | ((io.generation & GEN_MASK) << ID_BITS)
                     | io.id as u64;

@@ -1,11 +1,12 @@
 //! `io_method = worker`: a pool of `io_workers` threads that execute reads handed to them
 //! through one bounded submission queue (PostgreSQL 18's I/O worker processes).
 //!
-//! An issuer pushes the handles of a batch into the queue and wakes one idle worker per
-//! handle; a worker pops a handle, runs `preadv` into the buffers' frames and completes the
+//! An issuer pushes the handles of a batch into the queue under one lock and wakes as many
+//! idle workers as it queued handles (none when all are busy: a busy worker takes the next
+//! handle without sleeping); a worker pops a handle, runs `preadv` into the buffers' frames and completes the
 //! handle (pages verified, buffers valid, issuer woken). The queue holds at most
 //! [`QUEUE_CAPACITY`] handles, like PostgreSQL's 64-slot ring with one slot kept empty; when
-//! it is full, [`WorkerPool::try_push`] refuses and the issuer executes the I/O itself, which
+//! it is full, [`WorkerPool::push_batch`] stops and the issuer executes the rest itself, which
 //! the caller counts (PostgreSQL does this silently; iolab shows it in `pg_stat_aio`).
 //!
 //! Workers run until the pool is dropped; dropping waits for them to finish the handle they
@@ -25,6 +26,8 @@ pub const QUEUE_CAPACITY: usize = 63;
 
 struct Shared {
     queue: Mutex<VecDeque<IoRef>>,
+    /// Workers waiting for work (changed under `queue`'s lock).
+    idle: std::sync::atomic::AtomicUsize,
     work: Condvar,
     shutdown: AtomicBool,
     handles: Arc<HandleTable>,
@@ -41,6 +44,7 @@ impl WorkerPool {
         assert!(nworkers >= 1, "io_workers is at least 1");
         let shared = Arc::new(Shared {
             queue: Mutex::new(VecDeque::with_capacity(QUEUE_CAPACITY)),
+            idle: std::sync::atomic::AtomicUsize::new(0),
             work: Condvar::new(),
             shutdown: AtomicBool::new(false),
             handles,
@@ -60,16 +64,19 @@ impl WorkerPool {
         self.threads.len()
     }
 
-    /// Queue a submitted handle for a worker; `false` if the queue is full.
-    pub fn try_push(&self, io: IoRef) -> bool {
+    /// Queue submitted handles for the workers, in order, until the queue is full; returns
+    /// how many were queued (the caller executes the rest).
+    pub fn push_batch(&self, batch: &[IoRef]) -> usize {
         let mut queue = self.shared.queue.lock();
-        if queue.len() >= QUEUE_CAPACITY {
-            return false;
-        }
-        queue.push_back(io);
+        let room = QUEUE_CAPACITY - queue.len();
+        let queued = batch.len().min(room);
+        queue.extend(&batch[..queued]);
+        let wake = queued.min(self.shared.idle.load(Ordering::Relaxed));
         drop(queue);
-        self.shared.work.notify_one();
-        true
+        for _ in 0..wake {
+            self.shared.work.notify_one();
+        }
+        queued
     }
 
     /// Handles waiting in the queue now.
@@ -89,7 +96,9 @@ fn worker_loop(shared: &Shared) {
                 if shared.shutdown.load(Ordering::Acquire) {
                     return;
                 }
+                shared.idle.fetch_add(1, Ordering::Relaxed);
                 shared.work.wait(&mut queue);
+                shared.idle.fetch_sub(1, Ordering::Relaxed);
             }
         };
         shared.handles.execute(io);

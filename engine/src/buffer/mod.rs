@@ -6,7 +6,8 @@ pub mod pool;
 pub mod ring;
 
 pub use pool::{
-    preadv_fully, BufferId, BufferPool, BufferSnapshot, BufferTag, PageReadGuard, PageWriteGuard,
-    PendingRead, PinnedBuffer, PoolStats, ReadByOther, StartedRead, MAX_USAGE_COUNT,
+    preadv_fully, BufferId, BufferPool, BufferSnapshot, BufferTag, EvictCounts, PageReadGuard,
+    PageWriteGuard, PendingRead, PinnedBuffer, PoolStats, ReadByOther, StartedRead,
+    MAX_USAGE_COUNT,
 };
 pub use ring::{BufferRing, RingKind};

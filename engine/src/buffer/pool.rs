@@ -952,14 +952,18 @@ impl BufferPool {
         }
     }
 
-    fn flush_matching(&self, pred: impl Fn(BufferTag) -> bool) -> Result<usize, PgError> {
+    fn flush_matching(
+        &self,
+        pred: impl Fn(BufferTag) -> bool,
+        mut acct: Option<&mut IoAccount>,
+    ) -> Result<usize, PgError> {
         let mut written = 0;
         for id in 0..self.nbuffers() as BufferId {
             let state = self.desc(id).state.load(Ordering::Acquire);
             if state & (VALID | DIRTY) != (VALID | DIRTY) || !self.pin_if(id, &pred) {
                 continue;
             }
-            let result = self.write_pinned(id, None);
+            let result = self.write_pinned(id, acct.as_deref_mut().map(|a| (a, None)));
             self.unpin(id);
             if result? {
                 written += 1;
@@ -972,12 +976,17 @@ impl BufferPool {
     /// written. The caller then fsyncs the relation files (CHECKPOINT, shutdown). Do not hold
     /// a page lock (`page_mut`) while calling this.
     pub fn flush_all(&self) -> Result<usize, PgError> {
-        self.flush_matching(|_| true)
+        self.flush_matching(|_| true, None)
+    }
+
+    /// [`flush_all`](Self::flush_all), counting the writes in `acct` (the checkpoint's).
+    pub fn flush_all_counted(&self, acct: &mut IoAccount) -> Result<usize, PgError> {
+        self.flush_matching(|_| true, Some(acct))
     }
 
     /// Write every dirty buffer of one relation.
     pub fn flush_relation(&self, relfilenode: u32) -> Result<usize, PgError> {
-        self.flush_matching(|tag| tag.relfilenode == relfilenode)
+        self.flush_matching(|tag| tag.relfilenode == relfilenode, None)
     }
 
     /// Forget every buffer of a relation without writing it (DROP TABLE, TRUNCATE). Callers
@@ -1066,6 +1075,129 @@ impl BufferPool {
             })
             .collect()
     }
+
+    /// Evict every unpinned buffer of one relation (`pg_buffercache_evict_relation`), so
+    /// that its next scan reads from the file: a cold cache without a restart. See
+    /// [`evict_buffer`](Self::evict_buffer) for what happens to each buffer; writes of dirty
+    /// buffers are counted into `acct` (context `normal`). Do not hold a page lock.
+    pub fn evict_relation(
+        &self,
+        relfilenode: u32,
+        acct: &mut IoAccount,
+    ) -> Result<EvictCounts, PgError> {
+        self.evict_matching(|tag| tag.relfilenode == relfilenode, acct)
+    }
+
+    /// Evict every unpinned buffer of the pool (`pg_buffercache_evict_all`).
+    pub fn evict_all(&self, acct: &mut IoAccount) -> Result<EvictCounts, PgError> {
+        self.evict_matching(|_| true, acct)
+    }
+
+    /// Evict buffer `id` (0-based) if it holds a valid block and nobody pins it
+    /// (`pg_buffercache_evict`), as PostgreSQL 18's `EvictUnpinnedBuffer` does: pin it,
+    /// write it back if it is dirty (`flushed`), then unmap it unless someone pinned or
+    /// dirtied it meanwhile (`evicted`, else `skipped`). A buffer without a valid block
+    /// counts in none of the three.
+    pub fn evict_buffer(&self, id: BufferId, acct: &mut IoAccount) -> Result<EvictCounts, PgError> {
+        if id as usize >= self.nbuffers() {
+            return Err(PgError::internal(format!(
+                "bad buffer ID: {}",
+                id as u64 + 1
+            )));
+        }
+        let mut counts = EvictCounts::default();
+        self.evict_one(id, |_| true, acct, &mut counts)?;
+        Ok(counts)
+    }
+
+    fn evict_matching(
+        &self,
+        pred: impl Fn(BufferTag) -> bool,
+        acct: &mut IoAccount,
+    ) -> Result<EvictCounts, PgError> {
+        let mut counts = EvictCounts::default();
+        for id in 0..self.nbuffers() as BufferId {
+            // Unlocked pre-check, as PostgreSQL's: skips empty buffers cheaply.
+            if self.desc(id).state.load(Ordering::Acquire) & VALID == 0 {
+                continue;
+            }
+            self.evict_one(id, &pred, acct, &mut counts)?;
+        }
+        Ok(counts)
+    }
+
+    /// One buffer of an eviction: pin it if it is valid, unpinned and its tag satisfies
+    /// `pred`; write it back if dirty; unmap it if we still hold the only pin and it is
+    /// clean. The tag is changed by the holder of the only pin, as in a retag.
+    fn evict_one(
+        &self,
+        id: BufferId,
+        pred: impl Fn(BufferTag) -> bool,
+        acct: &mut IoAccount,
+        counts: &mut EvictCounts,
+    ) -> Result<(), PgError> {
+        let desc = self.desc(id);
+        let tag = {
+            let header = desc.header.lock();
+            match header.tag {
+                Some(tag) if pred(tag) => {}
+                _ => return Ok(()),
+            }
+            let state = desc.state.load(Ordering::Acquire);
+            if state & VALID == 0 {
+                return Ok(());
+            }
+            // Pinned (or pinned by a sweeper between the load and this CAS): leave it.
+            if !desc.try_pin_unpinned(MAX_USAGE_COUNT) {
+                counts.skipped += 1;
+                return Ok(());
+            }
+            header.tag.expect("checked above")
+        };
+        let written = match self.write_pinned(id, Some((acct, None))) {
+            Ok(written) => written,
+            Err(e) => {
+                self.unpin(id);
+                return Err(e);
+            }
+        };
+        counts.flushed += written as u32;
+        let mut partition = self.mapping[tag.partition()].lock();
+        let mut header = desc.header.lock();
+        assert_eq!(header.tag, Some(tag), "tag of pinned buffer {id} changed");
+        let state = desc.state.load(Ordering::Acquire);
+        let evicted = refcount(state) == 1
+            && state & (DIRTY | IO_IN_PROGRESS) == 0
+            && desc
+                .state
+                .compare_exchange(state, REFCOUNT_ONE, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
+        if evicted {
+            let removed = partition.remove(&tag);
+            assert_eq!(removed, Some(id), "buffer {id} was not mapped to {tag:?}");
+            header.tag = None;
+            header.rel = None;
+            counts.evicted += 1;
+        } else {
+            counts.skipped += 1;
+        }
+        drop(header);
+        drop(partition);
+        self.unpin(id);
+        Ok(())
+    }
+}
+
+/// What an eviction ([`BufferPool::evict_relation`], [`BufferPool::evict_all`],
+/// [`BufferPool::evict_buffer`]) did: PostgreSQL 18's `buffers_evicted`,
+/// `buffers_flushed` (dirty buffers written first, evicted or not) and `buffers_skipped`
+/// (valid buffers left in place because they were pinned, or pinned or dirtied again
+/// while being written).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvictCounts {
+    pub evicted: u32,
+    pub flushed: u32,
+    pub skipped: u32,
 }
 
 /// A pinned buffer: while it lives, the frame keeps holding its block. Dropping it unpins.
@@ -1913,5 +2045,189 @@ mod tests {
         pool.read_buffer(&rel, 1, Some(&mut ring), &mut usage)
             .unwrap();
         assert_eq!(pool.snapshot()[id1 as usize].usage_count, 1);
+    }
+
+    #[test]
+    fn evicted_blocks_are_read_again_not_hit() {
+        let dir = TempDir::new("pool-evict-rel");
+        let rel = make_rel(&dir, 1300, 10);
+        let other = make_rel(&dir, 1301, 2);
+        let pool = BufferPool::new(16);
+        let mut usage = IoAccount::default();
+        for blkno in 0..10 {
+            read(&pool, &rel, blkno, &mut usage);
+        }
+        for blkno in 0..2 {
+            read(&pool, &other, blkno, &mut usage);
+        }
+        let counts = pool.evict_relation(1300, &mut usage).unwrap();
+        assert_eq!(
+            counts,
+            EvictCounts {
+                evicted: 10,
+                flushed: 0,
+                skipped: 0
+            }
+        );
+        assert_eq!(buffers_of(&pool, 1300), 0);
+        assert_eq!(buffers_of(&pool, 1301), 2, "other relations stay cached");
+        assert_eq!(pool.stats().valid, 2);
+        // Evicting again finds nothing.
+        assert_eq!(
+            pool.evict_relation(1300, &mut usage).unwrap(),
+            EvictCounts::default()
+        );
+
+        let mut fresh = IoAccount::default();
+        for blkno in 0..10 {
+            read(&pool, &rel, blkno, &mut fresh);
+        }
+        assert_eq!((fresh.shared_read, fresh.shared_hit), (10, 0));
+        read(&pool, &other, 0, &mut fresh);
+        assert_eq!(fresh.shared_hit, 1);
+
+        // Everything at once.
+        let all = pool.evict_all(&mut fresh).unwrap();
+        assert_eq!((all.evicted, all.flushed, all.skipped), (12, 0, 0));
+        assert_eq!(pool.stats().valid, 0);
+    }
+
+    #[test]
+    fn eviction_skips_pinned_buffers() {
+        let dir = TempDir::new("pool-evict-pinned");
+        let rel = make_rel(&dir, 1400, 6);
+        let pool = BufferPool::new(8);
+        let mut usage = IoAccount::default();
+        for blkno in 0..6 {
+            read(&pool, &rel, blkno, &mut usage);
+        }
+        let held = read(&pool, &rel, 3, &mut usage);
+        let counts = pool.evict_relation(1400, &mut usage).unwrap();
+        assert_eq!((counts.evicted, counts.flushed, counts.skipped), (5, 0, 1));
+        // The pinned buffer keeps its block, and it is still a hit.
+        check_page(&held.page(), 1400, 3);
+        let mut fresh = IoAccount::default();
+        drop(read(&pool, &rel, 3, &mut fresh));
+        assert_eq!((fresh.shared_hit, fresh.shared_read), (1, 0));
+        let id = held.buffer_id();
+        assert_eq!(
+            pool.evict_buffer(id, &mut fresh).unwrap(),
+            EvictCounts {
+                evicted: 0,
+                flushed: 0,
+                skipped: 1
+            }
+        );
+        drop(held);
+        assert_eq!(pool.evict_buffer(id, &mut fresh).unwrap().evicted, 1);
+        assert_eq!(pool.snapshot()[id as usize].tag, None);
+        // An empty buffer is neither evicted nor skipped; an id past the pool is an error.
+        assert_eq!(
+            pool.evict_buffer(id, &mut fresh).unwrap(),
+            EvictCounts::default()
+        );
+        let err = pool.evict_buffer(8, &mut fresh).unwrap_err();
+        assert_eq!(
+            (err.code, err.message.as_str()),
+            ("XX000", "bad buffer ID: 9")
+        );
+        assert_eq!(pool.stats().pinned, 0);
+    }
+
+    #[test]
+    fn eviction_writes_dirty_buffers_first() {
+        let dir = TempDir::new("pool-evict-dirty");
+        let rel = make_rel(&dir, 1500, 8);
+        let pool = BufferPool::new(16);
+        let mut usage = IoAccount::default();
+        for blkno in 0..8 {
+            let buffer = read(&pool, &rel, blkno, &mut usage);
+            if blkno % 2 == 0 {
+                bump_counter(&buffer, &mut usage);
+            }
+        }
+        assert_eq!(pool.stats().dirty, 4);
+        let mut evicting = IoAccount::default();
+        let counts = pool.evict_relation(1500, &mut evicting).unwrap();
+        assert_eq!((counts.evicted, counts.flushed, counts.skipped), (8, 4, 0));
+        assert_eq!(evicting.shared_written, 4, "the write-backs are counted");
+        assert_eq!(
+            pool.stats(),
+            PoolStats {
+                nbuffers: 16,
+                ..PoolStats::default()
+            }
+        );
+        // The changes survive: read from the file, checksums verified on the way in.
+        let mut fresh = IoAccount::default();
+        for blkno in 0..8 {
+            let buffer = read(&pool, &rel, blkno, &mut fresh);
+            assert_eq!(counter_of(&buffer.page()), (blkno % 2 == 0) as u64);
+        }
+        assert_eq!(fresh.shared_read, 8);
+        // A dirty buffer evicted on its own reports the write.
+        let buffer = read(&pool, &rel, 5, &mut fresh);
+        bump_counter(&buffer, &mut fresh);
+        let id = buffer.buffer_id();
+        drop(buffer);
+        let one = pool.evict_buffer(id, &mut fresh).unwrap();
+        assert_eq!((one.evicted, one.flushed), (1, 1));
+        let mut page = vec![0u8; BLCKSZ];
+        rel.read_block(5, &mut page).unwrap();
+        page_verify(&page, 5).unwrap();
+        assert_eq!(counter_of(&page), 1);
+    }
+
+    #[test]
+    fn concurrent_updates_survive_eviction_calls() {
+        let dir = TempDir::new("pool-evict-stress");
+        let rel = make_rel(&dir, 1600, 40);
+        let pool = BufferPool::new(32);
+        let per_thread = 400u64;
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..3u64)
+                .map(|t| {
+                    let (pool, rel) = (&pool, &rel);
+                    s.spawn(move || {
+                        let mut rng = 0x0bad_cafe_1234_5678u64 ^ (t * 0x9e37_79b9);
+                        let mut usage = IoAccount::default();
+                        for _ in 0..per_thread {
+                            rng ^= rng << 13;
+                            rng ^= rng >> 7;
+                            rng ^= rng << 17;
+                            let buffer = read(pool, rel, (rng % 40) as u32, &mut usage);
+                            bump_counter(&buffer, &mut usage);
+                        }
+                    })
+                })
+                .collect();
+            let (pool, done) = (&pool, &done);
+            s.spawn(move || {
+                let mut usage = IoAccount::default();
+                let mut id = 0;
+                while !done.load(Ordering::Relaxed) {
+                    pool.evict_relation(1600, &mut usage).unwrap();
+                    pool.evict_buffer(id % 32, &mut usage).unwrap();
+                    pool.evict_all(&mut usage).unwrap();
+                    id += 1;
+                }
+            });
+            for w in workers {
+                w.join().unwrap();
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+        pool.flush_all().unwrap();
+        let mut total = 0;
+        let mut page = vec![0u8; BLCKSZ];
+        for blkno in 0..40 {
+            rel.read_block(blkno, &mut page).unwrap();
+            page_verify(&page, blkno).unwrap();
+            check_page(&page, 1600, blkno);
+            total += counter_of(&page);
+        }
+        assert_eq!(total, 3 * per_thread, "lost updates");
+        assert_eq!(pool.stats().pinned, 0);
     }
 }

@@ -124,8 +124,11 @@ impl ScanCounters {
             ("shared_write_time", u.shared_write_ns),
             ("shared_wait_time", u.shared_wait_ns),
         ] {
-            m().subset_time(name, p)
-                .add_duration(std::time::Duration::from_nanos(ns));
+            // Only when timed: DataFusion records a zero duration as 1 ns.
+            if ns > 0 {
+                m().subset_time(name, p)
+                    .add_duration(std::time::Duration::from_nanos(ns));
+            }
         }
         if let Some(latency) = scanner.acct().read_latency.summary() {
             for (name, value) in [

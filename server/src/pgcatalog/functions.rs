@@ -61,7 +61,7 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    fn snapshot(&self) -> Snapshot {
+    pub(super) fn snapshot(&self) -> Snapshot {
         let mut s = self.shared.snapshot();
         s.settings = self.settings.lock().clone();
         s.user = self.user.clone();
@@ -177,7 +177,7 @@ impl ScalarUDFImpl for PgFunction {
 }
 
 /// The PostgreSQL name of an argument's Arrow type, for error messages.
-fn arg_type_name(dt: &DataType) -> String {
+pub(super) fn arg_type_name(dt: &DataType) -> String {
     match dt {
         DataType::Null => "unknown".to_string(),
         other => PgType::for_arrow(other)
@@ -240,7 +240,11 @@ fn bools(a: &ArrayRef) -> Result<Vec<Option<bool>>> {
 
 /// A relation argument: an OID (any integer type, or digits in text), or a relation name
 /// in text (`'t'`, `'public.t'`), which must exist.
-fn relation_oids(s: &Snapshot, all: &[Relation], a: &ArrayRef) -> Result<Vec<Option<u32>>> {
+pub(super) fn relation_oids(
+    s: &Snapshot,
+    all: &[Relation],
+    a: &ArrayRef,
+) -> Result<Vec<Option<u32>>> {
     if is_text(a.data_type()) {
         texts(a)?
             .into_iter()
@@ -588,6 +592,24 @@ fn definitions() -> Vec<Def> {
         relation_size("pg_relation_size"),
         relation_size("pg_table_size"),
         relation_size("pg_total_relation_size"),
+        def(
+            "pg_relation_filenode",
+            1..=1,
+            DataType::Int64,
+            |ctx, args, rows| {
+                let s = ctx.snapshot();
+                let all = s.relations();
+                let oids = relation_oids(&s, &all, &args[0])?;
+                per_row(rows, |i| {
+                    // NULL for an unknown OID and for relations without storage (views).
+                    Ok(oids[i]
+                        .and_then(|o| all.iter().find(|r| r.oid == o))
+                        .filter(|r| r.relfilenode != 0)
+                        .map(|r| V::oid(r.relfilenode))
+                        .unwrap_or(V::Null))
+                })
+            },
+        ),
         def(
             "pg_indexes_size",
             1..=1,
@@ -943,6 +965,7 @@ fn definitions() -> Vec<Def> {
         }),
     ]);
     d.extend(super::stat_views::reset_functions());
+    d.extend(super::buffercache::scalar_functions());
     d
 }
 

@@ -29,6 +29,7 @@
 //! `tests/tests/psql_meta.rs`.
 
 pub mod batch;
+pub mod buffercache;
 pub mod functions;
 pub mod info_schema;
 pub mod oids;
@@ -123,6 +124,7 @@ pub fn register_schemas(catalog: &MemoryCatalogProvider, db: Arc<Database>) {
         });
         if which == Which::PgCatalog {
             stat_views::register_views(&schema, &shared.db);
+            buffercache::register_view(&schema, &shared.db);
         }
         catalog
             .register_schema(name, schema)
@@ -143,6 +145,7 @@ pub fn register_functions(state: &mut SessionState, info: &SessionInfo) {
         tracing::error!("could not register the catalog functions: {e}");
     }
     stat_views::register_table_functions(state, &info.db);
+    buffercache::register_table_functions(state, info);
 }
 
 /// The shared state of the `pg_catalog` schema in `state`'s default catalog, if any.

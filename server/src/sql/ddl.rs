@@ -1,4 +1,5 @@
-//! CREATE TABLE, DROP TABLE, TRUNCATE: catalog changes and the files behind them.
+//! CREATE TABLE, DROP TABLE, TRUNCATE: catalog changes and the files behind them; and
+//! CREATE EXTENSION, which changes nothing.
 
 use datafusion::sql::sqlparser::ast::{self, ColumnOption, ObjectName, ObjectType, Statement};
 use iolab_catalog::store::MAX_IDENTIFIER_LEN;
@@ -213,4 +214,182 @@ pub fn truncate(db: &Database, names: &[ObjectName]) -> PgResult<()> {
         db.remove_relation_file(old)?;
     }
     Ok(())
+}
+
+/// `CREATE EXTENSION [IF NOT EXISTS] name [WITH] [SCHEMA s] [VERSION v] [CASCADE]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CreateExtension {
+    pub name: String,
+    pub if_not_exists: bool,
+    pub schema: Option<String>,
+    pub version: Option<String>,
+}
+
+/// The extensions iolab has built in, with the versions `CREATE EXTENSION … VERSION`
+/// accepts (PostgreSQL 18.4 installs these; the objects are always the newest's).
+const BUILT_IN_EXTENSIONS: &[(&str, &[&str])] =
+    &[("pg_buffercache", &["1.2", "1.3", "1.4", "1.5", "1.6"])];
+
+/// Parses a CREATE EXTENSION statement with PostgreSQL's grammar (options in any order);
+/// `None` if it is not one, so that the SQL parser reports the error.
+pub fn parse_create_extension(text: &str) -> Option<CreateExtension> {
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+    let tokens: Vec<Token> = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize()
+        .ok()?
+        .into_iter()
+        .filter(|t| !matches!(t, Token::Whitespace(_)))
+        .collect();
+    let mut rest = tokens.as_slice();
+    while let [before @ .., Token::SemiColon] = rest {
+        rest = before;
+    }
+    let keyword = |t: &Token, k: &str| matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(k));
+    let name_of = |t: &Token| match t {
+        // PostgreSQL folds unquoted names to lower case.
+        Token::Word(w) if w.quote_style.is_some() => Some(w.value.clone()),
+        Token::Word(w) => Some(w.value.to_lowercase()),
+        _ => None,
+    };
+    let [create, extension, tail @ ..] = rest else {
+        return None;
+    };
+    if !keyword(create, "create") || !keyword(extension, "extension") {
+        return None;
+    }
+    rest = tail;
+    let mut if_not_exists = false;
+    if let [i, n, e, tail @ ..] = rest {
+        if keyword(i, "if") && keyword(n, "not") && keyword(e, "exists") {
+            if_not_exists = true;
+            rest = tail;
+        }
+    }
+    let (name, tail) = rest.split_first()?;
+    let mut ext = CreateExtension {
+        name: name_of(name)?,
+        if_not_exists,
+        schema: None,
+        version: None,
+    };
+    rest = tail;
+    if let [with, tail @ ..] = rest {
+        if keyword(with, "with") {
+            rest = tail;
+        }
+    }
+    loop {
+        match rest {
+            [] => return Some(ext),
+            [k, v, tail @ ..] if keyword(k, "schema") && ext.schema.is_none() => {
+                ext.schema = Some(name_of(v)?);
+                rest = tail;
+            }
+            [k, v, tail @ ..] if keyword(k, "version") && ext.version.is_none() => {
+                ext.version = Some(match v {
+                    Token::SingleQuotedString(s) => s.clone(),
+                    Token::Word(w) => w.value.clone(),
+                    _ => return None,
+                });
+                rest = tail;
+            }
+            [k, tail @ ..] if keyword(k, "cascade") => rest = tail,
+            _ => return None,
+        }
+    }
+}
+
+/// CREATE EXTENSION: the extensions iolab has are built into `pg_catalog`, so creating
+/// one does nothing; any other is PostgreSQL's "not available".
+pub fn create_extension(ext: &CreateExtension) -> PgResult<()> {
+    let Some((name, versions)) = BUILT_IN_EXTENSIONS.iter().find(|e| e.0 == ext.name) else {
+        return Err(PgError::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            format!("extension \"{}\" is not available", ext.name),
+        )
+        .with_hint(
+            "The extension must first be installed on the system where PostgreSQL is running.",
+        ));
+    };
+    if let Some(schema) = &ext.schema {
+        if !["public", "pg_catalog"].contains(&schema.as_str()) {
+            return Err(PgError::new(
+                sqlstate::INVALID_SCHEMA_NAME,
+                format!("schema \"{schema}\" does not exist"),
+            ));
+        }
+    }
+    if let Some(version) = &ext.version {
+        if !versions.contains(&version.as_str()) {
+            return Err(PgError::new(
+                sqlstate::INVALID_PARAMETER_VALUE,
+                format!("extension \"{name}\" has no installation script nor update path for version \"{version}\""),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod extension_tests {
+    use super::*;
+
+    #[test]
+    fn create_extension_parses_postgres_grammar() {
+        let p = |s| parse_create_extension(s);
+        assert_eq!(
+            p("CREATE EXTENSION pg_buffercache;"),
+            Some(CreateExtension {
+                name: "pg_buffercache".into(),
+                if_not_exists: false,
+                schema: None,
+                version: None
+            })
+        );
+        let e =
+            p("create extension if not exists PG_BufferCache cascade VERSION '1.5' schema public")
+                .unwrap();
+        assert!(e.if_not_exists);
+        assert_eq!(e.name, "pg_buffercache");
+        assert_eq!(
+            (e.schema.as_deref(), e.version.as_deref()),
+            (Some("public"), Some("1.5"))
+        );
+        assert_eq!(p("create extension \"Foo\" with").unwrap().name, "Foo");
+        assert_eq!(
+            p("create extension x cascade version '1' with schema s"),
+            None
+        );
+        assert_eq!(p("create extension"), None);
+        assert_eq!(p("create extension x y"), None);
+    }
+
+    #[test]
+    fn only_built_in_extensions_are_created() {
+        let ext = |name: &str, version: Option<&str>| CreateExtension {
+            name: name.into(),
+            if_not_exists: false,
+            schema: None,
+            version: version.map(str::to_string),
+        };
+        create_extension(&ext("pg_buffercache", None)).unwrap();
+        create_extension(&ext("pg_buffercache", Some("1.6"))).unwrap();
+        let e = create_extension(&ext("nosuch", None)).unwrap_err();
+        assert_eq!(e.code, "0A000");
+        assert_eq!(e.message, "extension \"nosuch\" is not available");
+        assert_eq!(
+            e.hint.as_deref(),
+            Some(
+                "The extension must first be installed on the system where PostgreSQL is running."
+            )
+        );
+        assert_eq!(e.detail, None);
+        let e = create_extension(&ext("pg_buffercache", Some("1.0"))).unwrap_err();
+        assert_eq!(e.code, "22023");
+        assert_eq!(
+            e.message,
+            "extension \"pg_buffercache\" has no installation script nor update path for version \"1.0\""
+        );
+    }
 }

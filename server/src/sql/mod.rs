@@ -2,7 +2,7 @@
 //!
 //! A query string is split into statements (`split`), each is parsed with sqlparser's
 //! PostgreSQL dialect (after a few words sqlparser does not know are handled: `CREATE
-//! UNLOGGED TABLE`, `CHECKPOINT`, `VACUUM`), and then
+//! UNLOGGED TABLE`, `CHECKPOINT`, `VACUUM`, `CREATE EXTENSION`), and then
 //! - transaction control, settings, DDL, INSERT and COPY are run by iolab (`txn`,
 //!   `ddl`, `insert`, `copy`, `show`);
 //! - queries (SELECT, VALUES, WITH …) are planned and run by DataFusion against the
@@ -49,6 +49,8 @@ pub enum Parsed {
     Vacuum {
         table: Option<String>,
     },
+    /// `CREATE EXTENSION …` (sqlparser wants its options in one order, after WITH).
+    CreateExtension(ddl::CreateExtension),
 }
 
 impl Parsed {
@@ -81,6 +83,11 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
             return Ok(Parsed::Vacuum {
                 table: vacuum_table(text),
             })
+        }
+        ["CREATE", "EXTENSION", ..] => {
+            if let Some(create) = ddl::parse_create_extension(text) {
+                return Ok(Parsed::CreateExtension(create));
+            }
         }
         ["CREATE", "UNLOGGED", "TABLE"] => {
             let upper = text.to_ascii_uppercase();
