@@ -30,6 +30,7 @@
 //! VERBOSE, other expressions (join conditions, keys) when the query reads more than one
 //! relation or with VERBOSE.
 
+use iolab_stats::BufferUsage;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -1086,14 +1087,17 @@ fn scan_buffers(plan: &dyn ExecutionPlan) -> Buffers {
             .sum()
     };
     Buffers {
-        shared_hit: get("shared_hit"),
-        shared_read: get("shared_read"),
-        shared_dirtied: get("shared_dirtied"),
-        shared_written: get("shared_written"),
-        shared_read_ns: get("shared_read_time"),
-        shared_write_ns: get("shared_write_time"),
-        shared_wait_ns: get("shared_wait_time"),
-        io_reads: get("io_reads"),
+        usage: BufferUsage {
+            shared_hit: get("shared_hit"),
+            shared_read: get("shared_read"),
+            shared_dirtied: get("shared_dirtied"),
+            shared_written: get("shared_written"),
+            shared_read_ns: get("shared_read_time"),
+            shared_write_ns: get("shared_write_time"),
+            shared_wait_ns: get("shared_wait_time"),
+            io_reads: get("io_reads"),
+            io_stalls: get("io_stalls"),
+        },
         track_io_timing: false,
     }
 }

@@ -351,14 +351,8 @@ impl Explainer<'_> {
                 // Everything the statement did: the source's scans and the inserts.
                 let u = *self.run.ctx.usage.lock();
                 buffers = Some(Buffers {
-                    shared_hit: u.shared_hit,
-                    shared_read: u.shared_read,
-                    shared_dirtied: u.shared_dirtied,
-                    shared_written: u.shared_written,
-                    shared_read_ns: u.shared_read_ns,
-                    shared_write_ns: u.shared_write_ns,
+                    usage: u,
                     track_io_timing: self.run.ctx.track_io_timing,
-                    ..Buffers::default()
                 });
             }
         }

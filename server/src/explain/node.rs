@@ -4,6 +4,8 @@
 //! `structured.rs`) print it. Nothing here knows DataFusion, so renderers are tested on
 //! hand-built trees.
 
+use iolab_stats::BufferUsage;
+
 /// One plan node as PostgreSQL's EXPLAIN shows it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PlanNode {
@@ -101,34 +103,31 @@ pub enum Detail {
     Removed { label: &'static str, rows: f64 },
 }
 
-/// PostgreSQL's `BufferUsage`, in blocks and nanoseconds, plus iolab's wait time.
+/// A node's buffer usage (PostgreSQL's `BufferUsage` plus iolab's wait time and I/O
+/// count), and whether `track_io_timing` was on: structured formats print the time keys
+/// only then.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Buffers {
-    pub shared_hit: u64,
-    pub shared_read: u64,
-    pub shared_dirtied: u64,
-    pub shared_written: u64,
-    /// Time blocked reading (`shared read=` of `I/O Timings`).
-    pub shared_read_ns: u64,
-    pub shared_write_ns: u64,
-    /// iolab: time spent issuing reads (advice, submission): `shared wait=`.
-    pub shared_wait_ns: u64,
-    /// I/O operations behind `shared_read` blocks (a 16-block readv is one).
-    pub io_reads: u64,
-    /// Whether `track_io_timing` was on: structured formats print the time keys only then.
+    pub usage: BufferUsage,
     pub track_io_timing: bool,
+}
+
+impl std::ops::Deref for Buffers {
+    type Target = BufferUsage;
+    fn deref(&self) -> &BufferUsage {
+        &self.usage
+    }
+}
+
+impl std::ops::DerefMut for Buffers {
+    fn deref_mut(&mut self) -> &mut BufferUsage {
+        &mut self.usage
+    }
 }
 
 impl Buffers {
     pub fn add(&mut self, o: &Buffers) {
-        self.shared_hit += o.shared_hit;
-        self.shared_read += o.shared_read;
-        self.shared_dirtied += o.shared_dirtied;
-        self.shared_written += o.shared_written;
-        self.shared_read_ns += o.shared_read_ns;
-        self.shared_write_ns += o.shared_write_ns;
-        self.shared_wait_ns += o.shared_wait_ns;
-        self.io_reads += o.io_reads;
+        self.usage.add(&o.usage);
         self.track_io_timing |= o.track_io_timing;
     }
 

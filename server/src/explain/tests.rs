@@ -9,6 +9,7 @@
 use super::node::*;
 use super::options::Format;
 use super::{structured, text};
+use iolab_stats::BufferUsage;
 
 fn seq_scan_t() -> PlanNode {
     PlanNode {
@@ -46,10 +47,12 @@ fn lines(s: &str) -> Vec<String> {
 #[test]
 fn text_aggregate_over_filtered_seq_scan() {
     let buffers = Buffers {
-        shared_read: 1667,
-        shared_read_ns: 444_000,
+        usage: BufferUsage {
+            shared_read: 1667,
+            shared_read_ns: 444_000,
+            ..Default::default()
+        },
         track_io_timing: true,
-        ..Default::default()
     };
     let mut scan = seq_scan_t();
     scan.costs = Some(Costs {
@@ -90,7 +93,10 @@ fn text_aggregate_over_filtered_seq_scan() {
     let e = Explained {
         plan: agg,
         planning_buffers: Some(Buffers {
-            shared_hit: 91,
+            usage: BufferUsage {
+                shared_hit: 91,
+                ..Default::default()
+            },
             ..Default::default()
         }),
         planning_time_ms: Some(0.372),
@@ -257,13 +263,15 @@ fn wait_time_is_iolab_extension() {
         loops: 1,
     });
     scan.buffers = Some(Buffers {
-        shared_hit: 3,
-        shared_read: 10,
-        shared_dirtied: 2,
-        shared_wait_ns: 123_456,
-        shared_read_ns: 2_000_000,
+        usage: BufferUsage {
+            shared_hit: 3,
+            shared_read: 10,
+            shared_dirtied: 2,
+            shared_wait_ns: 123_456,
+            shared_read_ns: 2_000_000,
+            ..Default::default()
+        },
         track_io_timing: true,
-        ..Default::default()
     });
     let e = Explained {
         plan: scan,
@@ -288,9 +296,11 @@ fn wait_time_is_iolab_extension() {
 /// `count(*)` over a filtered scan, ANALYZE with BUFFERS, in all three structured formats.
 fn aggregate_explained(planning_hits: u64) -> Explained {
     let io = Buffers {
-        shared_hit: 1667,
+        usage: BufferUsage {
+            shared_hit: 1667,
+            ..Default::default()
+        },
         track_io_timing: true,
-        ..Default::default()
     };
     let mut scan = seq_scan_t();
     scan.actual = Some(Actual {
@@ -319,9 +329,11 @@ fn aggregate_explained(planning_hits: u64) -> Explained {
     Explained {
         plan: agg,
         planning_buffers: Some(Buffers {
-            shared_hit: planning_hits,
+            usage: BufferUsage {
+                shared_hit: planning_hits,
+                ..Default::default()
+            },
             track_io_timing: true,
-            ..Default::default()
         }),
         triggers: true,
         ..Default::default()
