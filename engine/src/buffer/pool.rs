@@ -543,7 +543,11 @@ impl BufferPool {
             if self.mapping[tag.partition()].lock().contains_key(&tag) {
                 break;
             }
-            let Ok(victim) = self.get_victim(strategy.as_deref_mut(), acct) else {
+            // Prefer the frame after the previous one: a read into consecutive frames is one
+            // contiguous piece of memory (one DMA segment instead of one per block).
+            let prefer = buffers.last().map(|b| b.id + 1);
+            let Ok(victim) = self.get_victim_preferring(strategy.as_deref_mut(), acct, prefer)
+            else {
                 break; // no free buffer (or a failed write-back): read what we have
             };
             match self.retag(victim, tag, rel) {
@@ -716,22 +720,45 @@ impl BufferPool {
         strategy: Option<&mut BufferRing>,
         acct: &mut IoAccount,
     ) -> Result<BufferId, PgError> {
+        self.get_victim_preferring(strategy, acct, None)
+    }
+
+    /// [`get_victim`](Self::get_victim), taking buffer `prefer` instead when it is clean,
+    /// unpinned and unpopular (usage ≤ 1 under a ring, 0 otherwise). Under a ring it then
+    /// takes the place of the ring's current slot. Multi-block reads prefer the frame after
+    /// the previous block's, so their frames are consecutive in memory.
+    fn get_victim_preferring(
+        &self,
+        strategy: Option<&mut BufferRing>,
+        acct: &mut IoAccount,
+        prefer: Option<BufferId>,
+    ) -> Result<BufferId, PgError> {
         let nbuffers = self.nbuffers();
         let kind = strategy.as_deref().map(BufferRing::kind);
         let ring = strategy.and_then(|ring| ring.prepare(nbuffers).then_some(ring));
+        let max_usage = if ring.is_some() { 1 } else { 0 };
+        let preferred = |pool: &Self| {
+            prefer.filter(|&id| (id as usize) < nbuffers && pool.pin_if_clean(id, max_usage))
+        };
         let (id, reused) = match ring {
             Some(ring) => match ring.advance() {
-                Some(id) if self.desc(id).try_pin_unpinned(1) => {
+                Some(id) if prefer.is_none_or(|p| p == id) && self.desc(id).try_pin_unpinned(1) => {
                     ring.note_reuse();
                     (id, true)
                 }
                 _ => {
-                    let id = self.clock_sweep()?;
+                    let id = match preferred(self) {
+                        Some(id) => id,
+                        None => self.clock_sweep()?,
+                    };
                     ring.replace_current(id);
                     (id, false)
                 }
             },
-            None => (self.clock_sweep()?, false),
+            None => match preferred(self) {
+                Some(id) => (id, false),
+                None => (self.clock_sweep()?, false),
+            },
         };
         let state = self.desc(id).state.load(Ordering::Acquire);
         if state & VALID != 0 {
@@ -747,6 +774,19 @@ impl BufferPool {
             }
         }
         Ok(id)
+    }
+
+    /// Pin buffer `id` if it is unpinned, clean and has usage ≤ `max_usage`.
+    fn pin_if_clean(&self, id: BufferId, max_usage: u64) -> bool {
+        let desc = self.desc(id);
+        if !desc.try_pin_unpinned(max_usage) {
+            return false;
+        }
+        if desc.state.load(Ordering::Acquire) & DIRTY != 0 {
+            self.unpin(id);
+            return false;
+        }
+        true
     }
 
     /// Advance the clock hand until an unpinned buffer with usage count 0 can be pinned.
@@ -1369,19 +1409,26 @@ impl PendingRead {
         }
     }
 
-    /// The frames to read into, in block order, one `iovec` each.
+    /// The frames to read into, in block order: one `iovec` per run of frames that are
+    /// consecutive in memory.
     pub fn iovecs(&self) -> Vec<libc::iovec> {
         assert!(!self.finished, "iovecs of a finished read");
-        self.buffers
-            .iter()
-            .map(|b| {
-                let b = b.as_ref().expect("unfinished read holds every buffer");
-                libc::iovec {
-                    iov_base: b.pool.frame_ptr(b.id) as *mut libc::c_void,
-                    iov_len: BLCKSZ,
+        let mut iovecs: Vec<libc::iovec> = Vec::with_capacity(self.buffers.len());
+        for b in &self.buffers {
+            let b = b.as_ref().expect("unfinished read holds every buffer");
+            let frame = b.pool.frame_ptr(b.id) as *mut u8;
+            match iovecs.last_mut() {
+                // SAFETY: pointer arithmetic only, to compare addresses.
+                Some(last) if unsafe { (last.iov_base as *mut u8).add(last.iov_len) } == frame => {
+                    last.iov_len += BLCKSZ;
                 }
-            })
-            .collect()
+                _ => iovecs.push(libc::iovec {
+                    iov_base: frame as *mut libc::c_void,
+                    iov_len: BLCKSZ,
+                }),
+            }
+        }
+        iovecs
     }
 
     /// The file descriptor and byte offset the read starts at.

@@ -35,8 +35,10 @@ use datafusion::physical_plan::{
 };
 use iolab_catalog::{PgError, TableDef};
 
+use crate::accounting::IoAccount;
 use crate::exec::context::StatementContext;
 use crate::heap::heapam::HeapScanner;
+use crate::stream::ReadStreamStats;
 use crate::txn::VisibilityChecker;
 use crate::Database;
 
@@ -106,57 +108,77 @@ struct ScanCounters {
 impl ScanCounters {
     /// Publish what the scan did as the node's metrics (once, at its end).
     fn publish(&self, scanner: &HeapScanner) {
-        let m = || MetricBuilder::new(&self.metrics);
-        let p = self.partition;
-        let u = scanner.acct().usage;
+        publish_io_metrics(
+            &self.metrics,
+            self.partition,
+            scanner.acct(),
+            Some(&scanner.stream_stats()),
+        );
+    }
+}
+
+/// Publish an operation's I/O as a node's metrics under the names of the module comment:
+/// buffer counts and times from `acct`, its read latency, and the read stream's gauges when
+/// it read through one. Shared by every scan node (Seq Scan, Bitmap Heap Scan, Bitmap Index
+/// Scan).
+pub(crate) fn publish_io_metrics(
+    metrics: &ExecutionPlanMetricsSet,
+    partition: usize,
+    acct: &IoAccount,
+    stream: Option<&ReadStreamStats>,
+) {
+    let m = || MetricBuilder::new(metrics);
+    let p = partition;
+    let u = acct.usage;
+    for (name, value) in [
+        ("shared_hit", u.shared_hit),
+        ("shared_read", u.shared_read),
+        ("shared_dirtied", u.shared_dirtied),
+        ("shared_written", u.shared_written),
+        ("io_reads", u.io_reads),
+        ("io_stalls", u.io_stalls),
+    ] {
+        m().counter(name, p).add(value as usize);
+    }
+    for (name, ns) in [
+        ("shared_read_time", u.shared_read_ns),
+        ("shared_write_time", u.shared_write_ns),
+        ("shared_wait_time", u.shared_wait_ns),
+    ] {
+        // Only when timed: DataFusion records a zero duration as 1 ns.
+        if ns > 0 {
+            m().subset_time(name, p)
+                .add_duration(std::time::Duration::from_nanos(ns));
+        }
+    }
+    if let Some(latency) = acct.read_latency.summary() {
         for (name, value) in [
-            ("shared_hit", u.shared_hit),
-            ("shared_read", u.shared_read),
-            ("shared_dirtied", u.shared_dirtied),
-            ("shared_written", u.shared_written),
-            ("io_reads", u.io_reads),
-            ("io_stalls", u.io_stalls),
+            ("read_latency_p50_us", latency.p50_us),
+            ("read_latency_p99_us", latency.p99_us),
+            ("read_latency_p999_us", latency.p999_us),
+            ("read_latency_max_us", latency.max_us),
         ] {
-            m().counter(name, p).add(value as usize);
+            m().gauge(name, p).set(value as usize);
         }
-        for (name, ns) in [
-            ("shared_read_time", u.shared_read_ns),
-            ("shared_write_time", u.shared_write_ns),
-            ("shared_wait_time", u.shared_wait_ns),
-        ] {
-            // Only when timed: DataFusion records a zero duration as 1 ns.
-            if ns > 0 {
-                m().subset_time(name, p)
-                    .add_duration(std::time::Duration::from_nanos(ns));
-            }
-        }
-        if let Some(latency) = scanner.acct().read_latency.summary() {
-            for (name, value) in [
-                ("read_latency_p50_us", latency.p50_us),
-                ("read_latency_p99_us", latency.p99_us),
-                ("read_latency_p999_us", latency.p999_us),
-                ("read_latency_max_us", latency.max_us),
-            ] {
-                m().gauge(name, p).set(value as usize);
-            }
-        }
-        let st = scanner.stream_stats();
-        let avg_milli = |sum: u64, n: u64| if n == 0 { 0 } else { (sum * 1000 / n) as usize };
-        for (name, value) in [
-            ("prefetch_capacity", st.capacity as usize),
-            ("prefetch_distance_max", st.distance_max as usize),
-            (
-                "prefetch_distance_avg_milli",
-                avg_milli(st.distance_sum, st.distance_samples),
-            ),
-            ("io_size_avg_milli", avg_milli(st.io_blocks, st.ios)),
-            (
-                "io_inprogress_avg_milli",
-                avg_milli(st.inprogress_sum, st.distance_samples),
-            ),
-        ] {
-            m().gauge(name, p).set(value);
-        }
+    }
+    let Some(st) = stream else {
+        return;
+    };
+    let avg_milli = |sum: u64, n: u64| if n == 0 { 0 } else { (sum * 1000 / n) as usize };
+    for (name, value) in [
+        ("prefetch_capacity", st.capacity as usize),
+        ("prefetch_distance_max", st.distance_max as usize),
+        (
+            "prefetch_distance_avg_milli",
+            avg_milli(st.distance_sum, st.distance_samples),
+        ),
+        ("io_size_avg_milli", avg_milli(st.io_blocks, st.ios)),
+        (
+            "io_inprogress_avg_milli",
+            avg_milli(st.inprogress_sum, st.distance_samples),
+        ),
+    ] {
+        m().gauge(name, p).set(value);
     }
 }
 
@@ -266,13 +288,26 @@ fn run_scan(
     counters.publish(&scanner);
     counters.baseline.done();
     let u = scanner.acct().usage;
+    let st = scanner.stream_stats();
+    let per_io = |sum: u64| sum as f64 / st.ios.max(1) as f64;
     tracing::debug!(
-        "Seq Scan of {} blocks: Buffers: shared hit={} read={} dirtied={} written={}",
+        "Seq Scan of {} blocks: Buffers: shared hit={} read={} dirtied={} written={}; \
+         stream: reads={} size={:.1} stalls={} distance avg={:.1} max={} capacity={} \
+         inprogress={:.1}; wait={:.1}ms read={:.1}ms",
         scanner.nblocks(),
         u.shared_hit,
         u.shared_read,
         u.shared_dirtied,
-        u.shared_written
+        u.shared_written,
+        st.ios,
+        per_io(st.io_blocks),
+        st.stalls,
+        per_io(st.distance_sum),
+        st.distance_max,
+        st.capacity,
+        per_io(st.inprogress_sum),
+        u.shared_wait_ns as f64 / 1e6,
+        u.shared_read_ns as f64 / 1e6,
     );
     stmt.add_usage(&u);
 }

@@ -231,16 +231,14 @@ impl HeapScanner {
             if page::page_is_new(&page) {
                 continue;
             }
-            for off in 1..=page::page_max_offset(&page) {
-                if let Some(t) = page::page_item(&page, off) {
-                    if self
-                        .visibility
-                        .visible(tuple::xmin(t), tuple::cid(t), tuple::xmax(t))
-                    {
-                        self.decoder.append(t)?;
-                        if let Some((_, ctids)) = &mut self.ctid {
-                            ctids.push((blkno, off));
-                        }
+            for (off, t) in page::page_items(&page) {
+                if self
+                    .visibility
+                    .visible(tuple::xmin(t), tuple::cid(t), tuple::xmax(t))
+                {
+                    self.decoder.append(t)?;
+                    if let Some((_, ctids)) = &mut self.ctid {
+                        ctids.push((blkno, off));
                     }
                 }
             }

@@ -402,6 +402,7 @@ pub fn page_item_flags(page: &[u8], off: u16) -> Option<LpFlags> {
 /// Range of the item bytes at `off`, for normal line pointers whose range lies within the
 /// item area; anything else (unused, redirect, dead, or a line pointer pointing outside the
 /// page) yields `None`.
+#[inline]
 fn item_range(page: &[u8], off: u16) -> Option<std::ops::Range<usize>> {
     let id = page_item_id(page, off)?;
     if id.flags != LpFlags::Normal {
@@ -415,6 +416,26 @@ fn item_range(page: &[u8], off: u16) -> Option<std::ops::Range<usize>> {
         return None;
     }
     Some(start..end)
+}
+
+/// Every normal item of the page in line-pointer order, as (offset number, item bytes):
+/// what [`page_item`] returns for each offset, but reading the header once and each line
+/// pointer with one load (the scan's inner loop).
+pub fn page_items(page: &[u8]) -> impl Iterator<Item = (u16, &[u8])> + '_ {
+    let upper = get_u16(page, PD_UPPER) as usize;
+    let special = get_u16(page, PD_SPECIAL) as usize;
+    let nitems = page_max_offset(page) as usize;
+    let line_pointers = &page[SIZE_OF_PAGE_HEADER..SIZE_OF_PAGE_HEADER + nitems * ITEM_ID_SIZE];
+    line_pointers
+        .chunks_exact(ITEM_ID_SIZE)
+        .enumerate()
+        .filter_map(move |(i, lp)| {
+            let id = ItemId::unpack(u32::from_le_bytes(lp.try_into().expect("4-byte chunk")));
+            let start = id.off as usize;
+            let end = start + id.len as usize;
+            (id.flags == LpFlags::Normal && start >= upper && end <= special)
+                .then(|| (i as u16 + FIRST_OFFSET_NUMBER, &page[start..end]))
+        })
 }
 
 /// The item at `off`; `None` for offsets without a normal line pointer.
