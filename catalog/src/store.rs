@@ -17,6 +17,7 @@ use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{sqlstate, PgError, PgResult};
+use crate::index::IndexDef;
 use crate::types::PgType;
 
 pub const FIRST_NORMAL_OID: u32 = 16384;
@@ -75,14 +76,20 @@ impl TableDef {
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-struct CatalogFile {
-    next_oid: u32,
-    tables: BTreeMap<u32, TableDef>,
+pub(crate) struct CatalogFile {
+    pub(crate) next_oid: u32,
+    pub(crate) tables: BTreeMap<u32, TableDef>,
+    /// B-tree indexes by OID (see `index.rs`); absent in catalogs written before indexes.
+    #[serde(default)]
+    pub(crate) indexes: BTreeMap<u32, IndexDef>,
+    /// ANALYZE's per-column statistics by table OID (see `statistics.rs`).
+    #[serde(default)]
+    pub(crate) statistics: BTreeMap<u32, crate::statistics::TableStatistics>,
 }
 
 pub struct Catalog {
     path: PathBuf,
-    data: RwLock<CatalogFile>,
+    pub(crate) data: RwLock<CatalogFile>,
 }
 
 impl Catalog {
@@ -101,7 +108,7 @@ impl Catalog {
             })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => CatalogFile {
                 next_oid: FIRST_NORMAL_OID,
-                tables: BTreeMap::new(),
+                ..CatalogFile::default()
             },
             Err(e) => {
                 return Err(PgError::io(
@@ -118,7 +125,7 @@ impl Catalog {
         Ok(catalog)
     }
 
-    fn save(&self, data: &CatalogFile) -> PgResult<()> {
+    pub(crate) fn save(&self, data: &CatalogFile) -> PgResult<()> {
         let bytes =
             serde_json::to_vec_pretty(data).map_err(|e| PgError::internal(e.to_string()))?;
         let tmp = self.path.with_extension("tmp");
@@ -179,11 +186,7 @@ impl Catalog {
             ));
         }
         let mut data = self.data.write();
-        if data
-            .tables
-            .values()
-            .any(|t| t.schema == schema && t.name == name)
-        {
+        if data.relation_name_taken(schema, name) {
             if if_not_exists {
                 return Ok(None);
             }
@@ -223,13 +226,16 @@ impl Catalog {
         Ok(Some(table))
     }
 
-    /// Removes a table from the catalog; returns its definition (the caller removes files).
+    /// Removes a table and its indexes from the catalog; returns its definition (the
+    /// caller removes the files, its indexes' too).
     pub fn drop_table(&self, oid: u32) -> PgResult<TableDef> {
         let mut data = self.data.write();
         let table = data
             .tables
             .remove(&oid)
             .ok_or_else(|| PgError::internal(format!("no table with oid {oid}")))?;
+        data.statistics.remove(&oid);
+        data.indexes.retain(|_, index| index.table_oid != oid);
         self.save(&data)?;
         Ok(table)
     }

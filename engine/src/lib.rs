@@ -3,6 +3,9 @@
 
 pub mod accounting;
 pub mod aio;
+pub mod analyze;
+pub mod bitmap;
+pub mod btree;
 pub mod buffer;
 pub mod db;
 pub mod exec;

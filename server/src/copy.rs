@@ -14,6 +14,7 @@ use datafusion::sql::sqlparser::ast::{
     self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
 };
 use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
+use iolab_engine::btree::IndexMaintainer;
 use iolab_engine::heap::heapam::HeapInserter;
 use iolab_engine::values::{
     ColumnParser, CopyEncoder, CopyFormat, CopyOptions, CopyParser, TextFormat,
@@ -105,7 +106,8 @@ pub async fn start(
         xid,
         run.ctx.cid,
         run.ctx.new_account(),
-    );
+    )
+    .with_indexes(IndexMaintainer::for_table(&run.db, &table)?);
     let ncols = targets.len();
     let mut copy = CopyIn {
         run,

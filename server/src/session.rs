@@ -99,14 +99,7 @@ impl Session {
 
     /// How this session reads and writes values as text.
     pub fn text_format(&self) -> TextFormat {
-        let fmt = TextFormat::default().with_extra_float_digits(self.settings.extra_float_digits());
-        let mut fmt = fmt
-            .clone()
-            .with_time_zone(&self.settings.time_zone())
-            .unwrap_or(fmt);
-        fmt.date_order =
-            DateOrder::from_datestyle(&self.settings.get("DateStyle").unwrap_or_default());
-        fmt
+        text_format_for(&self.settings)
     }
 
     /// What the catalog views and functions need to know about this session.
@@ -284,11 +277,9 @@ impl Session {
                 })?;
                 return Ok(Outcome::Done("CHECKPOINT".into()));
             }
-            Parsed::Vacuum { table } => {
-                if let Some(t) = table {
-                    db.catalog.resolve(None, t)?;
-                }
-                return Ok(Outcome::Done("VACUUM".into()));
+            Parsed::Vacuum(stmt) => {
+                let in_block = self.txn.in_block;
+                return sql::vacuum::run(run, stmt, &self.settings, in_block, notices);
             }
             Parsed::CreateExtension(create) => {
                 ddl::create_extension(create)?;
@@ -317,11 +308,25 @@ impl Session {
                 ddl::create_table(&db, create, false)?;
                 Ok(Outcome::Done("CREATE TABLE".into()))
             }
-            ast::Statement::Drop { .. } => {
+            ast::Statement::Drop { object_type, .. } => {
                 for n in ddl::drop(&db, stmt)? {
                     notices.push(Notice::notice(n));
                 }
-                Ok(Outcome::Done("DROP TABLE".into()))
+                let tag = match object_type {
+                    ast::ObjectType::Index => "DROP INDEX",
+                    _ => "DROP TABLE",
+                };
+                Ok(Outcome::Done(tag.into()))
+            }
+            ast::Statement::CreateIndex(create) => {
+                // The one notice: `relation "x" already exists, skipping` (42P07).
+                for message in ddl::create_index(run, create).await? {
+                    notices.push(Notice {
+                        code: sqlstate::DUPLICATE_TABLE,
+                        ..Notice::notice(message)
+                    });
+                }
+                Ok(Outcome::Done("CREATE INDEX".into()))
             }
             ast::Statement::Truncate(t) => {
                 let names: Vec<_> = t.table_names.iter().map(|t| t.name.clone()).collect();
@@ -389,6 +394,18 @@ impl Session {
             "ROLLBACK".into()
         }))
     }
+}
+
+/// How a session with `settings` reads and writes values as text (TimeZone,
+/// extra_float_digits, DateStyle).
+pub fn text_format_for(settings: &SessionSettings) -> TextFormat {
+    let fmt = TextFormat::default().with_extra_float_digits(settings.extra_float_digits());
+    let mut fmt = fmt
+        .clone()
+        .with_time_zone(&settings.time_zone())
+        .unwrap_or(fmt);
+    fmt.date_order = DateOrder::from_datestyle(&settings.get("DateStyle").unwrap_or_default());
+    fmt
 }
 
 fn first_words(sql: &str) -> String {

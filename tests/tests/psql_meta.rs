@@ -13,9 +13,9 @@
 //!   Collate and Ctype read `C` (iolab compares bytes). psql 15's `\l` query does not run
 //!   on a real PostgreSQL 18 at all (it names `daticulocale`, renamed in 17); iolab
 //!   answers it.
-//! - iolab's catalog has no indexes, constraints, defaults, triggers, policies, rules or
-//!   publications yet, so `\di` finds nothing, and `\d t` never has footers such as
-//!   `Indexes:`.
+//! - iolab's catalog has no constraints, defaults, triggers, policies, rules or
+//!   publications yet, so `\d t` has no footers but `Indexes:` (B-tree indexes and
+//!   `\di` are tested in `btree.rs`).
 //! - `\du` shows the one login role, `postgres`, whoever is connected; `\dx` lists no
 //!   extensions (PostgreSQL always has plpgsql); `\dS` lists iolab's catalogs only.
 //! - `\d+` of a catalog view has an empty `View definition:`; `\dTS` lists only the
@@ -199,7 +199,7 @@ fn list_relations() {
         "{expanded}"
     );
 
-    // No indexes yet.
+    // No indexes on these tables.
     assert_eq!(meta(&server, "\\di"), "");
     assert_eq!(
         String::from_utf8_lossy(&server.psql(&["-c", "\\di+"]).stderr),

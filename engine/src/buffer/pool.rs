@@ -1029,6 +1029,16 @@ impl BufferPool {
         self.flush_matching(|tag| tag.relfilenode == relfilenode, None)
     }
 
+    /// [`flush_relation`](Self::flush_relation), counting the writes in `acct` (CREATE
+    /// INDEX writes its finished index out this way).
+    pub fn flush_relation_counted(
+        &self,
+        relfilenode: u32,
+        acct: &mut IoAccount,
+    ) -> Result<usize, PgError> {
+        self.flush_matching(|tag| tag.relfilenode == relfilenode, Some(acct))
+    }
+
     /// Forget every buffer of a relation without writing it (DROP TABLE, TRUNCATE). Callers
     /// must hold no pins on the relation; a pin held by another thread's eviction in progress
     /// is waited out, a pin that persists for a second is reported as an internal error.

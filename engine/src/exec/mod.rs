@@ -1,5 +1,7 @@
-//! DataFusion operators over iolab's heap: the table provider and the sequential scan.
+//! DataFusion operators over iolab's heap: the table provider, the sequential scan and the
+//! bitmap scan nodes.
 
+pub mod bitmap_scan;
 pub mod context;
 pub mod scan;
 pub mod schema;

@@ -42,6 +42,8 @@ pub struct HeapInserter {
     tuple_buf: Vec<u8>,
     pub acct: IoAccount,
     pub inserted: u64,
+    /// The table's indexes, given each placed tuple and updated after each batch.
+    indexes: Option<crate::btree::IndexMaintainer>,
 }
 
 impl HeapInserter {
@@ -65,7 +67,14 @@ impl HeapInserter {
             tuple_buf: Vec::with_capacity(256),
             acct,
             inserted: 0,
+            indexes: None,
         }
+    }
+
+    /// Maintains `indexes` (the table's; `None` if it has none) as rows are inserted.
+    pub fn with_indexes(mut self, indexes: Option<crate::btree::IndexMaintainer>) -> Self {
+        self.indexes = indexes;
+        self
     }
 
     /// Inserts every row of `arrays` (already of the table's exact Arrow types).
@@ -76,6 +85,9 @@ impl HeapInserter {
             self.encoder
                 .encode_row(row, self.xid, self.cid, &mut self.tuple_buf)?;
             self.place_tuple()?;
+        }
+        if let Some(indexes) = &mut self.indexes {
+            indexes.flush(&mut self.acct)?;
         }
         Ok(())
     }
@@ -95,9 +107,13 @@ impl HeapInserter {
                 }
                 added
             };
-            if added.is_some() {
+            if let Some(off) = added {
                 buffer.mark_dirty(&mut self.acct);
                 self.inserted += 1;
+                if let Some(indexes) = &mut self.indexes {
+                    let tid = (buffer.blkno(), off);
+                    indexes.add(self.encoder.layout(), &self.tuple_buf, tid)?;
+                }
                 return Ok(());
             }
             // The page is full: continue on a new one.

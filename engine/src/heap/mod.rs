@@ -3,6 +3,7 @@
 //! `tuple` is the tuple header (visibility fields, null bitmap, size limit); `codec` turns
 //! Arrow rows into tuple bytes and tuple bytes back into Arrow record batches.
 
+pub mod bitmap_heap;
 pub mod codec;
 pub mod heapam;
 pub mod tuple;

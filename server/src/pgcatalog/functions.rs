@@ -394,7 +394,15 @@ fn relation_size(name: &'static str) -> Def {
                     }
                 }
             }
-            Ok(s.relation_size(oid).map(V::Int).unwrap_or(V::Null))
+            // The total counts the table's indexes too (iolab has no TOAST).
+            let indexes = if name == "pg_total_relation_size" {
+                s.indexes_size(oid)
+            } else {
+                0
+            };
+            Ok(s.relation_size(oid)
+                .map(|bytes| V::Int(bytes + indexes))
+                .unwrap_or(V::Null))
         })
     })
 }
@@ -621,7 +629,7 @@ fn definitions() -> Vec<Def> {
                 per_row(rows, |i| {
                     Ok(oids[i]
                         .and_then(|o| s.relation(o))
-                        .map(|_| V::Int(0))
+                        .map(|r| V::Int(s.indexes_size(r.oid)))
                         .unwrap_or(V::Null))
                 })
             },
@@ -635,7 +643,7 @@ fn definitions() -> Vec<Def> {
                 let total: i64 = s
                     .tables
                     .iter()
-                    .map(|t| s.relation_size(t.oid).unwrap_or(0))
+                    .map(|t| s.relation_size(t.oid).unwrap_or(0) + s.indexes_size(t.oid))
                     .sum();
                 let keys = texts(&args[0])?;
                 per_row(rows, |i| match keys[i].as_deref() {
@@ -822,7 +830,78 @@ fn definitions() -> Vec<Def> {
         privilege("has_tablespace_privilege"),
         privilege("pg_has_role"),
         null_text("pg_get_ruledef", 1..=2),
-        null_text("pg_get_indexdef", 1..=3),
+        def(
+            "pg_get_indexdef",
+            1..=3,
+            DataType::Utf8,
+            |ctx, args, rows| {
+                let s = ctx.snapshot();
+                let all = s.relations();
+                let oids = relation_oids(&s, &all, &args[0])?;
+                let columns = match args.get(1) {
+                    Some(a) => ints(a)?,
+                    None => vec![Some(0); rows],
+                };
+                per_row(rows, |i| {
+                    let Some(index) = oids[i].and_then(|o| s.index_def(o)) else {
+                        return Ok(V::Null);
+                    };
+                    Ok(V::opt_text(match columns[i] {
+                        None => None,
+                        Some(0) => s.indexdef(index),
+                        Some(c) => s.indexdef_column(index, c as usize),
+                    }))
+                })
+            },
+        ),
+        // iolab's own: verifies a B-tree index against its table (structure, and every
+        // live row's key and TID) and returns its number of entries for live rows.
+        def(
+            "iolab_btree_check",
+            1..=1,
+            DataType::Int64,
+            |ctx, args, rows| {
+                let s = ctx.snapshot();
+                let all = s.relations();
+                let oids = relation_oids(&s, &all, &args[0])?;
+                let settings = ctx.settings.lock().clone();
+                per_row(rows, |i| {
+                    let Some(oid) = oids[i] else {
+                        return Ok(V::Null);
+                    };
+                    let Some(index) = s.index_def(oid) else {
+                        let name = all
+                            .iter()
+                            .find(|r| r.oid == oid)
+                            .map(|r| r.name.clone())
+                            .unwrap_or_else(|| oid.to_string());
+                        return Err(pg(PgError::new(
+                            sqlstate::WRONG_OBJECT_TYPE,
+                            format!("\"{name}\" is not an index"),
+                        )));
+                    };
+                    let config = iolab_engine::stream::ReadStreamConfig {
+                        max_ios: settings.effective_io_concurrency().max(0) as usize,
+                        io_combine_limit: settings.effective_io_combine_limit().max(1) as u32,
+                        advice: settings.read_stream_advice(),
+                        sequential: true,
+                        full: false,
+                        pin_limit: s.db.pool.pin_limit(),
+                        pid: ctx.pid,
+                    };
+                    let report = iolab_engine::btree::check_index(
+                        &s.db,
+                        index,
+                        config,
+                        ctx.pid,
+                        settings.track_io_timing(),
+                    )
+                    .map_err(pg)?;
+                    Ok(V::Int((report.entries - report.dead_entries) as i64))
+                })
+            },
+        )
+        .volatile(),
         null_text("pg_get_constraintdef", 1..=2),
         null_text("pg_get_expr", 2..=3),
         null_text("pg_get_statisticsobjdef_columns", 1..=1),

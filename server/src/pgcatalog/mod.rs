@@ -33,6 +33,7 @@ pub mod buffercache;
 pub mod functions;
 pub mod info_schema;
 pub mod oids;
+pub mod pg_stats;
 pub mod psql;
 pub mod rewrite;
 pub mod snapshot;
@@ -125,6 +126,7 @@ pub fn register_schemas(catalog: &MemoryCatalogProvider, db: Arc<Database>) {
         if which == Which::PgCatalog {
             stat_views::register_views(&schema, &shared.db);
             buffercache::register_view(&schema, &shared.db);
+            pg_stats::register_view(&schema);
         }
         catalog
             .register_schema(name, schema)

@@ -14,9 +14,9 @@
 //! |---|---|
 //! | `SELECT c.relchecks, c.relkind, …` (`\d` step 2: the relation's kind) | one row from `pg_class` |
 //! | `… FROM pg_catalog.pg_attribute a WHERE a.attrelid = '…'` with `format_type` (columns) | the columns, with storage etc. for `\d+` |
-//! | `SELECT c2.relname, i.indisprimary, …` (indexes) | none: iolab's catalog has no indexes yet |
+//! | `SELECT c2.relname, i.indisprimary, …` (`\d` step 4: the table's indexes) | one row per index, for the `Indexes:` footer |
 //! | `FROM pg_catalog.pg_policy pol` / `pg_statistic_ext` / `pg_publication p` / `pg_inherits i` | none |
-//! | `SELECT i.indisunique, i.indisprimary, …` (`\d INDEX`) | none |
+//! | `SELECT i.indisunique, i.indisprimary, …` (`\d INDEX`) | the index's kind and table, for its footer |
 //! | `FROM pg_catalog.pg_database d` (`\l`, `\l+`) | the `postgres` database, columns as the query names them |
 //! | `FROM pg_catalog.pg_roles r` with `memberof` (`\du`) | the login roles |
 
@@ -121,35 +121,10 @@ pub fn intercept(
         return Some(columns(&q, &info.snapshot(), oid));
     }
     if q.starts_with("SELECT c2.relname, i.indisprimary, i.indisunique") {
-        return empty(vec![
-            text("relname"),
-            boolean("indisprimary"),
-            boolean("indisunique"),
-            boolean("indisclustered"),
-            boolean("indisvalid"),
-            text("pg_get_indexdef"),
-            text("pg_get_constraintdef"),
-            text("contype"),
-            boolean("condeferrable"),
-            boolean("condeferred"),
-            boolean("indisreplident"),
-            ("reltablespace", DataType::Int64),
-        ]);
+        return Some(table_indexes(&q, &info.snapshot()));
     }
     if q.starts_with("SELECT i.indisunique, i.indisprimary, i.indisclustered") {
-        return empty(vec![
-            boolean("indisunique"),
-            boolean("indisprimary"),
-            boolean("indisclustered"),
-            boolean("indisvalid"),
-            boolean("condeferrable"),
-            boolean("condeferred"),
-            boolean("indisreplident"),
-            boolean("indnullsnotdistinct"),
-            text("amname"),
-            text("relname"),
-            text("pg_get_expr"),
-        ]);
+        return Some(index_footer(&q, &info.snapshot()));
     }
     if q.contains("FROM pg_catalog.pg_policy pol") && q.starts_with("SELECT pol.polname") {
         return empty(vec![
@@ -404,7 +379,7 @@ fn relation_kind(
         Some(r) => vec![vec![
             V::Int(0),
             V::char(r.kind),
-            V::Bool(false),
+            V::Bool(r.has_index),
             V::Bool(r.kind == 'v'),
             V::Bool(false),
             V::Bool(false),
@@ -426,20 +401,130 @@ fn relation_kind(
     result(cols, rows)
 }
 
+/// `\d TABLE` step 4: the table's indexes, by name, for the `Indexes:` footer (psql prints
+/// what follows `USING` in the definition: `"t_a_idx" btree (a)`).
+fn table_indexes(q: &str, s: &Snapshot) -> Result<(SchemaRef, Vec<RecordBatch>), PgError> {
+    let cols = vec![
+        text("relname"),
+        boolean("indisprimary"),
+        boolean("indisunique"),
+        boolean("indisclustered"),
+        boolean("indisvalid"),
+        text("pg_get_indexdef"),
+        text("pg_get_constraintdef"),
+        text("contype"),
+        boolean("condeferrable"),
+        boolean("condeferred"),
+        boolean("indisreplident"),
+        ("reltablespace", DataType::Int64),
+    ];
+    let oid = quoted_number_after(q, "WHERE c.oid = ");
+    let mut indexes: Vec<_> = s
+        .indexes
+        .iter()
+        .filter(|i| Some(i.table_oid) == oid)
+        .collect();
+    indexes.sort_by(|a, b| a.name.cmp(&b.name));
+    let rows = indexes
+        .iter()
+        .map(|i| {
+            vec![
+                V::text(&i.name),
+                V::Bool(false),
+                V::Bool(i.unique),
+                V::Bool(false),
+                V::Bool(true),
+                V::opt_text(s.indexdef(i)),
+                V::Null,
+                V::Null,
+                V::Null,
+                V::Null,
+                V::Bool(false),
+                V::Int(0),
+            ]
+        })
+        .collect();
+    result(owned(cols), rows)
+}
+
+/// `\d INDEX`: what the footer `btree, for table "public.t"` is made of.
+fn index_footer(q: &str, s: &Snapshot) -> Result<(SchemaRef, Vec<RecordBatch>), PgError> {
+    let cols = vec![
+        boolean("indisunique"),
+        boolean("indisprimary"),
+        boolean("indisclustered"),
+        boolean("indisvalid"),
+        boolean("condeferrable"),
+        boolean("condeferred"),
+        boolean("indisreplident"),
+        boolean("indnullsnotdistinct"),
+        text("amname"),
+        text("relname"),
+        text("pg_get_expr"),
+    ];
+    let rows = quoted_number_after(q, "c.oid = ")
+        .and_then(|oid| s.index_def(oid))
+        .and_then(|i| {
+            let table = s.tables.iter().find(|t| t.oid == i.table_oid)?;
+            Some(vec![
+                V::Bool(i.unique),
+                V::Bool(false),
+                V::Bool(false),
+                V::Bool(true),
+                V::Bool(false),
+                V::Bool(false),
+                V::Bool(false),
+                V::Bool(false),
+                V::text("btree"),
+                V::text(&table.name),
+                V::Null,
+            ])
+        })
+        .into_iter()
+        .collect();
+    result(owned(cols), rows)
+}
+
 /// `\d` step 3: the columns of relation `oid`, with the extra ones `\d+` asks for.
 fn columns(q: &str, s: &Snapshot, oid: u32) -> Result<(SchemaRef, Vec<RecordBatch>), PgError> {
     let rel: Option<Relation> = s.relation(oid);
     if q.contains("AS is_key") {
-        // The columns of an index: iolab's catalog has none.
-        return result(
-            owned(vec![
-                text("attname"),
-                text("format_type"),
-                text("is_key"),
-                text("indexdef"),
-            ]),
-            Vec::new(),
-        );
+        // The columns of an index: its keys, named as the table's columns.
+        let mut cols = owned(vec![
+            text("attname"),
+            text("format_type"),
+            text("is_key"),
+            text("indexdef"),
+        ]);
+        let storage = q.contains("a.attstorage");
+        let stattarget = q.contains("attstattarget");
+        if storage {
+            cols.push(("attstorage".into(), DataType::Utf8));
+        }
+        if stattarget {
+            cols.push(("attstattarget".into(), DataType::Int16));
+        }
+        let index = s.index_def(oid);
+        let rows = rel
+            .iter()
+            .flat_map(|r| r.columns.iter().enumerate())
+            .map(|(n, c)| {
+                let mut row = vec![
+                    V::text(&c.name),
+                    V::Text(types::format_type(c.type_oid, Some(c.typmod))),
+                    V::text("yes"),
+                    V::opt_text(index.and_then(|i| s.indexdef_column(i, n + 1))),
+                ];
+                if storage {
+                    row.push(V::char(types::column_layout(c.type_oid).3 as char));
+                }
+                if stattarget {
+                    row.push(V::Null);
+                }
+                row
+            })
+            .collect();
+        return result(cols, rows);
     }
     let mut cols = owned(vec![
         text("attname"),
@@ -518,7 +603,7 @@ fn databases(sql: &str, info: &SessionInfo) -> Result<(SchemaRef, Vec<RecordBatc
     let size: i64 = s
         .tables
         .iter()
-        .map(|t| s.relation_size(t.oid).unwrap_or(0))
+        .map(|t| s.relation_size(t.oid).unwrap_or(0) + s.indexes_size(t.oid))
         .sum();
     let cols: Vec<(String, DataType)> = names.iter().map(|n| (n.clone(), DataType::Utf8)).collect();
     let row: Vec<V> = names

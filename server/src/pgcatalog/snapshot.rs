@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use iolab_catalog::{PgType, TableDef};
+use iolab_catalog::{IndexDef, PgType, TableDef};
 use iolab_engine::Database;
 use iolab_settings::SessionSettings;
 
@@ -46,6 +46,8 @@ pub struct Relation {
     pub pages: i64,
     pub tuples: f64,
     pub columns: Vec<RelColumn>,
+    /// `relhasindex`: a table with at least one index.
+    pub has_index: bool,
 }
 
 impl Relation {
@@ -79,6 +81,7 @@ pub struct ExtraTable {
 pub struct Snapshot {
     pub db: Arc<Database>,
     pub tables: Vec<TableDef>,
+    pub indexes: Vec<IndexDef>,
     pub settings: SessionSettings,
     /// The session's user (`current_user`).
     pub user: String,
@@ -93,9 +96,11 @@ impl Snapshot {
         extra: Vec<ExtraTable>,
     ) -> Snapshot {
         let tables = db.catalog.tables();
+        let indexes = db.catalog.indexes();
         Snapshot {
             db,
             tables,
+            indexes,
             settings,
             user,
             extra,
@@ -104,7 +109,12 @@ impl Snapshot {
 
     /// Every relation: user tables, then the `pg_catalog` and `information_schema` ones.
     pub fn relations(&self) -> Vec<Relation> {
-        let mut out: Vec<Relation> = self.tables.iter().map(user_relation).collect();
+        let mut out: Vec<Relation> = self
+            .tables
+            .iter()
+            .map(|t| user_relation(t, self.has_index(t.oid)))
+            .collect();
+        out.extend(self.indexes.iter().filter_map(|i| self.index_relation(i)));
         for t in tables::PG_CATALOG {
             out.push(catalog_relation(
                 t.oid,
@@ -151,6 +161,7 @@ impl Snapshot {
                 pages: 0,
                 tuples: -1.0,
                 columns,
+                has_index: false,
             });
         }
         out
@@ -158,7 +169,10 @@ impl Snapshot {
 
     pub fn relation(&self, oid: u32) -> Option<Relation> {
         if let Some(t) = self.tables.iter().find(|t| t.oid == oid) {
-            return Some(user_relation(t));
+            return Some(user_relation(t, self.has_index(t.oid)));
+        }
+        if let Some(i) = self.index_def(oid) {
+            return self.index_relation(i);
         }
         self.relations().into_iter().find(|r| r.oid == oid)
     }
@@ -281,11 +295,97 @@ impl Snapshot {
                     .unwrap_or(0),
             );
         }
+        if let Some(i) = self.index_def(oid) {
+            return Some(self.index_blocks(i) * 8192);
+        }
         self.relation(oid).map(|_| 0)
+    }
+
+    /// Whether table `table_oid` has an index (`relhasindex`).
+    pub fn has_index(&self, table_oid: u32) -> bool {
+        self.indexes.iter().any(|i| i.table_oid == table_oid)
+    }
+
+    /// The index with OID `oid`, if it is one.
+    pub fn index_def(&self, oid: u32) -> Option<&IndexDef> {
+        self.indexes.iter().find(|i| i.oid == oid)
+    }
+
+    /// Bytes of the indexes of table `table_oid` (`pg_indexes_size`).
+    pub fn indexes_size(&self, table_oid: u32) -> i64 {
+        self.indexes
+            .iter()
+            .filter(|i| i.table_oid == table_oid)
+            .map(|i| self.index_blocks(i) * 8192)
+            .sum()
+    }
+
+    fn index_blocks(&self, index: &IndexDef) -> i64 {
+        self.db
+            .relfile(index.relfilenode)
+            .map(|f| f.nblocks() as i64)
+            .unwrap_or(0)
+    }
+
+    /// An index as `pg_class` describes it: its key columns are its attributes, named
+    /// and typed as the table's columns.
+    fn index_relation(&self, index: &IndexDef) -> Option<Relation> {
+        let table = self.tables.iter().find(|t| t.oid == index.table_oid)?;
+        Some(Relation {
+            oid: index.oid,
+            name: index.name.clone(),
+            namespace: oids::namespace_oid(&index.schema).unwrap_or(oids::PUBLIC_NAMESPACE),
+            kind: 'i',
+            persistence: index.persistence.code(),
+            am: oids::BTREE_AM,
+            relfilenode: index.relfilenode,
+            pages: self.index_blocks(index),
+            tuples: -1.0,
+            columns: index
+                .columns
+                .iter()
+                .map(|&c| {
+                    let col = &table.columns[c];
+                    RelColumn {
+                        name: col.name.clone(),
+                        type_oid: col.ty.oid(),
+                        typmod: col.ty.typmod(),
+                        not_null: false,
+                    }
+                })
+                .collect(),
+            has_index: false,
+        })
+    }
+
+    /// `pg_get_indexdef(index)`: the statement that creates the index, as PostgreSQL
+    /// prints it (`CREATE INDEX t_a_idx ON public.t USING btree (a)`).
+    pub fn indexdef(&self, index: &IndexDef) -> Option<String> {
+        let table = self.tables.iter().find(|t| t.oid == index.table_oid)?;
+        let columns: Vec<String> = index
+            .columns
+            .iter()
+            .map(|&c| quote_ident(&table.columns[c].name))
+            .collect();
+        Some(format!(
+            "CREATE {}INDEX {} ON {}.{} USING btree ({})",
+            if index.unique { "UNIQUE " } else { "" },
+            quote_ident(&index.name),
+            quote_ident(&table.schema),
+            quote_ident(&table.name),
+            columns.join(", ")
+        ))
+    }
+
+    /// `pg_get_indexdef(index, column, …)`: the key of column `column` (from 1).
+    pub fn indexdef_column(&self, index: &IndexDef, column: usize) -> Option<String> {
+        let table = self.tables.iter().find(|t| t.oid == index.table_oid)?;
+        let c = *index.columns.get(column.checked_sub(1)?)?;
+        Some(quote_ident(&table.columns[c].name))
     }
 }
 
-fn user_relation(t: &TableDef) -> Relation {
+fn user_relation(t: &TableDef, has_index: bool) -> Relation {
     Relation {
         oid: t.oid,
         name: t.name.clone(),
@@ -306,6 +406,7 @@ fn user_relation(t: &TableDef) -> Relation {
                 not_null: c.not_null,
             })
             .collect(),
+        has_index,
     }
 }
 
@@ -335,6 +436,7 @@ fn catalog_relation(
                 not_null: c.not_null,
             })
             .collect(),
+        has_index: false,
     }
 }
 

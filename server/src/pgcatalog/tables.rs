@@ -93,9 +93,9 @@ pub static PG_CATALOG: &[CatalogTable] = &[
         columns: "oid oid!, srvname name!, srvowner oid!, srvfdw oid!, srvtype text, srvversion text, srvacl aclitem[], srvoptions text[]" },
     CatalogTable { name: "pg_foreign_table", oid: 3118, kind: 'r', rows: none,
         columns: "ftrelid oid!, ftserver oid!, ftoptions text[]" },
-    CatalogTable { name: "pg_index", oid: 2610, kind: 'r', rows: none,
+    CatalogTable { name: "pg_index", oid: 2610, kind: 'r', rows: pg_index,
         columns: "indexrelid oid!, indrelid oid!, indnatts smallint!, indnkeyatts smallint!, indisunique boolean!, indnullsnotdistinct boolean!, indisprimary boolean!, indisexclusion boolean!, indimmediate boolean!, indisclustered boolean!, indisvalid boolean!, indcheckxmin boolean!, indisready boolean!, indislive boolean!, indisreplident boolean!, indkey int2vector!, indcollation oidvector!, indclass oidvector!, indoption int2vector!, indexprs pg_node_tree, indpred pg_node_tree" },
-    CatalogTable { name: "pg_indexes", oid: 12043, kind: 'v', rows: none,
+    CatalogTable { name: "pg_indexes", oid: 12043, kind: 'v', rows: pg_indexes,
         columns: "schemaname name, tablename name, indexname name, tablespace name, indexdef text" },
     CatalogTable { name: "pg_inherits", oid: 2611, kind: 'r', rows: none,
         columns: "inhrelid oid!, inhparent oid!, inhseqno integer!, inhdetachpending boolean!" },
@@ -314,7 +314,7 @@ pub fn class_row(rel: &Relation) -> Vec<V> {
         V::Int(0),
         V::Int(0),
         V::Int(0),
-        b(false),
+        b(rel.has_index),
         b(false),
         V::char(rel.persistence),
         V::char(rel.kind),
@@ -480,11 +480,69 @@ fn pg_tables(s: &Snapshot) -> Vec<Vec<V>> {
                 V::text(&r.name),
                 V::text("postgres"),
                 V::Null,
-                b(false),
+                b(s.has_index(r.oid)),
                 b(false),
                 b(false),
                 b(false),
             ]
+        })
+        .collect()
+}
+
+/// `pg_index`: one row per index; key columns as 1-based `indkey`, the default operator
+/// class of each key's type, the default collation for text keys.
+fn pg_index(s: &Snapshot) -> Vec<Vec<V>> {
+    s.indexes
+        .iter()
+        .map(|i| {
+            let vector = |f: &dyn Fn(usize) -> String| {
+                (0..i.columns.len()).map(f).collect::<Vec<_>>().join(" ")
+            };
+            vec![
+                V::oid(i.oid),
+                V::oid(i.table_oid),
+                V::Int(i.columns.len() as i64),
+                V::Int(i.columns.len() as i64),
+                b(i.unique),
+                b(false),
+                b(false),
+                b(false),
+                b(true),
+                b(false),
+                b(true),
+                b(false),
+                b(true),
+                b(true),
+                b(false),
+                V::Text(vector(&|k| (i.columns[k] + 1).to_string())),
+                V::Text(vector(&|k| {
+                    types::type_row(i.key_types[k].oid())
+                        .map(|t| t.collation)
+                        .unwrap_or(0)
+                        .to_string()
+                })),
+                V::Text(vector(&|k| i.opclass(k).0.to_string())),
+                V::Text(vector(&|_| "0".to_string())),
+                V::Null,
+                V::Null,
+            ]
+        })
+        .collect()
+}
+
+/// `pg_indexes`: schema, table, index and the CREATE INDEX statement.
+fn pg_indexes(s: &Snapshot) -> Vec<Vec<V>> {
+    s.indexes
+        .iter()
+        .filter_map(|i| {
+            let table = s.tables.iter().find(|t| t.oid == i.table_oid)?;
+            Some(vec![
+                V::text(&i.schema),
+                V::text(&table.name),
+                V::text(&i.name),
+                V::Null,
+                V::opt_text(s.indexdef(i)),
+            ])
         })
         .collect()
 }

@@ -1,10 +1,14 @@
-//! CREATE TABLE, DROP TABLE, TRUNCATE: catalog changes and the files behind them; and
-//! CREATE EXTENSION, which changes nothing.
+//! CREATE TABLE, DROP TABLE, TRUNCATE, CREATE INDEX, DROP INDEX: catalog changes and the
+//! files behind them; and CREATE EXTENSION, which changes nothing.
 
 use datafusion::sql::sqlparser::ast::{self, ColumnOption, ObjectName, ObjectType, Statement};
 use iolab_catalog::store::MAX_IDENTIFIER_LEN;
-use iolab_catalog::{sqlstate, ColumnDef, Persistence, PgError, PgResult, PgType};
+use iolab_catalog::{sqlstate, ColumnDef, IndexDef, Persistence, PgError, PgResult, PgType};
+use iolab_engine::accounting::IoAccount;
+use iolab_engine::btree;
 use iolab_engine::Database;
+
+use crate::sql::StatementRun;
 
 /// `schema.name` of an object name, lower-cased unless quoted.
 pub fn split_name(name: &ObjectName) -> PgResult<(Option<String>, String)> {
@@ -162,7 +166,8 @@ fn check_identifier(name: &str) -> PgResult<()> {
     Ok(())
 }
 
-/// DROP TABLE [IF EXISTS] a, b; returns whether anything was dropped, and notices.
+/// DROP TABLE [IF EXISTS] a, b (and their indexes), or DROP INDEX [IF EXISTS] a, b;
+/// returns the notices.
 pub fn drop(db: &Database, stmt: &Statement) -> PgResult<Vec<String>> {
     let Statement::Drop {
         object_type,
@@ -173,6 +178,9 @@ pub fn drop(db: &Database, stmt: &Statement) -> PgResult<Vec<String>> {
     else {
         return Err(PgError::internal("not a DROP statement"));
     };
+    if *object_type == ObjectType::Index {
+        return drop_indexes(db, names, *if_exists);
+    }
     if *object_type != ObjectType::Table {
         return Err(PgError::unsupported(format!(
             "DROP {object_type} is not supported"
@@ -184,6 +192,18 @@ pub fn drop(db: &Database, stmt: &Statement) -> PgResult<Vec<String>> {
         let (schema, table) = split_name(name)?;
         match db.catalog.resolve(schema.as_deref(), &table) {
             Ok(def) => tables.push(def),
+            Err(_)
+                if db
+                    .catalog
+                    .index(schema.as_deref().unwrap_or("public"), &table)
+                    .is_some() =>
+            {
+                return Err(PgError::new(
+                    sqlstate::WRONG_OBJECT_TYPE,
+                    format!("\"{table}\" is not a table"),
+                )
+                .with_hint("Use DROP INDEX to remove an index."))
+            }
             Err(_) if *if_exists => {
                 notices.push(format!("table \"{table}\" does not exist, skipping"))
             }
@@ -196,8 +216,12 @@ pub fn drop(db: &Database, stmt: &Statement) -> PgResult<Vec<String>> {
         }
     }
     for def in tables {
+        let indexes = db.catalog.indexes_of(def.oid);
         db.catalog.drop_table(def.oid)?;
         db.remove_relation_file(def.relfilenode)?;
+        for index in &indexes {
+            btree::drop_index_files(db, index)?;
+        }
     }
     Ok(notices)
 }
@@ -212,8 +236,186 @@ pub fn truncate(db: &Database, names: &[ObjectName]) -> PgResult<()> {
         let (old, new) = db.catalog.new_relfilenode(def.oid)?;
         db.relfile(new)?;
         db.remove_relation_file(old)?;
+        for index in db.catalog.indexes_of(def.oid) {
+            btree::truncate_index(db, &index, &mut IoAccount::default())?;
+        }
     }
     Ok(())
+}
+
+/// `CREATE [UNIQUE] INDEX [CONCURRENTLY] [IF NOT EXISTS] [name] ON t [USING btree] (col)`:
+/// checks the statement as PostgreSQL 18 would, names the index (PostgreSQL's `t_a_idx`
+/// rule when no name is given), builds it and records it. Returns the notices
+/// (`relation "x" already exists, skipping` under IF NOT EXISTS).
+pub async fn create_index(run: &StatementRun, create: &ast::CreateIndex) -> PgResult<Vec<String>> {
+    let db = &run.db;
+    if create.if_not_exists && create.name.is_none() {
+        // PostgreSQL's grammar wants a name after IF NOT EXISTS.
+        return Err(PgError::syntax("syntax error at or near \"ON\""));
+    }
+    match &create.using {
+        None | Some(ast::IndexType::BTree) => {}
+        Some(ast::IndexType::Custom(am)) if ident_name(am) == "btree" => {}
+        Some(ast::IndexType::Custom(am)) => {
+            return Err(PgError::new(
+                sqlstate::UNDEFINED_OBJECT,
+                format!("access method \"{}\" does not exist", ident_name(am)),
+            ))
+        }
+        Some(other) => {
+            return Err(PgError::unsupported(format!(
+                "access method \"{}\" is not supported by iolab (only btree)",
+                other.to_string().to_lowercase()
+            )))
+        }
+    }
+    let unsupported = [
+        (create.unique, "unique indexes are not supported yet"),
+        (
+            create.concurrently,
+            "CREATE INDEX CONCURRENTLY is not supported",
+        ),
+        (
+            !create.include.is_empty(),
+            "INCLUDE columns are not supported",
+        ),
+        (
+            create.predicate.is_some(),
+            "partial indexes (WHERE) are not supported",
+        ),
+        (
+            !create.with.is_empty(),
+            "index storage parameters (WITH) are not supported",
+        ),
+        (
+            create.nulls_distinct.is_some(),
+            "NULLS [NOT] DISTINCT is not supported",
+        ),
+        (
+            create.columns.len() > 1,
+            "indexes on more than one column are not supported yet",
+        ),
+    ];
+    if let Some((_, message)) = unsupported.iter().find(|(yes, _)| *yes) {
+        return Err(PgError::unsupported(*message));
+    }
+    let (schema, table_name) = split_name(&create.table_name)?;
+    let table = db.catalog.resolve(schema.as_deref(), &table_name)?;
+    let [column] = create.columns.as_slice() else {
+        return Err(PgError::syntax("syntax error at or near \")\""));
+    };
+    let column_name = match &column.column.expr {
+        ast::Expr::Identifier(id) => ident_name(id),
+        _ => {
+            return Err(PgError::unsupported(
+                "indexes on expressions are not supported yet",
+            ))
+        }
+    };
+    let options = &column.column.options;
+    if options.asc == Some(false) {
+        return Err(PgError::unsupported(
+            "descending indexes are not supported yet",
+        ));
+    }
+    if options.nulls_first == Some(true) {
+        return Err(PgError::unsupported(
+            "indexes with NULLS FIRST are not supported yet",
+        ));
+    }
+    let col = table.column_index(&column_name).ok_or_else(|| {
+        PgError::new(
+            sqlstate::UNDEFINED_COLUMN,
+            format!("column \"{column_name}\" does not exist"),
+        )
+    })?;
+    let key_type = table.columns[col].ty;
+    let (_, default_opclass) = iolab_catalog::index::btree_opclass(key_type);
+    if let Some(opclass) = &column.operator_class {
+        let (_, name) = split_name(opclass)?;
+        if name != default_opclass {
+            return Err(PgError::unsupported(format!(
+                "operator class \"{name}\" is not supported (iolab uses {default_opclass} for {})",
+                key_type.format_type()
+            )));
+        }
+    }
+    let name = match &create.name {
+        Some(name) => {
+            let (index_schema, name) = split_name(name)?;
+            if index_schema.is_some() {
+                // The index goes to the table's schema; PostgreSQL's grammar takes no schema.
+                return Err(PgError::syntax("syntax error at or near \".\""));
+            }
+            check_identifier(&name)?;
+            if db.catalog.relation_name_taken(&table.schema, &name) {
+                if create.if_not_exists {
+                    return Ok(vec![format!(
+                        "relation \"{name}\" already exists, skipping"
+                    )]);
+                }
+                return Err(PgError::new(
+                    sqlstate::DUPLICATE_TABLE,
+                    format!("relation \"{name}\" already exists"),
+                ));
+            }
+            name
+        }
+        None => db
+            .catalog
+            .choose_index_name(&table.schema, &table.name, &[&column_name]),
+    };
+    let oid = db.catalog.allocate_oid()?;
+    let def = IndexDef {
+        oid,
+        schema: table.schema.clone(),
+        name,
+        table_oid: table.oid,
+        relfilenode: oid,
+        columns: vec![col],
+        key_types: vec![key_type],
+        unique: false,
+        persistence: table.persistence,
+    };
+    // The build runs on a blocking thread while this task stays awake, so that a cancel
+    // request or statement_timeout ends the statement at once: the dropped statement
+    // sets the cancel flag, and the build stops at its next check and removes its file.
+    let (db, ctx) = (run.db.clone(), run.ctx.clone());
+    tokio::task::spawn_blocking(move || btree::create_index(&db, &ctx, &table, &def))
+        .await
+        .map_err(|e| PgError::internal(format!("CREATE INDEX did not finish: {e}")))??;
+    Ok(Vec::new())
+}
+
+/// DROP INDEX [IF EXISTS] a, b [CASCADE | RESTRICT]; returns the notices.
+fn drop_indexes(db: &Database, names: &[ObjectName], if_exists: bool) -> PgResult<Vec<String>> {
+    let mut notices = Vec::new();
+    let mut indexes = Vec::new();
+    for name in names {
+        let (schema, index) = split_name(name)?;
+        let in_schema = schema.as_deref().unwrap_or("public");
+        if let Some(def) = db.catalog.index(in_schema, &index) {
+            indexes.push(def);
+        } else if db.catalog.table(in_schema, &index).is_some() {
+            return Err(PgError::new(
+                sqlstate::WRONG_OBJECT_TYPE,
+                format!("\"{index}\" is not an index"),
+            )
+            .with_hint("Use DROP TABLE to remove a table."));
+        } else if if_exists {
+            notices.push(format!("index \"{index}\" does not exist, skipping"));
+        } else {
+            return Err(PgError::new(
+                sqlstate::UNDEFINED_OBJECT,
+                format!("index \"{index}\" does not exist"),
+            ));
+        }
+    }
+    for def in indexes {
+        db.catalog.drop_index(def.oid)?;
+        btree::drop_index_files(db, &def)?;
+    }
+    Ok(notices)
 }
 
 /// `CREATE EXTENSION [IF NOT EXISTS] name [WITH] [SCHEMA s] [VERSION v] [CASCADE]`.

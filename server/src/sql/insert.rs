@@ -9,6 +9,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::sql::sqlparser::ast;
 use futures::StreamExt;
 use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
+use iolab_engine::btree::IndexMaintainer;
 use iolab_engine::heap::heapam::HeapInserter;
 use iolab_engine::values::assign::{failing_row_detail, first_null};
 use iolab_engine::values::{assign_cast_with, check_not_null, TextFormat};
@@ -107,7 +108,8 @@ pub async fn insert_stream(
         xid,
         run.ctx.cid,
         run.ctx.new_account(),
-    );
+    )
+    .with_indexes(IndexMaintainer::for_table(&run.db, table)?);
     let started = Instant::now();
     let mut next_progress = PROGRESS_EVERY_ROWS;
     let result: PgResult<()> = async {

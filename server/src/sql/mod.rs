@@ -2,7 +2,7 @@
 //!
 //! A query string is split into statements (`split`), each is parsed with sqlparser's
 //! PostgreSQL dialect (after a few words sqlparser does not know are handled: `CREATE
-//! UNLOGGED TABLE`, `CHECKPOINT`, `VACUUM`, `CREATE EXTENSION`), and then
+//! UNLOGGED TABLE`, `CHECKPOINT`, `VACUUM`, `ANALYZE`, `CREATE EXTENSION`), and then
 //! - transaction control, settings, DDL, INSERT and COPY are run by iolab (`txn`,
 //!   `ddl`, `insert`, `copy`, `show`);
 //! - queries (SELECT, VALUES, WITH …) are planned and run by DataFusion against the
@@ -21,6 +21,7 @@ pub mod colnames;
 pub mod ddl;
 pub mod insert;
 pub mod split;
+pub mod vacuum;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -45,10 +46,8 @@ pub enum Parsed {
     /// `CREATE UNLOGGED TABLE …` (sqlparser does not know UNLOGGED; the word is cut out).
     CreateUnlogged(Box<ast::Statement>),
     Checkpoint,
-    /// `VACUUM [ANALYZE] [table]` — accepted and reported; iolab has nothing to vacuum.
-    Vacuum {
-        table: Option<String>,
-    },
+    /// `VACUUM …` or `ANALYZE …` (see `vacuum`).
+    Vacuum(vacuum::VacuumStmt),
     /// `CREATE EXTENSION …` (sqlparser wants its options in one order, after WITH).
     CreateExtension(ddl::CreateExtension),
 }
@@ -77,13 +76,11 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
         .map(|w| w.trim_end_matches(';').to_ascii_uppercase())
         .collect();
     let words: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
+    if vacuum::is_vacuum_or_analyze(text) {
+        return vacuum::parse(text, whole, offset).map(Parsed::Vacuum);
+    }
     match words.as_slice() {
         ["CHECKPOINT"] => return Ok(Parsed::Checkpoint),
-        ["VACUUM", ..] => {
-            return Ok(Parsed::Vacuum {
-                table: vacuum_table(text),
-            })
-        }
         ["CREATE", "EXTENSION", ..] => {
             if let Some(create) = ddl::parse_create_extension(text) {
                 return Ok(Parsed::CreateExtension(create));
@@ -146,27 +143,6 @@ fn wildcard_alias(stmt: &ast::Statement) -> Option<&ast::Ident> {
         }
         _ => None,
     })
-}
-
-/// The table name of `VACUUM [FULL] [ANALYZE] [VERBOSE] [(…)] [table]`.
-fn vacuum_table(text: &str) -> Option<String> {
-    let stripped = split::strip_comments(text);
-    let mut rest = stripped.trim().trim_end_matches(';').trim();
-    rest = rest[6..].trim_start(); // "VACUUM"
-    if rest.starts_with('(') {
-        rest = rest
-            .find(')')
-            .map(|i| rest[i + 1..].trim_start())
-            .unwrap_or("");
-    }
-    rest.split_whitespace()
-        .find(|w| {
-            !matches!(
-                w.to_ascii_uppercase().as_str(),
-                "FULL" | "FREEZE" | "VERBOSE" | "ANALYZE" | "ANALYSE"
-            )
-        })
-        .map(|w| w.trim_matches('"').to_lowercase())
 }
 
 /// The result of one statement.

@@ -1,0 +1,290 @@
+//! Verifying an index: its structure, and (optionally) that it holds exactly the table's
+//! live tuples — in the spirit of PostgreSQL's `amcheck` (`bt_index_check` with
+//! `heapallindexed`), behind iolab's own SQL function `iolab_btree_check(index)`.
+//!
+//! The check walks each level from its leftmost page along the right-links and asserts:
+//!
+//! * every page is a live B-tree page of the expected level, leaf iff level 0, with a sane
+//!   header, and its left-link names the page before it;
+//! * items are strictly ascending by (key, heap TID), and below the page's high key;
+//! * an internal page's first item is minus infinity; each downlink leads to a page one
+//!   level down whose high key equals the next pivot of the parent (or the parent's own
+//!   high key for the last downlink; none if the parent is rightmost), and the children of
+//!   a level, read through their parents, are exactly the pages met walking that level;
+//! * the first item of each leaf is ≥ the previous leaf's high key;
+//! * the meta page names the root, of the tree's height, and the root is alone on its
+//!   level.
+//!
+//! With the heap check, the table's live tuples are read and sorted as a build would, and
+//! the index's leaf entries must be exactly that sequence of (key, TID). The index may
+//! additionally hold entries of rows whose transaction aborted after they were inserted
+//! (an index never forgets an entry); those are tolerated when their heap tuple is dead.
+
+use std::cmp::Ordering;
+
+use iolab_catalog::PgResult;
+
+use super::build::{scan_heap, HeapSource};
+use super::key::{self, Key};
+use super::page::{
+    check_page, compare_tuples, first_data_offset, tuple_at, BtOpaque, P_HIKEY, P_NONE,
+};
+use super::{corrupted, BtreeIndex, Tid};
+use crate::accounting::IoAccount;
+use crate::storage::page as slotted;
+
+/// What a check found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Leaf entries (heap TIDs the index points to).
+    pub entries: u64,
+    /// Of those, entries of dead heap tuples (rows of aborted inserts; heap check only).
+    pub dead_entries: u64,
+    pub leaf_pages: u64,
+    pub internal_pages: u64,
+    /// Levels (0 for an empty index).
+    pub height: u32,
+}
+
+impl BtreeIndex {
+    /// Checks the structure (see the module comment); XX002 on the first violation.
+    pub fn check_structure(&self, acct: &mut IoAccount) -> PgResult<CheckReport> {
+        self.check_with(acct, &mut |_, _| Ok(()))
+    }
+
+    /// Checks the structure and that the leaf entries are exactly the live tuples of the
+    /// table described by `heap` (see the module comment).
+    pub fn check_against_heap(
+        &self,
+        heap: &HeapSource,
+        acct: &mut IoAccount,
+        check_cancel: &dyn Fn() -> PgResult<()>,
+    ) -> PgResult<CheckReport> {
+        let mut dead = Vec::new();
+        let mut expected = scan_heap(heap, acct, check_cancel, &mut |_| {}, Some(&mut dead))?;
+        expected.sort();
+        let mut next = 0usize;
+        let mut dead_entries = 0u64;
+        let kind = self.kind;
+        let name = self.name.clone();
+        let mut report = self.check_with(acct, &mut |key, tid| {
+            if dead.binary_search(&tid).is_ok() {
+                dead_entries += 1;
+                return Ok(());
+            }
+            let Some((want_key, want_tid)) = (next < expected.len()).then(|| expected.get(next))
+            else {
+                return Err(corrupted(format!(
+                    "index \"{name}\" has an entry for heap tuple ({},{}) beyond the table's live tuples",
+                    tid.0, tid.1
+                )));
+            };
+            if key::compare(kind, &key, &want_key) != Ordering::Equal || tid != want_tid {
+                return Err(corrupted(format!(
+                    "index \"{name}\" entry {next} is {key:?} → ({},{}); the table has {want_key:?} at ({},{})",
+                    tid.0, tid.1, want_tid.0, want_tid.1
+                )));
+            }
+            next += 1;
+            Ok(())
+        })?;
+        if next != expected.len() {
+            return Err(corrupted(format!(
+                "index \"{}\" lacks entries: it has {next}, the table {} live tuples",
+                self.name,
+                expected.len()
+            )));
+        }
+        report.dead_entries = dead_entries;
+        Ok(report)
+    }
+
+    /// The structural walk; `visit` sees every leaf entry in order.
+    fn check_with(
+        &self,
+        acct: &mut IoAccount,
+        visit: &mut dyn FnMut(Key, Tid) -> PgResult<()>,
+    ) -> PgResult<CheckReport> {
+        let meta = self.meta(acct)?;
+        let mut report = CheckReport::default();
+        if meta.root == P_NONE {
+            if self.rel.nblocks() > 1 {
+                return Err(corrupted(format!(
+                    "index \"{}\" has no root but {} blocks",
+                    self.name,
+                    self.rel.nblocks()
+                )));
+            }
+            return Ok(report);
+        }
+        report.height = meta.level + 1;
+        // Pages of the level below, in the order the parents' downlinks list them, with
+        // the high key each must have.
+        let mut expected_children: Vec<(u32, Option<Vec<u8>>)> = vec![(meta.root, None)];
+        for level in (0..=meta.level).rev() {
+            let mut next_children = Vec::new();
+            let mut prev_blkno = P_NONE;
+            let mut prev_high_key: Option<Vec<u8>> = None;
+            let mut blkno = expected_children[0].0;
+            let mut walked = 0usize;
+            while blkno != P_NONE {
+                let Some((want_blkno, want_high_key)) = expected_children.get(walked) else {
+                    return Err(corrupted(format!(
+                        "index \"{}\": block {blkno} on level {level} has no downlink",
+                        self.name
+                    )));
+                };
+                if *want_blkno != blkno {
+                    return Err(corrupted(format!(
+                        "index \"{}\": level {level} links to block {blkno}, its parents to block {want_blkno}",
+                        self.name
+                    )));
+                }
+                let buf = self.read(blkno, acct)?;
+                let page = buf.page();
+                let opaque = check_page(&page, blkno, &self.name)?;
+                let fail = |what: String| {
+                    corrupted(format!(
+                        "index \"{}\" block {blkno} (level {level}): {what}",
+                        self.name
+                    ))
+                };
+                if opaque.level != level {
+                    return Err(fail(format!("page says level {}", opaque.level)));
+                }
+                if opaque.prev != prev_blkno {
+                    return Err(fail(format!(
+                        "left-link {} where the page before is {prev_blkno}",
+                        opaque.prev
+                    )));
+                }
+                if (level == meta.level) != opaque.is_root() {
+                    return Err(fail("root flag wrong".into()));
+                }
+                let high_key = (!opaque.is_rightmost())
+                    .then(|| tuple_at(&page, P_HIKEY).map(|t| t.bytes.to_vec()))
+                    .transpose()?;
+                match (&high_key, want_high_key) {
+                    (None, None) => {}
+                    (Some(h), Some(w)) => {
+                        let h = super::page::IndexTuple::parse(h)?;
+                        let w = super::page::IndexTuple::parse(w)?;
+                        if compare_tuples(self.ty, &h, &w)? != Ordering::Equal {
+                            return Err(fail(
+                                "high key differs from the parent's separator".into(),
+                            ));
+                        }
+                    }
+                    _ => {
+                        return Err(fail(format!(
+                            "is {}rightmost, its parent says otherwise",
+                            if high_key.is_none() { "" } else { "not " }
+                        )))
+                    }
+                }
+                self.check_items(
+                    &page,
+                    &opaque,
+                    high_key.as_deref(),
+                    prev_high_key.as_deref(),
+                    &mut next_children,
+                    visit,
+                    &mut report,
+                )
+                .map_err(|e| fail(e.message))?;
+                if opaque.is_leaf() {
+                    report.leaf_pages += 1;
+                } else {
+                    report.internal_pages += 1;
+                }
+                walked += 1;
+                prev_blkno = blkno;
+                prev_high_key = high_key;
+                blkno = opaque.next;
+            }
+            if walked != expected_children.len() {
+                return Err(corrupted(format!(
+                    "index \"{}\": level {level} has {walked} pages, its parents {} downlinks",
+                    self.name,
+                    expected_children.len()
+                )));
+            }
+            expected_children = next_children;
+        }
+        Ok(report)
+    }
+
+    /// The items of one page: ascending, below the high key, above the previous page's
+    /// high key (leaves); collects the downlinks of internal pages.
+    #[allow(clippy::too_many_arguments)]
+    fn check_items(
+        &self,
+        page: &[u8],
+        opaque: &BtOpaque,
+        high_key: Option<&[u8]>,
+        prev_high_key: Option<&[u8]>,
+        children: &mut Vec<(u32, Option<Vec<u8>>)>,
+        visit: &mut dyn FnMut(Key, Tid) -> PgResult<()>,
+        report: &mut CheckReport,
+    ) -> PgResult<()> {
+        let first = first_data_offset(opaque);
+        let max = slotted::page_max_offset(page);
+        let high = high_key.map(super::page::IndexTuple::parse).transpose()?;
+        let mut previous: Option<super::page::IndexTuple> = None;
+        let mut level_children = Vec::new();
+        for off in first..=max {
+            let t = tuple_at(page, off)?;
+            if opaque.is_leaf() == t.is_pivot() {
+                return Err(corrupted(format!(
+                    "item {off} is {}a pivot",
+                    if t.is_pivot() { "" } else { "not " }
+                )));
+            }
+            if !opaque.is_leaf() && (off == first) != (t.natts() == 0) {
+                return Err(corrupted(format!(
+                    "item {off}: only the first item of an internal page is minus infinity"
+                )));
+            }
+            if let Some(p) = &previous {
+                if compare_tuples(self.ty, p, &t)? != Ordering::Less {
+                    return Err(corrupted(format!(
+                        "item {off} is not above item {}",
+                        off - 1
+                    )));
+                }
+            } else if let (true, Some(bound)) = (opaque.is_leaf(), prev_high_key) {
+                let bound = super::page::IndexTuple::parse(bound)?;
+                if compare_tuples(self.ty, &t, &bound)? == Ordering::Less {
+                    return Err(corrupted(
+                        "first item is below the left sibling's high key".into(),
+                    ));
+                }
+            }
+            if let Some(h) = &high {
+                if compare_tuples(self.ty, &t, h)? != Ordering::Less {
+                    return Err(corrupted(format!("item {off} is not below the high key")));
+                }
+            }
+            if opaque.is_leaf() {
+                report.entries += 1;
+                let key = t.key(self.ty)?.expect("leaf tuples have keys");
+                visit(key, t.heap_tid().expect("leaf tuples have TIDs"))?;
+            } else {
+                level_children.push((t.downlink(), t));
+            }
+            previous = Some(t);
+        }
+        if !opaque.is_leaf() && level_children.is_empty() {
+            return Err(corrupted("internal page without downlinks".into()));
+        }
+        // Child i must end where pivot i + 1 begins; the last child where this page ends.
+        for i in 0..level_children.len() {
+            let child_high_key = match level_children.get(i + 1) {
+                Some((_, next)) => Some(next.with_downlink(P_NONE)),
+                None => high_key.map(|h| h.to_vec()),
+            };
+            children.push((level_children[i].0, child_high_key));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,356 @@
+//! Inserting entries into a built tree, splitting pages that overflow.
+//!
+//! # One writer per index at a time
+//!
+//! INSERT and COPY add the entries of each batch of rows they append to the heap
+//! ([`IndexMaintainer`](super::IndexMaintainer)): sorted by (key, TID), under the index's
+//! writer lock, so writers of one index take turns (a batch at a time) while readers never
+//! wait for them except for the moment a page is being rewritten (its content lock).
+//! Sorting the batch makes consecutive entries land on the same leaf: while the next entry
+//! is below the high key of the leaf the previous one went to (or that leaf is the
+//! rightmost), it goes there without a new descent from the root.
+//!
+//! # Adding an entry to a leaf
+//!
+//! The leaf where `(key, TID)` belongs is found by the descent of `scan.rs`, remembering
+//! the internal pages passed (the *stack*). The entry goes before the first item that is
+//! greater — the heap TID makes every entry distinct, so equal keys stay in TID order.
+//! If it fits, that is all.
+//!
+//! # Splitting a page
+//!
+//! A page that overflows is split at an item boundary into itself (the left half) and a
+//! new page appended to the relation (the right half):
+//!
+//! * the split point: on the rightmost page of a level, as far right as keeps the left
+//!   page within the fill factor (90 % for leaves, 70 % above — ascending inserts then
+//!   leave full pages behind, as a bottom-up build would); elsewhere, where the two
+//!   halves are closest in size. Either way both halves must fit, which PostgreSQL's
+//!   size limit (a third of a page per tuple) guarantees is possible;
+//! * the left page's new high key is the separator: on a leaf, the shortest pivot between
+//!   the last item that stays and the first that moves (`page::truncate`); on an internal
+//!   page, the first moving item's key, which then becomes the right page's minus
+//!   infinity;
+//! * the pages are written right first (unreachable until linked), then left (its new high
+//!   key and right-link make the right half reachable: readers move right), then the old
+//!   right sibling's left-link; then the separator with a downlink to the right page is
+//!   inserted into the parent from the stack — which may split the parent in turn. When
+//!   the root splits, a new root with two downlinks is made and the meta page points to
+//!   it.
+//!
+//! A crash between these writes can leave the tree inconsistent: there is no WAL yet, so
+//! an index is crash-safe only up to the last checkpoint (as the heap is).
+
+use std::cmp::Ordering;
+
+use iolab_catalog::{PgError, PgResult};
+
+use super::key::{self, Key};
+use super::page::{
+    build_page, check_page, data_items, first_data_offset, form_leaf, form_pivot, insert_item_at,
+    item_cost, too_big, truncate, tuple_at, BtMeta, BtOpaque, IndexTuple, SearchKey, TidBound,
+    BTP_LEAF, BTP_ROOT, BT_MAX_ITEM_SIZE, METAPAGE, PAGE_CAPACITY, P_HIKEY, P_NONE,
+};
+use super::{BtreeIndex, Tid};
+use crate::accounting::IoAccount;
+use crate::buffer::PinnedBuffer;
+use crate::storage::page as slotted;
+
+// Leaf and internal fill factors of a rightmost split (as the build's).
+use super::build::{LEAF_FILLFACTOR, NONLEAF_FILLFACTOR};
+
+/// The leaf the previous entry of a sorted batch went to.
+struct CachedLeaf {
+    buffer: PinnedBuffer,
+    stack: Vec<u32>,
+    /// `None` on the rightmost leaf.
+    high_key: Option<Vec<u8>>,
+}
+
+impl BtreeIndex {
+    /// Inserts `(key, heap TID)` entries (in any order; they are sorted here). Holds the
+    /// index's writer lock meanwhile. A key too large for an index tuple fails with
+    /// PostgreSQL's error, naming `table` and the row's TID.
+    pub fn insert_entries(
+        &self,
+        entries: &mut [(Key<'static>, Tid)],
+        table: &str,
+        acct: &mut IoAccount,
+    ) -> PgResult<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let kind = self.kind;
+        entries.sort_by(|a, b| key::compare(kind, &a.0, &b.0).then(a.1.cmp(&b.1)));
+        let lock = super::writer_lock(self.rel.relfilenode());
+        let _writer = lock.lock();
+        let mut cached: Option<CachedLeaf> = None;
+        for (key, tid) in entries.iter() {
+            let item = form_leaf(self.ty, key, *tid);
+            if item.len() > BT_MAX_ITEM_SIZE {
+                return Err(too_big(item.len(), &self.name, table, *tid));
+            }
+            let search = SearchKey {
+                key: Some(key.clone()),
+                tid: TidBound::Tid(*tid),
+            };
+            let reuse = match &cached {
+                Some(c) => match &c.high_key {
+                    None => true,
+                    Some(hk) => search.compare(self.ty, &IndexTuple::parse(hk)?)? == Ordering::Less,
+                },
+                None => false,
+            };
+            let (buffer, mut stack) = match cached.take() {
+                Some(c) if reuse => (c.buffer, c.stack),
+                _ => self.leaf_for_insert(&search, acct)?,
+            };
+            let (position, high_key) = {
+                let page = buffer.page();
+                let opaque = check_page(&page, buffer.blkno(), &self.name)?;
+                let max = slotted::page_max_offset(&page);
+                let position =
+                    self.first_at_or_above(&page, &search, first_data_offset(&opaque), max, false)?;
+                if position <= max
+                    && search.compare(self.ty, &tuple_at(&page, position)?)? == Ordering::Equal
+                {
+                    return Err(PgError::internal(format!(
+                        "index \"{}\" already has an entry for heap tuple ({},{})",
+                        self.name, tid.0, tid.1
+                    )));
+                }
+                let high_key = (!opaque.is_rightmost())
+                    .then(|| tuple_at(&page, P_HIKEY).map(|t| t.bytes.to_vec()))
+                    .transpose()?;
+                (position, high_key)
+            };
+            let inserted = {
+                let mut page = buffer.page_mut();
+                insert_item_at(&mut page, position, &item)
+            };
+            if inserted {
+                buffer.mark_dirty(acct);
+                cached = Some(CachedLeaf {
+                    buffer,
+                    stack,
+                    high_key,
+                });
+            } else {
+                self.split(buffer, position, item, &mut stack, acct)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The leaf for `search` and the path to it; makes a root leaf in an empty index.
+    fn leaf_for_insert(
+        &self,
+        search: &SearchKey,
+        acct: &mut IoAccount,
+    ) -> PgResult<(PinnedBuffer, Vec<u32>)> {
+        let mut stack = Vec::new();
+        if let Some(leaf) = self.descend(search, &mut stack, acct)? {
+            return Ok((leaf, stack));
+        }
+        // The first entry of an empty index: a root leaf, then the meta page pointing to it.
+        let (blkno, root) = self.pool.new_block(&self.rel, None, acct)?;
+        let opaque = BtOpaque {
+            flags: BTP_LEAF | BTP_ROOT,
+            ..BtOpaque::default()
+        };
+        root.page_mut()
+            .copy_from_slice(&build_page(&opaque, None, &[]));
+        self.set_root(blkno, 0, acct)?;
+        Ok((root, stack))
+    }
+
+    fn set_root(&self, root: u32, level: u32, acct: &mut IoAccount) -> PgResult<()> {
+        let meta = self.read(METAPAGE, acct)?;
+        BtMeta::read(&meta.page(), &self.name)?;
+        BtMeta::new(root, level).write_page(&mut meta.page_mut());
+        meta.mark_dirty(acct);
+        Ok(())
+    }
+
+    /// Splits the page in `buffer`, adding `item` as its item number `position`, and
+    /// inserts the separator into the parent (the last page of `stack`), or makes a new
+    /// root (see the module comment).
+    fn split(
+        &self,
+        buffer: PinnedBuffer,
+        position: u16,
+        item: Vec<u8>,
+        stack: &mut Vec<u32>,
+        acct: &mut IoAccount,
+    ) -> PgResult<()> {
+        let left_blkno = buffer.blkno();
+        let (old, old_high_key, mut items) = {
+            let page = buffer.page();
+            let opaque = check_page(&page, left_blkno, &self.name)?;
+            let high_key = (!opaque.is_rightmost())
+                .then(|| tuple_at(&page, P_HIKEY).map(|t| t.bytes.to_vec()))
+                .transpose()?;
+            (opaque, high_key, data_items(&page)?)
+        };
+        let leaf = old.is_leaf();
+        items.insert((position - first_data_offset(&old)) as usize, item);
+        let split_at = self.choose_split(&old, old_high_key.as_deref(), &items)?;
+
+        let moved = IndexTuple::parse(&items[split_at])?;
+        let (high_key, right_first) = if leaf {
+            let lastleft = IndexTuple::parse(&items[split_at - 1])?;
+            (
+                truncate(self.ty, &lastleft, &moved)?,
+                items[split_at].clone(),
+            )
+        } else {
+            (
+                moved.with_downlink(P_NONE),
+                moved.as_minus_infinity(self.ty),
+            )
+        };
+        let mut right_items = vec![right_first];
+        right_items.extend_from_slice(&items[split_at + 1..]);
+        let left_items = &items[..split_at];
+
+        let (right_blkno, right) = self.pool.new_block(&self.rel, None, acct)?;
+        let right_opaque = BtOpaque {
+            prev: left_blkno,
+            next: old.next,
+            level: old.level,
+            flags: old.flags & BTP_LEAF,
+            cycle_id: 0,
+        };
+        let left_opaque = BtOpaque {
+            next: right_blkno,
+            flags: old.flags & !BTP_ROOT,
+            ..old
+        };
+        right.page_mut().copy_from_slice(&build_page(
+            &right_opaque,
+            old_high_key.as_deref(),
+            &right_items,
+        ));
+        right.mark_dirty(acct);
+        buffer
+            .page_mut()
+            .copy_from_slice(&build_page(&left_opaque, Some(&high_key), left_items));
+        buffer.mark_dirty(acct);
+        drop(right);
+        drop(buffer);
+        if old.next != P_NONE {
+            let sibling = self.read(old.next, acct)?;
+            {
+                let mut page = sibling.page_mut();
+                let mut o = check_page(&page, old.next, &self.name)?;
+                o.prev = right_blkno;
+                o.write(&mut page);
+            }
+            sibling.mark_dirty(acct);
+        }
+
+        let separator = IndexTuple::parse(&high_key)?.with_downlink(right_blkno);
+        let Some(parent_blkno) = stack.pop() else {
+            // The root split: a new root above the two halves.
+            let (root_blkno, root) = self.pool.new_block(&self.rel, None, acct)?;
+            let opaque = BtOpaque {
+                level: old.level + 1,
+                flags: BTP_ROOT,
+                ..BtOpaque::default()
+            };
+            let downlinks = vec![form_pivot(self.ty, None, None, left_blkno), separator];
+            root.page_mut()
+                .copy_from_slice(&build_page(&opaque, None, &downlinks));
+            root.mark_dirty(acct);
+            drop(root);
+            return self.set_root(root_blkno, old.level + 1, acct);
+        };
+        let parent = self.read(parent_blkno, acct)?;
+        let position = {
+            let page = parent.page();
+            let opaque = check_page(&page, parent_blkno, &self.name)?;
+            let max = slotted::page_max_offset(&page);
+            let mut found = None;
+            for off in first_data_offset(&opaque)..=max {
+                if tuple_at(&page, off)?.downlink() == left_blkno {
+                    found = Some(off);
+                    break;
+                }
+            }
+            found.ok_or_else(|| {
+                super::corrupted(format!(
+                    "index \"{}\": no downlink to block {left_blkno} in its parent {parent_blkno}",
+                    self.name
+                ))
+            })? + 1
+        };
+        let inserted = {
+            let mut page = parent.page_mut();
+            insert_item_at(&mut page, position, &separator)
+        };
+        if inserted {
+            parent.mark_dirty(acct);
+            Ok(())
+        } else {
+            self.split(parent, position, separator, stack, acct)
+        }
+    }
+
+    /// The index of the first item that moves to the right page (see the module comment).
+    fn choose_split(
+        &self,
+        old: &BtOpaque,
+        old_high_key: Option<&[u8]>,
+        items: &[Vec<u8>],
+    ) -> PgResult<usize> {
+        let n = items.len();
+        assert!(n >= 2, "a page overflows with at least two items");
+        let leaf = old.is_leaf();
+        let total: usize = items.iter().map(|i| item_cost(i.len())).sum();
+        let old_hk_cost = old_high_key.map_or(0, |h| item_cost(h.len()));
+        let mut best: Option<(usize, usize)> = None; // (score, split index)
+        let mut left = 0usize;
+        let fillfactor = if leaf {
+            LEAF_FILLFACTOR
+        } else {
+            NONLEAF_FILLFACTOR
+        };
+        let target = PAGE_CAPACITY * fillfactor / 100;
+        for s in 1..n {
+            left += item_cost(items[s - 1].len());
+            let moving = items[s].len();
+            // The new high key: ≤ the moving item plus a heap TID on a leaf; the moving
+            // item's key as is on an internal page (it turns into minus infinity there).
+            let high_key_cost = item_cost(moving + if leaf { 8 } else { 0 });
+            let right_first_cost = if leaf {
+                item_cost(moving)
+            } else {
+                item_cost(8)
+            };
+            let left_bytes = left + high_key_cost;
+            let right_bytes = total - left - item_cost(moving) + right_first_cost + old_hk_cost;
+            if left_bytes > PAGE_CAPACITY || right_bytes > PAGE_CAPACITY {
+                continue;
+            }
+            let score = if old.is_rightmost() {
+                // As full as the fill factor allows; past it, the less the better.
+                if left_bytes <= target {
+                    target - left_bytes
+                } else {
+                    PAGE_CAPACITY + left_bytes
+                }
+            } else {
+                left_bytes.abs_diff(right_bytes)
+            };
+            if best.is_none_or(|(b, _)| score < b) {
+                best = Some((score, s));
+            }
+        }
+        best.map(|(_, s)| s).ok_or_else(|| {
+            PgError::internal(format!(
+                "index \"{}\": no split point for {n} items of {total} bytes",
+                self.name
+            ))
+        })
+    }
+}

@@ -1,0 +1,429 @@
+//! B-tree indexes: PostgreSQL's nbtree (Lehman and Yao's B-link tree) in 8 KiB pages read
+//! and written through the shared buffer pool.
+//!
+//! # What an index is
+//!
+//! A B-tree index on column `a` of table `t` is a relation file of its own
+//! (`base/<relfilenode>`) holding one **leaf entry** per heap tuple: `(a, heap TID)`,
+//! where the TID `(block, line pointer)` says where the row lies. Entries are kept sorted
+//! by key, and among equal keys by TID, in a tree of pages:
+//!
+//! ```text
+//!   block 0: meta page ──root──▶ ┌──────────── level 2 (root) ────────────┐
+//!                                │ −∞ ↓      ‖ 5017 ↓                     │
+//!                       ┌────────┴───────────┐┌──────────────────────────┐
+//!        level 1        │ −∞ ↓ | 512 ↓ | … ‖hk│→│ −∞ ↓ | 5300 ↓ | …        │
+//!                       └───┬──────┬─────────┘└──────────────────────────┘
+//!        level 0    ┌───────▼──┐┌──▼───────┐┌──────────┐
+//!        (leaves)   │ 0 1 1 2 …││ 512 513 …││ …        │ → … → (NULL keys last)
+//!                   └──────────┘└──────────┘└──────────┘
+//! ```
+//!
+//! Every page but the rightmost of its level carries a **high key** (an upper bound of
+//! its items) and a link to its right sibling; internal pages hold **pivots**, each the
+//! lower bound of the subtree its downlink leads to. `page.rs` has the byte layout (it is
+//! PostgreSQL's) and docs/storage-format.md describes it field by field.
+//!
+//! # The files of this module
+//!
+//! | file | what |
+//! |---|---|
+//! | `page.rs` | page and tuple layout: special space, meta page, leaf and pivot tuples, search keys |
+//! | `key.rs` | key order per type (the default operator classes), stored form, sort form |
+//! | `build.rs` | CREATE INDEX: heap scan, in-memory sort, bottom-up load |
+//! | `scan.rs` | the descent (moving right past concurrent splits) and range scans |
+//! | `insert.rs` | inserting entries of new rows; page splits |
+//! | `check.rs` | structural and heap-consistency verification (`iolab_btree_check`) |
+//!
+//! # Concurrency
+//!
+//! Readers take one page's shared content lock at a time and never wait for writers
+//! beyond that; the B-link discipline (high keys, right-links, "move right") makes a
+//! concurrent split harmless to them (`scan.rs`). Writers of one index are serialised
+//! by a per-index writer lock held for a batch of insertions ([`writer_lock`]), which
+//! keeps splits simple: nothing else changes the tree while a writer walks its path back
+//! up. CREATE INDEX builds into a file nobody else knows yet.
+//!
+//! # Who calls what
+//!
+//! * CREATE INDEX: [`create_index`] (build, fsync, then the catalog entry).
+//! * INSERT / COPY: the heap inserter hands every placed tuple to an
+//!   [`IndexMaintainer`], which inserts its batch's entries after each batch.
+//! * TRUNCATE: [`truncate_index`] empties the file to a lone meta page; DROP INDEX and
+//!   DROP TABLE: [`drop_index_files`].
+//! * Bitmap and index scans: [`BtreeIndex::scan_range`] / [`BtreeIndex::scan_nulls`].
+//!
+//! # Not (yet) here
+//!
+//! Multi-column keys, UNIQUE, DESC / NULLS FIRST, deduplication into posting lists,
+//! deleting entries (there is no DELETE or VACUUM), page deletion, an external sort for
+//! builds larger than memory, and WAL: a crash loses index changes made since the last
+//! checkpoint as it loses the heap's — except a build, which is fsynced when it ends.
+
+pub mod build;
+pub mod check;
+pub mod insert;
+pub mod key;
+pub mod page;
+pub mod scan;
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use iolab_catalog::{IndexDef, PgError, PgResult, PgType, TableDef};
+use parking_lot::Mutex;
+
+pub use build::{HeapSource, LoadStats};
+pub use check::CheckReport;
+pub use key::{Key, KeyKind};
+pub use scan::BtreeScan;
+
+use iolab_stats::BackendType;
+
+use crate::accounting::{IoAccount, StatsSink};
+use crate::buffer::BufferPool;
+use crate::exec::StatementContext;
+use crate::heap::codec::TupleLayout;
+use crate::storage::relfile::RelFile;
+use crate::stream::ReadStreamConfig;
+use crate::Database;
+
+/// A heap tuple's address: (block number, line pointer number from 1).
+pub type Tid = (u32, u16);
+
+/// SQLSTATE `index_corrupted`.
+pub const INDEX_CORRUPTED: &str = "XX002";
+
+/// An index corruption error (XX002).
+pub(crate) fn corrupted(message: String) -> PgError {
+    PgError::new(INDEX_CORRUPTED, message)
+}
+
+/// Entries between two progress lines of a big CREATE INDEX in the server log.
+pub const PROGRESS_EVERY_ENTRIES: u64 = 1_000_000;
+
+/// One B-tree index, ready to be searched or written (a cheap handle: clones share the
+/// pool and the open file).
+#[derive(Clone)]
+pub struct BtreeIndex {
+    pool: Arc<BufferPool>,
+    rel: Arc<RelFile>,
+    ty: PgType,
+    kind: KeyKind,
+    name: String,
+}
+
+impl std::fmt::Debug for BtreeIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BtreeIndex")
+            .field("name", &self.name)
+            .field("relfilenode", &self.rel.relfilenode())
+            .field("key_type", &self.ty)
+            .finish()
+    }
+}
+
+impl BtreeIndex {
+    /// An index stored in `rel`, whose keys are of type `ty`.
+    pub fn new(pool: Arc<BufferPool>, rel: Arc<RelFile>, ty: PgType, name: &str) -> BtreeIndex {
+        BtreeIndex {
+            pool,
+            rel,
+            ty,
+            kind: KeyKind::of(ty),
+            name: name.to_string(),
+        }
+    }
+
+    /// The index `def` of `db`.
+    pub fn open(db: &Database, def: &IndexDef) -> PgResult<BtreeIndex> {
+        if def.columns.len() != 1 {
+            return Err(PgError::unsupported(
+                "indexes on more than one column are not supported yet",
+            ));
+        }
+        Ok(BtreeIndex::new(
+            db.pool.clone(),
+            db.relfile(def.relfilenode)?,
+            def.key_types[0],
+            &def.name,
+        ))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn key_type(&self) -> PgType {
+        self.ty
+    }
+
+    pub fn relfilenode(&self) -> u32 {
+        self.rel.relfilenode()
+    }
+
+    /// Blocks of the index file (meta page included).
+    pub fn nblocks(&self) -> u32 {
+        self.rel.nblocks()
+    }
+}
+
+/// The lock writers of the index stored in `relfilenode` take turns on (see the module
+/// comment). One per index, kept until the index is dropped.
+pub(crate) fn writer_lock(relfilenode: u32) -> Arc<Mutex<()>> {
+    writers().lock().entry(relfilenode).or_default().clone()
+}
+
+fn writers() -> &'static Mutex<HashMap<u32, Arc<Mutex<()>>>> {
+    static WRITERS: OnceLock<Mutex<HashMap<u32, Arc<Mutex<()>>>>> = OnceLock::new();
+    WRITERS.get_or_init(Default::default)
+}
+
+/// Where CREATE INDEX and the check read `table` from, through a read stream set up as
+/// `stream_config` says.
+pub fn heap_source(
+    db: &Database,
+    table: &TableDef,
+    key_column: usize,
+    stream_config: ReadStreamConfig,
+) -> PgResult<HeapSource> {
+    Ok(HeapSource {
+        aio: db.aio.clone(),
+        pool: db.pool.clone(),
+        rel: db.relfile(table.relfilenode)?,
+        columns: table.columns.iter().map(|c| c.ty).collect(),
+        key_column,
+        clog: db.txns.clog().clone(),
+        stream_config,
+    })
+}
+
+/// `iolab_btree_check(index)`: verifies the structure of index `def` and that its entries
+/// are exactly its table's live rows (see `check.rs`). Holds the index's writer lock
+/// meanwhile, so inserts into the table wait; rows being inserted by a statement still
+/// running may be reported missing. The I/O counts as the session's (`pid`).
+pub fn check_index(
+    db: &Database,
+    def: &IndexDef,
+    stream_config: ReadStreamConfig,
+    pid: i32,
+    track_io_timing: bool,
+) -> PgResult<CheckReport> {
+    let table = db
+        .catalog
+        .table_by_oid(def.table_oid)
+        .ok_or_else(|| PgError::internal(format!("table of index \"{}\" not found", def.name)))?;
+    let index = BtreeIndex::open(db, def)?;
+    let source = heap_source(db, &table, def.columns[0], stream_config)?;
+    let mut acct = IoAccount::new(
+        track_io_timing,
+        Some(StatsSink {
+            hub: db.io_stats.clone(),
+            backend_type: BackendType::ClientBackend,
+            pid,
+        }),
+    );
+    let lock = writer_lock(def.relfilenode);
+    let _writer = lock.lock();
+    index.check_against_heap(&source, &mut acct, &|| Ok(()))
+}
+
+/// CREATE INDEX after parsing and naming: builds the index `def` (its OID reserved with
+/// `Catalog::allocate_oid`) on `table` into a new file, writes and fsyncs it, and records
+/// it in the catalog. On any failure (including a cancel) the file is removed and the
+/// catalog is unchanged. Logs progress for big tables.
+pub fn create_index(
+    db: &Database,
+    ctx: &StatementContext,
+    table: &TableDef,
+    def: &IndexDef,
+) -> PgResult<LoadStats> {
+    let result = build_file(db, ctx, table, def).and_then(|stats| {
+        ctx.check_cancel()?;
+        db.catalog.create_index(def.clone())?;
+        Ok(stats)
+    });
+    if result.is_err() {
+        if let Err(e) = db.remove_relation_file(def.relfilenode) {
+            tracing::warn!("could not remove the file of index \"{}\": {e}", def.name);
+        }
+    }
+    result
+}
+
+fn build_file(
+    db: &Database,
+    ctx: &StatementContext,
+    table: &TableDef,
+    def: &IndexDef,
+) -> PgResult<LoadStats> {
+    let started = Instant::now();
+    let index = BtreeIndex::open(db, def)?;
+    // An index build reads the table as a sequential scan does (PostgreSQL 18 uses a plain
+    // sequential read stream for it too).
+    let source = heap_source(db, table, def.columns[0], ctx.stream_config(false, true))?;
+    let mut acct = ctx.new_account();
+    let log_progress = |phase: &str, rows: u64| {
+        tracing::info!(
+            index = %def.name,
+            table = %table.name,
+            rows,
+            seconds = started.elapsed().as_secs_f64(),
+            "CREATE INDEX in progress: {phase}"
+        );
+    };
+    let result: PgResult<LoadStats> = (|| {
+        let mut entries = build::scan_heap(
+            &source,
+            &mut acct,
+            &|| ctx.check_cancel(),
+            &mut |n| log_progress("scanning table", n),
+            None,
+        )?;
+        let big = entries.len() as u64 >= PROGRESS_EVERY_ENTRIES;
+        if big {
+            log_progress("sorting", entries.len() as u64);
+        }
+        entries.sort();
+        ctx.check_cancel()?;
+        let mut loader = build::BtreeLoader::new(
+            db.pool.clone(),
+            index.rel.clone(),
+            def.key_types[0],
+            &def.name,
+            &table.name,
+            &mut acct,
+        )?;
+        for i in 0..entries.len() {
+            if i.is_multiple_of(4096) {
+                ctx.check_cancel()?;
+            }
+            if i > 0 && (i as u64).is_multiple_of(PROGRESS_EVERY_ENTRIES) {
+                log_progress("loading", i as u64);
+            }
+            let (key, tid) = entries.get(i);
+            loader.add(&key, tid)?;
+        }
+        let stats = loader.finish()?;
+        drop(entries);
+        // Written and fsynced now: a crash after CREATE INDEX returns must not lose pages
+        // the catalog says exist.
+        db.pool
+            .flush_relation_counted(index.relfilenode(), &mut acct)?;
+        let timer = acct.start_timer();
+        let synced = index.rel.sync();
+        acct.fsynced(timer);
+        synced.map_err(|e| {
+            PgError::io(
+                &format!("could not fsync file \"{}\"", index.rel.path().display()),
+                &e,
+            )
+        })?;
+        if big {
+            tracing::info!(
+                index = %def.name,
+                table = %table.name,
+                rows = stats.entries,
+                leaf_pages = stats.leaf_pages,
+                height = stats.height,
+                seconds = started.elapsed().as_secs_f64(),
+                "CREATE INDEX done"
+            );
+        }
+        Ok(stats)
+    })();
+    ctx.add_usage(&acct.usage);
+    acct.flush();
+    result
+}
+
+/// TRUNCATE: empties the index to a lone meta page (keeping its relfilenode).
+pub fn truncate_index(db: &Database, def: &IndexDef, acct: &mut IoAccount) -> PgResult<()> {
+    let lock = writer_lock(def.relfilenode);
+    let _writer = lock.lock();
+    db.pool.discard_relation(def.relfilenode)?;
+    let rel = db.relfile(def.relfilenode)?;
+    rel.truncate().map_err(|e| {
+        PgError::io(
+            &format!("could not truncate file \"{}\"", rel.path().display()),
+            &e,
+        )
+    })?;
+    let (blkno, meta) = db.pool.new_block(&rel, None, acct)?;
+    assert_eq!(blkno, page::METAPAGE);
+    page::BtMeta::new(page::P_NONE, 0).write_page(&mut meta.page_mut());
+    meta.mark_dirty(acct);
+    Ok(())
+}
+
+/// DROP INDEX, and DROP TABLE for each of its indexes: the buffers and the file go
+/// (the caller has removed the catalog entry).
+pub fn drop_index_files(db: &Database, def: &IndexDef) -> PgResult<()> {
+    let lock = writer_lock(def.relfilenode);
+    let _writer = lock.lock();
+    db.remove_relation_file(def.relfilenode)?;
+    writers().lock().remove(&def.relfilenode);
+    Ok(())
+}
+
+/// Keeps a table's indexes up to date while rows are inserted: the heap inserter reports
+/// each tuple it places ([`add`](Self::add)), and after each batch of rows
+/// [`flush`](Self::flush) inserts the batch's entries into every index.
+pub struct IndexMaintainer {
+    table: String,
+    indexes: Vec<MaintainedIndex>,
+}
+
+struct MaintainedIndex {
+    index: BtreeIndex,
+    column: usize,
+    /// Entries of the current batch; at most one batch of rows.
+    pending: Vec<(Key<'static>, Tid)>,
+}
+
+impl IndexMaintainer {
+    /// The maintainer of `table`'s indexes; `None` when it has none.
+    pub fn for_table(db: &Database, table: &TableDef) -> PgResult<Option<IndexMaintainer>> {
+        let defs = db.catalog.indexes_of(table.oid);
+        if defs.is_empty() {
+            return Ok(None);
+        }
+        let indexes = defs
+            .iter()
+            .map(|def| {
+                Ok(MaintainedIndex {
+                    index: BtreeIndex::open(db, def)?,
+                    column: def.columns[0],
+                    pending: Vec::new(),
+                })
+            })
+            .collect::<PgResult<_>>()?;
+        Ok(Some(IndexMaintainer {
+            table: table.name.clone(),
+            indexes,
+        }))
+    }
+
+    /// A tuple (as encoded with `layout`) was placed at `tid`.
+    pub fn add(&mut self, layout: &TupleLayout, tuple: &[u8], tid: Tid) -> PgResult<()> {
+        for ix in &mut self.indexes {
+            let key = Key::from_datum(layout.datum(tuple, ix.column)?).into_owned();
+            ix.pending.push((key, tid));
+        }
+        Ok(())
+    }
+
+    /// Inserts the entries added since the last flush.
+    pub fn flush(&mut self, acct: &mut IoAccount) -> PgResult<()> {
+        for ix in &mut self.indexes {
+            let result = ix.index.insert_entries(&mut ix.pending, &self.table, acct);
+            ix.pending.clear();
+            result?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,754 @@
+//! B-tree pages and index tuples, byte for byte as PostgreSQL 18's nbtree lays them out.
+//!
+//! # Pages
+//!
+//! A B-tree page is a slotted page (`storage/page.rs`) with 16 bytes of special space, the
+//! page's place in the tree ([`BtOpaque`], PostgreSQL's `BTPageOpaqueData`):
+//!
+//! ```text
+//!  0        24                                               8176            8192
+//!  +--------+----+----+----+-- … --+------------ … ----------+---------------+
+//!  | header | lp1| lp2| lp3|       |     … items (tuples) …  | prev|next|lvl|flags|cycle |
+//!  +--------+----+----+----+-- … --+------------ … ----------+---------------+
+//! ```
+//!
+//! * Block 0 is the **meta page** ([`BtMeta`] right after the header, `BTP_META` in the
+//!   special space): where the root is, and the tree's height.
+//! * Every other page is a **leaf** (level 0, `BTP_LEAF`) or an **internal** page (level
+//!   ≥ 1). Pages of one level form a doubly linked list in key order (`btpo_prev`,
+//!   `btpo_next`; 0 = none, since block 0 is the meta page and never a sibling).
+//! * A page that is not the rightmost of its level has a **high key** in item 1: a pivot
+//!   tuple every item on the page is smaller than, and the lower bound of its right sibling.
+//!   Data items start at item 2 there ([`first_data_offset`]), at item 1 on rightmost pages.
+//! * On an internal page, each data item is a **pivot tuple** whose key is the lower bound
+//!   of the subtree its downlink points to; the first data item's key is truncated away
+//!   ("minus infinity"): its lower bound is the page's own, as the parent records it.
+//!
+//! # Index tuples (PostgreSQL's `IndexTupleData`)
+//!
+//! | bytes | field | meaning |
+//! |---|---|---|
+//! | 0..4 | `t_tid` block (`bi_hi`, `bi_lo`: high and low 16 bits) | leaf: the heap tuple's block; pivot: the downlink (child block), 0 in a high key |
+//! | 4..6 | `t_tid` offset | leaf: the heap tuple's line pointer; pivot: number of key columns (0 or 1) in bits 0..12, `BT_PIVOT_HEAP_TID_ATTR` 0x1000 |
+//! | 6..8 | `t_info` | size in bits 0..13 (MAXALIGNed), `INDEX_ALT_TID_MASK` 0x2000 (pivot), `INDEX_VAR_MASK` 0x4000 (varlena key), `INDEX_NULL_MASK` 0x8000 |
+//! | 8..12 | null bitmap | only with `INDEX_NULL_MASK`: bit 0 clear = the key is NULL |
+//! | 8 or 16.. | key | the key column's value as in a heap tuple (`key.rs`) |
+//! | last 6 | heap TID | only in pivots with `BT_PIVOT_HEAP_TID_ATTR`: the tiebreaker |
+//!
+//! Items are ordered by (key, heap TID): the heap TID is the last key column, so every
+//! leaf entry is unique and duplicates of one key are kept in TID order (PostgreSQL's
+//! B-tree version 4, "heapkeyspace"). A pivot whose heap TID was truncated away stands
+//! for the smallest TID of its key. iolab does not deduplicate equal keys into posting
+//! lists (PostgreSQL 13+ does), so each heap tuple has a leaf tuple of its own.
+
+use std::cmp::Ordering;
+
+use iolab_catalog::{PgError, PgResult, PgType};
+
+use super::key::{self, Key, KeyKind};
+use super::{corrupted, Tid};
+use crate::storage::page::{
+    self as slotted, maxalign, AlignedBlock, PageHeader, BLCKSZ, SIZE_OF_PAGE_HEADER,
+};
+
+/// Bytes of special space on every B-tree page.
+pub const SPECIAL_SIZE: usize = 16;
+/// Start of the special space.
+pub const SPECIAL_AT: usize = BLCKSZ - SPECIAL_SIZE;
+/// Bytes for items and line pointers on an empty page: 8192 − 24 − 16.
+pub const PAGE_CAPACITY: usize = SPECIAL_AT - SIZE_OF_PAGE_HEADER;
+
+/// `btpo_flags` bits (PostgreSQL's values).
+pub const BTP_LEAF: u16 = 1 << 0;
+pub const BTP_ROOT: u16 = 1 << 1;
+pub const BTP_DELETED: u16 = 1 << 2;
+pub const BTP_META: u16 = 1 << 3;
+pub const BTP_HALF_DEAD: u16 = 1 << 4;
+
+/// "No page": sibling links and the meta page's root use 0 (block 0 is the meta page).
+pub const P_NONE: u32 = 0;
+/// The meta page's block.
+pub const METAPAGE: u32 = 0;
+/// Item number of the high key on a non-rightmost page.
+pub const P_HIKEY: u16 = 1;
+
+pub const BTREE_MAGIC: u32 = 0x053162;
+pub const BTREE_VERSION: u32 = 4;
+
+const INDEX_SIZE_MASK: u16 = 0x1FFF;
+const INDEX_ALT_TID_MASK: u16 = 0x2000;
+const INDEX_VAR_MASK: u16 = 0x4000;
+const INDEX_NULL_MASK: u16 = 0x8000;
+const BT_OFFSET_MASK: u16 = 0x0FFF;
+const BT_PIVOT_HEAP_TID_ATTR: u16 = 0x1000;
+const BT_IS_POSTING: u16 = 0x2000;
+
+/// Size of `IndexTupleData` (t_tid + t_info).
+const INDEX_TUPLE_HEADER: usize = 8;
+/// Offset of the key in a tuple with a null bitmap: MAXALIGN(8 + 4).
+const DATA_OFFSET_WITH_NULLS: usize = 16;
+
+/// The largest index tuple PostgreSQL's B-tree version 4 accepts (`BTMaxItemSize`): a
+/// third of a page, less room for three line pointers, three heap TIDs and the special
+/// space, so that every page holds at least three items whatever a split truncates.
+pub const BT_MAX_ITEM_SIZE: usize =
+    ((BLCKSZ - maxalign(SIZE_OF_PAGE_HEADER + 3 * 4 + 3 * 6) - SPECIAL_SIZE) / 3) & !7;
+const _: () = assert!(BT_MAX_ITEM_SIZE == 2704);
+
+/// The special space of a B-tree page (PostgreSQL's `BTPageOpaqueData`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BtOpaque {
+    /// Left sibling, or [`P_NONE`].
+    pub prev: u32,
+    /// Right sibling, or [`P_NONE`].
+    pub next: u32,
+    /// 0 for leaves.
+    pub level: u32,
+    pub flags: u16,
+    /// VACUUM's cycle id; always 0 in iolab.
+    pub cycle_id: u16,
+}
+
+impl BtOpaque {
+    pub fn read(page: &[u8]) -> BtOpaque {
+        let s = &page[SPECIAL_AT..];
+        let u32_at = |at: usize| u32::from_le_bytes(s[at..at + 4].try_into().unwrap());
+        BtOpaque {
+            prev: u32_at(0),
+            next: u32_at(4),
+            level: u32_at(8),
+            flags: u16::from_le_bytes([s[12], s[13]]),
+            cycle_id: u16::from_le_bytes([s[14], s[15]]),
+        }
+    }
+
+    pub fn write(&self, page: &mut [u8]) {
+        let s = &mut page[SPECIAL_AT..];
+        s[0..4].copy_from_slice(&self.prev.to_le_bytes());
+        s[4..8].copy_from_slice(&self.next.to_le_bytes());
+        s[8..12].copy_from_slice(&self.level.to_le_bytes());
+        s[12..14].copy_from_slice(&self.flags.to_le_bytes());
+        s[14..16].copy_from_slice(&self.cycle_id.to_le_bytes());
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.flags & BTP_LEAF != 0
+    }
+
+    pub fn is_rightmost(&self) -> bool {
+        self.next == P_NONE
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.flags & BTP_ROOT != 0
+    }
+}
+
+/// Item number of the first data item: 1 on a rightmost page, 2 (after the high key)
+/// otherwise (PostgreSQL's `P_FIRSTDATAKEY`).
+pub fn first_data_offset(opaque: &BtOpaque) -> u16 {
+    if opaque.is_rightmost() {
+        1
+    } else {
+        2
+    }
+}
+
+/// The meta page's contents (PostgreSQL's `BTMetaPageData`, at byte 24).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BtMeta {
+    pub magic: u32,
+    pub version: u32,
+    /// The root page, or [`P_NONE`] while the index is empty.
+    pub root: u32,
+    /// The root's level (the tree's height − 1).
+    pub level: u32,
+    /// PostgreSQL's "fast root" (the lowest page with more than one child); iolab never
+    /// deletes pages, so it is always the root.
+    pub fastroot: u32,
+    pub fastlevel: u32,
+    pub last_cleanup_num_delpages: u32,
+    pub last_cleanup_num_heap_tuples: f64,
+    /// Whether deduplication would be safe; iolab does not deduplicate and stores false.
+    pub allequalimage: bool,
+}
+
+/// Bytes of `BTMetaPageData` (with its C padding before the float8).
+const META_SIZE: usize = 48;
+
+impl BtMeta {
+    pub fn new(root: u32, level: u32) -> BtMeta {
+        BtMeta {
+            magic: BTREE_MAGIC,
+            version: BTREE_VERSION,
+            root,
+            level,
+            fastroot: root,
+            fastlevel: level,
+            last_cleanup_num_delpages: 0,
+            last_cleanup_num_heap_tuples: -1.0,
+            allequalimage: false,
+        }
+    }
+
+    /// Reads the meta page; XX002 if it is not one.
+    pub fn read(page: &[u8], index: &str) -> PgResult<BtMeta> {
+        let m = &page[SIZE_OF_PAGE_HEADER..SIZE_OF_PAGE_HEADER + META_SIZE];
+        let u32_at = |at: usize| u32::from_le_bytes(m[at..at + 4].try_into().unwrap());
+        let meta = BtMeta {
+            magic: u32_at(0),
+            version: u32_at(4),
+            root: u32_at(8),
+            level: u32_at(12),
+            fastroot: u32_at(16),
+            fastlevel: u32_at(20),
+            last_cleanup_num_delpages: u32_at(24),
+            last_cleanup_num_heap_tuples: f64::from_le_bytes(m[32..40].try_into().unwrap()),
+            allequalimage: m[40] != 0,
+        };
+        if slotted::page_is_new(page) || BtOpaque::read(page).flags & BTP_META == 0 {
+            return Err(corrupted(format!("index \"{index}\" is not a btree")));
+        }
+        if meta.magic != BTREE_MAGIC || meta.version != BTREE_VERSION {
+            return Err(corrupted(format!(
+                "index \"{index}\" has wrong version or magic: version {}, magic {:#x}",
+                meta.version, meta.magic
+            )));
+        }
+        Ok(meta)
+    }
+
+    /// Initialises `page` as the meta page with these contents.
+    pub fn write_page(&self, page: &mut [u8]) {
+        slotted::page_init(page, SPECIAL_SIZE);
+        let m = &mut page[SIZE_OF_PAGE_HEADER..SIZE_OF_PAGE_HEADER + META_SIZE];
+        for (at, v) in [
+            (0, self.magic),
+            (4, self.version),
+            (8, self.root),
+            (12, self.level),
+            (16, self.fastroot),
+            (20, self.fastlevel),
+            (24, self.last_cleanup_num_delpages),
+        ] {
+            m[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        m[32..40].copy_from_slice(&self.last_cleanup_num_heap_tuples.to_le_bytes());
+        m[40] = self.allequalimage as u8;
+        let mut header = PageHeader::read(page);
+        header.pd_lower = (SIZE_OF_PAGE_HEADER + META_SIZE) as u16;
+        header.write(page);
+        BtOpaque {
+            flags: BTP_META,
+            ..BtOpaque::default()
+        }
+        .write(page);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Index tuples
+
+/// Cost of an item on a page: its MAXALIGNed bytes plus its line pointer.
+pub fn item_cost(len: usize) -> usize {
+    maxalign(len) + 4
+}
+
+fn put_tid_block(t: &mut [u8], block: u32) {
+    t[0..2].copy_from_slice(&((block >> 16) as u16).to_le_bytes());
+    t[2..4].copy_from_slice(&(block as u16).to_le_bytes());
+}
+
+/// Forms a tuple: header, null bitmap, key, and (pivots) the trailing heap TID.
+fn form_tuple(
+    ty: PgType,
+    key: Option<&Key>,
+    block: u32,
+    offset_field: u16,
+    pivot: bool,
+    pivot_heap_tid: Option<Tid>,
+) -> Vec<u8> {
+    let mut t = vec![0u8; INDEX_TUPLE_HEADER];
+    let mut info = 0u16;
+    if pivot {
+        info |= INDEX_ALT_TID_MASK;
+    }
+    match key {
+        None => {}
+        Some(Key::Null) => {
+            info |= INDEX_NULL_MASK;
+            t.resize(DATA_OFFSET_WITH_NULLS, 0); // bitmap all zero: the key is NULL
+        }
+        Some(k) => {
+            if key::is_varlena(ty) {
+                info |= INDEX_VAR_MASK;
+            }
+            key::encode(ty, k, &mut t);
+        }
+    }
+    t.resize(maxalign(t.len()), 0);
+    if let Some((blk, off)) = pivot_heap_tid {
+        let at = t.len() + 2; // the TID ends the MAXALIGNed 8-byte slot
+        t.resize(t.len() + 8, 0);
+        t[at..at + 2].copy_from_slice(&((blk >> 16) as u16).to_le_bytes());
+        t[at + 2..at + 4].copy_from_slice(&(blk as u16).to_le_bytes());
+        t[at + 4..at + 6].copy_from_slice(&off.to_le_bytes());
+    }
+    let size = t.len();
+    assert!(
+        size <= INDEX_SIZE_MASK as usize,
+        "index tuple of {size} bytes"
+    );
+    info |= size as u16;
+    put_tid_block(&mut t, block);
+    t[4..6].copy_from_slice(&offset_field.to_le_bytes());
+    t[6..8].copy_from_slice(&info.to_le_bytes());
+    t
+}
+
+/// A leaf tuple pointing at heap tuple `tid`.
+pub fn form_leaf(ty: PgType, key: &Key, tid: Tid) -> Vec<u8> {
+    assert!(tid.1 != 0, "heap TIDs have offsets from 1");
+    form_tuple(ty, Some(key), tid.0, tid.1, false, None)
+}
+
+/// A pivot tuple: `key` (`None`: minus infinity, no key at all), optional heap TID
+/// tiebreaker, and the downlink `child` (0 for a high key).
+pub fn form_pivot(ty: PgType, key: Option<&Key>, heap_tid: Option<Tid>, child: u32) -> Vec<u8> {
+    assert!(
+        key.is_some() || heap_tid.is_none(),
+        "minus infinity has no TID"
+    );
+    let natts = key.is_some() as u16;
+    let flags = if heap_tid.is_some() {
+        BT_PIVOT_HEAP_TID_ATTR
+    } else {
+        0
+    };
+    form_tuple(ty, key, child, natts | flags, true, heap_tid)
+}
+
+/// The pivot that separates `lastleft` from `firstright` (two adjacent leaf tuples),
+/// as short as possible: the right key alone when the keys differ (its heap TID
+/// truncated: "the smallest TID of this key"), else key and the right heap TID. Every
+/// tuple ≤ `lastleft` compares below it, `firstright` compares equal or above.
+/// (PostgreSQL's `_bt_truncate` keeps the left TID and searches with "≤"; iolab keeps the
+/// right one and searches with "<", which comes to the same tree shape.)
+pub fn truncate(ty: PgType, lastleft: &IndexTuple, firstright: &IndexTuple) -> PgResult<Vec<u8>> {
+    let kind = KeyKind::of(ty);
+    let left = lastleft.key(ty)?.expect("leaf tuples have keys");
+    let right = firstright.key(ty)?.expect("leaf tuples have keys");
+    let tid = (key::compare(kind, &left, &right) == Ordering::Equal)
+        .then(|| firstright.heap_tid().expect("leaf tuples have TIDs"));
+    Ok(form_pivot(ty, Some(&right), tid, P_NONE))
+}
+
+/// A borrowed view of one index tuple on a page.
+#[derive(Clone, Copy, Debug)]
+pub struct IndexTuple<'a> {
+    pub bytes: &'a [u8],
+}
+
+impl<'a> IndexTuple<'a> {
+    /// Checks the header against the item's length (XX002 if they disagree).
+    pub fn parse(bytes: &'a [u8]) -> PgResult<IndexTuple<'a>> {
+        if bytes.len() < INDEX_TUPLE_HEADER {
+            return Err(corrupted(format!("index tuple of {} bytes", bytes.len())));
+        }
+        let t = IndexTuple { bytes };
+        if t.size() != bytes.len() || t.data_offset() > bytes.len() {
+            return Err(corrupted(format!(
+                "index tuple size {} on a line pointer of {} bytes",
+                t.size(),
+                bytes.len()
+            )));
+        }
+        if t.info() & INDEX_ALT_TID_MASK != 0 && t.offset_field() & BT_IS_POSTING != 0 {
+            return Err(corrupted(
+                "posting list tuple; iolab does not deduplicate".into(),
+            ));
+        }
+        Ok(t)
+    }
+
+    fn u16_at(&self, at: usize) -> u16 {
+        u16::from_le_bytes([self.bytes[at], self.bytes[at + 1]])
+    }
+
+    fn block_field(&self) -> u32 {
+        ((self.u16_at(0) as u32) << 16) | self.u16_at(2) as u32
+    }
+
+    fn offset_field(&self) -> u16 {
+        self.u16_at(4)
+    }
+
+    fn info(&self) -> u16 {
+        self.u16_at(6)
+    }
+
+    pub fn size(&self) -> usize {
+        (self.info() & INDEX_SIZE_MASK) as usize
+    }
+
+    pub fn is_pivot(&self) -> bool {
+        self.info() & INDEX_ALT_TID_MASK != 0
+    }
+
+    fn data_offset(&self) -> usize {
+        if self.info() & INDEX_NULL_MASK != 0 {
+            DATA_OFFSET_WITH_NULLS
+        } else {
+            INDEX_TUPLE_HEADER
+        }
+    }
+
+    /// Key columns present: 1, or 0 in a minus-infinity pivot.
+    pub fn natts(&self) -> usize {
+        if self.is_pivot() {
+            (self.offset_field() & BT_OFFSET_MASK) as usize
+        } else {
+            1
+        }
+    }
+
+    /// The key; `None` in a minus-infinity pivot.
+    pub fn key(&self, ty: PgType) -> PgResult<Option<Key<'a>>> {
+        if self.natts() == 0 {
+            return Ok(None);
+        }
+        if self.info() & INDEX_NULL_MASK != 0 {
+            return Ok(Some(Key::Null));
+        }
+        let mut end = self.bytes.len();
+        if self.is_pivot() && self.offset_field() & BT_PIVOT_HEAP_TID_ATTR != 0 {
+            end -= 8;
+        }
+        key::decode(ty, &self.bytes[INDEX_TUPLE_HEADER..end]).map(Some)
+    }
+
+    /// The heap TID: a leaf tuple's heap tuple, a pivot's tiebreaker (`None` when
+    /// truncated away).
+    pub fn heap_tid(&self) -> Option<Tid> {
+        if !self.is_pivot() {
+            return Some((self.block_field(), self.offset_field()));
+        }
+        if self.offset_field() & BT_PIVOT_HEAP_TID_ATTR == 0 {
+            return None;
+        }
+        let at = self.bytes.len() - 6;
+        let blk = ((self.u16_at(at) as u32) << 16) | self.u16_at(at + 2) as u32;
+        Some((blk, self.u16_at(at + 4)))
+    }
+
+    /// A pivot's child block.
+    pub fn downlink(&self) -> u32 {
+        debug_assert!(self.is_pivot());
+        self.block_field()
+    }
+
+    /// This pivot's bytes with the downlink set to `child`.
+    pub fn with_downlink(&self, child: u32) -> Vec<u8> {
+        let mut t = self.bytes.to_vec();
+        put_tid_block(&mut t, child);
+        t
+    }
+
+    /// This pivot as minus infinity (key and TID dropped), keeping its downlink.
+    pub fn as_minus_infinity(&self, ty: PgType) -> Vec<u8> {
+        form_pivot(ty, None, None, self.downlink())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Comparing tuples with a search key
+
+/// The TID part of a search key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TidBound {
+    /// Below every TID: a search for the first entry of a key.
+    MinusInf,
+    Tid(Tid),
+    /// Above every TID: a search for the first entry after a key.
+    PlusInf,
+}
+
+/// What a descent looks for: `(key, tid)`; `key = None` is minus infinity (the leftmost
+/// leaf).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchKey<'k> {
+    pub key: Option<Key<'k>>,
+    pub tid: TidBound,
+}
+
+impl SearchKey<'_> {
+    /// The search key compared with a tuple (a pivot, high key or leaf tuple): `Less`
+    /// means the search key sorts before the tuple.
+    pub fn compare(&self, ty: PgType, tuple: &IndexTuple) -> PgResult<Ordering> {
+        let Some(tuple_key) = tuple.key(ty)? else {
+            // Minus infinity: below everything but itself.
+            return Ok(if self.key.is_none() {
+                Ordering::Equal
+            } else {
+                Ordering::Greater
+            });
+        };
+        let Some(key) = &self.key else {
+            return Ok(Ordering::Less);
+        };
+        let by_key = key::compare(KeyKind::of(ty), key, &tuple_key);
+        if by_key != Ordering::Equal {
+            return Ok(by_key);
+        }
+        Ok(match (self.tid, tuple.heap_tid()) {
+            (TidBound::MinusInf, None) => Ordering::Equal,
+            (TidBound::MinusInf, Some(_)) => Ordering::Less,
+            (TidBound::PlusInf, _) => Ordering::Greater,
+            (TidBound::Tid(_), None) => Ordering::Greater,
+            (TidBound::Tid(t), Some(u)) => t.cmp(&u),
+        })
+    }
+}
+
+/// Compares two tuples (any mix of pivots and leaf tuples) by (key, heap TID), minus
+/// infinity and truncated TIDs lowest.
+pub fn compare_tuples(ty: PgType, a: &IndexTuple, b: &IndexTuple) -> PgResult<Ordering> {
+    let search = SearchKey {
+        key: a.key(ty)?,
+        tid: match a.heap_tid() {
+            Some(t) => TidBound::Tid(t),
+            None => TidBound::MinusInf,
+        },
+    };
+    search.compare(ty, b)
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading and building pages
+
+/// Item `off` of a B-tree page as an index tuple.
+pub fn tuple_at(page: &[u8], off: u16) -> PgResult<IndexTuple<'_>> {
+    let bytes = slotted::page_item(page, off)
+        .ok_or_else(|| corrupted(format!("no index tuple at item {off}")))?;
+    IndexTuple::parse(bytes)
+}
+
+/// Checks that a page read from an index is an initialised B-tree page (not the meta
+/// page, not deleted) with a sane layout.
+pub fn check_page(page: &[u8], blkno: u32, index: &str) -> PgResult<BtOpaque> {
+    let header = PageHeader::read(page);
+    if slotted::page_is_new(page) || header.pd_special as usize != SPECIAL_AT {
+        return Err(corrupted(format!(
+            "index \"{index}\" contains unexpected zero page at block {blkno}"
+        )));
+    }
+    let opaque = BtOpaque::read(page);
+    if opaque.flags & (BTP_META | BTP_DELETED | BTP_HALF_DEAD) != 0
+        || opaque.is_leaf() != (opaque.level == 0)
+    {
+        return Err(corrupted(format!(
+            "index \"{index}\" block {blkno} is not a live tree page (flags {:#x}, level {})",
+            opaque.flags, opaque.level
+        )));
+    }
+    Ok(opaque)
+}
+
+/// A fresh page image: `high_key` in item 1 if given (the page then has a right
+/// sibling), then `items` in order. Panics if they do not fit: callers size pages first.
+pub fn build_page(opaque: &BtOpaque, high_key: Option<&[u8]>, items: &[Vec<u8>]) -> AlignedBlock {
+    assert_eq!(
+        high_key.is_some(),
+        opaque.next != P_NONE,
+        "a page has a high key iff it has a right sibling"
+    );
+    let mut block = AlignedBlock::zeroed();
+    slotted::page_init(&mut block, SPECIAL_SIZE);
+    opaque.write(&mut block);
+    for item in high_key
+        .into_iter()
+        .chain(items.iter().map(|i| i.as_slice()))
+    {
+        slotted::page_add_item(&mut block, item).expect("items sized to fit the page");
+    }
+    block
+}
+
+/// Inserts `item` as item number `off` of `page`, moving the line pointers from `off` on
+/// one place up (PostgreSQL's `PageAddItem` without overwrite). Returns false, changing
+/// nothing, when it does not fit.
+pub fn insert_item_at(page: &mut [u8], off: u16, item: &[u8]) -> bool {
+    let max = slotted::page_max_offset(page);
+    assert!(off >= 1 && off <= max + 1, "insert at {off} of {max} items");
+    if item_cost(item.len()) > slotted::page_free_space(page) + 4 {
+        return false;
+    }
+    // Append, then rotate the new line pointer into place.
+    let appended = slotted::page_add_item(page, item);
+    if appended.is_none() {
+        return false;
+    }
+    let lp = |n: u16| SIZE_OF_PAGE_HEADER + (n as usize - 1) * 4;
+    page[lp(off)..lp(max + 2)].rotate_right(4);
+    true
+}
+
+/// The data items (not the high key) of a page, copied.
+pub fn data_items(page: &[u8]) -> PgResult<Vec<Vec<u8>>> {
+    let opaque = BtOpaque::read(page);
+    (first_data_offset(&opaque)..=slotted::page_max_offset(page))
+        .map(|off| tuple_at(page, off).map(|t| t.bytes.to_vec()))
+        .collect()
+}
+
+/// The error for a key too large for an index tuple (PostgreSQL's wording).
+pub fn too_big(size: usize, index: &str, table: &str, tid: Tid) -> PgError {
+    PgError::new(
+        iolab_catalog::sqlstate::PROGRAM_LIMIT_EXCEEDED,
+        format!(
+            "index row size {size} exceeds btree version {BTREE_VERSION} maximum {BT_MAX_ITEM_SIZE} for index \"{index}\""
+        ),
+    )
+    .with_detail(format!(
+        "Index row references tuple ({},{}) in relation \"{table}\".",
+        tid.0, tid.1
+    ))
+    .with_hint(
+        "Values larger than 1/3 of a buffer page cannot be indexed.\nConsider a function index of an MD5 hash of the value, or use full text indexing.",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    #[test]
+    fn tuples_are_laid_out_like_postgres() {
+        // int4 leaf tuple: 8-byte header, 4-byte key, padded to 16.
+        let t = form_leaf(PgType::Int4, &Key::Int(42), (0x0001_0002, 7));
+        assert_eq!(t.len(), 16);
+        assert_eq!(&t[0..2], &1u16.to_le_bytes()); // bi_hi
+        assert_eq!(&t[2..4], &2u16.to_le_bytes()); // bi_lo
+        assert_eq!(&t[4..6], &7u16.to_le_bytes());
+        assert_eq!(&t[6..8], &16u16.to_le_bytes()); // t_info: size only
+        assert_eq!(&t[8..12], &42i32.to_le_bytes());
+        let v = IndexTuple::parse(&t).unwrap();
+        assert!(!v.is_pivot());
+        assert_eq!(v.heap_tid(), Some((0x0001_0002, 7)));
+        assert_eq!(v.key(PgType::Int4).unwrap(), Some(Key::Int(42)));
+
+        // NULL: null bitmap, key at 16 (none), size 16.
+        let t = form_leaf(PgType::Int4, &Key::Null, (3, 1));
+        assert_eq!(t.len(), 16);
+        assert_eq!(u16::from_le_bytes([t[6], t[7]]), 0x8000 | 16);
+        assert_eq!(
+            IndexTuple::parse(&t).unwrap().key(PgType::Int4).unwrap(),
+            Some(Key::Null)
+        );
+
+        // text: short varlena header, INDEX_VAR_MASK.
+        let t = form_leaf(PgType::Text, &Key::Text(Cow::Borrowed(b"hello")), (1, 1));
+        assert_eq!(t.len(), 16);
+        assert_eq!(t[8], (6 << 1) | 1);
+        assert_eq!(u16::from_le_bytes([t[6], t[7]]), 0x4000 | 16);
+
+        // Pivots: minus infinity is a bare header; a pivot with a heap TID keeps it last.
+        let m = form_pivot(PgType::Int4, None, None, 9);
+        assert_eq!(m.len(), 8);
+        let m = IndexTuple::parse(&m).unwrap();
+        assert!(m.is_pivot());
+        assert_eq!((m.natts(), m.downlink()), (0, 9));
+        assert_eq!(m.key(PgType::Int4).unwrap(), None);
+        let p = form_pivot(PgType::Int4, Some(&Key::Int(5)), Some((70000, 3)), 11);
+        assert_eq!(p.len(), 24);
+        let p = IndexTuple::parse(&p).unwrap();
+        assert_eq!(p.heap_tid(), Some((70000, 3)));
+        assert_eq!(p.key(PgType::Int4).unwrap(), Some(Key::Int(5)));
+        assert_eq!(p.downlink(), 11);
+        assert_eq!(u16::from_le_bytes([p.bytes[4], p.bytes[5]]), 0x1001);
+    }
+
+    #[test]
+    fn search_keys_order_against_pivots() {
+        let ty = PgType::Int8;
+        let pivot = form_pivot(ty, Some(&Key::Int(5)), None, 0);
+        let pivot = IndexTuple::parse(&pivot).unwrap();
+        let s = |k: i64, tid| SearchKey {
+            key: Some(Key::Int(k)),
+            tid,
+        };
+        assert_eq!(
+            s(5, TidBound::MinusInf).compare(ty, &pivot).unwrap(),
+            Ordering::Equal
+        );
+        assert_eq!(
+            s(5, TidBound::Tid((0, 1))).compare(ty, &pivot).unwrap(),
+            Ordering::Greater
+        );
+        assert_eq!(
+            s(4, TidBound::PlusInf).compare(ty, &pivot).unwrap(),
+            Ordering::Less
+        );
+        let minus = form_pivot(ty, None, None, 0);
+        let minus = IndexTuple::parse(&minus).unwrap();
+        assert_eq!(
+            s(i64::MIN, TidBound::MinusInf).compare(ty, &minus).unwrap(),
+            Ordering::Greater
+        );
+        // truncate: different keys drop the TID, equal keys keep the right one.
+        let a = form_leaf(ty, &Key::Int(1), (0, 1));
+        let b = form_leaf(ty, &Key::Int(2), (0, 2));
+        let c = form_leaf(ty, &Key::Int(2), (0, 3));
+        let (a, b, c) = (
+            IndexTuple::parse(&a).unwrap(),
+            IndexTuple::parse(&b).unwrap(),
+            IndexTuple::parse(&c).unwrap(),
+        );
+        let ab = truncate(ty, &a, &b).unwrap();
+        assert_eq!(IndexTuple::parse(&ab).unwrap().heap_tid(), None);
+        let bc = truncate(ty, &b, &c).unwrap();
+        let bc = IndexTuple::parse(&bc).unwrap();
+        assert_eq!(bc.heap_tid(), Some((0, 3)));
+        assert_eq!(compare_tuples(ty, &b, &bc).unwrap(), Ordering::Less);
+        assert_eq!(compare_tuples(ty, &c, &bc).unwrap(), Ordering::Equal);
+    }
+
+    #[test]
+    fn items_insert_in_the_middle_and_pages_build() {
+        let opaque = BtOpaque {
+            flags: BTP_LEAF,
+            ..BtOpaque::default()
+        };
+        let ty = PgType::Int4;
+        let items: Vec<Vec<u8>> = [1, 3]
+            .iter()
+            .map(|&k| form_leaf(ty, &Key::Int(k), (0, k as u16)))
+            .collect();
+        let mut page = build_page(&opaque, None, &items);
+        assert!(insert_item_at(
+            &mut page,
+            2,
+            &form_leaf(ty, &Key::Int(2), (0, 2))
+        ));
+        let keys: Vec<Key> = (1..=3)
+            .map(|off| tuple_at(&page, off).unwrap().key(ty).unwrap().unwrap())
+            .collect();
+        assert_eq!(keys, vec![Key::Int(1), Key::Int(2), Key::Int(3)]);
+        assert_eq!(check_page(&page, 1, "i").unwrap(), opaque);
+        assert_eq!(data_items(&page).unwrap().len(), 3);
+        // Fill it: int4 items cost 20 bytes, 8152 / 20 = 407 fit.
+        let mut n = 3;
+        while insert_item_at(&mut page, 1, &form_leaf(ty, &Key::Int(0), (1, 1))) {
+            n += 1;
+        }
+        assert_eq!(n, PAGE_CAPACITY / 20);
+
+        let mut meta = AlignedBlock::zeroed();
+        BtMeta::new(3, 1).write_page(&mut meta);
+        assert_eq!(PageHeader::read(&meta).pd_lower, 72);
+        assert_eq!(PageHeader::read(&meta).pd_special, 8176);
+        assert_eq!(BtMeta::read(&meta, "i").unwrap(), BtMeta::new(3, 1));
+        assert!(check_page(&meta, 0, "i").is_err());
+    }
+}

@@ -1,0 +1,367 @@
+//! Searching the tree: the descent to a leaf, and range scans along the leaf level.
+//!
+//! # Descent (Lehman and Yao)
+//!
+//! A search for `(key, tid)` reads the meta page for the root and goes down one page per
+//! level. On an internal page it follows the downlink of the last item whose pivot is ≤
+//! the search key (the first item is minus infinity, so there always is one). Before
+//! that, on any page that has a right sibling, it compares the search key with the page's
+//! high key: if the key is ≥ the high key, the page was split after its parent was read
+//! and the key now lives further right, so the search follows `btpo_next` instead. A
+//! writer (`insert.rs`) makes a split visible in the order right page, then left page,
+//! then parent, each under that page's exclusive content lock, so a reader holding only
+//! one shared page lock at a time always finds its key by moving right; no lock is held
+//! across levels.
+//!
+//! # Range scans, a page at a time
+//!
+//! A scan descends once, to the leaf where its lower bound belongs (`(lo, −∞)` for
+//! `key ≥ lo`, `(lo, +∞)` for `key > lo`, the leftmost leaf for no bound), then reads
+//! leaves left to right through the sibling links. Each leaf is read whole under its
+//! shared lock: the TIDs of its matching items are copied out, with the right-link as it
+//! was at that moment, and the page is unpinned before the caller sees any TID. If the
+//! page splits later, its right half (holding items already copied) lies between it and
+//! the remembered sibling, so nothing is returned twice or missed. The scan ends at the
+//! first item above the upper bound, at the first NULL (NULLs sort last; a range never
+//! contains NULL), or at the rightmost leaf. Every page is read through the buffer pool
+//! with the caller's [`IoAccount`], so the scan shows in `Buffers:` and `pg_stat_io`.
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+
+use iolab_catalog::{PgError, PgResult};
+
+use super::key::{self, Key};
+use super::page::{
+    check_page, first_data_offset, tuple_at, BtMeta, SearchKey, TidBound, METAPAGE, P_HIKEY, P_NONE,
+};
+use super::{BtreeIndex, Tid};
+use crate::accounting::IoAccount;
+use crate::buffer::PinnedBuffer;
+use crate::heap::codec::Datum;
+use crate::storage::page as slotted;
+
+impl BtreeIndex {
+    /// The meta page's contents.
+    pub fn meta(&self, acct: &mut IoAccount) -> PgResult<BtMeta> {
+        if self.rel.nblocks() == 0 {
+            return Err(super::corrupted(format!(
+                "index \"{}\" has no meta page",
+                self.name
+            )));
+        }
+        let buf = self.read(METAPAGE, acct)?;
+        let page = buf.page();
+        BtMeta::read(&page, &self.name)
+    }
+
+    /// Block `blkno` of the index, pinned.
+    pub(super) fn read(&self, blkno: u32, acct: &mut IoAccount) -> PgResult<PinnedBuffer> {
+        self.pool.read_buffer(&self.rel, blkno, None, acct)
+    }
+
+    /// Goes down to the leaf where `search` belongs (see the module comment), pushing the
+    /// internal pages passed on the way onto `stack`. `None` for an empty index.
+    pub(super) fn descend(
+        &self,
+        search: &SearchKey,
+        stack: &mut Vec<u32>,
+        acct: &mut IoAccount,
+    ) -> PgResult<Option<PinnedBuffer>> {
+        let meta = self.meta(acct)?;
+        if meta.root == P_NONE {
+            return Ok(None);
+        }
+        let mut blkno = meta.root;
+        // Bounded by the pages of the index: each step goes right or down.
+        let mut steps = 0u64;
+        loop {
+            steps += 1;
+            if steps > self.rel.nblocks() as u64 + 1 {
+                return Err(super::corrupted(format!(
+                    "index \"{}\" has a cycle of sibling or child links",
+                    self.name
+                )));
+            }
+            let buf = self.read(blkno, acct)?;
+            let child = {
+                let page = buf.page();
+                let opaque = check_page(&page, blkno, &self.name)?;
+                if !opaque.is_rightmost()
+                    && search.compare(self.ty, &tuple_at(&page, P_HIKEY)?)? != Ordering::Less
+                {
+                    blkno = opaque.next;
+                    continue;
+                }
+                if opaque.is_leaf() {
+                    None
+                } else {
+                    let first = first_data_offset(&opaque);
+                    let max = slotted::page_max_offset(&page);
+                    // The first item above the search key; the child is the one before.
+                    let above = self.first_at_or_above(&page, search, first + 1, max, true)?;
+                    Some(tuple_at(&page, above - 1)?.downlink())
+                }
+            };
+            match child {
+                None => return Ok(Some(buf)),
+                Some(child) => {
+                    stack.push(blkno);
+                    blkno = child;
+                }
+            }
+        }
+    }
+
+    /// Binary search among items `lo..=hi` of a page for the first item ≥ `search`
+    /// (`strictly`: the first item > `search`); `hi + 1` when there is none.
+    pub(super) fn first_at_or_above(
+        &self,
+        page: &[u8],
+        search: &SearchKey,
+        lo: u16,
+        hi: u16,
+        strictly: bool,
+    ) -> PgResult<u16> {
+        let (mut lo, mut hi) = (lo, hi + 1);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let ord = search.compare(self.ty, &tuple_at(page, mid)?)?;
+            let item_is_above = if strictly {
+                ord == Ordering::Less
+            } else {
+                ord != Ordering::Greater
+            };
+            if item_is_above {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Ok(lo)
+    }
+
+    /// The heap TIDs of the entries with `lower ≤/< key ≤/< upper`, in (key, TID) order,
+    /// read a leaf page at a time through the buffer pool into `acct`. NULL keys are
+    /// never in a range; a NULL bound makes the range empty (as `a < NULL` is never true).
+    ///
+    /// A bound must be comparable with the index's keys (`Key::bound_for`): integers of
+    /// any width for int2/int4/int8 keys, floats or integers for float keys, text for
+    /// text, varchar and char keys, date for date, timestamp or timestamptz for
+    /// timestamp[tz], numeric at the column's scale for numeric. Anything else is an
+    /// internal error: the planner should not have chosen the index.
+    ///
+    /// ```ignore
+    /// let tids: Vec<(u32, u16)> = index
+    ///     .scan_range(Bound::Unbounded, Bound::Excluded(Datum::Int4(140)), &mut acct)?
+    ///     .collect::<PgResult<_>>()?;
+    /// ```
+    pub fn scan_range<'a>(
+        &self,
+        lower: Bound<Datum<'_>>,
+        upper: Bound<Datum<'_>>,
+        acct: &'a mut IoAccount,
+    ) -> PgResult<BtreeScan<'a>> {
+        let (Some(lower), Some(upper)) = (self.bound_key(lower)?, self.bound_key(upper)?) else {
+            // A NULL bound: nothing compares with NULL.
+            return Ok(BtreeScan::new(
+                self.clone(),
+                acct,
+                Wanted::Range(Bound::Unbounded),
+            ));
+        };
+        let search = match &lower {
+            Bound::Unbounded => SearchKey {
+                key: None,
+                tid: TidBound::MinusInf,
+            },
+            Bound::Included(k) => SearchKey {
+                key: Some(k.clone()),
+                tid: TidBound::MinusInf,
+            },
+            Bound::Excluded(k) => SearchKey {
+                key: Some(k.clone()),
+                tid: TidBound::PlusInf,
+            },
+        };
+        let mut scan = BtreeScan::new(self.clone(), acct, Wanted::Range(upper));
+        scan.start(&search)?;
+        Ok(scan)
+    }
+
+    /// A scan bound as a key of this index; `None` for a NULL bound.
+    fn bound_key(&self, bound: Bound<Datum<'_>>) -> PgResult<Option<Bound<Key<'static>>>> {
+        let key = |d: Datum<'_>| {
+            Key::bound_for(self.kind, d)
+                .map(Key::into_owned)
+                .ok_or_else(|| {
+                    PgError::internal(format!(
+                        "cannot compare {d:?} with the keys of index \"{}\" ({:?})",
+                        self.name, self.ty
+                    ))
+                })
+        };
+        Ok(Some(match bound {
+            Bound::Unbounded => Bound::Unbounded,
+            Bound::Included(Datum::Null) | Bound::Excluded(Datum::Null) => return Ok(None),
+            Bound::Included(d) => Bound::Included(key(d)?),
+            Bound::Excluded(d) => Bound::Excluded(key(d)?),
+        }))
+    }
+
+    /// The heap TIDs of the entries whose key is NULL (`key IS NULL`), in TID order.
+    pub fn scan_nulls<'a>(&self, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
+        let mut scan = BtreeScan::new(self.clone(), acct, Wanted::Nulls);
+        scan.start(&SearchKey {
+            key: Some(Key::Null),
+            tid: TidBound::MinusInf,
+        })?;
+        Ok(scan)
+    }
+
+    /// Every entry's heap TID in index order, NULL keys included (last).
+    pub fn scan_all<'a>(&self, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
+        let mut scan = BtreeScan::new(self.clone(), acct, Wanted::All);
+        scan.start(&SearchKey {
+            key: None,
+            tid: TidBound::MinusInf,
+        })?;
+        Ok(scan)
+    }
+}
+
+/// Which entries a scan returns.
+enum Wanted {
+    Range(Bound<Key<'static>>),
+    Nulls,
+    All,
+}
+
+/// A range scan in progress: an iterator of heap TIDs in index order (see
+/// [`BtreeIndex::scan_range`]). Holds no pin between calls; reads the next leaf when the
+/// TIDs copied from the current one are used up.
+pub struct BtreeScan<'a> {
+    index: BtreeIndex,
+    acct: &'a mut IoAccount,
+    wanted: Wanted,
+    /// TIDs of the current leaf not yet returned.
+    tids: std::vec::IntoIter<Tid>,
+    /// The next leaf to read, `P_NONE` when the scan has ended.
+    next_leaf: u32,
+    leaves_read: u64,
+}
+
+impl<'a> BtreeScan<'a> {
+    fn new(index: BtreeIndex, acct: &'a mut IoAccount, wanted: Wanted) -> BtreeScan<'a> {
+        BtreeScan {
+            index,
+            acct,
+            wanted,
+            tids: Vec::new().into_iter(),
+            next_leaf: P_NONE,
+            leaves_read: 0,
+        }
+    }
+
+    /// Leaf pages read so far.
+    pub fn leaves_read(&self) -> u64 {
+        self.leaves_read
+    }
+
+    /// The scan's I/O account.
+    pub fn acct(&mut self) -> &mut IoAccount {
+        &mut *self.acct
+    }
+
+    fn start(&mut self, search: &SearchKey) -> PgResult<()> {
+        let mut stack = Vec::new();
+        let Some(leaf) = self.index.descend(search, &mut stack, self.acct)? else {
+            return Ok(());
+        };
+        let start = {
+            let page = leaf.page();
+            let opaque = check_page(&page, leaf.blkno(), &self.index.name)?;
+            let max = slotted::page_max_offset(&page);
+            self.index
+                .first_at_or_above(&page, search, first_data_offset(&opaque), max, false)?
+        };
+        self.read_leaf(leaf, start)
+    }
+
+    /// Copies the wanted TIDs of `leaf` from item `start` on, and where to go next.
+    fn read_leaf(&mut self, leaf: PinnedBuffer, start: u16) -> PgResult<()> {
+        self.leaves_read += 1;
+        let blkno = leaf.blkno();
+        let page = leaf.page();
+        let opaque = check_page(&page, blkno, &self.index.name)?;
+        if !opaque.is_leaf() {
+            return Err(super::corrupted(format!(
+                "index \"{}\": sibling link to internal block {blkno} on the leaf level",
+                self.index.name
+            )));
+        }
+        let mut tids = Vec::new();
+        let mut ended = false;
+        for off in start..=slotted::page_max_offset(&page) {
+            let t = tuple_at(&page, off)?;
+            let key = t.key(self.index.ty)?.expect("leaf tuples have keys");
+            let wanted = match &self.wanted {
+                Wanted::All => true,
+                Wanted::Nulls => key.is_null(),
+                Wanted::Range(upper) => {
+                    !key.is_null()
+                        && match upper {
+                            Bound::Unbounded => true,
+                            Bound::Included(u) => {
+                                key::compare(self.index.kind, &key, u) != Ordering::Greater
+                            }
+                            Bound::Excluded(u) => {
+                                key::compare(self.index.kind, &key, u) == Ordering::Less
+                            }
+                        }
+                }
+            };
+            if !wanted {
+                ended = true;
+                break;
+            }
+            tids.push(t.heap_tid().expect("leaf tuples have TIDs"));
+        }
+        self.next_leaf = if ended { P_NONE } else { opaque.next };
+        self.tids = tids.into_iter();
+        Ok(())
+    }
+
+    fn next_tid(&mut self) -> PgResult<Option<Tid>> {
+        loop {
+            if let Some(tid) = self.tids.next() {
+                return Ok(Some(tid));
+            }
+            if self.next_leaf == P_NONE {
+                return Ok(None);
+            }
+            let leaf = self.index.read(self.next_leaf, self.acct)?;
+            let first = {
+                let page = leaf.page();
+                first_data_offset(&check_page(&page, leaf.blkno(), &self.index.name)?)
+            };
+            self.read_leaf(leaf, first)?;
+        }
+    }
+}
+
+impl Iterator for BtreeScan<'_> {
+    type Item = PgResult<Tid>;
+
+    fn next(&mut self) -> Option<PgResult<Tid>> {
+        match self.next_tid() {
+            Ok(Some(tid)) => Some(Ok(tid)),
+            Ok(None) => None,
+            Err(e) => {
+                self.next_leaf = P_NONE;
+                self.tids = Vec::new().into_iter();
+                Some(Err(e))
+            }
+        }
+    }
+}

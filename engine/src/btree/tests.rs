@@ -1,0 +1,669 @@
+//! Unit tests of the B-tree: bottom-up builds, range scans against a model, inserts with
+//! splits, and builds from a real heap with the maintenance hook.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use iolab_catalog::{ColumnDef, IndexDef, Persistence, PgResult, PgType};
+
+use super::build::BtreeLoader;
+use super::key::{self, Key, KeyKind};
+use super::page::{self, check_page, BtOpaque, PAGE_CAPACITY, P_NONE};
+use super::{BtreeIndex, IndexMaintainer, Tid};
+use crate::accounting::IoAccount;
+use crate::buffer::BufferPool;
+use crate::exec::context::StreamSettings;
+use crate::exec::StatementContext;
+use crate::heap::codec::Datum;
+use crate::heap::heapam::HeapInserter;
+use crate::storage::page as slotted;
+use crate::storage::relfile::tests::TempDir;
+use crate::storage::relfile::RelFile;
+
+/// xorshift64*: deterministic, no dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+struct Fixture {
+    _dir: TempDir,
+    index: BtreeIndex,
+}
+
+fn fixture(tag: &str, ty: PgType, nbuffers: usize) -> Fixture {
+    let dir = TempDir::new(tag);
+    let pool = BufferPool::new(nbuffers);
+    let rel = Arc::new(RelFile::open(&dir.0, 16500).unwrap());
+    Fixture {
+        index: BtreeIndex::new(pool, rel, ty, "test_idx"),
+        _dir: dir,
+    }
+}
+
+/// Loads `entries` (sorted here) bottom-up.
+fn load(index: &BtreeIndex, entries: &mut [(Key<'static>, Tid)]) -> super::LoadStats {
+    sort_model(index.kind, entries);
+    let mut acct = IoAccount::default();
+    let mut loader = BtreeLoader::new(
+        index.pool.clone(),
+        index.rel.clone(),
+        index.ty,
+        &index.name,
+        "t",
+        &mut acct,
+    )
+    .unwrap();
+    for (k, tid) in entries.iter() {
+        loader.add(k, *tid).unwrap();
+    }
+    loader.finish().unwrap()
+}
+
+fn sort_model(kind: KeyKind, entries: &mut [(Key<'static>, Tid)]) {
+    entries.sort_by(|a, b| key::compare(kind, &a.0, &b.0).then(a.1.cmp(&b.1)));
+}
+
+/// What a range scan must return: the model's entries within the bounds, in order.
+fn expected_range(
+    kind: KeyKind,
+    model: &[(Key<'static>, Tid)],
+    lower: &Bound<Key>,
+    upper: &Bound<Key>,
+) -> Vec<Tid> {
+    model
+        .iter()
+        .filter(|(k, _)| !k.is_null())
+        .filter(|(k, _)| match lower {
+            Bound::Unbounded => true,
+            Bound::Included(l) => key::compare(kind, k, l) != Ordering::Less,
+            Bound::Excluded(l) => key::compare(kind, k, l) == Ordering::Greater,
+        })
+        .filter(|(k, _)| match upper {
+            Bound::Unbounded => true,
+            Bound::Included(u) => key::compare(kind, k, u) != Ordering::Greater,
+            Bound::Excluded(u) => key::compare(kind, k, u) == Ordering::Less,
+        })
+        .map(|(_, t)| *t)
+        .collect()
+}
+
+fn scan(index: &BtreeIndex, lower: Bound<Datum>, upper: Bound<Datum>) -> Vec<Tid> {
+    let mut acct = IoAccount::default();
+    index
+        .scan_range(lower, upper, &mut acct)
+        .unwrap()
+        .collect::<PgResult<Vec<_>>>()
+        .unwrap()
+}
+
+fn int_datum(b: Bound<i64>) -> Bound<Datum<'static>> {
+    b.map(|v| Datum::Int4(v as i32))
+}
+
+fn int_key(b: Bound<i64>) -> Bound<Key<'static>> {
+    b.map(Key::Int)
+}
+
+/// Compares int4 range scans with the model for a set of bounds.
+fn assert_int_ranges(index: &BtreeIndex, model: &[(Key<'static>, Tid)], max_key: i64) {
+    use Bound::*;
+    let mut bounds = vec![
+        (Unbounded, Unbounded),
+        (Included(100), Excluded(200)),
+        (Unbounded, Included(0)),
+        (Excluded(max_key - 2), Unbounded),
+        (Included(max_key / 2), Included(max_key / 2)),
+        (Included(10), Excluded(10)),
+        (Included(50), Included(40)),
+        (Excluded(-1000), Excluded(1)),
+        (Included(max_key + 5), Unbounded),
+    ];
+    let mut rng = Rng(7);
+    for _ in 0..20 {
+        let a = rng.below(max_key as u64 + 1) as i64;
+        let b = a + rng.below(200) as i64;
+        bounds.push((Included(a), Excluded(b)));
+        bounds.push((Excluded(a), Included(b)));
+    }
+    for (lo, hi) in bounds {
+        let want = expected_range(KeyKind::Int, model, &int_key(lo), &int_key(hi));
+        let got = scan(index, int_datum(lo), int_datum(hi));
+        assert_eq!(got.len(), want.len(), "range {lo:?} .. {hi:?}");
+        assert_eq!(got, want, "range {lo:?} .. {hi:?}");
+    }
+    // A NULL bound matches nothing; nulls come from scan_nulls, in TID order.
+    assert!(scan(index, Included(Datum::Null), Unbounded).is_empty());
+    let mut acct = IoAccount::default();
+    let nulls: Vec<Tid> = index
+        .scan_nulls(&mut acct)
+        .unwrap()
+        .collect::<PgResult<_>>()
+        .unwrap();
+    let want: Vec<Tid> = model
+        .iter()
+        .filter(|(k, _)| k.is_null())
+        .map(|(_, t)| *t)
+        .collect();
+    assert_eq!(nulls, want);
+    let all: Vec<Tid> = index
+        .scan_all(&mut acct)
+        .unwrap()
+        .collect::<PgResult<_>>()
+        .unwrap();
+    assert_eq!(all, model.iter().map(|(_, t)| *t).collect::<Vec<_>>());
+}
+
+/// Every page of the index: a sane B-tree page or the meta page, leaves not overfull.
+fn assert_page_invariants(index: &BtreeIndex) {
+    let mut acct = IoAccount::default();
+    for blkno in 0..index.nblocks() {
+        let buf = index.read(blkno, &mut acct).unwrap();
+        let page = buf.page();
+        assert!(slotted::page_header_is_valid(&page), "block {blkno}");
+        if blkno == page::METAPAGE {
+            page::BtMeta::read(&page, "t").unwrap();
+            continue;
+        }
+        let opaque: BtOpaque = check_page(&page, blkno, "t").unwrap();
+        let h = slotted::PageHeader::read(&page);
+        assert_eq!(h.pd_special as usize, page::SPECIAL_AT);
+        assert!(
+            (h.pd_upper - h.pd_lower) as usize <= PAGE_CAPACITY,
+            "block {blkno}"
+        );
+        assert_eq!(opaque.next == P_NONE, opaque.is_rightmost());
+    }
+}
+
+fn random_int_entries(
+    rng: &mut Rng,
+    n: usize,
+    max_key: u64,
+    first_tid: usize,
+) -> Vec<(Key<'static>, Tid)> {
+    (0..n)
+        .map(|i| {
+            let i = first_tid + i;
+            let key = if rng.below(100) == 0 {
+                Key::Null
+            } else {
+                Key::Int(rng.below(max_key + 1) as i64)
+            };
+            (key, ((i / 200) as u32, (i % 200) as u16 + 1))
+        })
+        .collect()
+}
+
+#[test]
+fn build_from_sorted_input_with_duplicates_and_nulls() {
+    let f = fixture("btree-build", PgType::Int4, 256);
+    let mut rng = Rng(0x1234_5678);
+    let mut model = random_int_entries(&mut rng, 100_000, 4999, 0);
+    let stats = load(&f.index, &mut model);
+    assert_eq!(stats.entries, 100_000);
+    assert!(stats.height >= 2, "{stats:?}");
+    // int4 leaf entries cost 20 bytes; 90 % leaf fill is about 366 entries a page.
+    let per_leaf = 100_000 / stats.leaf_pages;
+    assert!((330..=380).contains(&per_leaf), "{stats:?}");
+    assert_eq!(
+        f.index.nblocks() as u64,
+        1 + stats.leaf_pages + stats.internal_pages
+    );
+    let mut acct = IoAccount::default();
+    let report = f.index.check_structure(&mut acct).unwrap();
+    assert_eq!(report.entries, 100_000);
+    assert_eq!(report.leaf_pages, stats.leaf_pages);
+    assert_eq!(report.height, stats.height);
+    assert_page_invariants(&f.index);
+    assert_int_ranges(&f.index, &model, 4999);
+    // Scans read through the pool: a cold range read some pages, all counted.
+    let mut acct = IoAccount::default();
+    let n = f
+        .index
+        .scan_range(
+            Bound::Included(Datum::Int4(0)),
+            Bound::Excluded(Datum::Int4(140)),
+            &mut acct,
+        )
+        .unwrap()
+        .count();
+    assert!(n > 0);
+    assert!(acct.usage.shared_hit + acct.usage.shared_read > stats.height as u64);
+}
+
+#[test]
+fn empty_and_single_page_builds() {
+    let f = fixture("btree-empty", PgType::Int8, 32);
+    let stats = load(&f.index, &mut []);
+    assert_eq!((stats.height, stats.entries), (0, 0));
+    assert_eq!(f.index.nblocks(), 1);
+    assert!(scan(&f.index, Bound::Unbounded, Bound::Unbounded).is_empty());
+    let mut acct = IoAccount::default();
+    assert_eq!(f.index.check_structure(&mut acct).unwrap().entries, 0);
+
+    let f = fixture("btree-one", PgType::Int8, 32);
+    let mut model: Vec<(Key<'static>, Tid)> = (0..10)
+        .map(|i| (Key::Int(9 - i), (0, i as u16 + 1)))
+        .collect();
+    let stats = load(&f.index, &mut model);
+    assert_eq!((stats.height, stats.leaf_pages, stats.root), (1, 1, 1));
+    assert_eq!(
+        scan(
+            &f.index,
+            Bound::Included(Datum::Int8(3)),
+            Bound::Excluded(Datum::Int2(5))
+        ),
+        vec![(0, 7), (0, 6)]
+    );
+}
+
+#[test]
+fn inserts_after_a_build_split_pages_and_keep_scans_right() {
+    let f = fixture("btree-insert", PgType::Int4, 128);
+    let mut rng = Rng(99);
+    let mut model = random_int_entries(&mut rng, 20_000, 999, 0);
+    load(&f.index, &mut model);
+    let blocks_before = f.index.nblocks();
+    let mut next_tid = 20_000;
+    for batch in 0..60 {
+        let mut entries = random_int_entries(&mut rng, 1000, 1099, next_tid);
+        next_tid += 1000;
+        // Some keys below the built range too.
+        for e in entries.iter_mut().step_by(7) {
+            if let Key::Int(k) = &mut e.0 {
+                *k -= 100;
+            }
+        }
+        model.extend(entries.iter().cloned());
+        let mut acct = IoAccount::default();
+        f.index
+            .insert_entries(&mut entries, "t", &mut acct)
+            .unwrap();
+        assert!(acct.usage.shared_hit > 0);
+        if batch % 20 == 19 {
+            let report = f.index.check_structure(&mut acct).unwrap();
+            assert_eq!(report.entries as usize, model.len());
+        }
+    }
+    assert!(f.index.nblocks() > blocks_before + 100, "pages were split");
+    sort_model(KeyKind::Int, &mut model);
+    let mut acct = IoAccount::default();
+    let report = f.index.check_structure(&mut acct).unwrap();
+    assert_eq!(report.entries, 80_000);
+    assert_page_invariants(&f.index);
+    assert_int_ranges(&f.index, &model, 1099);
+    // A duplicate (key, TID) is refused.
+    let mut dup = vec![model[5].clone()];
+    assert!(f.index.insert_entries(&mut dup, "t", &mut acct).is_err());
+}
+
+#[test]
+fn ascending_inserts_into_an_empty_index_leave_full_pages() {
+    let f = fixture("btree-ascending", PgType::Int8, 64);
+    load(&f.index, &mut []);
+    let mut model = Vec::new();
+    for batch in 0..100 {
+        let mut entries: Vec<(Key<'static>, Tid)> = (0..500)
+            .map(|i| {
+                let n = batch * 500 + i;
+                (Key::Int(n as i64), ((n / 100) as u32, (n % 100) as u16 + 1))
+            })
+            .collect();
+        model.extend(entries.iter().cloned());
+        let mut acct = IoAccount::default();
+        f.index
+            .insert_entries(&mut entries, "t", &mut acct)
+            .unwrap();
+    }
+    let mut acct = IoAccount::default();
+    let report = f.index.check_structure(&mut acct).unwrap();
+    assert_eq!(report.entries, 50_000);
+    // int8 entries cost 20 bytes (407 a page); rightmost splits keep 90 %: ~365 a leaf.
+    let per_leaf = 50_000 / report.leaf_pages;
+    assert!((330..=380).contains(&per_leaf), "{report:?}");
+    assert!(report.height >= 2);
+    assert_int_ranges_i8(&f.index, &model);
+}
+
+fn assert_int_ranges_i8(index: &BtreeIndex, model: &[(Key<'static>, Tid)]) {
+    let got = scan(
+        index,
+        Bound::Included(Datum::Int8(12_345)),
+        Bound::Included(Datum::Int8(23_456)),
+    );
+    let want = expected_range(
+        KeyKind::Int,
+        model,
+        &Bound::Included(Key::Int(12_345)),
+        &Bound::Included(Key::Int(23_456)),
+    );
+    assert_eq!(got, want);
+}
+
+fn text_key(rng: &mut Rng) -> Key<'static> {
+    let len = 200 + rng.below(1600) as usize;
+    let first = b'a' + rng.below(26) as u8;
+    let mut s = vec![first; len];
+    for b in s.iter_mut().skip(1).take(8) {
+        *b = b'a' + rng.below(26) as u8;
+    }
+    Key::Text(Cow::Owned(s))
+}
+
+#[test]
+fn long_text_keys_make_deep_trees_that_split_everywhere() {
+    let f = fixture("btree-text", PgType::Text, 256);
+    let mut rng = Rng(5);
+    let mut model: Vec<(Key<'static>, Tid)> = (0..3000)
+        .map(|i| (text_key(&mut rng), (i as u32, 1)))
+        .collect();
+    let stats = load(&f.index, &mut model);
+    assert!(stats.height >= 3, "{stats:?}");
+    for batch in 0..30 {
+        let mut entries: Vec<(Key<'static>, Tid)> = (0..100)
+            .map(|i| (text_key(&mut rng), (10_000 + batch * 100 + i as u32, 1)))
+            .collect();
+        model.extend(entries.iter().cloned());
+        let mut acct = IoAccount::default();
+        f.index
+            .insert_entries(&mut entries, "t", &mut acct)
+            .unwrap();
+    }
+    sort_model(KeyKind::Text, &mut model);
+    let mut acct = IoAccount::default();
+    let report = f.index.check_structure(&mut acct).unwrap();
+    assert_eq!(report.entries, 6000);
+    assert!(report.height >= 3);
+    assert_page_invariants(&f.index);
+    for (lo, hi) in [("b", "d"), ("m", "mm"), ("a", "zzzz"), ("q", "q")] {
+        let got = scan(
+            &f.index,
+            Bound::Included(Datum::Text(lo)),
+            Bound::Excluded(Datum::Text(hi)),
+        );
+        let want = expected_range(
+            KeyKind::Text,
+            &model,
+            &Bound::Included(Key::Text(Cow::Borrowed(lo.as_bytes()))),
+            &Bound::Excluded(Key::Text(Cow::Borrowed(hi.as_bytes()))),
+        );
+        assert_eq!(got, want, "{lo}..{hi}");
+    }
+}
+
+#[test]
+fn keys_over_a_third_of_a_page_are_refused() {
+    let f = fixture("btree-big", PgType::Text, 32);
+    load(&f.index, &mut []);
+    let mut entries = vec![(Key::Text(Cow::Owned(vec![b'x'; 3000])), (4, 2))];
+    let mut acct = IoAccount::default();
+    let e = f
+        .index
+        .insert_entries(&mut entries, "t", &mut acct)
+        .unwrap_err();
+    assert_eq!(e.code, "54000");
+    assert_eq!(
+        e.message,
+        "index row size 3016 exceeds btree version 4 maximum 2704 for index \"test_idx\""
+    );
+    assert_eq!(
+        e.detail.as_deref(),
+        Some("Index row references tuple (4,2) in relation \"t\".")
+    );
+}
+
+#[test]
+fn float_keys_order_zeroes_and_nan_like_postgres() {
+    let f = fixture("btree-float", PgType::Float8, 32);
+    let values = [
+        f64::NAN,
+        1.5,
+        -0.0,
+        0.0,
+        f64::NEG_INFINITY,
+        f64::INFINITY,
+        -2.0,
+    ];
+    let mut model: Vec<(Key<'static>, Tid)> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (Key::Float(*v), (0, i as u16 + 1)))
+        .collect();
+    load(&f.index, &mut model);
+    // 0 ≤ a ≤ 0 finds both zeroes; a > +inf finds NaN (as in PostgreSQL).
+    assert_eq!(
+        scan(
+            &f.index,
+            Bound::Included(Datum::Float8(0.0)),
+            Bound::Included(Datum::Float8(-0.0))
+        ),
+        vec![(0, 3), (0, 4)]
+    );
+    assert_eq!(
+        scan(
+            &f.index,
+            Bound::Excluded(Datum::Float8(f64::INFINITY)),
+            Bound::Unbounded
+        ),
+        vec![(0, 1)]
+    );
+    assert_eq!(
+        scan(&f.index, Bound::Unbounded, Bound::Excluded(Datum::Int4(0))),
+        vec![(0, 5), (0, 7)]
+    );
+}
+
+/// A real table: rows inserted before CREATE INDEX are built in, rows inserted after go
+/// through the maintenance hook, rows of an aborted insert are tolerated by the check.
+#[test]
+fn builds_from_a_heap_and_maintains_on_insert() {
+    use crate::db::{Database, DatabaseOptions};
+    use datafusion::arrow::array::{ArrayRef, Int32Array, StringArray};
+
+    let dir = TempDir::new("btree-heap");
+    let mut options = DatabaseOptions {
+        shared_buffers: 256,
+        ..DatabaseOptions::default()
+    };
+    options.aio.method = iolab_settings::IoMethod::Sync;
+    let db = Database::open(&dir.0, &options).unwrap();
+    let table = db
+        .catalog
+        .create_table(
+            "public",
+            "t",
+            Persistence::Permanent,
+            vec![
+                ColumnDef {
+                    name: "a".into(),
+                    ty: PgType::Int4,
+                    not_null: false,
+                },
+                ColumnDef {
+                    name: "filler".into(),
+                    ty: PgType::Text,
+                    not_null: false,
+                },
+            ],
+            false,
+        )
+        .unwrap()
+        .unwrap();
+    db.create_relation_file(&table).unwrap();
+    let ctx = |xid| StatementContext {
+        db: db.clone(),
+        snapshot: db.txns.snapshot(xid, 0),
+        xid,
+        cid: 0,
+        track_io_timing: false,
+        pid: 1,
+        io: StreamSettings::default(),
+        cancel: Arc::new(AtomicBool::new(false)),
+        usage: Default::default(),
+    };
+    let mut rng = Rng(3);
+    let mut insert = |n: usize, commit: bool| {
+        let xid = db.txns.begin().unwrap();
+        let maintainer = IndexMaintainer::for_table(&db, &table).unwrap();
+        let mut inserter = HeapInserter::new(
+            db.pool.clone(),
+            db.relfile(table.relfilenode).unwrap(),
+            vec![PgType::Int4, PgType::Text],
+            xid,
+            0,
+            IoAccount::default(),
+        )
+        .with_indexes(maintainer);
+        for _ in 0..n / 1000 {
+            let a: Int32Array = (0..1000)
+                .map(|_| (rng.below(50) != 0).then(|| rng.below(10_000) as i32))
+                .collect();
+            let filler: StringArray = (0..1000).map(|i| Some(format!("row {i}"))).collect();
+            let arrays: Vec<ArrayRef> = vec![Arc::new(a), Arc::new(filler)];
+            inserter.insert_arrays(&arrays, 1000).unwrap();
+        }
+        inserter.finish();
+        if commit {
+            db.txns.commit(xid).unwrap();
+        } else {
+            db.txns.abort(xid).unwrap();
+        }
+    };
+    insert(30_000, true);
+    insert(5_000, false);
+
+    let oid = db.catalog.allocate_oid().unwrap();
+    let def = IndexDef {
+        oid,
+        schema: "public".into(),
+        name: "t_a_idx".into(),
+        table_oid: table.oid,
+        relfilenode: oid,
+        columns: vec![0],
+        key_types: vec![PgType::Int4],
+        unique: false,
+        persistence: Persistence::Permanent,
+    };
+    // A cancelled build leaves neither a file nor a catalog entry.
+    let canceled = ctx(0);
+    canceled
+        .cancel
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let e = super::create_index(&db, &canceled, &table, &def).unwrap_err();
+    assert_eq!(e.code, "57014");
+    assert!(db.catalog.indexes_of(table.oid).is_empty());
+    assert!(!dir.0.join("base").join(oid.to_string()).exists());
+
+    let c = ctx(0);
+    let stats = super::create_index(&db, &c, &table, &def).unwrap();
+    assert_eq!(stats.entries, 30_000, "the aborted rows are not built in");
+    {
+        let usage = c.usage.lock();
+        assert!(usage.shared_read + usage.shared_hit > 0);
+    }
+    assert_eq!(db.catalog.indexes_of(table.oid), vec![def.clone()]);
+
+    insert(20_000, true);
+    insert(3_000, false);
+    let index = BtreeIndex::open(&db, &def).unwrap();
+    let source = super::heap_source(&db, &table, 0, c.stream_config(false, true)).unwrap();
+    let mut acct = IoAccount::default();
+    let report = index
+        .check_against_heap(&source, &mut acct, &|| Ok(()))
+        .unwrap();
+    assert_eq!(report.entries, 53_000);
+    assert_eq!(report.dead_entries, 3_000);
+
+    // TRUNCATE empties it; inserts then start a new root.
+    super::truncate_index(&db, &def, &mut acct).unwrap();
+    assert_eq!(index.nblocks(), 1);
+    assert_eq!(index.check_structure(&mut acct).unwrap().entries, 0);
+    super::drop_index_files(&db, &def).unwrap();
+    assert!(!dir.0.join("base").join(oid.to_string()).exists());
+}
+
+/// Two writers split pages while a reader scans the whole index again and again: every
+/// scan must see every entry that existed before it started (entries are never removed),
+/// each exactly once, and the tree must check out afterwards (Lehman and Yao at work).
+#[test]
+fn scans_stay_complete_while_writers_split_pages() {
+    let f = fixture("btree-concurrent", PgType::Int4, 512);
+    let mut rng = Rng(11);
+    let mut model = random_int_entries(&mut rng, 10_000, 2000, 0);
+    load(&f.index, &mut model);
+    let initial: std::collections::HashSet<Tid> = model.iter().map(|(_, t)| *t).collect();
+    let initial_in_range: std::collections::HashSet<Tid> = model
+        .iter()
+        .filter(|(k, _)| matches!(k, Key::Int(500..=1499)))
+        .map(|(_, t)| *t)
+        .collect();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let index = f.index.clone();
+                s.spawn(move || {
+                    let mut rng = Rng(100 + w);
+                    for batch in 0..20 {
+                        let first = 10_000 + (w as usize * 20 + batch) * 1000;
+                        let mut entries = random_int_entries(&mut rng, 1000, 2000, first);
+                        let mut acct = IoAccount::default();
+                        index.insert_entries(&mut entries, "t", &mut acct).unwrap();
+                    }
+                })
+            })
+            .collect();
+        let reader = s.spawn(|| {
+            let mut scans = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) || scans == 0 {
+                let mut acct = IoAccount::default();
+                let tids: Vec<Tid> = f
+                    .index
+                    .scan_all(&mut acct)
+                    .unwrap()
+                    .collect::<PgResult<_>>()
+                    .unwrap();
+                let seen: std::collections::HashSet<Tid> = tids.iter().copied().collect();
+                assert_eq!(seen.len(), tids.len(), "a TID returned twice");
+                assert!(initial.is_subset(&seen), "an entry was missed");
+                // A bounded scan descends (and may have to move right) while pages split.
+                let ranged: std::collections::HashSet<Tid> = f
+                    .index
+                    .scan_range(
+                        Bound::Included(Datum::Int4(500)),
+                        Bound::Excluded(Datum::Int4(1500)),
+                        &mut acct,
+                    )
+                    .unwrap()
+                    .collect::<PgResult<_>>()
+                    .unwrap();
+                assert!(
+                    initial_in_range.is_subset(&ranged),
+                    "a range missed an entry"
+                );
+                scans += 1;
+            }
+            scans
+        });
+        for w in writers {
+            w.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Release);
+        assert!(reader.join().unwrap() > 0);
+    });
+    let mut acct = IoAccount::default();
+    let report = f.index.check_structure(&mut acct).unwrap();
+    assert_eq!(report.entries, 50_000);
+}
