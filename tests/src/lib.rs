@@ -260,6 +260,22 @@ pub async fn show(client: &Client, name: &str) -> String {
         .get(0)
 }
 
+/// The rows of a simple-protocol query, each as text values (None = NULL).
+pub async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    client
+        .simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The SQLSTATE of a tokio-postgres error (panics if it is not a database error).
 pub fn sqlstate(err: &tokio_postgres::Error) -> String {
     match err.as_db_error() {

@@ -12,29 +12,13 @@
 //!   succeeds and changes nothing (also when run twice).
 
 use iolab_tests::tokio_postgres::types::Type;
-use iolab_tests::tokio_postgres::{Client, SimpleQueryMessage};
-use iolab_tests::{sqlstate, TestServer};
+use iolab_tests::tokio_postgres::Client;
+use iolab_tests::{rows, sqlstate, TestServer};
 
 /// 2048 buffers: a table of a few hundred blocks is scanned without a bulk-read ring
 /// (PostgreSQL and iolab use one only above a quarter of the pool), so it all stays.
 const SERVER_ARGS: &[&str] = &["-c", "shared_buffers=16MB"];
 const ROWS: i64 = 20_000;
-
-/// The rows of a simple query, each as text values (None = NULL).
-async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => {
-                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
-            }
-            _ => None,
-        })
-        .collect()
-}
 
 /// The one row of a query, as integers (NULL as -1).
 async fn ints(client: &Client, sql: &str) -> Vec<i64> {

@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use iolab_tests::{show, sqlstate, TestServer};
-use tokio_postgres::{Client, SimpleQueryMessage};
+use iolab_tests::{rows, show, sqlstate, TestServer};
+use tokio_postgres::Client;
 
 const BLCKSZ: i64 = 8192;
 /// 400 000 rows of `(int, md5 text)` fill about 3 300 blocks (26 MB), clearly more than the
@@ -45,22 +45,6 @@ fn method_args(shared_buffers: &str, method: &str, direct: bool) -> Vec<String> 
 fn restart_with(server: &mut TestServer, args: Vec<String>) {
     server.extra_args = args;
     server.restart();
-}
-
-/// The rows of a simple query, each as text values (None = NULL).
-async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => {
-                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 /// The single, non-NULL value of a simple query.

@@ -13,24 +13,8 @@
 use std::time::{Duration, Instant};
 
 use iolab_tests::tokio_postgres::types::Type;
-use iolab_tests::tokio_postgres::{Client, SimpleQueryMessage};
-use iolab_tests::{sqlstate, TestServer};
-
-/// The rows of a simple query, each as text values (None = NULL).
-async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => {
-                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
-            }
-            _ => None,
-        })
-        .collect()
-}
+use iolab_tests::tokio_postgres::Client;
+use iolab_tests::{rows, sqlstate, TestServer};
 
 /// psql's `\gdesc` of `query`: one `name|type` line per column.
 fn gdesc(server: &TestServer, query: &str) -> String {
