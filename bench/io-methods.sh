@@ -58,10 +58,11 @@ RUNS_CSV="$RESULTS/io-methods-$STAMP-runs.csv"
 EXPLAIN_TXT="$RESULTS/io-methods-$STAMP-explain.txt"
 TABLE_TXT="$RESULTS/io-methods-$STAMP.txt"
 LOGS="$BENCH_DIR/logs"
+# shellcheck source=bench/lib.sh
+. "$REPO/bench/lib.sh"
 
 die() { echo "io-methods: $*" >&2; exit 1; }
 note() { echo "  note: $*"; }
-nostyle() { sed 's/\x1b\[[0-9;]*m//g'; }
 
 # ---- preconditions --------------------------------------------------------------------
 [ -w /proc/sys/vm/drop_caches ] || die "needs root: cold runs drop the page cache (echo 3 > /proc/sys/vm/drop_caches)"
@@ -76,13 +77,6 @@ if [ "$SKIP_PG18" != 1 ] && [ ! -x "$PG18" ]; then
   echo "PostgreSQL 18 reference not found at $PG18: PostgreSQL rows skipped"
   SKIP_PG18=1
 fi
-mb_of() { # 128MB / 1GB / 16384 (8 kB blocks) -> MB
-  local v=$1
-  case "$v" in
-    *GB) echo $(( ${v%GB} * 1024 )) ;; *MB) echo "${v%MB}" ;; *kB) echo $(( ${v%kB} / 1024 )) ;;
-    *) echo $(( v * 8 / 1024 )) ;;
-  esac
-}
 SB_MB="$(mb_of "$SHARED_BUFFERS")"
 NR_HUGEPAGES="${NR_HUGEPAGES:-$(( SB_MB / 2 + 64 ))}"
 mkdir -p "$BENCH_DIR" "$LOGS" "$RESULTS"
@@ -93,9 +87,6 @@ cp "$IOLAB_BIN" "$BENCH_DIR/iolab.bin"
 IOLAB_BIN="$BENCH_DIR/iolab.bin"
 
 # ---- state and cleanup ------------------------------------------------------------------
-IOLAB_PID=""
-PG18_RUNNING=0
-PG18_DATA_BENCH=""
 ORIG_HUGEPAGES="$(cat /proc/sys/vm/nr_hugepages)"
 cleanup() {
   [ -n "$IOLAB_PID" ] && { kill "$IOLAB_PID" 2>/dev/null; wait "$IOLAB_PID" 2>/dev/null || true; }
@@ -107,71 +98,11 @@ trap 'exit 130' INT TERM
 
 declare -A TIMES NOTE REFUSED BYTES_OF
 echo "system,config,io,phase,run,seconds,count,note,load1" > "$RUNS_CSV"
-loadnow() { cut -d" " -f1 /proc/loadavg; }
 : > "$EXPLAIN_TXT"
 
-drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 
 # ---- servers ----------------------------------------------------------------------------
 IOLAB_DATA="$BENCH_DIR/iolab-$ROWS"
-START_ERR=""
-# iolab_start LABEL ARGS... : starts iolab on IOLAB_DATA; on failure sets START_ERR, returns 1.
-iolab_start() {
-  local label=$1; shift
-  local log="$LOGS/iolab-start.log"
-  "$IOLAB_BIN" --data-dir "$IOLAB_DATA" --port "$IOLAB_PORT" -c "shared_buffers=$SHARED_BUFFERS" \
-    -c track_io_timing=on "$@" >"$log" 2>&1 &
-  IOLAB_PID=$!
-  local waited=0
-  while :; do
-    if ! kill -0 "$IOLAB_PID" 2>/dev/null; then
-      wait "$IOLAB_PID" 2>/dev/null || true; IOLAB_PID=""
-      START_ERR="$(nostyle <"$log" | grep -v '^\s*$' | grep -iE 'error|fatal|panic|invalid|unsupported|not supported|cannot|failed' | tail -1 | cut -c1-110)"
-      [ -n "$START_ERR" ] || START_ERR="$(nostyle <"$log" | grep -v '^\s*$' | tail -1 | cut -c1-110)"
-      { echo "=== $label: refused"; nostyle <"$log"; } >>"$LOGS/iolab.log"
-      return 1
-    fi
-    psql -X -h 127.0.0.1 -p "$IOLAB_PORT" -U postgres -c 'SELECT 1' >/dev/null 2>&1 && break
-    sleep 0.2; waited=$((waited + 1))
-    if [ "$waited" -gt $((START_TIMEOUT * 5)) ]; then
-      START_ERR="not ready after ${START_TIMEOUT} s"; iolab_stop; return 1
-    fi
-  done
-  echo "=== $label: started $(date +%T)" >>"$LOGS/iolab.log"
-}
-iolab_stop() {
-  [ -n "$IOLAB_PID" ] || return 0
-  kill "$IOLAB_PID" 2>/dev/null || true
-  local i; for i in $(seq 600); do kill -0 "$IOLAB_PID" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$IOLAB_PID" 2>/dev/null || true
-  wait "$IOLAB_PID" 2>/dev/null || true
-  IOLAB_PID=""
-  nostyle <"$LOGS/iolab-start.log" >>"$LOGS/iolab.log"
-}
-pg_env() { eval "$("$PG18" env)"; PG18_HOME="$(dirname "$PG18_DATA")"; PG18_DATA_BENCH="$PG18_HOME/iolab-io-bench-$ROWS"; }
-# pg_start OPTS : starts the bench PostgreSQL 18 with extra `-c` options.
-pg_start() {
-  local out
-  if ! out="$(PG18_DATA="$PG18_DATA_BENCH" PG18_PORT="$PG18_BENCH_PORT" \
-      PG18_OPTS="-c max_parallel_workers_per_gather=0 -c autovacuum=off $1" "$PG18" start 2>&1)"; then
-    START_ERR="$(echo "$out" | tail -1 | cut -c1-110)"
-    local slog; slog="$(dirname "$PG18_DATA")/server.log"
-    [ -f "$slog" ] && START_ERR="$START_ERR: $(grep -E 'FATAL|ERROR|LOG:  invalid' "$slog" | tail -1 | cut -c1-110)"
-    return 1
-  fi
-  PG18_RUNNING=1
-}
-pg_stop() {
-  PG18_DATA="$PG18_DATA_BENCH" PG18_PORT="$PG18_BENCH_PORT" "$PG18" stop >/dev/null 2>&1 || true
-  PG18_RUNNING=0
-}
-port_of() { [ "$1" = iolab ] && echo "$IOLAB_PORT" || echo "$PG18_BENCH_PORT"; }
-q() { # system sql... : unaligned, tuples only
-  local port; port="$(port_of "$1")"; shift
-  local args=(-X -q -A -t -h 127.0.0.1 -p "$port" -U postgres -v ON_ERROR_STOP=1)
-  local s; for s in "$@"; do args+=(-c "$s"); done
-  psql "${args[@]}"
-}
 # timed_count SYSTEM [N] : N timed count(*) in one session; prints "seconds count" per query.
 timed_count() {
   local port; port="$(port_of "$1")"
@@ -214,27 +145,6 @@ effective() { # config
   echo "$n"
 }
 
-# What the running server really does, seen from outside: relation files open with O_DIRECT
-# (iolab only: its process holds them), and the server process's memory in 2 MiB pages —
-# hugetlb mappings (MAP_HUGETLB / SysV SHM_HUGETLB) and transparent huge pages.
-observe() { # system
-  local out="" pid=""
-  if [ "$1" = iolab ]; then pid="$IOLAB_PID"; else pid="$(head -1 "$PG18_DATA_BENCH/postmaster.pid" 2>/dev/null || true)"; fi
-  [ -n "$pid" ] && [ -d "/proc/$pid" ] || { echo "process not found"; return; }
-  if [ "$1" = iolab ]; then
-    local f t flags n=0 d=0
-    for f in /proc/"$pid"/fd/*; do
-      t="$(readlink "$f" 2>/dev/null)" || continue
-      case "$t" in "$IOLAB_DATA"/base/*) ;; *) continue ;; esac
-      flags="$(awk '/^flags/{print $2}' "/proc/$pid/fdinfo/${f##*/}" 2>/dev/null)" || continue
-      n=$((n + 1)); [ $(( 8#$flags & 8#40000 )) = 0 ] || d=$((d + 1))
-    done
-    out="O_DIRECT on $d of $n open relation files; "
-  fi
-  out="$out$(awk '/^Size:/{size=$2} /^KernelPageSize:/{if ($2 == 2048) h += size} /^AnonHugePages:/{thp += $2}
-                 END{printf "hugetlb mappings %d MB, THP %d MB", h/1024, thp/1024}' "/proc/$pid/smaps" 2>/dev/null)"
-  echo "$out"
-}
 
 # ---- header -----------------------------------------------------------------------------
 echo "iolab I/O-method benchmark, $(date '+%Y-%m-%d %H:%M:%S')"
@@ -297,7 +207,7 @@ iolab_stop
 BYTES="${BYTES_OF[iolab]}"
 
 if [ "$SKIP_PG18" != 1 ]; then
-  pg_env
+  pg_env iolab-io-bench
   echo
   echo "== PostgreSQL 18: table $TABLE, $ROWS rows, in $PG18_DATA_BENCH (port $PG18_BENCH_PORT)"
   echo "  same file system: $(df --output=source "$(dirname "$PG18_DATA_BENCH")" | tail -1) (iolab: $dev)"
@@ -481,7 +391,6 @@ if [ "$SKIP_WARM" != 1 ]; then
 fi
 
 # ---- table ------------------------------------------------------------------------------
-stats() { printf '%s\n' $1 | sort -g | awk '{a[NR]=$1} END{m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.3f %.3f %.3f", m, a[1], a[NR]}'; }
 median_of() { [ -n "${TIMES[$1]:-}" ] && stats "${TIMES[$1]}" | cut -d' ' -f1 || echo ""; }
 echo "system,method,io,phase,runs,median_s,min_s,max_s,mb_s,pct_of_fio,vs_pg18_worker,rows_per_s,table_bytes,rows,delay_s,note" >"$CSV"
 FMT="%-6s %-26s %-9s %9s %15s %7s %6s %8s %9s\n"
