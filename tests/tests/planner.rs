@@ -44,14 +44,19 @@ enum Scan {
     Bitmap,
 }
 
-/// The scan `sql` is planned with, from EXPLAIN (COSTS OFF).
-async fn scan_of(client: &Client, sql: &str) -> Scan {
-    let plan: String = rows(client, &format!("EXPLAIN (COSTS OFF) {sql}"))
+/// EXPLAIN (COSTS OFF) of `sql`, its lines without spaces.
+async fn plan_of(client: &Client, sql: &str) -> String {
+    rows(client, &format!("EXPLAIN (COSTS OFF) {sql}"))
         .await
         .into_iter()
         .map(|r| r[0].clone().unwrap_or_default().replace(' ', ""))
         .collect::<Vec<_>>()
-        .join("\n");
+        .join("\n")
+}
+
+/// The scan `sql` is planned with.
+async fn scan_of(client: &Client, sql: &str) -> Scan {
+    let plan = plan_of(client, sql).await;
     if plan.contains("BitmapHeapScan") {
         Scan::Bitmap
     } else if plan.contains("IndexScan") {
@@ -80,8 +85,8 @@ async fn the_plan_follows_selectivity_and_settings() {
     load(&client).await;
 
     // Selectivity: a handful of rows by the correlated index, a few hundred scattered rows
-    // by a bitmap, most of the table by a Seq Scan — PostgreSQL 18 chooses the same on
-    // this table.
+    // by a bitmap, most of the table by a Seq Scan. Every choice asserted in this test is
+    // the one PostgreSQL 18.4 makes on the same table (checked with EXPLAIN there).
     assert_eq!(
         scan_of(&client, "SELECT * FROM t WHERE c = 500").await,
         Scan::Index
@@ -102,13 +107,15 @@ async fn the_plan_follows_selectivity_and_settings() {
         scan_of(&client, "SELECT * FROM t WHERE filler < 'a'").await,
         Scan::Seq
     );
-    assert_eq!(
-        scan_of(&client, "SELECT * FROM t WHERE a < 5 AND b < 5").await,
-        Scan::Bitmap
+    let and = plan_of(&client, "SELECT * FROM t WHERE a < 5 AND b < 5").await;
+    assert!(
+        and.contains("BitmapHeapScan") && and.contains("BitmapAnd"),
+        "{and}"
     );
-    assert_eq!(
-        scan_of(&client, "SELECT * FROM t WHERE a < 3 OR b < 3").await,
-        Scan::Bitmap
+    let or = plan_of(&client, "SELECT * FROM t WHERE a < 3 OR b < 3").await;
+    assert!(
+        or.contains("BitmapHeapScan") && or.contains("BitmapOr"),
+        "{or}"
     );
     assert_eq!(
         scan_of(&client, "SELECT * FROM t WHERE s = 'k7'").await,
@@ -151,7 +158,8 @@ async fn the_plan_follows_selectivity_and_settings() {
     );
 
     // The break-even between Bitmap Heap Scan and Seq Scan moves up as random reads get
-    // cheaper.
+    // cheaper (PostgreSQL 18.4: a < 525 at random_page_cost 4, a < 575 at 1.5; iolab's
+    // indexes are bigger, without deduplication, so its break-even lies lower).
     let mut thresholds = Vec::new();
     for cost in ["4", "1.5"] {
         set(&client, &format!("SET random_page_cost = {cost}")).await;
