@@ -81,14 +81,15 @@ struct IndexPath {
     part: IndexPartCost,
 }
 
-/// A bitmap tree and what it stands for.
+/// The shape of a bitmap path: a leaf, or a combination of bitmap paths.
 #[derive(Clone, Debug)]
 enum BitmapTree {
     Index(Arc<IndexPath>),
-    And(Vec<BitmapTree>),
-    Or(Vec<BitmapTree>),
+    And(Vec<BitmapPath>),
+    Or(Vec<BitmapPath>),
 }
 
+/// A bitmap tree, its cost (`cost_bitmap_tree_node`) and what it stands for.
 #[derive(Clone, Debug)]
 struct BitmapPath {
     tree: BitmapTree,
@@ -191,7 +192,7 @@ pub fn plan_scan(
             disabled: !p.enable_indexscan,
         });
     }
-    if let Some(bitmap) = choose_bitmap(&rel, &index_paths, &indexes, def) {
+    if let Some(bitmap) = choose_bitmap(&rel, &index_paths, &indexes) {
         candidates.push(Candidate {
             cost: rel.bitmap_heap_cost(&bitmap.cost),
             access: Access::Bitmap(bitmap),
@@ -247,7 +248,7 @@ pub fn plan_scan(
             .with_estimate(estimate),
         ),
         Access::Bitmap(bitmap) => {
-            let test = key_test(&bitmap.tree);
+            let test = key_test(&bitmap);
             let recheck: RecheckFactory = Arc::new(move || {
                 let test = test.clone();
                 Box::new(move |layout: &_, tuple: &[u8]| test.matches(layout, tuple)) as Recheck
@@ -258,7 +259,7 @@ pub fn plan_scan(
                     def.clone(),
                     req.table_schema,
                     req.projection,
-                    bitmap_plan(&rel, &bitmap.tree),
+                    bitmap_plan(&rel, &bitmap),
                     p.work_mem_bytes as usize,
                 )
                 .with_recheck(bitmap.covered, recheck)
@@ -272,7 +273,12 @@ pub fn plan_scan(
 /// `Seq Scan`, `Index Scan using i`, `Bitmap Heap Scan (And(i, j))` for the debug log.
 fn describe(access: &Access) -> String {
     fn tree(t: &BitmapTree) -> String {
-        let list = |ts: &[BitmapTree]| ts.iter().map(tree).collect::<Vec<_>>().join(", ");
+        let list = |ts: &[BitmapPath]| {
+            ts.iter()
+                .map(|b| tree(&b.tree))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         match t {
             BitmapTree::Index(i) => i.cond.index.name.clone(),
             BitmapTree::And(ts) => format!("And({})", list(ts)),
@@ -347,7 +353,6 @@ fn choose_bitmap(
     rel: &Rel<'_>,
     index_paths: &[Arc<IndexPath>],
     indexes: &[(IndexDef, Arc<TableIndex>)],
-    def: &TableDef,
 ) -> Option<BitmapPath> {
     let leaf = |path: &Arc<IndexPath>| BitmapPath {
         tree: BitmapTree::Index(path.clone()),
@@ -356,7 +361,7 @@ fn choose_bitmap(
     };
     let mut options: Vec<BitmapPath> = index_paths.iter().map(leaf).collect();
     for qual in rel.quals {
-        if let Some(or) = bitmap_or(rel, qual, indexes, def) {
+        if let Some(or) = bitmap_or(rel, qual, indexes) {
             options.push(or);
         }
     }
@@ -402,7 +407,7 @@ fn and_of(rel: &Rel<'_>, mut parts: Vec<BitmapPath>) -> BitmapPath {
     BitmapPath {
         cost: cost::bitmap_and(&rel.p, &costs),
         covered: parts.iter().flat_map(|b| b.covered.clone()).collect(),
-        tree: BitmapTree::And(parts.into_iter().map(|b| b.tree).collect()),
+        tree: BitmapTree::And(parts),
     }
 }
 
@@ -411,51 +416,52 @@ fn bitmap_or(
     rel: &Rel<'_>,
     qual: &Arc<dyn PhysicalExpr>,
     indexes: &[(IndexDef, Arc<TableIndex>)],
-    def: &TableDef,
 ) -> Option<BitmapPath> {
     let arms = or_arms(qual)?;
-    let mut trees = Vec::new();
-    let mut costs = Vec::new();
+    let mut leaves = Vec::new();
     for arm in &arms {
         let arm_quals = conjuncts(arm);
-        let best = indexes
+        let leaf = indexes
             .iter()
             .filter_map(|(index, table_index)| {
-                let cond = IndexCond::find(index, &def.columns, &arm_quals)?;
-                let arm_path = costed(rel, cond, table_index);
-                let c = cost::bitmap_index(&rel.p, &arm_path.part, rel.rows);
-                Some((c, arm_path))
+                let cond = IndexCond::find(index, &rel.stats.columns, &arm_quals)?;
+                let path = costed(rel, cond, table_index);
+                Some(BitmapPath {
+                    cost: cost::bitmap_index(&rel.p, &path.part, rel.rows),
+                    covered: path.cond.quals.clone(),
+                    tree: BitmapTree::Index(Arc::new(path)),
+                })
             })
-            .min_by(|a, b| a.0.cost.total_cmp(&b.0.cost))?;
-        costs.push(best.0);
-        trees.push(BitmapTree::Index(Arc::new(best.1)));
+            .min_by(|a, b| a.cost.cost.total_cmp(&b.cost.cost))?;
+        leaves.push(leaf);
     }
+    let costs: Vec<BitmapCost> = leaves.iter().map(|l| l.cost).collect();
     Some(BitmapPath {
         cost: cost::bitmap_or(&rel.p, &costs),
-        tree: BitmapTree::Or(trees),
+        tree: BitmapTree::Or(leaves),
         covered: vec![qual.clone()],
     })
 }
 
-/// The recheck of a bitmap tree's conditions.
-fn key_test(tree: &BitmapTree) -> KeyTest {
-    match tree {
+/// The recheck of a bitmap path's conditions.
+fn key_test(bitmap: &BitmapPath) -> KeyTest {
+    match &bitmap.tree {
         BitmapTree::Index(path) => path.cond.key_test(),
-        BitmapTree::And(ts) => KeyTest::All(ts.iter().map(key_test).collect()),
-        BitmapTree::Or(ts) => KeyTest::Any(ts.iter().map(key_test).collect()),
+        BitmapTree::And(parts) => KeyTest::All(parts.iter().map(key_test).collect()),
+        BitmapTree::Or(parts) => KeyTest::Any(parts.iter().map(key_test).collect()),
     }
 }
 
-/// The execution nodes of a bitmap tree, each with its estimate.
-fn bitmap_plan(rel: &Rel<'_>, tree: &BitmapTree) -> Arc<dyn BitmapPlan> {
-    let node_estimate = |startup: f64, total: f64, selectivity: f64| PathEstimate {
+/// The execution nodes of a bitmap path, each with its estimate.
+fn bitmap_plan(rel: &Rel<'_>, bitmap: &BitmapPath) -> Arc<dyn BitmapPlan> {
+    let estimate = |startup: f64| PathEstimate {
         startup_cost: startup,
-        total_cost: total,
-        rows: rel.rows_of(selectivity),
+        total_cost: bitmap.cost.cost,
+        rows: rel.rows_of(bitmap.cost.selectivity),
         width: 0,
         disabled: false,
     };
-    match tree {
+    match &bitmap.tree {
         BitmapTree::Index(path) => {
             let cond = path.cond.clone();
             let btree = path.index.btree.clone();
@@ -463,42 +469,21 @@ fn bitmap_plan(rel: &Rel<'_>, tree: &BitmapTree) -> Arc<dyn BitmapPlan> {
                 let tids = cond.scan(&btree, acct)?;
                 bitmap.try_add_tuples(tids, false).map(|_| ())
             });
-            Arc::new(
-                BitmapIndexScanExec::new(&path.cond.index.name, path.cond.quals.clone(), scan)
-                    .with_estimate(node_estimate(0.0, path.part.total, path.part.selectivity)),
-            )
+            // PostgreSQL prints a Bitmap Index Scan's cost without the bitmap's share.
+            let node =
+                BitmapIndexScanExec::new(&path.cond.index.name, path.cond.quals.clone(), scan);
+            Arc::new(node.with_estimate(PathEstimate {
+                total_cost: path.part.total,
+                ..estimate(0.0)
+            }))
         }
-        BitmapTree::And(ts) | BitmapTree::Or(ts) => {
-            let children: Vec<Arc<dyn BitmapPlan>> =
-                ts.iter().map(|t| bitmap_plan(rel, t)).collect();
-            let costs: Vec<BitmapCost> = ts.iter().map(|t| tree_cost(rel, t)).collect();
-            let (node, c) = if matches!(tree, BitmapTree::And(_)) {
-                (
-                    BitmapCombineExec::and(children),
-                    cost::bitmap_and(&rel.p, &costs),
-                )
-            } else {
-                (
-                    BitmapCombineExec::or(children),
-                    cost::bitmap_or(&rel.p, &costs),
-                )
-            };
-            Arc::new(node.with_estimate(node_estimate(c.cost, c.cost, c.selectivity)))
+        BitmapTree::And(parts) => {
+            let children = parts.iter().map(|b| bitmap_plan(rel, b)).collect();
+            Arc::new(BitmapCombineExec::and(children).with_estimate(estimate(bitmap.cost.cost)))
         }
-    }
-}
-
-/// `cost_bitmap_tree_node` of a tree.
-fn tree_cost(rel: &Rel<'_>, tree: &BitmapTree) -> BitmapCost {
-    match tree {
-        BitmapTree::Index(path) => cost::bitmap_index(&rel.p, &path.part, rel.rows),
-        BitmapTree::And(ts) => {
-            let costs: Vec<_> = ts.iter().map(|t| tree_cost(rel, t)).collect();
-            cost::bitmap_and(&rel.p, &costs)
-        }
-        BitmapTree::Or(ts) => {
-            let costs: Vec<_> = ts.iter().map(|t| tree_cost(rel, t)).collect();
-            cost::bitmap_or(&rel.p, &costs)
+        BitmapTree::Or(parts) => {
+            let children = parts.iter().map(|b| bitmap_plan(rel, b)).collect();
+            Arc::new(BitmapCombineExec::or(children).with_estimate(estimate(bitmap.cost.cost)))
         }
     }
 }
