@@ -29,8 +29,12 @@
 //! gauges; the heap scan also the read-stream gauges `prefetch_*`, `io_size_avg_milli`,
 //! `io_inprogress_avg_milli`). The heap scan adds the counters `exact_heap_blocks`,
 //! `lossy_heap_blocks` (`Heap Blocks: exact=… lossy=…`) and `rows_removed_by_index_recheck`
-//! (`Rows Removed by Index Recheck`). As for a Seq Scan, a node's buffers are its own; a
-//! parent's EXPLAIN line adds its children's.
+//! (`Rows Removed by Index Recheck`); a Bitmap Index Scan counts `index_searches` (its
+//! descents of the tree, PostgreSQL 18's `Index Searches:`). As for a Seq Scan, a node's
+//! buffers are its own; a parent's EXPLAIN line adds its children's.
+//!
+//! The planner (`plan::paths`) builds these nodes with their conditions as physical
+//! expressions over the table's schema (`Index Cond:`, `Recheck Cond:`) and its estimate.
 
 use std::any::Any;
 use std::fmt;
@@ -163,9 +167,7 @@ impl BitmapIndexScanExec {
             metrics: ExecutionPlanMetricsSet::new(),
         }
     }
-}
 
-impl BitmapIndexScanExec {
     /// The planner's estimate for the node.
     pub fn with_estimate(mut self, estimate: PathEstimate) -> Self {
         self.estimate = Some(estimate);
