@@ -210,8 +210,12 @@ async fn every_path_returns_what_a_seq_scan_returns() {
         "a < 3 OR b < 3",
         "(a < 2 OR s = 'k9') AND b < 100",
         "a < 50 AND filler > 'f'",
+        // Bitmaps over most of the table's pages: lossy at 64kB (as is `n IS NULL`).
+        "a < 100",
+        "a < 60 OR b < 20",
     ];
-    // Each path forced in turn; the last is a lossy bitmap.
+    // Each path forced in turn; the fourth is a bitmap that goes lossy for the predicates
+    // whose rows lie on more pages than 64kB of bitmap holds (1024).
     let paths = [
         (
             "seq",
