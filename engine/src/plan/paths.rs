@@ -154,7 +154,12 @@ pub fn plan_scan(
     };
     let width = output_width(def, &rel.stats, &req.projection);
 
-    let indexes = table_indexes(stmt, &req, &rel)?;
+    // Without conditions no index helps (and their meta pages need not be read).
+    let indexes = if req.quals.is_empty() {
+        Vec::new()
+    } else {
+        table_indexes(stmt, &req, &rel)?
+    };
     let index_paths: Vec<Arc<IndexPath>> = indexes
         .iter()
         .filter_map(|index| {
