@@ -1,0 +1,396 @@
+//! `IndexScanExec`: PostgreSQL's plain Index Scan as a DataFusion operator.
+//!
+//! # How it reads
+//!
+//! The scan walks the B-tree for its condition's keys ([`IndexCond::scan`]): leaf pages in
+//! key order, a page at a time, each page's matching heap TIDs copied out before the next
+//! leaf is read. For each TID in turn it reads the heap page through the buffer pool with
+//! the normal strategy (no read stream, no ring: PostgreSQL 18 does the same for index
+//! scans, which is why they are chosen only for small, selective lookups or tables whose
+//! order follows the key), keeping the page pinned while consecutive TIDs point into it,
+//! as `ReleaseAndReadBuffer` does, so a correlated table costs one pin per page, not per
+//! row. A tuple is returned if the statement's snapshot sees it; rows come out in index
+//! order.
+//!
+//! It runs on a blocking thread and hands batches of up to `SCAN_BATCH_ROWS` rows through
+//! a channel of [`SCAN_CHANNEL_BATCHES`] batches, like the Seq Scan; it stops when the
+//! consumer goes away or the statement is canceled (checked before each heap page read).
+//!
+//! Metrics: the index's and the heap's buffers together under the Seq Scan's names
+//! (`shared_hit`, `shared_read`, …, times, read latency gauges: see `scan.rs`; no read
+//! stream gauges), and `index_searches` (descents of the tree: always 1 here, PostgreSQL
+//! 18's `Index Searches:`).
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::Result as DfResult;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_expr_common::physical_expr::fmt_sql;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
+use iolab_catalog::{PgResult, TableDef};
+
+use crate::btree::BtreeIndex;
+use crate::buffer::PinnedBuffer;
+use crate::exec::context::StatementContext;
+use crate::exec::scan::{publish_io_metrics, to_df, SCAN_CHANNEL_BATCHES};
+use crate::heap::heapam::SCAN_BATCH_ROWS;
+use crate::heap::rows::RowCollector;
+use crate::heap::tuple;
+use crate::plan::index_cond::{conjunction, IndexCond};
+use crate::plan::PathEstimate;
+use crate::storage::page;
+use crate::txn::VisibilityChecker;
+use crate::Database;
+
+/// `Index Scan using <index> on <table>`.
+pub struct IndexScanExec {
+    db: Arc<Database>,
+    pub index_name: String,
+    pub table: TableDef,
+    /// Table column numbers of the output (`table.columns.len()` is `ctid`).
+    pub projection: Vec<usize>,
+    /// `Index Cond:` (their AND), over the table's schema.
+    pub index_quals: Vec<Arc<dyn PhysicalExpr>>,
+    cond: IndexCond,
+    estimate: Option<PathEstimate>,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl IndexScanExec {
+    /// An index scan of `table` (whose columns are `table_schema`, perhaps with `ctid`) for
+    /// `cond`, returning `projection`.
+    pub fn new(
+        db: Arc<Database>,
+        table: TableDef,
+        table_schema: SchemaRef,
+        projection: Vec<usize>,
+        cond: IndexCond,
+    ) -> IndexScanExec {
+        let schema = Arc::new(
+            table_schema
+                .project(&projection)
+                .expect("projection within the table"),
+        );
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        IndexScanExec {
+            db,
+            index_name: cond.index.name.clone(),
+            table,
+            projection,
+            index_quals: cond.quals.clone(),
+            cond,
+            estimate: None,
+            schema,
+            properties,
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+
+    /// The planner's estimate for the node.
+    pub fn with_estimate(mut self, estimate: PathEstimate) -> Self {
+        self.estimate = Some(estimate);
+        self
+    }
+
+    /// Some when the planner built the node.
+    pub fn estimate(&self) -> Option<PathEstimate> {
+        self.estimate
+    }
+
+    /// The pushed-down conjuncts every returned row satisfies: the index conditions.
+    pub fn covered_quals(&self) -> &[Arc<dyn PhysicalExpr>] {
+        &self.index_quals
+    }
+}
+
+impl fmt::Debug for IndexScanExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "IndexScanExec({} on {})",
+            self.index_name, self.table.name
+        )
+    }
+}
+
+impl DisplayAs for IndexScanExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "Index Scan using {} on {}",
+            self.index_name, self.table.name
+        )?;
+        if let Some(cond) = conjunction(&self.index_quals) {
+            write!(f, ", Index Cond: {}", fmt_sql(cond.as_ref()))?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for IndexScanExec {
+    fn name(&self) -> &str {
+        "IndexScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        let stmt = StatementContext::from_task(&context).map_err(to_df)?;
+        let job = IndexJob {
+            db: self.db.clone(),
+            table: self.table.clone(),
+            cond: self.cond.clone(),
+            rows: RowCollector::new(
+                self.table.columns.iter().map(|c| c.ty).collect(),
+                self.projection.clone(),
+                self.schema.clone(),
+            ),
+            partition,
+            baseline: BaselineMetrics::new(&self.metrics, partition),
+            metrics: self.metrics.clone(),
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(SCAN_CHANNEL_BATCHES);
+        tokio::task::spawn_blocking(move || job.run(stmt, tx));
+        let stream =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema.clone(),
+            stream,
+        )))
+    }
+}
+
+type BatchSender = tokio::sync::mpsc::Sender<DfResult<RecordBatch>>;
+
+/// Everything the scanning thread needs.
+struct IndexJob {
+    db: Arc<Database>,
+    table: TableDef,
+    cond: IndexCond,
+    rows: RowCollector,
+    partition: usize,
+    baseline: BaselineMetrics,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl IndexJob {
+    fn run(mut self, stmt: Arc<StatementContext>, tx: BatchSender) {
+        let mut acct = stmt.new_account();
+        if let Err(e) = self.scan(&stmt, &mut acct, &tx) {
+            let _ = tx.blocking_send(Err(to_df(e)));
+        }
+        acct.flush();
+        publish_io_metrics(&self.metrics, self.partition, &acct, None);
+        MetricBuilder::new(&self.metrics)
+            .counter("index_searches", self.partition)
+            .add(1);
+        self.baseline.done();
+        tracing::debug!(
+            "Index Scan using {} on {}: Buffers: shared hit={} read={}",
+            self.cond.index.name,
+            self.table.name,
+            acct.usage.shared_hit,
+            acct.usage.shared_read
+        );
+        stmt.add_usage(&acct.usage);
+    }
+
+    /// Returns the visible rows of the index's TIDs; `Ok` also when the consumer left.
+    fn scan(
+        &mut self,
+        stmt: &StatementContext,
+        acct: &mut crate::accounting::IoAccount,
+        tx: &BatchSender,
+    ) -> PgResult<()> {
+        let index = BtreeIndex::open(&self.db, &self.cond.index)?;
+        let rel = self.db.relfile(self.table.relfilenode)?;
+        let nblocks = rel.nblocks();
+        let mut visibility = VisibilityChecker::new(stmt.snapshot.clone());
+        let mut tids = self.cond.scan(&index, acct)?;
+        // The heap page of the last TID, kept pinned while the next TIDs point into it.
+        let mut heap_page: Option<PinnedBuffer> = None;
+        let compute = self.baseline.elapsed_compute().clone();
+        let mut timer = Some(compute.timer());
+        while let Some(tid) = tids.next() {
+            let (blkno, off) = tid?;
+            if blkno >= nblocks {
+                continue; // cannot happen while heaps only grow; never read past the end
+            }
+            if heap_page.as_ref().map(PinnedBuffer::blkno) != Some(blkno) {
+                stmt.check_cancel()?;
+                drop(heap_page.take()); // unpin before pinning the next page
+                heap_page = Some(self.db.pool.read_buffer(&rel, blkno, None, tids.acct())?);
+            }
+            let buffer = heap_page.as_ref().expect("pinned above");
+            {
+                let page = buffer.page();
+                if let Some(t) = page::page_item(&page, off) {
+                    if visibility.visible(tuple::xmin(t), tuple::cid(t), tuple::xmax(t)) {
+                        self.rows.push(t, blkno, off)?;
+                    }
+                }
+            }
+            if self.rows.len() >= SCAN_BATCH_ROWS {
+                drop(timer.take());
+                if !self.send(tx)? {
+                    return Ok(());
+                }
+                timer = Some(compute.timer());
+            }
+        }
+        drop(heap_page);
+        drop(timer);
+        if !self.rows.is_empty() {
+            self.send(tx)?;
+        }
+        Ok(())
+    }
+
+    /// Sends the rows collected; false when the consumer has gone.
+    fn send(&mut self, tx: &BatchSender) -> PgResult<bool> {
+        let batch = self.rows.finish()?;
+        self.baseline.record_output(batch.num_rows());
+        Ok(tx.blocking_send(Ok(batch)).is_ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{Array, Int32Array};
+    use datafusion::logical_expr::Operator;
+    use iolab_settings::IoMethod;
+
+    use super::*;
+    use crate::accounting::IoAccount;
+    use crate::exec::bitmap_scan::tests::{a_is, expected, index_on_a, metric, task};
+    use crate::exec::table::table_schema;
+    use crate::heap::bitmap_heap::tests::eic_table;
+
+    const NROWS: u64 = 30_000;
+
+    /// `a` of every row `plan` returns, in the order it returns them.
+    async fn a_values(plan: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>) -> DfResult<Vec<i32>> {
+        let batches = datafusion::physical_plan::collect(plan, task).await?;
+        let mut a = Vec::new();
+        for b in &batches {
+            let col = b.column(0).as_any().downcast_ref::<Int32Array>().unwrap();
+            a.extend((0..b.num_rows()).map(|i| col.value(i)));
+        }
+        Ok(a)
+    }
+
+    #[tokio::test]
+    async fn returns_the_visible_rows_of_its_keys_in_index_order() {
+        let t = eic_table("index-scan", NROWS, IoMethod::Sync);
+        let task = task(&t, 16);
+        let def = index_on_a(&t, &task);
+        // 5 <= a < 140 takes in the aborted rows' a = 7: they must not come back.
+        let quals = vec![a_is(Operator::GtEq, 5), a_is(Operator::Lt, 140)];
+        let cond = IndexCond::find(&def, &t.def.columns, &quals).unwrap();
+        assert_eq!(cond.quals.len(), 2, "both bounds answered by the index");
+        t.db.pool.evict_all(&mut IoAccount::default()).unwrap();
+        let plan = Arc::new(IndexScanExec::new(
+            t.db.clone(),
+            t.def.clone(),
+            table_schema(&t.def, false),
+            vec![0, 1],
+            cond,
+        ));
+        let a = a_values(plan.clone(), task.clone()).await.unwrap();
+        assert!(a.windows(2).all(|w| w[0] <= w[1]), "in index order");
+        assert_eq!(a, expected(NROWS, |a| (5..140).contains(&a)));
+        assert_eq!(plan.metrics().unwrap().output_rows(), Some(a.len()));
+        assert_eq!(metric(plan.as_ref(), "index_searches"), 1);
+        let (hit, read) = (
+            metric(plan.as_ref(), "shared_hit"),
+            metric(plan.as_ref(), "shared_read"),
+        );
+        // Read cold: every heap page touched, plus the index's; a heap page is pinned once
+        // for a run of TIDs into it, so never more than one access per TID and the tree.
+        assert!(read > 0, "cold reads");
+        let tids = a.len() + 300; // the aborted rows' TIDs are in the index too
+        assert!(hit + read <= tids + def_pages(&t, &def), "{hit} + {read}");
+        assert_eq!(
+            format!(
+                "{}",
+                datafusion::physical_plan::displayable(plan.as_ref()).indent(false)
+            ),
+            "Index Scan using eic_a_idx on eic, Index Cond: a >= 5 AND a < 140\n"
+        );
+    }
+
+    fn def_pages(
+        t: &crate::heap::bitmap_heap::tests::EicTable,
+        def: &iolab_catalog::IndexDef,
+    ) -> usize {
+        BtreeIndex::open(&t.db, def).unwrap().nblocks() as usize
+    }
+
+    #[tokio::test]
+    async fn a_canceled_statement_stops_the_scan() {
+        let t = eic_table("index-scan-cancel", 5000, IoMethod::Sync);
+        let task = task(&t, 16);
+        let def = index_on_a(&t, &task);
+        let cond = IndexCond::find(&def, &t.def.columns, &[a_is(Operator::Lt, 5000)]).unwrap();
+        let plan = Arc::new(IndexScanExec::new(
+            t.db.clone(),
+            t.def.clone(),
+            table_schema(&t.def, false),
+            vec![0],
+            cond,
+        ));
+        StatementContext::from_task(&task)
+            .unwrap()
+            .cancel
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let err = a_values(plan, task).await.unwrap_err();
+        assert!(err.to_string().contains("canceling statement"), "{err}");
+    }
+}

@@ -1,0 +1,600 @@
+//! Choosing how to read one table: the candidate paths, their costs, the winner's plan.
+//!
+//! # Candidates
+//!
+//! * **Seq Scan**, always.
+//! * For each usable index with conditions among the conjuncts ([`IndexCond::find`]): a
+//!   plain **Index Scan**, and the index as a bitmap leaf.
+//! * For each conjunct that is an OR whose every arm has an index condition (the arm's
+//!   conjuncts, each arm using its cheapest index): a **BitmapOr** of those leaves.
+//! * The bitmap leaves and ORs are combined as PostgreSQL's `choose_bitmap_and` does: sort
+//!   them by the cost of a Bitmap Heap Scan over each alone; from each one in turn, add
+//!   the others in that order, keeping each that lowers the heap scan's cost and does not
+//!   repeat a condition already used; the cheapest result (one leaf, or a **BitmapAnd**)
+//!   is the **Bitmap Heap Scan** candidate.
+//!
+//! # Choice
+//!
+//! The cheapest total cost wins among the paths no `enable_* = off` setting disables
+//! (`enable_seqscan`, `enable_indexscan` for plain index scans, `enable_bitmapscan` for
+//! bitmap heap scans; a Bitmap Index Scan is never disabled, as in PostgreSQL). PostgreSQL
+//! 18 compares the count of disabled nodes before the cost, so a disabled path is chosen
+//! only when every path is disabled — then the cheapest of them, marked `disabled` in its
+//! estimate. Startup cost and LIMIT do not enter the choice (iolab plans the scan before
+//! it knows of a LIMIT above its filter).
+//!
+//! Every path returns a superset of the rows the conjuncts accept and DataFusion's filter
+//! above the scan decides, so the choice changes the work, never the answer.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::ExecutionPlan;
+use iolab_catalog::{IndexDef, PgResult, TableDef};
+
+use crate::btree::BtreeIndex;
+use crate::exec::bitmap_scan::{
+    BitmapCombineExec, BitmapHeapScanExec, BitmapIndexScanExec, BitmapPlan, RecheckFactory, TidScan,
+};
+use crate::exec::context::StatementContext;
+use crate::exec::index_scan::IndexScanExec;
+use crate::exec::scan::HeapScanExec;
+use crate::heap::bitmap_heap::Recheck;
+use crate::plan::cost::{self, BitmapCost, Cost, IndexPartCost, IndexSize, TableSize};
+use crate::plan::index_cond::{conjuncts, or_arms, usable_index, IndexCond, KeyTest};
+use crate::plan::selectivity::{clamp_rows, clauselist_selectivity, RelStats};
+use crate::plan::{PathEstimate, PlannerSettings};
+use crate::Database;
+
+/// The width PostgreSQL gives the `ctid` column.
+const CTID_WIDTH: i32 = 6;
+
+/// The bound on the starting points `choose_bitmap_and` tries (PostgreSQL's is 100 too).
+const MAX_BITMAP_AND_STARTS: usize = 100;
+
+/// A scan to plan: the table, the columns it returns, the conjuncts DataFusion pushed down.
+pub struct ScanRequest<'a> {
+    pub db: &'a Arc<Database>,
+    pub table: &'a TableDef,
+    /// The table's columns as DataFusion sees them (with `ctid` when the statement names it).
+    pub table_schema: SchemaRef,
+    /// Table column numbers of the output.
+    pub projection: Vec<usize>,
+    /// The pushed-down conjuncts, over `table_schema`.
+    pub quals: Vec<Arc<dyn PhysicalExpr>>,
+    pub limit: Option<usize>,
+}
+
+/// A usable index of the table.
+#[derive(Debug)]
+struct TableIndex {
+    btree: BtreeIndex,
+    size: IndexSize,
+}
+
+/// One index with conditions, costed.
+#[derive(Clone, Debug)]
+struct IndexPath {
+    cond: IndexCond,
+    index: Arc<TableIndex>,
+    part: IndexPartCost,
+}
+
+/// The shape of a bitmap path: a leaf, or a combination of bitmap paths.
+#[derive(Clone, Debug)]
+enum BitmapTree {
+    Index(Arc<IndexPath>),
+    And(Vec<BitmapPath>),
+    Or(Vec<BitmapPath>),
+}
+
+/// A bitmap tree, its cost (`cost_bitmap_tree_node`) and what it stands for.
+#[derive(Clone, Debug)]
+struct BitmapPath {
+    tree: BitmapTree,
+    cost: BitmapCost,
+    /// The conjuncts the bitmap guarantees (its `Recheck Cond:`).
+    covered: Vec<Arc<dyn PhysicalExpr>>,
+}
+
+#[derive(Debug)]
+enum Access {
+    Seq,
+    Index(Arc<IndexPath>),
+    Bitmap(BitmapPath),
+}
+
+#[derive(Debug)]
+struct Candidate {
+    access: Access,
+    cost: Cost,
+    disabled: bool,
+}
+
+/// What the paths of one table share.
+struct Rel<'a> {
+    p: PlannerSettings,
+    table: TableSize,
+    stats: RelStats,
+    /// Rows after every conjunct.
+    rows: f64,
+    quals: &'a [Arc<dyn PhysicalExpr>],
+    /// The cost per row of all the conjuncts.
+    qual_cost: f64,
+}
+
+impl Rel<'_> {
+    fn bitmap_heap_cost(&self, bitmap: &BitmapCost) -> Cost {
+        cost::bitmap_heap_scan(&self.p, &self.table, bitmap, self.qual_cost)
+    }
+
+    fn rows_of(&self, selectivity: f64) -> f64 {
+        clamp_rows(selectivity * self.table.tuples)
+    }
+}
+
+/// Plans the scan of `req.table` (see the module comment).
+pub fn plan_scan(
+    stmt: &StatementContext,
+    req: ScanRequest<'_>,
+) -> PgResult<Arc<dyn ExecutionPlan>> {
+    let def = req.table;
+    let blocks = req.db.table_blocks(def)?;
+    let (pages, tuples) = cost::relation_size(def, blocks);
+    let stats = RelStats::new(def, tuples, req.db.catalog.table_statistics(def.oid));
+    let p = stmt.planner;
+    let rel = Rel {
+        p,
+        table: TableSize { pages, tuples },
+        rows: clamp_rows(tuples * clauselist_selectivity(&req.quals, &stats)),
+        qual_cost: cost::qual_cost(&p, &req.quals),
+        stats,
+        quals: &req.quals,
+    };
+    let width = output_width(def, &rel.stats, &req.projection);
+
+    // Without conditions no index helps (and their meta pages need not be read).
+    let indexes = if req.quals.is_empty() {
+        Vec::new()
+    } else {
+        table_indexes(stmt, &req, &rel)?
+    };
+    let index_paths: Vec<Arc<IndexPath>> = indexes
+        .iter()
+        .filter_map(|index| {
+            let cond = IndexCond::find(&index.0, &def.columns, &req.quals)?;
+            Some(Arc::new(costed(&rel, cond, &index.1)))
+        })
+        .collect();
+    let mut candidates = vec![Candidate {
+        access: Access::Seq,
+        cost: cost::seq_scan(&p, pages, tuples, rel.qual_cost),
+        disabled: !p.enable_seqscan,
+    }];
+    for path in &index_paths {
+        let unanswered: Vec<_> = req
+            .quals
+            .iter()
+            .filter(|q| !path.cond.quals.iter().any(|c| Arc::ptr_eq(c, q)))
+            .cloned()
+            .collect();
+        let correlation = rel
+            .stats
+            .column(path.cond.column)
+            .and_then(|s| s.correlation)
+            .unwrap_or(0.0) as f64;
+        candidates.push(Candidate {
+            access: Access::Index(path.clone()),
+            cost: cost::index_scan(
+                &p,
+                &rel.table,
+                &path.index.size,
+                &path.part,
+                correlation,
+                cost::qual_cost(&p, &unanswered),
+            ),
+            disabled: !p.enable_indexscan,
+        });
+    }
+    if let Some(bitmap) = choose_bitmap(&rel, &index_paths, &indexes) {
+        candidates.push(Candidate {
+            cost: rel.bitmap_heap_cost(&bitmap.cost),
+            access: Access::Bitmap(bitmap),
+            disabled: !p.enable_bitmapscan,
+        });
+    }
+    let mut best = 0;
+    for (i, c) in candidates.iter().enumerate() {
+        let b = &candidates[best];
+        if (c.disabled, c.cost.total) < (b.disabled, b.cost.total) {
+            best = i;
+        }
+    }
+    for c in &candidates {
+        tracing::debug!(
+            "planner: {}: {} cost={:.2}..{:.2} rows={}{}",
+            def.name,
+            describe(&c.access),
+            c.cost.startup,
+            c.cost.total,
+            rel.rows,
+            if c.disabled { " (disabled)" } else { "" }
+        );
+    }
+    let chosen = candidates.swap_remove(best);
+    let estimate = PathEstimate {
+        startup_cost: chosen.cost.startup,
+        total_cost: chosen.cost.total,
+        rows: rel.rows,
+        width,
+        disabled: chosen.disabled,
+    };
+    tracing::debug!("planner: {}: chose {}", def.name, describe(&chosen.access));
+    Ok(match chosen.access {
+        Access::Seq => Arc::new(
+            HeapScanExec::new(
+                req.db.clone(),
+                def.clone(),
+                req.table_schema,
+                req.projection,
+                req.limit,
+            )
+            .with_estimate(estimate),
+        ),
+        Access::Index(path) => Arc::new(
+            IndexScanExec::new(
+                req.db.clone(),
+                def.clone(),
+                req.table_schema,
+                req.projection,
+                path.cond.clone(),
+            )
+            .with_estimate(estimate),
+        ),
+        Access::Bitmap(bitmap) => {
+            let test = key_test(&bitmap);
+            let recheck: RecheckFactory = Arc::new(move || {
+                let test = test.clone();
+                Box::new(move |layout: &_, tuple: &[u8]| test.matches(layout, tuple)) as Recheck
+            });
+            Arc::new(
+                BitmapHeapScanExec::new(
+                    req.db.clone(),
+                    def.clone(),
+                    req.table_schema,
+                    req.projection,
+                    bitmap_plan(&rel, &bitmap),
+                    p.work_mem_bytes as usize,
+                )
+                .with_recheck(bitmap.covered, recheck)
+                .with_limit(req.limit)
+                .with_estimate(estimate),
+            )
+        }
+    })
+}
+
+/// `Seq Scan`, `Index Scan using i`, `Bitmap Heap Scan (And(i, j))` for the debug log.
+fn describe(access: &Access) -> String {
+    fn tree(t: &BitmapTree) -> String {
+        let list = |ts: &[BitmapPath]| {
+            ts.iter()
+                .map(|b| tree(&b.tree))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match t {
+            BitmapTree::Index(i) => i.cond.index.name.clone(),
+            BitmapTree::And(ts) => format!("And({})", list(ts)),
+            BitmapTree::Or(ts) => format!("Or({})", list(ts)),
+        }
+    }
+    match access {
+        Access::Seq => "Seq Scan".into(),
+        Access::Index(i) => format!("Index Scan using {}", i.cond.index.name),
+        Access::Bitmap(b) => format!("Bitmap Heap Scan ({})", tree(&b.tree)),
+    }
+}
+
+/// The width of the output rows: each column's `avg_width` from `pg_stats`, or its type's
+/// assumed width.
+fn output_width(def: &TableDef, stats: &RelStats, projection: &[usize]) -> i32 {
+    projection
+        .iter()
+        .map(|&c| match def.columns.get(c) {
+            None => CTID_WIDTH,
+            Some(col) => stats
+                .column(c)
+                .map(|s| s.avg_width)
+                .unwrap_or(cost::column_width(&col.ty) as i32),
+        })
+        .sum()
+}
+
+/// The planner's view of an index's size; reads its meta page for the tree's height.
+fn index_size(btree: &BtreeIndex, rel: &Rel<'_>, stmt: &StatementContext) -> PgResult<IndexSize> {
+    let mut acct = stmt.new_account();
+    let meta = btree.meta(&mut acct)?;
+    acct.flush();
+    Ok(IndexSize {
+        pages: btree.nblocks() as f64,
+        tuples: rel.table.tuples,
+        height: meta.fastlevel,
+    })
+}
+
+/// The table's usable indexes, each with its size (the meta page read for the height).
+fn table_indexes(
+    stmt: &StatementContext,
+    req: &ScanRequest<'_>,
+    rel: &Rel<'_>,
+) -> PgResult<Vec<(IndexDef, Arc<TableIndex>)>> {
+    let mut indexes = Vec::new();
+    for def in req.db.catalog.indexes_of(req.table.oid) {
+        if !usable_index(&def) {
+            continue;
+        }
+        let btree = BtreeIndex::open(req.db, &def)?;
+        let size = index_size(&btree, rel, stmt)?;
+        indexes.push((def, Arc::new(TableIndex { btree, size })));
+    }
+    Ok(indexes)
+}
+
+/// An index path for `cond` on `index`, costed.
+fn costed(rel: &Rel<'_>, cond: IndexCond, index: &Arc<TableIndex>) -> IndexPath {
+    let selectivity = clauselist_selectivity(&cond.quals, &rel.stats);
+    let part = cost::btree_index_part(&rel.p, &index.size, selectivity, cond.quals.len());
+    IndexPath {
+        cond,
+        index: index.clone(),
+        part,
+    }
+}
+
+/// The Bitmap Heap Scan candidate (see the module comment), if any index helps.
+fn choose_bitmap(
+    rel: &Rel<'_>,
+    index_paths: &[Arc<IndexPath>],
+    indexes: &[(IndexDef, Arc<TableIndex>)],
+) -> Option<BitmapPath> {
+    let leaf = |path: &Arc<IndexPath>| BitmapPath {
+        tree: BitmapTree::Index(path.clone()),
+        cost: cost::bitmap_index(&rel.p, &path.part, rel.rows),
+        covered: path.cond.quals.clone(),
+    };
+    let mut options: Vec<BitmapPath> = index_paths.iter().map(leaf).collect();
+    for qual in rel.quals {
+        if let Some(or) = bitmap_or(rel, qual, indexes) {
+            options.push(or);
+        }
+    }
+    if options.len() <= 1 {
+        return options.pop();
+    }
+    let heap_cost = |b: &BitmapPath| rel.bitmap_heap_cost(&b.cost).total;
+    options.sort_by(|a, b| heap_cost(a).total_cmp(&heap_cost(b)));
+    let mut best: Option<(f64, BitmapPath)> = None;
+    for start in 0..options.len().min(MAX_BITMAP_AND_STARTS) {
+        let mut chosen = vec![options[start].clone()];
+        let mut so_far = heap_cost(&options[start]);
+        for (j, other) in options.iter().enumerate() {
+            let repeats = chosen
+                .iter()
+                .flat_map(|c| &c.covered)
+                .any(|q| other.covered.iter().any(|o| Arc::ptr_eq(o, q)));
+            if j == start || repeats {
+                continue;
+            }
+            let mut with = chosen.clone();
+            with.push(other.clone());
+            let combined = and_of(rel, with.clone());
+            let cost = heap_cost(&combined);
+            if cost < so_far {
+                chosen = with;
+                so_far = cost;
+            }
+        }
+        if best.as_ref().is_none_or(|(c, _)| so_far < *c) {
+            best = Some((so_far, and_of(rel, chosen)));
+        }
+    }
+    best.map(|(_, b)| b)
+}
+
+/// One bitmap path of `parts`: the part itself, or their BitmapAnd.
+fn and_of(rel: &Rel<'_>, mut parts: Vec<BitmapPath>) -> BitmapPath {
+    if parts.len() == 1 {
+        return parts.pop().expect("one part");
+    }
+    let costs: Vec<BitmapCost> = parts.iter().map(|b| b.cost).collect();
+    BitmapPath {
+        cost: cost::bitmap_and(&rel.p, &costs),
+        covered: parts.iter().flat_map(|b| b.covered.clone()).collect(),
+        tree: BitmapTree::And(parts),
+    }
+}
+
+/// A BitmapOr for `qual` if it is an OR whose every arm has an index condition.
+fn bitmap_or(
+    rel: &Rel<'_>,
+    qual: &Arc<dyn PhysicalExpr>,
+    indexes: &[(IndexDef, Arc<TableIndex>)],
+) -> Option<BitmapPath> {
+    let arms = or_arms(qual)?;
+    let mut leaves = Vec::new();
+    for arm in &arms {
+        let arm_quals = conjuncts(arm);
+        let leaf = indexes
+            .iter()
+            .filter_map(|(index, table_index)| {
+                let cond = IndexCond::find(index, &rel.stats.columns, &arm_quals)?;
+                let path = costed(rel, cond, table_index);
+                Some(BitmapPath {
+                    cost: cost::bitmap_index(&rel.p, &path.part, rel.rows),
+                    covered: path.cond.quals.clone(),
+                    tree: BitmapTree::Index(Arc::new(path)),
+                })
+            })
+            .min_by(|a, b| a.cost.cost.total_cmp(&b.cost.cost))?;
+        leaves.push(leaf);
+    }
+    let costs: Vec<BitmapCost> = leaves.iter().map(|l| l.cost).collect();
+    Some(BitmapPath {
+        cost: cost::bitmap_or(&rel.p, &costs),
+        tree: BitmapTree::Or(leaves),
+        covered: vec![qual.clone()],
+    })
+}
+
+/// The recheck of a bitmap path's conditions.
+fn key_test(bitmap: &BitmapPath) -> KeyTest {
+    match &bitmap.tree {
+        BitmapTree::Index(path) => path.cond.key_test(),
+        BitmapTree::And(parts) => KeyTest::All(parts.iter().map(key_test).collect()),
+        BitmapTree::Or(parts) => KeyTest::Any(parts.iter().map(key_test).collect()),
+    }
+}
+
+/// The execution nodes of a bitmap path, each with its estimate.
+fn bitmap_plan(rel: &Rel<'_>, bitmap: &BitmapPath) -> Arc<dyn BitmapPlan> {
+    let estimate = |startup: f64| PathEstimate {
+        startup_cost: startup,
+        total_cost: bitmap.cost.cost,
+        rows: rel.rows_of(bitmap.cost.selectivity),
+        width: 0,
+        disabled: false,
+    };
+    match &bitmap.tree {
+        BitmapTree::Index(path) => {
+            let cond = path.cond.clone();
+            let btree = path.index.btree.clone();
+            let scan: TidScan = Arc::new(move |_stmt, acct, bitmap| {
+                let tids = cond.scan(&btree, acct)?;
+                bitmap.try_add_tuples(tids, false).map(|_| ())
+            });
+            // PostgreSQL prints a Bitmap Index Scan's cost without the bitmap's share.
+            let node =
+                BitmapIndexScanExec::new(&path.cond.index.name, path.cond.quals.clone(), scan);
+            Arc::new(node.with_estimate(PathEstimate {
+                total_cost: path.part.total,
+                ..estimate(0.0)
+            }))
+        }
+        BitmapTree::And(parts) => {
+            let children = parts.iter().map(|b| bitmap_plan(rel, b)).collect();
+            Arc::new(BitmapCombineExec::and(children).with_estimate(estimate(bitmap.cost.cost)))
+        }
+        BitmapTree::Or(parts) => {
+            let children = parts.iter().map(|b| bitmap_plan(rel, b)).collect();
+            Arc::new(BitmapCombineExec::or(children).with_estimate(estimate(bitmap.cost.cost)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::expressions::BinaryExpr;
+    use iolab_settings::IoMethod;
+
+    use super::*;
+    use crate::exec::bitmap_scan::tests::{a_is, expected, index_on_a, metric, run, task_with};
+    use crate::exec::table::table_schema;
+    use crate::heap::bitmap_heap::tests::{eic_table, EicTable};
+
+    const NROWS: u64 = 30_000;
+
+    fn plan(
+        t: &EicTable,
+        task: &Arc<datafusion::execution::TaskContext>,
+        quals: Vec<Arc<dyn PhysicalExpr>>,
+    ) -> Arc<dyn ExecutionPlan> {
+        let stmt = StatementContext::from_task(task).unwrap();
+        plan_scan(
+            &stmt,
+            ScanRequest {
+                db: &t.db,
+                table: &t.def,
+                table_schema: table_schema(&t.def, false),
+                projection: vec![0, 1],
+                quals,
+                limit: None,
+            },
+        )
+        .unwrap()
+    }
+
+    /// Only bitmap scans allowed, 1kB of work_mem: the bitmap goes lossy, its pages are
+    /// rechecked by the index conditions, and the answer is the table's.
+    #[tokio::test]
+    async fn a_lossy_bitmap_rechecks_the_index_conditions() {
+        let t = eic_table("plan-lossy", NROWS, IoMethod::Sync);
+        let bitmap_only = PlannerSettings {
+            enable_seqscan: false,
+            enable_indexscan: false,
+            work_mem_bytes: 1024.0,
+            ..Default::default()
+        };
+        let task = task_with(&t, 16, bitmap_only);
+        index_on_a(&t, &task);
+        let below = |a: i32| a < 140;
+        let p = plan(&t, &task, vec![a_is(Operator::Lt, 140)]);
+        let heap = p
+            .downcast_ref::<BitmapHeapScanExec>()
+            .expect("a Bitmap Heap Scan");
+        assert!(!heap.estimate().unwrap().disabled);
+        assert_eq!(heap.covered_quals().len(), 1);
+        assert_eq!(run(p.clone(), task.clone()).await, expected(NROWS, below));
+        assert!(metric(p.as_ref(), "lossy_heap_blocks") > 0);
+        assert!(metric(p.as_ref(), "rows_removed_by_index_recheck") > 0);
+
+        // An OR of two ranges of the one index: a BitmapOr, rechecked as an OR.
+        let either = |a: i32| !(50..9950).contains(&a);
+        let or: Arc<dyn PhysicalExpr> = Arc::new(BinaryExpr::new(
+            a_is(Operator::Lt, 50),
+            Operator::Or,
+            a_is(Operator::GtEq, 9950),
+        ));
+        let p = plan(&t, &task, vec![or]);
+        let heap = p
+            .downcast_ref::<BitmapHeapScanExec>()
+            .expect("a Bitmap Heap Scan");
+        let combine = heap.children()[0]
+            .downcast_ref::<BitmapCombineExec>()
+            .expect("a BitmapOr");
+        assert_eq!(combine.node_name(), "BitmapOr");
+        assert_eq!(run(p.clone(), task.clone()).await, expected(NROWS, either));
+        assert!(metric(p.as_ref(), "lossy_heap_blocks") > 0);
+    }
+
+    /// Every path disabled: the cheapest still runs, marked disabled; with a condition no
+    /// index answers, the Seq Scan.
+    #[tokio::test]
+    async fn all_disabled_takes_the_cheapest() {
+        let t = eic_table("plan-disabled", NROWS, IoMethod::Sync);
+        let none = PlannerSettings {
+            enable_seqscan: false,
+            enable_indexscan: false,
+            enable_bitmapscan: false,
+            ..Default::default()
+        };
+        let task = task_with(&t, 16, none);
+        index_on_a(&t, &task);
+        let p = plan(&t, &task, vec![a_is(Operator::Eq, 140)]);
+        let estimate = p
+            .downcast_ref::<IndexScanExec>()
+            .map(|s| s.estimate())
+            .or_else(|| p.downcast_ref::<BitmapHeapScanExec>().map(|s| s.estimate()))
+            .expect("an index path for a = 140")
+            .unwrap();
+        assert!(estimate.disabled);
+        // Never analyzed: a = const is 1/200 of the rows.
+        let (_, tuples) = cost::relation_size(&t.def, t.db.table_blocks(&t.def).unwrap());
+        assert_eq!(estimate.rows, clamp_rows(tuples / 200.0));
+        let seq = plan(&t, &task, vec![]);
+        let seq = seq.downcast_ref::<HeapScanExec>().expect("a Seq Scan");
+        assert!(seq.estimate().unwrap().disabled);
+    }
+}
