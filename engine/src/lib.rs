@@ -10,6 +10,7 @@ pub mod buffer;
 pub mod db;
 pub mod exec;
 pub mod heap;
+pub mod plan;
 pub mod storage;
 pub mod stream;
 pub mod txn;

@@ -18,6 +18,7 @@ use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_engine::exec::context::StreamSettings;
 use iolab_engine::exec::schema::PublicSchema;
 use iolab_engine::exec::StatementContext;
+use iolab_engine::plan::PlannerSettings;
 use iolab_engine::values::{DateOrder, TextFormat};
 use iolab_engine::Database;
 use iolab_settings::SessionSettings;
@@ -217,6 +218,7 @@ impl Session {
                 io_combine_limit: self.settings.effective_io_combine_limit(),
                 advice: self.settings.read_stream_advice(),
             },
+            planner: PlannerSettings::from_settings(&self.settings),
             cancel: self.cancel.clone(),
             usage: Mutex::new(Default::default()),
         });

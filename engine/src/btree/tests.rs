@@ -510,6 +510,7 @@ fn builds_from_a_heap_and_maintains_on_insert() {
         track_io_timing: false,
         pid: 1,
         io: StreamSettings::default(),
+        planner: Default::default(),
         cancel: Arc::new(AtomicBool::new(false)),
         usage: Default::default(),
     };

@@ -42,6 +42,7 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_expr_common::physical_expr::fmt_sql;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType, SchedulingType};
 use datafusion::physical_plan::metrics::{
     BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
@@ -58,6 +59,8 @@ use crate::bitmap::TidBitmap;
 use crate::exec::context::StatementContext;
 use crate::exec::scan::{publish_io_metrics, to_df, SCAN_CHANNEL_BATCHES};
 use crate::heap::bitmap_heap::{BitmapHeapScanner, Recheck};
+use crate::plan::index_cond::conjunction;
+use crate::plan::PathEstimate;
 use crate::txn::VisibilityChecker;
 use crate::Database;
 
@@ -129,8 +132,9 @@ pub type TidScan =
 /// `Bitmap Index Scan on <index>`: runs an index scan into a bitmap.
 pub struct BitmapIndexScanExec {
     pub index_name: String,
-    /// `Index Cond:` as EXPLAIN prints it, e.g. `(a < 140)`.
-    pub index_cond: Option<String>,
+    /// `Index Cond:` (their AND), over the table's schema.
+    pub index_quals: Vec<Arc<dyn PhysicalExpr>>,
+    estimate: Option<PathEstimate>,
     scan: TidScan,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -143,20 +147,34 @@ impl BitmapIndexScanExec {
     /// let scan: TidScan = Arc::new(move |stmt, acct, bitmap| {
     ///     bitmap.try_add_tuples(index.scan_range(lower, upper, acct), false).map(|_| ())
     /// });
-    /// BitmapIndexScanExec::new("eic_a_idx", Some("(a < 140)".into()), scan)
+    /// BitmapIndexScanExec::new("eic_a_idx", vec![a_below_140], scan)
     /// ```
     pub fn new(
         index_name: impl Into<String>,
-        index_cond: Option<String>,
+        index_quals: Vec<Arc<dyn PhysicalExpr>>,
         scan: TidScan,
     ) -> BitmapIndexScanExec {
         BitmapIndexScanExec {
             index_name: index_name.into(),
-            index_cond,
+            index_quals,
+            estimate: None,
             scan,
             properties: bitmap_node_properties(),
             metrics: ExecutionPlanMetricsSet::new(),
         }
+    }
+}
+
+impl BitmapIndexScanExec {
+    /// The planner's estimate for the node.
+    pub fn with_estimate(mut self, estimate: PathEstimate) -> Self {
+        self.estimate = Some(estimate);
+        self
+    }
+
+    /// Some when the planner built the node.
+    pub fn estimate(&self) -> Option<PathEstimate> {
+        self.estimate
     }
 }
 
@@ -169,8 +187,8 @@ impl fmt::Debug for BitmapIndexScanExec {
 impl DisplayAs for BitmapIndexScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "Bitmap Index Scan on {}", self.index_name)?;
-        if let Some(cond) = &self.index_cond {
-            write!(f, ", Index Cond: {cond}")?;
+        if let Some(cond) = conjunction(&self.index_quals) {
+            write!(f, ", Index Cond: {}", fmt_sql(cond.as_ref()))?;
         }
         Ok(())
     }
@@ -188,6 +206,9 @@ impl BitmapPlan for BitmapIndexScanExec {
         baseline.record_output((bitmap.tids_added() - before) as usize);
         acct.flush();
         publish_io_metrics(&self.metrics, build.partition, &acct, None);
+        MetricBuilder::new(&self.metrics)
+            .counter("index_searches", build.partition)
+            .add(1);
         build.stmt.add_usage(&acct.usage);
         baseline.done();
         result
@@ -247,6 +268,7 @@ pub enum BitmapCombine {
 /// `BitmapAnd` / `BitmapOr` over two or more bitmap nodes.
 pub struct BitmapCombineExec {
     pub op: BitmapCombine,
+    estimate: Option<PathEstimate>,
     inputs: Vec<Arc<dyn BitmapPlan>>,
     /// The same nodes as plan children.
     children: Vec<Arc<dyn ExecutionPlan>>,
@@ -263,11 +285,23 @@ impl BitmapCombineExec {
             .collect();
         BitmapCombineExec {
             op,
+            estimate: None,
             inputs,
             children,
             properties: bitmap_node_properties(),
             metrics: ExecutionPlanMetricsSet::new(),
         }
+    }
+
+    /// The planner's estimate for the node.
+    pub fn with_estimate(mut self, estimate: PathEstimate) -> Self {
+        self.estimate = Some(estimate);
+        self
+    }
+
+    /// Some when the planner built the node.
+    pub fn estimate(&self) -> Option<PathEstimate> {
+        self.estimate
     }
 
     /// `BitmapAnd` of `inputs`.
@@ -419,6 +453,7 @@ impl ExecutionPlan for BitmapCombineExec {
             .collect::<DfResult<Vec<_>>>()?;
         Ok(Arc::new(BitmapCombineExec {
             op: self.op,
+            estimate: self.estimate,
             inputs,
             children,
             properties: bitmap_node_properties(),
@@ -454,9 +489,11 @@ pub struct BitmapHeapScanExec {
     pub limit: Option<usize>,
     /// `work_mem` in bytes: the bound of the bitmap.
     pub work_mem_bytes: usize,
-    /// `Recheck Cond:` as EXPLAIN prints it, e.g. `(a < 140)`.
-    pub recheck_cond: Option<String>,
+    /// `Recheck Cond:`, over the table's schema: the AND of [`covered_quals`](Self::covered_quals).
+    pub recheck_cond: Option<Arc<dyn PhysicalExpr>>,
+    covered: Vec<Arc<dyn PhysicalExpr>>,
     recheck: Option<RecheckFactory>,
+    estimate: Option<PathEstimate>,
     bitmap: Arc<dyn BitmapPlan>,
     /// The same node as a plan child.
     bitmap_child: Arc<dyn ExecutionPlan>,
@@ -496,7 +533,9 @@ impl BitmapHeapScanExec {
             limit: None,
             work_mem_bytes,
             recheck_cond: None,
+            covered: Vec::new(),
             recheck: None,
+            estimate: None,
             bitmap,
             bitmap_child,
             schema,
@@ -505,12 +544,35 @@ impl BitmapHeapScanExec {
         }
     }
 
-    /// The index condition, to test again on lossy pages (and exact pages marked recheck):
-    /// its text for EXPLAIN, and a maker of the test.
-    pub fn with_recheck(mut self, cond: impl Into<String>, recheck: RecheckFactory) -> Self {
-        self.recheck_cond = Some(cond.into());
+    /// The conditions the bitmap stands for, to test again on lossy pages (and exact pages
+    /// marked recheck): the pushed-down conjuncts they are (EXPLAIN's `Recheck Cond:`), and
+    /// a maker of the test.
+    pub fn with_recheck(
+        mut self,
+        covered: Vec<Arc<dyn PhysicalExpr>>,
+        recheck: RecheckFactory,
+    ) -> Self {
+        self.recheck_cond = conjunction(&covered);
+        self.covered = covered;
         self.recheck = Some(recheck);
         self
+    }
+
+    /// The planner's estimate for the node.
+    pub fn with_estimate(mut self, estimate: PathEstimate) -> Self {
+        self.estimate = Some(estimate);
+        self
+    }
+
+    /// Some when the planner built the node.
+    pub fn estimate(&self) -> Option<PathEstimate> {
+        self.estimate
+    }
+
+    /// The pushed-down conjuncts every returned row satisfies (the bitmap's conditions,
+    /// rechecked where the bitmap is lossy).
+    pub fn covered_quals(&self) -> &[Arc<dyn PhysicalExpr>] {
+        &self.covered
     }
 
     /// Stop after `limit` rows (a LIMIT pushed into the scan).
@@ -535,7 +597,7 @@ impl DisplayAs for BitmapHeapScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "Bitmap Heap Scan on {}", self.table.name)?;
         if let Some(cond) = &self.recheck_cond {
-            write!(f, ", Recheck Cond: {cond}")?;
+            write!(f, ", Recheck Cond: {}", fmt_sql(cond.as_ref()))?;
         }
         Ok(())
     }
@@ -595,7 +657,9 @@ impl ExecutionPlan for BitmapHeapScanExec {
             limit: self.limit,
             work_mem_bytes: self.work_mem_bytes,
             recheck_cond: self.recheck_cond.clone(),
+            covered: self.covered.clone(),
             recheck: self.recheck.clone(),
+            estimate: self.estimate,
             bitmap,
             bitmap_child: child.clone(),
             schema: self.schema.clone(),
@@ -777,6 +841,10 @@ mod tests {
     use iolab_settings::{IoMethod, ReadStreamAdvice};
     use parking_lot::Mutex;
 
+    use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
+    use datafusion::scalar::ScalarValue;
+
     use super::*;
     use crate::exec::context::StreamSettings;
     use crate::exec::table::table_schema;
@@ -798,6 +866,7 @@ mod tests {
                 io_combine_limit: 16,
                 advice: ReadStreamAdvice::Pg18,
             },
+            planner: Default::default(),
             cancel: Arc::new(AtomicBool::new(false)),
             usage: Mutex::new(Default::default()),
         };
@@ -805,24 +874,33 @@ mod tests {
         Arc::new(TaskContext::default().with_session_config(config))
     }
 
+    /// `a <op> v` over the table's schema.
+    fn a_is(op: Operator, v: i32) -> Arc<dyn PhysicalExpr> {
+        Arc::new(BinaryExpr::new(
+            Arc::new(Column::new("a", 0)),
+            op,
+            Arc::new(Literal::new(ScalarValue::Int32(Some(v)))),
+        ))
+    }
+
     /// A Bitmap Index Scan on `a` for `test`, with TIDs found by reading the table.
-    fn index_scan(t: &EicTable, cond: &str, test: fn(i32) -> bool) -> Arc<BitmapIndexScanExec> {
+    fn index_scan(
+        t: &EicTable,
+        cond: Vec<Arc<dyn PhysicalExpr>>,
+        test: fn(i32) -> bool,
+    ) -> Arc<BitmapIndexScanExec> {
         let tids = tids_where(t, test);
         let scan: TidScan = Arc::new(move |_stmt, _acct, bitmap| {
             bitmap.add_tuples(tids.iter().copied(), false).map(|_| ())
         });
-        Arc::new(BitmapIndexScanExec::new(
-            "eic_a_idx",
-            Some(cond.into()),
-            scan,
-        ))
+        Arc::new(BitmapIndexScanExec::new("eic_a_idx", cond, scan))
     }
 
     fn heap_scan(
         t: &EicTable,
         bitmap: Arc<dyn BitmapPlan>,
         work_mem_bytes: usize,
-        cond: &str,
+        cond: Vec<Arc<dyn PhysicalExpr>>,
         test: fn(i32) -> bool,
     ) -> BitmapHeapScanExec {
         let recheck: RecheckFactory =
@@ -871,10 +949,16 @@ mod tests {
     async fn bitmap_heap_scan_publishes_its_metrics() {
         let t = eic_table("bhs-exec", NROWS, IoMethod::Worker);
         let below = |a: i32| a < 140;
-        let index = index_scan(&t, "(a < 140)", below);
+        let index = index_scan(&t, vec![a_is(Operator::Lt, 140)], below);
         let ntids = tids_where(&t, below).len();
         t.evict();
-        let plan = Arc::new(heap_scan(&t, index.clone(), 4 << 20, "(a < 140)", below));
+        let plan = Arc::new(heap_scan(
+            &t,
+            index.clone(),
+            4 << 20,
+            vec![a_is(Operator::Lt, 140)],
+            below,
+        ));
         let rows = run(plan.clone(), task(&t, 16)).await;
         assert_eq!(rows, expected(NROWS, below));
         let exact = metric(plan.as_ref(), "exact_heap_blocks");
@@ -892,13 +976,19 @@ mod tests {
                 "{}",
                 datafusion::physical_plan::displayable(plan.as_ref()).indent(false)
             ),
-            "Bitmap Heap Scan on eic, Recheck Cond: (a < 140)\n  \
-             Bitmap Index Scan on eic_a_idx, Index Cond: (a < 140)\n"
+            "Bitmap Heap Scan on eic, Recheck Cond: a < 140\n  \
+             Bitmap Index Scan on eic_a_idx, Index Cond: a < 140\n"
         );
 
         // A tiny work_mem: lossy pages, rechecked, the same answer.
         t.evict();
-        let plan = Arc::new(heap_scan(&t, index, 1024, "(a < 140)", below));
+        let plan = Arc::new(heap_scan(
+            &t,
+            index,
+            1024,
+            vec![a_is(Operator::Lt, 140)],
+            below,
+        ));
         let rows = run(plan.clone(), task(&t, 16)).await;
         assert_eq!(rows, expected(NROWS, below));
         assert!(metric(plan.as_ref(), "lossy_heap_blocks") > 0);
@@ -916,15 +1006,15 @@ mod tests {
         let above = |a: i32| a >= 70;
         let both = |a: i32| (70..140).contains(&a);
         let and: Arc<dyn BitmapPlan> = Arc::new(BitmapCombineExec::and(vec![
-            index_scan(&t, "(a < 140)", below),
-            index_scan(&t, "(a >= 70)", above),
+            index_scan(&t, vec![a_is(Operator::Lt, 140)], below),
+            index_scan(&t, vec![a_is(Operator::GtEq, 70)], above),
         ]));
         for work_mem in [4 << 20, 1024] {
             let plan = Arc::new(heap_scan(
                 &t,
                 and.clone(),
                 work_mem,
-                "(a < 140) AND (a >= 70)",
+                vec![a_is(Operator::Lt, 140), a_is(Operator::GtEq, 70)],
                 both,
             ));
             assert_eq!(run(plan.clone(), task(&t, 16)).await, expected(NROWS, both));
@@ -933,24 +1023,28 @@ mod tests {
         let high = |a: i32| a >= 9950;
         let either = |a: i32| !(50..9950).contains(&a);
         let or: Arc<dyn BitmapPlan> = Arc::new(BitmapCombineExec::or(vec![
-            index_scan(&t, "(a < 50)", low),
-            index_scan(&t, "(a >= 9950)", high),
+            index_scan(&t, vec![a_is(Operator::Lt, 50)], low),
+            index_scan(&t, vec![a_is(Operator::GtEq, 9950)], high),
         ]));
         let plan = Arc::new(heap_scan(
             &t,
             or,
             4 << 20,
-            "(a < 50) OR (a >= 9950)",
+            vec![Arc::new(BinaryExpr::new(
+                a_is(Operator::Lt, 50),
+                Operator::Or,
+                a_is(Operator::GtEq, 9950),
+            ))],
             either,
         ));
         assert_eq!(run(plan, task(&t, 0)).await, expected(NROWS, either));
         // An AND under an OR, as the planner may build for (a < 50) OR (70 <= a < 140).
         let nested: Arc<dyn BitmapPlan> = Arc::new(BitmapCombineExec::or(vec![
-            index_scan(&t, "(a < 50)", low),
+            index_scan(&t, vec![a_is(Operator::Lt, 50)], low),
             and,
         ]));
         let test = |a: i32| a < 50 || (70..140).contains(&a);
-        let plan = Arc::new(heap_scan(&t, nested, 4 << 20, "…", test));
+        let plan = Arc::new(heap_scan(&t, nested, 4 << 20, vec![], test));
         assert_eq!(run(plan, task(&t, 16)).await, expected(NROWS, test));
     }
 
@@ -986,14 +1080,20 @@ mod tests {
         });
         let node = Arc::new(BitmapIndexScanExec::new(
             "eic_a_idx",
-            Some("(a < 140)".into()),
+            vec![a_is(Operator::Lt, 140)],
             scan,
         ));
         t.db.pool.evict_all(&mut IoAccount::default()).unwrap();
         let below = |a: i32| a < 140;
         // (~250 pages: 4MB holds them all exactly; 1kB, 16 entries, goes lossy.)
         for work_mem in [4 << 20, 1024] {
-            let plan = Arc::new(heap_scan(&t, node.clone(), work_mem, "(a < 140)", below));
+            let plan = Arc::new(heap_scan(
+                &t,
+                node.clone(),
+                work_mem,
+                vec![a_is(Operator::Lt, 140)],
+                below,
+            ));
             assert_eq!(
                 run(plan.clone(), task.clone()).await,
                 expected(NROWS, below)
@@ -1015,9 +1115,9 @@ mod tests {
         let below = |a: i32| a < 140;
         let plan: Arc<dyn ExecutionPlan> = Arc::new(heap_scan(
             &t,
-            index_scan(&t, "(a < 140)", below),
+            index_scan(&t, vec![a_is(Operator::Lt, 140)], below),
             4 << 20,
-            "(a < 140)",
+            vec![a_is(Operator::Lt, 140)],
             below,
         ));
         let wrapped: Arc<dyn ExecutionPlan> =

@@ -1,5 +1,6 @@
 //! What one statement carries into the operators it runs: its snapshot, its transaction,
-//! its cancel flag, and the counters its scans add to.
+//! its cancel flag, the session settings its planning and I/O follow, and the counters its
+//! scans add to.
 //!
 //! The session builds a `StatementContext` per statement and attaches it to the
 //! DataFusion session config (`SessionConfig::with_extension`); operators find it with
@@ -18,6 +19,7 @@ use iolab_settings::ReadStreamAdvice;
 use iolab_stats::BackendType;
 
 use crate::accounting::{IoAccount, StatsSink};
+use crate::plan::PlannerSettings;
 use crate::stream::ReadStreamConfig;
 use crate::txn::{Snapshot, Xid};
 use crate::Database;
@@ -34,6 +36,9 @@ pub struct StatementContext {
     pub pid: i32,
     /// The session's read-stream settings at the start of the statement.
     pub io: StreamSettings,
+    /// The session's planner settings at the start of the statement (cost constants,
+    /// `enable_*`, `work_mem`): what `HeapTable::scan` plans this statement's scans with.
+    pub planner: PlannerSettings,
     /// Set by a cancel request, `statement_timeout` or a dropped client.
     pub cancel: Arc<AtomicBool>,
     /// Buffer usage of everything this statement ran, summed as scans finish.

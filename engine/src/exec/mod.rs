@@ -1,8 +1,9 @@
-//! DataFusion operators over iolab's heap: the table provider, the sequential scan and the
-//! bitmap scan nodes.
+//! DataFusion operators over iolab's heap: the table provider, the sequential scan, the
+//! index scan and the bitmap scan nodes.
 
 pub mod bitmap_scan;
 pub mod context;
+pub mod index_scan;
 pub mod scan;
 pub mod schema;
 pub mod table;

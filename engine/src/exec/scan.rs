@@ -38,6 +38,7 @@ use iolab_catalog::{PgError, TableDef};
 use crate::accounting::IoAccount;
 use crate::exec::context::StatementContext;
 use crate::heap::heapam::HeapScanner;
+use crate::plan::PathEstimate;
 use crate::stream::ReadStreamStats;
 use crate::txn::VisibilityChecker;
 use crate::Database;
@@ -50,6 +51,7 @@ pub struct HeapScanExec {
     pub table: TableDef,
     pub projection: Vec<usize>,
     pub limit: Option<usize>,
+    estimate: Option<PathEstimate>,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -80,10 +82,22 @@ impl HeapScanExec {
             table,
             projection,
             limit,
+            estimate: None,
             schema,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         }
+    }
+
+    /// The planner's estimate for the node.
+    pub fn with_estimate(mut self, estimate: PathEstimate) -> Self {
+        self.estimate = Some(estimate);
+        self
+    }
+
+    /// Some when the planner built the node.
+    pub fn estimate(&self) -> Option<PathEstimate> {
+        self.estimate
     }
 }
 

@@ -1,17 +1,29 @@
 //! `HeapTable`: an iolab table as a DataFusion `TableProvider`.
+//!
+//! Every filter is accepted as an `Inexact` pushdown: DataFusion hands the WHERE clause's
+//! conjuncts to [`HeapTable::scan`] and still keeps its own `FilterExec` with all of them
+//! above the scan. `scan` turns the conjuncts into physical expressions over the table's
+//! schema and lets the planner (`plan::paths`) choose Seq Scan, Index Scan or Bitmap Heap
+//! Scan with the statement's settings; a conjunct that cannot be made physical (it reads
+//! an outer query, say) is simply not used for planning.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::Result as DfResult;
+use datafusion::common::{DFSchema, Result as DfResult};
 use datafusion::datasource::TableType;
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::expr_rewriter::unnormalize_col;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::ExecutionPlan;
 use iolab_catalog::TableDef;
 
-use crate::exec::scan::HeapScanExec;
+use crate::exec::context::StatementContext;
+use crate::exec::scan::{to_df, HeapScanExec};
+use crate::plan::index_cond::conjuncts;
+use crate::plan::paths::{plan_scan, ScanRequest};
 use crate::Database;
 
 #[derive(Debug)]
@@ -70,23 +82,51 @@ impl TableProvider for HeapTable {
         TableType::Base
     }
 
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
+        filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let projection: Vec<usize> = match projection {
             Some(p) => p.clone(),
             None => (0..self.schema.fields().len()).collect(),
         };
-        Ok(Arc::new(HeapScanExec::new(
-            self.db.0.clone(),
-            self.def.clone(),
-            self.schema.clone(),
+        let Ok(stmt) = StatementContext::from_config(state.config()) else {
+            // Planned outside a statement (nothing runs it with iolab's settings): read it all.
+            return Ok(Arc::new(HeapScanExec::new(
+                self.db.0.clone(),
+                self.def.clone(),
+                self.schema.clone(),
+                projection,
+                limit,
+            )));
+        };
+        let df_schema = DFSchema::try_from(self.schema.as_ref().clone())?;
+        let mut quals: Vec<Arc<dyn PhysicalExpr>> = Vec::new();
+        for filter in filters {
+            if let Ok(qual) =
+                state.create_physical_expr(unnormalize_col(filter.clone()), &df_schema)
+            {
+                quals.extend(conjuncts(&qual));
+            }
+        }
+        let request = ScanRequest {
+            db: &self.db.0,
+            table: &self.def,
+            table_schema: self.schema.clone(),
             projection,
+            quals,
             limit,
-        )))
+        };
+        plan_scan(&stmt, request).map_err(to_df)
     }
 }

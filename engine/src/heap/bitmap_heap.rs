@@ -30,17 +30,17 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::StringArray;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
-use iolab_catalog::{PgError, PgResult, PgType};
+use datafusion::arrow::record_batch::RecordBatch;
+use iolab_catalog::{PgResult, PgType};
 
 use crate::accounting::IoAccount;
 use crate::aio::AioSystem;
 use crate::bitmap::{TbmPage, TidBitmap};
 use crate::buffer::BufferPool;
-use crate::heap::codec::{BatchDecoder, Datum, TupleLayout};
+use crate::heap::codec::{Datum, TupleLayout};
 use crate::heap::heapam::SCAN_BATCH_ROWS;
+use crate::heap::rows::RowCollector;
 use crate::heap::tuple;
 use crate::storage::page;
 use crate::storage::relfile::RelFile;
@@ -74,21 +74,12 @@ pub struct BitmapHeapCounts {
     pub rows_removed_by_index_recheck: u64,
 }
 
-/// The `ctid` system column of a projection: its output position and the ctids of the
-/// rows decoded so far.
-struct CtidColumn {
-    position: usize,
-    ctids: Vec<(u32, u16)>,
-}
-
 /// Reads the visible tuples a bitmap points at, a batch at a time. See the module comment.
 pub struct BitmapHeapScanner {
     stream: ReadStream<TbmPage>,
     nblocks: u32,
     visibility: VisibilityChecker,
-    decoder: BatchDecoder,
-    ctid: Option<CtidColumn>,
-    schema: SchemaRef,
+    rows: RowCollector,
     recheck: Option<Recheck>,
     counts: BitmapHeapCounts,
 }
@@ -121,22 +112,11 @@ impl BitmapHeapScanner {
                 .filter(|p| p.blkno < nblocks)
                 .map(|p| (p.blkno, p))
         });
-        let ncolumns = columns.len();
-        let ctid = projection
-            .iter()
-            .position(|&c| c == ncolumns)
-            .map(|position| CtidColumn {
-                position,
-                ctids: Vec::new(),
-            });
-        let projection = projection.into_iter().filter(|&c| c != ncolumns).collect();
         BitmapHeapScanner {
             stream,
             nblocks,
             visibility,
-            decoder: BatchDecoder::new(columns, projection),
-            ctid,
-            schema,
+            rows: RowCollector::new(columns, projection, schema),
             recheck,
             counts: BitmapHeapCounts::default(),
         }
@@ -179,7 +159,7 @@ impl BitmapHeapScanner {
 
     /// The next batch of rows, or `None` when every page of the bitmap was visited.
     pub fn next_batch(&mut self) -> PgResult<Option<RecordBatch>> {
-        while self.decoder.len() < SCAN_BATCH_ROWS {
+        while self.rows.len() < SCAN_BATCH_ROWS {
             let Some((buffer, tbm_page)) = self.stream.next_buffer()? else {
                 break;
             };
@@ -207,10 +187,10 @@ impl BitmapHeapScanner {
                 }
             }
         }
-        if self.decoder.is_empty() {
+        if self.rows.is_empty() {
             return Ok(None);
         }
-        self.finish_batch().map(Some)
+        self.rows.finish().map(Some)
     }
 
     /// Return the tuple at `off` if it is there, visible, and passes the recheck (when
@@ -228,36 +208,13 @@ impl BitmapHeapScanner {
         }
         if recheck {
             if let Some(test) = &mut self.recheck {
-                if !test(self.decoder.layout(), t)? {
+                if !test(self.rows.layout(), t)? {
                     self.counts.rows_removed_by_index_recheck += 1;
                     return Ok(());
                 }
             }
         }
-        self.decoder.append(t)?;
-        if let Some(ctid) = &mut self.ctid {
-            ctid.ctids.push((blkno, off));
-        }
-        Ok(())
-    }
-
-    fn finish_batch(&mut self) -> PgResult<RecordBatch> {
-        let Some(ctid) = &mut self.ctid else {
-            return self.decoder.finish(&self.schema);
-        };
-        let (mut arrays, rows) = self.decoder.finish_arrays()?;
-        let text: StringArray = ctid
-            .ctids
-            .drain(..)
-            .map(|(b, o)| Some(format!("({b},{o})")))
-            .collect();
-        arrays.insert(ctid.position, Arc::new(text));
-        RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            arrays,
-            &RecordBatchOptions::new().with_row_count(Some(rows)),
-        )
-        .map_err(|e| PgError::internal(e.to_string()))
+        self.rows.push(t, blkno, off)
     }
 }
 
@@ -265,7 +222,7 @@ impl BitmapHeapScanner {
 pub(crate) mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
-    use datafusion::arrow::array::{Array, ArrayRef, Int32Array};
+    use datafusion::arrow::array::{Array, ArrayRef, Int32Array, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
     use iolab_catalog::{ColumnDef, Persistence, TableDef};
     use iolab_settings::{IoMethod, ReadStreamAdvice};

@@ -6,4 +6,5 @@
 pub mod bitmap_heap;
 pub mod codec;
 pub mod heapam;
+pub mod rows;
 pub mod tuple;

@@ -1,131 +1,29 @@
-//! Planner estimates for `EXPLAIN`'s `(cost=… rows=… width=…)`, until iolab has a cost
-//! model of its own: PostgreSQL 18's formulas (`costsize.c`) for a table without
-//! statistics, so a freshly loaded table shows the numbers PostgreSQL would show before
-//! its first ANALYZE.
+//! Estimates for `EXPLAIN`'s `(cost=… rows=… width=…)` of the nodes above the scans.
 //!
-//! - Size: `reltuples`/`relpages` once known, else PostgreSQL's guess from the file's block
-//!   count and the tuple width (`table_block_relation_estimate_size`, with its
-//!   10-page minimum for a never-vacuumed table).
-//! - Seq Scan: `seq_page_cost × pages + cpu_tuple_cost × tuples`, plus `cpu_operator_cost`
-//!   per operator of the filter per tuple.
-//! - Selectivity without statistics: `=` 0.005, `<>` 0.995, `<` `>` `<=` `>=` 1/3, LIKE
-//!   0.005, IS NULL 0.005; AND multiplies, OR adds less the overlap, NOT complements.
-//! - Aggregate, Sort (in memory, bounded or external), Limit, Hash Join, Nested Loop,
-//!   Append, Values: PostgreSQL's formulas in simplified form.
-//!
-//! Everything here is one replaceable module: nothing else computes a cost.
+//! The scans (Seq Scan, Index Scan, Bitmap Heap Scan and its bitmap nodes) carry the
+//! planner's own estimate (`estimate()`, from `iolab_engine::plan::cost`); this module
+//! re-exports that model's pieces (table size, column widths, the Seq Scan formula, qual
+//! costs and selectivity without statistics) and adds PostgreSQL 18's formulas, in
+//! simplified form, for Aggregate, Sort (in memory, bounded or external), Limit, Hash
+//! Join, Nested Loop, Append, Values and a filter over another node's output.
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::logical_expr::Operator;
-use datafusion::physical_expr::expressions::{
-    BinaryExpr, CaseExpr, CastExpr, InListExpr, IsNotNullExpr, IsNullExpr, LikeExpr, NotExpr,
-    TryCastExpr,
+use datafusion::physical_expr::PhysicalExpr;
+use iolab_engine::plan::cost as model;
+use iolab_engine::plan::selectivity::{
+    clauselist_selectivity, RelStats, DEFAULT_INEQ_SEL, DEFAULT_NUM_DISTINCT,
 };
-use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
-use iolab_catalog::{PgType, TableDef};
-use iolab_settings::SessionSettings;
+
+pub use iolab_engine::plan::cost::{column_width, relation_size};
+pub use iolab_engine::plan::selectivity::clamp_rows;
+/// The session's cost settings.
+pub use iolab_engine::plan::PlannerSettings as CostParams;
 
 use crate::explain::node::Costs;
 
 const BLCKSZ: f64 = 8192.0;
-const DEFAULT_EQ_SEL: f64 = 0.005;
-const DEFAULT_INEQ_SEL: f64 = 1.0 / 3.0;
-const DEFAULT_MATCH_SEL: f64 = 0.005;
-const DEFAULT_UNK_SEL: f64 = 0.005;
-const DEFAULT_NUM_DISTINCT: f64 = 200.0;
-
-/// The cost settings of the session.
-#[derive(Clone, Copy, Debug)]
-pub struct CostParams {
-    pub seq_page_cost: f64,
-    pub random_page_cost: f64,
-    pub cpu_tuple_cost: f64,
-    pub cpu_operator_cost: f64,
-    pub work_mem_bytes: f64,
-}
-
-impl CostParams {
-    pub fn from_settings(s: &SessionSettings) -> CostParams {
-        CostParams {
-            seq_page_cost: s.seq_page_cost(),
-            random_page_cost: s.random_page_cost(),
-            cpu_tuple_cost: s.cpu_tuple_cost(),
-            cpu_operator_cost: s.cpu_operator_cost(),
-            work_mem_bytes: s.work_mem_kb() as f64 * 1024.0,
-        }
-    }
-}
-
-impl Default for CostParams {
-    /// PostgreSQL's defaults.
-    fn default() -> Self {
-        CostParams {
-            seq_page_cost: 1.0,
-            random_page_cost: 4.0,
-            cpu_tuple_cost: 0.01,
-            cpu_operator_cost: 0.0025,
-            work_mem_bytes: 4.0 * 1024.0 * 1024.0,
-        }
-    }
-}
-
-/// `clamp_row_est`: at least one row, a whole number.
-pub fn clamp_rows(rows: f64) -> f64 {
-    if rows.is_nan() || rows <= 1.0 {
-        1.0
-    } else {
-        rows.round()
-    }
-}
-
-/// (pages, tuples) the planner assumes for a table whose file has `file_blocks` blocks.
-pub fn relation_size(def: &TableDef, file_blocks: u32) -> (f64, f64) {
-    let mut pages = file_blocks as f64;
-    if pages < 10.0 && def.reltuples < 0.0 {
-        pages = 10.0; // never vacuumed: assume it will grow
-    }
-    if pages == 0.0 {
-        return (0.0, 0.0);
-    }
-    let density = if def.reltuples >= 0.0 && def.relpages > 0 {
-        def.reltuples / def.relpages as f64
-    } else {
-        // Page header 24 bytes; per tuple a 24-byte header (MAXALIGNed) and a 4-byte line
-        // pointer. Integer division, as PostgreSQL does.
-        let width: i64 = def.columns.iter().map(|c| column_width(&c.ty)).sum();
-        let tuple_width = width + 24 + 4;
-        clamp_rows(((BLCKSZ as i64 - 24) / tuple_width) as f64)
-    };
-    (pages, (density * pages).round())
-}
-
-/// `get_typavgwidth`: the average width PostgreSQL assumes for a column of a type.
-pub fn column_width(ty: &PgType) -> i64 {
-    let bounded = |max: i64| {
-        if max <= 32 {
-            max
-        } else if max < 1000 {
-            32 + (max - 32) / 2
-        } else {
-            32 + (1000 - 32) / 2
-        }
-    };
-    match ty {
-        PgType::Bool => 1,
-        PgType::Int2 => 2,
-        PgType::Int4 | PgType::Float4 | PgType::Date => 4,
-        PgType::Int8 | PgType::Float8 | PgType::Timestamp | PgType::Timestamptz => 8,
-        PgType::Numeric { precision, .. } if !ty.is_unconstrained_numeric() => {
-            // NUMERIC_HDRSZ + base-10000 digits of 2 bytes
-            bounded(8 + ((*precision as i64 + 6) / 4) * 2)
-        }
-        PgType::Varchar(Some(n)) => bounded(*n as i64 * 4 + 4),
-        PgType::Bpchar(n) => *n as i64 * 4 + 4,
-        PgType::Numeric { .. } | PgType::Text | PgType::Varchar(None) => 32,
-    }
-}
 
 /// The width of a computed value of an Arrow type.
 pub fn arrow_width(dt: &DataType) -> i64 {
@@ -144,114 +42,31 @@ pub fn arrow_width(dt: &DataType) -> i64 {
     }
 }
 
+/// A Seq Scan without a filter (`cost_seqscan`).
 pub fn seq_scan(p: &CostParams, pages: f64, tuples: f64, width: i64) -> Costs {
+    let c = model::seq_scan(p, pages, tuples, 0.0);
     Costs {
-        startup: 0.0,
-        total: p.seq_page_cost * pages + p.cpu_tuple_cost * tuples,
+        startup: c.startup,
+        total: c.total,
         rows: tuples,
         width,
     }
 }
 
-/// A node's own filter: its evaluation cost per input row and its selectivity.
+/// A filter over `input`: its evaluation cost per input row and, with no statistics of
+/// the rows it sees, PostgreSQL's default selectivities.
 pub fn filter(p: &CostParams, input: Costs, quals: &[Arc<dyn PhysicalExpr>]) -> Costs {
-    let ops: f64 = quals.iter().map(operators).sum();
-    let sel: f64 = quals.iter().map(selectivity).product();
     Costs {
         startup: input.startup,
-        total: input.total + p.cpu_operator_cost * ops * input.rows,
-        rows: clamp_rows(input.rows * sel),
+        total: input.total + model::qual_cost(p, quals) * input.rows,
+        rows: clamp_rows(input.rows * selectivity(quals)),
         width: input.width,
     }
 }
 
-/// `cost_qual_eval`: one `cpu_operator_cost` per operator or function call; AND, OR, NOT
-/// and IS NULL are free; `= ANY (array)` costs half an operator per element.
-fn operators(e: &Arc<dyn PhysicalExpr>) -> f64 {
-    let e = e.as_ref();
-    let children =
-        |items: &[&Arc<dyn PhysicalExpr>]| items.iter().map(|c| operators(c)).sum::<f64>();
-    if let Some(b) = e.downcast_ref::<BinaryExpr>() {
-        let own = if matches!(b.op(), Operator::And | Operator::Or) {
-            0.0
-        } else {
-            1.0
-        };
-        return own + children(&[b.left(), b.right()]);
-    }
-    if let Some(l) = e.downcast_ref::<LikeExpr>() {
-        return 1.0 + children(&[l.expr(), l.pattern()]);
-    }
-    if let Some(i) = e.downcast_ref::<InListExpr>() {
-        return 0.5 * i.list().len() as f64 + operators(i.expr());
-    }
-    if let Some(c) = e.downcast_ref::<CastExpr>() {
-        return 1.0 + operators(c.expr());
-    }
-    if let Some(c) = e.downcast_ref::<TryCastExpr>() {
-        return 1.0 + operators(c.expr());
-    }
-    if let Some(f) = e.downcast_ref::<ScalarFunctionExpr>() {
-        return 1.0 + f.args().iter().map(operators).sum::<f64>();
-    }
-    if let Some(c) = e.downcast_ref::<CaseExpr>() {
-        let mut sum: f64 = c
-            .when_then_expr()
-            .iter()
-            .map(|(w, t)| operators(w) + operators(t))
-            .sum();
-        sum += c.expr().map(operators).unwrap_or(0.0);
-        sum += c.else_expr().map(operators).unwrap_or(0.0);
-        return sum;
-    }
-    e.children().into_iter().map(operators).sum()
-}
-
-/// The fraction of rows a qual keeps, with PostgreSQL's defaults for unknown data.
-pub fn selectivity(e: &Arc<dyn PhysicalExpr>) -> f64 {
-    let e = e.as_ref();
-    if let Some(b) = e.downcast_ref::<BinaryExpr>() {
-        return match b.op() {
-            Operator::And => selectivity(b.left()) * selectivity(b.right()),
-            Operator::Or => {
-                let (l, r) = (selectivity(b.left()), selectivity(b.right()));
-                l + r - l * r
-            }
-            Operator::Eq | Operator::IsNotDistinctFrom => DEFAULT_EQ_SEL,
-            Operator::NotEq | Operator::IsDistinctFrom => 1.0 - DEFAULT_EQ_SEL,
-            Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq => DEFAULT_INEQ_SEL,
-            Operator::LikeMatch
-            | Operator::ILikeMatch
-            | Operator::RegexMatch
-            | Operator::RegexIMatch => DEFAULT_MATCH_SEL,
-            Operator::NotLikeMatch
-            | Operator::NotILikeMatch
-            | Operator::RegexNotMatch
-            | Operator::RegexNotIMatch => 1.0 - DEFAULT_MATCH_SEL,
-            _ => DEFAULT_INEQ_SEL,
-        };
-    }
-    if let Some(l) = e.downcast_ref::<LikeExpr>() {
-        return if l.negated() {
-            1.0 - DEFAULT_MATCH_SEL
-        } else {
-            DEFAULT_MATCH_SEL
-        };
-    }
-    if let Some(n) = e.downcast_ref::<NotExpr>() {
-        return 1.0 - selectivity(n.arg());
-    }
-    if e.is::<IsNullExpr>() {
-        return DEFAULT_UNK_SEL;
-    }
-    if e.is::<IsNotNullExpr>() {
-        return 1.0 - DEFAULT_UNK_SEL;
-    }
-    if let Some(i) = e.downcast_ref::<InListExpr>() {
-        let s = (DEFAULT_EQ_SEL * i.list().len() as f64).min(1.0);
-        return if i.negated() { 1.0 - s } else { s };
-    }
-    DEFAULT_INEQ_SEL
+/// The fraction of rows `quals` keep when nothing is known of them.
+pub fn selectivity(quals: &[Arc<dyn PhysicalExpr>]) -> f64 {
+    clauselist_selectivity(quals, &RelStats::unknown())
 }
 
 /// An aggregate: plain (no GROUP BY, one row) or hashed (one row per group).
@@ -453,7 +268,7 @@ pub fn per_row(p: &CostParams, input: Costs, operators: usize, width: i64) -> Co
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iolab_catalog::{ColumnDef, Persistence};
+    use iolab_catalog::{ColumnDef, Persistence, PgType, TableDef};
 
     fn table(columns: &[PgType], reltuples: f64) -> TableDef {
         TableDef {

@@ -1,0 +1,478 @@
+//! Which WHERE conjuncts a B-tree index can answer, as ranges of its keys.
+//!
+//! A conjunct is a **simple clause** when it compares one column of the table with a
+//! constant: `col op const` or `const op col` (turned round so the column is on the left),
+//! with `op` one of `=`, `<>`, `<`, `<=`, `>`, `>=`, or `col IS [NOT] NULL`. The constant
+//! may be a cast of a literal (evaluated here); the column may be widened from a smaller
+//! integer type, as DataFusion does when it cannot unwrap the cast itself. The constant is
+//! kept as a [`StatValue`] of the column's type, which is how `pg_stats` holds values too,
+//! so the selectivity code compares it with MCVs and histogram bounds directly.
+//!
+//! An index on column `c` takes every simple clause on `c` except `<>` and `IS NOT NULL`,
+//! and intersects them into one [`KeySet`]: `a >= 10 AND a < 20` is the single range
+//! `[10, 20)`, `a = 5` is `[5, 5]`, `a IS NULL` is the NULL keys (alone: with a range
+//! besides it the range is left to the filter). The clauses used become the node's
+//! `Index Cond:`.
+//!
+//! # Never a row too few
+//!
+//! A scan built from an [`IndexCond`] must return *every* row the clauses accept (a few
+//! more are harmless: DataFusion's filter above the scan tests every conjunct again). So
+//! a constant is only taken when it compares exactly as the index's keys do:
+//!
+//! * integer constants for integer keys, integer or float constants for float keys,
+//!   decimals at most as fine as the column's scale for numeric keys, strings for text and
+//!   varchar, dates for dates, microsecond timestamps for timestamps, booleans for bool;
+//! * never for `char(n)`: the index ignores trailing blanks where DataFusion's string
+//!   comparison does not;
+//! * for floats, an exclusive bound at ±0 becomes inclusive: the index holds −0 = +0
+//!   (`float8_ops`) while Arrow's total order puts −0 below +0, so `a < 0` matches a stored
+//!   −0 there. (A negative NaN, which Arrow sorts below −∞, is the one value this still
+//!   misses; SQL cannot produce one.)
+//!
+//! The recheck of lossy bitmap pages ([`KeyTest`]) tests the same ranges with the index's
+//! own comparison, so it too keeps a superset.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::logical_expr::Operator;
+use datafusion::physical_expr::expressions::{
+    BinaryExpr, CastExpr, Column, IsNotNullExpr, IsNullExpr, Literal, TryCastExpr,
+};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::scalar::ScalarValue;
+use iolab_catalog::statistics::StatValue;
+use iolab_catalog::{ColumnDef, IndexDef, PgResult, PgType};
+
+use crate::accounting::IoAccount;
+use crate::btree::key::{self, Key, KeyKind};
+use crate::btree::{BtreeIndex, BtreeScan};
+use crate::heap::codec::{Datum, TupleLayout};
+
+/// A comparison operator with the column on its left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CompareOp {
+    fn of(op: &Operator) -> Option<CompareOp> {
+        Some(match op {
+            Operator::Eq => CompareOp::Eq,
+            Operator::NotEq => CompareOp::Ne,
+            Operator::Lt => CompareOp::Lt,
+            Operator::LtEq => CompareOp::Le,
+            Operator::Gt => CompareOp::Gt,
+            Operator::GtEq => CompareOp::Ge,
+            _ => return None,
+        })
+    }
+
+    /// The operator with its operands swapped (`5 < a` is `a > 5`).
+    fn commuted(self) -> CompareOp {
+        match self {
+            CompareOp::Lt => CompareOp::Gt,
+            CompareOp::Le => CompareOp::Ge,
+            CompareOp::Gt => CompareOp::Lt,
+            CompareOp::Ge => CompareOp::Le,
+            other => other,
+        }
+    }
+}
+
+/// What a simple clause says about its column.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClauseTest {
+    Compare(CompareOp, StatValue),
+    IsNull,
+    IsNotNull,
+}
+
+/// A conjunct that compares one table column with a constant (see the module comment).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimpleClause {
+    /// Table column number, 0-based.
+    pub column: usize,
+    pub test: ClauseTest,
+}
+
+/// `e` as a simple clause over a table whose columns are `columns`, if it is one.
+pub fn simple_clause(e: &Arc<dyn PhysicalExpr>, columns: &[ColumnDef]) -> Option<SimpleClause> {
+    let e = e.as_ref();
+    if let Some(n) = e.downcast_ref::<IsNullExpr>() {
+        let column = column_of(n.arg(), columns)?;
+        return Some(SimpleClause {
+            column,
+            test: ClauseTest::IsNull,
+        });
+    }
+    if let Some(n) = e.downcast_ref::<IsNotNullExpr>() {
+        let column = column_of(n.arg(), columns)?;
+        return Some(SimpleClause {
+            column,
+            test: ClauseTest::IsNotNull,
+        });
+    }
+    let b = e.downcast_ref::<BinaryExpr>()?;
+    let op = CompareOp::of(b.op())?;
+    let (column, constant, op) = match (column_of(b.left(), columns), column_of(b.right(), columns))
+    {
+        (Some(c), None) => (c, constant_of(b.right())?, op),
+        (None, Some(c)) => (c, constant_of(b.left())?, op.commuted()),
+        _ => return None,
+    };
+    let value = comparable_value(&constant, columns[column].ty)?;
+    Some(SimpleClause {
+        column,
+        test: ClauseTest::Compare(op, value),
+    })
+}
+
+/// The table column `e` reads: a column, or one widened to a larger integer type.
+fn column_of(e: &Arc<dyn PhysicalExpr>, columns: &[ColumnDef]) -> Option<usize> {
+    if let Some(c) = e.as_ref().downcast_ref::<Column>() {
+        return (c.index() < columns.len()).then_some(c.index());
+    }
+    let cast = e.as_ref().downcast_ref::<CastExpr>()?;
+    let column = column_of(cast.expr(), columns)?;
+    let from = columns[column].ty.arrow_type();
+    let widening = from.is_signed_integer()
+        && cast.cast_type().is_signed_integer()
+        && int_width(&from) <= int_width(cast.cast_type());
+    widening.then_some(column)
+}
+
+fn int_width(t: &DataType) -> usize {
+    t.primitive_width().unwrap_or(usize::MAX)
+}
+
+/// The value of a constant expression: a literal, or a cast of one.
+fn constant_of(e: &Arc<dyn PhysicalExpr>) -> Option<ScalarValue> {
+    let e = e.as_ref();
+    if let Some(l) = e.downcast_ref::<Literal>() {
+        return Some(l.value().clone());
+    }
+    if let Some(c) = e.downcast_ref::<CastExpr>() {
+        return constant_of(c.expr())?.cast_to(c.cast_type()).ok();
+    }
+    if let Some(c) = e.downcast_ref::<TryCastExpr>() {
+        return constant_of(c.expr())?.cast_to(c.cast_type()).ok();
+    }
+    None
+}
+
+/// `v` as a value of a column of type `ty`, when it compares exactly as the column's index
+/// keys do (see the module comment); `None` otherwise, and for NULL.
+pub fn comparable_value(v: &ScalarValue, ty: PgType) -> Option<StatValue> {
+    use ScalarValue as S;
+    let integer = matches!(
+        v,
+        S::Int8(Some(_))
+            | S::Int16(Some(_))
+            | S::Int32(Some(_))
+            | S::Int64(Some(_))
+            | S::UInt8(Some(_))
+            | S::UInt16(Some(_))
+            | S::UInt32(Some(_))
+            | S::UInt64(Some(_))
+    );
+    let exact = match KeyKind::of(ty) {
+        KeyKind::Int => integer,
+        KeyKind::Float => integer || matches!(v, S::Float32(Some(_)) | S::Float64(Some(_))),
+        KeyKind::Numeric => match (v, ty) {
+            (S::Decimal128(Some(_), _, s), PgType::Numeric { scale, .. }) => *s <= scale,
+            _ => false,
+        },
+        KeyKind::Text => matches!(
+            v,
+            S::Utf8(Some(_)) | S::LargeUtf8(Some(_)) | S::Utf8View(Some(_))
+        ),
+        KeyKind::Bpchar => false,
+        KeyKind::Date => matches!(v, S::Date32(Some(_))),
+        KeyKind::Timestamp => matches!(v, S::TimestampMicrosecond(Some(_), _)),
+        KeyKind::Bool => matches!(v, S::Boolean(Some(_))),
+    };
+    exact.then(|| StatValue::from_scalar(v, ty)).flatten()
+}
+
+/// A value of the statistics as a heap value (what the B-tree takes as a bound).
+pub fn datum_of(v: &StatValue) -> Datum<'_> {
+    match v {
+        StatValue::Bool(b) => Datum::Bool(*b),
+        StatValue::Int(i) => Datum::Int8(*i),
+        StatValue::Float(f) => Datum::Float8(*f),
+        StatValue::Numeric(n) => Datum::Numeric(*n),
+        StatValue::Text(s) => Datum::Text(s),
+        StatValue::Date(d) => Datum::Date(*d),
+        StatValue::Timestamp(t) => Datum::Timestamp(*t),
+    }
+}
+
+/// The keys of an index a condition selects.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KeySet {
+    Range {
+        lower: Bound<StatValue>,
+        upper: Bound<StatValue>,
+    },
+    Nulls,
+}
+
+impl KeySet {
+    /// The keys `op value` selects, for keys of kind `kind`.
+    fn of(op: CompareOp, value: StatValue, kind: KeyKind) -> KeySet {
+        let float_zero = kind == KeyKind::Float && matches!(value, StatValue::Float(f) if f == 0.0);
+        let exclusive = |v: StatValue| {
+            if float_zero {
+                Bound::Included(v)
+            } else {
+                Bound::Excluded(v)
+            }
+        };
+        let (lower, upper) = match op {
+            CompareOp::Eq => (Bound::Included(value.clone()), Bound::Included(value)),
+            CompareOp::Lt => (Bound::Unbounded, exclusive(value)),
+            CompareOp::Le => (Bound::Unbounded, Bound::Included(value)),
+            CompareOp::Gt => (exclusive(value), Bound::Unbounded),
+            CompareOp::Ge => (Bound::Included(value), Bound::Unbounded),
+            CompareOp::Ne => unreachable!("<> selects no range"),
+        };
+        KeySet::Range { lower, upper }
+    }
+
+    /// The keys both ranges select.
+    fn intersect(self, other: KeySet) -> KeySet {
+        match (self, other) {
+            (
+                KeySet::Range { lower, upper },
+                KeySet::Range {
+                    lower: l2,
+                    upper: u2,
+                },
+            ) => KeySet::Range {
+                lower: tighter(lower, l2, true),
+                upper: tighter(upper, u2, false),
+            },
+            (nulls, _) => nulls,
+        }
+    }
+}
+
+/// The more restrictive of two lower (`lower`) or upper bounds.
+fn tighter(a: Bound<StatValue>, b: Bound<StatValue>, lower: bool) -> Bound<StatValue> {
+    use std::cmp::Ordering::*;
+    let value = |x: &Bound<StatValue>| match x {
+        Bound::Included(v) | Bound::Excluded(v) => Some(v.clone()),
+        Bound::Unbounded => None,
+    };
+    match (value(&a), value(&b)) {
+        (None, _) => b,
+        (_, None) => a,
+        (Some(x), Some(y)) => match (x.cmp(&y), lower) {
+            (Greater, true) | (Less, false) => a,
+            (Less, true) | (Greater, false) => b,
+            // Equal values: an exclusive bound is the tighter.
+            (Equal, _) => match a {
+                Bound::Excluded(_) => a,
+                _ => b,
+            },
+        },
+    }
+}
+
+/// Conditions one index answers for a query (see the module comment).
+#[derive(Clone, Debug)]
+pub struct IndexCond {
+    pub index: IndexDef,
+    /// The indexed table column, 0-based.
+    pub column: usize,
+    pub kind: KeyKind,
+    pub keys: KeySet,
+    /// The conjuncts the keys come from: EXPLAIN's `Index Cond:`.
+    pub quals: Vec<Arc<dyn PhysicalExpr>>,
+}
+
+/// Whether the planner can use `index` at all: one column, an operator class whose order
+/// DataFusion's comparisons agree with.
+pub fn usable_index(index: &IndexDef) -> bool {
+    index.columns.len() == 1 && KeyKind::of(index.key_types[0]) != KeyKind::Bpchar
+}
+
+impl IndexCond {
+    /// The condition `index` answers among `conjuncts`, if any.
+    pub fn find(
+        index: &IndexDef,
+        columns: &[ColumnDef],
+        conjuncts: &[Arc<dyn PhysicalExpr>],
+    ) -> Option<IndexCond> {
+        if !usable_index(index) {
+            return None;
+        }
+        let column = index.columns[0];
+        let kind = KeyKind::of(index.key_types[0]);
+        let mut keys: Option<KeySet> = None;
+        let mut quals = Vec::new();
+        for qual in conjuncts {
+            let Some(clause) = simple_clause(qual, columns).filter(|c| c.column == column) else {
+                continue;
+            };
+            let these = match clause.test {
+                ClauseTest::IsNull => {
+                    // IS NULL alone: any range beside it stays in the filter.
+                    keys = Some(KeySet::Nulls);
+                    quals = vec![qual.clone()];
+                    break;
+                }
+                ClauseTest::Compare(CompareOp::Ne, _) | ClauseTest::IsNotNull => continue,
+                ClauseTest::Compare(op, value) => KeySet::of(op, value, kind),
+            };
+            keys = Some(match keys {
+                None => these,
+                Some(k) => k.intersect(these),
+            });
+            quals.push(qual.clone());
+        }
+        Some(IndexCond {
+            index: index.clone(),
+            column,
+            kind,
+            keys: keys?,
+            quals,
+        })
+    }
+
+    /// A scan of `index` (this condition's index) for the condition's keys.
+    pub fn scan<'a>(&self, index: &BtreeIndex, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
+        match &self.keys {
+            KeySet::Nulls => index.scan_nulls(acct),
+            KeySet::Range { lower, upper } => index.scan_range(
+                lower.as_ref().map(datum_of),
+                upper.as_ref().map(datum_of),
+                acct,
+            ),
+        }
+    }
+
+    /// The test a Bitmap Heap Scan rechecks this condition's rows with.
+    pub fn key_test(&self) -> KeyTest {
+        let key = |v: &StatValue| {
+            Key::bound_for(self.kind, datum_of(v))
+                .map(Key::into_owned)
+                .expect("comparable_value admits only values the index compares with")
+        };
+        let bound = |b: &Bound<StatValue>| match b {
+            Bound::Included(v) => Bound::Included(key(v)),
+            Bound::Excluded(v) => Bound::Excluded(key(v)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let range = match &self.keys {
+            KeySet::Nulls => None,
+            KeySet::Range { lower, upper } => Some((bound(lower), bound(upper))),
+        };
+        KeyTest::Keys {
+            column: self.column,
+            kind: self.kind,
+            range,
+        }
+    }
+}
+
+/// A test of a heap tuple by index keys: a Bitmap Heap Scan's recheck of lossy pages.
+#[derive(Clone, Debug)]
+pub enum KeyTest {
+    /// Column `column`'s value lies in the range, or is NULL when `range` is `None`.
+    Keys {
+        column: usize,
+        kind: KeyKind,
+        range: Option<(Bound<Key<'static>>, Bound<Key<'static>>)>,
+    },
+    All(Vec<KeyTest>),
+    Any(Vec<KeyTest>),
+}
+
+impl KeyTest {
+    /// Whether the tuple passes.
+    pub fn matches(&self, layout: &TupleLayout, tuple: &[u8]) -> PgResult<bool> {
+        match self {
+            KeyTest::Keys {
+                column,
+                kind,
+                range,
+            } => {
+                let value = Key::from_datum(layout.datum(tuple, *column)?);
+                let Some((lower, upper)) = range else {
+                    return Ok(value.is_null());
+                };
+                if value.is_null() {
+                    return Ok(false);
+                }
+                let cmp = |bound: &Key| key::compare(*kind, &value, bound);
+                use std::cmp::Ordering::*;
+                let above_lower = match lower {
+                    Bound::Unbounded => true,
+                    Bound::Included(k) => cmp(k) != Less,
+                    Bound::Excluded(k) => cmp(k) == Greater,
+                };
+                let below_upper = match upper {
+                    Bound::Unbounded => true,
+                    Bound::Included(k) => cmp(k) != Greater,
+                    Bound::Excluded(k) => cmp(k) == Less,
+                };
+                Ok(above_lower && below_upper)
+            }
+            KeyTest::All(tests) => {
+                for t in tests {
+                    if !t.matches(layout, tuple)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            KeyTest::Any(tests) => {
+                for t in tests {
+                    if t.matches(layout, tuple)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+        }
+    }
+}
+
+/// The conjuncts of `e` (`a AND (b AND c)` is `[a, b, c]`).
+pub fn conjuncts(e: &Arc<dyn PhysicalExpr>) -> Vec<Arc<dyn PhysicalExpr>> {
+    flatten(e, Operator::And)
+}
+
+/// The arms of an OR (`a OR (b OR c)` is `[a, b, c]`); `None` when `e` is not an OR.
+pub fn or_arms(e: &Arc<dyn PhysicalExpr>) -> Option<Vec<Arc<dyn PhysicalExpr>>> {
+    let b = e.as_ref().downcast_ref::<BinaryExpr>()?;
+    (*b.op() == Operator::Or).then(|| flatten(e, Operator::Or))
+}
+
+fn flatten(e: &Arc<dyn PhysicalExpr>, op: Operator) -> Vec<Arc<dyn PhysicalExpr>> {
+    match e.as_ref().downcast_ref::<BinaryExpr>() {
+        Some(b) if *b.op() == op => {
+            let mut out = flatten(b.left(), op);
+            out.extend(flatten(b.right(), op));
+            out
+        }
+        _ => vec![e.clone()],
+    }
+}
+
+/// The AND of `quals` as one expression (`None` for none).
+pub fn conjunction(quals: &[Arc<dyn PhysicalExpr>]) -> Option<Arc<dyn PhysicalExpr>> {
+    quals
+        .iter()
+        .cloned()
+        .reduce(|acc, q| Arc::new(BinaryExpr::new(acc, Operator::And, q)) as Arc<dyn PhysicalExpr>)
+}

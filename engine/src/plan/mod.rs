@@ -1,0 +1,97 @@
+//! The planner of a table scan: which of Seq Scan, Index Scan and Bitmap Heap Scan (over one
+//! index, a BitmapAnd or a BitmapOr) reads a table for a query's WHERE clause, chosen by
+//! PostgreSQL 18's cost model.
+//!
+//! # Where it runs
+//!
+//! DataFusion plans the query; when it reaches a table it calls `HeapTable::scan` with the
+//! WHERE clause's conjuncts, which the table accepted as `Inexact` pushdowns: DataFusion keeps
+//! a `FilterExec` with every conjunct above whatever scan is returned, so a scan only has to
+//! return a superset of the matching rows. That is what makes an index usable without any
+//! risk to the answer: the index narrows the rows, the filter above decides.
+//!
+//! # The steps (one module each)
+//!
+//! 1. [`index_cond`]: which conjuncts an index can answer — `col op const` (`=`, `<`, `<=`,
+//!    `>`, `>=`, either way round, through casts of the constant), `col IS NULL`, and ORs
+//!    whose every arm is such a condition — as key ranges of a B-tree on that column.
+//! 2. [`selectivity`]: the fraction of rows each conjunct keeps, from `pg_stats` (MCVs,
+//!    histogram, null fraction, n_distinct) or PostgreSQL's defaults when the table has not
+//!    been analyzed.
+//! 3. [`cost`]: PostgreSQL's `costsize.c` formulas for each kind of path.
+//! 4. [`paths`]: the candidate paths, their costs, the choice (paths an `enable_* = off`
+//!    setting disables lose to every enabled one, as PostgreSQL 18 counts disabled nodes
+//!    before cost), and the execution plan of the winner.
+//!
+//! Each chosen node carries its [`PathEstimate`] for EXPLAIN's `(cost=… rows=… width=…)`.
+
+pub mod cost;
+pub mod index_cond;
+pub mod paths;
+pub mod selectivity;
+
+use iolab_settings::SessionSettings;
+
+/// What the planner estimated for one plan node, in PostgreSQL's units.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PathEstimate {
+    pub startup_cost: f64,
+    pub total_cost: f64,
+    pub rows: f64,
+    pub width: i32,
+    /// The path is one an `enable_* = off` setting disabled (PostgreSQL 18 prints
+    /// `Disabled: true` under such a node); it was chosen because nothing else could be.
+    pub disabled: bool,
+}
+
+/// The session's planner settings: PostgreSQL's cost constants and the `enable_*` switches,
+/// captured at the start of a statement.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlannerSettings {
+    pub seq_page_cost: f64,
+    pub random_page_cost: f64,
+    pub cpu_tuple_cost: f64,
+    pub cpu_index_tuple_cost: f64,
+    pub cpu_operator_cost: f64,
+    /// In pages.
+    pub effective_cache_size: f64,
+    pub work_mem_bytes: f64,
+    pub enable_seqscan: bool,
+    pub enable_indexscan: bool,
+    pub enable_bitmapscan: bool,
+}
+
+impl PlannerSettings {
+    pub fn from_settings(s: &SessionSettings) -> PlannerSettings {
+        PlannerSettings {
+            seq_page_cost: s.seq_page_cost(),
+            random_page_cost: s.random_page_cost(),
+            cpu_tuple_cost: s.cpu_tuple_cost(),
+            cpu_index_tuple_cost: s.cpu_index_tuple_cost(),
+            cpu_operator_cost: s.cpu_operator_cost(),
+            effective_cache_size: s.effective_cache_size_blocks() as f64,
+            work_mem_bytes: s.work_mem_kb() as f64 * 1024.0,
+            enable_seqscan: s.enable_seqscan(),
+            enable_indexscan: s.enable_indexscan(),
+            enable_bitmapscan: s.enable_bitmapscan(),
+        }
+    }
+}
+
+impl Default for PlannerSettings {
+    /// PostgreSQL 18's defaults.
+    fn default() -> PlannerSettings {
+        PlannerSettings {
+            seq_page_cost: 1.0,
+            random_page_cost: 4.0,
+            cpu_tuple_cost: 0.01,
+            cpu_index_tuple_cost: 0.005,
+            cpu_operator_cost: 0.0025,
+            effective_cache_size: 524288.0,
+            work_mem_bytes: 4.0 * 1024.0 * 1024.0,
+            enable_seqscan: true,
+            enable_indexscan: true,
+            enable_bitmapscan: true,
+        }
+    }
+}

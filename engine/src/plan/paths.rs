@@ -1,0 +1,504 @@
+//! Choosing how to read one table: the candidate paths, their costs, the winner's plan.
+//!
+//! # Candidates
+//!
+//! * **Seq Scan**, always.
+//! * For each usable index with conditions among the conjuncts ([`IndexCond::find`]): a
+//!   plain **Index Scan**, and the index as a bitmap leaf.
+//! * For each conjunct that is an OR whose every arm has an index condition (the arm's
+//!   conjuncts, each arm using its cheapest index): a **BitmapOr** of those leaves.
+//! * The bitmap leaves and ORs are combined as PostgreSQL's `choose_bitmap_and` does: sort
+//!   them by the cost of a Bitmap Heap Scan over each alone; from each one in turn, add
+//!   the others in that order, keeping each that lowers the heap scan's cost and does not
+//!   repeat a condition already used; the cheapest result (one leaf, or a **BitmapAnd**)
+//!   is the **Bitmap Heap Scan** candidate.
+//!
+//! # Choice
+//!
+//! The cheapest total cost wins among the paths no `enable_* = off` setting disables
+//! (`enable_seqscan`, `enable_indexscan` for plain index scans, `enable_bitmapscan` for
+//! bitmap heap scans; a Bitmap Index Scan is never disabled, as in PostgreSQL). PostgreSQL
+//! 18 compares the count of disabled nodes before the cost, so a disabled path is chosen
+//! only when every path is disabled — then the cheapest of them, marked `disabled` in its
+//! estimate. Startup cost and LIMIT do not enter the choice (iolab plans the scan before
+//! it knows of a LIMIT above its filter).
+//!
+//! Every path returns a superset of the rows the conjuncts accept and DataFusion's filter
+//! above the scan decides, so the choice changes the work, never the answer.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::ExecutionPlan;
+use iolab_catalog::{IndexDef, PgResult, TableDef};
+
+use crate::btree::BtreeIndex;
+use crate::exec::bitmap_scan::{
+    BitmapCombineExec, BitmapHeapScanExec, BitmapIndexScanExec, BitmapPlan, RecheckFactory, TidScan,
+};
+use crate::exec::context::StatementContext;
+use crate::exec::index_scan::IndexScanExec;
+use crate::exec::scan::HeapScanExec;
+use crate::heap::bitmap_heap::Recheck;
+use crate::plan::cost::{self, BitmapCost, Cost, IndexPartCost, IndexSize, TableSize};
+use crate::plan::index_cond::{conjuncts, or_arms, usable_index, IndexCond, KeyTest};
+use crate::plan::selectivity::{clamp_rows, clauselist_selectivity, RelStats};
+use crate::plan::{PathEstimate, PlannerSettings};
+use crate::Database;
+
+/// The width PostgreSQL gives the `ctid` column.
+const CTID_WIDTH: i32 = 6;
+
+/// The bound on the starting points `choose_bitmap_and` tries (PostgreSQL's is 100 too).
+const MAX_BITMAP_AND_STARTS: usize = 100;
+
+/// A scan to plan: the table, the columns it returns, the conjuncts DataFusion pushed down.
+pub struct ScanRequest<'a> {
+    pub db: &'a Arc<Database>,
+    pub table: &'a TableDef,
+    /// The table's columns as DataFusion sees them (with `ctid` when the statement names it).
+    pub table_schema: SchemaRef,
+    /// Table column numbers of the output.
+    pub projection: Vec<usize>,
+    /// The pushed-down conjuncts, over `table_schema`.
+    pub quals: Vec<Arc<dyn PhysicalExpr>>,
+    pub limit: Option<usize>,
+}
+
+/// A usable index of the table.
+#[derive(Debug)]
+struct TableIndex {
+    btree: BtreeIndex,
+    size: IndexSize,
+}
+
+/// One index with conditions, costed.
+#[derive(Clone, Debug)]
+struct IndexPath {
+    cond: IndexCond,
+    index: Arc<TableIndex>,
+    part: IndexPartCost,
+}
+
+/// A bitmap tree and what it stands for.
+#[derive(Clone, Debug)]
+enum BitmapTree {
+    Index(Arc<IndexPath>),
+    And(Vec<BitmapTree>),
+    Or(Vec<BitmapTree>),
+}
+
+#[derive(Clone, Debug)]
+struct BitmapPath {
+    tree: BitmapTree,
+    cost: BitmapCost,
+    /// The conjuncts the bitmap guarantees (its `Recheck Cond:`).
+    covered: Vec<Arc<dyn PhysicalExpr>>,
+}
+
+#[derive(Debug)]
+enum Access {
+    Seq,
+    Index(Arc<IndexPath>),
+    Bitmap(BitmapPath),
+}
+
+#[derive(Debug)]
+struct Candidate {
+    access: Access,
+    cost: Cost,
+    disabled: bool,
+}
+
+/// What the paths of one table share.
+struct Rel<'a> {
+    p: PlannerSettings,
+    table: TableSize,
+    stats: RelStats,
+    /// Rows after every conjunct.
+    rows: f64,
+    quals: &'a [Arc<dyn PhysicalExpr>],
+    /// The cost per row of all the conjuncts.
+    qual_cost: f64,
+}
+
+impl Rel<'_> {
+    fn bitmap_heap_cost(&self, bitmap: &BitmapCost) -> Cost {
+        cost::bitmap_heap_scan(&self.p, &self.table, bitmap, self.qual_cost)
+    }
+
+    fn rows_of(&self, selectivity: f64) -> f64 {
+        clamp_rows(selectivity * self.table.tuples)
+    }
+}
+
+/// Plans the scan of `req.table` (see the module comment).
+pub fn plan_scan(
+    stmt: &StatementContext,
+    req: ScanRequest<'_>,
+) -> PgResult<Arc<dyn ExecutionPlan>> {
+    let def = req.table;
+    let blocks = req.db.table_blocks(def)?;
+    let (pages, tuples) = cost::relation_size(def, blocks);
+    let stats = RelStats::new(def, tuples, req.db.catalog.table_statistics(def.oid));
+    let p = stmt.planner;
+    let rel = Rel {
+        p,
+        table: TableSize { pages, tuples },
+        rows: clamp_rows(tuples * clauselist_selectivity(&req.quals, &stats)),
+        qual_cost: cost::qual_cost(&p, &req.quals),
+        stats,
+        quals: &req.quals,
+    };
+    let width = output_width(def, &rel.stats, &req.projection);
+
+    let indexes = table_indexes(stmt, &req, &rel)?;
+    let index_paths: Vec<Arc<IndexPath>> = indexes
+        .iter()
+        .filter_map(|index| {
+            let cond = IndexCond::find(&index.0, &def.columns, &req.quals)?;
+            Some(Arc::new(costed(&rel, cond, &index.1)))
+        })
+        .collect();
+    let mut candidates = vec![Candidate {
+        access: Access::Seq,
+        cost: cost::seq_scan(&p, pages, tuples, rel.qual_cost),
+        disabled: !p.enable_seqscan,
+    }];
+    for path in &index_paths {
+        let unanswered: Vec<_> = req
+            .quals
+            .iter()
+            .filter(|q| !path.cond.quals.iter().any(|c| Arc::ptr_eq(c, q)))
+            .cloned()
+            .collect();
+        let correlation = rel
+            .stats
+            .column(path.cond.column)
+            .and_then(|s| s.correlation)
+            .unwrap_or(0.0) as f64;
+        candidates.push(Candidate {
+            access: Access::Index(path.clone()),
+            cost: cost::index_scan(
+                &p,
+                &rel.table,
+                &path.index.size,
+                &path.part,
+                correlation,
+                cost::qual_cost(&p, &unanswered),
+            ),
+            disabled: !p.enable_indexscan,
+        });
+    }
+    if let Some(bitmap) = choose_bitmap(&rel, &index_paths, &indexes, def) {
+        candidates.push(Candidate {
+            cost: rel.bitmap_heap_cost(&bitmap.cost),
+            access: Access::Bitmap(bitmap),
+            disabled: !p.enable_bitmapscan,
+        });
+    }
+    let mut best = 0;
+    for (i, c) in candidates.iter().enumerate() {
+        let b = &candidates[best];
+        if (c.disabled, c.cost.total) < (b.disabled, b.cost.total) {
+            best = i;
+        }
+    }
+    for c in &candidates {
+        tracing::debug!(
+            "planner: {}: {} cost={:.2}..{:.2} rows={}{}",
+            def.name,
+            describe(&c.access),
+            c.cost.startup,
+            c.cost.total,
+            rel.rows,
+            if c.disabled { " (disabled)" } else { "" }
+        );
+    }
+    let chosen = candidates.swap_remove(best);
+    let estimate = PathEstimate {
+        startup_cost: chosen.cost.startup,
+        total_cost: chosen.cost.total,
+        rows: rel.rows,
+        width,
+        disabled: chosen.disabled,
+    };
+    tracing::debug!("planner: {}: chose {}", def.name, describe(&chosen.access));
+    Ok(match chosen.access {
+        Access::Seq => Arc::new(
+            HeapScanExec::new(
+                req.db.clone(),
+                def.clone(),
+                req.table_schema,
+                req.projection,
+                req.limit,
+            )
+            .with_estimate(estimate),
+        ),
+        Access::Index(path) => Arc::new(
+            IndexScanExec::new(
+                req.db.clone(),
+                def.clone(),
+                req.table_schema,
+                req.projection,
+                path.cond.clone(),
+            )
+            .with_estimate(estimate),
+        ),
+        Access::Bitmap(bitmap) => {
+            let test = key_test(&bitmap.tree);
+            let recheck: RecheckFactory = Arc::new(move || {
+                let test = test.clone();
+                Box::new(move |layout: &_, tuple: &[u8]| test.matches(layout, tuple)) as Recheck
+            });
+            Arc::new(
+                BitmapHeapScanExec::new(
+                    req.db.clone(),
+                    def.clone(),
+                    req.table_schema,
+                    req.projection,
+                    bitmap_plan(&rel, &bitmap.tree),
+                    p.work_mem_bytes as usize,
+                )
+                .with_recheck(bitmap.covered, recheck)
+                .with_limit(req.limit)
+                .with_estimate(estimate),
+            )
+        }
+    })
+}
+
+/// `Seq Scan`, `Index Scan using i`, `Bitmap Heap Scan (And(i, j))` for the debug log.
+fn describe(access: &Access) -> String {
+    fn tree(t: &BitmapTree) -> String {
+        let list = |ts: &[BitmapTree]| ts.iter().map(tree).collect::<Vec<_>>().join(", ");
+        match t {
+            BitmapTree::Index(i) => i.cond.index.name.clone(),
+            BitmapTree::And(ts) => format!("And({})", list(ts)),
+            BitmapTree::Or(ts) => format!("Or({})", list(ts)),
+        }
+    }
+    match access {
+        Access::Seq => "Seq Scan".into(),
+        Access::Index(i) => format!("Index Scan using {}", i.cond.index.name),
+        Access::Bitmap(b) => format!("Bitmap Heap Scan ({})", tree(&b.tree)),
+    }
+}
+
+/// The width of the output rows: each column's `avg_width` from `pg_stats`, or its type's
+/// assumed width.
+fn output_width(def: &TableDef, stats: &RelStats, projection: &[usize]) -> i32 {
+    projection
+        .iter()
+        .map(|&c| match def.columns.get(c) {
+            None => CTID_WIDTH,
+            Some(col) => stats
+                .column(c)
+                .map(|s| s.avg_width)
+                .unwrap_or(cost::column_width(&col.ty) as i32),
+        })
+        .sum()
+}
+
+/// The planner's view of an index's size; reads its meta page for the tree's height.
+fn index_size(btree: &BtreeIndex, rel: &Rel<'_>, stmt: &StatementContext) -> PgResult<IndexSize> {
+    let mut acct = stmt.new_account();
+    let meta = btree.meta(&mut acct)?;
+    acct.flush();
+    Ok(IndexSize {
+        pages: btree.nblocks() as f64,
+        tuples: rel.table.tuples,
+        height: meta.fastlevel,
+    })
+}
+
+/// The table's usable indexes, each with its size (the meta page read for the height).
+fn table_indexes(
+    stmt: &StatementContext,
+    req: &ScanRequest<'_>,
+    rel: &Rel<'_>,
+) -> PgResult<Vec<(IndexDef, Arc<TableIndex>)>> {
+    let mut indexes = Vec::new();
+    for def in req.db.catalog.indexes_of(req.table.oid) {
+        if !usable_index(&def) {
+            continue;
+        }
+        let btree = BtreeIndex::open(req.db, &def)?;
+        let size = index_size(&btree, rel, stmt)?;
+        indexes.push((def, Arc::new(TableIndex { btree, size })));
+    }
+    Ok(indexes)
+}
+
+/// An index path for `cond` on `index`, costed.
+fn costed(rel: &Rel<'_>, cond: IndexCond, index: &Arc<TableIndex>) -> IndexPath {
+    let selectivity = clauselist_selectivity(&cond.quals, &rel.stats);
+    let part = cost::btree_index_part(&rel.p, &index.size, selectivity, cond.quals.len());
+    IndexPath {
+        cond,
+        index: index.clone(),
+        part,
+    }
+}
+
+/// The Bitmap Heap Scan candidate (see the module comment), if any index helps.
+fn choose_bitmap(
+    rel: &Rel<'_>,
+    index_paths: &[Arc<IndexPath>],
+    indexes: &[(IndexDef, Arc<TableIndex>)],
+    def: &TableDef,
+) -> Option<BitmapPath> {
+    let leaf = |path: &Arc<IndexPath>| BitmapPath {
+        tree: BitmapTree::Index(path.clone()),
+        cost: cost::bitmap_index(&rel.p, &path.part, rel.rows),
+        covered: path.cond.quals.clone(),
+    };
+    let mut options: Vec<BitmapPath> = index_paths.iter().map(leaf).collect();
+    for qual in rel.quals {
+        if let Some(or) = bitmap_or(rel, qual, indexes, def) {
+            options.push(or);
+        }
+    }
+    if options.len() <= 1 {
+        return options.pop();
+    }
+    let heap_cost = |b: &BitmapPath| rel.bitmap_heap_cost(&b.cost).total;
+    options.sort_by(|a, b| heap_cost(a).total_cmp(&heap_cost(b)));
+    let mut best: Option<(f64, BitmapPath)> = None;
+    for start in 0..options.len().min(MAX_BITMAP_AND_STARTS) {
+        let mut chosen = vec![options[start].clone()];
+        let mut so_far = heap_cost(&options[start]);
+        for (j, other) in options.iter().enumerate() {
+            let repeats = chosen
+                .iter()
+                .flat_map(|c| &c.covered)
+                .any(|q| other.covered.iter().any(|o| Arc::ptr_eq(o, q)));
+            if j == start || repeats {
+                continue;
+            }
+            let mut with = chosen.clone();
+            with.push(other.clone());
+            let combined = and_of(rel, with.clone());
+            let cost = heap_cost(&combined);
+            if cost < so_far {
+                chosen = with;
+                so_far = cost;
+            }
+        }
+        if best.as_ref().is_none_or(|(c, _)| so_far < *c) {
+            best = Some((so_far, and_of(rel, chosen)));
+        }
+    }
+    best.map(|(_, b)| b)
+}
+
+/// One bitmap path of `parts`: the part itself, or their BitmapAnd.
+fn and_of(rel: &Rel<'_>, mut parts: Vec<BitmapPath>) -> BitmapPath {
+    if parts.len() == 1 {
+        return parts.pop().expect("one part");
+    }
+    let costs: Vec<BitmapCost> = parts.iter().map(|b| b.cost).collect();
+    BitmapPath {
+        cost: cost::bitmap_and(&rel.p, &costs),
+        covered: parts.iter().flat_map(|b| b.covered.clone()).collect(),
+        tree: BitmapTree::And(parts.into_iter().map(|b| b.tree).collect()),
+    }
+}
+
+/// A BitmapOr for `qual` if it is an OR whose every arm has an index condition.
+fn bitmap_or(
+    rel: &Rel<'_>,
+    qual: &Arc<dyn PhysicalExpr>,
+    indexes: &[(IndexDef, Arc<TableIndex>)],
+    def: &TableDef,
+) -> Option<BitmapPath> {
+    let arms = or_arms(qual)?;
+    let mut trees = Vec::new();
+    let mut costs = Vec::new();
+    for arm in &arms {
+        let arm_quals = conjuncts(arm);
+        let best = indexes
+            .iter()
+            .filter_map(|(index, table_index)| {
+                let cond = IndexCond::find(index, &def.columns, &arm_quals)?;
+                let arm_path = costed(rel, cond, table_index);
+                let c = cost::bitmap_index(&rel.p, &arm_path.part, rel.rows);
+                Some((c, arm_path))
+            })
+            .min_by(|a, b| a.0.cost.total_cmp(&b.0.cost))?;
+        costs.push(best.0);
+        trees.push(BitmapTree::Index(Arc::new(best.1)));
+    }
+    Some(BitmapPath {
+        cost: cost::bitmap_or(&rel.p, &costs),
+        tree: BitmapTree::Or(trees),
+        covered: vec![qual.clone()],
+    })
+}
+
+/// The recheck of a bitmap tree's conditions.
+fn key_test(tree: &BitmapTree) -> KeyTest {
+    match tree {
+        BitmapTree::Index(path) => path.cond.key_test(),
+        BitmapTree::And(ts) => KeyTest::All(ts.iter().map(key_test).collect()),
+        BitmapTree::Or(ts) => KeyTest::Any(ts.iter().map(key_test).collect()),
+    }
+}
+
+/// The execution nodes of a bitmap tree, each with its estimate.
+fn bitmap_plan(rel: &Rel<'_>, tree: &BitmapTree) -> Arc<dyn BitmapPlan> {
+    let node_estimate = |startup: f64, total: f64, selectivity: f64| PathEstimate {
+        startup_cost: startup,
+        total_cost: total,
+        rows: rel.rows_of(selectivity),
+        width: 0,
+        disabled: false,
+    };
+    match tree {
+        BitmapTree::Index(path) => {
+            let cond = path.cond.clone();
+            let btree = path.index.btree.clone();
+            let scan: TidScan = Arc::new(move |_stmt, acct, bitmap| {
+                let tids = cond.scan(&btree, acct)?;
+                bitmap.try_add_tuples(tids, false).map(|_| ())
+            });
+            Arc::new(
+                BitmapIndexScanExec::new(&path.cond.index.name, path.cond.quals.clone(), scan)
+                    .with_estimate(node_estimate(0.0, path.part.total, path.part.selectivity)),
+            )
+        }
+        BitmapTree::And(ts) | BitmapTree::Or(ts) => {
+            let children: Vec<Arc<dyn BitmapPlan>> =
+                ts.iter().map(|t| bitmap_plan(rel, t)).collect();
+            let costs: Vec<BitmapCost> = ts.iter().map(|t| tree_cost(rel, t)).collect();
+            let (node, c) = if matches!(tree, BitmapTree::And(_)) {
+                (
+                    BitmapCombineExec::and(children),
+                    cost::bitmap_and(&rel.p, &costs),
+                )
+            } else {
+                (
+                    BitmapCombineExec::or(children),
+                    cost::bitmap_or(&rel.p, &costs),
+                )
+            };
+            Arc::new(node.with_estimate(node_estimate(c.cost, c.cost, c.selectivity)))
+        }
+    }
+}
+
+/// `cost_bitmap_tree_node` of a tree.
+fn tree_cost(rel: &Rel<'_>, tree: &BitmapTree) -> BitmapCost {
+    match tree {
+        BitmapTree::Index(path) => cost::bitmap_index(&rel.p, &path.part, rel.rows),
+        BitmapTree::And(ts) => {
+            let costs: Vec<_> = ts.iter().map(|t| tree_cost(rel, t)).collect();
+            cost::bitmap_and(&rel.p, &costs)
+        }
+        BitmapTree::Or(ts) => {
+            let costs: Vec<_> = ts.iter().map(|t| tree_cost(rel, t)).collect();
+            cost::bitmap_or(&rel.p, &costs)
+        }
+    }
+}
