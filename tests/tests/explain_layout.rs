@@ -1,4 +1,5 @@
-//! EXPLAIN's text layout against PostgreSQL 18's, line by line, with numbers normalised;
+//! EXPLAIN's text layout of Seq Scan, Aggregate and Bitmap Heap Scan against PostgreSQL
+//! 18's, line by line, with numbers normalised;
 //! FORMAT JSON's keys; and the I/O lines iolab adds (`I/O Latency:`, EXPLAIN (IO)'s
 //! `Prefetch:` / `I/O:`), on a real server with a cold buffer pool.
 //!
@@ -90,7 +91,7 @@ async fn load(client: &Client) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn seq_scan_and_aggregate_layouts() {
+async fn seq_scan_aggregate_and_bitmap_heap_scan_layouts() {
     let server = TestServer::start_with("explain-layout", &["-c", "io_method=sync"]);
     let client = server.client().await;
     load(&client).await;
@@ -166,6 +167,40 @@ async fn seq_scan_and_aggregate_layouts() {
         !cached.iter().any(|l| l.contains("I/O Latency")),
         "{cached:#?}"
     );
+
+    // final_capture.out [B]: with an index on `a`, a Bitmap Heap Scan, index cached, heap
+    // cold.
+    client
+        .batch_execute(
+            "CREATE INDEX t_a_idx ON t(a); VACUUM ANALYZE t;
+             SET max_parallel_workers_per_gather = 0; SET effective_io_concurrency = 0;",
+        )
+        .await
+        .unwrap();
+    let query = "SELECT * FROM t WHERE a < 140 AND filler > 'fffffff'";
+    plan(&client, &format!("EXPLAIN ANALYZE {query}")).await;
+    evict(&client, "t").await;
+    let bitmap = plan(
+        &client,
+        &format!("EXPLAIN (ANALYZE, SETTINGS, BUFFERS, COSTS OFF) {query}"),
+    )
+    .await;
+    assert_eq!(
+        normalised(&bitmap),
+        expected(include_str!(
+            "../../server/src/explain/testdata/layout_bitmap_heap_scan.txt"
+        )),
+        "{bitmap:#?}"
+    );
+    // The heap scan read its blocks (latency line); the cached index did not.
+    let index = bitmap
+        .iter()
+        .position(|l| l.contains("Bitmap Index Scan"))
+        .unwrap();
+    assert!(bitmap[..index]
+        .iter()
+        .any(|l| l.starts_with("  I/O Latency: read p50=")));
+    assert!(!bitmap[index..].iter().any(|l| l.contains("I/O Latency")));
 }
 
 /// EXPLAIN (IO) on a Seq Scan: its read stream's figures follow effective_io_concurrency;

@@ -9,6 +9,7 @@
 //! | `BitmapHeapScanExec`                         | `Bitmap Heap Scan on t` with `Recheck Cond:`, `Heap Blocks:` |
 //! | `BitmapIndexScanExec`                        | `Bitmap Index Scan on i` with `Index Cond:`, `Index Searches:` |
 //! | `BitmapCombineExec`                          | `BitmapAnd` / `BitmapOr` (members below it) |
+//! | `IndexScanExec`                              | `Index Scan using i on t` with `Index Cond:`, `Index Searches:` |
 //! | `FilterExec` over a node                     | that node's `Filter:` line (and `Rows Removed by Filter`); over a bitmap or index scan, without the conjuncts its index condition already guarantees |
 //! | `AggregateExec` Final over Partial (or Single) | one `Aggregate`; with GROUP BY `HashAggregate` (`GroupAggregate` on sorted input) and `Group Key:` |
 //! | `SortExec`                                   | `Sort` with `Sort Key:`; with a fetch, a `Limit` above it |
@@ -67,7 +68,10 @@ use iolab_catalog::{PgType, TableDef};
 use iolab_engine::exec::bitmap_scan::{
     BitmapCombine, BitmapCombineExec, BitmapHeapScanExec, BitmapIndexScanExec,
 };
+use iolab_engine::exec::index_scan::IndexScanExec;
 use iolab_engine::exec::scan::HeapScanExec;
+use iolab_engine::exec::table::table_schema;
+use iolab_engine::plan::PathEstimate;
 use iolab_engine::Database;
 use iolab_settings::quote_identifier;
 
@@ -340,7 +344,11 @@ impl<'a> Mapper<'a> {
                 node_type: "Seq Scan".into(),
                 text_name: "Seq Scan".into(),
                 relation: Some(self.relation(inner.as_ref(), &scan.table)),
-                costs: with_costs(costs::seq_scan(p, pages, tuples, width)),
+                costs: with_costs(
+                    planner_estimate(inner.as_ref())
+                        .unwrap_or_else(|| costs::seq_scan(p, pages, tuples, width)),
+                ),
+                disabled: planner_disabled(inner.as_ref()),
                 actual,
                 details: self.read_stream_details(inner.as_ref()),
                 ..Default::default()
@@ -352,7 +360,8 @@ impl<'a> Mapper<'a> {
             let alias = self.alias(inner.as_ref(), &scan.table.name);
             let child = self.bitmap_tree(inner.children()[0], &scan.table, &alias);
             let mut details = Vec::new();
-            if let Some(cond) = self.recheck_cond(scan, &alias) {
+            let recheck = scan.recheck_cond.as_slice();
+            if let Some(cond) = self.table_qual(recheck, &scan.table, &alias) {
                 details.push(Detail::Expr {
                     label: "Recheck Cond",
                     text: cond,
@@ -378,6 +387,39 @@ impl<'a> Mapper<'a> {
                 actual,
                 details,
                 children: vec![outer(child)],
+                ..Default::default()
+            };
+            return self.finish_scan(node, inner.as_ref());
+        }
+
+        if let Some(scan) = inner.downcast_ref::<IndexScanExec>() {
+            let alias = self.alias(inner.as_ref(), &scan.table.name);
+            let mut details = Vec::new();
+            if let Some(cond) = self.table_qual(&scan.index_quals, &scan.table, &alias) {
+                details.push(Detail::Expr {
+                    label: "Index Cond",
+                    text: cond,
+                });
+                // A B-tree never asks for a recheck: always 0, printed in structured
+                // formats as PostgreSQL does.
+                details.push(Detail::Removed {
+                    label: "Rows Removed by Index Recheck",
+                    rows: 0.0,
+                });
+            }
+            details.extend(self.index_searches(inner.as_ref(), actual));
+            let node = PlanNode {
+                node_type: "Index Scan".into(),
+                text_name: "Index Scan".into(),
+                index: Some(IndexTarget {
+                    name: scan.index_name.clone(),
+                    scan_direction: Some("Forward"),
+                }),
+                relation: Some(self.relation(inner.as_ref(), &scan.table)),
+                costs: with_costs(planner_estimate(inner.as_ref()).unwrap_or_default()),
+                disabled: planner_disabled(inner.as_ref()),
+                actual,
+                details,
                 ..Default::default()
             };
             return self.finish_scan(node, inner.as_ref());
@@ -763,7 +805,7 @@ impl<'a> Mapper<'a> {
         let disabled = planner_disabled(inner.as_ref());
         if let Some(index) = inner.downcast_ref::<BitmapIndexScanExec>() {
             let mut details = Vec::new();
-            if let Some(cond) = self.index_cond(index, table, alias) {
+            if let Some(cond) = self.table_qual(&index.index_quals, table, alias) {
                 details.push(Detail::Expr {
                     label: "Index Cond",
                     text: cond,
@@ -827,25 +869,51 @@ impl<'a> Mapper<'a> {
         })
     }
 
-    /// `Recheck Cond:` of a Bitmap Heap Scan.
-    fn recheck_cond(&self, scan: &BitmapHeapScanExec, _alias: &str) -> Option<String> {
-        scan.recheck_cond.clone()
-    }
-
-    /// `Index Cond:` of a Bitmap Index Scan over `table`.
-    fn index_cond(
+    /// Conditions over `table`'s columns (column i = table column i), AND-ed, as a scan's
+    /// own conditions read: qualified with the alias only with VERBOSE.
+    fn table_qual(
         &self,
-        index: &BitmapIndexScanExec,
-        _table: &TableDef,
-        _alias: &str,
+        quals: &[Arc<dyn PhysicalExpr>],
+        table: &TableDef,
+        alias: &str,
     ) -> Option<String> {
-        index.index_cond.clone()
+        let schema = table_schema(table, true);
+        let column = |i: usize| {
+            let name = schema
+                .fields()
+                .get(i)
+                .map(|f| quote_identifier(f.name()))
+                .unwrap_or_else(|| format!("${i}"));
+            if self.prefix_scan {
+                format!("{}.{name}", quote_identifier(alias))
+            } else {
+                name
+            }
+        };
+        deparse_qual(
+            quals,
+            &Input {
+                column: &column,
+                schema: &schema,
+            },
+        )
     }
 
-    /// The filter conjuncts, as written in `Filter:`, that a scan's index condition
-    /// guarantees.
-    fn covered_quals(&self, _scan: &dyn ExecutionPlan) -> Vec<String> {
-        Vec::new()
+    /// The filter conjuncts, as `Filter:` writes them, that a scan's index condition
+    /// guarantees: a Bitmap Heap Scan's or an Index Scan's `covered_quals()`.
+    fn covered_quals(&self, scan: &dyn ExecutionPlan) -> Vec<String> {
+        let (quals, table) = if let Some(s) = scan.downcast_ref::<BitmapHeapScanExec>() {
+            (s.covered_quals(), &s.table)
+        } else if let Some(s) = scan.downcast_ref::<IndexScanExec>() {
+            (s.covered_quals(), &s.table)
+        } else {
+            return Vec::new();
+        };
+        let alias = self.alias(scan, &table.name);
+        quals
+            .iter()
+            .filter_map(|q| self.table_qual(std::slice::from_ref(q), table, &alias))
+            .collect()
     }
 
     fn nested_loop(
@@ -1160,17 +1228,46 @@ fn scanned_table(plan: &dyn ExecutionPlan) -> Option<(&TableDef, &[usize])> {
     if let Some(scan) = plan.downcast_ref::<BitmapHeapScanExec>() {
         return Some((&scan.table, &scan.projection));
     }
+    if let Some(scan) = plan.downcast_ref::<IndexScanExec>() {
+        return Some((&scan.table, &scan.projection));
+    }
     None
 }
 
-/// The planner's estimate of a scan node, when the planner built it.
-fn planner_estimate(_plan: &dyn ExecutionPlan) -> Option<Costs> {
+/// The planner's estimate of a scan node, when the planner built it. It includes the
+/// node's filter (PostgreSQL's scan costs and rows do).
+fn path_estimate(plan: &dyn ExecutionPlan) -> Option<PathEstimate> {
+    if let Some(n) = plan.downcast_ref::<HeapScanExec>() {
+        return n.estimate();
+    }
+    if let Some(n) = plan.downcast_ref::<BitmapHeapScanExec>() {
+        return n.estimate();
+    }
+    if let Some(n) = plan.downcast_ref::<BitmapIndexScanExec>() {
+        return n.estimate();
+    }
+    if let Some(n) = plan.downcast_ref::<BitmapCombineExec>() {
+        return n.estimate();
+    }
+    if let Some(n) = plan.downcast_ref::<IndexScanExec>() {
+        return n.estimate();
+    }
     None
+}
+
+/// The planner's estimate as EXPLAIN's costs.
+fn planner_estimate(plan: &dyn ExecutionPlan) -> Option<Costs> {
+    path_estimate(plan).map(|e| Costs {
+        startup: e.startup_cost,
+        total: e.total_cost,
+        rows: e.rows,
+        width: i64::from(e.width),
+    })
 }
 
 /// Did the planner choose the node although an `enable_*` setting disabled it?
-fn planner_disabled(_plan: &dyn ExecutionPlan) -> bool {
-    false
+fn planner_disabled(plan: &dyn ExecutionPlan) -> bool {
+    path_estimate(plan).is_some_and(|e| e.disabled)
 }
 
 /// Not shown by EXPLAIN: nodes that only move, batch or project rows.
