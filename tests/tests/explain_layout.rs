@@ -201,6 +201,64 @@ async fn seq_scan_aggregate_and_bitmap_heap_scan_layouts() {
         .iter()
         .any(|l| l.starts_with("  I/O Latency: read p50=")));
     assert!(!bitmap[index..].iter().any(|l| l.contains("I/O Latency")));
+
+    // The same data in PostgreSQL 18.4 (same rows, same order, same page layout) gives
+    // these plans, numbers and all.
+    let exact = "EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF, TIMING OFF, SUMMARY OFF)";
+    assert_eq!(
+        plan(
+            &client,
+            &format!("{exact} SELECT * FROM t WHERE a = 42 AND filler < 'a'")
+        )
+        .await,
+        expected(
+            "Bitmap Heap Scan on t (actual rows=14.00 loops=1)
+  Recheck Cond: (a = 42)
+  Filter: (filler < 'a'::text)
+  Rows Removed by Filter: 6
+  Heap Blocks: exact=20
+  ->  Bitmap Index Scan on t_a_idx (actual rows=20.00 loops=1)
+        Index Cond: (a = 42)
+        Index Searches: 1"
+        )
+    );
+    assert_eq!(
+        plan(
+            &client,
+            &format!("{exact} SELECT * FROM t WHERE a < 10 OR a > 9990")
+        )
+        .await,
+        expected(
+            "Bitmap Heap Scan on t (actual rows=380.00 loops=1)
+  Recheck Cond: ((a < 10) OR (a > 9990))
+  Heap Blocks: exact=380
+  ->  BitmapOr (actual rows=0.00 loops=1)
+        ->  Bitmap Index Scan on t_a_idx (actual rows=200.00 loops=1)
+              Index Cond: (a < 10)
+              Index Searches: 1
+        ->  Bitmap Index Scan on t_a_idx (actual rows=180.00 loops=1)
+              Index Cond: (a > 9990)
+              Index Searches: 1"
+        )
+    );
+    client
+        .batch_execute("SET enable_bitmapscan = off")
+        .await
+        .unwrap();
+    assert_eq!(
+        plan(
+            &client,
+            &format!("{exact} SELECT * FROM t WHERE a = 42 AND filler < 'a'")
+        )
+        .await,
+        expected(
+            "Index Scan using t_a_idx on t (actual rows=14.00 loops=1)
+  Index Cond: (a = 42)
+  Filter: (filler < 'a'::text)
+  Rows Removed by Filter: 6
+  Index Searches: 1"
+        )
+    );
 }
 
 /// EXPLAIN (IO) on a Seq Scan: its read stream's figures follow effective_io_concurrency;

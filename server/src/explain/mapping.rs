@@ -338,16 +338,18 @@ impl<'a> Mapper<'a> {
         let upper = self.prefix_upper;
 
         if let Some(scan) = inner.downcast_ref::<HeapScanExec>() {
-            let blocks = self.db.table_blocks(&scan.table).unwrap_or(0);
-            let (pages, tuples) = costs::relation_size(&scan.table, blocks);
+            // Without the planner's estimate (a scan built outside the planner): the
+            // no-statistics formula.
+            let estimate = planner_estimate(inner.as_ref()).unwrap_or_else(|| {
+                let blocks = self.db.table_blocks(&scan.table).unwrap_or(0);
+                let (pages, tuples) = costs::relation_size(&scan.table, blocks);
+                costs::seq_scan(p, pages, tuples, width)
+            });
             let node = PlanNode {
                 node_type: "Seq Scan".into(),
                 text_name: "Seq Scan".into(),
                 relation: Some(self.relation(inner.as_ref(), &scan.table)),
-                costs: with_costs(
-                    planner_estimate(inner.as_ref())
-                        .unwrap_or_else(|| costs::seq_scan(p, pages, tuples, width)),
-                ),
+                costs: with_costs(estimate),
                 disabled: planner_disabled(inner.as_ref()),
                 actual,
                 details: self.read_stream_details(inner.as_ref()),
