@@ -241,6 +241,24 @@ async fn seq_scan_aggregate_and_bitmap_heap_scan_layouts() {
               Index Searches: 1"
         )
     );
+    // And the structured formats, byte for byte.
+    let structured = |format: &str, query: &str| {
+        format!(
+            "EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT {format}) \
+             SELECT * FROM t WHERE {query}"
+        )
+    };
+    let yaml = plan(&client, &structured("YAML", "a < 10 OR a > 9990")).await;
+    assert_eq!(
+        yaml[0].trim_end_matches('\n'),
+        include_str!("../../server/src/explain/testdata/bitmap_or.yaml").trim_end_matches('\n')
+    );
+    let xml = plan(&client, &structured("XML", "a = 42 AND filler < 'a'")).await;
+    assert_eq!(
+        xml[0].trim_end(),
+        include_str!("../../server/src/explain/testdata/bitmap_heap_scan_filter.xml").trim_end()
+    );
+
     client
         .batch_execute("SET enable_bitmapscan = off")
         .await
