@@ -831,7 +831,7 @@ impl HeapJob {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::atomic::AtomicBool;
 
     use datafusion::arrow::array::{Array, Int32Array};
@@ -852,7 +852,16 @@ mod tests {
     use crate::heap::bitmap_heap::tests::{eic_table, row, tids_where, EicTable};
     use crate::heap::codec::Datum;
 
-    fn task(t: &EicTable, eic: i32) -> Arc<TaskContext> {
+    pub(crate) fn task(t: &EicTable, eic: i32) -> Arc<TaskContext> {
+        task_with(t, eic, Default::default())
+    }
+
+    /// A statement's task context with `effective_io_concurrency = eic` and `planner`.
+    pub(crate) fn task_with(
+        t: &EicTable,
+        eic: i32,
+        planner: crate::plan::PlannerSettings,
+    ) -> Arc<TaskContext> {
         let stmt = StatementContext {
             db: t.db.clone(),
             snapshot: t.db.txns.snapshot(0, 0),
@@ -866,7 +875,7 @@ mod tests {
                 io_combine_limit: 16,
                 advice: ReadStreamAdvice::Pg18,
             },
-            planner: Default::default(),
+            planner,
             cancel: Arc::new(AtomicBool::new(false)),
             usage: Mutex::new(Default::default()),
         };
@@ -875,7 +884,7 @@ mod tests {
     }
 
     /// `a <op> v` over the table's schema.
-    fn a_is(op: Operator, v: i32) -> Arc<dyn PhysicalExpr> {
+    pub(crate) fn a_is(op: Operator, v: i32) -> Arc<dyn PhysicalExpr> {
         Arc::new(BinaryExpr::new(
             Arc::new(Column::new("a", 0)),
             op,
@@ -916,7 +925,7 @@ mod tests {
         .with_recheck(cond, recheck)
     }
 
-    async fn run(plan: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>) -> Vec<i32> {
+    pub(crate) async fn run(plan: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>) -> Vec<i32> {
         let batches = datafusion::physical_plan::collect(plan, task)
             .await
             .unwrap();
@@ -929,7 +938,7 @@ mod tests {
         a
     }
 
-    fn metric(plan: &dyn ExecutionPlan, name: &str) -> usize {
+    pub(crate) fn metric(plan: &dyn ExecutionPlan, name: &str) -> usize {
         plan.metrics()
             .unwrap()
             .sum_by_name(name)
@@ -937,7 +946,7 @@ mod tests {
     }
 
     /// The `a` values of the committed rows passing `test`, sorted.
-    fn expected(nrows: u64, test: fn(i32) -> bool) -> Vec<i32> {
+    pub(crate) fn expected(nrows: u64, test: fn(i32) -> bool) -> Vec<i32> {
         let mut a: Vec<i32> = (0..nrows).map(|i| row(i).0).filter(|&a| test(a)).collect();
         a.sort();
         a
@@ -1048,15 +1057,9 @@ mod tests {
         assert_eq!(run(plan, task(&t, 16)).await, expected(NROWS, test));
     }
 
-    /// The planner's shape: a Bitmap Index Scan over the real B-tree (`scan_range` feeding
-    /// `try_add_tuples`), its own buffers counted apart from the heap's.
-    #[tokio::test]
-    async fn over_a_btree_index() {
-        use crate::btree::{create_index, BtreeIndex};
+    /// CREATE INDEX eic_a_idx ON eic(a), in the catalog too.
+    pub(crate) fn index_on_a(t: &EicTable, task: &Arc<TaskContext>) -> iolab_catalog::IndexDef {
         use iolab_catalog::{IndexDef, Persistence};
-        use std::ops::Bound;
-
-        let t = eic_table("bhs-btree", NROWS, IoMethod::Worker);
         let oid = t.db.catalog.allocate_oid().unwrap();
         let def = IndexDef {
             oid,
@@ -1069,9 +1072,21 @@ mod tests {
             unique: false,
             persistence: Persistence::Unlogged,
         };
+        let stmt = StatementContext::from_task(task).unwrap();
+        crate::btree::create_index(&t.db, &stmt, &t.def, &def).unwrap();
+        def
+    }
+
+    /// The planner's shape: a Bitmap Index Scan over the real B-tree (`scan_range` feeding
+    /// `try_add_tuples`), its own buffers counted apart from the heap's.
+    #[tokio::test]
+    async fn over_a_btree_index() {
+        use crate::btree::BtreeIndex;
+        use std::ops::Bound;
+
+        let t = eic_table("bhs-btree", NROWS, IoMethod::Worker);
         let task = task(&t, 16);
-        let stmt = StatementContext::from_task(&task).unwrap();
-        create_index(&t.db, &stmt, &t.def, &def).unwrap();
+        let def = index_on_a(&t, &task);
         let index = Arc::new(BtreeIndex::open(&t.db, &def).unwrap());
         let scan: TidScan = Arc::new(move |_stmt, acct, bitmap| {
             let tids =

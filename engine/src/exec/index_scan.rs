@@ -300,3 +300,97 @@ impl IndexJob {
         Ok(tx.blocking_send(Ok(batch)).is_ok())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{Array, Int32Array};
+    use datafusion::logical_expr::Operator;
+    use iolab_settings::IoMethod;
+
+    use super::*;
+    use crate::accounting::IoAccount;
+    use crate::exec::bitmap_scan::tests::{a_is, expected, index_on_a, metric, task};
+    use crate::exec::table::table_schema;
+    use crate::heap::bitmap_heap::tests::eic_table;
+
+    const NROWS: u64 = 30_000;
+
+    /// `a` of every row `plan` returns, in the order it returns them.
+    async fn a_values(plan: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>) -> DfResult<Vec<i32>> {
+        let batches = datafusion::physical_plan::collect(plan, task).await?;
+        let mut a = Vec::new();
+        for b in &batches {
+            let col = b.column(0).as_any().downcast_ref::<Int32Array>().unwrap();
+            a.extend((0..b.num_rows()).map(|i| col.value(i)));
+        }
+        Ok(a)
+    }
+
+    #[tokio::test]
+    async fn returns_the_visible_rows_of_its_keys_in_index_order() {
+        let t = eic_table("index-scan", NROWS, IoMethod::Sync);
+        let task = task(&t, 16);
+        let def = index_on_a(&t, &task);
+        // 5 <= a < 140 takes in the aborted rows' a = 7: they must not come back.
+        let quals = vec![a_is(Operator::GtEq, 5), a_is(Operator::Lt, 140)];
+        let cond = IndexCond::find(&def, &t.def.columns, &quals).unwrap();
+        assert_eq!(cond.quals.len(), 2, "both bounds answered by the index");
+        t.db.pool.evict_all(&mut IoAccount::default()).unwrap();
+        let plan = Arc::new(IndexScanExec::new(
+            t.db.clone(),
+            t.def.clone(),
+            table_schema(&t.def, false),
+            vec![0, 1],
+            cond,
+        ));
+        let a = a_values(plan.clone(), task.clone()).await.unwrap();
+        assert!(a.windows(2).all(|w| w[0] <= w[1]), "in index order");
+        assert_eq!(a, expected(NROWS, |a| (5..140).contains(&a)));
+        assert_eq!(plan.metrics().unwrap().output_rows(), Some(a.len()));
+        assert_eq!(metric(plan.as_ref(), "index_searches"), 1);
+        let (hit, read) = (
+            metric(plan.as_ref(), "shared_hit"),
+            metric(plan.as_ref(), "shared_read"),
+        );
+        // Read cold: every heap page touched, plus the index's; a heap page is pinned once
+        // for a run of TIDs into it, so never more than one access per TID and the tree.
+        assert!(read > 0, "cold reads");
+        let tids = a.len() + 300; // the aborted rows' TIDs are in the index too
+        assert!(hit + read <= tids + def_pages(&t, &def), "{hit} + {read}");
+        assert_eq!(
+            format!(
+                "{}",
+                datafusion::physical_plan::displayable(plan.as_ref()).indent(false)
+            ),
+            "Index Scan using eic_a_idx on eic, Index Cond: a >= 5 AND a < 140\n"
+        );
+    }
+
+    fn def_pages(
+        t: &crate::heap::bitmap_heap::tests::EicTable,
+        def: &iolab_catalog::IndexDef,
+    ) -> usize {
+        BtreeIndex::open(&t.db, def).unwrap().nblocks() as usize
+    }
+
+    #[tokio::test]
+    async fn a_canceled_statement_stops_the_scan() {
+        let t = eic_table("index-scan-cancel", 5000, IoMethod::Sync);
+        let task = task(&t, 16);
+        let def = index_on_a(&t, &task);
+        let cond = IndexCond::find(&def, &t.def.columns, &[a_is(Operator::Lt, 5000)]).unwrap();
+        let plan = Arc::new(IndexScanExec::new(
+            t.db.clone(),
+            t.def.clone(),
+            table_schema(&t.def, false),
+            vec![0],
+            cond,
+        ));
+        StatementContext::from_task(&task)
+            .unwrap()
+            .cancel
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let err = a_values(plan, task).await.unwrap_err();
+        assert!(err.to_string().contains("canceling statement"), "{err}");
+    }
+}

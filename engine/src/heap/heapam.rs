@@ -19,16 +19,17 @@ use std::sync::Arc;
 use crate::accounting::IoAccount;
 use crate::aio::AioSystem;
 use crate::buffer::{BufferPool, BufferRing, PinnedBuffer};
-use crate::heap::codec::{BatchDecoder, TupleEncoder};
+use crate::heap::codec::TupleEncoder;
+use crate::heap::rows::RowCollector;
 use crate::heap::tuple;
 use crate::storage::page;
 use crate::storage::relfile::RelFile;
 use crate::stream::{ReadStream, ReadStreamConfig, ReadStreamStats};
 use crate::txn::{VisibilityChecker, Xid};
-use datafusion::arrow::array::{ArrayRef, StringArray};
+use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
-use iolab_catalog::{PgError, PgResult, PgType};
+use datafusion::arrow::record_batch::RecordBatch;
+use iolab_catalog::{PgResult, PgType};
 
 /// Appends tuples to one table for one command.
 pub struct HeapInserter {
@@ -160,10 +161,7 @@ pub struct HeapScanner {
     stream: ReadStream<()>,
     nblocks: u32,
     visibility: VisibilityChecker,
-    decoder: BatchDecoder,
-    /// Output position of the `ctid` column, and the ctids of the rows decoded so far.
-    ctid: Option<(usize, Vec<(u32, u16)>)>,
-    schema: SchemaRef,
+    rows: RowCollector,
 }
 
 /// Rows per output batch (a batch is emitted at the first page boundary past this).
@@ -200,19 +198,11 @@ impl HeapScanner {
                 (next - 1, ())
             })
         });
-        let ncolumns = columns.len();
-        let ctid = projection
-            .iter()
-            .position(|&c| c == ncolumns)
-            .map(|p| (p, Vec::new()));
-        let projection = projection.into_iter().filter(|&c| c != ncolumns).collect();
         HeapScanner {
             stream,
             nblocks,
             visibility,
-            decoder: BatchDecoder::new(columns, projection),
-            ctid,
-            schema,
+            rows: RowCollector::new(columns, projection, schema),
         }
     }
 
@@ -238,7 +228,7 @@ impl HeapScanner {
 
     /// The next batch of visible rows, or `None` at the end of the table.
     pub fn next_batch(&mut self) -> PgResult<Option<RecordBatch>> {
-        while self.decoder.len() < SCAN_BATCH_ROWS {
+        while self.rows.len() < SCAN_BATCH_ROWS {
             let Some((buffer, ())) = self.stream.next_buffer()? else {
                 break;
             };
@@ -252,31 +242,13 @@ impl HeapScanner {
                     .visibility
                     .visible(tuple::xmin(t), tuple::cid(t), tuple::xmax(t))
                 {
-                    self.decoder.append(t)?;
-                    if let Some((_, ctids)) = &mut self.ctid {
-                        ctids.push((blkno, off));
-                    }
+                    self.rows.push(t, blkno, off)?;
                 }
             }
         }
-        if self.decoder.is_empty() {
+        if self.rows.is_empty() {
             return Ok(None);
         }
-        let Some((position, ctids)) = &mut self.ctid else {
-            return self.decoder.finish(&self.schema).map(Some);
-        };
-        let (mut arrays, rows) = self.decoder.finish_arrays()?;
-        let text: StringArray = ctids
-            .drain(..)
-            .map(|(b, o)| Some(format!("({b},{o})")))
-            .collect();
-        arrays.insert(*position, Arc::new(text));
-        RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            arrays,
-            &RecordBatchOptions::new().with_row_count(Some(rows)),
-        )
-        .map(Some)
-        .map_err(|e| PgError::internal(e.to_string()))
+        self.rows.finish().map(Some)
     }
 }

@@ -476,3 +476,168 @@ pub fn conjunction(quals: &[Arc<dyn PhysicalExpr>]) -> Option<Arc<dyn PhysicalEx
         .cloned()
         .reduce(|acc, q| Arc::new(BinaryExpr::new(acc, Operator::And, q)) as Arc<dyn PhysicalExpr>)
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::physical_expr::expressions::{Column, Literal};
+    use iolab_catalog::Persistence;
+
+    use super::*;
+
+    fn columns() -> Vec<ColumnDef> {
+        [
+            ("i", PgType::Int4),
+            ("s", PgType::Int2),
+            ("f", PgType::Float8),
+            (
+                "n",
+                PgType::Numeric {
+                    precision: 10,
+                    scale: 2,
+                },
+            ),
+            ("c", PgType::Bpchar(4)),
+        ]
+        .into_iter()
+        .map(|(name, ty)| ColumnDef {
+            name: name.into(),
+            ty,
+            not_null: false,
+        })
+        .collect()
+    }
+
+    fn col(i: usize) -> Arc<dyn PhysicalExpr> {
+        Arc::new(Column::new(&columns()[i].name, i))
+    }
+
+    fn lit(v: ScalarValue) -> Arc<dyn PhysicalExpr> {
+        Arc::new(Literal::new(v))
+    }
+
+    fn bin(
+        l: Arc<dyn PhysicalExpr>,
+        op: Operator,
+        r: Arc<dyn PhysicalExpr>,
+    ) -> Arc<dyn PhysicalExpr> {
+        Arc::new(BinaryExpr::new(l, op, r))
+    }
+
+    fn index_on(column: usize) -> IndexDef {
+        IndexDef {
+            oid: 10,
+            schema: "public".into(),
+            name: "x".into(),
+            table_oid: 1,
+            relfilenode: 10,
+            columns: vec![column],
+            key_types: vec![columns()[column].ty],
+            unique: false,
+            persistence: Persistence::Permanent,
+        }
+    }
+
+    #[test]
+    fn clauses_are_turned_round_and_casts_looked_through() {
+        let cols = columns();
+        // 5 > i is i < 5.
+        let c = simple_clause(
+            &bin(lit(ScalarValue::Int32(Some(5))), Operator::Gt, col(0)),
+            &cols,
+        );
+        assert_eq!(
+            c.unwrap().test,
+            ClauseTest::Compare(CompareOp::Lt, StatValue::Int(5))
+        );
+        // CAST(s AS BIGINT) = CAST('7' AS BIGINT): a widened column, a cast constant.
+        let widened: Arc<dyn PhysicalExpr> = Arc::new(CastExpr::new(col(1), DataType::Int64, None));
+        let seven: Arc<dyn PhysicalExpr> = Arc::new(CastExpr::new(
+            lit(ScalarValue::Utf8(Some("7".into()))),
+            DataType::Int64,
+            None,
+        ));
+        let c = simple_clause(&bin(widened, Operator::Eq, seven), &cols).unwrap();
+        assert_eq!(
+            (c.column, c.test),
+            (1, ClauseTest::Compare(CompareOp::Eq, StatValue::Int(7)))
+        );
+        // A narrowing cast of the column is not the column.
+        let narrowed: Arc<dyn PhysicalExpr> =
+            Arc::new(CastExpr::new(col(0), DataType::Int16, None));
+        assert!(simple_clause(
+            &bin(narrowed, Operator::Eq, lit(ScalarValue::Int16(Some(1)))),
+            &cols
+        )
+        .is_none());
+        // A numeric constant finer than the column's scale does not compare as the keys do.
+        let fine = bin(
+            col(3),
+            Operator::Lt,
+            lit(ScalarValue::Decimal128(Some(1005), 10, 3)),
+        );
+        assert!(simple_clause(&fine, &cols).is_none());
+        let exact = bin(
+            col(3),
+            Operator::Lt,
+            lit(ScalarValue::Decimal128(Some(105), 10, 1)),
+        );
+        assert_eq!(
+            simple_clause(&exact, &cols).unwrap().test,
+            ClauseTest::Compare(CompareOp::Lt, StatValue::Numeric(1050))
+        );
+    }
+
+    #[test]
+    fn conditions_on_one_column_intersect() {
+        let cols = columns();
+        let i = |op, v| bin(col(0), op, lit(ScalarValue::Int32(Some(v))));
+        let quals = vec![
+            i(Operator::Gt, 5),
+            i(Operator::GtEq, 5),
+            i(Operator::LtEq, 8),
+            i(Operator::Lt, 10),
+            i(Operator::NotEq, 7),
+        ];
+        let cond = IndexCond::find(&index_on(0), &cols, &quals).unwrap();
+        assert_eq!(
+            cond.keys,
+            KeySet::Range {
+                lower: Bound::Excluded(StatValue::Int(5)),
+                upper: Bound::Included(StatValue::Int(8)),
+            }
+        );
+        assert_eq!(cond.quals.len(), 4, "<> is not an index condition");
+        // No condition on the column: no IndexCond.
+        assert!(IndexCond::find(&index_on(2), &cols, &quals).is_none());
+        // char(n) indexes are never used (trailing blanks).
+        let c = bin(
+            col(4),
+            Operator::Eq,
+            lit(ScalarValue::Utf8(Some("ab".into()))),
+        );
+        assert!(IndexCond::find(&index_on(4), &cols, &[c]).is_none());
+    }
+
+    #[test]
+    fn float_bounds_at_zero_include_both_zeros() {
+        let cols = columns();
+        let below_zero = bin(col(2), Operator::Lt, lit(ScalarValue::Float64(Some(0.0))));
+        let cond = IndexCond::find(&index_on(2), &cols, &[below_zero]).unwrap();
+        assert_eq!(
+            cond.keys,
+            KeySet::Range {
+                lower: Bound::Unbounded,
+                upper: Bound::Included(StatValue::Float(0.0)),
+            }
+        );
+        let below_one = bin(col(2), Operator::Lt, lit(ScalarValue::Float64(Some(1.0))));
+        let cond = IndexCond::find(&index_on(2), &cols, &[below_one]).unwrap();
+        assert!(matches!(
+            cond.keys,
+            KeySet::Range {
+                upper: Bound::Excluded(_),
+                ..
+            }
+        ));
+    }
+}

@@ -502,3 +502,109 @@ fn tree_cost(rel: &Rel<'_>, tree: &BitmapTree) -> BitmapCost {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::expressions::BinaryExpr;
+    use iolab_settings::IoMethod;
+
+    use super::*;
+    use crate::exec::bitmap_scan::tests::{a_is, expected, index_on_a, metric, run, task_with};
+    use crate::exec::table::table_schema;
+    use crate::heap::bitmap_heap::tests::{eic_table, EicTable};
+
+    const NROWS: u64 = 30_000;
+
+    fn plan(
+        t: &EicTable,
+        task: &Arc<datafusion::execution::TaskContext>,
+        quals: Vec<Arc<dyn PhysicalExpr>>,
+    ) -> Arc<dyn ExecutionPlan> {
+        let stmt = StatementContext::from_task(task).unwrap();
+        plan_scan(
+            &stmt,
+            ScanRequest {
+                db: &t.db,
+                table: &t.def,
+                table_schema: table_schema(&t.def, false),
+                projection: vec![0, 1],
+                quals,
+                limit: None,
+            },
+        )
+        .unwrap()
+    }
+
+    /// Only bitmap scans allowed, 1kB of work_mem: the bitmap goes lossy, its pages are
+    /// rechecked by the index conditions, and the answer is the table's.
+    #[tokio::test]
+    async fn a_lossy_bitmap_rechecks_the_index_conditions() {
+        let t = eic_table("plan-lossy", NROWS, IoMethod::Sync);
+        let bitmap_only = PlannerSettings {
+            enable_seqscan: false,
+            enable_indexscan: false,
+            work_mem_bytes: 1024.0,
+            ..Default::default()
+        };
+        let task = task_with(&t, 16, bitmap_only);
+        index_on_a(&t, &task);
+        let below = |a: i32| a < 140;
+        let p = plan(&t, &task, vec![a_is(Operator::Lt, 140)]);
+        let heap = p
+            .downcast_ref::<BitmapHeapScanExec>()
+            .expect("a Bitmap Heap Scan");
+        assert!(!heap.estimate().unwrap().disabled);
+        assert_eq!(heap.covered_quals().len(), 1);
+        assert_eq!(run(p.clone(), task.clone()).await, expected(NROWS, below));
+        assert!(metric(p.as_ref(), "lossy_heap_blocks") > 0);
+        assert!(metric(p.as_ref(), "rows_removed_by_index_recheck") > 0);
+
+        // An OR of two ranges of the one index: a BitmapOr, rechecked as an OR.
+        let either = |a: i32| !(50..9950).contains(&a);
+        let or: Arc<dyn PhysicalExpr> = Arc::new(BinaryExpr::new(
+            a_is(Operator::Lt, 50),
+            Operator::Or,
+            a_is(Operator::GtEq, 9950),
+        ));
+        let p = plan(&t, &task, vec![or]);
+        let heap = p
+            .downcast_ref::<BitmapHeapScanExec>()
+            .expect("a Bitmap Heap Scan");
+        let combine = heap.children()[0]
+            .downcast_ref::<BitmapCombineExec>()
+            .expect("a BitmapOr");
+        assert_eq!(combine.node_name(), "BitmapOr");
+        assert_eq!(run(p.clone(), task.clone()).await, expected(NROWS, either));
+        assert!(metric(p.as_ref(), "lossy_heap_blocks") > 0);
+    }
+
+    /// Every path disabled: the cheapest still runs, marked disabled; with a condition no
+    /// index answers, the Seq Scan.
+    #[tokio::test]
+    async fn all_disabled_takes_the_cheapest() {
+        let t = eic_table("plan-disabled", NROWS, IoMethod::Sync);
+        let none = PlannerSettings {
+            enable_seqscan: false,
+            enable_indexscan: false,
+            enable_bitmapscan: false,
+            ..Default::default()
+        };
+        let task = task_with(&t, 16, none);
+        index_on_a(&t, &task);
+        let p = plan(&t, &task, vec![a_is(Operator::Eq, 140)]);
+        let estimate = p
+            .downcast_ref::<IndexScanExec>()
+            .map(|s| s.estimate())
+            .or_else(|| p.downcast_ref::<BitmapHeapScanExec>().map(|s| s.estimate()))
+            .expect("an index path for a = 140")
+            .unwrap();
+        assert!(estimate.disabled);
+        // Never analyzed: a = const is 1/200 of the rows.
+        let (_, tuples) = cost::relation_size(&t.def, t.db.table_blocks(&t.def).unwrap());
+        assert_eq!(estimate.rows, clamp_rows(tuples / 200.0));
+        let seq = plan(&t, &task, vec![]);
+        let seq = seq.downcast_ref::<HeapScanExec>().expect("a Seq Scan");
+        assert!(seq.estimate().unwrap().disabled);
+    }
+}
