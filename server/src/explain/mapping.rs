@@ -6,7 +6,11 @@
 //! | DataFusion                                   | PostgreSQL |
 //! |----------------------------------------------|------------|
 //! | `HeapScanExec`                               | `Seq Scan on t` |
-//! | `FilterExec` over a node                     | that node's `Filter:` line (and `Rows Removed by Filter`) |
+//! | `BitmapHeapScanExec`                         | `Bitmap Heap Scan on t` with `Recheck Cond:`, `Heap Blocks:` |
+//! | `BitmapIndexScanExec`                        | `Bitmap Index Scan on i` with `Index Cond:`, `Index Searches:` |
+//! | `BitmapCombineExec`                          | `BitmapAnd` / `BitmapOr` (members below it) |
+//! | `IndexScanExec`                              | `Index Scan using i on t` with `Index Cond:`, `Index Searches:` |
+//! | `FilterExec` over a node                     | that node's `Filter:` line (and `Rows Removed by Filter`); over a bitmap or index scan, without the conjuncts its index condition already guarantees |
 //! | `AggregateExec` Final over Partial (or Single) | one `Aggregate`; with GROUP BY `HashAggregate` (`GroupAggregate` on sorted input) and `Group Key:` |
 //! | `SortExec`                                   | `Sort` with `Sort Key:`; with a fetch, a `Limit` above it |
 //! | `GlobalLimitExec`                            | `Limit` (a fetch pushed into a node also shows as `Limit`) |
@@ -26,11 +30,16 @@
 //! table from the inner side; DataFusion builds from the left. So a DataFusion `Left` hash
 //! join, which keeps the rows of the build side, is PostgreSQL's `Hash Right Join`.
 //!
+//! The scans' I/O comes from the metrics they publish (`metrics.rs`): `Buffers:` (a parent
+//! adds its children's), `I/O Timings:`, iolab's `I/O Latency:` (own reads only) and, with
+//! EXPLAIN (IO), the read stream's `Prefetch:` / `I/O:` lines on Seq Scan and Bitmap Heap
+//! Scan. A bitmap node's conditions are over its heap scan's table, so the bitmap subtree is
+//! mapped with that table in hand.
+//!
 //! Expressions are qualified as PostgreSQL qualifies them: a scan's own filter only with
 //! VERBOSE, other expressions (join conditions, keys) when the query reads more than one
 //! relation or with VERBOSE.
 
-use iolab_stats::BufferUsage;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -49,22 +58,30 @@ use datafusion::physical_plan::joins::{
     CrossJoinExec, HashJoinExec, NestedLoopJoinExec, SortMergeJoinExec,
 };
 use datafusion::physical_plan::limit::GlobalLimitExec;
-use datafusion::physical_plan::metrics::MetricValue;
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::union::{InterleaveExec, UnionExec};
 use datafusion::physical_plan::windows::{BoundedWindowAggExec, WindowAggExec};
 use datafusion::physical_plan::{ExecutionPlan, InputOrderMode};
-use iolab_catalog::PgType;
+use iolab_catalog::{PgType, TableDef};
+use iolab_engine::exec::bitmap_scan::{
+    BitmapCombine, BitmapCombineExec, BitmapHeapScanExec, BitmapIndexScanExec,
+};
+use iolab_engine::exec::index_scan::IndexScanExec;
 use iolab_engine::exec::scan::HeapScanExec;
+use iolab_engine::exec::table::table_schema;
+use iolab_engine::plan::PathEstimate;
 use iolab_engine::Database;
 use iolab_settings::quote_identifier;
 
 use crate::explain::costs::{self, CostParams};
 use crate::explain::exprs::{conjuncts, deparse, deparse_qual, Input};
 use crate::explain::instrument::{peel, NodeStats};
-use crate::explain::node::{Actual, Buffers, Child, Costs, Detail, PlanNode, Relation};
+use crate::explain::metrics;
+use crate::explain::node::{
+    Actual, Buffers, Child, Costs, Detail, IndexTarget, PlanNode, Relation,
+};
 use crate::explain::options::ExplainOptions;
 
 /// What the mapping needs besides the plan.
@@ -134,11 +151,11 @@ impl<'a> Mapper<'a> {
             relations: &mut usize,
         ) {
             let (inner, _) = peel(plan);
-            if let Some(scan) = inner.downcast_ref::<HeapScanExec>() {
+            if let Some((table, _)) = scanned_table(inner.as_ref()) {
                 *relations += 1;
-                let alias = match logical.iter().position(|(t, _)| *t == scan.table.name) {
+                let alias = match logical.iter().position(|(t, _)| *t == table.name) {
                     Some(i) => logical.remove(i).1,
-                    None => scan.table.name.clone(),
+                    None => table.name.clone(),
                 };
                 aliases.insert(address(inner.as_ref()), alias);
             } else if values_rows(inner).is_some() {
@@ -200,44 +217,55 @@ impl<'a> Mapper<'a> {
             node.output = Some(self.output(top));
         }
         if !filters.is_empty() {
-            let is_scan = visible.is::<HeapScanExec>() || values_rows(visible).is_some();
+            let is_scan =
+                scanned_table(visible.as_ref()).is_some() || values_rows(visible).is_some();
             let prefix = if is_scan {
                 self.prefix_scan
             } else {
                 self.prefix_upper
             };
+            // Conjuncts the index condition guarantees are not the node's filter.
+            let covered = self.covered_quals(visible.as_ref());
+            let mut any_qual = false;
             let mut quals = Vec::new();
             let mut texts = Vec::new();
             for (f, _) in filters.iter().rev() {
-                let parts = conjuncts(f.predicate());
-                for p in &parts {
-                    texts.push(self.expr(p, f.input(), prefix));
+                for p in conjuncts(f.predicate()) {
+                    any_qual = true;
+                    let text = self.expr(&p, f.input(), prefix);
+                    if !covered.contains(&text) {
+                        texts.push(text);
+                        quals.push(p);
+                    }
                 }
-                quals.extend(parts);
             }
+            let mut filter_details = Vec::new();
             if !quals.is_empty() {
-                let text = if texts.len() == 1 {
-                    texts.remove(0)
-                } else {
-                    format!("({})", texts.join(" AND "))
-                };
-                node.details.push(Detail::Expr {
+                filter_details.push(Detail::Expr {
                     label: "Filter",
-                    text,
+                    text: and_list(texts),
                 });
-                if let Some(c) = node.costs {
+                if let (Some(c), None) = (node.costs, planner_estimate(visible.as_ref())) {
                     node.costs = Some(costs::filter(&self.costs, c, &quals));
                 }
-                if let Some(a) = node.actual.as_mut() {
-                    let kept = self.actual(filters[0].1).unwrap_or_default();
-                    node.details.push(Detail::Removed {
+            }
+            if let Some(a) = node.actual.as_mut().filter(|_| any_qual) {
+                let kept = self.actual(filters[0].1).unwrap_or_default();
+                if !quals.is_empty() {
+                    filter_details.push(Detail::Removed {
                         label: "Rows Removed by Filter",
                         rows: (a.rows - kept.rows).max(0.0),
                     });
-                    a.rows = kept.rows;
-                    a.times_ms = kept.times_ms.or(a.times_ms);
                 }
+                a.rows = kept.rows;
+                a.times_ms = kept.times_ms.or(a.times_ms);
             }
+            let at = node
+                .details
+                .iter()
+                .position(Detail::follows_filter)
+                .unwrap_or(node.details.len());
+            node.details.splice(at..at, filter_details);
         }
         match fetch {
             Some(n) if !under_limit => {
@@ -310,22 +338,93 @@ impl<'a> Mapper<'a> {
         let upper = self.prefix_upper;
 
         if let Some(scan) = inner.downcast_ref::<HeapScanExec>() {
-            let blocks = self.db.table_blocks(&scan.table).unwrap_or(0);
-            let (pages, tuples) = costs::relation_size(&scan.table, blocks);
+            // Without the planner's estimate (a scan built outside the planner): the
+            // no-statistics formula.
+            let estimate = planner_estimate(inner.as_ref()).unwrap_or_else(|| {
+                let blocks = self.db.table_blocks(&scan.table).unwrap_or(0);
+                let (pages, tuples) = costs::relation_size(&scan.table, blocks);
+                costs::seq_scan(p, pages, tuples, width)
+            });
             let node = PlanNode {
                 node_type: "Seq Scan".into(),
                 text_name: "Seq Scan".into(),
-                relation: Some(Relation {
-                    object_tag: Some("Relation Name"),
-                    object_name: Some(scan.table.name.clone()),
-                    schema: self.opts.verbose.then(|| scan.table.schema.clone()),
-                    alias: self.alias(inner.as_ref(), &scan.table.name),
-                }),
-                costs: with_costs(costs::seq_scan(p, pages, tuples, width)),
+                relation: Some(self.relation(inner.as_ref(), &scan.table)),
+                costs: with_costs(estimate),
+                disabled: planner_disabled(inner.as_ref()),
                 actual,
+                details: self.read_stream_details(inner.as_ref()),
                 ..Default::default()
             };
-            return self.finish(node, scan_buffers(inner.as_ref()));
+            return self.finish_scan(node, inner.as_ref());
+        }
+
+        if let Some(scan) = inner.downcast_ref::<BitmapHeapScanExec>() {
+            let alias = self.alias(inner.as_ref(), &scan.table.name);
+            let child = self.bitmap_tree(inner.children()[0], &scan.table, &alias);
+            let mut details = Vec::new();
+            let recheck = scan.recheck_cond.as_slice();
+            if let Some(cond) = self.table_qual(recheck, &scan.table, &alias) {
+                details.push(Detail::Expr {
+                    label: "Recheck Cond",
+                    text: cond,
+                });
+                details.push(Detail::Removed {
+                    label: "Rows Removed by Index Recheck",
+                    rows: metrics::counter(inner.as_ref(), "rows_removed_by_index_recheck") as f64,
+                });
+            }
+            if self.opts.analyze {
+                details.push(Detail::HeapBlocks {
+                    exact: metrics::counter(inner.as_ref(), "exact_heap_blocks"),
+                    lossy: metrics::counter(inner.as_ref(), "lossy_heap_blocks"),
+                });
+            }
+            details.extend(self.read_stream_details(inner.as_ref()));
+            let node = PlanNode {
+                node_type: "Bitmap Heap Scan".into(),
+                text_name: "Bitmap Heap Scan".into(),
+                relation: Some(self.relation(inner.as_ref(), &scan.table)),
+                costs: with_costs(planner_estimate(inner.as_ref()).unwrap_or_default()),
+                disabled: planner_disabled(inner.as_ref()),
+                actual,
+                details,
+                children: vec![outer(child)],
+                ..Default::default()
+            };
+            return self.finish_scan(node, inner.as_ref());
+        }
+
+        if let Some(scan) = inner.downcast_ref::<IndexScanExec>() {
+            let alias = self.alias(inner.as_ref(), &scan.table.name);
+            let mut details = Vec::new();
+            if let Some(cond) = self.table_qual(&scan.index_quals, &scan.table, &alias) {
+                details.push(Detail::Expr {
+                    label: "Index Cond",
+                    text: cond,
+                });
+                // A B-tree never asks for a recheck: always 0, printed in structured
+                // formats as PostgreSQL does.
+                details.push(Detail::Removed {
+                    label: "Rows Removed by Index Recheck",
+                    rows: 0.0,
+                });
+            }
+            details.extend(self.index_searches(inner.as_ref(), actual));
+            let node = PlanNode {
+                node_type: "Index Scan".into(),
+                text_name: "Index Scan".into(),
+                index: Some(IndexTarget {
+                    name: scan.index_name.clone(),
+                    scan_direction: Some("Forward"),
+                }),
+                relation: Some(self.relation(inner.as_ref(), &scan.table)),
+                costs: with_costs(planner_estimate(inner.as_ref()).unwrap_or_default()),
+                disabled: planner_disabled(inner.as_ref()),
+                actual,
+                details,
+                ..Default::default()
+            };
+            return self.finish_scan(node, inner.as_ref());
         }
 
         if let Some(agg) = inner.downcast_ref::<AggregateExec>() {
@@ -658,6 +757,167 @@ impl<'a> Mapper<'a> {
         self.finish(node, Buffers::default())
     }
 
+    /// A scan node with its own buffers plus its children's, and (with `track_io_timing`)
+    /// the latency of its own reads.
+    fn finish_scan(&self, node: PlanNode, scan: &dyn ExecutionPlan) -> PlanNode {
+        let mut node = self.finish(node, metrics::buffers(scan));
+        if node.buffers.is_some() && self.track_io_timing {
+            node.read_latency = Some(metrics::read_latency(scan));
+        }
+        node
+    }
+
+    /// EXPLAIN (IO): the `Prefetch:` / `I/O:` lines of a node that reads through a stream.
+    fn read_stream_details(&self, scan: &dyn ExecutionPlan) -> Vec<Detail> {
+        if self.opts.analyze && self.opts.io {
+            vec![Detail::ReadStream(metrics::read_stream(scan))]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// `Relation Name` / alias of a scan of `table`.
+    fn relation(&self, scan: &dyn ExecutionPlan, table: &TableDef) -> Relation {
+        Relation {
+            object_tag: Some("Relation Name"),
+            object_name: Some(table.name.clone()),
+            schema: self.opts.verbose.then(|| table.schema.clone()),
+            alias: self.alias(scan, &table.name),
+        }
+    }
+
+    /// The bitmap subtree below a Bitmap Heap Scan of `table` (called `alias`): Bitmap
+    /// Index Scans, BitmapAnd, BitmapOr. These nodes are not polled as streams, so their
+    /// rows and times come from their own metrics.
+    fn bitmap_tree(
+        &self,
+        plan: &Arc<dyn ExecutionPlan>,
+        table: &TableDef,
+        alias: &str,
+    ) -> PlanNode {
+        let (inner, _) = peel(plan);
+        let actual = self
+            .opts
+            .analyze
+            .then(|| metrics::baseline_actual(inner.as_ref(), self.opts.timing));
+        let costs = self
+            .opts
+            .costs
+            .then(|| planner_estimate(inner.as_ref()).unwrap_or_default());
+        let disabled = planner_disabled(inner.as_ref());
+        if let Some(index) = inner.downcast_ref::<BitmapIndexScanExec>() {
+            let mut details = Vec::new();
+            if let Some(cond) = self.table_qual(&index.index_quals, table, alias) {
+                details.push(Detail::Expr {
+                    label: "Index Cond",
+                    text: cond,
+                });
+            }
+            details.extend(self.index_searches(inner.as_ref(), actual));
+            let node = PlanNode {
+                node_type: "Bitmap Index Scan".into(),
+                text_name: "Bitmap Index Scan".into(),
+                index: Some(IndexTarget {
+                    name: index.index_name.clone(),
+                    scan_direction: None,
+                }),
+                costs,
+                disabled,
+                actual,
+                details,
+                ..Default::default()
+            };
+            return self.finish_scan(node, inner.as_ref());
+        }
+        if let Some(combine) = inner.downcast_ref::<BitmapCombineExec>() {
+            let name = match combine.op {
+                BitmapCombine::And => "BitmapAnd",
+                BitmapCombine::Or => "BitmapOr",
+            };
+            let children = inner
+                .children()
+                .into_iter()
+                .map(|c| Child {
+                    relationship: "Member",
+                    node: self.bitmap_tree(c, table, alias),
+                })
+                .collect();
+            let node = PlanNode {
+                node_type: name.into(),
+                text_name: name.into(),
+                costs,
+                disabled,
+                actual,
+                children,
+                ..Default::default()
+            };
+            return self.finish(node, Buffers::default());
+        }
+        // A wrapper an optimizer put around a bitmap node.
+        match inner.children().as_slice() {
+            [only] => self.bitmap_tree(only, table, alias),
+            _ => self.slot(plan, false),
+        }
+    }
+
+    /// PostgreSQL 18's `Index Searches:` (ANALYZE): the descents of the index, as the node
+    /// counts them (`index_searches`), else one per execution.
+    fn index_searches(&self, index: &dyn ExecutionPlan, actual: Option<Actual>) -> Option<Detail> {
+        let actual = actual?;
+        let counted = metrics::counter(index, "index_searches");
+        Some(Detail::Count {
+            label: "Index Searches",
+            value: if counted > 0 { counted } else { actual.loops },
+        })
+    }
+
+    /// Conditions over `table`'s columns (column i = table column i), AND-ed, as a scan's
+    /// own conditions read: qualified with the alias only with VERBOSE.
+    fn table_qual(
+        &self,
+        quals: &[Arc<dyn PhysicalExpr>],
+        table: &TableDef,
+        alias: &str,
+    ) -> Option<String> {
+        let schema = table_schema(table, true);
+        let column = |i: usize| {
+            let name = schema
+                .fields()
+                .get(i)
+                .map(|f| quote_identifier(f.name()))
+                .unwrap_or_else(|| format!("${i}"));
+            if self.prefix_scan {
+                format!("{}.{name}", quote_identifier(alias))
+            } else {
+                name
+            }
+        };
+        deparse_qual(
+            quals,
+            &Input {
+                column: &column,
+                schema: &schema,
+            },
+        )
+    }
+
+    /// The filter conjuncts, as `Filter:` writes them, that a scan's index condition
+    /// guarantees: a Bitmap Heap Scan's or an Index Scan's `covered_quals()`.
+    fn covered_quals(&self, scan: &dyn ExecutionPlan) -> Vec<String> {
+        let (quals, table) = if let Some(s) = scan.downcast_ref::<BitmapHeapScanExec>() {
+            (s.covered_quals(), &s.table)
+        } else if let Some(s) = scan.downcast_ref::<IndexScanExec>() {
+            (s.covered_quals(), &s.table)
+        } else {
+            return Vec::new();
+        };
+        let alias = self.alias(scan, &table.name);
+        quals
+            .iter()
+            .filter_map(|q| self.table_qual(std::slice::from_ref(q), table, &alias))
+            .collect()
+    }
+
     fn nested_loop(
         &self,
         left: &Arc<dyn ExecutionPlan>,
@@ -806,17 +1066,16 @@ impl<'a> Mapper<'a> {
                 .map(|f| quote_identifier(f.name()))
                 .unwrap_or_else(|| format!("${idx}"))
         };
-        if let Some(scan) = inner.downcast_ref::<HeapScanExec>() {
-            let name = scan
-                .projection
+        if let Some((table, projection)) = scanned_table(inner.as_ref()) {
+            let name = projection
                 .get(idx)
-                .and_then(|&c| scan.table.columns.get(c))
+                .and_then(|&c| table.columns.get(c))
                 .map(|c| quote_identifier(&c.name))
                 .unwrap_or_else(field_name);
             return if prefix {
                 format!(
                     "{}.{name}",
-                    quote_identifier(&self.alias(inner.as_ref(), &scan.table.name))
+                    quote_identifier(&self.alias(inner.as_ref(), &table.name))
                 )
             } else {
                 name
@@ -963,6 +1222,56 @@ impl<'a> Mapper<'a> {
     }
 }
 
+/// The table a node scans and its output columns (table column numbers).
+fn scanned_table(plan: &dyn ExecutionPlan) -> Option<(&TableDef, &[usize])> {
+    if let Some(scan) = plan.downcast_ref::<HeapScanExec>() {
+        return Some((&scan.table, &scan.projection));
+    }
+    if let Some(scan) = plan.downcast_ref::<BitmapHeapScanExec>() {
+        return Some((&scan.table, &scan.projection));
+    }
+    if let Some(scan) = plan.downcast_ref::<IndexScanExec>() {
+        return Some((&scan.table, &scan.projection));
+    }
+    None
+}
+
+/// The planner's estimate of a scan node, when the planner built it. It includes the
+/// node's filter (PostgreSQL's scan costs and rows do).
+fn path_estimate(plan: &dyn ExecutionPlan) -> Option<PathEstimate> {
+    if let Some(n) = plan.downcast_ref::<HeapScanExec>() {
+        return n.estimate();
+    }
+    if let Some(n) = plan.downcast_ref::<BitmapHeapScanExec>() {
+        return n.estimate();
+    }
+    if let Some(n) = plan.downcast_ref::<BitmapIndexScanExec>() {
+        return n.estimate();
+    }
+    if let Some(n) = plan.downcast_ref::<BitmapCombineExec>() {
+        return n.estimate();
+    }
+    if let Some(n) = plan.downcast_ref::<IndexScanExec>() {
+        return n.estimate();
+    }
+    None
+}
+
+/// The planner's estimate as EXPLAIN's costs.
+fn planner_estimate(plan: &dyn ExecutionPlan) -> Option<Costs> {
+    path_estimate(plan).map(|e| Costs {
+        startup: e.startup_cost,
+        total: e.total_cost,
+        rows: e.rows,
+        width: i64::from(e.width),
+    })
+}
+
+/// Did the planner choose the node although an `enable_*` setting disabled it?
+fn planner_disabled(plan: &dyn ExecutionPlan) -> bool {
+    path_estimate(plan).is_some_and(|e| e.disabled)
+}
+
 /// Not shown by EXPLAIN: nodes that only move, batch or project rows.
 fn is_hidden(plan: &dyn ExecutionPlan) -> bool {
     matches!(
@@ -1019,9 +1328,9 @@ fn values_rows(plan: &Arc<dyn ExecutionPlan>) -> Option<usize> {
 /// The table column type behind output column `idx` of `plan`, when it is one.
 fn base_column(plan: &Arc<dyn ExecutionPlan>, idx: usize) -> Option<PgType> {
     let (inner, _) = peel(plan);
-    if let Some(scan) = inner.downcast_ref::<HeapScanExec>() {
-        let c = scan.projection.get(idx)?;
-        return scan.table.columns.get(*c).map(|c| c.ty);
+    if let Some((table, projection)) = scanned_table(inner.as_ref()) {
+        let c = projection.get(idx)?;
+        return table.columns.get(*c).map(|c| c.ty);
     }
     if let Some(proj) = inner.downcast_ref::<ProjectionExec>() {
         let e = &proj.expr().get(idx)?.expr;
@@ -1065,41 +1374,6 @@ fn small_integer_literal(plan: &Arc<dyn ExecutionPlan>, idx: usize) -> bool {
         .is_some_and(|l| {
             matches!(l.value(), datafusion::scalar::ScalarValue::Int64(Some(v)) if i32::try_from(*v).is_ok())
         })
-}
-
-/// The own buffer usage of a scan, from the metrics `HeapScanExec` publishes.
-fn scan_buffers(plan: &dyn ExecutionPlan) -> Buffers {
-    let Some(m) = plan.metrics() else {
-        return Buffers::default();
-    };
-    // Summed over partitions. DataFusion records a zero duration as 1 ns (so that "took
-    // no time" differs from "not measured"); a partition's 1 ns is a zero here.
-    let get = |name: &str| -> u64 {
-        m.iter()
-            .filter(|metric| metric.value().name() == name)
-            .map(|metric| {
-                let v = metric.value().as_usize() as u64;
-                match metric.value() {
-                    MetricValue::Time { .. } if v <= 1 => 0,
-                    _ => v,
-                }
-            })
-            .sum()
-    };
-    Buffers {
-        usage: BufferUsage {
-            shared_hit: get("shared_hit"),
-            shared_read: get("shared_read"),
-            shared_dirtied: get("shared_dirtied"),
-            shared_written: get("shared_written"),
-            shared_read_ns: get("shared_read_time"),
-            shared_write_ns: get("shared_write_time"),
-            shared_wait_ns: get("shared_wait_time"),
-            io_reads: get("io_reads"),
-            io_stalls: get("io_stalls"),
-        },
-        track_io_timing: false,
-    }
 }
 
 /// PostgreSQL's join type of a DataFusion join. With `build_left`, DataFusion's left
@@ -1152,16 +1426,8 @@ fn inner_child(node: PlanNode) -> Child {
 /// early by a LIMIT ends on its own thread shortly after its consumer went away.
 pub fn scans_done(plan: &Arc<dyn ExecutionPlan>) -> bool {
     let (inner, _) = peel(plan);
-    if inner.is::<HeapScanExec>() {
-        if let Some(m) = inner.metrics() {
-            let ended = m.iter().all(|metric| match metric.value() {
-                MetricValue::EndTimestamp(t) => t.value().is_some(),
-                _ => true,
-            });
-            if !ended {
-                return false;
-            }
-        }
+    if scanned_table(inner.as_ref()).is_some() && !metrics::ended(inner.as_ref()) {
+        return false;
     }
     inner.children().into_iter().all(scans_done)
 }

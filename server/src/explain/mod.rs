@@ -24,6 +24,7 @@ pub mod costs;
 pub mod exprs;
 pub mod instrument;
 pub mod mapping;
+pub mod metrics;
 pub mod node;
 pub mod options;
 pub mod structured;

@@ -23,18 +23,25 @@ pub struct PlanNode {
     pub join_type: Option<&'static str>,
     /// Joins: `Inner Unique` (structured formats only).
     pub inner_unique: Option<bool>,
+    /// The index an index scan reads (`Index Scan using i`, `Bitmap Index Scan on i`).
+    pub index: Option<IndexTarget>,
     /// The relation a scan or modification works on.
     pub relation: Option<Relation>,
     /// Planner estimates (COSTS).
     pub costs: Option<Costs>,
     /// What happened (ANALYZE).
     pub actual: Option<Actual>,
+    /// PostgreSQL 18's `Disabled`: the planner chose a path an `enable_*` setting disabled.
+    pub disabled: bool,
     /// VERBOSE: the node's output columns.
     pub output: Option<Vec<String>>,
     /// Node-specific lines, in the order PostgreSQL prints them.
     pub details: Vec<Detail>,
     /// Buffer usage, including the children's (ANALYZE with BUFFERS).
     pub buffers: Option<Buffers>,
+    /// iolab: the latency of the node's own reads (ANALYZE with BUFFERS and
+    /// `track_io_timing`, on nodes that read).
+    pub read_latency: Option<ReadLatency>,
     /// WAL usage (ANALYZE with WAL); iolab writes no WAL yet, so it is always zero.
     pub wal: Option<Wal>,
     pub children: Vec<Child>,
@@ -45,6 +52,15 @@ pub struct Child {
     /// `Parent Relationship`: `Outer`, `Inner`, `Member` …
     pub relationship: &'static str,
     pub node: PlanNode,
+}
+
+/// `Index Scan using t_a_idx` (with a scan direction) or `Bitmap Index Scan on t_a_idx`
+/// (without): `"Scan Direction": "Forward", "Index Name": "t_a_idx"`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IndexTarget {
+    pub name: String,
+    /// `Forward` for an Index Scan; `None` for a Bitmap Index Scan, which has none.
+    pub scan_direction: Option<&'static str>,
 }
 
 /// `Seq Scan on t x` / `"Relation Name": "t", "Alias": "x"`.
@@ -101,6 +117,59 @@ pub enum Detail {
     /// An ANALYZE counter printed in text only when positive, always in structured
     /// formats, per loop with no decimals: `Rows Removed by Filter: 197200`.
     Removed { label: &'static str, rows: f64 },
+    /// An ANALYZE counter printed in every format, zero or not: `Index Searches: 1`.
+    Count { label: &'static str, value: u64 },
+    /// `Heap Blocks: exact=… lossy=…` (text: positive parts only, no line when both are
+    /// zero) / `"Exact Heap Blocks"`, `"Lossy Heap Blocks"`.
+    HeapBlocks { exact: u64, lossy: u64 },
+    /// EXPLAIN (IO): what the node's read stream did.
+    ReadStream(ReadStreamUsage),
+}
+
+impl Detail {
+    /// Does the line come after a scan's `Filter:` and `Rows Removed by Filter:`? The
+    /// conditions and their recheck count come before it, the node's counters after it.
+    pub fn follows_filter(&self) -> bool {
+        matches!(
+            self,
+            Detail::Count { .. } | Detail::HeapBlocks { .. } | Detail::ReadStream(_)
+        )
+    }
+}
+
+/// EXPLAIN (IO), after PostgreSQL 19's option: a read stream's look-ahead and I/Os.
+///
+/// ```text
+/// Prefetch: avg=12.345 max=16 capacity=128      "Average Prefetch Distance", "Max Prefetch Distance", "Prefetch Capacity"
+/// I/O: stalls=3 size=15.983 inprogress=7.934    "I/O Stalls", "Average I/O Size", "Average I/Os In Progress"
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReadStreamUsage {
+    /// Look-ahead distance in blocks, averaged over the reads started, and its maximum.
+    pub distance_avg: f64,
+    pub distance_max: u64,
+    /// The most buffers the stream may pin (`max_pinned_buffers`).
+    pub capacity: u64,
+    /// Read operations started (the `I/O:` line is printed only when some were).
+    pub reads: u64,
+    /// Times the node waited for a read that had not finished.
+    pub stalls: u64,
+    /// Blocks per read, averaged.
+    pub size_avg: f64,
+    /// Reads in flight when one was started, averaged.
+    pub inprogress_avg: f64,
+}
+
+/// iolab's `I/O Latency: read p50=… p99=… p99.9=… max=…`: submission to completion of a
+/// node's reads, in microseconds (printed in milliseconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadLatency {
+    /// Read operations the node issued; the text line is printed only when some were.
+    pub reads: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    pub max_us: u64,
 }
 
 /// A node's buffer usage (PostgreSQL's `BufferUsage` plus iolab's wait time and I/O

@@ -13,12 +13,16 @@
 //! | FORMAT without a value                 | 42601 | `format requires a parameter` |
 //! | FORMAT / SERIALIZE with a bad value    | 22023 | `unrecognized value for EXPLAIN option "format": "x"` |
 //! | WAL without ANALYZE                    | 22023 | `EXPLAIN option WAL requires ANALYZE` |
+//! | IO without ANALYZE                     | 22023 | `EXPLAIN option IO requires ANALYZE` |
 //! | TIMING (explicitly on) without ANALYZE | 22023 | `EXPLAIN option TIMING requires ANALYZE` |
 //! | SERIALIZE without ANALYZE              | 22023 | `EXPLAIN option SERIALIZE requires ANALYZE` |
 //! | GENERIC_PLAN with ANALYZE              | 22023 | `EXPLAIN options ANALYZE and GENERIC_PLAN cannot be used together` |
 //!
 //! BUFFERS, TIMING and SUMMARY default to the value of ANALYZE (PostgreSQL 18 turned
 //! BUFFERS on with ANALYZE).
+//!
+//! `IO` is PostgreSQL 19's option (not in 18): off by default, and like WAL it needs
+//! ANALYZE. It adds the read-stream lines (`Prefetch:`, `I/O:`) to the scans.
 
 use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, PgError};
@@ -50,6 +54,8 @@ pub struct ExplainOptions {
     pub costs: bool,
     pub buffers: bool,
     pub wal: bool,
+    /// EXPLAIN (IO): the read streams' look-ahead and I/Os.
+    pub io: bool,
     pub timing: bool,
     pub summary: bool,
     pub memory: bool,
@@ -68,6 +74,7 @@ impl Default for ExplainOptions {
             costs: true,
             buffers: false,
             wal: false,
+            io: false,
             timing: false,
             summary: false,
             memory: false,
@@ -154,6 +161,7 @@ impl ExplainOptions {
                 "costs" => given.costs = Some(boolean(&name, arg)?),
                 "buffers" => given.buffers = Some(boolean(&name, arg)?),
                 "wal" => given.wal = boolean(&name, arg)?,
+                "io" => given.io = boolean(&name, arg)?,
                 "settings" => given.settings = boolean(&name, arg)?,
                 "generic_plan" => given.generic_plan = boolean(&name, arg)?,
                 "timing" => given.timing = Some(boolean(&name, arg)?),
@@ -202,6 +210,9 @@ impl ExplainOptions {
         if given.wal && !given.analyze {
             return Err(invalid("EXPLAIN option WAL requires ANALYZE"));
         }
+        if given.io && !given.analyze {
+            return Err(invalid("EXPLAIN option IO requires ANALYZE"));
+        }
         let timing = given.timing.unwrap_or(given.analyze);
         let buffers = given.buffers.unwrap_or(given.analyze);
         if timing && !given.analyze {
@@ -221,6 +232,7 @@ impl ExplainOptions {
             costs: given.costs.unwrap_or(true),
             buffers,
             wal: given.wal,
+            io: given.io,
             timing,
             summary: given.summary.unwrap_or(given.analyze),
             memory: given.memory,
@@ -240,6 +252,7 @@ struct Given {
     costs: Option<bool>,
     buffers: Option<bool>,
     wal: bool,
+    io: bool,
     settings: bool,
     generic_plan: bool,
     timing: Option<bool>,
@@ -342,6 +355,10 @@ mod tests {
         let quoted = options("EXPLAIN (ANALYZE 'on', SERIALIZE) SELECT 1").unwrap();
         assert_eq!(quoted.serialize, Serialize::Text);
         assert!(options("EXPLAIN (TIMING off, WAL off, SERIALIZE none) SELECT 1").is_ok());
+        assert!(!analyze.io, "IO is off by default, as in PostgreSQL 19");
+        let io = options("EXPLAIN (ANALYZE, IO) SELECT 1").unwrap();
+        assert!(io.io && io.analyze);
+        assert!(!options("EXPLAIN (ANALYZE, IO off) SELECT 1").unwrap().io);
     }
 
     #[test]
@@ -363,6 +380,14 @@ mod tests {
         assert_eq!(
             err("EXPLAIN (WAL) SELECT 1"),
             e("22023", "EXPLAIN option WAL requires ANALYZE")
+        );
+        assert_eq!(
+            err("EXPLAIN (IO) SELECT 1"),
+            e("22023", "EXPLAIN option IO requires ANALYZE")
+        );
+        assert_eq!(
+            err("EXPLAIN (IO 2, ANALYZE) SELECT 1"),
+            e("42601", "io requires a Boolean value")
         );
         assert_eq!(
             err("EXPLAIN (SERIALIZE) SELECT 1"),

@@ -6,6 +6,12 @@
 //! list property, close the group. [`Emitter`] is those calls with the same whitespace
 //! rules; [`render`] walks an [`Explained`] making the calls in `ExplainNode`'s order.
 //! Unlike the text format, structured formats print every counter, zero or not.
+//!
+//! iolab's keys beyond PostgreSQL 18 (docs/explain.md): `Shared I/O Wait Time` before
+//! `Shared I/O Read Time`; after the I/O times of a node that reads, `I/O Read Latency p50`,
+//! `… p99`, `… p99.9`, `… Max` (ms); with EXPLAIN (IO), after the node's own counters,
+//! `Average Prefetch Distance`, `Max Prefetch Distance`, `Prefetch Capacity`, `I/O Stalls`,
+//! `Average I/O Size`, `Average I/Os In Progress`.
 
 use crate::explain::node::{Buffers, Detail, Explained, PlanNode};
 use crate::explain::options::Format;
@@ -78,6 +84,12 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
     }
     em.boolean("Parallel Aware", false);
     em.boolean("Async Capable", false);
+    if let Some(index) = &n.index {
+        if let Some(direction) = index.scan_direction {
+            em.text("Scan Direction", direction);
+        }
+        em.text("Index Name", &index.name);
+    }
     if let Some(rel) = &n.relation {
         if let (Some(tag), Some(name)) = (rel.object_tag, &rel.object_name) {
             em.text(tag, name);
@@ -104,7 +116,7 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
         em.float("Actual Rows", a.rows_per_loop(), 2);
         em.number("Actual Loops", &a.loops.to_string());
     }
-    em.boolean("Disabled", false);
+    em.boolean("Disabled", n.disabled);
     if let Some(cols) = &n.output {
         em.list("Output", cols);
     }
@@ -120,10 +132,33 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
                     em.float(label, *rows, 0);
                 }
             }
+            Detail::Count { label, value } => em.number(label, &value.to_string()),
+            Detail::HeapBlocks { exact, lossy } => {
+                em.number("Exact Heap Blocks", &exact.to_string());
+                em.number("Lossy Heap Blocks", &lossy.to_string());
+            }
+            Detail::ReadStream(s) => {
+                em.float("Average Prefetch Distance", s.distance_avg, 3);
+                em.number("Max Prefetch Distance", &s.distance_max.to_string());
+                em.number("Prefetch Capacity", &s.capacity.to_string());
+                em.number("I/O Stalls", &s.stalls.to_string());
+                em.float("Average I/O Size", s.size_avg, 3);
+                em.float("Average I/Os In Progress", s.inprogress_avg, 3);
+            }
         }
     }
     if let Some(b) = &n.buffers {
         buffers(em, b);
+    }
+    if let Some(l) = &n.read_latency {
+        for (key, us) in [
+            ("I/O Read Latency p50", l.p50_us),
+            ("I/O Read Latency p99", l.p99_us),
+            ("I/O Read Latency p99.9", l.p999_us),
+            ("I/O Read Latency Max", l.max_us),
+        ] {
+            em.float(key, us as f64 / 1000.0, 3);
+        }
     }
     if let Some(w) = &n.wal {
         em.number("WAL Records", &w.records.to_string());

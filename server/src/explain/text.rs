@@ -12,13 +12,30 @@
 //! Execution Time: 21.226 ms
 //! ```
 //!
-//! Counters print only when positive (`Buffers:` and `I/O Timings:` lines disappear when
-//! all their members are zero); iolab adds `wait=` (time spent issuing reads) before
-//! `read=` in `I/O Timings:`.
+//! Counters print only when positive (`Buffers:`, `I/O Timings:` and `Heap Blocks:` lines
+//! disappear when all their members are zero); `Index Searches:` prints always.
+//!
+//! Beyond PostgreSQL 18, on the nodes that read:
+//!
+//! ```text
+//!   Bitmap Heap Scan on t (actual time=… rows=0.00 loops=1)
+//!     Recheck Cond: (a < 140)
+//!     …
+//!     Heap Blocks: exact=1347
+//!     Prefetch: avg=93.412 max=128 capacity=128          ← EXPLAIN (IO) only, read-stream nodes
+//!     I/O: stalls=3 size=1.000 inprogress=61.030            (PostgreSQL 19's lines)
+//!     Buffers: shared hit=4 read=1347
+//!     I/O Timings: shared wait=1.203 read=15.291         ← wait= (issuing reads) only when > 0
+//!     I/O Latency: read p50=0.081 p99=0.412 p99.9=0.980 max=1.113
+//! ```
+//!
+//! `I/O Latency:` is the node's own reads (never its children's: percentiles do not add
+//! up), printed when the node issued reads and `track_io_timing` is on. `I/O:` is printed
+//! when the stream started reads.
 
 use iolab_settings::quote_identifier;
 
-use crate::explain::node::{Buffers, Detail, Explained, PlanNode, Wal};
+use crate::explain::node::{Buffers, Detail, Explained, PlanNode, ReadStreamUsage, Wal};
 
 /// The output, one line per row of the result.
 pub fn render(e: &Explained) -> Vec<String> {
@@ -76,6 +93,14 @@ fn node(out: &mut Vec<String>, n: &PlanNode, mut indent: usize) {
         indent += 2;
     }
     line.push_str(&n.text_name);
+    if let Some(index) = &n.index {
+        let word = if index.scan_direction.is_some() {
+            "using"
+        } else {
+            "on"
+        };
+        line.push_str(&format!(" {word} {}", quote_identifier(&index.name)));
+    }
     if let Some(rel) = &n.relation {
         line.push_str(" on");
         match (&rel.schema, &rel.object_name) {
@@ -113,6 +138,9 @@ fn node(out: &mut Vec<String>, n: &PlanNode, mut indent: usize) {
     out.push(line);
     indent += 1;
     let pad = spaces(indent);
+    if n.disabled {
+        out.push(format!("{pad}Disabled: true"));
+    }
     if let Some(cols) = &n.output {
         out.push(format!("{pad}Output: {}", cols.join(", ")));
     }
@@ -128,10 +156,27 @@ fn node(out: &mut Vec<String>, n: &PlanNode, mut indent: usize) {
                     out.push(format!("{pad}{label}: {rows:.0}"));
                 }
             }
+            Detail::Count { label, value } => out.push(format!("{pad}{label}: {value}")),
+            Detail::HeapBlocks { exact, lossy } => {
+                if let Some(parts) = positive_members(&[("exact", *exact), ("lossy", *lossy)]) {
+                    out.push(format!("{pad}Heap Blocks:{parts}"));
+                }
+            }
+            Detail::ReadStream(s) => read_stream(out, s, &pad),
         }
     }
     if let Some(b) = &n.buffers {
         buffers(out, b, indent);
+    }
+    if let Some(l) = n.read_latency.filter(|l| l.reads > 0) {
+        let ms = |us: u64| us as f64 / 1000.0;
+        out.push(format!(
+            "{pad}I/O Latency: read p50={:.3} p99={:.3} p99.9={:.3} max={:.3}",
+            ms(l.p50_us),
+            ms(l.p99_us),
+            ms(l.p999_us),
+            ms(l.max_us)
+        ));
     }
     if let Some(w) = &n.wal {
         wal(out, w, indent);
@@ -141,23 +186,42 @@ fn node(out: &mut Vec<String>, n: &PlanNode, mut indent: usize) {
     }
 }
 
+/// ` name=value` for each positive member, `None` when there is none.
+fn positive_members(members: &[(&str, u64)]) -> Option<String> {
+    let parts: String = members
+        .iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(name, v)| format!(" {name}={v}"))
+        .collect();
+    (!parts.is_empty()).then_some(parts)
+}
+
+/// EXPLAIN (IO): `Prefetch: avg=… max=… capacity=…`, then, when the stream started any
+/// read, `I/O: stalls=… size=… inprogress=…`.
+fn read_stream(out: &mut Vec<String>, s: &ReadStreamUsage, pad: &str) {
+    out.push(format!(
+        "{pad}Prefetch: avg={:.3} max={} capacity={}",
+        s.distance_avg, s.distance_max, s.capacity
+    ));
+    if s.reads > 0 {
+        out.push(format!(
+            "{pad}I/O: stalls={} size={:.3} inprogress={:.3}",
+            s.stalls, s.size_avg, s.inprogress_avg
+        ));
+    }
+}
+
 /// `Buffers: shared hit=… read=… dirtied=… written=…` and
 /// `I/O Timings: shared wait=… read=… write=…`, each only when something is positive.
 pub fn buffers(out: &mut Vec<String>, b: &Buffers, indent: usize) {
     let pad = spaces(indent);
-    if b.has_counts() {
-        let mut line = format!("{pad}Buffers: shared");
-        for (name, value) in [
-            ("hit", b.shared_hit),
-            ("read", b.shared_read),
-            ("dirtied", b.shared_dirtied),
-            ("written", b.shared_written),
-        ] {
-            if value > 0 {
-                line.push_str(&format!(" {name}={value}"));
-            }
-        }
-        out.push(line);
+    if let Some(parts) = positive_members(&[
+        ("hit", b.shared_hit),
+        ("read", b.shared_read),
+        ("dirtied", b.shared_dirtied),
+        ("written", b.shared_written),
+    ]) {
+        out.push(format!("{pad}Buffers: shared{parts}"));
     }
     if b.has_timing() {
         let mut line = format!("{pad}I/O Timings: shared");
@@ -175,19 +239,12 @@ pub fn buffers(out: &mut Vec<String>, b: &Buffers, indent: usize) {
 }
 
 fn wal(out: &mut Vec<String>, w: &Wal, indent: usize) {
-    if w.records + w.fpi + w.bytes + w.buffers_full == 0 {
-        return;
-    }
-    let mut line = format!("{}WAL:", spaces(indent));
-    for (name, value) in [
+    if let Some(parts) = positive_members(&[
         ("records", w.records),
         ("fpi", w.fpi),
         ("bytes", w.bytes),
         ("buffers full", w.buffers_full),
-    ] {
-        if value > 0 {
-            line.push_str(&format!(" {name}={value}"));
-        }
+    ]) {
+        out.push(format!("{}WAL:{parts}", spaces(indent)));
     }
-    out.push(line);
 }
