@@ -260,6 +260,15 @@ pub async fn show(client: &Client, name: &str) -> String {
         .get(0)
 }
 
+/// The lines of an EXPLAIN's `QUERY PLAN` column, by the simple protocol.
+pub async fn plan(client: &Client, sql: &str) -> Vec<String> {
+    rows(client, sql)
+        .await
+        .into_iter()
+        .map(|mut row| row.swap_remove(0).expect("QUERY PLAN is never NULL"))
+        .collect()
+}
+
 /// The rows of a simple-protocol query, each as text values (None = NULL).
 pub async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
     client

@@ -2,24 +2,10 @@
 //! extended protocol), EXPLAIN ANALYZE's row counts and buffer counts against the table
 //! itself, and PostgreSQL's errors for bad options.
 
-use iolab_tests::{sqlstate, TestServer};
-use tokio_postgres::{Client, SimpleQueryMessage};
+use iolab_tests::{plan, sqlstate, TestServer};
+use tokio_postgres::Client;
 
 const ROWS: i64 = 200_000;
-
-/// The rows of the QUERY PLAN column, by the simple protocol.
-async fn plan(client: &Client, sql: &str) -> Vec<String> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(r.get(0).expect("QUERY PLAN").to_string()),
-            _ => None,
-        })
-        .collect()
-}
 
 async fn count(client: &Client, sql: &str) -> i64 {
     client

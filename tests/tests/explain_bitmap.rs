@@ -5,24 +5,11 @@
 
 use std::collections::BTreeSet;
 
-use iolab_tests::{rows, TestServer};
-use tokio_postgres::{Client, SimpleQueryMessage};
+use iolab_tests::{plan, rows, TestServer};
+use tokio_postgres::Client;
 
 const ROWS: i64 = 200_000;
 const QUERY: &str = "SELECT * FROM eic_uniform WHERE a < 140 AND filler > 'fffffff'";
-
-async fn plan(client: &Client, sql: &str) -> Vec<String> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(r.get(0).expect("QUERY PLAN").to_string()),
-            _ => None,
-        })
-        .collect()
-}
 
 /// The number after `key` in the first line that contains `key` (`exact=1347` → 1347).
 fn figure(lines: &[String], key: &str) -> Option<f64> {

@@ -8,23 +8,10 @@
 //! runs `io_method = sync`, so every read is a timed `preadv` and `I/O Timings:` is never
 //! empty after a cold scan.
 
-use iolab_tests::{rows, sqlstate, TestServer};
-use tokio_postgres::{Client, SimpleQueryMessage};
+use iolab_tests::{plan, rows, sqlstate, TestServer};
+use tokio_postgres::Client;
 
 const ROWS: i64 = 200_000;
-
-async fn plan(client: &Client, sql: &str) -> Vec<String> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(r.get(0).expect("QUERY PLAN").to_string()),
-            _ => None,
-        })
-        .collect()
-}
 
 /// Every number replaced by `N`; iolab's own lines and `wait=` left out.
 fn normalised(lines: &[String]) -> Vec<String> {
