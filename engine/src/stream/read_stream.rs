@@ -615,9 +615,12 @@ impl<T: Send> ReadStream<T> {
                     self.stats.distance_samples += 1;
                     self.stats.distance_max = self.stats.distance_max.max(self.distance as u64);
                     self.stats.inprogress_sum += self.ios.len() as u64;
-                    let io = self
-                        .aio
-                        .start_read(&mut self.issuer, read, self.synchronous);
+                    let io = self.aio.start_read(
+                        &mut self.issuer,
+                        read,
+                        self.synchronous,
+                        &mut self.acct,
+                    );
                     self.ios.push_back(InProgress {
                         seq,
                         first_blkno: blkno,
