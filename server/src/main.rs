@@ -27,7 +27,7 @@ use iolab_engine::{Database, DatabaseOptions};
 /// iolab's equivalents are the maintenance and parallel scans of sessions).
 const AUXILIARY_ISSUERS: usize = 73;
 use iolab_settings::ServerSettings;
-use pgwire::api::ConnectionManager;
+use pgwire::api::{ConnectionManager, RandomPidSecretKeyGenerator};
 
 /// A PostgreSQL-wire-compatible server for studying database I/O.
 ///
@@ -205,6 +205,7 @@ fn run(cli: Cli) -> Result<(), String> {
             db: db.clone(),
             settings,
             connections: Arc::new(ConnectionManager::new()),
+            pids: Arc::new(RandomPidSecretKeyGenerator::default()),
             connection_count: AtomicUsize::new(0),
             password: cli.password.clone(),
         });

@@ -93,8 +93,8 @@ pub struct ConnectionSignals {
     pub terminate: Arc<tokio::sync::Notify>,
 }
 
-impl ConnectionSignals {
-    fn fire_cancel(&self) {
+impl BackendSignals for ConnectionSignals {
+    fn cancel(&self) {
         let (Some(handle), Ok(runtime)) =
             (self.cancel.clone(), tokio::runtime::Handle::try_current())
         else {
@@ -104,16 +104,11 @@ impl ConnectionSignals {
             handle.cancel().await;
         });
     }
-}
 
-impl BackendSignals for ConnectionSignals {
-    fn cancel(&self) {
-        self.fire_cancel();
-    }
-
+    /// The connection's task is dropped (see `wire::serve`), and with it the running
+    /// statement, whose guard cancels its scans.
     fn terminate(&self) {
         self.terminate.notify_one();
-        self.fire_cancel();
     }
 }
 

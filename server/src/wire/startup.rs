@@ -14,10 +14,7 @@ use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource,
     LoginInfo, Password, ServerParameterProvider, StartupHandler,
 };
-use pgwire::api::{
-    ClientInfo, ConnectionGuard, ConnectionHandle, PidSecretKeyGenerator,
-    RandomPidSecretKeyGenerator,
-};
+use pgwire::api::{ClientInfo, ConnectionGuard, ConnectionHandle, PidSecretKeyGenerator};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
@@ -29,7 +26,6 @@ use iolab_settings::SessionSettings;
 pub struct Startup {
     server: Arc<Server>,
     scram: Option<SASLAuthStartupHandler<Parameters>>,
-    pids: RandomPidSecretKeyGenerator,
     /// Notified by `pg_terminate_backend` (see `wire::serve`).
     terminate: Option<Arc<tokio::sync::Notify>>,
 }
@@ -45,11 +41,11 @@ impl Startup {
             }))
             .with_scram(ScramAuth::new(source))
             .with_connection_manager(server.connections.clone())
+            .with_pid_secret_key_generator(server.pids.clone())
         });
         Startup {
             server,
             scram,
-            pids: RandomPidSecretKeyGenerator::default(),
             terminate,
         }
     }
@@ -98,7 +94,7 @@ impl StartupHandler for Startup {
                 futures::SinkExt::close(client).await?;
                 return Ok(());
             }
-            let (pid, key) = self.pids.generate(client);
+            let (pid, key) = self.server.pids.generate(client);
             client.set_pid_and_secret_key(pid, key.clone());
             let (handle, guard) = self.server.connections.register(pid, key);
             client
