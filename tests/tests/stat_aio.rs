@@ -131,7 +131,6 @@ async fn stat_aio_and_activity_show_a_cold_scan_and_add_up() {
         server.extra_args = args(method);
         server.restart();
         let seen = observe_scans(&server, method).await;
-        eprintln!("{method}: {seen:?}");
         assert!(seen.active_with_query, "{method}: {seen:?}");
         let allowed = match method {
             "worker" => &["AioIoCompletion", "DataFileRead"][..],

@@ -98,6 +98,9 @@ impl Exposition {
     }
 }
 
+/// A counter family of `pg_stat_io`: name, help, and the operations it has.
+type CounterFamily = (&'static str, &'static str, fn(IoOp) -> bool);
+
 /// Every metric of `db`, as the body of a `/metrics` response.
 pub fn render(db: &Database) -> String {
     let (io, aio) = db.io_stats.snapshots();
@@ -112,7 +115,7 @@ pub fn render(db: &Database) -> String {
         .flat_map(|(bt, o)| IoContext::ALL.into_iter().map(move |c| (bt, o, c)))
         .filter(|&(bt, o, c)| tracks_io_object(bt, o, c))
         .collect();
-    let families: [(&str, &str, fn(IoOp) -> bool); 3] = [
+    let families: [CounterFamily; 3] = [
         (
             "iolab_io_operations_total",
             "I/O operations (pg_stat_io's count columns; op = the column).",

@@ -59,43 +59,43 @@ const RESET_TARGETS: [&str; 7] = [
 /// Which view a [`StatView`] computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Which {
-    PgStatIo,
-    PgAios,
-    PgStatAio,
-    PgStatActivity,
-    PgStatIoHistory,
-    PgStatAioHistory,
+    Io,
+    Aios,
+    Aio,
+    Activity,
+    IoHistory,
+    AioHistory,
 }
 
 impl Which {
     const VIEWS: [(&'static str, Which); 6] = [
-        ("pg_stat_io", Which::PgStatIo),
-        ("pg_aios", Which::PgAios),
-        ("pg_stat_aio", Which::PgStatAio),
-        ("pg_stat_activity", Which::PgStatActivity),
-        ("pg_stat_io_history", Which::PgStatIoHistory),
-        ("pg_stat_aio_history", Which::PgStatAioHistory),
+        ("pg_stat_io", Which::Io),
+        ("pg_aios", Which::Aios),
+        ("pg_stat_aio", Which::Aio),
+        ("pg_stat_activity", Which::Activity),
+        ("pg_stat_io_history", Which::IoHistory),
+        ("pg_stat_aio_history", Which::AioHistory),
     ];
 
     fn schema(self) -> SchemaRef {
         match self {
-            Which::PgStatIo => views::pg_stat_io_schema(),
-            Which::PgAios => views::pg_aios_schema(),
-            Which::PgStatAio => stat_aio::pg_stat_aio_schema(),
-            Which::PgStatActivity => activity::schema(),
-            Which::PgStatIoHistory => stat_aio::pg_stat_io_history_schema(),
-            Which::PgStatAioHistory => stat_aio::pg_stat_aio_history_schema(),
+            Which::Io => views::pg_stat_io_schema(),
+            Which::Aios => views::pg_aios_schema(),
+            Which::Aio => stat_aio::pg_stat_aio_schema(),
+            Which::Activity => activity::schema(),
+            Which::IoHistory => stat_aio::pg_stat_io_history_schema(),
+            Which::AioHistory => stat_aio::pg_stat_aio_history_schema(),
         }
     }
 
     fn batch(self, db: &Database) -> Result<RecordBatch> {
         match self {
-            Which::PgStatIo => Ok(views::pg_stat_io_batch(&db.io_stats.snapshot())),
-            Which::PgAios => Ok(views::pg_aios_batch(&db.aio_rows())),
-            Which::PgStatAio => stat_aio::pg_stat_aio_batch(db),
-            Which::PgStatActivity => activity::batch(db),
-            Which::PgStatIoHistory => stat_aio::pg_stat_io_history_batch(db),
-            Which::PgStatAioHistory => stat_aio::pg_stat_aio_history_batch(db),
+            Which::Io => Ok(views::pg_stat_io_batch(&db.io_stats.snapshot())),
+            Which::Aios => Ok(views::pg_aios_batch(&db.aio_rows())),
+            Which::Aio => stat_aio::pg_stat_aio_batch(db),
+            Which::Activity => activity::batch(db),
+            Which::IoHistory => stat_aio::pg_stat_io_history_batch(db),
+            Which::AioHistory => stat_aio::pg_stat_aio_history_batch(db),
         }
     }
 }
@@ -156,8 +156,11 @@ struct StatFunction {
     name: &'static str,
     arity: usize,
     db: Arc<Database>,
-    rows: fn(&Database, &[Option<i64>]) -> Result<RecordBatch>,
+    rows: Rows,
 }
+
+/// A table function's rows for its (constant) arguments.
+type Rows = fn(&Database, &[Option<i64>]) -> Result<RecordBatch>;
 
 impl std::fmt::Debug for StatFunction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -233,18 +236,14 @@ fn pid_of(v: Option<i64>) -> Option<i32> {
 /// Registers `pg_stat_get_io()`, `pg_stat_get_backend_io(pid)` and `pg_get_aios()` into
 /// the state that will plan a statement.
 pub fn register_table_functions(state: &mut SessionState, db: &Arc<Database>) {
-    let functions: [(
-        &'static str,
-        usize,
-        fn(&Database, &[Option<i64>]) -> Result<RecordBatch>,
-    ); 3] = [
-        ("pg_stat_get_io", 0, |db, _| Which::PgStatIo.batch(db)),
+    let functions: [(&'static str, usize, Rows); 3] = [
+        ("pg_stat_get_io", 0, |db, _| Which::Io.batch(db)),
         ("pg_stat_get_backend_io", 1, |db, args| {
             // STRICT: a NULL pid returns no rows, as an unknown one does.
             let snapshot = pid_of(args[0]).and_then(|pid| db.io_stats.backend_snapshot(pid));
             Ok(views::backend_io_batch(snapshot.as_ref()))
         }),
-        ("pg_get_aios", 0, |db, _| Which::PgAios.batch(db)),
+        ("pg_get_aios", 0, |db, _| Which::Aios.batch(db)),
     ];
     for (name, arity, rows) in functions {
         state.register_udtf(
