@@ -39,7 +39,7 @@ pub struct TerminateSignal(pub Arc<tokio::sync::Notify>);
 
 impl Handlers {
     /// `terminate`: notified to end the connection (see [`serve`]).
-    pub fn new(server: Arc<Server>, terminate: Option<Arc<tokio::sync::Notify>>) -> Handlers {
+    pub fn new(server: Arc<Server>, terminate: Arc<tokio::sync::Notify>) -> Handlers {
         Handlers {
             simple: Arc::new(simple::SimpleHandler {
                 server: server.clone(),
@@ -239,7 +239,7 @@ pub async fn serve(
                         return;
                     }
                     let terminate = Arc::new(tokio::sync::Notify::new());
-                    let handlers = Arc::new(Handlers::new(server.clone(), Some(terminate.clone())));
+                    let handlers = Arc::new(Handlers::new(server.clone(), terminate.clone()));
                     // A second handle on the socket, to send the FATAL of
                     // pg_terminate_backend after the protocol task is dropped.
                     let (socket, farewell) = match split_for_farewell(socket) {

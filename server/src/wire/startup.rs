@@ -27,11 +27,11 @@ pub struct Startup {
     server: Arc<Server>,
     scram: Option<SASLAuthStartupHandler<Parameters>>,
     /// Notified by `pg_terminate_backend` (see `wire::serve`).
-    terminate: Option<Arc<tokio::sync::Notify>>,
+    terminate: Arc<tokio::sync::Notify>,
 }
 
 impl Startup {
-    pub fn new(server: Arc<Server>, terminate: Option<Arc<tokio::sync::Notify>>) -> Startup {
+    pub fn new(server: Arc<Server>, terminate: Arc<tokio::sync::Notify>) -> Startup {
         let scram = server.password.as_ref().map(|pw| {
             let source = Arc::new(PasswordSource {
                 password: pw.clone(),
@@ -63,16 +63,14 @@ impl StartupHandler for Startup {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if let Some(terminate) = &self.terminate {
-            if client
+        if client
+            .session_extensions()
+            .get::<super::TerminateSignal>()
+            .is_none()
+        {
+            client
                 .session_extensions()
-                .get::<super::TerminateSignal>()
-                .is_none()
-            {
-                client
-                    .session_extensions()
-                    .insert(super::TerminateSignal(terminate.clone()));
-            }
+                .insert(super::TerminateSignal(self.terminate.clone()));
         }
         if let Some(scram) = &self.scram {
             return scram.on_startup(client, message).await;
