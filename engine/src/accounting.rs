@@ -23,14 +23,20 @@
 //! * **latency**: submission → completion of each I/O, wherever it ran; recorded always
 //!   (one clock read per I/O, not per block), whereas wait/read/write times need
 //!   `track_io_timing`, as in PostgreSQL.
+//!
+//! The account also carries the AIO layer's own events (`pg_stat_aio`: I/Os started,
+//! submissions, queue-full fallbacks, waits) into the same pending statistics, and sets
+//! the operation's process's **wait event** (`pg_stat_activity`) while it blocks on I/O:
+//! the process is looked up once, when the account is made, and each wait is then two
+//! relaxed atomic stores.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iolab_stats::{
-    BackendType, BufferUsage, IoContext, IoObject, IoOp, IoStatsHub, LatencyHistogram,
-    PendingIoStats,
+    AioEvent, AioLatencyOp, BackendActivity, BackendType, BufferUsage, IoContext, IoObject, IoOp,
+    IoStatsHub, LatencyHistogram, PendingIoStats, WaitEvent,
 };
 
 use crate::buffer::RingKind;
@@ -52,6 +58,8 @@ pub struct IoAccount {
     pub read_latency: LatencyHistogram,
     pending: PendingIoStats,
     sink: Option<StatsSink>,
+    /// The process whose wait events this operation sets (`pg_stat_activity`).
+    activity: Option<Arc<BackendActivity>>,
     last_flush: Instant,
     calls_since_flush_check: u32,
 }
@@ -94,12 +102,14 @@ pub fn io_context(ring: Option<RingKind>) -> IoContext {
 impl IoAccount {
     /// An account whose pending `pg_stat_io` counters go to `sink` (none: only `usage`).
     pub fn new(track_io_timing: bool, sink: Option<StatsSink>) -> IoAccount {
+        let activity = sink.as_ref().and_then(|s| s.hub.activity.get(s.pid));
         IoAccount {
             usage: BufferUsage::default(),
             track_io_timing,
             read_latency: LatencyHistogram::new(),
             pending: PendingIoStats::new(),
             sink,
+            activity,
             last_flush: Instant::now(),
             calls_since_flush_check: 0,
         }
@@ -160,13 +170,25 @@ impl IoAccount {
 
     /// Submission → completion latency of one read.
     pub fn read_latency(&mut self, ring: Option<RingKind>, latency: Duration) {
-        self.read_latency.record_ns(latency.as_nanos() as u64);
-        self.pending.record_latency(
-            IoObject::Relation,
-            io_context(ring),
-            IoOp::Read,
-            latency.as_nanos() as u64,
-        );
+        let ns = latency.as_nanos() as u64;
+        self.read_latency.record_ns(ns);
+        self.pending
+            .record_latency(IoObject::Relation, io_context(ring), IoOp::Read, ns);
+        self.pending.record_aio_latency(AioLatencyOp::Read, ns);
+    }
+
+    /// One event of the AIO layer (`pg_stat_aio`).
+    #[inline]
+    pub fn aio_event(&mut self, event: AioEvent) {
+        self.pending.count_aio(event);
+    }
+
+    /// The operation's process now waits for `event` (`WaitEvent::None`: no longer).
+    #[inline]
+    pub fn set_wait_event(&self, event: WaitEvent) {
+        if let Some(a) = &self.activity {
+            a.set_wait_event(event);
+        }
     }
 
     /// One block written back (from `started`, for `track_io_timing`).
@@ -177,12 +199,10 @@ impl IoAccount {
         let ctx = io_context(ring);
         self.pending
             .count_op(IoObject::Relation, ctx, IoOp::Write, BLCKSZ as u64, ns);
-        self.pending.record_latency(
-            IoObject::Relation,
-            ctx,
-            IoOp::Write,
-            latency.as_nanos() as u64,
-        );
+        let ns = latency.as_nanos() as u64;
+        self.pending
+            .record_latency(IoObject::Relation, ctx, IoOp::Write, ns);
+        self.pending.record_aio_latency(AioLatencyOp::Write, ns);
     }
 
     /// The relation was extended by `nblocks` blocks.
@@ -198,11 +218,21 @@ impl IoAccount {
         );
     }
 
-    /// One file was fsynced (counted in context `normal`, as PostgreSQL does).
-    pub fn fsynced(&mut self, started: Option<Instant>) {
-        let ns = Self::elapsed_ns(started);
+    /// Runs `sync` (one file's fsync) under wait event `DataFileSync` and counts it, in
+    /// context `normal` as PostgreSQL does, with its latency for `pg_stat_aio`.
+    pub fn fsync<T>(&mut self, sync: impl FnOnce() -> T) -> T {
+        let timer = self.start_timer();
+        self.set_wait_event(WaitEvent::DataFileSync);
+        let submitted = Instant::now();
+        let result = sync();
+        let latency = submitted.elapsed();
+        self.set_wait_event(WaitEvent::None);
+        let ns = Self::elapsed_ns(timer);
         self.pending
             .count_op(IoObject::Relation, IoContext::Normal, IoOp::Fsync, 0, ns);
+        self.pending
+            .record_aio_latency(AioLatencyOp::Fsync, latency.as_nanos() as u64);
+        result
     }
 
     /// A valid buffer was taken from the clock sweep (`evict`) or reused from the ring.

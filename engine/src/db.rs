@@ -201,9 +201,7 @@ impl Database {
         let written = self.pool.flush_all_counted(&mut acct)?;
         let files: Vec<Arc<RelFile>> = self.relfiles.lock().values().cloned().collect();
         for f in files {
-            let timer = acct.start_timer();
-            let synced = f.sync();
-            acct.fsynced(timer);
+            let synced = acct.fsync(|| f.sync());
             synced.map_err(|e| {
                 PgError::io(
                     &format!("could not fsync file \"{}\"", f.path().display()),

@@ -3,11 +3,13 @@
 mod copy;
 mod errors;
 mod explain;
+mod metrics;
 mod pgcatalog;
 mod server;
 mod session;
 mod show;
 mod sql;
+mod stats_sampler;
 mod wire;
 
 use std::net::SocketAddr;
@@ -25,7 +27,7 @@ use iolab_engine::{Database, DatabaseOptions};
 /// iolab's equivalents are the maintenance and parallel scans of sessions).
 const AUXILIARY_ISSUERS: usize = 73;
 use iolab_settings::ServerSettings;
-use pgwire::api::ConnectionManager;
+use pgwire::api::{ConnectionManager, RandomPidSecretKeyGenerator};
 
 /// A PostgreSQL-wire-compatible server for studying database I/O.
 ///
@@ -203,6 +205,7 @@ fn run(cli: Cli) -> Result<(), String> {
             db: db.clone(),
             settings,
             connections: Arc::new(ConnectionManager::new()),
+            pids: Arc::new(RandomPidSecretKeyGenerator::default()),
             connection_count: AtomicUsize::new(0),
             password: cli.password.clone(),
         });
@@ -218,6 +221,20 @@ fn run(cli: Cli) -> Result<(), String> {
         } else {
             addr.ip().to_string()
         };
+        stats_sampler::start(
+            db.clone(),
+            server.settings.stats_history_interval_ms(),
+            server.settings.stats_history_retention_s(),
+        );
+        if let Some(metrics_addr) = metrics::start(
+            db.clone(),
+            &server.settings.metrics_listen_address(),
+            server.settings.metrics_port(),
+        )
+        .await?
+        {
+            tracing::info!("Prometheus metrics at http://{metrics_addr}/metrics");
+        }
         eprintln!("iolab is ready: connect with  psql -h {host} -p {port} -U postgres");
         wire::serve(server, listener, shutdown_signal()).await;
         tracing::info!("shutting down: writing dirty buffers");

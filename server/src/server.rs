@@ -6,13 +6,15 @@ use std::sync::Arc;
 
 use iolab_engine::Database;
 use iolab_settings::ServerSettings;
-use pgwire::api::ConnectionManager;
+use pgwire::api::{ConnectionManager, RandomPidSecretKeyGenerator};
 
 pub struct Server {
     pub db: Arc<Database>,
     pub settings: ServerSettings,
     /// Cancel keys of live connections (pgwire's registry).
     pub connections: Arc<ConnectionManager>,
+    /// Hands out session pids (from 100000, one server-wide counter) and cancel keys.
+    pub pids: Arc<RandomPidSecretKeyGenerator>,
     /// Live client connections.
     pub connection_count: AtomicUsize,
     /// Password for SCRAM-SHA-256; `None` = trust connections from loopback.

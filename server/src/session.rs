@@ -65,6 +65,9 @@ pub struct Session {
     pub cancel: Arc<AtomicBool>,
     /// A COPY FROM STDIN in progress.
     pub copy_in: Option<crate::copy::CopyIn>,
+    /// This session's `pg_stat_activity` entry (none for sessions made without a
+    /// connection).
+    pub activity: Option<Arc<iolab_stats::BackendActivity>>,
 }
 
 pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
@@ -81,7 +84,28 @@ impl Session {
             df_state,
             cancel: Arc::new(AtomicBool::new(false)),
             copy_in: None,
+            activity: None,
         }
+    }
+
+    /// `pg_stat_activity`: a statement (or a Query message of several) starts.
+    pub fn report_active(&self, query: &str) {
+        if let Some(a) = &self.activity {
+            a.statement_started(query, self.txn.in_block);
+        }
+    }
+
+    /// `pg_stat_activity`: the session now waits for its client.
+    pub fn report_idle(&self) {
+        use iolab_stats::BackendState;
+        let Some(a) = &self.activity else { return };
+        let state = match (self.txn.in_block, self.txn.is_failed()) {
+            (false, _) => BackendState::Idle,
+            (true, false) => BackendState::IdleInTransaction,
+            (true, true) => BackendState::IdleInTransactionAborted,
+        };
+        a.set_wait_event(iolab_stats::WaitEvent::None);
+        a.statement_ended(state, &self.settings.application_name());
     }
 
     /// Plans a query without running it (the extended protocol's Describe).

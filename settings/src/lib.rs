@@ -488,6 +488,13 @@ macro_rules! typed_getters {
         pub fn stats_history_retention_s(&self) -> i32 {
             self.value("stats_history_retention").as_int()
         }
+        /// The Prometheus endpoint's port; 0 = off.
+        pub fn metrics_port(&self) -> i32 {
+            self.value("metrics_port").as_int()
+        }
+        pub fn metrics_listen_address(&self) -> String {
+            self.value("metrics_listen_address").as_text().to_string()
+        }
         /// `transaction_isolation`, e.g. `read committed`.
         pub fn transaction_isolation(&self) -> String {
             self.value("transaction_isolation").as_text().to_string()

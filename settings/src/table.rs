@@ -35,8 +35,11 @@
 //!   is the page size, not where the pages came from. The server sets it at start, as
 //!   PostgreSQL does; it boots as `unknown`.
 //! * iolab's own settings: `read_stream_advice` (listed by `EXPLAIN (SETTINGS)` when changed,
-//!   like the planner settings), `stats_history_interval` (100 ms .. 1 h) and
-//!   `stats_history_retention` (1 min .. 1 day), whose ratio bounds the history ring.
+//!   like the planner settings), `stats_history_interval` (100 ms .. 1 h, 0 = off) and
+//!   `stats_history_retention` (1 min .. 1 day), whose ratio bounds the history ring (which
+//!   never holds more than 64 MiB), and `metrics_port` / `metrics_listen_address` (the
+//!   Prometheus endpoint, off by default, loopback-only by default). The history settings
+//!   take effect at start (`postmaster`), since the ring is sized then.
 //! * `config_file` and `data_directory` show an empty boot value where PostgreSQL shows NULL.
 //! * Where iolab refuses what PostgreSQL would accept (a region time zone, LATIN1), it uses
 //!   PostgreSQL's wording for the nearest refusal PostgreSQL has (for encodings, 0A000 with
@@ -517,6 +520,14 @@ pub static SETTINGS: &[SettingDef] = &[
     setting("max_stack_depth", Int { min: 100, max: 2147483647, unit: Kilobytes }, "2048", Superuser,
         "Resource Usage / Memory",
         "Sets the maximum stack depth, in kilobytes."),
+    setting("metrics_listen_address", String(StringCheck::None), "127.0.0.1", Postmaster,
+        "Statistics / Monitoring",
+        "Sets the IP address the Prometheus /metrics endpoint listens on.")
+        .extra("Loopback by default; see metrics_port."),
+    setting("metrics_port", Int { min: 0, max: 65535, unit: NoUnit }, "0", Postmaster,
+        "Statistics / Monitoring",
+        "Sets the TCP port of the Prometheus /metrics endpoint.")
+        .extra("0 disables the endpoint."),
     setting("min_parallel_index_scan_size", Int { min: 0, max: 715827882, unit: Blocks }, "64", User,
         "Query Tuning / Planner Cost Constants",
         "Sets the minimum amount of index data for a parallel scan.")
@@ -603,11 +614,11 @@ pub static SETTINGS: &[SettingDef] = &[
         "Client Connection Defaults / Statement Behavior",
         "Sets the maximum allowed duration of any statement.")
         .extra("0 disables the timeout."),
-    setting("stats_history_interval", Int { min: 100, max: 3600000, unit: Milliseconds }, "1000", Sighup,
+    setting("stats_history_interval", Int { min: 0, max: 3600000, unit: Milliseconds }, "1000", Postmaster,
         "Statistics / Monitoring",
         "Sets the interval between snapshots of the I/O statistics kept for history views.")
-        .extra("Each snapshot is one row per statistics key in the history ring; see stats_history_retention."),
-    setting("stats_history_retention", Int { min: 60, max: 86400, unit: Seconds }, "3600", Sighup,
+        .extra("0 turns the sampler and the history off. Each snapshot adds one row per statistics key with I/O in the interval; see stats_history_retention."),
+    setting("stats_history_retention", Int { min: 60, max: 86400, unit: Seconds }, "3600", Postmaster,
         "Statistics / Monitoring",
         "Sets how long snapshots of the I/O statistics are kept for history views.")
         .extra("Together with stats_history_interval this bounds the history ring: at most retention / interval snapshots are kept."),

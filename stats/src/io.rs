@@ -53,6 +53,10 @@ use chrono::{DateTime, Utc};
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 
+use crate::activity::ActivityRegistry;
+use crate::aio::{AioCounts, AioEvent, AioLatencyOp};
+use crate::history::StatsHistory;
+
 // ---------------------------------------------------------------------------------------
 // Dimensions
 // ---------------------------------------------------------------------------------------
@@ -465,6 +469,17 @@ impl LatencyHistogram {
         v.min(self.max_us())
     }
 
+    /// How many recorded latencies are at most `us` microseconds (within the histogram's
+    /// 1 % resolution): a cumulative bucket of a Prometheus histogram.
+    pub fn count_at_or_below_us(&self, us: u64) -> u64 {
+        self.histogram.count_between(0, us)
+    }
+
+    /// The sum of the recorded latencies in microseconds, from the histogram (within 1 %).
+    pub fn approximate_sum_us(&self) -> f64 {
+        self.histogram.mean() * self.histogram.len() as f64
+    }
+
     /// The exact largest latency recorded, in microseconds.
     pub fn max_us(&self) -> f64 {
         self.max_ns as f64 / 1000.0
@@ -494,6 +509,26 @@ impl LatencyHistogram {
     pub fn clear(&mut self) {
         self.histogram.reset();
         self.max_ns = 0;
+    }
+
+    /// The latencies recorded after `earlier` was copied from this histogram: the
+    /// difference of the two. Its maximum is the highest value of the remaining
+    /// buckets (within 1 %), since the exact maximum of an interval is not kept. When
+    /// `earlier` is not a prefix of this one (the statistics were reset in between), the
+    /// whole histogram.
+    pub fn since(&self, earlier: Option<&LatencyHistogram>) -> LatencyHistogram {
+        let mut histogram = self.histogram.clone();
+        if let Some(e) = earlier {
+            if histogram.subtract(&e.histogram).is_err() {
+                histogram = self.histogram.clone();
+            }
+        }
+        let max_ns = if histogram.is_empty() {
+            0
+        } else {
+            (histogram.highest_equivalent(histogram.max()) * 1000).min(self.max_ns)
+        };
+        LatencyHistogram { histogram, max_ns }
     }
 }
 
@@ -693,6 +728,7 @@ pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 #[derive(Clone, Debug)]
 pub struct PendingIoStats {
     counters: IoCounters,
+    aio: AioCounts,
     /// Something was counted since the last flush.
     dirty: bool,
     last_flush: Instant,
@@ -708,6 +744,7 @@ impl PendingIoStats {
     pub fn new() -> PendingIoStats {
         PendingIoStats {
             counters: IoCounters::new(),
+            aio: AioCounts::default(),
             dirty: false,
             last_flush: Instant::now(),
         }
@@ -776,6 +813,21 @@ impl PendingIoStats {
         self.dirty = true;
     }
 
+    /// Counts one event of the AIO layer (`pg_stat_aio`).
+    #[inline]
+    pub fn count_aio(&mut self, event: AioEvent) {
+        self.aio.count(event);
+        self.dirty = true;
+    }
+
+    /// Records the submission → completion latency of one read, write or fsync for
+    /// `pg_stat_aio`.
+    #[inline]
+    pub fn record_aio_latency(&mut self, op: AioLatencyOp, ns: u64) {
+        self.aio.record_latency_ns(op, ns);
+        self.dirty = true;
+    }
+
     /// Nothing counted since the last flush.
     pub fn is_empty(&self) -> bool {
         !self.dirty
@@ -801,6 +853,7 @@ impl PendingIoStats {
     fn clear(&mut self, now: Instant) {
         if self.dirty {
             self.counters.clear();
+            self.aio.clear();
             self.dirty = false;
         }
         self.last_flush = now;
@@ -818,6 +871,11 @@ impl PendingIoStats {
 #[derive(Debug)]
 pub struct IoStatsHub {
     state: Mutex<HubState>,
+    /// What each live process is doing (`pg_stat_activity`).
+    pub activity: ActivityRegistry,
+    /// The sampled history (`pg_stat_io_history`, `pg_stat_aio_history`); `None` while
+    /// no sampler runs.
+    pub history: Mutex<Option<StatsHistory>>,
 }
 
 #[derive(Debug)]
@@ -826,6 +884,9 @@ struct HubState {
     by_type: Vec<IoCounters>,
     /// When `pg_stat_io` was last reset (the hub's creation at first).
     stats_reset: DateTime<Utc>,
+    /// `pg_stat_aio`, indexed by `BackendType as usize`, and its reset time.
+    aio_by_type: Vec<AioCounts>,
+    aio_stats_reset: DateTime<Utc>,
     /// Live processes of the backend types that keep per-process statistics.
     /// Bounded by the number of live sessions and threads (`max_connections` + workers).
     backends: HashMap<i32, BackendEntry>,
@@ -851,6 +912,19 @@ impl IoSnapshot {
     }
 }
 
+/// A copy of `pg_stat_aio`'s data.
+#[derive(Clone, Debug)]
+pub struct AioSnapshot {
+    by_type: Vec<AioCounts>,
+    pub stats_reset: DateTime<Utc>,
+}
+
+impl AioSnapshot {
+    pub fn counts(&self, bt: BackendType) -> &AioCounts {
+        &self.by_type[bt.index()]
+    }
+}
+
 /// A copy of one process's statistics (`pg_stat_get_backend_io(pid)`).
 #[derive(Clone, Debug)]
 pub struct BackendIoSnapshot {
@@ -871,12 +945,17 @@ impl IoStatsHub {
     /// Empty statistics, reset "now" (PostgreSQL sets `stats_reset` when a server starts
     /// without saved statistics; iolab never saves them).
     pub fn new() -> IoStatsHub {
+        let now = Utc::now();
         IoStatsHub {
             state: Mutex::new(HubState {
                 by_type: vec![IoCounters::new(); BackendType::COUNT],
-                stats_reset: Utc::now(),
+                stats_reset: now,
+                aio_by_type: vec![AioCounts::default(); BackendType::COUNT],
+                aio_stats_reset: now,
                 backends: HashMap::new(),
             }),
+            activity: ActivityRegistry::default(),
+            history: Mutex::new(None),
         }
     }
 
@@ -919,6 +998,7 @@ impl IoStatsHub {
         {
             let mut state = self.state.lock();
             state.by_type[backend_type.index()].add(&pending.counters);
+            state.aio_by_type[backend_type.index()].add(&pending.aio);
             if let Some(entry) = state.backends.get_mut(&pid) {
                 entry.counters.add(&pending.counters);
             }
@@ -948,6 +1028,13 @@ impl IoStatsHub {
         state.stats_reset = Utc::now();
     }
 
+    /// `pg_stat_reset_shared('aio')`: zeroes `pg_stat_aio` and sets its `stats_reset`.
+    pub fn reset_shared_aio(&self) {
+        let mut state = self.state.lock();
+        state.aio_by_type.iter_mut().for_each(AioCounts::clear);
+        state.aio_stats_reset = Utc::now();
+    }
+
     /// `pg_stat_reset_backend_stats(pid)`: zeroes one process's statistics and sets its
     /// `stats_reset`. False (and nothing happens) for an unknown pid. Counts the process
     /// has pending and flushes later are added after the reset, as in PostgreSQL.
@@ -970,6 +1057,30 @@ impl IoStatsHub {
             by_type: state.by_type.clone(),
             stats_reset: state.stats_reset,
         }
+    }
+
+    /// A copy of `pg_stat_aio`'s counters.
+    pub fn aio_snapshot(&self) -> AioSnapshot {
+        let state = self.state.lock();
+        AioSnapshot {
+            by_type: state.aio_by_type.clone(),
+            stats_reset: state.aio_stats_reset,
+        }
+    }
+
+    /// Both snapshots taken under one lock, so that they describe the same moment.
+    pub fn snapshots(&self) -> (IoSnapshot, AioSnapshot) {
+        let state = self.state.lock();
+        (
+            IoSnapshot {
+                by_type: state.by_type.clone(),
+                stats_reset: state.stats_reset,
+            },
+            AioSnapshot {
+                by_type: state.aio_by_type.clone(),
+                stats_reset: state.aio_stats_reset,
+            },
+        )
     }
 
     /// A copy of one live process's statistics; `None` for an unknown pid or a backend

@@ -12,15 +12,27 @@
 //!   resets and snapshots.
 //! - [`views`]: `pg_stat_io`, `pg_stat_get_backend_io(pid)` and `pg_aios` as Arrow record
 //!   batches with PostgreSQL 18's columns, plus iolab's wait and latency columns.
+//! - [`aio`]: the counters of the AIO layer itself (`pg_stat_aio`), counted and flushed
+//!   with `pg_stat_io`'s.
+//! - [`activity`]: what each live process is doing (`pg_stat_activity`), with the wait
+//!   events the engine's I/O paths set.
+//! - [`history`]: the bounded ring of per-interval deltas behind `pg_stat_io_history` and
+//!   `pg_stat_aio_history`.
 
+pub mod activity;
+pub mod aio;
+pub mod history;
 pub mod io;
 pub mod usage;
 pub mod views;
 
+pub use activity::{ActivityRegistry, BackendActivity, BackendSignals, BackendState, WaitEvent};
+pub use aio::{AioCounts, AioEvent, AioLatencyOp};
+pub use history::StatsHistory;
 pub use io::{
-    tracks_io_object, tracks_io_op, BackendIoSnapshot, BackendType, IoCell, IoContext, IoCounters,
-    IoObject, IoOp, IoSnapshot, IoStatsHub, LatencyHistogram, LatencySummary, PendingIoStats,
-    FLUSH_INTERVAL,
+    tracks_io_object, tracks_io_op, AioSnapshot, BackendIoSnapshot, BackendType, IoCell, IoContext,
+    IoCounters, IoObject, IoOp, IoSnapshot, IoStatsHub, LatencyHistogram, LatencySummary,
+    PendingIoStats, FLUSH_INTERVAL,
 };
 pub use usage::BufferUsage;
 pub use views::{AioOperation, AioResultStatus, AioRow, AioState};

@@ -17,8 +17,12 @@
 //!
 //! Accounting: time spent in `start`/`submit` (queue pushes, `io_uring_enter`, advice) is
 //! *wait* time; time blocked in `wait` is *read* time; submission → completion is the
-//! I/O's latency. All of it goes to the caller's [`IoAccount`]. Server-wide counters of the
-//! AIO machinery itself (submissions, queue-full fallbacks, waits) are in [`AioCounters`].
+//! I/O's latency. All of it goes to the caller's [`IoAccount`], and so do the events of the
+//! AIO machinery itself for `pg_stat_aio` (I/Os started, submissions, queue-full
+//! fallbacks, completion and handle waits, completions by another thread) and the wait
+//! events `pg_stat_activity` shows while the issuer blocks: `DataFilePrefetch` (advice),
+//! `AioIoUringSubmit`, `DataFileRead` (a synchronous read), `AioIoCompletion` (an I/O a
+//! worker runs, or a free handle) and `AioIoUringExecution` (completions from the kernel).
 //!
 //! `io_uring` is probed at start-up; if the kernel refuses it, iolab logs why and uses
 //! `worker` instead (the effective method is what `SHOW io_method` reports).
@@ -27,12 +31,12 @@ pub mod handle;
 pub mod uring;
 pub mod worker;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use iolab_catalog::PgError;
 use iolab_settings::IoMethod;
+use iolab_stats::{AioEvent, WaitEvent};
 use parking_lot::Mutex;
 
 use crate::accounting::IoAccount;
@@ -49,23 +53,6 @@ pub struct AioConfig {
     pub max_concurrency: usize,
     /// Issuers that may run at once (sessions, and scans within them); sizes the table.
     pub max_issuers: usize,
-}
-
-/// Server-wide counters of the AIO machinery (for `pg_stat_aio`).
-#[derive(Debug, Default)]
-pub struct AioCounters {
-    /// I/Os started through a handle.
-    pub ios: AtomicU64,
-    /// Calls that handed I/Os to workers or the kernel (≤ `ios` with batching).
-    pub submissions: AtomicU64,
-    /// I/Os the issuer executed itself because the worker queue was full.
-    pub queue_full: AtomicU64,
-    /// Waits for an I/O that was not complete yet.
-    pub completion_waits: AtomicU64,
-    /// Times an issuer found no free handle and waited for one.
-    pub handle_waits: AtomicU64,
-    /// I/Os completed by another thread than the issuer.
-    pub completed_elsewhere: AtomicU64,
 }
 
 /// A read handed to the AIO system and not yet waited for.
@@ -107,7 +94,6 @@ pub struct AioSystem {
     /// Index of `handles` in [`TABLES`], carried in io_uring `user_data`.
     table_tag: u64,
     workers: Option<WorkerPool>,
-    pub counters: AioCounters,
 }
 
 /// io_uring rings are per thread and may carry completions of more than one `AioSystem`
@@ -172,7 +158,6 @@ impl AioSystem {
                 handles,
                 table_tag,
                 workers,
-                counters: AioCounters::default(),
             }),
             note,
         ))
@@ -201,6 +186,7 @@ impl AioSystem {
     /// the time it takes is wait time.
     pub fn advise(&self, read: &PendingRead, acct: &mut IoAccount, ring: Option<RingKind>) {
         let timer = acct.start_timer();
+        acct.set_wait_event(WaitEvent::DataFilePrefetch);
         if let Ok((fd, offset)) = read.fd_and_offset() {
             // SAFETY: plain syscall on a descriptor the relation keeps open.
             unsafe {
@@ -212,39 +198,46 @@ impl AioSystem {
                 );
             }
         }
+        acct.set_wait_event(WaitEvent::None);
         acct.issued(ring, timer);
     }
 
     /// Start `read`: with `synchronous` (or io_method `sync`) keep it for the issuer to
     /// execute when it waits; otherwise put it in a handle and stage it for the next
-    /// [`submit_staged`](Self::submit_staged).
+    /// [`submit_staged`](Self::submit_staged). A deferred read is counted as started when
+    /// it is executed.
     pub fn start_read(
         &self,
         issuer: &mut Issuer,
         read: PendingRead,
         synchronous: bool,
+        acct: &mut IoAccount,
     ) -> InFlightIo {
         if synchronous || self.method == IoMethod::Sync {
             return InFlightIo::Deferred(read);
         }
-        let io = self.acquire(issuer);
+        let io = self.acquire(issuer, acct);
         self.handles.define(io, read, false, !self.direct);
         self.handles.stage(io);
-        self.counters.ios.fetch_add(1, Ordering::Relaxed);
+        acct.aio_event(AioEvent::Started);
         issuer.staged.push(io);
         issuer.in_flight += 1;
         InFlightIo::Handle(io)
     }
 
     /// A free handle; if none is free, reap our own io_uring completions and wait.
-    fn acquire(&self, issuer: &mut Issuer) -> IoRef {
+    fn acquire(&self, issuer: &mut Issuer, acct: &mut IoAccount) -> IoRef {
         let mut counted = false;
         loop {
             if let Some(io) = self.handles.try_acquire(issuer.pid) {
+                if counted {
+                    acct.set_wait_event(WaitEvent::None);
+                }
                 return io;
             }
             if !counted {
-                self.counters.handle_waits.fetch_add(1, Ordering::Relaxed);
+                acct.aio_event(AioEvent::HandleWait);
+                acct.set_wait_event(WaitEvent::AioIoCompletion);
                 counted = true;
             }
             if self.method == IoMethod::IoUring {
@@ -262,7 +255,7 @@ impl AioSystem {
         }
         let timer = acct.start_timer();
         let staged = std::mem::take(&mut issuer.staged);
-        self.counters.submissions.fetch_add(1, Ordering::Relaxed);
+        acct.aio_event(AioEvent::Submission);
         match self.method {
             IoMethod::Worker => {
                 let workers = self.workers.as_ref().expect("worker method has workers");
@@ -270,12 +263,20 @@ impl AioSystem {
                     self.handles.submit(io);
                 }
                 let queued = workers.push_batch(&staged);
-                for &io in &staged[queued..] {
-                    self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
-                    self.handles.execute(io);
+                if queued < staged.len() {
+                    acct.set_wait_event(WaitEvent::DataFileRead);
+                    for &io in &staged[queued..] {
+                        acct.aio_event(AioEvent::QueueFull);
+                        self.handles.execute(io);
+                    }
+                    acct.set_wait_event(WaitEvent::None);
                 }
             }
-            IoMethod::IoUring => self.submit_uring(&staged, issuer.in_flight),
+            IoMethod::IoUring => {
+                acct.set_wait_event(WaitEvent::AioIoUringSubmit);
+                self.submit_uring(&staged, issuer.in_flight);
+                acct.set_wait_event(WaitEvent::None);
+            }
             IoMethod::Sync => unreachable!("sync reads are never staged"),
         }
         issuer.staged = staged;
@@ -402,6 +403,8 @@ impl AioSystem {
         match io {
             InFlightIo::Deferred(read) => {
                 // Executed here, through a handle so that pg_aios shows it while it runs.
+                acct.aio_event(AioEvent::Started);
+                acct.set_wait_event(WaitEvent::DataFileRead);
                 let handle = self.handles.try_acquire(issuer.pid);
                 let outcome = match handle {
                     Some(h) => {
@@ -425,6 +428,7 @@ impl AioSystem {
                         }
                     }
                 };
+                acct.set_wait_event(WaitEvent::None);
                 acct.read_latency(ring, outcome.latency);
                 acct.read_waited(ring, timer, true);
                 finish(outcome)
@@ -435,11 +439,10 @@ impl AioSystem {
                 }
                 let stalled = !self.handles.is_complete(h);
                 if stalled {
-                    self.counters
-                        .completion_waits
-                        .fetch_add(1, Ordering::Relaxed);
+                    acct.aio_event(AioEvent::CompletionWait);
                     match self.method {
                         IoMethod::IoUring => {
+                            acct.set_wait_event(WaitEvent::AioIoUringExecution);
                             while !self.handles.is_complete(h) {
                                 let waited = self.reap_uring(true);
                                 assert!(
@@ -448,15 +451,17 @@ impl AioSystem {
                                 );
                             }
                         }
-                        _ => self.handles.wait_complete(h),
+                        _ => {
+                            acct.set_wait_event(WaitEvent::AioIoCompletion);
+                            self.handles.wait_complete(h);
+                        }
                     }
+                    acct.set_wait_event(WaitEvent::None);
                 }
                 let outcome = self.handles.reclaim(h);
                 issuer.in_flight -= 1;
                 if outcome.completed_elsewhere {
-                    self.counters
-                        .completed_elsewhere
-                        .fetch_add(1, Ordering::Relaxed);
+                    acct.aio_event(AioEvent::CompletedElsewhere);
                 }
                 acct.read_latency(ring, outcome.latency);
                 acct.read_waited(ring, timer, stalled);

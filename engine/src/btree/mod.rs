@@ -311,9 +311,7 @@ fn build_file(
         // the catalog says exist.
         db.pool
             .flush_relation_counted(index.relfilenode(), &mut acct)?;
-        let timer = acct.start_timer();
-        let synced = index.rel.sync();
-        acct.fsynced(timer);
+        let synced = acct.fsync(|| index.rel.sync());
         synced.map_err(|e| {
             PgError::io(
                 &format!("could not fsync file \"{}\"", index.rel.path().display()),

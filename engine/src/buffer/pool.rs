@@ -465,8 +465,11 @@ impl BufferPool {
             StartedRead::BeingRead(_) => unreachable!("start_read waited for the other read"),
             StartedRead::Miss(mut read) => {
                 let timer = acct.start_timer();
+                acct.aio_event(iolab_stats::AioEvent::Started);
+                acct.set_wait_event(iolab_stats::WaitEvent::DataFileRead);
                 let submitted = Instant::now();
                 let result = read.execute();
+                acct.set_wait_event(iolab_stats::WaitEvent::None);
                 acct.read_latency(ring, submitted.elapsed());
                 acct.read_waited(ring, timer, true);
                 read.finish(result)?;
@@ -668,7 +671,10 @@ impl BufferPool {
         let ring = strategy.as_deref().map(BufferRing::kind);
         let mut victim = self.get_victim(strategy.as_deref_mut(), acct)?;
         let timer = acct.start_timer();
-        let blkno = match rel.extend_by(1) {
+        acct.set_wait_event(iolab_stats::WaitEvent::DataFileExtend);
+        let extended = rel.extend_by(1);
+        acct.set_wait_event(iolab_stats::WaitEvent::None);
+        let blkno = match extended {
             Ok(blkno) => blkno,
             Err(e) => {
                 self.unpin(victim);
@@ -954,9 +960,16 @@ impl BufferPool {
             page_set_checksum(copy, tag.blkno);
         }
         let timer = acct.as_ref().and_then(|(acct, _)| acct.start_timer());
+        let waiting = |event| {
+            if let Some((acct, _)) = &acct {
+                acct.set_wait_event(event);
+            }
+        };
+        waiting(iolab_stats::WaitEvent::DataFileWrite);
         let submitted = Instant::now();
         let result = rel.write_block(tag.blkno, copy);
         let latency = submitted.elapsed();
+        waiting(iolab_stats::WaitEvent::None);
         // On failure the buffer becomes dirty again in the same step that ends the I/O, so no
         // other flusher can see it clean in between; a later flush retries.
         desc.finish_io(if result.is_err() { DIRTY } else { 0 }, 0);

@@ -28,6 +28,7 @@
 //! Everything a client sees is meant to match PostgreSQL 18; the differences are listed in
 //! `tests/tests/psql_meta.rs`.
 
+pub mod activity;
 pub mod batch;
 pub mod buffercache;
 pub mod functions;
@@ -37,6 +38,7 @@ pub mod pg_stats;
 pub mod psql;
 pub mod rewrite;
 pub mod snapshot;
+pub mod stat_aio;
 pub mod stat_views;
 pub mod tables;
 pub mod types;

@@ -6,7 +6,9 @@
 //! | `pg_stat_io` (view), `pg_stat_get_io()` | 79: one per (backend type, object, context) PostgreSQL 18 tracks |
 //! | `pg_stat_get_backend_io(pid)` | the rows of that live process's backend type; none for an unknown pid |
 //! | `pg_aios` (view), `pg_get_aios()` | one per AIO handle in use |
-//! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io` or NULL / no argument |
+//! | `pg_stat_aio`, `pg_stat_io_history`, `pg_stat_aio_history` (iolab's) | see `stat_aio` |
+//! | `pg_stat_activity` | one per client session, see `activity` |
+//! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, iolab's `pg_stat_aio` for `aio`, both for NULL / no argument |
 //! | `pg_stat_reset_backend_stats(pid)` | resets one process's statistics |
 //!
 //! The columns are PostgreSQL 18's followed by iolab's (see `iolab_stats::views`). The
@@ -16,7 +18,7 @@
 //! `pg_backend_pid()`).
 //!
 //! Each session's per-process statistics exist from its start to its end: see
-//! [`BackendIoRegistration`].
+//! [`ActivityRegistration`](super::activity::ActivityRegistration).
 
 use std::sync::Arc;
 
@@ -33,14 +35,17 @@ use datafusion::scalar::ScalarValue;
 use iolab_catalog::{sqlstate, PgError};
 use iolab_engine::Database;
 use iolab_stats::views;
-use iolab_stats::{BackendType, IoStatsHub};
+use iolab_stats::IoStatsHub;
 
 use super::batch::V;
 use super::functions::{def, ints, per_row, pg, texts, Def};
 use super::tables::CatalogSchema;
+use super::{activity, stat_aio};
 
 /// PostgreSQL 18's targets of `pg_stat_reset_shared`, in its hint's order. Only `io`
-/// has statistics in iolab; the others are accepted and reset nothing.
+/// has statistics in iolab; the others are accepted and reset nothing. iolab's own
+/// target `aio` (`pg_stat_aio`) is accepted too but left out of the hint, which stays
+/// PostgreSQL's.
 const RESET_TARGETS: [&str; 7] = [
     "archiver",
     "bgwriter",
@@ -54,22 +59,43 @@ const RESET_TARGETS: [&str; 7] = [
 /// Which view a [`StatView`] computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Which {
-    PgStatIo,
-    PgAios,
+    Io,
+    Aios,
+    Aio,
+    Activity,
+    IoHistory,
+    AioHistory,
 }
 
 impl Which {
+    const VIEWS: [(&'static str, Which); 6] = [
+        ("pg_stat_io", Which::Io),
+        ("pg_aios", Which::Aios),
+        ("pg_stat_aio", Which::Aio),
+        ("pg_stat_activity", Which::Activity),
+        ("pg_stat_io_history", Which::IoHistory),
+        ("pg_stat_aio_history", Which::AioHistory),
+    ];
+
     fn schema(self) -> SchemaRef {
         match self {
-            Which::PgStatIo => views::pg_stat_io_schema(),
-            Which::PgAios => views::pg_aios_schema(),
+            Which::Io => views::pg_stat_io_schema(),
+            Which::Aios => views::pg_aios_schema(),
+            Which::Aio => stat_aio::pg_stat_aio_schema(),
+            Which::Activity => activity::schema(),
+            Which::IoHistory => stat_aio::pg_stat_io_history_schema(),
+            Which::AioHistory => stat_aio::pg_stat_aio_history_schema(),
         }
     }
 
-    fn batch(self, db: &Database) -> RecordBatch {
+    fn batch(self, db: &Database) -> Result<RecordBatch> {
         match self {
-            Which::PgStatIo => views::pg_stat_io_batch(&db.io_stats.snapshot()),
-            Which::PgAios => views::pg_aios_batch(&db.aio_rows()),
+            Which::Io => Ok(views::pg_stat_io_batch(&db.io_stats.snapshot())),
+            Which::Aios => Ok(views::pg_aios_batch(&db.aio_rows())),
+            Which::Aio => stat_aio::pg_stat_aio_batch(db),
+            Which::Activity => activity::batch(db),
+            Which::IoHistory => stat_aio::pg_stat_io_history_batch(db),
+            Which::AioHistory => stat_aio::pg_stat_aio_history_batch(db),
         }
     }
 }
@@ -103,17 +129,17 @@ impl TableProvider for StatView {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let batch = self.which.batch(&self.db);
+        let batch = self.which.batch(&self.db)?;
         MemTable::try_new(batch.schema(), vec![vec![batch]])?
             .scan(state, projection, filters, limit)
             .await
     }
 }
 
-/// Adds `pg_stat_io` and `pg_aios` to a session's `pg_catalog` schema.
+/// Adds the statistics views to a session's `pg_catalog` schema.
 pub fn register_views(pg_catalog: &CatalogSchema, db: &Arc<Database>) {
     use datafusion::catalog::SchemaProvider;
-    for (name, which) in [("pg_stat_io", Which::PgStatIo), ("pg_aios", Which::PgAios)] {
+    for (name, which) in Which::VIEWS {
         let view = Arc::new(StatView {
             which,
             db: db.clone(),
@@ -130,8 +156,11 @@ struct StatFunction {
     name: &'static str,
     arity: usize,
     db: Arc<Database>,
-    rows: fn(&Database, &[Option<i64>]) -> RecordBatch,
+    rows: Rows,
 }
+
+/// A table function's rows for its (constant) arguments.
+type Rows = fn(&Database, &[Option<i64>]) -> Result<RecordBatch>;
 
 impl std::fmt::Debug for StatFunction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -156,7 +185,7 @@ impl TableFunctionImpl for StatFunction {
             .iter()
             .map(|e| constant_int(self.name, e))
             .collect::<Result<Vec<_>>>()?;
-        let batch = (self.rows)(&self.db, &values);
+        let batch = (self.rows)(&self.db, &values)?;
         Ok(Arc::new(MemTable::try_new(
             batch.schema(),
             vec![vec![batch]],
@@ -207,18 +236,14 @@ fn pid_of(v: Option<i64>) -> Option<i32> {
 /// Registers `pg_stat_get_io()`, `pg_stat_get_backend_io(pid)` and `pg_get_aios()` into
 /// the state that will plan a statement.
 pub fn register_table_functions(state: &mut SessionState, db: &Arc<Database>) {
-    let functions: [(
-        &'static str,
-        usize,
-        fn(&Database, &[Option<i64>]) -> RecordBatch,
-    ); 3] = [
-        ("pg_stat_get_io", 0, |db, _| Which::PgStatIo.batch(db)),
+    let functions: [(&'static str, usize, Rows); 3] = [
+        ("pg_stat_get_io", 0, |db, _| Which::Io.batch(db)),
         ("pg_stat_get_backend_io", 1, |db, args| {
             // STRICT: a NULL pid returns no rows, as an unknown one does.
             let snapshot = pid_of(args[0]).and_then(|pid| db.io_stats.backend_snapshot(pid));
-            views::backend_io_batch(snapshot.as_ref())
+            Ok(views::backend_io_batch(snapshot.as_ref()))
         }),
-        ("pg_get_aios", 0, |db, _| Which::PgAios.batch(db)),
+        ("pg_get_aios", 0, |db, _| Which::Aios.batch(db)),
     ];
     for (name, arity, rows) in functions {
         state.register_udtf(
@@ -283,7 +308,12 @@ pub(super) fn reset_functions() -> Vec<Def> {
 /// `pg_stat_reset_shared(target)`; `None` resets every kind.
 fn reset_shared(hub: &IoStatsHub, target: Option<&str>) -> Result<()> {
     match target {
-        None | Some("io") => hub.reset_shared_io(),
+        None => {
+            hub.reset_shared_io();
+            hub.reset_shared_aio();
+        }
+        Some("io") => hub.reset_shared_io(),
+        Some("aio") => hub.reset_shared_aio(),
         Some(t) if RESET_TARGETS.contains(&t) => {}
         Some(t) => {
             let quoted: Vec<String> = RESET_TARGETS.iter().map(|t| format!("\"{t}\"")).collect();
@@ -296,31 +326,6 @@ fn reset_shared(hub: &IoStatsHub, target: Option<&str>) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// A client session's entry in the per-process statistics (`pg_stat_get_backend_io`):
-/// registered when the session starts, removed when this value is dropped with the
-/// connection.
-pub struct BackendIoRegistration {
-    hub: Arc<IoStatsHub>,
-    pid: i32,
-}
-
-impl BackendIoRegistration {
-    pub fn client_backend(db: &Database, pid: i32) -> BackendIoRegistration {
-        db.io_stats
-            .register_backend(pid, BackendType::ClientBackend);
-        BackendIoRegistration {
-            hub: db.io_stats.clone(),
-            pid,
-        }
-    }
-}
-
-impl Drop for BackendIoRegistration {
-    fn drop(&mut self) {
-        self.hub.unregister_backend(self.pid);
-    }
 }
 
 #[cfg(test)]

@@ -38,6 +38,8 @@ pub struct Prepared {
     pub params: Vec<Type>,
     /// Result columns of a query (None for commands without rows).
     pub schema: Option<SchemaRef>,
+    /// The statement's text as the client sent it (`pg_stat_activity.query`).
+    pub sql: String,
 }
 
 pub struct ExtendedHandler {
@@ -157,6 +159,7 @@ impl QueryParser for PrepareParser {
             parsed: Some(parsed),
             params,
             schema,
+            sql: sql.to_string(),
         }))
     }
 
@@ -215,7 +218,11 @@ impl ExtendedQueryHandler for ExtendedHandler {
     {
         client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
         let session = session_of(&self.server, client);
-        let status = simple::transaction_status(&*session.lock().await);
+        let status = {
+            let session = session.lock().await;
+            session.report_idle();
+            simple::transaction_status(&session)
+        };
         client.set_transaction_status(status);
         client
             .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
@@ -280,6 +287,7 @@ impl ExtendedQueryHandler for ExtendedHandler {
         };
         let shared = session_of(&self.server, client);
         let mut session = shared.lock().await;
+        session.report_active(&portal.statement.statement.sql);
         let params = bind_params(portal).map_err(|e| fail_block(&session, e))?;
         let mut notices = Vec::new();
         let result =

@@ -34,14 +34,18 @@ pub struct Handlers {
     errors: Arc<ErrorRewriter>,
 }
 
+/// The connection's `pg_terminate_backend` notification, kept in its session extensions.
+pub struct TerminateSignal(pub Arc<tokio::sync::Notify>);
+
 impl Handlers {
-    pub fn new(server: Arc<Server>) -> Handlers {
+    /// `terminate`: notified to end the connection (see [`serve`]).
+    pub fn new(server: Arc<Server>, terminate: Arc<tokio::sync::Notify>) -> Handlers {
         Handlers {
             simple: Arc::new(simple::SimpleHandler {
                 server: server.clone(),
             }),
             extended: Arc::new(extended::ExtendedHandler::new(server.clone())),
-            startup: Arc::new(startup::Startup::new(server.clone())),
+            startup: Arc::new(startup::Startup::new(server.clone(), terminate)),
             copy: Arc::new(CopyIn {
                 server: server.clone(),
             }),
@@ -234,15 +238,43 @@ pub async fn serve(
                         reject(socket, "28000", &msg).await;
                         return;
                     }
-                    let handlers = Arc::new(Handlers::new(server.clone()));
-                    if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
-                        tracing::debug!("connection from {addr} ended: {e}");
+                    let terminate = Arc::new(tokio::sync::Notify::new());
+                    let handlers = Arc::new(Handlers::new(server.clone(), terminate.clone()));
+                    // A second handle on the socket, to send the FATAL of
+                    // pg_terminate_backend after the protocol task is dropped.
+                    let (socket, farewell) = match split_for_farewell(socket) {
+                        Ok(pair) => pair,
+                        Err(e) => {
+                            tracing::warn!("connection from {addr}: {e}");
+                            return;
+                        }
+                    };
+                    tokio::select! {
+                        ended = pgwire::tokio::process_socket(socket, None, handlers) => {
+                            if let Err(e) = ended {
+                                tracing::debug!("connection from {addr} ended: {e}");
+                            }
+                        }
+                        _ = terminate.notified() => {
+                            tracing::info!("terminating connection from {addr} (pg_terminate_backend)");
+                            send_fatal(farewell, "57P01", "terminating connection due to administrator command").await;
+                        }
                     }
                     drop(slot);
                 });
             }
         }
     }
+}
+
+/// The socket, and a duplicate of it for [`send_fatal`].
+fn split_for_farewell(socket: TcpStream) -> std::io::Result<(TcpStream, TcpStream)> {
+    let std_socket = socket.into_std()?;
+    let duplicate = std_socket.try_clone()?;
+    Ok((
+        TcpStream::from_std(std_socket)?,
+        TcpStream::from_std(duplicate)?,
+    ))
 }
 
 /// Answers a start-up with a FATAL error and closes, without starting a session.
@@ -270,6 +302,11 @@ async fn reject(mut socket: TcpStream, code: &str, message: &str) {
         }
         break;
     }
+    send_fatal(socket, code, message).await;
+}
+
+/// Sends one FATAL ErrorResponse and closes the socket.
+async fn send_fatal(mut socket: TcpStream, code: &str, message: &str) {
     let mut fields = Vec::new();
     for (tag, value) in [
         (b'S', "FATAL"),

@@ -111,6 +111,7 @@ impl SimpleQueryHandler for SimpleHandler {
         client.set_state(PgWireConnectionState::QueryInProgress);
         let shared = super::session_of(&self.server, client);
         let mut session = shared.lock().await;
+        session.report_active(&query.query);
         let cancel_rx = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
             Some(h) => Some(h.start_query().await),
             None => None,
@@ -136,6 +137,7 @@ impl SimpleQueryHandler for SimpleHandler {
             send_error(client, &PgError::canceled()).await?;
         }
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            session.report_idle();
             let status = transaction_status(&session);
             client.set_state(PgWireConnectionState::ReadyForQuery);
             client.set_transaction_status(status);

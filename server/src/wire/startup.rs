@@ -14,13 +14,11 @@ use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource,
     LoginInfo, Password, ServerParameterProvider, StartupHandler,
 };
-use pgwire::api::{
-    ClientInfo, ConnectionGuard, ConnectionHandle, PidSecretKeyGenerator,
-    RandomPidSecretKeyGenerator,
-};
+use pgwire::api::{ClientInfo, ConnectionGuard, ConnectionHandle, PidSecretKeyGenerator};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
+use crate::pgcatalog::activity::{ActivityRegistration, ConnectionSignals};
 use crate::server::Server;
 use crate::session::Session;
 use iolab_settings::SessionSettings;
@@ -28,11 +26,12 @@ use iolab_settings::SessionSettings;
 pub struct Startup {
     server: Arc<Server>,
     scram: Option<SASLAuthStartupHandler<Parameters>>,
-    pids: RandomPidSecretKeyGenerator,
+    /// Notified by `pg_terminate_backend` (see `wire::serve`).
+    terminate: Arc<tokio::sync::Notify>,
 }
 
 impl Startup {
-    pub fn new(server: Arc<Server>) -> Startup {
+    pub fn new(server: Arc<Server>, terminate: Arc<tokio::sync::Notify>) -> Startup {
         let scram = server.password.as_ref().map(|pw| {
             let source = Arc::new(PasswordSource {
                 password: pw.clone(),
@@ -42,11 +41,12 @@ impl Startup {
             }))
             .with_scram(ScramAuth::new(source))
             .with_connection_manager(server.connections.clone())
+            .with_pid_secret_key_generator(server.pids.clone())
         });
         Startup {
             server,
             scram,
-            pids: RandomPidSecretKeyGenerator::default(),
+            terminate,
         }
     }
 }
@@ -63,6 +63,15 @@ impl StartupHandler for Startup {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        if client
+            .session_extensions()
+            .get::<super::TerminateSignal>()
+            .is_none()
+        {
+            client
+                .session_extensions()
+                .insert(super::TerminateSignal(self.terminate.clone()));
+        }
         if let Some(scram) = &self.scram {
             return scram.on_startup(client, message).await;
         }
@@ -83,7 +92,7 @@ impl StartupHandler for Startup {
                 futures::SinkExt::close(client).await?;
                 return Ok(());
             }
-            let (pid, key) = self.pids.generate(client);
+            let (pid, key) = self.server.pids.generate(client);
             client.set_pid_and_secret_key(pid, key.clone());
             let (handle, guard) = self.server.connections.register(pid, key);
             client
@@ -174,9 +183,28 @@ pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
             tracing::warn!("ignoring start-up parameter {key}={value}: {}", e.message);
         }
     }
-    // Per-process I/O statistics (pg_stat_get_backend_io) for as long as the connection lives.
-    client.session_extensions().insert(
-        crate::pgcatalog::stat_views::BackendIoRegistration::client_backend(&server.db, pid),
+    // Per-process I/O statistics (pg_stat_get_backend_io) and the pg_stat_activity row,
+    // for as long as the connection lives.
+    let extensions = client.session_extensions();
+    let signals = ConnectionSignals {
+        cancel: extensions
+            .get::<Arc<ConnectionHandle>>()
+            .map(|h| (*h).clone()),
+        terminate: extensions
+            .get::<super::TerminateSignal>()
+            .map(|t| t.0.clone())
+            .unwrap_or_default(),
+    };
+    let registration = ActivityRegistration::client_backend(
+        &server.db,
+        pid,
+        &user,
+        &settings.application_name(),
+        Some(client.socket_addr()),
+        signals,
     );
-    Session::new(server.clone(), pid, user, settings)
+    let mut session = Session::new(server.clone(), pid, user, settings);
+    session.activity = Some(registration.activity.clone());
+    extensions.insert(registration);
+    session
 }

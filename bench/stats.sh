@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Statistics benchmark (issue 5): what the statistics views cost while I/O runs, and what
+# the history sampler costs the I/O. Prints one table and writes it into bench/results/.
+# Asserts nothing.
+#
+#   1. latency (p50 / p99 over pgbench's per-query log) of `SELECT * FROM pg_stat_io` while
+#      a cold count(*) scan loops on another connection (goal p99 < 1 ms);
+#   2. the same for a one-hour history panel (goal p99 < 5 ms): a Grafana
+#      `$__timeGroupAlias(time, '1m')` query over pg_stat_io_history. To get an hour's
+#      worth of samples without waiting an hour, the server samples every 100 ms for
+#      FILL seconds: 360 s of that is 3 600 samples, the count of one hour at the default
+#      1 s (the script prints the rows the panel read);
+#   3. the cold scan's time with the sampler on (stats_history_interval = 1 s) against off
+#      (0), alternating RUNS times each (goal: slowdown < 2 %).
+#
+#   bench/stats.sh [--small]     (--small: 1 M rows, FILL 20 s, 10 s of pgbench, 3 runs)
+#
+# Environment (defaults in brackets):
+#   ROWS [20000000]  FILL [360]  DURATION [20] (s of pgbench per query)  RUNS [5]
+#   IOLAB_BIN [target/release/iolab]  BENCH_DIR [/var/tmp/iolab-stats-bench]
+#   SHARED_BUFFERS [128MB]  IO_METHOD [worker]  IOLAB_PORT [55451]
+#
+# Needs psql and pgbench (postgresql-client), a release build (cargo build --release --bin
+# iolab; IOLAB_BIN=target/debug/iolab works for a quick check). As root it drops the page
+# cache before every cold scan; otherwise only the buffer pool is emptied (the scan then
+# reads from the page cache) and the script says so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO="$(pwd)"
+
+SMALL=0
+for arg in "$@"; do
+  case "$arg" in
+    --small) SMALL=1 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) echo "unknown argument: $arg (try --help)" >&2; exit 2 ;;
+  esac
+done
+if [ "$SMALL" = 1 ]; then
+  ROWS="${ROWS:-1000000}"; FILL="${FILL:-20}"; DURATION="${DURATION:-10}"; RUNS="${RUNS:-3}"
+fi
+ROWS="${ROWS:-20000000}"
+FILL="${FILL:-360}"
+DURATION="${DURATION:-20}"
+RUNS="${RUNS:-5}"
+IOLAB_BIN="${IOLAB_BIN:-target/release/iolab}"
+BENCH_DIR="${BENCH_DIR:-/var/tmp/iolab-stats-bench}"
+SHARED_BUFFERS="${SHARED_BUFFERS:-128MB}"
+IO_METHOD="${IO_METHOD:-worker}"
+IOLAB_PORT="${IOLAB_PORT:-55451}"
+TABLE=stats_bench
+
+STAMP="$(date +%Y%m%d-%H%M%S)"
+RESULTS="$REPO/bench/results"
+OUT="$RESULTS/stats-$STAMP.txt"
+mkdir -p "$RESULTS" "$BENCH_DIR"
+DATA="$BENCH_DIR/data-$ROWS"
+LOG="$BENCH_DIR/iolab.log"
+WORK="$(mktemp -d)"
+SERVER_PID=""
+SCANNER_PID=""
+
+cleanup() {
+  [ -n "$SCANNER_PID" ] && kill "$SCANNER_PID" 2>/dev/null || true
+  stop_server
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+[ -x "$IOLAB_BIN" ] || { echo "no $IOLAB_BIN: cargo build --release --bin iolab" >&2; exit 1; }
+command -v pgbench >/dev/null || { echo "pgbench is missing (apt-get install postgresql-client)" >&2; exit 1; }
+
+q() { psql -X -q -t -A -h 127.0.0.1 -p "$IOLAB_PORT" -U postgres -d postgres -c "$1"; }
+
+start_server() { # $1 = stats_history_interval
+  "$IOLAB_BIN" --data-dir "$DATA" --port "$IOLAB_PORT" --listen 127.0.0.1 \
+    -c shared_buffers="$SHARED_BUFFERS" -c io_method="$IO_METHOD" \
+    -c stats_history_interval="$1" -c track_io_timing=on >>"$LOG" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 600); do
+    if q "SELECT 1" >/dev/null 2>&1; then return; fi
+    sleep 0.2
+  done
+  echo "iolab did not start; see $LOG" >&2; exit 1
+}
+
+stop_server() {
+  if [ -n "$SERVER_PID" ]; then
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+  fi
+}
+
+COLD_NOTE="page cache dropped before each cold scan"
+make_cold() {
+  q "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null
+  if [ "$(id -u)" = 0 ]; then
+    sync; echo 3 > /proc/sys/vm/drop_caches
+  else
+    COLD_NOTE="not root: buffer pool emptied, page cache warm"
+  fi
+}
+
+cold_scan_ms() {
+  make_cold
+  local t0 t1
+  t0=$(date +%s%N)
+  q "SELECT count(*) FROM $TABLE" >/dev/null
+  t1=$(date +%s%N)
+  echo $(( (t1 - t0) / 1000000 ))
+}
+
+# p50 and p99 in ms of a pgbench per-transaction log (column 3 = latency in µs)
+percentiles() {
+  cat "$@" | awk '{print $3}' | sort -n | awk '
+    { v[NR] = $1 }
+    END {
+      if (NR == 0) { print "n/a n/a 0"; exit }
+      i50 = int(NR * 0.50); if (i50 < 1) i50 = 1
+      i99 = int(NR * 0.99); if (i99 < 1) i99 = 1
+      printf "%.3f %.3f %d\n", v[i50] / 1000, v[i99] / 1000, NR
+    }'
+}
+
+latency_of() { # $1 = name, $2 = SQL; prints "p50 p99 n"
+  printf '%s\n' "$2" > "$WORK/$1.sql"
+  (cd "$WORK" && pgbench -n -h 127.0.0.1 -p "$IOLAB_PORT" -U postgres -c 1 -T "$DURATION" \
+     -f "$WORK/$1.sql" -l --log-prefix="$1" postgres >/dev/null 2>"$WORK/$1.err") \
+     || { echo "pgbench failed for $1:" >&2; cat "$WORK/$1.err" >&2; exit 1; }
+  percentiles "$WORK/$1".*
+}
+
+scan_loop() {
+  while true; do
+    q "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null 2>&1 || true
+    q "SELECT count(*) FROM $TABLE" >/dev/null 2>&1 || break
+  done
+}
+
+# ---- load (once per ROWS) ------------------------------------------------------------
+if [ ! -d "$DATA" ]; then
+  echo "loading $ROWS rows into $DATA"
+  start_server 1000
+  q "CREATE TABLE $TABLE(a int, filler text)"
+  q "INSERT INTO $TABLE SELECT i, md5(i::text) FROM generate_series(1, $ROWS) AS s(i)"
+  q "CHECKPOINT"
+  stop_server
+fi
+
+# ---- 1 + 2: view latency during a cold scan -------------------------------------------
+start_server 100
+echo "filling the history: ${FILL}s of 100 ms samples while scanning"
+scan_loop & SCANNER_PID=$!
+sleep "$FILL"
+PANEL="SELECT floor(extract(epoch from time)/60)*60 AS \"time\", backend_type || ' / ' || context AS metric, sum(reads) / 60.0 AS reads_per_s, sum(read_bytes) / 60e6 AS mb_per_s FROM pg_stat_io_history WHERE time BETWEEN now() - interval '1 hour' AND now() GROUP BY 1, 2 ORDER BY 1"
+PANEL_ROWS=$(q "SELECT count(*) FROM pg_stat_io_history WHERE time BETWEEN now() - interval '1 hour' AND now()")
+PANEL_SAMPLES=$(q "SELECT count(DISTINCT time) FROM pg_stat_io_history")
+read -r IO_P50 IO_P99 IO_N < <(latency_of stat_io "SELECT * FROM pg_stat_io")
+read -r PANEL_P50 PANEL_P99 PANEL_N < <(latency_of panel "$PANEL")
+kill "$SCANNER_PID" 2>/dev/null || true; wait "$SCANNER_PID" 2>/dev/null || true; SCANNER_PID=""
+stop_server
+
+# ---- 3: the scan with the sampler on and off ---------------------------------------------
+ON=(); OFF=()
+for run in $(seq 1 "$RUNS"); do
+  for interval in 0 1000; do
+    start_server "$interval"
+    ms=$(cold_scan_ms)
+    stop_server
+    if [ "$interval" = 0 ]; then OFF+=("$ms"); else ON+=("$ms"); fi
+    echo "run $run sampler $([ "$interval" = 0 ] && echo off || echo on): $ms ms"
+  done
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+MED_ON=$(median "${ON[@]}"); MED_OFF=$(median "${OFF[@]}")
+SLOWDOWN=$(awk -v on="$MED_ON" -v off="$MED_OFF" 'BEGIN { printf "%+.1f", (on - off) * 100 / off }')
+
+{
+  echo "# bench/stats.sh $STAMP — $ROWS rows, shared_buffers $SHARED_BUFFERS, io_method $IO_METHOD, $(basename "$IOLAB_BIN") at $IOLAB_BIN"
+  echo "# cold scans: $COLD_NOTE"
+  echo
+  echo "| query, during a cold scan on another connection | p50 ms | p99 ms | queries | goal p99 |"
+  echo "|---|---|---|---|---|"
+  echo "| SELECT * FROM pg_stat_io | $IO_P50 | $IO_P99 | $IO_N | < 1 ms |"
+  echo "| one-hour panel ($PANEL_ROWS history rows, $PANEL_SAMPLES samples) | $PANEL_P50 | $PANEL_P99 | $PANEL_N | < 5 ms |"
+  echo
+  echo "| cold count(*) | median ms | runs (ms) |"
+  echo "|---|---|---|"
+  echo "| sampler off (stats_history_interval = 0) | $MED_OFF | ${OFF[*]} |"
+  echo "| sampler on (1 s) | $MED_ON | ${ON[*]} |"
+  echo
+  echo "slowdown with the sampler on: $SLOWDOWN % (goal < 2 %)"
+} | tee "$OUT"
+echo "written to $OUT"

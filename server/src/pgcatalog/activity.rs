@@ -1,0 +1,180 @@
+//! `pg_stat_activity`, `pg_cancel_backend(pid)` and `pg_terminate_backend(pid)`, over the
+//! server's [`ActivityRegistry`](iolab_stats::ActivityRegistry).
+//!
+//! Each client connection registers its session there when it starts
+//! ([`ActivityRegistration`]) and is removed when the connection ends. The view has
+//! PostgreSQL 18's 22 columns in its order; iolab has one database and no transaction ids
+//! in the view, so `datid`/`datname` are the one database's, `leader_pid`, `client_hostname`,
+//! `backend_xid`, `backend_xmin` and `query_id` are NULL. Only client backends are listed
+//! (iolab's background threads are not processes with pids).
+//!
+//! An idle session shows `Client` / `ClientRead` as PostgreSQL's does; a running one shows
+//! the I/O wait event its scan sets while it blocks (`IO` / `DataFileRead`,
+//! `IO` / `AioIoCompletion`, `IO` / `AioIoUringExecution`, …), or NULL while it computes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::error::Result;
+use iolab_engine::Database;
+use iolab_stats::{
+    BackendActivity, BackendSignals, BackendState, BackendType, IoStatsHub, WaitEvent,
+};
+use pgwire::api::ConnectionHandle;
+
+use super::batch::{build_batch, parse_columns, schema_of, V};
+use super::functions::{def, ints, per_row, Def};
+use super::oids;
+
+/// PostgreSQL 18's `pg_stat_activity` columns.
+const COLUMNS: &str = "datid oid, datname name, pid integer, leader_pid integer, \
+    usesysid oid, usename name, application_name text, client_addr inet, \
+    client_hostname text, client_port integer, backend_start timestamp with time zone, \
+    xact_start timestamp with time zone, query_start timestamp with time zone, \
+    state_change timestamp with time zone, wait_event_type text, wait_event text, \
+    state text, backend_xid xid, backend_xmin xid, query_id bigint, query text, \
+    backend_type text";
+
+/// The bootstrap superuser's OID, which every iolab user is.
+const SUPERUSER_OID: u32 = 10;
+
+pub fn schema() -> SchemaRef {
+    schema_of(&parse_columns(COLUMNS))
+}
+
+fn micros(t: Option<chrono::DateTime<chrono::Utc>>) -> V {
+    t.map_or(V::Null, |t| V::Int(t.timestamp_micros()))
+}
+
+fn row(a: &BackendActivity) -> Vec<V> {
+    let s = a.status();
+    let wait = match s.state {
+        BackendState::Active => a.wait_event(),
+        _ => WaitEvent::ClientRead,
+    };
+    vec![
+        V::oid(oids::DATABASE_OID),
+        V::text(oids::DATABASE_NAME),
+        V::Int(a.pid as i64),
+        V::Null,
+        V::oid(SUPERUSER_OID),
+        V::text(&a.user),
+        V::text(s.application_name),
+        V::opt_text(a.client_addr.map(|c| c.ip().to_string())),
+        V::Null,
+        a.client_addr.map_or(V::Null, |c| V::Int(c.port() as i64)),
+        micros(Some(a.backend_start)),
+        micros(s.xact_start),
+        micros(s.query_start),
+        micros(Some(s.state_change)),
+        V::opt_text(wait.type_name()),
+        V::opt_text(wait.name()),
+        V::text(s.state.name()),
+        V::Null,
+        V::Null,
+        V::Null,
+        V::text(s.query),
+        V::text(a.backend_type.name()),
+    ]
+}
+
+pub fn batch(db: &Database) -> Result<RecordBatch> {
+    let rows: Vec<Vec<V>> = db.io_stats.activity.all().iter().map(|a| row(a)).collect();
+    build_batch(&schema(), &rows)
+}
+
+/// How a client connection is cancelled and terminated: through pgwire's cancel handle
+/// (the same path a CancelRequest takes: the statement's future is dropped, which
+/// cancels its scans) and the connection's terminate notification (see `wire::serve`).
+pub struct ConnectionSignals {
+    pub cancel: Option<Arc<ConnectionHandle>>,
+    pub terminate: Arc<tokio::sync::Notify>,
+}
+
+impl BackendSignals for ConnectionSignals {
+    fn cancel(&self) {
+        let (Some(handle), Ok(runtime)) =
+            (self.cancel.clone(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        runtime.spawn(async move {
+            handle.cancel().await;
+        });
+    }
+
+    /// The connection's task is dropped (see `wire::serve`), and with it the running
+    /// statement, whose guard cancels its scans.
+    fn terminate(&self) {
+        self.terminate.notify_one();
+    }
+}
+
+/// A client session's entries in the server's statistics — its per-process I/O
+/// statistics (`pg_stat_get_backend_io`) and its `pg_stat_activity` row — from its start
+/// until this value is dropped with the connection.
+pub struct ActivityRegistration {
+    hub: Arc<IoStatsHub>,
+    pub activity: Arc<BackendActivity>,
+}
+
+impl ActivityRegistration {
+    pub fn client_backend(
+        db: &Database,
+        pid: i32,
+        user: &str,
+        application_name: &str,
+        client_addr: Option<SocketAddr>,
+        signals: ConnectionSignals,
+    ) -> ActivityRegistration {
+        let hub = db.io_stats.clone();
+        hub.register_backend(pid, BackendType::ClientBackend);
+        let activity = Arc::new(BackendActivity::new(
+            pid,
+            BackendType::ClientBackend,
+            user,
+            application_name,
+            client_addr,
+            Some(Box::new(signals)),
+        ));
+        hub.activity.register(activity.clone());
+        ActivityRegistration { hub, activity }
+    }
+}
+
+impl Drop for ActivityRegistration {
+    fn drop(&mut self) {
+        self.hub.activity.unregister(self.activity.pid);
+        self.hub.unregister_backend(self.activity.pid);
+    }
+}
+
+/// `pg_cancel_backend(pid)` and `pg_terminate_backend(pid [, timeout])`: true when the
+/// signal was sent, false for a pid that is not a live session (PostgreSQL adds a
+/// WARNING there, iolab does not).
+pub(super) fn signal_functions() -> Vec<Def> {
+    let signal = |name: &'static str, arity, send: fn(&BackendActivity) -> bool| {
+        def(name, arity, DataType::Boolean, move |ctx, args, rows| {
+            let pids = ints(&args[0])?;
+            let registry = &ctx.shared.db.io_stats.activity;
+            per_row(rows, |i| {
+                Ok(match pids[i] {
+                    None => V::Null,
+                    Some(pid) => V::Bool(
+                        i32::try_from(pid)
+                            .ok()
+                            .and_then(|pid| registry.get(pid))
+                            .is_some_and(|a| send(&a)),
+                    ),
+                })
+            })
+        })
+        .volatile()
+    };
+    vec![
+        signal("pg_cancel_backend", 1..=1, BackendActivity::cancel),
+        signal("pg_terminate_backend", 1..=2, BackendActivity::terminate),
+    ]
+}
