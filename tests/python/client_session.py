@@ -43,11 +43,11 @@ def check(label, got, want):
 
 
 def main():
-    args = argparse.ArgumentParser()
-    args.add_argument("--port", type=int, required=True)
-    args.add_argument("--host", default="127.0.0.1")
-    port = args.parse_args()
-    conninfo = dict(host=port.host, port=port.port, user="postgres", dbname="postgres")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    opts = parser.parse_args()
+    conninfo = dict(host=opts.host, port=opts.port, user="postgres", dbname="postgres")
 
     with psycopg.connect(**conninfo, autocommit=True) as conn:
         load(conn)
@@ -86,7 +86,6 @@ def load(conn):
             copy.write_row(row)
     check("COPY FROM STDIN rowcount", cur.rowcount, COPY_ROWS)
 
-    back = []
     with cur.copy(
         "COPY (SELECT a, filler FROM py_io WHERE a >= 100000 ORDER BY a) TO STDOUT"
     ) as copy:
