@@ -112,14 +112,11 @@ impl Session {
     pub async fn plan_only(
         &self,
         stmt: &ast::Statement,
+        param_types: &[Option<datafusion::arrow::datatypes::DataType>],
     ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
-        let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(stmt.clone()));
         let mut state = self.df_state.clone();
         crate::pgcatalog::register_functions(&mut state, &self.catalog_info());
-        state
-            .statement_to_plan(df_stmt)
-            .await
-            .map_err(crate::errors::from_datafusion)
+        crate::sql::plan_statement(&state, stmt, param_types).await
     }
 
     /// How this session reads and writes values as text.
@@ -445,6 +442,9 @@ fn base_state(db: &Arc<Database>) -> SessionState {
         .with_create_default_catalog_and_schema(false)
         .with_information_schema(false);
     config.options_mut().sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
+    // `timestamptz`, `now()`: zoned timestamps (reported as timestamptz), in UTC as stored.
+    config.options_mut().execution.time_zone =
+        Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.to_string());
     let state = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()

@@ -211,6 +211,45 @@ async fn types_round_trip_in_text_and_binary() {
     assert_eq!(sqlstate(&err), "22001");
 }
 
+/// A parameter with nothing around it to type it (`SELECT $1`) takes the type the client
+/// declared in Parse, in the statement's description and in its rows, as psycopg relies
+/// on; `timestamptz` casts and `now()` are timestamptz.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declared_parameter_types_type_the_results() {
+    use tokio_postgres::types::Type;
+    let server = TestServer::start("param-types");
+    let client = server.client().await;
+    let stmt = client
+        .prepare_typed(
+            "SELECT $1, $2, $3, $4, $1 + 1",
+            &[Type::INT2, Type::INT8, Type::FLOAT8, Type::BOOL],
+        )
+        .await
+        .unwrap();
+    let types: Vec<Type> = stmt.columns().iter().map(|c| c.type_().clone()).collect();
+    assert_eq!(
+        types[..4],
+        [Type::INT2, Type::INT8, Type::FLOAT8, Type::BOOL]
+    );
+    // tokio-postgres reads results in binary: the values decode as their declared types.
+    let row = client
+        .query_one(&stmt, &[&7i16, &(1i64 << 40), &0.5f64, &true])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i16>(0), 7);
+    assert_eq!(row.get::<_, i64>(1), 1 << 40);
+    assert_eq!(row.get::<_, f64>(2), 0.5);
+    assert!(row.get::<_, bool>(3));
+    let row = client
+        .query_one("SELECT '2024-01-02 03:04:05+02'::timestamptz, now()", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.columns()[0].type_(), &Type::TIMESTAMPTZ);
+    assert_eq!(row.columns()[1].type_(), &Type::TIMESTAMPTZ);
+    let text = server.psql_ok(&["-At", "-c", "SELECT '2024-01-02 03:04:05+02'::timestamptz"]);
+    assert_eq!(text.trim(), "2024-01-02 01:04:05+00");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queries_datafusion_plans_over_heap_tables() {
     let server = TestServer::start("queries");

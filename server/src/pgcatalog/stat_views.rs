@@ -10,6 +10,7 @@
 //! | `pg_stat_activity` | one per client session, see `activity` |
 //! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, iolab's `pg_stat_aio` for `aio`, both for NULL / no argument |
 //! | `pg_stat_reset_backend_stats(pid)` | resets one process's statistics |
+//! | `pg_stat_force_next_flush()` | nothing: iolab's counters are shared as they count |
 //!
 //! The columns are PostgreSQL 18's followed by iolab's (see `iolab_stats::views`). The
 //! views are computed each time a statement scans them, so filters, joins and aggregates
@@ -258,8 +259,10 @@ pub fn register_table_functions(state: &mut SessionState, db: &Arc<Database>) {
     }
 }
 
-/// `pg_stat_reset_shared` and `pg_stat_reset_backend_stats` (both return `void`, shown as
-/// an empty text value as psql shows PostgreSQL's void).
+/// `pg_stat_reset_shared`, `pg_stat_reset_backend_stats` and `pg_stat_force_next_flush`
+/// (all return `void`, shown as an empty text value as psql shows PostgreSQL's void).
+/// PostgreSQL's backends publish their counters now and then, so scripts call
+/// `pg_stat_force_next_flush()` before reading `pg_stat_io`; iolab's are always current.
 pub(super) fn reset_functions() -> Vec<Def> {
     use datafusion::arrow::datatypes::DataType;
     vec![
@@ -300,6 +303,13 @@ pub(super) fn reset_functions() -> Vec<Def> {
                     })
                 })
             },
+        )
+        .volatile(),
+        def(
+            "pg_stat_force_next_flush",
+            0..=0,
+            DataType::Utf8,
+            |_, _, rows| per_row(rows, |_| Ok(V::text(""))),
         )
         .volatile(),
     ]

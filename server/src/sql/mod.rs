@@ -20,6 +20,7 @@
 pub mod colnames;
 pub mod ddl;
 pub mod insert;
+pub mod params;
 pub mod split;
 pub mod vacuum;
 
@@ -221,12 +222,13 @@ impl StatementRun {
         &self,
         stmt: &ast::Statement,
     ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
-        let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(stmt.clone()));
-        let plan = self
-            .state
-            .statement_to_plan(df_stmt)
-            .await
-            .map_err(from_datafusion)?;
+        let types: Vec<_> = self
+            .params
+            .iter()
+            .flatten()
+            .map(|v| Some(v.data_type()))
+            .collect();
+        let plan = plan_statement(&self.state, stmt, &types).await?;
         match &self.params {
             Some(values) => plan
                 .with_param_values(values.clone())
@@ -247,6 +249,29 @@ impl StatementRun {
         datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
             .map_err(from_datafusion)
     }
+}
+
+/// DataFusion's plan of `stmt`, its `$n` typed as `param_types` say where all are known
+/// (see [`params`]).
+pub async fn plan_statement(
+    state: &SessionState,
+    stmt: &ast::Statement,
+    param_types: &[Option<datafusion::arrow::datatypes::DataType>],
+) -> PgResult<datafusion::logical_expr::LogicalPlan> {
+    let typed = params::typed(stmt, param_types);
+    let wrapped = typed.is_some();
+    let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(
+        typed.unwrap_or_else(|| stmt.clone()),
+    ));
+    let plan = state
+        .statement_to_plan(df_stmt)
+        .await
+        .map_err(from_datafusion)?;
+    Ok(if wrapped {
+        params::unwrap_prepare(plan)
+    } else {
+        plan
+    })
 }
 
 /// Ends a statement's transaction work if the statement does not get to do it itself:

@@ -110,16 +110,10 @@ impl QueryParser for PrepareParser {
             _ => None,
         };
         if let Some(target) = plan_target {
-            let plan = session
-                .plan_only(&target)
+            let mut plan = session
+                .plan_only(&target, &[])
                 .await
                 .map_err(|e| fail_block(&session, e))?;
-            if matches!(&parsed, Parsed::Sql(s) if matches!(**s, ast::Statement::Query(_))) {
-                schema = Some(sql::colnames::rename(
-                    &target,
-                    Arc::new(plan.schema().as_arrow().clone()),
-                ));
-            }
             let inferred = plan
                 .get_parameter_types()
                 .map_err(|e| to_wire(crate::errors::from_datafusion(e)))?;
@@ -139,6 +133,27 @@ impl QueryParser for PrepareParser {
                         .map(|d| encode::pg_type_of(d).0)
                         .unwrap_or(Type::TEXT);
                 }
+            }
+            if types.iter().any(Option::is_some) {
+                // Plan again with every parameter typed (declared, inferred, else text),
+                // so that `SELECT $1` reports the declared type (see sql::params).
+                let known: Vec<_> = params
+                    .iter()
+                    .map(|t| match *t {
+                        Type::UNKNOWN => Some(DataType::Utf8),
+                        _ => declared_arrow_type(t),
+                    })
+                    .collect();
+                plan = session
+                    .plan_only(&target, &known)
+                    .await
+                    .map_err(|e| fail_block(&session, e))?;
+            }
+            if matches!(&parsed, Parsed::Sql(s) if matches!(**s, ast::Statement::Query(_))) {
+                schema = Some(sql::colnames::rename(
+                    &target,
+                    Arc::new(plan.schema().as_arrow().clone()),
+                ));
             }
         } else if let Parsed::Sql(s) = &parsed {
             if let ast::Statement::ShowVariable { variable } = &**s {
@@ -426,6 +441,15 @@ fn pg_type_name(ty: &Type) -> &str {
         Type::FLOAT8 => "double precision",
         Type::BOOL => "boolean",
         _ => ty.name(),
+    }
+}
+
+/// The Arrow type a parameter of type `ty` is bound as (`None` for unknown, and for
+/// types iolab binds as text without being text).
+fn declared_arrow_type(ty: &Type) -> Option<DataType> {
+    match *ty {
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR => Some(DataType::Utf8),
+        _ => Some(param_arrow_type(ty)).filter(|t| *t != DataType::Utf8),
     }
 }
 

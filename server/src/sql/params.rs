@@ -1,0 +1,101 @@
+//! Typed `$n` parameters for DataFusion's planner.
+//!
+//! DataFusion types a placeholder from its context (`a < $1` takes `a`'s type); one
+//! without context (`SELECT $1`, `generate_series(1, $1)`) stays untyped, so its result
+//! column is reported as text while the bound value is encoded as its own type, or the
+//! statement fails to plan. PostgreSQL uses the type the client declared in Parse, as
+//! psycopg and other drivers do for every parameter.
+//!
+//! So when the type of every parameter is known (declared at Parse, or the bound values
+//! at Execute), the query is planned as DataFusion's `PREPARE p(type, …) AS query`, whose
+//! placeholders carry those types, and the plan inside the Prepare is used. A statement
+//! with a parameter of unknown type, or of a type with no SQL spelling here, is planned
+//! as it is.
+
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::logical_expr::{LogicalPlan, Statement as PlanStatement};
+use datafusion::sql::sqlparser::ast::{self, ExactNumberInfo, TimezoneInfo};
+
+/// The statement to plan for `stmt` with parameters of `types` (`None` = unknown).
+pub fn typed(stmt: &ast::Statement, types: &[Option<DataType>]) -> Option<ast::Statement> {
+    if types.is_empty() || !matches!(stmt, ast::Statement::Query(_)) {
+        return None;
+    }
+    let data_types = types
+        .iter()
+        .map(|t| t.as_ref().and_then(sql_type))
+        .collect::<Option<Vec<_>>>()?;
+    Some(ast::Statement::Prepare {
+        name: ast::Ident::new("iolab_typed_parameters"),
+        data_types,
+        statement: Box::new(stmt.clone()),
+    })
+}
+
+/// The plan inside a Prepare made by [`typed`]; any other plan as it is.
+pub fn unwrap_prepare(plan: LogicalPlan) -> LogicalPlan {
+    match plan {
+        LogicalPlan::Statement(PlanStatement::Prepare(p)) => {
+            std::sync::Arc::unwrap_or_clone(p.input)
+        }
+        other => other,
+    }
+}
+
+/// The SQL type DataFusion plans back into `dt` (timestamptz into the session's zone).
+fn sql_type(dt: &DataType) -> Option<ast::DataType> {
+    Some(match dt {
+        DataType::Boolean => ast::DataType::Boolean,
+        DataType::Int16 => ast::DataType::SmallInt(None),
+        DataType::Int32 => ast::DataType::Integer(None),
+        DataType::Int64 => ast::DataType::BigInt(None),
+        DataType::Float32 => ast::DataType::Real,
+        DataType::Float64 => ast::DataType::DoublePrecision,
+        DataType::Decimal128(p, s) => {
+            ast::DataType::Numeric(ExactNumberInfo::PrecisionAndScale(*p as u64, *s as i64))
+        }
+        DataType::Date32 => ast::DataType::Date,
+        DataType::Timestamp(TimeUnit::Microsecond, zone) => ast::DataType::Timestamp(
+            Some(6),
+            if zone.is_some() {
+                TimezoneInfo::WithTimeZone
+            } else {
+                TimezoneInfo::None
+            },
+        ),
+        DataType::Utf8 | DataType::Utf8View => ast::DataType::Text,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    fn query(sql: &str) -> ast::Statement {
+        Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0)
+    }
+
+    #[test]
+    fn known_types_make_a_prepare() {
+        let stmt = query("SELECT $1, $2");
+        let typed = typed(&stmt, &[Some(DataType::Int16), Some(DataType::Utf8)]).unwrap();
+        assert_eq!(
+            typed.to_string(),
+            "PREPARE iolab_typed_parameters (SMALLINT, TEXT) AS SELECT $1, $2"
+        );
+    }
+
+    #[test]
+    fn an_unknown_or_unspellable_type_plans_as_is() {
+        let stmt = query("SELECT $1, $2");
+        assert!(typed(&stmt, &[Some(DataType::Int32), None]).is_none());
+        assert!(typed(&stmt, &[Some(DataType::Binary)]).is_none());
+        assert!(typed(&stmt, &[]).is_none());
+        assert!(typed(&query("SET work_mem = '1MB'"), &[Some(DataType::Int32)]).is_none());
+    }
+}
