@@ -168,7 +168,7 @@ if [ "$SKIP_FIO" != 1 ]; then
     fio --name=layout --filename="$FIO_FILE" --size="${HEAP_BYTES[iolab]}" --rw=write --bs=1m --direct=1 \
       --ioengine=io_uring --iodepth=8 --minimal >/dev/null
   fi
-  fio_field() { # field(6=KB/s, 8=IOPS) args...
+  fio_field() { # field (7 = bandwidth in KiB/s, 8 = IOPS) args...
     local f=$1; shift
     fio --name=b --filename="$FIO_FILE" --size="${HEAP_BYTES[iolab]}" --direct=1 --ioengine=io_uring "$@" --minimal 2>/dev/null \
       | awk -F';' -v f="$f" '$1==3 {print $f}'
@@ -177,7 +177,7 @@ if [ "$SKIP_FIO" != 1 ]; then
   [ "$ORIG_HUGEPAGES" -ge 16 ] || echo 16 > /proc/sys/vm/nr_hugepages
   seq_all=""; rand_all=""
   for r in $(seq "$RUNS"); do
-    seq_all="$seq_all $(fio_field 6 --rw=read --bs=128k --iodepth=16 --iomem=shmhuge | awk '{printf "%.1f", $1*1.024/1000}')"
+    seq_all="$seq_all $(fio_field 7 --rw=read --bs=128k --iodepth=16 --iomem=shmhuge | awk '{printf "%.1f", $1*1.024/1000}')"
     rand_all="$rand_all $(fio_field 8 --rw=randread --bs=8k --iodepth=64 --runtime=10 --time_based)"
   done
   echo "$ORIG_HUGEPAGES" > /proc/sys/vm/nr_hugepages
