@@ -269,6 +269,31 @@ pub async fn plan(client: &Client, sql: &str) -> Vec<String> {
         .collect()
 }
 
+/// The number right after `key` in `line` (`rows=200000.00` → 200000).
+pub fn number_after(line: &str, key: &str) -> Option<f64> {
+    let rest = &line[line.find(key)? + key.len()..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// The number after `key` in the first of `lines` that contains `label`
+/// (`figure(plan, "Heap Blocks:", "exact=")` → 1347).
+pub fn figure(lines: &[String], label: &str, key: &str) -> Option<f64> {
+    number_after(lines.iter().find(|l| l.contains(label))?, key)
+}
+
+/// Drop `table`'s pages from the buffer pool (`pg_buffercache_evict_relation`).
+pub async fn evict(client: &Client, table: &str) {
+    client
+        .simple_query(&format!(
+            "SELECT pg_buffercache_evict_relation('{table}'::regclass)"
+        ))
+        .await
+        .expect("evict");
+}
+
 /// The rows of a simple-protocol query, each as text values (None = NULL).
 pub async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
     client

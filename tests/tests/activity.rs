@@ -220,6 +220,39 @@ async fn wait_until_running(client: &Client, pid: i32, query: &str) {
 const LONG_QUERY: &str =
     "SELECT count(*) FROM generate_series(1, 3000000000) AS a(i) WHERE i % 7 = 3";
 
+/// `SELECT <function>(pid)` from `admin` (`pg_cancel_backend` / `pg_terminate_backend`),
+/// which must report that the signal was sent.
+async fn signal(admin: &Client, function: &str, pid: i32) {
+    let sent: bool = admin
+        .query_one(&format!("SELECT {function}({pid})"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(sent, "{function}({pid}) sent nothing");
+}
+
+/// Runs LONG_QUERY on `victim`, sends it `function` once it runs, and returns the
+/// connection with the error its statement ended with.
+async fn signal_running(
+    admin: &Client,
+    victim: Client,
+    victim_pid: i32,
+    function: &str,
+) -> (Client, tokio_postgres::Error) {
+    let running = tokio::spawn(async move {
+        let r = victim.batch_execute(LONG_QUERY).await;
+        (victim, r)
+    });
+    wait_until_running(admin, victim_pid, LONG_QUERY).await;
+    signal(admin, function, victim_pid).await;
+    let (victim, result) = tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .unwrap_or_else(|_| panic!("the statement ends after {function}"))
+        .unwrap();
+    let e = result.expect_err(function);
+    (victim, e)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_and_terminate_other_sessions() {
     let server = TestServer::start("activity-signals");
@@ -228,22 +261,7 @@ async fn cancel_and_terminate_other_sessions() {
     // cancel: the statement fails with 57014, the session goes on
     let victim = connect(&server, "victim").await;
     let victim_pid = pid(&victim).await;
-    let running = tokio::spawn(async move {
-        let r = victim.batch_execute(LONG_QUERY).await;
-        (victim, r)
-    });
-    wait_until_running(&admin, victim_pid, LONG_QUERY).await;
-    let sent: bool = admin
-        .query_one(&format!("SELECT pg_cancel_backend({victim_pid})"), &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert!(sent);
-    let (victim, result) = tokio::time::timeout(Duration::from_secs(30), running)
-        .await
-        .expect("the cancelled statement ends")
-        .unwrap();
-    let e = result.expect_err("cancelled");
+    let (victim, e) = signal_running(&admin, victim, victim_pid, "pg_cancel_backend").await;
     assert_eq!(sqlstate(&e), "57014", "{e:?}");
     victim
         .batch_execute("SELECT 1")
@@ -251,22 +269,7 @@ async fn cancel_and_terminate_other_sessions() {
         .expect("the session goes on");
 
     // terminate: FATAL 57P01, the connection closes, the row goes
-    let running = tokio::spawn(async move {
-        let r = victim.batch_execute(LONG_QUERY).await;
-        (victim, r)
-    });
-    wait_until_running(&admin, victim_pid, LONG_QUERY).await;
-    let sent: bool = admin
-        .query_one(&format!("SELECT pg_terminate_backend({victim_pid})"), &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert!(sent);
-    let (victim, result) = tokio::time::timeout(Duration::from_secs(30), running)
-        .await
-        .expect("the terminated statement ends")
-        .unwrap();
-    let e = result.expect_err("terminated");
+    let (victim, e) = signal_running(&admin, victim, victim_pid, "pg_terminate_backend").await;
     assert_eq!(sqlstate(&e), "57P01", "{e:?}");
     assert!(victim.batch_execute("SELECT 1").await.is_err());
     wait_until_gone(&admin, victim_pid).await;
@@ -274,12 +277,7 @@ async fn cancel_and_terminate_other_sessions() {
     // an idle session terminated: psql sees the FATAL on its next command
     let idle = connect(&server, "idle").await;
     let idle_pid = pid(&idle).await;
-    let sent: bool = admin
-        .query_one(&format!("SELECT pg_terminate_backend({idle_pid})"), &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert!(sent);
+    signal(&admin, "pg_terminate_backend", idle_pid).await;
     wait_until_gone(&admin, idle_pid).await;
     assert!(idle.batch_execute("SELECT 1").await.is_err());
 

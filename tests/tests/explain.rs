@@ -2,7 +2,7 @@
 //! extended protocol), EXPLAIN ANALYZE's row counts and buffer counts against the table
 //! itself, and PostgreSQL's errors for bad options.
 
-use iolab_tests::{plan, sqlstate, TestServer};
+use iolab_tests::{number_after, plan, sqlstate, TestServer};
 use tokio_postgres::Client;
 
 const ROWS: i64 = 200_000;
@@ -13,15 +13,6 @@ async fn count(client: &Client, sql: &str) -> i64 {
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
         .get(0)
-}
-
-/// The number after `key=` in a line (`rows=200000.00` → 200000).
-fn number_after(line: &str, key: &str) -> Option<f64> {
-    let rest = &line[line.find(key)? + key.len()..];
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    rest[..end].parse().ok()
 }
 
 async fn load(client: &Client) {

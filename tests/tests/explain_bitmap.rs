@@ -5,25 +5,15 @@
 
 use std::collections::BTreeSet;
 
-use iolab_tests::{plan, rows, TestServer};
+use iolab_tests::{evict, figure, number_after, plan, rows, TestServer};
 use tokio_postgres::Client;
 
 const ROWS: i64 = 200_000;
 const QUERY: &str = "SELECT * FROM eic_uniform WHERE a < 140 AND filler > 'fffffff'";
 
-/// The number after `key` in the first line that contains `key` (`exact=1347` → 1347).
-fn figure(lines: &[String], key: &str) -> Option<f64> {
-    let line = lines.iter().find(|l| l.contains(key))?;
-    let rest = &line[line.find(key)? + key.len()..];
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    rest[..end].parse().ok()
-}
-
 /// A counter line's value, 0 when the line is absent (text omits zero counters).
 fn count(lines: &[String], label: &str) -> u64 {
-    figure(lines, &format!("{label}: ")).unwrap_or(0.0) as u64
+    figure(lines, label, &format!("{label}: ")).unwrap_or(0.0) as u64
 }
 
 async fn scalar(client: &Client, sql: &str) -> u64 {
@@ -32,13 +22,6 @@ async fn scalar(client: &Client, sql: &str) -> u64 {
         .unwrap_or_else(|| panic!("{sql}: NULL"))
         .parse()
         .unwrap()
-}
-
-async fn evict(client: &Client) {
-    client
-        .simple_query("SELECT pg_buffercache_evict_relation('eic_uniform'::regclass)")
-        .await
-        .expect("evict");
 }
 
 /// The heap blocks holding the tuples `a < 140`, from their ctids `(block,offset)`.
@@ -107,7 +90,7 @@ async fn seed_experiment_bitmap_heap_scan() {
             .unwrap();
         // Index warm, heap cold, as in the captures.
         plan(&client, &format!("EXPLAIN ANALYZE {QUERY}")).await;
-        evict(&client).await;
+        evict(&client, "eic_uniform").await;
         let lines = plan(
             &client,
             &format!("EXPLAIN (ANALYZE, SETTINGS, BUFFERS, COSTS OFF) {QUERY}"),
@@ -128,7 +111,7 @@ async fn seed_experiment_bitmap_heap_scan() {
         let heap = &lines[..index];
 
         // Rows returned + removed by the filter = the rows the index condition selects.
-        let returned = figure(heap, "rows=").unwrap() as u64;
+        let returned = figure(heap, "(actual", "rows=").unwrap() as u64;
         assert_eq!(returned, answer, "{ctx}");
         assert_eq!(
             returned + count(heap, "Rows Removed by Filter"),
@@ -141,13 +124,13 @@ async fn seed_experiment_bitmap_heap_scan() {
         );
         // The index scan's rows are its TIDs.
         assert_eq!(
-            figure(&lines[index..], "rows=").unwrap() as u64,
+            figure(&lines[index..], "(actual", "rows=").unwrap() as u64,
             below,
             "{ctx}"
         );
 
-        let exact = figure(heap, "exact=").unwrap_or(0.0) as u64;
-        let lossy = figure(heap, "lossy=").unwrap_or(0.0) as u64;
+        let exact = figure(heap, "Heap Blocks:", "exact=").unwrap_or(0.0) as u64;
+        let lossy = figure(heap, "Heap Blocks:", "lossy=").unwrap_or(0.0) as u64;
         let rechecked = count(heap, "Rows Removed by Index Recheck");
         if work_mem == "16MB" {
             assert_eq!((exact, lossy, rechecked), (blocks, 0, 0), "{ctx}");
@@ -167,7 +150,7 @@ async fn seed_experiment_bitmap_heap_scan() {
             .iter()
             .find(|l| l.starts_with("  Buffers: shared hit="))
             .unwrap_or_else(|| panic!("{ctx}"));
-        let heap_read = figure(std::slice::from_ref(buffers), " read=");
+        let heap_read = number_after(buffers, " read=");
         assert_eq!(heap_read, Some(blocks as f64), "{ctx}");
         assert!(
             heap.iter().any(|l| l.starts_with("  I/O Timings: shared")),
@@ -246,7 +229,7 @@ async fn effective_io_concurrency_changes_the_stream() {
             .await
             .unwrap();
         plan(&client, &format!("EXPLAIN ANALYZE {QUERY}")).await;
-        evict(&client).await;
+        evict(&client, "eic_uniform").await;
         let lines = plan(
             &client,
             &format!("EXPLAIN (ANALYZE, IO, COSTS OFF) {QUERY}"),
@@ -273,11 +256,11 @@ async fn effective_io_concurrency_changes_the_stream() {
             1,
             "{ctx}"
         );
-        let capacity = figure(&lines, "capacity=").unwrap();
-        let max = figure(&lines[prefetch..], " max=").unwrap();
-        let inprogress = figure(&lines, "inprogress=").unwrap();
-        let exact = figure(&lines, "exact=").unwrap();
-        let rows_out = figure(&lines, "rows=").unwrap();
+        let capacity = figure(&lines, "Prefetch:", "capacity=").unwrap();
+        let max = figure(&lines[prefetch..], "Prefetch:", " max=").unwrap();
+        let inprogress = figure(&lines, "I/O:", "inprogress=").unwrap();
+        let exact = figure(&lines, "Heap Blocks:", "exact=").unwrap();
+        let rows_out = figure(&lines, "(actual", "rows=").unwrap();
         assert!(max <= capacity, "{ctx}");
         seen.push((eic, capacity, max, inprogress, exact, rows_out));
     }

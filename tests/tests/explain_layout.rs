@@ -8,7 +8,7 @@
 //! runs `io_method = sync`, so every read is a timed `preadv` and `I/O Timings:` is never
 //! empty after a cold scan.
 
-use iolab_tests::{plan, rows, sqlstate, TestServer};
+use iolab_tests::{evict, figure, plan, rows, sqlstate, TestServer};
 use tokio_postgres::Client;
 
 const ROWS: i64 = 200_000;
@@ -44,25 +44,6 @@ fn normalised(lines: &[String]) -> Vec<String> {
 
 fn expected(text: &str) -> Vec<String> {
     text.lines().map(str::to_string).collect()
-}
-
-/// The number after `key=` in the first line containing `label` (`exact=1347` → 1347).
-fn figure(lines: &[String], label: &str, key: &str) -> Option<f64> {
-    let line = lines.iter().find(|l| l.contains(label))?;
-    let rest = &line[line.find(key)? + key.len()..];
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    rest[..end].parse().ok()
-}
-
-async fn evict(client: &Client, table: &str) {
-    client
-        .simple_query(&format!(
-            "SELECT pg_buffercache_evict_relation('{table}'::regclass)"
-        ))
-        .await
-        .expect("evict");
 }
 
 async fn load(client: &Client) {
