@@ -55,14 +55,12 @@ RESULTS="$REPO/bench/results"
 OUT="$RESULTS/stats-$STAMP.txt"
 mkdir -p "$RESULTS" "$BENCH_DIR"
 DATA="$BENCH_DIR/data-$ROWS"
-LOG="$BENCH_DIR/iolab.log"
 WORK="$(mktemp -d)"
-SERVER_PID=""
 SCANNER_PID=""
 
 cleanup() {
   [ -n "$SCANNER_PID" ] && kill "$SCANNER_PID" 2>/dev/null || true
-  stop_server
+  iolab_stop
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -70,33 +68,22 @@ trap cleanup EXIT
 [ -x "$IOLAB_BIN" ] || { echo "no $IOLAB_BIN: cargo build --release --bin iolab" >&2; exit 1; }
 command -v pgbench >/dev/null || { echo "pgbench is missing (apt-get install postgresql-client)" >&2; exit 1; }
 
-q() { psql -X -q -t -A -h 127.0.0.1 -p "$IOLAB_PORT" -U postgres -d postgres -c "$1"; }
-
-start_server() { # $1 = stats_history_interval
-  "$IOLAB_BIN" --data-dir "$DATA" --port "$IOLAB_PORT" --listen 127.0.0.1 \
-    -c shared_buffers="$SHARED_BUFFERS" -c io_method="$IO_METHOD" \
-    -c stats_history_interval="$1" -c track_io_timing=on >>"$LOG" 2>&1 &
-  SERVER_PID=$!
-  for _ in $(seq 1 600); do
-    if q "SELECT 1" >/dev/null 2>&1; then return; fi
-    sleep 0.2
-  done
-  echo "iolab did not start; see $LOG" >&2; exit 1
-}
-
-stop_server() {
-  if [ -n "$SERVER_PID" ]; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=""
-  fi
+# shellcheck source=bench/lib.sh
+. "$REPO/bench/lib.sh"
+IOLAB_DATA="$DATA"
+LOGS="$BENCH_DIR"
+START_TIMEOUT=120
+# start_server INTERVAL : iolab with stats_history_interval = INTERVAL (ms; 0 = no sampler).
+start_server() {
+  iolab_start "stats_history_interval=$1" -c io_method="$IO_METHOD" -c stats_history_interval="$1" \
+    || { echo "iolab did not start ($START_ERR); see $LOGS/iolab.log" >&2; exit 1; }
 }
 
 COLD_NOTE="page cache dropped before each cold scan"
 make_cold() {
-  q "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null
+  q iolab "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null
   if [ "$(id -u)" = 0 ]; then
-    sync; echo 3 > /proc/sys/vm/drop_caches
+    drop_caches
   else
     COLD_NOTE="not root: buffer pool emptied, page cache warm"
   fi
@@ -106,7 +93,7 @@ cold_scan_ms() {
   make_cold
   local t0 t1
   t0=$(date +%s%N)
-  q "SELECT count(*) FROM $TABLE" >/dev/null
+  q iolab "SELECT count(*) FROM $TABLE" >/dev/null
   t1=$(date +%s%N)
   echo $(( (t1 - t0) / 1000000 ))
 }
@@ -133,8 +120,8 @@ latency_of() { # $1 = name, $2 = SQL; prints "p50 p99 n"
 
 scan_loop() {
   while true; do
-    q "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null 2>&1 || true
-    q "SELECT count(*) FROM $TABLE" >/dev/null 2>&1 || break
+    q iolab "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null 2>&1 || true
+    q iolab "SELECT count(*) FROM $TABLE" >/dev/null 2>&1 || break
   done
 }
 
@@ -142,10 +129,10 @@ scan_loop() {
 if [ ! -d "$DATA" ]; then
   echo "loading $ROWS rows into $DATA"
   start_server 1000
-  q "CREATE TABLE $TABLE(a int, filler text)"
-  q "INSERT INTO $TABLE SELECT i, md5(i::text) FROM generate_series(1, $ROWS) AS s(i)"
-  q "CHECKPOINT"
-  stop_server
+  q iolab "CREATE TABLE $TABLE(a int, filler text)"
+  q iolab "INSERT INTO $TABLE SELECT i, md5(i::text) FROM generate_series(1, $ROWS) AS s(i)"
+  q iolab "CHECKPOINT"
+  iolab_stop
 fi
 
 # ---- 1 + 2: view latency during a cold scan -------------------------------------------
@@ -154,12 +141,12 @@ echo "filling the history: ${FILL}s of 100 ms samples while scanning"
 scan_loop & SCANNER_PID=$!
 sleep "$FILL"
 PANEL="SELECT floor(extract(epoch from time)/60)*60 AS \"time\", backend_type || ' / ' || context AS metric, sum(reads) / 60.0 AS reads_per_s, sum(read_bytes) / 60e6 AS mb_per_s FROM pg_stat_io_history WHERE time BETWEEN now() - interval '1 hour' AND now() GROUP BY 1, 2 ORDER BY 1"
-PANEL_ROWS=$(q "SELECT count(*) FROM pg_stat_io_history WHERE time BETWEEN now() - interval '1 hour' AND now()")
-PANEL_SAMPLES=$(q "SELECT count(DISTINCT time) FROM pg_stat_io_history")
+PANEL_ROWS=$(q iolab "SELECT count(*) FROM pg_stat_io_history WHERE time BETWEEN now() - interval '1 hour' AND now()")
+PANEL_SAMPLES=$(q iolab "SELECT count(DISTINCT time) FROM pg_stat_io_history")
 read -r IO_P50 IO_P99 IO_N < <(latency_of stat_io "SELECT * FROM pg_stat_io")
 read -r PANEL_P50 PANEL_P99 PANEL_N < <(latency_of panel "$PANEL")
 kill "$SCANNER_PID" 2>/dev/null || true; wait "$SCANNER_PID" 2>/dev/null || true; SCANNER_PID=""
-stop_server
+iolab_stop
 
 # ---- 3: the scan with the sampler on and off ---------------------------------------------
 ON=(); OFF=()
@@ -167,7 +154,7 @@ for run in $(seq 1 "$RUNS"); do
   for interval in 0 1000; do
     start_server "$interval"
     ms=$(cold_scan_ms)
-    stop_server
+    iolab_stop
     if [ "$interval" = 0 ]; then OFF+=("$ms"); else ON+=("$ms"); fi
     echo "run $run sampler $([ "$interval" = 0 ] && echo off || echo on): $ms ms"
   done
