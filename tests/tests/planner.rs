@@ -13,7 +13,8 @@ use tokio_postgres::Client;
 const ROWS: i64 = 100_000;
 
 /// `t` has: `a = i % 1000` and `b = (i·7) % 500` (uniform, scattered over the table), `c = i`
-/// (unique, in table order: an index on it is perfectly correlated), `s = 'k' || i % 300`
+/// (unique, in table order — `ORDER BY i`, as INSERT … SELECT otherwise stores batches in
+/// arrival order: an index on it is perfectly correlated), `s = 'k' || i % 300`
 /// (text), `n` (NULL for every 50th row), `f` (float8) and `d` (date).
 async fn load(client: &Client) {
     client
@@ -23,7 +24,7 @@ async fn load(client: &Client) {
                     CASE WHEN i % 50 = 0 THEN NULL ELSE i % 97 END,
                     (i % 2000) / 4.0, CAST('2024-01-01' AS date) + (i % 400),
                     md5(i::text)
-               FROM generate_series(1, {ROWS}) AS g(i);
+               FROM generate_series(1, {ROWS}) AS g(i) ORDER BY i;
              ANALYZE t;
              CREATE INDEX t_a ON t(a);
              CREATE INDEX t_b ON t(b);
