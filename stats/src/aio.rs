@@ -25,6 +25,7 @@ pub enum AioEvent {
     CompletionWait,
     HandleWait,
     CompletedElsewhere,
+    Advised,
 }
 
 /// The operations `pg_stat_aio` keeps latency histograms of.
@@ -71,6 +72,9 @@ pub struct AioCounts {
     pub handle_waits: u64,
     /// I/Os completed by another thread than the one that issued them (an I/O worker).
     pub completed_elsewhere: u64,
+    /// Reads the kernel was advised of (`posix_fadvise(WILLNEED)`) before they ran: by the
+    /// issuer under `sync`, by an I/O worker that found them queued under `worker`.
+    pub advised: u64,
     latency: [Option<Box<LatencyHistogram>>; 3],
 }
 
@@ -88,6 +92,7 @@ impl AioCounts {
             AioEvent::CompletionWait => &mut self.completion_waits,
             AioEvent::HandleWait => &mut self.handle_waits,
             AioEvent::CompletedElsewhere => &mut self.completed_elsewhere,
+            AioEvent::Advised => &mut self.advised,
         }
     }
 
@@ -100,6 +105,7 @@ impl AioCounts {
             AioEvent::CompletionWait => self.completion_waits,
             AioEvent::HandleWait => self.handle_waits,
             AioEvent::CompletedElsewhere => self.completed_elsewhere,
+            AioEvent::Advised => self.advised,
         }
     }
 
@@ -124,6 +130,7 @@ impl AioCounts {
             && self.completion_waits == 0
             && self.handle_waits == 0
             && self.completed_elsewhere == 0
+            && self.advised == 0
             && self.latency.iter().flatten().all(|h| h.is_empty())
     }
 
@@ -134,6 +141,7 @@ impl AioCounts {
         self.completion_waits += other.completion_waits;
         self.handle_waits += other.handle_waits;
         self.completed_elsewhere += other.completed_elsewhere;
+        self.advised += other.advised;
         for op in AioLatencyOp::ALL {
             if let Some(h) = other.latency(op) {
                 self.latency[op as usize]

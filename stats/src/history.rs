@@ -110,7 +110,7 @@ impl IoHistoryRow {
 pub struct AioHistoryRow {
     pub backend_type: BackendType,
     /// Per [`AioEvent`] in [`AIO_EVENTS`] order.
-    pub events: [u64; 6],
+    pub events: [u64; 7],
     /// I/Os in flight when the sample was taken.
     pub in_flight: u32,
     /// Per [`AioLatencyOp`] (read, write, fsync).
@@ -118,13 +118,14 @@ pub struct AioHistoryRow {
 }
 
 /// The event columns of the AIO views, in order.
-pub const AIO_EVENTS: [AioEvent; 6] = [
+pub const AIO_EVENTS: [AioEvent; 7] = [
     AioEvent::Started,
     AioEvent::Submission,
     AioEvent::QueueFull,
     AioEvent::CompletionWait,
     AioEvent::HandleWait,
     AioEvent::CompletedElsewhere,
+    AioEvent::Advised,
 ];
 
 impl AioHistoryRow {

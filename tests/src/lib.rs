@@ -294,6 +294,35 @@ pub async fn evict(client: &Client, table: &str) {
         .expect("evict");
 }
 
+/// Drop `table`'s pages from the buffer pool and from the kernel's page cache, so that its
+/// next scan reads from the device: the files of its segments (`base/<filenode>[.k]`) are
+/// written back and `posix_fadvise(DONTNEED)`ed, which needs no privileges (unlike
+/// `drop_caches`).
+pub async fn evict_cold(server: &TestServer, client: &Client, table: &str) {
+    evict(client, table).await;
+    client.simple_query("CHECKPOINT").await.expect("checkpoint");
+    let filenode = rows(client, &format!("SELECT pg_relation_filenode('{table}')")).await[0][0]
+        .clone()
+        .expect("filenode");
+    let base = server.data_dir.join("base");
+    for segment in 0.. {
+        let name = if segment == 0 {
+            filenode.clone()
+        } else {
+            format!("{filenode}.{segment}")
+        };
+        let Ok(file) = std::fs::File::open(base.join(name)) else {
+            assert!(segment > 0, "no file for {table} (filenode {filenode})");
+            break;
+        };
+        use std::os::unix::io::AsRawFd;
+        file.sync_all().expect("fsync");
+        // SAFETY: a plain system call on a descriptor we own.
+        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(rc, 0, "posix_fadvise(DONTNEED) failed");
+    }
+}
+
 /// The rows of a simple-protocol query, each as text values (None = NULL).
 pub async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
     client

@@ -94,6 +94,8 @@ pub struct Completed {
     pub latency: Duration,
     /// Whether another thread than the issuer completed it.
     pub completed_elsewhere: bool,
+    /// Whether an I/O worker advised the kernel of it while it was queued.
+    pub advised_by_worker: bool,
 }
 
 struct Inner {
@@ -108,6 +110,9 @@ struct Inner {
     target_desc: String,
     f_sync: bool,
     f_buffered: bool,
+    /// An I/O worker may advise the kernel of this read while it waits in the queue.
+    advisable: bool,
+    advised_by_worker: bool,
     raw_result: Option<i32>,
     error: Option<PgError>,
     submitted_at: Option<Instant>,
@@ -145,6 +150,8 @@ impl HandleTable {
                     target_desc: String::new(),
                     f_sync: false,
                     f_buffered: true,
+                    advisable: false,
+                    advised_by_worker: false,
                     raw_result: None,
                     error: None,
                     submitted_at: None,
@@ -206,8 +213,16 @@ impl HandleTable {
         }
     }
 
-    /// Attach `read` (DEFINED). `f_sync`: it will be executed synchronously by the issuer.
-    pub fn define(&self, r: IoRef, read: PendingRead, f_sync: bool, f_buffered: bool) {
+    /// Attach `read` (DEFINED). `f_sync`: it will be executed synchronously by the issuer;
+    /// `advisable`: an I/O worker may advise the kernel of it while it is queued.
+    pub fn define(
+        &self,
+        r: IoRef,
+        read: PendingRead,
+        f_sync: bool,
+        f_buffered: bool,
+        advisable: bool,
+    ) {
         let (fd, offset) = read.fd_and_offset().unwrap_or((-1, 0));
         let mut inner = self.slot(r);
         assert_eq!(inner.state, HandleState::HandedOut);
@@ -217,6 +232,8 @@ impl HandleTable {
         inner.target_desc = read.target_desc();
         inner.f_sync = f_sync;
         inner.f_buffered = f_buffered;
+        inner.advisable = advisable && f_buffered && fd >= 0;
+        inner.advised_by_worker = false;
         inner.raw_result = None;
         inner.error = None;
         inner.completed_elsewhere = false;
@@ -245,6 +262,18 @@ impl HandleTable {
         let inner = self.slot(r);
         let iovecs = inner.read.as_ref().expect("defined handle").iovecs();
         (inner.fd, inner.offset, iovecs)
+    }
+
+    /// An I/O worker is about to advise the kernel of `r`: its file, offset and length if
+    /// it is still a submitted, advisable read (`None` once it has run, or if the handle has
+    /// since been reused for another I/O). The read is then counted as advised.
+    pub fn take_advice_range(&self, r: IoRef) -> Option<(RawFd, u64, usize)> {
+        let mut inner = self.slots[r.id as usize].inner.lock();
+        let advisable = inner.generation == r.generation
+            && inner.state == HandleState::Submitted
+            && inner.advisable;
+        inner.advised_by_worker |= advisable;
+        advisable.then_some((inner.fd, inner.offset, inner.length))
     }
 
     /// Run a submitted I/O on this thread (an I/O worker, or an issuer doing it itself).
@@ -325,6 +354,7 @@ impl HandleTable {
                 error: inner.error.take(),
                 latency: inner.latency,
                 completed_elsewhere: inner.completed_elsewhere,
+                advised_by_worker: inner.advised_by_worker,
             };
             inner.generation += 1;
             inner.state = HandleState::Idle;

@@ -188,36 +188,38 @@ impl AioSystem {
         let timer = acct.start_timer();
         acct.set_wait_event(WaitEvent::DataFilePrefetch);
         if let Ok((fd, offset)) = read.fd_and_offset() {
-            // SAFETY: plain syscall on a descriptor the relation keeps open.
-            unsafe {
-                libc::posix_fadvise(
-                    fd,
-                    offset as libc::off_t,
-                    read.len_bytes() as libc::off_t,
-                    libc::POSIX_FADV_WILLNEED,
-                );
-            }
+            advise_willneed(fd, offset, read.len_bytes());
+            acct.aio_event(AioEvent::Advised);
         }
         acct.set_wait_event(WaitEvent::None);
         acct.issued(ring, timer);
     }
 
+    /// Whether reads started through handles may be advised by whoever runs them later
+    /// (`worker` with buffered files).
+    pub fn advises_in_workers(&self) -> bool {
+        self.method == IoMethod::Worker && !self.direct
+    }
+
     /// Start `read`: with `synchronous` (or io_method `sync`) keep it for the issuer to
     /// execute when it waits; otherwise put it in a handle and stage it for the next
     /// [`submit_staged`](Self::submit_staged). A deferred read is counted as started when
-    /// it is executed.
+    /// it is executed. `advisable`: the stream's advice policy allows advice for this read,
+    /// which under `worker` an I/O worker gives while the read waits in the queue.
     pub fn start_read(
         &self,
         issuer: &mut Issuer,
         read: PendingRead,
         synchronous: bool,
+        advisable: bool,
         acct: &mut IoAccount,
     ) -> InFlightIo {
         if synchronous || self.method == IoMethod::Sync {
             return InFlightIo::Deferred(read);
         }
         let io = self.acquire(issuer, acct);
-        self.handles.define(io, read, false, !self.direct);
+        self.handles
+            .define(io, read, false, !self.direct, advisable);
         self.handles.stage(io);
         acct.aio_event(AioEvent::Started);
         issuer.staged.push(io);
@@ -408,7 +410,7 @@ impl AioSystem {
                 let handle = self.handles.try_acquire(issuer.pid);
                 let outcome = match handle {
                     Some(h) => {
-                        self.handles.define(h, read, true, !self.direct);
+                        self.handles.define(h, read, true, !self.direct, false);
                         self.handles.stage(h);
                         self.handles.submit(h);
                         self.handles.execute(h);
@@ -425,6 +427,7 @@ impl AioSystem {
                             error,
                             latency,
                             completed_elsewhere: false,
+                            advised_by_worker: false,
                         }
                     }
                 };
@@ -463,6 +466,9 @@ impl AioSystem {
                 if outcome.completed_elsewhere {
                     acct.aio_event(AioEvent::CompletedElsewhere);
                 }
+                if outcome.advised_by_worker {
+                    acct.aio_event(AioEvent::Advised);
+                }
                 acct.read_latency(ring, outcome.latency);
                 acct.read_waited(ring, timer, stalled);
                 finish(outcome)
@@ -475,6 +481,20 @@ impl AioSystem {
         if self.method == IoMethod::IoUring {
             self.reap_uring(false);
         }
+    }
+}
+
+/// `posix_fadvise(WILLNEED)`: ask the kernel to start reading a range into the page cache.
+/// Advisory: a stale descriptor or range costs a wasted read, never wrong data.
+pub(crate) fn advise_willneed(fd: std::os::unix::io::RawFd, offset: u64, len: usize) {
+    // SAFETY: a plain system call; it reads no memory of ours.
+    unsafe {
+        libc::posix_fadvise(
+            fd,
+            offset as libc::off_t,
+            len as libc::off_t,
+            libc::POSIX_FADV_WILLNEED,
+        );
     }
 }
 

@@ -78,7 +78,11 @@
 //! post CQEs only when this thread enters the kernel, and `reap` promises to work without a
 //! syscall). `IORING_SETUP_SUBMIT_ALL` (5.18+) is asked for so that one bad SQE does not stop
 //! the rest of a batch from being submitted; on older kernels the queue simply submits the
-//! remainder in another `io_uring_enter`. [`probe`] tells at start-up whether io_uring can be
+//! remainder in another `io_uring_enter`. The ring's io-wq (the kernel threads that run
+//! `IOSQE_ASYNC` reads) may use as many bounded workers as the ring has entries
+//! (`IORING_REGISTER_IOWQ_MAX_WORKERS`, 5.15+; best effort): the kernel's default,
+//! 4 × CPUs, is 8 threads on a 2-CPU machine, which caps punted buffered reads at 8 in
+//! flight however deep the read stream looks ahead. [`probe`] tells at start-up whether io_uring can be
 //! used at all and, if not, why ([`describe_setup_error`]).
 //!
 //! # Dropping a queue
@@ -230,6 +234,10 @@ impl UringQueue {
                 .build(entries)?,
             Err(e) => return Err(e),
         };
+        // Best effort (older kernels refuse it; io-wq then keeps its default bound).
+        let _ = ring
+            .submitter()
+            .register_iowq_max_workers(&mut [entries, 0]);
         let params = ring.params();
         assert!(
             params.sq_entries() >= entries && params.cq_entries() >= max_outstanding,

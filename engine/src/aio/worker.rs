@@ -9,6 +9,20 @@
 //! it is full, [`WorkerPool::push_batch`] stops and the issuer executes the rest itself, which
 //! the caller counts (PostgreSQL does this silently; iolab shows it in `pg_stat_aio`).
 //!
+//! # Advice for queued reads (iolab's addition)
+//!
+//! With buffered files, a read waiting in the queue is a read the device is not working on:
+//! three workers running one synchronous `preadv` each keep at most three reads at the
+//! device, however far the stream looks ahead (PostgreSQL 18's worker method has this
+//! limit). So a worker that pops a handle while others wait behind it first advises the
+//! kernel (`posix_fadvise(WILLNEED)`) of its own read and of up to [`ADVICE_BATCH`] queued
+//! reads that nobody has advised yet, then runs its `preadv`, which finds its pages read or
+//! being read. Each queued read is advised at most once (a flag per queue entry, cleared
+//! under the queue's lock), and only reads the issuing stream marked advisable (its
+//! `read_stream_advice` policy allows advice: not Seq Scan's sequential reads, where kernel
+//! readahead already works, and not under `never`). The advice costs the workers' time,
+//! not the issuer's, so it appears in no session's wait time.
+//!
 //! Workers run until the pool is dropped; dropping waits for them to finish the handle they
 //! hold (the queue is drained first, so nothing an issuer waits for is ever lost).
 
@@ -24,8 +38,18 @@ use super::handle::{HandleTable, IoRef};
 /// Submission-queue bound (PostgreSQL: 64 slots, one always empty).
 pub const QUEUE_CAPACITY: usize = 63;
 
+/// Most queued reads one worker advises before running its own read (bounds how long the
+/// read it holds waits for that advice).
+pub const ADVICE_BATCH: usize = 16;
+
+struct Queued {
+    io: IoRef,
+    /// Not yet advised by any worker.
+    advice_due: bool,
+}
+
 struct Shared {
-    queue: Mutex<VecDeque<IoRef>>,
+    queue: Mutex<VecDeque<Queued>>,
     /// Workers waiting for work (changed under `queue`'s lock).
     idle: std::sync::atomic::AtomicUsize,
     work: Condvar,
@@ -70,7 +94,10 @@ impl WorkerPool {
         let mut queue = self.shared.queue.lock();
         let room = QUEUE_CAPACITY - queue.len();
         let queued = batch.len().min(room);
-        queue.extend(&batch[..queued]);
+        queue.extend(batch[..queued].iter().map(|&io| Queued {
+            io,
+            advice_due: true,
+        }));
         let wake = queued.min(self.shared.idle.load(Ordering::Relaxed));
         drop(queue);
         for _ in 0..wake {
@@ -86,12 +113,27 @@ impl WorkerPool {
 }
 
 fn worker_loop(shared: &Shared) {
+    let mut to_advise = Vec::with_capacity(ADVICE_BATCH + 1);
     loop {
         let io = {
             let mut queue = shared.queue.lock();
             loop {
-                if let Some(io) = queue.pop_front() {
-                    break io;
+                if let Some(head) = queue.pop_front() {
+                    // The reads still waiting behind this one, not yet advised.
+                    to_advise.extend(
+                        queue
+                            .iter_mut()
+                            .filter(|q| q.advice_due)
+                            .take(ADVICE_BATCH)
+                            .map(|q| {
+                                q.advice_due = false;
+                                q.io
+                            }),
+                    );
+                    if !to_advise.is_empty() && head.advice_due {
+                        to_advise.insert(0, head.io);
+                    }
+                    break head.io;
                 }
                 if shared.shutdown.load(Ordering::Acquire) {
                     return;
@@ -101,6 +143,11 @@ fn worker_loop(shared: &Shared) {
                 shared.idle.fetch_sub(1, Ordering::Relaxed);
             }
         };
+        for queued in to_advise.drain(..) {
+            if let Some((fd, offset, len)) = shared.handles.take_advice_range(queued) {
+                super::advise_willneed(fd, offset, len);
+            }
+        }
         shared.handles.execute(io);
     }
 }

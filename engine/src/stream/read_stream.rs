@@ -44,7 +44,7 @@
 //! the consumer waits → distance 2 → read {1,2}; wait → 4 → read {3,4,5,6}; wait → 8 → reads
 //! {7..10} and {11..14} in flight at once — the look-ahead now covers two combined reads.
 //!
-//! # Advice (io_method sync only)
+//! # Advice
 //!
 //! Whether a read gets `posix_fadvise(WILLNEED)` is the `read_stream_advice` setting:
 //!
@@ -62,6 +62,11 @@
 //!
 //! Sequential streams (Seq Scan) never advise under pg17/pg18, as in PostgreSQL, and direct
 //! I/O disables advice (the page cache is bypassed).
+//!
+//! Under `io_method = worker` the stream does not advise itself; it marks its reads
+//! advisable when the policy allows advice at all (`always`, or pg17/pg18 on a stream that
+//! is not sequential), and the I/O worker that finds such a read waiting in its queue
+//! advises it (see `aio/worker.rs`).
 //!
 //! # All-cached fast path
 //!
@@ -187,6 +192,8 @@ pub struct ReadStream<T: Send> {
     max_pinned: usize,
     policy: ReadStreamAdvice,
     advice_enabled: bool,
+    /// Reads may be advised by the I/O worker that finds them queued (`worker`, buffered).
+    worker_advice: bool,
 
     distance: usize,
     queue: VecDeque<Entry<T>>,
@@ -230,14 +237,15 @@ impl<T: Send> ReadStream<T> {
         max_pinned = max_pinned.min(config.pin_limit).max(1);
         let direct = aio.is_direct();
         let sync_method = aio.method() == iolab_settings::IoMethod::Sync;
-        let advice_enabled = sync_method
-            && !direct
+        let policy_advises = !direct
             && !synchronous
             && match config.advice {
                 ReadStreamAdvice::Never => false,
                 ReadStreamAdvice::Always => true,
                 ReadStreamAdvice::Pg17 | ReadStreamAdvice::Pg18 => !config.sequential,
             };
+        let advice_enabled = sync_method && policy_advises;
+        let worker_advice = policy_advises && aio.advises_in_workers();
         let distance = if config.full {
             max_pinned.min(combine_limit as usize)
         } else {
@@ -257,6 +265,7 @@ impl<T: Send> ReadStream<T> {
             max_pinned,
             policy: config.advice,
             advice_enabled,
+            worker_advice,
             distance,
             queue: VecDeque::with_capacity(max_pinned + combine_limit as usize),
             ios: VecDeque::with_capacity(max_ios),
@@ -619,6 +628,7 @@ impl<T: Send> ReadStream<T> {
                         &mut self.issuer,
                         read,
                         self.synchronous,
+                        self.worker_advice,
                         &mut self.acct,
                     );
                     self.ios.push_back(InProgress {

@@ -45,6 +45,7 @@ fn aio_metric(event: AioEvent) -> &'static str {
         AioEvent::CompletionWait => "iolab_aio_completion_waits_total",
         AioEvent::HandleWait => "iolab_aio_handle_waits_total",
         AioEvent::CompletedElsewhere => "iolab_aio_completed_elsewhere_total",
+        AioEvent::Advised => "iolab_aio_advised_total",
     }
 }
 

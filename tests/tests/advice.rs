@@ -1,0 +1,157 @@
+//! Who tells the kernel about reads ahead (`posix_fadvise(WILLNEED)`), counted in
+//! `pg_stat_aio.advised`, per `io_method` and `read_stream_advice` policy:
+//!
+//! - `sync`: the scanning session advises a bitmap heap scan's reads under the default
+//!   policy (`pg18`), none under `never`, and never a Seq Scan's (a sequential stream);
+//! - `worker` (one I/O worker, so reads wait in its queue): the worker advises queued reads
+//!   of a bitmap heap scan, none under `never`, none of a Seq Scan's;
+//! - with `debug_io_direct = data` nobody advises (the page cache is bypassed).
+//!
+//! The answers of the scans are checked against each other as well: advice must never
+//! change what a scan returns.
+
+use iolab_tests::{evict_cold, rows, TestServer};
+use tokio_postgres::Client;
+
+const ROWS: i64 = 100_000;
+/// 5 rows in every 1 000 (one block in about nine): a Bitmap Heap Scan that skips blocks.
+const BITMAP: &str = "SELECT count(*) FROM t WHERE a < 5";
+const SEQ: &str = "SELECT count(*) FROM t";
+
+async fn int(client: &Client, sql: &str) -> i64 {
+    rows(client, sql).await[0][0]
+        .as_deref()
+        .unwrap_or_else(|| panic!("{sql}: NULL"))
+        .parse()
+        .unwrap()
+}
+
+async fn advised(client: &Client) -> i64 {
+    client
+        .batch_execute("SELECT pg_stat_force_next_flush()")
+        .await
+        .unwrap();
+    int(
+        client,
+        "SELECT coalesce(sum(advised), 0) FROM pg_stat_aio WHERE backend_type = 'client backend'",
+    )
+    .await
+}
+
+/// Runs `sql` cold (`t` out of the buffer pool and the page cache, so that reads wait for
+/// the device and queue up) and returns its answer and how many reads were advised meanwhile.
+async fn cold(server: &TestServer, client: &Client, sql: &str) -> (i64, i64) {
+    evict_cold(server, client, "t").await;
+    let before = advised(client).await;
+    let answer = int(client, sql).await;
+    (answer, advised(client).await - before)
+}
+
+/// Starts a server with `args` and loads `t` (a = i % 1000, in order of i) with an index on
+/// `a`.
+async fn setup(name: &str, args: &[&str]) -> (TestServer, Client) {
+    let mut all = vec!["-c", "shared_buffers=16MB"];
+    all.extend_from_slice(args);
+    let server = TestServer::start_with(name, &all);
+    let client = server.client().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE t(a INT, filler TEXT);
+             INSERT INTO t SELECT i % 1000, md5(i::text)
+               FROM generate_series(1, {ROWS}) AS s(i) ORDER BY i;
+             CREATE INDEX ON t(a);
+             ANALYZE t;
+             SET effective_io_concurrency = 64;"
+        ))
+        .await
+        .expect("load");
+    let plan = rows(&client, &format!("EXPLAIN (COSTS OFF) {BITMAP}")).await;
+    let plan: Vec<String> = plan.into_iter().filter_map(|r| r[0].clone()).collect();
+    assert!(
+        plan.iter().any(|l| l.contains("Bitmap Heap Scan on t")),
+        "expected a bitmap heap scan: {plan:#?}"
+    );
+    (server, client)
+}
+
+/// `advises`: the bitmap heap scan's reads get advice under `pg18`; `seq_always`: a Seq
+/// Scan's reads get advice under `always` (only the session's own advice under `sync` is
+/// certain to: a worker advises only reads that wait in its queue, and a Seq Scan's bulk-read
+/// ring keeps just two reads in flight).
+async fn check_policies(name: &str, args: &[&str], advises: bool, seq_always: bool) {
+    let (server, client) = setup(name, args).await;
+    let expected = int(&client, "SELECT count(*) FROM t WHERE a + 0 < 5").await;
+    assert_eq!(expected, ROWS / 200);
+
+    let (answer, pg18) = cold(&server, &client, BITMAP).await;
+    assert_eq!(answer, expected);
+    if advises {
+        assert!(
+            pg18 > 0,
+            "{name}: no read of the bitmap heap scan was advised"
+        );
+    } else {
+        assert_eq!(pg18, 0, "{name}: direct I/O reads must not be advised");
+    }
+
+    let (answer, seq) = cold(&server, &client, SEQ).await;
+    assert_eq!(answer, ROWS);
+    assert_eq!(seq, 0, "{name}: a Seq Scan's sequential reads were advised");
+
+    client
+        .batch_execute("SET read_stream_advice = never")
+        .await
+        .unwrap();
+    let (answer, never) = cold(&server, &client, BITMAP).await;
+    assert_eq!(answer, expected);
+    assert_eq!(never, 0, "{name}: read_stream_advice = never, yet advised");
+
+    client
+        .batch_execute("SET read_stream_advice = always")
+        .await
+        .unwrap();
+    let (answer, always) = cold(&server, &client, SEQ).await;
+    assert_eq!(answer, ROWS);
+    if seq_always {
+        assert!(
+            always > 0,
+            "{name}: read_stream_advice = always advised nothing"
+        );
+    } else if !advises {
+        assert_eq!(always, 0, "{name}: direct I/O reads must not be advised");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_advises_under_sync() {
+    check_policies("advice-sync", &["-c", "io_method=sync"], true, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_io_worker_advises_queued_reads() {
+    check_policies(
+        "advice-worker",
+        &["-c", "io_method=worker", "-c", "io_workers=1"],
+        true,
+        false,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_io_is_never_advised() {
+    check_policies(
+        "advice-direct",
+        &[
+            "-c",
+            "io_method=worker",
+            "-c",
+            "io_workers=1",
+            "-c",
+            "debug_io_direct=data",
+        ],
+        false,
+        false,
+    )
+    .await;
+}
