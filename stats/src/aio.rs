@@ -26,6 +26,7 @@ pub enum AioEvent {
     HandleWait,
     CompletedElsewhere,
     Advised,
+    TakenBack,
 }
 
 /// The operations `pg_stat_aio` keeps latency histograms of.
@@ -75,6 +76,9 @@ pub struct AioCounts {
     /// Reads the kernel was advised of (`posix_fadvise(WILLNEED)`) before they ran: by the
     /// issuer under `sync`, by an I/O worker that found them queued under `worker`.
     pub advised: u64,
+    /// I/Os the issuer took back out of the worker queue, because it needed them before any
+    /// worker had started them, and executed itself.
+    pub taken_back: u64,
     latency: [Option<Box<LatencyHistogram>>; 3],
 }
 
@@ -93,6 +97,7 @@ impl AioCounts {
             AioEvent::HandleWait => &mut self.handle_waits,
             AioEvent::CompletedElsewhere => &mut self.completed_elsewhere,
             AioEvent::Advised => &mut self.advised,
+            AioEvent::TakenBack => &mut self.taken_back,
         }
     }
 
@@ -106,6 +111,7 @@ impl AioCounts {
             AioEvent::HandleWait => self.handle_waits,
             AioEvent::CompletedElsewhere => self.completed_elsewhere,
             AioEvent::Advised => self.advised,
+            AioEvent::TakenBack => self.taken_back,
         }
     }
 
@@ -131,6 +137,7 @@ impl AioCounts {
             && self.handle_waits == 0
             && self.completed_elsewhere == 0
             && self.advised == 0
+            && self.taken_back == 0
             && self.latency.iter().flatten().all(|h| h.is_empty())
     }
 
@@ -142,6 +149,7 @@ impl AioCounts {
         self.handle_waits += other.handle_waits;
         self.completed_elsewhere += other.completed_elsewhere;
         self.advised += other.advised;
+        self.taken_back += other.taken_back;
         for op in AioLatencyOp::ALL {
             if let Some(h) = other.latency(op) {
                 self.latency[op as usize]

@@ -9,6 +9,10 @@
 //!
 //! The answers of the scans are checked against each other as well: advice must never
 //! change what a scan returns.
+//!
+//! And, in the same worker queue, `pg_stat_aio.taken_back`: at `effective_io_concurrency
+//! = 1` the scan waits at once for the read it just queued, and takes it back from the
+//! queue when no worker has started it yet.
 
 use iolab_tests::{evict_cold, rows, TestServer};
 use tokio_postgres::Client;
@@ -154,4 +158,27 @@ async fn direct_io_is_never_advised() {
         false,
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_issuer_takes_back_reads_no_worker_started() {
+    let (server, client) = setup(
+        "advice-take-back",
+        &["-c", "io_method=worker", "-c", "io_workers=1"],
+    )
+    .await;
+    client
+        .batch_execute("SET effective_io_concurrency = 1")
+        .await
+        .unwrap();
+    let taken_back = "SELECT taken_back FROM pg_stat_aio WHERE backend_type = 'client backend'";
+    let before = int(&client, taken_back).await;
+    let expected = int(&client, "SELECT count(*) FROM t WHERE a + 0 < 5").await;
+    let (answer, _) = cold(&server, &client, BITMAP).await;
+    assert_eq!(answer, expected);
+    let after = int(&client, taken_back).await;
+    assert!(
+        after > before,
+        "no read was taken back from the queue ({before} -> {after})"
+    );
 }

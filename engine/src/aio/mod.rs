@@ -440,7 +440,15 @@ impl AioSystem {
                 if issuer.staged.contains(&h) {
                     self.submit_staged(issuer, acct, ring);
                 }
-                let stalled = !self.handles.is_complete(h);
+                let mut stalled = !self.handles.is_complete(h);
+                if stalled && self.take_back(h) {
+                    // No worker had started it: run it here rather than wait for one.
+                    acct.aio_event(AioEvent::TakenBack);
+                    acct.set_wait_event(WaitEvent::DataFileRead);
+                    self.handles.execute(h);
+                    acct.set_wait_event(WaitEvent::None);
+                    stalled = false;
+                }
                 if stalled {
                     acct.aio_event(AioEvent::CompletionWait);
                     match self.method {
@@ -474,6 +482,11 @@ impl AioSystem {
                 finish(outcome)
             }
         }
+    }
+
+    /// Take `io` back from the worker queue if no worker has started it (`worker` only).
+    fn take_back(&self, io: IoRef) -> bool {
+        self.workers.as_ref().is_some_and(|w| w.take_back(io))
     }
 
     /// Reap io_uring completions that are already there, without a system call.

@@ -23,6 +23,14 @@
 //! readahead already works, and not under `never`). The advice costs the workers' time,
 //! not the issuer's, so it appears in no session's wait time.
 //!
+//! # Taking a read back
+//!
+//! An issuer that needs a read no worker has started yet takes it back out of the queue
+//! ([`WorkerPool::take_back`]) and runs it itself, instead of waiting for a worker to wake
+//! up and then for the completion to wake it: at `effective_io_concurrency = 1`, where the
+//! consumer often waits at once for the one read it just queued, those two hand-offs cost
+//! more than the look-ahead gains (the "eic 1 is slower than eic 0" cliff).
+//!
 //! Workers run until the pool is dropped; dropping waits for them to finish the handle they
 //! hold (the queue is drained first, so nothing an issuer waits for is ever lost).
 
@@ -104,6 +112,19 @@ impl WorkerPool {
             self.shared.work.notify_one();
         }
         queued
+    }
+
+    /// Remove `io` from the queue if no worker has taken it yet; returns whether it was
+    /// there (the caller then executes it).
+    pub fn take_back(&self, io: IoRef) -> bool {
+        let mut queue = self.shared.queue.lock();
+        match queue.iter().position(|q| q.io == io) {
+            Some(i) => {
+                queue.remove(i);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Handles waiting in the queue now.

@@ -46,6 +46,7 @@ fn aio_metric(event: AioEvent) -> &'static str {
         AioEvent::HandleWait => "iolab_aio_handle_waits_total",
         AioEvent::CompletedElsewhere => "iolab_aio_completed_elsewhere_total",
         AioEvent::Advised => "iolab_aio_advised_total",
+        AioEvent::TakenBack => "iolab_aio_taken_back_total",
     }
 }
 
