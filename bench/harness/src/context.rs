@@ -196,7 +196,10 @@ pub async fn run(args: Args) -> Res<bool> {
     let scale = scale(&args.scale);
     let repeat = args.repeat.unwrap_or(scale.repeat).max(1);
     let delay = Duration::from_secs_f64(args.delay.unwrap_or(scale.delay_s).max(0.0));
-    let out = args.out.clone();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("bench/results/iolab-bench-{}", scale.name)));
     let logs = out.join("logs");
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     let data_dir = args

@@ -40,9 +40,10 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub experiments: Vec<String>,
-    /// Where results.csv, results.json, the PNGs and the server logs go.
-    #[arg(long, default_value = "bench/results/iolab-bench")]
-    pub out: PathBuf,
+    /// Where results.csv, results.json, the PNGs and the server logs go
+    /// (default: bench/results/iolab-bench-SCALE).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// The iolab binary (build it first: cargo build --release --bin iolab).
     #[arg(long, default_value = "target/release/iolab")]
     pub iolab_bin: PathBuf,

@@ -227,7 +227,7 @@ fn render(path: &Path, panels: &[Panel]) -> Result<(), Box<dyn std::error::Error
             .flat_map(|s| s.points.iter().map(|p| p.1.max))
             .chain(panel.hlines.iter().map(|h| h.1))
             .fold(0.0f64, f64::max);
-        let top = if top > 0.0 { top * 1.15 } else { 1.0 };
+        let top = if top > 0.0 { top * 1.35 } else { 1.0 }; // room for the legend
         let mut chart = ChartBuilder::on(area)
             .caption(&panel.title, ("sans-serif", 16))
             .margin(12)

@@ -189,9 +189,20 @@ impl Results {
             return out;
         }
         let pg_present = cells.iter().any(|c| c.system == "pg18");
+        if pg_present {
+            let _ = writeln!(
+                out,
+                "vs PG18 = {}: above 1 iolab is faster",
+                if layout.higher_is_better {
+                    "iolab's median / PostgreSQL 18's"
+                } else {
+                    "PostgreSQL 18's median / iolab's"
+                }
+            );
+        }
         let mut header = format!(
-            "{:<8} {:<17} {:<14} {:>5}",
-            "system", "io_method/io", "variant", "eic"
+            "{:<8} {:<17} {:<14} {:>7}",
+            "system", "io_method/io", "variant", "setting"
         );
         for (_, title) in layout.columns {
             let _ = write!(header, " {title:>22}");
@@ -208,7 +219,7 @@ impl Results {
         out.push('\n');
         for c in cells.iter().filter(|c| c.system != "pg18") {
             let mut line = format!(
-                "{:<8} {:<17} {:<14} {:>5}",
+                "{:<8} {:<17} {:<14} {:>7}",
                 c.system,
                 format!("{}/{}", c.io_method, c.io),
                 c.variant,
