@@ -215,6 +215,23 @@ pub fn draw(results: &Results, experiment: &str, out: &Path) -> Result<Option<Pa
     Ok(Some(path))
 }
 
+/// Distinct, readable line colours (red, blue, green, purple, orange, brown).
+const COLORS: [(u8, u8, u8); 6] = [
+    (228, 26, 28),
+    (55, 126, 184),
+    (77, 175, 74),
+    (152, 78, 163),
+    (255, 127, 0),
+    (166, 86, 40),
+];
+
+/// A series' name without its system: "pg18 sync" and "iolab sync" share a colour.
+fn configuration_of(name: &str) -> &str {
+    name.strip_prefix("iolab ")
+        .or_else(|| name.strip_prefix("pg18 "))
+        .unwrap_or(name)
+}
+
 fn render(path: &Path, panels: &[Panel]) -> Result<(), Box<dyn std::error::Error>> {
     let width = 720 * panels.len() as u32;
     let root = BitMapBackend::new(path, (width, 560)).into_drawing_area();
@@ -252,8 +269,21 @@ fn render(path: &Path, panels: &[Panel]) -> Result<(), Box<dyn std::error::Error
             .label_style(("sans-serif", 13))
             .axis_desc_style(("sans-serif", 14))
             .draw()?;
-        for (i, s) in panel.series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+        // One colour per configuration, the same for both systems (PostgreSQL 18 dashed).
+        let mut keys: Vec<&str> = Vec::new();
+        for s in &panel.series {
+            let key = configuration_of(&s.name);
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        for s in &panel.series {
+            let i = keys
+                .iter()
+                .position(|k| *k == configuration_of(&s.name))
+                .unwrap_or(0);
+            let (r, g, b) = COLORS[i % COLORS.len()];
+            let color = RGBColor(r, g, b).to_rgba();
             let pts: Vec<(f64, f64)> = s
                 .points
                 .iter()

@@ -217,6 +217,8 @@ impl Results {
         }
         out.push_str(&header);
         out.push('\n');
+        // PostgreSQL 18's reasons for cells it could not run, printed once below the table.
+        let mut pg_reasons: Vec<String> = Vec::new();
         for c in cells.iter().filter(|c| c.system != "pg18") {
             let mut line = format!(
                 "{:<8} {:<17} {:<14} {:>7}",
@@ -265,7 +267,11 @@ impl Results {
                             );
                         }
                         Some(p) => {
-                            let _ = write!(line, "   PG18 {}", p.note);
+                            if !pg_reasons.contains(&p.note) {
+                                pg_reasons.push(p.note.clone());
+                            }
+                            let n = pg_reasons.iter().position(|r| *r == p.note).unwrap_or(0) + 1;
+                            let _ = write!(line, " {:>16}", format!("n/a [{n}]"));
                         }
                         None => {}
                     }
@@ -276,6 +282,9 @@ impl Results {
             }
             out.push_str(line.trim_end());
             out.push('\n');
+        }
+        for (i, reason) in pg_reasons.iter().enumerate() {
+            let _ = writeln!(out, "  [{}] PostgreSQL 18 {reason}", i + 1);
         }
         out
     }

@@ -104,7 +104,8 @@ fn check_advice_counts(ctx: &mut Ctx, cells: &[Cell]) {
     for (rule, n) in [("pg17", pg17), ("pg18", pg18)] {
         if n == 0.0 {
             ctx.results.note(format!(
-                "advice: iolab's {rule} rule issued no advice on the cyclic pattern ({})",
+                "advice: iolab's {rule} rule issued no advice on the cyclic pattern ({}); a stream may pin \
+                 shared_buffers/64 buffers, which in a tiny pool leaves nothing pinned ahead when a read starts",
                 detail()
             ));
         }
