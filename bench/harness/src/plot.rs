@@ -7,6 +7,7 @@ use crate::context::scale;
 use crate::experiments::{advice::POLICIES, eic::EICS};
 use crate::results::{Cell, Results};
 use crate::summary::Summary;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -291,14 +292,18 @@ fn render(path: &Path, panels: &[Panel]) -> Result<(), Box<dyn std::error::Error
                 .collect();
             let style = color.stroke_width(2);
             if s.dashed {
-                chart.draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style))?
+                chart
+                    .draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style))?
+                    .label(s.name.clone())
+                    .legend(move |(x, y)| {
+                        DashedPathElement::new(vec![(x, y), (x + 20, y)], 5, 3, style)
+                    });
             } else {
-                chart.draw_series(LineSeries::new(pts.clone(), style))?
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), style))?
+                    .label(s.name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
             }
-            .label(s.name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
             chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, color.filled())))?;
             chart.draw_series(
                 s.points
@@ -327,7 +332,7 @@ fn render(path: &Path, panels: &[Panel]) -> Result<(), Box<dyn std::error::Error
                 ))?
                 .label(format!("{name}: {value:.0}"))
                 .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                    DashedPathElement::new(vec![(x, y), (x + 20, y)], 5, 3, color.stroke_width(2))
                 });
         }
         chart

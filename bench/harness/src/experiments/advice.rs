@@ -4,7 +4,7 @@
 //! PostgreSQL 18 runs its own rule only, which is iolab's `pg18`.
 
 use super::eic::{progress_line, record_bitmap, same_blocks_everywhere};
-use super::{cold_explain, configs, for_system};
+use super::{cold_explain, configs, for_system, start_for};
 use crate::client::Res;
 use crate::context::{Ctx, Sys};
 use crate::results::Cell;
@@ -37,12 +37,7 @@ pub async fn run(ctx: &mut Ctx) -> Res<()> {
                     c.note = "n/a: iolab-only advice policy (PostgreSQL 18 always follows its own rule, = pg18)".into();
                 }
             }
-            if let Err(why) = ctx.start(sys, &config).await {
-                eprintln!("  {} {}: n/a: {why}", sys.name(), config.label());
-                for c in cells.iter_mut().filter(|c| c.note.is_empty()) {
-                    c.note = format!("n/a: {why}");
-                }
-                ctx.results.cells.extend(cells);
+            if !start_for(ctx, sys, &config, &mut cells).await {
                 continue;
             }
             for r in 1..=ctx.repeat {

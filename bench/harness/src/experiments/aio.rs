@@ -3,7 +3,7 @@
 //! client's time for the statement; beside fio's sequential read of a file of the same size
 //! on the same file system with the same request size.
 
-use super::{configs, io_counts};
+use super::{configs, io_counts, start_for};
 use crate::client::Res;
 use crate::context::{Ctx, Sys};
 use crate::fio;
@@ -19,20 +19,18 @@ pub async fn run(ctx: &mut Ctx) -> Res<()> {
             continue;
         };
         for config in configs(ctx, &["sync", "worker", "io_uring"], &[false, true]) {
-            let mut cell = Cell::new(
+            let mut cells = vec![Cell::new(
                 "aio",
                 sys.name(),
                 &config.io_method,
                 config.io(),
                 "count(*)",
                 "",
-            );
-            if let Err(why) = ctx.start(sys, &config).await {
-                eprintln!("  {} {}: n/a: {why}", sys.name(), config.label());
-                cell.note = format!("n/a: {why}");
-                ctx.results.cells.push(cell);
+            )];
+            if !start_for(ctx, sys, &config, &mut cells).await {
                 continue;
             }
+            let mut cell = cells.pop().expect("one cell");
             if sys == Sys::Iolab {
                 request = ctx
                     .session(sys)

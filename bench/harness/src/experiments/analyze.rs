@@ -4,7 +4,7 @@
 //! come from the INFO message: `I/O timings: read: … ms`, `avg read rate: … MB/s`,
 //! `buffer usage: … hits, … reads`, `scanned N of M pages`; elapsed is the client's clock.
 
-use super::configs;
+use super::{configs, start_for};
 use crate::client::Res;
 use crate::cold::{readahead_file, Readahead};
 use crate::context::{Ctx, Sys};
@@ -58,12 +58,7 @@ pub async fn run(ctx: &mut Ctx) -> Res<()> {
                     ));
                 }
             }
-            if let Err(why) = ctx.start(sys, &config).await {
-                eprintln!("  {} {}: n/a: {why}", sys.name(), config.label());
-                for c in &mut cells {
-                    c.note = format!("n/a: {why}");
-                }
-                ctx.results.cells.extend(cells);
+            if !start_for(ctx, sys, &config, &mut cells).await {
                 continue;
             }
             for r in 1..=ctx.repeat {

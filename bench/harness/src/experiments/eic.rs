@@ -1,7 +1,7 @@
 //! Experiment eic (seed 001): the bitmap heap scan under every effective_io_concurrency and
 //! io_method, dense (a < 140, most of the heap, in block order) and sparse (a < 5, random).
 
-use super::{cold_explain, configs, for_system, IoCounts};
+use super::{cold_explain, configs, for_system, predicates, start_for, IoCounts};
 use crate::client::Res;
 use crate::context::{Ctx, Sys};
 use crate::explain::Plan;
@@ -9,14 +9,13 @@ use crate::results::Cell;
 use crate::sqlfile::script;
 
 pub const EICS: [u32; 6] = [0, 1, 16, 64, 256, 512];
-const QUERIES: [(&str, &str); 2] = [("dense", "a < 140"), ("sparse", "a < 5")];
 
 pub async fn run(ctx: &mut Ctx) -> Res<()> {
     let file = script("eic");
     for sys in ctx.systems() {
         for config in configs(ctx, &["sync", "worker", "io_uring"], &[false]) {
             let mut cells: Vec<Cell> = Vec::new();
-            for (query, _) in QUERIES {
+            for (query, _) in predicates("eic_uniform") {
                 for eic in EICS {
                     cells.push(Cell::new(
                         "eic",
@@ -28,17 +27,12 @@ pub async fn run(ctx: &mut Ctx) -> Res<()> {
                     ));
                 }
             }
-            if let Err(why) = ctx.start(sys, &config).await {
-                eprintln!("  {} {}: n/a: {why}", sys.name(), config.label());
-                for c in &mut cells {
-                    c.note = format!("n/a: {why}");
-                }
-                ctx.results.cells.extend(cells);
+            if !start_for(ctx, sys, &config, &mut cells).await {
                 continue;
             }
             for r in 1..=ctx.repeat {
                 for cell in cells.iter_mut() {
-                    let predicate = QUERIES
+                    let predicate = predicates("eic_uniform")
                         .iter()
                         .find(|q| q.0 == cell.variant)
                         .expect("known query")

@@ -9,7 +9,7 @@ pub mod eic;
 use crate::client::{Res, Session};
 use crate::context::{Ctx, Sys, TableFacts};
 use crate::explain::Plan;
-use crate::results::Layout;
+use crate::results::{Cell, Layout};
 use crate::server::Config;
 use crate::sqlfile::{script, SqlFile};
 use std::time::Instant;
@@ -105,6 +105,22 @@ pub fn configs(ctx: &Ctx, methods: &[&str], ios: &[bool]) -> Vec<Config> {
         }
     }
     out
+}
+
+/// Starts `sys` with `config` for `cells`. If it cannot, the cells not already marked get
+/// the reason as their note, go into the results as they are, and the answer is false.
+pub async fn start_for(ctx: &mut Ctx, sys: Sys, config: &Config, cells: &mut Vec<Cell>) -> bool {
+    match ctx.start(sys, config).await {
+        Ok(()) => true,
+        Err(why) => {
+            eprintln!("  {} {}: n/a: {why}", sys.name(), config.label());
+            for c in cells.iter_mut().filter(|c| c.note.is_empty()) {
+                c.note = format!("n/a: {why}");
+            }
+            ctx.results.cells.append(cells);
+            false
+        }
+    }
 }
 
 /// Tables each experiment needs, with the script that loads them and its row count.
