@@ -193,6 +193,9 @@ impl Ctx {
 
 /// Runs the experiments `args` selects; Ok(true) when every consistency check passed.
 pub async fn run(args: Args) -> Res<bool> {
+    if let Some(dir) = &args.replot {
+        return replot(dir);
+    }
     let scale = scale(&args.scale);
     let repeat = args.repeat.unwrap_or(scale.repeat).max(1);
     let delay = Duration::from_secs_f64(args.delay.unwrap_or(scale.delay_s).max(0.0));
@@ -281,12 +284,15 @@ pub async fn run(args: Args) -> Res<bool> {
         tallies: BTreeMap::new(),
     };
 
+    // The experiments in their fixed order, whatever order --experiments gave.
+    let selected: Vec<&str> = experiments::ALL
+        .into_iter()
+        .filter(|name| args.experiments.iter().any(|e| e == name))
+        .collect();
     experiments::prepare_datasets(&mut ctx, &args.experiments).await?;
-    for name in experiments::ALL {
-        if args.experiments.iter().any(|e| e == name) {
-            eprintln!("== experiment {name}");
-            experiments::run(&mut ctx, name).await?;
-        }
+    for name in &selected {
+        eprintln!("== experiment {name}");
+        experiments::run(&mut ctx, name).await?;
     }
     ctx.stop(Sys::Iolab);
     ctx.stop(Sys::Pg18);
@@ -294,31 +300,67 @@ pub async fn run(args: Args) -> Res<bool> {
     for c in &mut ctx.results.cells {
         c.summarize();
     }
+    report(&ctx, &selected, &out)
+}
 
+/// `--replot DIR`: the PNGs and tables again from DIR/results.json.
+fn replot(dir: &std::path::Path) -> Res<bool> {
+    crate::plot::load_font()?;
+    let path = dir.join("results.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let results: Results =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let selected: Vec<&str> = experiments::ALL
+        .into_iter()
+        .filter(|name| results.cells.iter().any(|c| c.experiment == *name) || *name == "recovery")
+        .collect();
+    let scale_name = results
+        .meta
+        .get("scale")
+        .and_then(|v| v.as_str())
+        .unwrap_or("small");
+    let repeat = results
+        .meta
+        .get("repeat")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(1) as usize;
+    print_report(&results, scale(scale_name).name, repeat, &selected, dir)
+}
+
+/// Writes results.csv, results.json and the PNGs into `out` and prints the tables, checks
+/// and notes; true when every check passed.
+fn report(ctx: &Ctx, selected: &[&str], out: &std::path::Path) -> Res<bool> {
     let r = &ctx.results;
     r.write_csv(&out.join("results.csv"))
         .map_err(|e| format!("results.csv: {e}"))?;
     r.write_json(&out.join("results.json"))
         .map_err(|e| format!("results.json: {e}"))?;
-    for name in experiments::ALL {
-        if args.experiments.iter().any(|e| e == name) {
-            if let Some(png) =
-                crate::plot::draw(r, name, &out).map_err(|e| format!("plot {name}: {e}"))?
-            {
-                eprintln!("plot: {}", png.display());
-            }
+    print_report(r, ctx.scale.name, ctx.repeat, selected, out)
+}
+
+/// Draws the PNGs into `out` and prints the tables, checks and notes.
+fn print_report(
+    r: &Results,
+    scale: &str,
+    repeat: usize,
+    selected: &[&str],
+    out: &std::path::Path,
+) -> Res<bool> {
+    for name in selected {
+        if let Some(png) =
+            crate::plot::draw(r, name, out).map_err(|e| format!("plot {name}: {e}"))?
+        {
+            eprintln!("plot: {}", png.display());
         }
     }
     println!(
         "\n== results (scale {}, {} run(s) per cell: median (min–max))",
-        ctx.scale.name, ctx.repeat
+        scale, repeat
     );
-    for name in experiments::ALL {
-        if args.experiments.iter().any(|e| e == name) {
-            println!("\n-- {name}: {}", experiments::describe(name));
-            if let Some(layout) = experiments::layout(name) {
-                print!("{}", r.table(name, &layout));
-            }
+    for name in selected {
+        println!("\n-- {name}: {}", experiments::describe(name));
+        if let Some(layout) = experiments::layout(name) {
+            print!("{}", r.table(name, &layout));
         }
     }
     println!("\n-- consistency checks");

@@ -62,6 +62,9 @@ pub struct Args {
     /// iolab's data directory; datasets in it are reused when present and of the same size.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
+    /// Redraw the PNGs and reprint the tables of an earlier run's DIR/results.json; runs nothing.
+    #[arg(long, value_name = "DIR")]
+    pub replot: Option<PathBuf>,
     /// The port iolab listens on.
     #[arg(long, default_value_t = 55450)]
     pub port: u16,

@@ -278,7 +278,10 @@ fn render(path: &Path, panels: &[Panel]) -> Result<(), Box<dyn std::error::Error
                 keys.push(key);
             }
         }
-        for s in &panel.series {
+        // Each series a little to the side of the category, so min–max bars do not overlap.
+        let count = panel.series.len() as f64;
+        for (k, s) in panel.series.iter().enumerate() {
+            let shift = (k as f64 - (count - 1.0) / 2.0) * (0.3 / count.max(1.0));
             let i = keys
                 .iter()
                 .position(|k| *k == configuration_of(&s.name))
@@ -288,7 +291,7 @@ fn render(path: &Path, panels: &[Panel]) -> Result<(), Box<dyn std::error::Error
             let pts: Vec<(f64, f64)> = s
                 .points
                 .iter()
-                .map(|(x, v)| (*x as f64, v.median))
+                .map(|(x, v)| (*x as f64 + shift, v.median))
                 .collect();
             let style = color.stroke_width(2);
             if s.dashed {
@@ -311,7 +314,7 @@ fn render(path: &Path, panels: &[Panel]) -> Result<(), Box<dyn std::error::Error
                     .filter(|(_, v)| v.max > v.min)
                     .map(|(x, v)| {
                         PathElement::new(
-                            vec![(*x as f64, v.min), (*x as f64, v.max)],
+                            vec![(*x as f64 + shift, v.min), (*x as f64 + shift, v.max)],
                             color.stroke_width(1),
                         )
                     }),

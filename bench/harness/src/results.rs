@@ -3,11 +3,11 @@
 //! `results.csv` (one row per cell and metric), `results.json` (everything) and a table.
 
 use crate::summary::Summary;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
 
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct Metric {
     pub name: String,
     pub unit: String,
@@ -15,7 +15,7 @@ pub struct Metric {
     pub summary: Option<Summary>,
 }
 
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct Cell {
     pub experiment: String,
     /// "iolab", "pg18" or "fio".
@@ -105,7 +105,7 @@ impl Cell {
 }
 
 /// A consistency check the harness made on its own figures.
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct Check {
     pub experiment: String,
     pub what: String,
@@ -113,7 +113,7 @@ pub struct Check {
     pub detail: String,
 }
 
-#[derive(Serialize, Default)]
+#[derive(Serialize, Deserialize, Default)]
 pub struct Results {
     pub meta: serde_json::Map<String, serde_json::Value>,
     pub cells: Vec<Cell>,

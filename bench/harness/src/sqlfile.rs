@@ -14,22 +14,28 @@ pub struct SqlFile {
 }
 
 /// The scripts, compiled into the binary.
+const SCRIPTS: [(&str, &str); 5] = [
+    ("eic", include_str!("../../../sql/experiments/eic.sql")),
+    (
+        "advice",
+        include_str!("../../../sql/experiments/advice.sql"),
+    ),
+    (
+        "analyze",
+        include_str!("../../../sql/experiments/analyze.sql"),
+    ),
+    ("aio", include_str!("../../../sql/experiments/aio.sql")),
+    (
+        "recovery",
+        include_str!("../../../sql/experiments/recovery.sql"),
+    ),
+];
+
 pub fn script(name: &str) -> SqlFile {
-    let text = match name {
-        "eic" => include_str!("../../../sql/experiments/eic.sql"),
-        "advice" => include_str!("../../../sql/experiments/advice.sql"),
-        "analyze" => include_str!("../../../sql/experiments/analyze.sql"),
-        "aio" => include_str!("../../../sql/experiments/aio.sql"),
-        "recovery" => include_str!("../../../sql/experiments/recovery.sql"),
-        other => panic!("no script sql/experiments/{other}.sql"),
-    };
-    let name: &'static str = match name {
-        "eic" => "eic",
-        "advice" => "advice",
-        "analyze" => "analyze",
-        "aio" => "aio",
-        _ => "recovery",
-    };
+    let (name, text) = SCRIPTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("no script sql/experiments/{name}.sql"));
     SqlFile {
         name,
         sections: parse(text),

@@ -1,9 +1,9 @@
 //! Medians and ranges of repeated measurements.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The median, minimum and maximum of a cell's repeated runs.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Summary {
     pub median: f64,
     pub min: f64,
