@@ -11,12 +11,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Whether this process may drop the page cache (tried once, for real).
-pub fn can_drop_caches() -> Result<(), String> {
-    drop_page_cache()
-}
-
-fn drop_page_cache() -> Result<(), String> {
+/// `sync; echo 3 > /proc/sys/vm/drop_caches`; Err where not permitted.
+pub fn drop_page_cache() -> Result<(), String> {
     unsafe { libc::sync() };
     std::fs::write("/proc/sys/vm/drop_caches", "3")
         .map_err(|e| format!("cannot write /proc/sys/vm/drop_caches: {e}"))

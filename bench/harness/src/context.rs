@@ -228,7 +228,7 @@ pub async fn run(args: Args) -> Res<bool> {
     }
 
     let mut results = Results::default();
-    let (drop_caches, force_direct) = match cold::can_drop_caches() {
+    let (drop_caches, force_direct) = match cold::drop_page_cache() {
         Ok(()) => (true, false),
         Err(e) => {
             results.note(format!(

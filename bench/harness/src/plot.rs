@@ -3,7 +3,6 @@
 //! from min to max, a legend, axes labelled with units, and a title naming the experiment
 //! and its settings. Text is drawn with DejaVu Sans, loaded at run time.
 
-use crate::context::scale;
 use crate::experiments::{advice::POLICIES, eic::EICS};
 use crate::results::{Cell, Results};
 use crate::summary::Summary;
@@ -84,16 +83,17 @@ pub fn draw(results: &Results, experiment: &str, out: &Path) -> Result<Option<Pa
     if cells.is_empty() {
         return Ok(None);
     }
-    let scale_name = results
-        .meta
-        .get("scale")
-        .and_then(|v| v.as_str())
-        .unwrap_or("?")
-        .to_string();
-    let sc = scale(&scale_name);
+    let meta = |key: &str| {
+        results
+            .meta
+            .get(key)
+            .map(|v| v.to_string().trim_matches('"').to_string())
+            .unwrap_or_default()
+    };
     let setup = format!(
         "{} rows, shared_buffers {}, cold",
-        sc.rows, sc.shared_buffers
+        meta("rows"),
+        meta("shared_buffers")
     );
     let eics: Vec<String> = EICS.iter().map(|e| e.to_string()).collect();
     let eic_strs: Vec<&str> = eics.iter().map(String::as_str).collect();

@@ -55,13 +55,14 @@ pub async fn run(ctx: &mut Ctx) -> Res<()> {
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(f64::NAN);
                 let label = format!("{} {}", sys.name(), config.label());
+                let loaded = ctx.scale.rows;
                 cell.add("time_ms", "ms", ms);
                 cell.add("mb_s", "MB/s", facts.bytes / 1e6 / (ms / 1000.0));
                 ctx.tally(
                     "aio",
                     "count(*) = the rows loaded",
-                    count == facts.rows,
-                    || format!("{label}: {count} vs {}", facts.rows),
+                    count == loaded as f64,
+                    || format!("{label}: {count} vs {loaded} loaded"),
                 );
                 if let Some(b) = before {
                     let d = io_counts(&session).await? - b;

@@ -181,6 +181,17 @@ pub async fn prepare_datasets(ctx: &mut Ctx, experiments: &[String]) -> Res<()> 
                 facts.bytes / 8192.0,
                 facts.blocks
             );
+            let exp = if *table == "advice_cyclic" {
+                "advice"
+            } else {
+                "eic"
+            };
+            ctx.tally(
+                exp,
+                "the table holds the rows loaded",
+                facts.rows == *rows as f64,
+                || format!("{} {table}: {} rows, {rows} loaded", sys.name(), facts.rows),
+            );
             ctx.facts.insert((sys, table.to_string()), facts);
         }
         drop(session);
