@@ -18,39 +18,48 @@ use tokio_postgres::{Client, NoTls};
 /// Path of the iolab binary, built on first use.
 pub fn iolab_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        let workspace = manifest
-            .parent()
-            .expect("tests/ is inside the workspace")
-            .to_path_buf();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let release = !cfg!(debug_assertions);
-        let mut cmd = Command::new(cargo);
-        cmd.current_dir(&workspace)
-            .args(["build", "-p", "iolab-server", "--bin", "iolab"]);
-        // Variables cargo set for this test binary would make build scripts of the
-        // server's dependencies think their environment changed, and rebuild them.
-        for (key, _) in std::env::vars_os() {
-            let key = key.to_string_lossy().into_owned();
-            if (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_TARGET_DIR")
-                || key == "OUT_DIR"
-            {
-                cmd.env_remove(key);
-            }
+    BINARY.get_or_init(|| workspace_binary("iolab-server", "iolab"))
+}
+
+/// Path of the iolab-bench binary (the benchmark harness), built on first use.
+pub fn bench_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| workspace_binary("iolab-bench", "iolab-bench"))
+}
+
+/// Builds `bin` of workspace package `package` with the tests' cargo profile; its path.
+fn workspace_binary(package: &str, bin: &str) -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let workspace = manifest
+        .parent()
+        .expect("tests/ is inside the workspace")
+        .to_path_buf();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let release = !cfg!(debug_assertions);
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&workspace)
+        .args(["build", "-p", package, "--bin", bin]);
+    // Variables cargo set for this test binary would make build scripts of the
+    // server's dependencies think their environment changed, and rebuild them.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_TARGET_DIR")
+            || key == "OUT_DIR"
+        {
+            cmd.env_remove(key);
         }
-        if release {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("run cargo build");
-        assert!(status.success(), "building iolab failed");
-        let target = std::env::var("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|_| workspace.join("target"));
-        target
-            .join(if release { "release" } else { "debug" })
-            .join("iolab")
-    })
+    }
+    if release {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().expect("run cargo build");
+    assert!(status.success(), "building {bin} failed");
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| workspace.join("target"));
+    target
+        .join(if release { "release" } else { "debug" })
+        .join(bin)
 }
 
 /// A free TCP port on 127.0.0.1.
