@@ -89,15 +89,21 @@ impl Which {
         }
     }
 
-    fn batch(self, db: &Database) -> Result<RecordBatch> {
-        match self {
-            Which::Io => Ok(views::pg_stat_io_batch(&db.io_stats.snapshot())),
-            Which::Aios => Ok(views::pg_aios_batch(&db.aio_rows())),
-            Which::Aio => stat_aio::pg_stat_aio_batch(db),
-            Which::Activity => activity::batch(db),
-            Which::IoHistory => stat_aio::pg_stat_io_history_batch(db),
-            Which::AioHistory => stat_aio::pg_stat_aio_history_batch(db),
-        }
+    /// The view's rows now, only the columns `projection` (all when `None`).
+    fn batch(self, db: &Database, projection: Option<&[usize]>) -> Result<RecordBatch> {
+        let whole = match self {
+            Which::Io => views::pg_stat_io_batch(&db.io_stats.snapshot()),
+            Which::Aios => views::pg_aios_batch(&db.aio_rows()),
+            Which::Aio => stat_aio::pg_stat_aio_batch(db)?,
+            Which::Activity => activity::batch(db)?,
+            // Long (an hour of samples): only the projected columns are built.
+            Which::IoHistory => return stat_aio::pg_stat_io_history_batch(db, projection),
+            Which::AioHistory => return stat_aio::pg_stat_aio_history_batch(db, projection),
+        };
+        Ok(match projection {
+            Some(columns) => whole.project(columns)?,
+            None => whole,
+        })
     }
 }
 
@@ -130,9 +136,9 @@ impl TableProvider for StatView {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let batch = self.which.batch(&self.db)?;
+        let batch = self.which.batch(&self.db, projection.map(Vec::as_slice))?;
         MemTable::try_new(batch.schema(), vec![vec![batch]])?
-            .scan(state, projection, filters, limit)
+            .scan(state, None, filters, limit)
             .await
     }
 }
@@ -238,13 +244,13 @@ fn pid_of(v: Option<i64>) -> Option<i32> {
 /// the state that will plan a statement.
 pub fn register_table_functions(state: &mut SessionState, db: &Arc<Database>) {
     let functions: [(&'static str, usize, Rows); 3] = [
-        ("pg_stat_get_io", 0, |db, _| Which::Io.batch(db)),
+        ("pg_stat_get_io", 0, |db, _| Which::Io.batch(db, None)),
         ("pg_stat_get_backend_io", 1, |db, args| {
             // STRICT: a NULL pid returns no rows, as an unknown one does.
             let snapshot = pid_of(args[0]).and_then(|pid| db.io_stats.backend_snapshot(pid));
             Ok(views::backend_io_batch(snapshot.as_ref()))
         }),
-        ("pg_get_aios", 0, |db, _| Which::Aios.batch(db)),
+        ("pg_get_aios", 0, |db, _| Which::Aios.batch(db, None)),
     ];
     for (name, arity, rows) in functions {
         state.register_udtf(

@@ -557,3 +557,83 @@ async fn pgcatalog_registered_views_join_the_catalog() {
     );
     let _ = &f.db;
 }
+
+/// Two samples around one interval of I/O: 4 reads of 128 kB (10 ms blocked, 500 µs
+/// latency each) in 2 s, one client backend with 3 I/Os in flight at the second sample.
+fn sampled_history(db: &Database) {
+    use iolab_stats::{
+        AioEvent, AioLatencyOp, BackendType, IoContext, IoObject, IoOp, PendingIoStats,
+        StatsHistory,
+    };
+    let mut history = StatsHistory::new(
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(3600),
+    );
+    let t0 = chrono::Utc::now();
+    let (io, aio) = db.io_stats.snapshots();
+    history.record(t0, io, aio, &[0; BackendType::COUNT]);
+    let mut pending = PendingIoStats::new();
+    for _ in 0..4 {
+        let (rel, bulk) = (IoObject::Relation, IoContext::BulkRead);
+        pending.count_op(rel, bulk, IoOp::Read, 131072, 2_500_000);
+        pending.record_latency(rel, bulk, IoOp::Read, 500_000);
+        pending.count_aio(AioEvent::Started);
+        pending.record_aio_latency(AioLatencyOp::Read, 500_000);
+    }
+    db.io_stats
+        .flush(&mut pending, BackendType::ClientBackend, 0);
+    let (io, aio) = db.io_stats.snapshots();
+    let mut flying = [0; BackendType::COUNT];
+    flying[BackendType::ClientBackend as usize] = 3;
+    history.record(t0 + chrono::Duration::seconds(2), io, aio, &flying);
+    *db.io_stats.history.lock() = Some(history);
+}
+
+#[tokio::test]
+async fn history_views_build_only_the_columns_a_statement_reads() {
+    let f = fixture();
+    sampled_history(&f.db);
+    // every column, through the projected builder, typed as the schema says
+    let io = stat_aio::pg_stat_io_history_batch(&f.db, None).unwrap();
+    assert_eq!(io.schema(), stat_aio::pg_stat_io_history_schema());
+    let aio = stat_aio::pg_stat_aio_history_batch(&f.db, None).unwrap();
+    assert_eq!(aio.schema(), stat_aio::pg_stat_aio_history_schema());
+    assert_eq!((io.num_rows(), aio.num_rows()), (1, 1));
+    // a projection is the same columns of the whole batch, in the projection's order
+    let some = stat_aio::pg_stat_io_history_batch(&f.db, Some(&[20, 0, 5])).unwrap();
+    assert_eq!(some.num_columns(), 3);
+    for (i, column) in [20, 0, 5].into_iter().enumerate() {
+        assert_eq!(some.schema().field(i), io.schema().field(column));
+        assert_eq!(some.column(i), io.column(column));
+    }
+    // the values, through SQL
+    let io_row = f
+        .rows(
+            "SELECT backend_type, context, interval_s, reads, read_bytes, read_time, \
+             reads_per_s, read_mb_per_s, read_time_per_s, write_p50 FROM pg_stat_io_history",
+        )
+        .await;
+    let expected = [
+        "client backend",
+        "bulkread",
+        "2.0",
+        "4",
+        "524288",
+        "10.0",
+        "2.0",
+        "0.262144",
+        "5.0",
+        "NULL",
+    ];
+    assert_eq!(io_row, vec![row(&expected)]);
+    let p50: f64 = f
+        .one("SELECT read_p50 FROM pg_stat_io_history")
+        .await
+        .parse()
+        .unwrap();
+    assert!((0.5..=0.505).contains(&p50), "{p50} ms: 500 µs within 1 %");
+    let aio_row = f
+        .rows("SELECT ios, in_flight, ios_per_s, fsync_p50 FROM pg_stat_aio_history")
+        .await;
+    assert_eq!(aio_row, vec![row(&["4", "3", "2.0", "NULL"])]);
+}
