@@ -41,6 +41,7 @@ pub mod snapshot;
 pub mod stat_aio;
 pub mod stat_views;
 pub mod tables;
+pub mod time_range;
 pub mod types;
 
 use std::sync::Arc;

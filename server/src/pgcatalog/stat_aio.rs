@@ -24,9 +24,11 @@ use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::error::Result;
 use iolab_engine::Database;
 use iolab_stats::history::{AioHistoryRow, IoHistoryRow, Percentiles, Sample, AIO_EVENTS};
+use iolab_stats::StatsHistory;
 use iolab_stats::{tracks_io_object, AioLatencyOp, BackendType, IoContext, IoObject, IoOp};
 
 use super::batch::{build_batch, parse_columns, schema_of, V};
+use super::time_range::TimeRange;
 
 const LATENCY_SUFFIXES: [&str; 5] = ["p50", "p90", "p99", "p999", "max"];
 
@@ -299,7 +301,16 @@ fn history_batch<R>(
     )?)
 }
 
-/// `pg_stat_aio_history`'s columns `projection` (all when `None`).
+/// The samples of `history` (none without a sampler) whose time is in `range`.
+fn samples_in(history: &Option<StatsHistory>, range: TimeRange) -> impl Iterator<Item = &Sample> {
+    history
+        .iter()
+        .flat_map(|h| h.samples())
+        .filter(move |s| range.contains(s.time.timestamp_micros()))
+}
+
+/// `pg_stat_aio_history`'s columns `projection` (all when `None`) of the samples in
+/// `range`.
 ///
 /// The history stays locked while the columns are built (the sampler waits meanwhile):
 /// a column is one pass over the ring's rows with no allocation per value, so an hour
@@ -307,12 +318,11 @@ fn history_batch<R>(
 pub fn pg_stat_aio_history_batch(
     db: &Database,
     projection: Option<&[usize]>,
+    range: TimeRange,
 ) -> Result<RecordBatch> {
     let method = db.aio.method().name();
     let history = db.io_stats.history.lock();
-    let rows: Vec<(&Sample, &AioHistoryRow)> = history
-        .iter()
-        .flat_map(|h| h.samples())
+    let rows: Vec<(&Sample, &AioHistoryRow)> = samples_in(&history, range)
         .flat_map(|s| s.aio.iter().map(move |r| (s, r)))
         .collect();
     history_batch(
@@ -323,16 +333,16 @@ pub fn pg_stat_aio_history_batch(
     )
 }
 
-/// `pg_stat_io_history`'s columns `projection` (all when `None`), built as
+/// `pg_stat_io_history`'s columns `projection` (all when `None`) of the samples in
+/// `range`, built as
 /// [`pg_stat_aio_history_batch`]'s are.
 pub fn pg_stat_io_history_batch(
     db: &Database,
     projection: Option<&[usize]>,
+    range: TimeRange,
 ) -> Result<RecordBatch> {
     let history = db.io_stats.history.lock();
-    let rows: Vec<(&Sample, &IoHistoryRow)> = history
-        .iter()
-        .flat_map(|h| h.samples())
+    let rows: Vec<(&Sample, &IoHistoryRow)> = samples_in(&history, range)
         .flat_map(|s| s.io.iter().map(move |r| (s, r)))
         .collect();
     history_batch(

@@ -594,13 +594,14 @@ async fn history_views_build_only_the_columns_a_statement_reads() {
     let f = fixture();
     sampled_history(&f.db);
     // every column, through the projected builder, typed as the schema says
-    let io = stat_aio::pg_stat_io_history_batch(&f.db, None).unwrap();
+    let io = stat_aio::pg_stat_io_history_batch(&f.db, None, Default::default()).unwrap();
     assert_eq!(io.schema(), stat_aio::pg_stat_io_history_schema());
-    let aio = stat_aio::pg_stat_aio_history_batch(&f.db, None).unwrap();
+    let aio = stat_aio::pg_stat_aio_history_batch(&f.db, None, Default::default()).unwrap();
     assert_eq!(aio.schema(), stat_aio::pg_stat_aio_history_schema());
     assert_eq!((io.num_rows(), aio.num_rows()), (1, 1));
     // a projection is the same columns of the whole batch, in the projection's order
-    let some = stat_aio::pg_stat_io_history_batch(&f.db, Some(&[20, 0, 5])).unwrap();
+    let some =
+        stat_aio::pg_stat_io_history_batch(&f.db, Some(&[20, 0, 5]), Default::default()).unwrap();
     assert_eq!(some.num_columns(), 3);
     for (i, column) in [20, 0, 5].into_iter().enumerate() {
         assert_eq!(some.schema().field(i), io.schema().field(column));
@@ -636,4 +637,78 @@ async fn history_views_build_only_the_columns_a_statement_reads() {
         .rows("SELECT ios, in_flight, ios_per_s, fsync_p50 FROM pg_stat_aio_history")
         .await;
     assert_eq!(aio_row, vec![row(&["4", "3", "2.0", "NULL"])]);
+}
+
+#[tokio::test]
+async fn a_time_window_builds_only_its_samples_and_keeps_exact_results() {
+    use iolab_stats::{BackendType, IoContext, IoObject, IoOp, PendingIoStats};
+    let f = fixture();
+    sampled_history(&f.db);
+    // a third sample, 2 s after the second, with one more read
+    let mut pending = PendingIoStats::new();
+    pending.count_op(IoObject::Relation, IoContext::Normal, IoOp::Read, 8192, 0);
+    f.db.io_stats
+        .flush(&mut pending, BackendType::ClientBackend, 0);
+    let (io, aio) = f.db.io_stats.snapshots();
+    let second = {
+        let mut history = f.db.io_stats.history.lock();
+        let history = history.as_mut().unwrap();
+        let second = history.samples().back().unwrap().time;
+        let none = [0; BackendType::COUNT];
+        history.record(second + chrono::Duration::seconds(2), io, aio, &none);
+        second
+    };
+    let at =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let after_second = at(second + chrono::Duration::seconds(1));
+    let whole = f.one("SELECT sum(reads) FROM pg_stat_io_history").await;
+    assert_eq!(whole, "5");
+    // Grafana's $__timeFilter, and a bare comparison: the window holds the third sample only
+    for filter in [
+        format!(
+            "time BETWEEN '{after_second}' AND '{}'",
+            at(second + chrono::Duration::hours(1))
+        ),
+        format!("time > '{after_second}'"),
+        format!("'{after_second}' < time"),
+    ] {
+        let sql = format!("SELECT sum(reads), count(*) FROM pg_stat_io_history WHERE {filter}");
+        assert_eq!(f.rows(&sql).await, vec![row(&["1", "1"])], "{sql}");
+        assert!(
+            pushed_range(&f, &sql).await.from_us.is_some(),
+            "{sql}: the view gets the window's start"
+        );
+    }
+    // the second sample exactly, at its microsecond
+    let sql = format!(
+        "SELECT reads FROM pg_stat_io_history WHERE time = '{}'",
+        at(second)
+    );
+    assert_eq!(f.rows(&sql).await, vec![row(&["4"])]);
+    let sql = format!(
+        "SELECT count(*) FROM pg_stat_aio_history WHERE time <= '{}'",
+        at(second)
+    );
+    assert_eq!(f.one(&sql).await, "1");
+}
+
+/// The time range DataFusion hands the history view of `sql` after optimising it.
+async fn pushed_range(f: &Fixture, sql: &str) -> time_range::TimeRange {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    let plan = f
+        .state
+        .create_logical_plan(&rewrite_for_datafusion(sql))
+        .await
+        .unwrap();
+    let plan = f.state.optimize(&plan).unwrap();
+    let mut range = None;
+    plan.apply(|node| {
+        if let datafusion::logical_expr::LogicalPlan::TableScan(scan) = node {
+            range = Some(time_range::TimeRange::of_filters(&scan.filters));
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })
+    .unwrap();
+    range.expect("the plan scans the view")
 }
