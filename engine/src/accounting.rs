@@ -249,7 +249,7 @@ impl IoAccount {
     #[inline]
     pub fn maybe_flush(&mut self) {
         self.calls_since_flush_check = self.calls_since_flush_check.wrapping_add(1);
-        if self.calls_since_flush_check % 256 != 0 {
+        if !self.calls_since_flush_check.is_multiple_of(256) {
             return;
         }
         if let Some(sink) = &self.sink {

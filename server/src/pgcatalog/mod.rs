@@ -153,6 +153,16 @@ pub fn register_functions(state: &mut SessionState, info: &SessionInfo) {
     buffercache::register_table_functions(state, info);
 }
 
+/// Is `table` one of the catalogs or statistics views iolab computes in memory (not a
+/// heap table, nor a table function such as `generate_series` that may make millions of
+/// rows)?
+pub fn is_in_memory_catalog(table: &dyn datafusion::catalog::TableProvider) -> bool {
+    use datafusion::datasource::MemTable;
+    table.is::<MemTable>()
+        || table.is::<stat_views::StatView>()
+        || table.is::<pg_stats::PgStatsView>()
+}
+
 /// The shared state of the `pg_catalog` schema in `state`'s default catalog, if any.
 fn catalog_state(state: &SessionState) -> Option<Arc<SharedCatalogState>> {
     let name = state.config().options().catalog.default_catalog.clone();

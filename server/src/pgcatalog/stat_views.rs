@@ -119,7 +119,7 @@ impl Which {
 }
 
 /// A statistics view: its rows are computed when a statement scans it.
-struct StatView {
+pub(crate) struct StatView {
     which: Which,
     db: Arc<Database>,
 }

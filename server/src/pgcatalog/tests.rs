@@ -712,3 +712,37 @@ async fn pushed_range(f: &Fixture, sql: &str) -> time_range::TimeRange {
     .unwrap();
     range.expect("the plan scans the view")
 }
+
+#[tokio::test]
+async fn only_statements_over_in_memory_catalogs_are_planned_in_one_partition() {
+    let f = fixture();
+    for (sql, single) in [
+        ("SELECT * FROM pg_stat_io", true),
+        (
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace",
+            true,
+        ),
+        (
+            "SELECT count(*) FROM pg_stat_io_history GROUP BY backend_type",
+            true,
+        ),
+        ("SELECT * FROM eic_uniform", false),
+        (
+            "SELECT * FROM pg_class WHERE oid IN (SELECT a FROM eic_uniform)",
+            false,
+        ),
+        ("SELECT sum(i) FROM generate_series(1, 10) AS s(i)", false),
+        ("SELECT 1", false),
+    ] {
+        let plan = f
+            .state
+            .create_logical_plan(&rewrite_for_datafusion(sql))
+            .await
+            .unwrap();
+        assert_eq!(
+            crate::sql::reads_only_in_memory_catalogs(&plan),
+            single,
+            "{sql}"
+        );
+    }
+}

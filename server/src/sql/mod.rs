@@ -247,42 +247,43 @@ impl StatementRun {
             .map_err(from_datafusion)
     }
 
-    /// DataFusion's physical plan of `plan`. A statement that reads no heap table — only
-    /// catalogs and statistics views, a few hundred rows in memory — is planned in one
-    /// partition: splitting those rows over the CPUs (repartitions, partial and final
-    /// aggregates, merges) costs more to plan and run than it could save.
+    /// DataFusion's physical plan of `plan`. A statement that reads only catalogs and
+    /// statistics views — at most tens of thousands of rows, already in memory — is
+    /// planned in one partition: splitting those rows over the CPUs (repartitions,
+    /// partial and final aggregates, merges) costs more to plan and run than it saves.
     pub async fn physical_plan(
         &self,
         plan: &datafusion::logical_expr::LogicalPlan,
     ) -> PgResult<Arc<dyn ExecutionPlan>> {
-        let planned = if reads_heap_tables(plan) {
-            self.state.create_physical_plan(plan).await
-        } else {
+        let planned = if reads_only_in_memory_catalogs(plan) {
             let mut state = self.state.clone();
             state.config_mut().options_mut().execution.target_partitions = 1;
             state.create_physical_plan(plan).await
+        } else {
+            self.state.create_physical_plan(plan).await
         };
         planned.map_err(from_datafusion)
     }
 }
 
-/// Does `plan` (subqueries included) scan a heap table?
-fn reads_heap_tables(plan: &datafusion::logical_expr::LogicalPlan) -> bool {
+/// Does `plan` (subqueries included) scan tables, and only catalogs and statistics views?
+pub(crate) fn reads_only_in_memory_catalogs(plan: &datafusion::logical_expr::LogicalPlan) -> bool {
     use datafusion::common::tree_node::TreeNodeRecursion;
     use datafusion::logical_expr::LogicalPlan;
-    let mut found = false;
+    let (mut catalogs, mut others) = (0, 0);
     let _ = plan.apply_with_subqueries(|node| {
         if let LogicalPlan::TableScan(scan) = node {
-            let heap = datafusion::datasource::source_as_provider(&scan.source)
-                .is_ok_and(|p| p.is::<iolab_engine::exec::HeapTable>());
-            if heap {
-                found = true;
+            let catalog = datafusion::datasource::source_as_provider(&scan.source)
+                .is_ok_and(|p| crate::pgcatalog::is_in_memory_catalog(p.as_ref()));
+            if !catalog {
+                others += 1;
                 return Ok(TreeNodeRecursion::Stop);
             }
+            catalogs += 1;
         }
         Ok(TreeNodeRecursion::Continue)
     });
-    found
+    catalogs > 0 && others == 0
 }
 
 /// DataFusion's plan of `stmt`, its `$n` typed as `param_types` say where all are known
