@@ -7,11 +7,11 @@
 //! does no file I/O. A late tick is not made up for: the next sample covers the longer
 //! interval, and its rates divide by the time that really passed.
 //!
-//! Running statements flush their pending counters ten times per interval while it runs
-//! (`IoStatsHub::set_sampling_interval`; once a second otherwise): with PostgreSQL's one
-//! flush a second, a 100 ms sampler saw a scan's I/O in one sample of ten and nothing in
-//! the others, and a 1 s sampler, its ticks drifting against the flushes, could see none
-//! in one interval and two in the next.
+//! While a sampler runs, running statements flush their pending counters ten times per
+//! interval (`IoStatsHub::set_sampling_interval`; once a second otherwise). With
+//! PostgreSQL's one flush a second, a 100 ms sampler saw a scan's I/O in one sample of
+//! ten and nothing in the others, and a 1 s sampler, its ticks drifting against the
+//! flushes, could see none in one interval and two in the next.
 
 use std::sync::Arc;
 use std::time::Duration;
