@@ -10,8 +10,9 @@
 //!   (`Buffers: shared hit=… read=…`, `I/O Timings: shared wait=… read=…`), plus a latency
 //!   histogram of its reads for EXPLAIN's `I/O Latency:` line;
 //! * pending `pg_stat_io` counters by object and context, flushed to the server-wide
-//!   statistics when the operation ends and at least once a second while it runs (see
-//!   `iolab_stats`), the way PostgreSQL's pending statistics work.
+//!   statistics when the operation ends and at least once a second while it runs (more
+//!   often while the history samples faster: `IoStatsHub::flush_interval`), the way
+//!   PostgreSQL's pending statistics work.
 //!
 //! Three different times are kept apart, because conflating them hides where a scan's time
 //! went (seed 001: `posix_fadvise` blocks when the device queue is full):
@@ -242,15 +243,19 @@ impl IoAccount {
             .count_op(IoObject::Relation, io_context(ring), op, 0, 0);
     }
 
-    /// Flush if a second has passed since the last flush. Long operations call this per
-    /// block; the clock is read only every 256 calls.
+    /// Flush if the hub's flush interval (a second, or less while the history samples
+    /// faster) has passed since the last flush. Long operations call this per block; the
+    /// clock is read only every 256 calls (2 MiB of blocks).
     #[inline]
     pub fn maybe_flush(&mut self) {
         self.calls_since_flush_check = self.calls_since_flush_check.wrapping_add(1);
-        if self.calls_since_flush_check % 256 == 0
-            && self.last_flush.elapsed() >= Duration::from_secs(1)
-        {
-            self.flush();
+        if !self.calls_since_flush_check.is_multiple_of(256) {
+            return;
+        }
+        if let Some(sink) = &self.sink {
+            if self.last_flush.elapsed() >= sink.hub.flush_interval() {
+                self.flush();
+            }
         }
     }
 

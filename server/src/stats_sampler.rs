@@ -6,6 +6,12 @@
 //! statistics lock (≈ 50 KiB of counters plus the histograms in use) and the deltas; it
 //! does no file I/O. A late tick is not made up for: the next sample covers the longer
 //! interval, and its rates divide by the time that really passed.
+//!
+//! While a sampler runs, running statements flush their pending counters ten times per
+//! interval (`IoStatsHub::set_sampling_interval`; once a second otherwise). With
+//! PostgreSQL's one flush a second, a 100 ms sampler saw a scan's I/O in one sample of
+//! ten and nothing in the others, and a 1 s sampler, its ticks drifting against the
+//! flushes, could see none in one interval and two in the next.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +34,7 @@ pub fn start(db: Arc<Database>, interval_ms: i32, retention_s: i32) {
         history.bound_bytes() >> 20
     );
     *db.io_stats.history.lock() = Some(history);
+    db.io_stats.set_sampling_interval(interval);
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(interval);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -28,9 +28,11 @@
 //! The choke point where the engine issues and completes I/O counts into a
 //! [`PendingIoStats`] it owns: plain additions, no atomics, no locks. The owner flushes
 //! it into the [`IoStatsHub`] when the statement ends and, if it keeps issuing I/O for
-//! longer, whenever [`PendingIoStats::flush_due`] says a second has passed — PostgreSQL's
-//! rule that pending statistics are at most about a second old. Readers take snapshots
-//! of the hub; nothing a reader does ever waits for an issuer's I/O.
+//! longer, whenever [`IoStatsHub::flush_interval`] has passed since its last flush: a
+//! second — PostgreSQL's rule that pending statistics are at most about a second old —
+//! or a tenth of the history's sampling interval when that is shorter (see
+//! [`IoStatsHub::set_sampling_interval`]). Readers take snapshots of the hub; nothing a
+//! reader does ever waits for an issuer's I/O.
 //!
 //! # What iolab adds to PostgreSQL's columns
 //!
@@ -47,6 +49,7 @@
 //! same microseconds print the same `double precision` digits as PostgreSQL's.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -703,8 +706,18 @@ impl IoCounters {
 // ---------------------------------------------------------------------------------------
 
 /// How old pending statistics may get before their owner flushes them while it keeps
-/// working (PostgreSQL's `PGSTAT_MIN_INTERVAL`).
+/// working (PostgreSQL's `PGSTAT_MIN_INTERVAL`), unless the history samples more often
+/// (see [`IoStatsHub::set_sampling_interval`]).
 pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The shortest flush interval a fast sampler can ask for: it bounds the flushes (one
+/// short lock each) of one issuer to 100 a second.
+pub const MIN_FLUSH_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Flushes per sampling interval: a sample then misses at most a tenth of an interval of
+/// an issuer's I/O (it goes into the next sample), instead of seeing nothing at all in
+/// the intervals between two flushes of one second.
+const FLUSHES_PER_SAMPLE: u32 = 10;
 
 /// The I/O statistics one issuing thread has not yet flushed into the [`IoStatsHub`].
 /// Owned by that thread: every method is a few additions, without locks or atomics.
@@ -834,15 +847,15 @@ impl PendingIoStats {
     }
 
     /// Should the owner flush now? True when something is pending and the last flush (or
-    /// the creation) was at least [`FLUSH_INTERVAL`] ago. A long-running issuer asks
-    /// this every so often (say, per I/O it completes) so that the views never lag more
-    /// than about a second behind it.
-    pub fn flush_due(&self) -> bool {
-        self.flush_due_at(Instant::now())
+    /// the creation) was at least `interval` ([`IoStatsHub::flush_interval`]) ago. A
+    /// long-running issuer asks this every so often (say, per I/O it completes) so that
+    /// the views never lag more than `interval` behind it.
+    pub fn flush_due(&self, interval: Duration) -> bool {
+        self.flush_due_at(Instant::now(), interval)
     }
 
-    pub fn flush_due_at(&self, now: Instant) -> bool {
-        self.dirty && now.saturating_duration_since(self.last_flush) >= FLUSH_INTERVAL
+    pub fn flush_due_at(&self, now: Instant, interval: Duration) -> bool {
+        self.dirty && now.saturating_duration_since(self.last_flush) >= interval
     }
 
     /// What is pending (for EXPLAIN-style reporting by the owner itself).
@@ -876,6 +889,8 @@ pub struct IoStatsHub {
     /// The sampled history (`pg_stat_io_history`, `pg_stat_aio_history`); `None` while
     /// no sampler runs.
     pub history: Mutex<Option<StatsHistory>>,
+    /// [`flush_interval`](Self::flush_interval) in nanoseconds.
+    flush_interval_ns: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -956,7 +971,23 @@ impl IoStatsHub {
             }),
             activity: ActivityRegistry::default(),
             history: Mutex::new(None),
+            flush_interval_ns: AtomicU64::new(FLUSH_INTERVAL.as_nanos() as u64),
         }
+    }
+
+    /// How long an issuer that keeps working may hold pending statistics: [`FLUSH_INTERVAL`],
+    /// or less while a sampler takes samples more often than every ten seconds.
+    pub fn flush_interval(&self) -> Duration {
+        Duration::from_nanos(self.flush_interval_ns.load(Ordering::Relaxed))
+    }
+
+    /// A sampler now copies the counters every `interval`: issuers flush ten times per
+    /// interval (between [`MIN_FLUSH_INTERVAL`] and [`FLUSH_INTERVAL`]), so that every
+    /// sample sees the I/O of its own interval.
+    pub fn set_sampling_interval(&self, interval: Duration) {
+        let flush = (interval / FLUSHES_PER_SAMPLE).clamp(MIN_FLUSH_INTERVAL, FLUSH_INTERVAL);
+        self.flush_interval_ns
+            .store(flush.as_nanos() as u64, Ordering::Relaxed);
     }
 
     /// A process started: its per-process statistics start at zero, `stats_reset` NULL.
@@ -1013,7 +1044,7 @@ impl IoStatsHub {
         backend_type: BackendType,
         pid: i32,
     ) -> bool {
-        if !pending.flush_due() {
+        if !pending.flush_due(self.flush_interval()) {
             return false;
         }
         self.flush(pending, backend_type, pid);
@@ -1242,7 +1273,7 @@ mod tests {
         hub.flush(&mut p, BackendType::ClientBackend, 7);
         assert!(p.is_empty());
         assert!(p.counters().is_zero());
-        assert!(!p.flush_due(), "nothing pending");
+        assert!(!p.flush_due(FLUSH_INTERVAL), "nothing pending");
 
         // A second flush adds; an unregistered pid only reaches the per-type totals.
         p.count_op(rel, bulk, IoOp::Read, 65536, 0);
@@ -1279,14 +1310,30 @@ mod tests {
     #[test]
     fn flush_is_due_after_a_second_of_pending_work() {
         let mut p = PendingIoStats::new();
-        let start = p.last_flush;
-        assert!(!p.flush_due_at(start + FLUSH_INTERVAL), "nothing pending");
-        p.count_op(IoObject::Relation, IoContext::Normal, IoOp::Hit, 0, 0);
-        assert!(!p.flush_due_at(start + Duration::from_millis(999)));
-        assert!(p.flush_due_at(start + FLUSH_INTERVAL));
         let hub = IoStatsHub::new();
+        let second = hub.flush_interval();
+        assert_eq!(second, FLUSH_INTERVAL);
+        let start = p.last_flush;
+        assert!(!p.flush_due_at(start + second, second), "nothing pending");
+        p.count_op(IoObject::Relation, IoContext::Normal, IoOp::Hit, 0, 0);
+        assert!(!p.flush_due_at(start + Duration::from_millis(999), second));
+        assert!(p.flush_due_at(start + second, second));
         hub.flush(&mut p, BackendType::ClientBackend, 1);
-        assert!(!p.flush_due_at(Instant::now() + FLUSH_INTERVAL));
+        assert!(!p.flush_due_at(Instant::now() + second, second));
+    }
+
+    #[test]
+    fn a_fast_sampler_makes_issuers_flush_ten_times_per_sample() {
+        let hub = IoStatsHub::new();
+        hub.set_sampling_interval(Duration::from_millis(100));
+        assert_eq!(hub.flush_interval(), Duration::from_millis(10));
+        hub.set_sampling_interval(Duration::from_secs(1));
+        assert_eq!(hub.flush_interval(), Duration::from_millis(100));
+        // never more often than MIN_FLUSH_INTERVAL, never less often than once a second
+        hub.set_sampling_interval(Duration::from_millis(20));
+        assert_eq!(hub.flush_interval(), MIN_FLUSH_INTERVAL);
+        hub.set_sampling_interval(Duration::from_secs(60));
+        assert_eq!(hub.flush_interval(), FLUSH_INTERVAL);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! the row's reads (writes) are NULL or no latency was recorded; `waits` and `wait_time`
 //! are NULL where both reads and writes are.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use arrow_array::{
     ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int16Array, Int32Array, Int64Array,
@@ -49,6 +49,11 @@ fn timestamptz() -> DataType {
 
 /// The columns of `pg_stat_io` and `pg_stat_get_backend_io(pid)`.
 pub fn pg_stat_io_schema() -> SchemaRef {
+    static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(pg_stat_io_fields);
+    SCHEMA.clone()
+}
+
+fn pg_stat_io_fields() -> SchemaRef {
     let f = |name: &str, t: DataType| Field::new(name, t, true);
     Arc::new(Schema::new(vec![
         f("backend_type", DataType::Utf8),
@@ -364,6 +369,11 @@ pub struct AioRow {
 
 /// The columns of `pg_aios`.
 pub fn pg_aios_schema() -> SchemaRef {
+    static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(pg_aios_fields);
+    SCHEMA.clone()
+}
+
+fn pg_aios_fields() -> SchemaRef {
     let f = |name: &str, t: DataType| Field::new(name, t, true);
     Arc::new(Schema::new(vec![
         f("pid", DataType::Int32),

@@ -203,12 +203,7 @@ impl Explainer<'_> {
         let started = Instant::now();
         let logical = self.run.logical_plan(query).await?;
         let aliases = mapping::scan_aliases(&logical);
-        let mut plan = self
-            .run
-            .state
-            .create_physical_plan(&logical)
-            .await
-            .map_err(from_datafusion)?;
+        let mut plan = self.run.physical_plan(&logical).await?;
         let planning_ms = ms_since(started);
         if self.opts.analyze {
             plan = instrument::instrument(plan, self.opts.timing).map_err(from_datafusion)?;

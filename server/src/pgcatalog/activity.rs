@@ -41,7 +41,9 @@ const COLUMNS: &str = "datid oid, datname name, pid integer, leader_pid integer,
 const SUPERUSER_OID: u32 = 10;
 
 pub fn schema() -> SchemaRef {
-    schema_of(&parse_columns(COLUMNS))
+    static SCHEMA: std::sync::LazyLock<SchemaRef> =
+        std::sync::LazyLock::new(|| schema_of(&parse_columns(COLUMNS)));
+    SCHEMA.clone()
 }
 
 fn micros(t: Option<chrono::DateTime<chrono::Utc>>) -> V {

@@ -41,6 +41,7 @@ pub mod snapshot;
 pub mod stat_aio;
 pub mod stat_views;
 pub mod tables;
+pub mod time_range;
 pub mod types;
 
 use std::sync::Arc;
@@ -150,6 +151,16 @@ pub fn register_functions(state: &mut SessionState, info: &SessionInfo) {
     }
     stat_views::register_table_functions(state, &info.db);
     buffercache::register_table_functions(state, info);
+}
+
+/// Is `table` one of the catalogs or statistics views iolab computes in memory (not a
+/// heap table, nor a table function such as `generate_series` that may make millions of
+/// rows)?
+pub fn is_in_memory_catalog(table: &dyn datafusion::catalog::TableProvider) -> bool {
+    use datafusion::datasource::MemTable;
+    table.is::<MemTable>()
+        || table.is::<stat_views::StatView>()
+        || table.is::<pg_stats::PgStatsView>()
 }
 
 /// The shared state of the `pg_catalog` schema in `state`'s default catalog, if any.

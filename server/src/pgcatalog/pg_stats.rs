@@ -256,7 +256,7 @@ pub fn batch(shared: &SharedCatalogState) -> Result<RecordBatch> {
 }
 
 /// The `pg_stats` view: computed when a statement scans it.
-struct PgStatsView {
+pub(crate) struct PgStatsView {
     shared: Arc<SharedCatalogState>,
 }
 

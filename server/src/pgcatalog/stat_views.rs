@@ -30,7 +30,7 @@ use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TablePr
 use datafusion::datasource::{MemTable, TableType};
 use datafusion::error::Result;
 use datafusion::execution::context::SessionState;
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::scalar::ScalarValue;
 use iolab_catalog::{sqlstate, PgError};
@@ -41,6 +41,7 @@ use iolab_stats::IoStatsHub;
 use super::batch::V;
 use super::functions::{def, ints, per_row, pg, texts, Def};
 use super::tables::CatalogSchema;
+use super::time_range::TimeRange;
 use super::{activity, stat_aio};
 
 /// PostgreSQL 18's targets of `pg_stat_reset_shared`, in its hint's order. Only `io`
@@ -89,20 +90,36 @@ impl Which {
         }
     }
 
-    fn batch(self, db: &Database) -> Result<RecordBatch> {
-        match self {
-            Which::Io => Ok(views::pg_stat_io_batch(&db.io_stats.snapshot())),
-            Which::Aios => Ok(views::pg_aios_batch(&db.aio_rows())),
-            Which::Aio => stat_aio::pg_stat_aio_batch(db),
-            Which::Activity => activity::batch(db),
-            Which::IoHistory => stat_aio::pg_stat_io_history_batch(db),
-            Which::AioHistory => stat_aio::pg_stat_aio_history_batch(db),
-        }
+    fn is_history(self) -> bool {
+        matches!(self, Which::IoHistory | Which::AioHistory)
+    }
+
+    /// The view's rows now, only the columns `projection` (all when `None`); of a
+    /// history, only the samples in `range`.
+    fn batch(
+        self,
+        db: &Database,
+        projection: Option<&[usize]>,
+        range: TimeRange,
+    ) -> Result<RecordBatch> {
+        let whole = match self {
+            Which::Io => views::pg_stat_io_batch(&db.io_stats.snapshot()),
+            Which::Aios => views::pg_aios_batch(&db.aio_rows()),
+            Which::Aio => stat_aio::pg_stat_aio_batch(db)?,
+            Which::Activity => activity::batch(db)?,
+            // Long (an hour of samples): only the projected columns are built.
+            Which::IoHistory => return stat_aio::pg_stat_io_history_batch(db, projection, range),
+            Which::AioHistory => return stat_aio::pg_stat_aio_history_batch(db, projection, range),
+        };
+        Ok(match projection {
+            Some(columns) => whole.project(columns)?,
+            None => whole,
+        })
     }
 }
 
 /// A statistics view: its rows are computed when a statement scans it.
-struct StatView {
+pub(crate) struct StatView {
     which: Which,
     db: Arc<Database>,
 }
@@ -123,6 +140,24 @@ impl TableProvider for StatView {
         TableType::View
     }
 
+    /// A history takes comparisons of `time` with constants (see `time_range`), as
+    /// inexact filters: DataFusion still applies them.
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if self.which.is_history() && TimeRange::understands(f) {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
     async fn scan(
         &self,
         state: &dyn Session,
@@ -130,9 +165,12 @@ impl TableProvider for StatView {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let batch = self.which.batch(&self.db)?;
+        let range = TimeRange::of_filters(filters);
+        let batch = self
+            .which
+            .batch(&self.db, projection.map(Vec::as_slice), range)?;
         MemTable::try_new(batch.schema(), vec![vec![batch]])?
-            .scan(state, projection, filters, limit)
+            .scan(state, None, filters, limit)
             .await
     }
 }
@@ -238,13 +276,17 @@ fn pid_of(v: Option<i64>) -> Option<i32> {
 /// the state that will plan a statement.
 pub fn register_table_functions(state: &mut SessionState, db: &Arc<Database>) {
     let functions: [(&'static str, usize, Rows); 3] = [
-        ("pg_stat_get_io", 0, |db, _| Which::Io.batch(db)),
+        ("pg_stat_get_io", 0, |db, _| {
+            Which::Io.batch(db, None, TimeRange::default())
+        }),
         ("pg_stat_get_backend_io", 1, |db, args| {
             // STRICT: a NULL pid returns no rows, as an unknown one does.
             let snapshot = pid_of(args[0]).and_then(|pid| db.io_stats.backend_snapshot(pid));
             Ok(views::backend_io_batch(snapshot.as_ref()))
         }),
-        ("pg_get_aios", 0, |db, _| Which::Aios.batch(db)),
+        ("pg_get_aios", 0, |db, _| {
+            Which::Aios.batch(db, None, TimeRange::default())
+        }),
     ];
     for (name, arity, rows) in functions {
         state.register_udtf(

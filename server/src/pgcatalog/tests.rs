@@ -557,3 +557,192 @@ async fn pgcatalog_registered_views_join_the_catalog() {
     );
     let _ = &f.db;
 }
+
+/// Two samples around one interval of I/O: 4 reads of 128 kB (10 ms blocked, 500 µs
+/// latency each) in 2 s, one client backend with 3 I/Os in flight at the second sample.
+fn sampled_history(db: &Database) {
+    use iolab_stats::{
+        AioEvent, AioLatencyOp, BackendType, IoContext, IoObject, IoOp, PendingIoStats,
+        StatsHistory,
+    };
+    let mut history = StatsHistory::new(
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(3600),
+    );
+    let t0 = chrono::Utc::now();
+    let (io, aio) = db.io_stats.snapshots();
+    history.record(t0, io, aio, &[0; BackendType::COUNT]);
+    let mut pending = PendingIoStats::new();
+    for _ in 0..4 {
+        let (rel, bulk) = (IoObject::Relation, IoContext::BulkRead);
+        pending.count_op(rel, bulk, IoOp::Read, 131072, 2_500_000);
+        pending.record_latency(rel, bulk, IoOp::Read, 500_000);
+        pending.count_aio(AioEvent::Started);
+        pending.record_aio_latency(AioLatencyOp::Read, 500_000);
+    }
+    db.io_stats
+        .flush(&mut pending, BackendType::ClientBackend, 0);
+    let (io, aio) = db.io_stats.snapshots();
+    let mut flying = [0; BackendType::COUNT];
+    flying[BackendType::ClientBackend as usize] = 3;
+    history.record(t0 + chrono::Duration::seconds(2), io, aio, &flying);
+    *db.io_stats.history.lock() = Some(history);
+}
+
+#[tokio::test]
+async fn history_views_build_only_the_columns_a_statement_reads() {
+    let f = fixture();
+    sampled_history(&f.db);
+    // every column, through the projected builder, typed as the schema says
+    let io = stat_aio::pg_stat_io_history_batch(&f.db, None, Default::default()).unwrap();
+    assert_eq!(io.schema(), stat_aio::pg_stat_io_history_schema());
+    let aio = stat_aio::pg_stat_aio_history_batch(&f.db, None, Default::default()).unwrap();
+    assert_eq!(aio.schema(), stat_aio::pg_stat_aio_history_schema());
+    assert_eq!((io.num_rows(), aio.num_rows()), (1, 1));
+    // a projection is the same columns of the whole batch, in the projection's order
+    let some =
+        stat_aio::pg_stat_io_history_batch(&f.db, Some(&[20, 0, 5]), Default::default()).unwrap();
+    assert_eq!(some.num_columns(), 3);
+    for (i, column) in [20, 0, 5].into_iter().enumerate() {
+        assert_eq!(some.schema().field(i), io.schema().field(column));
+        assert_eq!(some.column(i), io.column(column));
+    }
+    // the values, through SQL
+    let io_row = f
+        .rows(
+            "SELECT backend_type, context, interval_s, reads, read_bytes, read_time, \
+             reads_per_s, read_mb_per_s, read_time_per_s, write_p50 FROM pg_stat_io_history",
+        )
+        .await;
+    let expected = [
+        "client backend",
+        "bulkread",
+        "2.0",
+        "4",
+        "524288",
+        "10.0",
+        "2.0",
+        "0.262144",
+        "5.0",
+        "NULL",
+    ];
+    assert_eq!(io_row, vec![row(&expected)]);
+    let p50: f64 = f
+        .one("SELECT read_p50 FROM pg_stat_io_history")
+        .await
+        .parse()
+        .unwrap();
+    assert!((0.5..=0.505).contains(&p50), "{p50} ms: 500 µs within 1 %");
+    let aio_row = f
+        .rows("SELECT ios, in_flight, ios_per_s, fsync_p50 FROM pg_stat_aio_history")
+        .await;
+    assert_eq!(aio_row, vec![row(&["4", "3", "2.0", "NULL"])]);
+}
+
+#[tokio::test]
+async fn a_time_window_builds_only_its_samples_and_keeps_exact_results() {
+    use iolab_stats::{BackendType, IoContext, IoObject, IoOp, PendingIoStats};
+    let f = fixture();
+    sampled_history(&f.db);
+    // a third sample, 2 s after the second, with one more read
+    let mut pending = PendingIoStats::new();
+    pending.count_op(IoObject::Relation, IoContext::Normal, IoOp::Read, 8192, 0);
+    f.db.io_stats
+        .flush(&mut pending, BackendType::ClientBackend, 0);
+    let (io, aio) = f.db.io_stats.snapshots();
+    let second = {
+        let mut history = f.db.io_stats.history.lock();
+        let history = history.as_mut().unwrap();
+        let second = history.samples().back().unwrap().time;
+        let none = [0; BackendType::COUNT];
+        history.record(second + chrono::Duration::seconds(2), io, aio, &none);
+        second
+    };
+    let at =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let after_second = at(second + chrono::Duration::seconds(1));
+    let whole = f.one("SELECT sum(reads) FROM pg_stat_io_history").await;
+    assert_eq!(whole, "5");
+    // Grafana's $__timeFilter, and a bare comparison: the window holds the third sample only
+    for filter in [
+        format!(
+            "time BETWEEN '{after_second}' AND '{}'",
+            at(second + chrono::Duration::hours(1))
+        ),
+        format!("time > '{after_second}'"),
+        format!("'{after_second}' < time"),
+    ] {
+        let sql = format!("SELECT sum(reads), count(*) FROM pg_stat_io_history WHERE {filter}");
+        assert_eq!(f.rows(&sql).await, vec![row(&["1", "1"])], "{sql}");
+        assert!(
+            pushed_range(&f, &sql).await.from_us.is_some(),
+            "{sql}: the view gets the window's start"
+        );
+    }
+    // the second sample exactly, at its microsecond
+    let sql = format!(
+        "SELECT reads FROM pg_stat_io_history WHERE time = '{}'",
+        at(second)
+    );
+    assert_eq!(f.rows(&sql).await, vec![row(&["4"])]);
+    let sql = format!(
+        "SELECT count(*) FROM pg_stat_aio_history WHERE time <= '{}'",
+        at(second)
+    );
+    assert_eq!(f.one(&sql).await, "1");
+}
+
+/// The time range DataFusion hands the history view of `sql` after optimising it.
+async fn pushed_range(f: &Fixture, sql: &str) -> time_range::TimeRange {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    let plan = f
+        .state
+        .create_logical_plan(&rewrite_for_datafusion(sql))
+        .await
+        .unwrap();
+    let plan = f.state.optimize(&plan).unwrap();
+    let mut range = None;
+    plan.apply(|node| {
+        if let datafusion::logical_expr::LogicalPlan::TableScan(scan) = node {
+            range = Some(time_range::TimeRange::of_filters(&scan.filters));
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })
+    .unwrap();
+    range.expect("the plan scans the view")
+}
+
+#[tokio::test]
+async fn only_statements_over_in_memory_catalogs_are_planned_in_one_partition() {
+    let f = fixture();
+    for (sql, single) in [
+        ("SELECT * FROM pg_stat_io", true),
+        (
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace",
+            true,
+        ),
+        (
+            "SELECT count(*) FROM pg_stat_io_history GROUP BY backend_type",
+            true,
+        ),
+        ("SELECT * FROM eic_uniform", false),
+        (
+            "SELECT * FROM pg_class WHERE oid IN (SELECT a FROM eic_uniform)",
+            false,
+        ),
+        ("SELECT sum(i) FROM generate_series(1, 10) AS s(i)", false),
+        ("SELECT 1", false),
+    ] {
+        let plan = f
+            .state
+            .create_logical_plan(&rewrite_for_datafusion(sql))
+            .await
+            .unwrap();
+        assert_eq!(
+            crate::sql::reads_only_in_memory_catalogs(&plan),
+            single,
+            "{sql}"
+        );
+    }
+}

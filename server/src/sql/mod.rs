@@ -30,6 +30,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
@@ -241,14 +242,48 @@ impl StatementRun {
         &self,
         plan: datafusion::logical_expr::LogicalPlan,
     ) -> PgResult<SendableRecordBatchStream> {
-        let physical = self
-            .state
-            .create_physical_plan(&plan)
-            .await
-            .map_err(from_datafusion)?;
+        let physical = self.physical_plan(&plan).await?;
         datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
             .map_err(from_datafusion)
     }
+
+    /// DataFusion's physical plan of `plan`. A statement that reads only catalogs and
+    /// statistics views — at most tens of thousands of rows, already in memory — is
+    /// planned in one partition: splitting those rows over the CPUs (repartitions,
+    /// partial and final aggregates, merges) costs more to plan and run than it saves.
+    pub async fn physical_plan(
+        &self,
+        plan: &datafusion::logical_expr::LogicalPlan,
+    ) -> PgResult<Arc<dyn ExecutionPlan>> {
+        let planned = if reads_only_in_memory_catalogs(plan) {
+            let mut state = self.state.clone();
+            state.config_mut().options_mut().execution.target_partitions = 1;
+            state.create_physical_plan(plan).await
+        } else {
+            self.state.create_physical_plan(plan).await
+        };
+        planned.map_err(from_datafusion)
+    }
+}
+
+/// Does `plan` (subqueries included) scan tables, and only catalogs and statistics views?
+pub(crate) fn reads_only_in_memory_catalogs(plan: &datafusion::logical_expr::LogicalPlan) -> bool {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    use datafusion::logical_expr::LogicalPlan;
+    let (mut catalogs, mut others) = (0, 0);
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node {
+            let catalog = datafusion::datasource::source_as_provider(&scan.source)
+                .is_ok_and(|p| crate::pgcatalog::is_in_memory_catalog(p.as_ref()));
+            if !catalog {
+                others += 1;
+                return Ok(TreeNodeRecursion::Stop);
+            }
+            catalogs += 1;
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    catalogs > 0 && others == 0
 }
 
 /// DataFusion's plan of `stmt`, its `$n` typed as `param_types` say where all are known
