@@ -220,18 +220,28 @@ fn aio_history_cell(
     r: &AioHistoryRow,
     method: &'static str,
 ) -> Cell {
+    // time, backend_type, io_method, interval_s; the events; in_flight, ios_per_s,
+    // submissions_per_s; read, write, fsync × p50, p90, p99, p999, max.
+    const EVENTS: usize = 4;
+    const IN_FLIGHT: usize = EVENTS + AIO_EVENTS.len();
+    const LATENCY: usize = IN_FLIGHT + 3;
+    const COLUMNS: usize = LATENCY + 15;
     match column {
         0 => Cell::Time(sample.time.timestamp_micros()),
         1 => Cell::Text(r.backend_type.name()),
         2 => Cell::Text(method),
         3 => float(sample.seconds),
-        4..=9 => count(r.events[column - 4]),
-        10 => Cell::Int(r.in_flight as i64),
-        11 => float(r.events[0] as f64 / sample.seconds),
-        12 => float(r.events[1] as f64 / sample.seconds),
-        // read, write, fsync: p50, p90, p99, p999, max each
-        13..=27 => percentile(&r.latency_us[(column - 13) / 5], (column - 13) % 5),
-        _ => unreachable!("pg_stat_aio_history has 28 columns, not {}", column + 1),
+        c if (EVENTS..IN_FLIGHT).contains(&c) => count(r.events[c - EVENTS]),
+        IN_FLIGHT => Cell::Int(r.in_flight as i64),
+        c if c == IN_FLIGHT + 1 => float(r.events[0] as f64 / sample.seconds),
+        c if c == IN_FLIGHT + 2 => float(r.events[1] as f64 / sample.seconds),
+        c if (LATENCY..COLUMNS).contains(&c) => {
+            percentile(&r.latency_us[(c - LATENCY) / 5], (c - LATENCY) % 5)
+        }
+        _ => unreachable!(
+            "pg_stat_aio_history has {COLUMNS} columns, not {}",
+            column + 1
+        ),
     }
 }
 
