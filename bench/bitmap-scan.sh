@@ -16,7 +16,7 @@
 #   EICS ["0 1 16 64 256 512"; --small "0 16 256"]   METHODS ["sync worker io_uring"]
 #   QUERIES ["dense sparse"]   SHARED_BUFFERS [128MB]   WORK_MEM [16MB]
 #   SKIP_PG18=1  SKIP_FIO=1    IOLAB_BIN [target/release/iolab]  BENCH_DIR [/var/tmp/iolab-bitmap-bench]
-#   IOLAB_PORT [55442]  PG18_BENCH_PORT [5435]
+#   IOLAB_PORT [55442]  PG18_BENCH_PORT [5435]  FIO_REST [60] (seconds the device rests after fio)
 #
 # Protocol: one server per io_method (a restart-only setting); before every cold run the
 # buffer pool is emptied (pg_buffercache_evict_all(), on both systems), the page cache dropped
@@ -55,6 +55,7 @@ IOLAB_PORT="${IOLAB_PORT:-55442}"
 PG18="${PG18:-$REPO/../shared/tools/pg18-reference}"
 PG18_BENCH_PORT="${PG18_BENCH_PORT:-5435}"
 START_TIMEOUT="${START_TIMEOUT:-300}"
+FIO_REST="${FIO_REST:-60}"
 CHUNK="${CHUNK:-5000000}"
 TABLE=eic_uniform
 declare -A PREDICATE=([dense]="a < 140" [sparse]="a < 5")
@@ -178,8 +179,13 @@ if [ "$SKIP_FIO" != 1 ]; then
   seq_all=""; rand_all=""
   for r in $(seq "$RUNS"); do
     seq_all="$seq_all $(fio_field 7 --rw=read --bs=128k --iodepth=16 --iomem=shmhuge | awk '{printf "%.1f", $1*1.024/1000}')"
-    rand_all="$rand_all $(fio_field 8 --rw=randread --bs=8k --iodepth=64 --runtime=10 --time_based)"
+    rand_all="$rand_all $(fio_field 8 --rw=randread --bs=8k --iodepth=64 --runtime=2 --time_based)"
   done
+  # The VM's disk has an I/O budget (a token bucket: bursts of ≈ 50–60 k reads/s until some
+  # 300 k reads are spent, then ≈ 6.5 k/s while it refills at about that rate). A long fio run
+  # empties it and throttles the cells after it, so fio runs briefly and then the device rests.
+  echo "  (resting the device ${FIO_REST}s after fio so that its I/O budget refills)"
+  sleep "$FIO_REST"
   echo "$ORIG_HUGEPAGES" > /proc/sys/vm/nr_hugepages
   [ -n "${seq_all// /}" ] && [ -n "${rand_all// /}" ] || die "fio gave no figures (run it by hand, or SKIP_FIO=1)"
   FIO_SEQ_MBS="$(stats "$seq_all" | cut -d' ' -f1)"
