@@ -3,13 +3,12 @@
 //! client's time for the statement; beside fio's sequential read of a file of the same size
 //! on the same file system with the same request size.
 
-use super::{configs, io_counts, start_for};
+use super::{cold_run, configs, start_for};
 use crate::client::Res;
 use crate::context::{Ctx, Sys};
 use crate::fio;
 use crate::results::Cell;
 use crate::sqlfile::script;
-use std::time::Instant;
 
 pub async fn run(ctx: &mut Ctx) -> Res<()> {
     let file = script("aio");
@@ -39,17 +38,10 @@ pub async fn run(ctx: &mut Ctx) -> Res<()> {
                     .await?;
             }
             for r in 1..=ctx.repeat {
-                let session = ctx.session(sys).await?;
-                ctx.cold.prepare(&session).await?;
-                let before = if sys == Sys::Iolab {
-                    Some(io_counts(&session).await?)
-                } else {
-                    None
-                };
-                let t0 = Instant::now();
-                let rows = session.run_all(&file.statements("run", &[])).await?;
-                let ms = t0.elapsed().as_secs_f64() * 1000.0;
-                let count: f64 = rows
+                let run = cold_run(ctx, sys, &file.statements("run", &[])).await?;
+                let ms = run.ms;
+                let count: f64 = run
+                    .rows
                     .first()
                     .and_then(|r| r.first())
                     .and_then(|v| v.parse().ok())
@@ -64,8 +56,7 @@ pub async fn run(ctx: &mut Ctx) -> Res<()> {
                     count == loaded as f64,
                     || format!("{label}: {count} vs {loaded} loaded"),
                 );
-                if let Some(b) = before {
-                    let d = io_counts(&session).await? - b;
+                if let Some(d) = run.io {
                     cell.add("reads", "I/Os", d.reads);
                     cell.add("blocks_read", "blocks", d.blocks);
                     let pages = facts.bytes / 8192.0;

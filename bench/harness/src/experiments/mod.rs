@@ -296,13 +296,19 @@ impl std::ops::Sub for IoCounts {
     }
 }
 
-/// One cold EXPLAIN run of `section`: a new session, the pool emptied and the page cache
-/// dropped, the statements, and (iolab) pg_stat_io's deltas around them.
-pub async fn cold_explain(
-    ctx: &Ctx,
-    sys: Sys,
-    statements: &[String],
-) -> Res<(Plan, Option<IoCounts>)> {
+/// What one cold run of some statements gave.
+pub struct ColdRun {
+    /// The rows of the statements, in order.
+    pub rows: Vec<Vec<String>>,
+    /// The client's time for the statements, ms.
+    pub ms: f64,
+    /// (iolab) pg_stat_io's deltas around them.
+    pub io: Option<IoCounts>,
+}
+
+/// One cold run of `statements`: a new session, the pool emptied and the page cache dropped,
+/// the statements timed by the client, and (iolab) pg_stat_io's deltas around them.
+pub async fn cold_run(ctx: &Ctx, sys: Sys, statements: &[String]) -> Res<ColdRun> {
     let session = ctx.session(sys).await?;
     ctx.cold.prepare(&session).await?;
     let before = if sys == Sys::Iolab {
@@ -310,23 +316,36 @@ pub async fn cold_explain(
     } else {
         None
     };
+    let t0 = Instant::now();
     let rows = session.run_all(statements).await?;
-    let lines: Vec<String> = rows
+    let ms = t0.elapsed().as_secs_f64() * 1000.0;
+    let io = match before {
+        Some(b) => Some(io_counts(&session).await? - b),
+        None => None,
+    };
+    Ok(ColdRun { rows, ms, io })
+}
+
+/// One cold EXPLAIN run ([`cold_run`]) and its plan.
+pub async fn cold_explain(
+    ctx: &Ctx,
+    sys: Sys,
+    statements: &[String],
+) -> Res<(Plan, Option<IoCounts>)> {
+    let run = cold_run(ctx, sys, statements).await?;
+    let lines: Vec<String> = run
+        .rows
         .into_iter()
         .filter_map(|r| r.into_iter().next())
         .collect();
     let plan = Plan::parse(&lines);
-    let delta = match before {
-        Some(b) => Some(io_counts(&session).await? - b),
-        None => None,
-    };
     if plan.execution_ms.is_none() {
         return Err(format!(
             "no Execution Time in the plan:\n{}",
             lines.join("\n")
         ));
     }
-    Ok((plan, delta))
+    Ok((plan, run.io))
 }
 
 /// PostgreSQL 18 has no read_stream_advice (iolab's setting): drop statements that set it.
