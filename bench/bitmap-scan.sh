@@ -31,14 +31,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$(pwd)"
 
-SMALL=0
-for arg in "$@"; do
-  case "$arg" in
-    --small) SMALL=1 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
-    *) echo "unknown argument: $arg (try --help)" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=bench/lib.sh
+. "$REPO/bench/lib.sh"
+parse_small_flag 29 "$@"
 if [ "$SMALL" = 1 ]; then ROWS="${ROWS:-2000000}"; RUNS="${RUNS:-1}"; EICS="${EICS:-0 16 256}"; fi
 ROWS="${ROWS:-20000000}"
 RUNS="${RUNS:-3}"
@@ -67,8 +62,6 @@ RUNS_CSV="$RESULTS/bitmap-scan-$STAMP-runs.csv"
 EXPLAIN_TXT="$RESULTS/bitmap-scan-$STAMP-explain.txt"
 TABLE_TXT="$RESULTS/bitmap-scan-$STAMP.txt"
 LOGS="$BENCH_DIR/logs"
-# shellcheck source=bench/lib.sh
-. "$REPO/bench/lib.sh"
 
 die() { echo "bitmap-scan: $*" >&2; exit 1; }
 

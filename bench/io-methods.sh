@@ -25,14 +25,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$(pwd)"
 
-SMALL=0
-for arg in "$@"; do
-  case "$arg" in
-    --small) SMALL=1 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
-    *) echo "unknown argument: $arg (try --help)" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=bench/lib.sh
+. "$REPO/bench/lib.sh"
+parse_small_flag 23 "$@"
 if [ "$SMALL" = 1 ]; then ROWS="${ROWS:-6000000}"; RUNS="${RUNS:-1}"; fi
 ROWS="${ROWS:-60000000}"
 RUNS="${RUNS:-3}"
@@ -58,8 +53,6 @@ RUNS_CSV="$RESULTS/io-methods-$STAMP-runs.csv"
 EXPLAIN_TXT="$RESULTS/io-methods-$STAMP-explain.txt"
 TABLE_TXT="$RESULTS/io-methods-$STAMP.txt"
 LOGS="$BENCH_DIR/logs"
-# shellcheck source=bench/lib.sh
-. "$REPO/bench/lib.sh"
 
 die() { echo "io-methods: $*" >&2; exit 1; }
 note() { echo "  note: $*"; }

@@ -10,6 +10,21 @@ PG18_RUNNING=0
 PG18_DATA_BENCH=""
 START_ERR=""
 
+# parse_small_flag LAST_HELP_LINE ARGS... : the scripts' one option. --small sets SMALL=1;
+# -h/--help prints the calling script's header (lines 2..LAST_HELP_LINE) and exits.
+parse_small_flag() {
+  local help_end=$1 arg
+  shift
+  SMALL=0
+  for arg in "$@"; do
+    case "$arg" in
+      --small) SMALL=1 ;;
+      -h|--help) sed -n "2,${help_end}p" "$0"; exit 0 ;;
+      *) echo "unknown argument: $arg (try --help)" >&2; exit 2 ;;
+    esac
+  done
+}
+
 nostyle() { sed 's/\x1b\[[0-9;]*m//g'; }
 loadnow() { cut -d" " -f1 /proc/loadavg; }
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }

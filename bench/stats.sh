@@ -28,14 +28,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$(pwd)"
 
-SMALL=0
-for arg in "$@"; do
-  case "$arg" in
-    --small) SMALL=1 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
-    *) echo "unknown argument: $arg (try --help)" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=bench/lib.sh
+. "$REPO/bench/lib.sh"
+parse_small_flag 27 "$@"
 if [ "$SMALL" = 1 ]; then
   ROWS="${ROWS:-1000000}"; FILL="${FILL:-20}"; DURATION="${DURATION:-10}"; RUNS="${RUNS:-3}"
 fi
@@ -68,8 +63,6 @@ trap cleanup EXIT
 [ -x "$IOLAB_BIN" ] || { echo "no $IOLAB_BIN: cargo build --release --bin iolab" >&2; exit 1; }
 command -v pgbench >/dev/null || { echo "pgbench is missing (apt-get install postgresql-client)" >&2; exit 1; }
 
-# shellcheck source=bench/lib.sh
-. "$REPO/bench/lib.sh"
 IOLAB_DATA="$DATA"
 LOGS="$BENCH_DIR"
 START_TIMEOUT=120
