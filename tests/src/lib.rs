@@ -303,6 +303,17 @@ pub async fn evict(client: &Client, table: &str) {
         .expect("evict");
 }
 
+/// The one integer a query returns (one row, a non-NULL first column).
+pub async fn int(client: &Client, sql: &str) -> i64 {
+    let r = rows(client, sql).await;
+    assert_eq!(r.len(), 1, "{sql}: {r:?}");
+    r[0][0]
+        .as_deref()
+        .unwrap_or_else(|| panic!("{sql}: NULL"))
+        .parse()
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
 /// Drop `table`'s pages from the buffer pool and from the kernel's page cache, so that its
 /// next scan reads from the device: the files of its segments (`base/<filenode>[.k]`) are
 /// written back and `posix_fadvise(DONTNEED)`ed, which needs no privileges (unlike

@@ -14,21 +14,13 @@
 //! = 1` the scan waits at once for the read it just queued, and takes it back from the
 //! queue when no worker has started it yet.
 
-use iolab_tests::{evict_cold, rows, TestServer};
+use iolab_tests::{evict_cold, int, rows, TestServer};
 use tokio_postgres::Client;
 
 const ROWS: i64 = 100_000;
 /// 5 rows in every 1 000 (one block in about nine): a Bitmap Heap Scan that skips blocks.
 const BITMAP: &str = "SELECT count(*) FROM t WHERE a < 5";
 const SEQ: &str = "SELECT count(*) FROM t";
-
-async fn int(client: &Client, sql: &str) -> i64 {
-    rows(client, sql).await[0][0]
-        .as_deref()
-        .unwrap_or_else(|| panic!("{sql}: NULL"))
-        .parse()
-        .unwrap()
-}
 
 async fn advised(client: &Client) -> i64 {
     client

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use iolab_tests::{evict, figure, number_after, plan, rows, TestServer};
+use iolab_tests::{evict, figure, int, number_after, plan, rows, TestServer};
 use tokio_postgres::Client;
 
 const ROWS: i64 = 200_000;
@@ -17,11 +17,7 @@ fn count(lines: &[String], label: &str) -> u64 {
 }
 
 async fn scalar(client: &Client, sql: &str) -> u64 {
-    rows(client, sql).await[0][0]
-        .as_deref()
-        .unwrap_or_else(|| panic!("{sql}: NULL"))
-        .parse()
-        .unwrap()
+    u64::try_from(int(client, sql).await).expect("a count")
 }
 
 /// The heap blocks holding the tuples `a < 140`, from their ctids `(block,offset)`.

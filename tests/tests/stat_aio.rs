@@ -18,21 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use iolab_tests::{rows, TestServer};
-use tokio_postgres::Client;
+use iolab_tests::{int, rows, TestServer};
 
 const ROWS: i64 = 200_000;
 const SCAN: &str = "SELECT count(*) FROM t";
-
-async fn int(client: &Client, sql: &str) -> i64 {
-    let r = rows(client, sql).await;
-    assert_eq!(r.len(), 1, "{sql}: {r:?}");
-    r[0][0]
-        .as_deref()
-        .unwrap_or_else(|| panic!("{sql}: NULL"))
-        .parse()
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
 
 fn args(method: &str) -> Vec<String> {
     [

@@ -232,7 +232,8 @@ impl HandleTable {
         inner.target_desc = read.target_desc();
         inner.f_sync = f_sync;
         inner.f_buffered = f_buffered;
-        inner.advisable = advisable && f_buffered && fd >= 0;
+        assert!(!advisable || f_buffered, "a direct read is never advised");
+        inner.advisable = advisable && fd >= 0;
         inner.advised_by_worker = false;
         inner.raw_result = None;
         inner.error = None;
