@@ -83,6 +83,11 @@ impl Issuer {
     pub fn in_flight(&self) -> usize {
         self.in_flight
     }
+
+    /// I/Os started and not yet submitted.
+    pub fn staged(&self) -> usize {
+        self.staged.len()
+    }
 }
 
 /// The server's AIO system: the method, the handle table and the worker pool.

@@ -237,6 +237,17 @@ impl HeapScanner {
             if page::page_is_new(&page) {
                 continue;
             }
+            if self.rows.counts_only() {
+                // No column is wanted (count(*)): count the visible tuples, decode nothing.
+                let visibility = &mut self.visibility;
+                let visible = page::page_items(&page)
+                    .filter(|(_, t)| {
+                        visibility.visible(tuple::xmin(t), tuple::cid(t), tuple::xmax(t))
+                    })
+                    .count();
+                self.rows.push_count(visible);
+                continue;
+            }
             for (off, t) in page::page_items(&page) {
                 if self
                     .visibility

@@ -58,6 +58,16 @@ impl RowCollector {
         self.decoder.is_empty()
     }
 
+    /// Whether the batch holds no columns at all (`count(*)`): rows need only be counted.
+    pub fn counts_only(&self) -> bool {
+        self.ctid.is_none() && self.decoder.decodes_no_columns()
+    }
+
+    /// Count `n` rows of a [`counts_only`](Self::counts_only) collector.
+    pub fn push_count(&mut self, n: usize) {
+        self.decoder.append_rows(n);
+    }
+
     /// Add the tuple at line pointer `off` of block `blkno`.
     pub fn push(&mut self, tuple: &[u8], blkno: u32, off: u16) -> PgResult<()> {
         self.decoder.append(tuple)?;

@@ -74,6 +74,18 @@
 //! its all-cached state: each call hands out that buffer and pins the next block with a
 //! one-block `start_read`, skipping the look-ahead bookkeeping until a block misses.
 //!
+//! # Submitting in batches
+//!
+//! Reads started during one look-ahead are submitted together (one `io_uring_enter`, one
+//! pass over the worker queue). Once the stream runs at its distance, though, every block
+//! the consumer takes frees room for one more read, and topping up after each block would
+//! cost one system call — and with O_DIRECT one device notification, a VM exit here — per
+//! read. So while reads are in flight the stream looks ahead only when there is room for a
+//! *refill batch* of `max_ios / 8` reads (1 to 8): that many free I/O slots, and that many
+//! shares of `distance / max_ios` blocks free within the distance. The device then sees between `max_ios − batch + 1` and `max_ios` reads, in return for up to `batch`
+//! times fewer submissions. With nothing in flight the stream always looks ahead, and `sync`
+//! (whose reads are executed one by one when needed) refills after every block, as before.
+//!
 //! # Invariants (asserted)
 //!
 //! * The queue never holds more than `max_pinned_buffers` entries, plus one read's worth.
@@ -91,6 +103,10 @@ use crate::accounting::IoAccount;
 use crate::aio::{AioSystem, InFlightIo, Issuer};
 use crate::buffer::{BufferPool, BufferRing, PinnedBuffer, ReadByOther, RingKind, StartedRead};
 use crate::storage::relfile::RelFile;
+
+/// The refill batch is `max_ios / REFILL_FRACTION` reads, at most `MAX_REFILL_BATCH`.
+const REFILL_FRACTION: usize = 8;
+const MAX_REFILL_BATCH: usize = 8;
 
 /// How a stream is set up (PostgreSQL's stream flags and the settings it reads).
 #[derive(Clone, Debug)]
@@ -145,6 +161,8 @@ pub enum StreamEvent {
     BeingRead { blkno: u32 },
     /// The consumer waited for the read starting at `blkno`; the distance became `distance`.
     Waited { blkno: u32, distance: usize },
+    /// `reads` started reads were handed to the I/O method in one submission.
+    Submitted { reads: usize },
 }
 
 enum Slot {
@@ -194,6 +212,9 @@ pub struct ReadStream<T: Send> {
     advice_enabled: bool,
     /// Reads may be advised by the I/O worker that finds them queued (`worker`, buffered).
     worker_advice: bool,
+    /// While reads are in flight, look ahead only once this many more could start (see
+    /// "Submitting in batches"); 1 = refill after every block.
+    refill_batch: usize,
 
     distance: usize,
     queue: VecDeque<Entry<T>>,
@@ -251,6 +272,11 @@ impl<T: Send> ReadStream<T> {
         } else {
             1
         };
+        let refill_batch = if synchronous || sync_method {
+            1
+        } else {
+            (max_ios / REFILL_FRACTION).clamp(1, MAX_REFILL_BATCH)
+        };
         ReadStream {
             aio,
             pool,
@@ -266,6 +292,7 @@ impl<T: Send> ReadStream<T> {
             policy: config.advice,
             advice_enabled,
             worker_advice,
+            refill_batch,
             distance,
             queue: VecDeque::with_capacity(max_pinned + combine_limit as usize),
             ios: VecDeque::with_capacity(max_ios),
@@ -387,9 +414,7 @@ impl<T: Send> ReadStream<T> {
                 });
                 // A hit keeps the fast path; a miss starts an I/O and leaves it.
                 let started = self.start_pending();
-                let ring = self.ring_kind();
-                self.aio
-                    .submit_staged(&mut self.issuer, &mut self.acct, ring);
+                self.submit_staged();
                 started?;
                 self.fast_path = self.ios.is_empty()
                     && self.queue.len() == 1
@@ -497,12 +522,40 @@ impl<T: Send> ReadStream<T> {
     /// Collect blocks from the source and start reads until the distance, the I/O limit
     /// or the end of the source is reached; then submit what was staged as one batch.
     fn look_ahead(&mut self) -> Result<(), PgError> {
+        if !self.refill_due() {
+            self.aio.poll();
+            return Ok(());
+        }
         let result = self.look_ahead_inner();
+        self.submit_staged();
+        self.aio.poll();
+        result
+    }
+
+    /// Hand the reads started since the last submission to the I/O method, as one batch.
+    fn submit_staged(&mut self) {
+        let reads = self.issuer.staged();
+        if reads == 0 {
+            return;
+        }
         let ring = self.ring_kind();
         self.aio
             .submit_staged(&mut self.issuer, &mut self.acct, ring);
-        self.aio.poll();
-        result
+        self.record(StreamEvent::Submitted { reads });
+    }
+
+    /// With reads in flight, is there room for a batch of `refill_batch` more — that many
+    /// free I/O slots, and that many shares of the distance free? With nothing in flight (or
+    /// the source exhausted) the look-ahead always runs.
+    fn refill_due(&self) -> bool {
+        if self.refill_batch == 1 || self.ios.is_empty() || self.distance == 0 {
+            return true;
+        }
+        let free_ios = self.max_ios.saturating_sub(self.ios.len());
+        let used = self.queue.len() + self.pending_len();
+        let free_blocks = self.distance.saturating_sub(used);
+        free_ios >= self.refill_batch
+            && free_blocks * self.max_ios >= self.refill_batch * self.distance
     }
 
     fn look_ahead_inner(&mut self) -> Result<(), PgError> {
@@ -678,9 +731,8 @@ impl<T: Send> ReadStream<T> {
 
     /// Wait for every read still in progress (ignoring errors) and release all pins.
     fn drain(&mut self) {
+        self.submit_staged();
         let ring = self.ring_kind();
-        self.aio
-            .submit_staged(&mut self.issuer, &mut self.acct, ring);
         while let Some(io) = self.ios.pop_front() {
             let _ = self.aio.wait(&mut self.issuer, io.io, &mut self.acct, ring);
         }
@@ -963,6 +1015,48 @@ mod tests {
         assert!(advised_continuations(&pg18) > 0, "{pg18:?}");
         // ... but not forever: the last reads of the region are no longer advised.
         assert!(!pg18.last().unwrap().2, "{pg18:?}");
+    }
+
+    #[test]
+    fn reads_in_flight_are_topped_up_in_batches() {
+        // Every third block: no combining, one read per block.
+        let blocks: Vec<u32> = (0..100).map(|i| i * 3).collect();
+        for method in [IoMethod::Worker, IoMethod::IoUring] {
+            let submissions = |max_ios: usize| -> Vec<usize> {
+                let f = fixture("stream-batches", 300, method);
+                let events = run(
+                    &f,
+                    &config(max_ios, 16, ReadStreamAdvice::Never, false),
+                    &blocks,
+                );
+                assert_eq!(reads(&events).len(), 100, "{method:?}: one read per block");
+                let batches: Vec<usize> = events
+                    .iter()
+                    .filter_map(|e| match e {
+                        StreamEvent::Submitted { reads } => Some(*reads),
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(
+                    batches.iter().sum::<usize>(),
+                    100,
+                    "{method:?}: every read submitted"
+                );
+                batches
+            };
+            // max_ios 32: batches of 4 once the stream is at its distance. Only the ramp-up
+            // (distance 1, 2, 4…) and the source's end may submit fewer.
+            let batched = submissions(32);
+            let small = batched.iter().filter(|&&n| n < 4).count();
+            assert!(small <= 8, "{method:?}: {batched:?}");
+            assert!(batched.len() <= 100 / 4 + 8, "{method:?}: {batched:?}");
+            // max_ios 4: a batch of one, so the stream tops up after every block.
+            let unbatched = submissions(4);
+            assert!(
+                unbatched.len() > batched.len() * 2,
+                "{method:?}: {unbatched:?}"
+            );
+        }
     }
 
     #[test]
