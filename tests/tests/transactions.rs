@@ -119,6 +119,43 @@ async fn readers_never_see_half_an_insert() {
     );
 }
 
+/// count(*) hands on a batch per 1 024 pages, and a batch without visible rows is not the
+/// end of the table: rows behind more than 1 024 pages of rolled-back ones are still counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_sees_rows_behind_many_pages_of_invisible_ones() {
+    let server = TestServer::start("txn-count-pages");
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "CREATE TABLE t(a int, b text); \
+             BEGIN; INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 200000) AS s(i); ROLLBACK",
+        )
+        .await
+        .unwrap();
+    let invisible_pages: i64 = client
+        .query_one("SELECT pg_relation_size('t') / 8192", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        invisible_pages > 1024,
+        "{invisible_pages} pages of rolled-back rows"
+    );
+    client
+        .batch_execute(
+            "INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 150000) AS s(i)",
+        )
+        .await
+        .unwrap();
+    assert_eq!(count(&client, "t").await, 150000);
+    let row = client
+        .query_one("SELECT sum(a)::int8, count(*) FROM t", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(1), 150000, "the decoding scan agrees");
+    assert_eq!(row.get::<_, i64>(0), 150000 * 150001 / 2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transaction_blocks_commit_and_roll_back() {
     let server = TestServer::start("txn-blocks");

@@ -167,6 +167,11 @@ pub struct HeapScanner {
 /// Rows per output batch (a batch is emitted at the first page boundary past this).
 pub const SCAN_BATCH_ROWS: usize = 8192;
 
+/// Pages per output batch of a scan that only counts rows (`count(*)`): such a batch is a
+/// number, so it can cover far more than `SCAN_BATCH_ROWS` rows; what bounds it is how often
+/// the scan checks for cancellation and hands work to the next operator (8 MiB of heap).
+const COUNT_BATCH_PAGES: usize = 1024;
+
 impl HeapScanner {
     /// A scan of `rel` reading through a sequential read stream set up by `stream_config`
     /// (and a bulk-read ring when the table exceeds a quarter of the pool); its I/O is
@@ -228,16 +233,27 @@ impl HeapScanner {
 
     /// The next batch of visible rows, or `None` at the end of the table.
     pub fn next_batch(&mut self) -> PgResult<Option<RecordBatch>> {
-        while self.rows.len() < SCAN_BATCH_ROWS {
+        let counts_only = self.rows.counts_only();
+        let mut pages = 0;
+        loop {
+            let full = if counts_only {
+                pages >= COUNT_BATCH_PAGES && !self.rows.is_empty()
+            } else {
+                self.rows.len() >= SCAN_BATCH_ROWS
+            };
+            if full {
+                break;
+            }
             let Some((buffer, ())) = self.stream.next_buffer()? else {
                 break;
             };
+            pages += 1;
             let blkno = buffer.blkno();
             let page = buffer.page();
             if page::page_is_new(&page) {
                 continue;
             }
-            if self.rows.counts_only() {
+            if counts_only {
                 // No column is wanted (count(*)): count the visible tuples, decode nothing.
                 let visibility = &mut self.visibility;
                 let visible = page::page_items(&page)
