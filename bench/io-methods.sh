@@ -14,6 +14,11 @@
 #   IOLAB_BIN [target/release/iolab]  BENCH_DIR [/var/tmp/iolab-io-bench]
 #   METHODS ["sync worker io_uring"]  MODES ["buffered direct"]  SHARED_BUFFERS [128MB]
 #   IOLAB_PORT [55441]  PG18_BENCH_PORT [5434]  NR_HUGEPAGES [shared_buffers/2MiB + 64]
+#   IOLAB_ARGS [""]                   more iolab server settings, e.g.
+#                                     "-c io_max_combine_limit=1MB -c io_combine_limit=1MB"
+#   PAIRED_FIO=1                      before every cold direct iolab run, one pass of the best
+#                                     fio configuration: "% fio" of each run against the
+#                                     device as it was a few seconds earlier
 #
 # Needs root (drop_caches, vm.nr_hugepages, which it restores), psql, a release build of
 # iolab (cargo build --release --bin iolab), optionally fio (apt-get install -y fio) and
@@ -33,7 +38,8 @@ ROWS="${ROWS:-60000000}"
 RUNS="${RUNS:-3}"
 DELAY="${DELAY:-15}"
 SKIP_PG18="${SKIP_PG18:-0}"; SKIP_FIO="${SKIP_FIO:-0}"; SKIP_EXPLAIN="${SKIP_EXPLAIN:-0}"
-SKIP_WARM="${SKIP_WARM:-0}"; SKIP_POOL="${SKIP_POOL:-0}"
+SKIP_WARM="${SKIP_WARM:-0}"; SKIP_POOL="${SKIP_POOL:-0}"; PAIRED_FIO="${PAIRED_FIO:-0}"
+IOLAB_ARGS="${IOLAB_ARGS:-}"
 IOLAB_BIN="${IOLAB_BIN:-target/release/iolab}"
 BENCH_DIR="${BENCH_DIR:-/var/tmp/iolab-io-bench}"
 METHODS="${METHODS:-sync worker io_uring}"
@@ -89,7 +95,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-declare -A TIMES NOTE REFUSED BYTES_OF
+declare -A TIMES NOTE REFUSED BYTES_OF PAIRED
 echo "system,config,io,phase,run,seconds,count,note,load1" > "$RUNS_CSV"
 : > "$EXPLAIN_TXT"
 
@@ -118,8 +124,8 @@ cfg_args() { # iolab config -> server args
 start_cfg() { # config -> 0 if running
   local sys m; sys="${1%%/*}"; m="$(echo "$1" | cut -d/ -f2)"
   if [ "$sys" = iolab ]; then
-    # shellcheck disable=SC2046
-    iolab_start "$1" $(cfg_args "$1")
+    # shellcheck disable=SC2046,SC2086
+    iolab_start "$1" $(cfg_args "$1") $IOLAB_ARGS
   else
     pg_start "-c io_method=$m"
   fi
@@ -293,6 +299,13 @@ for r in $(seq "$RUNS"); do
       continue
     fi
     [ -n "${NOTE[$cfg]:-}" ] || NOTE[$cfg]="$(effective "$cfg")"
+    paired=""
+    if [ "$PAIRED_FIO" = 1 ] && [ -n "$FIO_BEST_KEY" ] && [ "${cfg##*/}" = direct ]; then
+      # The device's rate drifts over minutes on this VM: measure it right before the run.
+      IFS=/ read -r _ mem bs qd <<<"$FIO_BEST_KEY"
+      paired="$(fio_run --bs="$bs" --direct=1 --ioengine=io_uring --iodepth="$qd" --iomem="$mem")"
+      paired="${paired%% *}"; [ "$paired" != ERR ] || paired=""
+    fi
     drop_caches; sleep "$DELAY"
     res="$(timed_count "$sys" 1 | tail -1)"
     [ "$r" != 1 ] || NOTE[$cfg]="${NOTE[$cfg]}; $(observe "$sys")"
@@ -306,9 +319,11 @@ for r in $(seq "$RUNS"); do
     secs="${res%% *}"; cnt="${res#* }"
     [ "$cnt" = "$ROWS" ] || NOTE[$cfg]="${NOTE[$cfg]}; count(*) returned $cnt, not $ROWS"
     TIMES[$cfg]="${TIMES[$cfg]:-} $secs"
-    echo "$sys,$cfg,${cfg##*/},cold,$r,$secs,$cnt,,$(loadnow)" >>"$RUNS_CSV"
-    printf "  [%d/%d] %-23s %8.3f s  %6.0f MB/s   %s\n" "$r" "$RUNS" "$cfg" "$secs" \
-      "$(awk -v b="${BYTES_OF[$sys]}" -v s="$secs" 'BEGIN{print b/s/1e6}')" "$( [ "$r" = 1 ] && echo "(${NOTE[$cfg]})")"
+    mbs="$(awk -v b="${BYTES_OF[$sys]}" -v s="$secs" 'BEGIN{printf "%.1f", b/s/1e6}')"
+    echo "$sys,$cfg,${cfg##*/},cold,$r,$secs,$cnt,${paired:+paired fio $paired MB/s},$(loadnow)" >>"$RUNS_CSV"
+    [ -z "$paired" ] || PAIRED[$cfg]="${PAIRED[$cfg]:-} $(awk -v a="$mbs" -v b="$paired" 'BEGIN{printf "%.3f", a/b}')"
+    printf "  [%d/%d] %-23s %8.3f s  %6.0f MB/s %s  %s\n" "$r" "$RUNS" "$cfg" "$secs" "$mbs" \
+      "${paired:+(fio just before: $paired MB/s)}" "$( [ "$r" = 1 ] && echo "(${NOTE[$cfg]})")"
   done
 done
 
@@ -447,6 +462,13 @@ for k in iolab/worker/os-cached pg18/worker/os-cached iolab/worker/pool-cached p
   IFS=/ read -r sys m phase <<<"$k"
   row "$sys" "$m $phase" buffered "$phase" "$k" "pg18/worker/$phase"
 done
+if [ "${#PAIRED[@]}" -gt 0 ]; then
+  echo
+  echo "paired with fio ($FIO_BEST_KEY) run just before each cold run: iolab MB/s / fio MB/s, median (min-max)" | tee -a "$TABLE_TXT"
+  for k in "${!PAIRED[@]}"; do
+    printf "  %-24s %s\n" "$k" "$(stats "${PAIRED[$k]}" | awk '{printf "%.2f (%.2f-%.2f)", $1, $2, $3}')"
+  done | sort | tee -a "$TABLE_TXT"
+fi
 echo
 echo "notes per configuration:"
 for k in "${!NOTE[@]}"; do echo "  $k: ${NOTE[$k]}"; done | sort
