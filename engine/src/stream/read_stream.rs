@@ -82,9 +82,10 @@
 //! cost one system call — and with O_DIRECT one device notification, a VM exit here — per
 //! read. So while reads are in flight the stream looks ahead only when there is room for a
 //! *refill batch* of `max_ios / 8` reads (1 to 8): that many free I/O slots, and that many
-//! shares of `distance / max_ios` blocks free within the distance. The device then sees between `max_ios − batch + 1` and `max_ios` reads, in return for up to `batch`
-//! times fewer submissions. With nothing in flight the stream always looks ahead, and `sync`
-//! (whose reads are executed one by one when needed) refills after every block, as before.
+//! shares of `distance / max_ios` blocks free within the distance. The device then sees
+//! between `max_ios − batch + 1` and `max_ios` reads, in return for up to `batch` times fewer
+//! submissions. With nothing in flight the stream always looks ahead, and `sync` (whose
+//! reads are executed one by one when needed) refills after every block, as before.
 //!
 //! # Invariants (asserted)
 //!
