@@ -74,7 +74,7 @@ pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
 
 impl Session {
     pub fn new(server: Arc<Server>, pid: i32, user: String, settings: SessionSettings) -> Session {
-        let df_state = base_state(&server.db);
+        let df_state = base_state(&server);
         Session {
             server,
             pid,
@@ -117,6 +117,28 @@ impl Session {
         let mut state = self.df_state.clone();
         crate::pgcatalog::register_functions(&mut state, &self.catalog_info());
         crate::sql::plan_statement(&state, stmt, param_types).await
+    }
+
+    /// The plan cache for a statement planned with `state`: the key's context is the
+    /// catalog names resolve in and the settings that read constants (see
+    /// `sql::plan_cache`).
+    fn plan_cache_use(&self, state: &SessionState) -> Option<sql::PlanCacheUse> {
+        let setting = |name: &str| self.settings.get(name).unwrap_or_default();
+        if setting("plan_cache_mode") == "force_custom_plan" {
+            return None;
+        }
+        let context = [
+            state.config_options().catalog.default_catalog.clone(),
+            setting("TimeZone"),
+            setting("DateStyle"),
+            setting("IntervalStyle"),
+            setting("search_path"),
+        ]
+        .join("\n");
+        Some(sql::PlanCacheUse {
+            cache: self.server.plan_cache.clone(),
+            context,
+        })
     }
 
     /// How this session reads and writes values as text.
@@ -263,6 +285,7 @@ impl Session {
         let run = StatementRun {
             db,
             ctx,
+            plan_cache: self.plan_cache_use(&state),
             state,
             text_format: self.text_format(),
             params,
@@ -436,7 +459,8 @@ fn first_words(sql: &str) -> String {
 }
 
 /// DataFusion's state for a new session: our catalog, PostgreSQL-like options.
-fn base_state(db: &Arc<Database>) -> SessionState {
+fn base_state(server: &Server) -> SessionState {
+    let db = &server.db;
     let mut config = SessionConfig::new()
         .with_default_catalog_and_schema(DATABASE, "public")
         .with_create_default_catalog_and_schema(false)
@@ -455,6 +479,14 @@ fn base_state(db: &Arc<Database>) -> SessionState {
             .register_schema("public", Arc::new(PublicSchema::new(db.clone(), with_ctid)))
             .expect("a new catalog accepts a schema");
         crate::pgcatalog::register_schemas(&catalog, db.clone());
+        let cached_plans = crate::pgcatalog::cached_plans::CachedPlansView {
+            cache: server.plan_cache.clone(),
+        };
+        catalog
+            .schema("pg_catalog")
+            .expect("registered above")
+            .register_table("pg_cached_plans".into(), Arc::new(cached_plans))
+            .expect("pg_catalog accepts views");
         state
             .catalog_list()
             .register_catalog(name.into(), Arc::new(catalog));
