@@ -119,26 +119,39 @@ impl Session {
         crate::sql::plan_statement(&state, stmt, param_types).await
     }
 
-    /// The plan cache for a statement planned with `state`: the key's context is the
-    /// catalog names resolve in and the settings that read constants (see
-    /// `sql::plan_cache`).
-    fn plan_cache_use(&self, state: &SessionState) -> Option<sql::PlanCacheUse> {
+    /// What the plan cache has for `parsed`, planned with `state` and `params` (see
+    /// `sql::plan_cache`): statements with parameters of their own, and every statement
+    /// of a session with `plan_cache_mode = force_custom_plan`, are planned afresh.
+    fn cached_plan(
+        &self,
+        parsed: &Parsed,
+        params: &Option<Vec<datafusion::scalar::ScalarValue>>,
+        state: &SessionState,
+    ) -> sql::CachedPlan {
         let setting = |name: &str| self.settings.get(name).unwrap_or_default();
-        if setting("plan_cache_mode") == "force_custom_plan" {
-            return None;
+        let Parsed::Sql(stmt) = parsed else {
+            return sql::CachedPlan::None;
+        };
+        if !matches!(**stmt, ast::Statement::Query(_))
+            || params.as_ref().is_some_and(|p| !p.is_empty())
+            || setting("plan_cache_mode") == "force_custom_plan"
+        {
+            return sql::CachedPlan::None;
         }
+        let options = state.config_options();
         let context = [
-            state.config_options().catalog.default_catalog.clone(),
+            options.catalog.default_catalog.clone(),
             setting("TimeZone"),
             setting("DateStyle"),
             setting("IntervalStyle"),
             setting("search_path"),
         ]
         .join("\n");
-        Some(sql::PlanCacheUse {
-            cache: self.server.plan_cache.clone(),
-            context,
-        })
+        let now_type = datafusion::arrow::datatypes::DataType::Timestamp(
+            datafusion::arrow::datatypes::TimeUnit::Nanosecond,
+            options.execution.time_zone.as_deref().map(Into::into),
+        );
+        sql::CachedPlan::lookup(&self.server.plan_cache, context, stmt, &now_type)
     }
 
     /// How this session reads and writes values as text.
@@ -278,14 +291,22 @@ impl Session {
         if mentions_ctid(parsed) {
             state.config_mut().options_mut().catalog.default_catalog = DATABASE_WITH_CTID.into();
         }
+        let cached = self.cached_plan(parsed, &params, &state);
+        if let sql::CachedPlan::Hit { .. } = cached {
+            // A cached plan reads statistics views only (in one partition) and calls none of
+            // the session's functions: they need not be registered.
+            state.config_mut().options_mut().execution.target_partitions = 1;
+        }
         let config = state.config_options().clone();
         state.execution_props_mut().mark_start_execution(config);
         let info = self.catalog_info();
-        crate::pgcatalog::register_functions(&mut state, &info);
+        if !matches!(cached, sql::CachedPlan::Hit { .. }) {
+            crate::pgcatalog::register_functions(&mut state, &info);
+        }
         let run = StatementRun {
             db,
             ctx,
-            plan_cache: self.plan_cache_use(&state),
+            cached,
             state,
             text_format: self.text_format(),
             params,

@@ -205,17 +205,57 @@ pub struct StatementRun {
     pub text_format: iolab_engine::values::TextFormat,
     /// Values of `$1`, `$2`… (extended protocol).
     pub params: Option<Vec<datafusion::scalar::ScalarValue>>,
-    /// The server's plan cache, unless the session plans every statement afresh
-    /// (`plan_cache_mode = force_custom_plan`).
-    pub plan_cache: Option<PlanCacheUse>,
+    /// What the plan cache has for this statement (see [`CachedPlan`]).
+    pub cached: CachedPlan,
 }
 
-/// The plan cache as one statement uses it.
-pub struct PlanCacheUse {
-    pub cache: Arc<plan_cache::PlanCache>,
-    /// The key's context (see `plan_cache`): the catalog names resolve in, the settings
-    /// that read constants.
-    pub context: String,
+/// What the plan cache has for a statement (a query over the statistics views, in a
+/// session that did not turn the cache off with `plan_cache_mode = force_custom_plan`).
+pub enum CachedPlan {
+    /// Not a statement the cache takes, or one found uncacheable: plan it as usual.
+    None,
+    /// A plan made earlier: bind `normal`'s parameters to it.
+    Hit {
+        plan: Arc<datafusion::logical_expr::LogicalPlan>,
+        normal: normalize::Normalized,
+    },
+    /// Plan `normal` and cache it as `key` (or remember it as uncacheable).
+    Miss {
+        cache: Arc<plan_cache::PlanCache>,
+        key: plan_cache::PlanKey,
+        normal: normalize::Normalized,
+    },
+}
+
+impl CachedPlan {
+    /// Looks `stmt` up in `cache`; `context` is the key's context (the catalog names
+    /// resolve in, the settings that read constants), `now_type` DataFusion's type of
+    /// `now()`.
+    pub fn lookup(
+        cache: &Arc<plan_cache::PlanCache>,
+        context: String,
+        stmt: &ast::Statement,
+        now_type: &datafusion::arrow::datatypes::DataType,
+    ) -> CachedPlan {
+        use plan_cache::{Lookup, PlanKey};
+        let Some(normal) = normalize::normalize(stmt) else {
+            return CachedPlan::None;
+        };
+        let key = PlanKey {
+            text: normal.text.clone(),
+            param_types: normal.types(now_type),
+            context,
+        };
+        match cache.get(&key) {
+            Lookup::Plan(plan) => CachedPlan::Hit { plan, normal },
+            Lookup::Uncacheable => CachedPlan::None,
+            Lookup::Missing => CachedPlan::Miss {
+                cache: cache.clone(),
+                key,
+                normal,
+            },
+        }
+    }
 }
 
 impl StatementRun {
@@ -230,7 +270,7 @@ impl StatementRun {
 
     /// Plans (or takes from the plan cache) and starts a query with DataFusion.
     pub async fn query_stream(&self, stmt: &ast::Statement) -> PgResult<SendableRecordBatchStream> {
-        let optimized = match self.cached_plan(stmt).await {
+        let optimized = match self.cached_plan().await {
             Some(plan) => plan,
             None => {
                 let plan = self.logical_plan(stmt).await?;
@@ -261,46 +301,30 @@ impl StatementRun {
         }
     }
 
-    /// The optimized plan of `stmt` with this statement's constants bound, from the plan
-    /// cache (planned and cached first if missing); `None` when the statement is not one
-    /// the cache takes, or the cache is off for it.
-    async fn cached_plan(
-        &self,
-        stmt: &ast::Statement,
-    ) -> Option<datafusion::logical_expr::LogicalPlan> {
-        use plan_cache::{Lookup, PlanKey};
-        let cache = self.plan_cache.as_ref()?;
-        if self.params.as_ref().is_some_and(|p| !p.is_empty()) {
-            return None;
-        }
-        let normal = normalize::normalize(stmt)?;
-        let now = self.now();
-        let param_types = normal.types(&now.data_type());
-        let key = PlanKey {
-            text: normal.text.clone(),
-            param_types: param_types.clone(),
-            context: cache.context.clone(),
-        };
-        let plan = match cache.cache.get(&key) {
-            Lookup::Plan(plan) => plan,
-            Lookup::Uncacheable => return None,
-            Lookup::Missing => {
-                let types: Vec<_> = param_types.into_iter().map(Some).collect();
+    /// The optimized plan of the statement with its constants bound, from the plan cache
+    /// (planned and cached first if missing); `None` when the cache has none for it.
+    async fn cached_plan(&self) -> Option<datafusion::logical_expr::LogicalPlan> {
+        let (plan, normal) = match &self.cached {
+            CachedPlan::None => return None,
+            CachedPlan::Hit { plan, normal } => (plan.clone(), normal),
+            CachedPlan::Miss { cache, key, normal } => {
+                let types: Vec<_> = key.param_types.iter().cloned().map(Some).collect();
                 let optimized = plan_statement(&self.state, &normal.statement, &types)
                     .await
                     .ok()
                     .filter(plan_cache::cacheable)
                     .and_then(|plan| self.state.optimize(&plan).ok())
                     .map(Arc::new);
-                cache.cache.insert(key, optimized.clone());
-                optimized?
+                cache.insert(key.clone(), optimized.clone());
+                (optimized?, normal)
             }
         };
+        let now = self.now();
         let values = normal
             .params
-            .into_iter()
+            .iter()
             .map(|p| match p {
-                normalize::Param::Constant(v) => v,
+                normalize::Param::Constant(v) => v.clone(),
                 normalize::Param::Now => now.clone(),
             })
             .collect();
@@ -342,7 +366,8 @@ impl StatementRun {
         plan: &datafusion::logical_expr::LogicalPlan,
     ) -> PgResult<Arc<dyn ExecutionPlan>> {
         let planner = self.state.query_planner();
-        let planned = if reads_only_in_memory_catalogs(plan) {
+        let one_partition = self.state.config().target_partitions() == 1;
+        let planned = if !one_partition && reads_only_in_memory_catalogs(plan) {
             let mut state = self.state.clone();
             state.config_mut().options_mut().execution.target_partitions = 1;
             planner.create_physical_plan(plan, &state).await
