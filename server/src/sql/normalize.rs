@@ -21,8 +21,8 @@
 //! Constants elsewhere (the select list, `GROUP BY 1`, `LIMIT`, function arguments such
 //! as `'1 hour'` in an interval, joins) stay in the text and so in the cache key: they can
 //! change a plan's shape or its column names, and dashboards do not vary them. Only
-//! queries over iolab's statistics views are normalized (see `plan_cache`); a statement
-//! that already has `$n` parameters is not.
+//! queries over iolab's statistics views (`pgcatalog::stat_views`) are normalized (see
+//! `plan_cache`); a statement that already has `$n` parameters is not.
 
 use std::ops::ControlFlow;
 
@@ -30,16 +30,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::scalar::ScalarValue;
 use datafusion::sql::sqlparser::ast::{self, BinaryOperator, Expr, Value};
 
-/// The statistics views whose rows are computed when a statement runs (see
-/// `pgcatalog::stat_views`): the only relations a normalized statement may read.
-pub const STATISTICS_VIEWS: [&str; 6] = [
-    "pg_stat_io",
-    "pg_aios",
-    "pg_stat_aio",
-    "pg_stat_activity",
-    "pg_stat_io_history",
-    "pg_stat_aio_history",
-];
+use crate::pgcatalog::stat_views::is_view_name;
 
 /// One parameter of a normalized statement.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,10 +76,11 @@ pub fn normalize(stmt: &ast::Statement) -> Option<Normalized> {
     let mut query = query.clone();
     let mut params = Vec::new();
     if let ast::SetExpr::Select(select) = query.body.as_mut() {
-        for clause in [&mut select.selection, &mut select.having] {
-            if let Some(e) = clause {
-                parameterize(e, &mut params);
-            }
+        for clause in [&mut select.selection, &mut select.having]
+            .into_iter()
+            .flatten()
+        {
+            parameterize(clause, &mut params);
         }
     }
     let statement = ast::Statement::Query(query);
@@ -112,8 +104,8 @@ fn reads_only_statistics_views(stmt: &ast::Statement) -> bool {
             .collect::<Option<_>>()
             .unwrap_or_default();
         let ok = match parts.as_slice() {
-            [view] => STATISTICS_VIEWS.contains(&view.as_str()),
-            [schema, view] => schema == "pg_catalog" && STATISTICS_VIEWS.contains(&view.as_str()),
+            [view] => is_view_name(view),
+            [schema, view] => schema == "pg_catalog" && is_view_name(view),
             _ => false,
         };
         if ok {

@@ -23,7 +23,7 @@
 //!   window) and makes the physical plan, which is where the views compute their rows:
 //!   a cached plan never holds statistics.
 //! - **What may be cached**: queries whose relations are all statistics views
-//!   (`normalize::STATISTICS_VIEWS`, rows computed at scan time from the database) and
+//!   (`pgcatalog::stat_views`, rows computed at scan time from the database) and
 //!   whose plan calls no function bound to a session (iolab's `current_setting`,
 //!   `pg_backend_pid`, … hold the statement's session and settings) nor a stable one
 //!   (DataFusion folds those when it optimizes: `now()` itself is a parameter, see
@@ -38,7 +38,7 @@
 //! - **Bound**: [`MAX_ENTRIES`] entries server-wide, least recently used evicted first
 //!   (found by a scan of the entries when one is added to a full cache); statements of
 //!   more than [`MAX_STATEMENT_BYTES`] are not cached. An entry is its key and a plan
-//!   over one to a few views, a few kB to tens of kB.
+//!   over one to a few views (estimated at a few kB to tens of kB; not measured).
 //! - **Switch**: `plan_cache_mode = force_custom_plan` plans every statement afresh, as it
 //!   makes PostgreSQL plan every execution of a prepared statement.
 //!
