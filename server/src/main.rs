@@ -208,6 +208,7 @@ fn run(cli: Cli) -> Result<(), String> {
             pids: Arc::new(RandomPidSecretKeyGenerator::default()),
             connection_count: AtomicUsize::new(0),
             password: cli.password.clone(),
+            plan_cache: Default::default(),
         });
         tracing::info!(
             "iolab {} listening on {addr}; data directory {}; shared_buffers {} ({} buffers)",

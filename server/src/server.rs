@@ -19,6 +19,8 @@ pub struct Server {
     pub connection_count: AtomicUsize,
     /// Password for SCRAM-SHA-256; `None` = trust connections from loopback.
     pub password: Option<String>,
+    /// Plans of statistics queries, shared by all sessions (see `sql::plan_cache`).
+    pub plan_cache: Arc<crate::sql::plan_cache::PlanCache>,
 }
 
 impl Server {

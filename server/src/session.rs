@@ -74,7 +74,7 @@ pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
 
 impl Session {
     pub fn new(server: Arc<Server>, pid: i32, user: String, settings: SessionSettings) -> Session {
-        let df_state = base_state(&server.db);
+        let df_state = base_state(&server);
         Session {
             server,
             pid,
@@ -117,6 +117,41 @@ impl Session {
         let mut state = self.df_state.clone();
         crate::pgcatalog::register_functions(&mut state, &self.catalog_info());
         crate::sql::plan_statement(&state, stmt, param_types).await
+    }
+
+    /// What the plan cache has for `parsed`, planned with `state` and `params` (see
+    /// `sql::plan_cache`): statements with parameters of their own, and every statement
+    /// of a session with `plan_cache_mode = force_custom_plan`, are planned afresh.
+    fn cached_plan(
+        &self,
+        parsed: &Parsed,
+        params: &Option<Vec<datafusion::scalar::ScalarValue>>,
+        state: &SessionState,
+    ) -> sql::CachedPlan {
+        let setting = |name: &str| self.settings.get(name).unwrap_or_default();
+        let Parsed::Sql(stmt) = parsed else {
+            return sql::CachedPlan::None;
+        };
+        if !matches!(**stmt, ast::Statement::Query(_))
+            || params.as_ref().is_some_and(|p| !p.is_empty())
+            || setting("plan_cache_mode") == "force_custom_plan"
+        {
+            return sql::CachedPlan::None;
+        }
+        let options = state.config_options();
+        let context = [
+            options.catalog.default_catalog.clone(),
+            setting("TimeZone"),
+            setting("DateStyle"),
+            setting("IntervalStyle"),
+            setting("search_path"),
+        ]
+        .join("\n");
+        let now_type = datafusion::arrow::datatypes::DataType::Timestamp(
+            datafusion::arrow::datatypes::TimeUnit::Nanosecond,
+            options.execution.time_zone.as_deref().map(Into::into),
+        );
+        sql::CachedPlan::lookup(&self.server.plan_cache, context, stmt, &now_type)
     }
 
     /// How this session reads and writes values as text.
@@ -256,13 +291,22 @@ impl Session {
         if mentions_ctid(parsed) {
             state.config_mut().options_mut().catalog.default_catalog = DATABASE_WITH_CTID.into();
         }
+        let cached = self.cached_plan(parsed, &params, &state);
+        if let sql::CachedPlan::Hit { .. } = cached {
+            // A cached plan reads statistics views only (in one partition) and calls none of
+            // the session's functions: they need not be registered.
+            state.config_mut().options_mut().execution.target_partitions = 1;
+        }
         let config = state.config_options().clone();
         state.execution_props_mut().mark_start_execution(config);
         let info = self.catalog_info();
-        crate::pgcatalog::register_functions(&mut state, &info);
+        if !matches!(cached, sql::CachedPlan::Hit { .. }) {
+            crate::pgcatalog::register_functions(&mut state, &info);
+        }
         let run = StatementRun {
             db,
             ctx,
+            cached,
             state,
             text_format: self.text_format(),
             params,
@@ -436,7 +480,8 @@ fn first_words(sql: &str) -> String {
 }
 
 /// DataFusion's state for a new session: our catalog, PostgreSQL-like options.
-fn base_state(db: &Arc<Database>) -> SessionState {
+fn base_state(server: &Server) -> SessionState {
+    let db = &server.db;
     let mut config = SessionConfig::new()
         .with_default_catalog_and_schema(DATABASE, "public")
         .with_create_default_catalog_and_schema(false)
@@ -455,6 +500,14 @@ fn base_state(db: &Arc<Database>) -> SessionState {
             .register_schema("public", Arc::new(PublicSchema::new(db.clone(), with_ctid)))
             .expect("a new catalog accepts a schema");
         crate::pgcatalog::register_schemas(&catalog, db.clone());
+        let cached_plans = crate::pgcatalog::cached_plans::CachedPlansView {
+            cache: server.plan_cache.clone(),
+        };
+        catalog
+            .schema("pg_catalog")
+            .expect("registered above")
+            .register_table("pg_cached_plans".into(), Arc::new(cached_plans))
+            .expect("pg_catalog accepts views");
         state
             .catalog_list()
             .register_catalog(name.into(), Arc::new(catalog));

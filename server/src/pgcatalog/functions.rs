@@ -103,6 +103,13 @@ impl Hash for PgFunction {
     }
 }
 
+/// Is `f` one of iolab's functions (bound to the session and statement that registered
+/// them)?
+pub fn is_session_function(f: &ScalarUDF) -> bool {
+    let implementation: &dyn std::any::Any = f.inner().as_ref();
+    implementation.is::<PgFunction>()
+}
+
 impl ScalarUDFImpl for PgFunction {
     fn name(&self) -> &str {
         self.name

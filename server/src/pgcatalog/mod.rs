@@ -31,6 +31,7 @@
 pub mod activity;
 pub mod batch;
 pub mod buffercache;
+pub mod cached_plans;
 pub mod functions;
 pub mod info_schema;
 pub mod oids;
@@ -161,6 +162,13 @@ pub fn is_in_memory_catalog(table: &dyn datafusion::catalog::TableProvider) -> b
     table.is::<MemTable>()
         || table.is::<stat_views::StatView>()
         || table.is::<pg_stats::PgStatsView>()
+        || table.is::<cached_plans::CachedPlansView>()
+}
+
+/// Is `table` one of the statistics views, whose rows depend only on the database and
+/// are computed when a statement scans them (what the plan cache may keep plans of)?
+pub fn is_statistics_view(table: &dyn datafusion::catalog::TableProvider) -> bool {
+    table.is::<stat_views::StatView>()
 }
 
 /// The shared state of the `pg_catalog` schema in `state`'s default catalog, if any.

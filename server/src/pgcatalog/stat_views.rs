@@ -118,6 +118,12 @@ impl Which {
     }
 }
 
+/// Is `name` one of the statistics views (whose rows are computed when a statement
+/// scans them)?
+pub fn is_view_name(name: &str) -> bool {
+    Which::VIEWS.iter().any(|(view, _)| *view == name)
+}
+
 /// A statistics view: its rows are computed when a statement scans it.
 pub(crate) struct StatView {
     which: Which,

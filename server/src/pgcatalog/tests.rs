@@ -746,3 +746,116 @@ async fn only_statements_over_in_memory_catalogs_are_planned_in_one_partition() 
         );
     }
 }
+
+/// The plan cache's path (`sql::plan_cache`): one plan made from the normalized panel
+/// query of one window, bound to the constants of other windows, hands the history view
+/// each window's bounds and returns each window's rows, as planning afresh does.
+#[tokio::test]
+async fn a_cached_plan_narrows_the_history_to_each_bound_window() {
+    use crate::sql::{bind, normalize, plan_cache, plan_statement};
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    use datafusion::sql::sqlparser::{dialect::PostgreSqlDialect, parser::Parser};
+    let f = fixture();
+    sampled_history(&f.db);
+    let (first, second) = {
+        let history = f.db.io_stats.history.lock();
+        let samples = history.as_ref().unwrap().samples();
+        (samples.front().unwrap().time, samples.back().unwrap().time)
+    };
+    // a third sample, 2 s after the second, with one more read
+    let mut pending = iolab_stats::PendingIoStats::new();
+    pending.count_op(
+        iolab_stats::IoObject::Relation,
+        iolab_stats::IoContext::Normal,
+        iolab_stats::IoOp::Read,
+        8192,
+        0,
+    );
+    f.db.io_stats
+        .flush(&mut pending, iolab_stats::BackendType::ClientBackend, 0);
+    let (io, aio) = f.db.io_stats.snapshots();
+    let third = second + chrono::Duration::seconds(2);
+    let none = [0; iolab_stats::BackendType::COUNT];
+    f.db.io_stats
+        .history
+        .lock()
+        .as_mut()
+        .unwrap()
+        .record(third, io, aio, &none);
+    let at =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let panel = |from: chrono::DateTime<chrono::Utc>, to: chrono::DateTime<chrono::Utc>| {
+        format!(
+            "SELECT count(DISTINCT time), sum(reads) FROM pg_stat_io_history WHERE time BETWEEN '{}' AND '{}'",
+            at(from),
+            at(to)
+        )
+    };
+    let normalized = |sql: &str| {
+        let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &rewrite_for_datafusion(sql))
+            .unwrap()
+            .remove(0);
+        normalize::normalize(&stmt).unwrap()
+    };
+    let later = panel(
+        second + chrono::Duration::seconds(1),
+        third + chrono::Duration::hours(1),
+    );
+    let earlier = panel(first - chrono::Duration::seconds(1), second);
+    let (a, b) = (normalized(&later), normalized(&earlier));
+    assert_eq!(a.text, b.text);
+    let types: Vec<_> = a
+        .types(&datafusion::arrow::datatypes::DataType::Null)
+        .into_iter()
+        .map(Some)
+        .collect();
+    let plan = plan_statement(&f.state, &a.statement, &types)
+        .await
+        .unwrap();
+    assert!(plan_cache::cacheable(&plan));
+    let cached = Arc::new(f.state.optimize(&plan).unwrap());
+    let mut results = Vec::new();
+    for (sql, normal, from) in [
+        (&later, a, second + chrono::Duration::seconds(1)),
+        (&earlier, b, first - chrono::Duration::seconds(1)),
+    ] {
+        let values = normal
+            .params
+            .iter()
+            .map(|p| match p {
+                normalize::Param::Constant(v) => v.clone(),
+                normalize::Param::Now => unreachable!(),
+            })
+            .collect();
+        let bound = bind(&f.state, cached.clone(), values).unwrap();
+        let mut range = None;
+        bound
+            .apply(|node| {
+                if let datafusion::logical_expr::LogicalPlan::TableScan(scan) = node {
+                    range = Some(time_range::TimeRange::of_filters(&scan.filters));
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+            .unwrap();
+        assert_eq!(
+            range.unwrap().from_us,
+            Some(from.timestamp_micros()),
+            "{sql}: the view gets the new window"
+        );
+        let physical = f
+            .state
+            .query_planner()
+            .create_physical_plan(&bound, &f.state)
+            .await
+            .unwrap();
+        let batches = datafusion::physical_plan::collect(physical, f.state.task_ctx())
+            .await
+            .unwrap();
+        let cached_rows = to_text(&batches);
+        assert_eq!(cached_rows, f.rows(sql).await, "{sql}: as planned afresh");
+        results.push(cached_rows);
+    }
+    assert_eq!(results[0], vec![row(&["1", "1"])], "the third sample");
+    assert_eq!(results[1][0][1], "4", "the first two samples");
+}

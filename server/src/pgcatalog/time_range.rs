@@ -17,6 +17,7 @@
 //!
 //! [`TableProvider::supports_filters_pushdown`]: datafusion::catalog::TableProvider::supports_filters_pushdown
 
+use datafusion::common::tree_node::TreeNode;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
 use datafusion::scalar::ScalarValue;
 
@@ -43,9 +44,10 @@ impl TimeRange {
         range
     }
 
-    /// Can DataFusion hand `filter` to a history view? (It narrows the range.)
+    /// Can DataFusion hand `filter` to a history view? (It narrows the range, or will
+    /// once the statement's parameters are bound.)
     pub fn understands(filter: &Expr) -> bool {
-        range_of(filter).is_some()
+        range_of(filter).is_some() || compares_time_with_parameters(filter)
     }
 
     pub fn contains(&self, us: i64) -> bool {
@@ -102,6 +104,42 @@ fn range_of(filter: &Expr) -> Option<TimeRange> {
         }),
         _ => None,
     }
+}
+
+/// Does `filter` compare `time` with an expression of `$n` parameters? A cached plan
+/// (`sql::plan_cache`) has those where the statement had constants; each run binds
+/// and folds them into the constants [`range_of`] reads.
+fn compares_time_with_parameters(filter: &Expr) -> bool {
+    let comparable = |e: &Expr| micros(e).is_some() || is_parameter_expression(e);
+    match filter {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            matches!(
+                op,
+                Operator::Gt | Operator::GtEq | Operator::Lt | Operator::LtEq | Operator::Eq
+            ) && ((is_time(left) && is_parameter_expression(right))
+                || (is_time(right) && is_parameter_expression(left)))
+        }
+        Expr::Between(Between {
+            expr,
+            negated: false,
+            low,
+            high,
+        }) => {
+            is_time(expr)
+                && comparable(low)
+                && comparable(high)
+                && (is_parameter_expression(low) || is_parameter_expression(high))
+        }
+        _ => false,
+    }
+}
+
+/// An expression of parameters and constants, without columns.
+fn is_parameter_expression(e: &Expr) -> bool {
+    let has_parameter = e
+        .exists(|x| Ok(matches!(x, Expr::Placeholder(_))))
+        .unwrap_or(false);
+    has_parameter && !e.any_column_refs()
 }
 
 /// Is `e` the `time` column, perhaps cast to another timestamp type?
@@ -190,5 +228,25 @@ mod tests {
         ];
         assert_eq!(TimeRange::of_filters(&filters), TimeRange::default());
         assert!(filters.iter().all(|f| !TimeRange::understands(f)));
+    }
+
+    #[test]
+    fn comparisons_with_parameters_are_taken_for_later() {
+        use datafusion::logical_expr::placeholder;
+        let p = |n: &str| placeholder(n);
+        assert!(TimeRange::understands(&col("time").gt_eq(p("$1"))));
+        assert!(TimeRange::understands(
+            &col("time").between(p("$1"), at_us(9))
+        ));
+        assert!(TimeRange::understands(&p("$2").lt(col("time"))));
+        assert!(!TimeRange::understands(
+            &col("time").gt(p("$1") + col("reads"))
+        ));
+        assert!(!TimeRange::understands(&col("reads").gt(p("$1"))));
+        // Unbound, they do not narrow anything.
+        assert_eq!(
+            TimeRange::of_filters(&[col("time").gt_eq(p("$1"))]),
+            TimeRange::default()
+        );
     }
 }

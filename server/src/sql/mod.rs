@@ -9,7 +9,9 @@
 //!   heap tables, with a [`StatementContext`] attached so the scans know the statement's
 //!   snapshot, transaction, cancel flag and I/O counters;
 //! - EXPLAIN plans its statement the same way (and with ANALYZE runs it), then prints the
-//!   plan in PostgreSQL's layout (`crate::explain`).
+//!   plan in PostgreSQL's layout (`crate::explain`);
+//! - a query over the statistics views reuses the optimized plan of an earlier statement
+//!   that differed from it only in its filters' constants (`plan_cache`, `normalize`).
 //!
 //! Every statement runs in a transaction: its own (autocommit) or the session's open
 //! transaction block. A statement that writes gets a transaction id; it commits when
@@ -20,7 +22,9 @@
 pub mod colnames;
 pub mod ddl;
 pub mod insert;
+pub mod normalize;
 pub mod params;
+pub mod plan_cache;
 pub mod split;
 pub mod vacuum;
 
@@ -201,6 +205,57 @@ pub struct StatementRun {
     pub text_format: iolab_engine::values::TextFormat,
     /// Values of `$1`, `$2`… (extended protocol).
     pub params: Option<Vec<datafusion::scalar::ScalarValue>>,
+    /// What the plan cache has for this statement (see [`CachedPlan`]).
+    pub cached: CachedPlan,
+}
+
+/// What the plan cache has for a statement (a query over the statistics views, in a
+/// session that did not turn the cache off with `plan_cache_mode = force_custom_plan`).
+pub enum CachedPlan {
+    /// Not a statement the cache takes, or one found uncacheable: plan it as usual.
+    None,
+    /// A plan made earlier: bind `normal`'s parameters to it.
+    Hit {
+        plan: Arc<datafusion::logical_expr::LogicalPlan>,
+        normal: normalize::Normalized,
+    },
+    /// Plan `normal` and cache it as `key` (or remember it as uncacheable).
+    Miss {
+        cache: Arc<plan_cache::PlanCache>,
+        key: plan_cache::PlanKey,
+        normal: normalize::Normalized,
+    },
+}
+
+impl CachedPlan {
+    /// Looks `stmt` up in `cache`; `context` is the key's context (the catalog names
+    /// resolve in, the settings that read constants), `now_type` DataFusion's type of
+    /// `now()`.
+    pub fn lookup(
+        cache: &Arc<plan_cache::PlanCache>,
+        context: String,
+        stmt: &ast::Statement,
+        now_type: &datafusion::arrow::datatypes::DataType,
+    ) -> CachedPlan {
+        use plan_cache::{Lookup, PlanKey};
+        let Some(normal) = normalize::normalize(stmt) else {
+            return CachedPlan::None;
+        };
+        let key = PlanKey {
+            text: normal.text.clone(),
+            param_types: normal.types(now_type),
+            context,
+        };
+        match cache.get(&key) {
+            Lookup::Plan(plan) => CachedPlan::Hit { plan, normal },
+            Lookup::Uncacheable => CachedPlan::None,
+            Lookup::Missing => CachedPlan::Miss {
+                cache: cache.clone(),
+                key,
+                normal,
+            },
+        }
+    }
 }
 
 impl StatementRun {
@@ -213,10 +268,18 @@ impl StatementRun {
         Ok(self.ctx.xid)
     }
 
-    /// Plans and starts a query with DataFusion.
+    /// Plans (or takes from the plan cache) and starts a query with DataFusion.
     pub async fn query_stream(&self, stmt: &ast::Statement) -> PgResult<SendableRecordBatchStream> {
-        let plan = self.logical_plan(stmt).await?;
-        self.execute_plan(plan).await
+        let optimized = match self.cached_plan().await {
+            Some(plan) => plan,
+            None => {
+                let plan = self.logical_plan(stmt).await?;
+                self.state.optimize(&plan).map_err(from_datafusion)?
+            }
+        };
+        let physical = self.physical_plan_of_optimized(&optimized).await?;
+        datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
+            .map_err(from_datafusion)
     }
 
     pub async fn logical_plan(
@@ -238,32 +301,102 @@ impl StatementRun {
         }
     }
 
-    pub async fn execute_plan(
-        &self,
-        plan: datafusion::logical_expr::LogicalPlan,
-    ) -> PgResult<SendableRecordBatchStream> {
-        let physical = self.physical_plan(&plan).await?;
-        datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
-            .map_err(from_datafusion)
+    /// The optimized plan of the statement with its constants bound, from the plan cache
+    /// (planned and cached first if missing); `None` when the cache has none for it.
+    async fn cached_plan(&self) -> Option<datafusion::logical_expr::LogicalPlan> {
+        let (plan, normal) = match &self.cached {
+            CachedPlan::None => return None,
+            CachedPlan::Hit { plan, normal } => (plan.clone(), normal),
+            CachedPlan::Miss { cache, key, normal } => {
+                let types: Vec<_> = key.param_types.iter().cloned().map(Some).collect();
+                let optimized = plan_statement(&self.state, &normal.statement, &types)
+                    .await
+                    .ok()
+                    .filter(plan_cache::cacheable)
+                    .and_then(|plan| self.state.optimize(&plan).ok())
+                    .map(Arc::new);
+                cache.insert(key.clone(), optimized.clone());
+                (optimized?, normal)
+            }
+        };
+        let now = self.now();
+        let values = normal
+            .params
+            .iter()
+            .map(|p| match p {
+                normalize::Param::Constant(v) => v.clone(),
+                normalize::Param::Now => now.clone(),
+            })
+            .collect();
+        match bind(&self.state, plan, values) {
+            Ok(plan) => Some(plan),
+            Err(e) => {
+                tracing::warn!("a cached plan did not take its parameters ({e}); planning afresh");
+                None
+            }
+        }
     }
 
-    /// DataFusion's physical plan of `plan`. A statement that reads only catalogs and
-    /// statistics views — at most tens of thousands of rows, already in memory — is
-    /// planned in one partition: splitting those rows over the CPUs (repartitions,
-    /// partial and final aggregates, merges) costs more to plan and run than it saves.
+    /// What `now()` is in this statement: its start, in DataFusion's type for `now()`.
+    fn now(&self) -> datafusion::scalar::ScalarValue {
+        let started = self.state.execution_props().query_execution_start_time;
+        let zone = self.state.config_options().execution.time_zone.clone();
+        datafusion::scalar::ScalarValue::TimestampNanosecond(
+            started.and_then(|t| t.timestamp_nanos_opt()),
+            zone.map(Into::into),
+        )
+    }
+
+    /// DataFusion's physical plan of `plan` (optimized first).
     pub async fn physical_plan(
         &self,
         plan: &datafusion::logical_expr::LogicalPlan,
     ) -> PgResult<Arc<dyn ExecutionPlan>> {
-        let planned = if reads_only_in_memory_catalogs(plan) {
+        let optimized = self.state.optimize(plan).map_err(from_datafusion)?;
+        self.physical_plan_of_optimized(&optimized).await
+    }
+
+    /// DataFusion's physical plan of an optimized `plan`. A statement that reads only
+    /// catalogs and statistics views — at most tens of thousands of rows, already in
+    /// memory — is planned in one partition: splitting those rows over the CPUs
+    /// (repartitions, partial and final aggregates, merges) costs more to plan and run
+    /// than it saves.
+    async fn physical_plan_of_optimized(
+        &self,
+        plan: &datafusion::logical_expr::LogicalPlan,
+    ) -> PgResult<Arc<dyn ExecutionPlan>> {
+        let planner = self.state.query_planner();
+        let one_partition = self.state.config().target_partitions() == 1;
+        let planned = if !one_partition && reads_only_in_memory_catalogs(plan) {
             let mut state = self.state.clone();
             state.config_mut().options_mut().execution.target_partitions = 1;
-            state.create_physical_plan(plan).await
+            planner.create_physical_plan(plan, &state).await
         } else {
-            self.state.create_physical_plan(plan).await
+            planner.create_physical_plan(plan, &self.state).await
         };
         planned.map_err(from_datafusion)
     }
+}
+
+/// A cached plan with `values` for its `$n`, its constants folded again (casts of the
+/// new values, `now()`), so that scans see the filters' constants (see `time_range`).
+pub(crate) fn bind(
+    state: &SessionState,
+    plan: Arc<datafusion::logical_expr::LogicalPlan>,
+    values: Vec<datafusion::scalar::ScalarValue>,
+) -> datafusion::error::Result<datafusion::logical_expr::LogicalPlan> {
+    use datafusion::optimizer::simplify_expressions::SimplifyExpressions;
+    use datafusion::optimizer::Optimizer;
+    let plan = Arc::unwrap_or_clone(plan);
+    if values.is_empty() {
+        return Ok(plan);
+    }
+    let bound = plan.with_param_values(values)?;
+    Optimizer::with_rules(vec![Arc::new(SimplifyExpressions::new())]).optimize(
+        bound,
+        state,
+        |_, _| {},
+    )
 }
 
 /// Does `plan` (subqueries included) scan tables, and only catalogs and statistics views?

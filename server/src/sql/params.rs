@@ -55,8 +55,13 @@ fn sql_type(dt: &DataType) -> Option<ast::DataType> {
             ast::DataType::Numeric(ExactNumberInfo::PrecisionAndScale(*p as u64, *s as i64))
         }
         DataType::Date32 => ast::DataType::Date,
-        DataType::Timestamp(TimeUnit::Microsecond, zone) => ast::DataType::Timestamp(
-            Some(6),
+        DataType::Timestamp(unit, zone) => ast::DataType::Timestamp(
+            Some(match unit {
+                TimeUnit::Second => 0,
+                TimeUnit::Millisecond => 3,
+                TimeUnit::Microsecond => 6,
+                TimeUnit::Nanosecond => 9,
+            }),
             if zone.is_some() {
                 TimezoneInfo::WithTimeZone
             } else {
