@@ -272,7 +272,7 @@ impl IndexJob {
             {
                 let page = buffer.page();
                 if let Some(t) = page::page_item(&page, off) {
-                    if visibility.visible(tuple::xmin(t), tuple::cid(t), tuple::xmax(t)) {
+                    if tuple::is_visible(t, &mut visibility) {
                         self.rows.push(t, blkno, off)?;
                     }
                 }

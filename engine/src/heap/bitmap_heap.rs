@@ -200,10 +200,7 @@ impl BitmapHeapScanner {
         let Some(t) = page::page_item(page, off) else {
             return Ok(()); // no tuple (an offset past the end, or not a normal line pointer)
         };
-        if !self
-            .visibility
-            .visible(tuple::xmin(t), tuple::cid(t), tuple::xmax(t))
-        {
+        if !tuple::is_visible(t, &mut self.visibility) {
             return Ok(());
         }
         if recheck {

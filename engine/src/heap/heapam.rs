@@ -257,18 +257,13 @@ impl HeapScanner {
                 // No column is wanted (count(*)): count the visible tuples, decode nothing.
                 let visibility = &mut self.visibility;
                 let visible = page::page_items(&page)
-                    .filter(|(_, t)| {
-                        visibility.visible(tuple::xmin(t), tuple::cid(t), tuple::xmax(t))
-                    })
+                    .filter(|(_, t)| tuple::is_visible(t, visibility))
                     .count();
                 self.rows.push_count(visible);
                 continue;
             }
             for (off, t) in page::page_items(&page) {
-                if self
-                    .visibility
-                    .visible(tuple::xmin(t), tuple::cid(t), tuple::xmax(t))
-                {
+                if tuple::is_visible(t, &mut self.visibility) {
                     self.rows.push(t, blkno, off)?;
                 }
             }

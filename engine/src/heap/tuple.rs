@@ -37,6 +37,8 @@
 
 use iolab_catalog::{sqlstate, PgError};
 
+use crate::txn::snapshot::VisibilityChecker;
+
 /// Size of the fixed tuple header (`SizeofHeapTupleHeader`); the null bitmap follows it.
 pub const HEAP_TUPLE_HEADER_SIZE: usize = 23;
 /// Alignment of tuples on a page and of `t_hoff` (PostgreSQL's `MAXIMUM_ALIGNOF` on 64-bit).
@@ -261,6 +263,12 @@ pub fn xmax(tuple: &[u8]) -> u32 {
 #[inline]
 pub fn cid(tuple: &[u8]) -> u32 {
     get_u32(tuple, CID_AT)
+}
+
+/// Whether `tuple` is visible to `checker`'s snapshot, judged by its header.
+#[inline]
+pub fn is_visible(tuple: &[u8], checker: &mut VisibilityChecker) -> bool {
+    checker.visible(xmin(tuple), cid(tuple), xmax(tuple))
 }
 
 /// `t_ctid`: this tuple's own id, or its newer version's after an UPDATE.
