@@ -247,6 +247,11 @@ if [ "$SKIP_FIO" != 1 ]; then
       || { echo "ERR $(echo "$out" | tail -1 | cut -c1-100)"; return; }
     echo "$out" | awk -F';' '$1==3 {if ($5 != 0) print "ERR fio error " $5; else printf "%.1f %.3f\n", $6*1.024/$9, $9/1000}'
   }
+  fio_direct() { # key (direct/MEM/BS/QD) -> what fio_run prints
+    local mem bs qd
+    IFS=/ read -r _ mem bs qd <<<"$1"
+    fio_run --bs="$bs" --direct=1 --ioengine=io_uring --iodepth="$qd" --iomem="$mem"
+  }
   for mem in malloc shmhuge; do
     for bs in 128k 1m; do
       for qd in 8 32; do FIO_KEYS+=("direct/$mem/$bs/$qd"); done
@@ -256,9 +261,9 @@ if [ "$SKIP_FIO" != 1 ]; then
   declare -A FIO_ALL
   for r in $(seq "$RUNS"); do
     for k in "${FIO_KEYS[@]}"; do
-      IFS=/ read -r io mem bs qd <<<"$k"
+      io="${k%%/*}"
       if [ "$io" = direct ]; then
-        res="$(fio_run --bs="$bs" --direct=1 --ioengine=io_uring --iodepth="$qd" --iomem="$mem")"
+        res="$(fio_direct "$k")"
       else
         drop_caches; sleep "$DELAY"
         res="$(fio_run --bs=8k --direct=0 --ioengine=psync)"
@@ -302,8 +307,7 @@ for r in $(seq "$RUNS"); do
     paired=""
     if [ "$PAIRED_FIO" = 1 ] && [ -n "$FIO_BEST_KEY" ] && [ "${cfg##*/}" = direct ]; then
       # The device's rate drifts over minutes on this VM: measure it right before the run.
-      IFS=/ read -r _ mem bs qd <<<"$FIO_BEST_KEY"
-      paired="$(fio_run --bs="$bs" --direct=1 --ioengine=io_uring --iodepth="$qd" --iomem="$mem")"
+      paired="$(fio_direct "$FIO_BEST_KEY")"
       paired="${paired%% *}"; [ "$paired" != ERR ] || paired=""
     fi
     drop_caches; sleep "$DELAY"
