@@ -292,15 +292,16 @@ impl Session {
             state.config_mut().options_mut().catalog.default_catalog = DATABASE_WITH_CTID.into();
         }
         let cached = self.cached_plan(parsed, &params, &state);
-        if let sql::CachedPlan::Hit { .. } = cached {
-            // A cached plan reads statistics views only (in one partition) and calls none of
-            // the session's functions: they need not be registered.
+        // A cached plan reads statistics views only (in one partition) and calls none of the
+        // session's functions: they need not be registered.
+        let hit = matches!(cached, sql::CachedPlan::Hit { .. });
+        if hit {
             state.config_mut().options_mut().execution.target_partitions = 1;
         }
         let config = state.config_options().clone();
         state.execution_props_mut().mark_start_execution(config);
         let info = self.catalog_info();
-        if !matches!(cached, sql::CachedPlan::Hit { .. }) {
+        if !hit {
             crate::pgcatalog::register_functions(&mut state, &info);
         }
         let run = StatementRun {
