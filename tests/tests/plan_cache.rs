@@ -40,18 +40,29 @@ async fn scan(client: &Client) {
     assert_eq!(int(client, "SELECT count(*) FROM t").await, 20000);
 }
 
-/// `generic_plans` of the cached plans whose statement ends with `tail` (one must).
-async fn reuses(client: &Client, tail: &str) -> i64 {
+/// A column of the cached plan whose statement ends with `tail` (one must).
+async fn cached(client: &Client, column: &str, tail: &str) -> String {
     let r = rows(
         client,
         &format!(
-            "SELECT generic_plans FROM pg_cached_plans WHERE statement LIKE '%{}'",
+            "SELECT {column} FROM pg_cached_plans WHERE statement LIKE '%{}'",
             tail.replace('\'', "''")
         ),
     )
     .await;
     assert_eq!(r.len(), 1, "one cached plan ends with {tail}: {r:?}");
-    r[0][0].as_deref().unwrap().parse().unwrap()
+    r[0][0].clone().unwrap()
+}
+
+/// `generic_plans` of the cached plan whose statement ends with `tail`.
+async fn reuses(client: &Client, tail: &str) -> i64 {
+    cached(client, "generic_plans", tail).await.parse().unwrap()
+}
+
+/// Do the runs of the cached plan whose statement ends with `tail` reuse its physical
+/// plan too (`generic_physical_plan`)?
+async fn reuses_physical_plan(client: &Client, tail: &str) -> bool {
+    cached(client, "generic_physical_plan", tail).await == "t"
 }
 
 /// The column names of the first row `sql` returns (simple protocol).
@@ -94,6 +105,7 @@ async fn statistics_queries_reuse_one_plan_and_see_their_own_values() {
         "reads {before} then {after}: the scan's reads are seen"
     );
     assert_eq!(reuses(&client, tail).await, 1);
+    assert!(reuses_physical_plan(&client, tail).await);
     let types = rows(
         &client,
         &format!("SELECT parameter_types FROM pg_cached_plans WHERE statement LIKE '%{tail}'"),
@@ -152,6 +164,27 @@ async fn statistics_queries_reuse_one_plan_and_see_their_own_values() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(int(&client, started_before_now).await, sessions + 1);
     assert_eq!(reuses(&client, now_tail).await, 1);
+    assert!(reuses_physical_plan(&client, now_tail).await);
+
+    // a constant the physical plan cannot take as a parameter (a join's condition, here)
+    // leaves only the logical plan cached; the rows are still planning afresh's
+    let join = |n: i64| {
+        format!(
+            "SELECT count(*) FROM pg_stat_io i JOIN pg_stat_aio a ON i.backend_type = a.backend_type \
+             WHERE i.reads > {n} OR a.ios > {n}"
+        )
+    };
+    let join_tail = "WHERE i.reads > $1 OR a.ios > $2";
+    for n in [0, 1, 1_000_000_000] {
+        assert_eq!(
+            int(&client, &join(n)).await,
+            int(&custom, &join(n)).await,
+            "{}",
+            join(n)
+        );
+    }
+    assert_eq!(reuses(&client, join_tail).await, 2);
+    assert!(!reuses_physical_plan(&client, join_tail).await);
 
     // the extended protocol (binary results) takes the same plan
     let row = client
@@ -212,11 +245,9 @@ async fn a_cached_panel_query_reads_each_new_window() {
         let fresh = custom.query_one(sql.as_str(), &[]).await.unwrap();
         assert_eq!(fresh.get::<_, i64>(3), reads, "{sql}, planned afresh");
     }
-    assert_eq!(
-        reuses(&client, "pg_stat_io_history WHERE time BETWEEN $1 AND $2").await,
-        2,
-        "three windows, one plan"
-    );
+    let tail = "pg_stat_io_history WHERE time BETWEEN $1 AND $2";
+    assert_eq!(reuses(&client, tail).await, 2, "three windows, one plan");
+    assert!(reuses_physical_plan(&client, tail).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -244,6 +244,16 @@ pub fn values(p: &CostParams, rows: usize, width: i64) -> Costs {
     }
 }
 
+/// Function Scan of a set-returning function estimated at `rows` rows.
+pub fn function_scan(p: &CostParams, rows: f64, width: i64) -> Costs {
+    Costs {
+        startup: 0.0,
+        total: p.cpu_tuple_cost * rows,
+        rows,
+        width,
+    }
+}
+
 /// Result (a row without a table).
 pub fn result(p: &CostParams, rows: f64, width: i64) -> Costs {
     Costs {

@@ -19,6 +19,7 @@
 //! | `SortMergeJoinExec`                          | `Merge Join` with `Merge Cond:` |
 //! | `UnionExec`, `InterleaveExec`                | `Append` |
 //! | VALUES (`DataSourceExec` over memory)        | `Values Scan on "*VALUES*"` (one row: `Result`) |
+//! | `ViewScanExec` (a statistics view)           | `Function Scan on pg_stat_get_io b`, as PostgreSQL's views over their functions |
 //! | `PlaceholderRowExec` / `EmptyExec`           | `Result` (`One-Time Filter: false`) |
 //! | `WindowAggExec`, `BoundedWindowAggExec`      | `WindowAgg` |
 //! | `ProjectionExec`, `CoalesceBatchesExec`, `RepartitionExec`, `CoalescePartitionsExec`, `SortPreservingMergeExec`, `LocalLimitExec`, `CooperativeExec` | not shown |
@@ -83,6 +84,7 @@ use crate::explain::node::{
     Actual, Buffers, Child, Costs, Detail, IndexTarget, PlanNode, Relation,
 };
 use crate::explain::options::ExplainOptions;
+use crate::pgcatalog::view_scan::ViewScanExec;
 
 /// What the mapping needs besides the plan.
 pub struct Mapper<'a> {
@@ -638,6 +640,24 @@ impl<'a> Mapper<'a> {
                         node,
                     })
                     .collect(),
+                ..Default::default()
+            };
+            return self.finish(node, Buffers::default());
+        }
+
+        if let Some(view) = inner.downcast_ref::<ViewScanExec>() {
+            let (function, alias, rows) = view.function_scan();
+            let node = PlanNode {
+                node_type: "Function Scan".into(),
+                text_name: "Function Scan".into(),
+                relation: Some(Relation {
+                    object_tag: Some("Function Name"),
+                    object_name: Some(function.into()),
+                    schema: self.opts.verbose.then(|| "pg_catalog".into()),
+                    alias: alias.into(),
+                }),
+                costs: with_costs(costs::function_scan(p, rows, width)),
+                actual,
                 ..Default::default()
             };
             return self.finish(node, Buffers::default());

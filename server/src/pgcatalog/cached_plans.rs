@@ -1,7 +1,9 @@
 //! `pg_cached_plans`: the server's plan cache (see `sql::plan_cache`), one row per
 //! cached plan, shaped after PostgreSQL's `pg_prepared_statements`: the normalized
 //! statement, its parameters' types, when it was planned, and `generic_plans`, the runs
-//! that reused the plan. Computed when a statement scans it.
+//! that reused the plan; then iolab's `generic_physical_plan`: whether the runs reuse
+//! the physical plan too (`sql::generic_plan`) rather than only the logical one.
+//! Computed when a statement scans it.
 
 use std::sync::{Arc, LazyLock};
 
@@ -20,7 +22,8 @@ use crate::sql::plan_cache::PlanCache;
 static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     schema_of(&parse_columns(
         "statement text, parameter_types text[], prepare_time timestamp with time zone, \
-         generic_plans bigint, last_used timestamp with time zone",
+         generic_plans bigint, last_used timestamp with time zone, \
+         generic_physical_plan boolean",
     ))
 });
 
@@ -69,6 +72,7 @@ impl TableProvider for CachedPlansView {
                     V::Int(r.prepare_time_us),
                     V::Int(r.generic_plans),
                     V::Int(r.last_used_us),
+                    V::Bool(r.generic_physical_plan),
                 ]
             })
             .collect();

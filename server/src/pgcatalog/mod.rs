@@ -44,6 +44,7 @@ pub mod stat_views;
 pub mod tables;
 pub mod time_range;
 pub mod types;
+pub mod view_scan;
 
 use std::sync::Arc;
 

@@ -42,6 +42,7 @@ use super::batch::V;
 use super::functions::{def, ints, per_row, pg, texts, Def};
 use super::tables::CatalogSchema;
 use super::time_range::TimeRange;
+use super::view_scan::ViewScanExec;
 use super::{activity, stat_aio};
 
 /// PostgreSQL 18's targets of `pg_stat_reset_shared`, in its hint's order. Only `io`
@@ -60,7 +61,7 @@ const RESET_TARGETS: [&str; 7] = [
 
 /// Which view a [`StatView`] computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Which {
+pub(super) enum Which {
     Io,
     Aios,
     Aio,
@@ -79,7 +80,15 @@ impl Which {
         ("pg_stat_aio_history", Which::AioHistory),
     ];
 
-    fn schema(self) -> SchemaRef {
+    pub(super) fn name(self) -> &'static str {
+        Which::VIEWS
+            .iter()
+            .find(|(_, which)| *which == self)
+            .map(|(name, _)| *name)
+            .expect("every view is listed")
+    }
+
+    pub(super) fn schema(self) -> SchemaRef {
         match self {
             Which::Io => views::pg_stat_io_schema(),
             Which::Aios => views::pg_aios_schema(),
@@ -96,7 +105,7 @@ impl Which {
 
     /// The view's rows now, only the columns `projection` (all when `None`); of a
     /// history, only the samples in `range`.
-    fn batch(
+    pub(super) fn batch(
         self,
         db: &Database,
         projection: Option<&[usize]>,
@@ -164,20 +173,21 @@ impl TableProvider for StatView {
             .collect())
     }
 
+    /// The rows are computed when the plan runs (see `view_scan`). A `limit` is left to
+    /// the plan above, which DataFusion keeps.
     async fn scan(
         &self,
-        state: &dyn Session,
+        _state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
-        limit: Option<usize>,
+        _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let range = TimeRange::of_filters(filters);
-        let batch = self
-            .which
-            .batch(&self.db, projection.map(Vec::as_slice), range)?;
-        MemTable::try_new(batch.schema(), vec![vec![batch]])?
-            .scan(state, None, filters, limit)
-            .await
+        Ok(Arc::new(ViewScanExec::new(
+            self.which,
+            self.db.clone(),
+            projection.cloned(),
+            filters.to_vec(),
+        )?))
     }
 }
 

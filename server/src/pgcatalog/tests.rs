@@ -859,3 +859,72 @@ async fn a_cached_plan_narrows_the_history_to_each_bound_window() {
     assert_eq!(results[0], vec![row(&["1", "1"])], "the third sample");
     assert_eq!(results[1][0][1], "4", "the first two samples");
 }
+
+/// The generic physical plan of a panel query (`sql::generic_plan`): each copy's view
+/// scan reads the window of that run's values, the template's reads every sample; a
+/// parameter where a copy could not take it (a projection) leaves the statement without
+/// a template.
+#[tokio::test]
+async fn a_generic_plan_gives_each_run_its_own_window() {
+    use crate::pgcatalog::time_range::TimeRange;
+    use crate::pgcatalog::view_scan::ViewScanExec;
+    use crate::sql::generic_plan::{instantiate, template};
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    use datafusion::physical_plan::ExecutionPlan;
+    use datafusion::scalar::ScalarValue;
+
+    let fx = fixture();
+    let state = &fx.state;
+    let plan = |sql: &'static str| async move {
+        let logical = state.create_logical_plan(sql).await.unwrap();
+        state.optimize(&logical).unwrap()
+    };
+    let scan_range = |plan: &Arc<dyn ExecutionPlan>| {
+        let mut range = None;
+        plan.apply(|node| {
+            if let Some(scan) = node.downcast_ref::<ViewScanExec>() {
+                range = Some(TimeRange::of_filters(scan.filters()));
+                return Ok(TreeNodeRecursion::Stop);
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })
+        .unwrap();
+        range.expect("a view scan")
+    };
+
+    let panel =
+        plan("SELECT count(*) FROM pg_catalog.pg_stat_io_history WHERE time BETWEEN $1 AND $2")
+            .await;
+    let fields = panel.get_parameter_fields().unwrap();
+    let at = |name: &str, us: i64| {
+        let ty = fields[name].as_ref().unwrap().data_type().clone();
+        ScalarValue::TimestampMicrosecond(Some(us), None)
+            .cast_to(&ty)
+            .unwrap()
+    };
+    let generic = template(&panel, &fx.state).await.expect("a template");
+    assert_eq!(scan_range(&generic), TimeRange::default());
+    for (from, to) in [(1_000_000, 2_000_000), (5_000_000, 5_000_000)] {
+        let run = instantiate(&generic, &[at("$1", from), at("$2", to)]).unwrap();
+        assert_eq!(
+            scan_range(&run),
+            TimeRange {
+                from_us: Some(from),
+                to_us: Some(to)
+            }
+        );
+        let text = datafusion::physical_plan::displayable(run.as_ref())
+            .indent(false)
+            .to_string();
+        assert!(!text.contains("$1") && !text.contains("$2"), "{text}");
+        let rows = datafusion::physical_plan::collect(run, fx.state.task_ctx())
+            .await
+            .unwrap();
+        assert_eq!(to_text(&rows), vec![vec!["0".to_string()]]);
+    }
+    // the template itself is untouched
+    assert_eq!(scan_range(&generic), TimeRange::default());
+
+    let projected = plan("SELECT reads + $1 FROM pg_catalog.pg_stat_io").await;
+    assert!(template(&projected, &fx.state).await.is_none());
+}

@@ -21,6 +21,7 @@
 
 pub mod colnames;
 pub mod ddl;
+pub mod generic_plan;
 pub mod insert;
 pub mod normalize;
 pub mod params;
@@ -214,9 +215,9 @@ pub struct StatementRun {
 pub enum CachedPlan {
     /// Not a statement the cache takes, or one found uncacheable: plan it as usual.
     None,
-    /// A plan made earlier: bind `normal`'s parameters to it.
+    /// Plans made earlier: bind `normal`'s parameters to them.
     Hit {
-        plan: Arc<datafusion::logical_expr::LogicalPlan>,
+        plan: Arc<plan_cache::CachedStatement>,
         normal: normalize::Normalized,
     },
     /// Plan `normal` and cache it as `key` (or remember it as uncacheable).
@@ -270,6 +271,10 @@ impl StatementRun {
 
     /// Plans (or takes from the plan cache) and starts a query with DataFusion.
     pub async fn query_stream(&self, stmt: &ast::Statement) -> PgResult<SendableRecordBatchStream> {
+        if let Some(physical) = self.generic_plan()? {
+            return datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
+                .map_err(from_datafusion);
+        }
         let optimized = match self.cached_plan().await {
             Some(plan) => plan,
             None => {
@@ -306,35 +311,63 @@ impl StatementRun {
     async fn cached_plan(&self) -> Option<datafusion::logical_expr::LogicalPlan> {
         let (plan, normal) = match &self.cached {
             CachedPlan::None => return None,
-            CachedPlan::Hit { plan, normal } => (plan.clone(), normal),
+            CachedPlan::Hit { plan, normal } => (plan.logical.clone(), normal),
             CachedPlan::Miss { cache, key, normal } => {
                 let types: Vec<_> = key.param_types.iter().cloned().map(Some).collect();
                 let optimized = plan_statement(&self.state, &normal.statement, &types)
                     .await
                     .ok()
                     .filter(plan_cache::cacheable)
-                    .and_then(|plan| self.state.optimize(&plan).ok())
-                    .map(Arc::new);
-                cache.insert(key.clone(), optimized.clone());
-                (optimized?, normal)
+                    .and_then(|plan| self.state.optimize(&plan).ok());
+                let cached = match optimized {
+                    Some(logical) => Some(Arc::new(plan_cache::CachedStatement {
+                        physical: generic_plan::template(&logical, &self.one_partition_state())
+                            .await,
+                        logical: Arc::new(logical),
+                    })),
+                    None => None,
+                };
+                cache.insert(key.clone(), cached.clone());
+                (cached?.logical.clone(), normal)
             }
         };
-        let now = self.now();
-        let values = normal
-            .params
-            .iter()
-            .map(|p| match p {
-                normalize::Param::Constant(v) => v.clone(),
-                normalize::Param::Now => now.clone(),
-            })
-            .collect();
-        match bind(&self.state, plan, values) {
+        match bind(&self.state, plan, self.parameter_values(normal)) {
             Ok(plan) => Some(plan),
             Err(e) => {
                 tracing::warn!("a cached plan did not take its parameters ({e}); planning afresh");
                 None
             }
         }
+    }
+
+    /// The cache's generic physical plan of the statement with this run's values, when
+    /// it has one (see `generic_plan`).
+    fn generic_plan(&self) -> PgResult<Option<Arc<dyn ExecutionPlan>>> {
+        let CachedPlan::Hit { plan, normal } = &self.cached else {
+            return Ok(None);
+        };
+        let Some(template) = &plan.physical else {
+            return Ok(None);
+        };
+        generic_plan::instantiate(template, &self.parameter_values(normal))
+            .map(Some)
+            .map_err(from_datafusion)
+    }
+
+    /// The values of a normalized statement's parameters in this run.
+    fn parameter_values(
+        &self,
+        normal: &normalize::Normalized,
+    ) -> Vec<datafusion::scalar::ScalarValue> {
+        let now = self.now();
+        normal
+            .params
+            .iter()
+            .map(|p| match p {
+                normalize::Param::Constant(v) => v.clone(),
+                normalize::Param::Now => now.clone(),
+            })
+            .collect()
     }
 
     /// What `now()` is in this statement: its start, in DataFusion's type for `now()`.
@@ -368,13 +401,20 @@ impl StatementRun {
         let planner = self.state.query_planner();
         let one_partition = self.state.config().target_partitions() == 1;
         let planned = if !one_partition && reads_only_in_memory_catalogs(plan) {
-            let mut state = self.state.clone();
-            state.config_mut().options_mut().execution.target_partitions = 1;
-            planner.create_physical_plan(plan, &state).await
+            planner
+                .create_physical_plan(plan, &self.one_partition_state())
+                .await
         } else {
             planner.create_physical_plan(plan, &self.state).await
         };
         planned.map_err(from_datafusion)
+    }
+
+    /// The statement's state, planning in one partition.
+    fn one_partition_state(&self) -> SessionState {
+        let mut state = self.state.clone();
+        state.config_mut().options_mut().execution.target_partitions = 1;
+        state
     }
 }
 

@@ -51,6 +51,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
+use datafusion::physical_plan::ExecutionPlan;
 use parking_lot::Mutex;
 
 /// At most this many statements are cached.
@@ -67,9 +68,18 @@ pub struct PlanKey {
     pub context: String,
 }
 
+/// A cached statement's plans.
+pub struct CachedStatement {
+    /// The optimized logical plan, with `$n` placeholders.
+    pub logical: Arc<LogicalPlan>,
+    /// Its physical plan with the parameters left open (`generic_plan`), when it can
+    /// have one.
+    pub physical: Option<Arc<dyn ExecutionPlan>>,
+}
+
 /// What the cache knows about a statement.
 pub enum Lookup {
-    Plan(Arc<LogicalPlan>),
+    Plan(Arc<CachedStatement>),
     /// Planned once and found uncacheable: plan it the ordinary way.
     Uncacheable,
     Missing,
@@ -77,7 +87,7 @@ pub enum Lookup {
 
 struct Entry {
     /// `None`: uncacheable.
-    plan: Option<Arc<LogicalPlan>>,
+    plan: Option<Arc<CachedStatement>>,
     prepared_at_us: i64,
     /// Runs that reused the plan.
     generic_plans: i64,
@@ -93,6 +103,7 @@ pub struct CachedPlanRow {
     pub prepare_time_us: i64,
     pub generic_plans: i64,
     pub last_used_us: i64,
+    pub generic_physical_plan: bool,
 }
 
 #[derive(Default)]
@@ -142,7 +153,7 @@ impl PlanCache {
 
     /// Adds `key`'s plan (`None`: uncacheable), evicting the least recently used entry
     /// of a full cache.
-    pub fn insert(&self, key: PlanKey, plan: Option<Arc<LogicalPlan>>) {
+    pub fn insert(&self, key: PlanKey, plan: Option<Arc<CachedStatement>>) {
         if key.text.len() > MAX_STATEMENT_BYTES {
             return;
         }
@@ -182,6 +193,7 @@ impl PlanCache {
                 prepare_time_us: e.prepared_at_us,
                 generic_plans: e.generic_plans,
                 last_used_us: e.last_used_at_us,
+                generic_physical_plan: e.plan.as_ref().is_some_and(|p| p.physical.is_some()),
             })
             .collect();
         rows.sort_by_key(|r| r.prepare_time_us);
@@ -243,8 +255,11 @@ mod tests {
         }
     }
 
-    fn plan() -> Arc<LogicalPlan> {
-        Arc::new(LogicalPlanBuilder::empty(false).build().unwrap())
+    fn plan() -> Arc<CachedStatement> {
+        Arc::new(CachedStatement {
+            logical: Arc::new(LogicalPlanBuilder::empty(false).build().unwrap()),
+            physical: None,
+        })
     }
 
     #[test]
