@@ -61,6 +61,9 @@ pub struct Session {
     pub settings: SessionSettings,
     pub txn: TxnBlock,
     df_state: SessionState,
+    /// `df_state`'s configuration without its catalogs and functions: what a statement
+    /// run from a generic physical plan (`sql::generic_plan`) needs, cheaper to copy.
+    generic_plan_state: SessionState,
     /// The cancel flag of the running statement.
     pub cancel: Arc<AtomicBool>,
     /// A COPY FROM STDIN in progress.
@@ -75,6 +78,10 @@ pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
 impl Session {
     pub fn new(server: Arc<Server>, pid: i32, user: String, settings: SessionSettings) -> Session {
         let df_state = base_state(&server);
+        let generic_plan_state = SessionStateBuilder::new()
+            .with_config(df_state.config().clone())
+            .with_runtime_env(df_state.runtime_env().clone())
+            .build();
         Session {
             server,
             pid,
@@ -82,6 +89,7 @@ impl Session {
             settings,
             txn: TxnBlock::default(),
             df_state,
+            generic_plan_state,
             cancel: Arc::new(AtomicBool::new(false)),
             copy_in: None,
             activity: None,
@@ -126,7 +134,7 @@ impl Session {
         &self,
         parsed: &Parsed,
         params: &Option<Vec<datafusion::scalar::ScalarValue>>,
-        state: &SessionState,
+        catalog: &str,
     ) -> sql::CachedPlan {
         let setting = |name: &str| self.settings.get(name).unwrap_or_default();
         let Parsed::Sql(stmt) = parsed else {
@@ -138,9 +146,9 @@ impl Session {
         {
             return sql::CachedPlan::None;
         }
-        let options = state.config_options();
+        let options = self.df_state.config_options();
         let context = [
-            options.catalog.default_catalog.clone(),
+            catalog.to_string(),
             setting("TimeZone"),
             setting("DateStyle"),
             setting("IntervalStyle"),
@@ -286,23 +294,31 @@ impl Session {
             autocommit_xid,
             block_failed,
         );
-        let mut state = self.df_state.clone();
-        state.config_mut().set_extension(ctx.clone());
-        if mentions_ctid(parsed) {
-            state.config_mut().options_mut().catalog.default_catalog = DATABASE_WITH_CTID.into();
-        }
-        let cached = self.cached_plan(parsed, &params, &state);
+        let catalog = if mentions_ctid(parsed) {
+            DATABASE_WITH_CTID
+        } else {
+            DATABASE
+        };
+        let cached = self.cached_plan(parsed, &params, catalog);
         // A cached plan reads statistics views only (in one partition) and calls none of the
-        // session's functions: they need not be registered.
+        // session's functions: they need not be registered. A generic physical plan needs
+        // no catalogs either.
         let hit = matches!(cached, sql::CachedPlan::Hit { .. });
+        let mut state = if cached.has_generic_plan() {
+            self.generic_plan_state.clone()
+        } else {
+            self.df_state.clone()
+        };
+        state.config_mut().set_extension(ctx.clone());
+        state.config_mut().options_mut().catalog.default_catalog = catalog.into();
         if hit {
             state.config_mut().options_mut().execution.target_partitions = 1;
         }
         let config = state.config_options().clone();
         state.execution_props_mut().mark_start_execution(config);
-        let info = self.catalog_info();
-        if !hit {
-            crate::pgcatalog::register_functions(&mut state, &info);
+        let info = (!hit).then(|| self.catalog_info());
+        if let Some(info) = &info {
+            crate::pgcatalog::register_functions(&mut state, info);
         }
         let run = StatementRun {
             db,
@@ -323,7 +339,7 @@ impl Session {
         }
         let result = self.dispatch(&run, parsed, notices).await;
         guard.finish(result.is_ok())?;
-        for (name, value, local) in info.take_setting_changes() {
+        for (name, value, local) in info.iter().flat_map(SessionInfo::take_setting_changes) {
             self.settings
                 .set(&name, &value, local)
                 .map_err(crate::show::setting_error)?;

@@ -229,6 +229,11 @@ pub enum CachedPlan {
 }
 
 impl CachedPlan {
+    /// Is there a generic physical plan to run (see `generic_plan`)?
+    pub fn has_generic_plan(&self) -> bool {
+        matches!(self, CachedPlan::Hit { plan, .. } if plan.physical.is_some())
+    }
+
     /// Looks `stmt` up in `cache`; `context` is the key's context (the catalog names
     /// resolve in, the settings that read constants), `now_type` DataFusion's type of
     /// `now()`.
