@@ -15,10 +15,17 @@
 //!                                                           waiters woken)
 //! ```
 //!
-//! Whoever executes the I/O — the issuing thread itself (`sync`, or a full worker queue), an
-//! I/O worker thread, or the issuer reaping its io_uring — calls [`HandleTable::complete`],
-//! which records the raw result and runs the shared completion (page verification, buffers
-//! made valid or unmapped). The issuer then [`reclaim`](HandleTable::reclaim)s the handle:
+//! Whoever executes the I/O — the issuing thread itself (`sync`, or a full worker queue) or
+//! an I/O worker thread — calls [`HandleTable::complete`], which records the raw result and
+//! runs the shared completion (page verification, buffers made valid or unmapped) under one
+//! lock. An io_uring completion is split in two: reaping it only records the raw result
+//! ([`complete_io`](HandleTable::complete_io), COMPLETED_IO), and the issuer runs the shared
+//! completion ([`complete_shared`](HandleTable::complete_shared)) when it waits for the read,
+//! right before its consumer reads the pages — one pass over them through the CPU's caches
+//! instead of a checksum pass long before (up to 16 MiB of read-ahead earlier, by then evicted)
+//! and a second pass from memory. Until then the buffers stay `IO_IN_PROGRESS`: another thread
+//! that wants one of those blocks waits, and never sees an unverified page as valid. The
+//! issuer then [`reclaim`](HandleTable::reclaim)s the handle:
 //! it gets the read back with its outcome, and the handle returns to IDLE with its generation
 //! incremented, so an [`IoRef`] kept from before can never be confused with a later I/O.
 //!

@@ -12,7 +12,9 @@
 //! keep it to execute later), [`submit_staged`](AioSystem::submit_staged) (hand the staged
 //! batch to the workers or the kernel with as few calls as possible) and
 //! [`wait`](AioSystem::wait) (block until the read is done; get the pinned, valid buffers
-//! or the error). Every handle lives in the server-wide [`HandleTable`] while it is in
+//! or the error). Under `io_uring`, reaping a completion only records its result; the pages
+//! are verified and the buffers made valid in `wait`, right before the consumer reads them
+//! (see `handle.rs`). Every handle lives in the server-wide [`HandleTable`] while it is in
 //! flight, which is what `pg_aios` shows.
 //!
 //! Accounting: time spent in `start`/`submit` (queue pushes, `io_uring_enter`, advice) is
