@@ -15,10 +15,17 @@
 //!                                                           waiters woken)
 //! ```
 //!
-//! Whoever executes the I/O — the issuing thread itself (`sync`, or a full worker queue), an
-//! I/O worker thread, or the issuer reaping its io_uring — calls [`HandleTable::complete`],
-//! which records the raw result and runs the shared completion (page verification, buffers
-//! made valid or unmapped). The issuer then [`reclaim`](HandleTable::reclaim)s the handle:
+//! Whoever executes the I/O — the issuing thread itself (`sync`, or a full worker queue) or
+//! an I/O worker thread — calls [`HandleTable::complete`], which records the raw result and
+//! runs the shared completion (page verification, buffers made valid or unmapped) under one
+//! lock. An io_uring completion is split in two: reaping it only records the raw result
+//! ([`complete_io`](HandleTable::complete_io), COMPLETED_IO), and the issuer runs the shared
+//! completion ([`complete_shared`](HandleTable::complete_shared)) when it waits for the read,
+//! right before its consumer reads the pages — one pass over them through the CPU's caches
+//! instead of a checksum pass long before (up to 16 MiB of read-ahead earlier, by then evicted)
+//! and a second pass from memory. Until then the buffers stay `IO_IN_PROGRESS`: another thread
+//! that wants one of those blocks waits, and never sees an unverified page as valid. The
+//! issuer then [`reclaim`](HandleTable::reclaim)s the handle:
 //! it gets the read back with its outcome, and the handle returns to IDLE with its generation
 //! incremented, so an [`IoRef`] kept from before can never be confused with a later I/O.
 //!
@@ -118,6 +125,51 @@ struct Inner {
     submitted_at: Option<Instant>,
     latency: Duration,
     completed_elsewhere: bool,
+}
+
+impl Inner {
+    /// SUBMITTED → COMPLETED_IO: the raw result (bytes or −errno) and the latency.
+    fn record_io(&mut self, r: IoRef, result: &std::io::Result<usize>) {
+        assert_eq!(
+            self.state,
+            HandleState::Submitted,
+            "completing handle {}",
+            r.id
+        );
+        self.raw_result = Some(match result {
+            Ok(n) => (*n).min(i32::MAX as usize) as i32,
+            Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+        });
+        self.state = HandleState::CompletedIo;
+        self.latency = self.submitted_at.map_or(Duration::ZERO, |t| t.elapsed());
+        self.completed_elsewhere = self.owner_thread != Some(std::thread::current().id());
+    }
+
+    /// COMPLETED_IO → COMPLETED_SHARED: finish the read. A short read (fewer bytes, no
+    /// error) is first continued synchronously, as PostgreSQL re-issues the rest; then every
+    /// page is verified and its buffer made valid, or unmapped.
+    fn finish_shared(&mut self, r: IoRef, result: std::io::Result<usize>) {
+        assert_eq!(
+            self.state,
+            HandleState::CompletedIo,
+            "shared completion of handle {}",
+            r.id
+        );
+        let result = match result {
+            Ok(n) if n > 0 && n < self.length => {
+                let mut iovecs = self.read.as_ref().expect("completed handle").iovecs();
+                crate::buffer::preadv_fully(self.fd, self.offset + n as u64, {
+                    skip_bytes(&mut iovecs, n)
+                })
+                .map(|more| n + more)
+            }
+            other => other,
+        };
+        let mut read = self.read.take().expect("completed handle");
+        self.error = read.finish(result).err();
+        self.read = Some(read);
+        self.state = HandleState::CompletedShared;
+    }
 }
 
 struct Slot {
@@ -293,40 +345,42 @@ impl HandleTable {
         self.complete(r, result);
     }
 
-    /// Record the raw result (COMPLETED_IO), finish the read — verify pages, publish or
-    /// unmap buffers (COMPLETED_SHARED) — and wake the issuer. A short read (fewer bytes,
-    /// no error) is continued synchronously here first, as PostgreSQL re-issues the rest.
+    /// Record the raw result and run the shared completion at once, under one lock
+    /// (SUBMITTED → COMPLETED_IO → COMPLETED_SHARED): for an I/O that ran on this thread or
+    /// in an I/O worker.
     pub fn complete(&self, r: IoRef, result: std::io::Result<usize>) {
-        let slot = &self.slots[r.id as usize];
         let mut inner = self.slot(r);
-        assert_eq!(
-            inner.state,
-            HandleState::Submitted,
-            "completing handle {}",
-            r.id
-        );
-        let result = match result {
-            Ok(n) if n > 0 && n < inner.length => {
-                let mut iovecs = inner.read.as_ref().expect("submitted handle").iovecs();
-                crate::buffer::preadv_fully(inner.fd, inner.offset + n as u64, {
-                    skip_bytes(&mut iovecs, n)
-                })
-                .map(|more| n + more)
-            }
-            other => other,
+        inner.record_io(r, &result);
+        inner.finish_shared(r, result);
+        self.slots[r.id as usize].done.notify_all();
+    }
+
+    /// SUBMITTED → COMPLETED_IO only: record the raw result and the latency (an io_uring
+    /// completion, reaped). The buffers stay `IO_IN_PROGRESS` — not valid, not verified —
+    /// until the issuer runs [`complete_shared`](Self::complete_shared), so a reader waiting
+    /// for one of them keeps waiting.
+    pub fn complete_io(&self, r: IoRef, result: std::io::Result<usize>) {
+        self.slot(r).record_io(r, &result);
+    }
+
+    /// COMPLETED_IO → COMPLETED_SHARED for an I/O recorded with
+    /// [`complete_io`](Self::complete_io): verify its pages, publish or unmap its buffers.
+    pub fn complete_shared(&self, r: IoRef) {
+        let mut inner = self.slot(r);
+        let raw = inner.raw_result.expect("an I/O recorded with complete_io");
+        let result = if raw < 0 {
+            Err(std::io::Error::from_raw_os_error(-raw))
+        } else {
+            Ok(raw as usize)
         };
-        inner.raw_result = Some(match &result {
-            Ok(n) => *n as i32,
-            Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
-        });
-        inner.state = HandleState::CompletedIo;
-        inner.latency = inner.submitted_at.map_or(Duration::ZERO, |t| t.elapsed());
-        inner.completed_elsewhere = inner.owner_thread != Some(std::thread::current().id());
-        let mut read = inner.read.take().expect("submitted handle");
-        inner.error = read.finish(result).err();
-        inner.read = Some(read);
-        inner.state = HandleState::CompletedShared;
-        slot.done.notify_all();
+        inner.finish_shared(r, result);
+        drop(inner);
+        self.slots[r.id as usize].done.notify_all();
+    }
+
+    /// Whether the I/O itself has finished (COMPLETED_IO or later).
+    pub fn is_io_done(&self, r: IoRef) -> bool {
+        self.slot(r).state >= HandleState::CompletedIo
     }
 
     /// Whether the I/O has completed (COMPLETED_SHARED or later).

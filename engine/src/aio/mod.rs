@@ -12,7 +12,9 @@
 //! keep it to execute later), [`submit_staged`](AioSystem::submit_staged) (hand the staged
 //! batch to the workers or the kernel with as few calls as possible) and
 //! [`wait`](AioSystem::wait) (block until the read is done; get the pinned, valid buffers
-//! or the error). Every handle lives in the server-wide [`HandleTable`] while it is in
+//! or the error). Under `io_uring`, reaping a completion only records its result; the pages
+//! are verified and the buffers made valid in `wait`, right before the consumer reads them
+//! (see `handle.rs`). Every handle lives in the server-wide [`HandleTable`] while it is in
 //! flight, which is what `pg_aios` shows.
 //!
 //! Accounting: time spent in `start`/`submit` (queue pushes, `io_uring_enter`, advice) is
@@ -331,7 +333,7 @@ impl AioSystem {
                 // The ring could not take the I/Os: execute them here instead.
                 tracing::error!("io_uring submission failed ({e}); executing synchronously");
                 for &io in staged {
-                    if !self.handles.is_complete(io) {
+                    if !self.handles.is_io_done(io) {
                         self.handles.execute(io);
                     }
                 }
@@ -360,8 +362,10 @@ impl AioSystem {
         had_in_flight
     }
 
-    /// Complete the handles of reaped io_uring completions (`user_data`, result), whichever
-    /// AIO system they belong to.
+    /// Record the results of reaped io_uring completions (`user_data`, result) in their
+    /// handles (COMPLETED_IO), whichever AIO system they belong to. The shared completion —
+    /// verifying the pages, making the buffers valid — waits until the issuer waits for the
+    /// I/O (see [`wait`](Self::wait)).
     fn complete_uring(&self, done: Vec<(u64, i32)>) {
         if done.is_empty() {
             return;
@@ -393,7 +397,7 @@ impl AioSystem {
             } else {
                 Ok(res as usize)
             };
-            table.complete(io, result);
+            table.complete_io(io, result);
         }
     }
 
@@ -445,7 +449,9 @@ impl AioSystem {
                 if issuer.staged.contains(&h) {
                     self.submit_staged(issuer, acct, ring);
                 }
-                let mut stalled = !self.handles.is_complete(h);
+                // An io_uring read may have been reaped already (COMPLETED_IO) but not yet
+                // verified: that is no stall.
+                let mut stalled = !self.handles.is_io_done(h);
                 if stalled && self.take_back(h) {
                     // No worker had started it: run it here rather than wait for one.
                     acct.aio_event(AioEvent::TakenBack);
@@ -459,7 +465,7 @@ impl AioSystem {
                     match self.method {
                         IoMethod::IoUring => {
                             acct.set_wait_event(WaitEvent::AioIoUringExecution);
-                            while !self.handles.is_complete(h) {
+                            while !self.handles.is_io_done(h) {
                                 let waited = self.reap_uring(true);
                                 assert!(
                                     waited,
@@ -474,6 +480,13 @@ impl AioSystem {
                     }
                     acct.set_wait_event(WaitEvent::None);
                 }
+                acct.read_waited(ring, timer, stalled);
+                if !self.handles.is_complete(h) {
+                    // An io_uring read (reaped just now or earlier): verify its pages here,
+                    // right before the consumer reads them, so that they are still in the
+                    // CPU's caches then. Not read time: the I/O is over.
+                    self.handles.complete_shared(h);
+                }
                 let outcome = self.handles.reclaim(h);
                 issuer.in_flight -= 1;
                 if outcome.completed_elsewhere {
@@ -483,7 +496,6 @@ impl AioSystem {
                     acct.aio_event(AioEvent::Advised);
                 }
                 acct.read_latency(ring, outcome.latency);
-                acct.read_waited(ring, timer, stalled);
                 finish(outcome)
             }
         }

@@ -1154,4 +1154,97 @@ mod tests {
             assert!(f.aio.rows().is_empty(), "{method:?}");
         }
     }
+
+    /// Under io_uring a reaped read stays COMPLETED_IO, its pages unverified and its buffers
+    /// in progress, until the stream reaches it. A corrupted page in it must still be an
+    /// error for the stream, and a second reader that meanwhile asks for that block must
+    /// wait — never see the unverified page as valid — and then get the error too.
+    #[test]
+    fn uring_verifies_reaped_reads_lazily_and_still_rejects_corruption() {
+        let f = fixture("stream-lazy-verify", 64, IoMethod::IoUring);
+        let corrupt: u32 = 40;
+        let mut page = vec![0u8; BLCKSZ];
+        page_init(&mut page, 0);
+        page_add_item(&mut page, &corrupt.to_le_bytes()).unwrap();
+        page_set_checksum(&mut page, corrupt);
+        page[BLCKSZ - 1] ^= 0xff; // the item's data, after the checksum was set
+        f.rel.write_block(corrupt, &page).unwrap();
+
+        let mut cfg = config(16, 8, ReadStreamAdvice::Pg18, true);
+        cfg.full = true;
+        let mut next = 0;
+        let mut stream = ReadStream::new(
+            f.aio.clone(),
+            f.pool.clone(),
+            f.rel.clone(),
+            None,
+            &cfg,
+            IoAccount::default(),
+            move || {
+                next += 1;
+                (next <= 64).then_some((next - 1, ()))
+            },
+        );
+        for want in 0..32 {
+            let (buffer, ()) = stream.next_buffer().unwrap().unwrap();
+            assert_eq!(buffer.blkno(), want);
+        }
+        // Let the kernel finish the reads ahead, and reap them (COMPLETED_IO only).
+        let read_of_corrupt = |state: iolab_stats::AioState| {
+            f.aio
+                .rows()
+                .into_iter()
+                .any(|row| row.state == state && row.target_desc.starts_with("blocks 40..47 "))
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !read_of_corrupt(iolab_stats::AioState::CompletedIo) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the read of blocks 40..47 never reached COMPLETED_IO: {:?}",
+                f.aio.rows()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            f.aio.poll();
+        }
+
+        let (pool, rel) = (f.pool.clone(), f.rel.clone());
+        let second = std::thread::spawn(move || {
+            pool.read_buffer(&rel, corrupt, None, &mut IoAccount::default())
+                .map(|buffer| buffer.blkno())
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !second.is_finished(),
+            "the second reader must wait for the stream's unverified read"
+        );
+        assert!(read_of_corrupt(iolab_stats::AioState::CompletedIo));
+
+        let error = loop {
+            match stream.next_buffer() {
+                Ok(Some((buffer, ()))) => assert!(buffer.blkno() < corrupt),
+                Ok(None) => panic!("the corrupted block was returned"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(error.code, iolab_catalog::sqlstate::DATA_CORRUPTED);
+        assert!(
+            error
+                .message
+                .starts_with("invalid page in block 40 of relation"),
+            "{}",
+            error.message
+        );
+        let second = second.join().unwrap().unwrap_err();
+        assert_eq!(second.code, iolab_catalog::sqlstate::DATA_CORRUPTED);
+        assert!(
+            second
+                .message
+                .starts_with("invalid page in block 40 of relation"),
+            "{}",
+            second.message
+        );
+        drop(stream);
+        assert_eq!(f.pool.stats().pinned, 0);
+        assert!(f.aio.rows().is_empty());
+    }
 }
