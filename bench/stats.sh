@@ -11,7 +11,11 @@
 #      FILL seconds: 360 s of that is 3 600 samples, the count of one hour at the default
 #      1 s (the script prints the rows the panel read);
 #   3. the cold scan's time with the sampler on (stats_history_interval = 1 s) against off
-#      (0), alternating RUNS times each (goal: slowdown < 2 %).
+#      (0), alternating RUNS times each (goal: slowdown < 2 %); and the same scan with the
+#      table in the page cache (only the buffer pool emptied), which is CPU-bound and so
+#      varies far less than the cold one on this machine's disk;
+#   4. beside it, PostgreSQL 18 (../shared/tools/pg18-reference, its own copy of the table,
+#      io_method worker): `SELECT * FROM pg_stat_io` during the same loop of scans there.
 #
 #   bench/stats.sh [--small]     (--small: 1 M rows, FILL 20 s, 10 s of pgbench, 3 runs)
 #
@@ -19,6 +23,7 @@
 #   ROWS [20000000]  FILL [360]  DURATION [20] (s of pgbench per query)  RUNS [5]
 #   IOLAB_BIN [target/release/iolab]  BENCH_DIR [/var/tmp/iolab-stats-bench]
 #   SHARED_BUFFERS [128MB]  IO_METHOD [worker]  IOLAB_PORT [55451]
+#   SKIP_PG18=1  PG18 [../shared/tools/pg18-reference]  PG18_BENCH_PORT [5436]
 #
 # Needs psql and pgbench (postgresql-client), a release build (cargo build --release --bin
 # iolab; IOLAB_BIN=target/debug/iolab works for a quick check). As root it drops the page
@@ -30,7 +35,7 @@ REPO="$(pwd)"
 
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
-parse_small_flag 27 "$@"
+parse_small_flag 31 "$@"
 if [ "$SMALL" = 1 ]; then
   ROWS="${ROWS:-1000000}"; FILL="${FILL:-20}"; DURATION="${DURATION:-10}"; RUNS="${RUNS:-3}"
 fi
@@ -43,6 +48,9 @@ BENCH_DIR="${BENCH_DIR:-/var/tmp/iolab-stats-bench}"
 SHARED_BUFFERS="${SHARED_BUFFERS:-128MB}"
 IO_METHOD="${IO_METHOD:-worker}"
 IOLAB_PORT="${IOLAB_PORT:-55451}"
+SKIP_PG18="${SKIP_PG18:-0}"
+PG18="${PG18:-$REPO/../shared/tools/pg18-reference}"
+PG18_BENCH_PORT="${PG18_BENCH_PORT:-5436}"
 TABLE=stats_bench
 
 STAMP="$(date +%Y%m%d-%H%M%S)"
@@ -56,6 +64,7 @@ SCANNER_PID=""
 cleanup() {
   [ -n "$SCANNER_PID" ] && kill "$SCANNER_PID" 2>/dev/null || true
   iolab_stop
+  [ "$PG18_RUNNING" = 1 ] && pg_stop
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -82,8 +91,10 @@ make_cold() {
   fi
 }
 
-cold_scan_ms() {
-  make_cold
+# scan_ms cold|warm : one count(*) after emptying the buffer pool, and for `cold` the
+# page cache too (see make_cold).
+scan_ms() {
+  if [ "$1" = cold ]; then make_cold; else q iolab "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null; fi
   local t0 t1
   t0=$(date +%s%N)
   q iolab "SELECT count(*) FROM $TABLE" >/dev/null
@@ -103,18 +114,18 @@ percentiles() {
     }'
 }
 
-latency_of() { # $1 = name, $2 = SQL; prints "p50 p99 n"
+latency_of() { # $1 = name, $2 = SQL, $3 = system (iolab); prints "p50 p99 n"
   printf '%s\n' "$2" > "$WORK/$1.sql"
-  (cd "$WORK" && pgbench -n -h 127.0.0.1 -p "$IOLAB_PORT" -U postgres -c 1 -T "$DURATION" \
+  (cd "$WORK" && pgbench -n -h 127.0.0.1 -p "$(port_of "${3:-iolab}")" -U postgres -c 1 -T "$DURATION" \
      -f "$WORK/$1.sql" -l --log-prefix="$1" postgres >/dev/null 2>"$WORK/$1.err") \
      || { echo "pgbench failed for $1:" >&2; cat "$WORK/$1.err" >&2; exit 1; }
   percentiles "$WORK/$1".*
 }
 
-scan_loop() {
+scan_loop() { # system
   while true; do
-    q iolab "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null 2>&1 || true
-    q iolab "SELECT count(*) FROM $TABLE" >/dev/null 2>&1 || break
+    q "$1" "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null 2>&1 || true
+    q "$1" "SELECT count(*) FROM $TABLE" >/dev/null 2>&1 || break
   done
 }
 
@@ -131,7 +142,7 @@ fi
 # ---- 1 + 2: view latency during a cold scan -------------------------------------------
 start_server 100
 echo "filling the history: ${FILL}s of 100 ms samples while scanning"
-scan_loop & SCANNER_PID=$!
+scan_loop iolab & SCANNER_PID=$!
 sleep "$FILL"
 PANEL="SELECT floor(extract(epoch from time)/60)*60 AS \"time\", backend_type || ' / ' || context AS metric, sum(reads) / 60.0 AS reads_per_s, sum(read_bytes) / 60e6 AS mb_per_s FROM pg_stat_io_history WHERE time BETWEEN now() - interval '1 hour' AND now() GROUP BY 1, 2 ORDER BY 1"
 PANEL_ROWS=$(q iolab "SELECT count(*) FROM pg_stat_io_history WHERE time BETWEEN now() - interval '1 hour' AND now()")
@@ -141,20 +152,49 @@ read -r PANEL_P50 PANEL_P99 PANEL_N < <(latency_of panel "$PANEL")
 kill "$SCANNER_PID" 2>/dev/null || true; wait "$SCANNER_PID" 2>/dev/null || true; SCANNER_PID=""
 iolab_stop
 
+# ---- 4: PostgreSQL 18's pg_stat_io during its own scans ------------------------------------
+PG_IO="n/a n/a 0"
+if [ "$SKIP_PG18" != 1 ] && [ -x "$PG18" ]; then
+  pg_env stats-bench
+  if pg_start "-c io_method=worker"; then
+    if [ ! -f "$BENCH_DIR/pg18-$ROWS.loaded" ]; then
+      echo "loading $ROWS rows into PostgreSQL 18"
+      q pg18 "DROP TABLE IF EXISTS $TABLE" "CREATE TABLE $TABLE(a int, filler text)" \
+        "INSERT INTO $TABLE SELECT i, md5(i::text) FROM generate_series(1, $ROWS) AS s(i)" \
+        "VACUUM ANALYZE $TABLE" "CHECKPOINT" >/dev/null
+      touch "$BENCH_DIR/pg18-$ROWS.loaded"
+    fi
+    q pg18 "CREATE EXTENSION IF NOT EXISTS pg_buffercache" >/dev/null
+    scan_loop pg18 & SCANNER_PID=$!
+    sleep 3
+    read -r -a PG_IO_PARTS < <(latency_of pg18_stat_io "SELECT * FROM pg_stat_io" pg18)
+    PG_IO="${PG_IO_PARTS[*]}"
+    kill "$SCANNER_PID" 2>/dev/null || true; wait "$SCANNER_PID" 2>/dev/null || true; SCANNER_PID=""
+    pg_stop
+  else
+    echo "PostgreSQL 18 did not start ($START_ERR): its row is skipped"
+  fi
+fi
+read -r PG_P50 PG_P99 PG_N <<<"$PG_IO"
+
 # ---- 3: the scan with the sampler on and off ---------------------------------------------
-ON=(); OFF=()
+ON=(); OFF=(); WARM_ON=(); WARM_OFF=()
 for run in $(seq 1 "$RUNS"); do
   for interval in 0 1000; do
     start_server "$interval"
-    ms=$(cold_scan_ms)
+    ms=$(scan_ms cold)
+    warm=$(scan_ms warm)
     iolab_stop
-    if [ "$interval" = 0 ]; then OFF+=("$ms"); else ON+=("$ms"); fi
-    echo "run $run sampler $([ "$interval" = 0 ] && echo off || echo on): $ms ms"
+    if [ "$interval" = 0 ]; then OFF+=("$ms"); WARM_OFF+=("$warm"); else ON+=("$ms"); WARM_ON+=("$warm"); fi
+    echo "run $run sampler $([ "$interval" = 0 ] && echo off || echo on): cold $ms ms, page-cached $warm ms"
   done
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+slowdown() { awk -v on="$1" -v off="$2" 'BEGIN { printf "%+.1f", (on - off) * 100 / off }'; }
 MED_ON=$(median "${ON[@]}"); MED_OFF=$(median "${OFF[@]}")
-SLOWDOWN=$(awk -v on="$MED_ON" -v off="$MED_OFF" 'BEGIN { printf "%+.1f", (on - off) * 100 / off }')
+SLOWDOWN=$(slowdown "$MED_ON" "$MED_OFF")
+MED_WARM_ON=$(median "${WARM_ON[@]}"); MED_WARM_OFF=$(median "${WARM_OFF[@]}")
+WARM_SLOWDOWN=$(slowdown "$MED_WARM_ON" "$MED_WARM_OFF")
 
 {
   echo "# bench/stats.sh $STAMP — $ROWS rows, shared_buffers $SHARED_BUFFERS, io_method $IO_METHOD, $(basename "$IOLAB_BIN") at $IOLAB_BIN"
@@ -164,12 +204,13 @@ SLOWDOWN=$(awk -v on="$MED_ON" -v off="$MED_OFF" 'BEGIN { printf "%+.1f", (on - 
   echo "|---|---|---|---|---|"
   echo "| SELECT * FROM pg_stat_io | $IO_P50 | $IO_P99 | $IO_N | < 1 ms |"
   echo "| one-hour panel ($PANEL_ROWS history rows, $PANEL_SAMPLES samples) | $PANEL_P50 | $PANEL_P99 | $PANEL_N | < 5 ms |"
+  echo "| PostgreSQL 18: SELECT * FROM pg_stat_io (its own scan loop) | $PG_P50 | $PG_P99 | $PG_N | |"
   echo
-  echo "| cold count(*) | median ms | runs (ms) |"
-  echo "|---|---|---|"
-  echo "| sampler off (stats_history_interval = 0) | $MED_OFF | ${OFF[*]} |"
-  echo "| sampler on (1 s) | $MED_ON | ${ON[*]} |"
+  echo "| count(*) | sampler off (stats_history_interval = 0), median ms | sampler on (1 s) | slowdown | runs off / on (ms) |"
+  echo "|---|---|---|---|---|"
+  echo "| cold | $MED_OFF | $MED_ON | $SLOWDOWN % | ${OFF[*]} / ${ON[*]} |"
+  echo "| page-cached | $MED_WARM_OFF | $MED_WARM_ON | $WARM_SLOWDOWN % | ${WARM_OFF[*]} / ${WARM_ON[*]} |"
   echo
-  echo "slowdown with the sampler on: $SLOWDOWN % (goal < 2 %)"
+  echo "slowdown with the sampler on: $SLOWDOWN % cold, $WARM_SLOWDOWN % page-cached (goal < 2 %)"
 } | tee "$OUT"
 echo "written to $OUT"

@@ -9,19 +9,26 @@
 //! ```text
 //!   statement ─► normalize ─► key = (text with $n, the $n's types, context)
 //!                  │              │
-//!                  │              ├─ cached plan ──┐
+//!                  │              ├─ cached plans ─┐
 //!                  │              └─ missing: plan the normalized statement (typed $n),
-//!                  │                  check it, optimize it, cache it ──┤
+//!                  │                  check it, optimize it, make its generic physical
+//!                  │                  plan, cache both ──────────────────┤
 //!                  │                                                    ▼
-//!                  └── parameter values ──────────► bind the values, fold constants,
-//!                                                   physical planning, execution
+//!                  └── parameter values ──────────► a copy of the generic physical plan
+//!                                                   with the values in; or (no generic
+//!                                                   plan) bind the values to the logical
+//!                                                   plan, fold constants, physical
+//!                                                   planning ─► execution
 //! ```
 //!
-//! - **What is cached**: the optimized logical plan with `$n` placeholders. Each run binds
-//!   its own values, folds constants again (so `time BETWEEN $1 AND $2` reaches the
-//!   history views as timestamp constants and `time_range` narrows the scan to the new
-//!   window) and makes the physical plan, which is where the views compute their rows:
-//!   a cached plan never holds statistics.
+//! - **What is cached**: the optimized logical plan with `$n` placeholders, and its
+//!   generic physical plan when it can have one (`generic_plan`: the parameters must sit
+//!   where a copy can take their values). The views compute their rows when a plan runs
+//!   (`pgcatalog::view_scan`), so a cached plan never holds statistics; the history views
+//!   get each run's `time` window from its bound filters (`time_range`). A statement
+//!   without a generic physical plan binds its values to the logical plan, folds
+//!   constants again (so `time BETWEEN $1 AND $2` reaches the history views as timestamp
+//!   constants) and makes the physical plan on every run.
 //! - **What may be cached**: queries whose relations are all statistics views
 //!   (`pgcatalog::stat_views`, rows computed at scan time from the database) and
 //!   whose plan calls no function bound to a session (iolab's `current_setting`,
