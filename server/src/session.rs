@@ -127,9 +127,10 @@ impl Session {
         crate::sql::plan_statement(&state, stmt, param_types).await
     }
 
-    /// What the plan cache has for `parsed`, planned with `state` and `params` (see
-    /// `sql::plan_cache`): statements with parameters of their own, and every statement
-    /// of a session with `plan_cache_mode = force_custom_plan`, are planned afresh.
+    /// What the plan cache has for `parsed` with `params`, its names resolving in
+    /// `catalog` (see `sql::plan_cache`): statements with parameters of their own, and
+    /// every statement of a session with `plan_cache_mode = force_custom_plan`, are
+    /// planned afresh.
     fn cached_plan(
         &self,
         parsed: &Parsed,

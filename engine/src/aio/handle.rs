@@ -172,6 +172,15 @@ impl Inner {
     }
 }
 
+/// A raw I/O result as the kernel reports it (bytes, or −errno) as a `Result`.
+pub(crate) fn io_result(raw: i32) -> std::io::Result<usize> {
+    if raw < 0 {
+        Err(std::io::Error::from_raw_os_error(-raw))
+    } else {
+        Ok(raw as usize)
+    }
+}
+
 struct Slot {
     inner: Mutex<Inner>,
     /// Signalled when the handle reaches COMPLETED_SHARED.
@@ -368,12 +377,7 @@ impl HandleTable {
     pub fn complete_shared(&self, r: IoRef) {
         let mut inner = self.slot(r);
         let raw = inner.raw_result.expect("an I/O recorded with complete_io");
-        let result = if raw < 0 {
-            Err(std::io::Error::from_raw_os_error(-raw))
-        } else {
-            Ok(raw as usize)
-        };
-        inner.finish_shared(r, result);
+        inner.finish_shared(r, io_result(raw));
         drop(inner);
         self.slots[r.id as usize].done.notify_all();
     }

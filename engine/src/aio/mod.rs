@@ -392,12 +392,7 @@ impl AioSystem {
         drop(tables);
         for (table, io, res) in owners {
             let Some(table) = table else { continue };
-            let result = if res < 0 {
-                Err(std::io::Error::from_raw_os_error(-res))
-            } else {
-                Ok(res as usize)
-            };
-            table.complete_io(io, result);
+            table.complete_io(io, handle::io_result(res));
         }
     }
 

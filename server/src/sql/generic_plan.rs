@@ -25,7 +25,7 @@
 //! - Each run copies every node (`reset_state`: fresh metrics and operator state), so
 //!   sessions running one template at the same time share nothing that changes.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
@@ -232,8 +232,10 @@ fn bind_placeholders(filter: &Expr, values: &[ScalarValue]) -> Result<Expr> {
             other => Ok(Transformed::no(other)),
         })?
         .data;
-    let context = SimplifyContext::default();
-    let simplifier = ExprSimplifier::new(context);
+    // The folding needs no schema, clock or settings of the statement: one default
+    // context (its configuration is built once, not on every run).
+    static CONTEXT: LazyLock<SimplifyContext> = LazyLock::new(SimplifyContext::default);
+    let simplifier = ExprSimplifier::new(CONTEXT.clone());
     bound
         .transform_down(|e| {
             if e.any_column_refs() || matches!(e, Expr::Literal(..)) {
