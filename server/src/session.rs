@@ -538,12 +538,20 @@ fn base_state(server: &Server) -> SessionState {
 const DATABASE: &str = "postgres";
 const DATABASE_WITH_CTID: &str = "postgres_with_ctid";
 
-/// Does the statement name the `ctid` system column?
+/// Does the statement name the `ctid` system column (as `ctid` or `t.ctid`)?
 fn mentions_ctid(parsed: &Parsed) -> bool {
-    match parsed {
-        Parsed::Sql(stmt) => stmt.to_string().to_ascii_lowercase().contains("ctid"),
-        _ => false,
-    }
+    let Parsed::Sql(stmt) = parsed else {
+        return false;
+    };
+    let is_ctid = |i: &ast::Ident| i.value.eq_ignore_ascii_case("ctid");
+    ast::visit_expressions(&**stmt, |e| match e {
+        ast::Expr::Identifier(i) if is_ctid(i) => std::ops::ControlFlow::Break(()),
+        ast::Expr::CompoundIdentifier(parts) if parts.last().is_some_and(is_ctid) => {
+            std::ops::ControlFlow::Break(())
+        }
+        _ => std::ops::ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 /// The error for a SQLSTATE-less internal state problem.

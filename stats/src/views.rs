@@ -100,7 +100,6 @@ fn to_i64(v: u64) -> i64 {
 }
 
 /// The columns of `pg_stat_io` being filled, one vector per column.
-#[derive(Default)]
 struct IoColumns {
     backend_type: Vec<&'static str>,
     object: Vec<&'static str>,
@@ -137,6 +136,22 @@ const TIME_COLUMNS: [IoOp; 5] = [
 ];
 
 impl IoColumns {
+    /// Columns with room for `rows` rows.
+    fn with_capacity(rows: usize) -> IoColumns {
+        IoColumns {
+            backend_type: Vec::with_capacity(rows),
+            object: Vec::with_capacity(rows),
+            context: Vec::with_capacity(rows),
+            counts: std::array::from_fn(|_| Vec::with_capacity(rows)),
+            bytes: std::array::from_fn(|_| Vec::with_capacity(rows)),
+            times: std::array::from_fn(|_| Vec::with_capacity(rows)),
+            stats_reset: Vec::with_capacity(rows),
+            waits: Vec::with_capacity(rows),
+            wait_time: Vec::with_capacity(rows),
+            latency: std::array::from_fn(|_| Vec::with_capacity(rows)),
+        }
+    }
+
     /// Appends the rows of one backend type (`pg_stat_io_build_tuples`).
     fn push(&mut self, bt: BackendType, counters: &IoCounters, reset: Option<DateTime<Utc>>) {
         for obj in IoObject::ALL {
@@ -184,18 +199,18 @@ impl IoColumns {
 
     fn finish(self) -> RecordBatch {
         let text = |v: Vec<&'static str>| -> ArrayRef { Arc::new(StringArray::from(v)) };
-        let int = |v: &Vec<Option<i64>>| -> ArrayRef { Arc::new(Int64Array::from(v.clone())) };
-        let float = |v: &Vec<Option<f64>>| -> ArrayRef { Arc::new(Float64Array::from(v.clone())) };
-        let num = |v: &Vec<Option<i128>>| -> ArrayRef {
+        let int = |v: Vec<Option<i64>>| -> ArrayRef { Arc::new(Int64Array::from(v)) };
+        let float = |v: Vec<Option<f64>>| -> ArrayRef { Arc::new(Float64Array::from(v)) };
+        let num = |v: Vec<Option<i128>>| -> ArrayRef {
             Arc::new(
-                Decimal128Array::from(v.clone())
+                Decimal128Array::from(v)
                     .with_precision_and_scale(38, 0)
                     .expect("38, 0 is a valid decimal"),
             )
         };
-        let [reads, writes, writebacks, extends, hits, evictions, reuses, fsyncs] = &self.counts;
-        let [read_bytes, write_bytes, extend_bytes] = &self.bytes;
-        let [read_time, write_time, writeback_time, extend_time, fsync_time] = &self.times;
+        let [reads, writes, writebacks, extends, hits, evictions, reuses, fsyncs] = self.counts;
+        let [read_bytes, write_bytes, extend_bytes] = self.bytes;
+        let [read_time, write_time, writeback_time, extend_time, fsync_time] = self.times;
         let mut columns = vec![
             text(self.backend_type),
             text(self.object),
@@ -219,28 +234,39 @@ impl IoColumns {
             Arc::new(
                 TimestampMicrosecondArray::from(self.stats_reset).with_timezone(TIMESTAMPTZ_ZONE),
             ),
-            int(&self.waits),
-            float(&self.wait_time),
+            int(self.waits),
+            float(self.wait_time),
         ];
-        columns.extend(self.latency.iter().map(float));
+        columns.extend(self.latency.into_iter().map(float));
         RecordBatch::try_new(pg_stat_io_schema(), columns).expect("columns are built to the schema")
     }
 }
 
-/// `pg_stat_io`: one row per (backend type, object, context) PostgreSQL 18 tracks — 79
-/// rows — in PostgreSQL's order.
-pub fn pg_stat_io_batch(snapshot: &IoSnapshot) -> RecordBatch {
-    let mut cols = IoColumns::default();
+/// `pg_stat_io`'s row count: the (backend type, object, context) triples PostgreSQL 18
+/// tracks.
+pub const PG_STAT_IO_ROWS: usize = 79;
+
+/// `pg_stat_io`: one row per (backend type, object, context) PostgreSQL 18 tracks, in
+/// PostgreSQL's order, from the per-type totals (`by_type[bt.index()]`) and their reset
+/// time.
+pub fn pg_stat_io_batch_of(by_type: &[IoCounters], stats_reset: DateTime<Utc>) -> RecordBatch {
+    let mut cols = IoColumns::with_capacity(PG_STAT_IO_ROWS);
     for bt in BackendType::ALL {
-        cols.push(bt, snapshot.counters(bt), Some(snapshot.stats_reset));
+        cols.push(bt, &by_type[bt.index()], Some(stats_reset));
     }
+    debug_assert_eq!(cols.backend_type.len(), PG_STAT_IO_ROWS);
     cols.finish()
+}
+
+/// [`pg_stat_io_batch_of`] a snapshot.
+pub fn pg_stat_io_batch(snapshot: &IoSnapshot) -> RecordBatch {
+    pg_stat_io_batch_of(&snapshot.by_type, snapshot.stats_reset)
 }
 
 /// `pg_stat_get_backend_io(pid)`: the rows of one process's backend type with its own
 /// counters and `stats_reset` (NULL until reset); no rows for an unknown pid.
 pub fn backend_io_batch(snapshot: Option<&BackendIoSnapshot>) -> RecordBatch {
-    let mut cols = IoColumns::default();
+    let mut cols = IoColumns::with_capacity(PG_STAT_IO_ROWS);
     if let Some(s) = snapshot {
         if s.backend_type.tracks_backend_stats() {
             cols.push(s.backend_type, &s.counters, s.stats_reset);

@@ -481,7 +481,12 @@ fn strip_trailing_zeros(digits: &[u8]) -> &[u8] {
 
 /// `float8out`: shortest round-trip digits when `extra_float_digits > 0`, else `%.{15+efd}g`.
 pub fn format_float8(v: f64, extra_float_digits: i32, out: &mut Vec<u8>) {
-    if !special_float(v.is_nan(), v.is_infinite(), v < 0.0, out) {
+    // Shortest digits of a whole number below 10^15 (counters, zeros) are its integer
+    // digits; -0 keeps its sign through the general path.
+    let whole = v.fract() == 0.0 && v.abs() < 1e15 && !(v == 0.0 && v.is_sign_negative());
+    if whole && extra_float_digits > 0 {
+        write_i64(v as i64, out)
+    } else if !special_float(v.is_nan(), v.is_infinite(), v < 0.0, out) {
         format_float(v, 15, extra_float_digits, out)
     }
 }

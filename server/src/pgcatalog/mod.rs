@@ -22,8 +22,9 @@
 //! 2. **Functions** ([`register_functions`]): PostgreSQL's information functions as
 //!    DataFusion UDFs bound to the session (`current_setting`, `set_config`,
 //!    `current_user`, `pg_relation_size`, `format_type`, …).
-//! 3. **Rewrites** ([`rewrite_for_datafusion`]) of syntax DataFusion lacks, and
-//!    **interception** ([`intercept`]) of the psql queries that remain beyond it.
+//! 3. **Rewrites** ([`rewrite_for_datafusion`], [`qualify_catalog_relations`]) of syntax
+//!    DataFusion lacks, and **interception** ([`intercept`]) of the psql queries that
+//!    remain beyond it.
 //!
 //! Everything a client sees is meant to match PostgreSQL 18; the differences are listed in
 //! `tests/tests/psql_meta.rs`.
@@ -57,7 +58,7 @@ use iolab_engine::Database;
 use iolab_settings::SessionSettings;
 use parking_lot::Mutex;
 
-pub use rewrite::rewrite_for_datafusion;
+pub use rewrite::{qualify_catalog_relations, rewrite_for_datafusion};
 use snapshot::Snapshot;
 use tables::{CatalogSchema, SharedCatalogState, Which};
 

@@ -7,7 +7,6 @@
 //! | `a OPERATOR(pg_catalog.~) b` | `a ~ b` |
 //! | `x COLLATE pg_catalog.default`, `COLLATE "C"` | `x` (iolab compares bytes: every collation is C) |
 //! | `pg_catalog.f(…)`, `x::pg_catalog.text` | `f(…)`, `x::text` |
-//! | `FROM pg_class`, `JOIN pg_roles` (unqualified catalog relation) | `FROM pg_catalog.pg_class`, … |
 //! | `'t'::regclass` (a literal) | `regclassin('t')`, the OID |
 //! | `c.oid::regclass`, `'t'::regclass::text` | `regclassout(c.oid)`, the name |
 //! | the same for `regtype`, `regnamespace`, `regrole` | `regtypein` / `regtypeout`, … |
@@ -22,16 +21,24 @@
 //! The rewrite works on sqlparser's tokens (strings, comments and quoted identifiers stay
 //! intact) and returns the text unchanged, without tokenizing, when nothing in it could
 //! need rewriting.
+//!
+//! One more change is made to the parsed statement instead ([`qualify_catalog_relations`],
+//! called by `sql::parse`): an unqualified catalog relation, `FROM pg_class` or `JOIN
+//! pg_roles`, becomes `pg_catalog.pg_class`, ….
 
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 
+use datafusion::sql::sqlparser::ast::{self, VisitMut, VisitorMut};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
-use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Word};
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Whitespace, Word};
 
 /// Text fragments (lower case) without which a query needs no rewrite.
 const TRIGGERS: &[&str] = &[
-    "pg_",
+    "pg_catalog",
+    "pg_node_tree",
+    "pg_lsn",
     "operator",
     "collate",
     "current_schema",
@@ -67,7 +74,6 @@ pub fn rewrite_for_datafusion(sql: &str) -> Cow<'_, str> {
     let tokens = remove_collate(tokens);
     let tokens = strip_pg_catalog(tokens);
     let tokens = rewrite_casts(tokens);
-    let tokens = qualify_catalog_relations(tokens);
     let tokens = call_bare_functions(tokens);
     if tokens == original {
         return Cow::Borrowed(sql);
@@ -109,7 +115,7 @@ fn faithful_tokens(sql: &str) -> Option<Vec<Token>> {
     for (i, t) in spanned.into_iter().enumerate() {
         let end = starts.get(i + 1).copied().unwrap_or(sql.len());
         let source = sql.get(starts[i]..end)?;
-        if t.token.to_string() == source {
+        if prints_as(&t.token, source) {
             tokens.push(t.token);
         } else {
             tokens.push(Token::Word(Word {
@@ -124,6 +130,16 @@ fn faithful_tokens(sql: &str) -> Option<Vec<Token>> {
         return None;
     }
     Some(tokens)
+}
+
+/// Does `token` print as exactly `source`? Unquoted words and single spaces, most of a
+/// query's tokens, are compared without printing them.
+fn prints_as(token: &Token, source: &str) -> bool {
+    match token {
+        Token::Word(w) if w.quote_style.is_none() => w.value == source,
+        Token::Whitespace(Whitespace::Space) => source == " ",
+        other => other.to_string() == source,
+    }
 }
 
 fn is_word(t: &Token, word: &str) -> bool {
@@ -434,78 +450,43 @@ fn call_bare_functions(tokens: Vec<Token>) -> Vec<Token> {
     out
 }
 
-/// Keywords that end a FROM list.
-const FROM_ENDERS: &[&str] = &[
-    "where",
-    "group",
-    "order",
-    "having",
-    "limit",
-    "offset",
-    "fetch",
-    "union",
-    "except",
-    "intersect",
-    "window",
-    "select",
-    "on",
-    "using",
-    "returning",
-    "for",
-    "values",
-    "set",
-];
-
 /// Is `name` one of `pg_catalog`'s relations (iolab's catalogs, or a table registered
 /// into `pg_catalog` by another module)?
 fn is_catalog_relation(name: &str) -> bool {
-    super::tables::pg_catalog_table(name).is_some()
-        || super::tables::extra_tables().iter().any(|t| t.name == name)
+    super::tables::pg_catalog_table(name).is_some() || super::tables::is_extra_table(name)
 }
 
-/// Qualifies unqualified `pg_…` relation names in FROM and JOIN with `pg_catalog.`, as
-/// PostgreSQL finds them through the implicit `pg_catalog` on every search path.
-fn qualify_catalog_relations(tokens: Vec<Token>) -> Vec<Token> {
-    let mut out: Vec<Token> = Vec::with_capacity(tokens.len() + 4);
-    // Per parenthesis depth: are we in a FROM list?
-    let mut in_from: Vec<bool> = vec![false];
-    for i in 0..tokens.len() {
-        let t = &tokens[i];
-        match t {
-            Token::LParen => in_from.push(false),
-            Token::RParen if in_from.len() > 1 => {
-                in_from.pop();
-            }
-            Token::Word(w) if w.quote_style.is_none() => {
-                let lower = w.value.to_ascii_lowercase();
-                if lower == "from" || lower == "join" {
-                    *in_from.last_mut().expect("never empty") = true;
-                } else if FROM_ENDERS.contains(&lower.as_str()) {
-                    *in_from.last_mut().expect("never empty") = false;
-                } else if lower.starts_with("pg_") && is_catalog_relation(&lower) {
-                    let prev = prev_significant(&tokens, i).map(|p| &tokens[p]);
-                    let table_position = match prev {
-                        Some(Token::Word(p)) if p.quote_style.is_none() => {
-                            let p = p.value.to_ascii_lowercase();
-                            p == "from" || p == "join"
-                        }
-                        Some(Token::Comma) => *in_from.last().expect("never empty"),
-                        _ => false,
-                    };
-                    let next = next_significant(&tokens, i + 1).map(|n| &tokens[n]);
-                    let qualified_or_call = matches!(next, Some(Token::Period | Token::LParen));
-                    let after_period = i > 0 && tokens[i - 1] == Token::Period;
-                    if table_position && !qualified_or_call && !after_period {
-                        out.push(word("pg_catalog"));
-                        out.push(Token::Period);
+/// Qualifies every unqualified, unquoted `pg_…` catalog relation the parsed statement
+/// reads (`FROM pg_class`, `JOIN pg_stat_io`) with `pg_catalog.`, as PostgreSQL finds
+/// them through the implicit `pg_catalog` on every search path. Table functions
+/// (`pg_get_keywords()`) and names iolab's catalog does not have are left alone.
+///
+/// This one works on the statement rather than the text, so a query whose only
+/// PostgreSQL-ism is a catalog name (every statistics query) is not tokenized twice.
+pub fn qualify_catalog_relations(stmt: &mut ast::Statement) {
+    struct Qualify;
+    impl VisitorMut for Qualify {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &mut ast::TableFactor) -> ControlFlow<()> {
+            if let ast::TableFactor::Table {
+                name, args: None, ..
+            } = factor
+            {
+                if let [ast::ObjectNamePart::Identifier(ident)] = name.0.as_slice() {
+                    let lower = ident.value.to_ascii_lowercase();
+                    if ident.quote_style.is_none()
+                        && lower.starts_with("pg_")
+                        && is_catalog_relation(&lower)
+                    {
+                        let schema = ast::Ident::new("pg_catalog");
+                        name.0.insert(0, ast::ObjectNamePart::Identifier(schema));
                     }
                 }
             }
-            _ => {}
+            ControlFlow::Continue(())
         }
-        out.push(t.clone());
     }
-    out
+    let _ = stmt.visit(&mut Qualify);
 }
 
 #[cfg(test)]
@@ -607,32 +588,56 @@ mod tests {
         );
     }
 
+    /// `sql` parsed, its catalog relations qualified, printed.
+    fn qualified(sql: &str) -> String {
+        let mut stmt = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
+        qualify_catalog_relations(&mut stmt);
+        stmt.to_string()
+    }
+
     #[test]
     fn unqualified_catalogs_get_their_schema() {
         assert_eq!(
-            rw("SELECT * FROM pg_class"),
+            qualified("SELECT * FROM pg_class"),
             "SELECT * FROM pg_catalog.pg_class"
         );
         assert_eq!(
-            rw("select * from pg_roles, pg_namespace n join pg_am a on true where x in (select 1 from pg_type)"),
-            "select * from pg_catalog.pg_roles, pg_catalog.pg_namespace n join pg_catalog.pg_am a on true where x in (select 1 from pg_catalog.pg_type)"
+            qualified("select * from pg_roles, PG_NAMESPACE n join pg_am a on true where x in (select 1 from pg_type)"),
+            "SELECT * FROM pg_catalog.pg_roles, pg_catalog.PG_NAMESPACE n JOIN pg_catalog.pg_am a ON true WHERE x IN (SELECT 1 FROM pg_catalog.pg_type)"
         );
         // Relations pg_catalog does not have are left to whoever provides them.
         assert_eq!(
-            rw("SELECT * FROM pg_not_a_catalog"),
+            qualified("SELECT * FROM pg_not_a_catalog"),
             "SELECT * FROM pg_not_a_catalog"
         );
-        // Not relations: columns, functions, qualified names.
+        // Not relations: columns, functions, qualified or quoted names.
         assert_eq!(
-            rw("SELECT pg_x, a FROM t, generate_series(1, 2)"),
-            "SELECT pg_x, a FROM t, generate_series(1, 2)"
+            qualified("SELECT pg_class, a FROM t, generate_series(1, 2)"),
+            "SELECT pg_class, a FROM t, generate_series(1, 2)"
         );
-        assert_eq!(rw("SELECT pg_backend_pid()"), "SELECT pg_backend_pid()");
         assert_eq!(
-            rw("SELECT * FROM pg_catalog.pg_class"),
+            qualified("SELECT * FROM pg_get_keywords()"),
+            "SELECT * FROM pg_get_keywords()"
+        );
+        assert_eq!(
+            qualified("SELECT * FROM pg_catalog.pg_class"),
             "SELECT * FROM pg_catalog.pg_class"
         );
-        assert_eq!(rw("SELECT * FROM public.pg_x"), "SELECT * FROM public.pg_x");
+        assert_eq!(
+            qualified("SELECT * FROM public.pg_class"),
+            "SELECT * FROM public.pg_class"
+        );
+        assert_eq!(
+            qualified("SELECT * FROM \"pg_class\""),
+            "SELECT * FROM \"pg_class\""
+        );
+        // Statistics queries no longer need the text rewrite at all.
+        assert!(matches!(
+            rewrite_for_datafusion("SELECT * FROM pg_stat_io"),
+            Cow::Borrowed(_)
+        ));
     }
 
     /// Every query psql 15 sends for the meta-commands iolab supports must parse after

@@ -112,7 +112,7 @@ impl Which {
         range: TimeRange,
     ) -> Result<RecordBatch> {
         let whole = match self {
-            Which::Io => views::pg_stat_io_batch(&db.io_stats.snapshot()),
+            Which::Io => db.io_stats.pg_stat_io_batch(),
             Which::Aios => views::pg_aios_batch(&db.aio_rows()),
             Which::Aio => stat_aio::pg_stat_aio_batch(db)?,
             Which::Activity => activity::batch(db)?,

@@ -688,6 +688,14 @@ impl SharedCatalogState {
 static EXTRA_TABLES: std::sync::RwLock<BTreeMap<String, SchemaRef>> =
     std::sync::RwLock::new(BTreeMap::new());
 
+/// Has a table of this name been registered into `pg_catalog`?
+pub fn is_extra_table(name: &str) -> bool {
+    EXTRA_TABLES
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains_key(name)
+}
+
 /// The registered `pg_catalog` tables, by name.
 pub fn extra_tables() -> Vec<ExtraTable> {
     let map = EXTRA_TABLES.read().unwrap_or_else(|e| e.into_inner());

@@ -18,6 +18,8 @@ use iolab_engine::exec::schema::PublicSchema;
 use iolab_engine::{Database, DatabaseOptions};
 use iolab_settings::{ServerSettings, SessionSettings};
 
+use datafusion::sql::sqlparser::{dialect::PostgreSqlDialect, parser::Parser};
+
 use super::psql::tests::{INTERCEPTED, PSQL_QUERIES};
 use super::*;
 
@@ -156,13 +158,26 @@ fn to_text(batches: &[RecordBatch]) -> Vec<Vec<String>> {
     rows
 }
 
+/// `sql` as the server hands it to DataFusion: rewritten, parsed, its catalog relations
+/// qualified (the rewritten text when it does not parse: DataFusion reports the error).
+fn for_datafusion(sql: &str) -> String {
+    let rewritten = rewrite_for_datafusion(sql);
+    match Parser::parse_sql(&PostgreSqlDialect {}, &rewritten) {
+        Ok(mut statements) if statements.len() == 1 => {
+            qualify_catalog_relations(&mut statements[0]);
+            statements[0].to_string()
+        }
+        _ => rewritten.into_owned(),
+    }
+}
+
 impl Fixture {
     /// Runs `sql` as the server would: intercept, else rewrite and DataFusion.
     async fn run(&self, sql: &str) -> Result<(SchemaRef, Vec<Vec<String>>), PgError> {
         if let Some(r) = intercept(sql, &self.info) {
             return r.map(|(s, b)| (s, to_text(&b)));
         }
-        let sql = rewrite_for_datafusion(sql);
+        let sql = for_datafusion(sql);
         let df = |e: datafusion::error::DataFusionError| match e {
             datafusion::error::DataFusionError::External(b) => match b.downcast::<PgError>() {
                 Ok(p) => *p,
@@ -697,7 +712,7 @@ async fn pushed_range(f: &Fixture, sql: &str) -> time_range::TimeRange {
     use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
     let plan = f
         .state
-        .create_logical_plan(&rewrite_for_datafusion(sql))
+        .create_logical_plan(&for_datafusion(sql))
         .await
         .unwrap();
     let plan = f.state.optimize(&plan).unwrap();
@@ -736,7 +751,7 @@ async fn only_statements_over_in_memory_catalogs_are_planned_in_one_partition() 
     ] {
         let plan = f
             .state
-            .create_logical_plan(&rewrite_for_datafusion(sql))
+            .create_logical_plan(&for_datafusion(sql))
             .await
             .unwrap();
         assert_eq!(
@@ -754,7 +769,6 @@ async fn only_statements_over_in_memory_catalogs_are_planned_in_one_partition() 
 async fn a_cached_plan_narrows_the_history_to_each_bound_window() {
     use crate::sql::{bind, normalize, plan_cache, plan_statement};
     use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-    use datafusion::sql::sqlparser::{dialect::PostgreSqlDialect, parser::Parser};
     let f = fixture();
     sampled_history(&f.db);
     let (first, second) = {
@@ -792,7 +806,7 @@ async fn a_cached_plan_narrows_the_history_to_each_bound_window() {
         )
     };
     let normalized = |sql: &str| {
-        let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &rewrite_for_datafusion(sql))
+        let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &for_datafusion(sql))
             .unwrap()
             .remove(0);
         normalize::normalize(&stmt).unwrap()

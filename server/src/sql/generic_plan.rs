@@ -22,8 +22,9 @@
 //! - Only `FilterExec` predicates and view scans' filters may hold parameters: a plan
 //!   with a marker anywhere else (a projection, an aggregate, a join) gets no template
 //!   and runs from the cached logical plan, as before.
-//! - Each run copies every node (`reset_state`: fresh metrics and operator state), so
-//!   sessions running one template at the same time share nothing that changes.
+//! - Each run copies every node (fresh metrics and operator state, the template's
+//!   properties kept), so sessions running one template at the same time share nothing
+//!   that changes.
 
 use std::sync::{Arc, LazyLock};
 
@@ -41,6 +42,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_expr::expressions::Literal;
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
+use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
 use datafusion::physical_plan::filter::{FilterExec, FilterExecBuilder};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::scalar::ScalarValue;
@@ -90,34 +92,44 @@ pub async fn template(plan: &LogicalPlan, state: &SessionState) -> Option<Arc<dy
 }
 
 /// A runnable copy of `template` with `values` for its parameters (`values[0]` is `$1`).
+///
+/// Every node is copied with its children's copies and its properties kept: binding a
+/// parameter changes no ordering or partitioning, and the template's properties were
+/// computed with the parameters unknown, so they hold for any values. Only a filter whose
+/// predicate takes values is built anew.
 pub fn instantiate(
     template: &Arc<dyn ExecutionPlan>,
     values: &[ScalarValue],
 ) -> Result<Arc<dyn ExecutionPlan>> {
+    if let Some(scan) = template.downcast_ref::<ViewScanExec>() {
+        let filters = scan
+            .filters()
+            .iter()
+            .map(|f| bind_placeholders(f, values))
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(Arc::new(scan.with_filters(filters)));
+    }
+    let children = template
+        .children()
+        .into_iter()
+        .map(|child| instantiate(child, values))
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(filter) = template.downcast_ref::<FilterExec>() {
+        if has_marker(filter.predicate()) {
+            let [input] = <[_; 1]>::try_from(children).expect("a filter has one input");
+            let copy = FilterExecBuilder::from(filter)
+                .with_input(input)
+                .with_predicate(bind_markers(filter.predicate(), values)?)
+                .build()?;
+            return Ok(Arc::new(copy));
+        }
+    }
     Arc::clone(template)
-        .transform_up(|node| {
-            if let Some(filter) = node.downcast_ref::<FilterExec>() {
-                if has_marker(filter.predicate()) {
-                    let predicate = bind_markers(filter.predicate(), values)?;
-                    let copy = FilterExecBuilder::from(filter)
-                        .with_predicate(predicate)
-                        .build()?;
-                    return Ok(Transformed::yes(Arc::new(copy) as Arc<dyn ExecutionPlan>));
-                }
-            }
-            if let Some(scan) = node.downcast_ref::<ViewScanExec>() {
-                let filters = scan
-                    .filters()
-                    .iter()
-                    .map(|f| bind_placeholders(f, values))
-                    .collect::<Result<Vec<_>>>()?;
-                return Ok(Transformed::yes(
-                    Arc::new(scan.with_filters(filters)) as Arc<dyn ExecutionPlan>
-                ));
-            }
-            Ok(Transformed::yes(node.reset_state()?))
-        })
-        .map(|t| t.data)
+        .replace_children(
+            children,
+            ReplaceChildrenOptions::new(ChildrenPropertiesMode::Keep),
+        )?
+        .reset_state()
 }
 
 /// `plan` with each `$n` outside the table scans replaced by a [`ParameterMarker`] call

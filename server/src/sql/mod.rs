@@ -102,8 +102,9 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
         }
         _ => {}
     }
-    let stmt = parse_sql(text, whole, offset)?;
+    let mut stmt = parse_sql(text, whole, offset)?;
     crate::explain::check_options(&stmt, text, whole, offset)?;
+    crate::pgcatalog::qualify_catalog_relations(&mut stmt);
     Ok(Parsed::Sql(stmt))
 }
 

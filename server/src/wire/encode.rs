@@ -62,7 +62,10 @@ pub fn fields(schema: &SchemaRef, format: impl Fn(usize) -> FieldFormat) -> Arc<
 pub fn encode_batch(batch: &RecordBatch, fields: &[FieldInfo], text: &TextFormat) -> Vec<DataRow> {
     let columns: Vec<&dyn Array> = batch.columns().iter().map(|c| c.as_ref()).collect();
     let mut rows = Vec::with_capacity(batch.num_rows());
-    let mut buf = BytesMut::with_capacity(256);
+    // One buffer for the batch, which every row is split off (a row's value is a 4-byte
+    // length and, for the statistics views' numbers and timestamps, about 12 bytes of
+    // text); it grows if the batch needs more.
+    let mut buf = BytesMut::with_capacity(batch.num_rows() * columns.len() * 16);
     let mut scratch = Vec::with_capacity(64);
     for row in 0..batch.num_rows() {
         for (col, field) in columns.iter().zip(fields) {
