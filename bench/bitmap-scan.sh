@@ -13,7 +13,8 @@
 #   ROWS [20000000; --small 2000000]   rows of eic_uniform(a INT, filler TEXT)
 #   RUNS [3; --small 1]                cold runs per cell (median, min–max)
 #   DELAY [10]                         seconds between the cache drop and every cold run
-#   EICS ["0 1 16 64 256 512"; --small "0 16 256"]   METHODS ["sync worker io_uring"]
+#   EICS ["0 1 16 64 256 512"; --small "0 16 256"]   METHODS ["sync worker io_uring"; an entry
+#                                      METHOD+direct adds debug_io_direct=data, e.g. io_uring+direct]
 #   QUERIES ["dense sparse"]   SHARED_BUFFERS [128MB]   WORK_MEM [16MB]
 #   SKIP_PG18=1  SKIP_FIO=1    IOLAB_BIN [target/release/iolab]  BENCH_DIR [/var/tmp/iolab-bitmap-bench]
 #   IOLAB_PORT [55442]  PG18_BENCH_PORT [5435]  FIO_REST [60] (seconds the device rests after fio)
@@ -33,7 +34,7 @@ REPO="$(pwd)"
 
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
-parse_small_flag 29 "$@"
+parse_small_flag 30 "$@"
 if [ "$SMALL" = 1 ]; then ROWS="${ROWS:-2000000}"; RUNS="${RUNS:-1}"; EICS="${EICS:-0 16 256}"; fi
 ROWS="${ROWS:-20000000}"
 RUNS="${RUNS:-3}"
@@ -222,9 +223,11 @@ for r in $(seq "$RUNS"); do
     sys="${cfg%%/*}"; m="${cfg#*/}"
     [ -z "${REFUSED[$cfg]:-}" ] || continue
     if [ "$sys" = iolab ]; then
-      iolab_start "$cfg" -c "io_method=$m" || { REFUSED[$cfg]="$START_ERR"; echo "  $cfg: server refused: $START_ERR"; continue; }
+      # METHOD+direct: the same io_method with debug_io_direct = data (no page cache).
+      method="${m%+direct}"; direct=(); [ "$method" = "$m" ] || direct=(-c debug_io_direct=data)
+      iolab_start "$cfg" -c "io_method=$method" "${direct[@]}" || { REFUSED[$cfg]="$START_ERR"; echo "  $cfg: server refused: $START_ERR"; continue; }
       got="$(q iolab 'SHOW io_method')"
-      [ "$got" = "$m" ] || { REFUSED[$cfg]="asked for io_method=$m, the server runs $got"; iolab_stop; echo "  $cfg: ${REFUSED[$cfg]}"; continue; }
+      [ "$got" = "$method" ] || { REFUSED[$cfg]="asked for io_method=$method, the server runs $got"; iolab_stop; echo "  $cfg: ${REFUSED[$cfg]}"; continue; }
       [ -n "$IO_OPTION" ] || { q iolab "EXPLAIN (ANALYZE, IO) SELECT 1" >/dev/null 2>&1 && IO_OPTION=1 || IO_OPTION=""; }
     else
       pg_start "-c io_method=$m -c shared_buffers=$SHARED_BUFFERS" || { REFUSED[$cfg]="$START_ERR"; echo "  $cfg: server refused: $START_ERR"; continue; }

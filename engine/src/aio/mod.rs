@@ -43,6 +43,7 @@ use parking_lot::Mutex;
 
 use crate::accounting::IoAccount;
 use crate::buffer::{PendingRead, PinnedBuffer, RingKind};
+use crate::storage::page::BLCKSZ;
 pub use handle::{HandleState, HandleTable, IoRef};
 use worker::WorkerPool;
 
@@ -303,8 +304,12 @@ impl AioSystem {
                     | ((io.generation & GEN_MASK) << ID_BITS)
                     | io.id as u64;
                 // Buffered reads past a few in flight go to kernel workers so that copying
-                // from the page cache runs in parallel (PostgreSQL 18 does the same).
-                let async_hint = !self.direct && in_flight > 4;
+                // from the page cache runs in parallel (PostgreSQL 18 does the same). Not a
+                // one-block read: its copy costs less than the two thread switches of io-wq,
+                // and an uncached page is read without a worker anyway (the kernel starts the
+                // read and finishes the copy when the page-lock wait ends).
+                let one_block = iovecs.len() == 1 && iovecs[0].iov_len == BLCKSZ;
+                let async_hint = !self.direct && in_flight > 4 && !one_block;
                 loop {
                     // SAFETY: the frames (pinned, IO_IN_PROGRESS) and the relation's file
                     // stay valid until the handle is completed, which happens only after

@@ -87,6 +87,24 @@
 //! submissions. With nothing in flight the stream always looks ahead, and `sync` (whose
 //! reads are executed one by one when needed) refills after every block, as before.
 //!
+//! # Looking ahead while waiting (iolab's rule)
+//!
+//! PostgreSQL 18 counts the read the consumer is waiting for among the `max_ios` in
+//! progress, so at `effective_io_concurrency = 1` the next read starts only after the
+//! consumer has its block: the device sees one read at a time, as at eic 0, and each read
+//! also pays its advice (sync) or hand-off (worker, io_uring). That made eic 1 slower than
+//! eic 0 on both systems. iolab counts `max_ios` as the reads *ahead* of the one the
+//! consumer needs now: before waiting, the stream looks ahead as if that read were done,
+//! so one more read is in flight while it waits — at eic 1, block n + 1 is read while the
+//! consumer waits for block n (PostgreSQL 16's "prefetch one page ahead"). The extra read
+//! stays within the backend's I/O budget: the rule applies only while `max_ios` is below
+//! `io_max_concurrency`, and never to eic 0 (no look-ahead at all).
+//!
+//! Not under `io_method = worker`: there the read waited for is usually still queued, and
+//! the scan takes it back and runs it itself (`aio/worker.rs`); pushing the next reads to
+//! the workers first made the sparse bitmap scan slower at eic 16 (0.33 → 0.50 s, three
+//! paired runs) and did not help at eic 1.
+//!
 //! # Invariants (asserted)
 //!
 //! * The queue never holds more than `max_pinned_buffers` entries, plus one read's worth.
@@ -216,6 +234,9 @@ pub struct ReadStream<T: Send> {
     /// While reads are in flight, look ahead only once this many more could start (see
     /// "Submitting in batches"); 1 = refill after every block.
     refill_batch: usize,
+    /// Before waiting for a read, start reads as if it were done (see "Looking ahead while
+    /// waiting"): one read more than `max_ios` may then be in flight.
+    look_ahead_while_waiting: bool,
 
     distance: usize,
     queue: VecDeque<Entry<T>>,
@@ -278,6 +299,9 @@ impl<T: Send> ReadStream<T> {
         } else {
             (max_ios / REFILL_FRACTION).clamp(1, MAX_REFILL_BATCH)
         };
+        let look_ahead_while_waiting = !synchronous
+            && max_ios < aio.max_concurrency()
+            && aio.method() != iolab_settings::IoMethod::Worker;
         ReadStream {
             aio,
             pool,
@@ -294,6 +318,7 @@ impl<T: Send> ReadStream<T> {
             advice_enabled,
             worker_advice,
             refill_batch,
+            look_ahead_while_waiting,
             distance,
             queue: VecDeque::with_capacity(max_pinned + combine_limit as usize),
             ios: VecDeque::with_capacity(max_ios),
@@ -470,8 +495,16 @@ impl<T: Send> ReadStream<T> {
     }
 
     /// Wait for the oldest read in progress and mark its entries ready; adapt the distance.
+    /// First, if the backend's I/O budget has room, start the next reads as if this one
+    /// were done (see "Looking ahead while waiting").
     fn wait_oldest(&mut self) -> Result<(), PgError> {
         let io = self.ios.pop_front().expect("a read in progress");
+        if self.look_ahead_while_waiting {
+            if let Err(e) = self.look_ahead() {
+                self.ios.push_front(io);
+                return Err(e);
+            }
+        }
         let seq = io.seq;
         let ring = self.ring_kind();
         let stalls_before = self.acct.io_stalls;
@@ -1016,6 +1049,72 @@ mod tests {
         assert!(advised_continuations(&pg18) > 0, "{pg18:?}");
         // ... but not forever: the last reads of the region are no longer advised.
         assert!(!pg18.last().unwrap().2, "{pg18:?}");
+    }
+
+    /// The most reads the stream had started and not yet waited for, over its trace.
+    fn most_in_flight(events: &[StreamEvent]) -> usize {
+        let (mut now, mut most) = (0usize, 0usize);
+        for e in events {
+            match e {
+                Read { .. } => now += 1,
+                Waited { .. } => now -= 1,
+                _ => {}
+            }
+            most = most.max(now);
+        }
+        most
+    }
+
+    #[test]
+    fn the_next_read_starts_before_the_consumer_waits() {
+        // Every third block: one read per block.
+        let blocks: Vec<u32> = (0..12).map(|i| i * 3).collect();
+        for method in [IoMethod::Sync, IoMethod::IoUring] {
+            let f = fixture("stream-wait-ahead", 40, method);
+            let events = run(&f, &config(1, 16, ReadStreamAdvice::Always, false), &blocks);
+            // eic 1: {0} and {3} one at a time while the distance ramps up (1, then 2, at
+            // which block 6 waits as a pending read in case 7 continues it); from then on
+            // the read of the next block starts right before the wait for the current one,
+            // so two reads are in flight.
+            let order: Vec<String> = events
+                .iter()
+                .filter_map(|e| match e {
+                    Read { blkno, .. } => Some(format!("read {blkno}")),
+                    Waited { blkno, .. } => Some(format!("wait {blkno}")),
+                    _ => None,
+                })
+                .collect();
+            let mut expected: Vec<String> = ["read 0", "wait 0", "read 3", "wait 3", "read 6"]
+                .map(String::from)
+                .into();
+            for b in (9..36).step_by(3) {
+                expected.push(format!("read {b}"));
+                expected.push(format!("wait {}", b - 3));
+            }
+            expected.push("wait 33".into());
+            assert_eq!(order, expected, "{method:?}");
+            assert_eq!(most_in_flight(&events), 2, "{method:?}");
+            if method == IoMethod::Sync {
+                let unadvised = events
+                    .iter()
+                    .filter(|e| matches!(e, Read { advised: false, .. }))
+                    .count();
+                assert_eq!(unadvised, 0, "sync advises every read: {events:?}");
+            }
+            // eic 0 reads each block when it is needed; and a stream already at
+            // io_max_concurrency (64 here) does not go past it.
+            let f = fixture("stream-wait-eic0", 40, method);
+            let sync_reads = run(&f, &config(0, 16, ReadStreamAdvice::Always, false), &blocks);
+            assert_eq!(most_in_flight(&sync_reads), 1, "{method:?}");
+            let many: Vec<u32> = (0..100).map(|i| 200 + i * 2).collect();
+            let f = fixture("stream-wait-cap", 400, method);
+            let capped = run(&f, &config(64, 16, ReadStreamAdvice::Never, false), &many);
+            assert!(most_in_flight(&capped) <= 64, "{method:?}");
+        }
+        // worker: one read at a time at eic 1, each started after the wait for the one before.
+        let f = fixture("stream-wait-worker", 40, IoMethod::Worker);
+        let events = run(&f, &config(1, 16, ReadStreamAdvice::Always, false), &blocks);
+        assert_eq!(most_in_flight(&events), 1, "{events:?}");
     }
 
     #[test]
