@@ -140,6 +140,16 @@ cpu_us() {
     'BEGIN { printf "%.0f", (b - a) * 1e6 / hz / n }'
 }
 
+# The scan a killed scan_loop started runs on in the server: wait (at most 30 s) until no
+# other statement is active, so that cpu_us counts only its own queries.
+wait_for_no_other_statement() {
+  local i
+  for i in $(seq 1 150); do
+    [ "$(q iolab "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid()")" = 0 ] && return 0
+    sleep 0.2
+  done
+}
+
 scan_loop() { # system
   while true; do
     q "$1" "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null 2>&1 || true
@@ -168,6 +178,7 @@ PANEL_SAMPLES=$(q iolab "SELECT count(DISTINCT time) FROM pg_stat_io_history")
 read -r IO_P50 IO_P99 IO_N < <(latency_of stat_io "SELECT * FROM pg_stat_io")
 read -r PANEL_P50 PANEL_P99 PANEL_N < <(latency_of panel "$PANEL")
 kill "$SCANNER_PID" 2>/dev/null || true; wait "$SCANNER_PID" 2>/dev/null || true; SCANNER_PID=""
+wait_for_no_other_statement
 IO_CPU=$(cpu_us "SELECT * FROM pg_stat_io")
 PANEL_CPU=$(cpu_us "$PANEL")
 iolab_stop

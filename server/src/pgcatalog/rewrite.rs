@@ -456,9 +456,9 @@ fn is_catalog_relation(name: &str) -> bool {
     super::tables::pg_catalog_table(name).is_some() || super::tables::is_extra_table(name)
 }
 
-/// Qualifies every unqualified, unquoted `pg_…` catalog relation the parsed statement
-/// reads (`FROM pg_class`, `JOIN pg_stat_io`) with `pg_catalog.`, as PostgreSQL finds
-/// them through the implicit `pg_catalog` on every search path. Table functions
+/// Qualifies every unqualified `pg_…` catalog relation the parsed statement reads (`FROM
+/// pg_class`, `JOIN pg_stat_io`, `FROM "pg_class"`) with `pg_catalog.`, as PostgreSQL
+/// finds them through the implicit `pg_catalog` on every search path. Table functions
 /// (`pg_get_keywords()`) and names iolab's catalog does not have are left alone.
 ///
 /// This one works on the statement rather than the text, so a query whose only
@@ -473,11 +473,13 @@ pub fn qualify_catalog_relations(stmt: &mut ast::Statement) {
             } = factor
             {
                 if let [ast::ObjectNamePart::Identifier(ident)] = name.0.as_slice() {
-                    let lower = ident.value.to_ascii_lowercase();
-                    if ident.quote_style.is_none()
-                        && lower.starts_with("pg_")
-                        && is_catalog_relation(&lower)
-                    {
+                    // An unquoted name is folded to lower case; a quoted one is taken as is.
+                    let in_catalog = match ident.quote_style {
+                        None => ident.value.to_ascii_lowercase(),
+                        Some('"') => ident.value.clone(),
+                        Some(_) => return ControlFlow::Continue(()),
+                    };
+                    if in_catalog.starts_with("pg_") && is_catalog_relation(&in_catalog) {
                         let schema = ast::Ident::new("pg_catalog");
                         name.0.insert(0, ast::ObjectNamePart::Identifier(schema));
                     }
@@ -612,7 +614,7 @@ mod tests {
             qualified("SELECT * FROM pg_not_a_catalog"),
             "SELECT * FROM pg_not_a_catalog"
         );
-        // Not relations: columns, functions, qualified or quoted names.
+        // Not relations: columns, functions, qualified names.
         assert_eq!(
             qualified("SELECT pg_class, a FROM t, generate_series(1, 2)"),
             "SELECT pg_class, a FROM t, generate_series(1, 2)"
@@ -629,9 +631,10 @@ mod tests {
             qualified("SELECT * FROM public.pg_class"),
             "SELECT * FROM public.pg_class"
         );
+        // A quoted name is taken as written.
         assert_eq!(
-            qualified("SELECT * FROM \"pg_class\""),
-            "SELECT * FROM \"pg_class\""
+            qualified("SELECT * FROM \"pg_class\", \"PG_CLASS\""),
+            "SELECT * FROM pg_catalog.\"pg_class\", \"PG_CLASS\""
         );
         // Statistics queries no longer need the text rewrite at all.
         assert!(matches!(
