@@ -22,6 +22,8 @@
 # Needs root (drop_caches), psql, fio, cc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 CONFIGS="${CONFIGS:-new:target/release/iolab:io_uring}"
 ROUNDS="${ROUNDS:-3}"; EICS="${EICS:-1 64}"; QUERY="${QUERY:-sparse}"
 DELAY="${DELAY:-10}"; FIO_MS="${FIO_MS:-500}"
@@ -31,12 +33,7 @@ PORT="${IOLAB_PORT:-55481}"
 DATA="$BENCH_DIR/iolab-$ROWS"
 declare -A PREDICATE=([dense]="a < 140" [sparse]="a < 5")
 [ -f "$DATA/.bench-loaded" ] || { echo "no table in $DATA: run bench/bitmap-scan.sh first" >&2; exit 1; }
-for tool in psql fio cc; do command -v $tool >/dev/null || { echo "needs $tool" >&2; exit 1; }; done
-
-SAMPLER="$BENCH_DIR/inflight"
-cc -O2 -o "$SAMPLER" bench/tools/inflight.c
-DEV="$(basename "$(df --output=source "$DATA" | tail -1)")"
-[ -e "/sys/block/$DEV/inflight" ] || DEV="$(lsblk -no pkname "/dev/$DEV" | head -1)"
+paired_setup "$DATA"
 SERVER=""
 cleanup() { [ -z "$SERVER" ] || { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; }; }
 trap cleanup EXIT
@@ -54,11 +51,7 @@ stop() { kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=""; }
 
 mkdir -p "$BENCH_DIR/logs"
 declare -A BIN RESULTS
-for c in $CONFIGS; do
-  IFS=: read -r label bin _ <<<"$c"
-  BIN[$label]="$BENCH_DIR/paired-$label.bin"
-  cp "$bin" "${BIN[$label]}"
-done
+copy_config_binaries
 FIO_FILE="$(ls "$BENCH_DIR"/fio-*.dat | head -1)"
 echo "$QUERY query on $DEV; fio ${FIO_MS} ms random 8 KiB QD64 before each run; delay ${DELAY} s"
 
@@ -72,12 +65,12 @@ for r in $(seq "$ROUNDS"); do
         --ioengine=io_uring --runtime="${FIO_MS}ms" --time_based --minimal 2>/dev/null |
         awk -F';' '$1==3 {printf "%.0f", $8}')"
       sync; echo 3 >/proc/sys/vm/drop_caches; sleep "$DELAY"
-      "$SAMPLER" "$DEV" 60 >"$BENCH_DIR/inflight.out" & sampler=$!
+      inflight_start
       out="$(q -c "SET work_mem = '16MB'" -c "SET max_parallel_workers_per_gather = 0" \
         -c "SET effective_io_concurrency = $eic" \
         -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, IO) SELECT * FROM eic_uniform WHERE ${PREDICATE[$QUERY]} AND filler > 'fffffff'")"
-      kill -INT "$sampler"; wait "$sampler" || true
-      mean="$(awk '{for (i = 1; i <= NF; i++) if ($i == "flight") {sub(/,/, "", $(i+1)); print $(i+1)}}' "$BENCH_DIR/inflight.out")"
+      inflight_stop
+      mean="$(inflight_figure flight)"
       line="$(echo "$out" | awk -v fio="$fio_iops" -v mean="$mean" '
         /^Bitmap Heap Scan/ { split($0, a, "\\.\\."); split(a[2], b, " "); heap = b[1] }
         /Bitmap Index Scan/ { split($0, a, "\\.\\."); split(a[2], b, " "); idx = b[1] }
@@ -94,14 +87,13 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 
-median() { sort -g | awk '{a[NR] = $1} END {printf "%s", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 echo
 printf "%-20s %4s %5s %10s %10s %9s %9s %7s %10s\n" configuration eic runs "median ms" "heap ms" blocks/s "fio" ratio "in flight"
 for c in $CONFIGS; do
   IFS=: read -r label _ method _ <<<"$c"
   for eic in $EICS; do
     rows="$(echo "${RESULTS[$label/$method/$eic]}" | tr ';' '\n' | grep .)"
-    col() { echo "$rows" | awk -v k="$1" '{print $k}' | median; }
+    col() { echo "$rows" | awk -v k="$1" '{print $k}' | median_of_lines; }
     printf "%-20s %4s %5d %10s %10s %9s %9s %7s %10s\n" "$label/$method" "$eic" "$(echo "$rows" | wc -l)" \
       "$(col 1)" "$(col 2)" "$(col 3)" "$(col 4)" "$(col 5)" "$(col 6)"
   done

@@ -25,6 +25,8 @@
 # Needs root (vm.nr_hugepages, restored at exit), psql, fio, cc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 CONFIGS="${CONFIGS:-new:target/release/iolab:io_uring new:target/release/iolab:worker}"
 ROUNDS="${ROUNDS:-3}"; RUNS="${RUNS:-2}"
 SHARED_BUFFERS="${SHARED_BUFFERS:-1GB}"
@@ -35,12 +37,7 @@ ROWS="${ROWS:-60000000}"
 PORT="${IOLAB_PORT:-55471}"
 DATA="$BENCH_DIR/iolab-$ROWS"
 [ -f "$DATA/.bench-loaded" ] || { echo "no table in $DATA: run bench/io-methods.sh with ROWS=$ROWS first" >&2; exit 1; }
-for tool in psql fio cc; do command -v $tool >/dev/null || { echo "needs $tool" >&2; exit 1; }; done
-
-SAMPLER="$BENCH_DIR/inflight"
-cc -O2 -o "$SAMPLER" bench/tools/inflight.c
-DEV="$(basename "$(df --output=source "$DATA" | tail -1)")"
-[ -e "/sys/block/$DEV/inflight" ] || DEV="$(lsblk -no pkname "/dev/$DEV" | head -1)"
+paired_setup "$DATA"
 ORIG_HUGEPAGES="$(cat /proc/sys/vm/nr_hugepages)"
 SERVER=""
 cleanup() {
@@ -66,11 +63,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER/stat"; }   # the process, t
 
 mkdir -p "$BENCH_DIR/logs"
 declare -A BIN RESULTS
-for c in $CONFIGS; do
-  IFS=: read -r label bin _ <<<"$c"
-  BIN[$label]="$BENCH_DIR/paired-$label.bin"
-  cp "$bin" "${BIN[$label]}"
-done
+copy_config_binaries
 start "${BIN[${CONFIGS%%:*}]}" worker
 BYTES="$(q -c "SELECT pg_relation_size('eic_io')")"
 stop
@@ -88,17 +81,17 @@ for r in $(seq "$ROUNDS"); do
       fio_mbs="$(fio --name=seq --filename="$FIO_FILE" --size="$BYTES" --rw=read --bs=1m --direct=1 \
         --ioengine=io_uring --iodepth=32 --iomem=shmhuge --minimal 2>/dev/null |
         awk -F';' '$1==3 {printf "%.0f", $6*1.024/$9}')"
-      "$SAMPLER" "$DEV" 60 >"$BENCH_DIR/inflight.out" & sampler=$!
+      inflight_start
       t0="$(cpu_ticks)"
       out="$(q -c '\timing on' ${SETS:+-c "$SETS"} -c 'SELECT count(*) FROM eic_io')"
       t1="$(cpu_ticks)"
-      kill -INT "$sampler"; wait "$sampler" || true
+      inflight_stop
       [ "$(echo "$out" | grep -v Time | tail -1)" = "$ROWS" ] || { echo "wrong count: $out" >&2; exit 1; }
       ms="$(echo "$out" | awk '/Time:/ {t = $2} END {print t}')"
       line="$(awk -v ms="$ms" -v b="$BYTES" -v f="$fio_mbs" -v cpu=$(( (t1 - t0) * 10 )) \
         'BEGIN {m = b / 1e3 / ms; printf "%.0f %.0f %s %.3f %d", ms, m, f, m / f, cpu}')"
-      idle="$(awk '{for (i = 1; i <= NF; i++) if ($i == "idle") {sub(/%,?/, "", $(i+1)); print $(i+1)}}' "$BENCH_DIR/inflight.out")"
-      mean="$(awk '{for (i = 1; i <= NF; i++) if ($i == "flight") {sub(/,/, "", $(i+1)); print $(i+1)}}' "$BENCH_DIR/inflight.out")"
+      idle="$(inflight_figure idle)"
+      mean="$(inflight_figure flight)"
       RESULTS[$label/$method]="${RESULTS[$label/$method]:-}$line $idle $mean;"
       read -r ms mbs _ ratio cpu <<<"$line"
       printf "  [%d/%d] %-22s %6s ms %5s MB/s  fio just before %5s MB/s  ratio %s  CPU %5s ms  device idle %5s %%, %s reads in flight\n" \
@@ -108,13 +101,12 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 
-median() { sort -g | awk '{a[NR] = $1} END {printf "%s", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 echo
 printf "%-22s %5s %9s %7s %11s %8s %12s %10s\n" configuration runs "median ms" "MB/s" "ratio" "CPU ms" "device idle" "in flight"
 for c in $CONFIGS; do
   IFS=: read -r label _ method <<<"$c"
   rows="$(echo "${RESULTS[$label/$method]}" | tr ';' '\n' | grep .)"
-  col() { echo "$rows" | awk -v k="$1" '{print $k}' | median; }
+  col() { echo "$rows" | awk -v k="$1" '{print $k}' | median_of_lines; }
   printf "%-22s %5d %9s %7s %5s (%s–%s) %8s %10s %% %10s\n" "$label/$method" "$(echo "$rows" | wc -l)" \
     "$(col 1)" "$(col 2)" "$(col 4)" "$(echo "$rows" | awk '{print $4}' | sort -g | head -1)" \
     "$(echo "$rows" | awk '{print $4}' | sort -g | tail -1)" "$(col 5)" "$(col 6)" "$(col 7)"

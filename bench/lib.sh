@@ -118,3 +118,37 @@ observe() { # system
 }
 # stats "x y z" : "median min max" of the numbers, 3 decimals.
 stats() { printf '%s\n' $1 | sort -g | awk '{a[NR]=$1} END{m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.3f %.3f %.3f", m, a[1], a[NR]}'; }
+
+# ---- paired runs (bench/*-paired.sh) -----------------------------------------------------
+# paired_setup DATA : needs psql, fio and cc; builds the device in-flight sampler
+# (bench/tools/inflight.c) as SAMPLER in BENCH_DIR and finds the block device holding DATA
+# (DEV).
+paired_setup() {
+  local tool
+  for tool in psql fio cc; do command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }; done
+  SAMPLER="$BENCH_DIR/inflight"
+  cc -O2 -o "$SAMPLER" bench/tools/inflight.c
+  DEV="$(basename "$(df --output=source "$1" | tail -1)")"
+  [ -e "/sys/block/$DEV/inflight" ] || DEV="$(lsblk -no pkname "/dev/$DEV" | head -1)"
+}
+# copy_config_binaries : BIN[LABEL] becomes a copy in BENCH_DIR of each CONFIGS entry's
+# binary (LABEL:BINARY:…), so a rebuild during the runs changes nothing. (declare -A BIN first.)
+copy_config_binaries() {
+  local c label bin
+  for c in $CONFIGS; do
+    IFS=: read -r label bin _ <<<"$c"
+    BIN[$label]="$BENCH_DIR/paired-$label.bin"
+    cp "$bin" "${BIN[$label]}"
+  done
+}
+# inflight_start, then inflight_stop: the device's reads in flight sampled every ms in
+# between; inflight_figure WORD then prints the sampler's number after WORD ("flight" for
+# the mean in flight, "idle" for the idle share).
+inflight_start() { "$SAMPLER" "$DEV" 60 >"$BENCH_DIR/inflight.out" & INFLIGHT_PID=$!; }
+inflight_stop() { kill -INT "$INFLIGHT_PID"; wait "$INFLIGHT_PID" || true; }
+inflight_figure() {
+  awk -v word="$1" '{for (i = 1; i < NF; i++) if ($i == word) {v = $(i+1); gsub(/[,%]/, "", v); print v}}' \
+    "$BENCH_DIR/inflight.out"
+}
+# median_of_lines : the median of the numbers on stdin, one per line, as written.
+median_of_lines() { sort -g | awk '{a[NR] = $1} END {printf "%s", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
