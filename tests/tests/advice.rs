@@ -4,15 +4,16 @@
 //! - `sync`: the scanning session advises a bitmap heap scan's reads under the default
 //!   policy (`pg18`), none under `never`, and never a Seq Scan's (a sequential stream);
 //! - `worker` (one I/O worker, so reads wait in its queue): the worker advises queued reads
-//!   of a bitmap heap scan, none under `never`, none of a Seq Scan's;
+//!   of a bitmap heap scan, none under `never`, none of a Seq Scan's; at
+//!   `effective_io_concurrency = 1` the session reads and advises itself, as under `sync`;
 //! - with `debug_io_direct = data` nobody advises (the page cache is bypassed).
 //!
 //! The answers of the scans are checked against each other as well: advice must never
 //! change what a scan returns.
 //!
 //! And, in the same worker queue, `pg_stat_aio.taken_back`: at `effective_io_concurrency
-//! = 1` the scan waits at once for the read it just queued, and takes it back from the
-//! queue when no worker has started it yet.
+//! = 1` with direct I/O the scan waits at once for the read it just queued, and takes it
+//! back from the queue when no worker has started it yet.
 
 use iolab_tests::{evict_cold, int, rows, TestServer};
 use tokio_postgres::Client;
@@ -156,7 +157,14 @@ async fn direct_io_is_never_advised() {
 async fn the_issuer_takes_back_reads_no_worker_started() {
     let (server, client) = setup(
         "advice-take-back",
-        &["-c", "io_method=worker", "-c", "io_workers=1"],
+        &[
+            "-c",
+            "io_method=worker",
+            "-c",
+            "io_workers=1",
+            "-c",
+            "debug_io_direct=data",
+        ],
     )
     .await;
     client
@@ -173,4 +181,28 @@ async fn the_issuer_takes_back_reads_no_worker_started() {
         after > before,
         "no read was taken back from the queue ({before} -> {after})"
     );
+}
+
+/// Under `worker` with buffered files, a stream at `effective_io_concurrency = 1` reads its
+/// blocks itself and advises the read ahead, as under `sync`: reads are advised, none is
+/// queued for a worker to be taken back, and the answer is the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_at_eic_1_reads_in_the_session_with_advice() {
+    let (server, client) = setup(
+        "advice-worker-eic1",
+        &["-c", "io_method=worker", "-c", "io_workers=1"],
+    )
+    .await;
+    client
+        .batch_execute("SET effective_io_concurrency = 1")
+        .await
+        .unwrap();
+    let taken_back = "SELECT taken_back FROM pg_stat_aio WHERE backend_type = 'client backend'";
+    let before = int(&client, taken_back).await;
+    let expected = int(&client, "SELECT count(*) FROM t WHERE a + 0 < 5").await;
+    let (answer, advised) = cold(&server, &client, BITMAP).await;
+    assert_eq!(answer, expected);
+    assert!(advised > 0, "no read was advised at eic 1");
+    let after = int(&client, taken_back).await;
+    assert_eq!(after, before, "reads were queued for the worker at eic 1");
 }

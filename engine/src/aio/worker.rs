@@ -29,7 +29,10 @@
 //! ([`WorkerPool::take_back`]) and runs it itself, instead of waiting for a worker to wake
 //! up and then for the completion to wake it: at `effective_io_concurrency = 1`, where the
 //! consumer often waits at once for the one read it just queued, those two hand-offs cost
-//! more than the look-ahead gains (the "eic 1 is slower than eic 0" cliff).
+//! more than the look-ahead gains (the "eic 1 is slower than eic 0" cliff). With buffered
+//! files a stream at eic 1 no longer hands its reads to the workers at all (it advises and
+//! reads itself, as under `sync`: see read_stream.rs, "One read ahead under worker"); taking
+//! back still saves the hand-offs at eic 1 with direct I/O and at eic 2 and up.
 //!
 //! Workers run until the pool is dropped; dropping waits for them to finish the handle they
 //! hold (the queue is drained first, so nothing an issuer waits for is ever lost).

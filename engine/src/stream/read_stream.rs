@@ -100,10 +100,22 @@
 //! stays within the backend's I/O budget: the rule applies only while `max_ios` is below
 //! `io_max_concurrency`, and never to eic 0 (no look-ahead at all).
 //!
-//! Not under `io_method = worker`: there the read waited for is usually still queued, and
-//! the scan takes it back and runs it itself (`aio/worker.rs`); pushing the next reads to
-//! the workers first made the sparse bitmap scan slower at eic 16 (0.33 → 0.50 s, three
-//! paired runs) and did not help at eic 1.
+//! Not under `io_method = worker` past eic 1: there the read waited for is usually still
+//! queued, and the scan takes it back and runs it itself (`aio/worker.rs`); pushing the
+//! next reads to the workers first made the sparse bitmap scan slower at eic 16 (0.33 →
+//! 0.50 s, three paired runs) and did not help at eic 1 (which now reads in the session,
+//! below).
+//!
+//! ## One read ahead under worker
+//!
+//! At `effective_io_concurrency = 1` with buffered files, a `worker` stream runs its reads
+//! itself, as a `sync` stream does: it advises the read ahead and `preadv`s each block when
+//! the consumer needs it, with the rule above (two reads at the device). Handing a single
+//! read to a worker gains nothing to overlap and costs two thread hand-offs per block,
+//! which made eic 1 slower than eic 0 (sparse bitmap scan 1.51 against 1.13 s, dense 2.94
+//! against 2.64 s). Reading in the session took the sparse scan at eic 1 from 0.94 to
+//! 0.47 s, below eic 0's 0.68 s (medians of five paired runs, see
+//! docs/benchmarks/bitmap-scan.md). Direct I/O cannot be advised, so there eic 1 keeps the workers.
 //!
 //! # Invariants (asserted)
 //!
@@ -224,7 +236,10 @@ pub struct ReadStream<T: Send> {
     pub acct: IoAccount,
 
     max_ios: usize,
-    synchronous: bool,
+    /// The stream runs its reads itself when it needs them, after advice (`sync`, and
+    /// `worker` with buffered files at `effective_io_concurrency = 1`), instead of handing
+    /// them to the I/O method.
+    issuer_runs_reads: bool,
     combine_limit: u32,
     max_pinned: usize,
     policy: ReadStreamAdvice,
@@ -287,21 +302,27 @@ impl<T: Send> ReadStream<T> {
                 ReadStreamAdvice::Always => true,
                 ReadStreamAdvice::Pg17 | ReadStreamAdvice::Pg18 => !config.sequential,
             };
-        let advice_enabled = sync_method && policy_advises;
-        let worker_advice = policy_advises && aio.advises_in_workers();
+        let method = aio.method();
+        // worker, buffered, one read ahead: the scan reads itself, as under sync (see "One
+        // read ahead under worker").
+        let worker_one_ahead =
+            method == iolab_settings::IoMethod::Worker && !direct && config.max_ios == 1;
+        let issuer_runs_reads = synchronous || sync_method || worker_one_ahead;
+        let advice_enabled = policy_advises && (sync_method || worker_one_ahead);
+        let worker_advice = policy_advises && aio.advises_in_workers() && !worker_one_ahead;
         let distance = if config.full {
             max_pinned.min(combine_limit as usize)
         } else {
             1
         };
-        let refill_batch = if synchronous || sync_method {
+        let refill_batch = if issuer_runs_reads {
             1
         } else {
             (max_ios / REFILL_FRACTION).clamp(1, MAX_REFILL_BATCH)
         };
         let look_ahead_while_waiting = !synchronous
             && max_ios < aio.max_concurrency()
-            && aio.method() != iolab_settings::IoMethod::Worker;
+            && (method != iolab_settings::IoMethod::Worker || worker_one_ahead);
         ReadStream {
             aio,
             pool,
@@ -311,7 +332,7 @@ impl<T: Send> ReadStream<T> {
             issuer: Issuer::new(config.pid),
             acct,
             max_ios,
-            synchronous,
+            issuer_runs_reads,
             combine_limit,
             max_pinned,
             policy: config.advice,
@@ -714,7 +735,7 @@ impl<T: Send> ReadStream<T> {
                     let io = self.aio.start_read(
                         &mut self.issuer,
                         read,
-                        self.synchronous,
+                        self.issuer_runs_reads,
                         self.worker_advice,
                         &mut self.acct,
                     );
@@ -1069,7 +1090,7 @@ mod tests {
     fn the_next_read_starts_before_the_consumer_waits() {
         // Every third block: one read per block.
         let blocks: Vec<u32> = (0..12).map(|i| i * 3).collect();
-        for method in [IoMethod::Sync, IoMethod::IoUring] {
+        for method in [IoMethod::Sync, IoMethod::IoUring, IoMethod::Worker] {
             let f = fixture("stream-wait-ahead", 40, method);
             let events = run(&f, &config(1, 16, ReadStreamAdvice::Always, false), &blocks);
             // eic 1: {0} and {3} one at a time while the distance ramps up (1, then 2, at
@@ -1094,12 +1115,13 @@ mod tests {
             expected.push("wait 33".into());
             assert_eq!(order, expected, "{method:?}");
             assert_eq!(most_in_flight(&events), 2, "{method:?}");
-            if method == IoMethod::Sync {
+            // sync, and worker at eic 1 with buffered files, advise every read themselves.
+            if method != IoMethod::IoUring {
                 let unadvised = events
                     .iter()
                     .filter(|e| matches!(e, Read { advised: false, .. }))
                     .count();
-                assert_eq!(unadvised, 0, "sync advises every read: {events:?}");
+                assert_eq!(unadvised, 0, "{method:?} advises every read: {events:?}");
             }
             // eic 0 reads each block when it is needed; and a stream already at
             // io_max_concurrency (64 here) does not go past it.
@@ -1111,10 +1133,17 @@ mod tests {
             let capped = run(&f, &config(64, 16, ReadStreamAdvice::Never, false), &many);
             assert!(most_in_flight(&capped) <= 64, "{method:?}");
         }
-        // worker: one read at a time at eic 1, each started after the wait for the one before.
+        // worker past eic 1 hands its reads to the workers, which advise them: the stream
+        // advises none itself and keeps PostgreSQL's count (at most eic reads in flight).
         let f = fixture("stream-wait-worker", 40, IoMethod::Worker);
-        let events = run(&f, &config(1, 16, ReadStreamAdvice::Always, false), &blocks);
-        assert_eq!(most_in_flight(&events), 1, "{events:?}");
+        let events = run(&f, &config(2, 16, ReadStreamAdvice::Always, false), &blocks);
+        assert_eq!(most_in_flight(&events), 2, "{events:?}");
+        assert!(
+            events
+                .iter()
+                .all(|e| !matches!(e, Read { advised: true, .. })),
+            "{events:?}"
+        );
     }
 
     #[test]
