@@ -5,10 +5,13 @@
 #
 #   1. latency (p50 / p99 over pgbench's per-query log) of `SELECT * FROM pg_stat_io` while
 #      a count(*) scan loops on another connection (goal p99 < 1 ms), its buffer pool
-#      emptied before each scan: the table then comes from the page cache, so the scan
-#      keeps both CPUs busy — harder on latency than a scan waiting for the disk — and
-#      after it the server's CPU time per query with no scan running (CPU_RUNS queries:
-#      a figure this machine's noise hardly moves);
+#      emptied before each scan. SCAN=direct (the default) runs the server with direct I/O
+#      (debug_io_direct = data), so every scan of the loop is cold, read from the disk —
+#      the issue's condition; SCAN=page-cached runs it buffered, so after the first scan the
+#      table comes from the page cache and the scan keeps both CPUs busy, which is harder
+#      on latency than a scan waiting for the disk. After the loop, the server's CPU time
+#      per query with no scan running (CPU_RUNS queries: a figure this machine's noise
+#      hardly moves);
 #   2. the same for a one-hour history panel (goal p99 < 5 ms): a Grafana
 #      `$__timeGroupAlias(time, '1m')` query over pg_stat_io_history. To get an hour's
 #      worth of samples without waiting an hour, the server samples every 100 ms for
@@ -19,14 +22,15 @@
 #      table in the page cache (only the buffer pool emptied), which is CPU-bound and so
 #      varies far less than the cold one on this machine's disk;
 #   4. beside it, PostgreSQL 18 (../shared/tools/pg18-reference, its own copy of the table,
-#      io_method worker): `SELECT * FROM pg_stat_io` during the same loop of scans there.
+#      io_method worker, direct I/O as iolab's with SCAN=direct): `SELECT * FROM pg_stat_io`
+#      during the same loop of scans there.
 #
 #   bench/stats.sh [--small]     (--small: 1 M rows, FILL 20 s, 10 s of pgbench, 3 runs)
 #
 # Environment (defaults in brackets):
 #   ROWS [20000000]  FILL [360]  DURATION [20] (s of pgbench per query)  RUNS [5]  CPU_RUNS [2000]
 #   IOLAB_BIN [target/release/iolab]  BENCH_DIR [/var/tmp/iolab-stats-bench]
-#   SHARED_BUFFERS [128MB]  IO_METHOD [worker]  IOLAB_PORT [55451]
+#   SHARED_BUFFERS [128MB]  IO_METHOD [worker]  SCAN [direct | page-cached]  IOLAB_PORT [55451]
 #   SKIP_PG18=1  PG18 [../shared/tools/pg18-reference]  PG18_BENCH_PORT [5436]
 #
 # Needs psql and pgbench (postgresql-client), a release build (cargo build --release --bin
@@ -52,6 +56,12 @@ IOLAB_BIN="${IOLAB_BIN:-target/release/iolab}"
 BENCH_DIR="${BENCH_DIR:-/var/tmp/iolab-stats-bench}"
 SHARED_BUFFERS="${SHARED_BUFFERS:-128MB}"
 IO_METHOD="${IO_METHOD:-worker}"
+SCAN="${SCAN:-direct}"
+case "$SCAN" in
+  direct) LOOP_IO=(-c debug_io_direct=data); PG_LOOP_IO="-c debug_io_direct=data" ;;
+  page-cached) LOOP_IO=(); PG_LOOP_IO="" ;;
+  *) echo "SCAN is direct or page-cached, not $SCAN" >&2; exit 1 ;;
+esac
 IOLAB_PORT="${IOLAB_PORT:-55451}"
 SKIP_PG18="${SKIP_PG18:-0}"
 PG18="${PG18:-$REPO/../shared/tools/pg18-reference}"
@@ -80,9 +90,12 @@ command -v pgbench >/dev/null || { echo "pgbench is missing (apt-get install pos
 IOLAB_DATA="$DATA"
 LOGS="$BENCH_DIR"
 START_TIMEOUT=120
-# start_server INTERVAL : iolab with stats_history_interval = INTERVAL (ms; 0 = no sampler).
+# start_server INTERVAL [ARGS...] : iolab with stats_history_interval = INTERVAL (ms; 0 = no
+# sampler) and ARGS.
 start_server() {
-  iolab_start "stats_history_interval=$1" -c io_method="$IO_METHOD" -c stats_history_interval="$1" \
+  local interval=$1; shift
+  iolab_start "stats_history_interval=$interval" -c io_method="$IO_METHOD" \
+    -c stats_history_interval="$interval" "$@" \
     || { echo "iolab did not start ($START_ERR); see $LOGS/iolab.log" >&2; exit 1; }
 }
 
@@ -168,8 +181,8 @@ if [ ! -d "$DATA" ]; then
 fi
 
 # ---- 1 + 2: view latency during a cold scan -------------------------------------------
-start_server 100
-echo "filling the history: ${FILL}s of 100 ms samples while scanning"
+start_server 100 "${LOOP_IO[@]}"
+echo "filling the history: ${FILL}s of 100 ms samples while scanning ($SCAN scans)"
 scan_loop iolab & SCANNER_PID=$!
 sleep "$FILL"
 PANEL="SELECT floor(extract(epoch from time)/60)*60 AS \"time\", backend_type || ' / ' || context AS metric, sum(reads) / 60.0 AS reads_per_s, sum(read_bytes) / 60e6 AS mb_per_s FROM pg_stat_io_history WHERE time BETWEEN now() - interval '1 hour' AND now() GROUP BY 1, 2 ORDER BY 1"
@@ -187,7 +200,7 @@ iolab_stop
 PG_IO="n/a n/a 0"
 if [ "$SKIP_PG18" != 1 ] && [ -x "$PG18" ]; then
   pg_env stats-bench
-  if pg_start "-c io_method=worker"; then
+  if pg_start "-c io_method=worker $PG_LOOP_IO"; then
     if [ ! -f "$BENCH_DIR/pg18-$ROWS.loaded" ]; then
       echo "loading $ROWS rows into PostgreSQL 18"
       q pg18 "DROP TABLE IF EXISTS $TABLE" "CREATE TABLE $TABLE(a int, filler text)" \
@@ -229,9 +242,9 @@ WARM_SLOWDOWN=$(slowdown "$MED_WARM_ON" "$MED_WARM_OFF")
 
 {
   echo "# bench/stats.sh $STAMP — $ROWS rows, shared_buffers $SHARED_BUFFERS, io_method $IO_METHOD, $(basename "$IOLAB_BIN") at $IOLAB_BIN"
-  echo "# cold scans: $COLD_NOTE"
+  echo "# cold scans: $COLD_NOTE; the scan loop of the latency rows: $SCAN"
   echo
-  echo "| query, during a scan loop on another connection | p50 ms | p99 ms | queries | goal p99 | server CPU µs per query, no scan |"
+  echo "| query, during a $SCAN scan loop on another connection | p50 ms | p99 ms | queries | goal p99 | server CPU µs per query, no scan |"
   echo "|---|---|---|---|---|---|"
   echo "| SELECT * FROM pg_stat_io | $IO_P50 | $IO_P99 | $IO_N | < 1 ms | $IO_CPU |"
   echo "| one-hour panel ($PANEL_ROWS history rows, $PANEL_SAMPLES samples) | $PANEL_P50 | $PANEL_P99 | $PANEL_N | < 5 ms | $PANEL_CPU |"
