@@ -153,9 +153,27 @@ async fn direct_io_is_never_advised() {
     .await;
 }
 
+/// A cold bitmap heap scan at `effective_io_concurrency = 1` on a server started with
+/// `args`, its answer checked against a Seq Scan's: the reads it advised, and
+/// `pg_stat_aio.taken_back` of client backends before and after it.
+async fn cold_bitmap_scan_at_eic_1(name: &str, args: &[&str]) -> (i64, i64, i64) {
+    let (server, client) = setup(name, args).await;
+    client
+        .batch_execute("SET effective_io_concurrency = 1")
+        .await
+        .unwrap();
+    let taken_back = "SELECT taken_back FROM pg_stat_aio WHERE backend_type = 'client backend'";
+    let before = int(&client, taken_back).await;
+    let expected = int(&client, "SELECT count(*) FROM t WHERE a + 0 < 5").await;
+    let (answer, advised) = cold(&server, &client, BITMAP).await;
+    assert_eq!(answer, expected);
+    let after = int(&client, taken_back).await;
+    (advised, before, after)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_issuer_takes_back_reads_no_worker_started() {
-    let (server, client) = setup(
+    let (_, before, after) = cold_bitmap_scan_at_eic_1(
         "advice-take-back",
         &[
             "-c",
@@ -167,16 +185,6 @@ async fn the_issuer_takes_back_reads_no_worker_started() {
         ],
     )
     .await;
-    client
-        .batch_execute("SET effective_io_concurrency = 1")
-        .await
-        .unwrap();
-    let taken_back = "SELECT taken_back FROM pg_stat_aio WHERE backend_type = 'client backend'";
-    let before = int(&client, taken_back).await;
-    let expected = int(&client, "SELECT count(*) FROM t WHERE a + 0 < 5").await;
-    let (answer, _) = cold(&server, &client, BITMAP).await;
-    assert_eq!(answer, expected);
-    let after = int(&client, taken_back).await;
     assert!(
         after > before,
         "no read was taken back from the queue ({before} -> {after})"
@@ -188,21 +196,11 @@ async fn the_issuer_takes_back_reads_no_worker_started() {
 /// queued for a worker to be taken back, and the answer is the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_at_eic_1_reads_in_the_session_with_advice() {
-    let (server, client) = setup(
+    let (advised, before, after) = cold_bitmap_scan_at_eic_1(
         "advice-worker-eic1",
         &["-c", "io_method=worker", "-c", "io_workers=1"],
     )
     .await;
-    client
-        .batch_execute("SET effective_io_concurrency = 1")
-        .await
-        .unwrap();
-    let taken_back = "SELECT taken_back FROM pg_stat_aio WHERE backend_type = 'client backend'";
-    let before = int(&client, taken_back).await;
-    let expected = int(&client, "SELECT count(*) FROM t WHERE a + 0 < 5").await;
-    let (answer, advised) = cold(&server, &client, BITMAP).await;
-    assert_eq!(answer, expected);
     assert!(advised > 0, "no read was advised at eic 1");
-    let after = int(&client, taken_back).await;
     assert_eq!(after, before, "reads were queued for the worker at eic 1");
 }
