@@ -58,8 +58,8 @@ SHARED_BUFFERS="${SHARED_BUFFERS:-128MB}"
 IO_METHOD="${IO_METHOD:-worker}"
 SCAN="${SCAN:-direct}"
 case "$SCAN" in
-  direct) LOOP_IO=(-c debug_io_direct=data); PG_LOOP_IO="-c debug_io_direct=data" ;;
-  page-cached) LOOP_IO=(); PG_LOOP_IO="" ;;
+  direct) LOOP_IO=(-c debug_io_direct=data) ;;
+  page-cached) LOOP_IO=() ;;
   *) echo "SCAN is direct or page-cached, not $SCAN" >&2; exit 1 ;;
 esac
 IOLAB_PORT="${IOLAB_PORT:-55451}"
@@ -200,7 +200,7 @@ iolab_stop
 PG_IO="n/a n/a 0"
 if [ "$SKIP_PG18" != 1 ] && [ -x "$PG18" ]; then
   pg_env stats-bench
-  if pg_start "-c io_method=worker $PG_LOOP_IO"; then
+  if pg_start "-c io_method=worker ${LOOP_IO[*]}"; then
     if [ ! -f "$BENCH_DIR/pg18-$ROWS.loaded" ]; then
       echo "loading $ROWS rows into PostgreSQL 18"
       q pg18 "DROP TABLE IF EXISTS $TABLE" "CREATE TABLE $TABLE(a int, filler text)" \
