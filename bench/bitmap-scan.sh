@@ -14,7 +14,8 @@
 #   RUNS [3; --small 1]                cold runs per cell (median, min–max)
 #   DELAY [10]                         seconds between the cache drop and every cold run
 #   EICS ["0 1 16 64 256 512"; --small "0 16 256"]   METHODS ["sync worker io_uring"; an entry
-#                                      METHOD+direct adds debug_io_direct=data, e.g. io_uring+direct]
+#                                      METHOD+direct adds debug_io_direct=data, METHOD+gapN
+#                                      read_stream_gap_limit=N, e.g. io_uring+direct+gap4]
 #   QUERIES ["dense sparse"]   SHARED_BUFFERS [128MB]   WORK_MEM [16MB]
 #   SKIP_PG18=1  SKIP_FIO=1    IOLAB_BIN [target/release/iolab]  BENCH_DIR [/var/tmp/iolab-bitmap-bench]
 #   IOLAB_PORT [55442]  PG18_BENCH_PORT [5435]  FIO_REST [60] (seconds the device rests after fio)
@@ -223,9 +224,12 @@ for r in $(seq "$RUNS"); do
     sys="${cfg%%/*}"; m="${cfg#*/}"
     [ -z "${REFUSED[$cfg]:-}" ] || continue
     if [ "$sys" = iolab ]; then
-      # METHOD+direct: the same io_method with debug_io_direct = data (no page cache).
-      method="${m%+direct}"; direct=(); [ "$method" = "$m" ] || direct=(-c debug_io_direct=data)
-      iolab_start "$cfg" -c "io_method=$method" "${direct[@]}" || { REFUSED[$cfg]="$START_ERR"; echo "  $cfg: server refused: $START_ERR"; continue; }
+      # METHOD+direct: the same io_method with debug_io_direct = data (no page cache);
+      # METHOD+gapN: with read_stream_gap_limit = N.
+      method="${m%%+*}"; extra=()
+      case "$m" in *+direct*) extra+=(-c debug_io_direct=data) ;; esac
+      if [[ "$m" =~ \+gap([0-9]+) ]]; then extra+=(-c "read_stream_gap_limit=${BASH_REMATCH[1]}"); fi
+      iolab_start "$cfg" -c "io_method=$method" "${extra[@]}" || { REFUSED[$cfg]="$START_ERR"; echo "  $cfg: server refused: $START_ERR"; continue; }
       got="$(q iolab 'SHOW io_method')"
       [ "$got" = "$method" ] || { REFUSED[$cfg]="asked for io_method=$method, the server runs $got"; iolab_stop; echo "  $cfg: ${REFUSED[$cfg]}"; continue; }
       [ -n "$IO_OPTION" ] || { q iolab "EXPLAIN (ANALYZE, IO) SELECT 1" >/dev/null 2>&1 && IO_OPTION=1 || IO_OPTION=""; }

@@ -282,6 +282,7 @@ impl Session {
                 maintenance_io_concurrency: self.settings.maintenance_io_concurrency(),
                 io_combine_limit: self.settings.effective_io_combine_limit(),
                 advice: self.settings.read_stream_advice(),
+                gap_limit: self.settings.read_stream_gap_limit(),
             },
             planner: PlannerSettings::from_settings(&self.settings),
             cancel: self.cancel.clone(),

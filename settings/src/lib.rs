@@ -386,6 +386,10 @@ macro_rules! typed_getters {
                 _ => $crate::ReadStreamAdvice::Pg18,
             }
         }
+        /// `read_stream_gap_limit`, in 8 kB blocks: 0 = read only the blocks asked for.
+        pub fn read_stream_gap_limit(&self) -> i32 {
+            self.value("read_stream_gap_limit").as_int()
+        }
         /// `search_path` as schema names, quotes removed, `$user` kept literally.
         pub fn search_path(&self) -> Vec<String> {
             $crate::checks::split_identifier_list(self.value("search_path").as_text(), ',', true)

@@ -34,8 +34,8 @@
 //!   hugetlb pages as in PostgreSQL (which ignores THP): what matters for I/O into the pool
 //!   is the page size, not where the pages came from. The server sets it at start, as
 //!   PostgreSQL does; it boots as `unknown`.
-//! * iolab's own settings: `read_stream_advice` (listed by `EXPLAIN (SETTINGS)` when changed,
-//!   like the planner settings), `stats_history_interval` (100 ms .. 1 h, 0 = off) and
+//! * iolab's own settings: `read_stream_advice` and `read_stream_gap_limit` (listed by
+//!   `EXPLAIN (SETTINGS)` when changed, like the planner settings), `stats_history_interval` (100 ms .. 1 h, 0 = off) and
 //!   `stats_history_retention` (1 min .. 1 day), whose ratio bounds the history ring (which
 //!   never holds more than 64 MiB), and `metrics_port` / `metrics_listen_address` (the
 //!   Prometheus endpoint, off by default, loopback-only by default). The history settings
@@ -565,6 +565,11 @@ pub static SETTINGS: &[SettingDef] = &[
         "Resource Usage / I/O",
         "Chooses when the read stream issues prefetch advice.")
         .extra("pg17 advises only reads that do not continue a sequential run, as PostgreSQL 17 did; pg18 keeps advising until the reads catch up with the advised region, as PostgreSQL 18 does with io_method=sync; always advises every read that misses the buffer pool; never issues no advice.")
+        .flags(EXPLAIN),
+    setting("read_stream_gap_limit", Int { min: 0, max: 128, unit: Blocks }, "0", User,
+        "Resource Usage / I/O",
+        "Sets the largest run of unrequested blocks a read stream reads through to combine two reads into one.")
+        .extra("0 reads only the blocks asked for, as PostgreSQL does. With N > 0, a gap of up to N blocks between two requested blocks is read too, if the combined read stays within io_combine_limit; the unrequested blocks enter the buffer pool and are counted as reads.")
         .flags(EXPLAIN),
     setting("role", String(StringCheck::Role), "none", User,
         "Ungrouped",

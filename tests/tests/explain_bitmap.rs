@@ -283,3 +283,80 @@ async fn effective_io_concurrency_changes_the_stream() {
     assert!(cap0 < cap16 && cap16 <= cap256, "{seen:?}");
     assert!(max0 < max16 && max16 <= max256, "{seen:?}");
 }
+
+/// `read_stream_gap_limit` on the dense cold bitmap heap scan: reads grow as the stream reads
+/// through the holes between requested blocks; the gap blocks it read show as `gap=` and in
+/// `Buffers: read=`, but not in `Heap Blocks:`, and the answer does not change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gap_limit_reads_through_holes() {
+    let server = TestServer::start_with("explain-bitmap-gap", &["-c", "io_method=io_uring"]);
+    let client = server.client().await;
+    client
+        .batch_execute(&format!(
+            "CREATE UNLOGGED TABLE eic_uniform(a INT, filler TEXT);
+             INSERT INTO eic_uniform SELECT 10000 * random(), md5(i::text)
+               FROM generate_series(1, {ROWS}) AS T(i);
+             VACUUM ANALYZE eic_uniform;
+             CREATE INDEX ON eic_uniform(a);
+             SET max_parallel_workers_per_gather = 0;"
+        ))
+        .await
+        .expect("seed script");
+    assert_eq!(
+        iolab_tests::show(&client, "read_stream_gap_limit").await,
+        "0"
+    );
+    let blocks = matching_blocks(&client).await as f64;
+    let relpages = scalar(&client, "SELECT pg_relation_size('eic_uniform') / 8192").await as f64;
+    let mut seen = Vec::new();
+    for gap_limit in ["0", "1", "32kB"] {
+        client
+            .batch_execute(&format!("SET read_stream_gap_limit = '{gap_limit}'"))
+            .await
+            .unwrap();
+        plan(&client, &format!("EXPLAIN ANALYZE {QUERY}")).await;
+        evict(&client, "eic_uniform").await;
+        let lines = plan(
+            &client,
+            &format!("EXPLAIN (ANALYZE, IO, SETTINGS, COSTS OFF) {QUERY}"),
+        )
+        .await;
+        let ctx = format!("read_stream_gap_limit={gap_limit}: {lines:#?}");
+        let index = lines
+            .iter()
+            .position(|l| l.contains("Bitmap Index Scan"))
+            .unwrap_or_else(|| panic!("{ctx}"));
+        let heap = &lines[..index];
+        let io = heap
+            .iter()
+            .find(|l| l.starts_with("  I/O: stalls="))
+            .unwrap_or_else(|| panic!("{ctx}"));
+        let gap = number_after(io, " gap=").unwrap_or(0.0);
+        let size = number_after(io, " size=").unwrap();
+        let exact = figure(heap, "Heap Blocks:", "exact=").unwrap();
+        let read = figure(heap, "Buffers:", " read=").unwrap();
+        assert_eq!(exact, blocks, "the scan asks for the same blocks: {ctx}");
+        assert_eq!(read, exact + gap, "gap blocks are read too: {ctx}");
+        assert!(read <= relpages, "{ctx}");
+        let rows_out = figure(heap, "(actual", "rows=").unwrap();
+        let settings_line = lines.iter().find(|l| l.starts_with("Settings: "));
+        assert_eq!(
+            settings_line.is_some_and(|l| l.contains("read_stream_gap_limit")),
+            gap_limit != "0",
+            "EXPLAIN (SETTINGS) lists it when changed: {ctx}"
+        );
+        seen.push((gap, size, rows_out));
+    }
+    let [(gap0, size0, rows0), (gap1, size1, rows1), (gap4, size4, rows4)] = seen[..] else {
+        unreachable!()
+    };
+    assert_eq!(gap0, 0.0, "{seen:?}");
+    assert!(0.0 < gap1 && gap1 < gap4, "{seen:?}");
+    assert!(size0 < size1 && size1 < size4, "{seen:?}");
+    assert!(rows0 == rows1 && rows1 == rows4, "{seen:?}");
+    // The limit is in blocks, shown with the unit as io_combine_limit is.
+    assert_eq!(
+        iolab_tests::show(&client, "read_stream_gap_limit").await,
+        "32kB"
+    );
+}

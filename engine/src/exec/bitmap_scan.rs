@@ -876,6 +876,7 @@ pub(crate) mod tests {
                 maintenance_io_concurrency: 16,
                 io_combine_limit: 16,
                 advice: ReadStreamAdvice::Pg18,
+                gap_limit: 0,
             },
             planner,
             cancel: Arc::new(AtomicBool::new(false)),

@@ -53,6 +53,8 @@ pub struct StreamSettings {
     /// In blocks, already limited by `io_max_combine_limit`.
     pub io_combine_limit: i32,
     pub advice: ReadStreamAdvice,
+    /// `read_stream_gap_limit`, in blocks.
+    pub gap_limit: i32,
 }
 
 impl Default for StreamSettings {
@@ -63,6 +65,7 @@ impl Default for StreamSettings {
             maintenance_io_concurrency: 16,
             io_combine_limit: 16,
             advice: ReadStreamAdvice::Pg18,
+            gap_limit: 0,
         }
     }
 }
@@ -94,6 +97,7 @@ impl StatementContext {
             max_ios: concurrency.max(0) as usize,
             io_combine_limit: io.io_combine_limit.max(1) as u32,
             advice: io.advice,
+            gap_limit: io.gap_limit.max(0) as u32,
             sequential,
             full: false,
             pin_limit: self.db.pool.pin_limit(),

@@ -329,6 +329,7 @@ pub(crate) mod tests {
                 max_ios: eic,
                 io_combine_limit: 16,
                 advice: ReadStreamAdvice::Pg18,
+                gap_limit: 0,
                 sequential,
                 full: false,
                 pin_limit: self.db.pool.pin_limit(),

@@ -11,7 +11,8 @@
 //! `Shared I/O Read Time`; after the I/O times of a node that reads, `I/O Read Latency p50`,
 //! `… p99`, `… p99.9`, `… Max` (ms); with EXPLAIN (IO), after the node's own counters,
 //! `Average Prefetch Distance`, `Max Prefetch Distance`, `Prefetch Capacity`, `I/O Stalls`,
-//! `Average I/O Size`, `Average I/Os In Progress`.
+//! `Average I/O Size`, `Average I/Os In Progress`, and iolab's `I/O Gap Blocks` (blocks read
+//! only to join two reads, `read_stream_gap_limit`).
 
 use crate::explain::node::{Buffers, Detail, Explained, PlanNode};
 use crate::explain::options::Format;
@@ -144,6 +145,7 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
                 em.number("I/O Stalls", &s.stalls.to_string());
                 em.float("Average I/O Size", s.size_avg, 3);
                 em.float("Average I/Os In Progress", s.inprogress_avg, 3);
+                em.number("I/O Gap Blocks", &s.gap_blocks.to_string());
             }
         }
     }

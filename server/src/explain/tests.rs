@@ -697,7 +697,8 @@ fn disabled_and_index_scan_header() {
 }
 
 /// EXPLAIN (IO): `Prefetch:` always, `I/O:` only when the stream started reads, both
-/// after the node's own counters and before Buffers; all six keys in JSON.
+/// after the node's own counters and before Buffers; all seven keys in JSON; ` gap=` only
+/// when the stream read gap blocks.
 #[test]
 fn read_stream_lines() {
     let stream = ReadStreamUsage {
@@ -708,6 +709,7 @@ fn read_stream_lines() {
         stalls: 3,
         size_avg: 1.0,
         inprogress_avg: 61.03,
+        gap_blocks: 0,
     };
     let mut scan = seq_scan_t();
     scan.actual = Some(Actual {
@@ -752,6 +754,7 @@ fn read_stream_lines() {
     assert_eq!(plan["I/O Stalls"], 3);
     assert_eq!(plan["Average I/O Size"], 1.0);
     assert_eq!(plan["Average I/Os In Progress"], 61.03);
+    assert_eq!(plan["I/O Gap Blocks"], 0);
     // No I/O key in the Buffers part when track_io_timing is off.
     assert!(plan.get("I/O Read Latency p50").is_none());
 
@@ -767,4 +770,19 @@ fn read_stream_lines() {
     let out = text::render(&e);
     assert!(out.contains(&"  Prefetch: avg=0.000 max=128 capacity=128".to_string()));
     assert!(!out.iter().any(|l| l.contains("I/O: ")));
+
+    // A stream that read through gaps says how many blocks it read unasked.
+    e.plan.details[1] = Detail::ReadStream(ReadStreamUsage {
+        size_avg: 15.2,
+        gap_blocks: 29510,
+        ..stream
+    });
+    let out = text::render(&e);
+    assert!(
+        out.contains(&"  I/O: stalls=3 size=15.200 inprogress=61.030 gap=29510".to_string()),
+        "{out:#?}"
+    );
+    let json = structured::render(&e, Format::Json);
+    let parsed: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert_eq!(parsed[0]["Plan"]["I/O Gap Blocks"], 29510);
 }

@@ -197,15 +197,20 @@ fn positive_members(members: &[(&str, u64)]) -> Option<String> {
 }
 
 /// EXPLAIN (IO): `Prefetch: avg=… max=… capacity=…`, then, when the stream started any
-/// read, `I/O: stalls=… size=… inprogress=…`.
+/// read, `I/O: stalls=… size=… inprogress=…` (and iolab's ` gap=…` when it read gap blocks).
 fn read_stream(out: &mut Vec<String>, s: &ReadStreamUsage, pad: &str) {
     out.push(format!(
         "{pad}Prefetch: avg={:.3} max={} capacity={}",
         s.distance_avg, s.distance_max, s.capacity
     ));
     if s.reads > 0 {
+        let gap = if s.gap_blocks > 0 {
+            format!(" gap={}", s.gap_blocks)
+        } else {
+            String::new()
+        };
         out.push(format!(
-            "{pad}I/O: stalls={} size={:.3} inprogress={:.3}",
+            "{pad}I/O: stalls={} size={:.3} inprogress={:.3}{gap}",
             s.stalls, s.size_avg, s.inprogress_avg
         ));
     }

@@ -891,6 +891,7 @@ fn definitions() -> Vec<Def> {
                         max_ios: settings.effective_io_concurrency().max(0) as usize,
                         io_combine_limit: settings.effective_io_combine_limit().max(1) as u32,
                         advice: settings.read_stream_advice(),
+                        gap_limit: settings.read_stream_gap_limit().max(0) as u32,
                         sequential: true,
                         full: false,
                         pin_limit: s.db.pool.pin_limit(),
