@@ -107,8 +107,9 @@
 //! consumer never sees them: the stream releases each one as it reaches the head of the
 //! queue. A read never starts with a gap block (a read cut short leaves the gap blocks
 //! after it behind, and the next read starts at the requested block after them), and ends
-//! with one only where the pool cuts it at a block it already holds. The price is the bytes of the gap blocks; the gain, fewer and larger reads. 0 (the
-//! default) is PostgreSQL's behaviour.
+//! with one only where the pool cuts it at a block it already holds. The price is the bytes
+//! of the gap blocks; the gain, fewer and larger reads. 0 (the default) is PostgreSQL's
+//! behaviour.
 //!
 //! # Looking ahead while waiting (iolab's rule)
 //!
@@ -366,7 +367,7 @@ impl<T: Send> ReadStream<T> {
             max_ios,
             issuer_runs_reads,
             combine_limit,
-            gap_limit: config.gap_limit.min(combine_limit.saturating_sub(2)),
+            gap_limit: config.gap_limit,
             max_pinned,
             policy: config.advice,
             advice_enabled,
@@ -672,14 +673,14 @@ impl<T: Send> ReadStream<T> {
                 self.distance = 0;
                 break;
             };
+            let (gap_limit, combine_limit) = (self.gap_limit, self.combine_limit as usize);
             if let Some(p) = &mut self.pending {
-                let end = p.blkno + p.data.len() as u32;
-                let gap = blkno.wrapping_sub(end);
-                if blkno >= end
-                    && gap <= self.gap_limit
-                    && p.data.len() + gap as usize + 1 <= self.combine_limit as usize
-                {
-                    // Consecutive (gap 0), or close enough to read through the gap.
+                let len = p.data.len();
+                // Consecutive (gap 0), or close enough to read through the gap.
+                let joins = blkno
+                    .checked_sub(p.blkno + len as u32)
+                    .filter(|&gap| gap <= gap_limit && len + gap as usize + 1 <= combine_limit);
+                if let Some(gap) = joins {
                     p.data.extend((0..gap).map(|_| None));
                     p.data.push_back(Some(data));
                     continue;
