@@ -39,10 +39,8 @@ async fn matching_blocks(client: &Client) -> usize {
     blocks.len()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn seed_experiment_bitmap_heap_scan() {
-    let server = TestServer::start_with("explain-bitmap", &["-c", "io_method=worker"]);
-    let client = server.client().await;
+/// The seed's table at `ROWS` rows with its index, then `settings` (SQL) for the session.
+async fn seed(client: &Client, settings: &str) {
     client
         .batch_execute(&format!(
             "CREATE UNLOGGED TABLE eic_uniform(a INT, filler TEXT);
@@ -50,11 +48,29 @@ async fn seed_experiment_bitmap_heap_scan() {
                FROM generate_series(1, {ROWS}) AS T(i);
              VACUUM ANALYZE eic_uniform;
              CREATE INDEX ON eic_uniform(a);
-             SET work_mem = '16MB'; SET max_parallel_workers_per_gather = 0;
-             SET track_io_timing = on; SET effective_io_concurrency = 256;"
+             SET max_parallel_workers_per_gather = 0; {settings}"
         ))
         .await
         .expect("seed script");
+}
+
+/// `EXPLAIN (options)` of the query with the index warm and the heap cold, as in the
+/// captures: one run to warm both, then the table's buffers evicted.
+async fn cold_heap_plan(client: &Client, options: &str) -> Vec<String> {
+    plan(client, &format!("EXPLAIN ANALYZE {QUERY}")).await;
+    evict(client, "eic_uniform").await;
+    plan(client, &format!("EXPLAIN ({options}) {QUERY}")).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_experiment_bitmap_heap_scan() {
+    let server = TestServer::start_with("explain-bitmap", &["-c", "io_method=worker"]);
+    let client = server.client().await;
+    seed(
+        &client,
+        "SET work_mem = '16MB'; SET track_io_timing = on; SET effective_io_concurrency = 256;",
+    )
+    .await;
 
     // The truth, from a Seq Scan.
     client
@@ -84,14 +100,7 @@ async fn seed_experiment_bitmap_heap_scan() {
             .batch_execute(&format!("SET work_mem = '{work_mem}'"))
             .await
             .unwrap();
-        // Index warm, heap cold, as in the captures.
-        plan(&client, &format!("EXPLAIN ANALYZE {QUERY}")).await;
-        evict(&client, "eic_uniform").await;
-        let lines = plan(
-            &client,
-            &format!("EXPLAIN (ANALYZE, SETTINGS, BUFFERS, COSTS OFF) {QUERY}"),
-        )
-        .await;
+        let lines = cold_heap_plan(&client, "ANALYZE, SETTINGS, BUFFERS, COSTS OFF").await;
         let ctx = format!("work_mem={work_mem}: {lines:#?}");
         assert!(
             lines[0].starts_with("Bitmap Heap Scan on eic_uniform (actual "),
@@ -207,30 +216,14 @@ async fn seed_experiment_bitmap_heap_scan() {
 async fn effective_io_concurrency_changes_the_stream() {
     let server = TestServer::start_with("explain-bitmap-eic", &["-c", "io_method=worker"]);
     let client = server.client().await;
-    client
-        .batch_execute(&format!(
-            "CREATE UNLOGGED TABLE eic_uniform(a INT, filler TEXT);
-             INSERT INTO eic_uniform SELECT 10000 * random(), md5(i::text)
-               FROM generate_series(1, {ROWS}) AS T(i);
-             VACUUM ANALYZE eic_uniform;
-             CREATE INDEX ON eic_uniform(a);
-             SET max_parallel_workers_per_gather = 0; SET track_io_timing = on;"
-        ))
-        .await
-        .expect("seed script");
+    seed(&client, "SET track_io_timing = on;").await;
     let mut seen = Vec::new();
     for eic in [0, 1, 16, 256, 512] {
         client
             .batch_execute(&format!("SET effective_io_concurrency = {eic}"))
             .await
             .unwrap();
-        plan(&client, &format!("EXPLAIN ANALYZE {QUERY}")).await;
-        evict(&client, "eic_uniform").await;
-        let lines = plan(
-            &client,
-            &format!("EXPLAIN (ANALYZE, IO, COSTS OFF) {QUERY}"),
-        )
-        .await;
+        let lines = cold_heap_plan(&client, "ANALYZE, IO, COSTS OFF").await;
         let ctx = format!("eic={eic}: {lines:#?}");
         assert!(lines[0].starts_with("Bitmap Heap Scan"), "{ctx}");
         let prefetch = lines
@@ -291,17 +284,7 @@ async fn effective_io_concurrency_changes_the_stream() {
 async fn gap_limit_reads_through_holes() {
     let server = TestServer::start_with("explain-bitmap-gap", &["-c", "io_method=io_uring"]);
     let client = server.client().await;
-    client
-        .batch_execute(&format!(
-            "CREATE UNLOGGED TABLE eic_uniform(a INT, filler TEXT);
-             INSERT INTO eic_uniform SELECT 10000 * random(), md5(i::text)
-               FROM generate_series(1, {ROWS}) AS T(i);
-             VACUUM ANALYZE eic_uniform;
-             CREATE INDEX ON eic_uniform(a);
-             SET max_parallel_workers_per_gather = 0;"
-        ))
-        .await
-        .expect("seed script");
+    seed(&client, "").await;
     assert_eq!(
         iolab_tests::show(&client, "read_stream_gap_limit").await,
         "0"
@@ -314,13 +297,7 @@ async fn gap_limit_reads_through_holes() {
             .batch_execute(&format!("SET read_stream_gap_limit = '{gap_limit}'"))
             .await
             .unwrap();
-        plan(&client, &format!("EXPLAIN ANALYZE {QUERY}")).await;
-        evict(&client, "eic_uniform").await;
-        let lines = plan(
-            &client,
-            &format!("EXPLAIN (ANALYZE, IO, SETTINGS, COSTS OFF) {QUERY}"),
-        )
-        .await;
+        let lines = cold_heap_plan(&client, "ANALYZE, IO, SETTINGS, COSTS OFF").await;
         let ctx = format!("read_stream_gap_limit={gap_limit}: {lines:#?}");
         let index = lines
             .iter()
