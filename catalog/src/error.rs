@@ -59,6 +59,7 @@ pub mod sqlstate {
     pub const TOO_MANY_CONNECTIONS: &str = "53300";
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
     pub const IO_ERROR: &str = "58030";
+    pub const DUPLICATE_FILE: &str = "58P02";
     pub const INTERNAL_ERROR: &str = "XX000";
     pub const DATA_CORRUPTED: &str = "XX001";
 }

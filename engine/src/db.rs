@@ -4,6 +4,7 @@
 //!
 //! Data directory layout (see docs/storage-format.md):
 //! - `PG_VERSION`: marks the directory as iolab's;
+//! - `postmaster.pid`: locked by the server that has the directory open (one at a time);
 //! - `global/catalog.json`, `global/xid_horizon`: catalog and transaction-id reservation;
 //! - `pg_xact/clog`: the commit log;
 //! - `base/<relfilenode>[.<segment>]`: table data in 8 KiB pages, 1 GiB per segment file.
@@ -21,6 +22,7 @@ use crate::accounting::{IoAccount, StatsSink};
 use crate::aio::{AioConfig, AioSystem};
 use crate::buffer::memory::FrameMemory;
 use crate::buffer::BufferPool;
+use crate::storage::datadir_lock::DataDirLock;
 use crate::storage::relfile::{RelFile, RelFileOptions};
 use crate::txn::TransactionManager;
 use iolab_settings::IoMethod;
@@ -70,11 +72,13 @@ pub struct Database {
     /// What backs the pool's frames, and how many bytes of them are huge pages.
     huge_page_kind: HugePageKind,
     huge_page_bytes: usize,
+    /// Held while the database is open: no second server on this directory.
+    _lock: DataDirLock,
 }
 
 impl Database {
-    /// Opens the data directory, creating and initialising it when it does not exist, and
-    /// allocates the buffer pool. A pool the kernel refuses (`huge_pages = on` without huge
+    /// Opens the data directory, creating and initialising it when it does not exist, locks
+    /// it (FATAL 58P02 if another server has it open), and allocates the buffer pool. A pool the kernel refuses (`huge_pages = on` without huge
     /// pages, or not enough memory) is a FATAL error with PostgreSQL's message and hint.
     pub fn open(data_dir: &Path, options: &DatabaseOptions) -> PgResult<Arc<Database>> {
         let io = |what: &str, e: std::io::Error| {
@@ -97,6 +101,7 @@ impl Database {
                 .map_err(|e| io("could not create", e))?;
             std::fs::write(&marker, "18\n").map_err(|e| io("could not write PG_VERSION in", e))?;
         }
+        let lock = DataDirLock::acquire(data_dir)?;
         let catalog = Catalog::open(data_dir)?;
         let txns = TransactionManager::open(data_dir)
             .map_err(|e| io("could not open transaction state in", e))?;
@@ -120,6 +125,7 @@ impl Database {
             direct_io: options.direct_io,
             huge_page_kind,
             huge_page_bytes,
+            _lock: lock,
         }))
     }
 

@@ -295,3 +295,61 @@ async fn queries_datafusion_plans_over_heap_tables() {
         "TRUNCATE emptied the table before the second INSERT"
     );
 }
+
+/// A second server on a data directory in use refuses to start, with PostgreSQL's FATAL
+/// error naming the PID that holds it; the first keeps serving, and once it has stopped the
+/// directory can be opened again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_server_per_data_directory() {
+    let mut server = TestServer::start("datadir-lock");
+    let client = server.client().await;
+    client
+        .batch_execute("CREATE TABLE t(a int); INSERT INTO t VALUES (1), (2)")
+        .await
+        .unwrap();
+    let mut second = std::process::Command::new(iolab_tests::iolab_binary())
+        .arg("--data-dir")
+        .arg(&server.data_dir)
+        .args(["--port", &iolab_tests::free_port().to_string()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run a second iolab");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while second.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            second.kill().unwrap();
+            panic!("a second server started on a data directory in use");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let second = second.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("FATAL:  lock file \"postmaster.pid\" already exists"),
+        "{stderr}"
+    );
+    let pid = server.pid().expect("the first server runs");
+    assert!(
+        stderr.contains(&format!(
+            "HINT:  Is another iolab server (PID {pid}) running in data directory \"{}\"?",
+            server.data_dir.display()
+        )),
+        "{stderr}"
+    );
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 2, "the first server still serves");
+    drop(client);
+    server.restart();
+    let client = server.client().await;
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 2);
+}

@@ -1,9 +1,10 @@
-//! On-disk storage: the 8 KiB page format ([`page`]) and relation files split into 1 GiB
-//! segments ([`relfile`]). Nothing here caches pages; the buffer pool (`crate::buffer`) sits on
+//! On-disk storage: the 8 KiB page format ([`page`]), relation files split into 1 GiB
+//! segments ([`relfile`]) and the data directory's lock ([`datadir_lock`]). Nothing here caches pages; the buffer pool (`crate::buffer`) sits on
 //! top and is the only component that decides when a page is read or written.
 //!
 //! The byte-level format is documented in `docs/storage-format.md`.
 
+pub mod datadir_lock;
 pub mod page;
 pub mod relfile;
 
