@@ -337,19 +337,13 @@ async fn one_server_per_data_directory() {
         )),
         "{stderr}"
     );
-    let count: i64 = client
-        .query_one("SELECT count(*) FROM t", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(count, 2, "the first server still serves");
+    assert_eq!(
+        iolab_tests::int(&client, "SELECT count(*) FROM t").await,
+        2,
+        "the first server still serves"
+    );
     drop(client);
     server.restart();
     let client = server.client().await;
-    let count: i64 = client
-        .query_one("SELECT count(*) FROM t", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(count, 2);
+    assert_eq!(iolab_tests::int(&client, "SELECT count(*) FROM t").await, 2);
 }
