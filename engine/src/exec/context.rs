@@ -70,6 +70,46 @@ impl Default for StreamSettings {
     }
 }
 
+impl StreamSettings {
+    /// A session's current values.
+    pub fn from_settings(settings: &iolab_settings::SessionSettings) -> StreamSettings {
+        StreamSettings {
+            effective_io_concurrency: settings.effective_io_concurrency(),
+            maintenance_io_concurrency: settings.maintenance_io_concurrency(),
+            io_combine_limit: settings.effective_io_combine_limit(),
+            advice: settings.read_stream_advice(),
+            gap_limit: settings.read_stream_gap_limit(),
+        }
+    }
+
+    /// How a read stream is set up: `maintenance` streams (ANALYZE, VACUUM) use
+    /// `maintenance_io_concurrency`; `sequential` ones promise sequential access; `pin_limit`
+    /// is the pool's per-stream share and `pid` the session's (for `pg_aios`).
+    pub fn stream_config(
+        &self,
+        maintenance: bool,
+        sequential: bool,
+        pin_limit: usize,
+        pid: i32,
+    ) -> ReadStreamConfig {
+        let concurrency = if maintenance {
+            self.maintenance_io_concurrency
+        } else {
+            self.effective_io_concurrency
+        };
+        ReadStreamConfig {
+            max_ios: concurrency.max(0) as usize,
+            io_combine_limit: self.io_combine_limit.max(1) as u32,
+            advice: self.advice,
+            gap_limit: self.gap_limit.max(0) as u32,
+            sequential,
+            full: false,
+            pin_limit,
+            pid,
+        }
+    }
+}
+
 impl StatementContext {
     /// A new I/O account for one operation of this statement, flushing its `pg_stat_io`
     /// counters to the server's statistics as a client backend.
@@ -87,22 +127,8 @@ impl StatementContext {
     /// How a read stream of this statement is set up: `maintenance` streams (ANALYZE,
     /// VACUUM) use `maintenance_io_concurrency`; `sequential` ones promise sequential access.
     pub fn stream_config(&self, maintenance: bool, sequential: bool) -> ReadStreamConfig {
-        let io = &self.io;
-        let concurrency = if maintenance {
-            io.maintenance_io_concurrency
-        } else {
-            io.effective_io_concurrency
-        };
-        ReadStreamConfig {
-            max_ios: concurrency.max(0) as usize,
-            io_combine_limit: io.io_combine_limit.max(1) as u32,
-            advice: io.advice,
-            gap_limit: io.gap_limit.max(0) as u32,
-            sequential,
-            full: false,
-            pin_limit: self.db.pool.pin_limit(),
-            pid: self.pid,
-        }
+        self.io
+            .stream_config(maintenance, sequential, self.db.pool.pin_limit(), self.pid)
     }
 
     pub fn from_config(config: &SessionConfig) -> PgResult<Arc<StatementContext>> {

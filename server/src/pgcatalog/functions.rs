@@ -887,16 +887,9 @@ fn definitions() -> Vec<Def> {
                             format!("\"{name}\" is not an index"),
                         )));
                     };
-                    let config = iolab_engine::stream::ReadStreamConfig {
-                        max_ios: settings.effective_io_concurrency().max(0) as usize,
-                        io_combine_limit: settings.effective_io_combine_limit().max(1) as u32,
-                        advice: settings.read_stream_advice(),
-                        gap_limit: settings.read_stream_gap_limit().max(0) as u32,
-                        sequential: true,
-                        full: false,
-                        pin_limit: s.db.pool.pin_limit(),
-                        pid: ctx.pid,
-                    };
+                    let config =
+                        iolab_engine::exec::context::StreamSettings::from_settings(&settings)
+                            .stream_config(false, true, s.db.pool.pin_limit(), ctx.pid);
                     let report = iolab_engine::btree::check_index(
                         &s.db,
                         index,
