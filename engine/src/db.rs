@@ -78,8 +78,9 @@ pub struct Database {
 
 impl Database {
     /// Opens the data directory, creating and initialising it when it does not exist, locks
-    /// it (FATAL 58P02 if another server has it open), and allocates the buffer pool. A pool the kernel refuses (`huge_pages = on` without huge
-    /// pages, or not enough memory) is a FATAL error with PostgreSQL's message and hint.
+    /// it (FATAL 58P02 if another server has it open), and allocates the buffer pool. A
+    /// pool the kernel refuses (`huge_pages = on` without huge pages, or not enough memory)
+    /// is a FATAL error with PostgreSQL's message and hint.
     pub fn open(data_dir: &Path, options: &DatabaseOptions) -> PgResult<Arc<Database>> {
         let io = |what: &str, e: std::io::Error| {
             PgError::io(&format!("{what} \"{}\"", data_dir.display()), &e)

@@ -840,7 +840,7 @@ pub(crate) mod tests {
     use datafusion::physical_plan::coop::CooperativeExec;
     use datafusion::physical_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
     use datafusion::prelude::SessionConfig;
-    use iolab_settings::{IoMethod, ReadStreamAdvice};
+    use iolab_settings::IoMethod;
     use parking_lot::Mutex;
 
     use datafusion::logical_expr::Operator;
@@ -873,10 +873,7 @@ pub(crate) mod tests {
             pid: 1,
             io: StreamSettings {
                 effective_io_concurrency: eic,
-                maintenance_io_concurrency: 16,
-                io_combine_limit: 16,
-                advice: ReadStreamAdvice::Pg18,
-                gap_limit: 0,
+                ..StreamSettings::default()
             },
             planner,
             cancel: Arc::new(AtomicBool::new(false)),

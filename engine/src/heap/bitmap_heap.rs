@@ -222,12 +222,13 @@ pub(crate) mod tests {
     use datafusion::arrow::array::{Array, ArrayRef, Int32Array, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
     use iolab_catalog::{ColumnDef, Persistence, TableDef};
-    use iolab_settings::{IoMethod, ReadStreamAdvice};
+    use iolab_settings::IoMethod;
 
     use super::*;
     use crate::aio::AioConfig;
     use crate::bitmap::tidbitmap::PAGES_PER_CHUNK;
     use crate::db::{Database, DatabaseOptions, HugePages};
+    use crate::exec::context::StreamSettings;
     use crate::heap::heapam::{HeapInserter, HeapScanner};
     use crate::storage::relfile::tests::TempDir;
 
@@ -325,16 +326,11 @@ pub(crate) mod tests {
         }
 
         pub(crate) fn stream_config(&self, eic: usize, sequential: bool) -> ReadStreamConfig {
-            ReadStreamConfig {
-                max_ios: eic,
-                io_combine_limit: 16,
-                advice: ReadStreamAdvice::Pg18,
-                gap_limit: 0,
-                sequential,
-                full: false,
-                pin_limit: self.db.pool.pin_limit(),
-                pid: 1,
+            StreamSettings {
+                effective_io_concurrency: eic as i32,
+                ..StreamSettings::default()
             }
+            .stream_config(false, sequential, self.db.pool.pin_limit(), 1)
         }
 
         pub(crate) fn visibility(&self) -> VisibilityChecker {

@@ -1,6 +1,7 @@
 //! On-disk storage: the 8 KiB page format ([`page`]), relation files split into 1 GiB
-//! segments ([`relfile`]) and the data directory's lock ([`datadir_lock`]). Nothing here caches pages; the buffer pool (`crate::buffer`) sits on
-//! top and is the only component that decides when a page is read or written.
+//! segments ([`relfile`]) and the data directory's lock ([`datadir_lock`]). Nothing here
+//! caches pages; the buffer pool (`crate::buffer`) sits on top and is the only component
+//! that decides when a page is read or written.
 //!
 //! The byte-level format is documented in `docs/storage-format.md`.
 
