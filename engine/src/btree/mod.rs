@@ -32,6 +32,7 @@
 //! | `key.rs` | key order per type (the default operator classes), stored form, sort form |
 //! | `build.rs` | CREATE INDEX: heap scan, in-memory sort, bottom-up load |
 //! | `scan.rs` | the descent (moving right past concurrent splits) and range scans |
+//! | `read_ahead.rs` | a range scan's next leaves, read ahead through a read stream |
 //! | `insert.rs` | inserting entries of new rows; page splits |
 //! | `check.rs` | structural and heap-consistency verification (`iolab_btree_check`) |
 //!
@@ -65,6 +66,7 @@ pub mod check;
 pub mod insert;
 pub mod key;
 pub mod page;
+mod read_ahead;
 pub mod scan;
 
 use std::collections::HashMap;

@@ -25,9 +25,13 @@
 //! first item above the upper bound, at the first NULL (NULLs sort last; a range never
 //! contains NULL), or at the rightmost leaf. Every page is read through the buffer pool
 //! with the caller's [`IoAccount`], so the scan shows in `Buffers:` and `pg_stat_io`.
+//! A scan given a read stream's configuration ([`BtreeScan::read_ahead`]) reads the next
+//! leaves ahead instead of one at a time (`read_ahead.rs`); the links still decide which
+//! page comes next.
 
 use std::cmp::Ordering;
 use std::ops::Bound;
+use std::sync::Arc;
 
 use iolab_catalog::{PgError, PgResult};
 
@@ -35,11 +39,14 @@ use super::key::{self, Key};
 use super::page::{
     check_page, first_data_offset, tuple_at, BtMeta, SearchKey, TidBound, METAPAGE, P_HIKEY, P_NONE,
 };
+use super::read_ahead::{LeafLimit, LeafReadAhead};
 use super::{BtreeIndex, Tid};
 use crate::accounting::IoAccount;
+use crate::aio::AioSystem;
 use crate::buffer::PinnedBuffer;
 use crate::heap::codec::Datum;
 use crate::storage::page as slotted;
+use crate::stream::ReadStreamConfig;
 
 impl BtreeIndex {
     /// The meta page's contents.
@@ -237,9 +244,19 @@ enum Wanted {
     All,
 }
 
+impl Wanted {
+    fn leaf_limit(&self) -> LeafLimit<'_> {
+        match self {
+            Wanted::Range(upper) => LeafLimit::Upper(upper),
+            Wanted::Nulls | Wanted::All => LeafLimit::None,
+        }
+    }
+}
+
 /// A range scan in progress: an iterator of heap TIDs in index order (see
-/// [`BtreeIndex::scan_range`]). Holds no pin between calls; reads the next leaf when the
-/// TIDs copied from the current one are used up.
+/// [`BtreeIndex::scan_range`]). Reads the next leaf when the TIDs copied from the current
+/// one are used up; holds no pin between calls, except those of its read-ahead
+/// ([`BtreeScan::read_ahead`]).
 pub struct BtreeScan<'a> {
     index: BtreeIndex,
     acct: &'a mut IoAccount,
@@ -249,6 +266,11 @@ pub struct BtreeScan<'a> {
     /// The next leaf to read, `P_NONE` when the scan has ended.
     next_leaf: u32,
     leaves_read: u64,
+    /// The first leaf, and the internal page the descent reached it from (`P_NONE`: the
+    /// root is a leaf); where read-ahead starts.
+    first_leaf: u32,
+    parent: u32,
+    read_ahead: Option<LeafReadAhead>,
 }
 
 impl<'a> BtreeScan<'a> {
@@ -260,6 +282,35 @@ impl<'a> BtreeScan<'a> {
             tids: Vec::new().into_iter(),
             next_leaf: P_NONE,
             leaves_read: 0,
+            first_leaf: P_NONE,
+            parent: P_NONE,
+            read_ahead: None,
+        }
+    }
+
+    /// Read the scan's next leaves ahead through a read stream configured by `config`
+    /// (see `read_ahead.rs`), instead of one at a time as the sibling links reach them.
+    /// Nothing changes for a scan that ends on its first leaf.
+    pub fn read_ahead(mut self, aio: Arc<AioSystem>, config: ReadStreamConfig) -> PgResult<Self> {
+        if self.next_leaf == P_NONE || self.parent == P_NONE || self.read_ahead.is_some() {
+            return Ok(self);
+        }
+        self.read_ahead = LeafReadAhead::start(
+            &self.index,
+            aio,
+            config,
+            self.parent,
+            self.first_leaf,
+            self.wanted.leaf_limit(),
+            self.acct,
+        )?;
+        Ok(self)
+    }
+
+    /// Release the read-ahead's pins and give its account back.
+    fn stop_read_ahead(&mut self) {
+        if let Some(mut read_ahead) = self.read_ahead.take() {
+            read_ahead.finish(self.acct);
         }
     }
 
@@ -270,7 +321,7 @@ impl<'a> BtreeScan<'a> {
 
     /// The scan's I/O account.
     pub fn acct(&mut self) -> &mut IoAccount {
-        &mut *self.acct
+        LeafReadAhead::account(&mut self.read_ahead, self.acct)
     }
 
     fn start(&mut self, search: &SearchKey) -> PgResult<()> {
@@ -278,6 +329,8 @@ impl<'a> BtreeScan<'a> {
         let Some(leaf) = self.index.descend(search, &mut stack, self.acct)? else {
             return Ok(());
         };
+        self.first_leaf = leaf.blkno();
+        self.parent = stack.last().copied().unwrap_or(P_NONE);
         let start = {
             let page = leaf.page();
             let opaque = check_page(&page, leaf.blkno(), &self.index.name)?;
@@ -329,6 +382,9 @@ impl<'a> BtreeScan<'a> {
         }
         self.next_leaf = if ended { P_NONE } else { opaque.next };
         self.tids = tids.into_iter();
+        if self.next_leaf == P_NONE {
+            self.stop_read_ahead();
+        }
         Ok(())
     }
 
@@ -340,7 +396,22 @@ impl<'a> BtreeScan<'a> {
             if self.next_leaf == P_NONE {
                 return Ok(None);
             }
-            let leaf = self.index.read(self.next_leaf, self.acct)?;
+            let ahead = match &mut self.read_ahead {
+                Some(read_ahead) => read_ahead.take(
+                    &self.index,
+                    self.next_leaf,
+                    self.wanted.leaf_limit(),
+                    self.acct,
+                )?,
+                None => None,
+            };
+            let leaf = match ahead {
+                Some(leaf) => leaf,
+                None => self.index.read(
+                    self.next_leaf,
+                    LeafReadAhead::account(&mut self.read_ahead, self.acct),
+                )?,
+            };
             let first = {
                 let page = leaf.page();
                 first_data_offset(&check_page(&page, leaf.blkno(), &self.index.name)?)
@@ -360,8 +431,15 @@ impl Iterator for BtreeScan<'_> {
             Err(e) => {
                 self.next_leaf = P_NONE;
                 self.tids = Vec::new().into_iter();
+                self.stop_read_ahead();
                 Some(Err(e))
             }
         }
+    }
+}
+
+impl Drop for BtreeScan<'_> {
+    fn drop(&mut self) {
+        self.stop_read_ahead();
     }
 }

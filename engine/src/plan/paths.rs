@@ -470,8 +470,10 @@ fn bitmap_plan(rel: &Rel<'_>, bitmap: &BitmapPath) -> Arc<dyn BitmapPlan> {
         BitmapTree::Index(path) => {
             let cond = path.cond.clone();
             let btree = path.index.btree.clone();
-            let scan: TidScan = Arc::new(move |_stmt, acct, bitmap| {
-                let tids = cond.scan(&btree, acct)?;
+            let scan: TidScan = Arc::new(move |stmt, acct, bitmap| {
+                let tids = cond
+                    .scan(&btree, acct)?
+                    .read_ahead(stmt.db.aio.clone(), stmt.stream_config(false, false))?;
                 bitmap.try_add_tuples(tids, false).map(|_| ())
             });
             // PostgreSQL prints a Bitmap Index Scan's cost without the bitmap's share.

@@ -407,6 +407,12 @@ impl<T: Send> ReadStream<T> {
         }
     }
 
+    /// End the stream early: wait for its reads, release its pins, and return its account.
+    pub fn into_account(mut self) -> IoAccount {
+        self.drain();
+        std::mem::take(&mut self.acct)
+    }
+
     /// `max_pinned_buffers`: the most buffers this stream pins at once.
     pub fn max_pinned_buffers(&self) -> usize {
         self.max_pinned
