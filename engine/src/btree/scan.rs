@@ -37,7 +37,8 @@ use iolab_catalog::{PgError, PgResult};
 
 use super::key::{self, Key};
 use super::page::{
-    check_page, first_data_offset, tuple_at, BtMeta, SearchKey, TidBound, METAPAGE, P_HIKEY, P_NONE,
+    check_page, first_data_offset, tuple_at, BtMeta, IndexTuple, SearchKey, TidBound, METAPAGE,
+    P_HIKEY, P_NONE,
 };
 use super::read_ahead::{LeafLimit, LeafReadAhead};
 use super::{BtreeIndex, Tid};
@@ -245,6 +246,26 @@ enum Wanted {
 }
 
 impl Wanted {
+    /// Is leaf item `t` one the scan returns?
+    fn admits(&self, index: &BtreeIndex, t: &IndexTuple) -> PgResult<bool> {
+        let key = || t.key(index.ty).map(|k| k.expect("leaf tuples have keys"));
+        Ok(match self {
+            Wanted::All => true,
+            Wanted::Nulls => key()?.is_null(),
+            Wanted::Range(upper) => {
+                let key = key()?;
+                !key.is_null()
+                    && match upper {
+                        Bound::Unbounded => true,
+                        Bound::Included(u) => {
+                            key::compare(index.kind, &key, u) != Ordering::Greater
+                        }
+                        Bound::Excluded(u) => key::compare(index.kind, &key, u) == Ordering::Less,
+                    }
+            }
+        })
+    }
+
     fn leaf_limit(&self) -> LeafLimit<'_> {
         match self {
             Wanted::Range(upper) => LeafLimit::Upper(upper),
@@ -353,28 +374,15 @@ impl<'a> BtreeScan<'a> {
                 self.index.name
             )));
         }
-        let mut tids = Vec::new();
+        // Keys ascend along the page (NULLs last), so when its last item is wanted every
+        // item from `start` on is, and none needs testing (PostgreSQL 17's precheck).
+        let max = slotted::page_max_offset(&page);
+        let all_wanted = start > max || self.wanted.admits(&self.index, &tuple_at(&page, max)?)?;
+        let mut tids = Vec::with_capacity((max + 1).saturating_sub(start) as usize);
         let mut ended = false;
-        for off in start..=slotted::page_max_offset(&page) {
+        for off in start..=max {
             let t = tuple_at(&page, off)?;
-            let key = t.key(self.index.ty)?.expect("leaf tuples have keys");
-            let wanted = match &self.wanted {
-                Wanted::All => true,
-                Wanted::Nulls => key.is_null(),
-                Wanted::Range(upper) => {
-                    !key.is_null()
-                        && match upper {
-                            Bound::Unbounded => true,
-                            Bound::Included(u) => {
-                                key::compare(self.index.kind, &key, u) != Ordering::Greater
-                            }
-                            Bound::Excluded(u) => {
-                                key::compare(self.index.kind, &key, u) == Ordering::Less
-                            }
-                        }
-                }
-            };
-            if !wanted {
+            if !all_wanted && !self.wanted.admits(&self.index, &t)? {
                 ended = true;
                 break;
             }
