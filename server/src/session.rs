@@ -281,6 +281,7 @@ impl Session {
             planner: PlannerSettings::from_settings(&self.settings),
             cancel: self.cancel.clone(),
             usage: Mutex::new(Default::default()),
+            planning_usage: Mutex::new(Default::default()),
         });
         let autocommit_xid = (!self.txn.in_block && xid != 0).then_some(xid);
         let block_failed = self.txn.in_block.then(|| self.txn.failed.clone());

@@ -515,6 +515,7 @@ fn builds_from_a_heap_and_maintains_on_insert() {
         planner: Default::default(),
         cancel: Arc::new(AtomicBool::new(false)),
         usage: Default::default(),
+        planning_usage: Default::default(),
     };
     let mut rng = Rng(3);
     let mut insert = |n: usize, commit: bool| {

@@ -878,6 +878,7 @@ pub(crate) mod tests {
             planner,
             cancel: Arc::new(AtomicBool::new(false)),
             usage: Mutex::new(Default::default()),
+            planning_usage: Mutex::new(Default::default()),
         };
         let config = SessionConfig::new().with_extension(Arc::new(stmt));
         Arc::new(TaskContext::default().with_session_config(config))

@@ -43,6 +43,9 @@ pub struct StatementContext {
     pub cancel: Arc<AtomicBool>,
     /// Buffer usage of everything this statement ran, summed as scans finish.
     pub usage: Mutex<BufferUsage>,
+    /// Buffer usage of planning it (index meta pages read for the trees' heights):
+    /// EXPLAIN's `Planning:` block.
+    pub planning_usage: Mutex<BufferUsage>,
 }
 
 /// The settings a read stream takes from the session.

@@ -316,6 +316,7 @@ fn output_width(def: &TableDef, stats: &RelStats, projection: &[usize]) -> i32 {
 fn index_size(btree: &BtreeIndex, rel: &Rel<'_>, stmt: &StatementContext) -> PgResult<IndexSize> {
     let mut acct = stmt.new_account();
     let meta = btree.meta(&mut acct)?;
+    stmt.planning_usage.lock().add(&acct.usage);
     acct.flush();
     Ok(IndexSize {
         pages: btree.nblocks() as f64,

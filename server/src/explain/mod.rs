@@ -145,10 +145,10 @@ pub async fn run(
         );
     }
     if opts.buffers {
-        // Planning reads the in-memory catalog only: it touches no buffers.
+        // The catalog is in memory; planning touches buffers only for index meta pages.
         explained.planning_buffers = Some(Buffers {
+            usage: *run.ctx.planning_usage.lock(),
             track_io_timing: run.ctx.track_io_timing,
-            ..Buffers::default()
         });
     }
     explained.triggers = opts.analyze;
