@@ -239,12 +239,19 @@ async fn effective_io_concurrency_changes_the_stream() {
             lines[prefetch + 2].starts_with("  Buffers: shared"),
             "{ctx}"
         );
-        // The Bitmap Index Scan has no read stream.
-        assert_eq!(
-            lines.iter().filter(|l| l.contains("Prefetch:")).count(),
-            1,
-            "{ctx}"
-        );
+        // The Bitmap Index Scan's range spans several leaves: it reads them ahead through
+        // a stream of its own.
+        let index = lines
+            .iter()
+            .position(|l| l.contains("Bitmap Index Scan"))
+            .unwrap_or_else(|| panic!("{ctx}"));
+        for part in [&lines[..index], &lines[index..]] {
+            assert_eq!(
+                part.iter().filter(|l| l.contains("Prefetch:")).count(),
+                1,
+                "{ctx}"
+            );
+        }
         let capacity = figure(&lines, "Prefetch:", "capacity=").unwrap();
         let max = figure(&lines[prefetch..], "Prefetch:", " max=").unwrap();
         let inprogress = figure(&lines, "I/O:", "inprogress=").unwrap();
@@ -364,7 +371,7 @@ async fn bitmap_index_scan_reads_leaves_ahead() {
         .unwrap();
     let lines = plan(
         &client,
-        &format!("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {query}"),
+        &format!("EXPLAIN (ANALYZE, BUFFERS, IO, COSTS OFF) {query}"),
     )
     .await;
     let ctx = format!("{lines:#?}");
@@ -404,5 +411,15 @@ async fn bitmap_index_scan_reads_leaves_ahead() {
         reads * 4 <= index_read,
         "{reads} reads for {index_read} blocks: {ctx}"
     );
+    // EXPLAIN (IO) shows the index's stream: its reads, of several leaves each on average.
+    let io = lines[index..]
+        .iter()
+        .find(|l| l.trim_start().starts_with("I/O: stalls="))
+        .unwrap_or_else(|| panic!("{ctx}"));
+    let size = number_after(io, " size=").unwrap();
+    assert!(size >= 4.0, "{ctx}");
+    assert!(lines[index..]
+        .iter()
+        .any(|l| l.trim_start().starts_with("Prefetch: avg=")));
     assert_eq!(scalar(&client, query).await, truth);
 }

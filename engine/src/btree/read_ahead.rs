@@ -42,7 +42,7 @@ use crate::accounting::IoAccount;
 use crate::aio::AioSystem;
 use crate::buffer::PinnedBuffer;
 use crate::storage::page as slotted;
-use crate::stream::{ReadStream, ReadStreamConfig};
+use crate::stream::{ReadStream, ReadStreamConfig, ReadStreamStats};
 
 /// The read-ahead of one range scan (see the module comment).
 pub(super) struct LeafReadAhead {
@@ -54,6 +54,8 @@ pub(super) struct LeafReadAhead {
     parked: Option<PinnedBuffer>,
     /// The internal page whose downlinks make the next segment, `P_NONE` for none.
     next_parent: u32,
+    /// What the segments' streams did, summed as each ends (EXPLAIN (IO)).
+    stats: ReadStreamStats,
 }
 
 /// The scan's upper limit on the leaf level, as a test of pivot keys.
@@ -102,6 +104,7 @@ impl LeafReadAhead {
             stream: None,
             parked: None,
             next_parent: P_NONE,
+            stats: ReadStreamStats::default(),
         };
         if !read_ahead.load_segment(index, parent, Some(first_leaf), limit, acct)? {
             return Ok(None);
@@ -157,15 +160,16 @@ impl LeafReadAhead {
     }
 
     /// Stop reading ahead: release the parked leaf, wait for the stream's reads, give the
-    /// account back to `home`.
-    pub(super) fn finish(&mut self, home: &mut IoAccount) {
+    /// account back to `home`. Returns what the streams did.
+    pub(super) fn finish(mut self, home: &mut IoAccount) -> ReadStreamStats {
         self.parked = None;
-        self.next_parent = P_NONE;
         self.end_stream(home);
+        self.stats
     }
 
     fn end_stream(&mut self, home: &mut IoAccount) {
         if let Some(stream) = self.stream.take() {
+            self.stats.add(&stream.stats());
             *home = stream.into_account();
         }
     }

@@ -47,7 +47,7 @@ use crate::aio::AioSystem;
 use crate::buffer::PinnedBuffer;
 use crate::heap::codec::Datum;
 use crate::storage::page as slotted;
-use crate::stream::ReadStreamConfig;
+use crate::stream::{ReadStreamConfig, ReadStreamStats};
 
 impl BtreeIndex {
     /// The meta page's contents.
@@ -292,6 +292,8 @@ pub struct BtreeScan<'a> {
     first_leaf: u32,
     parent: u32,
     read_ahead: Option<LeafReadAhead>,
+    /// What the read-ahead's streams did; `None` while none ran.
+    read_ahead_stats: Option<ReadStreamStats>,
 }
 
 impl<'a> BtreeScan<'a> {
@@ -306,6 +308,7 @@ impl<'a> BtreeScan<'a> {
             first_leaf: P_NONE,
             parent: P_NONE,
             read_ahead: None,
+            read_ahead_stats: None,
         }
     }
 
@@ -330,9 +333,19 @@ impl<'a> BtreeScan<'a> {
 
     /// Release the read-ahead's pins and give its account back.
     fn stop_read_ahead(&mut self) {
-        if let Some(mut read_ahead) = self.read_ahead.take() {
-            read_ahead.finish(self.acct);
+        if let Some(read_ahead) = self.read_ahead.take() {
+            let stats = read_ahead.finish(self.acct);
+            self.read_ahead_stats
+                .get_or_insert_with(Default::default)
+                .add(&stats);
         }
+    }
+
+    /// End the read-ahead now (the scan goes on one leaf at a time) and return what its
+    /// streams did; `None` when the scan never read ahead.
+    pub fn finish_read_ahead(&mut self) -> Option<ReadStreamStats> {
+        self.stop_read_ahead();
+        self.read_ahead_stats
     }
 
     /// Leaf pages read so far.

@@ -65,6 +65,7 @@ use crate::exec::scan::{publish_io_metrics, to_df, SCAN_CHANNEL_BATCHES};
 use crate::heap::bitmap_heap::{BitmapHeapScanner, Recheck};
 use crate::plan::index_cond::conjunction;
 use crate::plan::PathEstimate;
+use crate::stream::ReadStreamStats;
 use crate::txn::VisibilityChecker;
 use crate::Database;
 
@@ -130,8 +131,12 @@ fn not_executable(name: &str) -> DataFusionError {
 // Bitmap Index Scan
 
 /// Adds the TIDs an index finds to a bitmap; its I/O goes to the account it is given.
-pub type TidScan =
-    Arc<dyn Fn(&StatementContext, &mut IoAccount, &mut TidBitmap) -> PgResult<()> + Send + Sync>;
+/// Returns what its read stream did, if it read through one (EXPLAIN (IO)).
+pub type TidScan = Arc<
+    dyn Fn(&StatementContext, &mut IoAccount, &mut TidBitmap) -> PgResult<Option<ReadStreamStats>>
+        + Send
+        + Sync,
+>;
 
 /// `Bitmap Index Scan on <index>`: runs an index scan into a bitmap.
 pub struct BitmapIndexScanExec {
@@ -207,13 +212,14 @@ impl BitmapPlan for BitmapIndexScanExec {
         };
         baseline.record_output((bitmap.tids_added() - before) as usize);
         acct.flush();
-        publish_io_metrics(&self.metrics, build.partition, &acct, None);
+        let stream = result.as_ref().ok().and_then(Option::as_ref);
+        publish_io_metrics(&self.metrics, build.partition, &acct, stream);
         MetricBuilder::new(&self.metrics)
             .counter("index_searches", build.partition)
             .add(1);
         build.stmt.add_usage(&acct.usage);
         baseline.done();
-        result
+        result.map(|_| ())
     }
 }
 
@@ -901,7 +907,7 @@ pub(crate) mod tests {
     ) -> Arc<BitmapIndexScanExec> {
         let tids = tids_where(t, test);
         let scan: TidScan = Arc::new(move |_stmt, _acct, bitmap| {
-            bitmap.add_tuples(tids.iter().copied(), false).map(|_| ())
+            bitmap.add_tuples(tids.iter().copied(), false).map(|_| None)
         });
         Arc::new(BitmapIndexScanExec::new("eic_a_idx", cond, scan))
     }
@@ -1092,7 +1098,7 @@ pub(crate) mod tests {
         let scan: TidScan = Arc::new(move |_stmt, acct, bitmap| {
             let tids =
                 index.scan_range(Bound::Unbounded, Bound::Excluded(Datum::Int4(140)), acct)?;
-            bitmap.try_add_tuples(tids, false).map(|_| ())
+            bitmap.try_add_tuples(tids, false).map(|_| None)
         });
         let node = Arc::new(BitmapIndexScanExec::new(
             "eic_a_idx",

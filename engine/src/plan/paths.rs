@@ -472,10 +472,11 @@ fn bitmap_plan(rel: &Rel<'_>, bitmap: &BitmapPath) -> Arc<dyn BitmapPlan> {
             let cond = path.cond.clone();
             let btree = path.index.btree.clone();
             let scan: TidScan = Arc::new(move |stmt, acct, bitmap| {
-                let tids = cond
+                let mut tids = cond
                     .scan(&btree, acct)?
                     .read_ahead(stmt.db.aio.clone(), stmt.stream_config(false, false))?;
-                bitmap.try_add_tuples(tids, false).map(|_| ())
+                bitmap.try_add_tuples(&mut tids, false)?;
+                Ok(tids.finish_read_ahead())
             });
             // PostgreSQL prints a Bitmap Index Scan's cost without the bitmap's share.
             let node =

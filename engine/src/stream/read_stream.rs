@@ -204,6 +204,22 @@ pub struct ReadStreamStats {
     pub capacity: u64,
 }
 
+impl ReadStreamStats {
+    /// Add `other`'s figures (another stream of the same operation): sums, and the larger
+    /// maximum distance and capacity.
+    pub fn add(&mut self, other: &ReadStreamStats) {
+        self.ios += other.ios;
+        self.io_blocks += other.io_blocks;
+        self.gap_blocks += other.gap_blocks;
+        self.stalls += other.stalls;
+        self.distance_sum += other.distance_sum;
+        self.distance_samples += other.distance_samples;
+        self.distance_max = self.distance_max.max(other.distance_max);
+        self.inprogress_sum += other.inprogress_sum;
+        self.capacity = self.capacity.max(other.capacity);
+    }
+}
+
 /// What a stream did, in order; recorded only when tracing is on ([`ReadStream::trace`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StreamEvent {

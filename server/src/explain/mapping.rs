@@ -33,8 +33,8 @@
 //!
 //! The scans' I/O comes from the metrics they publish (`metrics.rs`): `Buffers:` (a parent
 //! adds its children's), `I/O Timings:`, iolab's `I/O Latency:` (own reads only) and, with
-//! EXPLAIN (IO), the read stream's `Prefetch:` / `I/O:` lines on Seq Scan and Bitmap Heap
-//! Scan. A bitmap node's conditions are over its heap scan's table, so the bitmap subtree is
+//! EXPLAIN (IO), the read stream's `Prefetch:` / `I/O:` lines on Seq Scan, Bitmap Heap Scan
+//! and a Bitmap Index Scan that read its leaves ahead. A bitmap node's conditions are over its heap scan's table, so the bitmap subtree is
 //! mapped with that table in hand.
 //!
 //! Expressions are qualified as PostgreSQL qualifies them: a scan's own filter only with
@@ -834,6 +834,10 @@ impl<'a> Mapper<'a> {
                 });
             }
             details.extend(self.index_searches(inner.as_ref(), actual));
+            // Its leaves' read-ahead, when the scan went past its first leaf.
+            if metrics::read_stream(inner.as_ref()).capacity > 0 {
+                details.extend(self.read_stream_details(inner.as_ref()));
+            }
             let node = PlanNode {
                 node_type: "Bitmap Index Scan".into(),
                 text_name: "Bitmap Index Scan".into(),
