@@ -28,6 +28,10 @@
 //! While a segment's stream runs it owns the scan's [`IoAccount`] (a stream accounts its
 //! reads into its own), and every direct read of the scan goes to that account; it is
 //! handed back when the stream ends, so the caller sees one account as before.
+//!
+//! Bounds: a segment is at most one internal page's downlinks (a few hundred block
+//! numbers), the stream pins at most its configuration's pin budget (as a heap scan's
+//! stream does), and one leaf more may be parked.
 
 use std::cmp::Ordering;
 use std::ops::Bound;
