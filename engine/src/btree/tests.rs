@@ -24,6 +24,7 @@ use crate::heap::heapam::HeapInserter;
 use crate::storage::page as slotted;
 use crate::storage::relfile::tests::TempDir;
 use crate::storage::relfile::RelFile;
+use crate::stream::ReadStreamConfig;
 
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);
@@ -659,12 +660,6 @@ fn scans_stay_complete_while_writers_split_pages() {
                     "a range missed an entry"
                 );
                 // Reading ahead from a snapshot of the parents, the links still decide.
-                let config = StreamSettings::default().stream_config(
-                    false,
-                    false,
-                    f.index.pool.pin_limit(),
-                    7,
-                );
                 let ahead: Vec<Tid> = f
                     .index
                     .scan_range(
@@ -673,7 +668,7 @@ fn scans_stay_complete_while_writers_split_pages() {
                         &mut acct,
                     )
                     .unwrap()
-                    .read_ahead(aio.clone(), config)
+                    .read_ahead(aio.clone(), read_ahead_config(&f.index))
                     .unwrap()
                     .collect::<PgResult<_>>()
                     .unwrap();
@@ -709,6 +704,11 @@ fn start_aio(method: IoMethod) -> Arc<AioSystem> {
     AioSystem::start(&config, false).unwrap().0
 }
 
+/// A session's default read stream, within `index`'s pool's pin budget.
+fn read_ahead_config(index: &BtreeIndex) -> ReadStreamConfig {
+    StreamSettings::default().stream_config(false, false, index.pool.pin_limit(), 7)
+}
+
 /// What a scan of a cold pool returned and read.
 #[derive(Debug, PartialEq)]
 struct ColdScan {
@@ -732,9 +732,9 @@ fn cold_scan(
         .scan_range(int_datum(lower), int_datum(upper), &mut acct)
         .unwrap();
     if let Some(aio) = aio {
-        let config =
-            StreamSettings::default().stream_config(false, false, index.pool.pin_limit(), 7);
-        scan = scan.read_ahead(aio.clone(), config).unwrap();
+        scan = scan
+            .read_ahead(aio.clone(), read_ahead_config(index))
+            .unwrap();
     }
     let tids = scan.collect::<PgResult<Vec<_>>>().unwrap();
     assert_eq!(index.pool.stats().pinned, 0, "a pin outlived the scan");
@@ -846,13 +846,11 @@ fn a_scan_dropped_early_releases_its_read_ahead() {
     f.index.pool.evict_all(&mut acct).unwrap();
     let mut acct = IoAccount::default();
     {
-        let config =
-            StreamSettings::default().stream_config(false, false, f.index.pool.pin_limit(), 7);
         let mut scan = f
             .index
             .scan_range(Bound::Unbounded, Bound::Unbounded, &mut acct)
             .unwrap()
-            .read_ahead(aio, config)
+            .read_ahead(aio, read_ahead_config(&f.index))
             .unwrap();
         for _ in 0..20_000 {
             scan.next().unwrap().unwrap();
