@@ -4,6 +4,8 @@
 # within minutes (this VM's), where only the ratio to the device's rate of the moment counts.
 #
 #   CONFIGS="old:/tmp/old.bin:io_uring new:target/release/iolab:io_uring" bench/direct-paired.sh
+#   CONFIGS="plain:target/release/iolab:io_uring gap16:target/release/iolab:io_uring:read_stream_gap_limit=16" \
+#     bench/direct-paired.sh
 #
 # Every round starts each configuration's server once (`debug_io_direct=data`,
 # `huge_pages=try`) and runs it RUNS times: evict the buffer pool (pg_buffercache_evict_all;
@@ -16,9 +18,12 @@
 #
 # Environment (defaults in brackets):
 #   CONFIGS [new:target/release/iolab:io_uring new:target/release/iolab:worker]
-#                              LABEL:BINARY:IO_METHOD entries (each binary is copied first)
+#                              LABEL:BINARY:IO_METHOD[:SETTINGS] entries, LABEL unique; each binary
+#                              is copied first; SETTINGS: name=value[,name=value…], server
+#                              settings of that configuration only
 #   ROUNDS [3]  RUNS [2]       rounds, and runs per server start
-#   SHARED_BUFFERS [1GB]  IOLAB_ARGS ["-c io_max_combine_limit=1MB -c io_combine_limit=1MB"]
+#   SHARED_BUFFERS [1GB]  IOLAB_ARGS ["-c io_max_combine_limit=1MB -c io_combine_limit=1MB";
+#                              set it empty for the server's defaults]
 #   SETS [""]                  SQL run in the query's session first, e.g. "SET effective_io_concurrency=32"
 #   BENCH_DIR [/var/tmp/iolab-io-bench]  ROWS [60000000]: the table bench/io-methods.sh loads
 #   IOLAB_PORT [55471]
@@ -30,7 +35,7 @@ cd "$(dirname "$0")/.."
 CONFIGS="${CONFIGS:-new:target/release/iolab:io_uring new:target/release/iolab:worker}"
 ROUNDS="${ROUNDS:-3}"; RUNS="${RUNS:-2}"
 SHARED_BUFFERS="${SHARED_BUFFERS:-1GB}"
-IOLAB_ARGS="${IOLAB_ARGS:--c io_max_combine_limit=1MB -c io_combine_limit=1MB}"
+IOLAB_ARGS="${IOLAB_ARGS--c io_max_combine_limit=1MB -c io_combine_limit=1MB}"
 SETS="${SETS:-}"
 BENCH_DIR="${BENCH_DIR:-/var/tmp/iolab-io-bench}"
 ROWS="${ROWS:-60000000}"
@@ -49,10 +54,13 @@ sb_mb="$(case "$SHARED_BUFFERS" in *GB) echo $(( ${SHARED_BUFFERS%GB} * 1024 ));
 echo $(( sb_mb / 2 + 64 + 16 )) > /proc/sys/vm/nr_hugepages   # the pool, slack, fio's 32 MiB
 
 q() { psql -X -h 127.0.0.1 -p "$PORT" -U postgres -At "$@"; }
-start() { # BINARY METHOD
+start() { # BINARY METHOD [SETTINGS]
+  local settings=() kv
+  IFS=, read -ra kv <<<"${3:-}"
+  for s in "${kv[@]}"; do settings+=(-c "$s"); done
   # shellcheck disable=SC2086
   "$1" -D "$DATA" -p "$PORT" -c shared_buffers="$SHARED_BUFFERS" -c io_method="$2" \
-    -c debug_io_direct=data -c huge_pages=try -c track_io_timing=on $IOLAB_ARGS \
+    -c debug_io_direct=data -c huge_pages=try -c track_io_timing=on $IOLAB_ARGS "${settings[@]}" \
     >>"$BENCH_DIR/logs/direct-paired.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 1 240); do q -c 'SELECT 1' >/dev/null 2>&1 && return 0; sleep 0.5; done
@@ -74,8 +82,8 @@ echo "table $BYTES bytes on $DEV; shared_buffers $SHARED_BUFFERS; $IOLAB_ARGS${S
 
 for r in $(seq "$ROUNDS"); do
   for c in $CONFIGS; do
-    IFS=: read -r label _ method <<<"$c"
-    start "${BIN[$label]}" "$method"
+    IFS=: read -r label _ method settings <<<"$c"
+    start "${BIN[$label]}" "$method" "$settings"
     for i in $(seq "$RUNS"); do
       q -c "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null
       fio_mbs="$(fio --name=seq --filename="$FIO_FILE" --size="$BYTES" --rw=read --bs=1m --direct=1 \
@@ -104,7 +112,7 @@ done
 echo
 printf "%-22s %5s %9s %7s %11s %8s %12s %10s\n" configuration runs "median ms" "MB/s" "ratio" "CPU ms" "device idle" "in flight"
 for c in $CONFIGS; do
-  IFS=: read -r label _ method <<<"$c"
+  IFS=: read -r label _ method _ <<<"$c"
   rows="$(echo "${RESULTS[$label/$method]}" | tr ';' '\n' | grep .)"
   col() { echo "$rows" | awk -v k="$1" '{print $k}' | median_of_lines; }
   printf "%-22s %5d %9s %7s %5s (%s–%s) %8s %10s %% %10s\n" "$label/$method" "$(echo "$rows" | wc -l)" \
