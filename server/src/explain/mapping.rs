@@ -34,8 +34,8 @@
 //! The scans' I/O comes from the metrics they publish (`metrics.rs`): `Buffers:` (a parent
 //! adds its children's), `I/O Timings:`, iolab's `I/O Latency:` (own reads only) and, with
 //! EXPLAIN (IO), the read stream's `Prefetch:` / `I/O:` lines on Seq Scan, Bitmap Heap Scan
-//! and a Bitmap Index Scan that read its leaves ahead. A bitmap node's conditions are over its heap scan's table, so the bitmap subtree is
-//! mapped with that table in hand.
+//! and a Bitmap Index Scan that read its leaves ahead. A bitmap node's conditions are over
+//! its heap scan's table, so the bitmap subtree is mapped with that table in hand.
 //!
 //! Expressions are qualified as PostgreSQL qualifies them: a scan's own filter only with
 //! VERBOSE, other expressions (join conditions, keys) when the query reads more than one
