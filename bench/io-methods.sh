@@ -466,7 +466,7 @@ for k in iolab/worker/os-cached pg18/worker/os-cached iolab/worker/pool-cached p
   IFS=/ read -r sys m phase <<<"$k"
   row "$sys" "$m $phase" buffered "$phase" "$k" "pg18/worker/$phase"
 done
-if [ "${#PAIRED[@]}" -gt 0 ]; then
+if [ -n "${PAIRED[*]:-}" ]; then
   echo
   echo "paired with fio ($FIO_BEST_KEY) run just before each cold run: iolab MB/s / fio MB/s, median (min-max)" | tee -a "$TABLE_TXT"
   for k in "${!PAIRED[@]}"; do
