@@ -83,19 +83,8 @@ REPLAY_LOG="$BENCH_DIR/replay-$QUERY-gap$REPLAY_GAP.iolog"
 echo "$QUERY query on $DEV, shared_buffers $SHARED_BUFFERS; before each run fio replays its heap blocks" \
   "(gaps ≤ $REPLAY_GAP blocks read through, depth $REPLAY_QD); delay ${DELAY} s"
 
-# write_replay_log : the query's heap blocks as a fio I/O log (needs a server up).
-write_replay_log() {
-  q -c "SELECT ctid FROM eic_uniform WHERE ${PREDICATE[$QUERY]}" | tr -d '()' | cut -d, -f1 | sort -n -u |
-    awk -v file="$FIO_FILE" -v gap="$REPLAY_GAP" -v max=128 '
-      function emit() { printf "%s read %d %d\n", file, first * 8192, (last - first + 1) * 8192; reads++; blocks += last - first + 1 }
-      BEGIN { print "fio version 2 iolog"; print file " add"; print file " open" }
-      NR == 1 { first = last = $1; next }
-      { if ($1 - last - 1 <= gap && $1 - first + 1 <= max) last = $1; else { emit(); first = last = $1 } }
-      END { emit(); print file " close"; printf "%d reads, %d blocks\n", reads, blocks > "/dev/stderr" }' >"$REPLAY_LOG"
-}
-replay_ms() {
-  fio --name=replay --read_iolog="$REPLAY_LOG" --replay_no_stall=1 --direct=1 --ioengine=io_uring \
-    --iodepth="$REPLAY_QD" --iomem=shmhuge --minimal 2>/dev/null | awk -F';' '$1==3 {print $9}'
+write_replay_log() { # needs a server up
+  q -c "SELECT ctid FROM eic_uniform WHERE ${PREDICATE[$QUERY]}" | ctid_blocks | replay_log "$FIO_FILE" "$REPLAY_GAP" >"$REPLAY_LOG"
 }
 
 for r in $(seq "$ROUNDS"); do
@@ -105,7 +94,7 @@ for r in $(seq "$ROUNDS"); do
     for eic in $EICS; do
       [ -s "$REPLAY_LOG" ] || { printf "  replay log: "; write_replay_log; }
       q -c "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null
-      device_ms="$(replay_ms)"
+      device_ms="$(replay_ms "$REPLAY_LOG" "$REPLAY_QD")"
       sync; echo 3 >/proc/sys/vm/drop_caches; sleep "$DELAY"
       inflight_start
       out="$(q -c "SET work_mem = '16MB'" -c "SET max_parallel_workers_per_gather = 0" \

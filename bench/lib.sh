@@ -152,3 +152,24 @@ inflight_figure() {
 }
 # median_of_lines : the median of the numbers on stdin, one per line, as written.
 median_of_lines() { sort -g | awk '{a[NR] = $1} END {printf "%s", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+
+# ---- the device on a query's own blocks (bench/bitmap-*.sh) ------------------------------
+# ctid_blocks : ctids "(b,o)" on stdin, one per line → their block numbers, sorted, unique.
+ctid_blocks() { tr -d '()' | cut -d, -f1 | sort -n -u; }
+# replay_log FILE GAP : block numbers on stdin (sorted) → a fio I/O log reading them from FILE
+# in block order: runs of adjacent blocks, joined across gaps of at most GAP blocks, cut at
+# 1 MiB. Says on stderr how many reads and blocks it wrote.
+replay_log() {
+  awk -v file="$1" -v gap="$2" -v max=128 '
+    function emit() { printf "%s read %d %d\n", file, first * 8192, (last - first + 1) * 8192; reads++; blocks += last - first + 1 }
+    BEGIN { print "fio version 2 iolog"; print file " add"; print file " open" }
+    NR == 1 { first = last = $1; next }
+    { if ($1 - last - 1 <= gap && $1 - first + 1 <= max) last = $1; else { emit(); first = last = $1 } }
+    END { if (NR) emit(); print file " close"; printf "%d reads, %d blocks\n", reads, blocks > "/dev/stderr" }'
+}
+# replay_ms LOG QD : fio replays LOG as fast as it can (O_DIRECT, buffers in huge pages, depth
+# QD; needs 32 MiB of vm.nr_hugepages) and prints the milliseconds it took.
+replay_ms() {
+  fio --name=replay --read_iolog="$1" --replay_no_stall=1 --direct=1 --ioengine=io_uring \
+    --iodepth="$2" --iomem=shmhuge --minimal 2>/dev/null | awk -F';' '$1==3 {print $9}'
+}
