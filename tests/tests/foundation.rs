@@ -296,6 +296,54 @@ async fn queries_datafusion_plans_over_heap_tables() {
     );
 }
 
+/// A set-returning function in FROM names its column as PostgreSQL does: after the alias, or
+/// after the function without one; the common `INSERT … SELECT i … FROM generate_series(…) i`
+/// works, and psql shows PostgreSQL's column headers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_returning_functions_name_their_column_like_postgres() {
+    let server = TestServer::start("srf_columns");
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "CREATE TABLE g(i int, m text);
+             INSERT INTO g SELECT i, md5(i::text) FROM generate_series(1, 5) i;
+             INSERT INTO g SELECT n, md5(n::text) FROM generate_series(6, 8) AS n;",
+        )
+        .await
+        .unwrap();
+    let row = client
+        .query_one("SELECT count(*), sum(i), max(m) FROM g", &[])
+        .await
+        .unwrap();
+    let max_md5 = (1..=8)
+        .map(|i| format!("{:x}", md5::compute(i.to_string())))
+        .max();
+    assert_eq!(row.get::<_, i64>(0), 8);
+    assert_eq!(row.get::<_, i64>(1), 36);
+    assert_eq!(Some(row.get::<_, String>(2)), max_md5);
+    // psql's aligned output: the header line is the column's name.
+    for (query, header) in [
+        ("SELECT * FROM generate_series(1, 2)", "generate_series"),
+        ("SELECT * FROM generate_series(1, 2) x", "x"),
+        ("SELECT * FROM generate_series(1, 2) AS t(y)", "y"),
+        ("SELECT * FROM unnest(ARRAY[1, 2])", "unnest"),
+        ("SELECT * FROM unnest(ARRAY[1, 2]) u", "u"),
+    ] {
+        let out = server.psql_ok(&["-c", query]);
+        assert_eq!(
+            out.lines().next().map(str::trim),
+            Some(header),
+            "{query}:\n{out}"
+        );
+    }
+    let out = server.psql_ok(&[
+        "-At",
+        "-c",
+        "SELECT i, j FROM generate_series(1, 2) i, generate_series(3, 4) j ORDER BY i, j",
+    ]);
+    assert_eq!(out.trim(), "1|3\n1|4\n2|3\n2|4");
+}
+
 /// A second server on a data directory in use refuses to start, with PostgreSQL's FATAL
 /// error naming the PID that holds it; the first keeps serving, and once it has stopped the
 /// directory can be opened again.

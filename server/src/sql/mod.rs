@@ -21,6 +21,7 @@
 
 pub mod colnames;
 pub mod ddl;
+pub mod function_columns;
 pub mod generic_plan;
 pub mod insert;
 pub mod normalize;
@@ -98,13 +99,16 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
             let at = upper.find("UNLOGGED").expect("word seen above");
             let mut cut = text.to_string();
             cut.replace_range(at..at + "UNLOGGED".len(), "        ");
-            return parse_sql(&cut, whole, offset).map(Parsed::CreateUnlogged);
+            let mut stmt = parse_sql(&cut, whole, offset)?;
+            function_columns::name_function_columns(&mut stmt);
+            return Ok(Parsed::CreateUnlogged(stmt));
         }
         _ => {}
     }
     let mut stmt = parse_sql(text, whole, offset)?;
     crate::explain::check_options(&stmt, text, whole, offset)?;
     crate::pgcatalog::qualify_catalog_relations(&mut stmt);
+    function_columns::name_function_columns(&mut stmt);
     Ok(Parsed::Sql(stmt))
 }
 
