@@ -370,8 +370,7 @@ impl Session {
                 let ast::Statement::CreateTable(create) = &**stmt else {
                     return Err(PgError::syntax("syntax error at or near \"UNLOGGED\""));
                 };
-                ddl::create_table(&db, create, true)?;
-                return Ok(Outcome::Done("CREATE TABLE".into()));
+                return create_table(run, &db, create, true, notices).await;
             }
             Parsed::Sql(stmt) => stmt,
         };
@@ -386,8 +385,7 @@ impl Session {
                 })
             }
             ast::Statement::CreateTable(create) => {
-                ddl::create_table(&db, create, false)?;
-                Ok(Outcome::Done("CREATE TABLE".into()))
+                create_table(run, &db, create, false, notices).await
             }
             ast::Statement::Drop { object_type, .. } => {
                 for n in ddl::drop(&db, stmt)? {
@@ -487,6 +485,34 @@ pub fn text_format_for(settings: &SessionSettings) -> TextFormat {
         .unwrap_or(fmt);
     fmt.date_order = DateOrder::from_datestyle(&settings.get("DateStyle").unwrap_or_default());
     fmt
+}
+
+/// CREATE [UNLOGGED] TABLE, with a column list or `AS query`, and PostgreSQL's tags:
+/// `CREATE TABLE`, `SELECT n` for rows loaded by `AS query`, `CREATE TABLE AS` when `IF NOT
+/// EXISTS` found the table (with the notice).
+async fn create_table(
+    run: &StatementRun,
+    db: &Database,
+    create: &ast::CreateTable,
+    unlogged: bool,
+    notices: &mut Vec<Notice>,
+) -> PgResult<Outcome> {
+    let (created, tag) = if create.query.is_some() {
+        match ddl::create_table_as(run, create, unlogged).await? {
+            Some(rows) => (true, format!("SELECT {rows}")),
+            None => (false, "CREATE TABLE AS".to_string()),
+        }
+    } else {
+        let created = ddl::create_table(db, create, unlogged)?;
+        (created, "CREATE TABLE".to_string())
+    };
+    if !created {
+        notices.push(Notice {
+            code: sqlstate::DUPLICATE_TABLE,
+            ..Notice::notice(ddl::table_exists_notice(create))
+        });
+    }
+    Ok(Outcome::Done(tag))
 }
 
 fn first_words(sql: &str) -> String {

@@ -344,6 +344,86 @@ async fn set_returning_functions_name_their_column_like_postgres() {
     assert_eq!(out.trim(), "1|3\n1|4\n2|3\n2|4");
 }
 
+/// CREATE TABLE … AS: the table takes the query's columns (PostgreSQL's names) and rows,
+/// and reports `SELECT n`; IF NOT EXISTS skips with PostgreSQL's
+/// notice; a query that fails leaves no table behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_table_as_loads_the_query() {
+    let server = TestServer::start("ctas");
+    let client = server.client().await;
+    let loaded = client
+        .execute(
+            "CREATE TABLE c1 AS SELECT i, md5(i::text), i * 2 AS twice, NULL AS n \
+             FROM generate_series(1, 1000) i",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(loaded, 1000, "the tag is SELECT 1000");
+    let row = client
+        .query_one(
+            "SELECT count(*), sum(twice), max(md5), count(n) FROM c1",
+            &[],
+        )
+        .await
+        .unwrap();
+    let max_md5 = (1..=1000)
+        .map(|i| format!("{:x}", md5::compute(i.to_string())))
+        .max();
+    assert_eq!(row.get::<_, i64>(0), 1000);
+    assert_eq!(row.get::<_, i64>(1), 1000 * 1001);
+    assert_eq!(Some(row.get::<_, String>(2)), max_md5);
+    assert_eq!(row.get::<_, i64>(3), 0);
+
+    let out = server.psql_ok(&[
+        "-At",
+        "-c",
+        "CREATE UNLOGGED TABLE c2 AS SELECT 7 AS a, 'x' AS b UNION ALL SELECT 8, 'y'",
+        "-c",
+        "SELECT a, b FROM c2 ORDER BY a",
+    ]);
+    assert_eq!(out.trim(), "SELECT 2\n7|x\n8|y");
+
+    let out = server.psql(&[
+        "-c",
+        "CREATE TABLE IF NOT EXISTS c1 AS SELECT 1 AS one",
+        "-c",
+        "SELECT count(*) FROM c1",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stderr.contains("NOTICE:  relation \"c1\" already exists, skipping"),
+        "{stderr}"
+    );
+    assert!(stdout.starts_with("CREATE TABLE AS\n"), "{stdout}");
+    assert!(stdout.contains(" 1000\n"), "c1 kept its rows: {stdout}");
+
+    let err = client
+        .execute("CREATE TABLE c3 AS SELECT md5('a'), md5('b')", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        sqlstate(&err),
+        "42701",
+        "both columns are named md5: {err:?}"
+    );
+    let err = client
+        .execute(
+            "CREATE TABLE c4 AS SELECT 10 / (i - 5) AS q FROM generate_series(1, 10) i",
+            &[],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "22012", "{err:?}");
+    let err = client.execute("SELECT * FROM c4", &[]).await.unwrap_err();
+    assert_eq!(
+        sqlstate(&err),
+        "42P01",
+        "the failed load left no table: {err:?}"
+    );
+}
+
 /// A second server on a data directory in use refuses to start, with PostgreSQL's FATAL
 /// error naming the PID that holds it; the first keeps serving, and once it has stopped the
 /// directory can be opened again.

@@ -1,9 +1,12 @@
 //! CREATE TABLE, DROP TABLE, TRUNCATE, CREATE INDEX, DROP INDEX: catalog changes and the
 //! files behind them; and CREATE EXTENSION, which changes nothing.
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::sql::sqlparser::ast::{self, ColumnOption, ObjectName, ObjectType, Statement};
 use iolab_catalog::store::MAX_IDENTIFIER_LEN;
-use iolab_catalog::{sqlstate, ColumnDef, IndexDef, Persistence, PgError, PgResult, PgType};
+use iolab_catalog::{
+    sqlstate, ColumnDef, IndexDef, Persistence, PgError, PgResult, PgType, TableDef,
+};
 use iolab_engine::accounting::IoAccount;
 use iolab_engine::btree;
 use iolab_engine::Database;
@@ -101,20 +104,12 @@ pub fn column_type(dt: &ast::DataType) -> PgResult<PgType> {
     })
 }
 
-pub fn create_table(db: &Database, create: &ast::CreateTable, unlogged: bool) -> PgResult<()> {
+/// CREATE [UNLOGGED] TABLE with a column list (for `… AS query` see [`create_table_as`]).
+/// False when `IF NOT EXISTS` found the table.
+pub fn create_table(db: &Database, create: &ast::CreateTable, unlogged: bool) -> PgResult<bool> {
     if create.query.is_some() {
-        return Err(PgError::unsupported("CREATE TABLE AS is not supported yet"));
+        return Err(PgError::internal("CREATE TABLE AS goes to create_table_as"));
     }
-    if create.temporary {
-        return Err(PgError::unsupported("temporary tables are not supported"));
-    }
-    if !create.constraints.is_empty() {
-        return Err(PgError::unsupported(
-            "table constraints (PRIMARY KEY, UNIQUE, FOREIGN KEY, CHECK) are not supported yet",
-        ));
-    }
-    let (schema, name) = split_name(&create.name)?;
-    check_identifier(&name)?;
     let mut columns = Vec::with_capacity(create.columns.len());
     for col in &create.columns {
         let col_name = ident_name(&col.name);
@@ -138,19 +133,103 @@ pub fn create_table(db: &Database, create: &ast::CreateTable, unlogged: bool) ->
             not_null,
         });
     }
+    make_table(db, create, unlogged, columns).map(|table| table.is_some())
+}
+
+/// CREATE [UNLOGGED] TABLE name AS query: a table with the query's columns — named as
+/// PostgreSQL names the query's result columns, typed as the result is reported to
+/// clients — filled with its rows. Returns the rows
+/// loaded, or `None` when `IF NOT EXISTS` found the table. If
+/// loading fails, the table is dropped again: the statement leaves nothing behind.
+pub async fn create_table_as(
+    run: &StatementRun,
+    create: &ast::CreateTable,
+    unlogged: bool,
+) -> PgResult<Option<u64>> {
+    let query = create
+        .query
+        .clone()
+        .ok_or_else(|| PgError::internal("CREATE TABLE AS without a query"))?;
+    if !create.columns.is_empty() {
+        return Err(PgError::unsupported(
+            "a column list in CREATE TABLE … AS is not supported yet: name the columns in the query (SELECT … AS name)",
+        ));
+    }
+    let query = ast::Statement::Query(query);
+    let stream = run.query_stream(&query).await?;
+    let schema = crate::sql::colnames::rename(&query, stream.schema());
+    let mut columns = Vec::with_capacity(schema.fields().len());
+    for field in schema.fields() {
+        let name = field.name().clone();
+        check_identifier(&name)?;
+        // An untyped NULL is text, as PostgreSQL resolves an unknown-type column.
+        let ty = match field.data_type() {
+            DataType::Null => Some(PgType::Text),
+            other => PgType::for_arrow(other),
+        }
+        .ok_or_else(|| {
+            PgError::unsupported(format!(
+                "column \"{name}\" has a type iolab tables cannot store ({})",
+                field.data_type()
+            ))
+        })?;
+        columns.push(ColumnDef {
+            name,
+            ty,
+            not_null: false,
+        });
+    }
+    let Some(table) = make_table(&run.db, create, unlogged, columns)? else {
+        return Ok(None);
+    };
+    let targets: Vec<usize> = (0..table.columns.len()).collect();
+    match crate::sql::insert::insert_stream(run, &table, &targets, stream).await {
+        Ok(rows) => Ok(Some(rows)),
+        Err(e) => {
+            run.db.catalog.drop_table(table.oid)?;
+            run.db.remove_relation_file(table.relfilenode)?;
+            Err(e)
+        }
+    }
+}
+
+/// Checks what CREATE TABLE cannot do, then creates the table and its file. `None`: it
+/// exists and `IF NOT EXISTS` was given.
+fn make_table(
+    db: &Database,
+    create: &ast::CreateTable,
+    unlogged: bool,
+    columns: Vec<ColumnDef>,
+) -> PgResult<Option<TableDef>> {
+    if create.temporary {
+        return Err(PgError::unsupported("temporary tables are not supported"));
+    }
+    if !create.constraints.is_empty() {
+        return Err(PgError::unsupported(
+            "table constraints (PRIMARY KEY, UNIQUE, FOREIGN KEY, CHECK) are not supported yet",
+        ));
+    }
+    let (schema, name) = split_name(&create.name)?;
+    check_identifier(&name)?;
     let persistence = if unlogged {
         Persistence::Unlogged
     } else {
         Persistence::Permanent
     };
     let schema = schema.unwrap_or_else(|| "public".to_string());
-    if let Some(table) =
+    let table =
         db.catalog
-            .create_table(&schema, &name, persistence, columns, create.if_not_exists)?
-    {
-        db.create_relation_file(&table)?;
+            .create_table(&schema, &name, persistence, columns, create.if_not_exists)?;
+    if let Some(table) = &table {
+        db.create_relation_file(table)?;
     }
-    Ok(())
+    Ok(table)
+}
+
+/// PostgreSQL's notice when CREATE TABLE IF NOT EXISTS finds the table.
+pub fn table_exists_notice(create: &ast::CreateTable) -> String {
+    let name = split_name(&create.name).map(|(_, n)| n).unwrap_or_default();
+    format!("relation \"{name}\" already exists, skipping")
 }
 
 fn check_identifier(name: &str) -> PgResult<()> {

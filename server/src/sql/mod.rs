@@ -69,10 +69,23 @@ impl Parsed {
         }
     }
 
-    /// Does the statement write table data (and so need a transaction id)?
+    /// Does the statement write table data (and so need a transaction id)? CREATE TABLE …
+    /// AS does: it loads its query's rows.
     pub fn writes(&self) -> bool {
-        matches!(self, Parsed::Sql(s) if matches!(**s, ast::Statement::Insert(_) | ast::Statement::Copy { .. }) || crate::explain::writes(s))
+        match self {
+            Parsed::Sql(s) => {
+                matches!(**s, ast::Statement::Insert(_) | ast::Statement::Copy { .. })
+                    || is_create_table_as(s)
+                    || crate::explain::writes(s)
+            }
+            Parsed::CreateUnlogged(s) => is_create_table_as(s),
+            _ => false,
+        }
     }
+}
+
+fn is_create_table_as(stmt: &ast::Statement) -> bool {
+    matches!(stmt, ast::Statement::CreateTable(create) if create.query.is_some())
 }
 
 /// Parses one statement's text (`offset` = its position in the whole query string, for
