@@ -59,8 +59,7 @@ cleanup() {
   echo "$ORIG_HUGEPAGES" > /proc/sys/vm/nr_hugepages
 }
 trap cleanup EXIT
-sb_mb="$(case "$SHARED_BUFFERS" in *GB) echo $(( ${SHARED_BUFFERS%GB} * 1024 ));; *MB) echo "${SHARED_BUFFERS%MB}";; esac)"
-echo $(( sb_mb / 2 + 64 + 32 )) > /proc/sys/vm/nr_hugepages   # the pool (huge_pages=try), slack, fio's buffers
+reserve_hugepages "$SHARED_BUFFERS"
 
 q() { psql -X -h 127.0.0.1 -p "$PORT" -U postgres -At "$@"; }
 start() { # BINARY METHOD [SETTINGS]

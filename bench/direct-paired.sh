@@ -50,8 +50,7 @@ cleanup() {
   echo "$ORIG_HUGEPAGES" > /proc/sys/vm/nr_hugepages
 }
 trap cleanup EXIT
-sb_mb="$(case "$SHARED_BUFFERS" in *GB) echo $(( ${SHARED_BUFFERS%GB} * 1024 ));; *MB) echo "${SHARED_BUFFERS%MB}";; esac)"
-echo $(( sb_mb / 2 + 64 + 16 )) > /proc/sys/vm/nr_hugepages   # the pool, slack, fio's 32 MiB
+reserve_hugepages "$SHARED_BUFFERS"
 
 q() { psql -X -h 127.0.0.1 -p "$PORT" -U postgres -At "$@"; }
 start() { # BINARY METHOD [SETTINGS]

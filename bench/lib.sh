@@ -131,6 +131,14 @@ paired_setup() {
   DEV="$(basename "$(df --output=source "$1" | tail -1)")"
   [ -e "/sys/block/$DEV/inflight" ] || DEV="$(lsblk -no pkname "/dev/$DEV" | head -1)"
 }
+# reserve_hugepages SHARED_BUFFERS : vm.nr_hugepages for a buffer pool of that size (the
+# server runs with huge_pages=try), some slack, and fio's 32 MiB of buffers. The caller
+# keeps the old count and restores it at exit.
+reserve_hugepages() {
+  local mb
+  case "$1" in *GB) mb=$(( ${1%GB} * 1024 )) ;; *MB) mb=${1%MB} ;; *) echo "shared_buffers in MB or GB, not $1" >&2; exit 1 ;; esac
+  echo $(( mb / 2 + 64 + 32 )) > /proc/sys/vm/nr_hugepages
+}
 # copy_config_binaries : BIN[LABEL] becomes a copy in BENCH_DIR of each CONFIGS entry's
 # binary (LABEL:BINARY:…), so a rebuild during the runs changes nothing. (declare -A BIN first.)
 copy_config_binaries() {
