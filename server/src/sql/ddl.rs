@@ -1,5 +1,5 @@
-//! CREATE TABLE, DROP TABLE, TRUNCATE, CREATE INDEX, DROP INDEX: catalog changes and the
-//! files behind them; and CREATE EXTENSION, which changes nothing.
+//! CREATE TABLE (also `… AS query`), DROP TABLE, TRUNCATE, CREATE INDEX, DROP INDEX:
+//! catalog changes and the files behind them; and CREATE EXTENSION, which changes nothing.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::sql::sqlparser::ast::{self, ColumnOption, ObjectName, ObjectType, Statement};
@@ -138,9 +138,9 @@ pub fn create_table(db: &Database, create: &ast::CreateTable, unlogged: bool) ->
 
 /// CREATE [UNLOGGED] TABLE name AS query: a table with the query's columns — named as
 /// PostgreSQL names the query's result columns, typed as the result is reported to
-/// clients — filled with its rows. Returns the rows
-/// loaded, or `None` when `IF NOT EXISTS` found the table. If
-/// loading fails, the table is dropped again: the statement leaves nothing behind.
+/// clients — filled with its rows. Returns the rows loaded, or `None` when `IF NOT EXISTS`
+/// found the table. If loading fails, the table is dropped again: the statement leaves
+/// nothing behind.
 pub async fn create_table_as(
     run: &StatementRun,
     create: &ast::CreateTable,
