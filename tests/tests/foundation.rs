@@ -344,8 +344,8 @@ async fn set_returning_functions_name_their_column_like_postgres() {
     assert_eq!(out.trim(), "1|3\n1|4\n2|3\n2|4");
 }
 
-/// CREATE TABLE … AS: the table takes the query's columns (PostgreSQL's names) and rows,
-/// and reports `SELECT n`; IF NOT EXISTS skips with PostgreSQL's
+/// CREATE TABLE … AS (and SELECT … INTO): the table takes the query's columns (PostgreSQL's
+/// names) and rows, and reports `SELECT n`; IF NOT EXISTS skips with PostgreSQL's
 /// notice; a query that fails leaves no table behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_table_as_loads_the_query() {
@@ -421,6 +421,24 @@ async fn create_table_as_loads_the_query() {
         sqlstate(&err),
         "42P01",
         "the failed load left no table: {err:?}"
+    );
+
+    // SELECT … INTO is the same statement spelled the other way.
+    let loaded = client
+        .execute(
+            "SELECT i AS n, md5(i::text) AS m INTO UNLOGGED c5 FROM generate_series(1, 50) i",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(loaded, 50);
+    let row = client
+        .query_one("SELECT count(*), sum(n) FROM c5", &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+        (50, 50 * 51 / 2)
     );
 }
 

@@ -37,7 +37,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::sql::sqlparser::ast;
+use datafusion::sql::sqlparser::ast::{self, SelectInto};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use iolab_catalog::{sqlstate, PgError, PgResult};
@@ -122,7 +122,29 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
     crate::explain::check_options(&stmt, text, whole, offset)?;
     crate::pgcatalog::qualify_catalog_relations(&mut stmt);
     function_columns::name_function_columns(&mut stmt);
-    Ok(Parsed::Sql(stmt))
+    match select_into(&mut stmt) {
+        Some(SelectInto { unlogged: true, .. }) => Ok(Parsed::CreateUnlogged(stmt)),
+        _ => Ok(Parsed::Sql(stmt)),
+    }
+}
+
+/// `SELECT … INTO [UNLOGGED] [TABLE] t FROM …`, PostgreSQL's other spelling of `CREATE
+/// [UNLOGGED] TABLE t AS SELECT … FROM …`: rewrites `stmt` into the latter (the select
+/// without its INTO) and returns the INTO clause; anything else is left alone.
+fn select_into(stmt: &mut Box<ast::Statement>) -> Option<SelectInto> {
+    let ast::Statement::Query(query) = &mut **stmt else {
+        return None;
+    };
+    let ast::SetExpr::Select(select) = &mut *query.body else {
+        return None;
+    };
+    let into = select.into.take()?;
+    let create = ast::helpers::stmt_create_table::CreateTableBuilder::new(into.name.clone())
+        .temporary(into.temporary)
+        .query(Some(query.clone()))
+        .build();
+    **stmt = ast::Statement::CreateTable(create);
+    Some(into)
 }
 
 fn parse_sql(text: &str, whole: &str, offset: usize) -> PgResult<Box<ast::Statement>> {
