@@ -40,10 +40,7 @@ cd "$(dirname "$0")/.."
 CONFIGS="${CONFIGS:-new:target/release/iolab:io_uring}"
 ROUNDS="${ROUNDS:-3}"; EICS="${EICS:-1 64}"; QUERY="${QUERY:-sparse}"
 DELAY="${DELAY:-10}"
-case "$QUERY" in
-  dense) REPLAY_GAP="${REPLAY_GAP:-2}"; REPLAY_QD="${REPLAY_QD:-32}" ;;
-  *) REPLAY_GAP="${REPLAY_GAP:-0}"; REPLAY_QD="${REPLAY_QD:-64}" ;;
-esac
+REPLAY_GAP="${REPLAY_GAP:-${REPLAY_GAP_OF[$QUERY]}}"; REPLAY_QD="${REPLAY_QD:-${REPLAY_QD_OF[$QUERY]}}"
 SHARED_BUFFERS="${SHARED_BUFFERS:-128MB}"
 BENCH_DIR="${BENCH_DIR:-/var/tmp/iolab-bitmap-bench}"
 ROWS="${ROWS:-20000000}"

@@ -133,7 +133,7 @@ HEAP_BYTES[iolab]="$(q iolab "SELECT pg_relation_size('$TABLE')")"
 IOLAB_VERSION="$(q iolab 'SELECT version()')"
 # Each query's heap blocks, for fio to replay below (the device's time for those blocks).
 FIO_FILE="$BENCH_DIR/fio-${HEAP_BYTES[iolab]}.dat"
-for query in $QUERIES; do
+[ "$SKIP_FIO" = 1 ] || for query in $QUERIES; do
   printf "  %s query's heap blocks: " "$query"
   q iolab "SELECT ctid FROM $TABLE WHERE ${PREDICATE[$query]}" | ctid_blocks >"$BENCH_DIR/blocks-$query.txt"
   wc -l <"$BENCH_DIR/blocks-$query.txt"
@@ -162,14 +162,10 @@ fi
 # ---- fio: what the device allows -------------------------------------------------------
 # The device's time for each query's own heap blocks: fio replays them in block order from a
 # file the size of the heap on the same file system, O_DIRECT, buffers in 2 MiB pages (the
-# device's real limit, machine-io-facts.md), the fastest way found on this machine kind
-# (2026-12-03): the sparse query's blocks one 8 KiB read each at depth 64; the dense query's
-# joined across gaps of up to 2 blocks into reads of up to 1 MiB at depth 32 (375–399 ms,
-# where reading exactly the blocks asked for took 509–557 ms even at depth 64). For
-# reference also sequential 128 KiB reads at depth 16 and random 8 KiB reads at depth 64.
+# device's real limit, machine-io-facts.md), as REPLAY_GAP_OF and REPLAY_QD_OF (lib.sh) say.
+# For reference also sequential 128 KiB reads at depth 16 and random 8 KiB reads at depth 64.
 declare -A DEVICE_MS
 FIO_SEQ_MBS=""; FIO_RAND_IOPS=""
-declare -A REPLAY_GAP=([dense]=2 [sparse]=0) REPLAY_QD=([dense]=32 [sparse]=64)
 if [ "$SKIP_FIO" != 1 ]; then
   if [ ! -f "$FIO_FILE" ]; then
     rm -f "$BENCH_DIR"/fio-*.dat
@@ -184,14 +180,14 @@ if [ "$SKIP_FIO" != 1 ]; then
   [ "$ORIG_HUGEPAGES" -ge 24 ] || echo 24 > /proc/sys/vm/nr_hugepages   # fio's buffers: 32 MiB for the replays
   for query in $QUERIES; do
     printf "  replay log for %s: " "$query"
-    replay_log "$FIO_FILE" "${REPLAY_GAP[$query]}" <"$BENCH_DIR/blocks-$query.txt" >"$BENCH_DIR/replay-$query.iolog"
+    replay_log "$FIO_FILE" "${REPLAY_GAP_OF[$query]}" <"$BENCH_DIR/blocks-$query.txt" >"$BENCH_DIR/replay-$query.iolog"
   done
   seq_all=""; rand_all=""; declare -A replay_all
   for r in $(seq "$RUNS"); do
     seq_all="$seq_all $(fio_field 7 --rw=read --bs=128k --iodepth=16 --iomem=shmhuge | awk '{printf "%.1f", $1*1.024/1000}')"
     rand_all="$rand_all $(fio_field 8 --rw=randread --bs=8k --iodepth=64 --runtime=2 --time_based)"
     for query in $QUERIES; do
-      replay_all[$query]="${replay_all[$query]:-} $(replay_ms "$BENCH_DIR/replay-$query.iolog" "${REPLAY_QD[$query]}")"
+      replay_all[$query]="${replay_all[$query]:-} $(replay_ms "$BENCH_DIR/replay-$query.iolog" "${REPLAY_QD_OF[$query]}")"
     done
   done
   # The VM's disk has an I/O budget (a token bucket: bursts of ≈ 50–60 k reads/s until some

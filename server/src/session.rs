@@ -370,7 +370,7 @@ impl Session {
                 let ast::Statement::CreateTable(create) = &**stmt else {
                     return Err(PgError::syntax("syntax error at or near \"UNLOGGED\""));
                 };
-                return create_table(run, &db, create, true, notices).await;
+                return create_table(run, create, true, notices).await;
             }
             Parsed::Sql(stmt) => stmt,
         };
@@ -384,9 +384,7 @@ impl Session {
                     tag: "SELECT",
                 })
             }
-            ast::Statement::CreateTable(create) => {
-                create_table(run, &db, create, false, notices).await
-            }
+            ast::Statement::CreateTable(create) => create_table(run, create, false, notices).await,
             ast::Statement::Drop { object_type, .. } => {
                 for n in ddl::drop(&db, stmt)? {
                     notices.push(Notice::notice(n));
@@ -492,7 +490,6 @@ pub fn text_format_for(settings: &SessionSettings) -> TextFormat {
 /// EXISTS` found the table (with the notice).
 async fn create_table(
     run: &StatementRun,
-    db: &Database,
     create: &ast::CreateTable,
     unlogged: bool,
     notices: &mut Vec<Notice>,
@@ -503,7 +500,7 @@ async fn create_table(
             None => (false, "CREATE TABLE AS".to_string()),
         }
     } else {
-        let created = ddl::create_table(db, create, unlogged)?;
+        let created = ddl::create_table(&run.db, create, unlogged)?;
         (created, "CREATE TABLE".to_string())
     };
     if !created {

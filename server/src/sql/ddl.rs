@@ -186,8 +186,7 @@ pub async fn create_table_as(
     match crate::sql::insert::insert_stream(run, &table, &targets, stream).await {
         Ok(rows) => Ok(Some(rows)),
         Err(e) => {
-            run.db.catalog.drop_table(table.oid)?;
-            run.db.remove_relation_file(table.relfilenode)?;
+            remove_table(&run.db, &table)?;
             Err(e)
         }
     }
@@ -294,15 +293,21 @@ pub fn drop(db: &Database, stmt: &Statement) -> PgResult<Vec<String>> {
             }
         }
     }
-    for def in tables {
-        let indexes = db.catalog.indexes_of(def.oid);
-        db.catalog.drop_table(def.oid)?;
-        db.remove_relation_file(def.relfilenode)?;
-        for index in &indexes {
-            btree::drop_index_files(db, index)?;
-        }
+    for def in &tables {
+        remove_table(db, def)?;
     }
     Ok(notices)
+}
+
+/// A table's catalog entry and files, and its indexes' files.
+fn remove_table(db: &Database, def: &TableDef) -> PgResult<()> {
+    let indexes = db.catalog.indexes_of(def.oid);
+    db.catalog.drop_table(def.oid)?;
+    db.remove_relation_file(def.relfilenode)?;
+    for index in &indexes {
+        btree::drop_index_files(db, index)?;
+    }
+    Ok(())
 }
 
 pub fn truncate(db: &Database, names: &[ObjectName]) -> PgResult<()> {

@@ -24,6 +24,8 @@ use datafusion::sql::sqlparser::ast::{
     self, Ident, ObjectNamePart, TableAlias, TableAliasColumnDef, TableFactor, VisitMut, VisitorMut,
 };
 
+use crate::sql::ddl::ident_name;
+
 /// Set-returning functions of one scalar column, by their lower-case name.
 const SCALAR_SET_FUNCTIONS: &[&str] = &["generate_series"];
 
@@ -42,13 +44,9 @@ pub fn name_function_columns(stmt: &mut ast::Statement) {
                     ..
                 } => {
                     if let Some(ObjectNamePart::Identifier(function)) = name.0.last() {
-                        // An unquoted name is folded to lower case; a quoted one is taken as is.
-                        let folded = match function.quote_style {
-                            None => function.value.to_ascii_lowercase(),
-                            Some(_) => function.value.clone(),
-                        };
-                        if SCALAR_SET_FUNCTIONS.contains(&folded.as_str()) {
-                            name_column(alias, &folded);
+                        let function = ident_name(function);
+                        if SCALAR_SET_FUNCTIONS.contains(&function.as_str()) {
+                            name_column(alias, &function);
                         }
                     }
                 }

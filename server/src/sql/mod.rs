@@ -30,6 +30,7 @@ pub mod plan_cache;
 pub mod split;
 pub mod vacuum;
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -107,25 +108,34 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
                 return Ok(Parsed::CreateExtension(create));
             }
         }
-        ["CREATE", "UNLOGGED", "TABLE"] => {
-            let upper = text.to_ascii_uppercase();
-            let at = upper.find("UNLOGGED").expect("word seen above");
-            let mut cut = text.to_string();
-            cut.replace_range(at..at + "UNLOGGED".len(), "        ");
-            let mut stmt = parse_sql(&cut, whole, offset)?;
-            function_columns::name_function_columns(&mut stmt);
-            return Ok(Parsed::CreateUnlogged(stmt));
-        }
         _ => {}
     }
-    let mut stmt = parse_sql(text, whole, offset)?;
-    crate::explain::check_options(&stmt, text, whole, offset)?;
+    // sqlparser does not know CREATE UNLOGGED TABLE: the word is blanked out (positions stay).
+    let unlogged_table = matches!(words.as_slice(), ["CREATE", "UNLOGGED", "TABLE"]);
+    let text: Cow<'_, str> = if unlogged_table {
+        let at = text
+            .to_ascii_uppercase()
+            .find("UNLOGGED")
+            .expect("word seen above");
+        let mut cut = text.to_string();
+        cut.replace_range(at..at + "UNLOGGED".len(), "        ");
+        Cow::Owned(cut)
+    } else {
+        Cow::Borrowed(text)
+    };
+    let mut stmt = parse_sql(&text, whole, offset)?;
+    crate::explain::check_options(&stmt, &text, whole, offset)?;
     crate::pgcatalog::qualify_catalog_relations(&mut stmt);
     function_columns::name_function_columns(&mut stmt);
-    match select_into(&mut stmt) {
-        Some(SelectInto { unlogged: true, .. }) => Ok(Parsed::CreateUnlogged(stmt)),
-        _ => Ok(Parsed::Sql(stmt)),
-    }
+    let unlogged_into = matches!(
+        select_into(&mut stmt),
+        Some(SelectInto { unlogged: true, .. })
+    );
+    Ok(if unlogged_table || unlogged_into {
+        Parsed::CreateUnlogged(stmt)
+    } else {
+        Parsed::Sql(stmt)
+    })
 }
 
 /// `SELECT … INTO [UNLOGGED] [TABLE] t FROM …`, PostgreSQL's other spelling of `CREATE
