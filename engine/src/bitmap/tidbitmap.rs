@@ -13,7 +13,8 @@
 //!
 //! # What it stores
 //!
-//! One entry per heap page, in a hash table keyed by block number:
+//! One entry per heap page, keyed by block number (in a hash table, or in an array indexed
+//! by block once the bitmap covers much of a heap whose size it was given: `page_table.rs`):
 //!
 //! * an **exact** page: one bit per line pointer (bit `k` = offset `k + 1`), up to
 //!   [`MAX_TUPLES_PER_PAGE`] = 291 bits (five 64-bit words), plus a `recheck` flag: the listed
@@ -55,8 +56,8 @@
 //!
 //! # Reading it out
 //!
-//! [`TidBitmap::into_iter`] (PostgreSQL's `tbm_begin_iterate`) sorts the exact pages and the
-//! chunks by block and merges them: [`TbmPage`]s in ascending block order, each either exact
+//! [`TidBitmap::into_iter`] (PostgreSQL's `tbm_begin_iterate`) lists the exact pages and the
+//! chunks by block (sorting them if they were hashed) and merges them: [`TbmPage`]s in ascending block order, each either exact
 //! (its offsets, ascending) or lossy (`offsets() == None`). The bitmap is consumed: nothing
 //! can be added while it is read, as in PostgreSQL.
 //!
@@ -69,11 +70,9 @@
 //! dropped. The result is never smaller than the true set; the heap scan's recheck removes
 //! the rest.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use iolab_catalog::{PgError, PgResult};
 
+use crate::bitmap::page_table::PageTable;
 use crate::heap::tuple::HEAP_TUPLE_HEADER_SIZE;
 use crate::storage::page::{maxalign, BLCKSZ, ITEM_ID_SIZE, SIZE_OF_PAGE_HEADER};
 
@@ -99,36 +98,16 @@ pub const BYTES_PER_ENTRY: usize = 8 + WORDS * 8 + 2 * 8;
 
 const _: () = assert!(MAX_TUPLES_PER_PAGE == 291 && PAGES_PER_CHUNK == 256);
 const _: () = assert!(WORDS == 5 && BYTES_PER_ENTRY == 64);
+// An entry in the array form is no larger than PostgreSQL's charge for it.
+const _: () = assert!(std::mem::size_of::<Option<PageEntry>>() == 48);
+
+/// How many TIDs ahead [`TidBitmap::try_add_tuples`] prefetches entries.
+const PREFETCH_AHEAD: usize = 16;
 
 /// The fewest entries a bitmap may have, however small `work_mem` is.
 pub const MIN_ENTRIES: usize = 16;
 
-/// A fast hash for block numbers (the keys are small integers, often consecutive).
-#[derive(Default, Clone, Copy)]
-struct BlockHasher(u64);
-
-impl Hasher for BlockHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u32(self.0 as u32 ^ b as u32);
-        }
-    }
-
-    #[inline]
-    fn write_u32(&mut self, n: u32) {
-        // Fibonacci hashing, high bits folded down: hashbrown picks buckets with low bits.
-        let h = (n as u64 ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 = h ^ (h >> 29);
-    }
-}
-
-type BlockMap<V> = HashMap<u32, V, BuildHasherDefault<BlockHasher>>;
-
-/// One hash table entry: an exact page or a lossy chunk (see the module comment).
+/// One entry: an exact page or a lossy chunk (see the module comment).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct PageEntry {
     chunk: bool,
@@ -211,7 +190,7 @@ fn chunk_of(blkno: u32) -> (u32, usize) {
 /// ```
 #[derive(Clone, Debug)]
 pub struct TidBitmap {
-    entries: BlockMap<PageEntry>,
+    entries: PageTable<PageEntry>,
     max_entries: usize,
     /// Entries that are exact pages.
     npages: usize,
@@ -229,10 +208,21 @@ impl TidBitmap {
         TidBitmap::with_max_entries(TidBitmap::entries_for(max_bytes))
     }
 
+    /// An empty bitmap within `max_bytes` of TIDs on a heap of `heap_blocks` blocks: the
+    /// same as [`new`](TidBitmap::new), but its entries may move into an array indexed by
+    /// block, which is much faster to build and read out when many of the heap's pages
+    /// match (`page_table.rs`).
+    pub fn for_heap(max_bytes: usize, heap_blocks: u32) -> TidBitmap {
+        TidBitmap {
+            entries: PageTable::for_heap(heap_blocks, max_bytes),
+            ..TidBitmap::new(max_bytes)
+        }
+    }
+
     /// An empty bitmap of at most `max_entries` entries before it lossifies.
     pub fn with_max_entries(max_entries: usize) -> TidBitmap {
         TidBitmap {
-            entries: BlockMap::default(),
+            entries: PageTable::hashed(),
             max_entries: max_entries.max(MIN_ENTRIES),
             npages: 0,
             nchunks: 0,
@@ -278,7 +268,8 @@ impl TidBitmap {
     /// Pages stored lossily (bits set in chunks).
     pub fn lossy_pages(&self) -> usize {
         self.entries
-            .values()
+            .iter()
+            .map(|(_, e)| e)
             .filter(|e| e.chunk)
             .map(|e| {
                 e.words
@@ -337,11 +328,7 @@ impl TidBitmap {
         tids: impl IntoIterator<Item = (u32, u16)>,
         recheck: bool,
     ) -> PgResult<u64> {
-        let before = self.tids_added;
-        for (blkno, offset) in tids {
-            self.add_tuple(blkno, offset, recheck)?;
-        }
-        Ok(self.tids_added - before)
+        self.try_add_tuples(tids.into_iter().map(Ok), recheck)
     }
 
     /// Add every TID of a fallible source (an index scan that may fail on a read);
@@ -352,8 +339,21 @@ impl TidBitmap {
         recheck: bool,
     ) -> PgResult<u64> {
         let before = self.tids_added;
+        // Each TID is added PREFETCH_AHEAD TIDs after its entry was prefetched.
+        let mut pending = [(0u32, 0u16); PREFETCH_AHEAD];
+        let mut seen = 0usize;
         for tid in tids {
             let (blkno, offset) = tid?;
+            self.entries.prefetch(blkno);
+            let slot = &mut pending[seen % PREFETCH_AHEAD];
+            if seen >= PREFETCH_AHEAD {
+                self.add_tuple(slot.0, slot.1, recheck)?;
+            }
+            *slot = (blkno, offset);
+            seen += 1;
+        }
+        for i in seen.saturating_sub(PREFETCH_AHEAD)..seen {
+            let (blkno, offset) = pending[i % PREFETCH_AHEAD];
             self.add_tuple(blkno, offset, recheck)?;
         }
         Ok(self.tids_added - before)
@@ -375,23 +375,21 @@ impl TidBitmap {
         }
         let (chunk, bit) = chunk_of(blkno);
         self.entries
-            .get(&chunk)
+            .get(chunk)
             .is_some_and(|e| e.chunk && e.test(bit))
     }
 
     /// The exact entry of `blkno`, if there is one (a chunk header is not).
     fn exact_entry(&self, blkno: u32) -> Option<&PageEntry> {
-        self.entries.get(&blkno).filter(|e| !e.chunk)
+        self.entries.get(blkno).filter(|e| !e.chunk)
     }
 
     /// The entry keyed `blkno`, created exact and empty if absent. The caller has checked
     /// that the page is not lossy; the entry may still be a chunk (`blkno` is its header).
     fn page_entry_mut(&mut self, blkno: u32) -> &mut PageEntry {
-        let npages = &mut self.npages;
-        self.entries.entry(blkno).or_insert_with(|| {
-            *npages += 1;
-            PageEntry::EXACT
-        })
+        let (entry, inserted) = self.entries.get_or_insert(blkno, PageEntry::EXACT);
+        self.npages += inserted as usize;
+        entry
     }
 
     /// Make `blkno` a lossy page: drop its exact entry, set its bit in its chunk (creating
@@ -399,7 +397,7 @@ impl TidBitmap {
     fn mark_page_lossy(&mut self, blkno: u32) {
         let (chunk_blkno, bit) = chunk_of(blkno);
         if bit != 0 {
-            if let Some(old) = self.entries.remove(&blkno) {
+            if let Some(old) = self.entries.remove(blkno) {
                 assert!(
                     !old.chunk,
                     "a chunk is keyed by a multiple of PAGES_PER_CHUNK"
@@ -407,23 +405,16 @@ impl TidBitmap {
                 self.npages -= 1;
             }
         }
-        let (npages, nchunks) = (&mut self.npages, &mut self.nchunks);
-        let chunk = self
-            .entries
-            .entry(chunk_blkno)
-            .and_modify(|entry| {
-                if !entry.chunk {
-                    // The header page was exact: it had tuples, so it is a lossy page now.
-                    *entry = PageEntry::CHUNK;
-                    entry.set(0);
-                    *npages -= 1;
-                    *nchunks += 1;
-                }
-            })
-            .or_insert_with(|| {
-                *nchunks += 1;
-                PageEntry::CHUNK
-            });
+        let (chunk, inserted) = self.entries.get_or_insert(chunk_blkno, PageEntry::CHUNK);
+        if inserted {
+            self.nchunks += 1;
+        } else if !chunk.chunk {
+            // The header page was exact: it had tuples, so it is a lossy page now.
+            *chunk = PageEntry::CHUNK;
+            chunk.set(0);
+            self.npages -= 1;
+            self.nchunks += 1;
+        }
         chunk.set(bit);
         debug_assert_eq!(self.npages + self.nchunks, self.entries.len());
     }
@@ -434,8 +425,8 @@ impl TidBitmap {
         let mut candidates: Vec<u32> = self
             .entries
             .iter()
-            .filter(|&(&blkno, e)| !e.chunk && blkno % PAGES_PER_CHUNK != 0)
-            .map(|(&blkno, _)| blkno)
+            .filter(|&(blkno, e)| !e.chunk && blkno % PAGES_PER_CHUNK != 0)
+            .map(|(blkno, _)| blkno)
             .collect();
         candidates.sort_unstable();
         let resume = candidates.partition_point(|&b| b < self.lossify_start);
@@ -453,17 +444,9 @@ impl TidBitmap {
         }
     }
 
-    /// The entries in block order (for deterministic merging).
-    fn sorted_entries(&self) -> Vec<(u32, PageEntry)> {
-        let mut entries: Vec<(u32, PageEntry)> =
-            self.entries.iter().map(|(&b, &e)| (b, e)).collect();
-        entries.sort_unstable_by_key(|&(b, _)| b);
-        entries
-    }
-
     /// Set union, in place (BitmapOr): afterwards `self` holds every TID of either.
     pub fn union(&mut self, other: &TidBitmap) {
-        for (blkno, page) in other.sorted_entries() {
+        for (blkno, page) in other.entries.sorted() {
             self.union_page(blkno, &page);
         }
     }
@@ -497,20 +480,18 @@ impl TidBitmap {
         if self.entries.is_empty() {
             return;
         }
-        let mut emptied = Vec::new();
-        for (&blkno, page) in self.entries.iter_mut() {
-            if intersect_page(blkno, page, other) {
-                emptied.push((blkno, page.chunk));
+        let (npages, nchunks) = (&mut self.npages, &mut self.nchunks);
+        self.entries.retain(|blkno, page| {
+            let emptied = intersect_page(blkno, page, other);
+            if emptied {
+                *(if page.chunk {
+                    &mut *nchunks
+                } else {
+                    &mut *npages
+                }) -= 1;
             }
-        }
-        for (blkno, chunk) in emptied {
-            self.entries.remove(&blkno);
-            if chunk {
-                self.nchunks -= 1;
-            } else {
-                self.npages -= 1;
-            }
-        }
+            !emptied
+        });
         debug_assert_eq!(self.npages + self.nchunks, self.entries.len());
     }
 
@@ -519,15 +500,13 @@ impl TidBitmap {
     pub fn iterate(self) -> TbmIterator {
         let mut pages = Vec::with_capacity(self.npages);
         let mut chunks = Vec::with_capacity(self.nchunks);
-        for (blkno, entry) in self.entries {
+        for (blkno, entry) in self.entries.sorted() {
             if entry.chunk {
                 chunks.push((blkno, entry.words));
             } else {
                 pages.push((blkno, entry));
             }
         }
-        pages.sort_unstable_by_key(|&(b, _)| b);
-        chunks.sort_unstable_by_key(|&(b, _)| b);
         TbmIterator {
             pages,
             chunks,
@@ -897,7 +876,7 @@ mod tests {
                 .entries
                 .iter()
                 .filter(|e| !e.1.chunk)
-                .map(|e| *e.0)
+                .map(|e| e.0)
                 .collect();
             v.sort();
             v
@@ -1044,6 +1023,60 @@ mod tests {
                 }
                 assert!(truth.is_subset(&covered), "round {round} and={and}");
             }
+        }
+    }
+
+    /// A bitmap told the heap's size (whose pages move into an array) holds and reads out
+    /// exactly what one that stays hashed does: pages, offsets, recheck flags, exact and
+    /// lossy counts, through lossifying, a TID past the heap's end, AND and OR.
+    #[test]
+    fn the_array_form_changes_nothing() {
+        let slot = std::mem::size_of::<Option<PageEntry>>();
+        for (seed, nblocks, ntids, past_end) in [
+            (1u64, 340u32, 3000, false), // max_entries 255 < 340 pages: goes lossy
+            (2, 5000, 20_000, false),
+            (3, 5000, 20_000, true),
+            (4, 2000, 100, false), // too sparse to switch
+        ] {
+            // The smallest bound the array fits in (its max_entries is 3/4 of the heap's
+            // pages, so seed 1 goes lossy); the others get room for every page.
+            let max_bytes = nblocks as usize * if seed == 1 { slot } else { 2 * BYTES_PER_ENTRY };
+            let mut rng = Rng(seed);
+            let mut build = |past_end: bool| {
+                let mut hashed = TidBitmap::new(max_bytes);
+                let mut array = TidBitmap::for_heap(max_bytes, nblocks);
+                for i in 0..ntids {
+                    let blkno = if past_end && i == ntids / 2 {
+                        nblocks + 3
+                    } else {
+                        rng.below(nblocks as u64) as u32
+                    };
+                    let (off, recheck) = (1 + rng.below(200) as u16, rng.below(50) == 0);
+                    hashed.add_tuple(blkno, off, recheck).unwrap();
+                    array.add_tuple(blkno, off, recheck).unwrap();
+                }
+                (hashed, array)
+            };
+            let (mut hashed, mut array) = build(past_end);
+            let direct = array.entries.is_direct();
+            assert_eq!(
+                direct,
+                ntids >= nblocks as usize && !past_end,
+                "seed {seed}"
+            );
+            let counts = |b: &TidBitmap| (b.exact_pages(), b.lossy_pages(), b.lossy_chunks());
+            assert_eq!(counts(&array), counts(&hashed), "seed {seed}");
+            assert_eq!(seed == 1, hashed.lossy_pages() > 0);
+            let (other_hashed, other_array) = build(false);
+            if seed % 2 == 0 {
+                hashed.intersect(&other_hashed);
+                array.intersect(&other_array);
+            } else {
+                hashed.union(&other_hashed);
+                array.union(&other_array);
+            }
+            assert_eq!(counts(&array), counts(&hashed), "seed {seed}");
+            assert_eq!(read_out(array), read_out(hashed), "seed {seed}");
         }
     }
 

@@ -104,7 +104,13 @@ impl LeafReadAhead {
     ) -> PgResult<Option<LeafReadAhead>> {
         let mut read_ahead = LeafReadAhead {
             aio,
-            config,
+            // A segment's leaves are all read (it stops at the scan's limit), so its stream
+            // skips the ramp-up from one block, as PostgreSQL's READ_STREAM_FULL streams do:
+            // a new segment would otherwise wait for a read of 1, 2, 4, … leaves in turn.
+            config: ReadStreamConfig {
+                full: true,
+                ..config
+            },
             stream: None,
             parked: None,
             next_parent: P_NONE,

@@ -75,6 +75,16 @@ pub struct BitmapBuild<'a> {
     pub partition: usize,
     /// The bound of every bitmap built (`work_mem` in bytes).
     pub max_bytes: usize,
+    /// The heap's size in blocks when the scan started (lets a bitmap that covers much of
+    /// it keep its pages in an array: `bitmap/page_table.rs`).
+    pub heap_blocks: u32,
+}
+
+impl BitmapBuild<'_> {
+    /// A new, empty bitmap within `max_bytes` for this heap.
+    pub fn new_bitmap(&self) -> TidBitmap {
+        TidBitmap::for_heap(self.max_bytes, self.heap_blocks)
+    }
 }
 
 /// A plan node that produces a TID bitmap (Bitmap Index Scan, BitmapAnd, BitmapOr).
@@ -84,7 +94,7 @@ pub trait BitmapPlan: ExecutionPlan {
 
     /// A new bitmap of this node's TIDs, within `build.max_bytes`.
     fn build_bitmap(&self, build: &BitmapBuild<'_>) -> PgResult<TidBitmap> {
-        let mut bitmap = TidBitmap::new(build.max_bytes);
+        let mut bitmap = build.new_bitmap();
         self.add_to_bitmap(build, &mut bitmap)?;
         Ok(bitmap)
     }
@@ -346,7 +356,7 @@ impl BitmapCombineExec {
                 None
             }
             (BitmapCombine::Or, None) => {
-                let mut bitmap = TidBitmap::new(build.max_bytes);
+                let mut bitmap = build.new_bitmap();
                 for input in &self.inputs {
                     input.add_to_bitmap(build, &mut bitmap)?;
                 }
@@ -750,15 +760,18 @@ impl HeapJob {
             baseline,
             metrics,
         } = self;
-        let build = BitmapBuild {
-            stmt: &stmt,
-            partition,
-            max_bytes: work_mem_bytes,
-        };
         let prepared = stmt
             .check_cancel()
-            .and_then(|()| bitmap.build_bitmap(&build))
-            .and_then(|bitmap| db.relfile(relfilenode).map(|rel| (bitmap, rel)));
+            .and_then(|()| db.relfile(relfilenode))
+            .and_then(|rel| {
+                let build = BitmapBuild {
+                    stmt: &stmt,
+                    partition,
+                    max_bytes: work_mem_bytes,
+                    heap_blocks: rel.nblocks(),
+                };
+                Ok((bitmap.build_bitmap(&build)?, rel))
+            });
         let (bitmap, rel) = match prepared {
             Ok(prepared) => prepared,
             Err(e) => {
