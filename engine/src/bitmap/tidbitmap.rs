@@ -498,15 +498,21 @@ impl TidBitmap {
     /// Read the bitmap out in block order (PostgreSQL's `tbm_begin_iterate`); the bitmap
     /// is consumed.
     pub fn iterate(self) -> TbmIterator {
-        let mut pages = Vec::with_capacity(self.npages);
-        let mut chunks = Vec::with_capacity(self.nchunks);
-        for (blkno, entry) in self.entries.sorted() {
-            if entry.chunk {
-                chunks.push((blkno, entry.words));
-            } else {
-                pages.push((blkno, entry));
+        let entries = self.entries.sorted();
+        let (pages, chunks) = if self.nchunks == 0 {
+            (entries, Vec::new()) // nothing went lossy: no need to split
+        } else {
+            let mut pages = Vec::with_capacity(self.npages);
+            let mut chunks = Vec::with_capacity(self.nchunks);
+            for (blkno, entry) in entries {
+                if entry.chunk {
+                    chunks.push((blkno, entry.words));
+                } else {
+                    pages.push((blkno, entry));
+                }
             }
-        }
+            (pages, chunks)
+        };
         TbmIterator {
             pages,
             chunks,
