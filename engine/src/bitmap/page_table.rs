@@ -4,15 +4,17 @@
 //!
 //! # Why two forms
 //!
-//! A Bitmap Index Scan adds TIDs in key order, which is random block order. In a hash table
-//! each TID costs a lookup at a random place of a table that keeps growing and rehashing, and
-//! reading the bitmap out costs a sort by block. When most of a heap's pages have matches
-//! that is most of the Bitmap Index Scan's time (the seed query: 278 k TIDs on 135 k of
-//! 166 k pages; in a micro-benchmark 38–95 ms to build and sort as a hash table, 5–9 ms as an
-//! array). An array with one slot per heap block needs no hashing, never grows, and reads out
-//! in block order as it lies; but it costs a slot per block whether used or not (about 25 ns
-//! a block to set up and read out), which a sparse bitmap should not pay (8.6 k pages of the
-//! same heap: 1.5 ms hashed, 4 ms as an array).
+//! A Bitmap Index Scan adds TIDs in key order, which is random block order, so when a bitmap
+//! covers much of a large heap every TID is a cache miss, in a hash table or anywhere else
+//! (the seed query: 278 k TIDs on 135 k of 166 k pages, a table of several MB). A hash
+//! table's slot is only known after the lookup; an array's slot is known from the block
+//! number alone, so the caller can have the CPU fetch it a few TIDs ahead
+//! ([`PageTable::prefetch`]) and the misses overlap. The array also never grows or rehashes,
+//! and reads out in block order as it lies, with no sort. Measured on the seed query with
+//! every page in the pool, its Bitmap Index Scan took 17–20 ms hashed, the same as an array
+//! without prefetching, and 11–12 ms as an array with it. But an array costs a slot per heap
+//! block whether used or not (setting up and walking 166 k slots: ≈ 4 ms), which a sparse
+//! bitmap should not pay (8.6 k pages of the same heap: ≈ 1.5 ms hashed).
 //!
 //! # The rule
 //!
@@ -21,8 +23,10 @@
 //! * it was told the heap's size in blocks ([`PageTable::for_heap`]);
 //! * the array fits the bitmap's memory bound: `heap blocks × slot size ≤ max_bytes`
 //!   (`work_mem`), so the array never takes more memory than the user allowed the bitmap;
-//! * its entries reach an eighth of the heap's blocks ([`DIRECT_SHARE`]), where the array's
-//!   fixed cost is already smaller than the hashing it saves.
+//! * its entries reach an eighth of the heap's blocks ([`DIRECT_SHARE`]). The two forms cost
+//!   about the same for a bitmap on a fifth of the blocks (micro-benchmark), so one that
+//!   stops between an eighth and a fifth pays a little (≤ ≈ 2 ms on the seed's heap) and
+//!   every denser one gains.
 //!
 //! A key at or past the array's end (the heap grew after its size was taken) turns the array
 //! back into a hash table for good. Either form holds exactly the same entries; which one is
@@ -76,12 +80,6 @@ pub struct PageTable<V> {
     store: Store<V>,
     /// Slots the array form would have; 0 once it may not (or may no longer) be used.
     direct_blocks: u32,
-}
-
-impl<V: Copy> Default for PageTable<V> {
-    fn default() -> Self {
-        PageTable::hashed()
-    }
 }
 
 impl<V: Copy> PageTable<V> {

@@ -57,9 +57,10 @@
 //! # Reading it out
 //!
 //! [`TidBitmap::into_iter`] (PostgreSQL's `tbm_begin_iterate`) lists the exact pages and the
-//! chunks by block (sorting them if they were hashed) and merges them: [`TbmPage`]s in ascending block order, each either exact
-//! (its offsets, ascending) or lossy (`offsets() == None`). The bitmap is consumed: nothing
-//! can be added while it is read, as in PostgreSQL.
+//! chunks by block (sorting them if they were hashed) and merges them: [`TbmPage`]s in
+//! ascending block order, each either exact (its offsets, ascending) or lossy
+//! (`offsets() == None`). The bitmap is consumed: nothing can be added while it is read, as
+//! in PostgreSQL.
 //!
 //! # AND and OR
 //!
@@ -484,11 +485,12 @@ impl TidBitmap {
         self.entries.retain(|blkno, page| {
             let emptied = intersect_page(blkno, page, other);
             if emptied {
-                *(if page.chunk {
+                let count = if page.chunk {
                     &mut *nchunks
                 } else {
                     &mut *npages
-                }) -= 1;
+                };
+                *count -= 1;
             }
             !emptied
         });
