@@ -166,6 +166,41 @@ impl Catalog {
         Ok(index)
     }
 
+    /// Puts a dropped index back (a DROP INDEX rolled back). Fails if its name was taken
+    /// meanwhile or its table is gone.
+    pub fn restore_index(&self, index: IndexDef) -> PgResult<()> {
+        let mut data = self.data.write();
+        if data.relation_name_taken(&index.schema, &index.name) {
+            return Err(PgError::new(
+                sqlstate::DUPLICATE_TABLE,
+                format!("relation \"{}\" already exists", index.name),
+            ));
+        }
+        if !data.tables.contains_key(&index.table_oid) {
+            return Err(PgError::internal(format!(
+                "table {} of index \"{}\" is gone",
+                index.table_oid, index.name
+            )));
+        }
+        data.indexes.insert(index.oid, index);
+        self.save(&data)
+    }
+
+    /// Gives an index a relation file number (a new one from [`allocate_oid`] for TRUNCATE,
+    /// or its old one back when that rolls back); returns the one it had.
+    ///
+    /// [`allocate_oid`]: Self::allocate_oid
+    pub fn set_index_relfilenode(&self, oid: u32, relfilenode: u32) -> PgResult<u32> {
+        let mut data = self.data.write();
+        let index = data
+            .indexes
+            .get_mut(&oid)
+            .ok_or_else(|| PgError::internal(format!("no index with oid {oid}")))?;
+        let old = std::mem::replace(&mut index.relfilenode, relfilenode);
+        self.save(&data)?;
+        Ok(old)
+    }
+
     /// The name PostgreSQL gives an index created without one (`ChooseIndexName`):
     /// `<table>_<col>[_<col>…]_idx`, shortened to fit 63 bytes, and if that name is taken,
     /// `…_idx1`, `…_idx2`, … (the first free one).

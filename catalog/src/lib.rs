@@ -12,4 +12,4 @@ pub mod store;
 
 pub use index::IndexDef;
 pub use statistics::{ColumnStatistics, MostCommonValues, StatValue, TableStatistics};
-pub use store::{Catalog, ColumnDef, Persistence, TableDef};
+pub use store::{Catalog, ColumnDef, DroppedTable, Persistence, TableDef};

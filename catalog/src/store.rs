@@ -75,6 +75,14 @@ impl TableDef {
     }
 }
 
+/// What [`Catalog::drop_table`] removed: enough to put the table back.
+#[derive(Clone, Debug)]
+pub struct DroppedTable {
+    pub table: TableDef,
+    pub indexes: Vec<IndexDef>,
+    pub statistics: Option<crate::statistics::TableStatistics>,
+}
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct CatalogFile {
     pub(crate) next_oid: u32,
@@ -226,18 +234,60 @@ impl Catalog {
         Ok(Some(table))
     }
 
-    /// Removes a table and its indexes from the catalog; returns its definition (the
-    /// caller removes the files, its indexes' too).
-    pub fn drop_table(&self, oid: u32) -> PgResult<TableDef> {
+    /// Removes a table, its indexes and its statistics from the catalog; returns them (the
+    /// caller removes the files, its indexes' too, or puts them back with
+    /// [`restore_table`](Self::restore_table)).
+    pub fn drop_table(&self, oid: u32) -> PgResult<DroppedTable> {
         let mut data = self.data.write();
         let table = data
             .tables
             .remove(&oid)
             .ok_or_else(|| PgError::internal(format!("no table with oid {oid}")))?;
-        data.statistics.remove(&oid);
+        let statistics = data.statistics.remove(&oid);
+        let indexes: Vec<IndexDef> = data
+            .indexes
+            .values()
+            .filter(|index| index.table_oid == oid)
+            .cloned()
+            .collect();
         data.indexes.retain(|_, index| index.table_oid != oid);
         self.save(&data)?;
-        Ok(table)
+        Ok(DroppedTable {
+            table,
+            indexes,
+            statistics,
+        })
+    }
+
+    /// Puts a dropped table back as it was (a DROP TABLE rolled back). Fails if its name
+    /// was taken meanwhile.
+    pub fn restore_table(&self, dropped: DroppedTable) -> PgResult<()> {
+        let mut data = self.data.write();
+        let DroppedTable {
+            table,
+            indexes,
+            statistics,
+        } = dropped;
+        for name in std::iter::once(&table.name).chain(indexes.iter().map(|i| &i.name)) {
+            if data.relation_name_taken(&table.schema, name) {
+                return Err(PgError::new(
+                    sqlstate::DUPLICATE_TABLE,
+                    format!("relation \"{name}\" already exists"),
+                ));
+            }
+        }
+        assert!(
+            !data.tables.contains_key(&table.oid),
+            "a dropped table's OID is never reused"
+        );
+        if let Some(statistics) = statistics {
+            data.statistics.insert(table.oid, statistics);
+        }
+        for index in indexes {
+            data.indexes.insert(index.oid, index);
+        }
+        data.tables.insert(table.oid, table);
+        self.save(&data)
     }
 
     /// Gives a table a new, empty relation file number (TRUNCATE); returns the old one.
@@ -254,6 +304,26 @@ impl Catalog {
         table.relpages = 0;
         self.save(&data)?;
         Ok((old, new))
+    }
+
+    /// Gives a table back an earlier relation file number and the statistics it had with
+    /// it (a TRUNCATE rolled back).
+    pub fn set_relfilenode(
+        &self,
+        oid: u32,
+        relfilenode: u32,
+        reltuples: f64,
+        relpages: u32,
+    ) -> PgResult<()> {
+        let mut data = self.data.write();
+        let table = data
+            .tables
+            .get_mut(&oid)
+            .ok_or_else(|| PgError::internal(format!("no table with oid {oid}")))?;
+        table.relfilenode = relfilenode;
+        table.reltuples = reltuples;
+        table.relpages = relpages;
+        self.save(&data)
     }
 
     /// Records statistics from ANALYZE / VACUUM.

@@ -26,6 +26,7 @@ use parking_lot::Mutex;
 
 use crate::pgcatalog::SessionInfo;
 use crate::server::Server;
+use crate::sql::ddl_log::DdlLog;
 use crate::sql::{self, ddl, insert, Outcome, Parsed, StatementGuard, StatementRun, TxnBlock};
 
 /// A NOTICE or WARNING to send before a statement's result.
@@ -225,14 +226,17 @@ impl Session {
             if self.settings.in_transaction() {
                 self.settings.abort_transaction();
             }
+            self.txn.ddl.rollback();
             self.settings.begin_transaction();
         }
         let result = self.run_in_transaction(parsed, params, notices).await;
         if implicit {
             if result.is_ok() {
                 self.settings.commit_transaction();
+                self.txn.ddl.commit();
             } else {
                 self.settings.abort_transaction();
+                self.txn.ddl.rollback();
             }
         }
         result
@@ -370,7 +374,7 @@ impl Session {
                 let ast::Statement::CreateTable(create) = &**stmt else {
                     return Err(PgError::syntax("syntax error at or near \"UNLOGGED\""));
                 };
-                return create_table(run, create, true, notices).await;
+                return create_table(run, create, true, &mut self.txn.ddl, notices).await;
             }
             Parsed::Sql(stmt) => stmt,
         };
@@ -384,9 +388,11 @@ impl Session {
                     tag: "SELECT",
                 })
             }
-            ast::Statement::CreateTable(create) => create_table(run, create, false, notices).await,
+            ast::Statement::CreateTable(create) => {
+                create_table(run, create, false, &mut self.txn.ddl, notices).await
+            }
             ast::Statement::Drop { object_type, .. } => {
-                for n in ddl::drop(&db, stmt)? {
+                for n in ddl::drop(&db, stmt, &mut self.txn.ddl)? {
                     notices.push(Notice::notice(n));
                 }
                 let tag = match object_type {
@@ -397,7 +403,7 @@ impl Session {
             }
             ast::Statement::CreateIndex(create) => {
                 // The one notice: `relation "x" already exists, skipping` (42P07).
-                for message in ddl::create_index(run, create).await? {
+                for message in ddl::create_index(run, create, &mut self.txn.ddl).await? {
                     notices.push(Notice {
                         code: sqlstate::DUPLICATE_TABLE,
                         ..Notice::notice(message)
@@ -407,7 +413,7 @@ impl Session {
             }
             ast::Statement::Truncate(t) => {
                 let names: Vec<_> = t.table_names.iter().map(|t| t.name.clone()).collect();
-                ddl::truncate(&db, &names)?;
+                ddl::truncate(&db, &names, &mut self.txn.ddl)?;
                 Ok(Outcome::Done("TRUNCATE TABLE".into()))
             }
             ast::Statement::Insert(ins) => {
@@ -459,12 +465,15 @@ impl Session {
             };
             r.map_err(|e| PgError::io("could not write commit log", &e))?;
         }
+        let mut ddl = std::mem::take(&mut self.txn.ddl);
+        self.txn = TxnBlock::default();
         if commit {
             self.settings.commit_transaction();
+            ddl.commit();
         } else {
             self.settings.abort_transaction();
+            ddl.rollback();
         }
-        self.txn = TxnBlock::default();
         Ok(Outcome::TxnEnd(if commit {
             tag.into()
         } else {
@@ -492,15 +501,16 @@ async fn create_table(
     run: &StatementRun,
     create: &ast::CreateTable,
     unlogged: bool,
+    log: &mut DdlLog,
     notices: &mut Vec<Notice>,
 ) -> PgResult<Outcome> {
     let (created, tag) = if create.query.is_some() {
-        match ddl::create_table_as(run, create, unlogged).await? {
+        match ddl::create_table_as(run, create, unlogged, log).await? {
             Some(rows) => (true, format!("SELECT {rows}")),
             None => (false, "CREATE TABLE AS".to_string()),
         }
     } else {
-        let created = ddl::create_table(&run.db, create, unlogged)?;
+        let created = ddl::create_table(&run.db, create, unlogged, log)?;
         (created, "CREATE TABLE".to_string())
     };
     if !created {

@@ -1,6 +1,6 @@
 //! Transactions and failure: cancelled and failed INSERTs leave nothing visible, readers
-//! never see half an INSERT, ROLLBACK discards, a corrupted page is reported (XX001), and
-//! the connection limit holds.
+//! never see half an INSERT, ROLLBACK discards rows and undoes DDL, a corrupted page is
+//! reported (XX001), and the connection limit holds.
 
 use std::time::Duration;
 
@@ -211,6 +211,182 @@ async fn transaction_blocks_commit_and_roll_back() {
     assert_eq!(show(&a, "work_mem").await, "16MB");
     a.batch_execute("COMMIT").await.unwrap();
     assert_eq!(show(&a, "work_mem").await, "4MB");
+}
+
+/// A relation's file number, from `pg_class`.
+async fn relation_file(client: &tokio_postgres::Client, name: &str) -> i64 {
+    client
+        .query_one(
+            "SELECT relfilenode::bigint FROM pg_class WHERE relname = $1",
+            &[&name],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name} in pg_class: {e}"))
+        .get(0)
+}
+
+/// Rows of `keep` found through its index (the index's file must be intact).
+async fn count_by_index(client: &tokio_postgres::Client) -> i64 {
+    client
+        .batch_execute("SET enable_seqscan = off")
+        .await
+        .unwrap();
+    let plan: Vec<String> = client
+        .query("EXPLAIN SELECT count(*) FROM keep WHERE a < 10", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(plan.iter().any(|l| l.contains("keep_a")), "{plan:#?}");
+    let n = client
+        .query_one("SELECT count(*) FROM keep WHERE a < 10", &[])
+        .await
+        .unwrap()
+        .get(0);
+    client.batch_execute("RESET enable_seqscan").await.unwrap();
+    n
+}
+
+/// DDL is transactional, as in PostgreSQL: ROLLBACK undoes CREATE, DROP and TRUNCATE (a
+/// dropped or truncated table comes back with its rows and its index), COMMIT keeps them and
+/// removes the files they replaced, and a failed block, a disconnect inside a block and a
+/// failed CREATE TABLE AS roll back too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ddl_in_transaction_blocks_rolls_back_and_commits() {
+    let server = TestServer::start("txn-ddl");
+    let a = server.client().await;
+    let file_exists = |rfn: i64| server.data_dir.join("base").join(rfn.to_string()).exists();
+    a.batch_execute(
+        "CREATE TABLE keep(a int, b text);
+         INSERT INTO keep SELECT i, md5(i::text) FROM generate_series(1, 5000) AS s(i);
+         CREATE INDEX keep_a ON keep (a); ANALYZE keep",
+    )
+    .await
+    .unwrap();
+    let (heap, index) = (
+        relation_file(&a, "keep").await,
+        relation_file(&a, "keep_a").await,
+    );
+    assert_eq!(count_by_index(&a).await, 9);
+
+    // DROP TABLE, rolled back: the rows, the index and the statistics are back.
+    a.batch_execute("BEGIN; DROP TABLE keep").await.unwrap();
+    let err = a.batch_execute("SELECT 1 FROM keep").await.unwrap_err();
+    assert_eq!(sqlstate(&err), "42P01", "dropped inside the block");
+    a.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(count(&a, "keep").await, 5000);
+    assert_eq!(count_by_index(&a).await, 9);
+    let stats: i64 = a
+        .query_one(
+            "SELECT count(*) FROM pg_stats WHERE tablename = 'keep'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(stats, 2, "ANALYZE's statistics came back with the table");
+
+    // DROP INDEX, rolled back.
+    a.batch_execute("BEGIN; DROP INDEX keep_a; ROLLBACK")
+        .await
+        .unwrap();
+    assert_eq!(count_by_index(&a).await, 9);
+
+    // TRUNCATE, rolled back: the old files are the table's again.
+    a.batch_execute("BEGIN; TRUNCATE keep").await.unwrap();
+    assert_eq!(count(&a, "keep").await, 0);
+    a.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(count(&a, "keep").await, 5000);
+    assert_eq!(count_by_index(&a).await, 9);
+    assert_eq!(
+        (
+            relation_file(&a, "keep").await,
+            relation_file(&a, "keep_a").await
+        ),
+        (heap, index)
+    );
+
+    // A failed block, ended with COMMIT, rolls back its DROP.
+    a.batch_execute("BEGIN; DROP TABLE keep").await.unwrap();
+    let err = a.batch_execute("SELECT 1/0").await.unwrap_err();
+    assert_eq!(sqlstate(&err), "22012");
+    a.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(count(&a, "keep").await, 5000);
+
+    // A session that ends inside its block rolls back.
+    let c = server.client().await;
+    c.batch_execute("BEGIN; DROP TABLE keep").await.unwrap();
+    drop(c);
+    let mut back = false;
+    for _ in 0..100 {
+        if a.batch_execute("SELECT 1 FROM keep LIMIT 1").await.is_ok() {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(back, "the table came back when the session ended");
+    assert_eq!(count_by_index(&a).await, 9);
+
+    // Created in a block that rolls back: gone, with its index and files, name free again.
+    a.batch_execute(
+        "BEGIN; CREATE TABLE fresh(a int); INSERT INTO fresh VALUES (1);
+         CREATE INDEX fresh_a ON fresh (a); CREATE TABLE copy AS SELECT * FROM keep",
+    )
+    .await
+    .unwrap();
+    let created = [
+        relation_file(&a, "fresh").await,
+        relation_file(&a, "fresh_a").await,
+        relation_file(&a, "copy").await,
+    ];
+    assert!(created.iter().all(|&f| file_exists(f)));
+    a.batch_execute("ROLLBACK").await.unwrap();
+    for name in ["fresh", "copy"] {
+        let err = a
+            .batch_execute(&format!("SELECT 1 FROM {name}"))
+            .await
+            .unwrap_err();
+        assert_eq!(sqlstate(&err), "42P01", "{name}");
+    }
+    assert!(created.iter().all(|&f| !file_exists(f)), "{created:?}");
+    a.batch_execute("CREATE TABLE fresh(a int); DROP TABLE fresh")
+        .await
+        .unwrap();
+
+    // Outside a block a failed CREATE TABLE AS leaves no table.
+    let err = a
+        .batch_execute(
+            "CREATE TABLE bad AS SELECT 1 / (i - 3) AS x FROM generate_series(1, 5) AS s(i)",
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "22012");
+    let err = a.batch_execute("SELECT 1 FROM bad").await.unwrap_err();
+    assert_eq!(sqlstate(&err), "42P01");
+
+    // Committed: TRUNCATE's new files serve, the old ones are removed; DROP removes files.
+    assert!(file_exists(heap) && file_exists(index));
+    a.batch_execute("BEGIN; TRUNCATE keep; INSERT INTO keep VALUES (1, 'x'), (2, 'y'); COMMIT")
+        .await
+        .unwrap();
+    assert_eq!(count(&a, "keep").await, 2);
+    assert_eq!(count_by_index(&a).await, 2);
+    assert!(
+        !file_exists(heap) && !file_exists(index),
+        "old files removed at COMMIT"
+    );
+    let (heap, index) = (
+        relation_file(&a, "keep").await,
+        relation_file(&a, "keep_a").await,
+    );
+    a.batch_execute("BEGIN; DROP TABLE keep").await.unwrap();
+    assert!(file_exists(heap), "kept until COMMIT");
+    a.batch_execute("COMMIT").await.unwrap();
+    assert!(!file_exists(heap) && !file_exists(index));
+    let err = a.batch_execute("SELECT 1 FROM keep").await.unwrap_err();
+    assert_eq!(sqlstate(&err), "42P01");
 }
 
 /// The relfilenode of a table, read from the catalog file (the server is stopped).

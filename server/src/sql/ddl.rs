@@ -1,5 +1,9 @@
 //! CREATE TABLE (also `… AS query`), DROP TABLE, TRUNCATE, CREATE INDEX, DROP INDEX:
-//! catalog changes and the files behind them; and CREATE EXTENSION, which changes nothing.
+//! catalog changes and the files behind them, each recorded in its transaction's
+//! [`DdlLog`] so that ROLLBACK can undo it (`ddl_log.rs`); and CREATE EXTENSION, which
+//! changes nothing.
+
+use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::sql::sqlparser::ast::{self, ColumnOption, ObjectName, ObjectType, Statement};
@@ -11,6 +15,7 @@ use iolab_engine::accounting::IoAccount;
 use iolab_engine::btree;
 use iolab_engine::Database;
 
+use crate::sql::ddl_log::{DdlEntry, DdlLog};
 use crate::sql::StatementRun;
 
 /// `schema.name` of an object name, lower-cased unless quoted.
@@ -106,7 +111,12 @@ pub fn column_type(dt: &ast::DataType) -> PgResult<PgType> {
 
 /// CREATE [UNLOGGED] TABLE with a column list (for `… AS query` see [`create_table_as`]).
 /// False when `IF NOT EXISTS` found the table.
-pub fn create_table(db: &Database, create: &ast::CreateTable, unlogged: bool) -> PgResult<bool> {
+pub fn create_table(
+    db: &Arc<Database>,
+    create: &ast::CreateTable,
+    unlogged: bool,
+    log: &mut DdlLog,
+) -> PgResult<bool> {
     if create.query.is_some() {
         return Err(PgError::internal("CREATE TABLE AS goes to create_table_as"));
     }
@@ -133,18 +143,18 @@ pub fn create_table(db: &Database, create: &ast::CreateTable, unlogged: bool) ->
             not_null,
         });
     }
-    make_table(db, create, unlogged, columns).map(|table| table.is_some())
+    make_table(db, create, unlogged, columns, log).map(|table| table.is_some())
 }
 
 /// CREATE [UNLOGGED] TABLE name AS query: a table with the query's columns — named as
 /// PostgreSQL names the query's result columns, typed as the result is reported to
 /// clients — filled with its rows. Returns the rows loaded, or `None` when `IF NOT EXISTS`
-/// found the table. If loading fails, the table is dropped again: the statement leaves
-/// nothing behind.
+/// found the table. If loading fails, the transaction's rollback removes the table.
 pub async fn create_table_as(
     run: &StatementRun,
     create: &ast::CreateTable,
     unlogged: bool,
+    log: &mut DdlLog,
 ) -> PgResult<Option<u64>> {
     let query = create
         .query
@@ -179,26 +189,23 @@ pub async fn create_table_as(
             not_null: false,
         });
     }
-    let Some(table) = make_table(&run.db, create, unlogged, columns)? else {
+    let Some(table) = make_table(&run.db, create, unlogged, columns, log)? else {
         return Ok(None);
     };
     let targets: Vec<usize> = (0..table.columns.len()).collect();
-    match crate::sql::insert::insert_stream(run, &table, &targets, stream).await {
-        Ok(rows) => Ok(Some(rows)),
-        Err(e) => {
-            remove_table(&run.db, &table)?;
-            Err(e)
-        }
-    }
+    crate::sql::insert::insert_stream(run, &table, &targets, stream)
+        .await
+        .map(Some)
 }
 
 /// Checks what CREATE TABLE cannot do, then creates the table and its file. `None`: it
 /// exists and `IF NOT EXISTS` was given.
 fn make_table(
-    db: &Database,
+    db: &Arc<Database>,
     create: &ast::CreateTable,
     unlogged: bool,
     columns: Vec<ColumnDef>,
+    log: &mut DdlLog,
 ) -> PgResult<Option<TableDef>> {
     if create.temporary {
         return Err(PgError::unsupported("temporary tables are not supported"));
@@ -220,6 +227,7 @@ fn make_table(
         db.catalog
             .create_table(&schema, &name, persistence, columns, create.if_not_exists)?;
     if let Some(table) = &table {
+        log.record(db, DdlEntry::CreatedTable { oid: table.oid });
         db.create_relation_file(table)?;
     }
     Ok(table)
@@ -245,8 +253,8 @@ fn check_identifier(name: &str) -> PgResult<()> {
 }
 
 /// DROP TABLE [IF EXISTS] a, b (and their indexes), or DROP INDEX [IF EXISTS] a, b;
-/// returns the notices.
-pub fn drop(db: &Database, stmt: &Statement) -> PgResult<Vec<String>> {
+/// returns the notices. The catalog entries go now, the files at COMMIT.
+pub fn drop(db: &Arc<Database>, stmt: &Statement, log: &mut DdlLog) -> PgResult<Vec<String>> {
     let Statement::Drop {
         object_type,
         if_exists,
@@ -257,7 +265,7 @@ pub fn drop(db: &Database, stmt: &Statement) -> PgResult<Vec<String>> {
         return Err(PgError::internal("not a DROP statement"));
     };
     if *object_type == ObjectType::Index {
-        return drop_indexes(db, names, *if_exists);
+        return drop_indexes(db, names, *if_exists, log);
     }
     if *object_type != ObjectType::Table {
         return Err(PgError::unsupported(format!(
@@ -294,35 +302,57 @@ pub fn drop(db: &Database, stmt: &Statement) -> PgResult<Vec<String>> {
         }
     }
     for def in &tables {
-        remove_table(db, def)?;
+        let dropped = db.catalog.drop_table(def.oid)?;
+        log.record(db, DdlEntry::DroppedTable(dropped));
     }
     Ok(notices)
 }
 
-/// A table's catalog entry and files, and its indexes' files.
-fn remove_table(db: &Database, def: &TableDef) -> PgResult<()> {
-    let indexes = db.catalog.indexes_of(def.oid);
-    db.catalog.drop_table(def.oid)?;
-    db.remove_relation_file(def.relfilenode)?;
-    for index in &indexes {
-        btree::drop_index_files(db, index)?;
-    }
-    Ok(())
-}
-
-pub fn truncate(db: &Database, names: &[ObjectName]) -> PgResult<()> {
+/// TRUNCATE a, b: each table and each of its indexes gets a new, empty file; the old ones
+/// go at COMMIT.
+pub fn truncate(db: &Arc<Database>, names: &[ObjectName], log: &mut DdlLog) -> PgResult<()> {
     let mut tables = Vec::new();
     for name in names {
         let (schema, table) = split_name(name)?;
         tables.push(db.catalog.resolve(schema.as_deref(), &table)?);
     }
     for def in tables {
-        let (old, new) = db.catalog.new_relfilenode(def.oid)?;
-        db.relfile(new)?;
-        db.remove_relation_file(old)?;
-        for index in db.catalog.indexes_of(def.oid) {
-            btree::truncate_index(db, &index, &mut IoAccount::default())?;
-        }
+        let (_, new_relfilenode) = db.catalog.new_relfilenode(def.oid)?;
+        let mut indexes = Vec::new();
+        let result = new_empty_files(db, &def, new_relfilenode, &mut indexes);
+        // Recorded whatever happened, so that a failure half-way is undone too.
+        log.record(
+            db,
+            DdlEntry::Truncated {
+                table: def,
+                new_relfilenode,
+                indexes,
+            },
+        );
+        result?;
+    }
+    Ok(())
+}
+
+/// The new, empty files of a truncated table (`relfilenode`, already in the catalog) and of
+/// each of its indexes, which get new numbers here; `indexes` collects each index as it was
+/// with its new number.
+fn new_empty_files(
+    db: &Database,
+    table: &TableDef,
+    relfilenode: u32,
+    indexes: &mut Vec<(IndexDef, u32)>,
+) -> PgResult<()> {
+    db.relfile(relfilenode)?;
+    for index in db.catalog.indexes_of(table.oid) {
+        let new = db.catalog.allocate_oid()?;
+        db.catalog.set_index_relfilenode(index.oid, new)?;
+        let empty = IndexDef {
+            relfilenode: new,
+            ..index.clone()
+        };
+        indexes.push((index, new));
+        btree::truncate_index(db, &empty, &mut IoAccount::default())?;
     }
     Ok(())
 }
@@ -331,7 +361,11 @@ pub fn truncate(db: &Database, names: &[ObjectName]) -> PgResult<()> {
 /// checks the statement as PostgreSQL 18 would, names the index (PostgreSQL's `t_a_idx`
 /// rule when no name is given), builds it and records it. Returns the notices
 /// (`relation "x" already exists, skipping` under IF NOT EXISTS).
-pub async fn create_index(run: &StatementRun, create: &ast::CreateIndex) -> PgResult<Vec<String>> {
+pub async fn create_index(
+    run: &StatementRun,
+    create: &ast::CreateIndex,
+    log: &mut DdlLog,
+) -> PgResult<Vec<String>> {
     let db = &run.db;
     if create.if_not_exists && create.name.is_none() {
         // PostgreSQL's grammar wants a name after IF NOT EXISTS.
@@ -465,14 +499,21 @@ pub async fn create_index(run: &StatementRun, create: &ast::CreateIndex) -> PgRe
     // request or statement_timeout ends the statement at once: the dropped statement
     // sets the cancel flag, and the build stops at its next check and removes its file.
     let (db, ctx) = (run.db.clone(), run.ctx.clone());
+    let oid = def.oid;
     tokio::task::spawn_blocking(move || btree::create_index(&db, &ctx, &table, &def))
         .await
         .map_err(|e| PgError::internal(format!("CREATE INDEX did not finish: {e}")))??;
+    log.record(&run.db, DdlEntry::CreatedIndex { oid });
     Ok(Vec::new())
 }
 
 /// DROP INDEX [IF EXISTS] a, b [CASCADE | RESTRICT]; returns the notices.
-fn drop_indexes(db: &Database, names: &[ObjectName], if_exists: bool) -> PgResult<Vec<String>> {
+fn drop_indexes(
+    db: &Arc<Database>,
+    names: &[ObjectName],
+    if_exists: bool,
+    log: &mut DdlLog,
+) -> PgResult<Vec<String>> {
     let mut notices = Vec::new();
     let mut indexes = Vec::new();
     for name in names {
@@ -496,8 +537,8 @@ fn drop_indexes(db: &Database, names: &[ObjectName], if_exists: bool) -> PgResul
         }
     }
     for def in indexes {
-        db.catalog.drop_index(def.oid)?;
-        btree::drop_index_files(db, &def)?;
+        let dropped = db.catalog.drop_index(def.oid)?;
+        log.record(db, DdlEntry::DroppedIndex(dropped));
     }
     Ok(notices)
 }

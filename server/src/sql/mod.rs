@@ -21,6 +21,7 @@
 
 pub mod colnames;
 pub mod ddl;
+pub mod ddl_log;
 pub mod function_columns;
 pub mod generic_plan;
 pub mod insert;
@@ -238,6 +239,9 @@ pub struct TxnBlock {
     pub next_cid: u32,
     /// Set when a statement in the block failed: everything but COMMIT/ROLLBACK is refused.
     pub failed: Arc<AtomicBool>,
+    /// The DDL to undo at ROLLBACK and to finish at COMMIT (outside a block: the current
+    /// statement's).
+    pub ddl: ddl_log::DdlLog,
 }
 
 impl TxnBlock {
