@@ -127,9 +127,9 @@ impl Catalog {
         Ok(oid)
     }
 
-    /// Records a built index (its OID from [`allocate_oid`](Self::allocate_oid)). Fails
-    /// with PostgreSQL's `relation "x" already exists` (42P07) if the name was taken
-    /// meanwhile, and if the table is gone.
+    /// Records a built index (its OID from [`allocate_oid`](Self::allocate_oid)), or puts
+    /// a dropped one back (a DROP INDEX rolled back). Fails with PostgreSQL's `relation "x"
+    /// already exists` (42P07) if the name was taken meanwhile, and if the table is gone.
     pub fn create_index(&self, index: IndexDef) -> PgResult<IndexDef> {
         let mut data = self.data.write();
         if data.relation_name_taken(&index.schema, &index.name) {
@@ -140,7 +140,7 @@ impl Catalog {
         }
         if !data.tables.contains_key(&index.table_oid) {
             return Err(PgError::internal(format!(
-                "table {} of index \"{}\" was dropped while the index was built",
+                "table {} of index \"{}\" was dropped meanwhile",
                 index.table_oid, index.name
             )));
         }
@@ -164,26 +164,6 @@ impl Catalog {
             .ok_or_else(|| PgError::internal(format!("no index with oid {oid}")))?;
         self.save(&data)?;
         Ok(index)
-    }
-
-    /// Puts a dropped index back (a DROP INDEX rolled back). Fails if its name was taken
-    /// meanwhile or its table is gone.
-    pub fn restore_index(&self, index: IndexDef) -> PgResult<()> {
-        let mut data = self.data.write();
-        if data.relation_name_taken(&index.schema, &index.name) {
-            return Err(PgError::new(
-                sqlstate::DUPLICATE_TABLE,
-                format!("relation \"{}\" already exists", index.name),
-            ));
-        }
-        if !data.tables.contains_key(&index.table_oid) {
-            return Err(PgError::internal(format!(
-                "table {} of index \"{}\" is gone",
-                index.table_oid, index.name
-            )));
-        }
-        data.indexes.insert(index.oid, index);
-        self.save(&data)
     }
 
     /// Gives an index a relation file number (a new one from [`allocate_oid`] for TRUNCATE,

@@ -130,7 +130,7 @@ fn undo(db: &Database, entry: DdlEntry) -> PgResult<()> {
             None => Ok(()),
         },
         DdlEntry::DroppedTable(dropped) => db.catalog.restore_table(dropped),
-        DdlEntry::DroppedIndex(index) => db.catalog.restore_index(index),
+        DdlEntry::DroppedIndex(index) => db.catalog.create_index(index).map(drop),
         DdlEntry::Truncated {
             table,
             new_relfilenode,
