@@ -344,6 +344,52 @@ async fn set_returning_functions_name_their_column_like_postgres() {
     assert_eq!(out.trim(), "1|3\n1|4\n2|3\n2|4");
 }
 
+/// A select list may repeat a column name, as in PostgreSQL (DataFusion refused to plan
+/// it): the values are right and psql shows the repeated names; CREATE TABLE AS of such a
+/// list fails as PostgreSQL's does (42701).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_names_in_a_select_list() {
+    let server = TestServer::start("repeated_names");
+    let client = server.client().await;
+    client
+        .batch_execute("CREATE TABLE r(id int, v text); INSERT INTO r VALUES (2, 'b'), (1, 'a')")
+        .await
+        .unwrap();
+    for (query, header, rows) in [
+        ("SELECT 1 AS a, 2 AS a", "a | a", "1|2"),
+        (
+            "SELECT id, id, v FROM r ORDER BY id",
+            "id | id | v",
+            "1|1|a\n2|2|b",
+        ),
+        ("SELECT count(*), count(*) FROM r", "count | count", "2|2"),
+        (
+            "SELECT *, id FROM r ORDER BY id DESC",
+            "id | v | id",
+            "2|b|2\n1|a|1",
+        ),
+        (
+            "SELECT *, id + 1 AS x FROM r ORDER BY x",
+            "id | v | x",
+            "1|a|2\n2|b|3",
+        ),
+    ] {
+        let out = server.psql_ok(&["-c", query]);
+        assert_eq!(
+            out.lines().next().map(str::trim),
+            Some(header),
+            "{query}:\n{out}"
+        );
+        let out = server.psql_ok(&["-At", "-c", query]);
+        assert_eq!(out.trim(), rows, "{query}");
+    }
+    let err = client
+        .batch_execute("CREATE TABLE r2 AS SELECT id, id FROM r")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "42701", "{err:?}");
+}
+
 /// CREATE TABLE … AS (and SELECT … INTO): the table takes the query's columns (PostgreSQL's
 /// names) and rows, and reports `SELECT n`; IF NOT EXISTS skips with PostgreSQL's
 /// notice; a query that fails leaves no table behind.

@@ -4,7 +4,10 @@
 //! (`count(*)`, `min(eic_uniform.a)`); PostgreSQL names it after the outermost function,
 //! column or type (`count`, `min`, `a`, `int4`) and uses `?column?` when nothing fits.
 //! Names may repeat in PostgreSQL but not inside a DataFusion plan, so the plan keeps
-//! its own names and only the RowDescription the client sees gets PostgreSQL's.
+//! its own names and only the RowDescription the client sees gets PostgreSQL's. A select
+//! list whose items repeat a name (`SELECT a, a`, `SELECT 1 AS x, 2 AS x`), which DataFusion
+//! refuses to plan, is planned with a hidden alias on each repeat
+//! ([`hide_duplicate_names`]); the client still sees the repeated names.
 
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::sql::sqlparser::ast::{self, Expr, SelectItem, SetExpr};
@@ -36,9 +39,10 @@ fn pg_names(query: &ast::Query, width: usize) -> Option<Vec<Option<String>>> {
             SelectItem::UnnamedExpr(e) => {
                 names.push(Some(expr_name(e).unwrap_or_else(|| "?column?".into())))
             }
-            SelectItem::ExprWithAlias { .. } | SelectItem::ExprWithAliases { .. } => {
-                names.push(None)
+            SelectItem::ExprWithAlias { alias, .. } => {
+                names.push(Some(crate::sql::ddl::ident_name(alias)))
             }
+            SelectItem::ExprWithAliases { .. } => names.push(None),
             SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
                 names.extend(std::iter::repeat_n(None, expanded))
             }
@@ -79,6 +83,57 @@ fn expr_name(e: &Expr) -> Option<String> {
         Expr::TypedString(ts) => Some(type_name(&ts.data_type)),
         _ => None,
     }
+}
+
+/// `stmt` with a hidden alias on every select-list item whose PostgreSQL name repeats an
+/// earlier item's — and on every unaliased item beside a `*`, whose columns' names are not
+/// known here (an item the user aliased keeps its alias, which ORDER BY may name) — or
+/// `None` if nothing needs one (or `stmt` is not a plain SELECT).
+/// [`rename`] of the original statement gives the columns their names back.
+pub fn hide_duplicate_names(stmt: &ast::Statement) -> Option<ast::Statement> {
+    let ast::Statement::Query(query) = stmt else {
+        return None;
+    };
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return None;
+    };
+    let beside_wildcard = select.projection.iter().any(|i| {
+        matches!(
+            i,
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+        )
+    });
+    let mut seen = std::collections::HashSet::new();
+    let mut projection = select.projection.clone();
+    let mut changed = false;
+    for (position, item) in projection.iter_mut().enumerate() {
+        let (expr, name, unaliased) = match item {
+            SelectItem::UnnamedExpr(e) => {
+                let name = expr_name(e).unwrap_or_else(|| "?column?".into());
+                (e.clone(), name, true)
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                (expr.clone(), crate::sql::ddl::ident_name(alias), false)
+            }
+            _ => continue,
+        };
+        if !seen.insert(name.clone()) || (beside_wildcard && unaliased) {
+            *item = SelectItem::ExprWithAlias {
+                expr,
+                alias: ast::Ident::with_quote('"', format!("{name} #{}", position + 1)),
+            };
+            changed = true;
+        }
+    }
+    if !changed {
+        return None;
+    }
+    let mut query = query.clone();
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        unreachable!("checked above");
+    };
+    select.projection = projection;
+    Some(ast::Statement::Query(query))
 }
 
 /// The name PostgreSQL gives a cast's column: the type's internal name.
@@ -157,5 +212,40 @@ mod tests {
             vec!["a", "b", "count"]
         );
         assert_eq!(names("SELECT 1", &["Int64(1)"]), vec!["?column?"]);
+    }
+
+    #[test]
+    fn repeated_names_are_hidden_for_planning_and_shown_again() {
+        let parse = |sql: &str| {
+            Parser::parse_sql(&PostgreSqlDialect {}, sql)
+                .unwrap()
+                .remove(0)
+        };
+        let stmt = parse("SELECT a, b, a, 1 AS b, t.a, c FROM t");
+        let hidden = hide_duplicate_names(&stmt).expect("names repeat");
+        assert_eq!(
+            hidden.to_string(),
+            r#"SELECT a, b, a AS "a #3", 1 AS "b #4", t.a AS "a #5", c FROM t"#
+        );
+        assert_eq!(
+            names(
+                "SELECT a, b, a, 1 AS b, t.a, c FROM t",
+                &["a", "b", "a #3", "b #4", "a #5", "c"]
+            ),
+            vec!["a", "b", "a", "b", "a", "c"]
+        );
+        assert_eq!(
+            hide_duplicate_names(&parse("SELECT *, a FROM t"))
+                .unwrap()
+                .to_string(),
+            r#"SELECT *, a AS "a #2" FROM t"#
+        );
+        for unique in [
+            "SELECT a, b AS c FROM t",
+            "SELECT 1 UNION SELECT 1",
+            "SELECT *, a + 1 AS x FROM t ORDER BY x",
+        ] {
+            assert_eq!(hide_duplicate_names(&parse(unique)), None, "{unique}");
+        }
     }
 }

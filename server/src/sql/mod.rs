@@ -525,6 +525,8 @@ pub async fn plan_statement(
     stmt: &ast::Statement,
     param_types: &[Option<datafusion::arrow::datatypes::DataType>],
 ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
+    let deduplicated = colnames::hide_duplicate_names(stmt);
+    let stmt = deduplicated.as_ref().unwrap_or(stmt);
     let typed = params::typed(stmt, param_types);
     let wrapped = typed.is_some();
     let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(
