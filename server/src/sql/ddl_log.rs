@@ -26,7 +26,8 @@
 //! taken by another session meanwhile) is logged and the others still run.
 //!
 //! Not covered: a server crash inside a transaction keeps the catalog as the transaction
-//! left it (a dropped table stays dropped, its files orphaned; a created one stays).
+//! left it (a dropped table stays dropped and a truncated one empty, their old files
+//! orphaned; a created one stays).
 
 use std::sync::Arc;
 
@@ -45,8 +46,8 @@ pub enum DdlEntry {
     },
     DroppedTable(DroppedTable),
     DroppedIndex(IndexDef),
-    /// `table` as it was before (its old relfilenode and statistics); the new relfilenodes
-    /// of the table and of each index (as it was before).
+    /// `table` as it was before (old relfilenode and statistics) and its new relfilenode;
+    /// each index as it was before, with its new relfilenode.
     Truncated {
         table: TableDef,
         new_relfilenode: u32,
@@ -101,10 +102,9 @@ impl DdlLog {
         let (Some(db), entries) = (self.db.take(), std::mem::take(&mut self.entries)) else {
             return;
         };
-        for entry in entries.into_iter().rev() {
-            let what = format!("{entry:?}");
+        for entry in entries.iter().rev() {
             if let Err(e) = undo(&db, entry) {
-                tracing::error!("could not undo DDL at ROLLBACK ({what}): {}", e.message);
+                tracing::error!("could not undo DDL at ROLLBACK ({entry:?}): {}", e.message);
             }
         }
     }
@@ -116,21 +116,21 @@ impl Drop for DdlLog {
     }
 }
 
-fn undo(db: &Database, entry: DdlEntry) -> PgResult<()> {
+fn undo(db: &Database, entry: &DdlEntry) -> PgResult<()> {
     match entry {
-        DdlEntry::CreatedTable { oid } => match db.catalog.table_by_oid(oid) {
+        DdlEntry::CreatedTable { oid } => match db.catalog.table_by_oid(*oid) {
             Some(table) => remove_table(db, &table),
             None => Ok(()),
         },
-        DdlEntry::CreatedIndex { oid } => match db.catalog.index_by_oid(oid) {
+        DdlEntry::CreatedIndex { oid } => match db.catalog.index_by_oid(*oid) {
             Some(index) => {
-                db.catalog.drop_index(oid)?;
+                db.catalog.drop_index(*oid)?;
                 btree::drop_index_files(db, &index)
             }
             None => Ok(()),
         },
-        DdlEntry::DroppedTable(dropped) => db.catalog.restore_table(dropped),
-        DdlEntry::DroppedIndex(index) => db.catalog.create_index(index).map(drop),
+        DdlEntry::DroppedTable(dropped) => db.catalog.restore_table(dropped.clone()),
+        DdlEntry::DroppedIndex(index) => db.catalog.create_index(index.clone()).map(drop),
         DdlEntry::Truncated {
             table,
             new_relfilenode,
@@ -142,15 +142,15 @@ fn undo(db: &Database, entry: DdlEntry) -> PgResult<()> {
                 table.reltuples,
                 table.relpages,
             )?;
-            db.remove_relation_file(new_relfilenode)?;
+            db.remove_relation_file(*new_relfilenode)?;
             for (index, new) in indexes {
                 db.catalog
                     .set_index_relfilenode(index.oid, index.relfilenode)?;
                 btree::drop_index_files(
                     db,
                     &IndexDef {
-                        relfilenode: new,
-                        ..index
+                        relfilenode: *new,
+                        ..index.clone()
                     },
                 )?;
             }
