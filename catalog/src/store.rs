@@ -76,7 +76,7 @@ impl TableDef {
 }
 
 /// What [`Catalog::drop_table`] removed: enough to put the table back.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DroppedTable {
     pub table: TableDef,
     pub indexes: Vec<IndexDef>,
@@ -290,24 +290,8 @@ impl Catalog {
         self.save(&data)
     }
 
-    /// Gives a table a new, empty relation file number (TRUNCATE); returns the old one.
-    pub fn new_relfilenode(&self, oid: u32) -> PgResult<(u32, u32)> {
-        let mut data = self.data.write();
-        let new = data.next_oid;
-        data.next_oid += 1;
-        let table = data
-            .tables
-            .get_mut(&oid)
-            .ok_or_else(|| PgError::internal(format!("no table with oid {oid}")))?;
-        let old = std::mem::replace(&mut table.relfilenode, new);
-        table.reltuples = 0.0;
-        table.relpages = 0;
-        self.save(&data)?;
-        Ok((old, new))
-    }
-
-    /// Gives a table back an earlier relation file number and the statistics it had with
-    /// it (a TRUNCATE rolled back).
+    /// Gives a table a relation file number and the page and row counts that go with it
+    /// (TRUNCATE: a new, empty file and zeros; its rollback: the old file and counts).
     pub fn set_relfilenode(
         &self,
         oid: u32,

@@ -146,6 +146,13 @@ fn run(cli: Cli) -> Result<(), String> {
                 e.message
             )
         })?;
+        match sql::ddl_log::recover(&db) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                "undid {n} DDL change(s) of transactions the last run left open"
+            ),
+            Err(e) => return Err(format!("could not recover open DDL: {}", e.message)),
+        }
         let huge_kind = db.huge_page_kind();
         settings
             .set_dynamic_default(

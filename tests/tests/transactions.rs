@@ -389,6 +389,52 @@ async fn ddl_in_transaction_blocks_rolls_back_and_commits() {
     assert_eq!(sqlstate(&err), "42P01");
 }
 
+/// A crash inside a transaction block: at the next start the DDL the block did is undone
+/// (`global/pending_ddl.json`), so a table it dropped or truncated is back with its rows
+/// and index, and one it created is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_undoes_open_ddl() {
+    let mut server = TestServer::start("txn-ddl-crash");
+    let a = server.client().await;
+    a.batch_execute(
+        "CREATE TABLE keep(a int, b text);
+         INSERT INTO keep SELECT i, md5(i::text) FROM generate_series(1, 5000) AS s(i);
+         CREATE INDEX keep_a ON keep (a);
+         CREATE TABLE other(a int); INSERT INTO other VALUES (1), (2), (3);
+         CHECKPOINT",
+    )
+    .await
+    .unwrap();
+    a.batch_execute(
+        "BEGIN; TRUNCATE keep, other; DROP TABLE keep; DROP TABLE other;
+         CREATE TABLE fresh(a int); CREATE INDEX fresh_a ON fresh (a)",
+    )
+    .await
+    .unwrap();
+    let pending = server.data_dir.join("global/pending_ddl.json");
+    assert!(pending.exists(), "the open block's DDL is written down");
+    drop(a);
+    server.kill();
+    server.restart();
+    let a = server.client().await;
+    assert_eq!(count(&a, "keep").await, 5000);
+    assert_eq!(count_by_index(&a).await, 9);
+    assert_eq!(count(&a, "other").await, 3);
+    let err = a.batch_execute("SELECT 1 FROM fresh").await.unwrap_err();
+    assert_eq!(sqlstate(&err), "42P01");
+    assert!(
+        server.log().contains("undid 6 DDL change(s)"),
+        "{}",
+        server.log()
+    );
+    assert!(!pending.exists(), "nothing is open after recovery");
+    // A block that commits leaves nothing to undo.
+    a.batch_execute("BEGIN; DROP TABLE other; COMMIT")
+        .await
+        .unwrap();
+    assert!(!pending.exists());
+}
+
 /// The relfilenode of a table, read from the catalog file (the server is stopped).
 fn relfilenode(server: &TestServer, table: &str) -> u64 {
     let catalog = std::fs::read_to_string(server.data_dir.join("global/catalog.json")).unwrap();

@@ -9,7 +9,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::sql::sqlparser::ast::{self, ColumnOption, ObjectName, ObjectType, Statement};
 use iolab_catalog::store::MAX_IDENTIFIER_LEN;
 use iolab_catalog::{
-    sqlstate, ColumnDef, IndexDef, Persistence, PgError, PgResult, PgType, TableDef,
+    sqlstate, ColumnDef, DroppedTable, IndexDef, Persistence, PgError, PgResult, PgType, TableDef,
 };
 use iolab_engine::accounting::IoAccount;
 use iolab_engine::btree;
@@ -227,7 +227,7 @@ fn make_table(
         db.catalog
             .create_table(&schema, &name, persistence, columns, create.if_not_exists)?;
     if let Some(table) = &table {
-        log.record(db, DdlEntry::CreatedTable { oid: table.oid });
+        log.record(db, DdlEntry::CreatedTable { oid: table.oid })?;
         db.create_relation_file(table)?;
     }
     Ok(table)
@@ -301,9 +301,16 @@ pub fn drop(db: &Arc<Database>, stmt: &Statement, log: &mut DdlLog) -> PgResult<
             }
         }
     }
-    for def in &tables {
-        let dropped = db.catalog.drop_table(def.oid)?;
-        log.record(db, DdlEntry::DroppedTable(dropped));
+    for def in tables {
+        // The way back is written down before the table goes.
+        let oid = def.oid;
+        let dropped = DroppedTable {
+            indexes: db.catalog.indexes_of(oid),
+            statistics: db.catalog.table_statistics(oid),
+            table: def,
+        };
+        log.record(db, DdlEntry::DroppedTable(dropped))?;
+        db.catalog.drop_table(oid)?;
     }
     Ok(notices)
 }
@@ -317,41 +324,41 @@ pub fn truncate(db: &Arc<Database>, names: &[ObjectName], log: &mut DdlLog) -> P
         tables.push(db.catalog.resolve(schema.as_deref(), &table)?);
     }
     for def in tables {
-        let (_, new_relfilenode) = db.catalog.new_relfilenode(def.oid)?;
-        let mut indexes = Vec::new();
-        let result = new_empty_files(db, &def, new_relfilenode, &mut indexes);
-        // Recorded whatever happened, so that a failure half-way is undone too.
+        // The way back is written down before the table changes files.
+        let new_relfilenode = db.catalog.allocate_oid()?;
+        let oid = def.oid;
         log.record(
             db,
             DdlEntry::Truncated {
                 table: def,
                 new_relfilenode,
-                indexes,
+                indexes: Vec::new(),
             },
-        );
-        result?;
+        )?;
+        db.catalog.set_relfilenode(oid, new_relfilenode, 0.0, 0)?;
+        new_empty_files(db, oid, new_relfilenode, log)?;
     }
     Ok(())
 }
 
 /// The new, empty files of a truncated table (`relfilenode`, already in the catalog) and of
-/// each of its indexes, which get new numbers here; `indexes` collects each index as it was
-/// with its new number.
+/// each of its indexes, which get new numbers here, each written to the TRUNCATE's entry in
+/// `log` before the catalog changes.
 fn new_empty_files(
     db: &Database,
-    table: &TableDef,
+    table_oid: u32,
     relfilenode: u32,
-    indexes: &mut Vec<(IndexDef, u32)>,
+    log: &mut DdlLog,
 ) -> PgResult<()> {
     db.relfile(relfilenode)?;
-    for index in db.catalog.indexes_of(table.oid) {
+    for index in db.catalog.indexes_of(table_oid) {
         let new = db.catalog.allocate_oid()?;
-        db.catalog.set_index_relfilenode(index.oid, new)?;
         let empty = IndexDef {
             relfilenode: new,
             ..index.clone()
         };
-        indexes.push((index, new));
+        log.record_truncated_index(index.clone(), new)?;
+        db.catalog.set_index_relfilenode(index.oid, new)?;
         btree::truncate_index(db, &empty, &mut IoAccount::default())?;
     }
     Ok(())
@@ -503,7 +510,7 @@ pub async fn create_index(
     tokio::task::spawn_blocking(move || btree::create_index(&db, &ctx, &table, &def))
         .await
         .map_err(|e| PgError::internal(format!("CREATE INDEX did not finish: {e}")))??;
-    log.record(&run.db, DdlEntry::CreatedIndex { oid });
+    log.record(&run.db, DdlEntry::CreatedIndex { oid })?;
     Ok(Vec::new())
 }
 
@@ -537,8 +544,9 @@ fn drop_indexes(
         }
     }
     for def in indexes {
-        let dropped = db.catalog.drop_index(def.oid)?;
-        log.record(db, DdlEntry::DroppedIndex(dropped));
+        let oid = def.oid;
+        log.record(db, DdlEntry::DroppedIndex(def))?;
+        db.catalog.drop_index(oid)?;
     }
     Ok(notices)
 }

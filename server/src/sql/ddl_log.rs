@@ -25,18 +25,29 @@
 //! dropped) rolls back. Undoing is best effort: a step that fails (say, a table's name was
 //! taken by another session meanwhile) is logged and the others still run.
 //!
-//! Not covered: a server crash inside a transaction keeps the catalog as the transaction
-//! left it (a dropped table stays dropped and a truncated one empty, their old files
-//! orphaned; a created one stays).
+//! # Crashes
+//!
+//! Every open transaction's entries are also in `global/pending_ddl.json`, rewritten (and
+//! fsynced) whenever they change; a DROP or TRUNCATE writes its entry *before* it changes
+//! the catalog, and COMMIT forgets the entries before it removes any file. At start-up
+//! ([`recover`]) the entries left in the file belong to transactions that never committed,
+//! and are undone as a ROLLBACK would; every undo step is a no-op when already done, so a
+//! crash during a rollback or during recovery is recovered too. A crash between creating a
+//! table or index and writing its entry leaves that (empty) relation in place.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
-use iolab_catalog::{DroppedTable, IndexDef, PgResult, TableDef};
+use iolab_catalog::{DroppedTable, IndexDef, PgError, PgResult, TableDef};
 use iolab_engine::btree;
 use iolab_engine::Database;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 
 /// One DDL statement's way back (see the module comment).
-#[derive(Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum DdlEntry {
     CreatedTable {
         oid: u32,
@@ -59,13 +70,47 @@ pub enum DdlEntry {
 #[derive(Default)]
 pub struct DdlLog {
     db: Option<Arc<Database>>,
+    /// This log's key in the pending file (0 until the first entry).
+    txn: u64,
     entries: Vec<DdlEntry>,
 }
 
 impl DdlLog {
-    pub fn record(&mut self, db: &Arc<Database>, entry: DdlEntry) {
+    /// Adds `entry` and writes it to the pending file before returning: a statement whose
+    /// undo must survive a crash records it before changing anything.
+    pub fn record(&mut self, db: &Arc<Database>, entry: DdlEntry) -> PgResult<()> {
         self.db.get_or_insert_with(|| db.clone());
+        if self.txn == 0 {
+            self.txn = NEXT_TXN.fetch_add(1, Ordering::Relaxed);
+        }
         self.entries.push(entry);
+        self.persist()
+    }
+
+    /// Adds an index TRUNCATE gave a new file to the newest entry (a `Truncated` one), and
+    /// writes it to the pending file.
+    pub fn record_truncated_index(&mut self, index: IndexDef, new: u32) -> PgResult<()> {
+        match self.entries.last_mut() {
+            Some(DdlEntry::Truncated { indexes, .. }) => indexes.push((index, new)),
+            _ => return Err(PgError::internal("no TRUNCATE entry to add an index to")),
+        }
+        self.persist()
+    }
+
+    fn persist(&self) -> PgResult<()> {
+        match PENDING.get() {
+            Some(pending) => pending.set(self.txn, &self.entries),
+            None => Ok(()),
+        }
+    }
+
+    /// Drops the entries from the pending file (the transaction has ended).
+    fn forget(&self) {
+        if let Some(pending) = PENDING.get() {
+            if let Err(e) = pending.set(self.txn, &[]) {
+                tracing::warn!("could not update {}: {}", pending.path.display(), e.message);
+            }
+        }
     }
 
     /// The transaction committed: remove the files its DROPs and TRUNCATEs kept. A file
@@ -75,6 +120,7 @@ impl DdlLog {
         let (Some(db), entries) = (self.db.take(), std::mem::take(&mut self.entries)) else {
             return;
         };
+        self.forget();
         for entry in entries {
             let result = match &entry {
                 DdlEntry::CreatedTable { .. } | DdlEntry::CreatedIndex { .. } => Ok(()),
@@ -107,6 +153,7 @@ impl DdlLog {
                 tracing::error!("could not undo DDL at ROLLBACK ({entry:?}): {}", e.message);
             }
         }
+        self.forget();
     }
 }
 
@@ -129,23 +176,33 @@ fn undo(db: &Database, entry: &DdlEntry) -> PgResult<()> {
             }
             None => Ok(()),
         },
-        DdlEntry::DroppedTable(dropped) => db.catalog.restore_table(dropped.clone()),
-        DdlEntry::DroppedIndex(index) => db.catalog.create_index(index.clone()).map(drop),
+        DdlEntry::DroppedTable(dropped) => match db.catalog.table_by_oid(dropped.table.oid) {
+            Some(_) => Ok(()), // put back already
+            None => db.catalog.restore_table(dropped.clone()),
+        },
+        DdlEntry::DroppedIndex(index) => match db.catalog.index_by_oid(index.oid) {
+            Some(_) => Ok(()),
+            None => db.catalog.create_index(index.clone()).map(drop),
+        },
         DdlEntry::Truncated {
             table,
             new_relfilenode,
             indexes,
         } => {
-            db.catalog.set_relfilenode(
-                table.oid,
-                table.relfilenode,
-                table.reltuples,
-                table.relpages,
-            )?;
+            if db.catalog.table_by_oid(table.oid).is_some() {
+                db.catalog.set_relfilenode(
+                    table.oid,
+                    table.relfilenode,
+                    table.reltuples,
+                    table.relpages,
+                )?;
+            }
             db.remove_relation_file(*new_relfilenode)?;
             for (index, new) in indexes {
-                db.catalog
-                    .set_index_relfilenode(index.oid, index.relfilenode)?;
+                if db.catalog.index_by_oid(index.oid).is_some() {
+                    db.catalog
+                        .set_index_relfilenode(index.oid, index.relfilenode)?;
+                }
                 btree::drop_index_files(
                     db,
                     &IndexDef {
@@ -172,4 +229,86 @@ fn remove_files(db: &Database, relfilenode: u32, indexes: &[IndexDef]) -> PgResu
         btree::drop_index_files(db, index)?;
     }
     Ok(())
+}
+
+/// Keys of transaction logs in the pending file, unique within a server run.
+static NEXT_TXN: AtomicU64 = AtomicU64::new(1);
+
+/// The server's pending file, once [`recover`] has run (a process serves one data
+/// directory; without it, as in unit tests, logs are kept in memory only).
+static PENDING: OnceLock<PendingFile> = OnceLock::new();
+
+/// `global/pending_ddl.json`: the entries of every transaction still open, by log key.
+struct PendingFile {
+    path: PathBuf,
+    open: Mutex<BTreeMap<u64, Vec<DdlEntry>>>,
+}
+
+impl PendingFile {
+    /// Sets one log's entries (none: forget it) and rewrites the file: a new file, fsynced,
+    /// renamed over the old one; no file when nothing is open.
+    fn set(&self, txn: u64, entries: &[DdlEntry]) -> PgResult<()> {
+        let mut open = self.open.lock();
+        if entries.is_empty() {
+            if open.remove(&txn).is_none() {
+                return Ok(());
+            }
+        } else {
+            open.insert(txn, entries.to_vec());
+        }
+        write_pending(&self.path, &open)
+            .map_err(|e| PgError::io(&format!("could not write \"{}\"", self.path.display()), &e))
+    }
+}
+
+fn write_pending(path: &Path, open: &BTreeMap<u64, Vec<DdlEntry>>) -> std::io::Result<()> {
+    use std::io::Write;
+    if open.is_empty() {
+        return match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        };
+    }
+    let bytes = serde_json::to_vec(open).map_err(std::io::Error::other)?;
+    let tmp = path.with_extension("tmp");
+    let mut file = std::fs::File::create(&tmp)?;
+    file.write_all(&bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// At start-up, before any session: undoes the DDL of transactions a crash left open (the
+/// entries in the pending file), then keeps the file for this run. Returns how many
+/// entries were undone.
+pub fn recover(db: &Arc<Database>) -> PgResult<usize> {
+    let path = db.data_dir().join("global").join("pending_ddl.json");
+    let left: BTreeMap<u64, Vec<DdlEntry>> = match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| PgError::internal(format!("\"{}\" is corrupt: {e}", path.display())))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+        Err(e) => {
+            return Err(PgError::io(
+                &format!("could not read \"{}\"", path.display()),
+                &e,
+            ))
+        }
+    };
+    let mut undone = 0;
+    for entries in left.values().rev() {
+        for entry in entries.iter().rev() {
+            undo(db, entry)?;
+            undone += 1;
+        }
+    }
+    write_pending(&path, &BTreeMap::new())
+        .map_err(|e| PgError::io(&format!("could not remove \"{}\"", path.display()), &e))?;
+    let _ = PENDING.set(PendingFile {
+        path,
+        open: Mutex::new(BTreeMap::new()),
+    });
+    Ok(undone)
 }
