@@ -167,18 +167,16 @@ impl Catalog {
     }
 
     /// Gives an index a relation file number (a new one from [`allocate_oid`] for TRUNCATE,
-    /// or its old one back when that rolls back); returns the one it had.
+    /// or its old one back when that rolls back).
     ///
     /// [`allocate_oid`]: Self::allocate_oid
-    pub fn set_index_relfilenode(&self, oid: u32, relfilenode: u32) -> PgResult<u32> {
+    pub fn set_index_relfilenode(&self, oid: u32, relfilenode: u32) -> PgResult<()> {
         let mut data = self.data.write();
-        let index = data
-            .indexes
+        data.indexes
             .get_mut(&oid)
-            .ok_or_else(|| PgError::internal(format!("no index with oid {oid}")))?;
-        let old = std::mem::replace(&mut index.relfilenode, relfilenode);
-        self.save(&data)?;
-        Ok(old)
+            .ok_or_else(|| PgError::internal(format!("no index with oid {oid}")))?
+            .relfilenode = relfilenode;
+        self.save(&data)
     }
 
     /// The name PostgreSQL gives an index created without one (`ChooseIndexName`):

@@ -75,6 +75,23 @@ impl TableDef {
     }
 }
 
+/// Writes `bytes` to `path` through a temporary file, fsync and rename (and fsyncs the
+/// directory): after a crash the file holds the old bytes or the new, never a mix.
+pub fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
 /// What [`Catalog::drop_table`] removed: enough to put the table back.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DroppedTable {
@@ -136,19 +153,7 @@ impl Catalog {
     pub(crate) fn save(&self, data: &CatalogFile) -> PgResult<()> {
         let bytes =
             serde_json::to_vec_pretty(data).map_err(|e| PgError::internal(e.to_string()))?;
-        let tmp = self.path.with_extension("tmp");
-        let write = || -> std::io::Result<()> {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &self.path)?;
-            if let Some(dir) = self.path.parent() {
-                std::fs::File::open(dir)?.sync_all()?;
-            }
-            Ok(())
-        };
-        write().map_err(|e| PgError::io("could not write catalog", &e))
+        write_durably(&self.path, &bytes).map_err(|e| PgError::io("could not write catalog", &e))
     }
 
     /// All tables, ordered by OID.

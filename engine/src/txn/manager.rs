@@ -6,6 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use iolab_catalog::store::write_durably;
 use parking_lot::Mutex;
 
 use super::clog::{Clog, XidStatus};
@@ -126,22 +127,6 @@ impl TransactionManager {
     pub fn sync(&self) -> io::Result<()> {
         self.clog.sync()
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file, fsync and rename.
-pub fn write_durably(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    let tmp = path.with_extension("tmp");
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

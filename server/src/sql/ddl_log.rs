@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use iolab_catalog::store::write_durably;
 use iolab_catalog::{DroppedTable, IndexDef, PgError, PgResult, TableDef};
 use iolab_engine::btree;
 use iolab_engine::Database;
@@ -129,9 +130,7 @@ impl DdlLog {
                 }
                 DdlEntry::DroppedIndex(index) => btree::drop_index_files(&db, index),
                 DdlEntry::Truncated { table, indexes, .. } => {
-                    let old: Vec<IndexDef> =
-                        indexes.iter().map(|(index, _)| index.clone()).collect();
-                    remove_files(&db, table.relfilenode, &old)
+                    remove_files(&db, table.relfilenode, indexes.iter().map(|(old, _)| old))
                 }
             };
             if let Err(e) = result {
@@ -223,7 +222,11 @@ fn remove_table(db: &Database, table: &TableDef) -> PgResult<()> {
 }
 
 /// A table's file and its indexes' files (their catalog entries are gone or moved on).
-fn remove_files(db: &Database, relfilenode: u32, indexes: &[IndexDef]) -> PgResult<()> {
+fn remove_files<'a>(
+    db: &Database,
+    relfilenode: u32,
+    indexes: impl IntoIterator<Item = &'a IndexDef>,
+) -> PgResult<()> {
     db.remove_relation_file(relfilenode)?;
     for index in indexes {
         btree::drop_index_files(db, index)?;
@@ -262,7 +265,6 @@ impl PendingFile {
 }
 
 fn write_pending(path: &Path, open: &BTreeMap<u64, Vec<DdlEntry>>) -> std::io::Result<()> {
-    use std::io::Write;
     if open.is_empty() {
         return match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
@@ -270,15 +272,7 @@ fn write_pending(path: &Path, open: &BTreeMap<u64, Vec<DdlEntry>>) -> std::io::R
         };
     }
     let bytes = serde_json::to_vec(open).map_err(std::io::Error::other)?;
-    let tmp = path.with_extension("tmp");
-    let mut file = std::fs::File::create(&tmp)?;
-    file.write_all(&bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
+    write_durably(path, &bytes)
 }
 
 /// At start-up, before any session: undoes the DDL of transactions a crash left open (the
