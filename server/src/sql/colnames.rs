@@ -19,36 +19,37 @@ fn pg_names(query: &ast::Query, width: usize) -> Option<Vec<Option<String>>> {
     let SetExpr::Select(select) = query.body.as_ref() else {
         return None;
     };
-    let wildcards = select
-        .projection
-        .iter()
-        .filter(|i| {
-            matches!(
-                i,
-                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
-            )
-        })
-        .count();
+    let wildcards = select.projection.iter().filter(|i| is_wildcard(i)).count();
     if wildcards > 1 {
         return None;
     }
     let expanded = width.checked_sub(select.projection.len() - wildcards)?;
     let mut names = Vec::with_capacity(width);
     for item in &select.projection {
-        match item {
-            SelectItem::UnnamedExpr(e) => {
-                names.push(Some(expr_name(e).unwrap_or_else(|| "?column?".into())))
-            }
-            SelectItem::ExprWithAlias { alias, .. } => {
-                names.push(Some(crate::sql::ddl::ident_name(alias)))
-            }
-            SelectItem::ExprWithAliases { .. } => names.push(None),
-            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
-                names.extend(std::iter::repeat_n(None, expanded))
-            }
+        if is_wildcard(item) {
+            names.extend(std::iter::repeat_n(None, expanded));
+        } else {
+            names.push(item_name(item));
         }
     }
     (names.len() == width).then_some(names)
+}
+
+fn is_wildcard(item: &SelectItem) -> bool {
+    matches!(
+        item,
+        SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+    )
+}
+
+/// The name PostgreSQL gives one select-list item's column: its alias, else its
+/// expression's FigureColname, else `?column?`; `None` for `*` and `AS (a, b)` lists.
+fn item_name(item: &SelectItem) -> Option<String> {
+    match item {
+        SelectItem::UnnamedExpr(e) => Some(expr_name(e).unwrap_or_else(|| "?column?".into())),
+        SelectItem::ExprWithAlias { alias, .. } => Some(crate::sql::ddl::ident_name(alias)),
+        _ => None,
+    }
 }
 
 /// PostgreSQL's FigureColname for one expression.
@@ -97,42 +98,36 @@ pub fn hide_duplicate_names(stmt: &ast::Statement) -> Option<ast::Statement> {
     let SetExpr::Select(select) = query.body.as_ref() else {
         return None;
     };
-    let beside_wildcard = select.projection.iter().any(|i| {
-        matches!(
-            i,
-            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
-        )
-    });
+    // Found on the borrowed list first: most statements need nothing, and are not copied.
+    let beside_wildcard = select.projection.iter().any(is_wildcard);
     let mut seen = std::collections::HashSet::new();
-    let mut projection = select.projection.clone();
-    let mut changed = false;
-    for (position, item) in projection.iter_mut().enumerate() {
-        let (expr, name, unaliased) = match item {
-            SelectItem::UnnamedExpr(e) => {
-                let name = expr_name(e).unwrap_or_else(|| "?column?".into());
-                (e.clone(), name, true)
-            }
-            SelectItem::ExprWithAlias { expr, alias } => {
-                (expr.clone(), crate::sql::ddl::ident_name(alias), false)
-            }
-            _ => continue,
-        };
-        if !seen.insert(name.clone()) || (beside_wildcard && unaliased) {
-            *item = SelectItem::ExprWithAlias {
-                expr,
-                alias: ast::Ident::with_quote('"', format!("{name} #{}", position + 1)),
-            };
-            changed = true;
-        }
-    }
-    if !changed {
+    let hidden: Vec<(usize, String)> = (select.projection.iter().enumerate())
+        .filter_map(|(position, item)| {
+            let name = item_name(item)?;
+            let repeat = !seen.insert(name.clone());
+            let unaliased = matches!(item, SelectItem::UnnamedExpr(_));
+            (repeat || (beside_wildcard && unaliased))
+                .then(|| (position, format!("{name} #{}", position + 1)))
+        })
+        .collect();
+    if hidden.is_empty() {
         return None;
     }
     let mut query = query.clone();
     let SetExpr::Select(select) = query.body.as_mut() else {
         unreachable!("checked above");
     };
-    select.projection = projection;
+    for (position, alias) in hidden {
+        let (SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. }) =
+            &select.projection[position]
+        else {
+            unreachable!("item_name named only these");
+        };
+        select.projection[position] = SelectItem::ExprWithAlias {
+            expr: expr.clone(),
+            alias: ast::Ident::with_quote('"', alias),
+        };
+    }
     Some(ast::Statement::Query(query))
 }
 
