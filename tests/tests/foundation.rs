@@ -373,6 +373,11 @@ async fn repeated_names_in_a_select_list() {
             "id | v | x",
             "1|a|2\n2|b|3",
         ),
+        (
+            "SELECT *, 7 AS id FROM r ORDER BY v",
+            "id | v | id",
+            "1|a|7\n2|b|7",
+        ),
     ] {
         let out = server.psql_ok(&["-c", query]);
         assert_eq!(
@@ -388,6 +393,81 @@ async fn repeated_names_in_a_select_list() {
         .await
         .unwrap_err();
     assert_eq!(sqlstate(&err), "42701", "{err:?}");
+}
+
+/// `generate_series` in a select list makes rows, as in PostgreSQL (DataFusion made one
+/// array): alone, beside another of a different length (lockstep, the shorter padded with
+/// NULLs), once per row of a table, inside an expression, under an aggregate's subquery
+/// and in CREATE TABLE AS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generate_series_in_a_select_list_makes_rows() {
+    let server = TestServer::start("select_list_series");
+    let client = server.client().await;
+    client
+        .batch_execute("CREATE TABLE s(n int); INSERT INTO s VALUES (2), (3)")
+        .await
+        .unwrap();
+    for (query, header, rows) in [
+        ("SELECT generate_series(1, 3)", "generate_series", "1\n2\n3"),
+        (
+            "SELECT generate_series(1, 2) AS a, generate_series(1, 3) AS b",
+            "a | b",
+            "1|1\n2|2\n|3",
+        ),
+        (
+            "SELECT n, generate_series(1, n) * 10 AS x FROM s ORDER BY n, x",
+            "n | x",
+            "2|10\n2|20\n3|10\n3|20\n3|30",
+        ),
+        (
+            "SELECT count(*), sum(g) FROM (SELECT generate_series(1, 10) AS g) AS t",
+            "count | sum",
+            "10|55",
+        ),
+    ] {
+        let out = server.psql_ok(&["-c", query]);
+        assert_eq!(
+            out.lines().next().map(str::trim),
+            Some(header),
+            "{query}:\n{out}"
+        );
+        let out = server.psql_ok(&["-At", "-c", query]);
+        assert_eq!(out.trim(), rows, "{query}");
+    }
+    let loaded = client
+        .execute("CREATE TABLE g AS SELECT generate_series(1, 5) AS v", &[])
+        .await
+        .unwrap();
+    assert_eq!(loaded, 5);
+    let row = client
+        .query_one("SELECT count(*), max(v) FROM g", &[])
+        .await
+        .unwrap();
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (5, 5));
+    let plan = server.psql_ok(&[
+        "-At",
+        "-c",
+        "EXPLAIN (COSTS OFF) SELECT generate_series(1, 3)",
+    ]);
+    assert_eq!(plan.lines().next(), Some("ProjectSet"), "{plan}");
+    for (query, message) in [
+        (
+            "SELECT sum(generate_series(1, 3))",
+            "aggregate function calls cannot contain set-returning function calls",
+        ),
+        (
+            "SELECT n FROM s WHERE n = generate_series(1, 2)",
+            "set-returning functions are not allowed in WHERE",
+        ),
+    ] {
+        let err = client.batch_execute(query).await.unwrap_err();
+        let db = err.as_db_error().expect("a server error");
+        assert_eq!(
+            (db.code().code(), db.message()),
+            ("0A000", message),
+            "{query}"
+        );
+    }
 }
 
 /// CREATE TABLE … AS (and SELECT … INTO): the table takes the query's columns (PostgreSQL's

@@ -744,8 +744,12 @@ impl<'a> Mapper<'a> {
             return self.finish(node, Buffers::default());
         }
 
-        // Anything else: its DataFusion name, its children below it.
-        let name = inner.name().trim_end_matches("Exec").to_string();
+        // Anything else: its DataFusion name (PostgreSQL's where the node does the same
+        // job: an unnest of a select list is PostgreSQL's ProjectSet), its children below it.
+        let name = match inner.name() {
+            "UnnestExec" => "ProjectSet".to_string(),
+            other => other.trim_end_matches("Exec").to_string(),
+        };
         let children: Vec<PlanNode> = inner
             .children()
             .into_iter()

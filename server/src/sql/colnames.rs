@@ -87,9 +87,9 @@ fn expr_name(e: &Expr) -> Option<String> {
 }
 
 /// `stmt` with a hidden alias on every select-list item whose PostgreSQL name repeats an
-/// earlier item's — and on every unaliased item beside a `*`, whose columns' names are not
-/// known here (an item the user aliased keeps its alias, which ORDER BY may name) — or
-/// `None` if nothing needs one (or `stmt` is not a plain SELECT).
+/// earlier item's — and on every item beside a `*`, whose columns' names are not known here,
+/// except one whose alias ORDER BY names (PostgreSQL sorts by it, or finds it ambiguous) —
+/// or `None` if nothing needs one (or `stmt` is not a plain SELECT).
 /// [`rename`] of the original statement gives the columns their names back.
 pub fn hide_duplicate_names(stmt: &ast::Statement) -> Option<ast::Statement> {
     let ast::Statement::Query(query) = stmt else {
@@ -105,8 +105,9 @@ pub fn hide_duplicate_names(stmt: &ast::Statement) -> Option<ast::Statement> {
         .filter_map(|(position, item)| {
             let name = item_name(item)?;
             let repeat = !seen.insert(name.clone());
-            let unaliased = matches!(item, SelectItem::UnnamedExpr(_));
-            (repeat || (beside_wildcard && unaliased))
+            let sorted_by =
+                matches!(item, SelectItem::ExprWithAlias { .. }) && orders_by_name(query, &name);
+            (repeat || (beside_wildcard && !sorted_by))
                 .then(|| (position, format!("{name} #{}", position + 1)))
         })
         .collect();
@@ -129,6 +130,20 @@ pub fn hide_duplicate_names(stmt: &ast::Statement) -> Option<ast::Statement> {
         };
     }
     Some(ast::Statement::Query(query))
+}
+
+/// Whether `query`'s ORDER BY names an output column `name` by itself (`ORDER BY x DESC`).
+fn orders_by_name(query: &ast::Query, name: &str) -> bool {
+    let Some(ast::OrderBy {
+        kind: ast::OrderByKind::Expressions(keys),
+        ..
+    }) = &query.order_by
+    else {
+        return false;
+    };
+    keys.iter().any(
+        |key| matches!(&key.expr, Expr::Identifier(id) if crate::sql::ddl::ident_name(id) == name),
+    )
 }
 
 /// The name PostgreSQL gives a cast's column: the type's internal name.
@@ -234,6 +249,12 @@ mod tests {
                 .unwrap()
                 .to_string(),
             r#"SELECT *, a AS "a #2" FROM t"#
+        );
+        assert_eq!(
+            hide_duplicate_names(&parse("SELECT *, 1 AS id FROM t ORDER BY a"))
+                .unwrap()
+                .to_string(),
+            r#"SELECT *, 1 AS "id #2" FROM t ORDER BY a"#
         );
         for unique in [
             "SELECT a, b AS c FROM t",

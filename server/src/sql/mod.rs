@@ -22,12 +22,12 @@
 pub mod colnames;
 pub mod ddl;
 pub mod ddl_log;
-pub mod function_columns;
 pub mod generic_plan;
 pub mod insert;
 pub mod normalize;
 pub mod params;
 pub mod plan_cache;
+pub mod set_functions;
 pub mod split;
 pub mod vacuum;
 
@@ -127,7 +127,8 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
     let mut stmt = parse_sql(&text, whole, offset)?;
     crate::explain::check_options(&stmt, &text, whole, offset)?;
     crate::pgcatalog::qualify_catalog_relations(&mut stmt);
-    function_columns::name_function_columns(&mut stmt);
+    set_functions::name_function_columns(&mut stmt);
+    set_functions::expand_select_list_series(&mut stmt)?;
     let unlogged_into = matches!(
         select_into(&mut stmt),
         Some(SelectInto { unlogged: true, .. })
