@@ -7,7 +7,7 @@
 #   CONFIGS="old:/tmp/old.bin:io_uring new:target/release/iolab:io_uring" bench/bitmap-paired.sh
 #
 # Every round starts each configuration's server once and runs every eic of EICS once: evict
-# the buffer pool, one fio pass, drop the page cache, wait DELAY seconds, then EXPLAIN
+# the buffer pool, one fio pass, drop the page cache, wait (DELAY), then EXPLAIN
 # (ANALYZE, IO) of the query with the device's reads in flight sampled every millisecond
 # (bench/tools/inflight.c).
 #
@@ -29,7 +29,8 @@
 #   CONFIGS [new:target/release/iolab:io_uring]  LABEL:BINARY:IO_METHOD[:SETTINGS] entries;
 #                              SETTINGS: name=value[,name=value…], server settings of that
 #                              configuration only, e.g. debug_io_direct=data,huge_pages=try
-#   ROUNDS [3]  EICS ["1 64"]  QUERY [sparse | dense]  DELAY [10]  SHARED_BUFFERS [128MB]
+#   ROUNDS [3]  EICS ["1 64"]  QUERY [sparse | dense]  DELAY [settle: bench/lib.sh cold_wait]
+#   SHARED_BUFFERS [128MB]
 #   REPLAY_GAP [sparse 0, dense 2]  REPLAY_QD [sparse 64, dense 32]
 #   BENCH_DIR [/var/tmp/iolab-bitmap-bench]  ROWS [20000000]  IOLAB_PORT [55481]
 # Needs root (drop_caches), psql, fio, cc.
@@ -39,7 +40,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 CONFIGS="${CONFIGS:-new:target/release/iolab:io_uring}"
 ROUNDS="${ROUNDS:-3}"; EICS="${EICS:-1 64}"; QUERY="${QUERY:-sparse}"
-DELAY="${DELAY:-10}"
+DELAY="${DELAY:-settle}"
 REPLAY_GAP="${REPLAY_GAP:-${REPLAY_GAP_OF[$QUERY]}}"; REPLAY_QD="${REPLAY_QD:-${REPLAY_QD_OF[$QUERY]}}"
 SHARED_BUFFERS="${SHARED_BUFFERS:-128MB}"
 BENCH_DIR="${BENCH_DIR:-/var/tmp/iolab-bitmap-bench}"
@@ -77,7 +78,7 @@ copy_config_binaries
 FIO_FILE="$(ls "$BENCH_DIR"/fio-*.dat | head -1)"
 REPLAY_LOG="$BENCH_DIR/replay-$QUERY-gap$REPLAY_GAP.iolog"
 echo "$QUERY query on $DEV, shared_buffers $SHARED_BUFFERS; before each run fio replays its heap blocks" \
-  "(gaps ≤ $REPLAY_GAP blocks read through, depth $REPLAY_QD); delay ${DELAY} s"
+  "(gaps ≤ $REPLAY_GAP blocks read through, depth $REPLAY_QD); wait after each cache drop: ${DELAY}"
 
 write_replay_log() { # needs a server up
   q -c "SELECT ctid FROM eic_uniform WHERE ${PREDICATE[$QUERY]}" | ctid_blocks | replay_log "$FIO_FILE" "$REPLAY_GAP" >"$REPLAY_LOG"
@@ -91,7 +92,7 @@ for r in $(seq "$ROUNDS"); do
       [ -s "$REPLAY_LOG" ] || { printf "  replay log: "; write_replay_log; }
       q -c "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null
       device_ms="$(replay_ms "$REPLAY_LOG" "$REPLAY_QD")"
-      sync; echo 3 >/proc/sys/vm/drop_caches; sleep "$DELAY"
+      drop_caches; cold_wait
       inflight_start
       out="$(q -c "SET work_mem = '16MB'" -c "SET max_parallel_workers_per_gather = 0" \
         -c "SET effective_io_concurrency = $eic" \

@@ -12,7 +12,8 @@
 # Environment (defaults in brackets):
 #   ROWS [20000000; --small 2000000]   rows of eic_uniform(a INT, filler TEXT)
 #   RUNS [3; --small 1]                cold runs per cell (median, min–max)
-#   DELAY [10]                         seconds between the cache drop and every cold run
+#   DELAY [settle]                     seconds between the cache drop and every cold run, or
+#                                      "settle": until freed memory is reported (bench/lib.sh cold_wait)
 #   EICS ["0 1 16 64 256 512"; --small "0 16 256"]   METHODS ["sync worker io_uring"; an entry
 #                                      METHOD+direct adds debug_io_direct=data, METHOD+gapN
 #                                      read_stream_gap_limit=N, e.g. io_uring+direct+gap4]
@@ -22,7 +23,7 @@
 #
 # Protocol: one server per io_method (a restart-only setting); before every cold run the
 # buffer pool is emptied (pg_buffercache_evict_all(), on both systems), the page cache dropped
-# and DELAY seconds waited (see ../shared/reference/machine-io-facts.md on why the delay must
+# and DELAY waited (see ../shared/reference/machine-io-facts.md on why the delay must
 # be the same for everyone); then one psql session runs SET … and EXPLAIN (ANALYZE, BUFFERS).
 # The figure is EXPLAIN's Execution Time. Cells run round-robin (every configuration once,
 # then again), so drift in the machine's speed spreads over all of them.
@@ -35,11 +36,11 @@ REPO="$(pwd)"
 
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
-parse_small_flag 30 "$@"
+parse_small_flag 31 "$@"
 if [ "$SMALL" = 1 ]; then ROWS="${ROWS:-2000000}"; RUNS="${RUNS:-1}"; EICS="${EICS:-0 16 256}"; fi
 ROWS="${ROWS:-20000000}"
 RUNS="${RUNS:-3}"
-DELAY="${DELAY:-10}"
+DELAY="${DELAY:-settle}"
 EICS="${EICS:-0 1 16 64 256 512}"
 METHODS="${METHODS:-sync worker io_uring}"
 QUERIES="${QUERIES:-dense sparse}"
@@ -96,7 +97,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "bitmap heap scan benchmark, $(date '+%Y-%m-%d %H:%M:%S')"
-echo "  rows $ROWS, runs $RUNS, delay ${DELAY} s after each cache drop, shared_buffers $SHARED_BUFFERS, work_mem $WORK_MEM"
+echo "  rows $ROWS, runs $RUNS, wait after each cache drop: ${DELAY}, shared_buffers $SHARED_BUFFERS, work_mem $WORK_MEM"
 echo "  effective_io_concurrency: $EICS; iolab io_method: $METHODS; queries: $QUERIES"
 echo "  binary $IOLAB_BIN_SOURCE ($(date -r "$IOLAB_BIN_SOURCE" '+%Y-%m-%d %H:%M:%S'))"
 echo "  $(nproc) CPUs, kernel $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -215,7 +216,7 @@ cold_run() {
   local sys=$1 query=$2 eic=$3 out
   q "$sys" "SELECT count(*) FROM pg_buffercache_evict_all()" >/dev/null 2>&1 \
     || q "$sys" "SELECT count(pg_buffercache_evict(bufferid)) FROM pg_buffercache" >/dev/null
-  drop_caches; sleep "$DELAY"
+  drop_caches; cold_wait
   local opts="ANALYZE, BUFFERS, SETTINGS, COSTS OFF"
   [ "$sys" = iolab ] && [ -n "$IO_OPTION" ] && opts="$opts, IO"
   out="$(q "$sys" "SET work_mem = '$WORK_MEM'" "SET max_parallel_workers_per_gather = 0" "SET track_io_timing = on" \
@@ -237,7 +238,7 @@ for m in $METHODS; do CONFIGS+=("iolab/$m"); done
 declare -A TIMES BLOCKS READMS WAITMS NODE REFUSED
 echo "system,io_method,query,eic,run,ms,heap_blocks,read_ms,wait_ms,node" >"$RUNS_CSV"
 echo
-echo "== cold runs: per cell evict the pool, drop the page cache, wait ${DELAY} s, EXPLAIN ANALYZE"
+echo "== cold runs: per cell evict the pool, drop the page cache, wait (${DELAY}), EXPLAIN ANALYZE"
 for r in $(seq "$RUNS"); do
   for cfg in "${CONFIGS[@]}"; do
     sys="${cfg%%/*}"; m="${cfg#*/}"

@@ -9,7 +9,8 @@
 # Environment (defaults in brackets):
 #   ROWS [60000000; --small 6000000]  rows of eic_io(a INT, filler TEXT), md5 filler
 #   RUNS [3; --small 1]               cold runs per configuration (median, min–max)
-#   DELAY [15]                        seconds between the cache drop and every cold run
+#   DELAY [settle]                    seconds between the cache drop and every cold run, or
+#                                     "settle": until freed memory is reported (bench/lib.sh cold_wait)
 #   SKIP_PG18=1  SKIP_FIO=1  SKIP_EXPLAIN=1  SKIP_WARM=1  SKIP_POOL=1 (buffer-pool-cached rows)
 #   IOLAB_BIN [target/release/iolab]  BENCH_DIR [/var/tmp/iolab-io-bench]
 #   METHODS ["sync worker io_uring"]  MODES ["buffered direct"]  SHARED_BUFFERS [128MB]
@@ -32,11 +33,11 @@ REPO="$(pwd)"
 
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
-parse_small_flag 23 "$@"
+parse_small_flag 24 "$@"
 if [ "$SMALL" = 1 ]; then ROWS="${ROWS:-6000000}"; RUNS="${RUNS:-1}"; fi
 ROWS="${ROWS:-60000000}"
 RUNS="${RUNS:-3}"
-DELAY="${DELAY:-15}"
+DELAY="${DELAY:-settle}"
 SKIP_PG18="${SKIP_PG18:-0}"; SKIP_FIO="${SKIP_FIO:-0}"; SKIP_EXPLAIN="${SKIP_EXPLAIN:-0}"
 SKIP_WARM="${SKIP_WARM:-0}"; SKIP_POOL="${SKIP_POOL:-0}"; PAIRED_FIO="${PAIRED_FIO:-0}"
 IOLAB_ARGS="${IOLAB_ARGS:-}"
@@ -147,7 +148,7 @@ effective() { # config
 
 # ---- header -----------------------------------------------------------------------------
 echo "iolab I/O-method benchmark, $(date '+%Y-%m-%d %H:%M:%S')"
-echo "  rows $ROWS, runs $RUNS, delay ${DELAY} s after each cache drop, shared_buffers $SHARED_BUFFERS"
+echo "  rows $ROWS, runs $RUNS, wait after each cache drop: ${DELAY}, shared_buffers $SHARED_BUFFERS"
 echo "  binary $IOLAB_BIN_SOURCE ($(date -r "$IOLAB_BIN_SOURCE" '+%Y-%m-%d %H:%M:%S'), run from a copy in $BENCH_DIR)"
 echo "  $(nproc) CPUs, $(awk '/MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 dev="$(df --output=source "$BENCH_DIR" | tail -1)"
@@ -265,7 +266,7 @@ if [ "$SKIP_FIO" != 1 ]; then
       if [ "$io" = direct ]; then
         res="$(fio_direct "$k")"
       else
-        drop_caches; sleep "$DELAY"
+        drop_caches; cold_wait
         res="$(fio_run --bs=8k --direct=0 --ioengine=psync)"
       fi
       if [ "${res%% *}" = ERR ]; then
@@ -292,7 +293,7 @@ done
 
 # ---- cold runs --------------------------------------------------------------------------
 echo
-echo "== cold count(*): per run restart, drop the page cache, wait ${DELAY} s, one psql session"
+echo "== cold count(*): per run restart, drop the page cache, wait (${DELAY}), one psql session"
 for r in $(seq "$RUNS"); do
   for cfg in "${CONFIGS[@]}"; do
     [ -n "$cfg" ] || continue
@@ -310,7 +311,7 @@ for r in $(seq "$RUNS"); do
       paired="$(fio_direct "$FIO_BEST_KEY")"
       paired="${paired%% *}"; [ "$paired" != ERR ] || paired=""
     fi
-    drop_caches; sleep "$DELAY"
+    drop_caches; cold_wait
     res="$(timed_count "$sys" 1 | tail -1)"
     [ "$r" != 1 ] || NOTE[$cfg]="${NOTE[$cfg]}; $(observe "$sys")"
     stop_cfg "$cfg"
@@ -340,7 +341,7 @@ if [ "$SKIP_EXPLAIN" != 1 ]; then
     [ -z "${REFUSED[$cfg]:-}" ] || continue
     sys="${cfg%%/*}"
     start_cfg "$cfg" || continue
-    drop_caches; sleep "$DELAY"
+    drop_caches; cold_wait
     out="$(q "$sys" "EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM $TABLE" 2>&1 || true)"
     stop_cfg "$cfg"
     { echo "=== $cfg"; echo "$out"; echo; } >>"$EXPLAIN_TXT"
@@ -410,7 +411,7 @@ FMT="%-6s %-26s %-9s %9s %15s %7s %6s %8s %9s\n"
   echo
   echo "== results: $ROWS rows, iolab table ${BYTES} bytes; $IOLAB_VERSION; PostgreSQL ${PG_VERSION_STR:-skipped}"
   if [ -n "$FIO_BEST_KEY" ]; then fio_txt="% fio = of $FIO_BEST MB/s (fio $FIO_BEST_KEY, the best direct median)"; else fio_txt="% fio: fio skipped"; fi
-  echo "   cold = restart, drop caches, ${DELAY} s delay; median of $RUNS (min–max); $fio_txt;"
+  echo "   cold = restart, drop caches, wait (${DELAY}); median of $RUNS (min–max); $fio_txt;"
   echo "   vs PG18 worker = PostgreSQL 18 worker's median time / this median (> 1: faster), cold vs cold, warm vs warm"
   echo "   load average at the start $load1, now $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the CPUs make every figure noisier)"
   printf "$FMT" system method I/O "median s" "min–max s" "MB/s" "% fio" "vs PG18w" "rows/s"

@@ -28,6 +28,28 @@ parse_small_flag() {
 nostyle() { sed 's/\x1b\[[0-9;]*m//g'; }
 loadnow() { cut -d" " -f1 /proc/loadavg; }
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+# cold_wait: the wait between a cache drop and a cold run, as DELAY says: a number of
+# seconds, or "settle" — until this VM has reported the pages the drop freed to its host
+# (the counter below unchanged for 4 s; at most 60 s). A reported page costs a host page
+# fault when the kernel hands it out again, so a buffered read's speed depends on how much
+# of the free memory was reported when it started (../shared/reference/machine-io-facts.md);
+# after a fixed delay that depends on the previous run and the reporter's timing, which
+# made a run's time depend on the run before it. Settled, every cold run starts with all
+# free memory reported: slower buffered reads, but the same for every run and system.
+# Where the counter does not exist (another machine kind), "settle" waits 10 s.
+PAGE_REPORTING_COUNTER=/sys/module/page_reporting/parameters/reported_kib
+cold_wait() {
+  if [ "$DELAY" != settle ]; then sleep "$DELAY"; return; fi
+  [ -r "$PAGE_REPORTING_COUNTER" ] || { sleep 10; return; }
+  local last now quiet=0 polls=0
+  last="$(cat "$PAGE_REPORTING_COUNTER")"
+  while [ "$quiet" -lt 8 ] && [ "$polls" -lt 120 ]; do
+    sleep 0.5; polls=$((polls + 1))
+    now="$(cat "$PAGE_REPORTING_COUNTER")"
+    if [ "$now" = "$last" ]; then quiet=$((quiet + 1)); else quiet=0; last="$now"; fi
+  done
+}
 mb_of() { # 128MB / 1GB / 16384 (8 kB blocks) -> MB
   local v=$1
   case "$v" in
