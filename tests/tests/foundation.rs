@@ -566,6 +566,37 @@ async fn create_table_as_loads_the_query() {
         (row.get::<_, i64>(0), row.get::<_, i64>(1)),
         (50, 50 * 51 / 2)
     );
+
+    // A column list names the query's first columns; more names than columns, or a name
+    // twice, fail as in PostgreSQL.
+    client
+        .batch_execute("CREATE UNLOGGED TABLE c6 (x, \"Y\") AS SELECT 1 AS p, 2 AS q, 3 AS r")
+        .await
+        .unwrap();
+    let names: Vec<String> = client
+        .query(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'c6'::regclass AND attnum > 0 ORDER BY attnum",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(names, ["x", "Y", "r"]);
+    let row = client
+        .query_one("SELECT x + \"Y\" + r FROM c6", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 6);
+    for (sql, code) in [
+        ("CREATE TABLE c7 (a, b, c) AS SELECT 1, 2", "42601"),
+        ("CREATE TABLE c7 (a, a) AS SELECT 1, 2", "42701"),
+        ("CREATE TABLE c7 (a int) AS SELECT 1", "42601"),
+    ] {
+        let err = client.batch_execute(sql).await.unwrap_err();
+        assert_eq!(sqlstate(&err), code, "{sql}: {err:?}");
+    }
 }
 
 /// A second server on a data directory in use refuses to start, with PostgreSQL's FATAL

@@ -160,17 +160,27 @@ pub async fn create_table_as(
         .query
         .clone()
         .ok_or_else(|| PgError::internal("CREATE TABLE AS without a query"))?;
-    if !create.columns.is_empty() {
-        return Err(PgError::unsupported(
-            "a column list in CREATE TABLE … AS is not supported yet: name the columns in the query (SELECT … AS name)",
-        ));
+    if create
+        .columns
+        .iter()
+        .any(|c| c.data_type != ast::DataType::Unspecified)
+    {
+        // Column types belong in the query; PostgreSQL's grammar refuses them here.
+        return Err(PgError::syntax("syntax error at or near \"AS\""));
     }
     let query = ast::Statement::Query(query);
     let stream = run.query_stream(&query).await?;
     let schema = crate::sql::colnames::rename(&query, stream.schema());
+    // `CREATE TABLE t (a, b) AS …` names the first columns (sql::ctas_columns).
+    if create.columns.len() > schema.fields().len() {
+        return Err(PgError::syntax("too many column names were specified"));
+    }
     let mut columns = Vec::with_capacity(schema.fields().len());
-    for field in schema.fields() {
-        let name = field.name().clone();
+    for (i, field) in schema.fields().iter().enumerate() {
+        let name = match create.columns.get(i) {
+            Some(listed) => ident_name(&listed.name),
+            None => field.name().clone(),
+        };
         check_identifier(&name)?;
         // An untyped NULL is text, as PostgreSQL resolves an unknown-type column.
         let ty = match field.data_type() {

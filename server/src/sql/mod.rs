@@ -20,6 +20,7 @@
 //! running the statement is dropped half-way).
 
 pub mod colnames;
+pub mod ctas_columns;
 pub mod ddl;
 pub mod ddl_log;
 pub mod generic_plan;
@@ -124,7 +125,18 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
     } else {
         Cow::Borrowed(text)
     };
+    let ctas_columns = match words.as_slice() {
+        ["CREATE", "TABLE" | "UNLOGGED", ..] => ctas_columns::cut_column_list(&text),
+        _ => None,
+    };
+    let (text, ctas_names) = match ctas_columns {
+        Some((names, cut)) => (Cow::Owned(cut), Some(names)),
+        None => (text, None),
+    };
     let mut stmt = parse_sql(&text, whole, offset)?;
+    if let Some(names) = ctas_names {
+        ctas_columns::restore_column_list(&mut stmt, names);
+    }
     crate::explain::check_options(&stmt, &text, whole, offset)?;
     crate::pgcatalog::qualify_catalog_relations(&mut stmt);
     set_functions::name_function_columns(&mut stmt);
