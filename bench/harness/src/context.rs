@@ -23,6 +23,8 @@ pub struct Scale {
     pub chunk: u64,
     pub repeat: usize,
     pub delay_s: f64,
+    /// Wait for page reporting after each cache drop (`Cold::settle`).
+    pub settle: bool,
 }
 
 pub fn scale(name: &str) -> Scale {
@@ -37,6 +39,7 @@ pub fn scale(name: &str) -> Scale {
             chunk: 25_000,
             repeat: 1,
             delay_s: 0.0,
+            settle: false,
         },
         // 137 MB against 32 MB.
         "small" => Scale {
@@ -47,6 +50,7 @@ pub fn scale(name: &str) -> Scale {
             chunk: 1_000_000,
             repeat: 3,
             delay_s: 1.0,
+            settle: false,
         },
         // The seed's 20 M rows (1.37 GB) against PostgreSQL's default 128 MB.
         _ => Scale {
@@ -57,6 +61,7 @@ pub fn scale(name: &str) -> Scale {
             chunk: 5_000_000,
             repeat: 3,
             delay_s: 10.0,
+            settle: true,
         },
     }
 }
@@ -199,6 +204,7 @@ pub async fn run(args: Args) -> Res<bool> {
     let scale = scale(&args.scale);
     let repeat = args.repeat.unwrap_or(scale.repeat).max(1);
     let delay = Duration::from_secs_f64(args.delay.unwrap_or(scale.delay_s).max(0.0));
+    let settle = args.settle.unwrap_or(scale.settle);
     let out = args
         .out
         .clone()
@@ -256,6 +262,7 @@ pub async fn run(args: Args) -> Res<bool> {
     put("shared_buffers", scale.shared_buffers.into());
     put("repeat", repeat.into());
     put("delay_s", delay.as_secs_f64().into());
+    put("settle", settle.into());
     put("iolab_bin", bin.display().to_string().into());
     put(
         "debug_build",
@@ -264,8 +271,14 @@ pub async fn run(args: Args) -> Res<bool> {
     put("drop_caches", drop_caches.into());
     put("pg18", args.pg18.clone().into());
     eprintln!(
-        "iolab-bench: scale {} ({} rows, shared_buffers {}), {} run(s) per cell, {:.1} s delay after each cache drop; {}",
-        scale.name, scale.rows, scale.shared_buffers, repeat, delay.as_secs_f64(), bin.display()
+        "iolab-bench: scale {} ({} rows, shared_buffers {}), {} run(s) per cell, {:.1} s delay after each cache drop{}; {}",
+        scale.name,
+        scale.rows,
+        scale.shared_buffers,
+        repeat,
+        delay.as_secs_f64(),
+        if settle { ", then until freed memory is reported" } else { "" },
+        bin.display()
     );
     if bin.to_string_lossy().contains("/debug/") {
         eprintln!("  (a debug build of iolab: its figures say little about speed)");
@@ -277,7 +290,11 @@ pub async fn run(args: Args) -> Res<bool> {
         data_dir,
         iolab,
         pg18,
-        cold: Cold { drop_caches, delay },
+        cold: Cold {
+            drop_caches,
+            delay,
+            settle,
+        },
         force_direct,
         results,
         facts: BTreeMap::new(),

@@ -59,6 +59,10 @@ pub struct Args {
     /// Seconds between dropping the page cache and each cold run (default: 0 tiny, 1 small, 10 full).
     #[arg(long)]
     pub delay: Option<f64>,
+    /// After the delay, also wait until the VM has reported the freed memory to its host
+    /// (default: true at full scale).
+    #[arg(long)]
+    pub settle: Option<bool>,
     /// iolab's data directory; datasets in it are reused when present and of the same size.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
