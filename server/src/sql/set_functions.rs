@@ -55,8 +55,7 @@ pub fn name_function_columns(stmt: &mut ast::Statement) {
                     alias,
                     ..
                 } => {
-                    if let Some(ObjectNamePart::Identifier(function)) = name.0.last() {
-                        let function = ident_name(function);
+                    if let Some(function) = function_name(name) {
                         if SCALAR_SET_FUNCTIONS.contains(&function.as_str()) {
                             name_column(alias, &function);
                         }
@@ -237,12 +236,18 @@ fn calls_series(expr: &Expr) -> bool {
     .is_break()
 }
 
-/// The lower-case name of the function `expr` calls, if it is a plain call.
+/// The lower-case name of the function `expr` calls, if it is a call.
 fn called(expr: &Expr) -> Option<String> {
-    let Expr::Function(f) = expr else {
-        return None;
-    };
-    match f.name.0.last()? {
+    match expr {
+        Expr::Function(f) => function_name(&f.name),
+        _ => None,
+    }
+}
+
+/// A function's name as PostgreSQL matches it (`pg_catalog.Generate_Series` →
+/// `generate_series`).
+fn function_name(name: &ObjectName) -> Option<String> {
+    match name.0.last()? {
         ObjectNamePart::Identifier(name) => Some(ident_name(name)),
         _ => None,
     }
