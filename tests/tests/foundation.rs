@@ -344,6 +344,19 @@ async fn set_returning_functions_name_their_column_like_postgres() {
     assert_eq!(out.trim(), "1|3\n1|4\n2|3\n2|4");
 }
 
+/// psql shows `query`'s result with the header line `header` (column names as psql aligns
+/// them) and, unaligned, the rows `rows` (`|` between values, one row a line).
+fn assert_psql_shows(server: &TestServer, query: &str, header: &str, rows: &str) {
+    let out = server.psql_ok(&["-c", query]);
+    assert_eq!(
+        out.lines().next().map(str::trim),
+        Some(header),
+        "{query}:\n{out}"
+    );
+    let out = server.psql_ok(&["-At", "-c", query]);
+    assert_eq!(out.trim(), rows, "{query}");
+}
+
 /// A select list may repeat a column name, as in PostgreSQL (DataFusion refused to plan
 /// it): the values are right and psql shows the repeated names; CREATE TABLE AS of such a
 /// list fails as PostgreSQL's does (42701).
@@ -379,14 +392,7 @@ async fn repeated_names_in_a_select_list() {
             "1|a|7\n2|b|7",
         ),
     ] {
-        let out = server.psql_ok(&["-c", query]);
-        assert_eq!(
-            out.lines().next().map(str::trim),
-            Some(header),
-            "{query}:\n{out}"
-        );
-        let out = server.psql_ok(&["-At", "-c", query]);
-        assert_eq!(out.trim(), rows, "{query}");
+        assert_psql_shows(&server, query, header, rows);
     }
     let err = client
         .batch_execute("CREATE TABLE r2 AS SELECT id, id FROM r")
@@ -425,14 +431,7 @@ async fn generate_series_in_a_select_list_makes_rows() {
             "10|55",
         ),
     ] {
-        let out = server.psql_ok(&["-c", query]);
-        assert_eq!(
-            out.lines().next().map(str::trim),
-            Some(header),
-            "{query}:\n{out}"
-        );
-        let out = server.psql_ok(&["-At", "-c", query]);
-        assert_eq!(out.trim(), rows, "{query}");
+        assert_psql_shows(&server, query, header, rows);
     }
     let loaded = client
         .execute("CREATE TABLE g AS SELECT generate_series(1, 5) AS v", &[])
