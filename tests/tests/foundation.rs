@@ -4,7 +4,7 @@
 //! Expected values are computed here, independently of the server: the rows are a
 //! deterministic function of `i`, and md5 is computed with the `md5` crate.
 
-use iolab_tests::{sqlstate, TestServer};
+use iolab_tests::{rows, sqlstate, TestServer};
 
 const ROWS: i64 = 1_000_000;
 const COPY_ROWS: i64 = 100_000;
@@ -572,16 +572,12 @@ async fn create_table_as_loads_the_query() {
         .batch_execute("CREATE UNLOGGED TABLE c6 (x, \"Y\") AS SELECT 1 AS p, 2 AS q, 3 AS r")
         .await
         .unwrap();
-    let names: Vec<String> = client
-        .query(
-            "SELECT attname FROM pg_attribute WHERE attrelid = 'c6'::regclass AND attnum > 0 ORDER BY attnum",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let names = rows(
+        &client,
+        "SELECT attname FROM pg_attribute WHERE attrelid = 'c6'::regclass AND attnum > 0 ORDER BY attnum",
+    )
+    .await;
+    let names: Vec<&str> = names.iter().map(|r| r[0].as_deref().unwrap()).collect();
     assert_eq!(names, ["x", "Y", "r"]);
     let row = client
         .query_one("SELECT x + \"Y\" + r FROM c6", &[])

@@ -276,10 +276,14 @@ mod tests {
     use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
     use datafusion::sql::sqlparser::parser::Parser;
 
-    fn named(sql: &str) -> String {
-        let mut stmt = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+    fn parse(sql: &str) -> ast::Statement {
+        Parser::parse_sql(&PostgreSqlDialect {}, sql)
             .unwrap()
-            .remove(0);
+            .remove(0)
+    }
+
+    fn named(sql: &str) -> String {
+        let mut stmt = parse(sql);
         name_function_columns(&mut stmt);
         stmt.to_string()
     }
@@ -318,9 +322,7 @@ mod tests {
     }
 
     fn expanded(sql: &str) -> String {
-        let mut stmt = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .unwrap()
-            .remove(0);
+        let mut stmt = parse(sql);
         expand_select_list_series(&mut stmt).unwrap();
         stmt.to_string()
     }
@@ -368,10 +370,7 @@ mod tests {
                 "set-returning functions are not allowed in CASE",
             ),
         ] {
-            let mut stmt = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-                .unwrap()
-                .remove(0);
-            let err = expand_select_list_series(&mut stmt).unwrap_err();
+            let err = expand_select_list_series(&mut parse(sql)).unwrap_err();
             assert_eq!(
                 (err.code, err.message.as_str()),
                 ("0A000", message),
