@@ -21,6 +21,10 @@
 //!
 //! # Bottom-up load (PostgreSQL's `nbtsort.c`, in iolab's words)
 //!
+//! With deduplication (`dedup.rs`), consecutive entries of one key first gather into a
+//! posting list tuple of up to a tenth of a page; for an int4 column of few distinct values
+//! that packs about 1 200 entries into a leaf instead of 370.
+//!
 //! Sorted leaf tuples are appended to the pending page of level 0. When a page is full —
 //! the next tuple would not fit with room to spare for a high key, or the page is past its
 //! fill factor (90 % for leaves, 70 % above) — the page is closed:
@@ -50,10 +54,11 @@ use std::sync::Arc;
 
 use iolab_catalog::{PgResult, PgType};
 
+use super::dedup::PostingRun;
 use super::key::{self, Key, KeyKind};
 use super::page::{
     build_page, form_leaf, form_pivot, item_cost, too_big, truncate, BtMeta, BtOpaque, IndexTuple,
-    BTP_LEAF, BTP_ROOT, BT_MAX_ITEM_SIZE, PAGE_CAPACITY, P_NONE,
+    BTP_LEAF, BTP_ROOT, BT_MAX_ITEM_SIZE, BUILD_MAX_POSTING_SIZE, PAGE_CAPACITY, P_NONE,
 };
 use super::Tid;
 use crate::accounting::IoAccount;
@@ -349,23 +354,31 @@ pub struct BtreeLoader<'a> {
     levels: Vec<Level>,
     entries: u64,
     last: Option<Vec<u8>>,
+    /// Whether equal keys are deduplicated, and the run of them being gathered.
+    deduplicate: bool,
+    run: Option<PostingRun>,
+    allequalimage: bool,
 }
 
 impl<'a> BtreeLoader<'a> {
     /// Starts a load into `rel`, which must be empty: allocates the meta page (block 0).
+    /// `deduplicate` (PostgreSQL's `deduplicate_items`) takes effect where the key type
+    /// allows it.
     pub fn new(
         pool: Arc<BufferPool>,
         rel: Arc<RelFile>,
         ty: PgType,
         index_name: &str,
         table_name: &str,
+        deduplicate: bool,
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeLoader<'a>> {
         assert_eq!(rel.nblocks(), 0, "a bottom-up load needs an empty relation");
+        let allequalimage = KeyKind::of(ty).equal_image();
         let mut ring = BufferRing::bulk_write();
         let (blkno, meta) = pool.new_block(&rel, Some(&mut ring), acct)?;
         assert_eq!(blkno, super::page::METAPAGE);
-        BtMeta::new(P_NONE, 0).write_page(&mut meta.page_mut());
+        BtMeta::new(P_NONE, 0, allequalimage).write_page(&mut meta.page_mut());
         Ok(BtreeLoader {
             pool,
             rel,
@@ -378,6 +391,9 @@ impl<'a> BtreeLoader<'a> {
             levels: Vec::new(),
             entries: 0,
             last: None,
+            deduplicate: deduplicate && allequalimage,
+            run: None,
+            allequalimage,
         })
     }
 
@@ -405,7 +421,19 @@ impl<'a> BtreeLoader<'a> {
             self.last = Some(item.clone());
         }
         self.entries += 1;
-        self.add_item(0, item)
+        if !self.deduplicate {
+            return self.add_item(0, item);
+        }
+        let t = IndexTuple::parse(&item)?;
+        if let Some(run) = &mut self.run {
+            if run.try_add(&t, BUILD_MAX_POSTING_SIZE) {
+                return Ok(());
+            }
+        }
+        match self.run.replace(PostingRun::new(&t)) {
+            Some(run) => self.add_item(0, run.finish(self.ty)?),
+            None => Ok(()),
+        }
     }
 
     fn ensure_level(&mut self, level: usize) {
@@ -522,6 +550,9 @@ impl<'a> BtreeLoader<'a> {
 
     /// Closes every level and records the root in the meta page.
     pub fn finish(mut self) -> PgResult<LoadStats> {
+        if let Some(run) = self.run.take() {
+            self.add_item(0, run.finish(self.ty)?)?;
+        }
         let mut stats = LoadStats {
             entries: self.entries,
             ..LoadStats::default()
@@ -560,7 +591,8 @@ impl<'a> BtreeLoader<'a> {
             }
         }
         if stats.height > 0 {
-            BtMeta::new(stats.root, stats.height - 1).write_page(&mut self.meta.page_mut());
+            BtMeta::new(stats.root, stats.height - 1, self.allequalimage)
+                .write_page(&mut self.meta.page_mut());
         }
         self.meta.mark_dirty(self.acct);
         Ok(stats)

@@ -6,7 +6,8 @@
 //!
 //! * every page is a live B-tree page of the expected level, leaf iff level 0, with a sane
 //!   header, and its left-link names the page before it;
-//! * items are strictly ascending by (key, heap TID), and below the page's high key;
+//! * items are strictly ascending by (key, heap TID), and below the page's high key; a
+//!   posting list's TIDs ascend, and the list's range ends before the next item begins;
 //! * an internal page's first item is minus infinity; each downlink leads to a page one
 //!   level down whose high key equals the next pivot of the parent (or the parent's own
 //!   high key for the last downlink; none if the parent is rightmost), and the children of
@@ -27,7 +28,8 @@ use iolab_catalog::PgResult;
 use super::build::{scan_heap, HeapSource};
 use super::key::{self, Key};
 use super::page::{
-    check_page, compare_tuples, first_data_offset, tuple_at, BtOpaque, P_HIKEY, P_NONE,
+    check_page, compare_tuples, first_data_offset, tuple_at, BtOpaque, IndexTuple, SearchKey,
+    TidBound, P_HIKEY, P_NONE,
 };
 use super::{corrupted, BtreeIndex, Tid};
 use crate::accounting::IoAccount;
@@ -245,8 +247,18 @@ impl BtreeIndex {
                     "item {off}: only the first item of an internal page is minus infinity"
                 )));
             }
+            if t.is_posting() {
+                let tids: Vec<Tid> = t.heap_tids().collect();
+                if tids.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err(corrupted(format!(
+                        "item {off}: posting list TIDs do not ascend"
+                    )));
+                }
+            }
             if let Some(p) = &previous {
-                if compare_tuples(self.ty, p, &t)? != Ordering::Less {
+                if compare_tuples(self.ty, p, &t)? != Ordering::Less
+                    || (opaque.is_leaf() && !below(self.ty, p, &t)?)
+                {
                     return Err(corrupted(format!(
                         "item {off} is not above item {}",
                         off - 1
@@ -261,14 +273,18 @@ impl BtreeIndex {
                 }
             }
             if let Some(h) = &high {
-                if compare_tuples(self.ty, &t, h)? != Ordering::Less {
+                if compare_tuples(self.ty, &t, h)? != Ordering::Less
+                    || (opaque.is_leaf() && !below(self.ty, &t, h)?)
+                {
                     return Err(corrupted(format!("item {off} is not below the high key")));
                 }
             }
             if opaque.is_leaf() {
-                report.entries += 1;
                 let key = t.key(self.ty)?.expect("leaf tuples have keys");
-                visit(key, t.heap_tid().expect("leaf tuples have TIDs"))?;
+                for tid in t.heap_tids() {
+                    report.entries += 1;
+                    visit(key.clone(), tid)?;
+                }
             } else {
                 level_children.push((t.downlink(), t));
             }
@@ -287,4 +303,14 @@ impl BtreeIndex {
         }
         Ok(())
     }
+}
+
+/// Whether the last heap TID of leaf tuple `t` sorts below `next` (a leaf tuple or a high
+/// key): a posting list's whole range must lie before what follows it.
+fn below(ty: iolab_catalog::PgType, t: &IndexTuple, next: &IndexTuple) -> PgResult<bool> {
+    let last = SearchKey {
+        key: t.key(ty)?,
+        tid: TidBound::Tid(t.max_heap_tid()),
+    };
+    Ok(last.compare(ty, next)? == Ordering::Less)
 }

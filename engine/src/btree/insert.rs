@@ -49,15 +49,24 @@ use super::key::{self, Key};
 use super::page::{
     build_page, check_page, data_items, first_data_offset, form_leaf, form_pivot, insert_item_at,
     item_cost, too_big, truncate, tuple_at, BtMeta, BtOpaque, IndexTuple, SearchKey, TidBound,
-    BTP_LEAF, BTP_ROOT, BT_MAX_ITEM_SIZE, METAPAGE, PAGE_CAPACITY, P_HIKEY, P_NONE,
+    BTP_LEAF, BTP_ROOT, BT_MAX_ITEM_SIZE, DEDUP_MAX_POSTING_SIZE, METAPAGE, PAGE_CAPACITY, P_HIKEY,
+    P_NONE,
 };
-use super::{BtreeIndex, Tid};
+use super::{dedup, BtreeIndex, Tid};
 use crate::accounting::IoAccount;
 use crate::buffer::PinnedBuffer;
 use crate::storage::page as slotted;
 
 // Leaf and internal fill factors of a rightmost split (as the build's).
 use super::build::{LEAF_FILLFACTOR, NONLEAF_FILLFACTOR};
+
+/// Where an entry goes on a page: `item` becomes item number `position`, and with a
+/// posting list split the item at `replace.0` becomes `replace.1` (same size).
+struct Placement {
+    position: u16,
+    item: Vec<u8>,
+    replace: Option<(u16, Vec<u8>)>,
+}
 
 /// The leaf the previous entry of a sorted batch went to.
 struct CachedLeaf {
@@ -105,41 +114,106 @@ impl BtreeIndex {
                 Some(c) if reuse => (c.buffer, c.stack),
                 _ => self.leaf_for_insert(&search, acct)?,
             };
-            let (position, high_key) = {
+            let high_key = {
                 let page = buffer.page();
                 let opaque = check_page(&page, buffer.blkno(), &self.name)?;
-                let max = slotted::page_max_offset(&page);
-                let position =
-                    self.first_at_or_above(&page, &search, first_data_offset(&opaque), max, false)?;
-                if position <= max
-                    && search.compare(self.ty, &tuple_at(&page, position)?)? == Ordering::Equal
-                {
+                (!opaque.is_rightmost())
+                    .then(|| tuple_at(&page, P_HIKEY).map(|t| t.bytes.to_vec()))
+                    .transpose()?
+            };
+            let mut deduplicated = false;
+            loop {
+                let placement = self.place(&buffer, &search, *tid, &item)?;
+                let inserted = {
+                    let mut page = buffer.page_mut();
+                    let fits = insert_item_at(&mut page, placement.position, &placement.item);
+                    if let (true, Some((off, list))) = (fits, &placement.replace) {
+                        let old = slotted::page_item_mut(&mut page, *off).expect("placed there");
+                        assert_eq!(old.len(), list.len(), "a posting list split keeps the size");
+                        old.copy_from_slice(list);
+                    }
+                    fits
+                };
+                if inserted {
+                    buffer.mark_dirty(acct);
+                    cached = Some(CachedLeaf {
+                        buffer,
+                        stack,
+                        high_key,
+                    });
+                    break;
+                }
+                // A full leaf: a deduplication pass may make room (once), else it splits.
+                if self.deduplicate && !deduplicated {
+                    deduplicated = true;
+                    if self.deduplicate_leaf(&buffer, acct)? {
+                        continue;
+                    }
+                }
+                self.split(buffer, placement, &mut stack, acct)?;
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Where `item`, the entry `(key, tid)` that `search` describes, goes on `leaf`; a
+    /// posting list split when the TID falls inside a posting list's range (`dedup.rs`).
+    /// Reads the page only.
+    fn place(
+        &self,
+        leaf: &PinnedBuffer,
+        search: &SearchKey,
+        tid: Tid,
+        item: &[u8],
+    ) -> PgResult<Placement> {
+        let page = leaf.page();
+        let opaque = check_page(&page, leaf.blkno(), &self.name)?;
+        let max = slotted::page_max_offset(&page);
+        let position =
+            self.first_at_or_above(&page, search, first_data_offset(&opaque), max, false)?;
+        if position <= max {
+            let there = tuple_at(&page, position)?;
+            if search.compare(self.ty, &there)? == Ordering::Equal {
+                if !there.is_posting() || there.heap_tids().any(|t| t == tid) {
                     return Err(PgError::internal(format!(
                         "index \"{}\" already has an entry for heap tuple ({},{})",
                         self.name, tid.0, tid.1
                     )));
                 }
-                let high_key = (!opaque.is_rightmost())
-                    .then(|| tuple_at(&page, P_HIKEY).map(|t| t.bytes.to_vec()))
-                    .transpose()?;
-                (position, high_key)
-            };
-            let inserted = {
-                let mut page = buffer.page_mut();
-                insert_item_at(&mut page, position, &item)
-            };
-            if inserted {
-                buffer.mark_dirty(acct);
-                cached = Some(CachedLeaf {
-                    buffer,
-                    stack,
-                    high_key,
+                let (list, moved) = dedup::split_posting(self.ty, &there, tid)?;
+                return Ok(Placement {
+                    position: position + 1,
+                    item: moved,
+                    replace: Some((position, list)),
                 });
-            } else {
-                self.split(buffer, position, item, &mut stack, acct)?;
             }
         }
-        Ok(())
+        Ok(Placement {
+            position,
+            item: item.to_vec(),
+            replace: None,
+        })
+    }
+
+    /// A deduplication pass over a full leaf (`dedup.rs`); whether it merged anything.
+    fn deduplicate_leaf(&self, leaf: &PinnedBuffer, acct: &mut IoAccount) -> PgResult<bool> {
+        let (opaque, high_key, items) = {
+            let page = leaf.page();
+            let opaque = check_page(&page, leaf.blkno(), &self.name)?;
+            let high_key = (!opaque.is_rightmost())
+                .then(|| tuple_at(&page, P_HIKEY).map(|t| t.bytes.to_vec()))
+                .transpose()?;
+            (opaque, high_key, data_items(&page)?)
+        };
+        let merged = dedup::deduplicate_items(self.ty, &items, DEDUP_MAX_POSTING_SIZE)?;
+        if merged.len() == items.len() {
+            return Ok(false);
+        }
+        leaf.page_mut()
+            .copy_from_slice(&build_page(&opaque, high_key.as_deref(), &merged));
+        leaf.mark_dirty(acct);
+        Ok(true)
     }
 
     /// The leaf for `search` and the path to it; makes a root leaf in an empty index.
@@ -166,20 +240,19 @@ impl BtreeIndex {
 
     fn set_root(&self, root: u32, level: u32, acct: &mut IoAccount) -> PgResult<()> {
         let meta = self.read(METAPAGE, acct)?;
-        BtMeta::read(&meta.page(), &self.name)?;
-        BtMeta::new(root, level).write_page(&mut meta.page_mut());
+        let old = BtMeta::read(&meta.page(), &self.name)?;
+        BtMeta::new(root, level, old.allequalimage).write_page(&mut meta.page_mut());
         meta.mark_dirty(acct);
         Ok(())
     }
 
-    /// Splits the page in `buffer`, adding `item` as its item number `position`, and
-    /// inserts the separator into the parent (the last page of `stack`), or makes a new
-    /// root (see the module comment).
+    /// Splits the page in `buffer`, making the change `placement` describes, and inserts
+    /// the separator into the parent (the last page of `stack`), or makes a new root (see
+    /// the module comment).
     fn split(
         &self,
         buffer: PinnedBuffer,
-        position: u16,
-        item: Vec<u8>,
+        placement: Placement,
         stack: &mut Vec<u32>,
         acct: &mut IoAccount,
     ) -> PgResult<()> {
@@ -193,7 +266,11 @@ impl BtreeIndex {
             (opaque, high_key, data_items(&page)?)
         };
         let leaf = old.is_leaf();
-        items.insert((position - first_data_offset(&old)) as usize, item);
+        let first = first_data_offset(&old);
+        if let Some((off, list)) = placement.replace {
+            items[(off - first) as usize] = list;
+        }
+        items.insert((placement.position - first) as usize, placement.item);
         let split_at = self.choose_split(&old, old_high_key.as_deref(), &items)?;
 
         let moved = IndexTuple::parse(&items[split_at])?;
@@ -292,7 +369,12 @@ impl BtreeIndex {
             parent.mark_dirty(acct);
             Ok(())
         } else {
-            self.split(parent, position, separator, stack, acct)
+            let placement = Placement {
+                position,
+                item: separator,
+                replace: None,
+            };
+            self.split(parent, placement, stack, acct)
         }
     }
 

@@ -68,6 +68,13 @@ impl KeyKind {
         }
     }
 
+    /// Whether keys that compare equal are always the same bytes, so that a posting list
+    /// may keep one of them for all (PostgreSQL's `btequalimage` support functions): not
+    /// floats (0 and −0 are equal) nor numerics (1.0 and 1.00 are equal).
+    pub fn equal_image(self) -> bool {
+        !matches!(self, KeyKind::Float | KeyKind::Numeric)
+    }
+
     /// Whether sort keys of this kind fit a `u64` ([`sort_u64`]).
     pub fn sorts_as_u64(self) -> bool {
         !matches!(self, KeyKind::Numeric | KeyKind::Text | KeyKind::Bpchar)

@@ -34,6 +34,7 @@
 //! | `scan.rs` | the descent (moving right past concurrent splits) and range scans |
 //! | `read_ahead.rs` | a range scan's next leaves, read ahead through a read stream |
 //! | `insert.rs` | inserting entries of new rows; page splits |
+//! | `dedup.rs` | deduplication: equal keys merged into posting list tuples |
 //! | `check.rs` | structural and heap-consistency verification (`iolab_btree_check`) |
 //!
 //! # Concurrency
@@ -56,13 +57,13 @@
 //!
 //! # Not (yet) here
 //!
-//! Multi-column keys, UNIQUE, DESC / NULLS FIRST, deduplication into posting lists,
-//! deleting entries (there is no DELETE or VACUUM), page deletion, an external sort for
-//! builds larger than memory, and WAL: a crash loses index changes made since the last
+//! Multi-column keys, UNIQUE, DESC / NULLS FIRST, deleting entries (there is no DELETE or
+//! VACUUM), page deletion, an external sort for builds larger than memory, and WAL: a crash loses index changes made since the last
 //! checkpoint as it loses the heap's — except a build, which is fsynced when it ends.
 
 pub mod build;
 pub mod check;
+pub mod dedup;
 pub mod insert;
 pub mod key;
 pub mod page;
@@ -114,6 +115,8 @@ pub struct BtreeIndex {
     ty: PgType,
     kind: KeyKind,
     name: String,
+    /// Whether inserts deduplicate full leaves (`dedup.rs`).
+    deduplicate: bool,
 }
 
 impl std::fmt::Debug for BtreeIndex {
@@ -135,6 +138,7 @@ impl BtreeIndex {
             ty,
             kind: KeyKind::of(ty),
             name: name.to_string(),
+            deduplicate: KeyKind::of(ty).equal_image(),
         }
     }
 
@@ -295,6 +299,7 @@ fn build_file(
             def.key_types[0],
             &def.name,
             &table.name,
+            index.deduplicate,
             &mut acct,
         )?;
         for i in 0..entries.len() {
@@ -352,7 +357,8 @@ pub fn truncate_index(db: &Database, def: &IndexDef, acct: &mut IoAccount) -> Pg
     })?;
     let (blkno, meta) = db.pool.new_block(&rel, None, acct)?;
     assert_eq!(blkno, page::METAPAGE);
-    page::BtMeta::new(page::P_NONE, 0).write_page(&mut meta.page_mut());
+    let allequalimage = KeyKind::of(def.key_types[0]).equal_image();
+    page::BtMeta::new(page::P_NONE, 0, allequalimage).write_page(&mut meta.page_mut());
     meta.mark_dirty(acct);
     Ok(())
 }

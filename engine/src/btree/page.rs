@@ -38,8 +38,26 @@
 //! Items are ordered by (key, heap TID): the heap TID is the last key column, so every
 //! leaf entry is unique and duplicates of one key are kept in TID order (PostgreSQL's
 //! B-tree version 4, "heapkeyspace"). A pivot whose heap TID was truncated away stands
-//! for the smallest TID of its key. iolab does not deduplicate equal keys into posting
-//! lists (PostgreSQL 13+ does), so each heap tuple has a leaf tuple of its own.
+//! for the smallest TID of its key.
+//!
+//! # Posting list tuples (deduplication, PostgreSQL 13+)
+//!
+//! A leaf tuple may stand for several heap tuples with equal keys: the key once, then the
+//! sorted heap TIDs. Its header marks it `INDEX_ALT_TID_MASK` like a pivot, but its
+//! `t_tid` offset carries `BT_IS_POSTING` 0x2000 and the number of TIDs (bits 0..11), and
+//! its `t_tid` block the byte offset of the TID array (the key's MAXALIGNed end):
+//!
+//! ```text
+//!   [ t_tid: block = 16, offset = 0x2000 | 3 ][ t_info ][ key 42 ][ pad ][ (7,1) (7,2) (9,4) ][ pad ]
+//!     0                                         6         8                16                   34 → 40
+//! ```
+//!
+//! In the (key, TID) order a posting tuple covers the range from its first TID to its
+//! last: a search for a TID inside that range compares equal to it (`SearchKey::compare`),
+//! and no other tuple of the page holds a TID of that range. Whether an index
+//! deduplicates is `allequalimage` in the meta page (set for key types whose equal values
+//! are equal bytes: not float or numeric, as in PostgreSQL) and the `deduplicate_items`
+//! storage parameter; `build.rs` and `insert.rs` form the posting tuples.
 
 use std::cmp::Ordering;
 
@@ -87,6 +105,17 @@ const BT_IS_POSTING: u16 = 0x2000;
 const INDEX_TUPLE_HEADER: usize = 8;
 /// Offset of the key in a tuple with a null bitmap: MAXALIGN(8 + 4).
 const DATA_OFFSET_WITH_NULLS: usize = 16;
+
+/// The largest posting list tuple a build forms (PostgreSQL's `maxpostingsize` in
+/// `_bt_load`): a tenth of a page less a line pointer, so a leaf filled to its fill factor
+/// takes about nine of them.
+pub const BUILD_MAX_POSTING_SIZE: usize = (BLCKSZ * 10 / 100) / 8 * 8 - 4;
+const _: () = assert!(BUILD_MAX_POSTING_SIZE == 812);
+/// The largest posting list tuple a deduplication pass of a full leaf forms (PostgreSQL's
+/// `_bt_dedup_pass`: half the largest tuple).
+pub const DEDUP_MAX_POSTING_SIZE: usize = BT_MAX_ITEM_SIZE / 2;
+/// The most TIDs a posting list can count (bits 0..11 of the `t_tid` offset).
+pub const MAX_POSTING_TIDS: usize = BT_OFFSET_MASK as usize;
 
 /// The largest index tuple PostgreSQL's B-tree version 4 accepts (`BTMaxItemSize`): a
 /// third of a page, less room for three line pointers, three heap TIDs and the special
@@ -169,7 +198,8 @@ pub struct BtMeta {
     pub fastlevel: u32,
     pub last_cleanup_num_delpages: u32,
     pub last_cleanup_num_heap_tuples: f64,
-    /// Whether deduplication would be safe; iolab does not deduplicate and stores false.
+    /// Whether equal keys are always equal bytes, which makes deduplication safe
+    /// (PostgreSQL 13+; [`super::key::KeyKind::equal_image`]).
     pub allequalimage: bool,
 }
 
@@ -177,7 +207,7 @@ pub struct BtMeta {
 const META_SIZE: usize = 48;
 
 impl BtMeta {
-    pub fn new(root: u32, level: u32) -> BtMeta {
+    pub fn new(root: u32, level: u32, allequalimage: bool) -> BtMeta {
         BtMeta {
             magic: BTREE_MAGIC,
             version: BTREE_VERSION,
@@ -187,7 +217,7 @@ impl BtMeta {
             fastlevel: level,
             last_cleanup_num_delpages: 0,
             last_cleanup_num_heap_tuples: -1.0,
-            allequalimage: false,
+            allequalimage,
         }
     }
 
@@ -312,6 +342,56 @@ pub fn form_leaf(ty: PgType, key: &Key, tid: Tid) -> Vec<u8> {
     form_tuple(ty, Some(key), tid.0, tid.1, false, None)
 }
 
+/// A posting list tuple: `key` once, then `tids` (at least two, ascending).
+pub fn form_posting(ty: PgType, key: &Key, tids: &[Tid]) -> Vec<u8> {
+    assert!(
+        (2..=MAX_POSTING_TIDS).contains(&tids.len()),
+        "a posting list of {} TIDs",
+        tids.len()
+    );
+    assert!(
+        tids.windows(2).all(|w| w[0] < w[1]),
+        "posting list TIDs ascend"
+    );
+    let mut t = form_tuple(ty, Some(key), 0, 0, false, None);
+    let postingoff = t.len();
+    for &(blk, off) in tids {
+        t.extend_from_slice(&((blk >> 16) as u16).to_le_bytes());
+        t.extend_from_slice(&(blk as u16).to_le_bytes());
+        t.extend_from_slice(&off.to_le_bytes());
+    }
+    t.resize(maxalign(t.len()), 0);
+    let size = t.len();
+    assert!(
+        size <= INDEX_SIZE_MASK as usize,
+        "posting tuple of {size} bytes"
+    );
+    let info = u16::from_le_bytes([t[6], t[7]]) & !INDEX_SIZE_MASK;
+    t[6..8].copy_from_slice(&(info | INDEX_ALT_TID_MASK | size as u16).to_le_bytes());
+    put_tid_block(&mut t, postingoff as u32);
+    t[4..6].copy_from_slice(&(tids.len() as u16 | BT_IS_POSTING).to_le_bytes());
+    t
+}
+
+/// Size of the tuple that holds `base` (a plain leaf tuple's bytes) with `ntids` TIDs:
+/// the plain tuple itself for one, a posting list tuple for more.
+pub fn posting_size(base: usize, ntids: usize) -> usize {
+    if ntids <= 1 {
+        base
+    } else {
+        maxalign(base + 6 * ntids)
+    }
+}
+
+/// One leaf tuple for `key` and `tids` (ascending, not empty): plain for one TID, a
+/// posting list for more.
+pub fn form_leaf_with(ty: PgType, key: &Key, tids: &[Tid]) -> Vec<u8> {
+    match tids {
+        [tid] => form_leaf(ty, key, *tid),
+        _ => form_posting(ty, key, tids),
+    }
+}
+
 /// A pivot tuple: `key` (`None`: minus infinity, no key at all), optional heap TID
 /// tiebreaker, and the downlink `child` (0 for a high key).
 pub fn form_pivot(ty: PgType, key: Option<&Key>, heap_tid: Option<Tid>, child: u32) -> Vec<u8> {
@@ -363,10 +443,14 @@ impl<'a> IndexTuple<'a> {
                 bytes.len()
             )));
         }
-        if t.info() & INDEX_ALT_TID_MASK != 0 && t.offset_field() & BT_IS_POSTING != 0 {
-            return Err(corrupted(
-                "posting list tuple; iolab does not deduplicate".into(),
-            ));
+        if t.is_posting() {
+            let (at, n) = (t.posting_offset(), t.n_posting());
+            if n < 2 || at % 8 != 0 || at < t.data_offset() || maxalign(at + 6 * n) != t.size() {
+                return Err(corrupted(format!(
+                    "posting list of {n} TIDs at byte {at} of a {}-byte tuple",
+                    t.size()
+                )));
+            }
         }
         Ok(t)
     }
@@ -392,7 +476,70 @@ impl<'a> IndexTuple<'a> {
     }
 
     pub fn is_pivot(&self) -> bool {
-        self.info() & INDEX_ALT_TID_MASK != 0
+        self.info() & INDEX_ALT_TID_MASK != 0 && self.offset_field() & BT_IS_POSTING == 0
+    }
+
+    /// A leaf tuple holding a posting list (more than one heap TID).
+    pub fn is_posting(&self) -> bool {
+        self.info() & INDEX_ALT_TID_MASK != 0 && self.offset_field() & BT_IS_POSTING != 0
+    }
+
+    fn posting_offset(&self) -> usize {
+        self.block_field() as usize
+    }
+
+    fn n_posting(&self) -> usize {
+        (self.offset_field() & BT_OFFSET_MASK) as usize
+    }
+
+    fn tid_at(&self, at: usize) -> Tid {
+        let blk = ((self.u16_at(at) as u32) << 16) | self.u16_at(at + 2) as u32;
+        (blk, self.u16_at(at + 4))
+    }
+
+    /// How many heap tuples a leaf tuple stands for.
+    pub fn n_heap_tids(&self) -> usize {
+        if self.is_posting() {
+            self.n_posting()
+        } else {
+            1
+        }
+    }
+
+    /// A leaf tuple's heap TIDs, ascending (one for a plain tuple).
+    pub fn heap_tids(&self) -> impl ExactSizeIterator<Item = Tid> + '_ {
+        debug_assert!(!self.is_pivot());
+        let plain = (!self.is_posting()).then(|| (self.block_field(), self.offset_field()));
+        let at = self.posting_offset();
+        (0..self.n_heap_tids()).map(move |i| plain.unwrap_or_else(|| self.tid_at(at + 6 * i)))
+    }
+
+    /// The largest heap TID of a leaf tuple (its only one unless it is a posting list).
+    pub fn max_heap_tid(&self) -> Tid {
+        debug_assert!(!self.is_pivot());
+        if self.is_posting() {
+            self.tid_at(self.posting_offset() + 6 * (self.n_posting() - 1))
+        } else {
+            (self.block_field(), self.offset_field())
+        }
+    }
+
+    /// Whether two leaf tuples have the same key, byte for byte (NULL included).
+    pub fn same_key_image(&self, other: &IndexTuple) -> bool {
+        let flags = INDEX_NULL_MASK | INDEX_VAR_MASK;
+        self.info() & flags == other.info() & flags
+            && self.bytes[INDEX_TUPLE_HEADER..self.base_size()]
+                == other.bytes[INDEX_TUPLE_HEADER..other.base_size()]
+    }
+
+    /// Bytes of a leaf tuple without its posting list: the size of the plain tuple of its
+    /// key, from which [`posting_size`] sizes merged tuples.
+    pub fn base_size(&self) -> usize {
+        if self.is_posting() {
+            self.posting_offset()
+        } else {
+            self.size()
+        }
     }
 
     fn data_offset(&self) -> usize {
@@ -424,21 +571,25 @@ impl<'a> IndexTuple<'a> {
         if self.is_pivot() && self.offset_field() & BT_PIVOT_HEAP_TID_ATTR != 0 {
             end -= 8;
         }
+        if self.is_posting() {
+            end = self.posting_offset();
+        }
         key::decode(ty, &self.bytes[INDEX_TUPLE_HEADER..end]).map(Some)
     }
 
-    /// The heap TID: a leaf tuple's heap tuple, a pivot's tiebreaker (`None` when
-    /// truncated away).
+    /// The heap TID: a leaf tuple's heap tuple (a posting list's first), a pivot's
+    /// tiebreaker (`None` when truncated away).
     pub fn heap_tid(&self) -> Option<Tid> {
+        if self.is_posting() {
+            return Some(self.tid_at(self.posting_offset()));
+        }
         if !self.is_pivot() {
             return Some((self.block_field(), self.offset_field()));
         }
         if self.offset_field() & BT_PIVOT_HEAP_TID_ATTR == 0 {
             return None;
         }
-        let at = self.bytes.len() - 6;
-        let blk = ((self.u16_at(at) as u32) << 16) | self.u16_at(at + 2) as u32;
-        Some((blk, self.u16_at(at + 4)))
+        Some(self.tid_at(self.bytes.len() - 6))
     }
 
     /// A pivot's child block.
@@ -505,6 +656,10 @@ impl SearchKey<'_> {
             (TidBound::MinusInf, Some(_)) => Ordering::Less,
             (TidBound::PlusInf, _) => Ordering::Greater,
             (TidBound::Tid(_), None) => Ordering::Greater,
+            // Within a posting list's range: the TID belongs to that tuple.
+            (TidBound::Tid(t), Some(u)) if t > u && tuple.is_posting() => {
+                t.cmp(&tuple.max_heap_tid()).max(Ordering::Equal)
+            }
             (TidBound::Tid(t), Some(u)) => t.cmp(&u),
         })
     }
@@ -667,6 +822,48 @@ mod tests {
         assert_eq!(p.key(PgType::Int4).unwrap(), Some(Key::Int(5)));
         assert_eq!(p.downlink(), 11);
         assert_eq!(u16::from_le_bytes([p.bytes[4], p.bytes[5]]), 0x1001);
+
+        // A posting list: TID array offset in the block field, 0x2000 | count, t_info
+        // with INDEX_ALT_TID_MASK; a leaf tuple all the same, not a pivot.
+        let tids = [(3, 7), (3, 8), (0x0001_0005, 1)];
+        let t = form_posting(PgType::Int4, &Key::Int(42), &tids);
+        assert_eq!(t.len(), 40);
+        assert_eq!(&t[0..4], &[0, 0, 16, 0]);
+        assert_eq!(u16::from_le_bytes([t[4], t[5]]), 0x2003);
+        assert_eq!(u16::from_le_bytes([t[6], t[7]]), 0x2028);
+        assert_eq!(&t[8..12], &42i32.to_le_bytes());
+        assert_eq!(&t[28..34], &[1, 0, 5, 0, 1, 0]);
+        let v = IndexTuple::parse(&t).unwrap();
+        assert!(v.is_posting() && !v.is_pivot());
+        assert_eq!((v.natts(), v.n_heap_tids()), (1, 3));
+        assert_eq!(v.key(PgType::Int4).unwrap(), Some(Key::Int(42)));
+        assert_eq!(v.heap_tids().collect::<Vec<_>>(), tids);
+        assert_eq!(
+            (v.heap_tid(), v.max_heap_tid()),
+            (Some((3, 7)), (0x0001_0005, 1))
+        );
+        // A search for a TID inside the list's range finds the list itself.
+        let s = |tid| SearchKey {
+            key: Some(Key::Int(42)),
+            tid: TidBound::Tid(tid),
+        };
+        assert_eq!(s((3, 6)).compare(PgType::Int4, &v).unwrap(), Ordering::Less);
+        assert_eq!(
+            s((4, 1)).compare(PgType::Int4, &v).unwrap(),
+            Ordering::Equal
+        );
+        assert_eq!(
+            s((3, 8)).compare(PgType::Int4, &v).unwrap(),
+            Ordering::Equal
+        );
+        assert_eq!(
+            s((0x0001_0005, 2)).compare(PgType::Int4, &v).unwrap(),
+            Ordering::Greater
+        );
+        // A count that disagrees with the size is corruption.
+        let mut bad = t.clone();
+        bad[4] = 5;
+        assert!(IndexTuple::parse(&bad).is_err());
     }
 
     #[test]
@@ -745,10 +942,10 @@ mod tests {
         assert_eq!(n, PAGE_CAPACITY / 20);
 
         let mut meta = AlignedBlock::zeroed();
-        BtMeta::new(3, 1).write_page(&mut meta);
+        BtMeta::new(3, 1, true).write_page(&mut meta);
         assert_eq!(PageHeader::read(&meta).pd_lower, 72);
         assert_eq!(PageHeader::read(&meta).pd_special, 8176);
-        assert_eq!(BtMeta::read(&meta, "i").unwrap(), BtMeta::new(3, 1));
+        assert_eq!(BtMeta::read(&meta, "i").unwrap(), BtMeta::new(3, 1, true));
         assert!(check_page(&meta, 0, "i").is_err());
     }
 }

@@ -18,12 +18,12 @@
 //! A scan descends once, to the leaf where its lower bound belongs (`(lo, −∞)` for
 //! `key ≥ lo`, `(lo, +∞)` for `key > lo`, the leftmost leaf for no bound), then reads
 //! leaves left to right through the sibling links. Each leaf is read whole under its
-//! shared lock: the TIDs of its matching items are copied out, with the right-link as it
-//! was at that moment, and the page is unpinned before the caller sees any TID. If the
-//! page splits later, its right half (holding items already copied) lies between it and
-//! the remembered sibling, so nothing is returned twice or missed. The scan ends at the
-//! first item above the upper bound, at the first NULL (NULLs sort last; a range never
-//! contains NULL), or at the rightmost leaf. Every page is read through the buffer pool
+//! shared lock: the TIDs of its matching items (all of a posting list's) are copied out,
+//! with the right-link as it was at that moment, and the page is unpinned before the
+//! caller sees any TID. If the page splits later, its right half (holding items already
+//! copied) lies between it and the remembered sibling, so nothing is returned twice or
+//! missed. The scan ends at the first item above the upper bound, at the first NULL
+//! (NULLs sort last; a range never contains NULL), or at the rightmost leaf. Every page is read through the buffer pool
 //! with the caller's [`IoAccount`], so the scan shows in `Buffers:` and `pg_stat_io`.
 //! A scan given a read stream's configuration ([`BtreeScan::read_ahead`]) reads the next
 //! leaves ahead instead of one at a time (`read_ahead.rs`); the links still decide which
@@ -399,7 +399,7 @@ impl<'a> BtreeScan<'a> {
                 ended = true;
                 break;
             }
-            tids.push(t.heap_tid().expect("leaf tuples have TIDs"));
+            tids.extend(t.heap_tids());
         }
         self.next_leaf = if ended { P_NONE } else { opaque.next };
         self.tids = tids.into_iter();

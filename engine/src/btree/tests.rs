@@ -55,6 +55,13 @@ fn fixture(tag: &str, ty: PgType, nbuffers: usize) -> Fixture {
     }
 }
 
+/// A fixture whose index does not deduplicate (`deduplicate_items = off`).
+fn plain_fixture(tag: &str, ty: PgType, nbuffers: usize) -> Fixture {
+    let mut f = fixture(tag, ty, nbuffers);
+    f.index.deduplicate = false;
+    f
+}
+
 /// Loads `entries` (sorted here) bottom-up.
 fn load(index: &BtreeIndex, entries: &mut [(Key<'static>, Tid)]) -> super::LoadStats {
     sort_model(index.kind, entries);
@@ -65,6 +72,7 @@ fn load(index: &BtreeIndex, entries: &mut [(Key<'static>, Tid)]) -> super::LoadS
         index.ty,
         &index.name,
         "t",
+        index.deduplicate,
         &mut acct,
     )
     .unwrap();
@@ -211,26 +219,39 @@ fn random_int_entries(
 
 #[test]
 fn build_from_sorted_input_with_duplicates_and_nulls() {
-    let f = fixture("btree-build", PgType::Int4, 256);
+    // 100 000 entries of 5 000 keys: about 20 of each, 1 % NULL.
     let mut rng = Rng(0x1234_5678);
     let mut model = random_int_entries(&mut rng, 100_000, 4999, 0);
-    let stats = load(&f.index, &mut model);
-    assert_eq!(stats.entries, 100_000);
-    assert!(stats.height >= 2, "{stats:?}");
-    // int4 leaf entries cost 20 bytes; 90 % leaf fill is about 366 entries a page.
-    let per_leaf = 100_000 / stats.leaf_pages;
-    assert!((330..=380).contains(&per_leaf), "{stats:?}");
-    assert_eq!(
-        f.index.nblocks() as u64,
-        1 + stats.leaf_pages + stats.internal_pages
+    let plain = plain_fixture("btree-build-plain", PgType::Int4, 256);
+    let f = fixture("btree-build", PgType::Int4, 256);
+    let mut leaves = Vec::new();
+    for (f, per_leaf_range) in [(&plain, 330..=380), (&f, 950..=1100)] {
+        let stats = load(&f.index, &mut model);
+        assert_eq!(stats.entries, 100_000);
+        assert!(stats.height >= 2, "{stats:?}");
+        // Plain int4 leaf entries cost 20 bytes; 90 % leaf fill is about 366 entries a
+        // page. Deduplicated, a key's 20 entries cost one 140-byte posting list tuple.
+        let per_leaf = 100_000 / stats.leaf_pages;
+        assert!(per_leaf_range.contains(&per_leaf), "{stats:?}");
+        assert_eq!(
+            f.index.nblocks() as u64,
+            1 + stats.leaf_pages + stats.internal_pages
+        );
+        let mut acct = IoAccount::default();
+        let report = f.index.check_structure(&mut acct).unwrap();
+        assert_eq!(report.entries, 100_000);
+        assert_eq!(report.leaf_pages, stats.leaf_pages);
+        assert_eq!(report.height, stats.height);
+        assert_page_invariants(&f.index);
+        assert_int_ranges(&f.index, &model, 4999);
+        let meta = f.index.meta(&mut acct).unwrap();
+        assert!(meta.allequalimage, "int4 keys allow deduplication");
+        leaves.push(stats.leaf_pages);
+    }
+    assert!(
+        leaves[1] * 2 < leaves[0],
+        "leaf pages plain and deduplicated: {leaves:?}"
     );
-    let mut acct = IoAccount::default();
-    let report = f.index.check_structure(&mut acct).unwrap();
-    assert_eq!(report.entries, 100_000);
-    assert_eq!(report.leaf_pages, stats.leaf_pages);
-    assert_eq!(report.height, stats.height);
-    assert_page_invariants(&f.index);
-    assert_int_ranges(&f.index, &model, 4999);
     // Scans read through the pool: a cold range read some pages, all counted.
     let mut acct = IoAccount::default();
     let n = f
@@ -243,7 +264,7 @@ fn build_from_sorted_input_with_duplicates_and_nulls() {
         .unwrap()
         .count();
     assert!(n > 0);
-    assert!(acct.usage.shared_hit + acct.usage.shared_read > stats.height as u64);
+    assert!(acct.usage.shared_hit + acct.usage.shared_read > 2);
 }
 
 #[test]
@@ -274,42 +295,156 @@ fn empty_and_single_page_builds() {
 
 #[test]
 fn inserts_after_a_build_split_pages_and_keep_scans_right() {
-    let f = fixture("btree-insert", PgType::Int4, 128);
-    let mut rng = Rng(99);
-    let mut model = random_int_entries(&mut rng, 20_000, 999, 0);
-    load(&f.index, &mut model);
-    let blocks_before = f.index.nblocks();
-    let mut next_tid = 20_000;
-    for batch in 0..60 {
-        let mut entries = random_int_entries(&mut rng, 1000, 1099, next_tid);
-        next_tid += 1000;
-        // Some keys below the built range too.
-        for e in entries.iter_mut().step_by(7) {
-            if let Key::Int(k) = &mut e.0 {
-                *k -= 100;
+    // Plain, and deduplicated: full leaves are deduplicated before they split.
+    for (f, min_new_pages) in [
+        (plain_fixture("btree-insert-plain", PgType::Int4, 128), 100),
+        (fixture("btree-insert", PgType::Int4, 128), 30),
+    ] {
+        let mut rng = Rng(99);
+        let mut model = random_int_entries(&mut rng, 20_000, 999, 0);
+        load(&f.index, &mut model);
+        let blocks_before = f.index.nblocks();
+        let mut next_tid = 20_000;
+        for batch in 0..60 {
+            let mut entries = random_int_entries(&mut rng, 1000, 1099, next_tid);
+            next_tid += 1000;
+            // Some keys below the built range too.
+            for e in entries.iter_mut().step_by(7) {
+                if let Key::Int(k) = &mut e.0 {
+                    *k -= 100;
+                }
+            }
+            model.extend(entries.iter().cloned());
+            let mut acct = IoAccount::default();
+            f.index
+                .insert_entries(&mut entries, "t", &mut acct)
+                .unwrap();
+            assert!(acct.usage.shared_hit > 0);
+            if batch % 20 == 19 {
+                let report = f.index.check_structure(&mut acct).unwrap();
+                assert_eq!(report.entries as usize, model.len());
             }
         }
-        model.extend(entries.iter().cloned());
+        assert!(
+            f.index.nblocks() > blocks_before + min_new_pages,
+            "pages were split: {blocks_before} → {}",
+            f.index.nblocks()
+        );
+        sort_model(KeyKind::Int, &mut model);
         let mut acct = IoAccount::default();
-        f.index
-            .insert_entries(&mut entries, "t", &mut acct)
-            .unwrap();
-        assert!(acct.usage.shared_hit > 0);
-        if batch % 20 == 19 {
-            let report = f.index.check_structure(&mut acct).unwrap();
-            assert_eq!(report.entries as usize, model.len());
+        let report = f.index.check_structure(&mut acct).unwrap();
+        assert_eq!(report.entries, 80_000);
+        assert_page_invariants(&f.index);
+        assert_int_ranges(&f.index, &model, 1099);
+        // A duplicate (key, TID) is refused.
+        let mut dup = vec![model[5].clone()];
+        assert!(f.index.insert_entries(&mut dup, "t", &mut acct).is_err());
+    }
+}
+
+/// Posting list tuples on the index's leaves: (count, TIDs in them).
+fn posting_lists(index: &BtreeIndex) -> (usize, usize) {
+    let mut acct = IoAccount::default();
+    let (mut lists, mut tids) = (0, 0);
+    for blkno in 1..index.nblocks() {
+        let buf = index.read(blkno, &mut acct).unwrap();
+        let page = buf.page();
+        let opaque = check_page(&page, blkno, "t").unwrap();
+        if !opaque.is_leaf() {
+            continue;
+        }
+        for off in page::first_data_offset(&opaque)..=slotted::page_max_offset(&page) {
+            let t = page::tuple_at(&page, off).unwrap();
+            if t.is_posting() {
+                lists += 1;
+                tids += t.n_heap_tids();
+            }
         }
     }
-    assert!(f.index.nblocks() > blocks_before + 100, "pages were split");
-    sort_model(KeyKind::Int, &mut model);
+    (lists, tids)
+}
+
+#[test]
+fn inserts_inside_posting_lists_split_them() {
+    // Built from the rows of even heap blocks, ten keys: long posting lists. The rows of
+    // the odd blocks, inserted afterwards in shuffled batches, all fall inside them.
+    let f = fixture("btree-posting-split", PgType::Int4, 256);
+    let entry = |block: u32, off: u16| {
+        (
+            Key::Int(((block * 7 + off as u32) % 10) as i64),
+            (block, off),
+        )
+    };
+    let mut model: Vec<(Key<'static>, Tid)> = (0..400u32)
+        .step_by(2)
+        .flat_map(|b| (1..=50u16).map(move |o| (b, o)))
+        .map(|(b, o)| entry(b, o))
+        .collect();
+    load(&f.index, &mut model);
+    let (lists, in_lists) = posting_lists(&f.index);
+    assert!(
+        lists > 50 && in_lists > 9_000,
+        "{lists} lists of {in_lists} TIDs"
+    );
+    let mut odd: Vec<(Key<'static>, Tid)> = (1..400u32)
+        .step_by(2)
+        .flat_map(|b| (1..=50u16).map(move |o| (b, o)))
+        .map(|(b, o)| entry(b, o))
+        .collect();
+    let mut rng = Rng(7);
+    for i in (1..odd.len()).rev() {
+        odd.swap(i, rng.below(i as u64 + 1) as usize);
+    }
     let mut acct = IoAccount::default();
+    for batch in odd.chunks(500) {
+        model.extend(batch.iter().cloned());
+        f.index
+            .insert_entries(&mut batch.to_vec(), "t", &mut acct)
+            .unwrap();
+    }
+    sort_model(KeyKind::Int, &mut model);
     let report = f.index.check_structure(&mut acct).unwrap();
-    assert_eq!(report.entries, 80_000);
+    assert_eq!(report.entries, 20_000);
     assert_page_invariants(&f.index);
-    assert_int_ranges(&f.index, &model, 1099);
-    // A duplicate (key, TID) is refused.
-    let mut dup = vec![model[5].clone()];
+    assert_int_ranges(&f.index, &model, 9);
+    let (lists, in_lists) = posting_lists(&f.index);
+    assert!(
+        in_lists > 15_000,
+        "{lists} lists of {in_lists} TIDs after the inserts"
+    );
+    // A TID already inside a posting list is refused, and changes nothing.
+    let mut dup = vec![entry(10, 3)];
     assert!(f.index.insert_entries(&mut dup, "t", &mut acct).is_err());
+    assert_eq!(f.index.check_structure(&mut acct).unwrap().entries, 20_000);
+}
+
+#[test]
+fn float_and_numeric_keys_are_not_deduplicated() {
+    for ty in [
+        PgType::Float8,
+        PgType::Numeric {
+            precision: 10,
+            scale: 2,
+        },
+    ] {
+        let f = fixture("btree-no-dedup", ty, 64);
+        let key = |i: i64| match ty {
+            PgType::Float8 => Key::Float((i % 3) as f64),
+            _ => Key::Numeric((i % 3) as i128 * 100),
+        };
+        let mut model: Vec<(Key<'static>, Tid)> = (0..3000)
+            .map(|i| (key(i), ((i / 100) as u32, (i % 100) as u16 + 1)))
+            .collect();
+        load(&f.index, &mut model);
+        let mut more: Vec<(Key<'static>, Tid)> = (3000..6000)
+            .map(|i| (key(i), ((i / 100) as u32, (i % 100) as u16 + 1)))
+            .collect();
+        let mut acct = IoAccount::default();
+        f.index.insert_entries(&mut more, "t", &mut acct).unwrap();
+        assert_eq!(posting_lists(&f.index), (0, 0), "{ty:?}");
+        assert!(!f.index.meta(&mut acct).unwrap().allequalimage);
+        assert_eq!(f.index.check_structure(&mut acct).unwrap().entries, 6000);
+    }
 }
 
 #[test]
@@ -777,13 +912,13 @@ fn middle_pivot(index: &BtreeIndex) -> i64 {
 fn read_ahead_reads_the_same_leaves_in_fewer_reads() {
     use Bound::*;
     let mut rng = Rng(5);
-    let one_parent = fixture("btree-read-ahead-1", PgType::Int4, 4096);
+    let one_parent = plain_fixture("btree-read-ahead-1", PgType::Int4, 4096);
     let mut one_parent_model = random_int_entries(&mut rng, 50_000, 20_000, 0);
     load(&one_parent.index, &mut one_parent_model);
     assert_eq!(level_one_pages(&one_parent.index), 1);
     // Ranges that end exactly where a leaf begins must not read that leaf.
     let pivot = middle_pivot(&one_parent.index);
-    let parents = fixture("btree-read-ahead-n", PgType::Int4, 4096);
+    let parents = plain_fixture("btree-read-ahead-n", PgType::Int4, 4096);
     let mut parents_model = random_int_entries(&mut rng, 400_000, 20_000, 0);
     load(&parents.index, &mut parents_model);
     let level_one = level_one_pages(&parents.index);
