@@ -42,9 +42,20 @@ pub struct IndexDef {
     pub unique: bool,
     /// The table's persistence (an index of an unlogged table is unlogged).
     pub persistence: Persistence,
+    /// Storage parameters as `pg_class.reloptions` lists them (`deduplicate_items=off`),
+    /// checked when the index was created.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reloptions: Vec<String>,
 }
 
 impl IndexDef {
+    /// The value given to storage parameter `name`, if any.
+    pub fn reloption(&self, name: &str) -> Option<&str> {
+        self.reloptions
+            .iter()
+            .find_map(|o| o.strip_prefix(name)?.strip_prefix('='))
+    }
+
     /// The default B-tree operator class of key column `i`: `(pg_opclass.oid, opcname)`.
     pub fn opclass(&self, i: usize) -> (u32, &'static str) {
         btree_opclass(self.key_types[i])
@@ -297,6 +308,7 @@ mod tests {
             key_types: vec![PgType::Int4],
             unique: false,
             persistence: Persistence::Permanent,
+            reloptions: Vec::new(),
         };
         catalog.create_index(def.clone()).unwrap();
         assert_eq!(catalog.choose_index_name("public", "t", &["a"]), "t_a_idx1");

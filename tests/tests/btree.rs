@@ -287,6 +287,26 @@ async fn index_ddl_errors_match_postgres() {
             "0A000",
             "unique indexes are not supported yet",
         ),
+        (
+            "CREATE INDEX ON t(a) WITH (deduplicate_items = maybe)",
+            "22023",
+            "invalid value for boolean option \"deduplicate_items\": maybe",
+        ),
+        (
+            "CREATE INDEX ON t(a) WITH (foo = 1)",
+            "22023",
+            "unrecognized parameter \"foo\"",
+        ),
+        (
+            "CREATE INDEX ON t(a) WITH (fillfactor = 5)",
+            "22023",
+            "value 5 out of bounds for option \"fillfactor\"",
+        ),
+        (
+            "CREATE INDEX ON t(a) WITH (fillfactor = 50, fillfactor = 60)",
+            "22023",
+            "parameter \"fillfactor\" specified more than once",
+        ),
     ];
     for (sql, code, message) in cases {
         let e = client.batch_execute(sql).await.unwrap_err();
@@ -397,5 +417,154 @@ async fn every_key_type_builds_and_maintains() {
             25000,
             "{name}"
         );
+    }
+}
+
+/// Deduplication (PostgreSQL 13+): equal keys share posting list tuples, which
+/// `deduplicate_items = off` turns off; `fillfactor` packs the leaves less. Both storage
+/// parameters show in `pg_class.reloptions` and `pg_indexes.indexdef` as in PostgreSQL
+/// 18, survive a restart, and hold for later inserts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_parameters_deduplicate_items_and_fillfactor() {
+    let mut server = TestServer::start("btree_reloptions");
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "CREATE UNLOGGED TABLE t(a int, f float8);
+             INSERT INTO t SELECT i % 100, i % 100 FROM generate_series(1, 100000) AS T(i);
+             CREATE INDEX dedup ON t(a);
+             CREATE INDEX plain ON t(a) WITH (deduplicate_items = OFF);
+             CREATE INDEX half ON t(a) WITH (deduplicate_items = false, fillfactor = 50);
+             CREATE INDEX floats ON t(f);",
+        )
+        .await
+        .unwrap();
+    let pages = |index: &'static str| {
+        let client = &client;
+        async move {
+            count(
+                client,
+                &format!("SELECT pg_relation_size('{index}') / 8192"),
+            )
+            .await
+        }
+    };
+    // 100 000 int4 entries: ~1 000 a leaf deduplicated, ~366 plain, ~200 plain at half
+    // fill; float8 keys are never deduplicated. PostgreSQL 18 makes 91, 278, 501 and 278
+    // pages of this table.
+    let (dedup, plain, half, floats) = (
+        pages("dedup").await,
+        pages("plain").await,
+        pages("half").await,
+        pages("floats").await,
+    );
+    let sizes = format!("dedup {dedup}, plain {plain}, half {half}, floats {floats}");
+    assert!((85..=100).contains(&dedup), "{sizes}");
+    assert!((270..=285).contains(&plain), "{sizes}");
+    assert!((490..=510).contains(&half), "{sizes}");
+    assert_eq!(floats, plain, "{sizes}");
+    let options = iolab_tests::rows(
+        &client,
+        "SELECT relname, reloptions FROM pg_class
+          WHERE relname IN ('dedup', 'plain', 'half') ORDER BY relname",
+    )
+    .await;
+    assert_eq!(
+        options,
+        vec![
+            vec![Some("dedup".into()), None],
+            vec![
+                Some("half".into()),
+                Some("{deduplicate_items=false,fillfactor=50}".into())
+            ],
+            vec![Some("plain".into()), Some("{deduplicate_items=off}".into())],
+        ]
+    );
+    let indexdef = |name: &'static str| {
+        let client = &client;
+        async move {
+            client
+                .query_one(
+                    "SELECT indexdef FROM pg_indexes WHERE indexname = $1",
+                    &[&name],
+                )
+                .await
+                .unwrap()
+                .get::<_, String>(0)
+        }
+    };
+    assert_eq!(
+        indexdef("half").await,
+        "CREATE INDEX half ON public.t USING btree (a) WITH (deduplicate_items='false', fillfactor='50')"
+    );
+    assert_eq!(
+        indexdef("plain").await,
+        "CREATE INDEX plain ON public.t USING btree (a) WITH (deduplicate_items=off)"
+    );
+
+    let described = server.psql_ok(&["-c", "\\d+ plain"]);
+    assert!(
+        described.ends_with("btree, for table \"public.t\"\nOptions: deduplicate_items=off\n\n"),
+        "{described}"
+    );
+
+    // After a restart the options still apply: inserting as many rows again roughly
+    // doubles each index the way its options say.
+    drop(client);
+    server.restart();
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "INSERT INTO t SELECT i % 100, i % 100 FROM generate_series(1, 100000) AS T(i)",
+        )
+        .await
+        .unwrap();
+    let pages = |index: &'static str| {
+        let client = &client;
+        async move {
+            count(
+                client,
+                &format!("SELECT pg_relation_size('{index}') / 8192"),
+            )
+            .await
+        }
+    };
+    // The inserts go to every leaf. PostgreSQL 18 ends with 257 and 626 pages; iolab
+    // with about 280 and 780, as it splits a full leaf evenly where PostgreSQL splits
+    // right after an entry that continues a run of heap TIDs (its "split after new
+    // tuple" rule; docs/storage-format.md).
+    let (dedup2, plain2) = (pages("dedup").await, pages("plain").await);
+    let sizes = format!("{sizes}; after the inserts dedup {dedup2}, plain {plain2}");
+    assert!((230..=300).contains(&dedup2), "{sizes}");
+    assert!((560..=800).contains(&plain2), "{sizes}");
+    for index in ["dedup", "plain", "half", "floats"] {
+        assert_eq!(
+            assert_consistent(&client, index, "t").await,
+            200_000,
+            "{index}"
+        );
+    }
+    // The same answers through each index.
+    for index in ["dedup", "plain", "half"] {
+        let others: Vec<String> = ["dedup", "plain", "half"]
+            .iter()
+            .filter(|i| **i != index)
+            .map(|i| format!("DROP INDEX {i};"))
+            .collect();
+        client.batch_execute("BEGIN").await.unwrap();
+        client.batch_execute(&others.concat()).await.unwrap();
+        client
+            .batch_execute("SET enable_seqscan = off")
+            .await
+            .unwrap();
+        assert_eq!(
+            count(&client, "SELECT count(*) FROM t WHERE a BETWEEN 10 AND 19").await,
+            20_000,
+            "{index}"
+        );
+        client
+            .batch_execute("ROLLBACK; RESET enable_seqscan")
+            .await
+            .unwrap();
     }
 }

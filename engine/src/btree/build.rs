@@ -27,7 +27,8 @@
 //!
 //! Sorted leaf tuples are appended to the pending page of level 0. When a page is full —
 //! the next tuple would not fit with room to spare for a high key, or the page is past its
-//! fill factor (90 % for leaves, 70 % above) — the page is closed:
+//! fill factor (90 % for leaves unless the index's `fillfactor` says otherwise, 70 %
+//! above) — the page is closed:
 //!
 //! ```text
 //!   pending leaf: [a b c]  + next tuple x does not fit
@@ -71,7 +72,8 @@ use crate::storage::relfile::RelFile;
 use crate::stream::{ReadStream, ReadStreamConfig};
 use crate::txn::{Clog, XidStatus, INVALID_XID};
 
-/// Leaf pages are filled to 90 % (PostgreSQL's `BTREE_DEFAULT_FILLFACTOR`).
+/// Leaf pages are filled to 90 % (PostgreSQL's `BTREE_DEFAULT_FILLFACTOR`) unless the
+/// index's `fillfactor` storage parameter says otherwise.
 pub const LEAF_FILLFACTOR: usize = 90;
 /// Internal pages are filled to 70 % (`BTREE_NONLEAF_FILLFACTOR`).
 pub const NONLEAF_FILLFACTOR: usize = 70;
@@ -358,21 +360,20 @@ pub struct BtreeLoader<'a> {
     deduplicate: bool,
     run: Option<PostingRun>,
     allequalimage: bool,
+    /// Percent of a leaf filled before the next one starts.
+    leaf_fillfactor: usize,
 }
 
 impl<'a> BtreeLoader<'a> {
-    /// Starts a load into `rel`, which must be empty: allocates the meta page (block 0).
-    /// `deduplicate` (PostgreSQL's `deduplicate_items`) takes effect where the key type
-    /// allows it.
+    /// Starts a load into `index`'s relation, which must be empty: allocates the meta page
+    /// (block 0). The index says whether equal keys are deduplicated and how full leaves
+    /// are packed.
     pub fn new(
-        pool: Arc<BufferPool>,
-        rel: Arc<RelFile>,
-        ty: PgType,
-        index_name: &str,
+        index: &super::BtreeIndex,
         table_name: &str,
-        deduplicate: bool,
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeLoader<'a>> {
+        let (pool, rel, ty) = (index.pool.clone(), index.rel.clone(), index.ty);
         assert_eq!(rel.nblocks(), 0, "a bottom-up load needs an empty relation");
         let allequalimage = KeyKind::of(ty).equal_image();
         let mut ring = BufferRing::bulk_write();
@@ -383,7 +384,7 @@ impl<'a> BtreeLoader<'a> {
             pool,
             rel,
             ty,
-            index_name: index_name.to_string(),
+            index_name: index.name.clone(),
             table_name: table_name.to_string(),
             ring,
             acct,
@@ -391,9 +392,10 @@ impl<'a> BtreeLoader<'a> {
             levels: Vec::new(),
             entries: 0,
             last: None,
-            deduplicate: deduplicate && allequalimage,
+            deduplicate: index.deduplicate,
             run: None,
             allequalimage,
+            leaf_fillfactor: index.leaf_fillfactor,
         })
     }
 
@@ -452,14 +454,12 @@ impl<'a> BtreeLoader<'a> {
     fn add_item(&mut self, level: usize, item: Vec<u8>) -> PgResult<()> {
         self.ensure_level(level);
         let leaf = level == 0;
-        let full_below = BLCKSZ
-            * (100
-                - if leaf {
-                    LEAF_FILLFACTOR
-                } else {
-                    NONLEAF_FILLFACTOR
-                })
-            / 100;
+        let fillfactor = if leaf {
+            self.leaf_fillfactor
+        } else {
+            NONLEAF_FILLFACTOR
+        };
+        let full_below = BLCKSZ * (100 - fillfactor) / 100;
         let lv = &self.levels[level];
         // Free space as PostgreSQL's PageGetFreeSpace sees it, with the high key's line
         // pointer already taken.

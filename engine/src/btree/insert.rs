@@ -23,7 +23,7 @@
 //! new page appended to the relation (the right half):
 //!
 //! * the split point: on the rightmost page of a level, as far right as keeps the left
-//!   page within the fill factor (90 % for leaves, 70 % above — ascending inserts then
+//!   page within the fill factor (the index's leaf fill factor, 90 % by default; 70 % above — ascending inserts then
 //!   leave full pages behind, as a bottom-up build would); elsewhere, where the two
 //!   halves are closest in size. Either way both halves must fit, which PostgreSQL's
 //!   size limit (a third of a page per tuple) guarantees is possible;
@@ -58,7 +58,7 @@ use crate::buffer::PinnedBuffer;
 use crate::storage::page as slotted;
 
 // Leaf and internal fill factors of a rightmost split (as the build's).
-use super::build::{LEAF_FILLFACTOR, NONLEAF_FILLFACTOR};
+use super::build::NONLEAF_FILLFACTOR;
 
 /// Where an entry goes on a page: `item` becomes item number `position`, and with a
 /// posting list split the item at `replace.0` becomes `replace.1` (same size).
@@ -393,7 +393,7 @@ impl BtreeIndex {
         let mut best: Option<(usize, usize)> = None; // (score, split index)
         let mut left = 0usize;
         let fillfactor = if leaf {
-            LEAF_FILLFACTOR
+            self.leaf_fillfactor
         } else {
             NONLEAF_FILLFACTOR
         };

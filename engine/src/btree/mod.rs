@@ -115,8 +115,11 @@ pub struct BtreeIndex {
     ty: PgType,
     kind: KeyKind,
     name: String,
-    /// Whether inserts deduplicate full leaves (`dedup.rs`).
+    /// Whether builds and inserts deduplicate (`dedup.rs`): the key type allows it and the
+    /// `deduplicate_items` storage parameter is not off.
     deduplicate: bool,
+    /// Percent of a leaf a build fills, and where a rightmost leaf splits (`fillfactor`).
+    leaf_fillfactor: usize,
 }
 
 impl std::fmt::Debug for BtreeIndex {
@@ -139,6 +142,7 @@ impl BtreeIndex {
             kind: KeyKind::of(ty),
             name: name.to_string(),
             deduplicate: KeyKind::of(ty).equal_image(),
+            leaf_fillfactor: build::LEAF_FILLFACTOR,
         }
     }
 
@@ -149,12 +153,24 @@ impl BtreeIndex {
                 "indexes on more than one column are not supported yet",
             ));
         }
-        Ok(BtreeIndex::new(
+        let mut index = BtreeIndex::new(
             db.pool.clone(),
             db.relfile(def.relfilenode)?,
             def.key_types[0],
             &def.name,
-        ))
+        );
+        // CREATE INDEX checked the value.
+        let deduplicate_items = def
+            .reloption("deduplicate_items")
+            .is_none_or(|v| crate::values::input::parse_bool(v).unwrap_or(true));
+        index.deduplicate &= deduplicate_items;
+        if let Some(fillfactor) = def
+            .reloption("fillfactor")
+            .and_then(|v| v.trim().parse().ok())
+        {
+            index.leaf_fillfactor = fillfactor;
+        }
+        Ok(index)
     }
 
     pub fn name(&self) -> &str {
@@ -293,15 +309,7 @@ fn build_file(
         }
         entries.sort();
         ctx.check_cancel()?;
-        let mut loader = build::BtreeLoader::new(
-            db.pool.clone(),
-            index.rel.clone(),
-            def.key_types[0],
-            &def.name,
-            &table.name,
-            index.deduplicate,
-            &mut acct,
-        )?;
+        let mut loader = build::BtreeLoader::new(&index, &table.name, &mut acct)?;
         for i in 0..entries.len() {
             if i.is_multiple_of(4096) {
                 ctx.check_cancel()?;

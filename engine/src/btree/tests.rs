@@ -66,16 +66,7 @@ fn plain_fixture(tag: &str, ty: PgType, nbuffers: usize) -> Fixture {
 fn load(index: &BtreeIndex, entries: &mut [(Key<'static>, Tid)]) -> super::LoadStats {
     sort_model(index.kind, entries);
     let mut acct = IoAccount::default();
-    let mut loader = BtreeLoader::new(
-        index.pool.clone(),
-        index.rel.clone(),
-        index.ty,
-        &index.name,
-        "t",
-        index.deduplicate,
-        &mut acct,
-    )
-    .unwrap();
+    let mut loader = BtreeLoader::new(index, "t", &mut acct).unwrap();
     for (k, tid) in entries.iter() {
         loader.add(k, *tid).unwrap();
     }
@@ -695,6 +686,7 @@ fn builds_from_a_heap_and_maintains_on_insert() {
         key_types: vec![PgType::Int4],
         unique: false,
         persistence: Persistence::Permanent,
+        reloptions: Vec::new(),
     };
     // A cancelled build leaves neither a file nor a catalog entry.
     let canceled = ctx(0);

@@ -534,6 +534,7 @@ mod tests {
             key_types: vec![columns()[column].ty],
             unique: false,
             persistence: Persistence::Permanent,
+            reloptions: Vec::new(),
         }
     }
 

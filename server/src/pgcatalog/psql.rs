@@ -386,7 +386,12 @@ fn relation_kind(
             V::Bool(false),
             V::Bool(false),
             V::Bool(false),
-            V::text(""),
+            // `\d+`: the storage parameters, shown as "Options:".
+            V::text(if options_column == "array_to_string" {
+                r.options.join(", ")
+            } else {
+                String::new()
+            }),
             V::Int(0),
             V::text(""),
             V::char(r.persistence),

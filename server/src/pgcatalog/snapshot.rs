@@ -48,6 +48,8 @@ pub struct Relation {
     pub columns: Vec<RelColumn>,
     /// `relhasindex`: a table with at least one index.
     pub has_index: bool,
+    /// `reloptions`: storage parameters (`deduplicate_items=off`); empty is NULL.
+    pub options: Vec<String>,
 }
 
 impl Relation {
@@ -162,6 +164,7 @@ impl Snapshot {
                 tuples: -1.0,
                 columns,
                 has_index: false,
+                options: Vec::new(),
             });
         }
         out
@@ -355,6 +358,7 @@ impl Snapshot {
                 })
                 .collect(),
             has_index: false,
+            options: index.reloptions.clone(),
         })
     }
 
@@ -367,8 +371,16 @@ impl Snapshot {
             .iter()
             .map(|&c| quote_ident(&table.columns[c].name))
             .collect();
+        let with = if index.reloptions.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " WITH ({})",
+                crate::sql::reloptions::with_clause(&index.reloptions)
+            )
+        };
         Some(format!(
-            "CREATE {}INDEX {} ON {}.{} USING btree ({})",
+            "CREATE {}INDEX {} ON {}.{} USING btree ({}){with}",
             if index.unique { "UNIQUE " } else { "" },
             quote_ident(&index.name),
             quote_ident(&table.schema),
@@ -407,6 +419,7 @@ fn user_relation(t: &TableDef, has_index: bool) -> Relation {
             })
             .collect(),
         has_index,
+        options: Vec::new(),
     }
 }
 
@@ -437,6 +450,7 @@ fn catalog_relation(
             })
             .collect(),
         has_index: false,
+        options: Vec::new(),
     }
 }
 

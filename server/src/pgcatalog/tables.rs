@@ -332,7 +332,11 @@ pub fn class_row(rel: &Relation) -> Vec<V> {
         V::Int(0),
         V::Int(if rel.kind == 'r' { 1 } else { 0 }),
         V::Null,
-        V::Null,
+        if rel.options.is_empty() {
+            V::Null
+        } else {
+            V::TextArray(rel.options.clone())
+        },
         V::Null,
     ]
 }

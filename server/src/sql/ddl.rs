@@ -374,7 +374,8 @@ fn new_empty_files(
     Ok(())
 }
 
-/// `CREATE [UNIQUE] INDEX [CONCURRENTLY] [IF NOT EXISTS] [name] ON t [USING btree] (col)`:
+/// `CREATE [UNIQUE] INDEX [CONCURRENTLY] [IF NOT EXISTS] [name] ON t [USING btree] (col)
+/// [WITH (storage parameters)]`:
 /// checks the statement as PostgreSQL 18 would, names the index (PostgreSQL's `t_a_idx`
 /// rule when no name is given), builds it and records it. Returns the notices
 /// (`relation "x" already exists, skipping` under IF NOT EXISTS).
@@ -417,10 +418,6 @@ pub async fn create_index(
         (
             create.predicate.is_some(),
             "partial indexes (WHERE) are not supported",
-        ),
-        (
-            !create.with.is_empty(),
-            "index storage parameters (WITH) are not supported",
         ),
         (
             create.nulls_distinct.is_some(),
@@ -500,6 +497,7 @@ pub async fn create_index(
             .catalog
             .choose_index_name(&table.schema, &table.name, &[&column_name]),
     };
+    let reloptions = super::reloptions::btree_reloptions(&create.with)?;
     let oid = db.catalog.allocate_oid()?;
     let def = IndexDef {
         oid,
@@ -511,6 +509,7 @@ pub async fn create_index(
         key_types: vec![key_type],
         unique: false,
         persistence: table.persistence,
+        reloptions,
     };
     // The build runs on a blocking thread while this task stays awake, so that a cancel
     // request or statement_timeout ends the statement at once: the dropped statement

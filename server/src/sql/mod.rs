@@ -28,6 +28,7 @@ pub mod insert;
 pub mod normalize;
 pub mod params;
 pub mod plan_cache;
+pub mod reloptions;
 pub mod set_functions;
 pub mod split;
 pub mod vacuum;

@@ -1,0 +1,185 @@
+//! Storage parameters of `CREATE INDEX … WITH (name = value, …)`.
+//!
+//! A B-tree index takes PostgreSQL 18's two: `deduplicate_items` (boolean, default on:
+//! equal keys are merged into posting lists) and `fillfactor` (10 to 100, default 90: how
+//! full CREATE INDEX packs the leaves, and where the rightmost leaf splits). Each is checked
+//! as PostgreSQL checks it, with its messages (SQLSTATE 22023), and kept as the text
+//! `pg_class.reloptions` shows: `name=value`, the value as written — identifiers and
+//! keywords folded to lower case, strings as they are, a bare name meaning `true`.
+
+use datafusion::sql::sqlparser::ast;
+use iolab_catalog::{sqlstate, PgError, PgResult};
+use iolab_engine::values::input::parse_bool;
+
+use super::ddl::ident_name;
+
+/// The B-tree leaf fill factor's bounds (PostgreSQL's `BTREE_MIN_FILLFACTOR`, 100).
+const FILLFACTOR_RANGE: std::ops::RangeInclusive<i64> = 10..=100;
+
+/// The `WITH (…)` list of a B-tree CREATE INDEX as `reloptions` entries.
+pub fn btree_reloptions(with: &[ast::Expr]) -> PgResult<Vec<String>> {
+    let mut options: Vec<String> = Vec::with_capacity(with.len());
+    for expr in with {
+        let (name, value) = name_and_value(expr)?;
+        let invalid = |message: String| PgError::new(sqlstate::INVALID_PARAMETER_VALUE, message);
+        match name.as_str() {
+            "deduplicate_items" => {
+                if parse_bool(&value).is_err() {
+                    return Err(invalid(format!(
+                        "invalid value for boolean option \"{name}\": {value}"
+                    )));
+                }
+            }
+            "fillfactor" => {
+                let n: i64 = value.trim().parse().map_err(|_| {
+                    invalid(format!(
+                        "invalid value for integer option \"{name}\": {value}"
+                    ))
+                })?;
+                if !FILLFACTOR_RANGE.contains(&n) {
+                    return Err(invalid(format!(
+                        "value {value} out of bounds for option \"{name}\""
+                    ))
+                    .with_detail(format!(
+                        "Valid values are between \"{}\" and \"{}\".",
+                        FILLFACTOR_RANGE.start(),
+                        FILLFACTOR_RANGE.end()
+                    )));
+                }
+            }
+            _ => return Err(invalid(format!("unrecognized parameter \"{name}\""))),
+        }
+        if options.iter().any(|o| o.split('=').next() == Some(&name)) {
+            return Err(invalid(format!(
+                "parameter \"{name}\" specified more than once"
+            )));
+        }
+        options.push(format!("{name}={value}"));
+    }
+    Ok(options)
+}
+
+/// `name = value`, or a bare `name` (= true), as text.
+fn name_and_value(expr: &ast::Expr) -> PgResult<(String, String)> {
+    let syntax = || PgError::syntax(format!("syntax error at or near \"{expr}\""));
+    match expr {
+        ast::Expr::Identifier(name) => Ok((ident_name(name), "true".into())),
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::Eq,
+            right,
+        } => {
+            let ast::Expr::Identifier(name) = left.as_ref() else {
+                return Err(syntax());
+            };
+            let value = match right.as_ref() {
+                ast::Expr::Identifier(id) => ident_name(id),
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::Boolean(b) => b.to_string(),
+                    ast::Value::Number(n, _) => n.to_string(),
+                    ast::Value::SingleQuotedString(s) => s.clone(),
+                    _ => return Err(syntax()),
+                },
+                ast::Expr::UnaryOp {
+                    op: ast::UnaryOperator::Minus,
+                    expr,
+                } => match expr.as_ref() {
+                    ast::Expr::Value(v) => match &v.value {
+                        ast::Value::Number(n, _) => format!("-{n}"),
+                        _ => return Err(syntax()),
+                    },
+                    _ => return Err(syntax()),
+                },
+                _ => return Err(syntax()),
+            };
+            Ok((ident_name(name), value))
+        }
+        _ => Err(syntax()),
+    }
+}
+
+/// `reloptions` as `pg_get_indexdef` prints them after `WITH`: `name=value, …`, the value
+/// quoted as a literal unless it reads as a plain identifier.
+pub fn with_clause(reloptions: &[String]) -> String {
+    reloptions
+        .iter()
+        .map(|o| {
+            let (name, value) = o.split_once('=').unwrap_or((o, ""));
+            if iolab_settings::quote_identifier(value) == value {
+                format!("{name}={value}")
+            } else {
+                format!("{name}='{}'", value.replace('\'', "''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    fn with(list: &str) -> PgResult<Vec<String>> {
+        let sql = format!("CREATE INDEX i ON t (a) WITH ({list})");
+        let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &sql)
+            .unwrap()
+            .remove(0);
+        let ast::Statement::CreateIndex(create) = stmt else {
+            panic!("{stmt:?}")
+        };
+        btree_reloptions(&create.with)
+    }
+
+    #[test]
+    fn values_are_kept_as_written_and_checked() {
+        assert_eq!(
+            with("deduplicate_items = OFF").unwrap(),
+            ["deduplicate_items=off"]
+        );
+        assert_eq!(
+            with("deduplicate_items").unwrap(),
+            ["deduplicate_items=true"]
+        );
+        assert_eq!(
+            with("deduplicate_items = 'Off', fillfactor = 70").unwrap(),
+            ["deduplicate_items=Off", "fillfactor=70"]
+        );
+        assert_eq!(
+            with("deduplicate_items = false").unwrap(),
+            ["deduplicate_items=false"]
+        );
+        let message = |list: &str| with(list).unwrap_err().message;
+        assert_eq!(
+            message("deduplicate_items = maybe"),
+            "invalid value for boolean option \"deduplicate_items\": maybe"
+        );
+        assert_eq!(message("foo = 1"), "unrecognized parameter \"foo\"");
+        assert_eq!(
+            message("deduplicate_items = off, deduplicate_items = on"),
+            "parameter \"deduplicate_items\" specified more than once"
+        );
+        let e = with("fillfactor = 5").unwrap_err();
+        assert_eq!(e.code, sqlstate::INVALID_PARAMETER_VALUE);
+        assert_eq!(e.message, "value 5 out of bounds for option \"fillfactor\"");
+        assert_eq!(
+            message("fillfactor = x"),
+            "invalid value for integer option \"fillfactor\": x"
+        );
+    }
+
+    #[test]
+    fn the_with_clause_quotes_what_is_not_an_identifier() {
+        let options = [
+            "deduplicate_items=off",
+            "deduplicate_items=false",
+            "fillfactor=70",
+        ];
+        let options: Vec<String> = options.iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            with_clause(&options),
+            "deduplicate_items=off, deduplicate_items='false', fillfactor='70'"
+        );
+    }
+}
