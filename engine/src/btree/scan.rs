@@ -17,7 +17,10 @@
 //!
 //! A scan descends once, to the leaf where its lower bound belongs (`(lo, −∞)` for
 //! `key ≥ lo`, `(lo, +∞)` for `key > lo`, the leftmost leaf for no bound), then reads
-//! leaves left to right through the sibling links. Each leaf is read whole under its
+//! leaves left to right through the sibling links. The descent holds no lock once it has
+//! pinned the leaf, so the bound is looked up again when the leaf is read (a writer may
+//! have split or deduplicated it meanwhile), and on the right sibling if the leaf holds
+//! nothing at or above it any more. Each leaf is read whole under its
 //! shared lock: the TIDs of its matching items (all of a posting list's) are copied out,
 //! with the right-link as it was at that moment, and the page is unpinned before the
 //! caller sees any TID. If the page splits later, its right half (holding items already
@@ -193,7 +196,7 @@ impl BtreeIndex {
             },
         };
         let mut scan = BtreeScan::new(self.clone(), acct, Wanted::Range(upper));
-        scan.start(&search)?;
+        scan.start(search)?;
         Ok(scan)
     }
 
@@ -220,7 +223,7 @@ impl BtreeIndex {
     /// The heap TIDs of the entries whose key is NULL (`key IS NULL`), in TID order.
     pub fn scan_nulls<'a>(&self, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
         let mut scan = BtreeScan::new(self.clone(), acct, Wanted::Nulls);
-        scan.start(&SearchKey {
+        scan.start(SearchKey {
             key: Some(Key::Null),
             tid: TidBound::MinusInf,
         })?;
@@ -230,7 +233,7 @@ impl BtreeIndex {
     /// Every entry's heap TID in index order, NULL keys included (last).
     pub fn scan_all<'a>(&self, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
         let mut scan = BtreeScan::new(self.clone(), acct, Wanted::All);
-        scan.start(&SearchKey {
+        scan.start(SearchKey {
             key: None,
             tid: TidBound::MinusInf,
         })?;
@@ -292,6 +295,8 @@ pub struct BtreeScan<'a> {
     first_leaf: u32,
     parent: u32,
     read_ahead: Option<LeafReadAhead>,
+    /// The lower bound until a leaf holding an item at or above it was read.
+    lower: Option<SearchKey<'static>>,
     /// What the read-ahead's streams did; `None` while none ran.
     read_ahead_stats: Option<ReadStreamStats>,
 }
@@ -308,6 +313,7 @@ impl<'a> BtreeScan<'a> {
             first_leaf: P_NONE,
             parent: P_NONE,
             read_ahead: None,
+            lower: None,
             read_ahead_stats: None,
         }
     }
@@ -358,25 +364,22 @@ impl<'a> BtreeScan<'a> {
         LeafReadAhead::account(&mut self.read_ahead, self.acct)
     }
 
-    fn start(&mut self, search: &SearchKey) -> PgResult<()> {
+    fn start(&mut self, search: SearchKey<'static>) -> PgResult<()> {
         let mut stack = Vec::new();
-        let Some(leaf) = self.index.descend(search, &mut stack, self.acct)? else {
+        let Some(leaf) = self.index.descend(&search, &mut stack, self.acct)? else {
             return Ok(());
         };
         self.first_leaf = leaf.blkno();
         self.parent = stack.last().copied().unwrap_or(P_NONE);
-        let start = {
-            let page = leaf.page();
-            let opaque = check_page(&page, leaf.blkno(), &self.index.name)?;
-            let max = slotted::page_max_offset(&page);
-            self.index
-                .first_at_or_above(&page, search, first_data_offset(&opaque), max, false)?
-        };
-        self.read_leaf(leaf, start)
+        self.lower = Some(search);
+        self.read_leaf(leaf)
     }
 
-    /// Copies the wanted TIDs of `leaf` from item `start` on, and where to go next.
-    fn read_leaf(&mut self, leaf: PinnedBuffer, start: u16) -> PgResult<()> {
+    /// Copies the wanted TIDs of `leaf`, and where to go next. Until the scan has met its
+    /// lower bound, the leaf is searched for it under the same lock that copies the items:
+    /// a writer may change the page between the descent and this read (a split may even
+    /// move the bound's place to the right sibling, which is then searched in turn).
+    fn read_leaf(&mut self, leaf: PinnedBuffer) -> PgResult<()> {
         self.leaves_read += 1;
         let blkno = leaf.blkno();
         let page = leaf.page();
@@ -387,9 +390,19 @@ impl<'a> BtreeScan<'a> {
                 self.index.name
             )));
         }
+        let max = slotted::page_max_offset(&page);
+        let first = first_data_offset(&opaque);
+        let start = match &self.lower {
+            Some(search) => self
+                .index
+                .first_at_or_above(&page, search, first, max, false)?,
+            None => first,
+        };
+        if start <= max {
+            self.lower = None; // every item from here on, on this leaf and right of it, is above
+        }
         // Keys ascend along the page (NULLs last), so when its last item is wanted every
         // item from `start` on is, and none needs testing (PostgreSQL 17's precheck).
-        let max = slotted::page_max_offset(&page);
         let all_wanted = start > max || self.wanted.admits(&self.index, &tuple_at(&page, max)?)?;
         let mut tids = Vec::with_capacity((max + 1).saturating_sub(start) as usize);
         let mut ended = false;
@@ -433,11 +446,7 @@ impl<'a> BtreeScan<'a> {
                     LeafReadAhead::account(&mut self.read_ahead, self.acct),
                 )?,
             };
-            let first = {
-                let page = leaf.page();
-                first_data_offset(&check_page(&page, leaf.blkno(), &self.index.name)?)
-            };
-            self.read_leaf(leaf, first)?;
+            self.read_leaf(leaf)?;
         }
     }
 }
