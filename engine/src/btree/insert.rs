@@ -22,11 +22,12 @@
 //! A page that overflows is split at an item boundary into itself (the left half) and a
 //! new page appended to the relation (the right half):
 //!
-//! * the split point: on the rightmost page of a level, as far right as keeps the left
-//!   page within the fill factor (the index's leaf fill factor, 90 % by default; 70 % above — ascending inserts then
-//!   leave full pages behind, as a bottom-up build would); elsewhere, where the two
-//!   halves are closest in size. Either way both halves must fit, which PostgreSQL's
-//!   size limit (a third of a page per tuple) guarantees is possible;
+//! * the split point (`split_point.rs`): on the rightmost page of a level, one that leaves
+//!   the left page at the fill factor (the index's, 90 % by default, on leaves; 70 %
+//!   above) — ascending inserts then leave full pages behind, as a build would; elsewhere
+//!   where the halves are about equal, on leaves preferably between two different keys,
+//!   and a leaf full of one key that more will follow is left 96 % full. Both halves must
+//!   fit, which PostgreSQL's size limit (a third of a page per tuple) makes possible;
 //! * the left page's new high key is the separator: on a leaf, the shortest pivot between
 //!   the last item that stays and the first that moves (`page::truncate`); on an internal
 //!   page, the first moving item's key, which then becomes the right page's minus
@@ -48,11 +49,10 @@ use iolab_catalog::{PgError, PgResult};
 use super::key::{self, Key};
 use super::page::{
     build_page, check_page, data_items, first_data_offset, form_leaf, form_pivot, insert_item_at,
-    item_cost, too_big, truncate, tuple_at, BtMeta, BtOpaque, IndexTuple, SearchKey, TidBound,
-    BTP_LEAF, BTP_ROOT, BT_MAX_ITEM_SIZE, DEDUP_MAX_POSTING_SIZE, METAPAGE, PAGE_CAPACITY, P_HIKEY,
-    P_NONE,
+    too_big, truncate, tuple_at, BtMeta, BtOpaque, IndexTuple, SearchKey, TidBound, BTP_LEAF,
+    BTP_ROOT, BT_MAX_ITEM_SIZE, DEDUP_MAX_POSTING_SIZE, METAPAGE, P_HIKEY, P_NONE,
 };
-use super::{dedup, BtreeIndex, Tid};
+use super::{dedup, split_point, BtreeIndex, Tid};
 use crate::accounting::IoAccount;
 use crate::buffer::PinnedBuffer;
 use crate::storage::page as slotted;
@@ -271,7 +271,25 @@ impl BtreeIndex {
             items[(off - first) as usize] = list;
         }
         items.insert((placement.position - first) as usize, placement.item);
-        let split_at = self.choose_split(&old, old_high_key.as_deref(), &items)?;
+        let full = split_point::FullPage {
+            items: &items,
+            new_at: (placement.position - first) as usize,
+            leaf,
+            rightmost: old.is_rightmost(),
+            high_key: old_high_key.as_deref(),
+            fillfactor: if leaf {
+                self.leaf_fillfactor
+            } else {
+                NONLEAF_FILLFACTOR
+            },
+        };
+        let split_at = split_point::choose(self.ty, &full)?.ok_or_else(|| {
+            PgError::internal(format!(
+                "index \"{}\": no split point for {} items",
+                self.name,
+                items.len()
+            ))
+        })?;
 
         let moved = IndexTuple::parse(&items[split_at])?;
         let (high_key, right_first) = if leaf {
@@ -376,63 +394,5 @@ impl BtreeIndex {
             };
             self.split(parent, placement, stack, acct)
         }
-    }
-
-    /// The index of the first item that moves to the right page (see the module comment).
-    fn choose_split(
-        &self,
-        old: &BtOpaque,
-        old_high_key: Option<&[u8]>,
-        items: &[Vec<u8>],
-    ) -> PgResult<usize> {
-        let n = items.len();
-        assert!(n >= 2, "a page overflows with at least two items");
-        let leaf = old.is_leaf();
-        let total: usize = items.iter().map(|i| item_cost(i.len())).sum();
-        let old_hk_cost = old_high_key.map_or(0, |h| item_cost(h.len()));
-        let mut best: Option<(usize, usize)> = None; // (score, split index)
-        let mut left = 0usize;
-        let fillfactor = if leaf {
-            self.leaf_fillfactor
-        } else {
-            NONLEAF_FILLFACTOR
-        };
-        let target = PAGE_CAPACITY * fillfactor / 100;
-        for s in 1..n {
-            left += item_cost(items[s - 1].len());
-            let moving = items[s].len();
-            // The new high key: ≤ the moving item plus a heap TID on a leaf; the moving
-            // item's key as is on an internal page (it turns into minus infinity there).
-            let high_key_cost = item_cost(moving + if leaf { 8 } else { 0 });
-            let right_first_cost = if leaf {
-                item_cost(moving)
-            } else {
-                item_cost(8)
-            };
-            let left_bytes = left + high_key_cost;
-            let right_bytes = total - left - item_cost(moving) + right_first_cost + old_hk_cost;
-            if left_bytes > PAGE_CAPACITY || right_bytes > PAGE_CAPACITY {
-                continue;
-            }
-            let score = if old.is_rightmost() {
-                // As full as the fill factor allows; past it, the less the better.
-                if left_bytes <= target {
-                    target - left_bytes
-                } else {
-                    PAGE_CAPACITY + left_bytes
-                }
-            } else {
-                left_bytes.abs_diff(right_bytes)
-            };
-            if best.is_none_or(|(b, _)| score < b) {
-                best = Some((score, s));
-            }
-        }
-        best.map(|(_, s)| s).ok_or_else(|| {
-            PgError::internal(format!(
-                "index \"{}\": no split point for {n} items of {total} bytes",
-                self.name
-            ))
-        })
     }
 }

@@ -35,6 +35,7 @@
 //! | `read_ahead.rs` | a range scan's next leaves, read ahead through a read stream |
 //! | `insert.rs` | inserting entries of new rows; page splits |
 //! | `dedup.rs` | deduplication: equal keys merged into posting list tuples |
+//! | `split_point.rs` | where a full page splits |
 //! | `check.rs` | structural and heap-consistency verification (`iolab_btree_check`) |
 //!
 //! # Concurrency
@@ -69,6 +70,7 @@ pub mod key;
 pub mod page;
 mod read_ahead;
 pub mod scan;
+mod split_point;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
