@@ -405,6 +405,64 @@ async fn repeated_names_in_a_select_list() {
 /// array): alone, beside another of a different length (lockstep, the shorter padded with
 /// NULLs), once per row of a table, inside an expression, under an aggregate's subquery
 /// and in CREATE TABLE AS.
+/// An array cast to text reads as PostgreSQL writes arrays (DataFusion wrote `[1, 2]`), in
+/// a select list, a WHERE clause and a catalog column, through both protocols; a cast of a
+/// parameter types it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arrays_cast_to_text_like_postgres() {
+    let server = TestServer::start("array_text");
+    let client = server.client().await;
+    client
+        .batch_execute("CREATE TABLE t(a int); CREATE INDEX i ON t(a) WITH (fillfactor = 70)")
+        .await
+        .unwrap();
+    for (query, header, rows) in [
+        ("SELECT ARRAY[1,2]::text", "array", "{1,2}"),
+        (
+            "SELECT CAST(ARRAY['a','b c'] AS varchar) AS v",
+            "v",
+            "{a,\"b c\"}",
+        ),
+        (
+            "SELECT ARRAY[1,NULL]::text, ARRAY[[1,2],[3,4]]::text AS m",
+            "array   |       m",
+            "{1,NULL}|{{1,2},{3,4}}",
+        ),
+        (
+            "SELECT count(*) FROM (SELECT ARRAY[2,3]::text AS t) s WHERE t = '{2,3}'",
+            "count",
+            "1",
+        ),
+        (
+            "SELECT reloptions::text FROM pg_class WHERE relname = 'i'",
+            "reloptions",
+            "{fillfactor=70}",
+        ),
+        ("SELECT array_out(ARRAY[1.5, 2])", "array_out", "{1.5,2}"),
+    ] {
+        assert_psql_shows(&server, query, header, rows);
+    }
+    // The extended protocol plans the same way. A cast types its parameter, as in
+    // PostgreSQL (`$1::int` is an int4 parameter: tokio-postgres then sends an i32).
+    let stmt = client
+        .prepare("SELECT $1::int + 1, $2::text")
+        .await
+        .unwrap();
+    assert_eq!(
+        stmt.params(),
+        &[
+            tokio_postgres::types::Type::INT4,
+            tokio_postgres::types::Type::TEXT
+        ]
+    );
+    let text: String = client
+        .query_one("SELECT ARRAY[$1::int, 7]::text", &[&5i32])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(text, "{5,7}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generate_series_in_a_select_list_makes_rows() {
     let server = TestServer::start("select_list_series");

@@ -950,6 +950,21 @@ fn definitions() -> Vec<Def> {
             };
             Ok(vec![V::Text(name); rows])
         }),
+        // Also what casts of arrays to text become (`sql/array_text.rs`).
+        def(
+            crate::sql::array_text::ARRAY_OUT,
+            1..=1,
+            DataType::Utf8,
+            |ctx, args, rows| {
+                let fmt = crate::session::text_format_for(&ctx.settings.lock());
+                per_row(rows, |row| {
+                    Ok(
+                        iolab_engine::values::text_value(args[0].as_ref(), row, &fmt)
+                            .map_or(V::Null, V::Text),
+                    )
+                })
+            },
+        ),
         def("array_lower", 2..=2, DataType::Int64, |_, args, rows| {
             array_bound(&args[0], &args[1], rows, false)
         }),

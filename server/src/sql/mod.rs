@@ -19,6 +19,7 @@
 //! when the client goes away (a [`StatementGuard`] sees to that even if the future
 //! running the statement is dropped half-way).
 
+pub mod array_text;
 pub mod colnames;
 pub mod ctas_columns;
 pub mod ddl;
@@ -550,6 +551,7 @@ pub async fn plan_statement(
         .statement_to_plan(df_stmt)
         .await
         .map_err(from_datafusion)?;
+    let plan = array_text::rewrite_casts(plan, state)?;
     Ok(if wrapped {
         params::unwrap_prepare(plan)
     } else {

@@ -12,8 +12,12 @@
 //! with a parameter of unknown type, or of a type with no SQL spelling here, is planned
 //! as it is.
 
+use std::collections::HashMap;
+
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
-use datafusion::logical_expr::{LogicalPlan, Statement as PlanStatement};
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::logical_expr::expr::{Cast, TryCast};
+use datafusion::logical_expr::{Expr, LogicalPlan, Statement as PlanStatement};
 use datafusion::sql::sqlparser::ast::{self, ExactNumberInfo, TimezoneInfo};
 
 /// The statement to plan for `stmt` with parameters of `types` (`None` = unknown).
@@ -40,6 +44,29 @@ pub fn unwrap_prepare(plan: LogicalPlan) -> LogicalPlan {
         }
         other => other,
     }
+}
+
+/// The types of `$n` placeholders that are the operand of a cast (`$1::int`): DataFusion
+/// leaves them untyped, PostgreSQL gives them the cast's type (so a client that asks for
+/// the parameter types sends an int4 for `$1::int`).
+pub fn cast_placeholder_types(plan: &LogicalPlan) -> HashMap<String, DataType> {
+    let mut found = HashMap::new();
+    let _ = plan.apply_with_subqueries(|node| {
+        node.apply_expressions(|e| {
+            e.apply(|e| {
+                let (operand, ty) = match e {
+                    Expr::Cast(Cast { expr, field }) => (expr, field.data_type()),
+                    Expr::TryCast(TryCast { expr, field }) => (expr, field.data_type()),
+                    _ => return Ok(TreeNodeRecursion::Continue),
+                };
+                if let Expr::Placeholder(p) = operand.as_ref() {
+                    found.entry(p.id.clone()).or_insert_with(|| ty.clone());
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    });
+    found
 }
 
 /// The SQL type DataFusion plans back into `dt` (timestamptz into the session's zone).
