@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use iolab_stats::{
     AioEvent, AioLatencyOp, BackendActivity, BackendType, BufferUsage, IoContext, IoObject, IoOp,
-    IoStatsHub, LatencyHistogram, PendingIoStats, WaitEvent,
+    IoStatsHub, LatencyHistogram, PendingIoStats, PendingRelationBlocks, WaitEvent,
 };
 
 use crate::buffer::RingKind;
@@ -58,6 +58,8 @@ pub struct IoAccount {
     /// Read latency of this operation's I/Os (EXPLAIN's `I/O Latency:`).
     pub read_latency: LatencyHistogram,
     pending: PendingIoStats,
+    /// Hits and reads by relation (`pg_statio_*`), flushed with `pending`.
+    relations: PendingRelationBlocks,
     sink: Option<StatsSink>,
     /// The process whose wait events this operation sets (`pg_stat_activity`).
     activity: Option<Arc<BackendActivity>>,
@@ -109,6 +111,7 @@ impl IoAccount {
             track_io_timing,
             read_latency: LatencyHistogram::new(),
             pending: PendingIoStats::new(),
+            relations: PendingRelationBlocks::default(),
             sink,
             activity,
             last_flush: Instant::now(),
@@ -126,16 +129,19 @@ impl IoAccount {
         started.map_or(0, |s| s.elapsed().as_nanos() as u64)
     }
 
-    /// A block was found valid in the pool.
-    pub fn hit(&mut self, ring: Option<RingKind>) {
+    /// A block of relation file `relfilenode` was found valid in the pool.
+    pub fn hit(&mut self, ring: Option<RingKind>, relfilenode: u32) {
         self.usage.shared_hit += 1;
+        self.relations.hit(relfilenode);
         self.pending
             .count_op(IoObject::Relation, io_context(ring), IoOp::Hit, 0, 0);
     }
 
-    /// A read of `nblocks` blocks was started (counted once per I/O, as PostgreSQL 18).
-    pub fn read_started(&mut self, ring: Option<RingKind>, nblocks: u32) {
+    /// A read of `nblocks` blocks of relation file `relfilenode` was started (counted once
+    /// per I/O in `pg_stat_io`, as PostgreSQL 18; per block in `pg_statio_*`).
+    pub fn read_started(&mut self, ring: Option<RingKind>, relfilenode: u32, nblocks: u32) {
         self.usage.shared_read += nblocks as u64;
+        self.relations.read(relfilenode, nblocks as u64);
         self.usage.io_reads += 1;
         self.pending.count_op(
             IoObject::Relation,
@@ -267,6 +273,7 @@ impl IoAccount {
                 sink.hub
                     .flush(&mut self.pending, sink.backend_type, sink.pid);
             }
+            sink.hub.relation_blocks.add(&mut self.relations);
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod activity;
 pub mod aio;
 pub mod history;
 pub mod io;
+pub mod relation;
 pub mod usage;
 pub mod views;
 
@@ -34,5 +35,6 @@ pub use io::{
     IoCounters, IoObject, IoOp, IoSnapshot, IoStatsHub, LatencyHistogram, LatencySummary,
     PendingIoStats, FLUSH_INTERVAL,
 };
+pub use relation::{PendingRelationBlocks, RelationBlockCounts, RelationBlocks};
 pub use usage::BufferUsage;
 pub use views::{AioOperation, AioResultStatus, AioRow, AioState};

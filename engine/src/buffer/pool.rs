@@ -521,7 +521,7 @@ impl BufferPool {
                     state = self.desc(id).wait_for_io();
                 }
                 if state & VALID != 0 {
-                    acct.hit(ring);
+                    acct.hit(ring, first_tag.relfilenode);
                     return Ok(StartedRead::Hit(self.pinned(id, first_tag)));
                 }
                 // The read we waited for failed and unmapped the buffer: try ourselves.
@@ -561,7 +561,7 @@ impl BufferPool {
                 }
             }
         }
-        acct.read_started(ring, buffers.len() as u32);
+        acct.read_started(ring, first_tag.relfilenode, buffers.len() as u32);
         Ok(StartedRead::Miss(PendingRead {
             rel: Arc::clone(rel),
             first_blkno: blkno,
@@ -581,7 +581,7 @@ impl BufferPool {
     ) -> ReadByOther {
         let state = self.desc(buffer.id).wait_for_io_timeout(timeout);
         if state & VALID != 0 {
-            acct.hit(ring);
+            acct.hit(ring, buffer.relfilenode());
             ReadByOther::Valid(buffer)
         } else if state & IO_IN_PROGRESS != 0 {
             ReadByOther::Pending(buffer)

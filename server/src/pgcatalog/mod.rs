@@ -42,6 +42,7 @@ pub mod rewrite;
 pub mod snapshot;
 pub mod stat_aio;
 pub mod stat_views;
+pub mod statio;
 pub mod tables;
 pub mod time_range;
 pub mod types;

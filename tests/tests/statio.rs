@@ -1,0 +1,154 @@
+//! `pg_statio_*_tables` and `pg_statio_*_indexes`: blocks read into the pool and found
+//! there, per table and per index, as PostgreSQL counts them, checked against the table's
+//! size and against what EXPLAIN's `Buffers:` lines say the same scans did.
+
+use iolab_tests::{evict, figure, int, plan, rows, TestServer};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn block_counts_per_table_and_index() {
+    // A table small enough that a scan reads it into the pool without a ring.
+    let server = TestServer::start_with("statio", &["-c", "shared_buffers=16MB"]);
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "CREATE TABLE t(a int, filler text);
+             INSERT INTO t SELECT i % 100, md5(i::text) FROM generate_series(1, 20000) AS T(i);
+             CREATE INDEX t_a ON t(a);
+             CREATE TABLE bare(x int);
+             SELECT pg_stat_reset();",
+        )
+        .await
+        .unwrap();
+    let blocks = int(&client, "SELECT pg_relation_size('t') / 8192").await;
+    let heap = |which: &'static str| {
+        let client = &client;
+        async move {
+            int(
+                client,
+                &format!("SELECT heap_blks_{which} FROM pg_statio_user_tables WHERE relname = 't'"),
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        (heap("read").await, heap("hit").await),
+        (0, 0),
+        "after pg_stat_reset()"
+    );
+
+    // Cold, a count reads every block once; warm, it finds every block.
+    evict(&client, "t").await;
+    client
+        .batch_execute("SELECT count(*) FROM t")
+        .await
+        .unwrap();
+    assert_eq!((heap("read").await, heap("hit").await), (blocks, 0));
+    client
+        .batch_execute("SELECT count(*) FROM t")
+        .await
+        .unwrap();
+    assert_eq!((heap("read").await, heap("hit").await), (blocks, blocks));
+
+    // A bitmap scan, cold: the index's and the heap's counts are EXPLAIN's.
+    evict(&client, "t").await;
+    evict(&client, "t_a").await;
+    client
+        .batch_execute("SELECT pg_stat_reset(); SET enable_seqscan = off")
+        .await
+        .unwrap();
+    let lines = plan(
+        &client,
+        "EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM t WHERE a < 3",
+    )
+    .await;
+    let ctx = format!("{lines:#?}");
+    let index_at = lines
+        .iter()
+        .position(|l| l.contains("Bitmap Index Scan on t_a"))
+        .unwrap_or_else(|| panic!("{ctx}"));
+    let buffers =
+        |lines: &[String], key: &str| figure(lines, "Buffers:", key).unwrap_or(0.0) as i64;
+    let (index_read, index_hit) = (
+        buffers(&lines[index_at..], " read="),
+        buffers(&lines[index_at..], " hit="),
+    );
+    // The heap node's line includes its child's.
+    let heap_read = buffers(&lines[..index_at], " read=") - index_read;
+    let heap_hit = buffers(&lines[..index_at], " hit=") - index_hit;
+    assert!(index_read > 0 && heap_read > 0, "{ctx}");
+    // The planner read the index's meta page (for the tree's height): `Planning:`.
+    let planning_read = match lines.iter().position(|l| l == "Planning:") {
+        Some(at) => buffers(&lines[at..], " read="),
+        None => 0,
+    };
+    let index_read = index_read + planning_read;
+    let tables = rows(
+        &client,
+        "SELECT heap_blks_read, heap_blks_hit, idx_blks_read, idx_blks_hit
+           FROM pg_statio_user_tables WHERE relname = 't'",
+    )
+    .await;
+    let as_ints = |r: &[Option<String>]| -> Vec<i64> {
+        r.iter()
+            .map(|v| v.as_deref().unwrap().parse().unwrap())
+            .collect()
+    };
+    assert_eq!(
+        as_ints(&tables[0]),
+        vec![heap_read, heap_hit, index_read, index_hit],
+        "{ctx}"
+    );
+    let indexes = rows(
+        &client,
+        "SELECT relname, indexrelname, idx_blks_read, idx_blks_hit,
+                indexrelid = 't_a'::regclass::oid, relid = 't'::regclass::oid
+           FROM pg_statio_user_indexes",
+    )
+    .await;
+    assert_eq!(
+        indexes,
+        vec![vec![
+            Some("t".into()),
+            Some("t_a".into()),
+            Some(index_read.to_string()),
+            Some(index_hit.to_string()),
+            Some("t".into()),
+            Some("t".into())
+        ]]
+    );
+
+    // A table without indexes has NULL index counts; no TOAST anywhere; the `all` views
+    // have the same rows.
+    assert_eq!(
+        rows(
+            &client,
+            "SELECT idx_blks_read, idx_blks_hit, toast_blks_read, tidx_blks_hit
+               FROM pg_statio_user_tables WHERE relname = 'bare'"
+        )
+        .await,
+        vec![vec![None, None, None, None]]
+    );
+    for (all, user) in [
+        ("pg_statio_all_tables", "pg_statio_user_tables"),
+        ("pg_statio_all_indexes", "pg_statio_user_indexes"),
+    ] {
+        assert_eq!(
+            rows(&client, &format!("SELECT * FROM {all} ORDER BY relid")).await,
+            rows(&client, &format!("SELECT * FROM {user} ORDER BY relid")).await
+        );
+    }
+    // A dropped index leaves the views, and the table's index counts with it.
+    client.batch_execute("DROP INDEX t_a").await.unwrap();
+    assert_eq!(
+        int(&client, "SELECT count(*) FROM pg_statio_user_indexes").await,
+        0
+    );
+    assert_eq!(
+        rows(
+            &client,
+            "SELECT idx_blks_read FROM pg_statio_user_tables WHERE relname = 't'"
+        )
+        .await,
+        vec![vec![None]]
+    );
+}
