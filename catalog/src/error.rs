@@ -37,6 +37,7 @@ pub mod sqlstate {
     pub const INVALID_SCHEMA_NAME: &str = "3F000";
     pub const TOO_MANY_COLUMNS: &str = "54011";
     pub const NAME_TOO_LONG: &str = "42622";
+    pub const INVALID_COLUMN_REFERENCE: &str = "42P10";
     pub const INVALID_CURSOR_NAME: &str = "34000";
     pub const SYNTAX_ERROR: &str = "42601";
     pub const INSUFFICIENT_PRIVILEGE: &str = "42501";

@@ -405,6 +405,39 @@ async fn repeated_names_in_a_select_list() {
 /// array): alone, beside another of a different length (lockstep, the shorter padded with
 /// NULLs), once per row of a table, inside an expression, under an aggregate's subquery
 /// and in CREATE TABLE AS.
+/// A column alias list shorter than a subquery's columns names the first ones and keeps
+/// the others' names, as in PostgreSQL; a longer one fails with its error (42P10).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_alias_lists_name_the_first_columns() {
+    let server = TestServer::start("alias_lists");
+    let client = server.client().await;
+    for (query, header, rows) in [
+        ("SELECT * FROM (SELECT 1 AS x, 2 AS y) AS t(a)", "a | y", "1|2"),
+        ("SELECT * FROM (VALUES (1, 2), (3, 4)) AS v(a) ORDER BY a DESC", "a | column2", "3|4\n1|2"),
+        (
+            "SELECT t.a + t.y AS s FROM (SELECT 1 AS x, 2 AS y) t(a) WHERE t.y = 2",
+            "s",
+            "3",
+        ),
+        (
+            "SELECT count(*) FROM (SELECT 5) AS q WHERE 5 IN (SELECT b FROM (SELECT 5 AS c, 6) AS z(b))",
+            "count",
+            "1",
+        ),
+    ] {
+        assert_psql_shows(&server, query, header, rows);
+    }
+    let e = client
+        .simple_query("SELECT * FROM (SELECT 1) AS t(a, b)")
+        .await
+        .unwrap_err();
+    assert_eq!(iolab_tests::sqlstate(&e), "42P10");
+    assert_eq!(
+        e.as_db_error().unwrap().message(),
+        "table \"t\" has 1 columns available but 2 columns specified"
+    );
+}
+
 /// An array cast to text reads as PostgreSQL writes arrays (DataFusion wrote `[1, 2]`), in
 /// a select list, a WHERE clause and a catalog column, through both protocols; a cast of a
 /// parameter types it.

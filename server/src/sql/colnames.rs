@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 /// The names PostgreSQL gives the columns of `query`, or `None` where DataFusion's name
 /// is kept (aliases, wildcard expansions, queries that are not a plain SELECT).
-fn pg_names(query: &ast::Query, width: usize) -> Option<Vec<Option<String>>> {
+pub(crate) fn pg_names(query: &ast::Query, width: usize) -> Option<Vec<Option<String>>> {
     let SetExpr::Select(select) = query.body.as_ref() else {
         return None;
     };

@@ -58,7 +58,8 @@ pub fn restore_column_list(stmt: &mut ast::Statement, names: Vec<Ident>) {
         .collect();
 }
 
-/// A cursor over a statement's text that skips whitespace and `--` comments.
+/// A cursor over a statement's text that skips whitespace, `--` comments and (nested)
+/// `/* */` comments.
 struct Scanner<'t> {
     text: &'t str,
     at: usize,
@@ -77,6 +78,8 @@ impl<'t> Scanner<'t> {
             self.at += rest.len() - trimmed.len();
             if trimmed.starts_with("--") {
                 self.at += trimmed.find('\n').unwrap_or(trimmed.len());
+            } else if trimmed.starts_with("/*") {
+                self.at += block_comment_len(trimmed);
             } else {
                 return self.at;
             }
@@ -109,9 +112,21 @@ impl<'t> Scanner<'t> {
         self.skip_space();
         let rest = self.rest();
         if let Some(quoted) = rest.strip_prefix('"') {
-            let end = quoted.find('"')?;
-            self.at += end + 2;
-            return Some(Ident::with_quote('"', &quoted[..end]));
+            // `""` inside stands for one `"`.
+            let mut name = String::new();
+            let mut chars = quoted.char_indices().peekable();
+            loop {
+                let (i, c) = chars.next()?;
+                if c != '"' {
+                    name.push(c);
+                } else if chars.peek().is_some_and(|&(_, next)| next == '"') {
+                    name.push('"');
+                    chars.next();
+                } else {
+                    self.at += 1 + i + 1;
+                    return Some(Ident::with_quote('"', name));
+                }
+            }
         }
         let first = rest.chars().next()?;
         if !(first.is_alphabetic() || first == '_') {
@@ -121,6 +136,28 @@ impl<'t> Scanner<'t> {
         self.at += len;
         Some(Ident::new(&rest[..len]))
     }
+}
+
+/// Bytes of the `/* … */` comment `text` starts with (PostgreSQL's nest); all of `text`
+/// when it is not closed.
+fn block_comment_len(text: &str) -> usize {
+    let (mut depth, mut at) = (0usize, 0usize);
+    while at < text.len() {
+        let rest = &text[at..];
+        if rest.starts_with("/*") {
+            depth += 1;
+            at += 2;
+        } else if rest.starts_with("*/") {
+            depth -= 1;
+            at += 2;
+            if depth == 0 {
+                return at;
+            }
+        } else {
+            at += rest.chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    text.len()
 }
 
 fn is_ident_char(c: char) -> bool {
@@ -144,6 +181,12 @@ mod tests {
         let (names, text) = cut_column_list("create         table t(x)as select 1").unwrap();
         assert_eq!(names, vec![Ident::new("x")]);
         assert_eq!(text, "create         table t   as select 1");
+        // Comments anywhere (PostgreSQL's block comments nest), quotes doubled in a name.
+        let sql = "CREATE /* a /* nested */ one */ TABLE t -- the names:\n (a, \"x\"\"y\") /* two */ AS SELECT 1, 2";
+        let (names, text) = cut_column_list(sql).unwrap();
+        assert_eq!(names, vec![Ident::new("a"), Ident::with_quote('"', "x\"y")]);
+        assert!(text.ends_with(" /* two */ AS SELECT 1, 2"), "{text}");
+        assert!(!text.contains("(a"), "{text}");
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! when the client goes away (a [`StatementGuard`] sees to that even if the future
 //! running the statement is dropped half-way).
 
+pub mod alias_lists;
 pub mod array_text;
 pub mod colnames;
 pub mod ctas_columns;
@@ -540,6 +541,8 @@ pub async fn plan_statement(
     stmt: &ast::Statement,
     param_types: &[Option<datafusion::arrow::datatypes::DataType>],
 ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
+    let completed = alias_lists::complete(stmt)?;
+    let stmt = completed.as_ref().unwrap_or(stmt);
     let deduplicated = colnames::hide_duplicate_names(stmt);
     let stmt = deduplicated.as_ref().unwrap_or(stmt);
     let typed = params::typed(stmt, param_types);
