@@ -23,6 +23,11 @@ async fn count(client: &Client, sql: &str) -> i64 {
         .get(0)
 }
 
+/// Pages of relation `name`.
+async fn pages(client: &Client, name: &str) -> i64 {
+    count(client, &format!("SELECT pg_relation_size('{name}') / 8192")).await
+}
+
 /// `iolab_btree_check(index)` equals the table's row count.
 async fn assert_consistent(client: &Client, index: &str, table: &str) -> i64 {
     let rows = count(client, &format!("SELECT count(*) FROM {table}")).await;
@@ -439,24 +444,14 @@ async fn storage_parameters_deduplicate_items_and_fillfactor() {
         )
         .await
         .unwrap();
-    let pages = |index: &'static str| {
-        let client = &client;
-        async move {
-            count(
-                client,
-                &format!("SELECT pg_relation_size('{index}') / 8192"),
-            )
-            .await
-        }
-    };
     // 100 000 int4 entries: ~1 000 a leaf deduplicated, ~366 plain, ~200 plain at half
     // fill; float8 keys are never deduplicated. PostgreSQL 18 makes 91, 278, 501 and 278
     // pages of this table.
     let (dedup, plain, half, floats) = (
-        pages("dedup").await,
-        pages("plain").await,
-        pages("half").await,
-        pages("floats").await,
+        pages(&client, "dedup").await,
+        pages(&client, "plain").await,
+        pages(&client, "half").await,
+        pages(&client, "floats").await,
     );
     let sizes = format!("dedup {dedup}, plain {plain}, half {half}, floats {floats}");
     assert!((85..=100).contains(&dedup), "{sizes}");
@@ -519,20 +514,10 @@ async fn storage_parameters_deduplicate_items_and_fillfactor() {
         )
         .await
         .unwrap();
-    let pages = |index: &'static str| {
-        let client = &client;
-        async move {
-            count(
-                client,
-                &format!("SELECT pg_relation_size('{index}') / 8192"),
-            )
-            .await
-        }
-    };
     // The inserts go to every leaf; full leaves are deduplicated, or split where
     // PostgreSQL splits them (at key boundaries; a page of one key that is the last of
     // its run, 96 % left). PostgreSQL 18 ends with 257 and 626 pages.
-    let (dedup2, plain2) = (pages("dedup").await, pages("plain").await);
+    let (dedup2, plain2) = (pages(&client, "dedup").await, pages(&client, "plain").await);
     let sizes = format!("{sizes}; after the inserts dedup {dedup2}, plain {plain2}");
     assert!((245..=270).contains(&dedup2), "{sizes}");
     assert!((600..=650).contains(&plain2), "{sizes}");

@@ -28,8 +28,8 @@ use iolab_catalog::PgResult;
 use super::build::{scan_heap, HeapSource};
 use super::key::{self, Key};
 use super::page::{
-    check_page, compare_tuples, first_data_offset, tuple_at, BtOpaque, IndexTuple, SearchKey,
-    TidBound, P_HIKEY, P_NONE,
+    check_page, compare_tuples, first_data_offset, high_key, tuple_at, BtOpaque, IndexTuple,
+    SearchKey, TidBound, P_NONE,
 };
 use super::{corrupted, BtreeIndex, Tid};
 use crate::accounting::IoAccount;
@@ -163,9 +163,7 @@ impl BtreeIndex {
                 if (level == meta.level) != opaque.is_root() {
                     return Err(fail("root flag wrong".into()));
                 }
-                let high_key = (!opaque.is_rightmost())
-                    .then(|| tuple_at(&page, P_HIKEY).map(|t| t.bytes.to_vec()))
-                    .transpose()?;
+                let high_key = high_key(&page, &opaque)?;
                 match (&high_key, want_high_key) {
                     (None, None) => {}
                     (Some(h), Some(w)) => {

@@ -67,15 +67,6 @@ impl PostingRun {
         true
     }
 
-    /// Heap TIDs gathered so far.
-    pub fn len(&self) -> usize {
-        self.tids.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.tids.is_empty()
-    }
-
     /// The run as one leaf tuple: the first tuple itself when nothing joined it.
     pub fn finish(self, ty: PgType) -> PgResult<Vec<u8>> {
         let first = IndexTuple::parse(&self.first)?;

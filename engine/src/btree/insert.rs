@@ -48,9 +48,9 @@ use iolab_catalog::{PgError, PgResult};
 
 use super::key::{self, Key};
 use super::page::{
-    build_page, check_page, data_items, first_data_offset, form_leaf, form_pivot, insert_item_at,
-    too_big, truncate, tuple_at, BtMeta, BtOpaque, IndexTuple, SearchKey, TidBound, BTP_LEAF,
-    BTP_ROOT, BT_MAX_ITEM_SIZE, DEDUP_MAX_POSTING_SIZE, METAPAGE, P_HIKEY, P_NONE,
+    build_page, check_page, data_items, first_data_offset, form_leaf, form_pivot, high_key,
+    insert_item_at, too_big, truncate, tuple_at, BtMeta, BtOpaque, IndexTuple, SearchKey, TidBound,
+    BTP_LEAF, BTP_ROOT, BT_MAX_ITEM_SIZE, DEDUP_MAX_POSTING_SIZE, METAPAGE, P_NONE,
 };
 use super::{dedup, split_point, BtreeIndex, Tid};
 use crate::accounting::IoAccount;
@@ -117,9 +117,7 @@ impl BtreeIndex {
             let high_key = {
                 let page = buffer.page();
                 let opaque = check_page(&page, buffer.blkno(), &self.name)?;
-                (!opaque.is_rightmost())
-                    .then(|| tuple_at(&page, P_HIKEY).map(|t| t.bytes.to_vec()))
-                    .transpose()?
+                high_key(&page, &opaque)?
             };
             let mut deduplicated = false;
             loop {
@@ -201,9 +199,7 @@ impl BtreeIndex {
         let (opaque, high_key, items) = {
             let page = leaf.page();
             let opaque = check_page(&page, leaf.blkno(), &self.name)?;
-            let high_key = (!opaque.is_rightmost())
-                .then(|| tuple_at(&page, P_HIKEY).map(|t| t.bytes.to_vec()))
-                .transpose()?;
+            let high_key = high_key(&page, &opaque)?;
             (opaque, high_key, data_items(&page)?)
         };
         let merged = dedup::deduplicate_items(self.ty, &items, DEDUP_MAX_POSTING_SIZE)?;
@@ -260,9 +256,7 @@ impl BtreeIndex {
         let (old, old_high_key, mut items) = {
             let page = buffer.page();
             let opaque = check_page(&page, left_blkno, &self.name)?;
-            let high_key = (!opaque.is_rightmost())
-                .then(|| tuple_at(&page, P_HIKEY).map(|t| t.bytes.to_vec()))
-                .transpose()?;
+            let high_key = high_key(&page, &opaque)?;
             (opaque, high_key, data_items(&page)?)
         };
         let leaf = old.is_leaf();

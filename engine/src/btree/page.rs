@@ -748,6 +748,13 @@ pub fn insert_item_at(page: &mut [u8], off: u16, item: &[u8]) -> bool {
     true
 }
 
+/// A page's high key, copied; `None` on the rightmost page of its level.
+pub fn high_key(page: &[u8], opaque: &BtOpaque) -> PgResult<Option<Vec<u8>>> {
+    (!opaque.is_rightmost())
+        .then(|| tuple_at(page, P_HIKEY).map(|t| t.bytes.to_vec()))
+        .transpose()
+}
+
 /// The data items (not the high key) of a page, copied.
 pub fn data_items(page: &[u8]) -> PgResult<Vec<Vec<u8>>> {
     let opaque = BtOpaque::read(page);
