@@ -152,6 +152,21 @@ impl IoAccount {
         );
     }
 
+    /// One search (descent) of index file `relfilenode` (`pg_stat_*_indexes.idx_scan`).
+    pub fn index_scan(&mut self, relfilenode: u32) {
+        self.relations.index_scan(relfilenode);
+    }
+
+    /// `n` entries returned by a scan of index file `relfilenode` (`idx_tup_read`).
+    pub fn index_tuples_read(&mut self, relfilenode: u32, n: u64) {
+        self.relations.index_tuples_read(relfilenode, n);
+    }
+
+    /// `n` live table rows fetched through index file `relfilenode` (`idx_tup_fetch`).
+    pub fn index_tuples_fetched(&mut self, relfilenode: u32, n: u64) {
+        self.relations.index_tuples_fetched(relfilenode, n);
+    }
+
     /// Time spent issuing I/O (advice, submission), from `started` until now.
     pub fn issued(&mut self, ring: Option<RingKind>, started: Option<Instant>) {
         if started.is_some() {

@@ -1,4 +1,5 @@
-//! Block counts per relation: PostgreSQL's `pg_statio_*_tables` and `pg_statio_*_indexes`.
+//! Counts per relation: blocks for PostgreSQL's `pg_statio_*_tables` and
+//! `pg_statio_*_indexes`, and index scans for `pg_stat_*_indexes`.
 //!
 //! For every relation, how many of its blocks were found in the buffer pool (hits) and how
 //! many had to be read (one per block, whether the read combined it with others or not).
@@ -7,19 +8,33 @@
 //! here when the account flushes (at statement end and at least once a second), and the
 //! views map files to tables and indexes through the catalog.
 //!
+//! An index also counts its scans (one per descent, EXPLAIN's `Index Searches:`), the index
+//! entries they returned, and the table rows plain Index Scans fetched through it; its
+//! last scan's time is the flush's that carried it (PostgreSQL stamps the end of the
+//! transaction that did it).
+//!
 //! Bounds: an operation touches a handful of relations (a table and an index or two), kept
 //! in a short list; the shared map holds one entry per relation file ever read or hit,
 //! and drops a file's entry when the file is removed (DROP, TRUNCATE).
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
-/// Hits and reads of one relation's blocks.
+/// Hits and reads of one relation's blocks; scans of it when it is an index.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RelationBlocks {
     pub hit: u64,
     pub read: u64,
+    /// Index searches (descents).
+    pub index_scans: u64,
+    /// Index entries those scans returned.
+    pub index_tuples_read: u64,
+    /// Live table rows plain Index Scans fetched through this index.
+    pub index_tuples_fetched: u64,
+    /// When the flush that last carried a scan of this index happened.
+    pub last_index_scan: Option<DateTime<Utc>>,
 }
 
 /// One operation's counts not yet flushed, by relation file.
@@ -38,6 +53,24 @@ impl PendingRelationBlocks {
     #[inline]
     pub fn read(&mut self, relfilenode: u32, nblocks: u64) {
         self.entry(relfilenode).read += nblocks;
+    }
+
+    /// One index search of index file `relfilenode`.
+    #[inline]
+    pub fn index_scan(&mut self, relfilenode: u32) {
+        self.entry(relfilenode).index_scans += 1;
+    }
+
+    /// `n` entries returned by a scan of index file `relfilenode`.
+    #[inline]
+    pub fn index_tuples_read(&mut self, relfilenode: u32, n: u64) {
+        self.entry(relfilenode).index_tuples_read += n;
+    }
+
+    /// `n` live table rows fetched through index file `relfilenode`.
+    #[inline]
+    pub fn index_tuples_fetched(&mut self, relfilenode: u32, n: u64) {
+        self.entry(relfilenode).index_tuples_fetched += n;
     }
 
     #[inline]
@@ -69,11 +102,18 @@ impl RelationBlockCounts {
         if pending.is_empty() {
             return;
         }
+        let now = Utc::now();
         let mut totals = self.totals.lock();
         for (relfilenode, counts) in pending.entries.drain(..) {
             let total = totals.entry(relfilenode).or_default();
             total.hit += counts.hit;
             total.read += counts.read;
+            total.index_scans += counts.index_scans;
+            total.index_tuples_read += counts.index_tuples_read;
+            total.index_tuples_fetched += counts.index_tuples_fetched;
+            if counts.index_scans > 0 {
+                total.last_index_scan = Some(now);
+            }
         }
     }
 
@@ -109,9 +149,24 @@ mod tests {
         assert!(pending.is_empty());
         pending.read(11, 4);
         totals.add(&mut pending);
+        pending.index_scan(12);
+        pending.index_tuples_read(12, 30);
+        pending.index_tuples_fetched(12, 7);
+        totals.add(&mut pending);
         let s = totals.snapshot();
-        assert_eq!(s[&10], RelationBlocks { hit: 2, read: 1 });
-        assert_eq!(s[&11], RelationBlocks { hit: 0, read: 20 });
+        assert_eq!((s[&10].hit, s[&10].read), (2, 1));
+        assert_eq!((s[&11].hit, s[&11].read), (0, 20));
+        assert_eq!(s[&11].last_index_scan, None);
+        let ix = s[&12];
+        assert_eq!(
+            (
+                ix.index_scans,
+                ix.index_tuples_read,
+                ix.index_tuples_fetched
+            ),
+            (1, 30, 7)
+        );
+        assert!(ix.last_index_scan.is_some());
         totals.forget(10);
         assert!(!totals.snapshot().contains_key(&10));
         totals.reset();

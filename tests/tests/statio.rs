@@ -1,6 +1,6 @@
-//! `pg_statio_*_tables` and `pg_statio_*_indexes`: blocks read into the pool and found
-//! there, per table and per index, as PostgreSQL counts them, checked against the table's
-//! size and against what EXPLAIN's `Buffers:` lines say the same scans did.
+//! Per-relation statistics: `pg_statio_*_tables` and `pg_statio_*_indexes` (blocks read
+//! into the pool and found there, checked against the table's size and against EXPLAIN's
+//! `Buffers:` of the same scans) and `pg_stat_*_indexes` (index scans and their rows).
 
 use iolab_tests::{evict, figure, int, plan, rows, TestServer};
 
@@ -151,4 +151,59 @@ async fn block_counts_per_table_and_index() {
         .await,
         vec![vec![None]]
     );
+}
+
+/// `pg_stat_user_indexes`: index searches, the entries they returned, and the rows plain
+/// Index Scans fetched, checked against EXPLAIN's counts of the same scans.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_scan_counts() {
+    let server = TestServer::start("stat_indexes");
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "CREATE TABLE t(a int, filler text);
+             INSERT INTO t SELECT i % 100, md5(i::text) FROM generate_series(1, 20000) AS T(i);
+             CREATE INDEX t_a ON t(a);
+             SELECT pg_stat_reset();",
+        )
+        .await
+        .unwrap();
+    let counts = "SELECT idx_scan, idx_tup_read, idx_tup_fetch, last_idx_scan IS NOT NULL
+                    FROM pg_stat_user_indexes WHERE indexrelname = 't_a'";
+    let as_text = |v: &[&str]| -> Vec<Vec<Option<String>>> {
+        vec![v.iter().map(|s| Some(s.to_string())).collect()]
+    };
+    assert_eq!(rows(&client, counts).await, as_text(&["0", "0", "0", "f"]));
+    // A bitmap scan: one search, its entries; no fetch counted for the index.
+    client
+        .batch_execute("SET enable_seqscan = off")
+        .await
+        .unwrap();
+    let bitmap = plan(&client, "EXPLAIN ANALYZE SELECT * FROM t WHERE a < 3").await;
+    assert!(bitmap[0].starts_with("Bitmap Heap Scan"), "{bitmap:#?}");
+    assert_eq!(
+        rows(&client, counts).await,
+        as_text(&["1", "600", "0", "t"])
+    );
+    // A plain Index Scan: one more search; its rows are fetched through the index.
+    client
+        .batch_execute("SET enable_bitmapscan = off")
+        .await
+        .unwrap();
+    let index = plan(&client, "EXPLAIN ANALYZE SELECT * FROM t WHERE a = 7").await;
+    assert!(index[0].starts_with("Index Scan using t_a"), "{index:#?}");
+    assert_eq!(
+        rows(&client, counts).await,
+        as_text(&["2", "800", "200", "t"])
+    );
+    // The `all` view has the same row; pg_stat_reset() zeroes it.
+    assert_eq!(
+        rows(&client, "SELECT * FROM pg_stat_all_indexes").await,
+        rows(&client, "SELECT * FROM pg_stat_user_indexes").await
+    );
+    client
+        .batch_execute("SELECT pg_stat_reset()")
+        .await
+        .unwrap();
+    assert_eq!(rows(&client, counts).await, as_text(&["0", "0", "0", "f"]));
 }

@@ -274,6 +274,7 @@ impl IndexJob {
                 if let Some(t) = page::page_item(&page, off) {
                     if tuple::is_visible(t, &mut visibility) {
                         self.rows.push(t, blkno, off)?;
+                        tids.acct().index_tuples_fetched(index.relfilenode(), 1);
                     }
                 }
             }

@@ -1060,7 +1060,7 @@ fn definitions() -> Vec<Def> {
         }),
     ]);
     d.extend(super::stat_views::reset_functions());
-    d.extend(super::statio::functions());
+    d.extend(super::relation_stats::functions());
     d.extend(super::activity::signal_functions());
     d.extend(super::buffercache::scalar_functions());
     d

@@ -11,7 +11,7 @@
 //! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, iolab's `pg_stat_aio` for `aio`, both for NULL / no argument |
 //! | `pg_stat_reset_backend_stats(pid)` | resets one process's statistics |
 //! | `pg_stat_force_next_flush()` | nothing: iolab's counters are shared as they count |
-//! | `pg_statio_{all,user}_{tables,indexes}`, `pg_stat_reset()` | blocks read and hit per table and index, see `statio` |
+//! | `pg_statio_{all,user}_{tables,indexes}`, `pg_stat_{all,user}_indexes`, `pg_stat_reset()` | per table and index, see `relation_stats` |
 //!
 //! The columns are PostgreSQL 18's followed by iolab's (see `iolab_stats::views`). The
 //! views are computed each time a statement scans them, so filters, joins and aggregates
@@ -44,7 +44,7 @@ use super::functions::{def, ints, per_row, pg, texts, Def};
 use super::tables::CatalogSchema;
 use super::time_range::TimeRange;
 use super::view_scan::ViewScanExec;
-use super::{activity, stat_aio, statio};
+use super::{activity, relation_stats, stat_aio};
 
 /// PostgreSQL 18's targets of `pg_stat_reset_shared`, in its hint's order. Only `io`
 /// has statistics in iolab; the others are accepted and reset nothing. iolab's own
@@ -73,10 +73,12 @@ pub(super) enum Which {
     StatioUserTables,
     StatioAllIndexes,
     StatioUserIndexes,
+    StatAllIndexes,
+    StatUserIndexes,
 }
 
 impl Which {
-    const VIEWS: [(&'static str, Which); 10] = [
+    const VIEWS: [(&'static str, Which); 12] = [
         ("pg_stat_io", Which::Io),
         ("pg_aios", Which::Aios),
         ("pg_stat_aio", Which::Aio),
@@ -87,6 +89,8 @@ impl Which {
         ("pg_statio_user_tables", Which::StatioUserTables),
         ("pg_statio_all_indexes", Which::StatioAllIndexes),
         ("pg_statio_user_indexes", Which::StatioUserIndexes),
+        ("pg_stat_all_indexes", Which::StatAllIndexes),
+        ("pg_stat_user_indexes", Which::StatUserIndexes),
     ];
 
     pub(super) fn name(self) -> &'static str {
@@ -105,8 +109,13 @@ impl Which {
             Which::Activity => activity::schema(),
             Which::IoHistory => stat_aio::pg_stat_io_history_schema(),
             Which::AioHistory => stat_aio::pg_stat_aio_history_schema(),
-            Which::StatioAllTables | Which::StatioUserTables => statio::tables_schema(),
-            Which::StatioAllIndexes | Which::StatioUserIndexes => statio::indexes_schema(),
+            Which::StatioAllTables | Which::StatioUserTables => {
+                relation_stats::statio_tables_schema()
+            }
+            Which::StatioAllIndexes | Which::StatioUserIndexes => {
+                relation_stats::statio_indexes_schema()
+            }
+            Which::StatAllIndexes | Which::StatUserIndexes => relation_stats::stat_indexes_schema(),
         }
     }
 
@@ -127,8 +136,15 @@ impl Which {
             Which::Aios => views::pg_aios_batch(&db.aio_rows()),
             Which::Aio => stat_aio::pg_stat_aio_batch(db)?,
             Which::Activity => activity::batch(db)?,
-            Which::StatioAllTables | Which::StatioUserTables => statio::tables_batch(db)?,
-            Which::StatioAllIndexes | Which::StatioUserIndexes => statio::indexes_batch(db)?,
+            Which::StatioAllTables | Which::StatioUserTables => {
+                relation_stats::statio_tables_batch(db)?
+            }
+            Which::StatioAllIndexes | Which::StatioUserIndexes => {
+                relation_stats::statio_indexes_batch(db)?
+            }
+            Which::StatAllIndexes | Which::StatUserIndexes => {
+                relation_stats::stat_indexes_batch(db)?
+            }
             // Long (an hour of samples): only the projected columns are built.
             Which::IoHistory => return stat_aio::pg_stat_io_history_batch(db, projection, range),
             Which::AioHistory => return stat_aio::pg_stat_aio_history_batch(db, projection, range),

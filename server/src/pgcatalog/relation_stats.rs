@@ -1,15 +1,23 @@
-//! PostgreSQL's block I/O views per relation: `pg_statio_all_tables`,
-//! `pg_statio_user_tables`, `pg_statio_all_indexes`, `pg_statio_user_indexes`, and
-//! `pg_stat_reset()`, over the block counts the buffer pool keeps by relation file
-//! (`iolab_stats::relation`).
+//! PostgreSQL's statistics views per relation, over the counts the buffer pool and the
+//! B-tree scans keep by relation file (`iolab_stats::relation`):
+//!
+//! | view | rows |
+//! |---|---|
+//! | `pg_statio_all_tables`, `pg_statio_user_tables` | blocks read and hit per table, and its indexes' |
+//! | `pg_statio_all_indexes`, `pg_statio_user_indexes` | blocks read and hit per index |
+//! | `pg_stat_all_indexes`, `pg_stat_user_indexes` | scans of each index, entries they returned, rows fetched through it |
+//! | `pg_stat_reset()` | zeroes them all |
 //!
 //! `heap_blks_*` are a table's own blocks, `idx_blks_*` the sum over its indexes (NULL for
 //! a table without one, as PostgreSQL's sum over none); `*_read` counts blocks read into
 //! the pool (a combined read of 16 blocks is 16), `*_hit` blocks found there. The TOAST
-//! columns are NULL: iolab has no TOAST tables. iolab's own catalogs are computed, not
-//! stored, so the `all` views list the same user relations as the `user` ones. Counts
-//! belong to a relation's file: TRUNCATE (a new file) starts them again at zero, where
-//! PostgreSQL keeps them.
+//! columns are NULL: iolab has no TOAST tables. `idx_scan` counts index searches (EXPLAIN's
+//! `Index Searches:`), `idx_tup_read` the entries they returned, `idx_tup_fetch` the live
+//! rows plain Index Scans fetched (a Bitmap Heap Scan's rows are not counted there, as in
+//! PostgreSQL). iolab's own catalogs are computed, not stored, so the `all` views list the
+//! same user relations as the `user` ones. Counts belong to a relation's file: TRUNCATE (a
+//! new file) starts them again at zero, where PostgreSQL keeps them; they are kept in
+//! memory, not across a restart.
 
 use std::collections::HashMap;
 
@@ -29,13 +37,17 @@ const TABLE_COLUMNS: &str = "relid oid, schemaname name, relname name, \
 const INDEX_COLUMNS: &str = "relid oid, indexrelid oid, schemaname name, relname name, \
     indexrelname name, idx_blks_read bigint, idx_blks_hit bigint";
 
-pub fn tables_schema() -> SchemaRef {
+const INDEX_SCAN_COLUMNS: &str = "relid oid, indexrelid oid, schemaname name, relname name, \
+    indexrelname name, idx_scan bigint, last_idx_scan timestamp with time zone, \
+    idx_tup_read bigint, idx_tup_fetch bigint";
+
+pub fn statio_tables_schema() -> SchemaRef {
     static SCHEMA: std::sync::LazyLock<SchemaRef> =
         std::sync::LazyLock::new(|| schema_of(&parse_columns(TABLE_COLUMNS)));
     SCHEMA.clone()
 }
 
-pub fn indexes_schema() -> SchemaRef {
+pub fn statio_indexes_schema() -> SchemaRef {
     static SCHEMA: std::sync::LazyLock<SchemaRef> =
         std::sync::LazyLock::new(|| schema_of(&parse_columns(INDEX_COLUMNS)));
     SCHEMA.clone()
@@ -45,8 +57,8 @@ fn counts(totals: &HashMap<u32, RelationBlocks>, relfilenode: u32) -> RelationBl
     totals.get(&relfilenode).copied().unwrap_or_default()
 }
 
-/// One row per table.
-pub fn tables_batch(db: &Database) -> Result<RecordBatch> {
+/// `pg_statio_*_tables`: one row per table.
+pub fn statio_tables_batch(db: &Database) -> Result<RecordBatch> {
     let totals = db.io_stats.relation_blocks.snapshot();
     let indexes = db.catalog.indexes();
     let rows: Vec<Vec<V>> = db
@@ -82,11 +94,17 @@ pub fn tables_batch(db: &Database) -> Result<RecordBatch> {
             ]
         })
         .collect();
-    build_batch(&tables_schema(), &rows)
+    build_batch(&statio_tables_schema(), &rows)
 }
 
-/// One row per index.
-pub fn indexes_batch(db: &Database) -> Result<RecordBatch> {
+pub fn stat_indexes_schema() -> SchemaRef {
+    static SCHEMA: std::sync::LazyLock<SchemaRef> =
+        std::sync::LazyLock::new(|| schema_of(&parse_columns(INDEX_SCAN_COLUMNS)));
+    SCHEMA.clone()
+}
+
+/// One row per index: its identity columns, then `counts(its counts)`.
+fn index_rows(db: &Database, counts_of: impl Fn(RelationBlocks) -> Vec<V>) -> Vec<Vec<V>> {
     let totals = db.io_stats.relation_blocks.snapshot();
     let tables: HashMap<u32, String> = db
         .catalog
@@ -94,24 +112,41 @@ pub fn indexes_batch(db: &Database) -> Result<RecordBatch> {
         .into_iter()
         .map(|t| (t.oid, t.name))
         .collect();
-    let rows: Vec<Vec<V>> = db
-        .catalog
+    db.catalog
         .indexes()
         .iter()
         .map(|i| {
-            let c = counts(&totals, i.relfilenode);
-            vec![
+            let mut row = vec![
                 V::oid(i.table_oid),
                 V::oid(i.oid),
                 V::text(&i.schema),
                 V::opt_text(tables.get(&i.table_oid).cloned()),
                 V::text(&i.name),
-                V::Int(c.read as i64),
-                V::Int(c.hit as i64),
-            ]
+            ];
+            row.extend(counts_of(counts(&totals, i.relfilenode)));
+            row
         })
-        .collect();
-    build_batch(&indexes_schema(), &rows)
+        .collect()
+}
+
+/// `pg_statio_*_indexes`: one row per index.
+pub fn statio_indexes_batch(db: &Database) -> Result<RecordBatch> {
+    let rows = index_rows(db, |c| vec![V::Int(c.read as i64), V::Int(c.hit as i64)]);
+    build_batch(&statio_indexes_schema(), &rows)
+}
+
+/// `pg_stat_*_indexes`: one row per index.
+pub fn stat_indexes_batch(db: &Database) -> Result<RecordBatch> {
+    let rows = index_rows(db, |c| {
+        vec![
+            V::Int(c.index_scans as i64),
+            c.last_index_scan
+                .map_or(V::Null, |t| V::Int(t.timestamp_micros())),
+            V::Int(c.index_tuples_read as i64),
+            V::Int(c.index_tuples_fetched as i64),
+        ]
+    });
+    build_batch(&stat_indexes_schema(), &rows)
 }
 
 /// `pg_stat_reset()`: the per-relation counts back to zero (returns `void`, shown as an
