@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use iolab_stats::{
     AioEvent, AioLatencyOp, BackendActivity, BackendType, BufferUsage, IoContext, IoObject, IoOp,
-    IoStatsHub, LatencyHistogram, PendingIoStats, PendingRelationBlocks, WaitEvent,
+    IoStatsHub, LatencyHistogram, PendingIoStats, PendingRelationCounts, WaitEvent,
 };
 
 use crate::buffer::RingKind;
@@ -59,7 +59,7 @@ pub struct IoAccount {
     pub read_latency: LatencyHistogram,
     pending: PendingIoStats,
     /// Hits and reads by relation (`pg_statio_*`), flushed with `pending`.
-    relations: PendingRelationBlocks,
+    relations: PendingRelationCounts,
     sink: Option<StatsSink>,
     /// The process whose wait events this operation sets (`pg_stat_activity`).
     activity: Option<Arc<BackendActivity>>,
@@ -111,7 +111,7 @@ impl IoAccount {
             track_io_timing,
             read_latency: LatencyHistogram::new(),
             pending: PendingIoStats::new(),
-            relations: PendingRelationBlocks::default(),
+            relations: PendingRelationCounts::default(),
             sink,
             activity,
             last_flush: Instant::now(),
@@ -288,7 +288,7 @@ impl IoAccount {
                 sink.hub
                     .flush(&mut self.pending, sink.backend_type, sink.pid);
             }
-            sink.hub.relation_blocks.add(&mut self.relations);
+            sink.hub.relation_counts.add(&mut self.relations);
         }
     }
 }

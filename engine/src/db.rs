@@ -182,7 +182,7 @@ impl Database {
     /// Removes a relation's buffers and files (DROP TABLE, and the old file after TRUNCATE).
     pub fn remove_relation_file(&self, relfilenode: u32) -> PgResult<()> {
         self.pool.discard_relation(relfilenode)?;
-        self.io_stats.relation_blocks.forget(relfilenode);
+        self.io_stats.relation_counts.forget(relfilenode);
         self.relfiles.lock().remove(&relfilenode);
         crate::storage::relfile::remove_files(&self.data_dir, relfilenode)
             .map_err(|e| PgError::io(&format!("could not remove file \"base/{relfilenode}\""), &e))

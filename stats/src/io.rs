@@ -891,8 +891,9 @@ pub struct IoStatsHub {
     pub history: Mutex<Option<StatsHistory>>,
     /// [`flush_interval`](Self::flush_interval) in nanoseconds.
     flush_interval_ns: AtomicU64,
-    /// Block hits and reads by relation file (`pg_statio_*`).
-    pub relation_blocks: crate::relation::RelationBlockCounts,
+    /// Block hits and reads, and index scans, by relation file (`pg_statio_*`,
+    /// `pg_stat_*_indexes`).
+    pub relation_counts: crate::relation::RelationTotals,
 }
 
 #[derive(Debug)]
@@ -974,7 +975,7 @@ impl IoStatsHub {
             activity: ActivityRegistry::default(),
             history: Mutex::new(None),
             flush_interval_ns: AtomicU64::new(FLUSH_INTERVAL.as_nanos() as u64),
-            relation_blocks: Default::default(),
+            relation_counts: Default::default(),
         }
     }
 

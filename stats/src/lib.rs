@@ -35,6 +35,6 @@ pub use io::{
     IoCounters, IoObject, IoOp, IoSnapshot, IoStatsHub, LatencyHistogram, LatencySummary,
     PendingIoStats, FLUSH_INTERVAL,
 };
-pub use relation::{PendingRelationBlocks, RelationBlockCounts, RelationBlocks};
+pub use relation::{PendingRelationCounts, RelationCounts, RelationTotals};
 pub use usage::BufferUsage;
 pub use views::{AioOperation, AioResultStatus, AioRow, AioState};

@@ -24,7 +24,7 @@ use parking_lot::Mutex;
 
 /// Hits and reads of one relation's blocks; scans of it when it is an index.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RelationBlocks {
+pub struct RelationCounts {
     pub hit: u64,
     pub read: u64,
     /// Index searches (descents).
@@ -39,12 +39,12 @@ pub struct RelationBlocks {
 
 /// One operation's counts not yet flushed, by relation file.
 #[derive(Debug, Default)]
-pub struct PendingRelationBlocks {
+pub struct PendingRelationCounts {
     /// `(relfilenode, counts)`; the last entry is the one counted last, found first.
-    entries: Vec<(u32, RelationBlocks)>,
+    entries: Vec<(u32, RelationCounts)>,
 }
 
-impl PendingRelationBlocks {
+impl PendingRelationCounts {
     #[inline]
     pub fn hit(&mut self, relfilenode: u32) {
         self.entry(relfilenode).hit += 1;
@@ -74,11 +74,11 @@ impl PendingRelationBlocks {
     }
 
     #[inline]
-    fn entry(&mut self, relfilenode: u32) -> &mut RelationBlocks {
+    fn entry(&mut self, relfilenode: u32) -> &mut RelationCounts {
         let at = match self.entries.iter().rposition(|(r, _)| *r == relfilenode) {
             Some(at) => at,
             None => {
-                self.entries.push((relfilenode, RelationBlocks::default()));
+                self.entries.push((relfilenode, RelationCounts::default()));
                 self.entries.len() - 1
             }
         };
@@ -92,13 +92,13 @@ impl PendingRelationBlocks {
 
 /// The server's totals by relation file.
 #[derive(Debug, Default)]
-pub struct RelationBlockCounts {
-    totals: Mutex<HashMap<u32, RelationBlocks>>,
+pub struct RelationTotals {
+    totals: Mutex<HashMap<u32, RelationCounts>>,
 }
 
-impl RelationBlockCounts {
+impl RelationTotals {
     /// Adds an operation's pending counts and empties them.
-    pub fn add(&self, pending: &mut PendingRelationBlocks) {
+    pub fn add(&self, pending: &mut PendingRelationCounts) {
         if pending.is_empty() {
             return;
         }
@@ -118,7 +118,7 @@ impl RelationBlockCounts {
     }
 
     /// The totals of every relation file counted so far.
-    pub fn snapshot(&self) -> HashMap<u32, RelationBlocks> {
+    pub fn snapshot(&self) -> HashMap<u32, RelationCounts> {
         self.totals.lock().clone()
     }
 
@@ -139,12 +139,12 @@ mod tests {
 
     #[test]
     fn pending_counts_add_up_by_relation() {
-        let mut pending = PendingRelationBlocks::default();
+        let mut pending = PendingRelationCounts::default();
         pending.hit(10);
         pending.read(11, 16);
         pending.hit(10);
         pending.read(10, 1);
-        let totals = RelationBlockCounts::default();
+        let totals = RelationTotals::default();
         totals.add(&mut pending);
         assert!(pending.is_empty());
         pending.read(11, 4);

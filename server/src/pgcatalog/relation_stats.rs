@@ -25,7 +25,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::Result;
 use iolab_engine::Database;
-use iolab_stats::RelationBlocks;
+use iolab_stats::RelationCounts;
 
 use super::batch::{build_batch, parse_columns, schema_of, V};
 use super::functions::{def, per_row, Def};
@@ -53,13 +53,13 @@ pub fn statio_indexes_schema() -> SchemaRef {
     SCHEMA.clone()
 }
 
-fn counts(totals: &HashMap<u32, RelationBlocks>, relfilenode: u32) -> RelationBlocks {
+fn counts(totals: &HashMap<u32, RelationCounts>, relfilenode: u32) -> RelationCounts {
     totals.get(&relfilenode).copied().unwrap_or_default()
 }
 
 /// `pg_statio_*_tables`: one row per table.
 pub fn statio_tables_batch(db: &Database) -> Result<RecordBatch> {
-    let totals = db.io_stats.relation_blocks.snapshot();
+    let totals = db.io_stats.relation_counts.snapshot();
     let indexes = db.catalog.indexes();
     let rows: Vec<Vec<V>> = db
         .catalog
@@ -67,12 +67,12 @@ pub fn statio_tables_batch(db: &Database) -> Result<RecordBatch> {
         .iter()
         .map(|t| {
             let heap = counts(&totals, t.relfilenode);
-            let of_table: Vec<RelationBlocks> = indexes
+            let of_table: Vec<RelationCounts> = indexes
                 .iter()
                 .filter(|i| i.table_oid == t.oid)
                 .map(|i| counts(&totals, i.relfilenode))
                 .collect();
-            let index_sum = |f: fn(&RelationBlocks) -> u64| {
+            let index_sum = |f: fn(&RelationCounts) -> u64| {
                 if of_table.is_empty() {
                     V::Null
                 } else {
@@ -104,8 +104,8 @@ pub fn stat_indexes_schema() -> SchemaRef {
 }
 
 /// One row per index: its identity columns, then `counts(its counts)`.
-fn index_rows(db: &Database, counts_of: impl Fn(RelationBlocks) -> Vec<V>) -> Vec<Vec<V>> {
-    let totals = db.io_stats.relation_blocks.snapshot();
+fn index_rows(db: &Database, counts_of: impl Fn(RelationCounts) -> Vec<V>) -> Vec<Vec<V>> {
+    let totals = db.io_stats.relation_counts.snapshot();
     let tables: HashMap<u32, String> = db
         .catalog
         .tables()
@@ -157,7 +157,7 @@ pub(super) fn functions() -> Vec<Def> {
         0..=0,
         datafusion::arrow::datatypes::DataType::Utf8,
         |ctx, _, rows| {
-            ctx.shared.db.io_stats.relation_blocks.reset();
+            ctx.shared.db.io_stats.relation_counts.reset();
             per_row(rows, |_| Ok(V::text("")))
         },
     )
