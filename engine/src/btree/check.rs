@@ -231,6 +231,14 @@ impl BtreeIndex {
         let max = slotted::page_max_offset(page);
         let high = high_key.map(super::page::IndexTuple::parse).transpose()?;
         let mut previous: Option<super::page::IndexTuple> = None;
+        // `a` sorts before `b`; on a leaf, a posting list's whole range (its last TID) does.
+        let precedes = |a: &IndexTuple, b: &IndexTuple| -> PgResult<bool> {
+            if opaque.is_leaf() {
+                below(self.ty, a, b)
+            } else {
+                Ok(compare_tuples(self.ty, a, b)? == Ordering::Less)
+            }
+        };
         let mut level_children = Vec::new();
         for off in first..=max {
             let t = tuple_at(page, off)?;
@@ -254,9 +262,7 @@ impl BtreeIndex {
                 }
             }
             if let Some(p) = &previous {
-                if compare_tuples(self.ty, p, &t)? != Ordering::Less
-                    || (opaque.is_leaf() && !below(self.ty, p, &t)?)
-                {
+                if !precedes(p, &t)? {
                     return Err(corrupted(format!(
                         "item {off} is not above item {}",
                         off - 1
@@ -271,9 +277,7 @@ impl BtreeIndex {
                 }
             }
             if let Some(h) = &high {
-                if compare_tuples(self.ty, &t, h)? != Ordering::Less
-                    || (opaque.is_leaf() && !below(self.ty, &t, h)?)
-                {
+                if !precedes(&t, h)? {
                     return Err(corrupted(format!("item {off} is not below the high key")));
                 }
             }

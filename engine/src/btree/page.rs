@@ -284,6 +284,16 @@ pub fn item_cost(len: usize) -> usize {
     maxalign(len) + 4
 }
 
+/// A heap TID as PostgreSQL's `ItemPointerData`: block (high, low 16 bits), line pointer
+/// (what [`IndexTuple::tid_at`] reads).
+fn tid_bytes((block, off): Tid) -> [u8; 6] {
+    let mut b = [0u8; 6];
+    b[0..2].copy_from_slice(&((block >> 16) as u16).to_le_bytes());
+    b[2..4].copy_from_slice(&(block as u16).to_le_bytes());
+    b[4..6].copy_from_slice(&off.to_le_bytes());
+    b
+}
+
 fn put_tid_block(t: &mut [u8], block: u32) {
     t[0..2].copy_from_slice(&((block >> 16) as u16).to_le_bytes());
     t[2..4].copy_from_slice(&(block as u16).to_le_bytes());
@@ -317,12 +327,10 @@ fn form_tuple(
         }
     }
     t.resize(maxalign(t.len()), 0);
-    if let Some((blk, off)) = pivot_heap_tid {
+    if let Some(tid) = pivot_heap_tid {
         let at = t.len() + 2; // the TID ends the MAXALIGNed 8-byte slot
         t.resize(t.len() + 8, 0);
-        t[at..at + 2].copy_from_slice(&((blk >> 16) as u16).to_le_bytes());
-        t[at + 2..at + 4].copy_from_slice(&(blk as u16).to_le_bytes());
-        t[at + 4..at + 6].copy_from_slice(&off.to_le_bytes());
+        t[at..at + 6].copy_from_slice(&tid_bytes(tid));
     }
     let size = t.len();
     assert!(
@@ -355,10 +363,8 @@ pub fn form_posting(ty: PgType, key: &Key, tids: &[Tid]) -> Vec<u8> {
     );
     let mut t = form_tuple(ty, Some(key), 0, 0, false, None);
     let postingoff = t.len();
-    for &(blk, off) in tids {
-        t.extend_from_slice(&((blk >> 16) as u16).to_le_bytes());
-        t.extend_from_slice(&(blk as u16).to_le_bytes());
-        t.extend_from_slice(&off.to_le_bytes());
+    for &tid in tids {
+        t.extend_from_slice(&tid_bytes(tid));
     }
     t.resize(maxalign(t.len()), 0);
     let size = t.len();

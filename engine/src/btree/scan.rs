@@ -20,14 +20,15 @@
 //! leaves left to right through the sibling links. The descent holds no lock once it has
 //! pinned the leaf, so the bound is looked up again when the leaf is read (a writer may
 //! have split or deduplicated it meanwhile), and on the right sibling if the leaf holds
-//! nothing at or above it any more. Each leaf is read whole under its
-//! shared lock: the TIDs of its matching items (all of a posting list's) are copied out,
-//! with the right-link as it was at that moment, and the page is unpinned before the
-//! caller sees any TID. If the page splits later, its right half (holding items already
-//! copied) lies between it and the remembered sibling, so nothing is returned twice or
-//! missed. The scan ends at the first item above the upper bound, at the first NULL
-//! (NULLs sort last; a range never contains NULL), or at the rightmost leaf. Every page is read through the buffer pool
-//! with the caller's [`IoAccount`], so the scan shows in `Buffers:` and `pg_stat_io`.
+//! nothing at or above it any more. Each leaf is read whole under its shared lock: the
+//! TIDs of its matching items (all of a posting list's) are copied out, with the
+//! right-link as it was at that moment, and the page is unpinned before the caller sees
+//! any TID. If the page splits later, its right half (holding items already copied) lies
+//! between it and the remembered sibling, so nothing is returned twice or missed. The scan
+//! ends at the first item above the upper bound, at the first NULL (NULLs sort last; a
+//! range never contains NULL), or at the rightmost leaf. Every page is read through the
+//! buffer pool with the caller's [`IoAccount`], so the scan shows in `Buffers:` and
+//! `pg_stat_io`.
 //! A scan given a read stream's configuration ([`BtreeScan::read_ahead`]) reads the next
 //! leaves ahead instead of one at a time (`read_ahead.rs`); the links still decide which
 //! page comes next.
