@@ -10,19 +10,41 @@
 
 use std::ops::ControlFlow;
 
-use datafusion::sql::sqlparser::ast::{self, Ident, SetExpr, TableFactor, VisitMut, VisitorMut};
+use datafusion::sql::sqlparser::ast::{
+    self, Ident, SetExpr, TableFactor, Visit, VisitMut, Visitor, VisitorMut,
+};
 use iolab_catalog::{sqlstate, PgError, PgResult};
 
 use super::colnames;
 
 /// `stmt` with every short alias list of a subquery completed, `None` if there is none.
+/// Statements without an aliased subquery (nearly all) are only looked at, not copied.
 pub fn complete(stmt: &ast::Statement) -> PgResult<Option<ast::Statement>> {
+    if Visit::visit(stmt, &mut FindAliasedSubquery).is_continue() {
+        return Ok(None);
+    }
     let mut completed = stmt.clone();
     let mut visitor = Completer { changed: false };
-    if let ControlFlow::Break(e) = completed.visit(&mut visitor) {
+    if let ControlFlow::Break(e) = VisitMut::visit(&mut completed, &mut visitor) {
         return Err(e);
     }
     Ok(visitor.changed.then_some(completed))
+}
+
+/// Stops at the first subquery with a column alias list.
+struct FindAliasedSubquery;
+
+impl Visitor for FindAliasedSubquery {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+        match factor {
+            TableFactor::Derived {
+                alias: Some(alias), ..
+            } if !alias.columns.is_empty() => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
+        }
+    }
 }
 
 struct Completer {

@@ -29,11 +29,12 @@ pub fn rewrite_casts(plan: LogicalPlan, state: &SessionState) -> PgResult<Logica
     let Some(array_out) = state.scalar_functions().get(ARRAY_OUT).cloned() else {
         return Ok(plan);
     };
+    let no_columns = Arc::new(DFSchema::empty());
     plan.transform_up_with_subqueries(|node| {
         // A cast's operand is typed by the node's inputs (none for VALUES and constants).
         let mut schemas: Vec<DFSchemaRef> =
             node.inputs().iter().map(|i| i.schema().clone()).collect();
-        schemas.push(Arc::new(DFSchema::empty()));
+        schemas.push(no_columns.clone());
         let names = NamePreserver::new(&node);
         node.map_expressions(|e| {
             let saved = names.save(&e);
