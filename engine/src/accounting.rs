@@ -152,19 +152,19 @@ impl IoAccount {
         );
     }
 
-    /// One search (descent) of index file `relfilenode` (`pg_stat_*_indexes.idx_scan`).
-    pub fn index_scan(&mut self, relfilenode: u32) {
-        self.relations.index_scan(relfilenode);
+    /// Scans and rows by relation (`pg_stat_*_tables`, `pg_stat_*_indexes`), flushed with
+    /// the block counts.
+    #[inline]
+    pub fn relations(&mut self) -> &mut PendingRelationCounts {
+        &mut self.relations
     }
 
-    /// `n` entries returned by a scan of index file `relfilenode` (`idx_tup_read`).
-    pub fn index_tuples_read(&mut self, relfilenode: u32, n: u64) {
-        self.relations.index_tuples_read(relfilenode, n);
-    }
-
-    /// `n` live table rows fetched through index file `relfilenode` (`idx_tup_fetch`).
-    pub fn index_tuples_fetched(&mut self, relfilenode: u32, n: u64) {
-        self.relations.index_tuples_fetched(relfilenode, n);
+    /// Transaction `xid` inserted `rows` rows into table file `relfilenode`: told to the
+    /// shared statistics at once, which count them when the transaction ends.
+    pub fn rows_inserted(&mut self, xid: u32, relfilenode: u32, rows: u64) {
+        if let Some(sink) = &self.sink {
+            sink.hub.relation_counts.inserted(xid, relfilenode, rows);
+        }
     }
 
     /// Time spent issuing I/O (advice, submission), from `started` until now.

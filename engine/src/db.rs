@@ -115,6 +115,11 @@ impl Database {
         if let Some(note) = fallback {
             tracing::warn!("{note}");
         }
+        let io_stats = Arc::new(IoStatsHub::new());
+        let hub = Arc::clone(&io_stats);
+        txns.set_end_listener(Box::new(move |xid, committed| {
+            hub.relation_counts.end_transaction(xid, committed)
+        }));
         Ok(Arc::new(Database {
             data_dir: data_dir.to_path_buf(),
             catalog,
@@ -122,7 +127,7 @@ impl Database {
             txns,
             relfiles: Mutex::new(HashMap::new()),
             aio,
-            io_stats: Arc::new(IoStatsHub::new()),
+            io_stats,
             direct_io: options.direct_io,
             huge_page_kind,
             huge_page_bytes,

@@ -35,6 +35,8 @@ pub use io::{
     IoCounters, IoObject, IoOp, IoSnapshot, IoStatsHub, LatencyHistogram, LatencySummary,
     PendingIoStats, FLUSH_INTERVAL,
 };
-pub use relation::{PendingRelationCounts, RelationCounts, RelationTotals};
+pub use relation::{
+    PendingRelationCounts, RelationCounts, RelationStats, RelationTotals, TableRows,
+};
 pub use usage::BufferUsage;
 pub use views::{AioOperation, AioResultStatus, AioRow, AioState};

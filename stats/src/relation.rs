@@ -1,5 +1,5 @@
 //! Counts per relation: blocks for PostgreSQL's `pg_statio_*_tables` and
-//! `pg_statio_*_indexes`, and index scans for `pg_stat_*_indexes`.
+//! `pg_statio_*_indexes`; scans and rows for `pg_stat_*_tables` and `pg_stat_*_indexes`.
 //!
 //! For every relation, how many of its blocks were found in the buffer pool (hits) and how
 //! many had to be read (one per block, whether the read combined it with others or not).
@@ -8,21 +8,40 @@
 //! here when the account flushes (at statement end and at least once a second), and the
 //! views map files to tables and indexes through the catalog.
 //!
-//! An index also counts its scans (one per descent, EXPLAIN's `Index Searches:`), the index
-//! entries they returned, and the table rows plain Index Scans fetched through it; its
-//! last scan's time is the flush's that carried it (PostgreSQL stamps the end of the
-//! transaction that did it).
+//! A table also counts its sequential scans (a Seq Scan, and the heap scan of CREATE INDEX,
+//! as in PostgreSQL) and the rows they returned, and the rows Bitmap Heap Scans fetched
+//! from it (every visible row of the pages visited, before recheck and filter). An index
+//! counts its scans (one per descent, EXPLAIN's `Index Searches:`), the index entries they
+//! returned, and the table rows plain Index Scans fetched through it. The last scan's time
+//! is the flush's that carried it (PostgreSQL stamps the end of the transaction that did it).
+//!
+//! # Rows, at transaction end
+//!
+//! Rows inserted are told here as they are placed, under their transaction id, and stay
+//! aside until that transaction ends ([`RelationTotals::end_transaction`], called by the
+//! transaction manager): then they count as inserted (`n_tup_ins`, `n_ins_since_vacuum`),
+//! and as live rows and modifications (`n_live_tup`, `n_mod_since_analyze`) if it
+//! committed, dead ones (`n_dead_tup`) if it aborted. ANALYZE replaces the live and dead
+//! counts with its estimates and restarts `n_mod_since_analyze`; VACUUM replaces them with
+//! what it counted and restarts `n_ins_since_vacuum`; each also counts itself and its
+//! time. A committed TRUNCATE moves the old file's counts to the new file with no live or
+//! dead rows (PostgreSQL keeps a table's counts across TRUNCATE); a rolled-back one moves
+//! what the new file gathered back to the old.
 //!
 //! Bounds: an operation touches a handful of relations (a table and an index or two), kept
-//! in a short list; the shared map holds one entry per relation file ever read or hit,
-//! and drops a file's entry when the file is removed (DROP, TRUNCATE).
+//! in a short list; the shared map holds one entry per relation file ever counted, and
+//! drops a file's entry when the file is removed (DROP, TRUNCATE); rows set aside wait
+//! under one entry per open writing transaction (at most one per session), a count per
+//! table it inserted into.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
-/// Hits and reads of one relation's blocks; scans of it when it is an index.
+/// What operations counted of one relation: blocks hit and read; scans of it and the rows
+/// or entries they returned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RelationCounts {
     pub hit: u64,
@@ -35,6 +54,55 @@ pub struct RelationCounts {
     pub index_tuples_fetched: u64,
     /// When the flush that last carried a scan of this index happened.
     pub last_index_scan: Option<DateTime<Utc>>,
+    /// Sequential scans of this table.
+    pub seq_scans: u64,
+    /// Rows those scans returned.
+    pub seq_tuples_read: u64,
+    /// When the flush that last carried a sequential scan of this table happened.
+    pub last_seq_scan: Option<DateTime<Utc>>,
+    /// Rows Bitmap Heap Scans fetched from this table.
+    pub bitmap_tuples_fetched: u64,
+}
+
+impl RelationCounts {
+    fn add(&mut self, other: &RelationCounts) {
+        self.hit += other.hit;
+        self.read += other.read;
+        self.index_scans += other.index_scans;
+        self.index_tuples_read += other.index_tuples_read;
+        self.index_tuples_fetched += other.index_tuples_fetched;
+        self.last_index_scan = self.last_index_scan.max(other.last_index_scan);
+        self.seq_scans += other.seq_scans;
+        self.seq_tuples_read += other.seq_tuples_read;
+        self.last_seq_scan = self.last_seq_scan.max(other.last_seq_scan);
+        self.bitmap_tuples_fetched += other.bitmap_tuples_fetched;
+    }
+}
+
+/// A table's rows as transactions ended and as VACUUM and ANALYZE last saw them (see
+/// "Rows, at transaction end" in the module comment).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TableRows {
+    /// Rows inserted by ended transactions, committed or not (`n_tup_ins`).
+    pub inserted: u64,
+    pub live: i64,
+    pub dead: i64,
+    pub modified_since_analyze: i64,
+    pub inserted_since_vacuum: i64,
+    pub last_vacuum: Option<DateTime<Utc>>,
+    pub last_analyze: Option<DateTime<Utc>>,
+    pub vacuum_count: u64,
+    pub analyze_count: u64,
+    /// Milliseconds, as PostgreSQL 18's `total_vacuum_time`.
+    pub total_vacuum_ms: f64,
+    pub total_analyze_ms: f64,
+}
+
+/// Everything kept of one relation file.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RelationStats {
+    pub counts: RelationCounts,
+    pub rows: TableRows,
 }
 
 /// One operation's counts not yet flushed, by relation file.
@@ -73,6 +141,23 @@ impl PendingRelationCounts {
         self.entry(relfilenode).index_tuples_fetched += n;
     }
 
+    /// A sequential scan of table file `relfilenode` started.
+    pub fn seq_scan(&mut self, relfilenode: u32) {
+        self.entry(relfilenode).seq_scans += 1;
+    }
+
+    /// `n` rows returned by a sequential scan of table file `relfilenode`.
+    #[inline]
+    pub fn seq_tuples_read(&mut self, relfilenode: u32, n: u64) {
+        self.entry(relfilenode).seq_tuples_read += n;
+    }
+
+    /// `n` rows fetched by a Bitmap Heap Scan of table file `relfilenode`.
+    #[inline]
+    pub fn bitmap_tuples_fetched(&mut self, relfilenode: u32, n: u64) {
+        self.entry(relfilenode).bitmap_tuples_fetched += n;
+    }
+
     #[inline]
     fn entry(&mut self, relfilenode: u32) -> &mut RelationCounts {
         let at = match self.entries.iter().rposition(|(r, _)| *r == relfilenode) {
@@ -90,10 +175,17 @@ impl PendingRelationCounts {
     }
 }
 
-/// The server's totals by relation file.
+/// The server's totals by relation file, and the rows of open transactions.
 #[derive(Debug, Default)]
 pub struct RelationTotals {
-    totals: Mutex<HashMap<u32, RelationCounts>>,
+    state: Mutex<TotalsState>,
+}
+
+#[derive(Debug, Default)]
+struct TotalsState {
+    by_file: HashMap<u32, RelationStats>,
+    /// Rows inserted by each open transaction: `xid → [(relfilenode, rows)]`.
+    open_inserts: HashMap<u32, Vec<(u32, u64)>>,
 }
 
 impl RelationTotals {
@@ -102,34 +194,120 @@ impl RelationTotals {
         if pending.is_empty() {
             return;
         }
-        let now = Utc::now();
-        let mut totals = self.totals.lock();
-        for (relfilenode, counts) in pending.entries.drain(..) {
-            let total = totals.entry(relfilenode).or_default();
-            total.hit += counts.hit;
-            total.read += counts.read;
-            total.index_scans += counts.index_scans;
-            total.index_tuples_read += counts.index_tuples_read;
-            total.index_tuples_fetched += counts.index_tuples_fetched;
+        let now = Some(Utc::now());
+        let mut state = self.state.lock();
+        for (relfilenode, mut counts) in pending.entries.drain(..) {
             if counts.index_scans > 0 {
-                total.last_index_scan = Some(now);
+                counts.last_index_scan = now;
+            }
+            if counts.seq_scans > 0 {
+                counts.last_seq_scan = now;
+            }
+            state
+                .by_file
+                .entry(relfilenode)
+                .or_default()
+                .counts
+                .add(&counts);
+        }
+    }
+
+    /// Transaction `xid` (still open) inserted `rows` rows into table file `relfilenode`.
+    pub fn inserted(&self, xid: u32, relfilenode: u32, rows: u64) {
+        if rows == 0 {
+            return;
+        }
+        let mut state = self.state.lock();
+        let tables = state.open_inserts.entry(xid).or_default();
+        match tables.iter_mut().find(|(r, _)| *r == relfilenode) {
+            Some((_, n)) => *n += rows,
+            None => tables.push((relfilenode, rows)),
+        }
+    }
+
+    /// Transaction `xid` ended: its inserted rows count, live if it `committed`, else dead.
+    pub fn end_transaction(&self, xid: u32, committed: bool) {
+        let mut state = self.state.lock();
+        let Some(tables) = state.open_inserts.remove(&xid) else {
+            return;
+        };
+        for (relfilenode, n) in tables {
+            let rows = &mut state.by_file.entry(relfilenode).or_default().rows;
+            rows.inserted += n;
+            rows.inserted_since_vacuum += n as i64;
+            if committed {
+                rows.live += n as i64;
+                rows.modified_since_analyze += n as i64;
+            } else {
+                rows.dead += n as i64;
             }
         }
     }
 
-    /// The totals of every relation file counted so far.
-    pub fn snapshot(&self) -> HashMap<u32, RelationCounts> {
-        self.totals.lock().clone()
+    /// ANALYZE of table file `relfilenode` estimated `live` and `dead` rows in `took`.
+    pub fn analyzed(&self, relfilenode: u32, live: f64, dead: f64, took: Duration) {
+        let mut state = self.state.lock();
+        let rows = &mut state.by_file.entry(relfilenode).or_default().rows;
+        rows.live = live.round() as i64;
+        rows.dead = dead.round() as i64;
+        rows.modified_since_analyze = 0;
+        rows.last_analyze = Some(Utc::now());
+        rows.analyze_count += 1;
+        rows.total_analyze_ms += took.as_secs_f64() * 1e3;
+    }
+
+    /// VACUUM of table file `relfilenode` counted `live` and `dead` rows in `took`.
+    pub fn vacuumed(&self, relfilenode: u32, live: u64, dead: u64, took: Duration) {
+        let mut state = self.state.lock();
+        let rows = &mut state.by_file.entry(relfilenode).or_default().rows;
+        rows.live = live as i64;
+        rows.dead = dead as i64;
+        rows.inserted_since_vacuum = 0;
+        rows.last_vacuum = Some(Utc::now());
+        rows.vacuum_count += 1;
+        rows.total_vacuum_ms += took.as_secs_f64() * 1e3;
+    }
+
+    /// A relation's file `from` was replaced by `to` (TRUNCATE): `to` takes over the
+    /// counts of `from`; with `emptied` (the TRUNCATE committed) `to` keeps only its own
+    /// live and dead rows and inserts since VACUUM, as rows of the old file are gone.
+    pub fn move_counts(&self, from: u32, to: u32, emptied: bool) {
+        let mut state = self.state.lock();
+        let Some(old) = state.by_file.remove(&from) else {
+            return;
+        };
+        let new = state.by_file.entry(to).or_default();
+        new.counts.add(&old.counts);
+        let (r, o) = (&mut new.rows, &old.rows);
+        r.inserted += o.inserted;
+        r.modified_since_analyze += o.modified_since_analyze;
+        if !emptied {
+            r.live += o.live;
+            r.dead += o.dead;
+            r.inserted_since_vacuum += o.inserted_since_vacuum;
+        }
+        r.last_vacuum = r.last_vacuum.max(o.last_vacuum);
+        r.last_analyze = r.last_analyze.max(o.last_analyze);
+        r.vacuum_count += o.vacuum_count;
+        r.analyze_count += o.analyze_count;
+        r.total_vacuum_ms += o.total_vacuum_ms;
+        r.total_analyze_ms += o.total_analyze_ms;
+    }
+
+    /// What is kept of every relation file so far.
+    pub fn snapshot(&self) -> HashMap<u32, RelationStats> {
+        self.state.lock().by_file.clone()
     }
 
     /// A relation file was removed: its counts go with it.
     pub fn forget(&self, relfilenode: u32) {
-        self.totals.lock().remove(&relfilenode);
+        self.state.lock().by_file.remove(&relfilenode);
     }
 
-    /// `pg_stat_reset()`: every relation's counts back to zero.
+    /// `pg_stat_reset()`: every relation's counts back to zero (rows of open transactions
+    /// still count when those end).
     pub fn reset(&self) {
-        self.totals.lock().clear();
+        self.state.lock().by_file.clear();
     }
 }
 
@@ -152,12 +330,16 @@ mod tests {
         pending.index_scan(12);
         pending.index_tuples_read(12, 30);
         pending.index_tuples_fetched(12, 7);
+        pending.seq_scan(10);
+        pending.seq_tuples_read(10, 100);
+        pending.bitmap_tuples_fetched(10, 9);
         totals.add(&mut pending);
         let s = totals.snapshot();
-        assert_eq!((s[&10].hit, s[&10].read), (2, 1));
-        assert_eq!((s[&11].hit, s[&11].read), (0, 20));
-        assert_eq!(s[&11].last_index_scan, None);
-        let ix = s[&12];
+        assert_eq!((s[&10].counts.hit, s[&10].counts.read), (2, 1));
+        assert_eq!((s[&11].counts.hit, s[&11].counts.read), (0, 20));
+        assert_eq!(s[&11].counts.last_index_scan, None);
+        assert_eq!(s[&11].counts.last_seq_scan, None);
+        let ix = s[&12].counts;
         assert_eq!(
             (
                 ix.index_scans,
@@ -167,9 +349,74 @@ mod tests {
             (1, 30, 7)
         );
         assert!(ix.last_index_scan.is_some());
+        let t = s[&10].counts;
+        assert_eq!(
+            (t.seq_scans, t.seq_tuples_read, t.bitmap_tuples_fetched),
+            (1, 100, 9)
+        );
+        assert!(t.last_seq_scan.is_some());
         totals.forget(10);
         assert!(!totals.snapshot().contains_key(&10));
         totals.reset();
         assert!(totals.snapshot().is_empty());
+    }
+
+    #[test]
+    fn inserted_rows_count_when_their_transaction_ends() {
+        let totals = RelationTotals::default();
+        totals.inserted(100, 10, 5);
+        totals.inserted(100, 10, 7);
+        totals.inserted(101, 10, 3);
+        totals.inserted(101, 11, 2);
+        assert_eq!(totals.snapshot().get(&10), None, "nothing before the end");
+        totals.end_transaction(100, true);
+        totals.end_transaction(101, false);
+        totals.end_transaction(102, true); // inserted nothing
+        let s = totals.snapshot();
+        let r = s[&10].rows;
+        assert_eq!((r.inserted, r.live, r.dead), (15, 12, 3));
+        assert_eq!(
+            (r.modified_since_analyze, r.inserted_since_vacuum),
+            (12, 15)
+        );
+        assert_eq!((s[&11].rows.live, s[&11].rows.dead), (0, 2));
+
+        totals.analyzed(10, 11.6, 3.0, Duration::from_millis(4));
+        let r = totals.snapshot()[&10].rows;
+        assert_eq!((r.live, r.dead, r.modified_since_analyze), (12, 3, 0));
+        assert_eq!((r.analyze_count, r.inserted_since_vacuum), (1, 15));
+        assert!(r.last_analyze.is_some() && r.total_analyze_ms >= 4.0);
+
+        totals.vacuumed(10, 12, 3, Duration::from_millis(2));
+        let r = totals.snapshot()[&10].rows;
+        assert_eq!(
+            (r.inserted_since_vacuum, r.vacuum_count, r.inserted),
+            (0, 1, 15)
+        );
+        assert!(r.last_vacuum.is_some());
+    }
+
+    #[test]
+    fn truncate_moves_counts_to_the_new_file() {
+        let totals = RelationTotals::default();
+        let mut pending = PendingRelationCounts::default();
+        pending.seq_scan(10);
+        totals.add(&mut pending);
+        totals.inserted(100, 10, 5);
+        totals.end_transaction(100, true);
+        // TRUNCATE, then 2 rows into the new file, all in one transaction.
+        totals.inserted(101, 20, 2);
+        totals.end_transaction(101, true);
+        totals.move_counts(10, 20, true);
+        let s = totals.snapshot();
+        assert!(!s.contains_key(&10));
+        let t = s[&20];
+        assert_eq!((t.counts.seq_scans, t.rows.inserted), (1, 7));
+        assert_eq!((t.rows.live, t.rows.modified_since_analyze), (2, 7));
+        // A TRUNCATE rolled back: the old file gets everything back.
+        totals.move_counts(20, 10, false);
+        assert_eq!(totals.snapshot()[&10].rows.live, 2);
+        totals.move_counts(30, 10, false); // nothing counted under 30: no change
+        assert_eq!(totals.snapshot()[&10].rows.inserted, 7);
     }
 }

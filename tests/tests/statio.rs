@@ -1,6 +1,7 @@
 //! Per-relation statistics: `pg_statio_*_tables` and `pg_statio_*_indexes` (blocks read
 //! into the pool and found there, checked against the table's size and against EXPLAIN's
-//! `Buffers:` of the same scans) and `pg_stat_*_indexes` (index scans and their rows).
+//! `Buffers:` of the same scans), `pg_stat_*_indexes` (index scans and their rows) and
+//! `pg_stat_*_tables` (scans, rows, VACUUM and ANALYZE, as PostgreSQL 18 counts them).
 
 use iolab_tests::{evict, figure, int, plan, rows, TestServer};
 
@@ -206,4 +207,153 @@ async fn index_scan_counts() {
         .await
         .unwrap();
     assert_eq!(rows(&client, counts).await, as_text(&["0", "0", "0", "f"]));
+}
+
+/// `pg_stat_user_tables`: scans and the rows they read, rows inserted by committed and
+/// aborted transactions (counted when the transaction ends), ANALYZE, VACUUM and TRUNCATE;
+/// every figure as PostgreSQL 18 gives it for the same statements, except `n_dead_tup`
+/// after VACUUM (iolab's VACUUM removes nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_activity_counts() {
+    let server = TestServer::start("stat_tables");
+    let client = server.client().await;
+    let columns: Vec<(String, String)> = client
+        .prepare("SELECT * FROM pg_stat_user_tables")
+        .await
+        .unwrap()
+        .columns()
+        .iter()
+        .map(|c| (c.name().to_string(), c.type_().name().to_string()))
+        .collect();
+    let expected = "relid oid, schemaname name, relname name, seq_scan int8, \
+        last_seq_scan timestamptz, seq_tup_read int8, idx_scan int8, last_idx_scan timestamptz, \
+        idx_tup_fetch int8, n_tup_ins int8, n_tup_upd int8, n_tup_del int8, n_tup_hot_upd int8, \
+        n_tup_newpage_upd int8, n_live_tup int8, n_dead_tup int8, n_mod_since_analyze int8, \
+        n_ins_since_vacuum int8, last_vacuum timestamptz, last_autovacuum timestamptz, \
+        last_analyze timestamptz, last_autoanalyze timestamptz, vacuum_count int8, \
+        autovacuum_count int8, analyze_count int8, autoanalyze_count int8, \
+        total_vacuum_time float8, total_autovacuum_time float8, total_analyze_time float8, \
+        total_autoanalyze_time float8";
+    let expected: Vec<(String, String)> = expected
+        .split(", ")
+        .map(|c| {
+            let (name, ty) = c.split_once(' ').unwrap();
+            (name.to_string(), ty.to_string())
+        })
+        .collect();
+    // (iolab's catalogs send oid and name columns as int8 and text.)
+    assert_eq!(columns[3..], expected[3..], "PostgreSQL 18's columns");
+    let names = |c: &[(String, String)]| c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&columns), names(&expected));
+
+    client
+        .batch_execute(
+            "CREATE TABLE st(a int, b text);
+             INSERT INTO st SELECT i % 100, md5(i::text) FROM generate_series(1, 1000) AS T(i);",
+        )
+        .await
+        .unwrap();
+    let state = "SELECT seq_scan, seq_tup_read, idx_scan, idx_tup_fetch, n_tup_ins, n_live_tup,
+                        n_dead_tup, n_mod_since_analyze, n_ins_since_vacuum, vacuum_count,
+                        analyze_count, last_seq_scan IS NOT NULL, last_analyze IS NOT NULL,
+                        last_vacuum IS NOT NULL, total_analyze_time > 0
+                   FROM pg_stat_user_tables WHERE relname = 'st'";
+    let is = |expected: &str| -> Vec<Vec<Option<String>>> {
+        vec![expected
+            .split(' ')
+            .map(|v| (v != "-").then(|| v.to_string()))
+            .collect()]
+    };
+    //           seq  tup  idx  fetch ins   live  dead mod   ins_vac vac an  times
+    let fresh = "0    0    -    -     1000  1000  0    1000  1000    0   0   f f f f";
+    let squeeze = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(rows(&client, state).await, is(&squeeze(fresh)));
+
+    // A count reads every row; LIMIT 5 returns five.
+    client
+        .batch_execute("SELECT count(*) FROM st")
+        .await
+        .unwrap();
+    client
+        .batch_execute("SELECT * FROM st LIMIT 5")
+        .await
+        .unwrap();
+    let scanned = "2 1005 - - 1000 1000 0 1000 1000 0 0 t f f f";
+    assert_eq!(rows(&client, state).await, is(scanned));
+    // CREATE INDEX scans the table (PostgreSQL counts that scan too).
+    client
+        .batch_execute("CREATE INDEX st_a ON st(a)")
+        .await
+        .unwrap();
+    let indexed = "3 2005 0 0 1000 1000 0 1000 1000 0 0 t f f f";
+    assert_eq!(rows(&client, state).await, is(indexed));
+
+    // Rows of an open transaction count when it ends: here as dead rows, as it aborts.
+    let other = server.client().await;
+    other
+        .batch_execute("BEGIN; INSERT INTO st SELECT 1, 'x' FROM generate_series(1, 10)")
+        .await
+        .unwrap();
+    assert_eq!(rows(&client, state).await, is(indexed));
+    other.batch_execute("ROLLBACK").await.unwrap();
+    let aborted = "3 2005 0 0 1010 1000 10 1000 1010 0 0 t f f f";
+    assert_eq!(rows(&client, state).await, is(aborted));
+
+    // A Bitmap Heap Scan's rows, then an Index Scan's, are fetched rows of the table.
+    client
+        .batch_execute("SET enable_seqscan = off; SET enable_indexscan = off")
+        .await
+        .unwrap();
+    assert_eq!(
+        int(&client, "SELECT count(*) FROM st WHERE a < 5").await,
+        50
+    );
+    client
+        .batch_execute("SET enable_bitmapscan = off; SET enable_indexscan = on")
+        .await
+        .unwrap();
+    let index = plan(&client, "EXPLAIN ANALYZE SELECT * FROM st WHERE a = 3").await;
+    assert!(index[0].starts_with("Index Scan using st_a"), "{index:#?}");
+    let fetched = "3 2005 2 60 1010 1000 10 1000 1010 0 0 t f f f";
+    assert_eq!(rows(&client, state).await, is(fetched));
+
+    // ANALYZE estimates live and dead rows and restarts n_mod_since_analyze; VACUUM counts
+    // them and restarts n_ins_since_vacuum.
+    client.batch_execute("ANALYZE st").await.unwrap();
+    let analyzed = "3 2005 2 60 1010 1000 10 0 1010 0 1 t t f t";
+    assert_eq!(rows(&client, state).await, is(analyzed));
+    client.batch_execute("VACUUM st").await.unwrap();
+    let vacuumed = "3 2005 2 60 1010 1000 10 0 0 1 1 t t t t";
+    assert_eq!(rows(&client, state).await, is(vacuumed));
+
+    // TRUNCATE empties the table but keeps its counts; a rolled-back one changes nothing.
+    client.batch_execute("TRUNCATE st").await.unwrap();
+    let truncated = "3 2005 2 60 1010 0 0 0 0 1 1 t t t t";
+    assert_eq!(rows(&client, state).await, is(truncated));
+    client
+        .batch_execute(
+            "INSERT INTO st VALUES (1, 'a');
+             BEGIN; TRUNCATE st; INSERT INTO st VALUES (1, 'a'), (2, 'b'); COMMIT;",
+        )
+        .await
+        .unwrap();
+    let refilled = "3 2005 2 60 1013 2 0 3 2 1 1 t t t t";
+    assert_eq!(rows(&client, state).await, is(refilled));
+    client
+        .batch_execute("BEGIN; TRUNCATE st; ROLLBACK;")
+        .await
+        .unwrap();
+    assert_eq!(rows(&client, state).await, is(refilled));
+
+    // The `all` view has the same rows; pg_stat_reset() zeroes them.
+    assert_eq!(
+        rows(&client, "SELECT * FROM pg_stat_all_tables").await,
+        rows(&client, "SELECT * FROM pg_stat_user_tables").await
+    );
+    client
+        .batch_execute("SELECT pg_stat_reset()")
+        .await
+        .unwrap();
+    let reset = "0 0 0 0 0 0 0 0 0 0 0 f f f f";
+    assert_eq!(rows(&client, state).await, is(reset));
 }

@@ -149,6 +149,12 @@ pub fn analyze_table(
         track_io_timing: ctx.track_io_timing,
         elapsed: rusage.elapsed(),
     };
+    ctx.db.io_stats.relation_counts.analyzed(
+        table.relfilenode,
+        sample.total_rows,
+        sample.total_dead_rows,
+        phase.elapsed,
+    );
     messages.push(report::finished_analyzing(
         &options.database,
         &table.schema,
@@ -260,6 +266,12 @@ pub fn vacuum_table(
         track_io_timing: ctx.track_io_timing,
         elapsed: rusage.elapsed(),
     };
+    ctx.db.io_stats.relation_counts.vacuumed(
+        table.relfilenode,
+        heap.live,
+        heap.dead,
+        phase.elapsed,
+    );
     let mut messages = messages;
     messages.push(report::finished_vacuuming(
         &options.database,

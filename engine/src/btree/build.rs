@@ -255,6 +255,11 @@ pub fn scan_heap(
             config.pin_limit,
         )
     });
+    // PostgreSQL counts an index build's heap scan as a sequential scan of the table,
+    // and every tuple it returns (the build sees dead ones too).
+    let relfilenode = source.rel.relfilenode();
+    acct.relations().seq_scan(relfilenode);
+    let mut tuples_seen = 0u64;
     let mut next = 0u32;
     let mut stream = ReadStream::new(
         source.aio.clone(),
@@ -289,6 +294,7 @@ pub fn scan_heap(
             for (off, t) in (1..=slotted::page_max_offset(&page))
                 .filter_map(|off| slotted::page_item(&page, off).map(|t| (off, t)))
             {
+                tuples_seen += 1;
                 let (xmin, xmax) = (tuple::xmin(t), tuple::xmax(t));
                 if xmin == INVALID_XID
                     || !live(xmin, &source.clog)
@@ -309,6 +315,7 @@ pub fn scan_heap(
         Ok(())
     })();
     *acct = std::mem::take(&mut stream.acct);
+    acct.relations().seq_tuples_read(relfilenode, tuples_seen);
     result.map(|_| buffer)
 }
 

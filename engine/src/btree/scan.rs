@@ -366,7 +366,7 @@ impl<'a> BtreeScan<'a> {
     }
 
     fn start(&mut self, search: SearchKey<'static>) -> PgResult<()> {
-        self.acct.index_scan(self.index.relfilenode());
+        self.acct.relations().index_scan(self.index.relfilenode());
         let mut stack = Vec::new();
         let Some(leaf) = self.index.descend(&search, &mut stack, self.acct)? else {
             return Ok(());
@@ -418,6 +418,7 @@ impl<'a> BtreeScan<'a> {
         }
         self.next_leaf = if ended { P_NONE } else { opaque.next };
         LeafReadAhead::account(&mut self.read_ahead, self.acct)
+            .relations()
             .index_tuples_read(self.index.relfilenode(), tids.len() as u64);
         self.tids = tids.into_iter();
         if self.next_leaf == P_NONE {

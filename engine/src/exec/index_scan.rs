@@ -274,7 +274,9 @@ impl IndexJob {
                 if let Some(t) = page::page_item(&page, off) {
                     if tuple::is_visible(t, &mut visibility) {
                         self.rows.push(t, blkno, off)?;
-                        tids.acct().index_tuples_fetched(index.relfilenode(), 1);
+                        tids.acct()
+                            .relations()
+                            .index_tuples_fetched(index.relfilenode(), 1);
                     }
                 }
             }

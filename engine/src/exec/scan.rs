@@ -288,6 +288,7 @@ fn run_scan(
                     batch = batch.slice(0, remaining);
                 }
                 remaining -= batch.num_rows();
+                scanner.rows_returned(batch.num_rows());
                 counters.baseline.record_output(batch.num_rows());
                 if tx.blocking_send(Ok(batch)).is_err() {
                     break; // the consumer is gone

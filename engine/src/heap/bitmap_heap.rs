@@ -77,6 +77,7 @@ pub struct BitmapHeapCounts {
 /// Reads the visible tuples a bitmap points at, a batch at a time. See the module comment.
 pub struct BitmapHeapScanner {
     stream: ReadStream<TbmPage>,
+    relfilenode: u32,
     nblocks: u32,
     visibility: VisibilityChecker,
     rows: RowCollector,
@@ -104,6 +105,7 @@ impl BitmapHeapScanner {
         acct: IoAccount,
     ) -> BitmapHeapScanner {
         let nblocks = rel.nblocks();
+        let relfilenode = rel.relfilenode();
         let mut pages = bitmap.into_iter();
         // Pages come in ascending order, so once one is past the end all the rest are.
         let stream = ReadStream::new(aio, pool, rel, None, stream_config, acct, move || {
@@ -114,6 +116,7 @@ impl BitmapHeapScanner {
         });
         BitmapHeapScanner {
             stream,
+            relfilenode,
             nblocks,
             visibility,
             rows: RowCollector::new(columns, projection, schema),
@@ -159,6 +162,25 @@ impl BitmapHeapScanner {
 
     /// The next batch of rows, or `None` when every page of the bitmap was visited.
     pub fn next_batch(&mut self) -> PgResult<Option<RecordBatch>> {
+        let removed_before = self.counts.rows_removed_by_index_recheck;
+        let result = self.collect_batch();
+        // Every visible row the scan looked at counts as fetched, as PostgreSQL counts
+        // the tuples its table AM hands the executor, before recheck and filter.
+        let fetched =
+            self.rows.len() as u64 + self.counts.rows_removed_by_index_recheck - removed_before;
+        self.stream
+            .acct
+            .relations()
+            .bitmap_tuples_fetched(self.relfilenode, fetched);
+        result?;
+        if self.rows.is_empty() {
+            return Ok(None);
+        }
+        self.rows.finish().map(Some)
+    }
+
+    /// Fills `rows` with up to a batch of rows.
+    fn collect_batch(&mut self) -> PgResult<()> {
         while self.rows.len() < SCAN_BATCH_ROWS {
             let Some((buffer, tbm_page)) = self.stream.next_buffer()? else {
                 break;
@@ -187,10 +209,7 @@ impl BitmapHeapScanner {
                 }
             }
         }
-        if self.rows.is_empty() {
-            return Ok(None);
-        }
-        self.rows.finish().map(Some)
+        Ok(())
     }
 
     /// Return the tuple at `off` if it is there, visible, and passes the recheck (when

@@ -79,7 +79,18 @@ impl HeapInserter {
     }
 
     /// Inserts every row of `arrays` (already of the table's exact Arrow types).
+    /// The rows placed are told to the statistics, under the transaction, even when a
+    /// later row fails.
     pub fn insert_arrays(&mut self, arrays: &[ArrayRef], rows: usize) -> PgResult<()> {
+        let before = self.inserted;
+        let result = self.insert_rows(arrays, rows);
+        let placed = self.inserted - before;
+        self.acct
+            .rows_inserted(self.xid, self.rel.relfilenode(), placed);
+        result
+    }
+
+    fn insert_rows(&mut self, arrays: &[ArrayRef], rows: usize) -> PgResult<()> {
         self.encoder.prepare(arrays)?;
         for row in 0..rows {
             self.tuple_buf.clear();
@@ -159,6 +170,7 @@ impl HeapInserter {
 /// Reads a table's visible tuples in block order, a batch at a time.
 pub struct HeapScanner {
     stream: ReadStream<()>,
+    relfilenode: u32,
     nblocks: u32,
     visibility: VisibilityChecker,
     rows: RowCollector,
@@ -196,6 +208,9 @@ impl HeapScanner {
                 stream_config.pin_limit,
             )
         });
+        let relfilenode = rel.relfilenode();
+        let mut acct = acct;
+        acct.relations().seq_scan(relfilenode);
         let mut next = 0u32;
         let stream = ReadStream::new(aio, pool, rel, ring, stream_config, acct, move || {
             (next < nblocks).then(|| {
@@ -205,6 +220,7 @@ impl HeapScanner {
         });
         HeapScanner {
             stream,
+            relfilenode,
             nblocks,
             visibility,
             rows: RowCollector::new(columns, projection, schema),
@@ -272,5 +288,14 @@ impl HeapScanner {
             return Ok(None);
         }
         self.rows.finish().map(Some)
+    }
+
+    /// The consumer took `rows` rows of the batches (`seq_tup_read`: what a LIMIT cut
+    /// off was not returned).
+    pub fn rows_returned(&mut self, rows: usize) {
+        self.stream
+            .acct
+            .relations()
+            .seq_tuples_read(self.relfilenode, rows as u64);
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use iolab_catalog::store::write_durably;
 use parking_lot::Mutex;
@@ -20,7 +20,12 @@ pub struct TransactionManager {
     clog: Arc<Clog>,
     horizon_path: PathBuf,
     state: Mutex<XidState>,
+    /// Told of each transaction's end (`committed` or not), after the clog has it.
+    end_listener: OnceLock<EndListener>,
 }
+
+/// What [`TransactionManager::set_end_listener`] takes: `(xid, committed)`.
+pub type EndListener = Box<dyn Fn(Xid, bool) + Send + Sync>;
 
 struct XidState {
     next_xid: Xid,
@@ -55,6 +60,7 @@ impl TransactionManager {
         let manager = TransactionManager {
             clog,
             horizon_path,
+            end_listener: OnceLock::new(),
             state: Mutex::new(XidState {
                 next_xid: horizon,
                 reserved_until: horizon,
@@ -92,12 +98,24 @@ impl TransactionManager {
         self.end(xid, XidStatus::Aborted)
     }
 
+    /// `listener` is told of every transaction's end from now on (the statistics count
+    /// a transaction's rows then). Set once.
+    pub fn set_end_listener(&self, listener: EndListener) {
+        assert!(
+            self.end_listener.set(listener).is_ok(),
+            "the end listener is set once"
+        );
+    }
+
     fn end(&self, xid: Xid, status: XidStatus) -> io::Result<()> {
         // The clog flips first, then the xid leaves the in-progress set: a snapshot taken
         // in between still treats it as in progress, which is the safe side.
         let result = self.clog.set_status(xid, status);
         let removed = self.state.lock().in_progress.remove(&xid);
         assert!(removed, "xid {xid} ended twice or was never started");
+        if let Some(listener) = self.end_listener.get() {
+            listener(xid, status == XidStatus::Committed);
+        }
         result
     }
 

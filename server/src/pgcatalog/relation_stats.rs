@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `pg_statio_all_tables`, `pg_statio_user_tables` | blocks read and hit per table, and its indexes' |
 //! | `pg_statio_all_indexes`, `pg_statio_user_indexes` | blocks read and hit per index |
+//! | `pg_stat_all_tables`, `pg_stat_user_tables` | scans of each table and the rows they read; rows inserted, live and dead; VACUUM and ANALYZE |
 //! | `pg_stat_all_indexes`, `pg_stat_user_indexes` | scans of each index, entries they returned, rows fetched through it |
 //! | `pg_stat_reset()` | zeroes them all |
 //!
@@ -14,18 +15,30 @@
 //! columns are NULL: iolab has no TOAST tables. `idx_scan` counts index searches (EXPLAIN's
 //! `Index Searches:`), `idx_tup_read` the entries they returned, `idx_tup_fetch` the live
 //! rows plain Index Scans fetched (a Bitmap Heap Scan's rows are not counted there, as in
-//! PostgreSQL). iolab's own catalogs are computed, not stored, so the `all` views list the
-//! same user relations as the `user` ones. Counts belong to a relation's file: TRUNCATE (a
-//! new file) starts them again at zero, where PostgreSQL keeps them; they are kept in
-//! memory, not across a restart.
+//! PostgreSQL).
+//!
+//! `pg_stat_*_tables` is PostgreSQL's view: `seq_scan` counts Seq Scans and the heap scans
+//! of CREATE INDEX, `seq_tup_read` the rows they returned; `idx_scan` and `last_idx_scan`
+//! sum and take the latest over the table's indexes (NULL without one), and
+//! `idx_tup_fetch` adds the rows Bitmap Heap Scans fetched from the table to those Index
+//! Scans fetched through the indexes. `n_tup_ins`, `n_live_tup`, `n_dead_tup`,
+//! `n_mod_since_analyze` and `n_ins_since_vacuum` change when the inserting transaction
+//! ends (an aborted one leaves dead rows), and ANALYZE and VACUUM set the live and dead
+//! counts to what they saw; iolab's VACUUM removes nothing, so the aborted rows it counts
+//! stay in `n_dead_tup` where PostgreSQL's would be gone. iolab has no UPDATE, DELETE or
+//! autovacuum: their columns are 0 (NULL for the `last_auto*` times).
+//!
+//! iolab's own catalogs are computed, not stored, so the `all` views list the same user
+//! relations as the `user` ones. Counts are kept in memory, not across a restart.
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::Result;
 use iolab_engine::Database;
-use iolab_stats::RelationCounts;
+use iolab_stats::{RelationCounts, RelationStats};
 
 use super::batch::{build_batch, parse_columns, schema_of, V};
 use super::functions::{def, per_row, Def};
@@ -33,6 +46,19 @@ use super::functions::{def, per_row, Def};
 const TABLE_COLUMNS: &str = "relid oid, schemaname name, relname name, \
     heap_blks_read bigint, heap_blks_hit bigint, idx_blks_read bigint, idx_blks_hit bigint, \
     toast_blks_read bigint, toast_blks_hit bigint, tidx_blks_read bigint, tidx_blks_hit bigint";
+
+const TABLE_ACTIVITY_COLUMNS: &str = "relid oid, schemaname name, relname name, \
+    seq_scan bigint, last_seq_scan timestamp with time zone, seq_tup_read bigint, \
+    idx_scan bigint, last_idx_scan timestamp with time zone, idx_tup_fetch bigint, \
+    n_tup_ins bigint, n_tup_upd bigint, n_tup_del bigint, n_tup_hot_upd bigint, \
+    n_tup_newpage_upd bigint, n_live_tup bigint, n_dead_tup bigint, \
+    n_mod_since_analyze bigint, n_ins_since_vacuum bigint, \
+    last_vacuum timestamp with time zone, last_autovacuum timestamp with time zone, \
+    last_analyze timestamp with time zone, last_autoanalyze timestamp with time zone, \
+    vacuum_count bigint, autovacuum_count bigint, analyze_count bigint, \
+    autoanalyze_count bigint, total_vacuum_time double precision, \
+    total_autovacuum_time double precision, total_analyze_time double precision, \
+    total_autoanalyze_time double precision";
 
 const INDEX_COLUMNS: &str = "relid oid, indexrelid oid, schemaname name, relname name, \
     indexrelname name, idx_blks_read bigint, idx_blks_hit bigint";
@@ -53,48 +79,110 @@ pub fn statio_indexes_schema() -> SchemaRef {
     SCHEMA.clone()
 }
 
-fn counts(totals: &HashMap<u32, RelationCounts>, relfilenode: u32) -> RelationCounts {
+pub fn stat_tables_schema() -> SchemaRef {
+    static SCHEMA: std::sync::LazyLock<SchemaRef> =
+        std::sync::LazyLock::new(|| schema_of(&parse_columns(TABLE_ACTIVITY_COLUMNS)));
+    SCHEMA.clone()
+}
+
+fn stats_of(totals: &HashMap<u32, RelationStats>, relfilenode: u32) -> RelationStats {
     totals.get(&relfilenode).copied().unwrap_or_default()
 }
 
-/// `pg_statio_*_tables`: one row per table.
-pub fn statio_tables_batch(db: &Database) -> Result<RecordBatch> {
+fn counts(totals: &HashMap<u32, RelationStats>, relfilenode: u32) -> RelationCounts {
+    stats_of(totals, relfilenode).counts
+}
+
+fn time(t: Option<DateTime<Utc>>) -> V {
+    t.map_or(V::Null, |t| V::Int(t.timestamp_micros()))
+}
+
+/// One row per table: its identity columns, then `columns(its stats, its indexes' counts)`.
+fn table_rows(
+    db: &Database,
+    columns: impl Fn(&RelationStats, &[RelationCounts]) -> Vec<V>,
+) -> Vec<Vec<V>> {
     let totals = db.io_stats.relation_counts.snapshot();
     let indexes = db.catalog.indexes();
-    let rows: Vec<Vec<V>> = db
-        .catalog
+    db.catalog
         .tables()
         .iter()
         .map(|t| {
-            let heap = counts(&totals, t.relfilenode);
-            let of_table: Vec<RelationCounts> = indexes
+            let of_indexes: Vec<RelationCounts> = indexes
                 .iter()
                 .filter(|i| i.table_oid == t.oid)
                 .map(|i| counts(&totals, i.relfilenode))
                 .collect();
-            let index_sum = |f: fn(&RelationCounts) -> u64| {
-                if of_table.is_empty() {
-                    V::Null
-                } else {
-                    V::Int(of_table.iter().map(f).sum::<u64>() as i64)
-                }
-            };
-            vec![
-                V::oid(t.oid),
-                V::text(&t.schema),
-                V::text(&t.name),
-                V::Int(heap.read as i64),
-                V::Int(heap.hit as i64),
-                index_sum(|c| c.read),
-                index_sum(|c| c.hit),
-                V::Null,
-                V::Null,
-                V::Null,
-                V::Null,
-            ]
+            let mut row = vec![V::oid(t.oid), V::text(&t.schema), V::text(&t.name)];
+            row.extend(columns(&stats_of(&totals, t.relfilenode), &of_indexes));
+            row
         })
-        .collect();
+        .collect()
+}
+
+/// The sum of `f` over a table's indexes; NULL for none, as PostgreSQL's `sum()`.
+fn index_sum(indexes: &[RelationCounts], f: fn(&RelationCounts) -> u64) -> V {
+    if indexes.is_empty() {
+        V::Null
+    } else {
+        V::Int(indexes.iter().map(f).sum::<u64>() as i64)
+    }
+}
+
+/// `pg_statio_*_tables`: one row per table.
+pub fn statio_tables_batch(db: &Database) -> Result<RecordBatch> {
+    let rows = table_rows(db, |table, indexes| {
+        let mut row = vec![
+            V::Int(table.counts.read as i64),
+            V::Int(table.counts.hit as i64),
+            index_sum(indexes, |c| c.read),
+            index_sum(indexes, |c| c.hit),
+        ];
+        row.extend([V::Null, V::Null, V::Null, V::Null]); // TOAST
+        row
+    });
     build_batch(&statio_tables_schema(), &rows)
+}
+
+/// `pg_stat_*_tables`: one row per table.
+pub fn stat_tables_batch(db: &Database) -> Result<RecordBatch> {
+    let rows = table_rows(db, |table, indexes| {
+        let (c, r) = (&table.counts, &table.rows);
+        let idx_tup_fetch = match index_sum(indexes, |c| c.index_tuples_fetched) {
+            V::Int(n) => V::Int(n + c.bitmap_tuples_fetched as i64),
+            none => none,
+        };
+        vec![
+            V::Int(c.seq_scans as i64),
+            time(c.last_seq_scan),
+            V::Int(c.seq_tuples_read as i64),
+            index_sum(indexes, |c| c.index_scans),
+            time(indexes.iter().filter_map(|c| c.last_index_scan).max()),
+            idx_tup_fetch,
+            V::Int(r.inserted as i64),
+            V::Int(0), // n_tup_upd
+            V::Int(0), // n_tup_del
+            V::Int(0), // n_tup_hot_upd
+            V::Int(0), // n_tup_newpage_upd
+            V::Int(r.live),
+            V::Int(r.dead),
+            V::Int(r.modified_since_analyze),
+            V::Int(r.inserted_since_vacuum),
+            time(r.last_vacuum),
+            V::Null, // last_autovacuum
+            time(r.last_analyze),
+            V::Null, // last_autoanalyze
+            V::Int(r.vacuum_count as i64),
+            V::Int(0), // autovacuum_count
+            V::Int(r.analyze_count as i64),
+            V::Int(0), // autoanalyze_count
+            V::Float(r.total_vacuum_ms),
+            V::Float(0.0),
+            V::Float(r.total_analyze_ms),
+            V::Float(0.0),
+        ]
+    });
+    build_batch(&stat_tables_schema(), &rows)
 }
 
 pub fn stat_indexes_schema() -> SchemaRef {
@@ -140,8 +228,7 @@ pub fn stat_indexes_batch(db: &Database) -> Result<RecordBatch> {
     let rows = index_rows(db, |c| {
         vec![
             V::Int(c.index_scans as i64),
-            c.last_index_scan
-                .map_or(V::Null, |t| V::Int(t.timestamp_micros())),
+            time(c.last_index_scan),
             V::Int(c.index_tuples_read as i64),
             V::Int(c.index_tuples_fetched as i64),
         ]

@@ -11,7 +11,7 @@
 //! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, iolab's `pg_stat_aio` for `aio`, both for NULL / no argument |
 //! | `pg_stat_reset_backend_stats(pid)` | resets one process's statistics |
 //! | `pg_stat_force_next_flush()` | nothing: iolab's counters are shared as they count |
-//! | `pg_statio_{all,user}_{tables,indexes}`, `pg_stat_{all,user}_indexes`, `pg_stat_reset()` | per table and index, see `relation_stats` |
+//! | `pg_statio_{all,user}_{tables,indexes}`, `pg_stat_{all,user}_{tables,indexes}`, `pg_stat_reset()` | per table and index, see `relation_stats` |
 //!
 //! The columns are PostgreSQL 18's followed by iolab's (see `iolab_stats::views`). The
 //! views are computed each time a statement scans them, so filters, joins and aggregates
@@ -73,12 +73,14 @@ pub(super) enum Which {
     StatioUserTables,
     StatioAllIndexes,
     StatioUserIndexes,
+    StatAllTables,
+    StatUserTables,
     StatAllIndexes,
     StatUserIndexes,
 }
 
 impl Which {
-    const VIEWS: [(&'static str, Which); 12] = [
+    const VIEWS: [(&'static str, Which); 14] = [
         ("pg_stat_io", Which::Io),
         ("pg_aios", Which::Aios),
         ("pg_stat_aio", Which::Aio),
@@ -89,6 +91,8 @@ impl Which {
         ("pg_statio_user_tables", Which::StatioUserTables),
         ("pg_statio_all_indexes", Which::StatioAllIndexes),
         ("pg_statio_user_indexes", Which::StatioUserIndexes),
+        ("pg_stat_all_tables", Which::StatAllTables),
+        ("pg_stat_user_tables", Which::StatUserTables),
         ("pg_stat_all_indexes", Which::StatAllIndexes),
         ("pg_stat_user_indexes", Which::StatUserIndexes),
     ];
@@ -115,6 +119,7 @@ impl Which {
             Which::StatioAllIndexes | Which::StatioUserIndexes => {
                 relation_stats::statio_indexes_schema()
             }
+            Which::StatAllTables | Which::StatUserTables => relation_stats::stat_tables_schema(),
             Which::StatAllIndexes | Which::StatUserIndexes => relation_stats::stat_indexes_schema(),
         }
     }
@@ -142,6 +147,7 @@ impl Which {
             Which::StatioAllIndexes | Which::StatioUserIndexes => {
                 relation_stats::statio_indexes_batch(db)?
             }
+            Which::StatAllTables | Which::StatUserTables => relation_stats::stat_tables_batch(db)?,
             Which::StatAllIndexes | Which::StatUserIndexes => {
                 relation_stats::stat_indexes_batch(db)?
             }

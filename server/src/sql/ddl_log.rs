@@ -14,7 +14,7 @@
 //! | CREATE INDEX | remove the index and its file | — |
 //! | DROP TABLE | put the table, its indexes and statistics back | remove their files |
 //! | DROP INDEX | put the index back | remove its file |
-//! | TRUNCATE | give the table and its indexes their old files (and the table its statistics) back, remove the new files | remove the old files |
+//! | TRUNCATE | give the table and its indexes their old files (and the table its statistics) back, with the activity counted meanwhile (`pg_stat_*`), remove the new files | move the activity counted under the old files to the new ones, remove the old files |
 //!
 //! TRUNCATE therefore gives the indexes new, empty files as it gives the table one, rather
 //! than emptying them in place.
@@ -129,7 +129,16 @@ impl DdlLog {
                     remove_files(&db, dropped.table.relfilenode, &dropped.indexes)
                 }
                 DdlEntry::DroppedIndex(index) => btree::drop_index_files(&db, index),
-                DdlEntry::Truncated { table, indexes, .. } => {
+                DdlEntry::Truncated {
+                    table,
+                    new_relfilenode,
+                    indexes,
+                } => {
+                    let counts = &db.io_stats.relation_counts;
+                    counts.move_counts(table.relfilenode, *new_relfilenode, true);
+                    for (old, new) in indexes {
+                        counts.move_counts(old.relfilenode, *new, true);
+                    }
                     remove_files(&db, table.relfilenode, indexes.iter().map(|(old, _)| old))
                 }
             };
@@ -196,8 +205,11 @@ fn undo(db: &Database, entry: &DdlEntry) -> PgResult<()> {
                     table.relpages,
                 )?;
             }
+            let counts = &db.io_stats.relation_counts;
+            counts.move_counts(*new_relfilenode, table.relfilenode, false);
             db.remove_relation_file(*new_relfilenode)?;
             for (index, new) in indexes {
+                counts.move_counts(*new, index.relfilenode, false);
                 if db.catalog.index_by_oid(index.oid).is_some() {
                     db.catalog
                         .set_index_relfilenode(index.oid, index.relfilenode)?;
