@@ -56,6 +56,8 @@ pub mod sqlstate {
     pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
     pub const QUERY_CANCELED: &str = "57014";
+    pub const T_R_SERIALIZATION_FAILURE: &str = "40001";
+    pub const T_R_DEADLOCK_DETECTED: &str = "40P01";
     pub const ADMIN_SHUTDOWN: &str = "57P01";
     pub const TOO_MANY_CONNECTIONS: &str = "53300";
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use iolab_stats::{
     AioEvent, AioLatencyOp, BackendActivity, BackendType, BufferUsage, IoContext, IoObject, IoOp,
-    IoStatsHub, LatencyHistogram, PendingIoStats, PendingRelationCounts, WaitEvent,
+    IoStatsHub, LatencyHistogram, PendingIoStats, PendingRelationCounts, RowChange, WaitEvent,
 };
 
 use crate::buffer::RingKind;
@@ -159,11 +159,13 @@ impl IoAccount {
         &mut self.relations
     }
 
-    /// Transaction `xid` inserted `rows` rows into table file `relfilenode`: told to the
-    /// shared statistics at once, which count them when the transaction ends.
-    pub fn rows_inserted(&mut self, xid: u32, relfilenode: u32, rows: u64) {
+    /// Transaction `xid` made `change` to `rows` rows of table file `relfilenode`: told to
+    /// the shared statistics at once, which count them when the transaction ends.
+    pub fn rows_changed(&mut self, xid: u32, relfilenode: u32, change: RowChange, rows: u64) {
         if let Some(sink) = &self.sink {
-            sink.hub.relation_counts.inserted(xid, relfilenode, rows);
+            sink.hub
+                .relation_counts
+                .changed(xid, relfilenode, change, rows);
         }
     }
 

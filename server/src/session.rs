@@ -420,6 +420,14 @@ impl Session {
                 let n = insert::insert(run, ins).await?;
                 Ok(Outcome::Done(format!("INSERT 0 {n}")))
             }
+            ast::Statement::Delete(_) => {
+                let n = sql::dml::delete(run, stmt).await?;
+                Ok(Outcome::Done(format!("DELETE {n}")))
+            }
+            ast::Statement::Update(_) => {
+                let n = sql::dml::update(run, stmt).await?;
+                Ok(Outcome::Done(format!("UPDATE {n}")))
+            }
             ast::Statement::Explain { .. } => crate::explain::run(run, &self.settings, stmt).await,
             other => Err(PgError::unsupported(format!(
                 "statement not supported: {}",
@@ -572,6 +580,9 @@ fn mentions_ctid(parsed: &Parsed) -> bool {
     let Parsed::Sql(stmt) = parsed else {
         return false;
     };
+    if let ast::Statement::Delete(_) | ast::Statement::Update(_) = &**stmt {
+        return true; // their rows are found by ctid
+    }
     let is_ctid = |i: &ast::Ident| i.value.eq_ignore_ascii_case("ctid");
     ast::visit_expressions(&**stmt, |e| match e {
         ast::Expr::Identifier(i) if is_ctid(i) => std::ops::ControlFlow::Break(()),

@@ -36,7 +36,8 @@ pub use io::{
     PendingIoStats, FLUSH_INTERVAL,
 };
 pub use relation::{
-    PendingRelationCounts, RelationCounts, RelationStats, RelationTotals, TableRows,
+    PendingRelationCounts, RelationCounts, RelationStats, RelationTotals, RowChange, RowChanges,
+    TableRows,
 };
 pub use usage::BufferUsage;
 pub use views::{AioOperation, AioResultStatus, AioRow, AioState};

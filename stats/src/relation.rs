@@ -17,11 +17,14 @@
 //!
 //! # Rows, at transaction end
 //!
-//! Rows inserted are told here as they are placed, under their transaction id, and stay
-//! aside until that transaction ends ([`RelationTotals::end_transaction`], called by the
-//! transaction manager): then they count as inserted (`n_tup_ins`, `n_ins_since_vacuum`),
-//! and as live rows and modifications (`n_live_tup`, `n_mod_since_analyze`) if it
-//! committed, dead ones (`n_dead_tup`) if it aborted. ANALYZE replaces the live and dead
+//! Rows inserted, updated and deleted are told here as they are written, under their
+//! transaction id, and stay aside until that transaction ends
+//! ([`RelationTotals::end_transaction`], called by the transaction manager), as in
+//! PostgreSQL: then they count in `n_tup_ins`, `n_tup_upd`, `n_tup_del` whatever the
+//! outcome. If it committed, an insert adds a live row, a delete turns one dead, an update
+//! leaves a dead version behind, and each is a modification (`n_mod_since_analyze`); if it
+//! aborted, the rows it inserted and the new versions it wrote are dead, and what it
+//! deleted lives on. Inserts also count in `n_ins_since_vacuum`. ANALYZE replaces the live and dead
 //! counts with its estimates and restarts `n_mod_since_analyze`; VACUUM replaces them with
 //! what it counted and restarts `n_ins_since_vacuum`; each also counts itself and its
 //! time. A committed TRUNCATE moves the old file's counts to the new file with no live or
@@ -62,6 +65,9 @@ pub struct RelationCounts {
     pub last_seq_scan: Option<DateTime<Utc>>,
     /// Rows Bitmap Heap Scans fetched from this table.
     pub bitmap_tuples_fetched: u64,
+    /// Updates whose new version went to another page than the old (PostgreSQL counts
+    /// these as they happen, not at transaction end).
+    pub newpage_updates: u64,
 }
 
 impl RelationCounts {
@@ -76,6 +82,7 @@ impl RelationCounts {
         self.seq_tuples_read += other.seq_tuples_read;
         self.last_seq_scan = self.last_seq_scan.max(other.last_seq_scan);
         self.bitmap_tuples_fetched += other.bitmap_tuples_fetched;
+        self.newpage_updates += other.newpage_updates;
     }
 }
 
@@ -83,8 +90,11 @@ impl RelationCounts {
 /// "Rows, at transaction end" in the module comment).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TableRows {
-    /// Rows inserted by ended transactions, committed or not (`n_tup_ins`).
+    /// Rows inserted, updated and deleted by ended transactions, committed or not
+    /// (`n_tup_ins`, `n_tup_upd`, `n_tup_del`).
     pub inserted: u64,
+    pub updated: u64,
+    pub deleted: u64,
     pub live: i64,
     pub dead: i64,
     pub modified_since_analyze: i64,
@@ -158,6 +168,11 @@ impl PendingRelationCounts {
         self.entry(relfilenode).bitmap_tuples_fetched += n;
     }
 
+    /// `n` updates of table file `relfilenode` put their new version on another page.
+    pub fn newpage_updates(&mut self, relfilenode: u32, n: u64) {
+        self.entry(relfilenode).newpage_updates += n;
+    }
+
     #[inline]
     fn entry(&mut self, relfilenode: u32) -> &mut RelationCounts {
         let at = match self.entries.iter().rposition(|(r, _)| *r == relfilenode) {
@@ -184,8 +199,24 @@ pub struct RelationTotals {
 #[derive(Debug, Default)]
 struct TotalsState {
     by_file: HashMap<u32, RelationStats>,
-    /// Rows inserted by each open transaction: `xid → [(relfilenode, rows)]`.
-    open_inserts: HashMap<u32, Vec<(u32, u64)>>,
+    /// Rows written by each open transaction: `xid → [(relfilenode, changes)]`.
+    open: HashMap<u32, Vec<(u32, RowChanges)>>,
+}
+
+/// What a transaction did to one table's rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowChanges {
+    pub inserted: u64,
+    pub updated: u64,
+    pub deleted: u64,
+}
+
+/// One kind of row change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowChange {
+    Insert,
+    Update,
+    Delete,
 }
 
 impl RelationTotals {
@@ -212,35 +243,52 @@ impl RelationTotals {
         }
     }
 
-    /// Transaction `xid` (still open) inserted `rows` rows into table file `relfilenode`.
-    pub fn inserted(&self, xid: u32, relfilenode: u32, rows: u64) {
+    /// Transaction `xid` (still open) made `change` to `rows` rows of table file
+    /// `relfilenode`.
+    pub fn changed(&self, xid: u32, relfilenode: u32, change: RowChange, rows: u64) {
         if rows == 0 {
             return;
         }
         let mut state = self.state.lock();
-        let tables = state.open_inserts.entry(xid).or_default();
-        match tables.iter_mut().find(|(r, _)| *r == relfilenode) {
-            Some((_, n)) => *n += rows,
-            None => tables.push((relfilenode, rows)),
+        let tables = state.open.entry(xid).or_default();
+        let at = match tables.iter().position(|(r, _)| *r == relfilenode) {
+            Some(at) => at,
+            None => {
+                tables.push((relfilenode, RowChanges::default()));
+                tables.len() - 1
+            }
+        };
+        let counts = &mut tables[at].1;
+        match change {
+            RowChange::Insert => counts.inserted += rows,
+            RowChange::Update => counts.updated += rows,
+            RowChange::Delete => counts.deleted += rows,
         }
     }
 
-    /// Transaction `xid` ended: its inserted rows count, live if it `committed`, else dead.
+    /// Transaction `xid` ended, `committed` or not: its row changes count (see "Rows, at
+    /// transaction end" in the module comment).
     pub fn end_transaction(&self, xid: u32, committed: bool) {
         let mut state = self.state.lock();
-        let Some(tables) = state.open_inserts.remove(&xid) else {
+        let Some(tables) = state.open.remove(&xid) else {
             return;
         };
-        for (relfilenode, n) in tables {
+        for (relfilenode, c) in tables {
             let rows = &mut state.by_file.entry(relfilenode).or_default().rows;
-            rows.inserted += n;
-            rows.inserted_since_vacuum += n as i64;
+            let (ins, upd, del) = (c.inserted as i64, c.updated as i64, c.deleted as i64);
+            rows.inserted += c.inserted;
+            rows.updated += c.updated;
+            rows.deleted += c.deleted;
+            rows.inserted_since_vacuum += ins;
             if committed {
-                rows.live += n as i64;
-                rows.modified_since_analyze += n as i64;
+                rows.live += ins - del;
+                rows.dead += upd + del;
+                rows.modified_since_analyze += ins + upd + del;
             } else {
-                rows.dead += n as i64;
+                rows.dead += ins + upd;
             }
+            // As PostgreSQL: counts that began mid-way (a reset) never go below zero.
+            rows.live = rows.live.max(0);
         }
     }
 
@@ -280,6 +328,8 @@ impl RelationTotals {
         new.counts.add(&old.counts);
         let (r, o) = (&mut new.rows, &old.rows);
         r.inserted += o.inserted;
+        r.updated += o.updated;
+        r.deleted += o.deleted;
         r.modified_since_analyze += o.modified_since_analyze;
         if !emptied {
             r.live += o.live;
@@ -364,10 +414,10 @@ mod tests {
     #[test]
     fn inserted_rows_count_when_their_transaction_ends() {
         let totals = RelationTotals::default();
-        totals.inserted(100, 10, 5);
-        totals.inserted(100, 10, 7);
-        totals.inserted(101, 10, 3);
-        totals.inserted(101, 11, 2);
+        totals.changed(100, 10, RowChange::Insert, 5);
+        totals.changed(100, 10, RowChange::Insert, 7);
+        totals.changed(101, 10, RowChange::Insert, 3);
+        totals.changed(101, 11, RowChange::Insert, 2);
         assert_eq!(totals.snapshot().get(&10), None, "nothing before the end");
         totals.end_transaction(100, true);
         totals.end_transaction(101, false);
@@ -380,6 +430,21 @@ mod tests {
             (12, 15)
         );
         assert_eq!((s[&11].rows.live, s[&11].rows.dead), (0, 2));
+        // Updates and deletes: committed, each leaves a dead row; aborted, only the
+        // updates' new versions are dead.
+        totals.changed(103, 11, RowChange::Update, 4);
+        totals.changed(103, 11, RowChange::Delete, 1);
+        totals.end_transaction(103, true);
+        totals.changed(104, 11, RowChange::Update, 2);
+        totals.changed(104, 11, RowChange::Delete, 3);
+        totals.end_transaction(104, false);
+        let r = totals.snapshot()[&11].rows;
+        assert_eq!(
+            (r.updated, r.deleted, r.live, r.dead),
+            (6, 4, 0, 9),
+            "live clamped"
+        );
+        assert_eq!(r.modified_since_analyze, 5);
 
         totals.analyzed(10, 11.6, 3.0, Duration::from_millis(4));
         let r = totals.snapshot()[&10].rows;
@@ -402,10 +467,10 @@ mod tests {
         let mut pending = PendingRelationCounts::default();
         pending.seq_scan(10);
         totals.add(&mut pending);
-        totals.inserted(100, 10, 5);
+        totals.changed(100, 10, RowChange::Insert, 5);
         totals.end_transaction(100, true);
         // TRUNCATE, then 2 rows into the new file, all in one transaction.
-        totals.inserted(101, 20, 2);
+        totals.changed(101, 20, RowChange::Insert, 2);
         totals.end_transaction(101, true);
         totals.move_counts(10, 20, true);
         let s = totals.snapshot();

@@ -30,6 +30,7 @@ use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use iolab_catalog::{PgResult, PgType};
+use iolab_stats::RowChange;
 
 /// Appends tuples to one table for one command.
 pub struct HeapInserter {
@@ -45,6 +46,11 @@ pub struct HeapInserter {
     pub inserted: u64,
     /// The table's indexes, given each placed tuple and updated after each batch.
     indexes: Option<crate::btree::IndexMaintainer>,
+    /// How the statistics count the rows: inserts, or an UPDATE's new versions.
+    change: RowChange,
+    /// Where each tuple of the last `insert_arrays` went, when asked for (UPDATE links
+    /// each old version to its new one).
+    placed: Option<Vec<(u32, u16)>>,
 }
 
 impl HeapInserter {
@@ -69,7 +75,23 @@ impl HeapInserter {
             acct,
             inserted: 0,
             indexes: None,
+            change: RowChange::Insert,
+            placed: None,
         }
+    }
+
+    /// The rows are an UPDATE's new versions: counted as updates, and where each went is
+    /// kept for [`HeapInserter::placed`].
+    pub fn for_update(mut self) -> Self {
+        self.change = RowChange::Update;
+        self.placed = Some(Vec::new());
+        self
+    }
+
+    /// Where the tuples of the last `insert_arrays` went, in row order (after
+    /// [`HeapInserter::for_update`]; empty otherwise).
+    pub fn placed(&self) -> &[(u32, u16)] {
+        self.placed.as_deref().unwrap_or_default()
     }
 
     /// Maintains `indexes` (the table's; `None` if it has none) as rows are inserted.
@@ -83,10 +105,13 @@ impl HeapInserter {
     /// later row fails.
     pub fn insert_arrays(&mut self, arrays: &[ArrayRef], rows: usize) -> PgResult<()> {
         let before = self.inserted;
+        if let Some(placed) = &mut self.placed {
+            placed.clear();
+        }
         let result = self.insert_rows(arrays, rows);
         let placed = self.inserted - before;
         self.acct
-            .rows_inserted(self.xid, self.rel.relfilenode(), placed);
+            .rows_changed(self.xid, self.rel.relfilenode(), self.change, placed);
         result
     }
 
@@ -122,6 +147,9 @@ impl HeapInserter {
             if let Some(off) = added {
                 buffer.mark_dirty(&mut self.acct);
                 self.inserted += 1;
+                if let Some(placed) = &mut self.placed {
+                    placed.push((buffer.blkno(), off));
+                }
                 if let Some(indexes) = &mut self.indexes {
                     let tid = (buffer.blkno(), off);
                     indexes.add(self.encoder.layout(), &self.tuple_buf, tid)?;

@@ -7,6 +7,7 @@
 
 pub mod bitmap_heap;
 pub mod codec;
+pub mod delete;
 pub mod heapam;
 pub mod rows;
 pub mod tuple;

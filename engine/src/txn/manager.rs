@@ -1,13 +1,15 @@
 //! Hands out transaction ids, tracks the ones in progress, takes snapshots, and ends
 //! transactions in the commit log.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use iolab_catalog::store::write_durably;
-use parking_lot::Mutex;
+use iolab_catalog::{sqlstate, PgError, PgResult};
+use parking_lot::{Condvar, Mutex};
 
 use super::clog::{Clog, XidStatus};
 use super::snapshot::Snapshot;
@@ -20,6 +22,8 @@ pub struct TransactionManager {
     clog: Arc<Clog>,
     horizon_path: PathBuf,
     state: Mutex<XidState>,
+    /// Signalled whenever a transaction ends (for [`TransactionManager::wait_for`]).
+    ended: Condvar,
     /// Told of each transaction's end (`committed` or not), after the clog has it.
     end_listener: OnceLock<EndListener>,
 }
@@ -32,7 +36,12 @@ struct XidState {
     /// Xids below this one may be handed out without touching the horizon file.
     reserved_until: Xid,
     in_progress: BTreeSet<Xid>,
+    /// Who waits for whom: `waiter → holder`, one entry per waiting transaction.
+    waits_for: HashMap<Xid, Xid>,
 }
+
+/// How often a waiting transaction looks at its statement's cancel flag.
+const WAIT_CANCEL_CHECK: Duration = Duration::from_millis(50);
 
 impl TransactionManager {
     /// Opens the transaction state under `data_dir` (`pg_xact/clog`, `global/xid_horizon`).
@@ -60,11 +69,13 @@ impl TransactionManager {
         let manager = TransactionManager {
             clog,
             horizon_path,
+            ended: Condvar::new(),
             end_listener: OnceLock::new(),
             state: Mutex::new(XidState {
                 next_xid: horizon,
                 reserved_until: horizon,
                 in_progress: BTreeSet::new(),
+                waits_for: HashMap::new(),
             }),
         };
         Ok(manager)
@@ -116,6 +127,50 @@ impl TransactionManager {
         if let Some(listener) = self.end_listener.get() {
             listener(xid, status == XidStatus::Committed);
         }
+        self.ended.notify_all();
+        result
+    }
+
+    /// Transaction `waiter` waits until `holder` has ended (a row `holder` is changing).
+    /// A wait that would close a circle (`holder` waits, directly or through others, for
+    /// `waiter`) fails at once with PostgreSQL's 40P01 instead; `check_cancel` is asked
+    /// every 50 ms and its error ends the wait.
+    pub fn wait_for(
+        &self,
+        waiter: Xid,
+        holder: Xid,
+        check_cancel: &dyn Fn() -> PgResult<()>,
+    ) -> PgResult<()> {
+        assert_ne!(waiter, holder, "a transaction never waits for itself");
+        let mut state = self.state.lock();
+        let mut next = holder;
+        while let Some(&further) = state.waits_for.get(&next) {
+            if further == waiter {
+                return Err(
+                    PgError::new(sqlstate::T_R_DEADLOCK_DETECTED, "deadlock detected").with_detail(
+                        format!(
+                            "Transaction {waiter} waits for transaction {holder}, \
+                     which waits for transaction {waiter}."
+                        ),
+                    ),
+                );
+            }
+            next = further;
+        }
+        let previous = state.waits_for.insert(waiter, holder);
+        assert!(
+            previous.is_none(),
+            "xid {waiter} waits for one transaction at a time"
+        );
+        let mut result = Ok(());
+        while state.in_progress.contains(&holder) {
+            self.ended.wait_for(&mut state, WAIT_CANCEL_CHECK);
+            result = check_cancel();
+            if result.is_err() {
+                break;
+            }
+        }
+        state.waits_for.remove(&waiter);
         result
     }
 
@@ -176,6 +231,47 @@ mod tests {
         let c = tm.begin().unwrap();
         tm.abort(c).unwrap();
         assert!(!tm.snapshot(0, 0).xid_visible(c, 0));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn waits_end_with_the_holder_and_circles_fail() {
+        let dir = temp_dir("wait");
+        let tm = Arc::new(TransactionManager::open(&dir).unwrap());
+        let (a, b, c) = (
+            tm.begin().unwrap(),
+            tm.begin().unwrap(),
+            tm.begin().unwrap(),
+        );
+        let no_cancel = || Ok(());
+        // b waits for a, c for b: a waiting for c would close the circle.
+        let waiter = {
+            let tm = tm.clone();
+            std::thread::spawn(move || tm.wait_for(b, a, &|| Ok(())))
+        };
+        while !tm.state.lock().waits_for.contains_key(&b) {
+            std::thread::yield_now();
+        }
+        let second = {
+            let tm = tm.clone();
+            std::thread::spawn(move || tm.wait_for(c, b, &|| Ok(())))
+        };
+        while !tm.state.lock().waits_for.contains_key(&c) {
+            std::thread::yield_now();
+        }
+        let err = tm.wait_for(a, c, &no_cancel).unwrap_err();
+        assert_eq!(err.code, sqlstate::T_R_DEADLOCK_DETECTED);
+        // A canceled wait ends with the cancel's error.
+        let d = tm.begin().unwrap();
+        let canceled = tm.wait_for(d, c, &|| Err(PgError::canceled())).unwrap_err();
+        assert_eq!(canceled.code, sqlstate::QUERY_CANCELED);
+        tm.abort(d).unwrap();
+        tm.commit(a).unwrap();
+        waiter.join().unwrap().unwrap();
+        tm.abort(b).unwrap();
+        second.join().unwrap().unwrap();
+        assert!(tm.state.lock().waits_for.is_empty());
+        tm.commit(c).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -50,8 +50,11 @@ impl VisibilityChecker {
         }
     }
 
-    /// Visibility of a tuple with header fields `xmin`, `cid`, `xmax` (xmax is always
-    /// invalid until DELETE exists; a committed, visible xmax hides the tuple).
+    /// Visibility of a tuple with header fields `xmin`, `cid`, `xmax`: inserted by a
+    /// transaction the snapshot sees and not deleted by one it sees. `cid` is the inserting
+    /// command's, or the deleting one's once the tuple is deleted (iolab keeps one command
+    /// id, as PostgreSQL does without a combo command id: a row this transaction both
+    /// inserted and deleted stops being visible from the deleting command on).
     #[inline]
     pub fn visible(&mut self, xmin: Xid, cid: u32, xmax: Xid) -> bool {
         let inserted = if xmin == self.snapshot.own_xid {
@@ -64,7 +67,7 @@ impl VisibilityChecker {
             self.cached_visible = v;
             v
         };
-        inserted && (xmax == INVALID_XID || !self.snapshot.xid_visible(xmax, u32::MAX))
+        inserted && (xmax == INVALID_XID || !self.snapshot.xid_visible(xmax, cid))
     }
 
     pub fn snapshot(&self) -> &Snapshot {

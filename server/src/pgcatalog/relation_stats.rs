@@ -160,10 +160,10 @@ pub fn stat_tables_batch(db: &Database) -> Result<RecordBatch> {
             time(indexes.iter().filter_map(|c| c.last_index_scan).max()),
             idx_tup_fetch,
             V::Int(r.inserted as i64),
-            V::Int(0), // n_tup_upd
-            V::Int(0), // n_tup_del
-            V::Int(0), // n_tup_hot_upd
-            V::Int(0), // n_tup_newpage_upd
+            V::Int(r.updated as i64),
+            V::Int(r.deleted as i64),
+            V::Int(0), // n_tup_hot_upd: iolab has no HOT updates
+            V::Int(c.newpage_updates as i64),
             V::Int(r.live),
             V::Int(r.dead),
             V::Int(r.modified_since_analyze),

@@ -4,7 +4,8 @@
 //! PostgreSQL dialect (after a few words sqlparser does not know are handled: `CREATE
 //! UNLOGGED TABLE`, `CHECKPOINT`, `VACUUM`, `ANALYZE`, `CREATE EXTENSION`), and then
 //! - transaction control, settings, DDL, INSERT and COPY are run by iolab (`txn`,
-//!   `ddl`, `insert`, `copy`, `show`);
+//!   `ddl`, `insert`, `copy`, `show`), and so are DELETE and UPDATE once DataFusion has
+//!   found their rows (`dml`);
 //! - queries (SELECT, VALUES, WITH …) are planned and run by DataFusion against the
 //!   heap tables, with a [`StatementContext`] attached so the scans know the statement's
 //!   snapshot, transaction, cancel flag and I/O counters;
@@ -25,6 +26,7 @@ pub mod colnames;
 pub mod ctas_columns;
 pub mod ddl;
 pub mod ddl_log;
+pub mod dml;
 pub mod generic_plan;
 pub mod insert;
 pub mod normalize;
@@ -80,8 +82,13 @@ impl Parsed {
     pub fn writes(&self) -> bool {
         match self {
             Parsed::Sql(s) => {
-                matches!(**s, ast::Statement::Insert(_) | ast::Statement::Copy { .. })
-                    || is_create_table_as(s)
+                matches!(
+                    **s,
+                    ast::Statement::Insert(_)
+                        | ast::Statement::Copy { .. }
+                        | ast::Statement::Update(_)
+                        | ast::Statement::Delete(_)
+                ) || is_create_table_as(s)
                     || crate::explain::writes(s)
             }
             Parsed::CreateUnlogged(s) => is_create_table_as(s),

@@ -100,6 +100,11 @@ impl QueryParser for PrepareParser {
                     .source
                     .as_ref()
                     .map(|q| ast::Statement::Query(q.clone())),
+                ast::Statement::Delete(_) | ast::Statement::Update(_) => {
+                    sql::dml::row_query(session.db(), s, false)
+                        .map_err(|e| fail_block(&session, e))?
+                        .map(|(query, _)| query)
+                }
                 // EXPLAIN: the explained query's parameters, and one text column.
                 ast::Statement::Explain { statement, .. } => {
                     schema = Some(crate::explain::result_schema());

@@ -1,0 +1,191 @@
+//! Deleting rows: DELETE, and the old version of each row an UPDATE replaces.
+//!
+//! A row is deleted by stamping its tuple with the deleting transaction (`t_xmax`) and
+//! command (`t_cid`, from then on the tuple's cmax), as PostgreSQL's `heap_delete` does.
+//! The tuple stays where it is, and so do the index entries that point at it: a reader
+//! skips it once the delete is visible to its snapshot (committed before the snapshot was
+//! taken, or done by an earlier command of the reader's own transaction), and from then on
+//! it is a dead row (`n_dead_tup`, VACUUM, ANALYZE). An UPDATE also points the old
+//! version's `t_ctid` at the new one ([`HeapDeleter::link_new_version`]).
+//!
+//! The statement found the row through its snapshot, but another transaction may have
+//! stamped it since. What happens then follows PostgreSQL's READ COMMITTED rules, short of
+//! following update chains:
+//!
+//! | the row's `t_xmax` | what happens |
+//! |---|---|
+//! | none, or a transaction that aborted | stamp it |
+//! | this transaction (the same command met the row twice, as a join can) | leave it: done already |
+//! | a transaction still running | release the page, wait for that transaction to end, look again |
+//! | a transaction that committed a DELETE | leave it: the row is gone |
+//! | a transaction that committed an UPDATE (`t_ctid` points elsewhere) | 40001 `could not serialize access due to concurrent update`: PostgreSQL would apply the change to the new version, iolab does not follow the chain |
+//!
+//! Waits go through [`TransactionManager::wait_for`], which sees a circle of waiting
+//! transactions and fails the one that would close it (40P01), and ends a wait when the
+//! statement is canceled.
+//!
+//! Every page is read through the pool without a ring (PostgreSQL's DELETE and UPDATE use
+//! none) and written back like any dirtied page.
+
+use std::sync::Arc;
+
+use iolab_catalog::{sqlstate, PgError, PgResult};
+use iolab_stats::RowChange;
+
+use crate::accounting::IoAccount;
+use crate::heap::tuple::{self, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, INVALID_XID};
+use crate::storage::page;
+use crate::storage::relfile::RelFile;
+use crate::txn::clog::XidStatus;
+use crate::txn::Xid;
+use crate::Database;
+
+/// Deletes rows of one table for one command.
+pub struct HeapDeleter {
+    db: Arc<Database>,
+    rel: Arc<RelFile>,
+    xid: Xid,
+    cid: u32,
+    pub acct: IoAccount,
+    /// Rows this deleter stamped.
+    pub deleted: u64,
+    /// How the statistics count them: deletes, or none (an UPDATE counts its new versions).
+    change: Option<RowChange>,
+}
+
+/// What became of a row asked to be deleted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deleted {
+    /// Stamped by this command.
+    Now,
+    /// Deleted already: by this command, or by a transaction that committed.
+    Already,
+}
+
+impl HeapDeleter {
+    /// A deleter for DELETE (`for_update` false) or for an UPDATE's old versions.
+    pub fn new(
+        db: Arc<Database>,
+        rel: Arc<RelFile>,
+        xid: Xid,
+        cid: u32,
+        acct: IoAccount,
+        for_update: bool,
+    ) -> HeapDeleter {
+        assert_ne!(xid, INVALID_XID, "deleting takes a transaction");
+        HeapDeleter {
+            db,
+            rel,
+            xid,
+            cid,
+            acct,
+            deleted: 0,
+            change: (!for_update).then_some(RowChange::Delete),
+        }
+    }
+
+    /// Deletes the row at `tid` (found by this command's snapshot; see the module comment
+    /// for rows other transactions changed meanwhile).
+    pub fn delete(
+        &mut self,
+        tid: (u32, u16),
+        check_cancel: &dyn Fn() -> PgResult<()>,
+    ) -> PgResult<Deleted> {
+        let (blkno, off) = tid;
+        loop {
+            let buffer = self
+                .db
+                .pool
+                .read_buffer(&self.rel, blkno, None, &mut self.acct)?;
+            let holder = {
+                let mut page = buffer.page_mut();
+                let Some(t) = page::page_item_mut(&mut page, off) else {
+                    return Err(missing_tuple(tid, self.rel.relfilenode()));
+                };
+                let xmax = tuple::xmax(t);
+                let stamp = if xmax == INVALID_XID {
+                    true
+                } else if xmax == self.xid {
+                    return Ok(Deleted::Already);
+                } else {
+                    match self.db.txns.clog().status(xmax) {
+                        XidStatus::Aborted => true,
+                        XidStatus::InProgress => false,
+                        XidStatus::Committed => {
+                            let next = tuple::ctid(t);
+                            return if (next.block, next.offset) == tid {
+                                Ok(Deleted::Already)
+                            } else {
+                                Err(PgError::new(
+                                    sqlstate::T_R_SERIALIZATION_FAILURE,
+                                    "could not serialize access due to concurrent update",
+                                ))
+                            };
+                        }
+                    }
+                };
+                if stamp {
+                    tuple::set_xmax(t, self.xid);
+                    tuple::set_cid(t, self.cid);
+                    let infomask = tuple::infomask(t) & !(HEAP_XMAX_INVALID | HEAP_XMAX_COMMITTED);
+                    tuple::set_infomask(t, infomask);
+                    None
+                } else {
+                    Some(xmax)
+                }
+            };
+            match holder {
+                None => {
+                    buffer.mark_dirty(&mut self.acct);
+                    self.deleted += 1;
+                    if let Some(change) = self.change {
+                        self.acct
+                            .rows_changed(self.xid, self.rel.relfilenode(), change, 1);
+                    }
+                    return Ok(Deleted::Now);
+                }
+                Some(holder) => {
+                    drop(buffer);
+                    self.db.txns.wait_for(self.xid, holder, check_cancel)?;
+                }
+            }
+        }
+    }
+
+    /// Points the old version at `old` (deleted by this deleter) to its new version at
+    /// `new`, as an UPDATE leaves them.
+    pub fn link_new_version(&mut self, old: (u32, u16), new: (u32, u16)) -> PgResult<()> {
+        let buffer = self
+            .db
+            .pool
+            .read_buffer(&self.rel, old.0, None, &mut self.acct)?;
+        {
+            let mut page = buffer.page_mut();
+            let t = page::page_item_mut(&mut page, old.1)
+                .ok_or_else(|| missing_tuple(old, self.rel.relfilenode()))?;
+            assert_eq!(
+                tuple::xmax(t),
+                self.xid,
+                "only a version this command deleted"
+            );
+            tuple::set_ctid(t, new.0, new.1);
+        }
+        buffer.mark_dirty(&mut self.acct);
+        Ok(())
+    }
+
+    /// Releases nothing (no page stays pinned between calls); flushes the statistics.
+    pub fn finish(&mut self) {
+        self.acct.flush();
+    }
+}
+
+fn missing_tuple(tid: (u32, u16), relfilenode: u32) -> PgError {
+    PgError::new(
+        sqlstate::INTERNAL_ERROR,
+        format!(
+            "no tuple at ({},{}) of relation file base/{relfilenode}",
+            tid.0, tid.1
+        ),
+    )
+}

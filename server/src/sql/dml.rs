@@ -1,0 +1,384 @@
+//! DELETE and UPDATE: the rows to change are found by a query DataFusion plans (so the
+//! WHERE clause, USING / FROM joins and the SET expressions work as in any SELECT, with
+//! the same scans, indexes and EXPLAIN), then changed in the heap by the statement's
+//! transaction (`iolab_engine::heap::delete`).
+//!
+//! ```text
+//! DELETE FROM t [AS x] [USING from_item, …] [WHERE condition]
+//!     → SELECT x.ctid FROM t AS x [, from_item, …] [WHERE condition]
+//! UPDATE t [AS x] SET a = expr, (b, c) = (expr, expr) [FROM from_item, …] [WHERE condition]
+//!     → SELECT x.ctid, expr, x.b…  (the new value of every column, in table order) …
+//! ```
+//!
+//! Each batch of the query is applied as it arrives: DELETE stamps each row's tuple;
+//! UPDATE stamps the old version, appends the new ones (through the table's indexes) and
+//! points each old version at its new one. What the command writes is invisible to its own
+//! query (the command id), so it never meets its own new versions. A row found twice (a
+//! join) is changed once: the second time its tuple carries this transaction already. Rows another transaction is changing are waited for (see the
+//! engine module).
+//!
+//! Not supported (0A000): RETURNING, `WHERE CURRENT OF`, and assignments to part of a
+//! column (`a[1] = …`, `a.f = …`).
+
+use datafusion::arrow::array::{Array, AsArray, BooleanArray};
+use datafusion::arrow::compute::filter;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::sql::sqlparser::ast;
+use futures::StreamExt;
+use iolab_catalog::{sqlstate, PgError, PgResult, PgType, TableDef};
+use iolab_engine::btree::IndexMaintainer;
+use iolab_engine::heap::delete::{Deleted, HeapDeleter};
+use iolab_engine::heap::heapam::HeapInserter;
+use iolab_engine::Database;
+
+use crate::sql::ddl::{ident_name, split_name};
+use crate::sql::insert::table_arrays;
+use crate::sql::{parse, Parsed, StatementRun};
+
+/// The table a DELETE or UPDATE changes, and the name its columns go by in the query.
+struct Target {
+    table: TableDef,
+    /// `x` of `t AS x`, else the table's name (quoted).
+    reference: String,
+    /// `t AS x` as written.
+    from_item: String,
+}
+
+/// The query that finds the rows a DELETE or UPDATE changes, and the changed table; `None`
+/// for other statements. Without `with_ctid` the query leaves out the rows' `ctid` (for
+/// the extended protocol's Describe, which plans it for its parameters' types without the
+/// `ctid` column).
+pub fn row_query(
+    db: &Database,
+    stmt: &ast::Statement,
+    with_ctid: bool,
+) -> PgResult<Option<(ast::Statement, TableDef)>> {
+    let (target, columns, others, selection) = match stmt {
+        ast::Statement::Delete(delete) => {
+            if delete.returning.is_some() {
+                return Err(PgError::unsupported(
+                    "DELETE … RETURNING is not supported yet",
+                ));
+            }
+            if !delete.tables.is_empty() || !delete.order_by.is_empty() || delete.limit.is_some() {
+                return Err(PgError::syntax("syntax error in DELETE"));
+            }
+            let ast::FromTable::WithFromKeyword(from) = &delete.from else {
+                return Err(PgError::syntax("syntax error at or near \"DELETE\""));
+            };
+            let [only] = from.as_slice() else {
+                return Err(PgError::syntax("syntax error at or near \",\""));
+            };
+            let target = target(db, only)?;
+            let others = delete.using.as_deref().unwrap_or_default();
+            (target, vec![], others, delete.selection.as_ref())
+        }
+        ast::Statement::Update(update) => {
+            if update.returning.is_some() {
+                return Err(PgError::unsupported(
+                    "UPDATE … RETURNING is not supported yet",
+                ));
+            }
+            if update.or.is_some() || !update.order_by.is_empty() || update.limit.is_some() {
+                return Err(PgError::syntax("syntax error in UPDATE"));
+            }
+            let target = target(db, &update.table)?;
+            let values = new_values(&target, &update.assignments)?;
+            let others: &[ast::TableWithJoins] = match &update.from {
+                None => &[],
+                Some(ast::UpdateTableFromKind::AfterSet(from)) => from,
+                Some(ast::UpdateTableFromKind::BeforeSet(_)) => {
+                    return Err(PgError::syntax("syntax error at or near \"FROM\""))
+                }
+            };
+            (target, values, others, update.selection.as_ref())
+        }
+        _ => return Ok(None),
+    };
+    let ctid = with_ctid.then(|| format!("{}.ctid", target.reference));
+    let mut columns: Vec<String> = ctid.into_iter().chain(columns).collect();
+    if columns.is_empty() {
+        columns.push("1".into());
+    }
+    let mut sql = format!("SELECT {} FROM {}", columns.join(", "), target.from_item);
+    for other in others {
+        sql.push_str(", ");
+        sql.push_str(&other.to_string());
+    }
+    if let Some(selection) = selection {
+        sql.push_str(" WHERE ");
+        sql.push_str(&selection.to_string());
+    }
+    match parse(&sql, &sql, 0)? {
+        Parsed::Sql(query) => Ok(Some((*query, target.table))),
+        _ => Err(PgError::internal(
+            "the row query of a DELETE or UPDATE did not parse",
+        )),
+    }
+}
+
+/// Runs the row query of `stmt`: batches of `ctid`, then (UPDATE) each column's new value.
+async fn find_rows(
+    run: &StatementRun,
+    stmt: &ast::Statement,
+) -> PgResult<(SendableRecordBatchStream, TableDef)> {
+    let (query, table) = row_query(&run.db, stmt, true)?.expect("a DELETE or UPDATE");
+    Ok((run.query_stream(&query).await?, table))
+}
+
+pub async fn delete(run: &StatementRun, stmt: &ast::Statement) -> PgResult<u64> {
+    let (mut stream, table) = find_rows(run, stmt).await?;
+    let rel = run.db.relfile(table.relfilenode)?;
+    let mut deleter = HeapDeleter::new(
+        run.db.clone(),
+        rel,
+        run.xid()?,
+        run.ctx.cid,
+        run.ctx.new_account(),
+        false,
+    );
+    let check_cancel = || run.ctx.check_cancel();
+    let result: PgResult<()> = async {
+        while let Some(batch) = stream.next().await {
+            run.ctx.check_cancel()?;
+            let batch = batch.map_err(crate::errors::from_datafusion)?;
+            let tids = ctids(batch.column(0).as_ref())?;
+            tokio::task::block_in_place(|| -> PgResult<()> {
+                for tid in tids {
+                    deleter.delete(tid, &check_cancel)?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+    .await;
+    deleter.finish();
+    run.ctx.add_usage(&deleter.acct.usage);
+    result?;
+    Ok(deleter.deleted)
+}
+
+pub async fn update(run: &StatementRun, stmt: &ast::Statement) -> PgResult<u64> {
+    let (mut stream, table) = find_rows(run, stmt).await?;
+    let table = &table;
+    let rel = run.db.relfile(table.relfilenode)?;
+    let xid = run.xid()?;
+    let mut deleter = HeapDeleter::new(
+        run.db.clone(),
+        rel.clone(),
+        xid,
+        run.ctx.cid,
+        run.ctx.new_account(),
+        true,
+    );
+    let columns: Vec<_> = table.columns.iter().map(|c| c.ty).collect();
+    let mut inserter = HeapInserter::new(
+        run.db.pool.clone(),
+        rel,
+        columns,
+        xid,
+        run.ctx.cid,
+        run.ctx.new_account(),
+    )
+    .with_indexes(IndexMaintainer::for_table(&run.db, table)?)
+    .for_update();
+    let all_columns: Vec<usize> = (0..table.columns.len()).collect();
+    let check_cancel = || run.ctx.check_cancel();
+    let result: PgResult<()> = async {
+        while let Some(batch) = stream.next().await {
+            run.ctx.check_cancel()?;
+            let batch = batch.map_err(crate::errors::from_datafusion)?;
+            let tids = ctids(batch.column(0).as_ref())?;
+            let new_rows = batch
+                .project(&(1..=all_columns.len()).collect::<Vec<_>>())
+                .map_err(arrow_error)?;
+            let arrays = table_arrays(run, table, &all_columns, &new_rows)?;
+            tokio::task::block_in_place(|| -> PgResult<()> {
+                // The old versions first: only rows still there get a new version.
+                let mut changed = Vec::with_capacity(tids.len());
+                for &tid in &tids {
+                    changed.push(deleter.delete(tid, &check_cancel)? == Deleted::Now);
+                }
+                let keep = BooleanArray::from(changed);
+                let kept: Vec<_> = arrays
+                    .iter()
+                    .map(|a| filter(a.as_ref(), &keep))
+                    .collect::<Result<_, _>>()
+                    .map_err(arrow_error)?;
+                let old: Vec<(u32, u16)> = tids
+                    .iter()
+                    .zip(keep.values().iter())
+                    .filter_map(|(tid, k)| k.then_some(*tid))
+                    .collect();
+                inserter.insert_arrays(&kept, old.len())?;
+                let new = inserter.placed().to_vec();
+                assert_eq!(new.len(), old.len(), "a new version for each old one");
+                let newpage = old.iter().zip(&new).filter(|(o, n)| o.0 != n.0).count();
+                deleter
+                    .acct
+                    .relations()
+                    .newpage_updates(table.relfilenode, newpage as u64);
+                for (old, new) in old.into_iter().zip(new) {
+                    deleter.link_new_version(old, new)?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+    .await;
+    inserter.finish();
+    deleter.finish();
+    run.ctx.add_usage(&inserter.acct.usage);
+    run.ctx.add_usage(&deleter.acct.usage);
+    result?;
+    Ok(deleter.deleted)
+}
+
+/// The changed table of `DELETE FROM t [AS x]` or `UPDATE t [AS x]`.
+fn target(db: &Database, item: &ast::TableWithJoins) -> PgResult<Target> {
+    let ast::TableFactor::Table { name, alias, .. } = &item.relation else {
+        return Err(PgError::syntax(
+            "syntax error: a DELETE or UPDATE changes one table",
+        ));
+    };
+    if !item.joins.is_empty() {
+        return Err(PgError::syntax("syntax error at or near \"JOIN\""));
+    }
+    if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
+        return Err(PgError::syntax("syntax error at or near \"(\""));
+    }
+    let (schema, table_name) = split_name(name)?;
+    let table = db.catalog.resolve(schema.as_deref(), &table_name)?;
+    let reference = match alias {
+        Some(alias) => alias.name.to_string(),
+        None => quote(&table.name),
+    };
+    Ok(Target {
+        table,
+        reference,
+        from_item: item.relation.to_string(),
+    })
+}
+
+/// Each column's value after `SET assignments`, in table order: the assigned expression
+/// as SQL text, or the column itself.
+fn new_values(target: &Target, assignments: &[ast::Assignment]) -> PgResult<Vec<String>> {
+    let table = &target.table;
+    let mut values: Vec<Option<String>> = vec![None; table.columns.len()];
+    for assignment in assignments {
+        let pairs: Vec<(&ast::ObjectName, &ast::Expr)> = match &assignment.target {
+            ast::AssignmentTarget::ColumnName(name) => vec![(name, &assignment.value)],
+            ast::AssignmentTarget::Tuple(names) => {
+                let exprs: Vec<&ast::Expr> = match &assignment.value {
+                    ast::Expr::Tuple(exprs) => exprs.iter().collect(),
+                    _ => {
+                        return Err(PgError::syntax(
+                            "source for a multiple-column UPDATE item must be a sub-SELECT or \
+                             ROW() expression",
+                        ))
+                    }
+                };
+                if exprs.len() != names.len() {
+                    return Err(PgError::syntax(
+                        "number of columns does not match number of values",
+                    ));
+                }
+                names.iter().zip(exprs).collect()
+            }
+        };
+        for (name, value) in pairs {
+            let column = column_of(target, name)?;
+            if values[column].is_some() {
+                return Err(PgError::syntax(format!(
+                    "multiple assignments to same column \"{}\"",
+                    table.columns[column].name
+                )));
+            }
+            // A bare parameter takes the column's type, as in PostgreSQL (the query alone
+            // would leave it untyped: text).
+            let is_parameter = matches!(
+                value,
+                ast::Expr::Value(v) if matches!(v.value, ast::Value::Placeholder(_))
+            );
+            values[column] = Some(match table.columns[column].ty {
+                _ if !is_parameter => value.to_string(),
+                PgType::Varchar(_) | PgType::Bpchar(_) => format!("CAST({value} AS text)"),
+                ty => format!("CAST({value} AS {})", ty.typname()),
+            });
+        }
+    }
+    Ok(values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.unwrap_or_else(|| format!("{}.{}", target.reference, quote(&table.columns[i].name)))
+        })
+        .collect())
+}
+
+/// The column `name` assigns to: a bare name (PostgreSQL also takes `a[1]` and `a.f`).
+fn column_of(target: &Target, name: &ast::ObjectName) -> PgResult<usize> {
+    let table = &target.table;
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .filter_map(|p| p.as_ident())
+        .map(ident_name)
+        .collect();
+    let no_such_column = |column: &str| {
+        PgError::new(
+            sqlstate::UNDEFINED_COLUMN,
+            format!(
+                "column \"{column}\" of relation \"{}\" does not exist",
+                table.name
+            ),
+        )
+    };
+    match parts.as_slice() {
+        [column] => table
+            .column_index(column)
+            .ok_or_else(|| no_such_column(column)),
+        // `t.a`: PostgreSQL reads `t` as a column (whose field `a` is set).
+        [first, ..] if table.column_index(first).is_none() => {
+            let qualified = *first == table.name
+                || quote(first) == target.reference
+                || *first == target.reference;
+            let error = no_such_column(first);
+            Err(if qualified {
+                error.with_hint("SET target columns cannot be qualified with the relation name.")
+            } else {
+                error
+            })
+        }
+        _ => Err(PgError::unsupported(format!(
+            "assigning to part of a column is not supported: {name}"
+        ))),
+    }
+}
+
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The `(block, offset)` of each `ctid` text (`(12,3)`) of a batch, in row order.
+fn ctids(column: &dyn Array) -> PgResult<Vec<(u32, u16)>> {
+    let texts = column
+        .as_string_opt::<i32>()
+        .ok_or_else(|| PgError::internal("ctid is not text"))?;
+    texts
+        .iter()
+        .map(|text| {
+            text.and_then(|t| t.strip_prefix('('))
+                .and_then(|t| t.strip_suffix(')'))
+                .and_then(|t| t.split_once(','))
+                .and_then(|(b, o)| Some((b.parse().ok()?, o.parse().ok()?)))
+                .ok_or_else(|| PgError::internal(format!("bad ctid {text:?}")))
+        })
+        .collect()
+}
+
+fn arrow_error(e: datafusion::arrow::error::ArrowError) -> PgError {
+    PgError::internal(e.to_string())
+}
