@@ -421,11 +421,11 @@ impl Session {
                 Ok(Outcome::Done(format!("INSERT 0 {n}")))
             }
             ast::Statement::Delete(_) => {
-                let n = sql::dml::delete(run, stmt).await?;
+                let n = sql::dml::run(run, stmt).await?;
                 Ok(Outcome::Done(format!("DELETE {n}")))
             }
             ast::Statement::Update(_) => {
-                let n = sql::dml::update(run, stmt).await?;
+                let n = sql::dml::run(run, stmt).await?;
                 Ok(Outcome::Done(format!("UPDATE {n}")))
             }
             ast::Statement::Explain { .. } => crate::explain::run(run, &self.settings, stmt).await,
@@ -580,8 +580,12 @@ fn mentions_ctid(parsed: &Parsed) -> bool {
     let Parsed::Sql(stmt) = parsed else {
         return false;
     };
-    if let ast::Statement::Delete(_) | ast::Statement::Update(_) = &**stmt {
-        return true; // their rows are found by ctid
+    let changed =
+        |s: &ast::Statement| matches!(s, ast::Statement::Delete(_) | ast::Statement::Update(_));
+    match &**stmt {
+        ast::Statement::Explain { statement, .. } if changed(statement) => return true,
+        s if changed(s) => return true, // their rows are found by ctid
+        _ => {}
     }
     let is_ctid = |i: &ast::Ident| i.value.eq_ignore_ascii_case("ctid");
     ast::visit_expressions(&**stmt, |e| match e {

@@ -39,7 +39,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::sql::sqlparser::ast;
 use futures::StreamExt;
-use iolab_catalog::{PgError, PgResult};
+use iolab_catalog::{PgError, PgResult, TableDef};
 use iolab_settings::SessionSettings;
 use pgwire::api::results::FieldFormat;
 
@@ -96,13 +96,15 @@ fn char_position(text: &str, line: usize, column: usize) -> Option<usize> {
     None
 }
 
-/// Does running this statement write (EXPLAIN ANALYZE of an INSERT)?
+/// Does running this statement write (EXPLAIN ANALYZE of an INSERT, UPDATE or DELETE)?
 pub fn writes(stmt: &ast::Statement) -> bool {
     let ast::Statement::Explain { statement, .. } = stmt else {
         return false;
     };
-    matches!(**statement, ast::Statement::Insert(_))
-        && ExplainOptions::from_statement(stmt).is_ok_and(|o| o.analyze)
+    matches!(
+        **statement,
+        ast::Statement::Insert(_) | ast::Statement::Update(_) | ast::Statement::Delete(_)
+    ) && ExplainOptions::from_statement(stmt).is_ok_and(|o| o.analyze)
 }
 
 /// Runs an `EXPLAIN` statement.
@@ -128,6 +130,9 @@ pub async fn run(
     let mut explained = match statement.as_ref() {
         ast::Statement::Query(_) => explainer.query(statement).await?,
         ast::Statement::Insert(ins) => explainer.insert(ins).await?,
+        ast::Statement::Update(_) | ast::Statement::Delete(_) => {
+            explainer.modify(statement).await?
+        }
         other => {
             return Err(PgError::unsupported(format!(
                 "EXPLAIN of {} is not supported",
@@ -321,6 +326,29 @@ impl Explainer<'_> {
                 *alias = format!("{}_{renamed}", table.name);
             }
         }
+        self.modify_table(planned, &table, None, Change::Insert(&targets))
+            .await
+    }
+
+    /// EXPLAIN of a DELETE or UPDATE: the query that finds its rows under a ModifyTable
+    /// node; with ANALYZE the rows are changed.
+    async fn modify(&self, stmt: &ast::Statement) -> PgResult<Explained> {
+        let found =
+            crate::sql::dml::row_query(&self.run.db, stmt, true)?.expect("a DELETE or UPDATE");
+        let planned = self.plan(&found.query).await?;
+        self.modify_table(planned, &found.table, found.alias, Change::Modify(stmt))
+            .await
+    }
+
+    /// The ModifyTable node of `change` to `table` over `planned` (the rows it takes), run
+    /// with ANALYZE.
+    async fn modify_table(
+        &self,
+        planned: Planned,
+        table: &TableDef,
+        alias: Option<String>,
+        change: Change<'_>,
+    ) -> PgResult<Explained> {
         let mut explained = Explained {
             planning_time_ms: Some(planned.planning_ms),
             ..Default::default()
@@ -334,7 +362,14 @@ impl Explainer<'_> {
                 self.run.state.task_ctx(),
             )
             .map_err(from_datafusion)?;
-            insert::insert_stream(self.run, &table, &targets, stream).await?;
+            match change {
+                Change::Insert(targets) => {
+                    insert::insert_stream(self.run, table, targets, stream).await?;
+                }
+                Change::Modify(stmt) => {
+                    crate::sql::dml::apply(self.run, stmt, table, stream).await?;
+                }
+            }
             wait_for_scans(&planned.plan).await;
             let ms = ms_since(started);
             explained.execution_time_ms = Some(ms);
@@ -344,7 +379,7 @@ impl Explainer<'_> {
                 loops: 1,
             });
             if self.opts.buffers {
-                // Everything the statement did: the source's scans and the inserts.
+                // Everything the statement did: the source's scans and the changes.
                 let u = *self.run.ctx.usage.lock();
                 buffers = Some(Buffers {
                     usage: u,
@@ -353,15 +388,20 @@ impl Explainer<'_> {
             }
         }
         let source_node = self.mapper(&planned).map(&planned.plan);
+        let operation = match change {
+            Change::Insert(_) => "Insert",
+            Change::Modify(ast::Statement::Delete(_)) => "Delete",
+            Change::Modify(_) => "Update",
+        };
         explained.plan = PlanNode {
             node_type: "ModifyTable".into(),
-            text_name: "Insert".into(),
-            operation: Some("Insert"),
+            text_name: operation.into(),
+            operation: Some(operation),
             relation: Some(Relation {
                 object_tag: Some("Relation Name"),
                 object_name: Some(table.name.clone()),
                 schema: self.opts.verbose.then(|| table.schema.clone()),
-                alias: table.name.clone(),
+                alias: alias.unwrap_or_else(|| table.name.clone()),
             }),
             costs: source_node.costs.map(|c| Costs {
                 rows: 0.0,
@@ -379,6 +419,13 @@ impl Explainer<'_> {
         };
         Ok(explained)
     }
+}
+
+/// What a ModifyTable node does: insert its source's rows into these columns, or apply
+/// a DELETE or UPDATE to them.
+enum Change<'s> {
+    Insert(&'s [usize]),
+    Modify(&'s ast::Statement),
 }
 
 fn ms_since(t: Instant) -> f64 {

@@ -35,9 +35,18 @@ use crate::sql::ddl::{ident_name, split_name};
 use crate::sql::insert::table_arrays;
 use crate::sql::{parse, Parsed, StatementRun};
 
+/// The query that finds the rows of a DELETE or UPDATE, and what it changes.
+pub struct RowQuery {
+    pub query: ast::Statement,
+    pub table: TableDef,
+    /// `x` of `DELETE FROM t AS x`.
+    pub alias: Option<String>,
+}
+
 /// The table a DELETE or UPDATE changes, and the name its columns go by in the query.
 struct Target {
     table: TableDef,
+    alias: Option<String>,
     /// `x` of `t AS x`, else the table's name (quoted).
     reference: String,
     /// `t AS x` as written.
@@ -52,7 +61,7 @@ pub fn row_query(
     db: &Database,
     stmt: &ast::Statement,
     with_ctid: bool,
-) -> PgResult<Option<(ast::Statement, TableDef)>> {
+) -> PgResult<Option<RowQuery>> {
     let (target, columns, others, selection) = match stmt {
         ast::Statement::Delete(delete) => {
             if delete.returning.is_some() {
@@ -110,24 +119,43 @@ pub fn row_query(
         sql.push_str(&selection.to_string());
     }
     match parse(&sql, &sql, 0)? {
-        Parsed::Sql(query) => Ok(Some((*query, target.table))),
+        Parsed::Sql(query) => Ok(Some(RowQuery {
+            query: *query,
+            table: target.table,
+            alias: target.alias,
+        })),
         _ => Err(PgError::internal(
             "the row query of a DELETE or UPDATE did not parse",
         )),
     }
 }
 
-/// Runs the row query of `stmt`: batches of `ctid`, then (UPDATE) each column's new value.
-async fn find_rows(
-    run: &StatementRun,
-    stmt: &ast::Statement,
-) -> PgResult<(SendableRecordBatchStream, TableDef)> {
-    let (query, table) = row_query(&run.db, stmt, true)?.expect("a DELETE or UPDATE");
-    Ok((run.query_stream(&query).await?, table))
+/// Runs a DELETE or UPDATE; the number of rows it changed.
+pub async fn run(run: &StatementRun, stmt: &ast::Statement) -> PgResult<u64> {
+    let found = row_query(&run.db, stmt, true)?.expect("a DELETE or UPDATE");
+    let rows = run.query_stream(&found.query).await?;
+    apply(run, stmt, &found.table, rows).await
 }
 
-pub async fn delete(run: &StatementRun, stmt: &ast::Statement) -> PgResult<u64> {
-    let (mut stream, table) = find_rows(run, stmt).await?;
+/// Applies `stmt` (a DELETE or UPDATE of `table`) to the rows of its row query.
+pub async fn apply(
+    run: &StatementRun,
+    stmt: &ast::Statement,
+    table: &TableDef,
+    rows: SendableRecordBatchStream,
+) -> PgResult<u64> {
+    match stmt {
+        ast::Statement::Delete(_) => delete(run, table, rows).await,
+        _ => update(run, table, rows).await,
+    }
+}
+
+/// Deletes the rows whose `ctid`s `stream` gives.
+async fn delete(
+    run: &StatementRun,
+    table: &TableDef,
+    mut stream: SendableRecordBatchStream,
+) -> PgResult<u64> {
     let rel = run.db.relfile(table.relfilenode)?;
     let mut deleter = HeapDeleter::new(
         run.db.clone(),
@@ -159,9 +187,13 @@ pub async fn delete(run: &StatementRun, stmt: &ast::Statement) -> PgResult<u64> 
     Ok(deleter.deleted)
 }
 
-pub async fn update(run: &StatementRun, stmt: &ast::Statement) -> PgResult<u64> {
-    let (mut stream, table) = find_rows(run, stmt).await?;
-    let table = &table;
+/// Replaces the rows whose `ctid`s `stream` gives (its first column) with the values of
+/// its other columns.
+async fn update(
+    run: &StatementRun,
+    table: &TableDef,
+    mut stream: SendableRecordBatchStream,
+) -> PgResult<u64> {
     let rel = run.db.relfile(table.relfilenode)?;
     let xid = run.xid()?;
     let mut deleter = HeapDeleter::new(
@@ -257,6 +289,7 @@ fn target(db: &Database, item: &ast::TableWithJoins) -> PgResult<Target> {
     };
     Ok(Target {
         table,
+        alias: alias.as_ref().map(|a| a.name.value.clone()),
         reference,
         from_item: item.relation.to_string(),
     })

@@ -103,7 +103,7 @@ impl QueryParser for PrepareParser {
                 ast::Statement::Delete(_) | ast::Statement::Update(_) => {
                     sql::dml::row_query(session.db(), s, false)
                         .map_err(|e| fail_block(&session, e))?
-                        .map(|(query, _)| query)
+                        .map(|found| found.query)
                 }
                 // EXPLAIN: the explained query's parameters, and one text column.
                 ast::Statement::Explain { statement, .. } => {
