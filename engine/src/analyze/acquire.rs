@@ -209,51 +209,6 @@ pub fn acquire_sample_rows(
     })
 }
 
-/// What a full scan of a table (VACUUM) found.
-pub struct HeapCount {
-    pub total_blocks: u32,
-    pub blocks_scanned: u32,
-    pub live: u64,
-    pub dead: u64,
-    pub acct: IoAccount,
-}
-
-/// Reads every block of `table` through a maintenance stream, counting live and dead
-/// tuples (VACUUM's heap pass, without pruning: iolab has nothing to remove yet).
-pub fn count_heap(
-    ctx: &StatementContext,
-    table: &TableDef,
-    ring_buffers: usize,
-) -> PgResult<HeapCount> {
-    let rel = ctx.db.relfile(table.relfilenode)?;
-    let total_blocks = rel.nblocks();
-    let mut next = 0u32;
-    let (mut live, mut dead) = (0u64, 0u64);
-    let (blocks_scanned, acct) = scan_tuples(
-        ctx,
-        rel,
-        ring_buffers,
-        move || {
-            (next < total_blocks).then(|| {
-                next += 1;
-                (next - 1, ())
-            })
-        },
-        |_, _, _, state| match state {
-            TupleState::Live => live += 1,
-            TupleState::Dead => dead += 1,
-            TupleState::InProgress => {}
-        },
-    )?;
-    Ok(HeapCount {
-        total_blocks,
-        blocks_scanned,
-        live,
-        dead,
-        acct,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

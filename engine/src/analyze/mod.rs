@@ -32,11 +32,13 @@
 //!
 //! # VACUUM
 //!
-//! iolab has no UPDATE or DELETE yet, so VACUUM has nothing to remove: it reads every
-//! block through a maintenance stream (the same ring and concurrency), counts live and
-//! dead (aborted) tuples, and records the exact `relpages` / `reltuples`. Its VERBOSE report
-//! is PostgreSQL 18's, with what iolab did: no pages removed or frozen, no visibility map.
-//!
+//! VACUUM removes the tuples no snapshot can see any more (rows of aborted inserts, rows
+//! deleted or updated by transactions every snapshot sees as committed) from the table
+//! and their entries from its indexes, in PostgreSQL's three phases (`vacuum.rs`), and
+//! records the exact `relpages` / `reltuples`. Its VERBOSE report is PostgreSQL 18's,
+//! with what iolab did: no pages truncated or frozen, no visibility map, no index pages
+//! deleted.
+
 //! # Messages
 //!
 //! Each operation returns its INFO messages (`report.rs`), worded as PostgreSQL 18's;
@@ -46,13 +48,14 @@ pub mod acquire;
 pub mod compute;
 pub mod report;
 pub mod sampling;
+pub mod vacuum;
 
 use iolab_catalog::{ColumnStatistics, PgResult, PgType, StatValue, TableDef};
 
 use crate::exec::StatementContext;
 use crate::heap::codec::{Datum, TupleLayout};
 
-use acquire::{acquire_sample_rows, count_heap, SampledRow};
+use acquire::{acquire_sample_rows, SampledRow};
 use compute::{compute_column_stats, pg_numeric_stored_size, varlena_stored_size, SampledValue};
 use report::{PhaseUsage, ResourceUsage, VacuumCounts};
 use sampling::Prng;
@@ -216,6 +219,8 @@ pub struct VacuumOptions {
     /// FREEZE (or FULL): reported as an aggressive vacuum.
     pub aggressive: bool,
     pub ring_buffers: usize,
+    /// Bounds the dead line pointers remembered for one round of index vacuuming.
+    pub maintenance_work_mem_kb: usize,
 }
 
 /// What VACUUM did to one table.
@@ -240,26 +245,39 @@ pub fn vacuum_table(
         &table.name,
         options.aggressive,
     )];
-    // The oldest transaction that may still need what VACUUM could remove.
-    let snapshot = ctx.db.txns.snapshot(0, 0);
-    let removable_cutoff = snapshot
-        .in_progress
-        .first()
-        .copied()
-        .unwrap_or(snapshot.xmax)
-        .min(snapshot.xmax);
-    let heap = count_heap(ctx, table, options.ring_buffers)?;
+    // What a snapshot may still see stays (PostgreSQL's OldestXmin, taken at the start).
+    let removable_cutoff = ctx.db.txns.oldest_nonremovable();
+    let heap = vacuum::vacuum_heap(
+        ctx,
+        table,
+        options.ring_buffers,
+        options.maintenance_work_mem_kb,
+        removable_cutoff,
+    )?;
+    let remaining = heap.live + heap.recently_dead;
     ctx.db
         .catalog
-        .set_stats(table.oid, heap.live as f64, heap.total_blocks)?;
+        .set_stats(table.oid, remaining as f64, heap.total_blocks)?;
     ctx.add_usage(&heap.acct.usage);
     let counts = VacuumCounts {
         rel_pages: heap.total_blocks,
         scanned_pages: heap.blocks_scanned,
-        live_tuples: heap.live,
-        dead_tuples: heap.dead,
+        removed_tuples: heap.removed,
+        remaining_tuples: remaining,
+        dead_tuples: heap.recently_dead,
         removable_cutoff,
         next_xid_at_end: ctx.db.txns.snapshot(0, 0).xmax,
+        index_scans: heap.index_scans,
+        pages_with_dead_items: heap.pages_with_dead_items,
+        dead_items: heap.dead_items,
+        indexes: if heap.index_scans > 0 {
+            heap.indexes
+                .iter()
+                .map(|(name, v)| (name.clone(), v.pages))
+                .collect()
+        } else {
+            Vec::new()
+        },
     };
     let phase = PhaseUsage {
         usage: heap.acct.usage,
@@ -269,7 +287,7 @@ pub fn vacuum_table(
     ctx.db.io_stats.relation_counts.vacuumed(
         table.relfilenode,
         heap.live,
-        heap.dead,
+        heap.recently_dead,
         phase.elapsed,
     );
     let mut messages = messages;

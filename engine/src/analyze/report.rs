@@ -167,17 +167,27 @@ pub fn finished_analyzing(
 }
 
 /// What a VACUUM of one table found, for its messages.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct VacuumCounts {
     pub rel_pages: u32,
     pub scanned_pages: u32,
-    pub live_tuples: u64,
-    /// Tuples no snapshot can see (aborted inserts); iolab does not remove them yet.
+    /// Dead tuples removed.
+    pub removed_tuples: u64,
+    /// Tuples that remain, live or not yet removable.
+    pub remaining_tuples: u64,
+    /// Of those, deleted tuples some snapshot may still see.
     pub dead_tuples: u64,
-    /// Oldest transaction still running when the scan started (`removable cutoff`).
+    /// Oldest transaction whose deletes a snapshot may not see (`removable cutoff`).
     pub removable_cutoff: u32,
     /// The next transaction id when the operation ended.
     pub next_xid_at_end: u32,
+    /// Rounds of index vacuuming, the pages that had dead line pointers for them, and
+    /// those line pointers.
+    pub index_scans: u32,
+    pub pages_with_dead_items: u32,
+    pub dead_items: u64,
+    /// Each vacuumed index's name and pages (only when it was vacuumed).
+    pub indexes: Vec<(String, u32)>,
 }
 
 /// `vacuuming "postgres.public.t"` (`aggressively vacuuming …` with FREEZE).
@@ -209,22 +219,44 @@ pub fn finished_vacuuming(
 ) -> String {
     let c = counts;
     let none_pct = if c.rel_pages == 0 { 100.0 } else { 0.0 };
+    let index_scan = if c.index_scans > 0 {
+        "index scan needed"
+    } else {
+        "index scan not needed"
+    };
+    let (dead_pages, dead_items) = if c.index_scans > 0 {
+        (c.pages_with_dead_items, c.dead_items)
+    } else {
+        (0, 0)
+    };
+    let indexes: String = c
+        .indexes
+        .iter()
+        .map(|(name, pages)| {
+            format!(
+                "index \"{name}\": pages: {pages} in total, 0 newly deleted, 0 currently deleted, 0 reusable\n"
+            )
+        })
+        .collect();
     format!(
-        "finished vacuuming \"{database}.{schema}.{table}\": index scans: 0\n\
+        "finished vacuuming \"{database}.{schema}.{table}\": index scans: {}\n\
          pages: 0 removed, {} remain, {} scanned ({:.2}% of total), 0 eagerly scanned\n\
-         tuples: 0 removed, {} remain, {} are dead but not yet removable\n\
+         tuples: {} removed, {} remain, {} are dead but not yet removable\n\
          removable cutoff: {}, which was {} XIDs old when operation ended\n\
          frozen: 0 pages from table ({none_pct:.2}% of total) had 0 tuples frozen\n\
          visibility map: 0 pages set all-visible, 0 pages set all-frozen (0 were all-visible)\n\
-         index scan not needed: 0 pages from table ({none_pct:.2}% of total) had 0 dead item identifiers removed\n\
-         {}system usage: {}",
+         {index_scan}: {dead_pages} pages from table ({:.2}% of total) had {dead_items} dead item identifiers removed\n\
+         {indexes}{}system usage: {}",
+        c.index_scans,
         c.rel_pages,
         c.scanned_pages,
         percent(c.scanned_pages, c.rel_pages),
-        c.live_tuples,
+        c.removed_tuples,
+        c.remaining_tuples,
         c.dead_tuples,
         c.removable_cutoff,
         c.next_xid_at_end.saturating_sub(c.removable_cutoff) as i64,
+        percent(dead_pages, c.rel_pages),
         phase.lines(),
         rusage.show()
     )
@@ -310,10 +342,10 @@ mod tests {
         let counts = VacuumCounts {
             rel_pages: 1021,
             scanned_pages: 1021,
-            live_tuples: 100_000,
-            dead_tuples: 0,
+            remaining_tuples: 100_000,
             removable_cutoff: 886,
             next_xid_at_end: 886,
+            ..VacuumCounts::default()
         };
         let phase = PhaseUsage {
             usage: BufferUsage::default(),
@@ -361,6 +393,45 @@ mod tests {
         assert_eq!(
             vacuuming("db", "public", "t", false),
             "vacuuming \"db.public.t\""
+        );
+        // Dead tuples removed, an index vacuumed (PostgreSQL 18's lines for the same).
+        let cleaned = VacuumCounts {
+            rel_pages: 45,
+            scanned_pages: 45,
+            removed_tuples: 5000,
+            remaining_tuples: 5000,
+            removable_cutoff: 827,
+            next_xid_at_end: 827,
+            index_scans: 1,
+            pages_with_dead_items: 45,
+            dead_items: 5000,
+            indexes: vec![("v2_a_idx".into(), 30)],
+            ..VacuumCounts::default()
+        };
+        let text = finished_vacuuming(
+            "db",
+            "public",
+            "v2",
+            &cleaned,
+            &phase,
+            &ResourceUsage::start(),
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "finished vacuuming \"db.public.v2\": index scans: 1"
+        );
+        assert_eq!(
+            lines[2],
+            "tuples: 5000 removed, 5000 remain, 0 are dead but not yet removable"
+        );
+        assert_eq!(
+            lines[6],
+            "index scan needed: 45 pages from table (100.00% of total) had 5000 dead item identifiers removed"
+        );
+        assert_eq!(
+            lines[7],
+            "index \"v2_a_idx\": pages: 30 in total, 0 newly deleted, 0 currently deleted, 0 reusable"
         );
         let empty = VacuumCounts::default();
         let text = finished_vacuuming("db", "public", "e", &empty, &phase, &ResourceUsage::start());

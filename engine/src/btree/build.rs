@@ -236,7 +236,8 @@ pub struct HeapSource {
 
 /// Reads every live tuple's `(key, TID)` into a sort buffer (unsorted). `check_cancel` is
 /// asked once per block, `progress` told the number of tuples every million. The TIDs of
-/// dead tuples (aborted inserts) go to `dead`, if given, in TID order.
+/// dead tuples (aborted inserts, committed deletes) and of line pointers VACUUM left dead
+/// go to `dead`, if given, in block order.
 pub fn scan_heap(
     source: &HeapSource,
     acct: &mut IoAccount,
@@ -290,6 +291,16 @@ pub fn scan_heap(
             let page = buf.page();
             if slotted::page_is_new(&page) {
                 continue;
+            }
+            if let Some(dead) = dead.as_deref_mut() {
+                // Line pointers VACUUM left dead: their index entries may still be there.
+                dead.extend(
+                    (1..=slotted::page_max_offset(&page))
+                        .filter(|&off| {
+                            slotted::page_item_flags(&page, off) == Some(slotted::LpFlags::Dead)
+                        })
+                        .map(|off| (blkno, off)),
+                );
             }
             for (off, t) in (1..=slotted::page_max_offset(&page))
                 .filter_map(|off| slotted::page_item(&page, off).map(|t| (off, t)))

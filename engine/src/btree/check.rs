@@ -65,6 +65,7 @@ impl BtreeIndex {
         let mut dead = Vec::new();
         let mut expected = scan_heap(heap, acct, check_cancel, &mut |_| {}, Some(&mut dead))?;
         expected.sort();
+        dead.sort_unstable();
         let mut next = 0usize;
         let mut dead_entries = 0u64;
         let kind = self.kind;

@@ -37,6 +37,7 @@
 //! | `dedup.rs` | deduplication: equal keys merged into posting list tuples |
 //! | `split_point.rs` | where a full page splits |
 //! | `check.rs` | structural and heap-consistency verification (`iolab_btree_check`) |
+//! | `vacuum.rs` | VACUUM: the entries of removed heap tuples go |
 //!
 //! # Concurrency
 //!
@@ -71,6 +72,7 @@ pub mod page;
 mod read_ahead;
 pub mod scan;
 mod split_point;
+pub mod vacuum;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};

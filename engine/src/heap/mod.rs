@@ -9,5 +9,6 @@ pub mod bitmap_heap;
 pub mod codec;
 pub mod delete;
 pub mod heapam;
+pub mod prune;
 pub mod rows;
 pub mod tuple;

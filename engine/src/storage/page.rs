@@ -350,7 +350,7 @@ pub fn page_max_offset(page: &[u8]) -> u16 {
 
 /// Append `item` to the page; returns its offset number, or `None` if it does not fit (or the
 /// page already has [`MAX_OFFSET_NUMBER`] line pointers). Line pointers are never reused here:
-/// with no pruning yet, none ever become unused.
+/// VACUUM's unused ones stay unused (only the table's last page takes new tuples).
 pub fn page_add_item(page: &mut [u8], item: &[u8]) -> Option<u16> {
     assert_page_len(page.len());
     assert!(!page_is_new(page), "page_add_item on an uninitialised page");
@@ -384,6 +384,60 @@ pub fn page_add_item(page: &mut [u8], item: &[u8]) -> Option<u16> {
     put_u16(page, PD_LOWER, new_lower as u16);
     put_u16(page, PD_UPPER, new_upper as u16);
     Some(offset)
+}
+
+/// Turns the line pointer at `off` into a dead or unused one, without storage (`lp_off`
+/// and `lp_len` 0). The item's bytes stay until [`page_repair_fragmentation`].
+pub fn page_clear_item(page: &mut [u8], off: u16, flags: LpFlags) {
+    assert!(
+        matches!(flags, LpFlags::Dead | LpFlags::Unused),
+        "only dead or unused line pointers have no storage"
+    );
+    assert!(
+        off >= FIRST_OFFSET_NUMBER && off <= page_max_offset(page),
+        "line pointer {off} is not on the page"
+    );
+    let id = ItemId {
+        off: 0,
+        flags,
+        len: 0,
+    };
+    put_u32(page, item_id_pos(off), id.pack());
+    if flags == LpFlags::Unused {
+        let flags = get_u16(page, PD_FLAGS) | PD_HAS_FREE_LINES;
+        put_u16(page, PD_FLAGS, flags);
+    }
+}
+
+/// Moves the items of normal line pointers together at the end of the item area (in the
+/// order of their current positions, highest first), so that the space of cleared ones
+/// becomes free space (PostgreSQL's `PageRepairFragmentation`). Line pointer numbers do
+/// not change, so tuple ids stay valid.
+pub fn page_repair_fragmentation(page: &mut [u8]) {
+    assert_page_len(page.len());
+    let special = get_u16(page, PD_SPECIAL) as usize;
+    let mut items: Vec<(u16, ItemId)> = (FIRST_OFFSET_NUMBER..=page_max_offset(page))
+        .filter_map(|off| page_item_id(page, off).map(|id| (off, id)))
+        .filter(|(_, id)| id.flags == LpFlags::Normal)
+        .collect();
+    items.sort_unstable_by_key(|(_, id)| std::cmp::Reverse(id.off));
+    let mut upper = special;
+    for (off, id) in items {
+        let len = id.len as usize;
+        let start = upper - maxalign(len);
+        assert!(start >= id.off as usize, "items only move towards the end");
+        page.copy_within(id.off as usize..id.off as usize + len, start);
+        page[start + len..start + maxalign(len)].fill(0);
+        let moved = ItemId {
+            off: start as u16,
+            ..id
+        };
+        put_u32(page, item_id_pos(off), moved.pack());
+        upper = start;
+    }
+    let lower = get_u16(page, PD_LOWER) as usize;
+    page[lower..upper].fill(0);
+    put_u16(page, PD_UPPER, upper as u16);
 }
 
 /// The line pointer at `off`, or `None` if `off` is 0 or beyond [`page_max_offset`].
@@ -554,6 +608,59 @@ mod tests {
         let mut page = vec![0u8; BLCKSZ];
         page_init(&mut page, 0);
         page
+    }
+
+    #[test]
+    fn repair_fragmentation_frees_cleared_items_and_keeps_the_others() {
+        let mut rng = Rng(7);
+        let mut page = new_page();
+        let mut items = Vec::new();
+        while let Some(off) = {
+            let len = 20 + rng.below(90) as usize;
+            let item: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let added = page_add_item(&mut page, &item);
+            if added.is_some() {
+                items.push(item);
+            }
+            added
+        } {
+            assert_eq!(off as usize, items.len());
+        }
+        let free_before = page_free_space(&page);
+        let mut freed = 0;
+        for off in (1..=items.len() as u16).filter(|o| !o.is_multiple_of(3)) {
+            let flags = if off % 2 == 0 {
+                LpFlags::Dead
+            } else {
+                LpFlags::Unused
+            };
+            page_clear_item(&mut page, off, flags);
+            freed += maxalign(items[off as usize - 1].len());
+        }
+        page_repair_fragmentation(&mut page);
+        assert!(page_header_is_valid(&page));
+        assert_eq!(page_free_space(&page), free_before + freed);
+        assert_eq!(
+            page_max_offset(&page) as usize,
+            items.len(),
+            "no line pointer goes"
+        );
+        for (i, item) in items.iter().enumerate() {
+            let off = i as u16 + 1;
+            if off.is_multiple_of(3) {
+                assert_eq!(page_item(&page, off), Some(item.as_slice()), "item {off}");
+            } else {
+                let want = if off % 2 == 0 {
+                    LpFlags::Dead
+                } else {
+                    LpFlags::Unused
+                };
+                assert_eq!(page_item_flags(&page, off), Some(want));
+            }
+        }
+        assert_ne!(PageHeader::read(&page).pd_flags & PD_HAS_FREE_LINES, 0);
+        // The freed space takes new items.
+        assert!(page_add_item(&mut page, &[1u8; 100]).is_some());
     }
 
     #[test]

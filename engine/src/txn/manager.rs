@@ -12,7 +12,7 @@ use iolab_catalog::{sqlstate, PgError, PgResult};
 use parking_lot::{Condvar, Mutex};
 
 use super::clog::{Clog, XidStatus};
-use super::snapshot::Snapshot;
+use super::snapshot::{HeldXmin, Snapshot, XminRegistry};
 use super::{Xid, FIRST_NORMAL_XID};
 
 /// How many xids are reserved in the horizon file at a time.
@@ -24,6 +24,8 @@ pub struct TransactionManager {
     state: Mutex<XidState>,
     /// Signalled whenever a transaction ends (for [`TransactionManager::wait_for`]).
     ended: Condvar,
+    /// The xmins of the snapshots in use (see [`TransactionManager::oldest_nonremovable`]).
+    snapshot_xmins: XminRegistry,
     /// Told of each transaction's end (`committed` or not), after the clog has it.
     end_listener: OnceLock<EndListener>,
 }
@@ -70,6 +72,7 @@ impl TransactionManager {
             clog,
             horizon_path,
             ended: Condvar::new(),
+            snapshot_xmins: XminRegistry::default(),
             end_listener: OnceLock::new(),
             state: Mutex::new(XidState {
                 next_xid: horizon,
@@ -178,6 +181,12 @@ impl TransactionManager {
     /// command `curcid`.
     pub fn snapshot(&self, own_xid: Xid, curcid: u32) -> Snapshot {
         let state = self.state.lock();
+        // The oldest transaction this snapshot may see as running (or its own).
+        let xmin = state
+            .in_progress
+            .first()
+            .map_or(state.next_xid, |&x| x.min(state.next_xid));
+        *self.snapshot_xmins.lock().entry(xmin).or_default() += 1;
         Snapshot {
             xmax: state.next_xid,
             in_progress: state
@@ -189,7 +198,24 @@ impl TransactionManager {
             own_xid,
             curcid,
             clog: self.clog.clone(),
+            _held: Arc::new(HeldXmin {
+                xmin,
+                registry: self.snapshot_xmins.clone(),
+            }),
         }
+    }
+
+    /// The oldest transaction whose deletes some snapshot may not see yet (PostgreSQL's
+    /// `GetOldestNonRemovableTransactionId`): the oldest running transaction, or the oldest
+    /// xmin of a snapshot in use, or the next xid. A row deleted by a committed
+    /// transaction older than this is dead to every snapshot, now and later.
+    pub fn oldest_nonremovable(&self) -> Xid {
+        let state = self.state.lock();
+        let running = state.in_progress.first().copied().unwrap_or(state.next_xid);
+        let snapshots = self.snapshot_xmins.lock().keys().next().copied();
+        snapshots
+            .map_or(running, |s| s.min(running))
+            .min(state.next_xid)
     }
 
     /// Number of transactions in progress.

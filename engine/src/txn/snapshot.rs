@@ -1,6 +1,9 @@
 //! Snapshots and the visibility test for heap tuples (rules in `txn/mod.rs`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use super::clog::{Clog, XidStatus};
 use super::{Xid, INVALID_XID};
@@ -16,6 +19,31 @@ pub struct Snapshot {
     /// The reader's current command id: its own tuples with a smaller cid are visible.
     pub curcid: u32,
     pub clog: Arc<Clog>,
+    /// Keeps the snapshot's xmin registered while any copy of it lives: VACUUM removes
+    /// nothing a live snapshot may still see.
+    pub(super) _held: Arc<HeldXmin>,
+}
+
+/// The xmins of the snapshots in use, as a multiset (`xmin → copies`).
+pub(super) type XminRegistry = Arc<Mutex<BTreeMap<Xid, usize>>>;
+
+/// One snapshot's entry in the registry, removed when the last copy of the snapshot goes.
+pub(super) struct HeldXmin {
+    pub(super) xmin: Xid,
+    pub(super) registry: XminRegistry,
+}
+
+impl Drop for HeldXmin {
+    fn drop(&mut self) {
+        let mut registry = self.registry.lock();
+        let count = registry
+            .get_mut(&self.xmin)
+            .expect("a held xmin is registered");
+        *count -= 1;
+        if *count == 0 {
+            registry.remove(&self.xmin);
+        }
+    }
 }
 
 impl Snapshot {

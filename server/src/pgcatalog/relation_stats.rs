@@ -21,12 +21,14 @@
 //! of CREATE INDEX, `seq_tup_read` the rows they returned; `idx_scan` and `last_idx_scan`
 //! sum and take the latest over the table's indexes (NULL without one), and
 //! `idx_tup_fetch` adds the rows Bitmap Heap Scans fetched from the table to those Index
-//! Scans fetched through the indexes. `n_tup_ins`, `n_live_tup`, `n_dead_tup`,
-//! `n_mod_since_analyze` and `n_ins_since_vacuum` change when the inserting transaction
-//! ends (an aborted one leaves dead rows), and ANALYZE and VACUUM set the live and dead
-//! counts to what they saw; iolab's VACUUM removes nothing, so the aborted rows it counts
-//! stay in `n_dead_tup` where PostgreSQL's would be gone. iolab has no UPDATE, DELETE or
-//! autovacuum: their columns are 0 (NULL for the `last_auto*` times).
+//! Scans fetched through the indexes. `n_tup_ins`, `n_tup_upd`, `n_tup_del`,
+//! `n_live_tup`, `n_dead_tup`, `n_mod_since_analyze` and `n_ins_since_vacuum` change when
+//! the writing transaction ends (an aborted one leaves its inserted rows and new versions
+//! dead), and ANALYZE and VACUUM set the live and dead counts to what they saw (VACUUM's
+//! dead ones are those a running transaction may still see). `n_tup_newpage_upd` counts
+//! updates whose new version went to another page (iolab has no HOT updates:
+//! `n_tup_hot_upd` is 0), and autovacuum's columns are 0 (NULL for the `last_auto*`
+//! times): iolab has none.
 //!
 //! iolab's own catalogs are computed, not stored, so the `all` views list the same user
 //! relations as the `user` ones. Counts are kept in memory, not across a restart.

@@ -572,6 +572,7 @@ pub fn run(
                         database: database.clone(),
                         aggressive: stmt.freeze,
                         ring_buffers,
+                        maintenance_work_mem_kb: settings.maintenance_work_mem_kb() as usize,
                     },
                 )?;
                 if stmt.verbose {

@@ -1,0 +1,88 @@
+//! VACUUM's pass over an index: the entries pointing at heap tuples VACUUM removed go
+//! (PostgreSQL's `btbulkdelete`).
+//!
+//! The pass reads the index in block order (as PostgreSQL's `btvacuumscan` does, so the
+//! reads are sequential) and rewrites each leaf that has such entries without them: a
+//! plain entry goes, a posting list loses those TIDs (and becomes a plain entry when one is
+//! left, or goes when none is). The high key and the sibling links stay, so the tree's
+//! shape does not change; a leaf may end up empty, which readers and writers handle as any
+//! leaf (PostgreSQL would later delete such pages; iolab keeps them).
+//!
+//! The pass holds the index's writer lock (no insert changes a leaf under it), and each
+//! leaf's exclusive lock while it rewrites it; readers copy a leaf under its shared lock,
+//! so each sees a leaf before or after, never halfway.
+
+use iolab_catalog::PgResult;
+
+use crate::accounting::IoAccount;
+use crate::btree::page::{
+    build_page, check_page, data_items, form_leaf_with, high_key, IndexTuple,
+};
+use crate::btree::{writer_lock, BtreeIndex, Tid};
+use crate::buffer::BufferRing;
+
+/// What one pass over an index did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IndexVacuumed {
+    /// The index's pages when the pass ended.
+    pub pages: u32,
+    /// Entries (TIDs) removed.
+    pub removed: u64,
+}
+
+impl BtreeIndex {
+    /// Removes every entry whose heap TID is in `dead` (sorted, without duplicates),
+    /// reading through `ring`.
+    pub fn bulk_delete(
+        &self,
+        dead: &[Tid],
+        mut ring: Option<&mut BufferRing>,
+        acct: &mut IoAccount,
+    ) -> PgResult<IndexVacuumed> {
+        debug_assert!(dead.windows(2).all(|w| w[0] < w[1]), "dead TIDs sorted");
+        let lock = writer_lock(self.rel.relfilenode());
+        let _writer = lock.lock();
+        let is_dead = |tid: &Tid| dead.binary_search(tid).is_ok();
+        let mut removed = 0u64;
+        let nblocks = self.rel.nblocks();
+        // Block 0 is the meta page.
+        for blkno in 1..nblocks {
+            let buffer = self
+                .pool
+                .read_buffer(&self.rel, blkno, ring.as_deref_mut(), acct)?;
+            let rewritten = {
+                let page = buffer.page();
+                let opaque = check_page(&page, blkno, &self.name)?;
+                if !opaque.is_leaf() {
+                    continue;
+                }
+                let items = data_items(&page)?;
+                let mut kept = Vec::with_capacity(items.len());
+                let mut removed_here = 0u64;
+                for item in items {
+                    let t = IndexTuple::parse(&item)?;
+                    let tids: Vec<Tid> = t.heap_tids().collect();
+                    let live: Vec<Tid> = tids.iter().copied().filter(|t| !is_dead(t)).collect();
+                    removed_here += (tids.len() - live.len()) as u64;
+                    if live.len() == tids.len() {
+                        kept.push(item);
+                    } else if !live.is_empty() {
+                        let key = t.key(self.ty)?.expect("a leaf entry has a key");
+                        kept.push(form_leaf_with(self.ty, &key, &live));
+                    }
+                }
+                if removed_here == 0 {
+                    continue;
+                }
+                removed += removed_here;
+                build_page(&opaque, high_key(&page, &opaque)?.as_deref(), &kept)
+            };
+            buffer.page_mut().copy_from_slice(&rewritten);
+            buffer.mark_dirty(acct);
+        }
+        Ok(IndexVacuumed {
+            pages: self.rel.nblocks(),
+            removed,
+        })
+    }
+}
