@@ -650,7 +650,7 @@ mod tests {
             if off.is_multiple_of(3) {
                 assert_eq!(page_item(&page, off), Some(item.as_slice()), "item {off}");
             } else {
-                let want = if off % 2 == 0 {
+                let want = if off.is_multiple_of(2) {
                     LpFlags::Dead
                 } else {
                     LpFlags::Unused
