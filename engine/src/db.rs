@@ -68,6 +68,8 @@ pub struct Database {
     pub aio: Arc<AioSystem>,
     /// Server-wide I/O statistics (`pg_stat_io`).
     pub io_stats: Arc<IoStatsHub>,
+    /// Pages of each table with room for new tuples (`heap::fsm`).
+    pub fsm: Arc<crate::heap::fsm::FreeSpaceMap>,
     direct_io: bool,
     /// What backs the pool's frames, and how many bytes of them are huge pages.
     huge_page_kind: HugePageKind,
@@ -128,6 +130,7 @@ impl Database {
             relfiles: Mutex::new(HashMap::new()),
             aio,
             io_stats,
+            fsm: Default::default(),
             direct_io: options.direct_io,
             huge_page_kind,
             huge_page_bytes,
@@ -188,6 +191,7 @@ impl Database {
     pub fn remove_relation_file(&self, relfilenode: u32) -> PgResult<()> {
         self.pool.discard_relation(relfilenode)?;
         self.io_stats.relation_counts.forget(relfilenode);
+        self.fsm.forget(relfilenode);
         self.relfiles.lock().remove(&relfilenode);
         crate::storage::relfile::remove_files(&self.data_dir, relfilenode)
             .map_err(|e| PgError::io(&format!("could not remove file \"base/{relfilenode}\""), &e))

@@ -107,7 +107,8 @@ pub async fn start(
         run.ctx.cid,
         run.ctx.new_account(),
     )
-    .with_indexes(IndexMaintainer::for_table(&run.db, &table)?);
+    .with_indexes(IndexMaintainer::for_table(&run.db, &table)?)
+    .with_free_space_map(run.db.fsm.clone());
     let ncols = targets.len();
     let mut copy = CopyIn {
         run,

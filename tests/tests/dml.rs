@@ -479,9 +479,32 @@ async fn vacuum_removes_dead_rows_and_their_index_entries() {
         .await,
         vec![vec![Some("4951".to_string()), Some("0".to_string())]]
     );
-    // The space is free on the pages (new rows go to the table's end: iolab has no free
-    // space map), and the file did not grow.
+    // The freed space takes new rows (the free space map): the file does not grow.
+    client
+        .batch_execute(
+            "INSERT INTO t SELECT i, 'new' FROM generate_series(20001, 24000) AS T(i);
+             UPDATE t SET b = 'moved' WHERE a BETWEEN 20001 AND 20500;",
+        )
+        .await
+        .unwrap();
     assert_eq!(int(&client, "SELECT pg_relation_size('t')").await, size);
+    assert_eq!(
+        same_through_every_scan(&client, "a > 20000").await,
+        vec![4000, (20001..=24000).sum::<i64>(), 0]
+    );
+    assert_eq!(
+        int(&client, "SELECT count(*) FROM t WHERE b = 'moved'").await,
+        500
+    );
+    assert_eq!(int(&client, "SELECT iolab_btree_check('t_a')").await, 8951);
+    // The new rows sit among the old ones, not after them.
+    let early = int(
+        &client,
+        "SELECT count(*) FROM t WHERE a > 20000
+           AND split_part(trim(both '()' from ctid::text), ',', 1)::int < 40",
+    )
+    .await;
+    assert!(early > 0, "{early}");
 }
 
 /// `VACUUM VERBOSE table` through psql; the INFO messages it printed.

@@ -13,6 +13,9 @@
 //! holds and the scan goes on (each round is one of VERBOSE's `index scans:`). A table
 //! without indexes needs neither: its dead tuples' line pointers become unused at once.
 //!
+//! Each page's room after pruning goes to the free space map (`heap::fsm`), for inserts to
+//! fill.
+//!
 //! The live and dead counts it leaves are exact, not sampled: `reltuples` and the
 //! statistics' `n_live_tup` / `n_dead_tup` (the dead ones being those some snapshot may
 //! still see).
@@ -21,6 +24,7 @@ use iolab_catalog::{PgResult, TableDef};
 
 use crate::accounting::IoAccount;
 use crate::analyze::acquire::maintenance_ring;
+use crate::bitmap::tidbitmap::MAX_TUPLES_PER_PAGE;
 use crate::btree::vacuum::IndexVacuumed;
 use crate::btree::{BtreeIndex, Tid};
 use crate::exec::context::StatementContext;
@@ -113,13 +117,18 @@ pub fn vacuum_heap(
     while let Some((buffer, ())) = stream.next_buffer()? {
         ctx.check_cancel()?;
         done.blocks_scanned += 1;
-        let pruned = {
+        let (pruned, room) = {
             let mut page = buffer.page_mut();
             if page::page_is_new(&page) {
                 continue;
             }
-            prune_page(&mut page, horizon, &clog, !indexes.is_empty())
+            let pruned = prune_page(&mut page, horizon, &clog, !indexes.is_empty());
+            (
+                pruned,
+                page::page_room_for_tuple(&page, MAX_TUPLES_PER_PAGE as u16),
+            )
         };
+        ctx.db.fsm.record(table.relfilenode, buffer.blkno(), room);
         if pruned.changed {
             buffer.mark_dirty(&mut stream.acct);
         }
@@ -182,8 +191,13 @@ impl Cleaner<'_> {
                 .db
                 .pool
                 .read_buffer(self.rel, blkno, ring.as_mut(), acct)?;
-            set_unused(&mut buffer.page_mut(), &offsets);
+            let room = {
+                let mut page = buffer.page_mut();
+                set_unused(&mut page, &offsets);
+                page::page_room_for_tuple(&page, MAX_TUPLES_PER_PAGE as u16)
+            };
             buffer.mark_dirty(acct);
+            self.ctx.db.fsm.record(self.rel.relfilenode(), blkno, room);
         }
         done.index_scans += 1;
         Ok(())

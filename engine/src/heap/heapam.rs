@@ -3,8 +3,9 @@
 //! Insertion fills the table's last page and then extends the relation one page at a
 //! time, holding one pinned page at a time; a whole statement's inserts go through a
 //! bulk-write buffer ring so that loading a big table does not flush the rest of the
-//! buffer pool (PostgreSQL's BAS_BULKWRITE strategy). There is no free space map:
-//! without DELETE or UPDATE, free space exists only at the end of a table.
+//! buffer pool (PostgreSQL's BAS_BULKWRITE strategy). Given the free space map
+//! (`fsm.rs`), it first fills the pages VACUUM freed room on, and extends the table only
+//! when none has room for the next tuple.
 //!
 //! A sequential scan reads blocks `0 .. nblocks` (nblocks fixed when the scan starts, so
 //! it never sees pages appended by its own statement) through a sequential read stream,
@@ -18,8 +19,10 @@ use std::sync::Arc;
 
 use crate::accounting::IoAccount;
 use crate::aio::AioSystem;
+use crate::bitmap::tidbitmap::MAX_TUPLES_PER_PAGE;
 use crate::buffer::{BufferPool, BufferRing, PinnedBuffer};
 use crate::heap::codec::TupleEncoder;
+use crate::heap::fsm::FreeSpaceMap;
 use crate::heap::rows::RowCollector;
 use crate::heap::tuple;
 use crate::storage::page;
@@ -51,6 +54,9 @@ pub struct HeapInserter {
     /// Where each tuple of the last `insert_arrays` went, when asked for (UPDATE links
     /// each old version to its new one).
     placed: Option<Vec<(u32, u16)>>,
+    /// Where pages with room are found before the table is extended (none: only the last
+    /// page and new ones are used).
+    fsm: Option<Arc<FreeSpaceMap>>,
 }
 
 impl HeapInserter {
@@ -77,7 +83,15 @@ impl HeapInserter {
             indexes: None,
             change: RowChange::Insert,
             placed: None,
+            fsm: None,
         }
+    }
+
+    /// Fills pages `fsm` knows to have room (VACUUM's freed space) before extending the
+    /// table, and tells it what is left on each page it moves on from.
+    pub fn with_free_space_map(mut self, fsm: Arc<FreeSpaceMap>) -> Self {
+        self.fsm = Some(fsm);
+        self
     }
 
     /// The rows are an UPDATE's new versions: counted as updates, and where each went is
@@ -137,7 +151,8 @@ impl HeapInserter {
             let buffer = self.target.as_ref().expect("target page pinned");
             let added = {
                 let mut page = buffer.page_mut();
-                let added = page::page_add_item(&mut page, &self.tuple_buf);
+                let added =
+                    page::page_add_tuple(&mut page, &self.tuple_buf, MAX_TUPLES_PER_PAGE as u16);
                 if let Some(off) = added {
                     let item = page::page_item_mut(&mut page, off).expect("item just added");
                     tuple::set_ctid(item, buffer.blkno(), off);
@@ -156,10 +171,33 @@ impl HeapInserter {
                 }
                 return Ok(());
             }
-            // The page is full: continue on a new one.
-            self.target = None;
-            self.target = Some(self.new_page()?);
+            // The page is full for this tuple: continue on one with room, or a new one.
+            let full = self.target.take().expect("target page pinned");
+            if let Some(fsm) = &self.fsm {
+                let left = page::page_room_for_tuple(&full.page(), MAX_TUPLES_PER_PAGE as u16);
+                fsm.record(self.rel.relfilenode(), full.blkno(), left);
+            }
+            drop(full);
+            self.target = Some(match self.page_with_room()? {
+                Some(buffer) => buffer,
+                None => self.new_page()?,
+            });
         }
+    }
+
+    /// A page the free space map says has room for the tuple in `tuple_buf`, pinned.
+    fn page_with_room(&mut self) -> PgResult<Option<PinnedBuffer>> {
+        let Some(fsm) = &self.fsm else {
+            return Ok(None);
+        };
+        let need = page::maxalign(self.tuple_buf.len());
+        let Some(blkno) = fsm.page_with_room(self.rel.relfilenode(), need, self.rel.nblocks())
+        else {
+            return Ok(None);
+        };
+        self.pool
+            .read_buffer(&self.rel, blkno, Some(&mut self.ring), &mut self.acct)
+            .map(Some)
     }
 
     fn new_page(&mut self) -> PgResult<PinnedBuffer> {
@@ -171,8 +209,12 @@ impl HeapInserter {
         Ok(buffer)
     }
 
-    /// The table's last page if it has one, else a new first page.
+    /// A page with room on record, else the table's last page if it has one, else a new
+    /// first page.
     fn first_target(&mut self) -> PgResult<PinnedBuffer> {
+        if let Some(buffer) = self.page_with_room()? {
+            return Ok(buffer);
+        }
         let nblocks = self.rel.nblocks();
         if nblocks == 0 {
             return self.new_page();

@@ -349,8 +349,8 @@ pub fn page_max_offset(page: &[u8]) -> u16 {
 }
 
 /// Append `item` to the page; returns its offset number, or `None` if it does not fit (or the
-/// page already has [`MAX_OFFSET_NUMBER`] line pointers). Line pointers are never reused here:
-/// VACUUM's unused ones stay unused (only the table's last page takes new tuples).
+/// page already has [`MAX_OFFSET_NUMBER`] line pointers). Line pointers are never reused here
+/// (B-tree pages; heap pages add tuples with [`page_add_tuple`]).
 pub fn page_add_item(page: &mut [u8], item: &[u8]) -> Option<u16> {
     assert_page_len(page.len());
     assert!(!page_is_new(page), "page_add_item on an uninitialised page");
@@ -438,6 +438,58 @@ pub fn page_repair_fragmentation(page: &mut [u8]) {
     let lower = get_u16(page, PD_LOWER) as usize;
     page[lower..upper].fill(0);
     put_u16(page, PD_UPPER, upper as u16);
+}
+
+/// Bytes of tuple data [`page_add_tuple`] can still place on the page (with its line
+/// pointer): 0 when the page has `max_items` line pointers and none unused.
+pub fn page_room_for_tuple(page: &[u8], max_items: u16) -> usize {
+    let lower = get_u16(page, PD_LOWER) as usize;
+    let upper = get_u16(page, PD_UPPER) as usize;
+    if get_u16(page, PD_FLAGS) & PD_HAS_FREE_LINES != 0 {
+        upper.saturating_sub(lower)
+    } else if page_max_offset(page) >= max_items {
+        0
+    } else {
+        page_free_space(page)
+    }
+}
+
+/// Adds a heap tuple to the page (PostgreSQL's `PageAddItem` for heap pages): at the first
+/// unused line pointer if the page has any (`PD_HAS_FREE_LINES`; VACUUM made them, and
+/// nothing points at them any more), else at a new one, as long as the page holds no more
+/// than `max_items` line pointers (`MaxHeapTuplesPerPage`). `None` if it does not fit.
+pub fn page_add_tuple(page: &mut [u8], item: &[u8], max_items: u16) -> Option<u16> {
+    let flags = get_u16(page, PD_FLAGS);
+    if flags & PD_HAS_FREE_LINES == 0 {
+        if page_max_offset(page) >= max_items {
+            return None;
+        }
+        return page_add_item(page, item);
+    }
+    let max = page_max_offset(page);
+    let Some(free) = (FIRST_OFFSET_NUMBER..=max)
+        .find(|&off| page_item_flags(page, off) == Some(LpFlags::Unused))
+    else {
+        // The hint was stale: no unused line pointer is left.
+        put_u16(page, PD_FLAGS, flags & !PD_HAS_FREE_LINES);
+        return page_add_tuple(page, item, max_items);
+    };
+    let lower = get_u16(page, PD_LOWER) as usize;
+    let upper = get_u16(page, PD_UPPER) as usize;
+    let aligned = maxalign(item.len());
+    if item.len() > MAX_ITEM_LEN || upper < lower + aligned {
+        return None;
+    }
+    let new_upper = upper - aligned;
+    page[new_upper..new_upper + item.len()].copy_from_slice(item);
+    let id = ItemId {
+        off: new_upper as u16,
+        flags: LpFlags::Normal,
+        len: item.len() as u16,
+    };
+    put_u32(page, item_id_pos(free), id.pack());
+    put_u16(page, PD_UPPER, new_upper as u16);
+    Some(free)
 }
 
 /// The line pointer at `off`, or `None` if `off` is 0 or beyond [`page_max_offset`].
@@ -629,7 +681,7 @@ mod tests {
         let free_before = page_free_space(&page);
         let mut freed = 0;
         for off in (1..=items.len() as u16).filter(|o| !o.is_multiple_of(3)) {
-            let flags = if off % 2 == 0 {
+            let flags = if off.is_multiple_of(2) {
                 LpFlags::Dead
             } else {
                 LpFlags::Unused
@@ -659,8 +711,23 @@ mod tests {
             }
         }
         assert_ne!(PageHeader::read(&page).pd_flags & PD_HAS_FREE_LINES, 0);
-        // The freed space takes new items.
-        assert!(page_add_item(&mut page, &[1u8; 100]).is_some());
+        // The freed space takes new tuples, at the unused line pointers first (1, 5, …),
+        // then at new ones.
+        let max = page_max_offset(&page);
+        let unused: Vec<u16> = (1..=max)
+            .filter(|&o| page_item_flags(&page, o) == Some(LpFlags::Unused))
+            .collect();
+        for &want in &unused {
+            assert_eq!(page_add_tuple(&mut page, &[1u8; 30], 291), Some(want));
+        }
+        assert_eq!(page_add_tuple(&mut page, &[2u8; 30], 291), Some(max + 1));
+        assert_eq!(PageHeader::read(&page).pd_flags & PD_HAS_FREE_LINES, 0);
+        assert_eq!(
+            page_add_tuple(&mut page, &[2u8; 30], max + 1),
+            None,
+            "at most max_items"
+        );
+        assert_eq!(page_item(&page, unused[0]), Some(&[1u8; 30][..]));
     }
 
     #[test]

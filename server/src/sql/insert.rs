@@ -109,7 +109,8 @@ pub async fn insert_stream(
         run.ctx.cid,
         run.ctx.new_account(),
     )
-    .with_indexes(IndexMaintainer::for_table(&run.db, table)?);
+    .with_indexes(IndexMaintainer::for_table(&run.db, table)?)
+    .with_free_space_map(run.db.fsm.clone());
     let started = Instant::now();
     let mut next_progress = PROGRESS_EVERY_ROWS;
     let result: PgResult<()> = async {
