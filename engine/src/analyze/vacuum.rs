@@ -28,7 +28,7 @@ use crate::bitmap::tidbitmap::MAX_TUPLES_PER_PAGE;
 use crate::btree::vacuum::IndexVacuumed;
 use crate::btree::{BtreeIndex, Tid};
 use crate::exec::context::StatementContext;
-use crate::heap::prune::{prune_page, set_unused};
+use crate::heap::prune::{prune_page, set_unused, StatusCache};
 use crate::storage::page;
 use crate::stream::ReadStream;
 use crate::txn::Xid;
@@ -88,7 +88,7 @@ pub fn vacuum_heap(
             })
         },
     );
-    let clog = ctx.db.txns.clog().clone();
+    let mut clog = StatusCache::new(ctx.db.txns.clog().clone());
     let max_dead_items = (maintenance_work_mem_kb * 1024 / BYTES_PER_DEAD_ITEM).max(1);
     let mut done = HeapVacuumed {
         total_blocks,
@@ -122,7 +122,7 @@ pub fn vacuum_heap(
             if page::page_is_new(&page) {
                 continue;
             }
-            let pruned = prune_page(&mut page, horizon, &clog, !indexes.is_empty());
+            let pruned = prune_page(&mut page, horizon, &mut clog, !indexes.is_empty());
             (
                 pruned,
                 page::page_room_for_tuple(&page, MAX_TUPLES_PER_PAGE as u16),

@@ -16,10 +16,12 @@ use iolab_catalog::PgResult;
 
 use crate::accounting::IoAccount;
 use crate::btree::page::{
-    build_page, check_page, data_items, form_leaf_with, high_key, IndexTuple,
+    build_page, check_page, data_items, first_data_offset, form_leaf_with, high_key, tuple_at,
+    IndexTuple,
 };
 use crate::btree::{writer_lock, BtreeIndex, Tid};
 use crate::buffer::BufferRing;
+use crate::storage::page;
 
 /// What one pass over an index did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -54,6 +56,16 @@ impl BtreeIndex {
                 let page = buffer.page();
                 let opaque = check_page(&page, blkno, &self.name)?;
                 if !opaque.is_leaf() {
+                    continue;
+                }
+                let mut any_dead = false;
+                for off in first_data_offset(&opaque)..=page::page_max_offset(&page) {
+                    if tuple_at(&page, off)?.heap_tids().any(|t| is_dead(&t)) {
+                        any_dead = true;
+                        break;
+                    }
+                }
+                if !any_dead {
                     continue;
                 }
                 let items = data_items(&page)?;

@@ -43,7 +43,12 @@ pub struct PagePruned {
 /// become dead if `has_indexes`, else unused, and the page is compacted. `dead_items`
 /// lists them with the dead line pointers already on the page. Changes the page only if
 /// it removed something (or, without indexes, found dead line pointers to free).
-pub fn prune_page(page: &mut [u8], horizon: Xid, clog: &Clog, has_indexes: bool) -> PagePruned {
+pub fn prune_page(
+    page: &mut [u8],
+    horizon: Xid,
+    clog: &mut StatusCache,
+    has_indexes: bool,
+) -> PagePruned {
     let mut result = PagePruned::default();
     let mut removable = Vec::new();
     // Dead line pointers an earlier VACUUM left (it was canceled, or the table's indexes
@@ -107,7 +112,35 @@ enum VacuumState {
     BeingInserted,
 }
 
-fn vacuum_state(t: &[u8], horizon: Xid, clog: &Clog) -> VacuumState {
+/// The commit log, with the last two answers kept: a page's tuples come in long runs
+/// written (and deleted) by one transaction, so most lookups repeat the one before.
+pub struct StatusCache {
+    clog: std::sync::Arc<Clog>,
+    last: [(Xid, XidStatus); 2],
+}
+
+impl StatusCache {
+    pub fn new(clog: std::sync::Arc<Clog>) -> StatusCache {
+        StatusCache {
+            clog,
+            last: [(INVALID_XID, XidStatus::InProgress); 2],
+        }
+    }
+
+    /// The status of `xid`. Only final statuses are kept (an in-progress one may change).
+    fn status(&mut self, xid: Xid) -> XidStatus {
+        if let Some(&(_, status)) = self.last.iter().find(|(x, _)| *x == xid) {
+            return status;
+        }
+        let status = self.clog.status(xid);
+        if status != XidStatus::InProgress {
+            self.last = [(xid, status), self.last[0]];
+        }
+        status
+    }
+}
+
+fn vacuum_state(t: &[u8], horizon: Xid, clog: &mut StatusCache) -> VacuumState {
     let xmin = tuple::xmin(t);
     match clog.status(xmin) {
         XidStatus::Aborted => return VacuumState::Dead,
@@ -149,7 +182,7 @@ mod tests {
     #[test]
     fn removes_aborted_inserts_and_deletes_older_than_the_horizon() {
         let dir = TempDir::new("prune");
-        let clog = Clog::open(&dir.0.join("clog")).unwrap();
+        let clog = std::sync::Arc::new(Clog::open(&dir.0.join("clog")).unwrap());
         let (committed, aborted, running, late) = (10, 11, 12, 20);
         clog.set_status(committed, XidStatus::Committed).unwrap();
         clog.set_status(aborted, XidStatus::Aborted).unwrap();
@@ -170,7 +203,12 @@ mod tests {
                 page::page_add_item(&mut page, r).unwrap();
             }
             let free = page::page_free_space(&page);
-            let pruned = prune_page(&mut page, 15, &clog, has_indexes);
+            let pruned = prune_page(
+                &mut page,
+                15,
+                &mut StatusCache::new(clog.clone()),
+                has_indexes,
+            );
             assert_eq!(
                 (pruned.removed, pruned.recently_dead, pruned.live),
                 (2, 1, 3)
@@ -188,7 +226,7 @@ mod tests {
             }
             if has_indexes {
                 assert_eq!(pruned.dead_items, vec![2, 3]);
-                let again = prune_page(&mut page, 15, &clog, true);
+                let again = prune_page(&mut page, 15, &mut StatusCache::new(clog.clone()), true);
                 assert_eq!(
                     (again.removed, again.dead_items),
                     (0, vec![2, 3]),
@@ -200,7 +238,12 @@ mod tests {
                 assert!(pruned.dead_items.is_empty());
             }
             // Nothing more to remove the second time.
-            let again = prune_page(&mut page, 15, &clog, has_indexes);
+            let again = prune_page(
+                &mut page,
+                15,
+                &mut StatusCache::new(clog.clone()),
+                has_indexes,
+            );
             assert_eq!((again.removed, again.live), (0, 3));
             assert!(again.dead_items.is_empty());
         }
