@@ -70,6 +70,8 @@ pub struct Database {
     pub io_stats: Arc<IoStatsHub>,
     /// Pages of each table with room for new tuples (`heap::fsm`).
     pub fsm: Arc<crate::heap::fsm::FreeSpaceMap>,
+    /// Pages of each table every transaction sees all of (`heap::visibility_map`).
+    pub vm: Arc<crate::heap::visibility_map::VisibilityMap>,
     direct_io: bool,
     /// What backs the pool's frames, and how many bytes of them are huge pages.
     huge_page_kind: HugePageKind,
@@ -131,6 +133,7 @@ impl Database {
             aio,
             io_stats,
             fsm: Default::default(),
+            vm: Default::default(),
             direct_io: options.direct_io,
             huge_page_kind,
             huge_page_bytes,
@@ -192,6 +195,7 @@ impl Database {
         self.pool.discard_relation(relfilenode)?;
         self.io_stats.relation_counts.forget(relfilenode);
         self.fsm.forget(relfilenode);
+        self.vm.forget(relfilenode);
         self.relfiles.lock().remove(&relfilenode);
         crate::storage::relfile::remove_files(&self.data_dir, relfilenode)
             .map_err(|e| PgError::io(&format!("could not remove file \"base/{relfilenode}\""), &e))

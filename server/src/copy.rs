@@ -108,7 +108,7 @@ pub async fn start(
         run.ctx.new_account(),
     )
     .with_indexes(IndexMaintainer::for_table(&run.db, &table)?)
-    .with_free_space_map(run.db.fsm.clone());
+    .with_maps(run.db.fsm.clone(), run.db.vm.clone());
     let ncols = targets.len();
     let mut copy = CopyIn {
         run,

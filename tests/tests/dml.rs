@@ -456,11 +456,20 @@ async fn vacuum_removes_dead_rows_and_their_index_entries() {
             .any(|l| l.starts_with("index \"t_a\": pages: ")),
         "{messages}"
     );
+    // The first VACUUM marked the pages it left with only visible rows all-visible; the
+    // second reads only the others (long runs of marked pages are skipped, as in
+    // PostgreSQL) and estimates the rows of the pages it skipped.
+    assert!(
+        lines.iter().any(|l| l.starts_with("visibility map: ")
+            && !l.starts_with("visibility map: 0 pages set all-visible")),
+        "{messages}"
+    );
     other.batch_execute("COMMIT").await.unwrap();
     let messages = vacuum_verbose(&server, "t");
+    assert!(messages.contains("tuples: 50 removed, "), "{messages}");
     assert!(
-        messages.contains("tuples: 50 removed, 4951 remain, 0 are dead but not yet removable"),
-        "{messages}"
+        !messages.contains("45 scanned (100.00% of total)"),
+        "all-visible pages skipped: {messages}"
     );
     assert_eq!(
         same_through_every_scan(&client, "a BETWEEN 1 AND 3000").await,
@@ -471,14 +480,13 @@ async fn vacuum_removes_dead_rows_and_their_index_entries() {
         4951,
         "the index holds exactly the live rows"
     );
-    assert_eq!(
-        rows(
-            &client,
-            "SELECT n_live_tup, n_dead_tup FROM pg_stat_user_tables WHERE relname = 't'"
-        )
-        .await,
-        vec![vec![Some("4951".to_string()), Some("0".to_string())]]
-    );
+    // Live rows: counted on the pages read, estimated for the others (4951 in truth).
+    let live = int(
+        &client,
+        "SELECT n_live_tup FROM pg_stat_user_tables WHERE relname = 't' AND n_dead_tup = 0",
+    )
+    .await;
+    assert!((4800..=5100).contains(&live), "{live}");
     // The freed space takes new rows (the free space map): the file does not grow.
     client
         .batch_execute(

@@ -186,6 +186,7 @@ pub struct VacuumCounts {
     pub index_scans: u32,
     pub pages_with_dead_items: u32,
     pub dead_items: u64,
+    pub pages_set_all_visible: u32,
     /// Each vacuumed index's name and pages (only when it was vacuumed).
     pub indexes: Vec<(String, u32)>,
 }
@@ -244,7 +245,7 @@ pub fn finished_vacuuming(
          tuples: {} removed, {} remain, {} are dead but not yet removable\n\
          removable cutoff: {}, which was {} XIDs old when operation ended\n\
          frozen: 0 pages from table ({none_pct:.2}% of total) had 0 tuples frozen\n\
-         visibility map: 0 pages set all-visible, 0 pages set all-frozen (0 were all-visible)\n\
+         visibility map: {} pages set all-visible, 0 pages set all-frozen (0 were all-visible)\n\
          {index_scan}: {dead_pages} pages from table ({:.2}% of total) had {dead_items} dead item identifiers removed\n\
          {indexes}{}system usage: {}",
         c.index_scans,
@@ -256,6 +257,7 @@ pub fn finished_vacuuming(
         c.dead_tuples,
         c.removable_cutoff,
         c.next_xid_at_end.saturating_sub(c.removable_cutoff) as i64,
+        c.pages_set_all_visible,
         percent(dead_pages, c.rel_pages),
         phase.lines(),
         rusage.show()

@@ -1,12 +1,15 @@
 //! VACUUM's work on one table, in PostgreSQL's three phases:
 //!
-//! 1. **Heap scan**: every block is read through a maintenance read stream (the vacuum
-//!    ring, `maintenance_io_concurrency`) and pruned under its exclusive lock: dead tuples
-//!    go, their space is compacted, and with indexes their line pointers are left dead
-//!    and remembered (`heap::prune`).
+//! 1. **Heap scan**: every block but those in long runs of all-visible pages (the
+//!    visibility map, `heap::visibility_map`) is read through a maintenance read stream
+//!    (the vacuum ring, `maintenance_io_concurrency`) and pruned under its exclusive lock:
+//!    dead tuples go, their space is compacted, and with indexes their line pointers are
+//!    left dead and remembered (`heap::prune`); a page left with only rows every
+//!    transaction sees is marked all-visible.
 //! 2. **Index vacuum**: each index loses the entries of those line pointers
 //!    (`btree::vacuum`).
-//! 3. **Heap vacuum**: the remembered line pointers become unused.
+//! 3. **Heap vacuum**: the remembered line pointers become unused (and the page
+//!    all-visible, if it now is).
 //!
 //! The dead line pointers remembered are bounded by `maintenance_work_mem` (6 bytes each,
 //! as PostgreSQL's TID store is counted); when it fills up, phases 2 and 3 run for what it
@@ -28,7 +31,8 @@ use crate::bitmap::tidbitmap::MAX_TUPLES_PER_PAGE;
 use crate::btree::vacuum::IndexVacuumed;
 use crate::btree::{BtreeIndex, Tid};
 use crate::exec::context::StatementContext;
-use crate::heap::prune::{prune_page, set_unused, StatusCache};
+use crate::heap::prune::{page_all_visible, prune_page, set_unused, StatusCache};
+use crate::heap::visibility_map::{clear_all_visible, VisibilityMap};
 use crate::storage::page;
 use crate::stream::ReadStream;
 use crate::txn::Xid;
@@ -48,6 +52,8 @@ pub struct HeapVacuumed {
     /// Pages that had dead line pointers for the indexes, and how many.
     pub pages_with_dead_items: u32,
     pub dead_items: u64,
+    /// Pages VACUUM marked all-visible.
+    pub pages_set_all_visible: u32,
     /// Rounds of phases 2 and 3.
     pub index_scans: u32,
     /// Each index's name and what its last round did (pages) and all rounds removed.
@@ -73,6 +79,8 @@ pub fn vacuum_heap(
         .map(|def| BtreeIndex::open(&ctx.db, def))
         .collect::<PgResult<Vec<_>>>()?;
     let total_blocks = rel.nblocks();
+    // Long runs of all-visible pages are not read.
+    let skip = ctx.db.vm.skippable(table.relfilenode, total_blocks);
     let mut next = 0u32;
     let mut stream = ReadStream::new(
         ctx.db.aio.clone(),
@@ -82,6 +90,9 @@ pub fn vacuum_heap(
         &ctx.stream_config(true, false),
         ctx.new_account(),
         move || {
+            while next < total_blocks && skip[next as usize] {
+                next += 1;
+            }
             (next < total_blocks).then(|| {
                 next += 1;
                 (next - 1, ())
@@ -98,6 +109,7 @@ pub fn vacuum_heap(
         removed: 0,
         pages_with_dead_items: 0,
         dead_items: 0,
+        pages_set_all_visible: 0,
         index_scans: 0,
         indexes: indexes
             .iter()
@@ -113,23 +125,30 @@ pub fn vacuum_heap(
         rel: &rel,
         indexes: &indexes,
         ring_buffers,
+        horizon,
+        clog: StatusCache::new(ctx.db.txns.clog().clone()),
     };
     while let Some((buffer, ())) = stream.next_buffer()? {
         ctx.check_cancel()?;
         done.blocks_scanned += 1;
+        let set_before = done.pages_set_all_visible;
         let (pruned, room) = {
             let mut page = buffer.page_mut();
             if page::page_is_new(&page) {
                 continue;
             }
             let pruned = prune_page(&mut page, horizon, &mut clog, !indexes.is_empty());
+            let (vm, rel) = (&ctx.db.vm, table.relfilenode);
+            if mark_all_visible(&mut page, vm, rel, buffer.blkno(), horizon, &mut clog) {
+                done.pages_set_all_visible += 1;
+            }
             (
                 pruned,
                 page::page_room_for_tuple(&page, MAX_TUPLES_PER_PAGE as u16),
             )
         };
         ctx.db.fsm.record(table.relfilenode, buffer.blkno(), room);
-        if pruned.changed {
+        if pruned.changed || done.pages_set_all_visible > set_before {
             buffer.mark_dirty(&mut stream.acct);
         }
         let blkno = buffer.blkno();
@@ -157,12 +176,35 @@ pub fn vacuum_heap(
     Ok(done)
 }
 
+/// Marks `page` (block `blkno` of `relfilenode`, exclusively locked) all-visible in the
+/// page and the map if everything on it is visible to all (and unmarks a stale mark);
+/// whether it newly marked it.
+fn mark_all_visible(
+    page: &mut [u8],
+    vm: &VisibilityMap,
+    relfilenode: u32,
+    blkno: u32,
+    horizon: Xid,
+    clog: &mut StatusCache,
+) -> bool {
+    if !page_all_visible(page, horizon, clog) {
+        clear_all_visible(page, vm, relfilenode, blkno);
+        return false;
+    }
+    page::page_set_all_visible(page, true);
+    let newly = !vm.is_set(relfilenode, blkno);
+    vm.set(relfilenode, blkno);
+    newly
+}
+
 /// Phases 2 and 3 for the dead line pointers remembered so far.
 struct Cleaner<'a> {
     ctx: &'a StatementContext,
     rel: &'a std::sync::Arc<crate::storage::relfile::RelFile>,
     indexes: &'a [BtreeIndex],
     ring_buffers: usize,
+    horizon: Xid,
+    clog: StatusCache,
 }
 
 impl Cleaner<'_> {
@@ -194,6 +236,10 @@ impl Cleaner<'_> {
             let room = {
                 let mut page = buffer.page_mut();
                 set_unused(&mut page, &offsets);
+                let (vm, rel) = (&self.ctx.db.vm, self.rel.relfilenode());
+                if mark_all_visible(&mut page, vm, rel, blkno, self.horizon, &mut self.clog) {
+                    done.pages_set_all_visible += 1;
+                }
                 page::page_room_for_tuple(&page, MAX_TUPLES_PER_PAGE as u16)
             };
             buffer.mark_dirty(acct);

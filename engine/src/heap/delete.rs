@@ -34,6 +34,7 @@ use iolab_stats::RowChange;
 
 use crate::accounting::IoAccount;
 use crate::heap::tuple::{self, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, INVALID_XID};
+use crate::heap::visibility_map::clear_all_visible;
 use crate::storage::page;
 use crate::storage::relfile::RelFile;
 use crate::txn::clog::XidStatus;
@@ -125,6 +126,9 @@ impl HeapDeleter {
                     }
                 };
                 if stamp {
+                    let (relfilenode, vm) = (self.rel.relfilenode(), &self.db.vm);
+                    clear_all_visible(&mut page, vm, relfilenode, blkno);
+                    let t = page::page_item_mut(&mut page, off).expect("the tuple just read");
                     tuple::set_xmax(t, self.xid);
                     tuple::set_cid(t, self.cid);
                     let infomask = tuple::infomask(t) & !(HEAP_XMAX_INVALID | HEAP_XMAX_COMMITTED);
@@ -161,6 +165,7 @@ impl HeapDeleter {
             .read_buffer(&self.rel, old.0, None, &mut self.acct)?;
         {
             let mut page = buffer.page_mut();
+            clear_all_visible(&mut page, &self.db.vm, self.rel.relfilenode(), old.0);
             let t = page::page_item_mut(&mut page, old.1)
                 .ok_or_else(|| missing_tuple(old, self.rel.relfilenode()))?;
             assert_eq!(

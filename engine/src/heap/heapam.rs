@@ -25,6 +25,7 @@ use crate::heap::codec::TupleEncoder;
 use crate::heap::fsm::FreeSpaceMap;
 use crate::heap::rows::RowCollector;
 use crate::heap::tuple;
+use crate::heap::visibility_map::{clear_all_visible, VisibilityMap};
 use crate::storage::page;
 use crate::storage::relfile::RelFile;
 use crate::stream::{ReadStream, ReadStreamConfig, ReadStreamStats};
@@ -57,6 +58,8 @@ pub struct HeapInserter {
     /// Where pages with room are found before the table is extended (none: only the last
     /// page and new ones are used).
     fsm: Option<Arc<FreeSpaceMap>>,
+    /// Whose bits a page this inserter adds to loses.
+    vm: Option<Arc<VisibilityMap>>,
 }
 
 impl HeapInserter {
@@ -84,13 +87,16 @@ impl HeapInserter {
             change: RowChange::Insert,
             placed: None,
             fsm: None,
+            vm: None,
         }
     }
 
     /// Fills pages `fsm` knows to have room (VACUUM's freed space) before extending the
-    /// table, and tells it what is left on each page it moves on from.
-    pub fn with_free_space_map(mut self, fsm: Arc<FreeSpaceMap>) -> Self {
+    /// table, and tells it what is left on each page it moves on from; clears the
+    /// all-visible mark (`vm`) of each page it adds to.
+    pub fn with_maps(mut self, fsm: Arc<FreeSpaceMap>, vm: Arc<VisibilityMap>) -> Self {
         self.fsm = Some(fsm);
+        self.vm = Some(vm);
         self
     }
 
@@ -154,6 +160,16 @@ impl HeapInserter {
                 let added =
                     page::page_add_tuple(&mut page, &self.tuple_buf, MAX_TUPLES_PER_PAGE as u16);
                 if let Some(off) = added {
+                    match &self.vm {
+                        Some(vm) => {
+                            let rel = self.rel.relfilenode();
+                            clear_all_visible(&mut page, vm, rel, buffer.blkno());
+                        }
+                        None => debug_assert!(
+                            !page::page_is_all_visible(&page),
+                            "a page VACUUM marked is changed with the visibility map at hand"
+                        ),
+                    }
                     let item = page::page_item_mut(&mut page, off).expect("item just added");
                     tuple::set_ctid(item, buffer.blkno(), off);
                 }

@@ -13,3 +13,4 @@ pub mod heapam;
 pub mod prune;
 pub mod rows;
 pub mod tuple;
+pub mod visibility_map;

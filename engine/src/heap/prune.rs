@@ -92,6 +92,21 @@ pub fn prune_page(
     result
 }
 
+/// Whether every transaction sees everything on `page`: no dead line pointer, and every
+/// tuple inserted by a committed transaction before `horizon` and deleted by none (the
+/// visibility map's all-visible).
+pub fn page_all_visible(page: &[u8], horizon: Xid, clog: &mut StatusCache) -> bool {
+    (1..=page::page_max_offset(page)).all(|off| match page::page_item(page, off) {
+        None => page::page_item_flags(page, off) != Some(LpFlags::Dead),
+        Some(t) => {
+            let (xmin, xmax) = (tuple::xmin(t), tuple::xmax(t));
+            xmin < horizon
+                && clog.status(xmin) == XidStatus::Committed
+                && (xmax == INVALID_XID || clog.status(xmax) == XidStatus::Aborted)
+        }
+    })
+}
+
 /// Marks the dead line pointers `offsets` of `page` unused: their index entries are gone.
 pub fn set_unused(page: &mut [u8], offsets: &[u16]) {
     for &off in offsets {

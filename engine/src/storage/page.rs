@@ -440,6 +440,22 @@ pub fn page_repair_fragmentation(page: &mut [u8]) {
     put_u16(page, PD_UPPER, upper as u16);
 }
 
+/// `PD_ALL_VISIBLE`: every tuple on the page is visible to every transaction (VACUUM sets
+/// it with the visibility map's bit; a change to the page clears both).
+pub fn page_is_all_visible(page: &[u8]) -> bool {
+    get_u16(page, PD_FLAGS) & PD_ALL_VISIBLE != 0
+}
+
+pub fn page_set_all_visible(page: &mut [u8], on: bool) {
+    let flags = get_u16(page, PD_FLAGS);
+    let flags = if on {
+        flags | PD_ALL_VISIBLE
+    } else {
+        flags & !PD_ALL_VISIBLE
+    };
+    put_u16(page, PD_FLAGS, flags);
+}
+
 /// Bytes of tuple data [`page_add_tuple`] can still place on the page (with its line
 /// pointer): 0 when the page has `max_items` line pointers and none unused.
 pub fn page_room_for_tuple(page: &[u8], max_items: u16) -> usize {

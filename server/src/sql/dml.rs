@@ -214,7 +214,7 @@ async fn update(
         run.ctx.new_account(),
     )
     .with_indexes(IndexMaintainer::for_table(&run.db, table)?)
-    .with_free_space_map(run.db.fsm.clone())
+    .with_maps(run.db.fsm.clone(), run.db.vm.clone())
     .for_update();
     let all_columns: Vec<usize> = (0..table.columns.len()).collect();
     let check_cancel = || run.ctx.check_cancel();

@@ -110,7 +110,7 @@ pub async fn insert_stream(
         run.ctx.new_account(),
     )
     .with_indexes(IndexMaintainer::for_table(&run.db, table)?)
-    .with_free_space_map(run.db.fsm.clone());
+    .with_maps(run.db.fsm.clone(), run.db.vm.clone());
     let started = Instant::now();
     let mut next_progress = PROGRESS_EVERY_ROWS;
     let result: PgResult<()> = async {
