@@ -32,6 +32,39 @@ pub struct IndexVacuumed {
     pub removed: u64,
 }
 
+/// Sorted dead TIDs with the start of each heap block's run, so that a lookup (one per
+/// index entry) reads two positions and searches a block's few offsets instead of
+/// searching them all (PostgreSQL's TID store answers the same question).
+struct DeadTids<'a> {
+    tids: &'a [Tid],
+    /// `block_start[b]..block_start[b + 1]`: block `b`'s TIDs in `tids`.
+    block_start: Vec<u32>,
+}
+
+impl<'a> DeadTids<'a> {
+    fn new(tids: &'a [Tid]) -> DeadTids<'a> {
+        assert!(tids.windows(2).all(|w| w[0] < w[1]), "dead TIDs sorted");
+        let blocks = tids.last().map_or(0, |t| t.0 as usize + 1);
+        let mut block_start = vec![0u32; blocks + 1];
+        for &(block, _) in tids {
+            block_start[block as usize + 1] += 1;
+        }
+        for b in 0..blocks {
+            block_start[b + 1] += block_start[b];
+        }
+        DeadTids { tids, block_start }
+    }
+
+    fn contains(&self, tid: Tid) -> bool {
+        let b = tid.0 as usize;
+        if b + 1 >= self.block_start.len() {
+            return false;
+        }
+        let run = &self.tids[self.block_start[b] as usize..self.block_start[b + 1] as usize];
+        run.binary_search(&tid).is_ok()
+    }
+}
+
 impl BtreeIndex {
     /// Removes every entry whose heap TID is in `dead` (sorted, without duplicates),
     /// reading through `ring`.
@@ -41,10 +74,10 @@ impl BtreeIndex {
         mut ring: Option<&mut BufferRing>,
         acct: &mut IoAccount,
     ) -> PgResult<IndexVacuumed> {
-        debug_assert!(dead.windows(2).all(|w| w[0] < w[1]), "dead TIDs sorted");
+        let dead = DeadTids::new(dead);
         let lock = writer_lock(self.rel.relfilenode());
         let _writer = lock.lock();
-        let is_dead = |tid: &Tid| dead.binary_search(tid).is_ok();
+        let is_dead = |tid: &Tid| dead.contains(*tid);
         let mut removed = 0u64;
         let nblocks = self.rel.nblocks();
         // Block 0 is the meta page.
@@ -96,5 +129,23 @@ impl BtreeIndex {
             pages: self.rel.nblocks(),
             removed,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dead_tids_answer_as_a_search_would() {
+        let tids: Vec<Tid> = vec![(0, 3), (0, 7), (2, 1), (5, 2), (5, 9)];
+        let dead = DeadTids::new(&tids);
+        for block in 0..8 {
+            for offset in 0..12 {
+                let tid = (block, offset);
+                assert_eq!(dead.contains(tid), tids.contains(&tid), "{tid:?}");
+            }
+        }
+        assert!(!DeadTids::new(&[]).contains((0, 1)));
     }
 }

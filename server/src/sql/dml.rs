@@ -14,8 +14,8 @@
 //! UPDATE stamps the old version, appends the new ones (through the table's indexes) and
 //! points each old version at its new one. What the command writes is invisible to its own
 //! query (the command id), so it never meets its own new versions. A row found twice (a
-//! join) is changed once: the second time its tuple carries this transaction already. Rows another transaction is changing are waited for (see the
-//! engine module).
+//! join) is changed once: the second time its tuple carries this transaction already.
+//! Rows another transaction is changing are waited for (see the engine module).
 //!
 //! Not supported (0A000): RETURNING, `WHERE CURRENT OF`, and assignments to part of a
 //! column (`a[1] = …`, `a.f = …`).
