@@ -212,23 +212,12 @@ pub fn acquire_sample_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heap::tuple::{ItemPointer, TupleHeader};
+    use crate::heap::tuple::test_tuple;
     use crate::storage::relfile::tests::TempDir;
     use TupleState::{Dead, InProgress, Live};
 
     fn header(xmin: Xid, xmax: Xid) -> Vec<u8> {
-        let mut t = vec![0u8; 24];
-        TupleHeader {
-            xmin,
-            xmax,
-            cid: 0,
-            ctid: ItemPointer::INVALID,
-            infomask2: 0,
-            infomask: 0,
-            hoff: 24,
-        }
-        .write(&mut t);
-        t
+        test_tuple(xmin, xmax, 0, 0)
     }
 
     #[test]

@@ -176,22 +176,11 @@ fn vacuum_state(t: &[u8], horizon: Xid, clog: &mut StatusCache) -> VacuumState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heap::tuple::{ItemPointer, TupleHeader};
+    use crate::heap::tuple::test_tuple;
     use crate::storage::relfile::tests::TempDir;
 
     fn tuple(xmin: Xid, xmax: Xid, payload: u8) -> Vec<u8> {
-        let mut t = vec![payload; 40];
-        TupleHeader {
-            xmin,
-            xmax,
-            cid: 0,
-            ctid: ItemPointer::INVALID,
-            infomask2: 0,
-            infomask: 0,
-            hoff: 24,
-        }
-        .write(&mut t);
-        t
+        test_tuple(xmin, xmax, 40, payload)
     }
 
     #[test]

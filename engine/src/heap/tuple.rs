@@ -361,6 +361,25 @@ pub fn set_infomask2(tuple: &mut [u8], infomask2: u16) {
     put_u16(tuple, INFOMASK2_AT, infomask2);
 }
 
+/// A tuple of `len` bytes (at least the MAXALIGNed header's 24) written by `xmin` and deleted by
+/// `xmax`, its data bytes all `fill`: what visibility and VACUUM tests look at.
+#[cfg(test)]
+pub(crate) fn test_tuple(xmin: u32, xmax: u32, len: usize, fill: u8) -> Vec<u8> {
+    let hoff = crate::storage::page::maxalign(HEAP_TUPLE_HEADER_SIZE);
+    let mut t = vec![fill; len.max(hoff)];
+    TupleHeader {
+        xmin,
+        xmax,
+        cid: 0,
+        ctid: ItemPointer::INVALID,
+        infomask2: 0,
+        infomask: 0,
+        hoff: hoff as u8,
+    }
+    .write(&mut t);
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,7 @@
 
 use datafusion::arrow::array::{Array, AsArray, BooleanArray};
 use datafusion::arrow::compute::filter;
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::sql::sqlparser::ast;
 use futures::StreamExt;
@@ -154,7 +155,7 @@ pub async fn apply(
 async fn delete(
     run: &StatementRun,
     table: &TableDef,
-    mut stream: SendableRecordBatchStream,
+    stream: SendableRecordBatchStream,
 ) -> PgResult<u64> {
     let rel = run.db.relfile(table.relfilenode)?;
     let mut deleter = HeapDeleter::new(
@@ -166,20 +167,12 @@ async fn delete(
         false,
     );
     let check_cancel = || run.ctx.check_cancel();
-    let result: PgResult<()> = async {
-        while let Some(batch) = stream.next().await {
-            run.ctx.check_cancel()?;
-            let batch = batch.map_err(crate::errors::from_datafusion)?;
-            let tids = ctids(batch.column(0).as_ref())?;
-            tokio::task::block_in_place(|| -> PgResult<()> {
-                for tid in tids {
-                    deleter.delete(tid, &check_cancel)?;
-                }
-                Ok(())
-            })?;
+    let result = for_each_batch(run, stream, |batch| {
+        for tid in ctids(batch.column(0).as_ref())? {
+            deleter.delete(tid, &check_cancel)?;
         }
         Ok(())
-    }
+    })
     .await;
     deleter.finish();
     run.ctx.add_usage(&deleter.acct.usage);
@@ -192,7 +185,7 @@ async fn delete(
 async fn update(
     run: &StatementRun,
     table: &TableDef,
-    mut stream: SendableRecordBatchStream,
+    stream: SendableRecordBatchStream,
 ) -> PgResult<u64> {
     let rel = run.db.relfile(table.relfilenode)?;
     let xid = run.xid()?;
@@ -218,48 +211,41 @@ async fn update(
     .for_update();
     let all_columns: Vec<usize> = (0..table.columns.len()).collect();
     let check_cancel = || run.ctx.check_cancel();
-    let result: PgResult<()> = async {
-        while let Some(batch) = stream.next().await {
-            run.ctx.check_cancel()?;
-            let batch = batch.map_err(crate::errors::from_datafusion)?;
-            let tids = ctids(batch.column(0).as_ref())?;
-            let new_rows = batch
-                .project(&(1..=all_columns.len()).collect::<Vec<_>>())
-                .map_err(arrow_error)?;
-            let arrays = table_arrays(run, table, &all_columns, &new_rows)?;
-            tokio::task::block_in_place(|| -> PgResult<()> {
-                // The old versions first: only rows still there get a new version.
-                let mut changed = Vec::with_capacity(tids.len());
-                for &tid in &tids {
-                    changed.push(deleter.delete(tid, &check_cancel)? == Deleted::Now);
-                }
-                let keep = BooleanArray::from(changed);
-                let kept: Vec<_> = arrays
-                    .iter()
-                    .map(|a| filter(a.as_ref(), &keep))
-                    .collect::<Result<_, _>>()
-                    .map_err(arrow_error)?;
-                let old: Vec<(u32, u16)> = tids
-                    .iter()
-                    .zip(keep.values().iter())
-                    .filter_map(|(tid, k)| k.then_some(*tid))
-                    .collect();
-                inserter.insert_arrays(&kept, old.len())?;
-                let new = inserter.placed().to_vec();
-                assert_eq!(new.len(), old.len(), "a new version for each old one");
-                let newpage = old.iter().zip(&new).filter(|(o, n)| o.0 != n.0).count();
-                deleter
-                    .acct
-                    .relations()
-                    .newpage_updates(table.relfilenode, newpage as u64);
-                for (old, new) in old.into_iter().zip(new) {
-                    deleter.link_new_version(old, new)?;
-                }
-                Ok(())
-            })?;
+    let result = for_each_batch(run, stream, |batch| {
+        let tids = ctids(batch.column(0).as_ref())?;
+        let new_rows = batch
+            .project(&(1..=all_columns.len()).collect::<Vec<_>>())
+            .map_err(arrow_error)?;
+        let arrays = table_arrays(run, table, &all_columns, &new_rows)?;
+        // The old versions first: only rows still there get a new version.
+        let mut changed = Vec::with_capacity(tids.len());
+        for &tid in &tids {
+            changed.push(deleter.delete(tid, &check_cancel)? == Deleted::Now);
+        }
+        let keep = BooleanArray::from(changed);
+        let kept: Vec<_> = arrays
+            .iter()
+            .map(|a| filter(a.as_ref(), &keep))
+            .collect::<Result<_, _>>()
+            .map_err(arrow_error)?;
+        let old: Vec<(u32, u16)> = tids
+            .iter()
+            .zip(keep.values().iter())
+            .filter_map(|(tid, k)| k.then_some(*tid))
+            .collect();
+        inserter.insert_arrays(&kept, old.len())?;
+        let new = inserter.placed().to_vec();
+        assert_eq!(new.len(), old.len(), "a new version for each old one");
+        let newpage = old.iter().zip(&new).filter(|(o, n)| o.0 != n.0).count();
+        deleter
+            .acct
+            .relations()
+            .newpage_updates(table.relfilenode, newpage as u64);
+        for (old, new) in old.into_iter().zip(new) {
+            deleter.link_new_version(old, new)?;
         }
         Ok(())
-    }
+    })
     .await;
     inserter.finish();
     deleter.finish();
@@ -267,6 +253,21 @@ async fn update(
     run.ctx.add_usage(&deleter.acct.usage);
     result?;
     Ok(deleter.deleted)
+}
+
+/// Hands each batch of `stream` to `apply`, on a thread that may block (the heap's page
+/// reads and waits for other transactions), checking for cancellation in between.
+async fn for_each_batch(
+    run: &StatementRun,
+    mut stream: SendableRecordBatchStream,
+    mut apply: impl FnMut(RecordBatch) -> PgResult<()>,
+) -> PgResult<()> {
+    while let Some(batch) = stream.next().await {
+        run.ctx.check_cancel()?;
+        let batch = batch.map_err(crate::errors::from_datafusion)?;
+        tokio::task::block_in_place(|| apply(batch))?;
+    }
+    Ok(())
 }
 
 /// The changed table of `DELETE FROM t [AS x]` or `UPDATE t [AS x]`.
