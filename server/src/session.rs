@@ -287,6 +287,9 @@ impl Session {
             usage: Mutex::new(Default::default()),
             planning_usage: Mutex::new(Default::default()),
         });
+        if let Some(a) = &self.activity {
+            a.transaction_ids((xid != 0).then_some(xid), ctx.snapshot.xmin());
+        }
         let autocommit_xid = (!self.txn.in_block && xid != 0).then_some(xid);
         let block_failed = self.txn.in_block.then(|| self.txn.failed.clone());
         let guard = StatementGuard::new(

@@ -138,6 +138,11 @@ pub struct ActivityStatus {
     pub query_start: Option<DateTime<Utc>>,
     pub xact_start: Option<DateTime<Utc>>,
     pub state_change: DateTime<Utc>,
+    /// `backend_xid`: the open transaction's id, once it has written.
+    pub xid: Option<u32>,
+    /// `backend_xmin`: the oldest transaction the running statement's snapshot may see as
+    /// running (what holds VACUUM's removal horizon back).
+    pub xmin: Option<u32>,
 }
 
 /// One live process.
@@ -194,6 +199,8 @@ impl BackendActivity {
                 query_start: None,
                 xact_start: None,
                 state_change: now,
+                xid: None,
+                xmin: None,
             }),
             signals,
         }
@@ -223,14 +230,24 @@ impl BackendActivity {
         }
     }
 
-    /// The statement ended and the session waits for its client.
+    /// The running statement's transaction id (if it has one) and snapshot xmin.
+    pub fn transaction_ids(&self, xid: Option<u32>, xmin: u32) {
+        let mut s = self.status.lock();
+        s.xid = xid;
+        s.xmin = Some(xmin);
+    }
+
+    /// The statement ended and the session waits for its client (its snapshot is gone;
+    /// its transaction id stays while the transaction is open).
     pub fn statement_ended(&self, state: BackendState, application_name: &str) {
         debug_assert!(state != BackendState::Active, "ended into active");
         let mut s = self.status.lock();
         s.state = state;
         s.state_change = Utc::now();
+        s.xmin = None;
         if state == BackendState::Idle {
             s.xact_start = None;
+            s.xid = None;
         }
         if s.application_name != application_name {
             s.application_name = bounded_query(application_name);

@@ -447,6 +447,27 @@ async fn vacuum_removes_dead_rows_and_their_index_entries() {
         lines.contains(&"tuples: 5050 removed, 5000 remain, 50 are dead but not yet removable"),
         "{messages}"
     );
+    // pg_stat_activity names the transaction that holds the horizon back.
+    let holder = int(
+        &client,
+        "SELECT backend_xid FROM pg_stat_activity WHERE state = 'idle in transaction'",
+    )
+    .await;
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("removable cutoff: {holder},"))),
+        "{holder}: {messages}"
+    );
+    assert_eq!(
+        rows(
+            &client,
+            "SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+        )
+        .await,
+        vec![vec![Some("t".to_string())]],
+        "a running statement has a snapshot"
+    );
     assert!(
         lines.contains(
             &"index scan needed: 45 pages from table (100.00% of total) had 5050 dead item identifiers removed"

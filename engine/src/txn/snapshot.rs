@@ -47,6 +47,11 @@ impl Drop for HeldXmin {
 }
 
 impl Snapshot {
+    /// The oldest transaction this snapshot may see as running (`backend_xmin`).
+    pub fn xmin(&self) -> Xid {
+        self._held.xmin
+    }
+
     /// Is a tuple inserted by `xmin` at command `cid` visible?
     pub fn xid_visible(&self, xmin: Xid, cid: u32) -> bool {
         if xmin == INVALID_XID {

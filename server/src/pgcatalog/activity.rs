@@ -3,10 +3,13 @@
 //!
 //! Each client connection registers its session there when it starts
 //! ([`ActivityRegistration`]) and is removed when the connection ends. The view has
-//! PostgreSQL 18's 22 columns in its order; iolab has one database and no transaction ids
-//! in the view, so `datid`/`datname` are the one database's, `leader_pid`, `client_hostname`,
-//! `backend_xid`, `backend_xmin` and `query_id` are NULL. Only client backends are listed
-//! (iolab's background threads are not processes with pids).
+//! PostgreSQL 18's 22 columns in its order; iolab has one database, so `datid`/`datname`
+//! are the one database's; `leader_pid`, `client_hostname` and `query_id` are NULL.
+//! `backend_xid` is the open transaction's id once it has written, `backend_xmin` the
+//! running statement's snapshot xmin (NULL between statements, as under PostgreSQL's READ
+//! COMMITTED): the session holding VACUUM's removal horizon back is the one whose
+//! `backend_xid` or `backend_xmin` equals VERBOSE's `removable cutoff`. Only client
+//! backends are listed (iolab's background threads are not processes with pids).
 //!
 //! An idle session shows `Client` / `ClientRead` as PostgreSQL's does; a running one shows
 //! the I/O wait event its scan sets while it blocks (`IO` / `DataFileRead`,
@@ -74,8 +77,8 @@ fn row(a: &BackendActivity) -> Vec<V> {
         V::opt_text(wait.type_name()),
         V::opt_text(wait.name()),
         V::text(s.state.name()),
-        V::Null,
-        V::Null,
+        s.xid.map_or(V::Null, |x| V::Int(x as i64)),
+        s.xmin.map_or(V::Null, |x| V::Int(x as i64)),
         V::Null,
         V::text(s.query),
         V::text(a.backend_type.name()),
