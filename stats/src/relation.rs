@@ -24,18 +24,18 @@
 //! outcome. If it committed, an insert adds a live row, a delete turns one dead, an update
 //! leaves a dead version behind, and each is a modification (`n_mod_since_analyze`); if it
 //! aborted, the rows it inserted and the new versions it wrote are dead, and what it
-//! deleted lives on. Inserts also count in `n_ins_since_vacuum`. ANALYZE replaces the live and dead
-//! counts with its estimates and restarts `n_mod_since_analyze`; VACUUM replaces them with
-//! what it counted and restarts `n_ins_since_vacuum`; each also counts itself and its
-//! time. A committed TRUNCATE moves the old file's counts to the new file with no live or
+//! deleted lives on. Inserts also count in `n_ins_since_vacuum`. ANALYZE replaces the
+//! live and dead counts with its estimates and restarts `n_mod_since_analyze`; VACUUM
+//! replaces them with what it found and restarts `n_ins_since_vacuum`; each also counts
+//! itself and its time. A committed TRUNCATE moves the old file's counts to the new file with no live or
 //! dead rows (PostgreSQL keeps a table's counts across TRUNCATE); a rolled-back one moves
 //! what the new file gathered back to the old.
 //!
 //! Bounds: an operation touches a handful of relations (a table and an index or two), kept
 //! in a short list; the shared map holds one entry per relation file ever counted, and
-//! drops a file's entry when the file is removed (DROP, TRUNCATE); rows set aside wait
-//! under one entry per open writing transaction (at most one per session), a count per
-//! table it inserted into.
+//! drops a file's entry when the file is removed (DROP; TRUNCATE moves it); rows set aside
+//! wait under one entry per open writing transaction (at most one per session), one
+//! entry per table it wrote to.
 
 use std::collections::HashMap;
 use std::time::Duration;
