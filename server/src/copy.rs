@@ -14,7 +14,6 @@ use datafusion::sql::sqlparser::ast::{
     self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
 };
 use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
-use iolab_engine::btree::IndexMaintainer;
 use iolab_engine::heap::heapam::HeapInserter;
 use iolab_engine::values::{
     ColumnParser, CopyEncoder, CopyFormat, CopyOptions, CopyParser, TextFormat,
@@ -98,17 +97,7 @@ pub async fn start(
         .iter()
         .map(|&i| ColumnParser::with_capacity(table.columns[i].ty, COPY_BATCH_ROWS))
         .collect();
-    let xid = run.xid()?;
-    let inserter = HeapInserter::new(
-        run.db.pool.clone(),
-        run.db.relfile(table.relfilenode)?,
-        table.columns.iter().map(|c| c.ty).collect(),
-        xid,
-        run.ctx.cid,
-        run.ctx.new_account(),
-    )
-    .with_indexes(IndexMaintainer::for_table(&run.db, &table)?)
-    .with_maps(run.db.fsm.clone(), run.db.vm.clone());
+    let inserter = crate::sql::insert::table_inserter(&run, &table)?;
     let ncols = targets.len();
     let mut copy = CopyIn {
         run,

@@ -22,18 +22,14 @@
 
 use datafusion::arrow::array::{Array, AsArray, BooleanArray};
 use datafusion::arrow::compute::filter;
-use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::sql::sqlparser::ast;
-use futures::StreamExt;
 use iolab_catalog::{sqlstate, PgError, PgResult, PgType, TableDef};
-use iolab_engine::btree::IndexMaintainer;
 use iolab_engine::heap::delete::{Deleted, HeapDeleter};
-use iolab_engine::heap::heapam::HeapInserter;
 use iolab_engine::Database;
 
 use crate::sql::ddl::{ident_name, split_name};
-use crate::sql::insert::table_arrays;
+use crate::sql::insert::{for_each_batch, table_arrays, table_inserter};
 use crate::sql::{parse, Parsed, StatementRun};
 
 /// The query that finds the rows of a DELETE or UPDATE, and what it changes.
@@ -191,24 +187,13 @@ async fn update(
     let xid = run.xid()?;
     let mut deleter = HeapDeleter::new(
         run.db.clone(),
-        rel.clone(),
+        rel,
         xid,
         run.ctx.cid,
         run.ctx.new_account(),
         true,
     );
-    let columns: Vec<_> = table.columns.iter().map(|c| c.ty).collect();
-    let mut inserter = HeapInserter::new(
-        run.db.pool.clone(),
-        rel,
-        columns,
-        xid,
-        run.ctx.cid,
-        run.ctx.new_account(),
-    )
-    .with_indexes(IndexMaintainer::for_table(&run.db, table)?)
-    .with_maps(run.db.fsm.clone(), run.db.vm.clone())
-    .for_update();
+    let mut inserter = table_inserter(run, table)?.for_update();
     let all_columns: Vec<usize> = (0..table.columns.len()).collect();
     let check_cancel = || run.ctx.check_cancel();
     let result = for_each_batch(run, stream, |batch| {
@@ -253,21 +238,6 @@ async fn update(
     run.ctx.add_usage(&deleter.acct.usage);
     result?;
     Ok(deleter.deleted)
-}
-
-/// Hands each batch of `stream` to `apply`, on a thread that may block (the heap's page
-/// reads and waits for other transactions), checking for cancellation in between.
-async fn for_each_batch(
-    run: &StatementRun,
-    mut stream: SendableRecordBatchStream,
-    mut apply: impl FnMut(RecordBatch) -> PgResult<()>,
-) -> PgResult<()> {
-    while let Some(batch) = stream.next().await {
-        run.ctx.check_cancel()?;
-        let batch = batch.map_err(crate::errors::from_datafusion)?;
-        tokio::task::block_in_place(|| apply(batch))?;
-    }
-    Ok(())
 }
 
 /// The changed table of `DELETE FROM t [AS x]` or `UPDATE t [AS x]`.

@@ -85,7 +85,7 @@ pub async fn insert_stream(
     run: &StatementRun,
     table: &TableDef,
     targets: &[usize],
-    mut stream: datafusion::execution::SendableRecordBatchStream,
+    stream: datafusion::execution::SendableRecordBatchStream,
 ) -> PgResult<u64> {
     let source_width = stream.schema().fields().len();
     if source_width > targets.len() {
@@ -98,44 +98,58 @@ pub async fn insert_stream(
             "INSERT has more target columns than expressions",
         ));
     }
-    let xid = run.xid()?;
-    let rel = run.db.relfile(table.relfilenode)?;
-    let columns: Vec<_> = table.columns.iter().map(|c| c.ty).collect();
-    let mut inserter = HeapInserter::new(
-        run.db.pool.clone(),
-        rel,
-        columns,
-        xid,
-        run.ctx.cid,
-        run.ctx.new_account(),
-    )
-    .with_indexes(IndexMaintainer::for_table(&run.db, table)?)
-    .with_maps(run.db.fsm.clone(), run.db.vm.clone());
+    let mut inserter = table_inserter(run, table)?;
     let started = Instant::now();
     let mut next_progress = PROGRESS_EVERY_ROWS;
-    let result: PgResult<()> = async {
-        while let Some(batch) = stream.next().await {
-            run.ctx.check_cancel()?;
-            let batch = batch.map_err(crate::errors::from_datafusion)?;
-            let arrays = table_arrays(run, table, targets, &batch)?;
-            tokio::task::block_in_place(|| inserter.insert_arrays(&arrays, batch.num_rows()))?;
-            if inserter.inserted >= next_progress {
-                tracing::info!(
-                    table = %table.name,
-                    rows = inserter.inserted,
-                    seconds = started.elapsed().as_secs_f64(),
-                    "INSERT in progress"
-                );
-                next_progress += PROGRESS_EVERY_ROWS;
-            }
+    let result = for_each_batch(run, stream, |batch| {
+        let arrays = table_arrays(run, table, targets, &batch)?;
+        inserter.insert_arrays(&arrays, batch.num_rows())?;
+        if inserter.inserted >= next_progress {
+            tracing::info!(
+                table = %table.name,
+                rows = inserter.inserted,
+                seconds = started.elapsed().as_secs_f64(),
+                "INSERT in progress"
+            );
+            next_progress += PROGRESS_EVERY_ROWS;
         }
         Ok(())
-    }
+    })
     .await;
     inserter.finish();
     run.ctx.add_usage(&inserter.acct.usage);
     result?;
     Ok(inserter.inserted)
+}
+
+/// The statement's inserter into `table`: through its indexes, filling the space the free
+/// space map knows of and clearing the visibility map's marks (INSERT, COPY, UPDATE).
+pub fn table_inserter(run: &StatementRun, table: &TableDef) -> PgResult<HeapInserter> {
+    Ok(HeapInserter::new(
+        run.db.pool.clone(),
+        run.db.relfile(table.relfilenode)?,
+        table.columns.iter().map(|c| c.ty).collect(),
+        run.xid()?,
+        run.ctx.cid,
+        run.ctx.new_account(),
+    )
+    .with_indexes(IndexMaintainer::for_table(&run.db, table)?)
+    .with_maps(run.db.fsm.clone(), run.db.vm.clone()))
+}
+
+/// Hands each batch of `stream` to `apply`, on a thread that may block (the heap's page
+/// reads and writes, waits for other transactions), checking for cancellation in between.
+pub async fn for_each_batch(
+    run: &StatementRun,
+    mut stream: datafusion::execution::SendableRecordBatchStream,
+    mut apply: impl FnMut(RecordBatch) -> PgResult<()>,
+) -> PgResult<()> {
+    while let Some(batch) = stream.next().await {
+        run.ctx.check_cancel()?;
+        let batch = batch.map_err(crate::errors::from_datafusion)?;
+        tokio::task::block_in_place(|| apply(batch))?;
+    }
+    Ok(())
 }
 
 /// Converts a source batch to the table's full row shape with assignment casts.
