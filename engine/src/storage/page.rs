@@ -368,7 +368,15 @@ pub fn page_add_item(page: &mut [u8], item: &[u8]) -> Option<u16> {
     if upper < aligned || new_lower > upper - aligned {
         return None;
     }
-    let new_upper = upper - aligned;
+    put_item(page, offset, item);
+    put_u16(page, PD_LOWER, new_lower as u16);
+    Some(offset)
+}
+
+/// Writes `item` just below `pd_upper` (which moves down to it) and points line pointer
+/// `offset` at it; the caller checked that it fits.
+fn put_item(page: &mut [u8], offset: u16, item: &[u8]) {
+    let new_upper = get_u16(page, PD_UPPER) as usize - maxalign(item.len());
     debug_assert_eq!(
         new_upper % MAXIMUM_ALIGNOF,
         0,
@@ -381,9 +389,7 @@ pub fn page_add_item(page: &mut [u8], item: &[u8]) -> Option<u16> {
         len: item.len() as u16,
     };
     put_u32(page, item_id_pos(offset), id.pack());
-    put_u16(page, PD_LOWER, new_lower as u16);
     put_u16(page, PD_UPPER, new_upper as u16);
-    Some(offset)
 }
 
 /// Turns the line pointer at `off` into a dead or unused one, without storage (`lp_off`
@@ -496,15 +502,7 @@ pub fn page_add_tuple(page: &mut [u8], item: &[u8], max_items: u16) -> Option<u1
     if item.len() > MAX_ITEM_LEN || upper < lower + aligned {
         return None;
     }
-    let new_upper = upper - aligned;
-    page[new_upper..new_upper + item.len()].copy_from_slice(item);
-    let id = ItemId {
-        off: new_upper as u16,
-        flags: LpFlags::Normal,
-        len: item.len() as u16,
-    };
-    put_u32(page, item_id_pos(free), id.pack());
-    put_u16(page, PD_UPPER, new_upper as u16);
+    put_item(page, free, item);
     Some(free)
 }
 
