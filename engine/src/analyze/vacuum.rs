@@ -139,7 +139,7 @@ pub fn vacuum_heap(
             }
             let pruned = prune_page(&mut page, horizon, &mut clog, !indexes.is_empty());
             let (vm, rel) = (&ctx.db.vm, table.relfilenode);
-            if mark_all_visible(&mut page, vm, rel, buffer.blkno(), horizon, &mut clog) {
+            if mark_all_visible(&mut page, vm, rel, buffer.blkno(), pruned.all_visible) {
                 done.pages_set_all_visible += 1;
             }
             (
@@ -177,17 +177,16 @@ pub fn vacuum_heap(
 }
 
 /// Marks `page` (block `blkno` of `relfilenode`, exclusively locked) all-visible in the
-/// page and the map if everything on it is visible to all (and unmarks a stale mark);
+/// page and the map if everything on it is `visible` to all (else unmarks a stale mark);
 /// whether it newly marked it.
 fn mark_all_visible(
     page: &mut [u8],
     vm: &VisibilityMap,
     relfilenode: u32,
     blkno: u32,
-    horizon: Xid,
-    clog: &mut StatusCache,
+    visible: bool,
 ) -> bool {
-    if !page_all_visible(page, horizon, clog) {
+    if !visible {
         clear_all_visible(page, vm, relfilenode, blkno);
         return false;
     }
@@ -237,7 +236,8 @@ impl Cleaner<'_> {
                 let mut page = buffer.page_mut();
                 set_unused(&mut page, &offsets);
                 let (vm, rel) = (&self.ctx.db.vm, self.rel.relfilenode());
-                if mark_all_visible(&mut page, vm, rel, blkno, self.horizon, &mut self.clog) {
+                let visible = page_all_visible(&page, self.horizon, &mut self.clog);
+                if mark_all_visible(&mut page, vm, rel, blkno, visible) {
                     done.pages_set_all_visible += 1;
                 }
                 page::page_room_for_tuple(&page, MAX_TUPLES_PER_PAGE as u16)

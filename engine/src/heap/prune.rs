@@ -37,6 +37,9 @@ pub struct PagePruned {
     pub live: u64,
     /// Whether the page changed (it must be written).
     pub changed: bool,
+    /// Whether every transaction now sees everything on the page (what
+    /// [`page_all_visible`] would say of it).
+    pub all_visible: bool,
 }
 
 /// Removes the dead tuples of `page` (see the module comment): their line pointers
@@ -49,7 +52,10 @@ pub fn prune_page(
     clog: &mut StatusCache,
     has_indexes: bool,
 ) -> PagePruned {
-    let mut result = PagePruned::default();
+    let mut result = PagePruned {
+        all_visible: true,
+        ..PagePruned::default()
+    };
     let mut removable = Vec::new();
     // Dead line pointers an earlier VACUUM left (it was canceled, or the table's indexes
     // have been dropped since).
@@ -61,12 +67,15 @@ pub fn prune_page(
             }
             continue;
         };
-        match vacuum_state(t, horizon, clog) {
+        let state = vacuum_state(t, horizon, clog);
+        match state {
             VacuumState::Dead => removable.push(off),
             VacuumState::RecentlyDead => result.recently_dead += 1,
             VacuumState::Live => result.live += 1,
             VacuumState::BeingInserted => {}
         }
+        // What is removed does not count; what stays must be visible to all.
+        result.all_visible &= state == VacuumState::Dead || visible_to_all(t, horizon, clog);
     }
     if !removable.is_empty() {
         let flags = if has_indexes {
@@ -84,6 +93,7 @@ pub fn prune_page(
     if has_indexes {
         removable.extend(left_dead);
         removable.sort_unstable();
+        result.all_visible &= removable.is_empty();
         result.dead_items = removable;
     } else if !left_dead.is_empty() {
         set_unused(page, &left_dead);
@@ -98,13 +108,16 @@ pub fn prune_page(
 pub fn page_all_visible(page: &[u8], horizon: Xid, clog: &mut StatusCache) -> bool {
     (1..=page::page_max_offset(page)).all(|off| match page::page_item(page, off) {
         None => page::page_item_flags(page, off) != Some(LpFlags::Dead),
-        Some(t) => {
-            let (xmin, xmax) = (tuple::xmin(t), tuple::xmax(t));
-            xmin < horizon
-                && clog.status(xmin) == XidStatus::Committed
-                && (xmax == INVALID_XID || clog.status(xmax) == XidStatus::Aborted)
-        }
+        Some(t) => visible_to_all(t, horizon, clog),
     })
+}
+
+/// Inserted by a committed transaction before `horizon`, deleted by none.
+fn visible_to_all(t: &[u8], horizon: Xid, clog: &mut StatusCache) -> bool {
+    let (xmin, xmax) = (tuple::xmin(t), tuple::xmax(t));
+    xmin < horizon
+        && clog.status(xmin) == XidStatus::Committed
+        && (xmax == INVALID_XID || clog.status(xmax) == XidStatus::Aborted)
 }
 
 /// Marks the dead line pointers `offsets` of `page` unused: their index entries are gone.
@@ -250,6 +263,22 @@ mod tests {
             );
             assert_eq!((again.removed, again.live), (0, 3));
             assert!(again.dead_items.is_empty());
+            assert!(!pruned.all_visible, "recently dead and running rows stay");
+        }
+        // A page of old committed rows and an aborted insert: all-visible once the insert
+        // is gone, which takes its line pointer becoming unused when there are indexes.
+        for has_indexes in [false, true] {
+            let mut page = vec![0u8; page::BLCKSZ];
+            page::page_init(&mut page, 0);
+            for r in [&rows[0], &rows[1], &rows[6]] {
+                page::page_add_item(&mut page, r).unwrap();
+            }
+            let mut cache = StatusCache::new(clog.clone());
+            let pruned = prune_page(&mut page, 15, &mut cache, has_indexes);
+            assert_eq!(pruned.all_visible, !has_indexes);
+            assert_eq!(page_all_visible(&page, 15, &mut cache), pruned.all_visible);
+            set_unused(&mut page, &pruned.dead_items);
+            assert!(page_all_visible(&page, 15, &mut cache));
         }
     }
 }
