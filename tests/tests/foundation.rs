@@ -401,10 +401,6 @@ async fn repeated_names_in_a_select_list() {
     assert_eq!(sqlstate(&err), "42701", "{err:?}");
 }
 
-/// `generate_series` in a select list makes rows, as in PostgreSQL (DataFusion made one
-/// array): alone, beside another of a different length (lockstep, the shorter padded with
-/// NULLs), once per row of a table, inside an expression, under an aggregate's subquery
-/// and in CREATE TABLE AS.
 /// A column alias list shorter than a subquery's columns names the first ones and keeps
 /// the others' names, as in PostgreSQL; a longer one fails with its error (42P10).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -496,6 +492,10 @@ async fn arrays_cast_to_text_like_postgres() {
     assert_eq!(text, "{5,7}");
 }
 
+/// `generate_series` in a select list makes rows, as in PostgreSQL (DataFusion made one
+/// array): alone, beside another of a different length (lockstep, the shorter padded with
+/// NULLs), once per row of a table, inside an expression, under an aggregate's subquery
+/// and in CREATE TABLE AS.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generate_series_in_a_select_list_makes_rows() {
     let server = TestServer::start("select_list_series");
