@@ -156,6 +156,22 @@ impl Catalog {
         write_durably(&self.path, &bytes).map_err(|e| PgError::io("could not write catalog", &e))
     }
 
+    /// The persistence of the table or index whose file is `relfilenode`, if the catalog
+    /// has one.
+    pub fn persistence_of(&self, relfilenode: u32) -> Option<Persistence> {
+        let data = self.data.read();
+        data.tables
+            .values()
+            .find(|t| t.relfilenode == relfilenode)
+            .map(|t| t.persistence)
+            .or_else(|| {
+                data.indexes
+                    .values()
+                    .find(|i| i.relfilenode == relfilenode)
+                    .map(|i| i.persistence)
+            })
+    }
+
     /// All tables, ordered by OID.
     pub fn tables(&self) -> Vec<TableDef> {
         self.data.read().tables.values().cloned().collect()

@@ -7,26 +7,31 @@
 //! - `postmaster.pid`: locked by the server that has the directory open (one at a time);
 //! - `global/catalog.json`, `global/xid_horizon`: catalog and transaction-id reservation;
 //! - `pg_xact/clog`: the commit log;
+//! - `pg_wal/`: the write-ahead log's segment files, `global/pg_control`: where its last
+//!   checkpoint is (see [`crate::wal`]);
 //! - `base/<relfilenode>[.<segment>]`: table data in 8 KiB pages, 1 GiB per segment file.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use iolab_catalog::{sqlstate, Catalog, PgError, PgResult, TableDef};
+use iolab_catalog::{sqlstate, Catalog, Persistence, PgError, PgResult, TableDef};
 use parking_lot::Mutex;
 
 pub use crate::buffer::memory::{HugePageKind, HugePages};
 
-use crate::accounting::{IoAccount, StatsSink};
+use crate::accounting::IoAccount;
 use crate::aio::{AioConfig, AioSystem};
 use crate::buffer::memory::FrameMemory;
 use crate::buffer::BufferPool;
 use crate::storage::datadir_lock::DataDirLock;
 use crate::storage::relfile::{RelFile, RelFileOptions};
 use crate::txn::TransactionManager;
+use crate::wal::checkpointer::{CheckpointOptions, Checkpointer};
+use crate::wal::recovery::{RecoveryOptions, Startup};
+use crate::wal::{Wal, WalOptions};
 use iolab_settings::IoMethod;
-use iolab_stats::{BackendType, IoStatsHub};
+use iolab_stats::IoStatsHub;
 
 /// Settings fixed when the database opens.
 #[derive(Clone, Debug)]
@@ -39,6 +44,13 @@ pub struct DatabaseOptions {
     pub huge_pages: HugePages,
     /// The I/O method and its bounds (`io_method`, `io_workers`, `io_max_concurrency`).
     pub aio: AioConfig,
+    /// The WAL's bounds and switches (`wal_buffers`, `full_page_writes`, `fsync`).
+    pub wal: WalOptions,
+    /// Redo's read-ahead (`recovery_prefetch`, `maintenance_io_concurrency`,
+    /// `wal_decode_buffer_size`).
+    pub recovery: RecoveryOptions,
+    /// When checkpoints happen, and the WAL writer's pace.
+    pub checkpoints: CheckpointOptions,
 }
 
 impl Default for DatabaseOptions {
@@ -54,6 +66,9 @@ impl Default for DatabaseOptions {
                 max_concurrency: 64,
                 max_issuers: 128,
             },
+            wal: WalOptions::default(),
+            recovery: RecoveryOptions::default(),
+            checkpoints: CheckpointOptions::default(),
         }
     }
 }
@@ -72,6 +87,10 @@ pub struct Database {
     pub fsm: Arc<crate::heap::fsm::FreeSpaceMap>,
     /// Pages of each table every transaction sees all of (`heap::visibility_map`).
     pub vm: Arc<crate::heap::visibility_map::VisibilityMap>,
+    /// The write-ahead log (`wal`).
+    pub wal: Arc<Wal>,
+    /// Takes checkpoints (one at a time) and keeps the WAL flushed in the background.
+    pub checkpointer: Checkpointer,
     direct_io: bool,
     /// What backs the pool's frames, and how many bytes of them are huge pages.
     huge_page_kind: HugePageKind,
@@ -108,7 +127,7 @@ impl Database {
         }
         let lock = DataDirLock::acquire(data_dir)?;
         let catalog = Catalog::open(data_dir)?;
-        let txns = TransactionManager::open(data_dir)
+        let txns = TransactionManager::open_for_recovery(data_dir)
             .map_err(|e| io("could not open transaction state in", e))?;
         let frames = FrameMemory::allocate(options.shared_buffers, options.huge_pages)?;
         let huge_page_kind = frames.huge_page_kind();
@@ -124,7 +143,12 @@ impl Database {
         txns.set_end_listener(Box::new(move |xid, committed| {
             hub.relation_counts.end_transaction(xid, committed)
         }));
-        Ok(Arc::new(Database {
+        let wal = Wal::open(&data_dir.join("pg_wal"), options.wal, Arc::clone(&io_stats))
+            .map_err(|e| io("could not open the WAL in", e))?;
+        let wal = Arc::new(wal);
+        pool.set_wal(Arc::clone(&wal));
+        txns.set_wal(Arc::clone(&wal));
+        let db = Arc::new(Database {
             data_dir: data_dir.to_path_buf(),
             catalog,
             pool,
@@ -134,11 +158,29 @@ impl Database {
             io_stats,
             fsm: Default::default(),
             vm: Default::default(),
+            wal,
+            checkpointer: Checkpointer::new(options.checkpoints),
             direct_io: options.direct_io,
             huge_page_kind,
             huge_page_bytes,
             _lock: lock,
-        }))
+        });
+        let startup = crate::wal::recovery::startup(&db, &options.recovery)?;
+        db.txns
+            .abort_unfinished()
+            .map_err(|e| io("could not write the commit log in", e))?;
+        match startup {
+            Startup::Clean => {}
+            Startup::NewCluster => {
+                db.checkpointer.checkpoint(&db, "initial", false)?;
+            }
+            Startup::Recovered(_) => {
+                db.reset_unlogged_relations()?;
+                db.checkpointer.checkpoint(&db, "end-of-recovery immediate", false)?;
+            }
+        }
+        Checkpointer::start_background(&db);
+        Ok(db)
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -166,8 +208,22 @@ impl Database {
     }
 
     /// The open file of a relation (opened on first use and kept; bounded by the number
-    /// of relations).
+    /// of relations). Its changes are logged unless the catalog says it is unlogged.
     pub fn relfile(&self, relfilenode: u32) -> PgResult<Arc<RelFile>> {
+        let persistence = self
+            .catalog
+            .persistence_of(relfilenode)
+            .unwrap_or(Persistence::Permanent);
+        self.relation_file(relfilenode, persistence)
+    }
+
+    /// [`relfile`](Self::relfile) for a relation not in the catalog yet (being created),
+    /// whose persistence the caller knows.
+    pub fn relation_file(
+        &self,
+        relfilenode: u32,
+        persistence: Persistence,
+    ) -> PgResult<Arc<RelFile>> {
         let mut files = self.relfiles.lock();
         if let Some(f) = files.get(&relfilenode) {
             return Ok(f.clone());
@@ -181,13 +237,46 @@ impl Database {
                 PgError::io(&format!("could not open file \"base/{relfilenode}\""), &e)
             })?,
         );
+        if persistence == Persistence::Permanent {
+            f.set_wal(Arc::clone(&self.wal));
+        }
         files.insert(relfilenode, f.clone());
         Ok(f)
     }
 
+    /// Every open relation file (a checkpoint fsyncs them).
+    pub(crate) fn open_relation_files(&self) -> Vec<Arc<RelFile>> {
+        self.relfiles.lock().values().cloned().collect()
+    }
+
     /// Creates the (empty) file of a new table.
     pub fn create_relation_file(&self, table: &TableDef) -> PgResult<()> {
-        self.relfile(table.relfilenode).map(|_| ())
+        self.relation_file(table.relfilenode, table.persistence)
+            .map(|_| ())
+    }
+
+    /// After crash recovery, as PostgreSQL does: unlogged tables are emptied and their
+    /// indexes made empty again (their pages were never logged, so what the crash left of
+    /// them cannot be trusted).
+    fn reset_unlogged_relations(&self) -> PgResult<()> {
+        let mut acct = IoAccount::new(false, None);
+        for table in self.catalog.tables() {
+            if table.persistence != Persistence::Unlogged {
+                continue;
+            }
+            self.pool.discard_relation(table.relfilenode)?;
+            self.fsm.forget(table.relfilenode);
+            self.vm.forget(table.relfilenode);
+            let rel = self.relfile(table.relfilenode)?;
+            rel.truncate().map_err(|e| {
+                PgError::io(&format!("could not truncate file \"{}\"", rel.path().display()), &e)
+            })?;
+            for index in self.catalog.indexes_of(table.oid) {
+                crate::btree::truncate_index(self, &index, &mut acct)?;
+            }
+            tracing::info!("unlogged table \"{}\" emptied after the crash", table.name);
+        }
+        Ok(())
     }
 
     /// Removes a relation's buffers and files (DROP TABLE, and the old file after TRUNCATE).
@@ -206,33 +295,18 @@ impl Database {
         Ok(self.relfile(table.relfilenode)?.nblocks())
     }
 
-    /// Writes every dirty buffer and fsyncs the files and the commit log (CHECKPOINT).
-    /// Returns the number of buffers written.
-    /// Its writes and fsyncs count as the checkpointer's in `pg_stat_io` (timed with
-    /// `track_io_timing`, the server's setting).
+    /// CHECKPOINT: writes every dirty buffer, fsyncs the files and the commit log, logs a
+    /// checkpoint record (see [`crate::wal::checkpointer`]). Returns the number of buffers
+    /// written. Its writes and fsyncs count as the checkpointer's in `pg_stat_io` (timed
+    /// with `track_io_timing`, the server's setting).
     pub fn checkpoint(&self, track_io_timing: bool) -> PgResult<usize> {
-        let mut acct = IoAccount::new(
-            track_io_timing,
-            Some(StatsSink {
-                hub: Arc::clone(&self.io_stats),
-                backend_type: BackendType::Checkpointer,
-                pid: 0,
-            }),
-        );
-        let written = self.pool.flush_all_counted(&mut acct)?;
-        let files: Vec<Arc<RelFile>> = self.relfiles.lock().values().cloned().collect();
-        for f in files {
-            let synced = acct.fsync(|| f.sync());
-            synced.map_err(|e| {
-                PgError::io(
-                    &format!("could not fsync file \"{}\"", f.path().display()),
-                    &e,
-                )
-            })?;
-        }
-        self.txns
-            .sync()
-            .map_err(|e| PgError::io("could not fsync commit log", &e))?;
-        Ok(written)
+        self.checkpointer
+            .checkpoint_timed(self, "immediate force wait", false, track_io_timing)
+    }
+
+    /// The checkpoint of a clean shutdown: after it nothing needs redo.
+    pub fn shutdown_checkpoint(&self, track_io_timing: bool) -> PgResult<usize> {
+        self.checkpointer
+            .checkpoint_timed(self, "shutdown immediate", true, track_io_timing)
     }
 }

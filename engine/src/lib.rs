@@ -15,5 +15,6 @@ pub mod storage;
 pub mod stream;
 pub mod txn;
 pub mod values;
+pub mod wal;
 
 pub use db::{Database, DatabaseOptions};

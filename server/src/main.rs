@@ -21,6 +21,9 @@ use clap::Parser;
 use iolab_engine::aio::AioConfig;
 use iolab_engine::db::{HugePageKind, HugePages};
 use iolab_engine::{Database, DatabaseOptions};
+use iolab_engine::wal::checkpointer::CheckpointOptions;
+use iolab_engine::wal::recovery::RecoveryOptions;
+use iolab_engine::wal::WalOptions;
 
 /// Issuers of I/O besides client sessions that size the AIO handle table and
 /// `io_max_concurrency` (PostgreSQL counts autovacuum, background and auxiliary processes;
@@ -110,7 +113,36 @@ fn run(cli: Cli) -> Result<(), String> {
             .set_dynamic_default("io_max_concurrency", &auto.to_string())
             .map_err(|e| e.to_string())?;
     }
+    // wal_buffers = -1: PostgreSQL's automatic value, 1/32 of shared_buffers, between 64 kB
+    // and one WAL segment (16 MB).
+    if settings.wal_buffers_blocks() == -1 {
+        let auto = (shared_buffers / 32).clamp(8, 2048);
+        settings
+            .set_dynamic_default("wal_buffers", &auto.to_string())
+            .map_err(|e| e.to_string())?;
+    }
     let options = DatabaseOptions {
+        wal: WalOptions {
+            buffer_bytes: settings.wal_buffers_blocks().max(8) as usize * 8192,
+            full_page_writes: settings.full_page_writes(),
+            fsync: settings.fsync(),
+            ..WalOptions::default()
+        },
+        recovery: RecoveryOptions {
+            prefetch: settings.recovery_prefetch() != "off",
+            maintenance_io_concurrency: settings.maintenance_io_concurrency().max(0) as u32,
+            decode_buffer_bytes: settings.wal_decode_buffer_size_bytes() as usize,
+        },
+        checkpoints: CheckpointOptions {
+            timeout: std::time::Duration::from_secs(settings.checkpoint_timeout_s() as u64),
+            max_wal_size: settings.max_wal_size_mb() as u64 * 1024 * 1024,
+            completion_target: settings.checkpoint_completion_target(),
+            wal_writer_delay: std::time::Duration::from_millis(
+                settings.wal_writer_delay_ms() as u64,
+            ),
+            log_checkpoints: settings.log_checkpoints(),
+            track_io_timing: settings.track_io_timing(),
+        },
         aio: AioConfig {
             method: settings.io_method(),
             io_workers: settings.io_workers().max(1) as usize,
@@ -246,7 +278,8 @@ fn run(cli: Cli) -> Result<(), String> {
         eprintln!("iolab is ready: connect with  psql -h {host} -p {port} -U postgres");
         wire::serve(server, listener, shutdown_signal()).await;
         tracing::info!("shutting down: writing dirty buffers");
-        let written = tokio::task::block_in_place(|| db.checkpoint(server_track_io_timing))
+        let written =
+            tokio::task::block_in_place(|| db.shutdown_checkpoint(server_track_io_timing))
             .map_err(|e| format!("shutdown checkpoint failed: {}", e.message))?;
         tracing::info!("shutdown complete ({written} buffers written)");
         Ok::<(), String>(())

@@ -297,6 +297,7 @@ impl Session {
             self.cancel.clone(),
             autocommit_xid,
             block_failed,
+            self.settings.synchronous_commit_on(),
         );
         let catalog = if mentions_ctid(parsed) {
             DATABASE_WITH_CTID
@@ -470,7 +471,7 @@ impl Session {
         if let Some(xid) = self.txn.xid.take() {
             let db = self.db().clone();
             let r = if commit {
-                db.txns.commit(xid)
+                db.txns.commit_with(xid, self.settings.synchronous_commit_on())
             } else {
                 db.txns.abort(xid)
             };

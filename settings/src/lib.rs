@@ -347,6 +347,57 @@ macro_rules! typed_getters {
         pub fn synchronize_seqscans(&self) -> bool {
             self.value("synchronize_seqscans").as_bool()
         }
+        /// `fsync`: whether WAL and data file writes are forced to disk.
+        pub fn fsync(&self) -> bool {
+            self.value("fsync").as_bool()
+        }
+        /// Whether a commit waits for its WAL to be flushed: `synchronous_commit` is anything
+        /// but `off` (`local`, `remote_write`, `remote_apply`, `on`).
+        pub fn synchronous_commit_on(&self) -> bool {
+            self.value("synchronous_commit").as_text() != "off"
+        }
+        /// `wal_buffers`, in 8 kB blocks; -1 (a fraction of `shared_buffers`) until the server
+        /// replaces it with the computed value.
+        pub fn wal_buffers_blocks(&self) -> i32 {
+            self.value("wal_buffers").as_int()
+        }
+        /// `full_page_writes`: whether a page's first change after a checkpoint logs the page.
+        pub fn full_page_writes(&self) -> bool {
+            self.value("full_page_writes").as_bool()
+        }
+        /// `wal_writer_delay`: time between the WAL writer's flushes, in ms.
+        pub fn wal_writer_delay_ms(&self) -> i32 {
+            self.value("wal_writer_delay").as_int()
+        }
+        /// `checkpoint_timeout`: the longest time between automatic checkpoints, in seconds.
+        pub fn checkpoint_timeout_s(&self) -> i32 {
+            self.value("checkpoint_timeout").as_int()
+        }
+        /// `checkpoint_completion_target`: the fraction of the interval a checkpoint spreads
+        /// its writes over (0 .. 1).
+        pub fn checkpoint_completion_target(&self) -> f64 {
+            self.value("checkpoint_completion_target").as_real()
+        }
+        /// `max_wal_size`: the WAL size that triggers a checkpoint, in MB.
+        pub fn max_wal_size_mb(&self) -> i32 {
+            self.value("max_wal_size").as_int()
+        }
+        /// `log_checkpoints`: whether each checkpoint is logged.
+        pub fn log_checkpoints(&self) -> bool {
+            self.value("log_checkpoints").as_bool()
+        }
+        /// `recovery_prefetch`: `off`, `on` or `try`.
+        pub fn recovery_prefetch(&self) -> &'static str {
+            match self.value("recovery_prefetch").as_text() {
+                "on" => "on",
+                "off" => "off",
+                _ => "try",
+            }
+        }
+        /// `wal_decode_buffer_size`: how far recovery reads ahead in the WAL, in bytes.
+        pub fn wal_decode_buffer_size_bytes(&self) -> i32 {
+            self.value("wal_decode_buffer_size").as_int()
+        }
         /// `debug_io_direct`'s items, lower-cased (`data`, `wal`, `wal_init`).
         pub fn debug_io_direct(&self) -> Vec<String> {
             let text = self.value("debug_io_direct").as_text();

@@ -5,7 +5,7 @@
 //! reference reports them in `pg_settings` and `pg_settings_get_flags()`. iolab's own settings
 //! follow the same conventions. `tests/pg18/pg_settings.tsv` holds the reference's answers and
 //! `tests/pg18_differential.rs` compares every shared row with it, column by column;
-//! `tests/pg18/set_config_cases.tsv` does the same for ~390 inputs and their errors.
+//! `tests/pg18/set_config_cases.tsv` does the same for ~420 inputs and their errors.
 //! `is_superuser`, `role` and `session_authorization` are hidden in PostgreSQL (no
 //! `pg_settings` row), so their rows follow PostgreSQL's source (`guc_tables.c`) instead.
 //!
@@ -233,7 +233,8 @@ const fn setting(
 }
 
 /// The hidden spellings PostgreSQL accepts for the on/off members of "boolean-like" enums
-/// (`huge_pages`, `constraint_exclusion`, `backslash_quote`).
+/// (`huge_pages`, `constraint_exclusion`, `backslash_quote`, `synchronous_commit`,
+/// `recovery_prefetch`).
 const BOOLEAN_SPELLINGS: &[(&str, &str)] = &[
     ("true", "on"),
     ("false", "off"),
@@ -268,6 +269,12 @@ pub static SETTINGS: &[SettingDef] = &[
     setting("check_function_bodies", Bool, "on", User,
         "Client Connection Defaults / Statement Behavior",
         "Check routine bodies during CREATE FUNCTION and CREATE PROCEDURE."),
+    setting("checkpoint_completion_target", Real { min: 0.0, max: 1.0, unit: NoUnit }, "0.9", Sighup,
+        "Write-Ahead Log / Checkpoints",
+        "Time spent flushing dirty buffers during checkpoint, as fraction of checkpoint interval."),
+    setting("checkpoint_timeout", Int { min: 30, max: 86400, unit: Seconds }, "300", Sighup,
+        "Write-Ahead Log / Checkpoints",
+        "Sets the maximum time between automatic WAL checkpoints."),
     setting("client_encoding", String(StringCheck::ClientEncoding), "UTF8", User,
         "Client Connection Defaults / Locale and Formatting",
         "Sets the client's character set encoding.")
@@ -406,6 +413,14 @@ pub static SETTINGS: &[SettingDef] = &[
         "Sets the FROM-list size beyond which subqueries are not collapsed.")
         .extra("The planner will merge subqueries into upper queries if the resulting FROM list would have no more than this many items.")
         .flags(EXPLAIN),
+    setting("fsync", Bool, "on", Sighup,
+        "Write-Ahead Log / Settings",
+        "Forces synchronization of updates to disk.")
+        .extra("The server will use the fsync() system call in several places to make sure that updates are physically written to disk. This ensures that a database cluster will recover to a consistent state after an operating system or hardware crash."),
+    setting("full_page_writes", Bool, "on", Sighup,
+        "Write-Ahead Log / Settings",
+        "Writes full pages to WAL when first modified after a checkpoint.")
+        .extra("A page write in process during an operating system crash might be only partially written to disk.  During recovery, the row changes stored in WAL are not enough to recover.  This option writes pages when first modified after a checkpoint to WAL so full recovery is possible."),
     setting("huge_pages", Enum { values: &["off", "on", "try"], aliases: BOOLEAN_SPELLINGS }, "try", Postmaster,
         "Resource Usage / Memory",
         "Use of huge pages on Linux or Windows."),
@@ -484,6 +499,9 @@ pub static SETTINGS: &[SettingDef] = &[
         "Client Connection Defaults / Statement Behavior",
         "Sets the maximum allowed duration of any wait for a lock.")
         .extra("0 disables the timeout."),
+    setting("log_checkpoints", Bool, "on", Sighup,
+        "Reporting and Logging / What to Log",
+        "Logs each checkpoint."),
     setting("log_min_messages", Enum { values: &["debug5", "debug4", "debug3", "debug2", "debug1", "info", "notice", "warning", "error", "log", "fatal", "panic"], aliases: &[("debug", "debug2")] }, "warning", Superuser,
         "Reporting and Logging / When to Log",
         "Sets the message levels that are logged.")
@@ -520,6 +538,9 @@ pub static SETTINGS: &[SettingDef] = &[
     setting("max_stack_depth", Int { min: 100, max: 2147483647, unit: Kilobytes }, "2048", Superuser,
         "Resource Usage / Memory",
         "Sets the maximum stack depth, in kilobytes."),
+    setting("max_wal_size", Int { min: 2, max: 2147483647, unit: Megabytes }, "1024", Sighup,
+        "Write-Ahead Log / Checkpoints",
+        "Sets the WAL size that triggers a checkpoint."),
     setting("metrics_listen_address", String(StringCheck::None), "127.0.0.1", Postmaster,
         "Statistics / Monitoring",
         "Sets the IP address the Prometheus /metrics endpoint listens on.")
@@ -538,6 +559,9 @@ pub static SETTINGS: &[SettingDef] = &[
         "Sets the minimum amount of table data for a parallel scan.")
         .extra("If the planner estimates that it will read a number of table pages too small to reach this limit, a parallel scan will not be considered.")
         .flags(EXPLAIN),
+    setting("min_wal_size", Int { min: 2, max: 2147483647, unit: Megabytes }, "80", Sighup,
+        "Write-Ahead Log / Checkpoints",
+        "Sets the minimum size to shrink the WAL to."),
     setting("parallel_setup_cost", Real { min: 0.0, max: f64::MAX, unit: NoUnit }, "1000", User,
         "Query Tuning / Planner Cost Constants",
         "Sets the planner's estimate of the cost of starting up worker processes for parallel query.")
@@ -571,6 +595,10 @@ pub static SETTINGS: &[SettingDef] = &[
         "Sets the largest run of unrequested blocks a read stream reads through to combine two reads into one.")
         .extra("0 reads only the blocks asked for, as PostgreSQL does. With N > 0, a gap of up to N blocks between two requested blocks is read too, if the combined read stays within io_combine_limit; the unrequested blocks enter the buffer pool and are counted as reads.")
         .flags(EXPLAIN),
+    setting("recovery_prefetch", Enum { values: &["off", "on", "try"], aliases: BOOLEAN_SPELLINGS }, "try", Sighup,
+        "Write-Ahead Log / Recovery",
+        "Prefetch referenced blocks during recovery.")
+        .extra("Look ahead in the WAL to find references to uncached data."),
     setting("role", String(StringCheck::Role), "none", User,
         "Ungrouped",
         "Sets the current role.")
@@ -630,6 +658,9 @@ pub static SETTINGS: &[SettingDef] = &[
     setting("synchronize_seqscans", Bool, "on", User,
         "Version and Platform Compatibility / Previous PostgreSQL Versions",
         "Enables synchronized sequential scans."),
+    setting("synchronous_commit", Enum { values: &["local", "remote_write", "remote_apply", "on", "off"], aliases: BOOLEAN_SPELLINGS }, "on", User,
+        "Write-Ahead Log / Settings",
+        "Sets the current transaction's synchronization level."),
     setting("temp_buffers", Int { min: 100, max: 1073741823, unit: Blocks }, "1024", User,
         "Resource Usage / Memory",
         "Sets the maximum number of temporary buffers used by each session.")
@@ -672,9 +703,23 @@ pub static SETTINGS: &[SettingDef] = &[
     setting("wal_block_size", Int { min: 8192, max: 8192, unit: NoUnit }, "8192", Internal,
         "Preset Options",
         "Shows the block size in the write ahead log."),
+    setting("wal_buffers", Int { min: -1, max: 262143, unit: Blocks }, "-1", Postmaster,
+        "Write-Ahead Log / Settings",
+        "Sets the number of disk-page buffers in shared memory for WAL.")
+        .extra("-1 means use a fraction of \"shared_buffers\"."),
+    setting("wal_decode_buffer_size", Int { min: 65536, max: 1073741823, unit: Bytes }, "524288", Postmaster,
+        "Write-Ahead Log / Recovery",
+        "Buffer size for reading ahead in the WAL during recovery.")
+        .extra("Maximum distance to read ahead in the WAL to prefetch referenced data blocks."),
+    setting("wal_level", Enum { values: &["minimal", "replica", "logical"], aliases: &[("archive", "replica"), ("hot_standby", "replica")] }, "replica", Postmaster,
+        "Write-Ahead Log / Settings",
+        "Sets the level of information written to the WAL."),
     setting("wal_segment_size", Int { min: 1048576, max: 1073741824, unit: Bytes }, "16777216", Internal,
         "Preset Options",
         "Shows the size of write ahead log segments."),
+    setting("wal_writer_delay", Int { min: 1, max: 10000, unit: Milliseconds }, "200", Sighup,
+        "Write-Ahead Log / Settings",
+        "Time between WAL flushes performed in the WAL writer."),
     setting("work_mem", Int { min: 64, max: 2147483647, unit: Kilobytes }, "4096", User,
         "Resource Usage / Memory",
         "Sets the maximum memory to be used for query workspaces.")

@@ -303,3 +303,107 @@ fn server_overrides_and_computed_defaults() {
         .unwrap();
     assert_eq!(server.io_max_concurrency(), 8);
 }
+
+#[test]
+fn wal_and_checkpoint_settings_load_and_show_as_postgres_does() {
+    // Boot values as PostgreSQL 18.4 shows them (wal_buffers stays -1 until the server
+    // computes it, as io_max_concurrency does).
+    let server = ServerSettings::defaults();
+    let shown = |server: &ServerSettings, name: &str| server.get(name).unwrap();
+    assert!(server.fsync());
+    assert!(server.full_page_writes());
+    assert!(server.log_checkpoints());
+    assert!(server.synchronous_commit_on());
+    assert_eq!(server.wal_buffers_blocks(), -1);
+    assert_eq!(server.wal_writer_delay_ms(), 200);
+    assert_eq!(shown(&server, "wal_writer_delay"), "200ms");
+    assert_eq!(server.checkpoint_timeout_s(), 300);
+    assert_eq!(shown(&server, "checkpoint_timeout"), "5min");
+    assert_eq!(server.checkpoint_completion_target(), 0.9);
+    assert_eq!(server.max_wal_size_mb(), 1024);
+    assert_eq!(shown(&server, "max_wal_size"), "1GB");
+    assert_eq!(shown(&server, "min_wal_size"), "80MB");
+    assert_eq!(server.recovery_prefetch(), "try");
+    assert_eq!(server.wal_decode_buffer_size_bytes(), 524288);
+    assert_eq!(shown(&server, "wal_decode_buffer_size"), "512kB");
+    assert_eq!(shown(&server, "wal_level"), "replica");
+
+    let load = |pairs: &[(&str, &str)]| {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        ServerSettings::load(None, &pairs)
+    };
+    let server = load(&[
+        ("fsync", "off"),
+        ("full_page_writes", "false"),
+        ("log_checkpoints", "no"),
+        ("synchronous_commit", "0"),
+        ("wal_buffers", "16MB"),
+        ("wal_writer_delay", "1s"),
+        ("checkpoint_timeout", "10min"),
+        ("checkpoint_completion_target", "0.5"),
+        ("max_wal_size", "2GB"),
+        ("min_wal_size", "100MB"),
+        ("recovery_prefetch", "yes"),
+        ("wal_decode_buffer_size", "1MB"),
+        ("wal_level", "archive"),
+    ])
+    .unwrap();
+    assert!(!server.fsync());
+    assert!(!server.full_page_writes());
+    assert!(!server.log_checkpoints());
+    assert!(!server.synchronous_commit_on());
+    assert_eq!(shown(&server, "synchronous_commit"), "off");
+    assert_eq!(server.wal_buffers_blocks(), 2048);
+    assert_eq!(shown(&server, "wal_buffers"), "16MB");
+    assert_eq!(server.wal_writer_delay_ms(), 1000);
+    assert_eq!(shown(&server, "wal_writer_delay"), "1s");
+    assert_eq!(server.checkpoint_timeout_s(), 600);
+    assert_eq!(shown(&server, "checkpoint_timeout"), "10min");
+    assert_eq!(server.checkpoint_completion_target(), 0.5);
+    assert_eq!(server.max_wal_size_mb(), 2048);
+    assert_eq!(shown(&server, "min_wal_size"), "100MB");
+    assert_eq!(server.recovery_prefetch(), "on");
+    assert_eq!(server.wal_decode_buffer_size_bytes(), 1048576);
+    // `archive` and `hot_standby` are PostgreSQL's deprecated spellings of `replica`.
+    assert_eq!(shown(&server, "wal_level"), "replica");
+    let server = load(&[("synchronous_commit", "remote_apply")]).unwrap();
+    assert!(server.synchronous_commit_on());
+
+    // Errors as PostgreSQL 18.4 words them (checked with ALTER SYSTEM on the reference).
+    let bad = |name: &str, value: &str| {
+        let error = load(&[(name, value)]).unwrap_err().errors.remove(0);
+        (error.sqlstate, error.message, error.hint)
+    };
+    assert_eq!(
+        bad("checkpoint_timeout", "10"),
+        (
+            "22023",
+            "10 s is outside the valid range for parameter \"checkpoint_timeout\" (30 s .. 86400 s)"
+                .to_string(),
+            None
+        )
+    );
+    assert_eq!(
+        bad("wal_level", "bogus"),
+        (
+            "22023",
+            "invalid value for parameter \"wal_level\": \"bogus\"".to_string(),
+            Some("Available values: minimal, replica, logical.".to_string())
+        )
+    );
+    assert_eq!(
+        bad("wal_buffers", "3GB").1,
+        "393216 8kB is outside the valid range for parameter \"wal_buffers\" (-1 8kB .. 262143 8kB)"
+    );
+    assert_eq!(
+        bad("checkpoint_completion_target", "1.5").1,
+        "1.5 is outside the valid range for parameter \"checkpoint_completion_target\" (0 .. 1)"
+    );
+    assert_eq!(
+        bad("max_wal_size", "1MB").1,
+        "1 MB is outside the valid range for parameter \"max_wal_size\" (2 MB .. 2147483647 MB)"
+    );
+}

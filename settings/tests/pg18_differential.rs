@@ -1,6 +1,6 @@
 //! iolab's settings against answers captured from a live PostgreSQL 18.4 (`tests/pg18/`).
 //!
-//! `set_config_cases.tsv`: ~390 `set_config(name, value, true)` calls — units, rounding,
+//! `set_config_cases.tsv`: ~420 `set_config(name, value, true)` calls — units, rounding,
 //! ranges, booleans, enums, DateStyle, TimeZone, encodings, contexts, custom names — with
 //! PostgreSQL's result or its SQLSTATE, message, detail and hint. `pg_settings.tsv`: the
 //! static columns of `pg_settings` and the GUC flags for every setting iolab shares with

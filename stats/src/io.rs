@@ -894,6 +894,10 @@ pub struct IoStatsHub {
     /// Block hits and reads, and index scans, by relation file (`pg_statio_*`,
     /// `pg_stat_*_indexes`).
     pub relation_counts: crate::relation::RelationTotals,
+    /// `pg_stat_wal` (and the WAL's writes and syncs).
+    pub wal: crate::wal::WalCounters,
+    /// `pg_stat_recovery_prefetch`.
+    pub recovery_prefetch: crate::wal::RecoveryPrefetchCounters,
 }
 
 #[derive(Debug)]
@@ -976,6 +980,8 @@ impl IoStatsHub {
             history: Mutex::new(None),
             flush_interval_ns: AtomicU64::new(FLUSH_INTERVAL.as_nanos() as u64),
             relation_counts: Default::default(),
+            wal: Default::default(),
+            recovery_prefetch: Default::default(),
         }
     }
 

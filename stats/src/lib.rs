@@ -18,6 +18,7 @@
 //!   events the engine's I/O paths set.
 //! - [`history`]: the bounded ring of per-interval deltas behind `pg_stat_io_history` and
 //!   `pg_stat_aio_history`.
+//! - [`wal`]: `pg_stat_wal` and `pg_stat_recovery_prefetch`.
 
 pub mod activity;
 pub mod aio;
@@ -26,6 +27,7 @@ pub mod io;
 pub mod relation;
 pub mod usage;
 pub mod views;
+pub mod wal;
 
 pub use activity::{ActivityRegistry, BackendActivity, BackendSignals, BackendState, WaitEvent};
 pub use aio::{AioCounts, AioEvent, AioLatencyOp};

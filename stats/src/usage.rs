@@ -24,6 +24,14 @@ pub struct BufferUsage {
     pub io_reads: u64,
     /// Times the consumer had to wait for a read that was not finished yet ("stalls").
     pub io_stalls: u64,
+    /// WAL records this work inserted (`EXPLAIN (WAL)`'s `records=`, `pg_stat_wal`).
+    pub wal_records: u64,
+    /// Of them, full page images (`fpi=`).
+    pub wal_fpi: u64,
+    /// Their bytes (`bytes=`).
+    pub wal_bytes: u64,
+    /// Times an insert found the WAL buffer full and wrote it out first (`buffers full=`).
+    pub wal_buffers_full: u64,
 }
 
 impl BufferUsage {
@@ -37,6 +45,10 @@ impl BufferUsage {
         self.shared_wait_ns += other.shared_wait_ns;
         self.io_reads += other.io_reads;
         self.io_stalls += other.io_stalls;
+        self.wal_records += other.wal_records;
+        self.wal_fpi += other.wal_fpi;
+        self.wal_bytes += other.wal_bytes;
+        self.wal_buffers_full += other.wal_buffers_full;
     }
 
     pub fn is_zero(&self) -> bool {

@@ -36,6 +36,7 @@ use crate::heap::visibility_map::{clear_all_visible, VisibilityMap};
 use crate::storage::page;
 use crate::stream::ReadStream;
 use crate::txn::Xid;
+use crate::wal::{self, Change};
 
 /// Bytes PostgreSQL counts per remembered dead item against `maintenance_work_mem`.
 const BYTES_PER_DEAD_ITEM: usize = 6;
@@ -127,7 +128,9 @@ pub fn vacuum_heap(
         ring_buffers,
         horizon,
         clog: StatusCache::new(ctx.db.txns.clog().clone()),
+        before: vec![0u8; page::BLCKSZ].into_boxed_slice(),
     };
+    let mut before = vec![0u8; page::BLCKSZ];
     while let Some((buffer, ())) = stream.next_buffer()? {
         ctx.check_cancel()?;
         done.blocks_scanned += 1;
@@ -137,10 +140,15 @@ pub fn vacuum_heap(
             if page::page_is_new(&page) {
                 continue;
             }
+            before.copy_from_slice(&page);
             let pruned = prune_page(&mut page, horizon, &mut clog, !indexes.is_empty());
-            let (vm, rel) = (&ctx.db.vm, table.relfilenode);
-            if mark_all_visible(&mut page, vm, rel, buffer.blkno(), pruned.all_visible) {
+            let vm = &ctx.db.vm;
+            if mark_all_visible(&mut page, vm, table.relfilenode, buffer.blkno(), pruned.all_visible) {
                 done.pages_set_all_visible += 1;
+            }
+            if pruned.changed || done.pages_set_all_visible > set_before {
+                let change = Change::Since(&before);
+                wal::log_change(&rel, &buffer, &mut page, change, &mut stream.acct);
             }
             (
                 pruned,
@@ -148,9 +156,6 @@ pub fn vacuum_heap(
             )
         };
         ctx.db.fsm.record(table.relfilenode, buffer.blkno(), room);
-        if pruned.changed || done.pages_set_all_visible > set_before {
-            buffer.mark_dirty(&mut stream.acct);
-        }
         let blkno = buffer.blkno();
         drop(buffer);
         done.live += pruned.live;
@@ -204,6 +209,8 @@ struct Cleaner<'a> {
     ring_buffers: usize,
     horizon: Xid,
     clog: StatusCache,
+    /// A page as it was before the change being logged.
+    before: Box<[u8]>,
 }
 
 impl Cleaner<'_> {
@@ -234,15 +241,17 @@ impl Cleaner<'_> {
                 .read_buffer(self.rel, blkno, ring.as_mut(), acct)?;
             let room = {
                 let mut page = buffer.page_mut();
+                self.before.copy_from_slice(&page);
                 set_unused(&mut page, &offsets);
                 let (vm, rel) = (&self.ctx.db.vm, self.rel.relfilenode());
                 let visible = page_all_visible(&page, self.horizon, &mut self.clog);
                 if mark_all_visible(&mut page, vm, rel, blkno, visible) {
                     done.pages_set_all_visible += 1;
                 }
+                let change = Change::Since(&self.before);
+                wal::log_change(self.rel, &buffer, &mut page, change, acct);
                 page::page_room_for_tuple(&page, MAX_TUPLES_PER_PAGE as u16)
             };
-            buffer.mark_dirty(acct);
             self.ctx.db.fsm.record(self.rel.relfilenode(), blkno, room);
         }
         done.index_scans += 1;

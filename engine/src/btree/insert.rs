@@ -39,8 +39,9 @@
 //!   the root splits, a new root with two downlinks is made and the meta page points to
 //!   it.
 //!
-//! A crash between these writes can leave the tree inconsistent: there is no WAL yet, so
-//! an index is crash-safe only up to the last checkpoint (as the heap is).
+//! The three page changes of a split are one WAL record; the separator's insertion into
+//! the parent is the next. A crash between the two leaves a right half without a
+//! downlink, which readers and inserts still reach by moving right.
 
 use std::cmp::Ordering;
 
@@ -56,6 +57,7 @@ use super::{dedup, split_point, BtreeIndex, Tid};
 use crate::accounting::IoAccount;
 use crate::buffer::PinnedBuffer;
 use crate::storage::page as slotted;
+use crate::wal::{self, Change, PageEdit};
 
 // Leaf and internal fill factors of a rightmost split (as the build's).
 use super::build::NONLEAF_FILLFACTOR;
@@ -125,15 +127,20 @@ impl BtreeIndex {
                 let inserted = {
                     let mut page = buffer.page_mut();
                     let fits = insert_item_at(&mut page, placement.position, &placement.item);
-                    if let (true, Some((off, list))) = (fits, &placement.replace) {
-                        let old = slotted::page_item_mut(&mut page, *off).expect("placed there");
-                        assert_eq!(old.len(), list.len(), "a posting list split keeps the size");
-                        old.copy_from_slice(list);
+                    if fits {
+                        let mut changed = inserted_ranges(&page, placement.position);
+                        if let Some((off, list)) = &placement.replace {
+                            let old = slotted::page_item_mut(&mut page, *off).expect("placed there");
+                            assert_eq!(old.len(), list.len(), "a posting list split keeps the size");
+                            old.copy_from_slice(list);
+                            changed.push(slotted::ranges::item(&page, *off, None));
+                        }
+                        let change = Change::Ranges(&changed);
+                        wal::log_change(&self.rel, &buffer, &mut page, change, acct);
                     }
                     fits
                 };
                 if inserted {
-                    buffer.mark_dirty(acct);
                     cached = Some(CachedLeaf {
                         buffer,
                         stack,
@@ -206,9 +213,9 @@ impl BtreeIndex {
         if merged.len() == items.len() {
             return Ok(false);
         }
-        leaf.page_mut()
-            .copy_from_slice(&build_page(&opaque, high_key.as_deref(), &merged));
-        leaf.mark_dirty(acct);
+        let mut page = leaf.page_mut();
+        page.copy_from_slice(&build_page(&opaque, high_key.as_deref(), &merged));
+        wal::log_change(&self.rel, leaf, &mut page, Change::Whole { new: false }, acct);
         Ok(true)
     }
 
@@ -228,8 +235,11 @@ impl BtreeIndex {
             flags: BTP_LEAF | BTP_ROOT,
             ..BtOpaque::default()
         };
-        root.page_mut()
-            .copy_from_slice(&build_page(&opaque, None, &[]));
+        {
+            let mut page = root.page_mut();
+            page.copy_from_slice(&build_page(&opaque, None, &[]));
+            wal::log_change(&self.rel, &root, &mut page, Change::Whole { new: true }, acct);
+        }
         self.set_root(blkno, 0, acct)?;
         Ok((root, stack))
     }
@@ -237,8 +247,9 @@ impl BtreeIndex {
     fn set_root(&self, root: u32, level: u32, acct: &mut IoAccount) -> PgResult<()> {
         let meta = self.read(METAPAGE, acct)?;
         let old = BtMeta::read(&meta.page(), &self.name)?;
-        BtMeta::new(root, level, old.allequalimage).write_page(&mut meta.page_mut());
-        meta.mark_dirty(acct);
+        let mut page = meta.page_mut();
+        BtMeta::new(root, level, old.allequalimage).write_page(&mut page);
+        wal::log_change(&self.rel, &meta, &mut page, Change::Whole { new: false }, acct);
         Ok(())
     }
 
@@ -315,28 +326,49 @@ impl BtreeIndex {
             flags: old.flags & !BTP_ROOT,
             ..old
         };
-        right.page_mut().copy_from_slice(&build_page(
+        // The halves and the old right sibling's left-link change in one record, all
+        // three pages locked until it is logged: redo makes the whole split or none of it.
+        let sibling = match old.next {
+            P_NONE => None,
+            next => Some(self.read(next, acct)?),
+        };
+        let mut right_page = right.page_mut();
+        right_page.copy_from_slice(&build_page(
             &right_opaque,
             old_high_key.as_deref(),
             &right_items,
         ));
-        right.mark_dirty(acct);
-        buffer
-            .page_mut()
-            .copy_from_slice(&build_page(&left_opaque, Some(&high_key), left_items));
-        buffer.mark_dirty(acct);
-        drop(right);
-        drop(buffer);
-        if old.next != P_NONE {
-            let sibling = self.read(old.next, acct)?;
-            {
-                let mut page = sibling.page_mut();
-                let mut o = check_page(&page, old.next, &self.name)?;
-                o.prev = right_blkno;
-                o.write(&mut page);
-            }
-            sibling.mark_dirty(acct);
+        let mut left_page = buffer.page_mut();
+        left_page.copy_from_slice(&build_page(&left_opaque, Some(&high_key), left_items));
+        let mut sibling_page = sibling.as_ref().map(|s| s.page_mut());
+        let mut edits = vec![
+            PageEdit {
+                buffer: &right,
+                page: &mut right_page,
+                change: Change::Whole { new: true },
+            },
+            PageEdit {
+                buffer: &buffer,
+                page: &mut left_page,
+                change: Change::Whole { new: false },
+            },
+        ];
+        let special;
+        if let (Some(sibling), Some(page)) = (&sibling, sibling_page.as_deref_mut()) {
+            let mut o = check_page(page, old.next, &self.name)?;
+            o.prev = right_blkno;
+            o.write(page);
+            special = [slotted::ranges::special(page)];
+            edits.push(PageEdit {
+                buffer: sibling,
+                page,
+                change: Change::Ranges(&special),
+            });
         }
+        wal::log_changes(&self.rel, &mut edits, acct);
+        drop(edits);
+        drop((sibling_page, left_page, right_page));
+        drop((sibling, right, buffer));
 
         let separator = IndexTuple::parse(&high_key)?.with_downlink(right_blkno);
         let Some(parent_blkno) = stack.pop() else {
@@ -348,9 +380,11 @@ impl BtreeIndex {
                 ..BtOpaque::default()
             };
             let downlinks = vec![form_pivot(self.ty, None, None, left_blkno), separator];
-            root.page_mut()
-                .copy_from_slice(&build_page(&opaque, None, &downlinks));
-            root.mark_dirty(acct);
+            {
+                let mut page = root.page_mut();
+                page.copy_from_slice(&build_page(&opaque, None, &downlinks));
+                wal::log_change(&self.rel, &root, &mut page, Change::Whole { new: true }, acct);
+            }
             drop(root);
             return self.set_root(root_blkno, old.level + 1, acct);
         };
@@ -366,19 +400,29 @@ impl BtreeIndex {
                     break;
                 }
             }
-            found.ok_or_else(|| {
-                super::corrupted(format!(
-                    "index \"{}\": no downlink to block {left_blkno} in its parent {parent_blkno}",
-                    self.name
-                ))
-            })? + 1
+            found
+        };
+        let Some(position) = position.map(|off| off + 1) else {
+            // The page split had no downlink itself: the right half of a split a crash
+            // interrupted before its separator reached the parent. Its own right half
+            // stays without one too; both are reached by moving right.
+            tracing::warn!(
+                "index \"{}\": no downlink to block {left_blkno} in its parent {parent_blkno}; \
+                 the new block {right_blkno} is reached from its left sibling",
+                self.name
+            );
+            return Ok(());
         };
         let inserted = {
             let mut page = parent.page_mut();
-            insert_item_at(&mut page, position, &separator)
+            let fits = insert_item_at(&mut page, position, &separator);
+            if fits {
+                let changed = inserted_ranges(&page, position);
+                wal::log_change(&self.rel, &parent, &mut page, Change::Ranges(&changed), acct);
+            }
+            fits
         };
         if inserted {
-            parent.mark_dirty(acct);
             Ok(())
         } else {
             let placement = Placement {
@@ -389,4 +433,14 @@ impl BtreeIndex {
             self.split(parent, placement, stack, acct)
         }
     }
+}
+
+/// What [`insert_item_at`] changed on `page` putting an item at `position`: the header,
+/// the line pointers from there on (shifted), and the item.
+fn inserted_ranges(page: &[u8], position: u16) -> Vec<std::ops::Range<usize>> {
+    vec![
+        slotted::ranges::HEADER,
+        slotted::ranges::line_pointers_from(page, position),
+        slotted::ranges::item(page, position, None),
+    ]
 }

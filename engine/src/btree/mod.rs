@@ -159,7 +159,7 @@ impl BtreeIndex {
         }
         let mut index = BtreeIndex::new(
             db.pool.clone(),
-            db.relfile(def.relfilenode)?,
+            db.relation_file(def.relfilenode, def.persistence)?,
             def.key_types[0],
             &def.name,
         );
@@ -370,8 +370,9 @@ pub fn truncate_index(db: &Database, def: &IndexDef, acct: &mut IoAccount) -> Pg
     let (blkno, meta) = db.pool.new_block(&rel, None, acct)?;
     assert_eq!(blkno, page::METAPAGE);
     let allequalimage = KeyKind::of(def.key_types[0]).equal_image();
-    page::BtMeta::new(page::P_NONE, 0, allequalimage).write_page(&mut meta.page_mut());
-    meta.mark_dirty(acct);
+    let mut page = meta.page_mut();
+    page::BtMeta::new(page::P_NONE, 0, allequalimage).write_page(&mut page);
+    crate::wal::log_change(&rel, &meta, &mut page, crate::wal::Change::Whole { new: true }, acct);
     Ok(())
 }
 

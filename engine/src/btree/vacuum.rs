@@ -22,6 +22,7 @@ use crate::btree::page::{
 use crate::btree::{writer_lock, BtreeIndex, Tid};
 use crate::buffer::BufferRing;
 use crate::storage::page;
+use crate::wal::{self, Change};
 
 /// What one pass over an index did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -122,8 +123,9 @@ impl BtreeIndex {
                 removed += removed_here;
                 build_page(&opaque, high_key(&page, &opaque)?.as_deref(), &kept)
             };
-            buffer.page_mut().copy_from_slice(&rewritten);
-            buffer.mark_dirty(acct);
+            let mut page = buffer.page_mut();
+            page.copy_from_slice(&rewritten);
+            wal::log_change(&self.rel, &buffer, &mut page, Change::Whole { new: false }, acct);
         }
         Ok(IndexVacuumed {
             pages: self.rel.nblocks(),

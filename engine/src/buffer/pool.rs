@@ -340,6 +340,8 @@ pub struct BufferPool {
     mapping: Box<[Mutex<MappingPartition>]>,
     /// Ever-increasing clock position; the frame under the hand is `hand % nbuffers`.
     clock_hand: AtomicU64,
+    /// The WAL flushed up to a page's LSN before the page is written (WAL before data).
+    wal: std::sync::OnceLock<Arc<crate::wal::Wal>>,
 }
 
 impl std::fmt::Debug for BufferPool {
@@ -377,7 +379,20 @@ impl BufferPool {
             descs,
             mapping,
             clock_hand: AtomicU64::new(0),
+            wal: std::sync::OnceLock::new(),
         })
+    }
+
+    /// From now on, a page is written only once the WAL is flushed up to its LSN.
+    pub fn set_wal(&self, wal: Arc<crate::wal::Wal>) {
+        assert!(self.wal.set(wal).is_ok(), "the pool's WAL is set once");
+    }
+
+    /// Whether the block is in the pool now (recovery's prefetcher: a block in the pool
+    /// needs no advice). The answer may be stale as soon as it is given.
+    pub fn is_buffered(&self, relfilenode: u32, blkno: u32) -> bool {
+        let tag = BufferTag { relfilenode, blkno };
+        self.mapping[tag.partition()].lock().contains_key(&tag)
     }
 
     pub fn nbuffers(&self) -> usize {
@@ -473,6 +488,31 @@ impl BufferPool {
                 acct.read_latency(ring, submitted.elapsed());
                 acct.read_waited(ring, timer, true);
                 read.finish(result)?;
+                Ok(read.into_buffers().pop().expect("a one-block read"))
+            }
+        }
+    }
+
+    /// Block `blkno` of `rel` pinned for a caller that will overwrite the whole page
+    /// (redo of a full page image; PostgreSQL's `RBM_ZERO_AND_LOCK`): the buffer it has in
+    /// the pool, else a zeroed one without reading the file, whose old page (perhaps torn
+    /// by a crash) would not even verify.
+    pub fn read_buffer_for_overwrite(
+        self: &Arc<Self>,
+        rel: &Arc<RelFile>,
+        blkno: u32,
+        acct: &mut IoAccount,
+    ) -> Result<PinnedBuffer, PgError> {
+        match self.start_read(rel, blkno, 1, None, acct, true)? {
+            StartedRead::Hit(buffer) => Ok(buffer),
+            StartedRead::BeingRead(_) => unreachable!("start_read waited for the other read"),
+            StartedRead::Miss(mut read) => {
+                for iov in read.iovecs() {
+                    // SAFETY: the frames of a pending read are ours until it finishes.
+                    unsafe { std::ptr::write_bytes(iov.iov_base as *mut u8, 0, iov.iov_len) };
+                }
+                let len = read.len_bytes();
+                read.finish(Ok(len))?;
                 Ok(read.into_buffers().pop().expect("a one-block read"))
             }
         }
@@ -954,6 +994,17 @@ impl BufferPool {
             desc.state.fetch_and(!DIRTY, Ordering::AcqRel);
             // SAFETY: shared content lock and a pin.
             copy.copy_from_slice(unsafe { self.frame(id) });
+        }
+        // WAL before data: the changes up to the page's LSN must be durable first.
+        let lsn = crate::storage::page::page_lsn(copy);
+        if let Some(wal) = self.wal.get().filter(|_| lsn != 0) {
+            if let Err(e) = wal.flush(lsn) {
+                desc.finish_io(DIRTY, 0);
+                return Err(PgError::io(
+                    &format!("could not flush WAL to {}", crate::wal::format_lsn(lsn)),
+                    &e,
+                ));
+            }
         }
         // A never-initialised page stays all zeros on disk, where it verifies as new.
         if !page_is_new(copy) {

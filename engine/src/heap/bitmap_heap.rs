@@ -280,6 +280,7 @@ pub(crate) mod tests {
                 max_concurrency: 64,
                 max_issuers: 8,
             },
+            ..DatabaseOptions::default()
         };
         let db = Database::open(&dir.0, &options).unwrap();
         let columns = vec![

@@ -39,7 +39,9 @@ use crate::storage::page;
 use crate::storage::relfile::RelFile;
 use crate::txn::clog::XidStatus;
 use crate::txn::Xid;
+use crate::wal::{self, Change};
 use crate::Database;
+use crate::buffer::PinnedBuffer;
 
 /// Deletes rows of one table for one command.
 pub struct HeapDeleter {
@@ -133,6 +135,7 @@ impl HeapDeleter {
                     tuple::set_cid(t, self.cid);
                     let infomask = tuple::infomask(t) & !(HEAP_XMAX_INVALID | HEAP_XMAX_COMMITTED);
                     tuple::set_infomask(t, infomask);
+                    self.log_header_change(&buffer, &mut page, off);
                     None
                 } else {
                     Some(xmax)
@@ -140,7 +143,6 @@ impl HeapDeleter {
             };
             match holder {
                 None => {
-                    buffer.mark_dirty(&mut self.acct);
                     self.deleted += 1;
                     if let Some(change) = self.change {
                         self.acct
@@ -174,9 +176,16 @@ impl HeapDeleter {
                 "only a version this command deleted"
             );
             tuple::set_ctid(t, new.0, new.1);
+            self.log_header_change(&buffer, &mut page, old.1);
         }
-        buffer.mark_dirty(&mut self.acct);
         Ok(())
+    }
+
+    /// Logs a change to the header of the tuple at `off` (and the page header's flags).
+    fn log_header_change(&mut self, buffer: &PinnedBuffer, page: &mut [u8], off: u16) {
+        let tuple_header = page::ranges::item(page, off, Some(tuple::HEAP_TUPLE_HEADER_SIZE));
+        let changed = [page::ranges::HEADER, tuple_header];
+        wal::log_change(&self.rel, buffer, page, Change::Ranges(&changed), &mut self.acct);
     }
 
     /// Releases nothing (no page stays pinned between calls); flushes the statistics.

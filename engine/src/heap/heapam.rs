@@ -30,6 +30,7 @@ use crate::storage::page;
 use crate::storage::relfile::RelFile;
 use crate::stream::{ReadStream, ReadStreamConfig, ReadStreamStats};
 use crate::txn::{VisibilityChecker, Xid};
+use crate::wal::{self, Change};
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -172,11 +173,14 @@ impl HeapInserter {
                     }
                     let item = page::page_item_mut(&mut page, off).expect("item just added");
                     tuple::set_ctid(item, buffer.blkno(), off);
+                    let lp = page::ranges::line_pointers_from(&page, off);
+                    let lp = lp.start..lp.start + page::ITEM_ID_SIZE;
+                    let changed = [page::ranges::HEADER, lp, page::ranges::item(&page, off, None)];
+                    wal::log_change(&self.rel, buffer, &mut page, Change::Ranges(&changed), &mut self.acct);
                 }
                 added
             };
             if let Some(off) = added {
-                buffer.mark_dirty(&mut self.acct);
                 self.inserted += 1;
                 if let Some(placed) = &mut self.placed {
                     placed.push((buffer.blkno(), off));
@@ -220,8 +224,7 @@ impl HeapInserter {
         let (_, buffer) = self
             .pool
             .new_block(&self.rel, Some(&mut self.ring), &mut self.acct)?;
-        page::page_init(&mut buffer.page_mut(), 0);
-        buffer.mark_dirty(&mut self.acct);
+        self.init_page(&buffer);
         Ok(buffer)
     }
 
@@ -240,10 +243,17 @@ impl HeapInserter {
                 .read_buffer(&self.rel, nblocks - 1, Some(&mut self.ring), &mut self.acct)?;
         let is_new = page::page_is_new(&buffer.page());
         if is_new {
-            page::page_init(&mut buffer.page_mut(), 0);
-            buffer.mark_dirty(&mut self.acct);
+            self.init_page(&buffer);
         }
         Ok(buffer)
+    }
+
+    /// Makes the new page in `buffer` an empty heap page.
+    fn init_page(&mut self, buffer: &PinnedBuffer) {
+        let mut page = buffer.page_mut();
+        page::page_init(&mut page, 0);
+        let change = Change::Whole { new: true };
+        wal::log_change(&self.rel, buffer, &mut page, change, &mut self.acct);
     }
 
     /// Releases the last pinned page and flushes the I/O statistics.

@@ -514,6 +514,32 @@ pub fn page_item_id(page: &[u8], off: u16) -> Option<ItemId> {
     Some(ItemId::unpack(get_u32(page, item_id_pos(off))))
 }
 
+/// Byte ranges of a page, for logging a change to it (`wal::Change::Ranges`).
+pub mod ranges {
+    use super::*;
+    use std::ops::Range;
+
+    /// The page header.
+    pub const HEADER: Range<usize> = 0..SIZE_OF_PAGE_HEADER;
+
+    /// The line pointers from `off` to the end of the array (`pd_lower`).
+    pub fn line_pointers_from(page: &[u8], off: u16) -> Range<usize> {
+        item_id_pos(off)..get_u16(page, PD_LOWER) as usize
+    }
+
+    /// The special space (`pd_special..`).
+    pub fn special(page: &[u8]) -> Range<usize> {
+        get_u16(page, PD_SPECIAL) as usize..BLCKSZ
+    }
+
+    /// The item at `off` (its first `len` bytes, if given).
+    pub fn item(page: &[u8], off: u16, len: Option<usize>) -> Range<usize> {
+        let id = page_item_id(page, off).expect("a line pointer in use");
+        let start = id.off as usize;
+        start..start + len.unwrap_or(id.len as usize).min(id.len as usize)
+    }
+}
+
 /// The state of the line pointer at `off`, or `None` if there is no such line pointer.
 pub fn page_item_flags(page: &[u8], off: u16) -> Option<LpFlags> {
     page_item_id(page, off).map(|id| id.flags)

@@ -113,6 +113,8 @@ pub struct RelFile {
     extension_lock: Mutex<()>,
     /// A segment file was created since the last `sync()`, so `base/` must be fsynced too.
     created_files: AtomicBool,
+    /// The WAL its page changes go to; unset for an unlogged relation (`wal::log_change`).
+    wal: std::sync::OnceLock<Arc<crate::wal::Wal>>,
 }
 
 impl RelFile {
@@ -166,6 +168,7 @@ impl RelFile {
             nblocks: AtomicU32::new(0),
             extension_lock: Mutex::new(()),
             created_files: AtomicBool::new(false),
+            wal: std::sync::OnceLock::new(),
         };
         let first = rel.open_segment_file(0, true)?;
         rel.segments.write().push(Some(Arc::new(first)));
@@ -212,6 +215,16 @@ impl RelFile {
 
     pub fn relfilenode(&self) -> u32 {
         self.relfilenode
+    }
+
+    /// The WAL this relation's changes are logged to (`None`: unlogged).
+    pub fn wal(&self) -> Option<&Arc<crate::wal::Wal>> {
+        self.wal.get()
+    }
+
+    /// Makes the relation logged (once, right after opening it).
+    pub fn set_wal(&self, wal: Arc<crate::wal::Wal>) {
+        assert!(self.wal.set(wal).is_ok(), "{} is logged once", self.rel_path.display());
     }
 
     /// Path of segment 0 relative to the data directory, e.g. `base/16384` (for messages).

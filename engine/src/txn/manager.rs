@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use iolab_catalog::store::write_durably;
 use iolab_catalog::{sqlstate, PgError, PgResult};
+use iolab_stats::BufferUsage;
 use parking_lot::{Condvar, Mutex};
 
 use super::clog::{Clog, XidStatus};
 use super::snapshot::{HeldXmin, Snapshot, XminRegistry};
 use super::{Xid, FIRST_NORMAL_XID};
+use crate::wal::record::Body;
 
 /// How many xids are reserved in the horizon file at a time.
 const XID_RESERVATION: Xid = 4096;
@@ -28,6 +30,8 @@ pub struct TransactionManager {
     snapshot_xmins: XminRegistry,
     /// Told of each transaction's end (`committed` or not), after the clog has it.
     end_listener: OnceLock<EndListener>,
+    /// Where commits and aborts are logged (unset in unit tests without a WAL).
+    wal: OnceLock<Arc<crate::wal::Wal>>,
 }
 
 /// What [`TransactionManager::set_end_listener`] takes: `(xid, committed)`.
@@ -42,6 +46,7 @@ struct XidState {
     waits_for: HashMap<Xid, Xid>,
 }
 
+
 /// How often a waiting transaction looks at its statement's cancel flag.
 const WAIT_CANCEL_CHECK: Duration = Duration::from_millis(50);
 
@@ -49,6 +54,15 @@ impl TransactionManager {
     /// Opens the transaction state under `data_dir` (`pg_xact/clog`, `global/xid_horizon`).
     /// Xids that were handed out but never ended (a crash) are marked aborted.
     pub fn open(data_dir: &Path) -> io::Result<TransactionManager> {
+        let manager = TransactionManager::open_for_recovery(data_dir)?;
+        manager.abort_unfinished()?;
+        Ok(manager)
+    }
+
+    /// [`open`](Self::open) without ending anything: redo sets the status of every
+    /// transaction whose commit or abort the WAL holds, then
+    /// [`abort_unfinished`](Self::abort_unfinished) ends the rest.
+    pub fn open_for_recovery(data_dir: &Path) -> io::Result<TransactionManager> {
         let clog = Arc::new(Clog::open(&data_dir.join("pg_xact").join("clog"))?);
         let horizon_path = data_dir.join("global").join("xid_horizon");
         std::fs::create_dir_all(data_dir.join("global"))?;
@@ -62,18 +76,13 @@ impl TransactionManager {
             Err(e) if e.kind() == io::ErrorKind::NotFound => FIRST_NORMAL_XID,
             Err(e) => return Err(e),
         };
-        for xid in FIRST_NORMAL_XID..horizon {
-            if clog.status(xid) == XidStatus::InProgress {
-                clog.set_status(xid, XidStatus::Aborted)?;
-            }
-        }
-        clog.sync()?;
         let manager = TransactionManager {
             clog,
             horizon_path,
             ended: Condvar::new(),
             snapshot_xmins: XminRegistry::default(),
             end_listener: OnceLock::new(),
+            wal: OnceLock::new(),
             state: Mutex::new(XidState {
                 next_xid: horizon,
                 reserved_until: horizon,
@@ -82,6 +91,22 @@ impl TransactionManager {
             }),
         };
         Ok(manager)
+    }
+
+    /// Marks aborted every xid handed out before this run that never ended (a crash).
+    pub fn abort_unfinished(&self) -> io::Result<()> {
+        let horizon = self.state.lock().next_xid;
+        for xid in FIRST_NORMAL_XID..horizon {
+            if self.clog.status(xid) == XidStatus::InProgress {
+                self.clog.set_status(xid, XidStatus::Aborted)?;
+            }
+        }
+        self.clog.sync()
+    }
+
+    /// From now on commits and aborts are logged (and commits flushed) in `wal`.
+    pub fn set_wal(&self, wal: Arc<crate::wal::Wal>) {
+        assert!(self.wal.set(wal).is_ok(), "the WAL is set once");
     }
 
     pub fn clog(&self) -> &Arc<Clog> {
@@ -105,10 +130,29 @@ impl TransactionManager {
     }
 
     pub fn commit(&self, xid: Xid) -> io::Result<()> {
+        self.commit_with(xid, true)
+    }
+
+    /// Commits `xid`: logs its commit record and, when `synchronous` (the session's
+    /// `synchronous_commit`), waits until it is durable, before the commit log says so.
+    /// Without waiting, the WAL writer flushes it within `wal_writer_delay`.
+    pub fn commit_with(&self, xid: Xid, synchronous: bool) -> io::Result<()> {
+        if let Some(wal) = self.wal.get() {
+            let body = Body::Commit { time_us: crate::wal::now_us() };
+            let (_, end) = wal.insert(xid, &body, &mut BufferUsage::default());
+            if synchronous {
+                wal.flush(end)?;
+            }
+        }
         self.end(xid, XidStatus::Committed)
     }
 
+    /// Aborts `xid` (its abort record needs no flush: a lost one reads as aborted too).
     pub fn abort(&self, xid: Xid) -> io::Result<()> {
+        if let Some(wal) = self.wal.get() {
+            let body = Body::Abort { time_us: crate::wal::now_us() };
+            wal.insert(xid, &body, &mut BufferUsage::default());
+        }
         self.end(xid, XidStatus::Aborted)
     }
 
@@ -216,6 +260,11 @@ impl TransactionManager {
         snapshots
             .map_or(running, |s| s.min(running))
             .min(state.next_xid)
+    }
+
+    /// The next xid to be handed out.
+    pub fn next_xid(&self) -> Xid {
+        self.state.lock().next_xid
     }
 
     /// Number of transactions in progress.

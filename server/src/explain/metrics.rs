@@ -70,6 +70,7 @@ pub fn buffers(plan: &dyn ExecutionPlan) -> Buffers {
             shared_wait_ns: get("shared_wait_time"),
             io_reads: get("io_reads"),
             io_stalls: get("io_stalls"),
+            ..BufferUsage::default()
         },
         track_io_timing: false,
     }

@@ -355,6 +355,7 @@ impl Explainer<'_> {
         };
         let mut actual = None;
         let mut buffers = None;
+        let mut wal = None;
         if self.opts.analyze {
             let started = Instant::now();
             let stream = datafusion::physical_plan::execute_stream(
@@ -378,12 +379,20 @@ impl Explainer<'_> {
                 rows: 0.0,
                 loops: 1,
             });
+            // Everything the statement did: the source's scans and the changes.
+            let u = *self.run.ctx.usage.lock();
             if self.opts.buffers {
-                // Everything the statement did: the source's scans and the changes.
-                let u = *self.run.ctx.usage.lock();
                 buffers = Some(Buffers {
                     usage: u,
                     track_io_timing: self.run.ctx.track_io_timing,
+                });
+            }
+            if self.opts.wal {
+                wal = Some(node::Wal {
+                    records: u.wal_records,
+                    fpi: u.wal_fpi,
+                    bytes: u.wal_bytes,
+                    buffers_full: u.wal_buffers_full,
                 });
             }
         }
@@ -410,7 +419,7 @@ impl Explainer<'_> {
             }),
             actual,
             buffers,
-            wal: (self.opts.analyze && self.opts.wal).then(Default::default),
+            wal,
             children: vec![Child {
                 relationship: "Outer",
                 node: source_node,

@@ -579,6 +579,8 @@ pub struct StatementGuard {
     /// The autocommit transaction to end, if the statement has its own.
     autocommit_xid: Option<Xid>,
     block_failed: Option<Arc<AtomicBool>>,
+    /// The session's `synchronous_commit`: wait for the commit record to be durable.
+    synchronous_commit: bool,
     finished: bool,
 }
 
@@ -588,12 +590,14 @@ impl StatementGuard {
         cancel: Arc<AtomicBool>,
         autocommit_xid: Option<Xid>,
         block_failed: Option<Arc<AtomicBool>>,
+        synchronous_commit: bool,
     ) -> Self {
         StatementGuard {
             db,
             cancel,
             autocommit_xid,
             block_failed,
+            synchronous_commit,
             finished: false,
         }
     }
@@ -609,7 +613,7 @@ impl StatementGuard {
         }
         if let Some(xid) = self.autocommit_xid.take() {
             let result = if success {
-                self.db.txns.commit(xid)
+                self.db.txns.commit_with(xid, self.synchronous_commit)
             } else {
                 self.db.txns.abort(xid)
             };

@@ -1,0 +1,526 @@
+//! The WAL itself: inserting records into a bounded in-memory buffer, writing them to the
+//! segment files in `pg_wal/`, flushing (group commit), and reading them back.
+//!
+//! Positions: the WAL is one stream of bytes; an LSN is an offset in it. Segment `n`
+//! (a file of `wal_segment_size` bytes, 16 MB, named as PostgreSQL names it on timeline 1)
+//! holds LSNs `n × size .. (n + 1) × size`; a record may cross from one segment into the
+//! next. The first segment of a new data directory is number 1, so LSN 0 means "none".
+//!
+//! Three positions only grow: `insert` (the end of the last record inserted), `written`
+//! (handed to the kernel) and `flushed` (made durable with `fdatasync`), with
+//! `flushed ≤ written ≤ insert`. Inserting copies the record into the buffer under the
+//! insert lock; a record that does not fit first writes the buffer out (counted as
+//! `wal_buffers_full`, as PostgreSQL counts it). Flushing to an LSN takes the write lock,
+//! and whoever holds it writes out *everything* inserted so far and syncs it: sessions
+//! committing at the same time wait on that lock and find their commit record already
+//! flushed (group commit). Lock order: write lock, then insert lock.
+//!
+//! Segments are created full length (zeros; the kernel keeps them sparse) when first
+//! written, and deleted once a checkpoint's redo point has passed them, never reused: a
+//! reader that meets zeros or an invalid record has reached the end of the WAL.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use std::sync::Arc;
+
+use iolab_stats::wal::WalCounters;
+use iolab_stats::{BufferUsage, IoStatsHub};
+use parking_lot::Mutex;
+
+use super::record::{self, align, Body, Lsn, Record, HEADER_SIZE};
+
+/// Bounds and switches of the WAL (`wal_segment_size`, `wal_buffers`, `full_page_writes`,
+/// `fsync`).
+#[derive(Clone, Copy, Debug)]
+pub struct WalOptions {
+    pub segment_size: u64,
+    /// The insert buffer's size in bytes; at least [`record::MAX_RECORD_SIZE`].
+    pub buffer_bytes: usize,
+    pub full_page_writes: bool,
+    pub fsync: bool,
+}
+
+impl Default for WalOptions {
+    fn default() -> WalOptions {
+        WalOptions {
+            segment_size: 16 * 1024 * 1024,
+            buffer_bytes: 4 * 1024 * 1024,
+            full_page_writes: true,
+            fsync: true,
+        }
+    }
+}
+
+struct InsertState {
+    /// Records not yet written, starting at `buf_start`.
+    buf: Vec<u8>,
+    buf_start: Lsn,
+    /// LSN of the last record inserted.
+    prev: Lsn,
+}
+
+impl InsertState {
+    fn end(&self) -> Lsn {
+        self.buf_start + self.buf.len() as u64
+    }
+}
+
+struct WriteState {
+    /// Segments written since the last sync (the newest last), kept open.
+    unsynced: Vec<(u64, File)>,
+}
+
+pub struct Wal {
+    dir: PathBuf,
+    options: WalOptions,
+    insert: Mutex<InsertState>,
+    write: Mutex<WriteState>,
+    written: AtomicU64,
+    flushed: AtomicU64,
+    /// The redo point of the checkpoint in progress or last done: a page whose LSN is not
+    /// above it is logged whole on its next change (`full_page_writes`).
+    redo: AtomicU64,
+    full_page_writes: AtomicBool,
+    fsync: AtomicBool,
+    /// Until [`start_at`](Self::start_at): recovery, when nothing may be inserted and
+    /// every flush is already done.
+    started: AtomicBool,
+    /// `pg_stat_wal`'s counters, in the server's statistics.
+    stats: Arc<IoStatsHub>,
+}
+
+impl std::fmt::Debug for Wal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal")
+            .field("dir", &self.dir)
+            .field("insert", &self.insert_lsn())
+            .field("flushed", &self.flush_lsn())
+            .finish()
+    }
+}
+
+impl Wal {
+    /// The WAL in `dir` (created if missing), not yet open for inserts.
+    pub fn open(dir: &Path, options: WalOptions, stats: Arc<IoStatsHub>) -> io::Result<Wal> {
+        assert!(options.buffer_bytes >= record::MAX_RECORD_SIZE);
+        assert!(options.segment_size.is_power_of_two() && options.segment_size >= 1 << 20);
+        std::fs::create_dir_all(dir)?;
+        Ok(Wal {
+            dir: dir.to_path_buf(),
+            options,
+            insert: Mutex::new(InsertState {
+                buf: Vec::with_capacity(options.buffer_bytes),
+                buf_start: 0,
+                prev: 0,
+            }),
+            write: Mutex::new(WriteState {
+                unsynced: Vec::new(),
+            }),
+            written: AtomicU64::new(0),
+            flushed: AtomicU64::new(0),
+            redo: AtomicU64::new(0),
+            full_page_writes: AtomicBool::new(options.full_page_writes),
+            fsync: AtomicBool::new(options.fsync),
+            started: AtomicBool::new(false),
+            stats,
+        })
+    }
+
+    fn counters(&self) -> &WalCounters {
+        &self.stats.wal
+    }
+
+    pub fn segment_size(&self) -> u64 {
+        self.options.segment_size
+    }
+
+    /// The first LSN of a new data directory's WAL.
+    pub fn first_lsn(&self) -> Lsn {
+        self.options.segment_size
+    }
+
+    /// Opens for inserts after recovery: the next record goes at `end`, after the record at
+    /// `prev`. Zeroes the rest of `end`'s segment, so that no torn record from before the
+    /// crash can follow the new ones.
+    pub fn start_at(&self, end: Lsn, prev: Lsn) -> io::Result<()> {
+        assert_eq!(end, align(end));
+        let seg = self.options.segment_size;
+        let offset = end % seg;
+        if offset != 0 {
+            let file = self.segment_file(end / seg)?;
+            let zeros = vec![0u8; (seg - offset) as usize];
+            file.write_all_at(&zeros, offset)?;
+            file.sync_data()?;
+        }
+        {
+            let mut insert = self.insert.lock();
+            insert.buf.clear();
+            insert.buf_start = end;
+            insert.prev = prev;
+        }
+        self.written.store(end, Ordering::Release);
+        self.flushed.store(end, Ordering::Release);
+        self.started.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// The end of the last record inserted (`pg_current_wal_insert_lsn`).
+    pub fn insert_lsn(&self) -> Lsn {
+        self.insert.lock().end()
+    }
+
+    /// How far the WAL is durable (`pg_current_wal_flush_lsn`).
+    pub fn flush_lsn(&self) -> Lsn {
+        self.flushed.load(Ordering::Acquire)
+    }
+
+    /// How far the WAL was handed to the kernel (`pg_current_wal_lsn`).
+    pub fn write_lsn(&self) -> Lsn {
+        self.written.load(Ordering::Acquire)
+    }
+
+    pub fn redo_lsn(&self) -> Lsn {
+        self.redo.load(Ordering::Acquire)
+    }
+
+    pub fn set_redo_lsn(&self, lsn: Lsn) {
+        self.redo.store(lsn, Ordering::Release);
+    }
+
+    pub fn set_full_page_writes(&self, on: bool) {
+        self.full_page_writes.store(on, Ordering::Relaxed);
+    }
+
+    pub fn full_page_writes(&self) -> bool {
+        self.full_page_writes.load(Ordering::Relaxed)
+    }
+
+    /// Whether syncs happen at all (`fsync`); a checkpoint asks too.
+    pub fn fsync_enabled(&self) -> bool {
+        self.fsync.load(Ordering::Relaxed)
+    }
+
+    pub fn set_fsync(&self, on: bool) {
+        self.fsync.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether a page last changed at `page_lsn` must be logged whole on this change.
+    pub fn needs_full_image(&self, page_lsn: Lsn) -> bool {
+        self.full_page_writes() && page_lsn <= self.redo_lsn()
+    }
+
+    /// Appends a record; returns where it starts and where the next one will. Adds the
+    /// record (its bytes, full page images, a full buffer met) to `usage`.
+    pub fn insert(&self, xid: u32, body: &Body, usage: &mut BufferUsage) -> (Lsn, Lsn) {
+        assert!(
+            self.started.load(Ordering::Acquire),
+            "WAL insert before recovery ended"
+        );
+        let encoded_body = body.encode();
+        let fpi = match body {
+            Body::Pages(blocks) => blocks.iter().filter(|b| b.is_full() && !b.is_init()).count(),
+            _ => 0,
+        } as u64;
+        let len = (HEADER_SIZE + encoded_body.len()) as u64;
+        let padded = align(len) as usize;
+        loop {
+            {
+                let mut insert = self.insert.lock();
+                if insert.buf.len() + padded <= self.options.buffer_bytes {
+                    let lsn = insert.end();
+                    let bytes = record::encode(xid, insert.prev, body.kind(), &encoded_body);
+                    let padded_end = insert.buf.len() + padded;
+                    insert.buf.extend_from_slice(&bytes);
+                    insert.buf.resize(padded_end, 0);
+                    insert.prev = lsn;
+                    let next = insert.end();
+                    drop(insert);
+                    let c = self.counters();
+                    c.records.fetch_add(1, Ordering::Relaxed);
+                    c.fpi.fetch_add(fpi, Ordering::Relaxed);
+                    c.bytes.fetch_add(len, Ordering::Relaxed);
+                    usage.wal_records += 1;
+                    usage.wal_fpi += fpi;
+                    usage.wal_bytes += len;
+                    return (lsn, next);
+                }
+            }
+            // The buffer is full: write it out and try again.
+            usage.wal_buffers_full += 1;
+            self.counters().buffers_full.fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = self.write_out(false) {
+                // As PostgreSQL: a WAL that cannot be written stops the server (the next
+                // start recovers from what was written).
+                tracing::error!("PANIC:  could not write to WAL in \"{}\": {e}", self.dir.display());
+                std::process::abort();
+            }
+        }
+    }
+
+    /// Makes the WAL durable up to `upto` (a record's end): returns at once when it is.
+    pub fn flush(&self, upto: Lsn) -> io::Result<()> {
+        if !self.started.load(Ordering::Acquire) || self.flush_lsn() >= upto {
+            return Ok(());
+        }
+        self.write_out_locked(&mut self.write.lock(), true, upto)
+    }
+
+    /// Writes out (and with `sync`, syncs) everything inserted so far.
+    fn write_out(&self, sync: bool) -> io::Result<()> {
+        self.write_out_locked(&mut self.write.lock(), sync, 0)
+    }
+
+    fn write_out_locked(&self, state: &mut WriteState, sync: bool, upto: Lsn) -> io::Result<()> {
+        if sync && self.flush_lsn() >= upto && upto != 0 {
+            return Ok(()); // someone flushed it while we waited for the lock
+        }
+        let (start, bytes) = {
+            let mut insert = self.insert.lock();
+            let start = insert.buf_start;
+            let bytes = std::mem::replace(
+                &mut insert.buf,
+                Vec::with_capacity(self.options.buffer_bytes),
+            );
+            insert.buf_start = start + bytes.len() as u64;
+            (start, bytes)
+        };
+        if !bytes.is_empty() {
+            let started = std::time::Instant::now();
+            self.write_bytes(state, start, &bytes)?;
+            let c = self.counters();
+            c.write_ns
+                .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            c.write_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            self.written
+                .store(start + bytes.len() as u64, Ordering::Release);
+        }
+        if sync {
+            let upto = self.write_lsn();
+            if self.fsync.load(Ordering::Relaxed) {
+                let started = std::time::Instant::now();
+                for (_, file) in &state.unsynced {
+                    file.sync_data()?;
+                    self.counters().syncs.fetch_add(1, Ordering::Relaxed);
+                }
+                self.counters()
+                    .sync_ns
+                    .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            }
+            let keep = state.unsynced.pop();
+            state.unsynced.clear();
+            state.unsynced.extend(keep);
+            self.flushed.store(upto, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    fn write_bytes(&self, state: &mut WriteState, mut lsn: Lsn, mut bytes: &[u8]) -> io::Result<()> {
+        let seg = self.options.segment_size;
+        while !bytes.is_empty() {
+            let segno = lsn / seg;
+            let offset = lsn % seg;
+            let n = bytes.len().min((seg - offset) as usize);
+            if state.unsynced.last().map(|(s, _)| *s) != Some(segno) {
+                state.unsynced.push((segno, self.segment_file(segno)?));
+            }
+            let file = &state.unsynced.last().expect("just pushed").1;
+            file.write_all_at(&bytes[..n], offset)?;
+            self.counters().writes.fetch_add(1, Ordering::Relaxed);
+            lsn += n as u64;
+            bytes = &bytes[n..];
+        }
+        Ok(())
+    }
+
+    /// Segment `segno`, created full length if missing.
+    fn segment_file(&self, segno: u64) -> io::Result<File> {
+        let path = self.segment_path(segno);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)?;
+        if file.metadata()?.len() < self.options.segment_size {
+            file.set_len(self.options.segment_size)?;
+            File::open(&self.dir)?.sync_all()?;
+        }
+        Ok(file)
+    }
+
+    /// `pg_wal/000000010000000000000001`: timeline 1, then the segment number in two
+    /// halves, as PostgreSQL names segment files.
+    pub fn segment_name(&self, segno: u64) -> String {
+        let per_id = 0x1_0000_0000 / self.options.segment_size;
+        format!("{:08X}{:08X}{:08X}", 1, segno / per_id, segno % per_id)
+    }
+
+    fn segment_path(&self, segno: u64) -> PathBuf {
+        self.dir.join(self.segment_name(segno))
+    }
+
+    /// Deletes the segments that end at or before `lsn` (a checkpoint's redo point).
+    /// Returns how many went.
+    pub fn remove_segments_before(&self, lsn: Lsn) -> io::Result<usize> {
+        let keep_from = lsn / self.options.segment_size;
+        let mut removed = 0;
+        for entry in std::fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some(segno) = name.to_str().and_then(|n| self.parse_segment_name(n)) else {
+                continue;
+            };
+            if segno < keep_from {
+                std::fs::remove_file(entry.path())?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    fn parse_segment_name(&self, name: &str) -> Option<u64> {
+        if name.len() != 24 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let per_id = 0x1_0000_0000 / self.options.segment_size;
+        let hi = u64::from_str_radix(&name[8..16], 16).ok()?;
+        let lo = u64::from_str_radix(&name[16..24], 16).ok()?;
+        Some(hi * per_id + lo)
+    }
+
+    /// A reader of this WAL's segments, for recovery.
+    pub fn reader(&self) -> WalReader {
+        WalReader {
+            dir: self.dir.clone(),
+            segment_size: self.options.segment_size,
+            names: |segno, size| {
+                let per_id = 0x1_0000_0000 / size;
+                format!("{:08X}{:08X}{:08X}", 1, segno / per_id, segno % per_id)
+            },
+            open: None,
+        }
+    }
+}
+
+/// Reads records back from the segment files.
+pub struct WalReader {
+    dir: PathBuf,
+    segment_size: u64,
+    names: fn(u64, u64) -> String,
+    open: Option<(u64, File)>,
+}
+
+impl WalReader {
+    /// The record at `lsn` if there is a valid one whose predecessor is `prev` (any, for
+    /// `None`: the first record read); `None` at the end of the WAL. I/O errors other than
+    /// a missing segment are errors.
+    pub fn read(&mut self, lsn: Lsn, prev: Option<Lsn>) -> io::Result<Option<Record>> {
+        let mut header = [0u8; HEADER_SIZE];
+        if !self.read_at(lsn, &mut header)? {
+            return Ok(None);
+        }
+        let Some(len) = record::header_len(&header) else {
+            return Ok(None);
+        };
+        let mut bytes = vec![0u8; len];
+        bytes[..HEADER_SIZE].copy_from_slice(&header);
+        if !self.read_at(lsn + HEADER_SIZE as u64, &mut bytes[HEADER_SIZE..])? {
+            return Ok(None);
+        }
+        Ok(record::decode(lsn, &bytes, prev))
+    }
+
+    /// Fills `buf` from `lsn` on; false where a segment is missing or short.
+    fn read_at(&mut self, mut lsn: Lsn, mut buf: &mut [u8]) -> io::Result<bool> {
+        while !buf.is_empty() {
+            let segno = lsn / self.segment_size;
+            let offset = lsn % self.segment_size;
+            if self.open.as_ref().map(|(s, _)| *s) != Some(segno) {
+                let path = self.dir.join((self.names)(segno, self.segment_size));
+                match File::open(&path) {
+                    Ok(f) => self.open = Some((segno, f)),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+                    Err(e) => return Err(e),
+                }
+            }
+            let file = &self.open.as_ref().expect("opened").1;
+            let n = buf.len().min((self.segment_size - offset) as usize);
+            let got = file.read_at(&mut buf[..n], offset)?;
+            if got < n {
+                return Ok(false);
+            }
+            lsn += n as u64;
+            buf = &mut buf[n..];
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::relfile::tests::TempDir;
+
+    fn options() -> WalOptions {
+        WalOptions {
+            segment_size: 1 << 20,
+            buffer_bytes: 64 * 1024,
+            ..WalOptions::default()
+        }
+    }
+
+    /// Records written across segment boundaries and buffer refills read back in order,
+    /// and the reader stops at the end.
+    #[test]
+    fn records_read_back_across_segments() {
+        let dir = TempDir::new("wal-log");
+        let wal = Wal::open(&dir.0, options(), Default::default()).unwrap();
+        wal.start_at(wal.first_lsn(), 0).unwrap();
+        let mut written = Vec::new();
+        for i in 0..40_000u64 {
+            let body = Body::Commit { time_us: i };
+            let (lsn, next) = wal.insert(i as u32, &body, &mut BufferUsage::default());
+            written.push((lsn, next, body));
+        }
+        let end = written.last().unwrap().1;
+        wal.flush(end).unwrap();
+        assert_eq!(wal.flush_lsn(), end);
+        assert!(end > 2 * (1 << 20), "crosses segments: {end}");
+        assert!(wal.counters().buffers_full.load(Ordering::Relaxed) > 0);
+        let mut reader = wal.reader();
+        let mut prev = 0;
+        for (i, (lsn, next, body)) in written.iter().enumerate() {
+            let record = reader.read(*lsn, Some(prev)).unwrap().expect("record");
+            assert_eq!((&record.body, record.next, record.xid), (body, *next, i as u32));
+            prev = *lsn;
+        }
+        assert!(reader.read(end, Some(prev)).unwrap().is_none(), "end of WAL");
+        // Removing the segments before the second drops exactly one file.
+        assert_eq!(wal.remove_segments_before(2 << 20).unwrap(), 1);
+        assert!(reader.read(written[0].0, None).unwrap().is_none());
+    }
+
+    /// After a restart at an earlier end, the rest of the segment is zero: the records
+    /// beyond it are gone.
+    #[test]
+    fn starting_again_cuts_off_what_followed() {
+        let dir = TempDir::new("wal-restart");
+        let wal = Wal::open(&dir.0, options(), Default::default()).unwrap();
+        wal.start_at(wal.first_lsn(), 0).unwrap();
+        let usage = &mut BufferUsage::default();
+        let (a, a_end) = wal.insert(1, &Body::Abort { time_us: 1 }, usage);
+        let (_, b_end) = wal.insert(2, &Body::Abort { time_us: 2 }, usage);
+        wal.flush(b_end).unwrap();
+        drop(wal);
+        let wal = Wal::open(&dir.0, options(), Default::default()).unwrap();
+        wal.start_at(a_end, a).unwrap();
+        let mut reader = wal.reader();
+        assert!(reader.read(a, Some(0)).unwrap().is_some());
+        assert!(reader.read(a_end, Some(a)).unwrap().is_none());
+        assert_eq!(wal.segment_name(1), "000000010000000000000001");
+    }
+}

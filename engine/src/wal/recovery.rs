@@ -1,0 +1,496 @@
+//! Start-up: finding the end of the WAL, and replaying it after a crash (redo), with the
+//! blocks the coming records change read ahead (`recovery_prefetch`).
+//!
+//! # Which case
+//!
+//! `global/pg_control` names the last checkpoint. After a clean shutdown its record is the
+//! last in the WAL and new records follow it. Otherwise (or if records do follow it) the
+//! server crashed: every record from the checkpoint's redo point on is replayed, in order,
+//! until the first that is not valid (the end of the WAL). Page records copy their bytes
+//! into pages whose LSN is older than the record; commit and abort records set the
+//! transaction's status in the commit log. Transactions with neither are aborted
+//! afterwards, unlogged relations are emptied, and a checkpoint ends recovery.
+//!
+//! # Reading ahead
+//!
+//! Replay changes blocks one record at a time; a block that is not in the buffer pool
+//! costs a synchronous read, and a cold buffer pool makes recovery a chain of random
+//! reads. So, as PostgreSQL 15+ does, a decoder runs ahead of replay and advises the
+//! kernel (`posix_fadvise(WILLNEED)`) of the blocks later records will change, so their
+//! reads are already under way when replay gets there. It decodes ahead while
+//!
+//! - the decoded records hold fewer than `wal_decode_buffer_size` bytes,
+//! - fewer than `maintenance_io_concurrency` advised reads are in flight (a read counts
+//!   as in flight until replay passes the record that asked for it), and
+//! - fewer than 4 × `maintenance_io_concurrency` block references are ahead of replay.
+//!
+//! Each block reference it meets is counted in `pg_stat_recovery_prefetch` under one of
+//! PostgreSQL's outcomes: `skip_init` (the record makes the page afresh), `skip_fpw` (it
+//! carries a full image), `skip_new` (the relation or block does not exist yet), `skip_rep`
+//! (one of the last 4 blocks advised), `hit` (in the buffer pool already), or `prefetch`
+//! (advised). With `recovery_prefetch = off` or `maintenance_io_concurrency = 0`, or with
+//! direct I/O (advice does not reach `O_DIRECT` reads), records are decoded one at a time
+//! and nothing is advised.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use iolab_catalog::{PgError, PgResult};
+use iolab_stats::BackendType;
+
+use super::control::{ClusterState, ControlData, ControlFile};
+use super::record::{format_lsn, BlockEntry, Body, Lsn, Record};
+use crate::accounting::{IoAccount, StatsSink};
+use crate::storage::page::{page_lsn, page_set_lsn};
+use crate::storage::relfile::RelFile;
+use crate::txn::XidStatus;
+use crate::Database;
+
+/// `recovery_prefetch`, `maintenance_io_concurrency` and `wal_decode_buffer_size` as the
+/// server was started with.
+#[derive(Clone, Copy, Debug)]
+pub struct RecoveryOptions {
+    pub prefetch: bool,
+    pub maintenance_io_concurrency: u32,
+    pub decode_buffer_bytes: usize,
+}
+
+impl Default for RecoveryOptions {
+    fn default() -> RecoveryOptions {
+        RecoveryOptions {
+            prefetch: true,
+            maintenance_io_concurrency: 16,
+            decode_buffer_bytes: 512 * 1024,
+        }
+    }
+}
+
+/// What redo did.
+#[derive(Clone, Debug, Default)]
+pub struct RedoSummary {
+    pub start: Lsn,
+    /// The last record replayed.
+    pub last: Lsn,
+    pub records: u64,
+    pub pages_changed: u64,
+    pub elapsed_s: f64,
+}
+
+/// How the WAL was found at start-up.
+#[derive(Clone, Debug)]
+pub enum Startup {
+    /// No control file: a new data directory (or one from before the WAL).
+    NewCluster,
+    /// Shut down cleanly: nothing to replay.
+    Clean,
+    /// A crash: the WAL was replayed.
+    Recovered(RedoSummary),
+}
+
+/// Opens the WAL for this run: finds its end, and replays it if the server crashed.
+pub fn startup(db: &Database, options: &RecoveryOptions) -> PgResult<Startup> {
+    let control_file = ControlFile::new(db.data_dir());
+    let io = |what: &str, e: std::io::Error| PgError::io(what, &e);
+    let control = control_file
+        .read()
+        .map_err(|e| io("could not read control file", e))?;
+    let Some(control) = control else {
+        // A new data directory (or one from before the WAL, shut down cleanly).
+        let wal = &db.wal;
+        wal.start_at(wal.first_lsn(), 0)
+            .map_err(|e| io("could not start the WAL", e))?;
+        return Ok(Startup::NewCluster);
+    };
+    db.wal.set_redo_lsn(control.redo);
+    let mut reader = db.wal.reader();
+    let checkpoint = reader
+        .read(control.checkpoint, None)
+        .map_err(|e| io("could not read the WAL", e))?;
+    let Some(checkpoint) = checkpoint.filter(|r| matches!(r.body, Body::Checkpoint(_))) else {
+        return Err(PgError::fatal(
+            iolab_catalog::sqlstate::DATA_CORRUPTED,
+            format!(
+                "could not locate a valid checkpoint record at {}",
+                format_lsn(control.checkpoint)
+            ),
+        ));
+    };
+    if control.state == ClusterState::ShutDown {
+        let after = reader
+            .read(checkpoint.next, Some(checkpoint.lsn))
+            .map_err(|e| io("could not read the WAL", e))?;
+        if after.is_none() {
+            db.wal
+                .start_at(checkpoint.next, checkpoint.lsn)
+                .map_err(|e| io("could not start the WAL", e))?;
+            return Ok(Startup::Clean);
+        }
+        tracing::warn!("records follow the shutdown checkpoint: replaying them");
+    }
+    tracing::info!(
+        "database system was interrupted; last known up at {}",
+        format_time(control.checkpoint_time_us)
+    );
+    tracing::info!("database system was not properly shut down; automatic recovery in progress");
+    control_file
+        .write(&ControlData {
+            state: ClusterState::InCrashRecovery,
+            ..control.clone()
+        })
+        .map_err(|e| io("could not write control file", e))?;
+    Ok(Startup::Recovered(redo(db, control.redo, options)?))
+}
+
+fn format_time(us: u64) -> String {
+    chrono::DateTime::from_timestamp_micros(us as i64)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_default()
+}
+
+/// Replays every record from `start` to the end of the WAL, then opens the WAL after the
+/// last one.
+fn redo(db: &Database, start: Lsn, options: &RecoveryOptions) -> PgResult<RedoSummary> {
+    let started = Instant::now();
+    let cpu_before = cpu_times();
+    tracing::info!("redo starts at {}", format_lsn(start));
+    let prefetching = options.prefetch
+        && options.maintenance_io_concurrency > 0
+        && !db.direct_io();
+    let mut ahead = Decoder {
+        reader: db.wal.reader(),
+        next: start,
+        prev: None,
+        end_reached: false,
+        queue: VecDeque::new(),
+        queued_bytes: 0,
+        queued_blocks: 0,
+    };
+    let mut prefetcher = Prefetcher {
+        db,
+        enabled: prefetching,
+        max_inflight: options.maintenance_io_concurrency as usize,
+        max_distance: 4 * options.maintenance_io_concurrency as usize,
+        decode_buffer_bytes: options.decode_buffer_bytes as u64,
+        inflight: VecDeque::new(),
+        recent: VecDeque::new(),
+        files: HashMap::new(),
+    };
+    let mut acct = IoAccount::new(
+        true,
+        Some(StatsSink {
+            hub: Arc::clone(&db.io_stats),
+            backend_type: BackendType::Startup,
+            pid: 0,
+        }),
+    );
+    let mut summary = RedoSummary {
+        start,
+        ..RedoSummary::default()
+    };
+    let mut last_gauges = start;
+    loop {
+        prefetcher.decode_ahead(&mut ahead)?;
+        let Some(record) = ahead.pop() else { break };
+        apply(db, &record, &mut prefetcher.files, &mut acct, &mut summary)?;
+        summary.last = record.lsn;
+        summary.records += 1;
+        prefetcher.replayed(record.lsn);
+        if record.next - last_gauges >= 8192 {
+            prefetcher.publish_gauges(&ahead, record.next);
+            last_gauges = record.next;
+        }
+        acct.maybe_flush();
+    }
+    acct.flush();
+    prefetcher.inflight.clear();
+    prefetcher.publish_gauges(&ahead, summary.last);
+    let (end, prev) = match ahead.prev {
+        Some(prev) => (ahead.next, prev),
+        None => (start, 0),
+    };
+    db.wal
+        .start_at(end, prev)
+        .map_err(|e| PgError::io("could not start the WAL", &e))?;
+    summary.elapsed_s = started.elapsed().as_secs_f64();
+    let (user, system) = cpu_times();
+    tracing::info!(
+        "redo done at {} system usage: CPU: user: {:.2} s, system: {:.2} s, elapsed: {:.2} s",
+        format_lsn(summary.last),
+        user - cpu_before.0,
+        system - cpu_before.1,
+        summary.elapsed_s
+    );
+    let p = db.io_stats.recovery_prefetch.snapshot();
+    tracing::info!(
+        "redo replayed {} records changing {} pages; read-ahead: prefetch={} hit={} skip_init={} skip_new={} skip_fpw={} skip_rep={}",
+        summary.records,
+        summary.pages_changed,
+        p.prefetch,
+        p.hit,
+        p.skip_init,
+        p.skip_new,
+        p.skip_fpw,
+        p.skip_rep
+    );
+    Ok(summary)
+}
+
+/// Records decoded ahead of replay.
+struct Decoder {
+    reader: super::log::WalReader,
+    /// Where the next record to decode starts, and the LSN of the last decoded.
+    next: Lsn,
+    prev: Option<Lsn>,
+    end_reached: bool,
+    queue: VecDeque<Record>,
+    queued_bytes: u64,
+    queued_blocks: usize,
+}
+
+impl Decoder {
+    fn decode_one(&mut self) -> PgResult<Option<&Record>> {
+        if self.end_reached {
+            return Ok(None);
+        }
+        let record = self
+            .reader
+            .read(self.next, self.prev)
+            .map_err(|e| PgError::io("could not read the WAL", &e))?;
+        let Some(record) = record else {
+            self.end_reached = true;
+            return Ok(None);
+        };
+        self.prev = Some(record.lsn);
+        self.queued_bytes += record.next - self.next;
+        self.next = record.next;
+        self.queued_blocks += blocks_of(&record).len();
+        self.queue.push_back(record);
+        Ok(self.queue.back())
+    }
+
+    fn pop(&mut self) -> Option<Record> {
+        let record = self.queue.pop_front()?;
+        let next = self.queue.front().map_or(self.next, |r| r.lsn);
+        self.queued_bytes -= next - record.lsn;
+        self.queued_blocks -= blocks_of(&record).len();
+        Some(record)
+    }
+}
+
+fn blocks_of(record: &Record) -> &[BlockEntry] {
+    match &record.body {
+        Body::Pages(blocks) => blocks,
+        _ => &[],
+    }
+}
+
+/// How many of the last blocks advised are remembered (PostgreSQL's `skip_rep` window).
+const RECENT_BLOCKS: usize = 4;
+
+struct Prefetcher<'a> {
+    db: &'a Database,
+    enabled: bool,
+    max_inflight: usize,
+    max_distance: usize,
+    decode_buffer_bytes: u64,
+    /// LSNs of the records whose blocks were advised, oldest first: each read is in flight
+    /// until replay passes its record.
+    inflight: VecDeque<Lsn>,
+    recent: VecDeque<(u32, u32)>,
+    /// Relation files by relfilenode; `None` for a file that does not exist.
+    files: HashMap<u32, Option<Arc<RelFile>>>,
+}
+
+impl Prefetcher<'_> {
+    /// Decodes one record at least (when the queue is empty), and more while the bounds
+    /// of the module comment allow, advising their blocks.
+    fn decode_ahead(&mut self, ahead: &mut Decoder) -> PgResult<()> {
+        loop {
+            let room = ahead.queue.is_empty()
+                || (self.enabled
+                    && ahead.queued_bytes < self.decode_buffer_bytes
+                    && self.inflight.len() < self.max_inflight
+                    && ahead.queued_blocks < self.max_distance);
+            if !room {
+                return Ok(());
+            }
+            let Some(record) = ahead.decode_one()? else {
+                return Ok(());
+            };
+            if !self.enabled {
+                continue;
+            }
+            let (lsn, blocks) = (record.lsn, blocks_of(record).to_vec());
+            for block in &blocks {
+                self.consider(lsn, block);
+            }
+        }
+    }
+
+    fn consider(&mut self, lsn: Lsn, block: &BlockEntry) {
+        let counters = &self.db.io_stats.recovery_prefetch;
+        let bump = |c: &std::sync::atomic::AtomicU64| c.fetch_add(1, Ordering::Relaxed);
+        if block.is_init() {
+            bump(&counters.skip_init);
+            return;
+        }
+        if block.is_full() {
+            bump(&counters.skip_fpw);
+            return;
+        }
+        let Some(rel) = relation(self.db, &mut self.files, block.relfilenode) else {
+            bump(&counters.skip_new);
+            return;
+        };
+        if block.blkno >= rel.nblocks() {
+            bump(&counters.skip_new);
+            return;
+        }
+        let key = (block.relfilenode, block.blkno);
+        if self.recent.contains(&key) {
+            bump(&counters.skip_rep);
+            return;
+        }
+        if self.db.pool.is_buffered(key.0, key.1) {
+            bump(&counters.hit);
+            return;
+        }
+        if let Ok((fd, offset)) = rel.raw_fd_and_offset(block.blkno) {
+            // SAFETY: a plain syscall on an open descriptor; advice has no effect on memory.
+            unsafe {
+                libc::posix_fadvise(
+                    fd,
+                    offset as libc::off_t,
+                    crate::storage::page::BLCKSZ as libc::off_t,
+                    libc::POSIX_FADV_WILLNEED,
+                );
+            }
+        }
+        bump(&counters.prefetch);
+        self.inflight.push_back(lsn);
+        if self.recent.len() == RECENT_BLOCKS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(key);
+    }
+
+    /// Replay has applied the record at `lsn`: the reads its blocks needed are done.
+    fn replayed(&mut self, lsn: Lsn) {
+        while self.inflight.front().is_some_and(|&l| l <= lsn) {
+            self.inflight.pop_front();
+        }
+    }
+
+    fn publish_gauges(&self, ahead: &Decoder, replayed_to: Lsn) {
+        let c = &self.db.io_stats.recovery_prefetch;
+        let wal_distance = ahead.next.saturating_sub(replayed_to);
+        c.wal_distance.store(wal_distance, Ordering::Relaxed);
+        c.block_distance
+            .store(ahead.queued_blocks as u64, Ordering::Relaxed);
+        c.io_depth.store(self.inflight.len() as u64, Ordering::Relaxed);
+    }
+}
+
+/// The file of `relfilenode` if it exists (a relation dropped later in the WAL's history
+/// has none, and its records are skipped).
+fn relation(
+    db: &Database,
+    files: &mut HashMap<u32, Option<Arc<RelFile>>>,
+    relfilenode: u32,
+) -> Option<Arc<RelFile>> {
+    files
+        .entry(relfilenode)
+        .or_insert_with(|| {
+            let path = crate::storage::relfile::segment_path(db.data_dir(), relfilenode, 0);
+            if path.exists() {
+                db.relfile(relfilenode).ok()
+            } else {
+                None
+            }
+        })
+        .clone()
+}
+
+/// Replays one record.
+fn apply(
+    db: &Database,
+    record: &Record,
+    files: &mut HashMap<u32, Option<Arc<RelFile>>>,
+    acct: &mut IoAccount,
+    summary: &mut RedoSummary,
+) -> PgResult<()> {
+    match &record.body {
+        Body::Pages(blocks) => {
+            for block in blocks {
+                let Some(rel) = relation(db, files, block.relfilenode) else {
+                    continue;
+                };
+                if apply_block(db, &rel, block, record.next, acct)? {
+                    summary.pages_changed += 1;
+                }
+            }
+        }
+        Body::Commit { .. } => set_status(db, record.xid, XidStatus::Committed)?,
+        Body::Abort { .. } => set_status(db, record.xid, XidStatus::Aborted)?,
+        Body::Checkpoint(_) => {}
+    }
+    Ok(())
+}
+
+fn set_status(db: &Database, xid: u32, status: XidStatus) -> PgResult<()> {
+    let clog = db.txns.clog();
+    if clog.status(xid) == status {
+        return Ok(());
+    }
+    clog.set_status(xid, status)
+        .map_err(|e| PgError::io("could not write commit log", &e))
+}
+
+/// Applies one page change whose record ends at `end`; false if the page had it already.
+fn apply_block(
+    db: &Database,
+    rel: &Arc<RelFile>,
+    block: &BlockEntry,
+    end: Lsn,
+    acct: &mut IoAccount,
+) -> PgResult<bool> {
+    if block.blkno >= rel.nblocks() {
+        // The file was extended after the checkpoint and the crash lost the extension:
+        // make the blocks again (zeros; each is rebuilt by a full record).
+        rel.extend_to(block.blkno + 1).map_err(|e| {
+            PgError::io(
+                &format!("could not extend file \"{}\"", rel.path().display()),
+                &e,
+            )
+        })?;
+    }
+    let buffer = if block.is_full() {
+        // No need for the old page; a torn one would not even verify.
+        db.pool.read_buffer_for_overwrite(rel, block.blkno, acct)?
+    } else {
+        db.pool.read_buffer(rel, block.blkno, None, acct)?
+    };
+    let mut page = buffer.page_mut();
+    if page_lsn(&page) >= end {
+        return Ok(false);
+    }
+    block.apply(&mut page);
+    page_set_lsn(&mut page, end);
+    drop(page);
+    buffer.mark_dirty(acct);
+    Ok(true)
+}
+
+/// User and system CPU seconds of this process so far.
+fn cpu_times() -> (f64, f64) {
+    // SAFETY: getrusage fills the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(usage.ru_utime), secs(usage.ru_stime))
+}

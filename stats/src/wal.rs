@@ -1,0 +1,220 @@
+//! The WAL's server-wide counters: `pg_stat_wal` (records, full page images, bytes, full
+//! buffers), the WAL writes and syncs behind `pg_stat_io`'s `wal` rows, and
+//! `pg_stat_recovery_prefetch` (what redo's read-ahead did with each block reference).
+//! Plain atomics: they are bumped by whoever inserts, writes or replays, without a lock.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
+
+/// `pg_stat_wal` and the WAL's writes and syncs.
+#[derive(Debug)]
+pub struct WalCounters {
+    pub records: AtomicU64,
+    pub fpi: AtomicU64,
+    pub bytes: AtomicU64,
+    pub buffers_full: AtomicU64,
+    pub writes: AtomicU64,
+    pub write_bytes: AtomicU64,
+    pub write_ns: AtomicU64,
+    pub syncs: AtomicU64,
+    pub sync_ns: AtomicU64,
+    stats_reset: Mutex<DateTime<Utc>>,
+}
+
+/// One reading of [`WalCounters`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WalSnapshot {
+    pub records: u64,
+    pub fpi: u64,
+    pub bytes: u64,
+    pub buffers_full: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    pub write_ns: u64,
+    pub syncs: u64,
+    pub sync_ns: u64,
+    pub stats_reset: DateTime<Utc>,
+}
+
+impl Default for WalCounters {
+    fn default() -> WalCounters {
+        WalCounters {
+            records: AtomicU64::new(0),
+            fpi: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            buffers_full: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            write_bytes: AtomicU64::new(0),
+            write_ns: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+            sync_ns: AtomicU64::new(0),
+            stats_reset: Mutex::new(Utc::now()),
+        }
+    }
+}
+
+impl WalCounters {
+    fn all(&self) -> [&AtomicU64; 9] {
+        [
+            &self.records,
+            &self.fpi,
+            &self.bytes,
+            &self.buffers_full,
+            &self.writes,
+            &self.write_bytes,
+            &self.write_ns,
+            &self.syncs,
+            &self.sync_ns,
+        ]
+    }
+
+    pub fn snapshot(&self) -> WalSnapshot {
+        let [records, fpi, bytes, buffers_full, writes, write_bytes, write_ns, syncs, sync_ns] =
+            self.all().map(|c| c.load(Ordering::Relaxed));
+        WalSnapshot {
+            records,
+            fpi,
+            bytes,
+            buffers_full,
+            writes,
+            write_bytes,
+            write_ns,
+            syncs,
+            sync_ns,
+            stats_reset: *self.stats_reset.lock(),
+        }
+    }
+
+    /// `pg_stat_reset_shared('wal')`.
+    pub fn reset(&self) {
+        let mut reset = self.stats_reset.lock();
+        for c in self.all() {
+            c.store(0, Ordering::Relaxed);
+        }
+        *reset = Utc::now();
+    }
+}
+
+/// `pg_stat_recovery_prefetch`: counters of what redo's read-ahead decided for each block
+/// a record changes, and three gauges of how far ahead it is.
+#[derive(Debug)]
+pub struct RecoveryPrefetchCounters {
+    /// Blocks advised (read ahead) because they were not in the buffer pool.
+    pub prefetch: AtomicU64,
+    /// Blocks already in the buffer pool.
+    pub hit: AtomicU64,
+    /// Blocks the record makes afresh (a new page): nothing to read.
+    pub skip_init: AtomicU64,
+    /// Blocks of relations or beyond ends that do not exist (yet).
+    pub skip_new: AtomicU64,
+    /// Blocks the record carries a full page image of.
+    pub skip_fpw: AtomicU64,
+    /// Blocks among the last few advised.
+    pub skip_rep: AtomicU64,
+    /// Bytes of WAL decoded ahead of replay (gauge).
+    pub wal_distance: AtomicU64,
+    /// Block references ahead of replay (gauge).
+    pub block_distance: AtomicU64,
+    /// Reads advised and not yet known complete (gauge).
+    pub io_depth: AtomicU64,
+    stats_reset: Mutex<DateTime<Utc>>,
+}
+
+/// One reading of [`RecoveryPrefetchCounters`], in the view's column order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RecoveryPrefetchSnapshot {
+    pub stats_reset: DateTime<Utc>,
+    pub prefetch: u64,
+    pub hit: u64,
+    pub skip_init: u64,
+    pub skip_new: u64,
+    pub skip_fpw: u64,
+    pub skip_rep: u64,
+    pub wal_distance: u64,
+    pub block_distance: u64,
+    pub io_depth: u64,
+}
+
+impl Default for RecoveryPrefetchCounters {
+    fn default() -> RecoveryPrefetchCounters {
+        RecoveryPrefetchCounters {
+            prefetch: AtomicU64::new(0),
+            hit: AtomicU64::new(0),
+            skip_init: AtomicU64::new(0),
+            skip_new: AtomicU64::new(0),
+            skip_fpw: AtomicU64::new(0),
+            skip_rep: AtomicU64::new(0),
+            wal_distance: AtomicU64::new(0),
+            block_distance: AtomicU64::new(0),
+            io_depth: AtomicU64::new(0),
+            stats_reset: Mutex::new(Utc::now()),
+        }
+    }
+}
+
+impl RecoveryPrefetchCounters {
+    fn all(&self) -> [&AtomicU64; 9] {
+        [
+            &self.prefetch,
+            &self.hit,
+            &self.skip_init,
+            &self.skip_new,
+            &self.skip_fpw,
+            &self.skip_rep,
+            &self.wal_distance,
+            &self.block_distance,
+            &self.io_depth,
+        ]
+    }
+
+    pub fn snapshot(&self) -> RecoveryPrefetchSnapshot {
+        let [prefetch, hit, skip_init, skip_new, skip_fpw, skip_rep, wal_distance, block_distance, io_depth] =
+            self.all().map(|c| c.load(Ordering::Relaxed));
+        RecoveryPrefetchSnapshot {
+            stats_reset: *self.stats_reset.lock(),
+            prefetch,
+            hit,
+            skip_init,
+            skip_new,
+            skip_fpw,
+            skip_rep,
+            wal_distance,
+            block_distance,
+            io_depth,
+        }
+    }
+
+    /// `pg_stat_reset_shared('recovery_prefetch')`.
+    pub fn reset(&self) {
+        let mut reset = self.stats_reset.lock();
+        for c in self.all() {
+            c.store(0, Ordering::Relaxed);
+        }
+        *reset = Utc::now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reset_zeroes_and_moves_the_reset_time() {
+        let c = WalCounters::default();
+        c.records.fetch_add(3, Ordering::Relaxed);
+        c.sync_ns.fetch_add(9, Ordering::Relaxed);
+        let before = c.snapshot();
+        assert_eq!((before.records, before.sync_ns), (3, 9));
+        c.reset();
+        let after = c.snapshot();
+        assert_eq!((after.records, after.sync_ns), (0, 0));
+        assert!(after.stats_reset >= before.stats_reset);
+        let p = RecoveryPrefetchCounters::default();
+        p.skip_fpw.fetch_add(2, Ordering::Relaxed);
+        assert_eq!(p.snapshot().skip_fpw, 2);
+        p.reset();
+        assert_eq!(p.snapshot().skip_fpw, 0);
+    }
+}
