@@ -59,9 +59,9 @@
 //!
 //! # Not (yet) here
 //!
-//! Multi-column keys, UNIQUE, DESC / NULLS FIRST, deleting entries (there is no DELETE or
-//! VACUUM), page deletion, an external sort for builds larger than memory, and WAL: a crash loses index changes made since the last
-//! checkpoint as it loses the heap's — except a build, which is fsynced when it ends.
+//! Multi-column keys, UNIQUE, DESC / NULLS FIRST, page deletion, and an external sort for
+//! builds larger than memory. Changes to a built index are WAL-logged (`crate::wal`); a
+//! build is not, and is written and fsynced before CREATE INDEX returns.
 
 pub mod build;
 pub mod check;

@@ -57,15 +57,10 @@ impl Default for CheckpointOptions {
     }
 }
 
-struct LastCheckpoint {
-    at: Instant,
-    redo: Lsn,
-}
-
 pub struct Checkpointer {
     options: CheckpointOptions,
-    /// Held while a checkpoint runs.
-    last: Mutex<LastCheckpoint>,
+    /// When the last checkpoint ended, and the end of its record; held while one runs.
+    last: Mutex<(Instant, Lsn)>,
     /// Set by the shutdown checkpoint: no checkpoint may follow it.
     stopped: AtomicBool,
 }
@@ -74,10 +69,7 @@ impl Checkpointer {
     pub fn new(options: CheckpointOptions) -> Checkpointer {
         Checkpointer {
             options,
-            last: Mutex::new(LastCheckpoint {
-                at: Instant::now(),
-                redo: 0,
-            }),
+            last: Mutex::new((Instant::now(), 0)),
             stopped: AtomicBool::new(false),
         }
     }
@@ -105,6 +97,7 @@ impl Checkpointer {
             tracing::info!("checkpoint starting: {reason}");
         }
         let wal = &db.wal;
+        let previous_redo = wal.redo_lsn();
         let redo = wal.insert_lsn();
         wal.set_redo_lsn(redo);
         let mut acct = IoAccount::new(
@@ -169,26 +162,23 @@ impl Checkpointer {
                 secs(wrote_at, synced_at),
                 secs(started, Instant::now()),
                 files.len(),
-                (redo - last.redo.min(redo)) / 1024,
+                if previous_redo == 0 { 0 } else { (redo - previous_redo) / 1024 },
                 format_lsn(lsn),
                 format_lsn(redo),
             );
         }
-        *last = LastCheckpoint {
-            at: Instant::now(),
-            redo,
-        };
+        *last = (Instant::now(), end);
         Ok(written)
     }
 
     /// Why a checkpoint is due now, if one is (none while one runs).
     fn due(&self, db: &Database) -> Option<&'static str> {
         let last = self.last.try_lock()?;
-        let since_redo = db.wal.insert_lsn().saturating_sub(last.redo);
+        let since_redo = db.wal.insert_lsn().saturating_sub(db.wal.redo_lsn());
         let wal_limit = self.options.max_wal_size as f64 / (1.0 + self.options.completion_target);
         if since_redo as f64 >= wal_limit {
             Some("wal")
-        } else if last.at.elapsed() >= self.options.timeout && since_redo > 0 {
+        } else if last.0.elapsed() >= self.options.timeout && db.wal.insert_lsn() > last.1 {
             Some("time")
         } else {
             None

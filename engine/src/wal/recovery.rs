@@ -125,6 +125,14 @@ pub fn startup(db: &Database, options: &RecoveryOptions) -> PgResult<Startup> {
             db.wal
                 .start_at(checkpoint.next, checkpoint.lsn)
                 .map_err(|e| io("could not start the WAL", e))?;
+            // From now on a stop that is not clean is a crash (and empties unlogged tables).
+            let running = ControlData {
+                state: ClusterState::InProduction,
+                ..control
+            };
+            control_file
+                .write(&running)
+                .map_err(|e| io("could not write control file", e))?;
             return Ok(Startup::Clean);
         }
         tracing::warn!("records follow the shutdown checkpoint: replaying them");

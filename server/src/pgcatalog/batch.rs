@@ -13,6 +13,7 @@
 //! | `real` / `double precision` | Float32 / Float64 |
 //! | `boolean` | Boolean |
 //! | `timestamp with time zone` | Timestamp(µs, UTC) |
+//! | `numeric` | Decimal128(38, 0): whole numbers such as byte counts, described as an unconstrained `numeric` |
 //! | `name`, `text`, `"char"`, `regproc`, `regtype`, `pg_node_tree`, `int2vector`, `oidvector`, `aclitem`, … | Utf8 |
 //! | `T[]` | List of T's Arrow type |
 //!
@@ -22,8 +23,9 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    new_null_array, ArrayRef, BooleanArray, Float32Array, Float64Array, Int16Array, Int32Array,
-    Int64Array, ListBuilder, StringArray, StringBuilder, TimestampMicrosecondArray,
+    new_null_array, ArrayRef, BooleanArray, Decimal128Array, Float32Array, Float64Array,
+    Int16Array, Int32Array, Int64Array, ListBuilder, StringArray, StringBuilder,
+    TimestampMicrosecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -80,6 +82,7 @@ pub fn arrow_type(pg_type: &str) -> DataType {
         "real" => DataType::Float32,
         "double precision" => DataType::Float64,
         "boolean" => DataType::Boolean,
+        "numeric" => DataType::Decimal128(38, 0),
         "timestamp with time zone" => {
             DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()))
         }
@@ -102,6 +105,9 @@ pub fn schema_of(columns: &[ColumnSpec]) -> SchemaRef {
 pub enum V {
     Null,
     Int(i64),
+    /// A whole number beyond `bigint` (a `numeric` column or result: `wal_bytes`,
+    /// `pg_wal_lsn_diff`).
+    Numeric(i128),
     Float(f64),
     Bool(bool),
     Text(String),
@@ -129,6 +135,7 @@ impl V {
     fn as_i64(&self) -> Option<i64> {
         match self {
             V::Int(i) => Some(*i),
+            V::Numeric(n) => i64::try_from(*n).ok(),
             V::Float(f) => Some(*f as i64),
             V::Bool(b) => Some(*b as i64),
             V::Text(s) => s.trim().parse().ok(),
@@ -139,6 +146,7 @@ impl V {
     fn as_f64(&self) -> Option<f64> {
         match self {
             V::Int(i) => Some(*i as f64),
+            V::Numeric(n) => Some(*n as f64),
             V::Float(f) => Some(*f),
             V::Text(s) => s.trim().parse().ok(),
             _ => None,
@@ -149,6 +157,7 @@ impl V {
         match self {
             V::Null => None,
             V::Int(i) => Some(i.to_string()),
+            V::Numeric(n) => Some(n.to_string()),
             V::Float(f) => Some(f.to_string()),
             V::Bool(b) => Some(if *b { "t" } else { "f" }.to_string()),
             V::Text(s) => Some(s.clone()),
@@ -191,6 +200,24 @@ pub fn build_array(dt: &DataType, values: &[V]) -> Result<ArrayRef> {
                 .collect::<BooleanArray>(),
         ),
         DataType::Utf8 => Arc::new(values.iter().map(V::as_text).collect::<StringArray>()),
+        DataType::Decimal128(precision, scale) => {
+            let unit = 10i128.checked_pow(u32::try_from(*scale).unwrap_or(0));
+            Arc::new(
+                values
+                    .iter()
+                    .map(|v| {
+                        let whole = match v {
+                            V::Int(i) => Some(*i as i128),
+                            V::Numeric(n) => Some(*n),
+                            V::Text(s) => s.trim().parse().ok(),
+                            _ => None,
+                        };
+                        whole.and_then(|w| w.checked_mul(unit?))
+                    })
+                    .collect::<Decimal128Array>()
+                    .with_precision_and_scale(*precision, *scale)?,
+            )
+        }
         DataType::Timestamp(TimeUnit::Microsecond, tz) => Arc::new(
             values
                 .iter()
@@ -283,5 +310,30 @@ mod tests {
         .unwrap();
         assert_eq!(batch.num_rows(), 2);
         assert!(batch.column(3).is_null(1));
+    }
+
+    #[test]
+    fn numeric_columns_hold_whole_numbers_beyond_bigint() {
+        let cols = parse_columns("bytes numeric");
+        let schema = schema_of(&cols);
+        assert_eq!(schema.field(0).data_type(), &DataType::Decimal128(38, 0));
+        assert_eq!(cols[0].type_oid(), 1700);
+        let batch = build_batch(
+            &schema,
+            &[
+                vec![V::Numeric(u64::MAX as i128)],
+                vec![V::Int(-5)],
+                vec![V::Null],
+            ],
+        )
+        .unwrap();
+        let a = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Decimal128Array>()
+            .unwrap();
+        assert_eq!(a.value(0), u64::MAX as i128);
+        assert_eq!(a.value(1), -5);
+        assert!(a.is_null(2));
     }
 }

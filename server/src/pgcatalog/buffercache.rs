@@ -559,6 +559,7 @@ fn record_text(values: &[V]) -> String {
             V::Null => String::new(),
             V::Bool(b) => if *b { "t" } else { "f" }.to_string(),
             V::Int(i) => i.to_string(),
+            V::Numeric(n) => n.to_string(),
             V::Float(f) => {
                 let mut out = Vec::new();
                 iolab_engine::values::write_text(

@@ -1060,6 +1060,7 @@ fn definitions() -> Vec<Def> {
         }),
     ]);
     d.extend(super::stat_views::reset_functions());
+    d.extend(super::wal::functions());
     d.extend(super::relation_stats::functions());
     d.extend(super::activity::signal_functions());
     d.extend(super::buffercache::scalar_functions());

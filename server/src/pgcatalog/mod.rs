@@ -47,6 +47,7 @@ pub mod tables;
 pub mod time_range;
 pub mod types;
 pub mod view_scan;
+pub mod wal;
 
 use std::sync::Arc;
 

@@ -8,7 +8,9 @@
 //! | `pg_aios` (view), `pg_get_aios()` | one per AIO handle in use |
 //! | `pg_stat_aio`, `pg_stat_io_history`, `pg_stat_aio_history` (iolab's) | see `stat_aio` |
 //! | `pg_stat_activity` | one per client session, see `activity` |
-//! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, iolab's `pg_stat_aio` for `aio`, both for NULL / no argument |
+//! | `pg_stat_wal` (view), `pg_stat_get_wal()` | one, see `wal` |
+//! | `pg_stat_recovery_prefetch` (view), `pg_stat_get_recovery_prefetch()` | one, see `wal` |
+//! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, `pg_stat_wal` for `wal`, `pg_stat_recovery_prefetch` for `recovery_prefetch`, iolab's `pg_stat_aio` for `aio`, all of them for NULL / no argument |
 //! | `pg_stat_reset_backend_stats(pid)` | resets one process's statistics |
 //! | `pg_stat_force_next_flush()` | nothing: iolab's counters are shared as they count |
 //! | `pg_statio_{all,user}_{tables,indexes}`, `pg_stat_{all,user}_{tables,indexes}`, `pg_stat_reset()` | per table and index, see `relation_stats` |
@@ -44,12 +46,12 @@ use super::functions::{def, ints, per_row, pg, texts, Def};
 use super::tables::CatalogSchema;
 use super::time_range::TimeRange;
 use super::view_scan::ViewScanExec;
-use super::{activity, relation_stats, stat_aio};
+use super::{activity, relation_stats, stat_aio, wal};
 
-/// PostgreSQL 18's targets of `pg_stat_reset_shared`, in its hint's order. Only `io`
-/// has statistics in iolab; the others are accepted and reset nothing. iolab's own
-/// target `aio` (`pg_stat_aio`) is accepted too but left out of the hint, which stays
-/// PostgreSQL's.
+/// PostgreSQL 18's targets of `pg_stat_reset_shared`, in its hint's order. `io`, `wal`
+/// and `recovery_prefetch` have statistics in iolab; the others are accepted and reset
+/// nothing. iolab's own target `aio` (`pg_stat_aio`) is accepted too but left out of
+/// the hint, which stays PostgreSQL's.
 const RESET_TARGETS: [&str; 7] = [
     "archiver",
     "bgwriter",
@@ -77,10 +79,12 @@ pub(super) enum Which {
     StatUserTables,
     StatAllIndexes,
     StatUserIndexes,
+    Wal,
+    RecoveryPrefetch,
 }
 
 impl Which {
-    const VIEWS: [(&'static str, Which); 14] = [
+    const VIEWS: [(&'static str, Which); 16] = [
         ("pg_stat_io", Which::Io),
         ("pg_aios", Which::Aios),
         ("pg_stat_aio", Which::Aio),
@@ -95,6 +99,8 @@ impl Which {
         ("pg_stat_user_tables", Which::StatUserTables),
         ("pg_stat_all_indexes", Which::StatAllIndexes),
         ("pg_stat_user_indexes", Which::StatUserIndexes),
+        ("pg_stat_wal", Which::Wal),
+        ("pg_stat_recovery_prefetch", Which::RecoveryPrefetch),
     ];
 
     pub(super) fn name(self) -> &'static str {
@@ -121,6 +127,8 @@ impl Which {
             }
             Which::StatAllTables | Which::StatUserTables => relation_stats::stat_tables_schema(),
             Which::StatAllIndexes | Which::StatUserIndexes => relation_stats::stat_indexes_schema(),
+            Which::Wal => wal::pg_stat_wal_schema(),
+            Which::RecoveryPrefetch => wal::pg_stat_recovery_prefetch_schema(),
         }
     }
 
@@ -151,6 +159,8 @@ impl Which {
             Which::StatAllIndexes | Which::StatUserIndexes => {
                 relation_stats::stat_indexes_batch(db)?
             }
+            Which::Wal => wal::pg_stat_wal_batch(db)?,
+            Which::RecoveryPrefetch => wal::pg_stat_recovery_prefetch_batch(db)?,
             // Long (an hour of samples): only the projected columns are built.
             Which::IoHistory => return stat_aio::pg_stat_io_history_batch(db, projection, range),
             Which::AioHistory => return stat_aio::pg_stat_aio_history_batch(db, projection, range),
@@ -323,10 +333,11 @@ fn pid_of(v: Option<i64>) -> Option<i32> {
     v.and_then(|v| i32::try_from(v).ok())
 }
 
-/// Registers `pg_stat_get_io()`, `pg_stat_get_backend_io(pid)` and `pg_get_aios()` into
-/// the state that will plan a statement.
+/// Registers `pg_stat_get_io()`, `pg_stat_get_backend_io(pid)`, `pg_get_aios()`,
+/// `pg_stat_get_wal()` and `pg_stat_get_recovery_prefetch()` into the state that will
+/// plan a statement.
 pub fn register_table_functions(state: &mut SessionState, db: &Arc<Database>) {
-    let functions: [(&'static str, usize, Rows); 3] = [
+    let functions: [(&'static str, usize, Rows); 5] = [
         ("pg_stat_get_io", 0, |db, _| {
             Which::Io.batch(db, None, TimeRange::default())
         }),
@@ -337,6 +348,10 @@ pub fn register_table_functions(state: &mut SessionState, db: &Arc<Database>) {
         }),
         ("pg_get_aios", 0, |db, _| {
             Which::Aios.batch(db, None, TimeRange::default())
+        }),
+        ("pg_stat_get_wal", 0, |db, _| wal::pg_stat_wal_batch(db)),
+        ("pg_stat_get_recovery_prefetch", 0, |db, _| {
+            wal::pg_stat_recovery_prefetch_batch(db)
         }),
     ];
     for (name, arity, rows) in functions {
@@ -408,15 +423,19 @@ pub(super) fn reset_functions() -> Vec<Def> {
     ]
 }
 
-/// `pg_stat_reset_shared(target)`; `None` resets every kind.
+/// `pg_stat_reset_shared(target)`; `None` resets every kind, as PostgreSQL 18 does.
 fn reset_shared(hub: &IoStatsHub, target: Option<&str>) -> Result<()> {
     match target {
         None => {
             hub.reset_shared_io();
             hub.reset_shared_aio();
+            hub.wal.reset();
+            hub.recovery_prefetch.reset();
         }
         Some("io") => hub.reset_shared_io(),
         Some("aio") => hub.reset_shared_aio(),
+        Some("wal") => hub.wal.reset(),
+        Some("recovery_prefetch") => hub.recovery_prefetch.reset(),
         Some(t) if RESET_TARGETS.contains(&t) => {}
         Some(t) => {
             let quoted: Vec<String> = RESET_TARGETS.iter().map(|t| format!("\"{t}\"")).collect();
@@ -434,6 +453,39 @@ fn reset_shared(hub: &IoStatsHub, target: Option<&str>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn wal_targets_reset_only_their_counters_and_null_resets_both() {
+        let hub = IoStatsHub::new();
+        let bump = |hub: &IoStatsHub| {
+            hub.wal.records.fetch_add(5, Ordering::Relaxed);
+            hub.recovery_prefetch.hit.fetch_add(7, Ordering::Relaxed);
+        };
+        let counts = |hub: &IoStatsHub| {
+            (
+                hub.wal.snapshot().records,
+                hub.recovery_prefetch.snapshot().hit,
+            )
+        };
+        bump(&hub);
+        let before = hub.wal.snapshot().stats_reset;
+        reset_shared(&hub, Some("wal")).unwrap();
+        assert_eq!(counts(&hub), (0, 7));
+        assert!(hub.wal.snapshot().stats_reset >= before);
+        reset_shared(&hub, Some("recovery_prefetch")).unwrap();
+        assert_eq!(counts(&hub), (0, 0));
+        bump(&hub);
+        reset_shared(&hub, Some("io")).unwrap();
+        reset_shared(&hub, Some("bgwriter")).unwrap();
+        assert_eq!(
+            counts(&hub),
+            (5, 7),
+            "other targets leave the WAL's counters"
+        );
+        reset_shared(&hub, None).unwrap();
+        assert_eq!(counts(&hub), (0, 0));
+    }
 
     #[test]
     fn timestamptz_zone_agrees_with_the_catalog() {

@@ -942,3 +942,145 @@ async fn a_generic_plan_gives_each_run_its_own_window() {
     let projected = plan("SELECT reads + $1 FROM pg_catalog.pg_stat_io").await;
     assert!(template(&projected, &fx.state).await.is_none());
 }
+
+#[tokio::test]
+async fn pgcatalog_wal_views_and_functions() {
+    let f = fixture();
+    // Columns and types as PostgreSQL 18.4's \d shows them.
+    let columns = |view: &str| {
+        format!(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a \
+             JOIN pg_class c ON c.oid = a.attrelid WHERE c.relname = '{view}' ORDER BY a.attnum"
+        )
+    };
+    assert_eq!(
+        f.rows(&columns("pg_stat_wal")).await,
+        vec![
+            row(&["wal_records", "bigint"]),
+            row(&["wal_fpi", "bigint"]),
+            row(&["wal_bytes", "numeric"]),
+            row(&["wal_buffers_full", "bigint"]),
+            row(&["stats_reset", "timestamp with time zone"]),
+        ]
+    );
+    let prefetch: Vec<Vec<String>> = f.rows(&columns("pg_stat_recovery_prefetch")).await;
+    assert_eq!(
+        prefetch
+            .iter()
+            .map(|r| format!("{} {}", r[0], r[1]))
+            .collect::<Vec<_>>()
+            .join(", "),
+        "stats_reset timestamp with time zone, prefetch bigint, hit bigint, skip_init bigint, \
+         skip_new bigint, skip_fpw bigint, skip_rep bigint, wal_distance integer, \
+         block_distance integer, io_depth integer"
+    );
+    assert_eq!(
+        f.one("SELECT relkind FROM pg_class WHERE relname = 'pg_stat_wal'")
+            .await,
+        "v"
+    );
+
+    // The view reads the hub's counters; 'wal' resets them and moves stats_reset.
+    let hub = &f.db.io_stats;
+    hub.wal.reset();
+    hub.wal
+        .records
+        .fetch_add(3, std::sync::atomic::Ordering::Relaxed);
+    hub.wal
+        .bytes
+        .fetch_add(1 << 40, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        f.rows("SELECT wal_records, wal_fpi, wal_bytes, wal_buffers_full FROM pg_stat_wal")
+            .await,
+        vec![row(&["3", "0", "1099511627776", "0"])]
+    );
+    assert_eq!(
+        f.rows("SELECT * FROM pg_stat_get_wal()").await.len(),
+        1,
+        "the table function"
+    );
+    let before = f.one("SELECT stats_reset FROM pg_stat_wal").await;
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    f.one("SELECT pg_stat_reset_shared('wal')").await;
+    assert_eq!(f.one("SELECT wal_records FROM pg_stat_wal").await, "0");
+    assert!(f.one("SELECT stats_reset FROM pg_stat_wal").await > before);
+    hub.recovery_prefetch
+        .skip_fpw
+        .fetch_add(2, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        f.one("SELECT skip_fpw FROM pg_stat_recovery_prefetch")
+            .await,
+        "2"
+    );
+    f.one("SELECT pg_stat_reset_shared('recovery_prefetch')")
+        .await;
+    assert_eq!(
+        f.rows(
+            "SELECT prefetch, hit, skip_fpw, wal_distance, io_depth FROM pg_stat_recovery_prefetch"
+        )
+        .await,
+        vec![row(&["0", "0", "0", "0", "0"])]
+    );
+
+    // LSNs: PostgreSQL's spelling, ordered insert ≥ write ≥ flush.
+    let lsn = |s: String| wal::parse_lsn(&s).unwrap();
+    let insert = lsn(f.one("SELECT pg_current_wal_insert_lsn()").await);
+    let write = lsn(f.one("SELECT pg_current_wal_lsn()").await);
+    let flush = lsn(f.one("SELECT pg_current_wal_flush_lsn()").await);
+    assert!(
+        insert >= write && write >= flush && flush > 0,
+        "{insert} {write} {flush}"
+    );
+    assert_eq!(
+        f.one("SELECT pg_current_wal_insert_lsn()").await,
+        iolab_engine::wal::format_lsn(f.db.wal.insert_lsn())
+    );
+
+    // pg_walfile_name and pg_wal_lsn_diff: values checked on PostgreSQL 18.4.
+    for (lsn, name) in [
+        ("0/FFFFFF", "000000010000000000000000"),
+        ("0/1000000", "000000010000000000000001"),
+        ("0/1000001", "000000010000000000000001"),
+        ("1/0", "000000010000000100000000"),
+        ("FFFFFFFF/FFFFFFFF", "00000001FFFFFFFF000000FF"),
+    ] {
+        assert_eq!(
+            f.one(&format!("SELECT pg_walfile_name('{lsn}')")).await,
+            name,
+            "{lsn}"
+        );
+    }
+    assert_eq!(
+        f.one("SELECT pg_walfile_name('0/1000000'::pg_lsn)").await,
+        "000000010000000000000001"
+    );
+    assert_eq!(f.one("SELECT pg_walfile_name(NULL)").await, "NULL");
+    assert_eq!(
+        f.rows("SELECT pg_wal_lsn_diff('1/0', '0/1'), pg_wal_lsn_diff('0/1', '1/0'), pg_typeof(pg_wal_lsn_diff('1/0', '0/1'))")
+            .await,
+        vec![row(&["4294967295", "-4294967295", "numeric"])]
+    );
+    assert_eq!(
+        f.one("SELECT pg_wal_lsn_diff('FFFFFFFF/FFFFFFFF', '0/0')")
+            .await,
+        "18446744073709551615"
+    );
+    assert_eq!(f.one("SELECT pg_wal_lsn_diff('0/1', NULL)").await, "NULL");
+    let e = f.run("SELECT pg_walfile_name('0/')").await.unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        ("22P02", "invalid input syntax for type pg_lsn: \"0/\"")
+    );
+    let e = f
+        .run("SELECT pg_wal_lsn_diff('0/1', '123456789/0')")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.message,
+        "invalid input syntax for type pg_lsn: \"123456789/0\""
+    );
+    assert_eq!(
+        f.run("SELECT pg_walfile_name(1)").await.unwrap_err().code,
+        "42883"
+    );
+}

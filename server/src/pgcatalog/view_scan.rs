@@ -80,6 +80,8 @@ impl ViewScanExec {
             Which::Io => ("pg_stat_get_io", "b", 30.0),
             Which::Aios => ("pg_get_aios", "pg_get_aios", 100.0),
             Which::Activity => ("pg_stat_get_activity", "s", 100.0),
+            Which::Wal => ("pg_stat_get_wal", "w", 1.0),
+            Which::RecoveryPrefetch => ("pg_stat_get_recovery_prefetch", "s", 1.0),
             other => (other.name(), other.name(), 1000.0),
         }
     }

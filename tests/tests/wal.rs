@@ -1,0 +1,260 @@
+//! The write-ahead log end to end: what was committed survives a crash (`kill -9`) and is
+//! replayed at the next start; what was not, is not; unlogged tables are emptied; a page
+//! torn by the crash is rebuilt from its full image; redo reads ahead
+//! (`pg_stat_recovery_prefetch`); checkpoints keep the WAL on disk bounded; and
+//! `EXPLAIN (ANALYZE, WAL)` counts a statement's records.
+
+use std::time::Duration;
+
+use iolab_tests::{int, plan, rows, TestServer};
+
+/// `(count, sum(a), rows with b = 'upd')` of `t`, read by a Seq Scan and by a Bitmap Heap
+/// Scan over `t_a`; both must agree.
+async fn answers(client: &tokio_postgres::Client) -> Vec<i64> {
+    let query = "SELECT count(*), coalesce(sum(a), 0), count(*) FILTER (WHERE b = 'upd') FROM t WHERE a > -1000000";
+    let mut seen = Vec::new();
+    for (settings, node) in [
+        ("SET enable_seqscan = on; SET enable_bitmapscan = off", "Seq Scan"),
+        ("SET enable_seqscan = off; SET enable_bitmapscan = on", "Bitmap Heap Scan"),
+    ] {
+        client.batch_execute(settings).await.unwrap();
+        let lines = plan(client, &format!("EXPLAIN {query}")).await;
+        assert!(lines.iter().any(|l| l.contains(node)), "{lines:#?}");
+        let r = rows(client, query).await;
+        seen.push(
+            r[0].iter()
+                .map(|v| v.as_ref().unwrap().parse::<i64>().unwrap())
+                .collect::<Vec<_>>(),
+        );
+    }
+    client.batch_execute("RESET enable_seqscan; RESET enable_bitmapscan").await.unwrap();
+    assert_eq!(seen[0], seen[1], "Seq Scan and Bitmap Heap Scan disagree");
+    seen.remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_changes_survive_a_crash() {
+    let mut server = TestServer::start("wal-crash");
+    let a = server.client().await;
+    a.batch_execute(
+        "CREATE TABLE t(a int, b text);
+         CREATE INDEX t_a ON t (a);
+         INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 20000) AS s(i);
+         DELETE FROM t WHERE a % 10 = 0;
+         UPDATE t SET b = 'upd' WHERE a % 10 = 1;
+         VACUUM t;
+         INSERT INTO t SELECT i, 'refill' FROM generate_series(30001, 33000) AS s(i);
+         BEGIN; INSERT INTO t SELECT i, 'block' FROM generate_series(40001, 40500) AS s(i); COMMIT;
+         CREATE TABLE built(a int); INSERT INTO built SELECT generate_series(1, 5000);
+         CREATE INDEX built_a ON built (a); UPDATE built SET a = -a WHERE a <= 100;",
+    )
+    .await
+    .unwrap();
+    // A transaction still open at the crash: none of it may survive.
+    let open = server.client().await;
+    open.batch_execute(
+        "BEGIN; INSERT INTO t SELECT -i, 'open' FROM generate_series(1, 300) AS s(i);
+         DELETE FROM t WHERE a < 100; UPDATE t SET b = 'open' WHERE a BETWEEN 500 AND 600",
+    )
+    .await
+    .unwrap();
+    // An asynchronous commit is flushed by the WAL writer within wal_writer_delay.
+    a.batch_execute("SET synchronous_commit = off; INSERT INTO t VALUES (7777777, 'async')")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let before = answers(&a).await;
+    let negatives = int(&a, "SELECT count(*) FROM built WHERE a < 0").await;
+    assert_eq!(negatives, 100);
+    drop((a, open));
+
+    server.kill();
+    server.restart();
+    let log = server.log();
+    assert!(log.contains("automatic recovery in progress"), "{log}");
+    assert!(log.contains("redo done at"), "{log}");
+    let a = server.client().await;
+    assert_eq!(answers(&a).await, before);
+    assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'open' OR a < 0").await, 0);
+    assert_eq!(int(&a, "SELECT count(*) FROM t WHERE a < 100").await, 90);
+    assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'async'").await, 1);
+    a.batch_execute("SET enable_seqscan = off").await.unwrap();
+    assert_eq!(int(&a, "SELECT count(*) FROM built WHERE a < 0").await, 100);
+    assert_eq!(int(&a, "SELECT count(*) FROM built WHERE a BETWEEN 1 AND 200").await, 100);
+
+    // Writing on after recovery, and crashing again, loses nothing either.
+    a.batch_execute("INSERT INTO t SELECT i, 'after' FROM generate_series(50001, 52000) AS s(i)")
+        .await
+        .unwrap();
+    drop(a);
+    server.kill();
+    server.restart();
+    let a = server.client().await;
+    assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'after'").await, 2000);
+    assert_eq!(int(&a, "SELECT count(*) FROM t").await, before[0] + 2000);
+    // A clean stop needs no redo at the next start.
+    drop(a);
+    server.restart();
+    assert_eq!(server.log().matches("redo starts at").count(), 2, "{}", server.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlogged_tables_are_emptied_by_crash_recovery_only() {
+    let mut server = TestServer::start("wal-unlogged");
+    let a = server.client().await;
+    a.batch_execute(
+        "CREATE UNLOGGED TABLE u(a int); CREATE INDEX u_a ON u (a);
+         INSERT INTO u SELECT generate_series(1, 3000);
+         CREATE TABLE p(a int); INSERT INTO p SELECT generate_series(1, 3000);",
+    )
+    .await
+    .unwrap();
+    // Unlogged changes write no WAL.
+    let lines = plan(&a, "EXPLAIN (ANALYZE, WAL, COSTS OFF) INSERT INTO u SELECT generate_series(1, 1000)").await;
+    assert!(!lines.iter().any(|l| l.contains("WAL:")), "{lines:#?}");
+    drop(a);
+    server.restart();
+    let a = server.client().await;
+    assert_eq!(int(&a, "SELECT count(*) FROM u").await, 4000, "a clean stop keeps them");
+    drop(a);
+    server.kill();
+    server.restart();
+    assert!(server.log().contains("unlogged table \"u\" emptied after the crash"));
+    let a = server.client().await;
+    assert_eq!(int(&a, "SELECT count(*) FROM u").await, 0);
+    assert_eq!(int(&a, "SELECT count(*) FROM p").await, 3000);
+    // The emptied index works for new rows.
+    a.batch_execute("INSERT INTO u SELECT generate_series(1, 500); SET enable_seqscan = off")
+        .await
+        .unwrap();
+    let lines = plan(&a, "EXPLAIN SELECT count(*) FROM u WHERE a < 100").await;
+    assert!(lines.iter().any(|l| l.contains("u_a")), "{lines:#?}");
+    assert_eq!(int(&a, "SELECT count(*) FROM u WHERE a < 100").await, 99);
+}
+
+/// A crash that tears a page (half of it written): the page's first change after the
+/// checkpoint logged it whole, and redo rebuilds it from that image.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_torn_page_is_rebuilt_from_its_full_image() {
+    let mut server = TestServer::start("wal-torn");
+    let a = server.client().await;
+    a.batch_execute(
+        "CREATE TABLE t(a int, b text);
+         INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 2000) AS s(i);
+         CHECKPOINT;
+         UPDATE t SET b = 'upd' WHERE a <= 3",
+    )
+    .await
+    .unwrap();
+    let relfilenode = int(&a, "SELECT relfilenode FROM pg_class WHERE relname = 't'").await;
+    drop(a);
+    server.kill();
+    // Block 0 as a crash in the middle of writing it might leave it: the first half of
+    // the page new (here: garbage), the second half old.
+    let path = server.data_dir.join(format!("base/{relfilenode}"));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[..4096].fill(0x5a);
+    std::fs::write(&path, &bytes).unwrap();
+    server.restart();
+    let a = server.client().await;
+    assert_eq!(int(&a, "SELECT count(*) FROM t").await, 2000);
+    assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'upd'").await, 3);
+    assert_eq!(int(&a, "SELECT sum(a) FROM t").await, 2000 * 2001 / 2);
+}
+
+/// Redo advises the blocks later records change; `recovery_prefetch = off` does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_reads_ahead_unless_told_not_to() {
+    let mut server = TestServer::start_with("wal-prefetch", &["-c", "full_page_writes=off"]);
+    let a = server.client().await;
+    a.batch_execute(
+        "CREATE TABLE t(a int, b text);
+         INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 30000) AS s(i);
+         CHECKPOINT;
+         UPDATE t SET b = 'x' WHERE a % 97 = 0",
+    )
+    .await
+    .unwrap();
+    let pages = int(&a, "SELECT pg_relation_size('t') / 8192").await;
+    drop(a);
+    server.kill();
+    server.restart();
+    let a = server.client().await;
+    let stats = rows(
+        &a,
+        "SELECT prefetch, hit, skip_init, skip_new, skip_fpw, skip_rep FROM pg_stat_recovery_prefetch",
+    )
+    .await;
+    let n = |i: usize| stats[0][i].as_ref().unwrap().parse::<i64>().unwrap();
+    // Every page was changed by the UPDATE, none is in the fresh pool, no record carries an
+    // image: each page is advised once, and its other records find it recent or buffered.
+    assert!(n(0) > 0 && n(0) <= pages, "prefetch {} of {pages} pages", n(0));
+    assert_eq!(n(4), 0, "no full page images with full_page_writes = off");
+    assert!(n(0) + n(1) + n(3) + n(5) > 0);
+    assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'x'").await, 30000 / 97);
+    a.batch_execute("UPDATE t SET b = 'y' WHERE a % 89 = 0").await.unwrap();
+    drop(a);
+    server.kill();
+    server.extra_args.extend(["-c".to_string(), "recovery_prefetch=off".to_string()]);
+    server.restart();
+    let a = server.client().await;
+    assert_eq!(
+        int(&a, "SELECT prefetch + hit + skip_init + skip_new + skip_fpw + skip_rep FROM pg_stat_recovery_prefetch").await,
+        0
+    );
+    assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'y'").await, 30000 / 89);
+}
+
+/// With a small max_wal_size the checkpointer starts checkpoints as WAL accumulates and
+/// deletes the segments they no longer need.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoints_keep_the_wal_on_disk_bounded() {
+    let server = TestServer::start_with("wal-bounded", &["-c", "max_wal_size=32MB"]);
+    let a = server.client().await;
+    a.batch_execute("CREATE TABLE t(a int, b text)").await.unwrap();
+    let segments = || {
+        std::fs::read_dir(server.data_dir.join("pg_wal"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().len() == 24)
+            .count()
+    };
+    let mut most = 0;
+    for round in 0..6 {
+        a.batch_execute(&format!(
+            "INSERT INTO t SELECT i, md5(i::text) FROM generate_series({}, {}) AS s(i)",
+            round * 100_000,
+            round * 100_000 + 99_999
+        ))
+        .await
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        most = most.max(segments());
+    }
+    let written = int(&a, "SELECT wal_bytes::bigint FROM pg_stat_wal").await;
+    assert!(written > 64 << 20, "wrote {written} bytes of WAL");
+    assert!(most <= 5, "{most} segments of 16 MB on disk at once");
+    assert!(server.log().contains("checkpoint starting: wal"), "{}", server.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_wal_counts_the_statements_records() {
+    let server = TestServer::start("wal-explain");
+    let a = server.client().await;
+    a.batch_execute("CREATE TABLE t(a int); CHECKPOINT").await.unwrap();
+    let lines = plan(
+        &a,
+        "EXPLAIN (ANALYZE, WAL, COSTS OFF, TIMING OFF) INSERT INTO t SELECT generate_series(1, 1000)",
+    )
+    .await;
+    let wal = lines.iter().find(|l| l.trim_start().starts_with("WAL:")).unwrap_or_else(|| panic!("{lines:#?}"));
+    let records = iolab_tests::number_after(wal, "records=").unwrap();
+    // One record per row, and one per new page.
+    assert!((1000.0..1100.0).contains(&records), "{wal}");
+    assert!(iolab_tests::number_after(wal, "bytes=").unwrap() > records * 24.0, "{wal}");
+    // After a checkpoint, the first change of each page logs it whole.
+    a.batch_execute("CHECKPOINT").await.unwrap();
+    let pages = int(&a, "SELECT pg_relation_size('t') / 8192").await as f64;
+    let lines = plan(&a, "EXPLAIN (ANALYZE, WAL, COSTS OFF) UPDATE t SET a = -a").await;
+    let wal = lines.iter().find(|l| l.trim_start().starts_with("WAL:")).unwrap();
+    assert!(iolab_tests::number_after(wal, "fpi=").unwrap() >= pages, "{wal}");
+}
