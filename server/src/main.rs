@@ -132,6 +132,10 @@ fn run(cli: Cli) -> Result<(), String> {
             prefetch: settings.recovery_prefetch() != "off",
             maintenance_io_concurrency: settings.maintenance_io_concurrency().max(0) as u32,
             decode_buffer_bytes: settings.wal_decode_buffer_size_bytes() as usize,
+            progress_interval: match settings.log_startup_progress_interval_ms() {
+                0 => None,
+                ms => Some(std::time::Duration::from_millis(ms as u64)),
+            },
         },
         checkpoints: CheckpointOptions {
             timeout: std::time::Duration::from_secs(settings.checkpoint_timeout_s() as u64),

@@ -414,6 +414,11 @@ macro_rules! typed_getters {
                 _ => "try",
             }
         }
+        /// `log_startup_progress_interval`: how often long start-up work (redo) logs
+        /// progress, in ms; 0 = never.
+        pub fn log_startup_progress_interval_ms(&self) -> i32 {
+            self.value("log_startup_progress_interval").as_int()
+        }
         pub fn statement_timeout_ms(&self) -> i32 {
             self.value("statement_timeout").as_int()
         }

@@ -506,6 +506,10 @@ pub static SETTINGS: &[SettingDef] = &[
         "Reporting and Logging / When to Log",
         "Sets the message levels that are logged.")
         .extra("Each level includes all the levels that follow it. The later the level, the fewer messages are sent."),
+    setting("log_startup_progress_interval", Int { min: 0, max: 2147483647, unit: Milliseconds }, "10000", Sighup,
+        "Reporting and Logging / When to Log",
+        "Time between progress updates for long-running startup operations.")
+        .extra("0 disables progress updates."),
     setting("maintenance_io_concurrency", Int { min: 0, max: 1000, unit: NoUnit }, "16", User,
         "Resource Usage / I/O",
         "A variant of \"effective_io_concurrency\" that is used for maintenance work.")

@@ -162,10 +162,14 @@ async fn a_torn_page_is_rebuilt_from_its_full_image() {
     assert_eq!(int(&a, "SELECT sum(a) FROM t").await, 2000 * 2001 / 2);
 }
 
-/// Redo advises the blocks later records change; `recovery_prefetch = off` does not.
+/// Redo advises the blocks later records change; `recovery_prefetch = off` does not. It
+/// logs its progress every `log_startup_progress_interval`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recovery_reads_ahead_unless_told_not_to() {
-    let mut server = TestServer::start_with("wal-prefetch", &["-c", "full_page_writes=off"]);
+    let mut server = TestServer::start_with(
+        "wal-prefetch",
+        &["-c", "full_page_writes=off", "-c", "log_startup_progress_interval=1"],
+    );
     let a = server.client().await;
     a.batch_execute(
         "CREATE TABLE t(a int, b text);
@@ -179,6 +183,8 @@ async fn recovery_reads_ahead_unless_told_not_to() {
     drop(a);
     server.kill();
     server.restart();
+    // A long redo reports its progress (here every millisecond).
+    assert!(server.log().contains("redo in progress, elapsed time: "), "{}", server.log());
     let a = server.client().await;
     let stats = rows(
         &a,

@@ -31,6 +31,9 @@
 //! (advised). With `recovery_prefetch = off` or `maintenance_io_concurrency = 0`, or with
 //! direct I/O (advice does not reach `O_DIRECT` reads), records are decoded one at a time
 //! and nothing is advised.
+//!
+//! A long redo logs `redo in progress, elapsed time: …, current LSN: …` every
+//! `log_startup_progress_interval`, as PostgreSQL does.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -55,6 +58,9 @@ pub struct RecoveryOptions {
     pub prefetch: bool,
     pub maintenance_io_concurrency: u32,
     pub decode_buffer_bytes: usize,
+    /// How often a long redo logs its progress (`log_startup_progress_interval`; `None`:
+    /// never).
+    pub progress_interval: Option<std::time::Duration>,
 }
 
 impl Default for RecoveryOptions {
@@ -63,6 +69,7 @@ impl Default for RecoveryOptions {
             prefetch: true,
             maintenance_io_concurrency: 16,
             decode_buffer_bytes: 512 * 1024,
+            progress_interval: Some(std::time::Duration::from_secs(10)),
         }
     }
 }
@@ -198,6 +205,7 @@ fn redo(db: &Database, start: Lsn, options: &RecoveryOptions) -> PgResult<RedoSu
         ..RedoSummary::default()
     };
     let mut last_gauges = start;
+    let mut next_progress = options.progress_interval.map(|i| started + i);
     loop {
         prefetcher.decode_ahead(&mut ahead)?;
         let Some(record) = ahead.pop() else { break };
@@ -208,6 +216,14 @@ fn redo(db: &Database, start: Lsn, options: &RecoveryOptions) -> PgResult<RedoSu
         if record.next - last_gauges >= 8192 {
             prefetcher.publish_gauges(&ahead, record.next);
             last_gauges = record.next;
+            if let Some(at) = next_progress.filter(|at| Instant::now() >= *at) {
+                tracing::info!(
+                    "redo in progress, elapsed time: {:.2} s, current LSN: {}",
+                    started.elapsed().as_secs_f64(),
+                    format_lsn(record.lsn)
+                );
+                next_progress = options.progress_interval.map(|i| at + i);
+            }
         }
         acct.maybe_flush();
     }
