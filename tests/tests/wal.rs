@@ -209,6 +209,24 @@ async fn recovery_reads_ahead_unless_told_not_to() {
         0
     );
     assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'y'").await, 30000 / 89);
+    // Under direct I/O advice would be useless; io_method worker reads ahead into the
+    // buffer pool instead (iolab's extension), sync does not read ahead at all.
+    let mut a = a;
+    for (method, reads_ahead) in [("worker", true), ("sync", false)] {
+        a.batch_execute("UPDATE t SET b = 'z' WHERE a % 83 = 0").await.unwrap();
+        drop(a);
+        server.kill();
+        server.extra_args = ["-c", "full_page_writes=off", "-c", "debug_io_direct=data", "-c"]
+            .into_iter()
+            .map(String::from)
+            .chain([format!("io_method={method}")])
+            .collect();
+        server.restart();
+        a = server.client().await;
+        let prefetched = int(&a, "SELECT prefetch FROM pg_stat_recovery_prefetch").await;
+        assert_eq!(prefetched > 0, reads_ahead, "{method}: {prefetched} blocks read ahead");
+        assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'z'").await, 30000 / 83);
+    }
 }
 
 /// With a small max_wal_size the checkpointer starts checkpoints as WAL accumulates and

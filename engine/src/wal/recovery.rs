@@ -15,22 +15,31 @@
 //!
 //! Replay changes blocks one record at a time; a block that is not in the buffer pool
 //! costs a synchronous read, and a cold buffer pool makes recovery a chain of random
-//! reads. So, as PostgreSQL 15+ does, a decoder runs ahead of replay and advises the
-//! kernel (`posix_fadvise(WILLNEED)`) of the blocks later records will change, so their
-//! reads are already under way when replay gets there. It decodes ahead while
+//! reads. So, as PostgreSQL 15+ does, a decoder runs ahead of replay and starts the reads
+//! of the blocks later records will change, so that they are under way when replay gets
+//! there. How depends on `io_method`:
+//!
+//! - `sync`: advice, `posix_fadvise(WILLNEED)`, as PostgreSQL 18 does under every method
+//!   (the kernel reads into its page cache; useless with direct I/O, so not given then);
+//! - `worker`, `io_uring` (iolab's extension): reads into the buffer pool through the I/O
+//!   method, as a read stream's, buffered or direct. Replay waits for a block's read
+//!   before it replays the first record that changes the block.
+//!
+//! The decoder runs ahead while
 //!
 //! - the decoded records hold fewer than `wal_decode_buffer_size` bytes,
-//! - fewer than `maintenance_io_concurrency` advised reads are in flight (a read counts
-//!   as in flight until replay passes the record that asked for it), and
+//! - fewer than `maintenance_io_concurrency` reads ahead are in flight (one is in flight
+//!   until replay reaches the record that asked for it; for reads into the pool also within
+//!   `io_max_concurrency` and the pool's pin limit), and
 //! - fewer than 4 × `maintenance_io_concurrency` block references are ahead of replay.
 //!
 //! Each block reference it meets is counted in `pg_stat_recovery_prefetch` under one of
 //! PostgreSQL's outcomes: `skip_init` (the record makes the page afresh), `skip_fpw` (it
 //! carries a full image), `skip_new` (the relation or block does not exist yet), `skip_rep`
-//! (one of the last 4 blocks advised), `hit` (in the buffer pool already), or `prefetch`
-//! (advised). With `recovery_prefetch = off` or `maintenance_io_concurrency = 0`, or with
-//! direct I/O (advice does not reach `O_DIRECT` reads), records are decoded one at a time
-//! and nothing is advised.
+//! (one of the last 4 blocks read ahead, or one in flight), `hit` (in the buffer pool
+//! already), or `prefetch` (read ahead). With `recovery_prefetch = off` or
+//! `maintenance_io_concurrency = 0`, or under `sync` with direct I/O, records are decoded
+//! one at a time and nothing is read ahead.
 //!
 //! A long redo logs `redo in progress, elapsed time: …, current LSN: …` every
 //! `log_startup_progress_interval`, as PostgreSQL does.
@@ -41,11 +50,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iolab_catalog::{PgError, PgResult};
+use iolab_settings::IoMethod;
 use iolab_stats::BackendType;
 
 use super::control::{ClusterState, ControlData, ControlFile};
 use super::record::{format_lsn, BlockEntry, Body, Lsn, Record};
 use crate::accounting::{IoAccount, StatsSink};
+use crate::aio::{InFlightIo, Issuer};
+use crate::buffer::StartedRead;
 use crate::storage::page::{page_lsn, page_set_lsn};
 use crate::storage::relfile::RelFile;
 use crate::txn::XidStatus;
@@ -170,9 +182,18 @@ fn redo(db: &Database, start: Lsn, options: &RecoveryOptions) -> PgResult<RedoSu
     let started = Instant::now();
     let cpu_before = cpu_times();
     tracing::info!("redo starts at {}", format_lsn(start));
+    let reads = db.aio.method() != IoMethod::Sync;
     let prefetching = options.prefetch
         && options.maintenance_io_concurrency > 0
-        && !db.direct_io();
+        && (reads || !db.direct_io());
+    // Reads in flight hold a pin and an AIO handle each: within both bounds.
+    let mut max_inflight = options.maintenance_io_concurrency as usize;
+    if reads {
+        max_inflight = max_inflight
+            .min(db.aio.max_concurrency())
+            .min(db.pool.pin_limit())
+            .max(1);
+    }
     let mut ahead = Decoder {
         reader: db.wal.reader(),
         next: start,
@@ -185,7 +206,9 @@ fn redo(db: &Database, start: Lsn, options: &RecoveryOptions) -> PgResult<RedoSu
     let mut prefetcher = Prefetcher {
         db,
         enabled: prefetching,
-        max_inflight: options.maintenance_io_concurrency as usize,
+        reads,
+        issuer: Issuer::new(0),
+        max_inflight,
         max_distance: 4 * options.maintenance_io_concurrency as usize,
         decode_buffer_bytes: options.decode_buffer_bytes as u64,
         inflight: VecDeque::new(),
@@ -207,12 +230,12 @@ fn redo(db: &Database, start: Lsn, options: &RecoveryOptions) -> PgResult<RedoSu
     let mut last_gauges = start;
     let mut next_progress = options.progress_interval.map(|i| started + i);
     loop {
-        prefetcher.decode_ahead(&mut ahead)?;
+        prefetcher.decode_ahead(&mut ahead, &mut acct)?;
         let Some(record) = ahead.pop() else { break };
+        prefetcher.before_replay(&record, &mut acct);
         apply(db, &record, &mut prefetcher.files, &mut acct, &mut summary)?;
         summary.last = record.lsn;
         summary.records += 1;
-        prefetcher.replayed(record.lsn);
         if record.next - last_gauges >= 8192 {
             prefetcher.publish_gauges(&ahead, record.next);
             last_gauges = record.next;
@@ -227,8 +250,8 @@ fn redo(db: &Database, start: Lsn, options: &RecoveryOptions) -> PgResult<RedoSu
         }
         acct.maybe_flush();
     }
+    prefetcher.finish(&mut acct);
     acct.flush();
-    prefetcher.inflight.clear();
     prefetcher.publish_gauges(&ahead, summary.last);
     let (end, prev) = match ahead.prev {
         Some(prev) => (ahead.next, prev),
@@ -313,15 +336,26 @@ fn blocks_of(record: &Record) -> &[BlockEntry] {
 /// How many of the last blocks advised are remembered (PostgreSQL's `skip_rep` window).
 const RECENT_BLOCKS: usize = 4;
 
+/// A read ahead of replay: for the record at `lsn`, of `block`; with `io`, a read into the
+/// buffer pool in flight (AIO), without, advice given.
+struct Ahead {
+    lsn: Lsn,
+    block: (u32, u32),
+    io: Option<InFlightIo>,
+}
+
 struct Prefetcher<'a> {
     db: &'a Database,
     enabled: bool,
+    /// Read ahead into the buffer pool through the I/O method (worker, io_uring) rather
+    /// than advise the kernel (sync).
+    reads: bool,
+    issuer: Issuer,
     max_inflight: usize,
     max_distance: usize,
     decode_buffer_bytes: u64,
-    /// LSNs of the records whose blocks were advised, oldest first: each read is in flight
-    /// until replay passes its record.
-    inflight: VecDeque<Lsn>,
+    /// Reads ahead in record order; each is in flight until replay reaches its record.
+    inflight: VecDeque<Ahead>,
     recent: VecDeque<(u32, u32)>,
     /// Relation files by relfilenode; `None` for a file that does not exist.
     files: HashMap<u32, Option<Arc<RelFile>>>,
@@ -329,8 +363,8 @@ struct Prefetcher<'a> {
 
 impl Prefetcher<'_> {
     /// Decodes one record at least (when the queue is empty), and more while the bounds
-    /// of the module comment allow, advising their blocks.
-    fn decode_ahead(&mut self, ahead: &mut Decoder) -> PgResult<()> {
+    /// of the module comment allow, reading ahead their blocks.
+    fn decode_ahead(&mut self, ahead: &mut Decoder, acct: &mut IoAccount) -> PgResult<()> {
         loop {
             let room = ahead.queue.is_empty()
                 || (self.enabled
@@ -338,22 +372,26 @@ impl Prefetcher<'_> {
                     && self.inflight.len() < self.max_inflight
                     && ahead.queued_blocks < self.max_distance);
             if !room {
-                return Ok(());
+                break;
             }
             let Some(record) = ahead.decode_one()? else {
-                return Ok(());
+                break;
             };
             if !self.enabled {
                 continue;
             }
             let (lsn, blocks) = (record.lsn, blocks_of(record).to_vec());
             for block in &blocks {
-                self.consider(lsn, block);
+                self.consider(lsn, block, acct);
             }
         }
+        if self.reads {
+            self.db.aio.submit_staged(&mut self.issuer, acct, None);
+        }
+        Ok(())
     }
 
-    fn consider(&mut self, lsn: Lsn, block: &BlockEntry) {
+    fn consider(&mut self, lsn: Lsn, block: &BlockEntry, acct: &mut IoAccount) {
         let counters = &self.db.io_stats.recovery_prefetch;
         let bump = |c: &std::sync::atomic::AtomicU64| c.fetch_add(1, Ordering::Relaxed);
         if block.is_init() {
@@ -373,37 +411,84 @@ impl Prefetcher<'_> {
             return;
         }
         let key = (block.relfilenode, block.blkno);
-        if self.recent.contains(&key) {
+        if self.recent.contains(&key) || self.inflight.iter().any(|a| a.block == key) {
             bump(&counters.skip_rep);
             return;
         }
-        if self.db.pool.is_buffered(key.0, key.1) {
-            bump(&counters.hit);
-            return;
-        }
-        if let Ok((fd, offset)) = rel.raw_fd_and_offset(block.blkno) {
-            // SAFETY: a plain syscall on an open descriptor; advice has no effect on memory.
-            unsafe {
-                libc::posix_fadvise(
-                    fd,
-                    offset as libc::off_t,
-                    crate::storage::page::BLCKSZ as libc::off_t,
-                    libc::POSIX_FADV_WILLNEED,
-                );
+        let io = if self.reads {
+            match self.db.pool.start_read(&rel, block.blkno, 1, None, acct, false) {
+                Ok(StartedRead::Miss(read)) => {
+                    Some(self.db.aio.start_read(&mut self.issuer, read, false, false, acct))
+                }
+                Ok(StartedRead::Hit(_)) | Ok(StartedRead::BeingRead(_)) => {
+                    bump(&counters.hit);
+                    return;
+                }
+                // No buffer for it now: replay will read it.
+                Err(_) => return,
             }
-        }
+        } else {
+            if self.db.pool.is_buffered(key.0, key.1) {
+                bump(&counters.hit);
+                return;
+            }
+            if let Ok((fd, offset)) = rel.raw_fd_and_offset(block.blkno) {
+                // SAFETY: a plain syscall on an open descriptor; advice touches no memory.
+                unsafe {
+                    libc::posix_fadvise(
+                        fd,
+                        offset as libc::off_t,
+                        crate::storage::page::BLCKSZ as libc::off_t,
+                        libc::POSIX_FADV_WILLNEED,
+                    );
+                }
+            }
+            None
+        };
         bump(&counters.prefetch);
-        self.inflight.push_back(lsn);
+        self.inflight.push_back(Ahead {
+            lsn,
+            block: key,
+            io,
+        });
         if self.recent.len() == RECENT_BLOCKS {
             self.recent.pop_front();
         }
         self.recent.push_back(key);
     }
 
-    /// Replay has applied the record at `lsn`: the reads its blocks needed are done.
-    fn replayed(&mut self, lsn: Lsn) {
-        while self.inflight.front().is_some_and(|&l| l <= lsn) {
-            self.inflight.pop_front();
+    /// Before `record` is replayed: the reads ahead for it and for records before it, and
+    /// any read ahead of a block it changes, are done (a read into the pool is waited for,
+    /// so replay finds the block valid).
+    fn before_replay(&mut self, record: &Record, acct: &mut IoAccount) {
+        let blocks = blocks_of(record);
+        let last_needed = self.inflight.iter().rposition(|a| {
+            a.lsn <= record.lsn
+                || blocks
+                    .iter()
+                    .any(|b| a.block == (b.relfilenode, b.blkno))
+        });
+        if let Some(last) = last_needed {
+            for _ in 0..=last {
+                let done = self.inflight.pop_front().expect("counted");
+                self.complete(done, acct);
+            }
+        }
+    }
+
+    fn complete(&mut self, ahead: Ahead, acct: &mut IoAccount) {
+        if let Some(io) = ahead.io {
+            // The buffers stay in the pool; an error is left for replay's own read to meet.
+            if let Err(e) = self.db.aio.wait(&mut self.issuer, io, acct, None) {
+                tracing::debug!("read ahead of block {:?} failed: {}", ahead.block, e.message);
+            }
+        }
+    }
+
+    /// Redo is over: no read ahead stays in flight.
+    fn finish(&mut self, acct: &mut IoAccount) {
+        while let Some(ahead) = self.inflight.pop_front() {
+            self.complete(ahead, acct);
         }
     }
 
