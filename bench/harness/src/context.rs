@@ -329,7 +329,7 @@ fn replot(dir: &std::path::Path) -> Res<bool> {
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let selected: Vec<&str> = experiments::ALL
         .into_iter()
-        .filter(|name| results.cells.iter().any(|c| c.experiment == *name) || *name == "recovery")
+        .filter(|name| results.cells.iter().any(|c| c.experiment == *name))
         .collect();
     let scale_name = results
         .meta

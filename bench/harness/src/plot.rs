@@ -3,7 +3,7 @@
 //! from min to max, a legend, axes labelled with units, and a title naming the experiment
 //! and its settings. Text is drawn with DejaVu Sans, loaded at run time.
 
-use crate::experiments::{advice::POLICIES, eic::EICS};
+use crate::experiments::{advice::POLICIES, eic::EICS, recovery};
 use crate::results::{Cell, Results};
 use crate::summary::Summary;
 use plotters::element::DashedPathElement;
@@ -209,6 +209,62 @@ pub fn draw(results: &Results, experiment: &str, out: &Path) -> Result<Option<Pa
                 })
                 .collect(),
         }],
+        "recovery" => {
+            let categories: Vec<String> = recovery::CELLS
+                .iter()
+                .map(|(variant, mic)| match *mic {
+                    "-" => variant.to_string(),
+                    _ => format!("{variant}, mic {mic}"),
+                })
+                .collect();
+            let category_of = |c: &Cell| {
+                recovery::CELLS
+                    .iter()
+                    .position(|(v, m)| *v == c.variant && *m == c.setting)
+            };
+            // The read-ahead outcomes of worker's buffered cells (direct where the page
+            // cache cannot be dropped).
+            let io = if cells.iter().any(|c| c.io == "buffered") {
+                "buffered"
+            } else {
+                "direct"
+            };
+            vec![
+                Panel {
+                    title: format!("recovery: redo after kill -9 ({setup})"),
+                    x_desc: "recovery_prefetch, maintenance_io_concurrency".into(),
+                    y_desc: "redo elapsed (s)".into(),
+                    categories: categories.clone(),
+                    series: series(&cells, "redo_s", |_| true, config_name, category_of),
+                    hlines: vec![],
+                },
+                Panel {
+                    title: format!(
+                        "recovery: read-ahead outcomes, worker {io} (none with prefetch off)"
+                    ),
+                    x_desc: "recovery_prefetch, maintenance_io_concurrency".into(),
+                    y_desc: "blocks".into(),
+                    categories,
+                    series: ["prefetch", "hit", "skip_rep"]
+                        .iter()
+                        .flat_map(|m| {
+                            series(
+                                &cells,
+                                m,
+                                |c| {
+                                    c.io == io
+                                        && c.io_method == "worker"
+                                        && c.variant != "prefetch=off"
+                                },
+                                |c| format!("{} {m}", c.system),
+                                category_of,
+                            )
+                        })
+                        .collect(),
+                    hlines: vec![],
+                },
+            ]
+        }
         _ => return Ok(None),
     };
     let path = out.join(format!("{experiment}.png"));

@@ -263,7 +263,13 @@ impl Results {
                             let _ = write!(
                                 line,
                                 " {:>16} {ratio:>7}",
-                                theirs.map(|v| format!("{v:.1}")).unwrap_or("-".into())
+                                theirs
+                                    .map(|v| if v.abs() < 10.0 {
+                                        format!("{v:.2}")
+                                    } else {
+                                        format!("{v:.1}")
+                                    })
+                                    .unwrap_or("-".into())
                             );
                         }
                         Some(p) => {

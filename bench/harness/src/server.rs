@@ -69,15 +69,28 @@ impl Iolab {
     /// Starts iolab with `config`; Err says why it did not start or runs something else
     /// (io_uring falls back to worker where the kernel refuses it).
     pub async fn start(&mut self, config: &Config) -> Res<()> {
-        self.stop();
         let log_path = self
             .logs
             .join(format!("iolab-{}-{}.log", config.io_method, config.io()));
+        let data_dir = self.data_dir.clone();
+        self.start_in(&data_dir, config, &[], &log_path).await
+    }
+
+    /// [`start`](Self::start) on `data_dir` (created if missing) with further `-c name=value`
+    /// `settings`, its stdout and stderr (the tracing log) into `log_path`.
+    pub async fn start_in(
+        &mut self,
+        data_dir: &Path,
+        config: &Config,
+        settings: &[(&str, String)],
+        log_path: &Path,
+    ) -> Res<()> {
+        self.stop();
         let log =
-            std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+            std::fs::File::create(log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
         let mut cmd = Command::new(&self.bin);
         cmd.arg("--data-dir")
-            .arg(&self.data_dir)
+            .arg(data_dir)
             .args(["--port", &self.port.to_string(), "--listen", "127.0.0.1"])
             .args(["-c", &format!("shared_buffers={}", self.shared_buffers)])
             .args([
@@ -88,6 +101,9 @@ impl Iolab {
             ]);
         if config.direct {
             cmd.args(["-c", "debug_io_direct=data", "-c", "huge_pages=try"]);
+        }
+        for (name, value) in settings {
+            cmd.args(["-c", &format!("{name}={value}")]);
         }
         let child = cmd
             .stdout(Stdio::from(log.try_clone().map_err(|e| e.to_string())?))
@@ -118,7 +134,7 @@ impl Iolab {
             {
                 self.child = None;
                 cleanup::done("iolab server");
-                let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let text = std::fs::read_to_string(log_path).unwrap_or_default();
                 let last = text
                     .lines()
                     .rev()
@@ -140,6 +156,15 @@ impl Iolab {
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             stop_pid(child.id() as i32);
+            let _ = child.wait();
+            cleanup::done("iolab server");
+        }
+    }
+
+    /// `kill -9`: the server ends at once, its data directory as a crash leaves it.
+    pub fn crash(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
             let _ = child.wait();
             cleanup::done("iolab server");
         }
@@ -174,7 +199,8 @@ pub struct Pg18 {
     /// `pg18-reference`, and the data directory the harness gives it.
     ctl: Option<(PathBuf, PathBuf)>,
     pub shared_buffers: String,
-    running: Option<Config>,
+    /// What the harness started: the configuration, the data directory and PG18_OPTS.
+    running: Option<(Config, PathBuf, String)>,
     /// io_method values this build accepts (no io_uring without liburing).
     pub io_methods: Vec<String>,
 }
@@ -219,6 +245,11 @@ impl Pg18 {
         self.ctl.is_some()
     }
 
+    /// The data directory the harness runs PostgreSQL 18 in (with `--pg18-ctl`).
+    pub fn data_dir(&self) -> Option<&Path> {
+        self.ctl.as_ref().map(|(_, data)| data.as_path())
+    }
+
     pub async fn session(&self) -> Res<Session> {
         Session::connect(self.port, &self.host).await
     }
@@ -226,11 +257,20 @@ impl Pg18 {
     /// Makes the server run `config`: restarts it through pg18-reference, or checks that
     /// the running server already has it.
     pub async fn start(&mut self, config: &Config) -> Res<()> {
-        if let Some((ctl, data)) = self.ctl.clone() {
-            if self.running.as_ref() == Some(config) {
-                return Ok(());
-            }
-            self.stop();
+        self.start_in(config, None, &[]).await
+    }
+
+    /// [`start`](Self::start) in data directory `data` (default: the harness's own; one
+    /// without PG_VERSION is initialized by pg18-reference) with further `-c name=value`
+    /// `settings`. Without `--pg18-ctl` `data` and `settings` cannot be had.
+    pub async fn start_in(
+        &mut self,
+        config: &Config,
+        data: Option<&Path>,
+        settings: &[(&str, String)],
+    ) -> Res<()> {
+        if let Some((ctl, default_data)) = self.ctl.clone() {
+            let data = data.map(Path::to_path_buf).unwrap_or(default_data);
             let mut opts = format!(
                 "-c max_parallel_workers_per_gather=0 -c autovacuum=off -c shared_buffers={} -c io_method={}",
                 self.shared_buffers, config.io_method
@@ -238,6 +278,14 @@ impl Pg18 {
             if config.direct {
                 opts.push_str(" -c debug_io_direct=data");
             }
+            for (name, value) in settings {
+                opts.push_str(&format!(" -c {name}={value}"));
+            }
+            let wanted = (config.clone(), data.clone(), opts.clone());
+            if self.running.as_ref() == Some(&wanted) {
+                return Ok(());
+            }
+            self.stop();
             let out = Command::new(&ctl)
                 .arg("start")
                 .env("PG18_DATA", &data)
@@ -246,6 +294,7 @@ impl Pg18 {
                 .output()
                 .map_err(|e| format!("{}: {e}", ctl.display()))?;
             if !out.status.success() {
+                pg_ctl_stop(&ctl, &data, self.port);
                 let err = String::from_utf8_lossy(&out.stderr);
                 return Err(format!(
                     "PostgreSQL 18 did not start: {}",
@@ -256,7 +305,9 @@ impl Pg18 {
             cleanup::register("PostgreSQL 18 server", move || {
                 pg_ctl_stop(&ctl2, &data2, port)
             });
-            self.running = Some(config.clone());
+            self.running = Some(wanted);
+        } else if data.is_some() || !settings.is_empty() {
+            return Err("needs --pg18-ctl (the harness must start PostgreSQL 18 itself)".into());
         }
         let session = self.session().await?;
         if self.io_methods.is_empty() {
@@ -278,9 +329,114 @@ impl Pg18 {
     }
 
     pub fn stop(&mut self) {
-        if let (Some((ctl, data)), Some(_)) = (&self.ctl, self.running.take()) {
-            pg_ctl_stop(ctl, data, self.port);
+        if let (Some((ctl, _)), Some((_, data, _))) = (&self.ctl, self.running.take()) {
+            pg_ctl_stop(ctl, &data, self.port);
             cleanup::done("PostgreSQL 18 server");
+        }
+    }
+
+    /// `kill -9` of the postmaster, then of the processes it had started: the data
+    /// directory as a crash leaves it. Then, as an administrator would after a crash, the
+    /// stale lock files are removed — `postmaster.pid` and the socket's `.s.PGSQL.PORT.lock`
+    /// (the killed postmaster stays a zombie until init reaps it, and a new postmaster
+    /// finds a lock naming a PID that still exists held) — and the postmaster's small
+    /// System V shared-memory segment, once nothing is attached to it (it would otherwise
+    /// outlive the crash).
+    pub fn crash(&mut self) -> Res<()> {
+        let Some((_, data, _)) = self.running.take() else {
+            return Err("PostgreSQL 18 was not started by the harness".into());
+        };
+        cleanup::done("PostgreSQL 18 server");
+        let pid_file = data.join("postmaster.pid");
+        let text = std::fs::read_to_string(&pid_file)
+            .map_err(|e| format!("{}: {e}", pid_file.display()))?;
+        let lines: Vec<&str> = text.lines().collect();
+        let pid: i32 = lines
+            .first()
+            .and_then(|l| l.trim().parse().ok())
+            .ok_or_else(|| format!("{}: no PID", pid_file.display()))?;
+        // Line 4: the port; 5: the socket directory; 7: the shared-memory key and ID.
+        let socket_lock = match (lines.get(3), lines.get(4)) {
+            (Some(port), Some(dir)) if !dir.trim().is_empty() => {
+                Some(Path::new(dir.trim()).join(format!(".s.PGSQL.{}.lock", port.trim())))
+            }
+            _ => None,
+        };
+        let shm_id: Option<i32> = lines
+            .get(6)
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|id| id.parse().ok());
+        let children = children_of(pid);
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        for child in &children {
+            unsafe { libc::kill(*child, libc::SIGKILL) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::iter::once(&pid).chain(&children).any(|p| alive(*p)) {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "PostgreSQL 18 (PID {pid}) still runs after kill -9"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(id) = shm_id {
+            remove_orphaned_segment(id, pid);
+        }
+        if let Some(lock) = socket_lock {
+            // Only the killed postmaster's (its first line is the PID).
+            let owner = std::fs::read_to_string(&lock).unwrap_or_default();
+            if owner.lines().next().map(str::trim) == Some(pid.to_string().as_str()) {
+                let _ = std::fs::remove_file(&lock);
+            }
+        }
+        std::fs::remove_file(&pid_file).map_err(|e| format!("{}: {e}", pid_file.display()))
+    }
+}
+
+/// The processes whose parent is `pid` (from /proc).
+fn children_of(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if stat_fields(child).is_some_and(|(_, ppid)| ppid == pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// A process's state letter and parent PID from /proc/PID/stat ("PID (comm) S PPID …";
+/// comm may hold spaces and parentheses, so the fields are read after the last ')').
+fn stat_fields(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+/// Whether `pid` still runs (a zombie does not).
+fn alive(pid: i32) -> bool {
+    stat_fields(pid).is_some_and(|(state, _)| state != 'Z' && state != 'X')
+}
+
+/// Removes System V segment `id` if `creator` created it and nothing is attached.
+fn remove_orphaned_segment(id: i32, creator: i32) {
+    // SAFETY: IPC_STAT fills the struct it is given; IPC_RMID takes no buffer.
+    unsafe {
+        let mut ds: libc::shmid_ds = std::mem::zeroed();
+        if libc::shmctl(id, libc::IPC_STAT, &mut ds) == 0
+            && ds.shm_cpid == creator
+            && ds.shm_nattch == 0
+        {
+            libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut());
         }
     }
 }

@@ -352,11 +352,9 @@ impl Wal {
         Ok(file)
     }
 
-    /// `pg_wal/000000010000000000000001`: timeline 1, then the segment number in two
-    /// halves, as PostgreSQL names segment files.
+    /// The name of segment `segno` (see [`segment_file_name`]).
     pub fn segment_name(&self, segno: u64) -> String {
-        let per_id = 0x1_0000_0000 / self.options.segment_size;
-        format!("{:08X}{:08X}{:08X}", 1, segno / per_id, segno % per_id)
+        segment_file_name(segno, self.options.segment_size)
     }
 
     fn segment_path(&self, segno: u64) -> PathBuf {
@@ -397,20 +395,22 @@ impl Wal {
         WalReader {
             dir: self.dir.clone(),
             segment_size: self.options.segment_size,
-            names: |segno, size| {
-                let per_id = 0x1_0000_0000 / size;
-                format!("{:08X}{:08X}{:08X}", 1, segno / per_id, segno % per_id)
-            },
             open: None,
         }
     }
+}
+
+/// `000000010000000000000001`: timeline 1, then the segment number in two halves (of
+/// 4 GiB of WAL each), as PostgreSQL names segment files.
+pub fn segment_file_name(segno: u64, segment_size: u64) -> String {
+    let per_id = 0x1_0000_0000 / segment_size;
+    format!("{:08X}{:08X}{:08X}", 1, segno / per_id, segno % per_id)
 }
 
 /// Reads records back from the segment files.
 pub struct WalReader {
     dir: PathBuf,
     segment_size: u64,
-    names: fn(u64, u64) -> String,
     open: Option<(u64, File)>,
 }
 
@@ -440,7 +440,7 @@ impl WalReader {
             let segno = lsn / self.segment_size;
             let offset = lsn % self.segment_size;
             if self.open.as_ref().map(|(s, _)| *s) != Some(segno) {
-                let path = self.dir.join((self.names)(segno, self.segment_size));
+                let path = self.dir.join(segment_file_name(segno, self.segment_size));
                 match File::open(&path) {
                     Ok(f) => self.open = Some((segno, f)),
                     Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),

@@ -35,7 +35,9 @@
 //!
 //! Each block reference it meets is counted in `pg_stat_recovery_prefetch` under one of
 //! PostgreSQL's outcomes: `skip_init` (the record makes the page afresh), `skip_fpw` (it
-//! carries a full image), `skip_new` (the relation or block does not exist yet), `skip_rep`
+//! carries a full image, or an earlier record not yet replayed does), `skip_new` (the
+//! relation or block does not exist yet, or an earlier record not yet replayed makes it
+//! afresh), `skip_rep`
 //! (one of the last 4 blocks read ahead, or one in flight), `hit` (in the buffer pool
 //! already), or `prefetch` (read ahead). With `recovery_prefetch = off` or
 //! `maintenance_io_concurrency = 0`, or under `sync` with direct I/O, records are decoded
@@ -213,6 +215,7 @@ fn redo(db: &Database, start: Lsn, options: &RecoveryOptions) -> PgResult<RedoSu
         decode_buffer_bytes: options.decode_buffer_bytes as u64,
         inflight: VecDeque::new(),
         recent: VecDeque::new(),
+        rebuilt_ahead: HashMap::new(),
         files: HashMap::new(),
     };
     let mut acct = IoAccount::new(
@@ -357,6 +360,10 @@ struct Prefetcher<'a> {
     /// Reads ahead in record order; each is in flight until replay reaches its record.
     inflight: VecDeque<Ahead>,
     recent: VecDeque<(u32, u32)>,
+    /// Blocks a decoded record not yet replayed rebuilds whole (a new page or a full
+    /// image), with that record's LSN and whether the page is new: a later reference needs
+    /// no read.
+    rebuilt_ahead: HashMap<(u32, u32), (Lsn, bool)>,
     /// Relation files by relfilenode; `None` for a file that does not exist.
     files: HashMap<u32, Option<Arc<RelFile>>>,
 }
@@ -394,12 +401,19 @@ impl Prefetcher<'_> {
     fn consider(&mut self, lsn: Lsn, block: &BlockEntry, acct: &mut IoAccount) {
         let counters = &self.db.io_stats.recovery_prefetch;
         let bump = |c: &std::sync::atomic::AtomicU64| c.fetch_add(1, Ordering::Relaxed);
-        if block.is_init() {
-            bump(&counters.skip_init);
-            return;
-        }
+        let key = (block.relfilenode, block.blkno);
         if block.is_full() {
-            bump(&counters.skip_fpw);
+            self.rebuilt_ahead.insert(key, (lsn, block.is_init()));
+        }
+        let rebuilt = self.rebuilt_ahead.get(&key).map(|&(_, new)| new);
+        let skipped = match (block.is_init(), block.is_full(), rebuilt) {
+            (true, _, _) => Some(&counters.skip_init),
+            (_, true, _) | (_, _, Some(false)) => Some(&counters.skip_fpw),
+            (_, _, Some(true)) => Some(&counters.skip_new),
+            _ => None,
+        };
+        if let Some(counter) = skipped {
+            bump(counter);
             return;
         }
         let Some(rel) = relation(self.db, &mut self.files, block.relfilenode) else {
@@ -410,7 +424,6 @@ impl Prefetcher<'_> {
             bump(&counters.skip_new);
             return;
         }
-        let key = (block.relfilenode, block.blkno);
         if self.recent.contains(&key) || self.inflight.iter().any(|a| a.block == key) {
             bump(&counters.skip_rep);
             return;
@@ -462,6 +475,12 @@ impl Prefetcher<'_> {
     /// so replay finds the block valid).
     fn before_replay(&mut self, record: &Record, acct: &mut IoAccount) {
         let blocks = blocks_of(record);
+        for b in blocks.iter().filter(|b| b.is_full()) {
+            let key = (b.relfilenode, b.blkno);
+            if self.rebuilt_ahead.get(&key).is_some_and(|&(l, _)| l == record.lsn) {
+                self.rebuilt_ahead.remove(&key);
+            }
+        }
         let last_needed = self.inflight.iter().rposition(|a| {
             a.lsn <= record.lsn
                 || blocks

@@ -5,6 +5,7 @@ pub mod advice;
 mod aio;
 mod analyze;
 pub mod eic;
+pub mod recovery;
 
 use crate::client::{Res, Session};
 use crate::context::{Ctx, Sys, TableFacts};
@@ -16,15 +17,14 @@ use std::time::Instant;
 
 pub const ALL: [&str; 5] = ["eic", "advice", "analyze", "aio", "recovery"];
 
-pub const RECOVERY_NOTE: &str = "reserved: needs WAL (not built yet)";
-
 pub fn describe(name: &str) -> &'static str {
     match name {
         "eic" => "bitmap heap scan of eic_uniform (dense a < 140, sparse a < 5; AND filler > 'fffffff') per effective_io_concurrency, cold",
         "advice" => "bitmap heap scan of advice_cyclic (runs of 2 matching blocks, gaps of 6) per read_stream_advice, eic 16, io_method sync, cold",
         "analyze" => "cold ANALYZE VERBOSE eic_uniform, maintenance_io_concurrency 16 vs 0, device readahead as is vs 0",
         "aio" => "cold SELECT count(*) FROM eic_uniform (sequential scan), buffered vs direct, beside fio",
-        _ => RECOVERY_NOTE,
+        "recovery" => "crash recovery (kill -9) after one UPDATE of a random row per 8 pages of recovery_uniform, full_page_writes off; redo with recovery_prefetch off/on, setting = maintenance_io_concurrency; page cache dropped",
+        _ => "",
     }
 }
 
@@ -74,6 +74,18 @@ pub fn layout(name: &str) -> Option<Layout> {
                 ("blocks_read", "blocks read"),
             ],
         }),
+        "recovery" => Some(Layout {
+            primary: "redo_s",
+            higher_is_better: false,
+            columns: &[
+                ("redo_s", "redo s"),
+                ("wal_bytes", "WAL bytes"),
+                ("records", "records"),
+                ("pages", "pages changed"),
+                ("prefetch", "prefetch"),
+                ("hit", "hit"),
+            ],
+        }),
         _ => None,
     }
 }
@@ -84,11 +96,8 @@ pub async fn run(ctx: &mut Ctx, name: &str) -> Res<()> {
         "advice" => advice::run(ctx).await,
         "analyze" => analyze::run(ctx).await,
         "aio" => aio::run(ctx).await,
-        _ => {
-            eprintln!("  recovery: {RECOVERY_NOTE}");
-            ctx.results.notes.push(format!("recovery: {RECOVERY_NOTE}"));
-            Ok(())
-        }
+        "recovery" => recovery::run(ctx).await,
+        _ => Err(format!("unknown experiment {name}")),
     }
 }
 
