@@ -121,6 +121,12 @@ impl IoAccount {
 
     /// Start of a timed interval: `Some(now)` when `track_io_timing` is on.
     #[inline]
+    /// Whose `pg_stat_io` rows this account counts into: backend type and pid (none
+    /// without a sink).
+    pub fn stats_owner(&self) -> Option<(iolab_stats::BackendType, i32)> {
+        self.sink.as_ref().map(|s| (s.backend_type, s.pid))
+    }
+
     pub fn start_timer(&self) -> Option<Instant> {
         self.track_io_timing.then(Instant::now)
     }

@@ -126,6 +126,7 @@ fn run(cli: Cli) -> Result<(), String> {
             buffer_bytes: settings.wal_buffers_blocks().max(8) as usize * 8192,
             full_page_writes: settings.full_page_writes(),
             fsync: settings.fsync(),
+            track_io_timing: settings.track_wal_io_timing(),
             ..WalOptions::default()
         },
         recovery: RecoveryOptions {

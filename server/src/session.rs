@@ -298,6 +298,7 @@ impl Session {
             autocommit_xid,
             block_failed,
             self.settings.synchronous_commit_on(),
+            self.pid,
         );
         let catalog = if mentions_ctid(parsed) {
             DATABASE_WITH_CTID
@@ -471,7 +472,9 @@ impl Session {
         if let Some(xid) = self.txn.xid.take() {
             let db = self.db().clone();
             let r = if commit {
-                db.txns.commit_with(xid, self.settings.synchronous_commit_on())
+                let by = Some((iolab_stats::BackendType::ClientBackend, self.pid));
+                db.txns
+                    .commit_with(xid, self.settings.synchronous_commit_on(), by)
             } else {
                 db.txns.abort(xid)
             };

@@ -1,8 +1,9 @@
 //! The write-ahead log end to end: what was committed survives a crash (`kill -9`) and is
 //! replayed at the next start; what was not, is not; unlogged tables are emptied; a page
 //! torn by the crash is rebuilt from its full image; redo reads ahead
-//! (`pg_stat_recovery_prefetch`); checkpoints keep the WAL on disk bounded; and
-//! `EXPLAIN (ANALYZE, WAL)` counts a statement's records.
+//! (`pg_stat_recovery_prefetch`); checkpoints keep the WAL on disk bounded;
+//! `EXPLAIN (ANALYZE, WAL)` counts a statement's records; and `pg_stat_io` counts the
+//! WAL's writes and syncs.
 
 use std::time::Duration;
 
@@ -281,4 +282,32 @@ async fn explain_wal_counts_the_statements_records() {
     let lines = plan(&a, "EXPLAIN (ANALYZE, WAL, COSTS OFF) UPDATE t SET a = -a").await;
     let wal = lines.iter().find(|l| l.trim_start().starts_with("WAL:")).unwrap();
     assert!(iolab_tests::number_after(wal, "fpi=").unwrap() >= pages, "{wal}");
+}
+
+/// The WAL's writes and syncs show in `pg_stat_io`'s `wal` rows of whoever did them: the
+/// session whose COMMIT flushed, the checkpointer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_stat_io_counts_wal_writes_by_backend_type() {
+    let server = TestServer::start("wal-stat-io");
+    let a = server.client().await;
+    let wal_io = |who: &'static str| {
+        format!(
+            "SELECT writes, write_bytes, fsyncs FROM pg_stat_io
+             WHERE backend_type = '{who}' AND object = 'wal' AND context = 'normal'"
+        )
+    };
+    let before = rows(&a, &wal_io("client backend")).await;
+    a.batch_execute("CREATE TABLE t(a int); INSERT INTO t SELECT generate_series(1, 10000)")
+        .await
+        .unwrap();
+    let after = rows(&a, &wal_io("client backend")).await;
+    let n = |r: &Vec<Vec<Option<String>>>, i: usize| {
+        r[0][i].as_deref().unwrap().parse::<i64>().unwrap()
+    };
+    assert!(n(&after, 0) > n(&before, 0), "{before:?} -> {after:?}");
+    assert!(n(&after, 1) - n(&before, 1) >= 10000 * 24, "{before:?} -> {after:?}");
+    assert!(n(&after, 2) > n(&before, 2), "COMMIT synced: {before:?} -> {after:?}");
+    a.batch_execute("CHECKPOINT").await.unwrap();
+    let checkpointer = rows(&a, &wal_io("checkpointer")).await;
+    assert!(n(&checkpointer, 2) > 0, "{checkpointer:?}");
 }

@@ -998,7 +998,8 @@ impl BufferPool {
         // WAL before data: the changes up to the page's LSN must be durable first.
         let lsn = crate::storage::page::page_lsn(copy);
         if let Some(wal) = self.wal.get().filter(|_| lsn != 0) {
-            if let Err(e) = wal.flush(lsn) {
+            let by = acct.as_ref().and_then(|(acct, _)| acct.stats_owner());
+            if let Err(e) = wal.flush(lsn, by) {
                 desc.finish_io(DIRTY, 0);
                 return Err(PgError::io(
                     &format!("could not flush WAL to {}", crate::wal::format_lsn(lsn)),

@@ -16,6 +16,7 @@ use super::clog::{Clog, XidStatus};
 use super::snapshot::{HeldXmin, Snapshot, XminRegistry};
 use super::{Xid, FIRST_NORMAL_XID};
 use crate::wal::record::Body;
+use crate::wal::WalIoBy;
 
 /// How many xids are reserved in the horizon file at a time.
 const XID_RESERVATION: Xid = 4096;
@@ -130,18 +131,19 @@ impl TransactionManager {
     }
 
     pub fn commit(&self, xid: Xid) -> io::Result<()> {
-        self.commit_with(xid, true)
+        self.commit_with(xid, true, None)
     }
 
     /// Commits `xid`: logs its commit record and, when `synchronous` (the session's
     /// `synchronous_commit`), waits until it is durable, before the commit log says so.
-    /// Without waiting, the WAL writer flushes it within `wal_writer_delay`.
-    pub fn commit_with(&self, xid: Xid, synchronous: bool) -> io::Result<()> {
+    /// Without waiting, the WAL writer flushes it within `wal_writer_delay`. `by`: whom
+    /// the WAL's writes and syncs count for in `pg_stat_io`.
+    pub fn commit_with(&self, xid: Xid, synchronous: bool, by: WalIoBy) -> io::Result<()> {
         if let Some(wal) = self.wal.get() {
             let body = Body::Commit { time_us: crate::wal::now_us() };
-            let (_, end) = wal.insert(xid, &body, &mut BufferUsage::default());
+            let (_, end) = wal.insert(xid, &body, &mut BufferUsage::default(), by);
             if synchronous {
-                wal.flush(end)?;
+                wal.flush(end, by)?;
             }
         }
         self.end(xid, XidStatus::Committed)
@@ -151,7 +153,7 @@ impl TransactionManager {
     pub fn abort(&self, xid: Xid) -> io::Result<()> {
         if let Some(wal) = self.wal.get() {
             let body = Body::Abort { time_us: crate::wal::now_us() };
-            wal.insert(xid, &body, &mut BufferUsage::default());
+            wal.insert(xid, &body, &mut BufferUsage::default(), None);
         }
         self.end(xid, XidStatus::Aborted)
     }

@@ -130,9 +130,10 @@ impl Checkpointer {
             shutdown,
             time_us,
         });
-        let (lsn, end) = wal.insert(0, &body, &mut acct);
+        let by = Some((BackendType::Checkpointer, 0));
+        let (lsn, end) = wal.insert(0, &body, &mut acct, by);
         let io = |what: &str, e: std::io::Error| PgError::io(what, &e);
-        wal.flush(end).map_err(|e| io("could not flush the WAL", e))?;
+        wal.flush(end, by).map_err(|e| io("could not flush the WAL", e))?;
         ControlFile::new(db.data_dir())
             .write(&ControlData {
                 state: if shutdown {
@@ -200,7 +201,7 @@ impl Checkpointer {
                 }
                 let inserted = db.wal.insert_lsn();
                 if db.wal.flush_lsn() < inserted {
-                    if let Err(e) = db.wal.flush(inserted) {
+                    if let Err(e) = db.wal.flush(inserted, Some((BackendType::Walwriter, 0))) {
                         tracing::error!("could not flush the WAL: {e}");
                     }
                 }

@@ -28,7 +28,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use iolab_stats::wal::WalCounters;
-use iolab_stats::{BufferUsage, IoStatsHub};
+use iolab_stats::IoContext::Normal;
+use iolab_stats::IoObject::Wal as WAL;
+use iolab_stats::{BackendType, BufferUsage, IoOp, IoStatsHub, PendingIoStats};
 use parking_lot::Mutex;
 
 use super::record::{self, align, Body, Lsn, Record, HEADER_SIZE};
@@ -42,7 +44,13 @@ pub struct WalOptions {
     pub buffer_bytes: usize,
     pub full_page_writes: bool,
     pub fsync: bool,
+    /// Time WAL writes and syncs in `pg_stat_io` (`track_wal_io_timing`).
+    pub track_io_timing: bool,
 }
+
+/// Who a WAL write or sync is done for, as `pg_stat_io` counts it: the backend type and
+/// process id of the caller (`None`: not counted there, only in `pg_stat_wal`).
+pub type WalIoBy = Option<(BackendType, i32)>;
 
 impl Default for WalOptions {
     fn default() -> WalOptions {
@@ -51,6 +59,7 @@ impl Default for WalOptions {
             buffer_bytes: 4 * 1024 * 1024,
             full_page_writes: true,
             fsync: true,
+            track_io_timing: false,
         }
     }
 }
@@ -215,7 +224,7 @@ impl Wal {
 
     /// Appends a record; returns where it starts and where the next one will. Adds the
     /// record (its bytes, full page images, a full buffer met) to `usage`.
-    pub fn insert(&self, xid: u32, body: &Body, usage: &mut BufferUsage) -> (Lsn, Lsn) {
+    pub fn insert(&self, xid: u32, body: &Body, usage: &mut BufferUsage, by: WalIoBy) -> (Lsn, Lsn) {
         assert!(
             self.started.load(Ordering::Acquire),
             "WAL insert before recovery ended"
@@ -252,7 +261,7 @@ impl Wal {
             // The buffer is full: write it out and try again.
             usage.wal_buffers_full += 1;
             self.counters().buffers_full.fetch_add(1, Ordering::Relaxed);
-            if let Err(e) = self.write_out(false) {
+            if let Err(e) = self.write_out(false, by) {
                 // As PostgreSQL: a WAL that cannot be written stops the server (the next
                 // start recovers from what was written).
                 tracing::error!("PANIC:  could not write to WAL in \"{}\": {e}", self.dir.display());
@@ -262,19 +271,25 @@ impl Wal {
     }
 
     /// Makes the WAL durable up to `upto` (a record's end): returns at once when it is.
-    pub fn flush(&self, upto: Lsn) -> io::Result<()> {
+    pub fn flush(&self, upto: Lsn, by: WalIoBy) -> io::Result<()> {
         if !self.started.load(Ordering::Acquire) || self.flush_lsn() >= upto {
             return Ok(());
         }
-        self.write_out_locked(&mut self.write.lock(), true, upto)
+        self.write_out_locked(&mut self.write.lock(), true, upto, by)
     }
 
     /// Writes out (and with `sync`, syncs) everything inserted so far.
-    fn write_out(&self, sync: bool) -> io::Result<()> {
-        self.write_out_locked(&mut self.write.lock(), sync, 0)
+    fn write_out(&self, sync: bool, by: WalIoBy) -> io::Result<()> {
+        self.write_out_locked(&mut self.write.lock(), sync, 0, by)
     }
 
-    fn write_out_locked(&self, state: &mut WriteState, sync: bool, upto: Lsn) -> io::Result<()> {
+    fn write_out_locked(
+        &self,
+        state: &mut WriteState,
+        sync: bool,
+        upto: Lsn,
+        by: WalIoBy,
+    ) -> io::Result<()> {
         if sync && self.flush_lsn() >= upto && upto != 0 {
             return Ok(()); // someone flushed it while we waited for the lock
         }
@@ -288,13 +303,17 @@ impl Wal {
             insert.buf_start = start + bytes.len() as u64;
             (start, bytes)
         };
+        let c = self.counters();
+        let mut io = PendingIoStats::new();
+        let timed = |ns: u64| if self.options.track_io_timing { ns } else { 0 };
         if !bytes.is_empty() {
             let started = std::time::Instant::now();
-            self.write_bytes(state, start, &bytes)?;
-            let c = self.counters();
-            c.write_ns
-                .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            let writes = self.write_bytes(state, start, &bytes)?;
+            let ns = started.elapsed().as_nanos() as u64;
+            c.writes.fetch_add(writes, Ordering::Relaxed);
+            c.write_ns.fetch_add(ns, Ordering::Relaxed);
             c.write_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            io.count_ops(WAL, Normal, IoOp::Write, writes, bytes.len() as u64, timed(ns));
             self.written
                 .store(start + bytes.len() as u64, Ordering::Release);
         }
@@ -304,22 +323,27 @@ impl Wal {
                 let started = std::time::Instant::now();
                 for (_, file) in &state.unsynced {
                     file.sync_data()?;
-                    self.counters().syncs.fetch_add(1, Ordering::Relaxed);
                 }
-                self.counters()
-                    .sync_ns
-                    .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                let (syncs, ns) = (state.unsynced.len() as u64, started.elapsed().as_nanos() as u64);
+                c.syncs.fetch_add(syncs, Ordering::Relaxed);
+                c.sync_ns.fetch_add(ns, Ordering::Relaxed);
+                io.count_ops(WAL, Normal, IoOp::Fsync, syncs, 0, timed(ns));
             }
             let keep = state.unsynced.pop();
             state.unsynced.clear();
             state.unsynced.extend(keep);
             self.flushed.store(upto, Ordering::Release);
         }
+        if let Some((backend_type, pid)) = by {
+            self.stats.flush(&mut io, backend_type, pid);
+        }
         Ok(())
     }
 
-    fn write_bytes(&self, state: &mut WriteState, mut lsn: Lsn, mut bytes: &[u8]) -> io::Result<()> {
+    /// Writes `bytes` at `lsn`, a write per segment touched; returns how many writes.
+    fn write_bytes(&self, state: &mut WriteState, mut lsn: Lsn, mut bytes: &[u8]) -> io::Result<u64> {
         let seg = self.options.segment_size;
+        let mut writes = 0;
         while !bytes.is_empty() {
             let segno = lsn / seg;
             let offset = lsn % seg;
@@ -329,11 +353,11 @@ impl Wal {
             }
             let file = &state.unsynced.last().expect("just pushed").1;
             file.write_all_at(&bytes[..n], offset)?;
-            self.counters().writes.fetch_add(1, Ordering::Relaxed);
+            writes += 1;
             lsn += n as u64;
             bytes = &bytes[n..];
         }
-        Ok(())
+        Ok(writes)
     }
 
     /// Segment `segno`, created full length if missing.
@@ -483,11 +507,11 @@ mod tests {
         let mut written = Vec::new();
         for i in 0..40_000u64 {
             let body = Body::Commit { time_us: i };
-            let (lsn, next) = wal.insert(i as u32, &body, &mut BufferUsage::default());
+            let (lsn, next) = wal.insert(i as u32, &body, &mut BufferUsage::default(), None);
             written.push((lsn, next, body));
         }
         let end = written.last().unwrap().1;
-        wal.flush(end).unwrap();
+        wal.flush(end, None).unwrap();
         assert_eq!(wal.flush_lsn(), end);
         assert!(end > 2 * (1 << 20), "crosses segments: {end}");
         assert!(wal.counters().buffers_full.load(Ordering::Relaxed) > 0);
@@ -512,9 +536,9 @@ mod tests {
         let wal = Wal::open(&dir.0, options(), Default::default()).unwrap();
         wal.start_at(wal.first_lsn(), 0).unwrap();
         let usage = &mut BufferUsage::default();
-        let (a, a_end) = wal.insert(1, &Body::Abort { time_us: 1 }, usage);
-        let (_, b_end) = wal.insert(2, &Body::Abort { time_us: 2 }, usage);
-        wal.flush(b_end).unwrap();
+        let (a, a_end) = wal.insert(1, &Body::Abort { time_us: 1 }, usage, None);
+        let (_, b_end) = wal.insert(2, &Body::Abort { time_us: 2 }, usage, None);
+        wal.flush(b_end, None).unwrap();
         drop(wal);
         let wal = Wal::open(&dir.0, options(), Default::default()).unwrap();
         wal.start_at(a_end, a).unwrap();

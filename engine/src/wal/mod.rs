@@ -45,9 +45,9 @@ pub mod log;
 pub mod record;
 pub mod recovery;
 
-use iolab_stats::BufferUsage;
+use crate::accounting::IoAccount;
 
-pub use log::{Wal, WalOptions};
+pub use log::{Wal, WalIoBy, WalOptions};
 pub use record::{format_lsn, Change, Lsn};
 
 use crate::buffer::PinnedBuffer;
@@ -76,7 +76,7 @@ pub fn log_change(
     buffer: &PinnedBuffer,
     page: &mut [u8],
     change: Change,
-    usage: &mut BufferUsage,
+    acct: &mut IoAccount,
 ) {
     log_changes(
         rel,
@@ -85,16 +85,16 @@ pub fn log_change(
             page,
             change,
         }],
-        usage,
+        acct,
     );
 }
 
 /// [`log_change`] for several pages of `rel` in one record: redo applies all or none.
-pub fn log_changes(rel: &RelFile, edits: &mut [PageEdit], usage: &mut BufferUsage) {
+pub fn log_changes(rel: &RelFile, edits: &mut [PageEdit], acct: &mut IoAccount) {
     // Dirty before logged: a checkpoint whose redo point comes after the record must find
     // the buffer dirty, or it would skip writing a change it counts as written.
     for e in edits.iter() {
-        e.buffer.mark_dirty(usage);
+        e.buffer.mark_dirty(acct);
     }
     if let Some(wal) = rel.wal() {
         let blocks = edits
@@ -105,7 +105,8 @@ pub fn log_changes(rel: &RelFile, edits: &mut [PageEdit], usage: &mut BufferUsag
                 BlockEntry::capture(rel.relfilenode(), e.buffer.blkno(), e.page, e.change, full)
             })
             .collect();
-        let (_, end) = wal.insert(0, &Body::Pages(blocks), usage);
+        let by = acct.stats_owner();
+        let (_, end) = wal.insert(0, &Body::Pages(blocks), acct, by);
         for e in edits.iter_mut() {
             page_set_lsn(e.page, end);
         }

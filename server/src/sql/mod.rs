@@ -581,6 +581,8 @@ pub struct StatementGuard {
     block_failed: Option<Arc<AtomicBool>>,
     /// The session's `synchronous_commit`: wait for the commit record to be durable.
     synchronous_commit: bool,
+    /// The session, for `pg_stat_io`'s WAL rows (its commit's WAL writes and syncs).
+    pid: i32,
     finished: bool,
 }
 
@@ -591,6 +593,7 @@ impl StatementGuard {
         autocommit_xid: Option<Xid>,
         block_failed: Option<Arc<AtomicBool>>,
         synchronous_commit: bool,
+        pid: i32,
     ) -> Self {
         StatementGuard {
             db,
@@ -598,6 +601,7 @@ impl StatementGuard {
             autocommit_xid,
             block_failed,
             synchronous_commit,
+            pid,
             finished: false,
         }
     }
@@ -613,7 +617,8 @@ impl StatementGuard {
         }
         if let Some(xid) = self.autocommit_xid.take() {
             let result = if success {
-                self.db.txns.commit_with(xid, self.synchronous_commit)
+                let by = Some((iolab_stats::BackendType::ClientBackend, self.pid));
+                self.db.txns.commit_with(xid, self.synchronous_commit, by)
             } else {
                 self.db.txns.abort(xid)
             };
