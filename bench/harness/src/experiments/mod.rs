@@ -219,6 +219,28 @@ pub fn predicates(table: &str) -> &'static [(&'static str, &'static str)] {
     }
 }
 
+/// Runs a script's `create` section, then its `fill` section for rows `first..=last` in
+/// chunks of `chunk` rows, printing progress.
+pub async fn create_and_fill(session: &Session, file: &SqlFile, rows: u64, chunk: u64) -> Res<()> {
+    let t0 = Instant::now();
+    session.run_all(&file.statements("create", &[])).await?;
+    let mut done = 0;
+    while done < rows {
+        let last = (done + chunk).min(rows);
+        let vars = [
+            ("first", (done + 1).to_string()),
+            ("last", last.to_string()),
+        ];
+        session.run_all(&file.statements("fill", &vars)).await?;
+        done = last;
+        eprintln!(
+            "    {done} / {rows} rows  {:.1} s",
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
 /// Loads `table` through its script unless a marker says it holds `rows` rows already.
 async fn ensure_loaded(
     session: &Session,
@@ -240,21 +262,7 @@ async fn ensure_loaded(
     session
         .query(&format!("DROP TABLE IF EXISTS {marker}"))
         .await?;
-    session.run_all(&file.statements("create", &[])).await?;
-    let mut done = 0;
-    while done < rows {
-        let last = (done + chunk).min(rows);
-        let vars = [
-            ("first", (done + 1).to_string()),
-            ("last", last.to_string()),
-        ];
-        session.run_all(&file.statements("fill", &vars)).await?;
-        done = last;
-        eprintln!(
-            "    {done} / {rows} rows  {:.1} s",
-            t0.elapsed().as_secs_f64()
-        );
-    }
+    create_and_fill(session, file, rows, chunk).await?;
     session.run_all(&file.statements("finish", &[])).await?;
     session
         .query(&format!("CREATE TABLE {marker}(nrows BIGINT)"))

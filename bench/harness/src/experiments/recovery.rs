@@ -308,21 +308,7 @@ async fn prepare(ctx: &mut Ctx, sys: Sys, file: &SqlFile) -> Res<Crashed> {
         load.display()
     );
     let t0 = Instant::now();
-    session.run_all(&file.statements("create", &[])).await?;
-    let mut done = 0;
-    while done < rows {
-        let last = (done + ctx.scale.chunk).min(rows);
-        let vars = [
-            ("first", (done + 1).to_string()),
-            ("last", last.to_string()),
-        ];
-        session.run_all(&file.statements("fill", &vars)).await?;
-        done = last;
-        eprintln!(
-            "    {done} / {rows} rows  {:.1} s",
-            t0.elapsed().as_secs_f64()
-        );
-    }
+    super::create_and_fill(&session, file, rows, ctx.scale.chunk).await?;
     let updates = first_number(&session.run_all(&file.statements("finish", &[])).await?)
         .ok_or("the @finish section gave no number of updates")?;
     eprintln!(
