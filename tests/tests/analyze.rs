@@ -16,7 +16,8 @@
 //! - `most_common_vals` and `histogram_bounds` are described as `text[]`, not `anyarray`
 //!   (their text is PostgreSQL's); `most_common_freqs` as `text` in the row description.
 //! - `buffer usage:` counts the table's blocks only (PostgreSQL adds its catalog lookups),
-//!   and `WAL usage:` is all zeros (iolab writes no WAL yet).
+//!   and `WAL usage:` is all zeros (ANALYZE's statistics go to the catalog file, not to
+//!   WAL-logged pages).
 
 use std::collections::BTreeSet;
 

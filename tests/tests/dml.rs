@@ -447,6 +447,10 @@ async fn vacuum_removes_dead_rows_and_their_index_entries() {
         lines.contains(&"tuples: 5050 removed, 5000 remain, 50 are dead but not yet removable"),
         "{messages}"
     );
+    // Every heap page lost rows: each one's pruning is (at least) one WAL record.
+    let wal = lines.iter().find(|l| l.starts_with("WAL usage: ")).expect(&messages);
+    let records: i64 = wal["WAL usage: ".len()..].split(' ').next().unwrap().parse().unwrap();
+    assert!(records >= size / 8192, "{size} bytes of table: {wal}");
     // pg_stat_activity names the transaction that holds the horizon back.
     let holder = int(
         &client,

@@ -21,7 +21,8 @@
 //!   is what PostgreSQL 18's read time contains; `write:` the time writing victims back;
 //! - buffer usage counts the table's blocks only (PostgreSQL's also counts the catalog
 //!   lookups of the command, a few hundred hits);
-//! - iolab writes no WAL yet: the WAL line is all zeros;
+//! - the WAL line counts the records the operation wrote (VACUUM's; ANALYZE writes none:
+//!   its statistics go to the catalog file, not to WAL-logged pages);
 //! - CPU times are the statement thread's (`RUSAGE_THREAD`), truncated to hundredths as
 //!   `pg_rusage_show` does.
 
@@ -126,7 +127,10 @@ impl PhaseUsage {
             "buffer usage: {} hits, {} reads, {} dirtied\n",
             u.shared_hit, u.shared_read, u.shared_dirtied
         ));
-        out.push_str("WAL usage: 0 records, 0 full page images, 0 bytes, 0 buffers full\n");
+        out.push_str(&format!(
+            "WAL usage: {} records, {} full page images, {} bytes, {} buffers full\n",
+            u.wal_records, u.wal_fpi, u.wal_bytes, u.wal_buffers_full
+        ));
         out
     }
 }

@@ -19,11 +19,11 @@
 //! A concurrent reader therefore sees all or nothing of an INSERT, even if the INSERT
 //! commits half-way through the reader's scan.
 //!
-//! Durability (there is no WAL yet): the clog byte of a transaction is written to the
-//! clog file at commit (not fsynced), and the file is fsynced at checkpoints and clean
-//! shutdown. Xids are handed out from ranges reserved in the control file before use,
-//! so that after a crash no xid is ever reused; xids without a commit record are
-//! treated as aborted at start-up.
+//! Durability: a commit's WAL record is flushed before its clog byte is written (not
+//! fsynced; the file is fsynced at checkpoints), and redo after a crash sets the status
+//! of every transaction whose commit or abort record it replays (`crate::wal`). Xids are
+//! handed out from ranges reserved in `global/xid_horizon` before use, so that after a
+//! crash no xid is ever reused; xids that never ended are aborted at start-up.
 
 pub mod clog;
 pub mod manager;

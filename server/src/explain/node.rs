@@ -42,7 +42,7 @@ pub struct PlanNode {
     /// iolab: the latency of the node's own reads (ANALYZE with BUFFERS and
     /// `track_io_timing`, on nodes that read).
     pub read_latency: Option<ReadLatency>,
-    /// WAL usage (ANALYZE with WAL); iolab writes no WAL yet, so it is always zero.
+    /// WAL usage (ANALYZE with WAL): the records the node's changes wrote.
     pub wal: Option<Wal>,
     pub children: Vec<Child>,
 }
