@@ -176,7 +176,8 @@ impl Database {
             }
             Startup::Recovered(_) => {
                 db.reset_unlogged_relations()?;
-                db.checkpointer.checkpoint(&db, "end-of-recovery immediate", false)?;
+                db.checkpointer
+                    .checkpoint(&db, "end-of-recovery immediate", false)?;
             }
         }
         Checkpointer::start_background(&db);
@@ -269,7 +270,10 @@ impl Database {
             self.vm.forget(table.relfilenode);
             let rel = self.relfile(table.relfilenode)?;
             rel.truncate().map_err(|e| {
-                PgError::io(&format!("could not truncate file \"{}\"", rel.path().display()), &e)
+                PgError::io(
+                    &format!("could not truncate file \"{}\"", rel.path().display()),
+                    &e,
+                )
             })?;
             for index in self.catalog.indexes_of(table.oid) {
                 crate::btree::truncate_index(self, &index, &mut acct)?;

@@ -20,10 +20,10 @@ use std::sync::Arc;
 use clap::Parser;
 use iolab_engine::aio::AioConfig;
 use iolab_engine::db::{HugePageKind, HugePages};
-use iolab_engine::{Database, DatabaseOptions};
 use iolab_engine::wal::checkpointer::CheckpointOptions;
 use iolab_engine::wal::recovery::RecoveryOptions;
 use iolab_engine::wal::WalOptions;
+use iolab_engine::{Database, DatabaseOptions};
 
 /// Issuers of I/O besides client sessions that size the AIO handle table and
 /// `io_max_concurrency` (PostgreSQL counts autovacuum, background and auxiliary processes;
@@ -143,7 +143,7 @@ fn run(cli: Cli) -> Result<(), String> {
             max_wal_size: settings.max_wal_size_mb() as u64 * 1024 * 1024,
             completion_target: settings.checkpoint_completion_target(),
             wal_writer_delay: std::time::Duration::from_millis(
-                settings.wal_writer_delay_ms() as u64,
+                settings.wal_writer_delay_ms() as u64
             ),
             log_checkpoints: settings.log_checkpoints(),
             track_io_timing: settings.track_io_timing(),

@@ -448,8 +448,16 @@ async fn vacuum_removes_dead_rows_and_their_index_entries() {
         "{messages}"
     );
     // Every heap page lost rows: each one's pruning is (at least) one WAL record.
-    let wal = lines.iter().find(|l| l.starts_with("WAL usage: ")).expect(&messages);
-    let records: i64 = wal["WAL usage: ".len()..].split(' ').next().unwrap().parse().unwrap();
+    let wal = lines
+        .iter()
+        .find(|l| l.starts_with("WAL usage: "))
+        .expect(&messages);
+    let records: i64 = wal["WAL usage: ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(records >= size / 8192, "{size} bytes of table: {wal}");
     // pg_stat_activity names the transaction that holds the horizon back.
     let holder = int(

@@ -15,8 +15,14 @@ async fn answers(client: &tokio_postgres::Client) -> Vec<i64> {
     let query = "SELECT count(*), coalesce(sum(a), 0), count(*) FILTER (WHERE b = 'upd') FROM t WHERE a > -1000000";
     let mut seen = Vec::new();
     for (settings, node) in [
-        ("SET enable_seqscan = on; SET enable_bitmapscan = off", "Seq Scan"),
-        ("SET enable_seqscan = off; SET enable_bitmapscan = on", "Bitmap Heap Scan"),
+        (
+            "SET enable_seqscan = on; SET enable_bitmapscan = off",
+            "Seq Scan",
+        ),
+        (
+            "SET enable_seqscan = off; SET enable_bitmapscan = on",
+            "Bitmap Heap Scan",
+        ),
     ] {
         client.batch_execute(settings).await.unwrap();
         let lines = plan(client, &format!("EXPLAIN {query}")).await;
@@ -28,7 +34,10 @@ async fn answers(client: &tokio_postgres::Client) -> Vec<i64> {
                 .collect::<Vec<_>>(),
         );
     }
-    client.batch_execute("RESET enable_seqscan; RESET enable_bitmapscan").await.unwrap();
+    client
+        .batch_execute("RESET enable_seqscan; RESET enable_bitmapscan")
+        .await
+        .unwrap();
     assert_eq!(seen[0], seen[1], "Seq Scan and Bitmap Heap Scan disagree");
     seen.remove(0)
 }
@@ -76,12 +85,18 @@ async fn committed_changes_survive_a_crash() {
     assert!(log.contains("redo done at"), "{log}");
     let a = server.client().await;
     assert_eq!(answers(&a).await, before);
-    assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'open' OR a < 0").await, 0);
+    assert_eq!(
+        int(&a, "SELECT count(*) FROM t WHERE b = 'open' OR a < 0").await,
+        0
+    );
     assert_eq!(int(&a, "SELECT count(*) FROM t WHERE a < 100").await, 90);
     assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'async'").await, 1);
     a.batch_execute("SET enable_seqscan = off").await.unwrap();
     assert_eq!(int(&a, "SELECT count(*) FROM built WHERE a < 0").await, 100);
-    assert_eq!(int(&a, "SELECT count(*) FROM built WHERE a BETWEEN 1 AND 200").await, 100);
+    assert_eq!(
+        int(&a, "SELECT count(*) FROM built WHERE a BETWEEN 1 AND 200").await,
+        100
+    );
 
     // Writing on after recovery, and crashing again, loses nothing either.
     a.batch_execute("INSERT INTO t SELECT i, 'after' FROM generate_series(50001, 52000) AS s(i)")
@@ -91,12 +106,20 @@ async fn committed_changes_survive_a_crash() {
     server.kill();
     server.restart();
     let a = server.client().await;
-    assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'after'").await, 2000);
+    assert_eq!(
+        int(&a, "SELECT count(*) FROM t WHERE b = 'after'").await,
+        2000
+    );
     assert_eq!(int(&a, "SELECT count(*) FROM t").await, before[0] + 2000);
     // A clean stop needs no redo at the next start.
     drop(a);
     server.restart();
-    assert_eq!(server.log().matches("redo starts at").count(), 2, "{}", server.log());
+    assert_eq!(
+        server.log().matches("redo starts at").count(),
+        2,
+        "{}",
+        server.log()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -111,16 +134,26 @@ async fn unlogged_tables_are_emptied_by_crash_recovery_only() {
     .await
     .unwrap();
     // Unlogged changes write no WAL.
-    let lines = plan(&a, "EXPLAIN (ANALYZE, WAL, COSTS OFF) INSERT INTO u SELECT generate_series(1, 1000)").await;
+    let lines = plan(
+        &a,
+        "EXPLAIN (ANALYZE, WAL, COSTS OFF) INSERT INTO u SELECT generate_series(1, 1000)",
+    )
+    .await;
     assert!(!lines.iter().any(|l| l.contains("WAL:")), "{lines:#?}");
     drop(a);
     server.restart();
     let a = server.client().await;
-    assert_eq!(int(&a, "SELECT count(*) FROM u").await, 4000, "a clean stop keeps them");
+    assert_eq!(
+        int(&a, "SELECT count(*) FROM u").await,
+        4000,
+        "a clean stop keeps them"
+    );
     drop(a);
     server.kill();
     server.restart();
-    assert!(server.log().contains("unlogged table \"u\" emptied after the crash"));
+    assert!(server
+        .log()
+        .contains("unlogged table \"u\" emptied after the crash"));
     let a = server.client().await;
     assert_eq!(int(&a, "SELECT count(*) FROM u").await, 0);
     assert_eq!(int(&a, "SELECT count(*) FROM p").await, 3000);
@@ -169,7 +202,12 @@ async fn a_torn_page_is_rebuilt_from_its_full_image() {
 async fn recovery_reads_ahead_unless_told_not_to() {
     let mut server = TestServer::start_with(
         "wal-prefetch",
-        &["-c", "full_page_writes=off", "-c", "log_startup_progress_interval=1"],
+        &[
+            "-c",
+            "full_page_writes=off",
+            "-c",
+            "log_startup_progress_interval=1",
+        ],
     );
     let a = server.client().await;
     a.batch_execute(
@@ -185,7 +223,11 @@ async fn recovery_reads_ahead_unless_told_not_to() {
     server.kill();
     server.restart();
     // A long redo reports its progress (here every millisecond).
-    assert!(server.log().contains("redo in progress, elapsed time: "), "{}", server.log());
+    assert!(
+        server.log().contains("redo in progress, elapsed time: "),
+        "{}",
+        server.log()
+    );
     let a = server.client().await;
     let stats = rows(
         &a,
@@ -195,38 +237,67 @@ async fn recovery_reads_ahead_unless_told_not_to() {
     let n = |i: usize| stats[0][i].as_ref().unwrap().parse::<i64>().unwrap();
     // Every page was changed by the UPDATE, none is in the fresh pool, no record carries an
     // image: each page is advised once, and its other records find it recent or buffered.
-    assert!(n(0) > 0 && n(0) <= pages, "prefetch {} of {pages} pages", n(0));
+    assert!(
+        n(0) > 0 && n(0) <= pages,
+        "prefetch {} of {pages} pages",
+        n(0)
+    );
     assert_eq!(n(4), 0, "no full page images with full_page_writes = off");
     assert!(n(0) + n(1) + n(3) + n(5) > 0);
-    assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'x'").await, 30000 / 97);
-    a.batch_execute("UPDATE t SET b = 'y' WHERE a % 89 = 0").await.unwrap();
+    assert_eq!(
+        int(&a, "SELECT count(*) FROM t WHERE b = 'x'").await,
+        30000 / 97
+    );
+    a.batch_execute("UPDATE t SET b = 'y' WHERE a % 89 = 0")
+        .await
+        .unwrap();
     drop(a);
     server.kill();
-    server.extra_args.extend(["-c".to_string(), "recovery_prefetch=off".to_string()]);
+    server
+        .extra_args
+        .extend(["-c".to_string(), "recovery_prefetch=off".to_string()]);
     server.restart();
     let a = server.client().await;
     assert_eq!(
         int(&a, "SELECT prefetch + hit + skip_init + skip_new + skip_fpw + skip_rep FROM pg_stat_recovery_prefetch").await,
         0
     );
-    assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'y'").await, 30000 / 89);
+    assert_eq!(
+        int(&a, "SELECT count(*) FROM t WHERE b = 'y'").await,
+        30000 / 89
+    );
     // Under direct I/O advice would be useless; io_method worker reads ahead into the
     // buffer pool instead (iolab's extension), sync does not read ahead at all.
     let mut a = a;
     for (method, reads_ahead) in [("worker", true), ("sync", false)] {
-        a.batch_execute("UPDATE t SET b = 'z' WHERE a % 83 = 0").await.unwrap();
+        a.batch_execute("UPDATE t SET b = 'z' WHERE a % 83 = 0")
+            .await
+            .unwrap();
         drop(a);
         server.kill();
-        server.extra_args = ["-c", "full_page_writes=off", "-c", "debug_io_direct=data", "-c"]
-            .into_iter()
-            .map(String::from)
-            .chain([format!("io_method={method}")])
-            .collect();
+        server.extra_args = [
+            "-c",
+            "full_page_writes=off",
+            "-c",
+            "debug_io_direct=data",
+            "-c",
+        ]
+        .into_iter()
+        .map(String::from)
+        .chain([format!("io_method={method}")])
+        .collect();
         server.restart();
         a = server.client().await;
         let prefetched = int(&a, "SELECT prefetch FROM pg_stat_recovery_prefetch").await;
-        assert_eq!(prefetched > 0, reads_ahead, "{method}: {prefetched} blocks read ahead");
-        assert_eq!(int(&a, "SELECT count(*) FROM t WHERE b = 'z'").await, 30000 / 83);
+        assert_eq!(
+            prefetched > 0,
+            reads_ahead,
+            "{method}: {prefetched} blocks read ahead"
+        );
+        assert_eq!(
+            int(&a, "SELECT count(*) FROM t WHERE b = 'z'").await,
+            30000 / 83
+        );
     }
 }
 
@@ -236,7 +307,9 @@ async fn recovery_reads_ahead_unless_told_not_to() {
 async fn checkpoints_keep_the_wal_on_disk_bounded() {
     let server = TestServer::start_with("wal-bounded", &["-c", "max_wal_size=32MB"]);
     let a = server.client().await;
-    a.batch_execute("CREATE TABLE t(a int, b text)").await.unwrap();
+    a.batch_execute("CREATE TABLE t(a int, b text)")
+        .await
+        .unwrap();
     let segments = || {
         std::fs::read_dir(server.data_dir.join("pg_wal"))
             .unwrap()
@@ -258,30 +331,48 @@ async fn checkpoints_keep_the_wal_on_disk_bounded() {
     let written = int(&a, "SELECT wal_bytes::bigint FROM pg_stat_wal").await;
     assert!(written > 64 << 20, "wrote {written} bytes of WAL");
     assert!(most <= 5, "{most} segments of 16 MB on disk at once");
-    assert!(server.log().contains("checkpoint starting: wal"), "{}", server.log());
+    assert!(
+        server.log().contains("checkpoint starting: wal"),
+        "{}",
+        server.log()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_wal_counts_the_statements_records() {
     let server = TestServer::start("wal-explain");
     let a = server.client().await;
-    a.batch_execute("CREATE TABLE t(a int); CHECKPOINT").await.unwrap();
+    a.batch_execute("CREATE TABLE t(a int); CHECKPOINT")
+        .await
+        .unwrap();
     let lines = plan(
         &a,
         "EXPLAIN (ANALYZE, WAL, COSTS OFF, TIMING OFF) INSERT INTO t SELECT generate_series(1, 1000)",
     )
     .await;
-    let wal = lines.iter().find(|l| l.trim_start().starts_with("WAL:")).unwrap_or_else(|| panic!("{lines:#?}"));
+    let wal = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("WAL:"))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
     let records = iolab_tests::number_after(wal, "records=").unwrap();
     // One record per row, and one per new page.
     assert!((1000.0..1100.0).contains(&records), "{wal}");
-    assert!(iolab_tests::number_after(wal, "bytes=").unwrap() > records * 24.0, "{wal}");
+    assert!(
+        iolab_tests::number_after(wal, "bytes=").unwrap() > records * 24.0,
+        "{wal}"
+    );
     // After a checkpoint, the first change of each page logs it whole.
     a.batch_execute("CHECKPOINT").await.unwrap();
     let pages = int(&a, "SELECT pg_relation_size('t') / 8192").await as f64;
     let lines = plan(&a, "EXPLAIN (ANALYZE, WAL, COSTS OFF) UPDATE t SET a = -a").await;
-    let wal = lines.iter().find(|l| l.trim_start().starts_with("WAL:")).unwrap();
-    assert!(iolab_tests::number_after(wal, "fpi=").unwrap() >= pages, "{wal}");
+    let wal = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("WAL:"))
+        .unwrap();
+    assert!(
+        iolab_tests::number_after(wal, "fpi=").unwrap() >= pages,
+        "{wal}"
+    );
 }
 
 /// The WAL's writes and syncs show in `pg_stat_io`'s `wal` rows of whoever did them: the
@@ -305,8 +396,14 @@ async fn pg_stat_io_counts_wal_writes_by_backend_type() {
         r[0][i].as_deref().unwrap().parse::<i64>().unwrap()
     };
     assert!(n(&after, 0) > n(&before, 0), "{before:?} -> {after:?}");
-    assert!(n(&after, 1) - n(&before, 1) >= 10000 * 24, "{before:?} -> {after:?}");
-    assert!(n(&after, 2) > n(&before, 2), "COMMIT synced: {before:?} -> {after:?}");
+    assert!(
+        n(&after, 1) - n(&before, 1) >= 10000 * 24,
+        "{before:?} -> {after:?}"
+    );
+    assert!(
+        n(&after, 2) > n(&before, 2),
+        "COMMIT synced: {before:?} -> {after:?}"
+    );
     a.batch_execute("CHECKPOINT").await.unwrap();
     let checkpointer = rows(&a, &wal_io("checkpointer")).await;
     assert!(n(&checkpointer, 2) > 0, "{checkpointer:?}");

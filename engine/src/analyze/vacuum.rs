@@ -143,7 +143,13 @@ pub fn vacuum_heap(
             before.copy_from_slice(&page);
             let pruned = prune_page(&mut page, horizon, &mut clog, !indexes.is_empty());
             let vm = &ctx.db.vm;
-            if mark_all_visible(&mut page, vm, table.relfilenode, buffer.blkno(), pruned.all_visible) {
+            if mark_all_visible(
+                &mut page,
+                vm,
+                table.relfilenode,
+                buffer.blkno(),
+                pruned.all_visible,
+            ) {
                 done.pages_set_all_visible += 1;
             }
             if pruned.changed || done.pages_set_all_visible > set_before {

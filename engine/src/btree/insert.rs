@@ -130,8 +130,13 @@ impl BtreeIndex {
                     if fits {
                         let mut changed = inserted_ranges(&page, placement.position);
                         if let Some((off, list)) = &placement.replace {
-                            let old = slotted::page_item_mut(&mut page, *off).expect("placed there");
-                            assert_eq!(old.len(), list.len(), "a posting list split keeps the size");
+                            let old =
+                                slotted::page_item_mut(&mut page, *off).expect("placed there");
+                            assert_eq!(
+                                old.len(),
+                                list.len(),
+                                "a posting list split keeps the size"
+                            );
                             old.copy_from_slice(list);
                             changed.push(slotted::ranges::item(&page, *off, None));
                         }
@@ -215,7 +220,13 @@ impl BtreeIndex {
         }
         let mut page = leaf.page_mut();
         page.copy_from_slice(&build_page(&opaque, high_key.as_deref(), &merged));
-        wal::log_change(&self.rel, leaf, &mut page, Change::Whole { new: false }, acct);
+        wal::log_change(
+            &self.rel,
+            leaf,
+            &mut page,
+            Change::Whole { new: false },
+            acct,
+        );
         Ok(true)
     }
 
@@ -238,7 +249,13 @@ impl BtreeIndex {
         {
             let mut page = root.page_mut();
             page.copy_from_slice(&build_page(&opaque, None, &[]));
-            wal::log_change(&self.rel, &root, &mut page, Change::Whole { new: true }, acct);
+            wal::log_change(
+                &self.rel,
+                &root,
+                &mut page,
+                Change::Whole { new: true },
+                acct,
+            );
         }
         self.set_root(blkno, 0, acct)?;
         Ok((root, stack))
@@ -249,7 +266,13 @@ impl BtreeIndex {
         let old = BtMeta::read(&meta.page(), &self.name)?;
         let mut page = meta.page_mut();
         BtMeta::new(root, level, old.allequalimage).write_page(&mut page);
-        wal::log_change(&self.rel, &meta, &mut page, Change::Whole { new: false }, acct);
+        wal::log_change(
+            &self.rel,
+            &meta,
+            &mut page,
+            Change::Whole { new: false },
+            acct,
+        );
         Ok(())
     }
 
@@ -383,7 +406,13 @@ impl BtreeIndex {
             {
                 let mut page = root.page_mut();
                 page.copy_from_slice(&build_page(&opaque, None, &downlinks));
-                wal::log_change(&self.rel, &root, &mut page, Change::Whole { new: true }, acct);
+                wal::log_change(
+                    &self.rel,
+                    &root,
+                    &mut page,
+                    Change::Whole { new: true },
+                    acct,
+                );
             }
             drop(root);
             return self.set_root(root_blkno, old.level + 1, acct);
@@ -418,7 +447,13 @@ impl BtreeIndex {
             let fits = insert_item_at(&mut page, position, &separator);
             if fits {
                 let changed = inserted_ranges(&page, position);
-                wal::log_change(&self.rel, &parent, &mut page, Change::Ranges(&changed), acct);
+                wal::log_change(
+                    &self.rel,
+                    &parent,
+                    &mut page,
+                    Change::Ranges(&changed),
+                    acct,
+                );
             }
             fits
         };

@@ -372,7 +372,13 @@ pub fn truncate_index(db: &Database, def: &IndexDef, acct: &mut IoAccount) -> Pg
     let allequalimage = KeyKind::of(def.key_types[0]).equal_image();
     let mut page = meta.page_mut();
     page::BtMeta::new(page::P_NONE, 0, allequalimage).write_page(&mut page);
-    crate::wal::log_change(&rel, &meta, &mut page, crate::wal::Change::Whole { new: true }, acct);
+    crate::wal::log_change(
+        &rel,
+        &meta,
+        &mut page,
+        crate::wal::Change::Whole { new: true },
+        acct,
+    );
     Ok(())
 }
 

@@ -125,7 +125,13 @@ impl BtreeIndex {
             };
             let mut page = buffer.page_mut();
             page.copy_from_slice(&rewritten);
-            wal::log_change(&self.rel, &buffer, &mut page, Change::Whole { new: false }, acct);
+            wal::log_change(
+                &self.rel,
+                &buffer,
+                &mut page,
+                Change::Whole { new: false },
+                acct,
+            );
         }
         Ok(IndexVacuumed {
             pages: self.rel.nblocks(),

@@ -33,6 +33,7 @@ use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_stats::RowChange;
 
 use crate::accounting::IoAccount;
+use crate::buffer::PinnedBuffer;
 use crate::heap::tuple::{self, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, INVALID_XID};
 use crate::heap::visibility_map::clear_all_visible;
 use crate::storage::page;
@@ -41,7 +42,6 @@ use crate::txn::clog::XidStatus;
 use crate::txn::Xid;
 use crate::wal::{self, Change};
 use crate::Database;
-use crate::buffer::PinnedBuffer;
 
 /// Deletes rows of one table for one command.
 pub struct HeapDeleter {
@@ -185,7 +185,13 @@ impl HeapDeleter {
     fn log_header_change(&mut self, buffer: &PinnedBuffer, page: &mut [u8], off: u16) {
         let tuple_header = page::ranges::item(page, off, Some(tuple::HEAP_TUPLE_HEADER_SIZE));
         let changed = [page::ranges::HEADER, tuple_header];
-        wal::log_change(&self.rel, buffer, page, Change::Ranges(&changed), &mut self.acct);
+        wal::log_change(
+            &self.rel,
+            buffer,
+            page,
+            Change::Ranges(&changed),
+            &mut self.acct,
+        );
     }
 
     /// Releases nothing (no page stays pinned between calls); flushes the statistics.

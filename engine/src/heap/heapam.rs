@@ -175,8 +175,18 @@ impl HeapInserter {
                     tuple::set_ctid(item, buffer.blkno(), off);
                     let lp = page::ranges::line_pointers_from(&page, off);
                     let lp = lp.start..lp.start + page::ITEM_ID_SIZE;
-                    let changed = [page::ranges::HEADER, lp, page::ranges::item(&page, off, None)];
-                    wal::log_change(&self.rel, buffer, &mut page, Change::Ranges(&changed), &mut self.acct);
+                    let changed = [
+                        page::ranges::HEADER,
+                        lp,
+                        page::ranges::item(&page, off, None),
+                    ];
+                    wal::log_change(
+                        &self.rel,
+                        buffer,
+                        &mut page,
+                        Change::Ranges(&changed),
+                        &mut self.acct,
+                    );
                 }
                 added
             };

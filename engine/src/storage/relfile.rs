@@ -224,7 +224,11 @@ impl RelFile {
 
     /// Makes the relation logged (once, right after opening it).
     pub fn set_wal(&self, wal: Arc<crate::wal::Wal>) {
-        assert!(self.wal.set(wal).is_ok(), "{} is logged once", self.rel_path.display());
+        assert!(
+            self.wal.set(wal).is_ok(),
+            "{} is logged once",
+            self.rel_path.display()
+        );
     }
 
     /// Path of segment 0 relative to the data directory, e.g. `base/16384` (for messages).

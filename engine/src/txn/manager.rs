@@ -47,7 +47,6 @@ struct XidState {
     waits_for: HashMap<Xid, Xid>,
 }
 
-
 /// How often a waiting transaction looks at its statement's cancel flag.
 const WAIT_CANCEL_CHECK: Duration = Duration::from_millis(50);
 
@@ -140,7 +139,9 @@ impl TransactionManager {
     /// the WAL's writes and syncs count for in `pg_stat_io`.
     pub fn commit_with(&self, xid: Xid, synchronous: bool, by: WalIoBy) -> io::Result<()> {
         if let Some(wal) = self.wal.get() {
-            let body = Body::Commit { time_us: crate::wal::now_us() };
+            let body = Body::Commit {
+                time_us: crate::wal::now_us(),
+            };
             let (_, end) = wal.insert(xid, &body, &mut BufferUsage::default(), by);
             if synchronous {
                 wal.flush(end, by)?;
@@ -152,7 +153,9 @@ impl TransactionManager {
     /// Aborts `xid` (its abort record needs no flush: a lost one reads as aborted too).
     pub fn abort(&self, xid: Xid) -> io::Result<()> {
         if let Some(wal) = self.wal.get() {
-            let body = Body::Abort { time_us: crate::wal::now_us() };
+            let body = Body::Abort {
+                time_us: crate::wal::now_us(),
+            };
             wal.insert(xid, &body, &mut BufferUsage::default(), None);
         }
         self.end(xid, XidStatus::Aborted)

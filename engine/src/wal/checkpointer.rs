@@ -115,7 +115,10 @@ impl Checkpointer {
             for f in &files {
                 let synced = acct.fsync(|| f.sync());
                 synced.map_err(|e| {
-                    PgError::io(&format!("could not fsync file \"{}\"", f.path().display()), &e)
+                    PgError::io(
+                        &format!("could not fsync file \"{}\"", f.path().display()),
+                        &e,
+                    )
                 })?;
             }
             db.txns
@@ -133,7 +136,8 @@ impl Checkpointer {
         let by = Some((BackendType::Checkpointer, 0));
         let (lsn, end) = wal.insert(0, &body, &mut acct, by);
         let io = |what: &str, e: std::io::Error| PgError::io(what, &e);
-        wal.flush(end, by).map_err(|e| io("could not flush the WAL", e))?;
+        wal.flush(end, by)
+            .map_err(|e| io("could not flush the WAL", e))?;
         ControlFile::new(db.data_dir())
             .write(&ControlData {
                 state: if shutdown {
@@ -216,4 +220,3 @@ impl Checkpointer {
         }
     }
 }
-

@@ -224,14 +224,23 @@ impl Wal {
 
     /// Appends a record; returns where it starts and where the next one will. Adds the
     /// record (its bytes, full page images, a full buffer met) to `usage`.
-    pub fn insert(&self, xid: u32, body: &Body, usage: &mut BufferUsage, by: WalIoBy) -> (Lsn, Lsn) {
+    pub fn insert(
+        &self,
+        xid: u32,
+        body: &Body,
+        usage: &mut BufferUsage,
+        by: WalIoBy,
+    ) -> (Lsn, Lsn) {
         assert!(
             self.started.load(Ordering::Acquire),
             "WAL insert before recovery ended"
         );
         let encoded_body = body.encode();
         let fpi = match body {
-            Body::Pages(blocks) => blocks.iter().filter(|b| b.is_full() && !b.is_init()).count(),
+            Body::Pages(blocks) => blocks
+                .iter()
+                .filter(|b| b.is_full() && !b.is_init())
+                .count(),
             _ => 0,
         } as u64;
         let len = (HEADER_SIZE + encoded_body.len()) as u64;
@@ -264,7 +273,10 @@ impl Wal {
             if let Err(e) = self.write_out(false, by) {
                 // As PostgreSQL: a WAL that cannot be written stops the server (the next
                 // start recovers from what was written).
-                tracing::error!("PANIC:  could not write to WAL in \"{}\": {e}", self.dir.display());
+                tracing::error!(
+                    "PANIC:  could not write to WAL in \"{}\": {e}",
+                    self.dir.display()
+                );
                 std::process::abort();
             }
         }
@@ -312,8 +324,16 @@ impl Wal {
             let ns = started.elapsed().as_nanos() as u64;
             c.writes.fetch_add(writes, Ordering::Relaxed);
             c.write_ns.fetch_add(ns, Ordering::Relaxed);
-            c.write_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-            io.count_ops(WAL, Normal, IoOp::Write, writes, bytes.len() as u64, timed(ns));
+            c.write_bytes
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            io.count_ops(
+                WAL,
+                Normal,
+                IoOp::Write,
+                writes,
+                bytes.len() as u64,
+                timed(ns),
+            );
             self.written
                 .store(start + bytes.len() as u64, Ordering::Release);
         }
@@ -324,7 +344,10 @@ impl Wal {
                 for (_, file) in &state.unsynced {
                     file.sync_data()?;
                 }
-                let (syncs, ns) = (state.unsynced.len() as u64, started.elapsed().as_nanos() as u64);
+                let (syncs, ns) = (
+                    state.unsynced.len() as u64,
+                    started.elapsed().as_nanos() as u64,
+                );
                 c.syncs.fetch_add(syncs, Ordering::Relaxed);
                 c.sync_ns.fetch_add(ns, Ordering::Relaxed);
                 io.count_ops(WAL, Normal, IoOp::Fsync, syncs, 0, timed(ns));
@@ -341,7 +364,12 @@ impl Wal {
     }
 
     /// Writes `bytes` at `lsn`, a write per segment touched; returns how many writes.
-    fn write_bytes(&self, state: &mut WriteState, mut lsn: Lsn, mut bytes: &[u8]) -> io::Result<u64> {
+    fn write_bytes(
+        &self,
+        state: &mut WriteState,
+        mut lsn: Lsn,
+        mut bytes: &[u8],
+    ) -> io::Result<u64> {
         let seg = self.options.segment_size;
         let mut writes = 0;
         while !bytes.is_empty() {
@@ -519,10 +547,16 @@ mod tests {
         let mut prev = 0;
         for (i, (lsn, next, body)) in written.iter().enumerate() {
             let record = reader.read(*lsn, Some(prev)).unwrap().expect("record");
-            assert_eq!((&record.body, record.next, record.xid), (body, *next, i as u32));
+            assert_eq!(
+                (&record.body, record.next, record.xid),
+                (body, *next, i as u32)
+            );
             prev = *lsn;
         }
-        assert!(reader.read(end, Some(prev)).unwrap().is_none(), "end of WAL");
+        assert!(
+            reader.read(end, Some(prev)).unwrap().is_none(),
+            "end of WAL"
+        );
         // Removing the segments before the second drops exactly one file.
         assert_eq!(wal.remove_segments_before(2 << 20).unwrap(), 1);
         assert!(reader.read(written[0].0, None).unwrap().is_none());

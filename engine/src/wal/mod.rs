@@ -100,7 +100,11 @@ pub fn log_changes(rel: &RelFile, edits: &mut [PageEdit], acct: &mut IoAccount) 
         let blocks = edits
             .iter()
             .map(|e| {
-                assert_eq!(e.buffer.relfilenode(), rel.relfilenode(), "a page of {rel:?}");
+                assert_eq!(
+                    e.buffer.relfilenode(),
+                    rel.relfilenode(),
+                    "a page of {rel:?}"
+                );
                 let full = wal.needs_full_image(page_lsn(e.page));
                 BlockEntry::capture(rel.relfilenode(), e.buffer.blkno(), e.page, e.change, full)
             })

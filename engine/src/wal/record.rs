@@ -308,7 +308,9 @@ fn record_crc(header20: &[u8], body: &[u8]) -> u32 {
 /// The length a valid header at hand announces, or None where it is no record's.
 pub fn header_len(header: &[u8; HEADER_SIZE]) -> Option<usize> {
     let len = u32::from_le_bytes(header[0..4].try_into().unwrap()) as usize;
-    (HEADER_SIZE..=MAX_RECORD_SIZE).contains(&len).then_some(len)
+    (HEADER_SIZE..=MAX_RECORD_SIZE)
+        .contains(&len)
+        .then_some(len)
 }
 
 /// Decodes the record in `bytes` (exactly `tot_len` long) at `lsn`, expecting `prev` as
@@ -352,7 +354,11 @@ fn image_ranges(page: &[u8]) -> Vec<Range<usize>> {
 fn differing_ranges(before: &[u8], after: &[u8]) -> Vec<Range<usize>> {
     assert_eq!(before.len(), after.len());
     let mut ranges: Vec<Range<usize>> = Vec::new();
-    for (i, (a, b)) in before.chunks_exact(8).zip(after.chunks_exact(8)).enumerate() {
+    for (i, (a, b)) in before
+        .chunks_exact(8)
+        .zip(after.chunks_exact(8))
+        .enumerate()
+    {
         if a == b {
             continue;
         }
@@ -424,7 +430,10 @@ mod tests {
         for i in [0, 17, bytes.len() - 1] {
             let mut bad = bytes.clone();
             bad[i] ^= 0x10;
-            assert!(decode(0x1000_0018, &bad, Some(0x1000_0000)).is_none(), "bit flip at {i}");
+            assert!(
+                decode(0x1000_0018, &bad, Some(0x1000_0000)).is_none(),
+                "bit flip at {i}"
+            );
         }
     }
 
@@ -476,7 +485,10 @@ mod tests {
         }
         let diff = BlockEntry::capture(1, 1, &after, Change::Since(&before), false);
         let logged: usize = diff.ranges.iter().map(|(_, b)| b.len()).sum();
-        assert!(logged < 200, "a diff logs the header, the pointer and the item: {logged}");
+        assert!(
+            logged < 200,
+            "a diff logs the header, the pointer and the item: {logged}"
+        );
     }
 
     #[test]

@@ -185,9 +185,8 @@ fn redo(db: &Database, start: Lsn, options: &RecoveryOptions) -> PgResult<RedoSu
     let cpu_before = cpu_times();
     tracing::info!("redo starts at {}", format_lsn(start));
     let reads = db.aio.method() != IoMethod::Sync;
-    let prefetching = options.prefetch
-        && options.maintenance_io_concurrency > 0
-        && (reads || !db.direct_io());
+    let prefetching =
+        options.prefetch && options.maintenance_io_concurrency > 0 && (reads || !db.direct_io());
     // Reads in flight hold a pin and an AIO handle each: within both bounds.
     let mut max_inflight = options.maintenance_io_concurrency as usize;
     if reads {
@@ -429,9 +428,17 @@ impl Prefetcher<'_> {
             return;
         }
         let io = if self.reads {
-            match self.db.pool.start_read(&rel, block.blkno, 1, None, acct, false) {
+            match self
+                .db
+                .pool
+                .start_read(&rel, block.blkno, 1, None, acct, false)
+            {
                 Ok(StartedRead::Miss(read)) => {
-                    Some(self.db.aio.start_read(&mut self.issuer, read, false, false, acct))
+                    Some(
+                        self.db
+                            .aio
+                            .start_read(&mut self.issuer, read, false, false, acct),
+                    )
                 }
                 Ok(StartedRead::Hit(_)) | Ok(StartedRead::BeingRead(_)) => {
                     bump(&counters.hit);
@@ -477,15 +484,16 @@ impl Prefetcher<'_> {
         let blocks = blocks_of(record);
         for b in blocks.iter().filter(|b| b.is_full()) {
             let key = (b.relfilenode, b.blkno);
-            if self.rebuilt_ahead.get(&key).is_some_and(|&(l, _)| l == record.lsn) {
+            if self
+                .rebuilt_ahead
+                .get(&key)
+                .is_some_and(|&(l, _)| l == record.lsn)
+            {
                 self.rebuilt_ahead.remove(&key);
             }
         }
         let last_needed = self.inflight.iter().rposition(|a| {
-            a.lsn <= record.lsn
-                || blocks
-                    .iter()
-                    .any(|b| a.block == (b.relfilenode, b.blkno))
+            a.lsn <= record.lsn || blocks.iter().any(|b| a.block == (b.relfilenode, b.blkno))
         });
         if let Some(last) = last_needed {
             for _ in 0..=last {
@@ -499,7 +507,11 @@ impl Prefetcher<'_> {
         if let Some(io) = ahead.io {
             // The buffers stay in the pool; an error is left for replay's own read to meet.
             if let Err(e) = self.db.aio.wait(&mut self.issuer, io, acct, None) {
-                tracing::debug!("read ahead of block {:?} failed: {}", ahead.block, e.message);
+                tracing::debug!(
+                    "read ahead of block {:?} failed: {}",
+                    ahead.block,
+                    e.message
+                );
             }
         }
     }
@@ -517,7 +529,8 @@ impl Prefetcher<'_> {
         c.wal_distance.store(wal_distance, Ordering::Relaxed);
         c.block_distance
             .store(ahead.queued_blocks as u64, Ordering::Relaxed);
-        c.io_depth.store(self.inflight.len() as u64, Ordering::Relaxed);
+        c.io_depth
+            .store(self.inflight.len() as u64, Ordering::Relaxed);
     }
 }
 

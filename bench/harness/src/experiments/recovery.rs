@@ -130,7 +130,12 @@ pub async fn run(ctx: &mut Ctx) -> Res<()> {
                         "recovery",
                         "every run changed the same pages (iolab)",
                         replay.pages == Some(first_pages),
-                        || format!("{l}: {:?} pages; {first_label}: {first_pages}", replay.pages),
+                        || {
+                            format!(
+                                "{l}: {:?} pages; {first_label}: {first_pages}",
+                                replay.pages
+                            )
+                        },
                     );
                 }
             }
