@@ -211,11 +211,11 @@ impl Database {
     /// The open file of a relation (opened on first use and kept; bounded by the number
     /// of relations). Its changes are logged unless the catalog says it is unlogged.
     pub fn relfile(&self, relfilenode: u32) -> PgResult<Arc<RelFile>> {
-        let persistence = self
-            .catalog
-            .persistence_of(relfilenode)
-            .unwrap_or(Persistence::Permanent);
-        self.relation_file(relfilenode, persistence)
+        self.open_relfile(relfilenode, || {
+            self.catalog
+                .persistence_of(relfilenode)
+                .unwrap_or(Persistence::Permanent)
+        })
     }
 
     /// [`relfile`](Self::relfile) for a relation not in the catalog yet (being created),
@@ -224,6 +224,16 @@ impl Database {
         &self,
         relfilenode: u32,
         persistence: Persistence,
+    ) -> PgResult<Arc<RelFile>> {
+        self.open_relfile(relfilenode, || persistence)
+    }
+
+    /// The relation's open file; opening it asks `persistence` whether it is logged (a
+    /// file already open is returned without asking).
+    fn open_relfile(
+        &self,
+        relfilenode: u32,
+        persistence: impl FnOnce() -> Persistence,
     ) -> PgResult<Arc<RelFile>> {
         let mut files = self.relfiles.lock();
         if let Some(f) = files.get(&relfilenode) {
@@ -238,7 +248,7 @@ impl Database {
                 PgError::io(&format!("could not open file \"base/{relfilenode}\""), &e)
             })?,
         );
-        if persistence == Persistence::Permanent {
+        if persistence() == Persistence::Permanent {
             f.set_wal(Arc::clone(&self.wal));
         }
         files.insert(relfilenode, f.clone());
