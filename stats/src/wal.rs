@@ -8,8 +8,33 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
-/// `pg_stat_wal` and the WAL's writes and syncs.
+/// When a set of counters was last reset (their creation at first), and the reset itself:
+/// the counters are zeroed under the same lock that moves the time.
 #[derive(Debug)]
+struct ResetTime(Mutex<DateTime<Utc>>);
+
+impl Default for ResetTime {
+    fn default() -> ResetTime {
+        ResetTime(Mutex::new(Utc::now()))
+    }
+}
+
+impl ResetTime {
+    fn get(&self) -> DateTime<Utc> {
+        *self.0.lock()
+    }
+
+    fn reset(&self, counters: &[&AtomicU64]) {
+        let mut at = self.0.lock();
+        for c in counters {
+            c.store(0, Ordering::Relaxed);
+        }
+        *at = Utc::now();
+    }
+}
+
+/// `pg_stat_wal` and the WAL's writes and syncs.
+#[derive(Debug, Default)]
 pub struct WalCounters {
     pub records: AtomicU64,
     pub fpi: AtomicU64,
@@ -20,7 +45,7 @@ pub struct WalCounters {
     pub write_ns: AtomicU64,
     pub syncs: AtomicU64,
     pub sync_ns: AtomicU64,
-    stats_reset: Mutex<DateTime<Utc>>,
+    stats_reset: ResetTime,
 }
 
 /// One reading of [`WalCounters`].
@@ -36,23 +61,6 @@ pub struct WalSnapshot {
     pub syncs: u64,
     pub sync_ns: u64,
     pub stats_reset: DateTime<Utc>,
-}
-
-impl Default for WalCounters {
-    fn default() -> WalCounters {
-        WalCounters {
-            records: AtomicU64::new(0),
-            fpi: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-            buffers_full: AtomicU64::new(0),
-            writes: AtomicU64::new(0),
-            write_bytes: AtomicU64::new(0),
-            write_ns: AtomicU64::new(0),
-            syncs: AtomicU64::new(0),
-            sync_ns: AtomicU64::new(0),
-            stats_reset: Mutex::new(Utc::now()),
-        }
-    }
 }
 
 impl WalCounters {
@@ -83,23 +91,19 @@ impl WalCounters {
             write_ns,
             syncs,
             sync_ns,
-            stats_reset: *self.stats_reset.lock(),
+            stats_reset: self.stats_reset.get(),
         }
     }
 
     /// `pg_stat_reset_shared('wal')`.
     pub fn reset(&self) {
-        let mut reset = self.stats_reset.lock();
-        for c in self.all() {
-            c.store(0, Ordering::Relaxed);
-        }
-        *reset = Utc::now();
+        self.stats_reset.reset(&self.all());
     }
 }
 
 /// `pg_stat_recovery_prefetch`: counters of what redo's read-ahead decided for each block
 /// a record changes, and three gauges of how far ahead it is.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct RecoveryPrefetchCounters {
     /// Blocks advised (read ahead) because they were not in the buffer pool.
     pub prefetch: AtomicU64,
@@ -119,7 +123,7 @@ pub struct RecoveryPrefetchCounters {
     pub block_distance: AtomicU64,
     /// Reads advised and not yet known complete (gauge).
     pub io_depth: AtomicU64,
-    stats_reset: Mutex<DateTime<Utc>>,
+    stats_reset: ResetTime,
 }
 
 /// One reading of [`RecoveryPrefetchCounters`], in the view's column order.
@@ -135,23 +139,6 @@ pub struct RecoveryPrefetchSnapshot {
     pub wal_distance: u64,
     pub block_distance: u64,
     pub io_depth: u64,
-}
-
-impl Default for RecoveryPrefetchCounters {
-    fn default() -> RecoveryPrefetchCounters {
-        RecoveryPrefetchCounters {
-            prefetch: AtomicU64::new(0),
-            hit: AtomicU64::new(0),
-            skip_init: AtomicU64::new(0),
-            skip_new: AtomicU64::new(0),
-            skip_fpw: AtomicU64::new(0),
-            skip_rep: AtomicU64::new(0),
-            wal_distance: AtomicU64::new(0),
-            block_distance: AtomicU64::new(0),
-            io_depth: AtomicU64::new(0),
-            stats_reset: Mutex::new(Utc::now()),
-        }
-    }
 }
 
 impl RecoveryPrefetchCounters {
@@ -173,7 +160,7 @@ impl RecoveryPrefetchCounters {
         let [prefetch, hit, skip_init, skip_new, skip_fpw, skip_rep, wal_distance, block_distance, io_depth] =
             self.all().map(|c| c.load(Ordering::Relaxed));
         RecoveryPrefetchSnapshot {
-            stats_reset: *self.stats_reset.lock(),
+            stats_reset: self.stats_reset.get(),
             prefetch,
             hit,
             skip_init,
@@ -188,11 +175,7 @@ impl RecoveryPrefetchCounters {
 
     /// `pg_stat_reset_shared('recovery_prefetch')`.
     pub fn reset(&self) {
-        let mut reset = self.stats_reset.lock();
-        for c in self.all() {
-            c.store(0, Ordering::Relaxed);
-        }
-        *reset = Utc::now();
+        self.stats_reset.reset(&self.all());
     }
 }
 
