@@ -23,17 +23,6 @@ pub enum ClusterState {
     InCrashRecovery,
 }
 
-impl ClusterState {
-    /// `pg_controldata`'s spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClusterState::ShutDown => "shut down",
-            ClusterState::InProduction => "in production",
-            ClusterState::InCrashRecovery => "in crash recovery",
-        }
-    }
-}
-
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ControlData {
     pub state: ClusterState,

@@ -93,8 +93,6 @@ pub struct Wal {
     /// The redo point of the checkpoint in progress or last done: a page whose LSN is not
     /// above it is logged whole on its next change (`full_page_writes`).
     redo: AtomicU64,
-    full_page_writes: AtomicBool,
-    fsync: AtomicBool,
     /// Until [`start_at`](Self::start_at): recovery, when nothing may be inserted and
     /// every flush is already done.
     started: AtomicBool,
@@ -132,8 +130,6 @@ impl Wal {
             written: AtomicU64::new(0),
             flushed: AtomicU64::new(0),
             redo: AtomicU64::new(0),
-            full_page_writes: AtomicBool::new(options.full_page_writes),
-            fsync: AtomicBool::new(options.fsync),
             started: AtomicBool::new(false),
             stats,
         })
@@ -200,26 +196,14 @@ impl Wal {
         self.redo.store(lsn, Ordering::Release);
     }
 
-    pub fn set_full_page_writes(&self, on: bool) {
-        self.full_page_writes.store(on, Ordering::Relaxed);
-    }
-
-    pub fn full_page_writes(&self) -> bool {
-        self.full_page_writes.load(Ordering::Relaxed)
-    }
-
     /// Whether syncs happen at all (`fsync`); a checkpoint asks too.
     pub fn fsync_enabled(&self) -> bool {
-        self.fsync.load(Ordering::Relaxed)
-    }
-
-    pub fn set_fsync(&self, on: bool) {
-        self.fsync.store(on, Ordering::Relaxed);
+        self.options.fsync
     }
 
     /// Whether a page last changed at `page_lsn` must be logged whole on this change.
     pub fn needs_full_image(&self, page_lsn: Lsn) -> bool {
-        self.full_page_writes() && page_lsn <= self.redo_lsn()
+        self.options.full_page_writes && page_lsn <= self.redo_lsn()
     }
 
     /// Appends a record; returns where it starts and where the next one will. Adds the
@@ -339,7 +323,7 @@ impl Wal {
         }
         if sync {
             let upto = self.write_lsn();
-            if self.fsync.load(Ordering::Relaxed) {
+            if self.options.fsync {
                 let started = std::time::Instant::now();
                 for (_, file) in &state.unsynced {
                     file.sync_data()?;
