@@ -1,5 +1,5 @@
 //! The WAL's server-wide counters: `pg_stat_wal` (records, full page images, bytes, full
-//! buffers), the WAL writes and syncs behind `pg_stat_io`'s `wal` rows, and
+//! buffers) and
 //! `pg_stat_recovery_prefetch` (what redo's read-ahead did with each block reference).
 //! Plain atomics: they are bumped by whoever inserts, writes or replays, without a lock.
 
@@ -33,18 +33,13 @@ impl ResetTime {
     }
 }
 
-/// `pg_stat_wal` and the WAL's writes and syncs.
+/// `pg_stat_wal` (the WAL's writes and syncs are `pg_stat_io`'s, by backend type).
 #[derive(Debug, Default)]
 pub struct WalCounters {
     pub records: AtomicU64,
     pub fpi: AtomicU64,
     pub bytes: AtomicU64,
     pub buffers_full: AtomicU64,
-    pub writes: AtomicU64,
-    pub write_bytes: AtomicU64,
-    pub write_ns: AtomicU64,
-    pub syncs: AtomicU64,
-    pub sync_ns: AtomicU64,
     stats_reset: ResetTime,
 }
 
@@ -55,42 +50,21 @@ pub struct WalSnapshot {
     pub fpi: u64,
     pub bytes: u64,
     pub buffers_full: u64,
-    pub writes: u64,
-    pub write_bytes: u64,
-    pub write_ns: u64,
-    pub syncs: u64,
-    pub sync_ns: u64,
     pub stats_reset: DateTime<Utc>,
 }
 
 impl WalCounters {
-    fn all(&self) -> [&AtomicU64; 9] {
-        [
-            &self.records,
-            &self.fpi,
-            &self.bytes,
-            &self.buffers_full,
-            &self.writes,
-            &self.write_bytes,
-            &self.write_ns,
-            &self.syncs,
-            &self.sync_ns,
-        ]
+    fn all(&self) -> [&AtomicU64; 4] {
+        [&self.records, &self.fpi, &self.bytes, &self.buffers_full]
     }
 
     pub fn snapshot(&self) -> WalSnapshot {
-        let [records, fpi, bytes, buffers_full, writes, write_bytes, write_ns, syncs, sync_ns] =
-            self.all().map(|c| c.load(Ordering::Relaxed));
+        let [records, fpi, bytes, buffers_full] = self.all().map(|c| c.load(Ordering::Relaxed));
         WalSnapshot {
             records,
             fpi,
             bytes,
             buffers_full,
-            writes,
-            write_bytes,
-            write_ns,
-            syncs,
-            sync_ns,
             stats_reset: self.stats_reset.get(),
         }
     }
@@ -187,12 +161,12 @@ mod tests {
     fn reset_zeroes_and_moves_the_reset_time() {
         let c = WalCounters::default();
         c.records.fetch_add(3, Ordering::Relaxed);
-        c.sync_ns.fetch_add(9, Ordering::Relaxed);
+        c.buffers_full.fetch_add(9, Ordering::Relaxed);
         let before = c.snapshot();
-        assert_eq!((before.records, before.sync_ns), (3, 9));
+        assert_eq!((before.records, before.buffers_full), (3, 9));
         c.reset();
         let after = c.snapshot();
-        assert_eq!((after.records, after.sync_ns), (0, 0));
+        assert_eq!((after.records, after.buffers_full), (0, 0));
         assert!(after.stats_reset >= before.stats_reset);
         let p = RecoveryPrefetchCounters::default();
         p.skip_fpw.fetch_add(2, Ordering::Relaxed);

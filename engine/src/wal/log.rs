@@ -96,7 +96,7 @@ pub struct Wal {
     /// Until [`start_at`](Self::start_at): recovery, when nothing may be inserted and
     /// every flush is already done.
     started: AtomicBool,
-    /// `pg_stat_wal`'s counters, in the server's statistics.
+    /// The server's statistics: `pg_stat_wal`'s counters, and `pg_stat_io` for WAL I/O.
     stats: Arc<IoStatsHub>,
 }
 
@@ -299,17 +299,12 @@ impl Wal {
             insert.buf_start = start + bytes.len() as u64;
             (start, bytes)
         };
-        let c = self.counters();
         let mut io = PendingIoStats::new();
         let timed = |ns: u64| if self.options.track_io_timing { ns } else { 0 };
         if !bytes.is_empty() {
             let started = std::time::Instant::now();
             let writes = self.write_bytes(state, start, &bytes)?;
             let ns = started.elapsed().as_nanos() as u64;
-            c.writes.fetch_add(writes, Ordering::Relaxed);
-            c.write_ns.fetch_add(ns, Ordering::Relaxed);
-            c.write_bytes
-                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
             io.count_ops(
                 WAL,
                 Normal,
@@ -332,8 +327,6 @@ impl Wal {
                     state.unsynced.len() as u64,
                     started.elapsed().as_nanos() as u64,
                 );
-                c.syncs.fetch_add(syncs, Ordering::Relaxed);
-                c.sync_ns.fetch_add(ns, Ordering::Relaxed);
                 io.count_ops(WAL, Normal, IoOp::Fsync, syncs, 0, timed(ns));
             }
             let keep = state.unsynced.pop();
