@@ -495,26 +495,23 @@ impl BufferPool {
 
     /// Block `blkno` of `rel` pinned for a caller that will overwrite the whole page
     /// (redo of a full page image; PostgreSQL's `RBM_ZERO_AND_LOCK`): the buffer it has in
-    /// the pool, else a zeroed one without reading the file, whose old page (perhaps torn
-    /// by a crash) would not even verify.
+    /// the pool (counted as a hit), else a zeroed one without reading the file, whose old
+    /// page (perhaps torn by a crash) would not even verify. Nothing is read, so nothing is
+    /// counted as read.
     pub fn read_buffer_for_overwrite(
         self: &Arc<Self>,
         rel: &Arc<RelFile>,
         blkno: u32,
         acct: &mut IoAccount,
     ) -> Result<PinnedBuffer, PgError> {
-        match self.start_read(rel, blkno, 1, None, acct, true)? {
-            StartedRead::Hit(buffer) => Ok(buffer),
-            StartedRead::BeingRead(_) => unreachable!("start_read waited for the other read"),
-            StartedRead::Miss(mut read) => {
-                for iov in read.iovecs() {
-                    // SAFETY: the frames of a pending read are ours until it finishes.
-                    unsafe { std::ptr::write_bytes(iov.iov_base as *mut u8, 0, iov.iov_len) };
-                }
-                let len = read.len_bytes();
-                read.finish(Ok(len))?;
-                Ok(read.into_buffers().pop().expect("a one-block read"))
-            }
+        let tag = BufferTag {
+            relfilenode: rel.relfilenode(),
+            blkno,
+        };
+        match self.pin_or_map(rel, tag, None, acct, true)? {
+            FoundOrMapped::Hit(buffer) => Ok(buffer),
+            FoundOrMapped::BeingRead(_) => unreachable!("pin_or_map waited for the other read"),
+            FoundOrMapped::Mapped(id) => Ok(self.publish_zeroed(id, tag, VALID)),
         }
     }
 
@@ -545,34 +542,21 @@ impl BufferPool {
     ) -> Result<StartedRead, PgError> {
         assert!(max_blocks >= 1, "a read needs at least one block");
         let ring = strategy.as_deref().map(BufferRing::kind);
-        let with_strategy = strategy.is_some();
         let tag_of = |blkno| BufferTag {
             relfilenode: rel.relfilenode(),
             blkno,
         };
         let first_tag = tag_of(blkno);
-        let first = loop {
-            if let Some(id) = self.lookup_and_pin(first_tag, with_strategy) {
-                let mut state = self.desc(id).state.load(Ordering::Acquire);
-                if state & VALID == 0 && !wait_for_others {
-                    return Ok(StartedRead::BeingRead(self.pinned(id, first_tag)));
-                }
-                if state & VALID == 0 {
-                    state = self.desc(id).wait_for_io();
-                }
-                if state & VALID != 0 {
-                    acct.hit(ring, first_tag.relfilenode);
-                    return Ok(StartedRead::Hit(self.pinned(id, first_tag)));
-                }
-                // The read we waited for failed and unmapped the buffer: try ourselves.
-                self.unpin(id);
-                continue;
-            }
-            let victim = self.get_victim(strategy.as_deref_mut(), acct)?;
-            match self.retag(victim, first_tag, rel) {
-                Retag::Done => break victim,
-                Retag::AlreadyMapped | Retag::VictimBusy => self.unpin(victim),
-            }
+        let first = match self.pin_or_map(
+            rel,
+            first_tag,
+            strategy.as_deref_mut(),
+            acct,
+            wait_for_others,
+        )? {
+            FoundOrMapped::Hit(buffer) => return Ok(StartedRead::Hit(buffer)),
+            FoundOrMapped::BeingRead(buffer) => return Ok(StartedRead::BeingRead(buffer)),
+            FoundOrMapped::Mapped(id) => id,
         };
         let mut buffers = vec![self.pinned(first, first_tag)];
         let segment_blocks = rel.segment_blocks();
@@ -608,6 +592,58 @@ impl BufferPool {
             buffers: buffers.into_iter().map(Some).collect(),
             finished: false,
         }))
+    }
+
+    /// The first step of every read: pin the buffer holding `tag` if the pool has it valid
+    /// (counted as a hit), or being read by another thread (with `wait_for_others`, wait for
+    /// that read; if it failed, go on as if the block were absent); else map a victim to
+    /// `tag` with `IO_IN_PROGRESS` for the caller to fill.
+    fn pin_or_map(
+        self: &Arc<Self>,
+        rel: &Arc<RelFile>,
+        tag: BufferTag,
+        mut strategy: Option<&mut BufferRing>,
+        acct: &mut IoAccount,
+        wait_for_others: bool,
+    ) -> Result<FoundOrMapped, PgError> {
+        let ring = strategy.as_deref().map(BufferRing::kind);
+        loop {
+            if let Some(id) = self.lookup_and_pin(tag, strategy.is_some()) {
+                let mut state = self.desc(id).state.load(Ordering::Acquire);
+                if state & VALID == 0 && !wait_for_others {
+                    return Ok(FoundOrMapped::BeingRead(self.pinned(id, tag)));
+                }
+                if state & VALID == 0 {
+                    state = self.desc(id).wait_for_io();
+                }
+                if state & VALID != 0 {
+                    acct.hit(ring, tag.relfilenode);
+                    return Ok(FoundOrMapped::Hit(self.pinned(id, tag)));
+                }
+                // The read we waited for failed and unmapped the buffer: try ourselves.
+                self.unpin(id);
+                continue;
+            }
+            let victim = self.get_victim(strategy.as_deref_mut(), acct)?;
+            match self.retag(victim, tag, rel) {
+                Retag::Done => return Ok(FoundOrMapped::Mapped(victim)),
+                Retag::AlreadyMapped | Retag::VictimBusy => self.unpin(victim),
+            }
+        }
+    }
+
+    /// Zero the frame of buffer `id`, just mapped to `tag` by a retag (pinned, with
+    /// `IO_IN_PROGRESS`), and publish it with `flags` — a page that is not read because its
+    /// caller makes it anew (an extension, a full-page redo).
+    fn publish_zeroed(self: &Arc<Self>, id: BufferId, tag: BufferTag, flags: u64) -> PinnedBuffer {
+        let desc = self.desc(id);
+        {
+            let _exclusive = desc.content_lock.write();
+            // SAFETY: exclusive content lock and our pin.
+            unsafe { self.frame_mut(id) }.fill(0);
+        }
+        desc.finish_io(flags, 0);
+        self.pinned(id, tag)
     }
 
     /// Wait up to `timeout` for the read another thread is doing into `buffer` (from
@@ -732,15 +768,8 @@ impl BufferPool {
         loop {
             match self.retag(victim, tag, rel) {
                 Retag::Done => {
-                    let desc = self.desc(victim);
-                    {
-                        let _exclusive = desc.content_lock.write();
-                        // SAFETY: exclusive content lock and our pin.
-                        unsafe { self.frame_mut(victim) }.fill(0);
-                    }
-                    desc.finish_io(VALID | DIRTY, 0);
                     acct.shared_dirtied += 1;
-                    return Ok((blkno, self.pinned(victim, tag)));
+                    return Ok((blkno, self.publish_zeroed(victim, tag, VALID | DIRTY)));
                 }
                 Retag::AlreadyMapped => {
                     // Someone read the new (all-zero) block before we installed it.
@@ -1420,6 +1449,16 @@ impl Drop for PinnedBuffer {
 #[repr(C, align(4096))]
 struct AlignedBlock([u8; BLCKSZ]);
 
+/// What [`BufferPool::pin_or_map`] found for one block.
+enum FoundOrMapped {
+    /// Valid in the pool; pinned, counted as a hit.
+    Hit(PinnedBuffer),
+    /// Being read by another thread (only without `wait_for_others`); pinned.
+    BeingRead(PinnedBuffer),
+    /// Absent: this victim buffer is now mapped to the block, pinned, `IO_IN_PROGRESS`.
+    Mapped(BufferId),
+}
+
 /// What [`BufferPool::start_read`] found.
 #[derive(Debug)]
 pub enum StartedRead {
@@ -1736,6 +1775,32 @@ mod tests {
             .iter()
             .filter(|b| b.valid && b.tag.is_some_and(|t| t.relfilenode == relfilenode))
             .count()
+    }
+
+    #[test]
+    fn overwrite_reads_nothing_and_finds_what_the_pool_has() {
+        let dir = TempDir::new("pool-overwrite");
+        let pool = BufferPool::new(8);
+        let rel = make_rel(&dir, 16384, 4);
+        // Block 1 on disk is torn (garbage): an overwrite must not read or verify it.
+        rel.write_block(1, &[0xA5; BLCKSZ]).unwrap();
+        let mut usage = IoAccount::default();
+        let buffer = pool.read_buffer_for_overwrite(&rel, 1, &mut usage).unwrap();
+        assert!(buffer.page().iter().all(|&b| b == 0), "a zeroed page");
+        assert_eq!((usage.shared_read, usage.shared_hit), (0, 0));
+        drop(buffer);
+        // Block 2 already in the pool (changed there): the overwrite gets that buffer.
+        let cached = read(&pool, &rel, 2, &mut usage);
+        bump_counter(&cached, &mut usage);
+        drop(cached);
+        assert_eq!((usage.shared_read, usage.shared_hit), (1, 0));
+        let buffer = pool.read_buffer_for_overwrite(&rel, 2, &mut usage).unwrap();
+        assert_eq!(counter_of(&buffer.page()), 1);
+        assert_eq!((usage.shared_read, usage.shared_hit), (1, 1));
+        // The zeroed block 1 stays mapped and valid: a later read is a hit.
+        drop(buffer);
+        assert!(pool.read_buffer(&rel, 1, None, &mut usage).is_ok());
+        assert_eq!((usage.shared_read, usage.shared_hit), (1, 2));
     }
 
     #[test]
