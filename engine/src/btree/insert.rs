@@ -57,7 +57,7 @@ use super::{dedup, split_point, BtreeIndex, Tid};
 use crate::accounting::IoAccount;
 use crate::buffer::PinnedBuffer;
 use crate::storage::page as slotted;
-use crate::wal::{self, Change, PageEdit};
+use crate::wal::{self, Change, Move, PageEdit};
 
 // Leaf and internal fill factors of a rightmost split (as the build's).
 use super::build::NONLEAF_FILLFACTOR;
@@ -128,7 +128,7 @@ impl BtreeIndex {
                     let mut page = buffer.page_mut();
                     let fits = insert_item_at(&mut page, placement.position, &placement.item);
                     if fits {
-                        let mut changed = inserted_ranges(&page, placement.position);
+                        let (shifted, mut changed) = inserted_change(&page, placement.position);
                         if let Some((off, list)) = &placement.replace {
                             let old =
                                 slotted::page_item_mut(&mut page, *off).expect("placed there");
@@ -140,7 +140,10 @@ impl BtreeIndex {
                             old.copy_from_slice(list);
                             changed.push(slotted::ranges::item(&page, *off, None));
                         }
-                        let change = Change::Ranges(&changed);
+                        let change = Change::Moved {
+                            moves: &[shifted],
+                            ranges: &changed,
+                        };
                         wal::log_change(&self.rel, &buffer, &mut page, change, acct);
                     }
                     fits
@@ -446,14 +449,12 @@ impl BtreeIndex {
             let mut page = parent.page_mut();
             let fits = insert_item_at(&mut page, position, &separator);
             if fits {
-                let changed = inserted_ranges(&page, position);
-                wal::log_change(
-                    &self.rel,
-                    &parent,
-                    &mut page,
-                    Change::Ranges(&changed),
-                    acct,
-                );
+                let (shifted, changed) = inserted_change(&page, position);
+                let change = Change::Moved {
+                    moves: &[shifted],
+                    ranges: &changed,
+                };
+                wal::log_change(&self.rel, &parent, &mut page, change, acct);
             }
             fits
         };
@@ -470,12 +471,21 @@ impl BtreeIndex {
     }
 }
 
-/// What [`insert_item_at`] changed on `page` putting an item at `position`: the header,
-/// the line pointers from there on (shifted), and the item.
-fn inserted_ranges(page: &[u8], position: u16) -> Vec<std::ops::Range<usize>> {
-    vec![
+/// What [`insert_item_at`] did to `page` putting an item at `position`: the line pointers
+/// from there on moved up one place (a move for the WAL, not their bytes), then the header,
+/// the new line pointer and the item changed.
+fn inserted_change(page: &[u8], position: u16) -> (Move, Vec<std::ops::Range<usize>>) {
+    let pointers = slotted::ranges::line_pointers_from(page, position);
+    let new_pointer = pointers.start..pointers.start + slotted::ITEM_ID_SIZE;
+    let shifted = Move {
+        from: pointers.start as u16,
+        to: new_pointer.end as u16,
+        len: (pointers.len() - slotted::ITEM_ID_SIZE) as u16,
+    };
+    let ranges = vec![
         slotted::ranges::HEADER,
-        slotted::ranges::line_pointers_from(page, position),
+        new_pointer,
         slotted::ranges::item(page, position, None),
-    ]
+    ];
+    (shifted, ranges)
 }

@@ -135,7 +135,7 @@ impl HeapDeleter {
                     tuple::set_cid(t, self.cid);
                     let infomask = tuple::infomask(t) & !(HEAP_XMAX_INVALID | HEAP_XMAX_COMMITTED);
                     tuple::set_infomask(t, infomask);
-                    self.log_header_change(&buffer, &mut page, off);
+                    self.log_tuple_change(&buffer, &mut page, off, tuple::DELETE_STAMP_BYTES);
                     None
                 } else {
                     Some(xmax)
@@ -176,15 +176,22 @@ impl HeapDeleter {
                 "only a version this command deleted"
             );
             tuple::set_ctid(t, new.0, new.1);
-            self.log_header_change(&buffer, &mut page, old.1);
+            self.log_tuple_change(&buffer, &mut page, old.1, tuple::CTID_BYTES);
         }
         Ok(())
     }
 
-    /// Logs a change to the header of the tuple at `off` (and the page header's flags).
-    fn log_header_change(&mut self, buffer: &PinnedBuffer, page: &mut [u8], off: u16) {
-        let tuple_header = page::ranges::item(page, off, Some(tuple::HEAP_TUPLE_HEADER_SIZE));
-        let changed = [page::ranges::HEADER, tuple_header];
+    /// Logs a change to `bytes` of the header of the tuple at `off` (and the page header's
+    /// flags).
+    fn log_tuple_change(
+        &mut self,
+        buffer: &PinnedBuffer,
+        page: &mut [u8],
+        off: u16,
+        bytes: std::ops::Range<usize>,
+    ) {
+        let start = page::ranges::item(page, off, None).start;
+        let changed = [page::ranges::HEADER, start + bytes.start..start + bytes.end];
         wal::log_change(
             &self.rel,
             buffer,

@@ -99,6 +99,10 @@ const CTID_OFFSET_AT: usize = 16;
 const INFOMASK2_AT: usize = 18;
 const INFOMASK_AT: usize = 20;
 const HOFF_AT: usize = 22;
+/// The header bytes a delete changes: `t_xmax` through `t_infomask` (for the WAL).
+pub const DELETE_STAMP_BYTES: std::ops::Range<usize> = XMAX_AT..INFOMASK_AT + 2;
+/// The bytes of `t_ctid` (for the WAL).
+pub const CTID_BYTES: std::ops::Range<usize> = CTID_BLOCK_AT..CTID_OFFSET_AT + 2;
 /// Offset of the null bitmap (when `HEAP_HASNULL`).
 pub const NULL_BITMAP_AT: usize = HEAP_TUPLE_HEADER_SIZE;
 

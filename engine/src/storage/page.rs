@@ -446,6 +446,39 @@ pub fn page_repair_fragmentation(page: &mut [u8]) {
     put_u16(page, PD_UPPER, upper as u16);
 }
 
+/// The page between the two steps of a prune: `before`, with the line pointers and header
+/// `after` has, but every normal item still where `before` had it — so that
+/// [`page_repair_fragmentation`] of the result gives `after` (checked). `None` if `after`
+/// is not `before` with line pointers cleared (or redirected) and then compacted: the
+/// pointer arrays differ in length, or a normal item changed size or was not normal before.
+/// The WAL logs the (small) difference to this page and compacts again at redo.
+pub fn page_before_compaction(before: &[u8], after: &[u8]) -> Option<Vec<u8>> {
+    assert_page_len(before.len());
+    assert_page_len(after.len());
+    if get_u16(before, PD_LOWER) != get_u16(after, PD_LOWER) {
+        return None;
+    }
+    let mut between = before.to_vec();
+    between[..SIZE_OF_PAGE_HEADER].copy_from_slice(&after[..SIZE_OF_PAGE_HEADER]);
+    put_u16(&mut between, PD_UPPER, get_u16(before, PD_UPPER));
+    for off in FIRST_OFFSET_NUMBER..=page_max_offset(after) {
+        let now = page_item_id(after, off)?;
+        let id = if now.flags == LpFlags::Normal {
+            let then = page_item_id(before, off)?;
+            if then.flags != LpFlags::Normal || then.len != now.len {
+                return None;
+            }
+            then
+        } else {
+            now
+        };
+        put_u32(&mut between, item_id_pos(off), id.pack());
+    }
+    let mut compacted = between.clone();
+    page_repair_fragmentation(&mut compacted);
+    (compacted == after).then_some(between)
+}
+
 /// `PD_ALL_VISIBLE`: every tuple on the page is visible to every transaction (VACUUM sets
 /// it with the visibility map's bit; a change to the page clears both).
 pub fn page_is_all_visible(page: &[u8]) -> bool {

@@ -221,10 +221,7 @@ impl Wal {
         );
         let encoded_body = body.encode();
         let fpi = match body {
-            Body::Pages(blocks) => blocks
-                .iter()
-                .filter(|b| b.is_full() && !b.is_init())
-                .count(),
+            Body::Pages(blocks) => blocks.iter().filter(|b| b.is_image()).count(),
             _ => 0,
         } as u64;
         let len = (HEADER_SIZE + encoded_body.len()) as u64;

@@ -48,7 +48,7 @@ pub mod recovery;
 use crate::accounting::IoAccount;
 
 pub use log::{Wal, WalIoBy, WalOptions};
-pub use record::{format_lsn, Change, Lsn};
+pub use record::{format_lsn, Change, Lsn, Move};
 
 use crate::buffer::PinnedBuffer;
 use crate::storage::page::{page_lsn, page_set_lsn};

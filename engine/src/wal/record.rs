@@ -18,11 +18,19 @@
 //!
 //! Bodies by kind:
 //! - `Pages`: one or more block entries, each `relfilenode u32, blkno u32, flags u8, zero
-//!   u8, nranges u16`, then `nranges × (offset u16, len u16)`, then the ranges' bytes in
-//!   order. The ranges are byte ranges of the page *after* the change. With `FULL`
-//!   set they describe the whole page (anything outside them is zero: an image with the
-//!   free-space hole left out), so redo needs no old page; `INIT` says the page was new
-//!   (made by the change), otherwise a full image is the first change after a checkpoint.
+//!   u8, nranges u16`; with `MOVES` then `nmoves u16, zero u16, nmoves × (from u16, to u16,
+//!   len u16)`; then `nranges × (offset u16, len u16)`, then the ranges' bytes in order.
+//!   Redo copies each move's `len` bytes from `from` to `to` (in order, as `memmove`), then
+//!   writes the ranges — byte ranges of the page *after* the change — then, with `COMPACT`,
+//!   compacts the page's items (`page_repair_fragmentation`). So a B-tree insert in the
+//!   middle of a page logs one move for the line pointers it shifts, not the pointers, and
+//!   a pruned heap page logs its changed line pointers, not its moved tuples. The page's
+//!   LSN and checksum (bytes 0..10) are never in a range: redo sets the one, a write
+//!   computes the other. With `FULL` set the ranges describe the whole page (anything
+//!   outside them is zero: an image with the free-space hole left out), so redo needs no
+//!   old page; `INIT` says the page was new (made by the change); `IMAGE` that the image
+//!   is there because this is the page's first change since a checkpoint began
+//!   (`full_page_writes`; counted as a full page image).
 //! - `Commit`, `Abort`: `time u64` (microseconds since the Unix epoch).
 //! - `Checkpoint`: `redo u64, next_xid u32, shutdown u8, zero [u8; 3], time u64`.
 
@@ -40,6 +48,14 @@ pub const MAX_RECORD_SIZE: usize = 64 * 1024;
 pub const FULL: u8 = 1;
 /// Block entry flag: the page was new, made by this change (also `FULL`).
 pub const INIT: u8 = 2;
+/// Block entry flag: moves within the page come before the ranges.
+pub const MOVES: u8 = 4;
+/// Block entry flag: after the ranges, the page's items are compacted.
+pub const COMPACT: u8 = 8;
+/// Block entry flag: a full image for `full_page_writes` (also `FULL`).
+pub const IMAGE: u8 = 16;
+/// Bytes of the page header no range covers: `pd_lsn` and `pd_checksum`.
+const NOT_LOGGED: usize = 10;
 /// Unchanged runs shorter than this between two changed runs are logged with them.
 const MERGE_GAP: usize = 16;
 
@@ -74,15 +90,31 @@ pub fn format_lsn(lsn: Lsn) -> String {
     format!("{:X}/{:X}", lsn >> 32, lsn & 0xffff_ffff)
 }
 
+/// `len` bytes of a page copied from offset `from` to offset `to` (they may overlap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Move {
+    pub from: u16,
+    pub to: u16,
+    pub len: u16,
+}
+
 /// What a change did to a page, for [`BlockEntry::capture`].
 #[derive(Clone, Copy)]
 pub enum Change<'a> {
     /// Only these byte ranges changed.
     Ranges(&'a [Range<usize>]),
+    /// These moves (applied to the page before, in order), then these ranges changed.
+    Moved {
+        moves: &'a [Move],
+        ranges: &'a [Range<usize>],
+    },
     /// The page was rebuilt or made (`new` says it did not exist before).
     Whole { new: bool },
     /// Whatever differs from this image of the page before the change.
     Since(&'a [u8]),
+    /// Line pointers were cleared, then the items compacted (a prune); this is the page
+    /// before both.
+    Compacted(&'a [u8]),
 }
 
 /// One page's change as a record carries it.
@@ -91,6 +123,8 @@ pub struct BlockEntry {
     pub relfilenode: u32,
     pub blkno: u32,
     pub flags: u8,
+    /// Applied before the ranges, in order (`MOVES` set if any).
+    pub moves: Vec<Move>,
     /// `(offset, bytes)` of each range, in page order, not overlapping.
     pub ranges: Vec<(u16, Vec<u8>)>,
 }
@@ -100,20 +134,42 @@ impl BlockEntry {
     /// (the page's first change since the checkpoint began).
     pub fn capture(relfilenode: u32, blkno: u32, page: &[u8], change: Change, full: bool) -> Self {
         assert_eq!(page.len(), BLCKSZ);
+        let mut moves = Vec::new();
+        // The page the logged bytes come from: the one after the change, except for a
+        // compaction, which logs the page before compacting.
+        let mut between = None;
         let (flags, ranges) = match change {
             Change::Whole { new: true } => (FULL | INIT, image_ranges(page)),
-            _ if full => (FULL, image_ranges(page)),
+            _ if full => (FULL | IMAGE, image_ranges(page)),
             Change::Whole { new: false } => (FULL, image_ranges(page)),
             Change::Ranges(ranges) => (0, normalise(ranges.to_vec())),
+            Change::Moved {
+                moves: moved,
+                ranges,
+            } => {
+                moves.extend(moved.iter().filter(|m| m.len > 0 && m.from != m.to));
+                let flags = if moves.is_empty() { 0 } else { MOVES };
+                (flags, normalise(ranges.to_vec()))
+            }
             Change::Since(before) => (0, differing_ranges(before, page)),
+            Change::Compacted(before) => match page::page_before_compaction(before, page) {
+                Some(uncompacted) => {
+                    let ranges = differing_ranges(before, &uncompacted);
+                    between = Some(uncompacted);
+                    (COMPACT, ranges)
+                }
+                None => (0, differing_ranges(before, page)),
+            },
         };
+        let source = between.as_deref().unwrap_or(page);
         BlockEntry {
             relfilenode,
             blkno,
             flags,
+            moves,
             ranges: ranges
                 .into_iter()
-                .map(|r| (r.start as u16, page[r].to_vec()))
+                .map(|r| (r.start as u16, source[r].to_vec()))
                 .collect(),
         }
     }
@@ -126,27 +182,54 @@ impl BlockEntry {
         self.flags & INIT != 0
     }
 
+    /// A full page image taken for `full_page_writes` (what `fpi` counts).
+    pub fn is_image(&self) -> bool {
+        self.flags & IMAGE != 0
+    }
+
     /// Applies the change to `page` (redo); the caller sets the page's LSN.
     pub fn apply(&self, page: &mut [u8]) {
         if self.is_full() {
             page.fill(0);
         }
+        for m in &self.moves {
+            let from = m.from as usize;
+            page.copy_within(from..from + m.len as usize, m.to as usize);
+        }
         for (offset, bytes) in &self.ranges {
             let start = *offset as usize;
             page[start..start + bytes.len()].copy_from_slice(bytes);
         }
+        if self.flags & COMPACT != 0 {
+            page::page_repair_fragmentation(page);
+        }
     }
 
     fn encoded_len(&self) -> usize {
-        12 + self.ranges.iter().map(|(_, b)| 4 + b.len()).sum::<usize>()
+        let moves = if self.moves.is_empty() {
+            0
+        } else {
+            4 + 6 * self.moves.len()
+        };
+        12 + moves + self.ranges.iter().map(|(_, b)| 4 + b.len()).sum::<usize>()
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
+        assert_eq!(self.flags & MOVES != 0, !self.moves.is_empty());
         out.extend_from_slice(&self.relfilenode.to_le_bytes());
         out.extend_from_slice(&self.blkno.to_le_bytes());
         out.push(self.flags);
         out.push(0);
         out.extend_from_slice(&(self.ranges.len() as u16).to_le_bytes());
+        if !self.moves.is_empty() {
+            out.extend_from_slice(&(self.moves.len() as u16).to_le_bytes());
+            out.extend_from_slice(&[0, 0]);
+            for m in &self.moves {
+                for v in [m.from, m.to, m.len] {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
         for (offset, bytes) in &self.ranges {
             out.extend_from_slice(&offset.to_le_bytes());
             out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
@@ -162,6 +245,21 @@ impl BlockEntry {
         let flags = take(body, 1)?[0];
         take(body, 1)?;
         let n = take_u16(body)? as usize;
+        let mut moves = Vec::new();
+        if flags & MOVES != 0 {
+            let nmoves = take_u16(body)? as usize;
+            take(body, 2)?;
+            for _ in 0..nmoves {
+                let (from, to, len) = (take_u16(body)?, take_u16(body)?, take_u16(body)?);
+                if from.max(to) as usize + len as usize > BLCKSZ {
+                    return None;
+                }
+                moves.push(Move { from, to, len });
+            }
+            if moves.is_empty() {
+                return None;
+            }
+        }
         let mut spans = Vec::with_capacity(n);
         for _ in 0..n {
             spans.push((take_u16(body)?, take_u16(body)? as usize));
@@ -179,6 +277,7 @@ impl BlockEntry {
             relfilenode,
             blkno,
             flags,
+            moves,
             ranges,
         })
     }
@@ -350,7 +449,8 @@ fn image_ranges(page: &[u8]) -> Vec<Range<usize>> {
 }
 
 /// The byte ranges where `after` differs from `before`, unchanged gaps shorter than
-/// [`MERGE_GAP`] merged in, compared 8 bytes at a time.
+/// [`MERGE_GAP`] merged in, compared 8 bytes at a time (the first range starting after
+/// [`NOT_LOGGED`]).
 fn differing_ranges(before: &[u8], after: &[u8]) -> Vec<Range<usize>> {
     assert_eq!(before.len(), after.len());
     let mut ranges: Vec<Range<usize>> = Vec::new();
@@ -359,10 +459,10 @@ fn differing_ranges(before: &[u8], after: &[u8]) -> Vec<Range<usize>> {
         .zip(after.chunks_exact(8))
         .enumerate()
     {
-        if a == b {
+        if a == b || (i + 1) * 8 <= NOT_LOGGED {
             continue;
         }
-        let start = i * 8;
+        let start = (i * 8).max(NOT_LOGGED);
         match ranges.last_mut() {
             Some(last) if start - last.end < MERGE_GAP => last.end = start + 8,
             _ => ranges.push(start..start + 8),
@@ -371,8 +471,12 @@ fn differing_ranges(before: &[u8], after: &[u8]) -> Vec<Range<usize>> {
     ranges
 }
 
-/// Sorted, overlapping and touching ranges merged, empty ones dropped.
+/// Sorted, overlapping and touching ranges merged, empty ones and the bytes before
+/// [`NOT_LOGGED`] dropped.
 fn normalise(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    for r in &mut ranges {
+        r.start = r.start.max(NOT_LOGGED);
+    }
     ranges.retain(|r| r.start < r.end);
     ranges.sort_by_key(|r| r.start);
     let mut out: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
@@ -489,6 +593,115 @@ mod tests {
             logged < 200,
             "a diff logs the header, the pointer and the item: {logged}"
         );
+    }
+
+    /// A page of `n` items of 100 bytes, item `i` filled with byte `i`.
+    fn page_of_items(n: u8) -> Vec<u8> {
+        let mut page = vec![0u8; BLCKSZ];
+        page_init(&mut page, 0);
+        for i in 1..=n {
+            page_add_item(&mut page, &[i; 100]).unwrap();
+        }
+        page
+    }
+
+    fn logged_bytes(entry: &BlockEntry) -> usize {
+        let mut body = Vec::new();
+        entry.encode(&mut body);
+        body.len()
+    }
+
+    /// An item put in the middle of a page (as a B-tree insert does): the line pointers
+    /// after it are logged as one move, and redo reproduces the page.
+    #[test]
+    fn a_move_replaces_the_shifted_line_pointers() {
+        let before = page_of_items(60);
+        let mut after = before.clone();
+        let appended = page_add_item(&mut after, &[0xEE; 16]).unwrap();
+        let lp = |n: u16| 24 + 4 * (n as usize - 1);
+        after[lp(10)..lp(appended + 1)].rotate_right(4);
+        let item = page::ranges::item(&after, 10, None);
+        let shifted = Move {
+            from: lp(10) as u16,
+            to: lp(11) as u16,
+            len: (lp(appended) - lp(10)) as u16,
+        };
+        let ranges = [page::ranges::HEADER, lp(10)..lp(11), item];
+        let entry = BlockEntry::capture(
+            1,
+            1,
+            &after,
+            Change::Moved {
+                moves: &[shifted],
+                ranges: &ranges,
+            },
+            false,
+        );
+        assert_eq!(entry.flags, MOVES);
+        let mut page = before.clone();
+        entry.apply(&mut page);
+        assert!(page == after, "redo of the move differs");
+        assert!(logged_bytes(&entry) < 80, "{}", logged_bytes(&entry));
+        roundtrip(Body::Pages(vec![entry]));
+    }
+
+    /// A pruned page logs its changed line pointers and is compacted again at redo; a page
+    /// changed some other way falls back to the difference.
+    #[test]
+    fn a_compacted_page_logs_its_line_pointers_not_its_items() {
+        let before = page_of_items(70);
+        let mut after = before.clone();
+        for off in (1..=70).step_by(3) {
+            page::page_clear_item(&mut after, off, page::LpFlags::Dead);
+        }
+        page::page_repair_fragmentation(&mut after);
+        let entry = BlockEntry::capture(1, 1, &after, Change::Compacted(&before), false);
+        assert_eq!(entry.flags, COMPACT);
+        let mut page = before.clone();
+        entry.apply(&mut page);
+        assert!(page == after, "redo of the compaction differs");
+        let as_diff = BlockEntry::capture(1, 1, &after, Change::Since(&before), false);
+        assert!(
+            logged_bytes(&entry) * 10 < logged_bytes(&as_diff),
+            "{} vs {}",
+            logged_bytes(&entry),
+            logged_bytes(&as_diff)
+        );
+        roundtrip(Body::Pages(vec![entry]));
+
+        // An item that changed size is no prune: the entry is a plain difference.
+        let mut other = after.clone();
+        let mut resized = page::page_item_id(&after, 2).unwrap();
+        resized.len -= 8;
+        other[24 + 4..24 + 8].copy_from_slice(&resized.pack().to_le_bytes());
+        let entry = BlockEntry::capture(1, 1, &other, Change::Compacted(&before), false);
+        assert_eq!(entry.flags, 0);
+        let mut page = before.clone();
+        entry.apply(&mut page);
+        assert!(page == other, "redo of the difference differs");
+    }
+
+    /// Neither a range nor a difference logs the page's LSN and checksum.
+    #[test]
+    fn the_lsn_and_checksum_are_not_logged() {
+        let before = sample_page();
+        let mut after = before.clone();
+        after[0..10].fill(0x77);
+        after[100] = 1;
+        for change in [Change::Since(&before), Change::Ranges(&[0..24, 100..101])] {
+            let entry = BlockEntry::capture(1, 1, &after, change, false);
+            assert!(entry
+                .ranges
+                .iter()
+                .all(|(off, _)| *off as usize >= NOT_LOGGED));
+            let mut page = before.clone();
+            entry.apply(&mut page);
+            assert!(page[10..] == after[10..], "bytes after the checksum differ");
+            assert!(
+                page[..10] == before[..10],
+                "the LSN and checksum were logged"
+            );
+        }
     }
 
     #[test]
