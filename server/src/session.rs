@@ -128,6 +128,18 @@ impl Session {
         crate::sql::plan_statement(&state, stmt, param_types).await
     }
 
+    /// The result columns of an INSERT, UPDATE or DELETE with RETURNING, its `$n` typed as
+    /// `param_types` say; `None` for other statements (the extended protocol's Describe).
+    pub async fn returning_schema(
+        &self,
+        stmt: &ast::Statement,
+        param_types: &[Option<datafusion::arrow::datatypes::DataType>],
+    ) -> PgResult<Option<datafusion::arrow::datatypes::SchemaRef>> {
+        let mut state = self.df_state.clone();
+        crate::pgcatalog::register_functions(&mut state, &self.catalog_info());
+        crate::sql::returning::describe(&state, self.db(), stmt, param_types).await
+    }
+
     /// What the plan cache has for `parsed` with `params`, its names resolving in
     /// `catalog` (see `sql::plan_cache`): statements with parameters of their own, and
     /// every statement of a session with `plan_cache_mode = force_custom_plan`, are
@@ -421,18 +433,8 @@ impl Session {
                 ddl::truncate(&db, &names, &mut self.txn.ddl)?;
                 Ok(Outcome::Done("TRUNCATE TABLE".into()))
             }
-            ast::Statement::Insert(ins) => {
-                let n = insert::insert(run, ins).await?;
-                Ok(Outcome::Done(format!("INSERT 0 {n}")))
-            }
-            ast::Statement::Delete(_) => {
-                let n = sql::dml::run(run, stmt).await?;
-                Ok(Outcome::Done(format!("DELETE {n}")))
-            }
-            ast::Statement::Update(_) => {
-                let n = sql::dml::run(run, stmt).await?;
-                Ok(Outcome::Done(format!("UPDATE {n}")))
-            }
+            ast::Statement::Insert(ins) => insert::insert(run, ins).await,
+            ast::Statement::Delete(_) | ast::Statement::Update(_) => sql::dml::run(run, stmt).await,
             ast::Statement::Explain { .. } => crate::explain::run(run, &self.settings, stmt).await,
             other => Err(PgError::unsupported(format!(
                 "statement not supported: {}",
@@ -589,13 +591,23 @@ fn mentions_ctid(parsed: &Parsed) -> bool {
     };
     let changed =
         |s: &ast::Statement| matches!(s, ast::Statement::Delete(_) | ast::Statement::Update(_));
-    match &**stmt {
+    let stmt: &ast::Statement = match &**stmt {
         ast::Statement::Explain { statement, .. } if changed(statement) => return true,
         s if changed(s) => return true, // their rows are found by ctid
-        _ => {}
+        ast::Statement::Explain { statement, .. } => statement,
+        s => s,
+    };
+    // An INSERT's RETURNING reads the rows inserted (see `sql::returning`), not the tables.
+    if let ast::Statement::Insert(ins) = stmt {
+        return ins.source.as_deref().is_some_and(|q| names_ctid(q));
     }
+    names_ctid(stmt)
+}
+
+/// Does `node` name a column `ctid` (as `ctid` or `t.ctid`)?
+fn names_ctid(node: &impl ast::Visit) -> bool {
     let is_ctid = |i: &ast::Ident| i.value.eq_ignore_ascii_case("ctid");
-    ast::visit_expressions(&**stmt, |e| match e {
+    ast::visit_expressions(node, |e| match e {
         ast::Expr::Identifier(i) if is_ctid(i) => std::ops::ControlFlow::Break(()),
         ast::Expr::CompoundIdentifier(parts) if parts.last().is_some_and(is_ctid) => {
             std::ops::ControlFlow::Break(())

@@ -332,7 +332,7 @@ async fn errors_are_postgres() {
         ("DELETE FROM t WHERE nope = 1", "42703"),
         ("UPDATE t SET a = 'x'", "22P02"),
         ("UPDATE t SET a = NULL", "23502"),
-        ("DELETE FROM t RETURNING a", "0A000"),
+        ("DELETE FROM t RETURNING old.a", "0A000"),
     ] {
         let e = client.batch_execute(sql).await.unwrap_err();
         assert_eq!(sqlstate(&e), code, "{sql}: {e:?}");

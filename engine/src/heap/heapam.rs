@@ -105,12 +105,18 @@ impl HeapInserter {
     /// kept for [`HeapInserter::placed`].
     pub fn for_update(mut self) -> Self {
         self.change = RowChange::Update;
+        self.keep_placed()
+    }
+
+    /// Keeps where each row of the last `insert_arrays` went, for
+    /// [`HeapInserter::placed`] (an INSERT's RETURNING of `ctid`).
+    pub fn keep_placed(mut self) -> Self {
         self.placed = Some(Vec::new());
         self
     }
 
     /// Where the tuples of the last `insert_arrays` went, in row order (after
-    /// [`HeapInserter::for_update`]; empty otherwise).
+    /// [`HeapInserter::for_update`] or [`HeapInserter::keep_placed`]; empty otherwise).
     pub fn placed(&self) -> &[(u32, u16)] {
         self.placed.as_deref().unwrap_or_default()
     }

@@ -19,6 +19,10 @@
 //!
 //! `EXPLAIN ANALYZE` of a SELECT changes nothing. `EXPLAIN ANALYZE` of an INSERT inserts,
 //! as in PostgreSQL. Other statements are not explainable yet (0A000).
+//!
+//! With RETURNING, the ModifyTable node takes its source's estimates (rows, width) as
+//! PostgreSQL's does, VERBOSE shows the list as its `Output:`, and ANALYZE's actual rows
+//! are the rows changed; the list is planned (and so checked) but not computed.
 
 pub mod costs;
 pub mod exprs;
@@ -48,6 +52,7 @@ use crate::explain::costs::CostParams;
 use crate::explain::mapping::Mapper;
 use crate::explain::node::{Actual, Buffers, Child, Costs, Explained, PlanNode, Relation};
 use crate::explain::options::{ExplainOptions, Format, Serialize};
+use crate::sql::returning::{self, Returning};
 use crate::sql::{insert, Outcome, StatementRun};
 
 /// The result's one column.
@@ -122,10 +127,15 @@ pub async fn run(
             "EXPLAIN (GENERIC_PLAN) is not supported",
         ));
     }
+    let returning = match returning::target_of(&run.db, statement)? {
+        Some((target, items)) => Some(Returning::plan(run, &target, items).await?),
+        None => None,
+    };
     let explainer = Explainer {
         run,
         opts: &opts,
         costs: CostParams::from_settings(settings),
+        returning: returning.as_ref(),
     };
     let mut explained = match statement.as_ref() {
         ast::Statement::Query(_) => explainer.query(statement).await?,
@@ -192,6 +202,8 @@ struct Explainer<'a> {
     run: &'a StatementRun,
     opts: &'a ExplainOptions,
     costs: CostParams,
+    /// The RETURNING list of an INSERT, UPDATE or DELETE.
+    returning: Option<&'a Returning>,
 }
 
 /// A planned statement: its physical plan, how long planning took and the names the
@@ -304,9 +316,9 @@ impl Explainer<'_> {
                 "INSERT … DEFAULT VALUES is not supported",
             ));
         };
-        if ins.on.is_some() || ins.returning.is_some() {
+        if ins.on.is_some() {
             return Err(PgError::unsupported(
-                "EXPLAIN of INSERT … ON CONFLICT / RETURNING is not supported",
+                "EXPLAIN of INSERT … ON CONFLICT is not supported",
             ));
         }
         let (schema, table_name) = crate::sql::ddl::split_name(name)?;
@@ -363,20 +375,24 @@ impl Explainer<'_> {
                 self.run.state.task_ctx(),
             )
             .map_err(from_datafusion)?;
-            match change {
+            let changed = match change {
                 Change::Insert(targets) => {
-                    insert::insert_stream(self.run, table, targets, stream).await?;
+                    insert::insert_stream(self.run, table, targets, stream).await?
                 }
                 Change::Modify(stmt) => {
-                    crate::sql::dml::apply(self.run, stmt, table, stream).await?;
+                    crate::sql::dml::apply(self.run, stmt, table, stream).await?
                 }
-            }
+            };
             wait_for_scans(&planned.plan).await;
             let ms = ms_since(started);
             explained.execution_time_ms = Some(ms);
             actual = Some(Actual {
                 times_ms: self.opts.timing.then_some((ms, ms)),
-                rows: 0.0,
+                // With RETURNING the node gives a row for each row changed.
+                rows: match self.returning {
+                    Some(_) => changed as f64,
+                    None => 0.0,
+                },
                 loops: 1,
             });
             // Everything the statement did: the source's scans and the changes.
@@ -412,11 +428,19 @@ impl Explainer<'_> {
                 schema: self.opts.verbose.then(|| table.schema.clone()),
                 alias: alias.unwrap_or_else(|| table.name.clone()),
             }),
-            costs: source_node.costs.map(|c| Costs {
-                rows: 0.0,
-                width: 0,
-                ..c
-            }),
+            // With RETURNING PostgreSQL gives the node its source's rows and width.
+            costs: match self.returning {
+                Some(_) => source_node.costs,
+                None => source_node.costs.map(|c| Costs {
+                    rows: 0.0,
+                    width: 0,
+                    ..c
+                }),
+            },
+            output: self
+                .returning
+                .filter(|_| self.opts.verbose)
+                .map(Returning::output),
             actual,
             buffers,
             wal,

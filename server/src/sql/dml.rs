@@ -6,6 +6,7 @@
 //! ```text
 //! DELETE FROM t [AS x] [USING from_item, …] [WHERE condition]
 //!     → SELECT x.ctid FROM t AS x [, from_item, …] [WHERE condition]
+//!       (with RETURNING: SELECT x.ctid, x.a, x.b… — the old values too)
 //! UPDATE t [AS x] SET a = expr, (b, c) = (expr, expr) [FROM from_item, …] [WHERE condition]
 //!     → SELECT x.ctid, expr, x.b…  (the new value of every column, in table order) …
 //! ```
@@ -17,10 +18,14 @@
 //! join) is changed once: the second time its tuple carries this transaction already.
 //! Rows another transaction is changing are waited for (see the engine module).
 //!
-//! Not supported (0A000): RETURNING, `WHERE CURRENT OF`, and assignments to part of a
-//! column (`a[1] = …`, `a.f = …`).
+//! RETURNING gets the rows changed — UPDATE's new versions, DELETE's old ones, each with
+//! its ctid — only those really changed (not a row found twice, not one another
+//! transaction deleted first); see `returning`.
+//!
+//! Not supported (0A000): `WHERE CURRENT OF`, assignments to part of a column (`a[1] =
+//! …`, `a.f = …`), and what `returning` does not support.
 
-use datafusion::arrow::array::{Array, AsArray, BooleanArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::compute::filter;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::sql::sqlparser::ast;
@@ -30,7 +35,8 @@ use iolab_engine::Database;
 
 use crate::sql::ddl::{ident_name, split_name};
 use crate::sql::insert::{for_each_batch, table_arrays, table_inserter};
-use crate::sql::{parse, Parsed, StatementRun};
+use crate::sql::returning::{self, Returning};
+use crate::sql::{parse, Outcome, Parsed, StatementRun};
 
 /// The query that finds the rows of a DELETE or UPDATE, and what it changes.
 pub struct RowQuery {
@@ -59,13 +65,19 @@ pub fn row_query(
     stmt: &ast::Statement,
     with_ctid: bool,
 ) -> PgResult<Option<RowQuery>> {
+    build_row_query(db, stmt, with_ctid, false)
+}
+
+/// [`row_query`]; with `old_values` a DELETE's query gives each row's values after its
+/// `ctid` (for RETURNING).
+fn build_row_query(
+    db: &Database,
+    stmt: &ast::Statement,
+    with_ctid: bool,
+    old_values: bool,
+) -> PgResult<Option<RowQuery>> {
     let (target, columns, others, selection) = match stmt {
         ast::Statement::Delete(delete) => {
-            if delete.returning.is_some() {
-                return Err(PgError::unsupported(
-                    "DELETE … RETURNING is not supported yet",
-                ));
-            }
             if !delete.tables.is_empty() || !delete.order_by.is_empty() || delete.limit.is_some() {
                 return Err(PgError::syntax("syntax error in DELETE"));
             }
@@ -77,14 +89,13 @@ pub fn row_query(
             };
             let target = target(db, only)?;
             let others = delete.using.as_deref().unwrap_or_default();
-            (target, vec![], others, delete.selection.as_ref())
+            let columns = match old_values {
+                true => old_columns(&target),
+                false => vec![],
+            };
+            (target, columns, others, delete.selection.as_ref())
         }
         ast::Statement::Update(update) => {
-            if update.returning.is_some() {
-                return Err(PgError::unsupported(
-                    "UPDATE … RETURNING is not supported yet",
-                ));
-            }
             if update.or.is_some() || !update.order_by.is_empty() || update.limit.is_some() {
                 return Err(PgError::syntax("syntax error in UPDATE"));
             }
@@ -127,31 +138,61 @@ pub fn row_query(
     }
 }
 
-/// Runs a DELETE or UPDATE; the number of rows it changed.
-pub async fn run(run: &StatementRun, stmt: &ast::Statement) -> PgResult<u64> {
-    let found = row_query(&run.db, stmt, true)?.expect("a DELETE or UPDATE");
+/// Runs a DELETE or UPDATE: its command tag (`DELETE n`, `UPDATE n`), or with RETURNING
+/// its rows.
+pub async fn run(run: &StatementRun, stmt: &ast::Statement) -> PgResult<Outcome> {
+    let returning_list = returning::target_of(&run.db, stmt)?;
+    let found = build_row_query(&run.db, stmt, true, returning_list.is_some())?
+        .expect("a DELETE or UPDATE");
     let rows = run.query_stream(&found.query).await?;
-    apply(run, stmt, &found.table, rows).await
+    let mut returning = match returning_list {
+        Some((target, items)) => Some(Returning::plan(run, &target, items).await?),
+        None => None,
+    };
+    let changed = apply_returning(run, stmt, &found.table, rows, returning.as_mut()).await?;
+    let tag = match stmt {
+        ast::Statement::Delete(_) => "DELETE",
+        _ => "UPDATE",
+    };
+    match returning {
+        Some(returning) => returning.into_outcome(tag),
+        None => Ok(Outcome::Done(format!("{tag} {changed}"))),
+    }
 }
 
-/// Applies `stmt` (a DELETE or UPDATE of `table`) to the rows of its row query.
+/// Applies `stmt` (a DELETE or UPDATE of `table`) to the rows of its row query; the
+/// number of rows changed.
 pub async fn apply(
     run: &StatementRun,
     stmt: &ast::Statement,
     table: &TableDef,
     rows: SendableRecordBatchStream,
 ) -> PgResult<u64> {
+    apply_returning(run, stmt, table, rows, None).await
+}
+
+/// [`apply`], giving the rows changed to `returning` too (a DELETE's row query must then
+/// have the old values: `build_row_query` with `old_values`).
+async fn apply_returning(
+    run: &StatementRun,
+    stmt: &ast::Statement,
+    table: &TableDef,
+    rows: SendableRecordBatchStream,
+    returning: Option<&mut Returning>,
+) -> PgResult<u64> {
     match stmt {
-        ast::Statement::Delete(_) => delete(run, table, rows).await,
-        _ => update(run, table, rows).await,
+        ast::Statement::Delete(_) => delete(run, table, rows, returning).await,
+        _ => update(run, table, rows, returning).await,
     }
 }
 
-/// Deletes the rows whose `ctid`s `stream` gives.
+/// Deletes the rows whose `ctid`s `stream` gives (its first column; with `returning`, the
+/// rows' values follow).
 async fn delete(
     run: &StatementRun,
     table: &TableDef,
     stream: SendableRecordBatchStream,
+    mut returning: Option<&mut Returning>,
 ) -> PgResult<u64> {
     let rel = run.db.relfile(table.relfilenode)?;
     let mut deleter = HeapDeleter::new(
@@ -164,8 +205,15 @@ async fn delete(
     );
     let check_cancel = || run.ctx.check_cancel();
     let result = for_each_batch(run, stream, |batch| {
-        for tid in ctids(batch.column(0).as_ref())? {
-            deleter.delete(tid, &check_cancel)?;
+        let tids = ctids(batch.column(0).as_ref())?;
+        let mut deleted = Vec::with_capacity(tids.len());
+        for &tid in &tids {
+            deleted.push(deleter.delete(tid, &check_cancel)? == Deleted::Now);
+        }
+        if let Some(returning) = returning.as_deref_mut() {
+            let keep = BooleanArray::from(deleted);
+            let old_values: Vec<ArrayRef> = batch.columns()[1..].to_vec();
+            returning.add(&only(&old_values, &keep)?, &only_tids(&tids, &keep))?;
         }
         Ok(())
     })
@@ -182,6 +230,7 @@ async fn update(
     run: &StatementRun,
     table: &TableDef,
     stream: SendableRecordBatchStream,
+    mut returning: Option<&mut Returning>,
 ) -> PgResult<u64> {
     let rel = run.db.relfile(table.relfilenode)?;
     let xid = run.xid()?;
@@ -208,18 +257,13 @@ async fn update(
             changed.push(deleter.delete(tid, &check_cancel)? == Deleted::Now);
         }
         let keep = BooleanArray::from(changed);
-        let kept: Vec<_> = arrays
-            .iter()
-            .map(|a| filter(a.as_ref(), &keep))
-            .collect::<Result<_, _>>()
-            .map_err(arrow_error)?;
-        let old: Vec<(u32, u16)> = tids
-            .iter()
-            .zip(keep.values().iter())
-            .filter_map(|(tid, k)| k.then_some(*tid))
-            .collect();
+        let kept = only(&arrays, &keep)?;
+        let old = only_tids(&tids, &keep);
         inserter.insert_arrays(&kept, old.len())?;
         let new = inserter.placed().to_vec();
+        if let Some(returning) = returning.as_deref_mut() {
+            returning.add(&kept, &new)?;
+        }
         assert_eq!(new.len(), old.len(), "a new version for each old one");
         let newpage = old.iter().zip(&new).filter(|(o, n)| o.0 != n.0).count();
         deleter
@@ -238,6 +282,31 @@ async fn update(
     run.ctx.add_usage(&deleter.acct.usage);
     result?;
     Ok(deleter.deleted)
+}
+
+/// The rows of `arrays` that `keep` marks.
+fn only(arrays: &[ArrayRef], keep: &BooleanArray) -> PgResult<Vec<ArrayRef>> {
+    arrays
+        .iter()
+        .map(|a| filter(a.as_ref(), keep))
+        .collect::<Result<_, _>>()
+        .map_err(arrow_error)
+}
+
+/// The `tids` that `keep` marks.
+fn only_tids(tids: &[(u32, u16)], keep: &BooleanArray) -> Vec<(u32, u16)> {
+    tids.iter()
+        .zip(keep.values().iter())
+        .filter_map(|(tid, k)| k.then_some(*tid))
+        .collect()
+}
+
+/// Every column of the changed table, in table order, as the row query names it.
+fn old_columns(target: &Target) -> Vec<String> {
+    let columns = target.table.columns.iter();
+    columns
+        .map(|c| format!("{}.{}", target.reference, quote(&c.name)))
+        .collect()
 }
 
 /// The changed table of `DELETE FROM t [AS x]` or `UPDATE t [AS x]`.

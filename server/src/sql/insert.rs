@@ -1,6 +1,7 @@
 //! INSERT … VALUES / INSERT … SELECT: the source runs through DataFusion, each batch is
 //! converted to the table's column types with PostgreSQL's assignment casts and appended
-//! to the heap by the statement's transaction.
+//! to the heap by the statement's transaction. With RETURNING, each batch as stored (and
+//! where each row went) also goes through the RETURNING list (see `returning`).
 
 use std::time::Instant;
 
@@ -8,19 +9,22 @@ use datafusion::arrow::array::{new_null_array, ArrayRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::sql::sqlparser::ast;
 use futures::StreamExt;
-use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
+use iolab_catalog::{sqlstate, PgError, PgResult, PgType, TableDef};
 use iolab_engine::btree::IndexMaintainer;
 use iolab_engine::heap::heapam::HeapInserter;
 use iolab_engine::values::assign::{failing_row_detail, first_null};
 use iolab_engine::values::{assign_cast_with, check_not_null, TextFormat};
+use iolab_engine::Database;
 
 use crate::sql::ddl::{ident_name, split_name};
-use crate::sql::StatementRun;
+use crate::sql::returning::{self, Returning};
+use crate::sql::{Outcome, StatementRun};
 
 /// Rows between two progress lines in the server log.
 pub const PROGRESS_EVERY_ROWS: u64 = 1_000_000;
 
-pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<u64> {
+/// Runs an INSERT: its command tag (`INSERT 0 n`), or with RETURNING its rows.
+pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<Outcome> {
     let ast::TableObject::TableName(name) = &insert.table else {
         return Err(PgError::unsupported(
             "INSERT into a table function is not supported",
@@ -28,11 +32,6 @@ pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<u64> {
     };
     if insert.on.is_some() {
         return Err(PgError::unsupported("ON CONFLICT is not supported"));
-    }
-    if insert.returning.is_some() {
-        return Err(PgError::unsupported(
-            "INSERT … RETURNING is not supported yet",
-        ));
     }
     let (schema, table_name) = split_name(name)?;
     let table = run.db.catalog.resolve(schema.as_deref(), &table_name)?;
@@ -45,7 +44,57 @@ pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<u64> {
     let stream = run
         .query_stream(&ast::Statement::Query(source.clone()))
         .await?;
-    insert_stream(run, &table, &targets, stream).await
+    let mut returning = match &insert.returning {
+        Some(items) => {
+            let target = returning::Target {
+                table: table.clone(),
+                alias: insert.table_alias.as_ref().map(|a| ident_name(&a.alias)),
+                reads_others: false,
+            };
+            Some(Returning::plan(run, &target, items).await?)
+        }
+        None => None,
+    };
+    let inserted = insert_returning(run, &table, &targets, stream, returning.as_mut()).await?;
+    match returning {
+        Some(returning) => returning.into_outcome("INSERT 0"),
+        None => Ok(Outcome::Done(format!("INSERT 0 {inserted}"))),
+    }
+}
+
+/// The types PostgreSQL gives the `$n` that are whole items of an INSERT's VALUES list:
+/// their target columns' (`INSERT INTO t (a, b) VALUES ($1, $2)` takes an `a` and a `b`),
+/// as `(n, type)`. DataFusion would leave them untyped (the extended protocol's Parse then
+/// reports them as text). Except `numeric`, which stays text: iolab cannot read a binary
+/// numeric parameter, and a client told `numeric` may send one.
+pub fn parameter_types(db: &Database, insert: &ast::Insert) -> PgResult<Vec<(usize, PgType)>> {
+    let (ast::TableObject::TableName(name), Some(source)) = (&insert.table, &insert.source) else {
+        return Ok(vec![]);
+    };
+    let ast::SetExpr::Values(values) = source.body.as_ref() else {
+        return Ok(vec![]);
+    };
+    let (schema, table_name) = split_name(name)?;
+    let table = db.catalog.resolve(schema.as_deref(), &table_name)?;
+    let targets = target_columns(&table, &insert.columns)?;
+    let mut types = Vec::new();
+    for row in &values.rows {
+        for (item, &column) in row.iter().zip(&targets) {
+            let ast::Expr::Value(value) = item else {
+                continue;
+            };
+            let ast::Value::Placeholder(placeholder) = &value.value else {
+                continue;
+            };
+            let ty = table.columns[column].ty;
+            let n = placeholder.strip_prefix('$').and_then(|n| n.parse().ok());
+            match n {
+                Some(n) if n > 0 && !matches!(ty, PgType::Numeric { .. }) => types.push((n, ty)),
+                _ => {}
+            }
+        }
+    }
+    Ok(types)
 }
 
 /// The table column index each source column goes to.
@@ -87,6 +136,17 @@ pub async fn insert_stream(
     targets: &[usize],
     stream: datafusion::execution::SendableRecordBatchStream,
 ) -> PgResult<u64> {
+    insert_returning(run, table, targets, stream, None).await
+}
+
+/// [`insert_stream`], giving the rows inserted to `returning` too.
+pub async fn insert_returning(
+    run: &StatementRun,
+    table: &TableDef,
+    targets: &[usize],
+    stream: datafusion::execution::SendableRecordBatchStream,
+    mut returning: Option<&mut Returning>,
+) -> PgResult<u64> {
     let source_width = stream.schema().fields().len();
     if source_width > targets.len() {
         return Err(PgError::syntax(
@@ -99,11 +159,17 @@ pub async fn insert_stream(
         ));
     }
     let mut inserter = table_inserter(run, table)?;
+    if returning.is_some() {
+        inserter = inserter.keep_placed();
+    }
     let started = Instant::now();
     let mut next_progress = PROGRESS_EVERY_ROWS;
     let result = for_each_batch(run, stream, |batch| {
         let arrays = table_arrays(run, table, targets, &batch)?;
         inserter.insert_arrays(&arrays, batch.num_rows())?;
+        if let Some(returning) = returning.as_deref_mut() {
+            returning.add(&arrays, inserter.placed())?;
+        }
         if inserter.inserted >= next_progress {
             tracing::info!(
                 table = %table.name,

@@ -33,6 +33,7 @@ pub mod normalize;
 pub mod params;
 pub mod plan_cache;
 pub mod reloptions;
+pub mod returning;
 pub mod set_functions;
 pub mod split;
 pub mod vacuum;

@@ -92,6 +92,21 @@ impl QueryParser for PrepareParser {
             .iter()
             .map(|t| t.clone().unwrap_or(Type::UNKNOWN))
             .collect();
+        if let Parsed::Sql(s) = &parsed {
+            if let ast::Statement::Insert(ins) = &**s {
+                // `VALUES ($1, …)`: the target columns' types, as in PostgreSQL.
+                let typed = sql::insert::parameter_types(session.db(), ins)
+                    .map_err(|e| fail_block(&session, e))?;
+                for (n, ty) in typed {
+                    if params.len() < n {
+                        params.resize(n, Type::UNKNOWN);
+                    }
+                    if params[n - 1] == Type::UNKNOWN {
+                        params[n - 1] = Type::from_oid(ty.oid()).unwrap_or(Type::TEXT);
+                    }
+                }
+            }
+        }
         let mut schema = None;
         let plan_target = match &parsed {
             Parsed::Sql(s) => match &**s {
@@ -175,6 +190,17 @@ impl QueryParser for PrepareParser {
         for p in params.iter_mut() {
             if *p == Type::UNKNOWN {
                 *p = Type::TEXT;
+            }
+        }
+        if let Parsed::Sql(s) = &parsed {
+            // INSERT, UPDATE and DELETE with RETURNING: the columns of the rows they return.
+            let types: Vec<_> = params.iter().map(declared_arrow_type).collect();
+            let returning = session
+                .returning_schema(s, &types)
+                .await
+                .map_err(|e| fail_block(&session, e))?;
+            if returning.is_some() {
+                schema = returning;
             }
         }
         Ok(Some(Prepared {
