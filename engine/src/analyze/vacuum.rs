@@ -153,7 +153,7 @@ pub fn vacuum_heap(
                 done.pages_set_all_visible += 1;
             }
             if pruned.changed || done.pages_set_all_visible > set_before {
-                let change = Change::Compacted(&before);
+                let change = Change::Pruned(&before);
                 wal::log_change(&rel, &buffer, &mut page, change, &mut stream.acct);
             }
             (

@@ -66,8 +66,9 @@ use iolab_catalog::{PgError, PgResult, PgType};
 use super::key::{self, Key, KeyKind};
 use super::{corrupted, Tid};
 use crate::storage::page::{
-    self as slotted, maxalign, AlignedBlock, PageHeader, BLCKSZ, SIZE_OF_PAGE_HEADER,
+    self as slotted, maxalign, AlignedBlock, PageHeader, BLCKSZ, ITEM_ID_SIZE, SIZE_OF_PAGE_HEADER,
 };
+use crate::wal::Move;
 
 /// Bytes of special space on every B-tree page.
 pub const SPECIAL_SIZE: usize = 16;
@@ -754,6 +755,57 @@ pub fn insert_item_at(page: &mut [u8], off: u16, item: &[u8]) -> bool {
     true
 }
 
+/// Removes the items at `offsets` (ascending) from `page` in place: the line pointers after
+/// each one move down (PostgreSQL's `PageIndexMultiDelete` before its compaction, which
+/// the caller does next with `page_repair_fragmentation`). Returns the moves that shifted
+/// the line pointers, for the WAL.
+pub fn remove_items(page: &mut [u8], offsets: &[u16]) -> Vec<Move> {
+    let max = slotted::page_max_offset(page);
+    let pointer = |off: u16| SIZE_OF_PAGE_HEADER + (off as usize - 1) * ITEM_ID_SIZE;
+    let mut moves = Vec::new();
+    let Some(&first) = offsets.first() else {
+        return moves;
+    };
+    let mut to = pointer(first);
+    for (i, &off) in offsets.iter().enumerate() {
+        assert!(off >= 1 && off <= max, "no item {off} on a page of {max}");
+        let next_removed = offsets.get(i + 1).copied().unwrap_or(max + 1);
+        assert!(next_removed > off, "offsets ascend");
+        let kept = (off + 1)..next_removed;
+        if !kept.is_empty() {
+            let from = pointer(kept.start);
+            let len = kept.len() * ITEM_ID_SIZE;
+            page.copy_within(from..from + len, to);
+            moves.push(Move {
+                from: from as u16,
+                to: to as u16,
+                len: len as u16,
+            });
+            to += len;
+        }
+    }
+    let mut header = PageHeader::read(page);
+    header.pd_lower -= (offsets.len() * ITEM_ID_SIZE) as u16;
+    assert_eq!(header.pd_lower as usize, to);
+    header.write(page);
+    moves
+}
+
+/// Overwrites the item at `off` with `item`, no longer than it, in place; the space it no
+/// longer uses is freed by the next `page_repair_fragmentation`.
+pub fn shrink_item(page: &mut [u8], off: u16, item: &[u8]) {
+    let mut id = slotted::page_item_id(page, off).expect("an item to shrink");
+    assert!(
+        item.len() <= id.len as usize,
+        "an item only shrinks in place"
+    );
+    let start = id.off as usize;
+    page[start..start + item.len()].copy_from_slice(item);
+    id.len = item.len() as u16;
+    let at = SIZE_OF_PAGE_HEADER + (off as usize - 1) * ITEM_ID_SIZE;
+    page[at..at + ITEM_ID_SIZE].copy_from_slice(&id.pack().to_le_bytes());
+}
+
 /// A page's high key, copied; `None` on the rightmost page of its level.
 pub fn high_key(page: &[u8], opaque: &BtOpaque) -> PgResult<Option<Vec<u8>>> {
     (!opaque.is_rightmost())
@@ -922,6 +974,84 @@ mod tests {
         assert_eq!(bc.heap_tid(), Some((0, 3)));
         assert_eq!(compare_tuples(ty, &b, &bc).unwrap(), Ordering::Less);
         assert_eq!(compare_tuples(ty, &c, &bc).unwrap(), Ordering::Equal);
+    }
+
+    /// VACUUM's in-place removal: entries go, a posting list shrinks, the leaf compacts,
+    /// and the WAL entry (line pointer moves, changed bytes, compaction) redoes it exactly.
+    #[test]
+    fn items_are_removed_in_place_and_the_wal_entry_redoes_it() {
+        use crate::wal::record::{BlockEntry, COMPACT, MOVES};
+        use crate::wal::Change;
+        let opaque = BtOpaque {
+            flags: BTP_LEAF,
+            next: 9,
+            ..BtOpaque::default()
+        };
+        let ty = PgType::Int4;
+        let high = form_pivot(ty, Some(&Key::Int(1000)), None, 0);
+        let mut items: Vec<Vec<u8>> = (1..=300)
+            .map(|k| form_leaf(ty, &Key::Int(k), (k as u32, 1)))
+            .collect();
+        items[10] = form_posting(ty, &Key::Int(11), &[(11, 1), (11, 2), (11, 3)]);
+        let mut page = build_page(&opaque, Some(&high), &items);
+        let before = page.to_vec();
+        let free_before = slotted::page_free_space(&page);
+
+        // Item numbers: 1 is the high key, so entry k is item k + 1.
+        shrink_item(
+            &mut page,
+            12,
+            &form_posting(ty, &Key::Int(11), &[(11, 1), (11, 3)]),
+        );
+        let gone: Vec<u16> = (2..=301).filter(|off| off % 7 == 0).collect();
+        let moves = remove_items(&mut page, &gone);
+        // A move for the pointers after each removed one; none after the last (item 301).
+        assert_eq!(gone.last(), Some(&301));
+        assert_eq!(moves.len(), gone.len() - 1);
+        let between = page.to_vec();
+        slotted::page_repair_fragmentation(&mut page);
+
+        let keys: Vec<i64> = data_items(&page)
+            .unwrap()
+            .iter()
+            .map(|i| match IndexTuple::parse(i).unwrap().key(ty).unwrap() {
+                Some(Key::Int(k)) => k,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let expected: Vec<i64> = (1..=300).filter(|k| (k + 1) % 7 != 0).collect();
+        assert_eq!(keys, expected);
+        let posting = tuple_at(&page, 11).unwrap(); // item 7 went before it
+        assert_eq!(
+            posting.heap_tids().collect::<Vec<_>>(),
+            vec![(11, 1), (11, 3)]
+        );
+        assert_eq!(check_page(&page, 1, "i").unwrap(), opaque);
+        let freed = slotted::page_free_space(&page) - free_before;
+        assert_eq!(
+            freed,
+            gone.len() * 20 + 8,
+            "20 bytes an entry, 8 of a maxaligned TID"
+        );
+
+        let change = Change::Compacted {
+            before: &before,
+            moves: &moves,
+            between: &between,
+        };
+        let entry = BlockEntry::capture(1, 1, &page, change, false);
+        assert_eq!(entry.flags, COMPACT | MOVES);
+        let logged: usize = entry.ranges.iter().map(|(_, b)| b.len()).sum();
+        assert!(
+            logged < 100,
+            "the header and the posting list, not the page: {logged}"
+        );
+        let mut redone = before.clone();
+        entry.apply(&mut redone);
+        assert!(
+            redone[..] == page[..],
+            "redo differs from the vacuumed leaf"
+        );
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //! (PostgreSQL's `btbulkdelete`).
 //!
 //! The pass reads the index in block order (as PostgreSQL's `btvacuumscan` does, so the
-//! reads are sequential) and rewrites each leaf that has such entries without them: a
-//! plain entry goes, a posting list loses those TIDs (and becomes a plain entry when one is
-//! left, or goes when none is). The high key and the sibling links stay, so the tree's
+//! reads are sequential) and changes each leaf that has such entries in place: a plain
+//! entry goes (the line pointers after it move down), a posting list loses those TIDs (and
+//! becomes a plain entry when one is left, or goes when none is), then the leaf is
+//! compacted. The WAL gets the line pointer moves and the shortened posting lists, and
+//! compacts again at redo, as PostgreSQL's `btree_xlog_vacuum` does. The high key and the sibling links stay, so the tree's
 //! shape does not change; a leaf may end up empty, which readers and writers handle as any
 //! leaf (PostgreSQL would later delete such pages; iolab keeps them).
 //!
@@ -16,8 +18,7 @@ use iolab_catalog::PgResult;
 
 use crate::accounting::IoAccount;
 use crate::btree::page::{
-    build_page, check_page, data_items, first_data_offset, form_leaf_with, high_key, tuple_at,
-    IndexTuple,
+    check_page, first_data_offset, form_leaf_with, remove_items, shrink_item, tuple_at,
 };
 use crate::btree::{writer_lock, BtreeIndex, Tid};
 use crate::buffer::BufferRing;
@@ -86,52 +87,44 @@ impl BtreeIndex {
             let buffer = self
                 .pool
                 .read_buffer(&self.rel, blkno, ring.as_deref_mut(), acct)?;
-            let rewritten = {
-                let page = buffer.page();
-                let opaque = check_page(&page, blkno, &self.name)?;
-                if !opaque.is_leaf() {
-                    continue;
-                }
-                let mut any_dead = false;
-                for off in first_data_offset(&opaque)..=page::page_max_offset(&page) {
-                    if tuple_at(&page, off)?.heap_tids().any(|t| is_dead(&t)) {
-                        any_dead = true;
-                        break;
-                    }
-                }
-                if !any_dead {
-                    continue;
-                }
-                let items = data_items(&page)?;
-                let mut kept = Vec::with_capacity(items.len());
-                let mut removed_here = 0u64;
-                for item in items {
-                    let t = IndexTuple::parse(&item)?;
-                    let tids: Vec<Tid> = t.heap_tids().collect();
-                    let live: Vec<Tid> = tids.iter().copied().filter(|t| !is_dead(t)).collect();
-                    removed_here += (tids.len() - live.len()) as u64;
-                    if live.len() == tids.len() {
-                        kept.push(item);
-                    } else if !live.is_empty() {
-                        let key = t.key(self.ty)?.expect("a leaf entry has a key");
-                        kept.push(form_leaf_with(self.ty, &key, &live));
-                    }
-                }
-                if removed_here == 0 {
-                    continue;
-                }
-                removed += removed_here;
-                build_page(&opaque, high_key(&page, &opaque)?.as_deref(), &kept)
-            };
             let mut page = buffer.page_mut();
-            page.copy_from_slice(&rewritten);
-            wal::log_change(
-                &self.rel,
-                &buffer,
-                &mut page,
-                Change::Whole { new: false },
-                acct,
-            );
+            let opaque = check_page(&page, blkno, &self.name)?;
+            if !opaque.is_leaf() {
+                continue;
+            }
+            // Which entries go, and which posting lists lose some of their TIDs.
+            let mut gone = Vec::new();
+            let mut shrunk = Vec::new();
+            let mut removed_here = 0u64;
+            for off in first_data_offset(&opaque)..=page::page_max_offset(&page) {
+                let t = tuple_at(&page, off)?;
+                let tids: Vec<Tid> = t.heap_tids().collect();
+                let live: Vec<Tid> = tids.iter().copied().filter(|t| !is_dead(t)).collect();
+                removed_here += (tids.len() - live.len()) as u64;
+                if live.is_empty() {
+                    gone.push(off);
+                } else if live.len() < tids.len() {
+                    let key = t.key(self.ty)?.expect("a leaf entry has a key");
+                    shrunk.push((off, form_leaf_with(self.ty, &key, &live)));
+                }
+            }
+            if removed_here == 0 {
+                continue;
+            }
+            removed += removed_here;
+            let before = page.to_vec();
+            for (off, item) in &shrunk {
+                shrink_item(&mut page, *off, item);
+            }
+            let moves = remove_items(&mut page, &gone);
+            let between = page.to_vec();
+            page::page_repair_fragmentation(&mut page);
+            let change = Change::Compacted {
+                before: &before,
+                moves: &moves,
+                between: &between,
+            };
+            wal::log_change(&self.rel, &buffer, &mut page, change, acct);
         }
         Ok(IndexVacuumed {
             pages: self.rel.nblocks(),

@@ -8,12 +8,15 @@
 //! halves of a B-tree split) before releasing the lock. That inserts one record saying
 //! which bytes of the page are now what: the byte ranges the caller names
 //! ([`Change::Ranges`]: a heap insert names the header, the line pointer and the tuple),
-//! the whole page ([`Change::Whole`]: a page built afresh), or whatever differs from an
-//! image taken before the change ([`Change::Since`]: pruning, which moves tuples around).
+//! the same after moving bytes within the page ([`Change::Moved`]: a B-tree insert shifts
+//! the line pointers after its own), the whole page ([`Change::Whole`]: a page built
+//! afresh), whatever differs from an image taken before the change ([`Change::Since`]), or
+//! the line pointers a prune changed before it compacted the page ([`Change::Pruned`],
+//! [`Change::Compacted`]: redo compacts again, so the moved tuples are not logged).
 //! The page's LSN becomes the record's end, and the buffer is marked dirty.
 //!
-//! Redo is therefore one routine for every kind of change: copy the logged bytes into the
-//! page, unless the page's LSN shows it already has them. That only works if the page redo
+//! Redo is therefore one routine for every kind of change: move, copy the logged bytes
+//! into the page and compact if asked, unless the page's LSN shows it already has them. That only works if the page redo
 //! starts from is a page that once existed, so the first change to a page after a
 //! checkpoint began logs the whole page (`full_page_writes`, the page's LSN not above the
 //! checkpoint's redo point), without its free-space hole: a page torn by a crash in the

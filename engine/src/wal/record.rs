@@ -112,9 +112,16 @@ pub enum Change<'a> {
     Whole { new: bool },
     /// Whatever differs from this image of the page before the change.
     Since(&'a [u8]),
-    /// Line pointers were cleared, then the items compacted (a prune); this is the page
-    /// before both.
-    Compacted(&'a [u8]),
+    /// Line pointers were cleared, then the items compacted (a heap prune); this is the
+    /// page before both.
+    Pruned(&'a [u8]),
+    /// `before` was changed by `moves` and then by writing other bytes into `between`,
+    /// whose items were then compacted (B-tree entries removed by VACUUM).
+    Compacted {
+        before: &'a [u8],
+        moves: &'a [Move],
+        between: &'a [u8],
+    },
 }
 
 /// One page's change as a record carries it.
@@ -134,10 +141,25 @@ impl BlockEntry {
     /// (the page's first change since the checkpoint began).
     pub fn capture(relfilenode: u32, blkno: u32, page: &[u8], change: Change, full: bool) -> Self {
         assert_eq!(page.len(), BLCKSZ);
+        let pruned;
+        let change = match change {
+            Change::Pruned(before) => match page::page_before_compaction(before, page) {
+                Some(between) => {
+                    pruned = between;
+                    Change::Compacted {
+                        before,
+                        moves: &[],
+                        between: &pruned,
+                    }
+                }
+                None => Change::Since(before),
+            },
+            change => change,
+        };
         let mut moves = Vec::new();
         // The page the logged bytes come from: the one after the change, except for a
         // compaction, which logs the page before compacting.
-        let mut between = None;
+        let mut source = page;
         let (flags, ranges) = match change {
             Change::Whole { new: true } => (FULL | INIT, image_ranges(page)),
             _ if full => (FULL | IMAGE, image_ranges(page)),
@@ -152,16 +174,32 @@ impl BlockEntry {
                 (flags, normalise(ranges.to_vec()))
             }
             Change::Since(before) => (0, differing_ranges(before, page)),
-            Change::Compacted(before) => match page::page_before_compaction(before, page) {
-                Some(uncompacted) => {
-                    let ranges = differing_ranges(before, &uncompacted);
-                    between = Some(uncompacted);
-                    (COMPACT, ranges)
-                }
-                None => (0, differing_ranges(before, page)),
-            },
+            Change::Pruned(_) => unreachable!("turned into Compacted or Since above"),
+            Change::Compacted {
+                before,
+                moves: moved,
+                between,
+            } => {
+                debug_assert!(
+                    {
+                        let mut compacted = between.to_vec();
+                        page::page_repair_fragmentation(&mut compacted);
+                        compacted == page
+                    },
+                    "the page is not `between` compacted"
+                );
+                moves.extend(moved.iter().filter(|m| m.len > 0 && m.from != m.to));
+                let mut moved_before = before.to_vec();
+                apply_moves(&mut moved_before, &moves);
+                source = between;
+                let flags = if moves.is_empty() {
+                    COMPACT
+                } else {
+                    COMPACT | MOVES
+                };
+                (flags, differing_ranges(&moved_before, between))
+            }
         };
-        let source = between.as_deref().unwrap_or(page);
         BlockEntry {
             relfilenode,
             blkno,
@@ -192,10 +230,7 @@ impl BlockEntry {
         if self.is_full() {
             page.fill(0);
         }
-        for m in &self.moves {
-            let from = m.from as usize;
-            page.copy_within(from..from + m.len as usize, m.to as usize);
-        }
+        apply_moves(page, &self.moves);
         for (offset, bytes) in &self.ranges {
             let start = *offset as usize;
             page[start..start + bytes.len()].copy_from_slice(bytes);
@@ -433,6 +468,13 @@ pub fn decode(lsn: Lsn, bytes: &[u8], prev: Option<Lsn>) -> Option<Record> {
     })
 }
 
+fn apply_moves(page: &mut [u8], moves: &[Move]) {
+    for m in moves {
+        let from = m.from as usize;
+        page.copy_within(from..from + m.len as usize, m.to as usize);
+    }
+}
+
 /// A whole page's image without its free-space hole (`pd_lower..pd_upper`).
 fn image_ranges(page: &[u8]) -> Vec<Range<usize>> {
     let lower = u16::from_le_bytes([page[12], page[13]]) as usize;
@@ -655,7 +697,7 @@ mod tests {
             page::page_clear_item(&mut after, off, page::LpFlags::Dead);
         }
         page::page_repair_fragmentation(&mut after);
-        let entry = BlockEntry::capture(1, 1, &after, Change::Compacted(&before), false);
+        let entry = BlockEntry::capture(1, 1, &after, Change::Pruned(&before), false);
         assert_eq!(entry.flags, COMPACT);
         let mut page = before.clone();
         entry.apply(&mut page);
@@ -674,7 +716,7 @@ mod tests {
         let mut resized = page::page_item_id(&after, 2).unwrap();
         resized.len -= 8;
         other[24 + 4..24 + 8].copy_from_slice(&resized.pack().to_le_bytes());
-        let entry = BlockEntry::capture(1, 1, &other, Change::Compacted(&before), false);
+        let entry = BlockEntry::capture(1, 1, &other, Change::Pruned(&before), false);
         assert_eq!(entry.flags, 0);
         let mut page = before.clone();
         entry.apply(&mut page);
