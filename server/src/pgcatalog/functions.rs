@@ -488,17 +488,6 @@ fn size_pretty_value(a: &ArrayRef, i: usize) -> Result<V> {
     }
 }
 
-/// `quote_literal`: single quotes, doubled inside; `E'…'` with doubled backslashes when
-/// the text has any.
-fn quote_literal(s: &str) -> String {
-    let body = s.replace('\'', "''");
-    if s.contains('\\') {
-        format!("E'{}'", body.replace('\\', "\\\\"))
-    } else {
-        format!("'{body}'")
-    }
-}
-
 /// Every function, bound to one session.
 fn definitions() -> Vec<Def> {
     let mut d: Vec<Def> = [
@@ -790,34 +779,6 @@ fn definitions() -> Vec<Def> {
                 })
             },
         ),
-        def("quote_ident", 1..=1, DataType::Utf8, |_, args, rows| {
-            let t = texts(&args[0])?;
-            per_row(rows, |i| {
-                Ok(t[i]
-                    .as_deref()
-                    .map(|s| V::Text(quote_ident(s)))
-                    .unwrap_or(V::Null))
-            })
-        }),
-        def("quote_literal", 1..=1, DataType::Utf8, |_, args, rows| {
-            let t = texts(&args[0])?;
-            per_row(rows, |i| {
-                Ok(t[i]
-                    .as_deref()
-                    .map(|s| V::Text(quote_literal(s)))
-                    .unwrap_or(V::Null))
-            })
-        }),
-        def("quote_nullable", 1..=1, DataType::Utf8, |_, args, rows| {
-            let t = texts(&args[0])?;
-            per_row(rows, |i| {
-                Ok(V::Text(
-                    t[i].as_deref()
-                        .map(quote_literal)
-                        .unwrap_or_else(|| "NULL".into()),
-                ))
-            })
-        }),
         def("parse_ident", 1..=2, text_list(), |_, args, rows| {
             let t = texts(&args[0])?;
             per_row(rows, |i| match t[i].as_deref() {
@@ -1064,6 +1025,7 @@ fn definitions() -> Vec<Def> {
     d.extend(super::relation_stats::functions());
     d.extend(super::activity::signal_functions());
     d.extend(super::buffercache::scalar_functions());
+    d.extend(super::format::functions());
     d
 }
 
@@ -1160,11 +1122,5 @@ mod tests {
         ] {
             assert_eq!(size_pretty(bytes), text, "{bytes}");
         }
-    }
-
-    #[test]
-    fn literals_quote_like_postgres() {
-        assert_eq!(quote_literal("it's"), "'it''s'");
-        assert_eq!(quote_literal("a\\b"), "E'a\\\\b'");
     }
 }
