@@ -184,10 +184,20 @@ fn run(cli: Cli) -> Result<(), String> {
             )
         })?;
         match sql::ddl_log::recover(&db) {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(
-                "undid {n} DDL change(s) of transactions the last run left open"
-            ),
+            Ok(done) => {
+                if done.undone > 0 {
+                    tracing::info!(
+                        "undid {} DDL change(s) of transactions the last run left open",
+                        done.undone
+                    );
+                }
+                if done.completed > 0 {
+                    tracing::info!(
+                        "completed {} DDL change(s) of transactions that committed just before the crash",
+                        done.completed
+                    );
+                }
+            }
             Err(e) => return Err(format!("could not recover open DDL: {}", e.message)),
         }
         let huge_kind = db.huge_page_kind();

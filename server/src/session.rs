@@ -355,7 +355,12 @@ impl Session {
                 return crate::copy::start(self, run, guard, stmt).await;
             }
         }
-        let result = self.dispatch(&run, parsed, notices).await;
+        let mut result = self.dispatch(&run, parsed, notices).await;
+        if let (Some(xid), Ok(_)) = (autocommit_xid, &result) {
+            if let Err(e) = self.txn.ddl.committing(xid) {
+                result = Err(e);
+            }
+        }
         guard.finish(result.is_ok())?;
         for (name, value, local) in info.iter().flat_map(SessionInfo::take_setting_changes) {
             self.settings
@@ -470,8 +475,14 @@ impl Session {
             return Ok(Outcome::TxnEnd(tag.into()));
         }
         let failed = self.txn.is_failed();
-        let commit = commit && !failed;
+        let mut commit = commit && !failed;
+        let mut committing_failed = None;
         if let Some(xid) = self.txn.xid.take() {
+            if commit {
+                if let Err(e) = self.txn.ddl.committing(xid) {
+                    (commit, committing_failed) = (false, Some(e));
+                }
+            }
             let db = self.db().clone();
             let r = if commit {
                 let by = Some((iolab_stats::BackendType::ClientBackend, self.pid));
@@ -490,6 +501,9 @@ impl Session {
         } else {
             self.settings.abort_transaction();
             ddl.rollback();
+        }
+        if let Some(e) = committing_failed {
+            return Err(e);
         }
         Ok(Outcome::TxnEnd(if commit {
             tag.into()

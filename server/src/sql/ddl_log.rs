@@ -29,11 +29,15 @@
 //!
 //! Every open transaction's entries are also in `global/pending_ddl.json`, rewritten (and
 //! fsynced) whenever they change; a DROP or TRUNCATE writes its entry *before* it changes
-//! the catalog, and COMMIT forgets the entries before it removes any file. At start-up
-//! ([`recover`]) the entries left in the file belong to transactions that never committed,
-//! and are undone as a ROLLBACK would; every undo step is a no-op when already done, so a
-//! crash during a rollback or during recovery is recovered too. A crash between creating a
-//! table or index and writing its entry leaves that (empty) relation in place.
+//! the catalog, and COMMIT forgets the entries before it removes any file. A transaction
+//! with an id (it also changed rows) first writes that id beside its entries, then its
+//! commit record to the WAL ([`DdlLog::committing`]). At start-up, after redo,
+//! ([`recover`]) the entries left in the file belong to transactions that either never
+//! committed, and are undone as a ROLLBACK would, or committed (their id is committed in
+//! the commit log: the crash came between the commit record and the forgetting), and are
+//! completed as COMMIT would. Every step is a no-op when already done, so a crash during
+//! a rollback or during recovery is recovered too. A crash between creating a table or
+//! index and writing its entry leaves that (empty) relation in place.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -43,6 +47,7 @@ use std::sync::{Arc, OnceLock};
 use iolab_catalog::store::write_durably;
 use iolab_catalog::{DroppedTable, IndexDef, PgError, PgResult, TableDef};
 use iolab_engine::btree;
+use iolab_engine::txn::{Xid, XidStatus};
 use iolab_engine::Database;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -73,6 +78,8 @@ pub struct DdlLog {
     db: Option<Arc<Database>>,
     /// This log's key in the pending file (0 until the first entry).
     txn: u64,
+    /// The transaction's id, once it is about to commit with one.
+    xid: Option<Xid>,
     entries: Vec<DdlEntry>,
 }
 
@@ -98,9 +105,20 @@ impl DdlLog {
         self.persist()
     }
 
+    /// The transaction is about to write its commit record as `xid`: the pending file
+    /// says so first, so that recovery after a crash before [`commit`](Self::commit)
+    /// completes this DDL instead of undoing it.
+    pub fn committing(&mut self, xid: Xid) -> PgResult<()> {
+        if self.entries.is_empty() {
+            return Ok(());
+        }
+        self.xid = Some(xid);
+        self.persist()
+    }
+
     fn persist(&self) -> PgResult<()> {
         match PENDING.get() {
-            Some(pending) => pending.set(self.txn, &self.entries),
+            Some(pending) => pending.set(self.txn, self.xid, &self.entries),
             None => Ok(()),
         }
     }
@@ -108,47 +126,19 @@ impl DdlLog {
     /// Drops the entries from the pending file (the transaction has ended).
     fn forget(&self) {
         if let Some(pending) = PENDING.get() {
-            if let Err(e) = pending.set(self.txn, &[]) {
+            if let Err(e) = pending.set(self.txn, None, &[]) {
                 tracing::warn!("could not update {}: {}", pending.path.display(), e.message);
             }
         }
     }
 
-    /// The transaction committed: remove the files its DROPs and TRUNCATEs kept. A file
-    /// that cannot be removed is logged and left (the transaction stays committed, as in
-    /// PostgreSQL, which warns about it).
+    /// The transaction committed: forget its entries, then [`complete`] them.
     pub fn commit(&mut self) {
         let (Some(db), entries) = (self.db.take(), std::mem::take(&mut self.entries)) else {
             return;
         };
         self.forget();
-        for entry in entries {
-            let result = match &entry {
-                DdlEntry::CreatedTable { .. } | DdlEntry::CreatedIndex { .. } => Ok(()),
-                DdlEntry::DroppedTable(dropped) => {
-                    remove_files(&db, dropped.table.relfilenode, &dropped.indexes)
-                }
-                DdlEntry::DroppedIndex(index) => btree::drop_index_files(&db, index),
-                DdlEntry::Truncated {
-                    table,
-                    new_relfilenode,
-                    indexes,
-                } => {
-                    let counts = &db.io_stats.relation_counts;
-                    counts.move_counts(table.relfilenode, *new_relfilenode, true);
-                    for (old, new) in indexes {
-                        counts.move_counts(old.relfilenode, *new, true);
-                    }
-                    remove_files(&db, table.relfilenode, indexes.iter().map(|(old, _)| old))
-                }
-            };
-            if let Err(e) = result {
-                tracing::warn!(
-                    "could not remove files at COMMIT ({entry:?}): {}",
-                    e.message
-                );
-            }
-        }
+        complete(&db, entries);
     }
 
     /// The transaction rolled back: undo its DDL, newest first.
@@ -168,6 +158,40 @@ impl DdlLog {
 impl Drop for DdlLog {
     fn drop(&mut self) {
         self.rollback();
+    }
+}
+
+/// What COMMIT does once the transaction's entries are forgotten: remove the files its
+/// DROPs and TRUNCATEs kept (and move TRUNCATE's activity counts to the new files). A file
+/// that cannot be removed is logged and left (the transaction stays committed, as in
+/// PostgreSQL, which warns about it).
+fn complete(db: &Database, entries: Vec<DdlEntry>) {
+    for entry in entries {
+        let result = match &entry {
+            DdlEntry::CreatedTable { .. } | DdlEntry::CreatedIndex { .. } => Ok(()),
+            DdlEntry::DroppedTable(dropped) => {
+                remove_files(db, dropped.table.relfilenode, &dropped.indexes)
+            }
+            DdlEntry::DroppedIndex(index) => btree::drop_index_files(db, index),
+            DdlEntry::Truncated {
+                table,
+                new_relfilenode,
+                indexes,
+            } => {
+                let counts = &db.io_stats.relation_counts;
+                counts.move_counts(table.relfilenode, *new_relfilenode, true);
+                for (old, new) in indexes {
+                    counts.move_counts(old.relfilenode, *new, true);
+                }
+                remove_files(db, table.relfilenode, indexes.iter().map(|(old, _)| old))
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(
+                "could not remove files at COMMIT ({entry:?}): {}",
+                e.message
+            );
+        }
     }
 }
 
@@ -256,27 +280,35 @@ static PENDING: OnceLock<PendingFile> = OnceLock::new();
 /// `global/pending_ddl.json`: the entries of every transaction still open, by log key.
 struct PendingFile {
     path: PathBuf,
-    open: Mutex<BTreeMap<u64, Vec<DdlEntry>>>,
+    open: Mutex<BTreeMap<u64, PendingTxn>>,
+}
+
+/// One open transaction's entries in the pending file, and its id once it is committing.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct PendingTxn {
+    xid: Option<Xid>,
+    entries: Vec<DdlEntry>,
 }
 
 impl PendingFile {
     /// Sets one log's entries (none: forget it) and rewrites the file: a new file, fsynced,
     /// renamed over the old one; no file when nothing is open.
-    fn set(&self, txn: u64, entries: &[DdlEntry]) -> PgResult<()> {
+    fn set(&self, txn: u64, xid: Option<Xid>, entries: &[DdlEntry]) -> PgResult<()> {
         let mut open = self.open.lock();
         if entries.is_empty() {
             if open.remove(&txn).is_none() {
                 return Ok(());
             }
         } else {
-            open.insert(txn, entries.to_vec());
+            let entries = entries.to_vec();
+            open.insert(txn, PendingTxn { xid, entries });
         }
         write_pending(&self.path, &open)
             .map_err(|e| PgError::io(&format!("could not write \"{}\"", self.path.display()), &e))
     }
 }
 
-fn write_pending(path: &Path, open: &BTreeMap<u64, Vec<DdlEntry>>) -> std::io::Result<()> {
+fn write_pending(path: &Path, open: &BTreeMap<u64, PendingTxn>) -> std::io::Result<()> {
     if open.is_empty() {
         return match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
@@ -287,12 +319,22 @@ fn write_pending(path: &Path, open: &BTreeMap<u64, Vec<DdlEntry>>) -> std::io::R
     write_durably(path, &bytes)
 }
 
-/// At start-up, before any session: undoes the DDL of transactions a crash left open (the
-/// entries in the pending file), then keeps the file for this run. Returns how many
-/// entries were undone.
-pub fn recover(db: &Arc<Database>) -> PgResult<usize> {
+/// What [`recover`] did with the entries a crash left in the pending file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Entries of transactions that never committed, undone.
+    pub undone: usize,
+    /// Entries of transactions whose commit record was written, completed.
+    pub completed: usize,
+}
+
+/// At start-up, after redo and before any session: undoes the DDL of transactions a crash
+/// left open and completes that of transactions it caught between their commit record and
+/// the end of their COMMIT (the entries in the pending file), then keeps the file for this
+/// run.
+pub fn recover(db: &Arc<Database>) -> PgResult<Recovered> {
     let path = db.data_dir().join("global").join("pending_ddl.json");
-    let left: BTreeMap<u64, Vec<DdlEntry>> = match std::fs::read(&path) {
+    let left: BTreeMap<u64, PendingTxn> = match std::fs::read(&path) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map_err(|e| PgError::internal(format!("\"{}\" is corrupt: {e}", path.display())))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
@@ -303,11 +345,19 @@ pub fn recover(db: &Arc<Database>) -> PgResult<usize> {
             ))
         }
     };
-    let mut undone = 0;
-    for entries in left.values().rev() {
-        for entry in entries.iter().rev() {
-            undo(db, entry)?;
-            undone += 1;
+    let mut recovered = Recovered::default();
+    for txn in left.into_values().rev() {
+        let committed = txn
+            .xid
+            .is_some_and(|xid| db.txns.clog().status(xid) == XidStatus::Committed);
+        if committed {
+            recovered.completed += txn.entries.len();
+            complete(db, txn.entries);
+        } else {
+            for entry in txn.entries.iter().rev() {
+                undo(db, entry)?;
+                recovered.undone += 1;
+            }
         }
     }
     write_pending(&path, &BTreeMap::new())
@@ -316,5 +366,5 @@ pub fn recover(db: &Arc<Database>) -> PgResult<usize> {
         path,
         open: Mutex::new(BTreeMap::new()),
     });
-    Ok(undone)
+    Ok(recovered)
 }
