@@ -48,7 +48,7 @@ use datafusion::sql::sqlparser::ast::{self, SelectItem, SelectItemQualifiedWildc
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
-use iolab_engine::exec::table::table_schema;
+use iolab_engine::exec::table::{table_schema, CTID};
 use iolab_engine::Database;
 
 use crate::errors::from_datafusion;
@@ -143,6 +143,9 @@ pub async fn describe(
 pub struct Returning {
     /// What each expression reads: the table's columns, then `ctid`.
     input: SchemaRef,
+    /// Does `input` end with `ctid`? (Not when the table has a column of that name, which
+    /// PostgreSQL refuses and iolab allows; `ctid` then reads that column, as in SELECT.)
+    has_ctid: bool,
     /// One expression per result column, over `input`.
     exprs: Vec<Arc<dyn PhysicalExpr>>,
     /// The result's columns, named as PostgreSQL names them.
@@ -197,6 +200,7 @@ impl Returning {
             .map_err(from_datafusion)?;
         Ok(Returning {
             input: table_schema(&target.table, true),
+            has_ctid: target.table.column_index(CTID).is_none(),
             exprs,
             schema,
             reference: target.reference().to_string(),
@@ -208,7 +212,7 @@ impl Returning {
     /// types), `ctids` where each row is.
     pub fn add(&mut self, values: &[ArrayRef], ctids: &[(u32, u16)]) -> PgResult<()> {
         assert_eq!(
-            values.len() + 1,
+            values.len() + usize::from(self.has_ctid),
             self.input.fields().len(),
             "a value for every column of the table"
         );
@@ -220,11 +224,13 @@ impl Returning {
             return Ok(());
         }
         let mut columns = values.to_vec();
-        columns.push(Arc::new(StringArray::from_iter_values(
-            ctids
-                .iter()
-                .map(|(block, offset)| format!("({block},{offset})")),
-        )));
+        if self.has_ctid {
+            columns.push(Arc::new(StringArray::from_iter_values(
+                ctids
+                    .iter()
+                    .map(|(block, offset)| format!("({block},{offset})")),
+            )));
+        }
         let written = RecordBatch::try_new(self.input.clone(), columns).map_err(arrow_error)?;
         let result = self
             .exprs
@@ -760,6 +766,22 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(err.code, "0A000");
+    }
+
+    #[tokio::test]
+    async fn a_column_named_ctid_is_read_as_the_column() {
+        // PostgreSQL refuses such a column; iolab has one, and the row has no extra ctid.
+        let mut with_ctid = target(None, false);
+        with_ctid.table.columns[1].name = "ctid".into();
+        let mut returning = Returning::new(&state(), None, &with_ctid, &items("ctid, *"))
+            .await
+            .unwrap();
+        let a: ArrayRef = Arc::new(Int32Array::from(vec![1]));
+        let ctid: ArrayRef = Arc::new(StringArray::from(vec!["mine"]));
+        returning.add(&[a, ctid], &[(0, 1)]).unwrap();
+        let batch = &returning.batches[0];
+        assert_eq!(batch.num_columns(), 3);
+        assert_eq!(batch.column(0).as_string::<i32>().value(0), "mine");
     }
 
     #[tokio::test]
