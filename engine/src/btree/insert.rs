@@ -39,9 +39,12 @@
 //!   the root splits, a new root with two downlinks is made and the meta page points to
 //!   it.
 //!
-//! The three page changes of a split are one WAL record; the separator's insertion into
-//! the parent is the next. A crash between the two leaves a right half without a
-//! downlink, which readers and inserts still reach by moving right.
+//! The three page changes of a split are one WAL record, which also flags the left page
+//! `BTP_INCOMPLETE_SPLIT`; the separator's insertion into the parent (or the new root and
+//! meta page) is the next record, and clears the flag. A crash between the two leaves a
+//! right half without a downlink, which readers reach by moving right; the next insert
+//! whose descent meets the flagged page finishes the split first (inserts the separator,
+//! found from the left page's high key and right-link), as PostgreSQL does.
 
 use std::cmp::Ordering;
 
@@ -51,8 +54,10 @@ use super::key::{self, Key};
 use super::page::{
     build_page, check_page, data_items, first_data_offset, form_leaf, form_pivot, high_key,
     insert_item_at, too_big, truncate, tuple_at, BtMeta, BtOpaque, IndexTuple, SearchKey, TidBound,
-    BTP_LEAF, BTP_ROOT, BT_MAX_ITEM_SIZE, DEDUP_MAX_POSTING_SIZE, METAPAGE, P_NONE,
+    BTP_INCOMPLETE_SPLIT, BTP_LEAF, BTP_ROOT, BT_MAX_ITEM_SIZE, DEDUP_MAX_POSTING_SIZE, METAPAGE,
+    P_NONE,
 };
+use super::scan::Descent;
 use super::{dedup, split_point, BtreeIndex, Tid};
 use crate::accounting::IoAccount;
 use crate::buffer::PinnedBuffer;
@@ -163,7 +168,7 @@ impl BtreeIndex {
                         continue;
                     }
                 }
-                self.split(buffer, placement, &mut stack, acct)?;
+                self.split(buffer, placement, &mut stack, None, acct)?;
                 break;
             }
         }
@@ -234,15 +239,31 @@ impl BtreeIndex {
     }
 
     /// The leaf for `search` and the path to it; makes a root leaf in an empty index.
+    /// Splits a crash left incomplete on the way are finished first.
     fn leaf_for_insert(
         &self,
         search: &SearchKey,
         acct: &mut IoAccount,
     ) -> PgResult<(PinnedBuffer, Vec<u32>)> {
         let mut stack = Vec::new();
-        if let Some(leaf) = self.descend(search, &mut stack, acct)? {
-            return Ok((leaf, stack));
+        // Each finished split clears a flag, so this ends; the bound guards against a page
+        // whose flag cannot be cleared.
+        for _ in 0..=self.rel.nblocks() {
+            stack.clear();
+            match self.walk_down(search, &mut stack, true, acct)? {
+                Descent::Leaf(leaf) => return Ok((leaf, stack)),
+                Descent::IncompleteSplit(blkno) => self.finish_split(blkno, &mut stack, acct)?,
+                Descent::Empty => return self.first_root(acct),
+            }
         }
+        Err(super::corrupted(format!(
+            "index \"{}\": an incomplete split could not be finished",
+            self.name
+        )))
+    }
+
+    /// The first entry of an empty index goes to a new root leaf.
+    fn first_root(&self, acct: &mut IoAccount) -> PgResult<(PinnedBuffer, Vec<u32>)> {
         // The first entry of an empty index: a root leaf, then the meta page pointing to it.
         let (blkno, root) = self.pool.new_block(&self.rel, None, acct)?;
         let opaque = BtOpaque {
@@ -261,7 +282,7 @@ impl BtreeIndex {
             );
         }
         self.set_root(blkno, 0, acct)?;
-        Ok((root, stack))
+        Ok((root, Vec::new()))
     }
 
     fn set_root(&self, root: u32, level: u32, acct: &mut IoAccount) -> PgResult<()> {
@@ -281,12 +302,14 @@ impl BtreeIndex {
 
     /// Splits the page in `buffer`, making the change `placement` describes, and inserts
     /// the separator into the parent (the last page of `stack`), or makes a new root (see
-    /// the module comment).
+    /// the module comment). When the placement is the separator of `child`'s split, the
+    /// split's record also clears `child`'s incomplete-split flag.
     fn split(
         &self,
         buffer: PinnedBuffer,
         placement: Placement,
         stack: &mut Vec<u32>,
+        child: Option<u32>,
         acct: &mut IoAccount,
     ) -> PgResult<()> {
         let left_blkno = buffer.blkno();
@@ -349,7 +372,7 @@ impl BtreeIndex {
         };
         let left_opaque = BtOpaque {
             next: right_blkno,
-            flags: old.flags & !BTP_ROOT,
+            flags: (old.flags & !BTP_ROOT) | BTP_INCOMPLETE_SPLIT,
             ..old
         };
         // The halves and the old right sibling's left-link change in one record, all
@@ -391,70 +414,100 @@ impl BtreeIndex {
                 change: Change::Ranges(&special),
             });
         }
+        let child = child.map(|blkno| self.read(blkno, acct)).transpose()?;
+        let mut child_page = child.as_ref().map(|c| c.page_mut());
+        let child_special;
+        if let (Some(child), Some(page)) = (&child, child_page.as_deref_mut()) {
+            child_special = [self.clear_incomplete_split(page, child.blkno())?];
+            edits.push(PageEdit {
+                buffer: child,
+                page,
+                change: Change::Ranges(&child_special),
+            });
+        }
         wal::log_changes(&self.rel, &mut edits, acct);
         drop(edits);
-        drop((sibling_page, left_page, right_page));
-        drop((sibling, right, buffer));
+        drop((child_page, sibling_page, left_page, right_page));
+        drop((child, sibling, right, buffer));
+        #[cfg(test)]
+        if super::tests::CRASH_AFTER_SPLIT.with(|c| c.get()) {
+            return Ok(()); // as if the server died here: the separator never reaches the parent
+        }
 
         let separator = IndexTuple::parse(&high_key)?.with_downlink(right_blkno);
+        self.insert_downlink(left_blkno, separator, stack, acct)
+    }
+
+    /// Finishes the split of `left` that a crash interrupted (its right half has no
+    /// downlink): inserts the separator, `left`'s high key pointing to its right sibling,
+    /// as the split would have. `stack` is the path to `left`.
+    fn finish_split(&self, left: u32, stack: &mut Vec<u32>, acct: &mut IoAccount) -> PgResult<()> {
+        let separator = {
+            let buf = self.read(left, acct)?;
+            let page = buf.page();
+            let opaque = check_page(&page, left, &self.name)?;
+            if !opaque.is_incomplete_split() {
+                return Ok(());
+            }
+            let high_key = high_key(&page, &opaque)?.ok_or_else(|| {
+                super::corrupted(format!(
+                    "index \"{}\": block {left} has an incomplete split but no right sibling",
+                    self.name
+                ))
+            })?;
+            IndexTuple::parse(&high_key)?.with_downlink(opaque.next)
+        };
+        tracing::info!(
+            "index \"{}\": finishing the split of block {left} a crash interrupted",
+            self.name
+        );
+        self.insert_downlink(left, separator, stack, acct)
+    }
+
+    /// Inserts `separator`, the downlink to the right half of `child`'s split, into
+    /// `child`'s parent (found from the last page of `stack`, moving right), splitting it if
+    /// full, or makes a new root above a root that split. The record that inserts it also
+    /// clears `child`'s incomplete-split flag.
+    fn insert_downlink(
+        &self,
+        child: u32,
+        separator: Vec<u8>,
+        stack: &mut Vec<u32>,
+        acct: &mut IoAccount,
+    ) -> PgResult<()> {
         let Some(parent_blkno) = stack.pop() else {
-            // The root split: a new root above the two halves.
-            let (root_blkno, root) = self.pool.new_block(&self.rel, None, acct)?;
-            let opaque = BtOpaque {
-                level: old.level + 1,
-                flags: BTP_ROOT,
-                ..BtOpaque::default()
-            };
-            let downlinks = vec![form_pivot(self.ty, None, None, left_blkno), separator];
-            {
-                let mut page = root.page_mut();
-                page.copy_from_slice(&build_page(&opaque, None, &downlinks));
-                wal::log_change(
-                    &self.rel,
-                    &root,
-                    &mut page,
-                    Change::Whole { new: true },
-                    acct,
-                );
-            }
-            drop(root);
-            return self.set_root(root_blkno, old.level + 1, acct);
+            return self.new_root(child, separator, acct);
         };
-        let parent = self.read(parent_blkno, acct)?;
-        let position = {
-            let page = parent.page();
-            let opaque = check_page(&page, parent_blkno, &self.name)?;
-            let max = slotted::page_max_offset(&page);
-            let mut found = None;
-            for off in first_data_offset(&opaque)..=max {
-                if tuple_at(&page, off)?.downlink() == left_blkno {
-                    found = Some(off);
-                    break;
-                }
-            }
-            found
-        };
-        let Some(position) = position.map(|off| off + 1) else {
-            // The page split had no downlink itself: the right half of a split a crash
-            // interrupted before its separator reached the parent. Its own right half
-            // stays without one too; both are reached by moving right.
-            tracing::warn!(
-                "index \"{}\": no downlink to block {left_blkno} in its parent {parent_blkno}; \
-                 the new block {right_blkno} is reached from its left sibling",
+        let Some((parent, position)) = self.downlink_to(child, parent_blkno, acct)? else {
+            return Err(super::corrupted(format!(
+                "index \"{}\": no downlink to block {child} at or right of block {parent_blkno}",
                 self.name
-            );
-            return Ok(());
+            )));
         };
         let inserted = {
+            let child = self.read(child, acct)?;
             let mut page = parent.page_mut();
             let fits = insert_item_at(&mut page, position, &separator);
             if fits {
                 let (shifted, changed) = inserted_change(&page, position);
-                let change = Change::Moved {
-                    moves: &[shifted],
-                    ranges: &changed,
-                };
-                wal::log_change(&self.rel, &parent, &mut page, change, acct);
+                let mut child_page = child.page_mut();
+                let child_special = [self.clear_incomplete_split(&mut child_page, child.blkno())?];
+                let mut edits = [
+                    PageEdit {
+                        buffer: &parent,
+                        page: &mut page,
+                        change: Change::Moved {
+                            moves: &[shifted],
+                            ranges: &changed,
+                        },
+                    },
+                    PageEdit {
+                        buffer: &child,
+                        page: &mut child_page,
+                        change: Change::Ranges(&child_special),
+                    },
+                ];
+                wal::log_changes(&self.rel, &mut edits, acct);
             }
             fits
         };
@@ -466,8 +519,104 @@ impl BtreeIndex {
                 item: separator,
                 replace: None,
             };
-            self.split(parent, placement, stack, acct)
+            self.split(parent, placement, stack, Some(child), acct)
         }
+    }
+
+    /// The page holding the downlink to `child`, searched from `blkno` rightwards along its
+    /// level (the parent may have split since the descent passed it), and the position after
+    /// that downlink.
+    fn downlink_to(
+        &self,
+        child: u32,
+        mut blkno: u32,
+        acct: &mut IoAccount,
+    ) -> PgResult<Option<(PinnedBuffer, u16)>> {
+        for _ in 0..self.rel.nblocks() {
+            let buf = self.read(blkno, acct)?;
+            let next = {
+                let page = buf.page();
+                let opaque = check_page(&page, blkno, &self.name)?;
+                for off in first_data_offset(&opaque)..=slotted::page_max_offset(&page) {
+                    if tuple_at(&page, off)?.downlink() == child {
+                        drop(page);
+                        return Ok(Some((buf, off + 1)));
+                    }
+                }
+                opaque.next
+            };
+            if next == P_NONE {
+                return Ok(None);
+            }
+            blkno = next;
+        }
+        Ok(None)
+    }
+
+    /// A new root above `child`, the root that split, with downlinks to it and (through
+    /// `separator`) to its right half; one record makes the root, points the meta page to
+    /// it and clears `child`'s incomplete-split flag.
+    fn new_root(&self, child: u32, separator: Vec<u8>, acct: &mut IoAccount) -> PgResult<()> {
+        let meta = self.read(METAPAGE, acct)?;
+        let old_meta = BtMeta::read(&meta.page(), &self.name)?;
+        if old_meta.root != child {
+            return Err(super::corrupted(format!(
+                "index \"{}\": block {child} split without a parent but the root is block {}",
+                self.name, old_meta.root
+            )));
+        }
+        let child = self.read(child, acct)?;
+        let (root_blkno, root) = self.pool.new_block(&self.rel, None, acct)?;
+        let level = old_meta.level + 1;
+        let opaque = BtOpaque {
+            level,
+            flags: BTP_ROOT,
+            ..BtOpaque::default()
+        };
+        let downlinks = vec![form_pivot(self.ty, None, None, child.blkno()), separator];
+        let mut root_page = root.page_mut();
+        root_page.copy_from_slice(&build_page(&opaque, None, &downlinks));
+        let mut meta_page = meta.page_mut();
+        BtMeta::new(root_blkno, level, old_meta.allequalimage).write_page(&mut meta_page);
+        let mut child_page = child.page_mut();
+        let child_special = [self.clear_incomplete_split(&mut child_page, child.blkno())?];
+        let mut edits = [
+            PageEdit {
+                buffer: &root,
+                page: &mut root_page,
+                change: Change::Whole { new: true },
+            },
+            PageEdit {
+                buffer: &meta,
+                page: &mut meta_page,
+                change: Change::Whole { new: false },
+            },
+            PageEdit {
+                buffer: &child,
+                page: &mut child_page,
+                change: Change::Ranges(&child_special),
+            },
+        ];
+        wal::log_changes(&self.rel, &mut edits, acct);
+        Ok(())
+    }
+
+    /// Clears the incomplete-split flag of `page` (block `blkno`); the special space's
+    /// range, for the WAL.
+    fn clear_incomplete_split(
+        &self,
+        page: &mut [u8],
+        blkno: u32,
+    ) -> PgResult<std::ops::Range<usize>> {
+        let mut opaque = check_page(page, blkno, &self.name)?;
+        assert!(
+            opaque.is_incomplete_split(),
+            "block {blkno} of index \"{}\" has no split to finish",
+            self.name
+        );
+        opaque.flags &= !BTP_INCOMPLETE_SPLIT;
+        opaque.write(page);
+        Ok(slotted::ranges::special(page))
     }
 }
 

@@ -83,6 +83,9 @@ pub const BTP_ROOT: u16 = 1 << 1;
 pub const BTP_DELETED: u16 = 1 << 2;
 pub const BTP_META: u16 = 1 << 3;
 pub const BTP_HALF_DEAD: u16 = 1 << 4;
+/// A split of this page whose separator has not reached the parent yet: set by the split's
+/// WAL record, cleared by the record that inserts the separator (`insert.rs`).
+pub const BTP_INCOMPLETE_SPLIT: u16 = 1 << 7;
 
 /// "No page": sibling links and the meta page's root use 0 (block 0 is the meta page).
 pub const P_NONE: u32 = 0;
@@ -171,6 +174,10 @@ impl BtOpaque {
 
     pub fn is_root(&self) -> bool {
         self.flags & BTP_ROOT != 0
+    }
+
+    pub fn is_incomplete_split(&self) -> bool {
+        self.flags & BTP_INCOMPLETE_SPLIT != 0
     }
 }
 

@@ -53,6 +53,16 @@ use crate::heap::codec::Datum;
 use crate::storage::page as slotted;
 use crate::stream::{ReadStreamConfig, ReadStreamStats};
 
+/// Where [`BtreeIndex::walk_down`] ended.
+pub(super) enum Descent {
+    /// The index has no root yet.
+    Empty,
+    /// The leaf where the search key belongs, pinned.
+    Leaf(PinnedBuffer),
+    /// This page's split was left incomplete by a crash: its right half has no downlink.
+    IncompleteSplit(u32),
+}
+
 impl BtreeIndex {
     /// The meta page's contents.
     pub fn meta(&self, acct: &mut IoAccount) -> PgResult<BtMeta> {
@@ -80,9 +90,25 @@ impl BtreeIndex {
         stack: &mut Vec<u32>,
         acct: &mut IoAccount,
     ) -> PgResult<Option<PinnedBuffer>> {
+        Ok(match self.walk_down(search, stack, false, acct)? {
+            Descent::Empty => None,
+            Descent::Leaf(leaf) => Some(leaf),
+            Descent::IncompleteSplit(_) => unreachable!("readers pass incomplete splits"),
+        })
+    }
+
+    /// [`descend`](Self::descend), stopping at the first page met whose split a crash
+    /// left incomplete if `stop_at_incomplete_split` (an insert finishes it first).
+    pub(super) fn walk_down(
+        &self,
+        search: &SearchKey,
+        stack: &mut Vec<u32>,
+        stop_at_incomplete_split: bool,
+        acct: &mut IoAccount,
+    ) -> PgResult<Descent> {
         let meta = self.meta(acct)?;
         if meta.root == P_NONE {
-            return Ok(None);
+            return Ok(Descent::Empty);
         }
         let mut blkno = meta.root;
         // Bounded by the pages of the index: each step goes right or down.
@@ -99,6 +125,9 @@ impl BtreeIndex {
             let child = {
                 let page = buf.page();
                 let opaque = check_page(&page, blkno, &self.name)?;
+                if stop_at_incomplete_split && opaque.is_incomplete_split() {
+                    return Ok(Descent::IncompleteSplit(blkno));
+                }
                 if !opaque.is_rightmost()
                     && search.compare(self.ty, &tuple_at(&page, P_HIKEY)?)? != Ordering::Less
                 {
@@ -116,7 +145,7 @@ impl BtreeIndex {
                 }
             };
             match child {
-                None => return Ok(Some(buf)),
+                None => return Ok(Descent::Leaf(buf)),
                 Some(child) => {
                     stack.push(blkno);
                     blkno = child;
