@@ -156,7 +156,11 @@ impl BlockEntry {
             },
             change => change,
         };
+        // Moves that move something (MOVES is set below if any).
         let mut moves = Vec::new();
+        let mut keep_moves = |moved: &[Move]| {
+            moves.extend(moved.iter().filter(|m| m.len > 0 && m.from != m.to));
+        };
         // The page the logged bytes come from: the one after the change, except for a
         // compaction, which logs the page before compacting.
         let mut source = page;
@@ -169,9 +173,8 @@ impl BlockEntry {
                 moves: moved,
                 ranges,
             } => {
-                moves.extend(moved.iter().filter(|m| m.len > 0 && m.from != m.to));
-                let flags = if moves.is_empty() { 0 } else { MOVES };
-                (flags, normalise(ranges.to_vec()))
+                keep_moves(moved);
+                (0, normalise(ranges.to_vec()))
             }
             Change::Since(before) => (0, differing_ranges(before, page)),
             Change::Pruned(_) => unreachable!("turned into Compacted or Since above"),
@@ -188,17 +191,17 @@ impl BlockEntry {
                     },
                     "the page is not `between` compacted"
                 );
-                moves.extend(moved.iter().filter(|m| m.len > 0 && m.from != m.to));
+                keep_moves(moved);
                 let mut moved_before = before.to_vec();
-                apply_moves(&mut moved_before, &moves);
+                apply_moves(&mut moved_before, moved);
                 source = between;
-                let flags = if moves.is_empty() {
-                    COMPACT
-                } else {
-                    COMPACT | MOVES
-                };
-                (flags, differing_ranges(&moved_before, between))
+                (COMPACT, differing_ranges(&moved_before, between))
             }
+        };
+        let flags = if moves.is_empty() {
+            flags
+        } else {
+            flags | MOVES
         };
         BlockEntry {
             relfilenode,
