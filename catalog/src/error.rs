@@ -22,6 +22,9 @@ pub mod sqlstate {
     pub const DATETIME_FIELD_OVERFLOW: &str = "22008";
     pub const DIVISION_BY_ZERO: &str = "22012";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
+    pub const SEQUENCE_GENERATOR_LIMIT_EXCEEDED: &str = "2200H";
+    pub const GENERATED_ALWAYS: &str = "428C9";
+    pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
     pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
     pub const BAD_COPY_FILE_FORMAT: &str = "22P04";
     pub const NOT_NULL_VIOLATION: &str = "23502";

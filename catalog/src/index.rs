@@ -82,7 +82,7 @@ pub fn btree_opclass(ty: PgType) -> (u32, &'static str) {
 }
 
 impl CatalogFile {
-    /// Is `name` taken by a relation (table or index) of `schema`?
+    /// Is `name` taken by a relation (table, index or sequence) of `schema`?
     pub(crate) fn relation_name_taken(&self, schema: &str, name: &str) -> bool {
         self.tables
             .values()
@@ -91,6 +91,7 @@ impl CatalogFile {
                 .indexes
                 .values()
                 .any(|i| i.schema == schema && i.name == name)
+            || self.sequence_named(schema, name).is_some()
     }
 }
 
@@ -124,7 +125,7 @@ impl Catalog {
         self.data.read().indexes.get(&oid).cloned()
     }
 
-    /// Is `name` taken by a table or an index of `schema`?
+    /// Is `name` taken by a table, an index or a sequence of `schema`?
     pub fn relation_name_taken(&self, schema: &str, name: &str) -> bool {
         self.data.read().relation_name_taken(schema, name)
     }

@@ -7,9 +7,14 @@ pub mod types;
 
 pub use error::{sqlstate, PgError, PgResult};
 pub use types::PgType;
+pub mod sequence;
+pub mod sequence_catalog;
+pub mod sequence_values;
 pub mod statistics;
 pub mod store;
 
 pub use index::IndexDef;
+pub use sequence::{OwnedBy, Position, SequenceDef, SequenceOptions};
+pub use sequence_catalog::{ColumnDefault, ColumnSequence, DefaultValue, Identity};
 pub use statistics::{ColumnStatistics, MostCommonValues, StatValue, TableStatistics};
 pub use store::{Catalog, ColumnDef, DroppedTable, Persistence, TableDef};

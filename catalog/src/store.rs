@@ -7,8 +7,10 @@
 //! user objects get OIDs in the same range as in PostgreSQL; a table's first relfilenode
 //! is its OID and TRUNCATE gives it a new one (the old file is removed afterwards).
 //!
-//! DDL is not transactional in iolab: CREATE / DROP / TRUNCATE take effect (and are
-//! durable) when the statement completes, even inside BEGIN … ROLLBACK.
+//! The catalog changes at once; the server's transaction log of DDL (`ddl_log.rs`) undoes
+//! a rolled-back transaction's changes. Sequences and column defaults are described in
+//! `sequence_catalog.rs`; the positions of sequences live beside this file, in
+//! `global/sequences/` (`sequence_values.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,6 +20,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{sqlstate, PgError, PgResult};
 use crate::index::IndexDef;
+use crate::sequence::SequenceDef;
+use crate::sequence_catalog::ColumnDefault;
+use crate::sequence_values::SequenceValues;
 use crate::types::PgType;
 
 pub const FIRST_NORMAL_OID: u32 = 16384;
@@ -98,6 +103,12 @@ pub struct DroppedTable {
     pub table: TableDef,
     pub indexes: Vec<IndexDef>,
     pub statistics: Option<crate::statistics::TableStatistics>,
+    /// Its column defaults.
+    #[serde(default)]
+    pub defaults: Vec<ColumnDefault>,
+    /// The sequences its columns owned.
+    #[serde(default)]
+    pub sequences: Vec<SequenceDef>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -110,11 +121,19 @@ pub(crate) struct CatalogFile {
     /// ANALYZE's per-column statistics by table OID (see `statistics.rs`).
     #[serde(default)]
     pub(crate) statistics: BTreeMap<u32, crate::statistics::TableStatistics>,
+    /// Sequences by OID (see `sequence_catalog.rs`).
+    #[serde(default)]
+    pub(crate) sequences: BTreeMap<u32, SequenceDef>,
+    /// Column defaults by table OID, in column order.
+    #[serde(default)]
+    pub(crate) defaults: BTreeMap<u32, Vec<ColumnDefault>>,
 }
 
 pub struct Catalog {
     path: PathBuf,
     pub(crate) data: RwLock<CatalogFile>,
+    /// Where each sequence stands (`nextval`), kept in `global/sequences/`.
+    pub sequence_values: SequenceValues,
 }
 
 impl Catalog {
@@ -145,6 +164,7 @@ impl Catalog {
         let catalog = Catalog {
             path,
             data: RwLock::new(data),
+            sequence_values: SequenceValues::open(dir.join("sequences"))?,
         };
         catalog.save(&catalog.data.read())?;
         Ok(catalog)
@@ -208,51 +228,16 @@ impl Catalog {
         columns: Vec<ColumnDef>,
         if_not_exists: bool,
     ) -> PgResult<Option<TableDef>> {
-        if schema != "public" {
-            return Err(PgError::new(
-                sqlstate::INVALID_SCHEMA_NAME,
-                format!("schema \"{schema}\" does not exist"),
-            ));
-        }
-        let mut data = self.data.write();
-        if data.relation_name_taken(schema, name) {
-            if if_not_exists {
-                return Ok(None);
-            }
-            return Err(PgError::new(
-                sqlstate::DUPLICATE_TABLE,
-                format!("relation \"{name}\" already exists"),
-            ));
-        }
-        for (i, c) in columns.iter().enumerate() {
-            if columns[..i].iter().any(|o| o.name == c.name) {
-                return Err(PgError::new(
-                    sqlstate::DUPLICATE_COLUMN,
-                    format!("column \"{}\" specified more than once", c.name),
-                ));
-            }
-        }
-        if columns.len() > 1600 {
-            return Err(PgError::new(
-                sqlstate::TOO_MANY_COLUMNS,
-                "tables can have at most 1600 columns",
-            ));
-        }
-        let oid = data.next_oid;
-        data.next_oid += 1;
-        let table = TableDef {
-            oid,
-            schema: schema.to_string(),
-            name: name.to_string(),
-            relfilenode: oid,
+        let created = self.create_table_with_defaults(
+            schema,
+            name,
             persistence,
             columns,
-            reltuples: -1.0,
-            relpages: 0,
-        };
-        data.tables.insert(oid, table.clone());
-        self.save(&data)?;
-        Ok(Some(table))
+            vec![],
+            vec![],
+            if_not_exists,
+        )?;
+        Ok(created.map(|(table, _)| table))
     }
 
     /// Removes a table, its indexes and its statistics from the catalog; returns them (the
@@ -265,6 +250,17 @@ impl Catalog {
             .remove(&oid)
             .ok_or_else(|| PgError::internal(format!("no table with oid {oid}")))?;
         let statistics = data.statistics.remove(&oid);
+        let defaults = data.defaults.remove(&oid).unwrap_or_default();
+        let owned: Vec<u32> = data
+            .sequences
+            .values()
+            .filter(|s| s.owned_by.as_ref().is_some_and(|o| o.table_oid == oid))
+            .map(|s| s.oid)
+            .collect();
+        let sequences = owned
+            .iter()
+            .filter_map(|s| data.sequences.remove(s))
+            .collect();
         let indexes: Vec<IndexDef> = data
             .indexes
             .values()
@@ -277,6 +273,8 @@ impl Catalog {
             table,
             indexes,
             statistics,
+            defaults,
+            sequences,
         })
     }
 
@@ -288,8 +286,13 @@ impl Catalog {
             table,
             indexes,
             statistics,
+            defaults,
+            sequences,
         } = dropped;
-        for name in std::iter::once(&table.name).chain(indexes.iter().map(|i| &i.name)) {
+        let names = std::iter::once(&table.name)
+            .chain(indexes.iter().map(|i| &i.name))
+            .chain(sequences.iter().map(|s| &s.name));
+        for name in names {
             if data.relation_name_taken(&table.schema, name) {
                 return Err(PgError::new(
                     sqlstate::DUPLICATE_TABLE,
@@ -306,6 +309,12 @@ impl Catalog {
         }
         for index in indexes {
             data.indexes.insert(index.oid, index);
+        }
+        for sequence in sequences {
+            data.sequences.insert(sequence.oid, sequence);
+        }
+        if !defaults.is_empty() {
+            data.defaults.insert(table.oid, defaults);
         }
         data.tables.insert(table.oid, table);
         self.save(&data)
@@ -339,5 +348,58 @@ impl Catalog {
             t.relpages = relpages;
         }
         self.save(&data)
+    }
+}
+
+impl CatalogFile {
+    /// Checks a new table (schema, name, columns) and describes it, without an OID yet;
+    /// `None` when the name is taken and `if_not_exists` was given.
+    pub(crate) fn new_table(
+        &self,
+        schema: &str,
+        name: &str,
+        persistence: Persistence,
+        columns: Vec<ColumnDef>,
+        if_not_exists: bool,
+    ) -> PgResult<Option<TableDef>> {
+        if schema != "public" {
+            return Err(PgError::new(
+                sqlstate::INVALID_SCHEMA_NAME,
+                format!("schema \"{schema}\" does not exist"),
+            ));
+        }
+        if self.relation_name_taken(schema, name) {
+            if if_not_exists {
+                return Ok(None);
+            }
+            return Err(PgError::new(
+                sqlstate::DUPLICATE_TABLE,
+                format!("relation \"{name}\" already exists"),
+            ));
+        }
+        for (i, c) in columns.iter().enumerate() {
+            if columns[..i].iter().any(|o| o.name == c.name) {
+                return Err(PgError::new(
+                    sqlstate::DUPLICATE_COLUMN,
+                    format!("column \"{}\" specified more than once", c.name),
+                ));
+            }
+        }
+        if columns.len() > 1600 {
+            return Err(PgError::new(
+                sqlstate::TOO_MANY_COLUMNS,
+                "tables can have at most 1600 columns",
+            ));
+        }
+        Ok(Some(TableDef {
+            oid: 0,
+            schema: schema.to_string(),
+            name: name.to_string(),
+            relfilenode: 0,
+            persistence,
+            columns,
+            reltuples: -1.0,
+            relpages: 0,
+        }))
     }
 }

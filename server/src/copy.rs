@@ -38,6 +38,8 @@ pub struct CopyIn {
     parser: CopyParser,
     columns: Vec<ColumnParser>,
     inserter: HeapInserter,
+    /// The defaults of the columns the COPY leaves out.
+    defaults: crate::sql::defaults::Defaults,
     /// The first error; data after it is ignored.
     error: Option<PgError>,
 }
@@ -98,6 +100,7 @@ pub async fn start(
         .map(|&i| ColumnParser::with_capacity(table.columns[i].ty, COPY_BATCH_ROWS))
         .collect();
     let inserter = crate::sql::insert::table_inserter(&run, &table)?;
+    let defaults = crate::sql::defaults::Defaults::for_statement(&run, &table, &targets).await?;
     let ncols = targets.len();
     let mut copy = CopyIn {
         run,
@@ -107,6 +110,7 @@ pub async fn start(
         parser,
         columns: parsers,
         inserter,
+        defaults,
         error: None,
     };
     match target {
@@ -200,6 +204,7 @@ impl CopyIn {
             arrays,
             rows,
             &self.run.text_format,
+            &self.defaults,
         )?;
         let before = self.inserter.inserted;
         tokio::task::block_in_place(|| self.inserter.insert_arrays(&full, rows))?;

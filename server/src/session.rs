@@ -72,6 +72,8 @@ pub struct Session {
     /// This session's `pg_stat_activity` entry (none for sessions made without a
     /// connection).
     pub activity: Option<Arc<iolab_stats::BackendActivity>>,
+    /// What the session remembers of the sequences it used (`currval`, `lastval`).
+    pub sequences: Arc<crate::pgcatalog::sequence_functions::SessionSequences>,
 }
 
 pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
@@ -94,6 +96,7 @@ impl Session {
             cancel: Arc::new(AtomicBool::new(false)),
             copy_in: None,
             activity: None,
+            sequences: Arc::default(),
         }
     }
 
@@ -189,6 +192,7 @@ impl Session {
             self.user.clone(),
             self.settings.clone(),
         )
+        .with_sequences(self.sequences.clone())
     }
 
     /// psql's meta-command queries that DataFusion cannot run, answered from the catalog.
@@ -345,6 +349,7 @@ impl Session {
             state,
             text_format: self.text_format(),
             params,
+            sequences: self.sequences.clone(),
         };
         if !self.txn.in_block {
             self.txn.next_cid = 0;
@@ -392,6 +397,24 @@ impl Session {
                 ddl::create_extension(create)?;
                 return Ok(Outcome::Done("CREATE EXTENSION".into()));
             }
+            Parsed::Sequence(seq) => {
+                if let Some(n) = sql::sequence::run(&db, seq, &mut self.txn.ddl)? {
+                    notices.push(Notice {
+                        code: if seq.alter {
+                            "00000"
+                        } else {
+                            sqlstate::DUPLICATE_TABLE
+                        },
+                        ..Notice::notice(n)
+                    });
+                }
+                let tag = if seq.alter {
+                    "ALTER SEQUENCE"
+                } else {
+                    "CREATE SEQUENCE"
+                };
+                return Ok(Outcome::Done(tag.into()));
+            }
             Parsed::CreateUnlogged(stmt) => {
                 let ast::Statement::CreateTable(create) = &**stmt else {
                     return Err(PgError::syntax("syntax error at or near \"UNLOGGED\""));
@@ -419,6 +442,7 @@ impl Session {
                 }
                 let tag = match object_type {
                     ast::ObjectType::Index => "DROP INDEX",
+                    ast::ObjectType::Sequence => "DROP SEQUENCE",
                     _ => "DROP TABLE",
                 };
                 Ok(Outcome::Done(tag.into()))

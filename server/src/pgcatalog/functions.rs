@@ -58,6 +58,8 @@ pub struct Ctx {
     /// The session's settings, changed by `set_config` as the statement runs.
     pub settings: Mutex<SessionSettings>,
     pub setting_changes: Arc<Mutex<Vec<(String, String, bool)>>>,
+    /// What the session remembers of its sequences (`currval`, `lastval`).
+    pub sequences: Arc<super::sequence_functions::SessionSequences>,
 }
 
 impl Ctx {
@@ -79,6 +81,8 @@ pub struct PgFunction {
     /// Run while the statement is planned when every argument is a constant (see
     /// `set_config`).
     at_plan_time: bool,
+    /// Called once per row even when its arguments are constants (`nextval`).
+    each_row: bool,
     ctx: Arc<Ctx>,
     body: Arc<Body>,
 }
@@ -161,7 +165,12 @@ impl ScalarUDFImpl for PgFunction {
             .args
             .iter()
             .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if all_scalar { 1 } else { args.number_rows };
+        let rows = if all_scalar && !self.each_row {
+            1
+        } else {
+            args.number_rows
+        };
+        let all_scalar = all_scalar && rows == 1 && !self.each_row;
         let arrays = args
             .args
             .iter()
@@ -240,7 +249,7 @@ pub(super) fn ints(a: &ArrayRef) -> Result<Vec<Option<i64>>> {
     Ok(c.as_primitive::<Int64Type>().iter().collect())
 }
 
-fn bools(a: &ArrayRef) -> Result<Vec<Option<bool>>> {
+pub(super) fn bools(a: &ArrayRef) -> Result<Vec<Option<bool>>> {
     let c = cast(a, &DataType::Boolean)?;
     Ok(c.as_boolean().iter().collect())
 }
@@ -279,6 +288,7 @@ pub(super) struct Def {
     returns: DataType,
     volatility: Volatility,
     at_plan_time: bool,
+    each_row: bool,
     body: Arc<Body>,
 }
 
@@ -295,6 +305,7 @@ pub(super) fn def(
         returns,
         volatility: Volatility::Stable,
         at_plan_time: false,
+        each_row: false,
         body: Arc::new(body),
     }
 }
@@ -307,6 +318,12 @@ impl Def {
 
     pub(super) fn volatile(mut self) -> Def {
         self.volatility = Volatility::Volatile;
+        self
+    }
+
+    /// Runs once per row even with constant arguments, giving each row its own value.
+    pub(super) fn each_row(mut self) -> Def {
+        self.each_row = true;
         self
     }
 
@@ -865,7 +882,14 @@ fn definitions() -> Vec<Def> {
         )
         .volatile(),
         null_text("pg_get_constraintdef", 1..=2),
-        null_text("pg_get_expr", 2..=3),
+        // The expressions iolab keeps (column defaults in `pg_attrdef.adbin`) are SQL text
+        // already; other node trees it does not have.
+        def("pg_get_expr", 2..=3, DataType::Utf8, |_, args, rows| {
+            if !is_text(args[0].data_type()) {
+                return Ok(vec![V::Null; rows]);
+            }
+            Ok(texts(&args[0])?.into_iter().map(V::opt_text).collect())
+        }),
         null_text("pg_get_statisticsobjdef_columns", 1..=1),
         null_text("pg_get_partkeydef", 1..=1),
         null_text("pg_get_viewdef", 1..=2),
@@ -1026,6 +1050,7 @@ fn definitions() -> Vec<Def> {
     d.extend(super::activity::signal_functions());
     d.extend(super::buffercache::scalar_functions());
     d.extend(super::format::functions());
+    d.extend(super::sequence_functions::definitions());
     d
 }
 
@@ -1068,6 +1093,7 @@ pub fn register(
         user: info.user.clone(),
         settings: Mutex::new(info.settings.clone()),
         setting_changes: info.setting_changes.clone(),
+        sequences: info.sequences.clone(),
     });
     for d in definitions() {
         let signature = if *d.arity.start() == 0 && *d.arity.end() == 0 {
@@ -1087,6 +1113,7 @@ pub fn register(
             signature,
             returns: d.returns,
             at_plan_time: d.at_plan_time,
+            each_row: d.each_row,
             ctx: ctx.clone(),
             body: d.body,
         };

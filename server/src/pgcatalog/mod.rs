@@ -41,6 +41,8 @@ pub mod pg_stats;
 pub mod psql;
 pub mod relation_stats;
 pub mod rewrite;
+pub mod sequence_functions;
+pub mod sequence_views;
 pub mod snapshot;
 pub mod stat_aio;
 pub mod stat_views;
@@ -82,6 +84,8 @@ pub struct SessionInfo {
     pub user: String,
     pub settings: SessionSettings,
     pub setting_changes: Arc<Mutex<Vec<(String, String, bool)>>>,
+    /// What the session remembers of its sequences (`currval`, `lastval`).
+    pub sequences: Arc<sequence_functions::SessionSequences>,
 }
 
 impl SessionInfo {
@@ -97,7 +101,17 @@ impl SessionInfo {
             user: user.into(),
             settings,
             setting_changes: Arc::new(Mutex::new(Vec::new())),
+            sequences: Arc::default(),
         }
+    }
+
+    /// The same, with the session's memory of its sequences.
+    pub fn with_sequences(
+        mut self,
+        sequences: Arc<sequence_functions::SessionSequences>,
+    ) -> SessionInfo {
+        self.sequences = sequences;
+        self
     }
 
     /// The `set_config` calls made so far (and clears the list).

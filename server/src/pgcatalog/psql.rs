@@ -565,17 +565,18 @@ fn columns(q: &str, s: &Snapshot, oid: u32) -> Result<(SchemaRef, Vec<RecordBatc
                 .as_ref()
                 .is_some_and(|r| r.namespace == oids::PG_CATALOG_NAMESPACE && r.kind == 'r');
             let collatable = types::type_row(c.type_oid).is_some_and(|t| t.collation == 100);
+            let (default, identity) = super::sequence_views::psql_default(s, oid, &c.name);
             let mut row = vec![
                 V::text(&c.name),
                 V::Text(types::format_type(c.type_oid, Some(c.typmod))),
-                V::Null,
+                default,
                 V::Bool(c.not_null),
                 if catalog_table && collatable {
                     V::text("C")
                 } else {
                     V::Null
                 },
-                V::text(""),
+                identity,
                 V::text(""),
             ];
             if storage {

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use iolab_catalog::{IndexDef, PgType, TableDef};
+use iolab_catalog::{ColumnDefault, IndexDef, PgType, SequenceDef, TableDef};
 use iolab_engine::Database;
 use iolab_settings::SessionSettings;
 
@@ -84,6 +84,10 @@ pub struct Snapshot {
     pub db: Arc<Database>,
     pub tables: Vec<TableDef>,
     pub indexes: Vec<IndexDef>,
+    /// Sequences, by OID.
+    pub sequences: Vec<SequenceDef>,
+    /// Column defaults as `(table OID, default)`.
+    pub defaults: Vec<(u32, ColumnDefault)>,
     pub settings: SessionSettings,
     /// The session's user (`current_user`).
     pub user: String,
@@ -99,10 +103,22 @@ impl Snapshot {
     ) -> Snapshot {
         let tables = db.catalog.tables();
         let indexes = db.catalog.indexes();
+        let sequences = db.catalog.sequences();
+        let defaults = tables
+            .iter()
+            .flat_map(|t| {
+                db.catalog
+                    .column_defaults(t.oid)
+                    .into_iter()
+                    .map(move |d| (t.oid, d))
+            })
+            .collect();
         Snapshot {
             db,
             tables,
             indexes,
+            sequences,
+            defaults,
             settings,
             user,
             extra,
@@ -117,6 +133,7 @@ impl Snapshot {
             .map(|t| user_relation(t, self.has_index(t.oid)))
             .collect();
         out.extend(self.indexes.iter().filter_map(|i| self.index_relation(i)));
+        out.extend(self.sequences.iter().map(super::sequence_views::relation));
         for t in tables::PG_CATALOG {
             out.push(catalog_relation(
                 t.oid,
@@ -176,6 +193,9 @@ impl Snapshot {
         }
         if let Some(i) = self.index_def(oid) {
             return self.index_relation(i);
+        }
+        if let Some(seq) = self.sequences.iter().find(|q| q.oid == oid) {
+            return Some(super::sequence_views::relation(seq));
         }
         self.relations().into_iter().find(|r| r.oid == oid)
     }
@@ -302,6 +322,14 @@ impl Snapshot {
             return Some(self.index_blocks(i) * 8192);
         }
         self.relation(oid).map(|_| 0)
+    }
+
+    /// The default of column `column` of table `table_oid`, if it has one.
+    pub fn column_default(&self, table_oid: u32, column: &str) -> Option<&ColumnDefault> {
+        self.defaults
+            .iter()
+            .find(|(t, d)| *t == table_oid && d.column == column)
+            .map(|(_, d)| d)
     }
 
     /// Whether table `table_oid` has an index (`relhasindex`).

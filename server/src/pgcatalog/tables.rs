@@ -53,7 +53,7 @@ pub static PG_CATALOG: &[CatalogTable] = &[
         columns: "aggfnoid regproc!, aggkind \"char\"!, aggnumdirectargs smallint!, aggtransfn regproc!, aggfinalfn regproc!, aggcombinefn regproc!, aggserialfn regproc!, aggdeserialfn regproc!, aggmtransfn regproc!, aggminvtransfn regproc!, aggmfinalfn regproc!, aggfinalextra boolean!, aggmfinalextra boolean!, aggfinalmodify \"char\"!, aggmfinalmodify \"char\"!, aggsortop oid!, aggtranstype oid!, aggtransspace integer!, aggmtranstype oid!, aggmtransspace integer!, agginitval text, aggminitval text" },
     CatalogTable { name: "pg_am", oid: 2601, kind: 'r', rows: pg_am,
         columns: "oid oid!, amname name!, amhandler regproc!, amtype \"char\"!" },
-    CatalogTable { name: "pg_attrdef", oid: 2604, kind: 'r', rows: none,
+    CatalogTable { name: "pg_attrdef", oid: 2604, kind: 'r', rows: super::sequence_views::pg_attrdef,
         columns: "oid oid!, adrelid oid!, adnum smallint!, adbin pg_node_tree!" },
     CatalogTable { name: "pg_attribute", oid: 1249, kind: 'r', rows: pg_attribute,
         columns: "attrelid oid!, attname name!, atttypid oid!, attlen smallint!, attnum smallint!, atttypmod integer!, attndims smallint!, attbyval boolean!, attalign \"char\"!, attstorage \"char\"!, attcompression \"char\"!, attnotnull boolean!, atthasdef boolean!, atthasmissing boolean!, attidentity \"char\"!, attgenerated \"char\"!, attisdropped boolean!, attislocal boolean!, attinhcount smallint!, attcollation oid!, attstattarget smallint, attacl aclitem[], attoptions text[], attfdwoptions text[], attmissingval anyarray" },
@@ -131,9 +131,9 @@ pub static PG_CATALOG: &[CatalogTable] = &[
         columns: "oid oid!, rulename name!, ev_class oid!, ev_type \"char\"!, ev_enabled \"char\"!, is_instead boolean!, ev_qual pg_node_tree!, ev_action pg_node_tree!" },
     CatalogTable { name: "pg_roles", oid: 12000, kind: 'v', rows: pg_roles,
         columns: "rolname name, rolsuper boolean, rolinherit boolean, rolcreaterole boolean, rolcreatedb boolean, rolcanlogin boolean, rolreplication boolean, rolconnlimit integer, rolpassword text, rolvaliduntil timestamp with time zone, rolbypassrls boolean, rolconfig text[], oid oid" },
-    CatalogTable { name: "pg_sequence", oid: 2224, kind: 'r', rows: none,
+    CatalogTable { name: "pg_sequence", oid: 2224, kind: 'r', rows: super::sequence_views::pg_sequence,
         columns: "seqrelid oid!, seqtypid oid!, seqstart bigint!, seqincrement bigint!, seqmax bigint!, seqmin bigint!, seqcache bigint!, seqcycle boolean!" },
-    CatalogTable { name: "pg_sequences", oid: 12048, kind: 'v', rows: none,
+    CatalogTable { name: "pg_sequences", oid: 12048, kind: 'v', rows: super::sequence_views::pg_sequences,
         columns: "schemaname name, sequencename name, sequenceowner name, data_type regtype, start_value bigint, min_value bigint, max_value bigint, increment_by bigint, cycle boolean, cache_size bigint, last_value bigint" },
     CatalogTable { name: "pg_settings", oid: 12104, kind: 'v', rows: pg_settings,
         columns: "name text, setting text, unit text, category text, short_desc text, extra_desc text, context text, vartype text, source text, min_val text, max_val text, enumvals text[], boot_val text, reset_val text, sourcefile text, sourceline integer, pending_restart boolean" },
@@ -226,7 +226,13 @@ fn pg_attribute(s: &Snapshot) -> Vec<Vec<V>> {
     let mut rows = Vec::new();
     for rel in s.relations() {
         for (i, col) in rel.columns.iter().enumerate() {
-            rows.push(attribute_row(&rel, i + 1, col));
+            let mut row = attribute_row(&rel, i + 1, col);
+            if let Some(d) = s.column_default(rel.oid, &col.name) {
+                // atthasdef, attidentity
+                row[12] = b(d.identity.is_none());
+                row[14] = d.identity.map(|i| V::char(i.code())).unwrap_or(V::text(""));
+            }
+            rows.push(row);
         }
     }
     rows

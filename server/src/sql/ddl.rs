@@ -1,4 +1,5 @@
-//! CREATE TABLE (also `… AS query`), DROP TABLE, TRUNCATE, CREATE INDEX, DROP INDEX:
+//! CREATE TABLE (also `… AS query`; columns with defaults, `serial`, identity), DROP TABLE,
+//! TRUNCATE, CREATE INDEX, DROP INDEX:
 //! catalog changes and the files behind them, each recorded in its transaction's
 //! [`DdlLog`] so that ROLLBACK can undo it (`ddl_log.rs`); and CREATE EXTENSION, which
 //! changes nothing.
@@ -9,7 +10,8 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::sql::sqlparser::ast::{self, ColumnOption, ObjectName, ObjectType, Statement};
 use iolab_catalog::store::MAX_IDENTIFIER_LEN;
 use iolab_catalog::{
-    sqlstate, ColumnDef, DroppedTable, IndexDef, Persistence, PgError, PgResult, PgType, TableDef,
+    sqlstate, ColumnDef, ColumnDefault, ColumnSequence, DefaultValue, DroppedTable, Identity,
+    IndexDef, Persistence, PgError, PgResult, PgType, TableDef,
 };
 use iolab_engine::accounting::IoAccount;
 use iolab_engine::btree;
@@ -110,6 +112,9 @@ pub fn column_type(dt: &ast::DataType) -> PgResult<PgType> {
 }
 
 /// CREATE [UNLOGGED] TABLE with a column list (for `… AS query` see [`create_table_as`]).
+/// Columns may have defaults, be `serial` / `bigserial` / `smallserial` (an integer column,
+/// NOT NULL, with `nextval` of a sequence it owns as default) or identity columns
+/// (`GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(options)]`, likewise with a sequence).
 /// False when `IF NOT EXISTS` found the table.
 pub fn create_table(
     db: &Arc<Database>,
@@ -120,16 +125,73 @@ pub fn create_table(
     if create.query.is_some() {
         return Err(PgError::internal("CREATE TABLE AS goes to create_table_as"));
     }
+    let (_, table_name) = split_name(&create.name)?;
     let mut columns = Vec::with_capacity(create.columns.len());
+    let mut defaults = Vec::new();
+    let mut sequences = Vec::new();
     for col in &create.columns {
         let col_name = ident_name(&col.name);
         check_identifier(&col_name)?;
-        let ty = column_type(&col.data_type)?;
-        let mut not_null = false;
+        let serial = serial_type(&col.data_type);
+        let ty = match serial {
+            Some(ty) => ty,
+            None => column_type(&col.data_type)?,
+        };
+        let mut not_null = serial.is_some();
+        let mut default: Option<DefaultValue> = None;
+        let mut identity: Option<(Identity, iolab_catalog::SequenceOptions)> = None;
+        let multiple_defaults = || {
+            PgError::syntax(format!(
+                "multiple default values specified for column \"{col_name}\" of table \"{table_name}\""
+            ))
+        };
         for opt in &col.options {
             match &opt.option {
                 ColumnOption::NotNull => not_null = true,
-                ColumnOption::Null => not_null = false,
+                ColumnOption::Null => {
+                    if serial.is_some() || identity.is_some() {
+                        return Err(PgError::syntax(format!(
+                            "conflicting NULL/NOT NULL declarations for column \"{col_name}\" of table \"{table_name}\""
+                        )));
+                    }
+                    not_null = false
+                }
+                ColumnOption::Default(expr) => {
+                    if serial.is_some() || default.is_some() || identity.is_some() {
+                        return Err(multiple_defaults());
+                    }
+                    default = Some(crate::sql::defaults::parse_default(db, expr)?);
+                }
+                ColumnOption::Generated {
+                    generated_as,
+                    sequence_options,
+                    generation_expr: None,
+                    ..
+                } if *generated_as != ast::GeneratedAs::ExpStored => {
+                    if serial.is_some() || default.is_some() {
+                        return Err(multiple_defaults());
+                    }
+                    if identity.is_some() {
+                        return Err(PgError::syntax(format!(
+                            "multiple identity specifications for column \"{col_name}\" of table \"{table_name}\""
+                        )));
+                    }
+                    if !matches!(ty, PgType::Int2 | PgType::Int4 | PgType::Int8) {
+                        return Err(PgError::new(
+                            sqlstate::DATATYPE_MISMATCH,
+                            format!("identity column type must be smallint, integer, or bigint"),
+                        ));
+                    }
+                    let kind = match generated_as {
+                        ast::GeneratedAs::Always => Identity::Always,
+                        _ => Identity::ByDefault,
+                    };
+                    let options = crate::sql::sequence::identity_options(
+                        sequence_options.as_deref().unwrap_or(&[]),
+                    )?;
+                    identity = Some((kind, options));
+                    not_null = true;
+                }
                 other => {
                     return Err(PgError::unsupported(format!(
                         "column option \"{other}\" is not supported yet (column \"{col_name}\")"
@@ -137,13 +199,44 @@ pub fn create_table(
                 }
             }
         }
+        if serial.is_some() {
+            sequences.push(ColumnSequence {
+                column: col_name.clone(),
+                def: crate::sql::sequence::column_sequence(ty, &Default::default())?,
+                identity: None,
+            });
+        } else if let Some((kind, options)) = identity {
+            sequences.push(ColumnSequence {
+                column: col_name.clone(),
+                def: crate::sql::sequence::column_sequence(ty, &options)?,
+                identity: Some(kind),
+            });
+        } else if let Some(value) = default {
+            defaults.push(ColumnDefault {
+                column: col_name.clone(),
+                value,
+                identity: None,
+            });
+        }
         columns.push(ColumnDef {
             name: col_name,
             ty,
             not_null,
         });
     }
-    make_table(db, create, unlogged, columns, log).map(|table| table.is_some())
+    let made = make_table(db, create, unlogged, columns, defaults, sequences, log)?;
+    Ok(made.is_some())
+}
+
+/// The integer type of a `serial` column type (`serial`, `bigserial`, `smallserial` and
+/// their `serial4` / `serial8` / `serial2` spellings).
+fn serial_type(dt: &ast::DataType) -> Option<PgType> {
+    match dt.to_string().to_lowercase().as_str() {
+        "serial" | "serial4" => Some(PgType::Int4),
+        "bigserial" | "serial8" => Some(PgType::Int8),
+        "smallserial" | "serial2" => Some(PgType::Int2),
+        _ => None,
+    }
 }
 
 /// CREATE [UNLOGGED] TABLE name AS query: a table with the query's columns — named as
@@ -199,7 +292,7 @@ pub async fn create_table_as(
             not_null: false,
         });
     }
-    let Some(table) = make_table(&run.db, create, unlogged, columns, log)? else {
+    let Some(table) = make_table(&run.db, create, unlogged, columns, vec![], vec![], log)? else {
         return Ok(None);
     };
     let targets: Vec<usize> = (0..table.columns.len()).collect();
@@ -215,6 +308,8 @@ fn make_table(
     create: &ast::CreateTable,
     unlogged: bool,
     columns: Vec<ColumnDef>,
+    defaults: Vec<ColumnDefault>,
+    sequences: Vec<ColumnSequence>,
     log: &mut DdlLog,
 ) -> PgResult<Option<TableDef>> {
     if create.temporary {
@@ -233,9 +328,18 @@ fn make_table(
         Persistence::Permanent
     };
     let schema = schema.unwrap_or_else(|| "public".to_string());
-    let table =
-        db.catalog
-            .create_table(&schema, &name, persistence, columns, create.if_not_exists)?;
+    let table = db
+        .catalog
+        .create_table_with_defaults(
+            &schema,
+            &name,
+            persistence,
+            columns,
+            defaults,
+            sequences,
+            create.if_not_exists,
+        )?
+        .map(|(table, _)| table);
     if let Some(table) = &table {
         log.record(db, DdlEntry::CreatedTable { oid: table.oid })?;
         db.create_relation_file(table)?;
@@ -249,7 +353,7 @@ pub fn table_exists_notice(create: &ast::CreateTable) -> String {
     format!("relation \"{name}\" already exists, skipping")
 }
 
-fn check_identifier(name: &str) -> PgResult<()> {
+pub(crate) fn check_identifier(name: &str) -> PgResult<()> {
     if name.len() > MAX_IDENTIFIER_LEN {
         return Err(PgError::new(
             sqlstate::NAME_TOO_LONG,
@@ -277,6 +381,9 @@ pub fn drop(db: &Arc<Database>, stmt: &Statement, log: &mut DdlLog) -> PgResult<
     if *object_type == ObjectType::Index {
         return drop_indexes(db, names, *if_exists, log);
     }
+    if *object_type == ObjectType::Sequence {
+        return crate::sql::sequence::drop(db, names, *if_exists, log);
+    }
     if *object_type != ObjectType::Table {
         return Err(PgError::unsupported(format!(
             "DROP {object_type} is not supported"
@@ -300,6 +407,18 @@ pub fn drop(db: &Arc<Database>, stmt: &Statement, log: &mut DdlLog) -> PgResult<
                 )
                 .with_hint("Use DROP INDEX to remove an index."))
             }
+            Err(_)
+                if db
+                    .catalog
+                    .sequence(schema.as_deref().unwrap_or("public"), &table)
+                    .is_some() =>
+            {
+                return Err(PgError::new(
+                    sqlstate::WRONG_OBJECT_TYPE,
+                    format!("\"{table}\" is not a table"),
+                )
+                .with_hint("Use DROP SEQUENCE to remove a sequence."))
+            }
             Err(_) if *if_exists => {
                 notices.push(format!("table \"{table}\" does not exist, skipping"))
             }
@@ -317,6 +436,13 @@ pub fn drop(db: &Arc<Database>, stmt: &Statement, log: &mut DdlLog) -> PgResult<
         let dropped = DroppedTable {
             indexes: db.catalog.indexes_of(oid),
             statistics: db.catalog.table_statistics(oid),
+            defaults: db.catalog.column_defaults(oid),
+            sequences: db
+                .catalog
+                .sequences()
+                .into_iter()
+                .filter(|s| s.owned_by.as_ref().is_some_and(|o| o.table_oid == oid))
+                .collect(),
             table: def,
         };
         log.record(db, DdlEntry::DroppedTable(dropped))?;

@@ -10,10 +10,12 @@
 //!
 //! | statement | at ROLLBACK (newest entry first) | at COMMIT |
 //! |---|---|---|
-//! | CREATE TABLE, CREATE TABLE AS, SELECT INTO | remove the table, its indexes and files | — |
+//! | CREATE TABLE, CREATE TABLE AS, SELECT INTO | remove the table, its indexes, the sequences its columns own, and their files | — |
 //! | CREATE INDEX | remove the index and its file | — |
-//! | DROP TABLE | put the table, its indexes and statistics back | remove their files |
+//! | DROP TABLE | put the table, its indexes, statistics, defaults and owned sequences back | remove their files |
 //! | DROP INDEX | put the index back | remove its file |
+//! | CREATE SEQUENCE | remove the sequence and its position file | — |
+//! | DROP SEQUENCE | put the sequence back | remove its position file |
 //! | TRUNCATE | give the table and its indexes their old files (and the table its statistics) back, with the activity counted meanwhile (`pg_stat_*`), remove the new files | move the activity counted under the old files to the new ones, remove the old files |
 //!
 //! TRUNCATE therefore gives the indexes new, empty files as it gives the table one, rather
@@ -45,7 +47,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use iolab_catalog::store::write_durably;
-use iolab_catalog::{DroppedTable, IndexDef, PgError, PgResult, TableDef};
+use iolab_catalog::{DroppedTable, IndexDef, PgError, PgResult, SequenceDef, TableDef};
 use iolab_engine::btree;
 use iolab_engine::txn::{Xid, XidStatus};
 use iolab_engine::Database;
@@ -63,6 +65,10 @@ pub enum DdlEntry {
     },
     DroppedTable(DroppedTable),
     DroppedIndex(IndexDef),
+    CreatedSequence {
+        oid: u32,
+    },
+    DroppedSequence(SequenceDef),
     /// `table` as it was before (old relfilenode and statistics) and its new relfilenode;
     /// each index as it was before, with its new relfilenode.
     Truncated {
@@ -168,10 +174,12 @@ impl Drop for DdlLog {
 fn complete(db: &Database, entries: Vec<DdlEntry>) {
     for entry in entries {
         let result = match &entry {
-            DdlEntry::CreatedTable { .. } | DdlEntry::CreatedIndex { .. } => Ok(()),
-            DdlEntry::DroppedTable(dropped) => {
-                remove_files(db, dropped.table.relfilenode, &dropped.indexes)
-            }
+            DdlEntry::CreatedTable { .. }
+            | DdlEntry::CreatedIndex { .. }
+            | DdlEntry::CreatedSequence { .. } => Ok(()),
+            DdlEntry::DroppedTable(dropped) => remove_sequence_files(db, &dropped.sequences)
+                .and_then(|()| remove_files(db, dropped.table.relfilenode, &dropped.indexes)),
+            DdlEntry::DroppedSequence(def) => db.catalog.sequence_values.remove(def.oid),
             DdlEntry::DroppedIndex(index) => btree::drop_index_files(db, index),
             DdlEntry::Truncated {
                 table,
@@ -216,6 +224,16 @@ fn undo(db: &Database, entry: &DdlEntry) -> PgResult<()> {
             Some(_) => Ok(()),
             None => db.catalog.create_index(index.clone()).map(drop),
         },
+        DdlEntry::CreatedSequence { oid } => {
+            if db.catalog.sequence_by_oid(*oid).is_some() {
+                db.catalog.drop_sequence(*oid)?;
+            }
+            db.catalog.sequence_values.remove(*oid)
+        }
+        DdlEntry::DroppedSequence(def) => match db.catalog.sequence_by_oid(def.oid) {
+            Some(_) => Ok(()),
+            None => db.catalog.restore_sequence(def.clone()),
+        },
         DdlEntry::Truncated {
             table,
             new_relfilenode,
@@ -251,10 +269,20 @@ fn undo(db: &Database, entry: &DdlEntry) -> PgResult<()> {
     }
 }
 
-/// Removes a table's catalog entry (its indexes' too) and their files at once.
+/// Removes a table's catalog entry (its indexes' and owned sequences' too) and their
+/// files at once.
 fn remove_table(db: &Database, table: &TableDef) -> PgResult<()> {
     let dropped = db.catalog.drop_table(table.oid)?;
+    remove_sequence_files(db, &dropped.sequences)?;
     remove_files(db, dropped.table.relfilenode, &dropped.indexes)
+}
+
+/// The position files of dropped sequences.
+fn remove_sequence_files(db: &Database, sequences: &[SequenceDef]) -> PgResult<()> {
+    for s in sequences {
+        db.catalog.sequence_values.remove(s.oid)?;
+    }
+    Ok(())
 }
 
 /// A table's file and its indexes' files (their catalog entries are gone or moved on).

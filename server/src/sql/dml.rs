@@ -100,7 +100,8 @@ fn build_row_query(
                 return Err(PgError::syntax("syntax error in UPDATE"));
             }
             let target = target(db, &update.table)?;
-            let values = new_values(&target, &update.assignments)?;
+            let defaults = db.catalog.column_defaults(target.table.oid);
+            let values = new_values(&target, &update.assignments, &defaults)?;
             let others: &[ast::TableWithJoins] = match &update.from {
                 None => &[],
                 Some(ast::UpdateTableFromKind::AfterSet(from)) => from,
@@ -250,7 +251,13 @@ async fn update(
         let new_rows = batch
             .project(&(1..=all_columns.len()).collect::<Vec<_>>())
             .map_err(arrow_error)?;
-        let arrays = table_arrays(run, table, &all_columns, &new_rows)?;
+        let arrays = table_arrays(
+            run,
+            table,
+            &all_columns,
+            &new_rows,
+            &crate::sql::defaults::Defaults::none(),
+        )?;
         // The old versions first: only rows still there get a new version.
         let mut changed = Vec::with_capacity(tids.len());
         for &tid in &tids {
@@ -338,7 +345,11 @@ fn target(db: &Database, item: &ast::TableWithJoins) -> PgResult<Target> {
 
 /// Each column's value after `SET assignments`, in table order: the assigned expression
 /// as SQL text, or the column itself.
-fn new_values(target: &Target, assignments: &[ast::Assignment]) -> PgResult<Vec<String>> {
+fn new_values(
+    target: &Target,
+    assignments: &[ast::Assignment],
+    defaults: &[iolab_catalog::ColumnDefault],
+) -> PgResult<Vec<String>> {
     let table = &target.table;
     let mut values: Vec<Option<String>> = vec![None; table.columns.len()];
     for assignment in assignments {
@@ -376,7 +387,10 @@ fn new_values(target: &Target, assignments: &[ast::Assignment]) -> PgResult<Vec<
                 value,
                 ast::Expr::Value(v) if matches!(v.value, ast::Value::Placeholder(_))
             );
+            let name = &table.columns[column].name;
+            let default = crate::sql::defaults::update_default(defaults, name, value)?;
             values[column] = Some(match table.columns[column].ty {
+                _ if default.is_some() => default.unwrap_or_default(),
                 _ if !is_parameter => value.to_string(),
                 PgType::Varchar(_) | PgType::Bpchar(_) => format!("CAST({value} AS text)"),
                 ty => format!("CAST({value} AS {})", ty.typname()),

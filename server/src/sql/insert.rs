@@ -1,8 +1,10 @@
-//! INSERT … VALUES / INSERT … SELECT: the source runs through DataFusion, each batch is
-//! converted to the table's column types with PostgreSQL's assignment casts and appended
-//! to the heap by the statement's transaction. With RETURNING, each batch as stored (and
+//! INSERT … VALUES / INSERT … SELECT / INSERT … DEFAULT VALUES: the source runs through
+//! DataFusion, each batch is converted to the table's column types with PostgreSQL's
+//! assignment casts, the columns it leaves out get their defaults (`defaults`), and the
+//! rows are appended to the heap by the statement's transaction. With RETURNING, each batch as stored (and
 //! where each row went) also goes through the RETURNING list (see `returning`).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::arrow::array::{new_null_array, ArrayRef};
@@ -17,6 +19,7 @@ use iolab_engine::values::{assign_cast_with, check_not_null, TextFormat};
 use iolab_engine::Database;
 
 use crate::sql::ddl::{ident_name, split_name};
+use crate::sql::defaults::{self, Defaults};
 use crate::sql::returning::{self, Returning};
 use crate::sql::{Outcome, StatementRun};
 
@@ -35,15 +38,28 @@ pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<Outcom
     }
     let (schema, table_name) = split_name(name)?;
     let table = run.db.catalog.resolve(schema.as_deref(), &table_name)?;
-    let targets = target_columns(&table, &insert.columns)?;
-    let Some(source) = &insert.source else {
-        return Err(PgError::unsupported(
-            "INSERT … DEFAULT VALUES is not supported",
-        ));
+    let targets = match &insert.source {
+        Some(_) => target_columns(&table, &insert.columns)?,
+        None => Vec::new(), // DEFAULT VALUES
     };
-    let stream = run
-        .query_stream(&ast::Statement::Query(source.clone()))
-        .await?;
+    let column_defaults = run.db.catalog.column_defaults(table.oid);
+    let overriding = defaults::says_overriding_system_value(insert);
+    defaults::check_identity(
+        insert.source.as_deref(),
+        &table,
+        &targets,
+        &column_defaults,
+        overriding,
+    )?;
+    let stream = match &insert.source {
+        Some(source) => {
+            let mut source = source.clone();
+            defaults::replace_default_keywords(&mut source, &table, &targets, &column_defaults)?;
+            run.query_stream(&ast::Statement::Query(source)).await?
+        }
+        None => one_empty_row()?,
+    };
+    let fill = Defaults::for_statement(run, &table, &targets).await?;
     let mut returning = match &insert.returning {
         Some(items) => {
             let target = returning::Target {
@@ -55,11 +71,26 @@ pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<Outcom
         }
         None => None,
     };
-    let inserted = insert_returning(run, &table, &targets, stream, returning.as_mut()).await?;
+    let inserted =
+        insert_returning(run, &table, &targets, stream, &fill, returning.as_mut()).await?;
     match returning {
         Some(returning) => returning.into_outcome("INSERT 0"),
         None => Ok(Outcome::Done(format!("INSERT 0 {inserted}"))),
     }
+}
+
+/// The source of `INSERT … DEFAULT VALUES`: one row without columns.
+fn one_empty_row() -> PgResult<datafusion::execution::SendableRecordBatchStream> {
+    use datafusion::arrow::datatypes::Schema;
+    use datafusion::arrow::record_batch::RecordBatchOptions;
+    let schema = Arc::new(Schema::empty());
+    let options = RecordBatchOptions::new().with_row_count(Some(1));
+    let batch = RecordBatch::try_new_with_options(schema.clone(), vec![], &options)
+        .map_err(|e| PgError::internal(e.to_string()))?;
+    let stream =
+        datafusion::physical_plan::memory::MemoryStream::try_new(vec![batch], schema, None)
+            .map_err(crate::errors::from_datafusion)?;
+    Ok(Box::pin(stream))
 }
 
 /// The types PostgreSQL gives the `$n` that are whole items of an INSERT's VALUES list:
@@ -136,7 +167,7 @@ pub async fn insert_stream(
     targets: &[usize],
     stream: datafusion::execution::SendableRecordBatchStream,
 ) -> PgResult<u64> {
-    insert_returning(run, table, targets, stream, None).await
+    insert_returning(run, table, targets, stream, &Defaults::none(), None).await
 }
 
 /// [`insert_stream`], giving the rows inserted to `returning` too.
@@ -145,6 +176,7 @@ pub async fn insert_returning(
     table: &TableDef,
     targets: &[usize],
     stream: datafusion::execution::SendableRecordBatchStream,
+    defaults: &Defaults,
     mut returning: Option<&mut Returning>,
 ) -> PgResult<u64> {
     let source_width = stream.schema().fields().len();
@@ -165,7 +197,7 @@ pub async fn insert_returning(
     let started = Instant::now();
     let mut next_progress = PROGRESS_EVERY_ROWS;
     let result = for_each_batch(run, stream, |batch| {
-        let arrays = table_arrays(run, table, targets, &batch)?;
+        let arrays = table_arrays(run, table, targets, &batch, defaults)?;
         inserter.insert_arrays(&arrays, batch.num_rows())?;
         if let Some(returning) = returning.as_deref_mut() {
             returning.add(&arrays, inserter.placed())?;
@@ -218,12 +250,14 @@ pub async fn for_each_batch(
     Ok(())
 }
 
-/// Converts a source batch to the table's full row shape with assignment casts.
+/// Converts a source batch to the table's full row shape with assignment casts and the
+/// defaults of the columns it leaves out.
 pub fn table_arrays(
     run: &StatementRun,
     table: &TableDef,
     targets: &[usize],
     batch: &RecordBatch,
+    defaults: &Defaults,
 ) -> PgResult<Vec<ArrayRef>> {
     let cast = targets
         .iter()
@@ -233,17 +267,25 @@ pub fn table_arrays(
             assign_cast_with(batch.column(src), col.ty, &col.name, &run.text_format)
         })
         .collect::<PgResult<Vec<_>>>()?;
-    complete_rows(table, targets, cast, batch.num_rows(), &run.text_format)
+    complete_rows(
+        table,
+        targets,
+        cast,
+        batch.num_rows(),
+        &run.text_format,
+        defaults,
+    )
 }
 
 /// Puts column `i` of `given` (of the table's types) into table column `targets[i]`,
-/// fills the other columns with NULL, and checks NOT NULL.
+/// fills the other columns with their defaults (or NULL), and checks NOT NULL.
 pub fn complete_rows(
     table: &TableDef,
     targets: &[usize],
     given: Vec<ArrayRef>,
     rows: usize,
     fmt: &TextFormat,
+    defaults: &Defaults,
 ) -> PgResult<Vec<ArrayRef>> {
     let mut arrays: Vec<Option<ArrayRef>> = vec![None; table.columns.len()];
     for (array, &dst) in given.into_iter().zip(targets) {
@@ -252,8 +294,13 @@ pub fn complete_rows(
     let arrays: Vec<ArrayRef> = arrays
         .into_iter()
         .enumerate()
-        .map(|(i, a)| a.unwrap_or_else(|| new_null_array(&table.columns[i].ty.arrow_type(), rows)))
-        .collect();
+        .map(|(i, a)| match a {
+            Some(a) => Ok(a),
+            None => Ok(defaults
+                .fill(i, rows)?
+                .unwrap_or_else(|| new_null_array(&table.columns[i].ty.arrow_type(), rows))),
+        })
+        .collect::<PgResult<_>>()?;
     for (col, array) in table.columns.iter().zip(&arrays) {
         if let (true, Some(row)) = (col.not_null, first_null(array.as_ref())) {
             let err = check_not_null(array.as_ref(), &col.name, &table.name)

@@ -26,6 +26,7 @@ pub mod colnames;
 pub mod ctas_columns;
 pub mod ddl;
 pub mod ddl_log;
+pub mod defaults;
 pub mod dml;
 pub mod generic_plan;
 pub mod insert;
@@ -34,6 +35,7 @@ pub mod params;
 pub mod plan_cache;
 pub mod reloptions;
 pub mod returning;
+pub mod sequence;
 pub mod set_functions;
 pub mod split;
 pub mod vacuum;
@@ -67,6 +69,8 @@ pub enum Parsed {
     Vacuum(vacuum::VacuumStmt),
     /// `CREATE EXTENSION …` (sqlparser wants its options in one order, after WITH).
     CreateExtension(ddl::CreateExtension),
+    /// `CREATE SEQUENCE …` / `ALTER SEQUENCE …` (see `sequence`).
+    Sequence(sequence::SequenceStmt),
 }
 
 impl Parsed {
@@ -121,6 +125,11 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
                 return Ok(Parsed::CreateExtension(create));
             }
         }
+        ["CREATE" | "ALTER", "SEQUENCE", ..] => {
+            if let Some(stmt) = sequence::parse(text) {
+                return stmt.map(Parsed::Sequence);
+            }
+        }
         _ => {}
     }
     // sqlparser does not know CREATE UNLOGGED TABLE: the word is blanked out (positions stay).
@@ -136,6 +145,25 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
     } else {
         Cow::Borrowed(text)
     };
+    // Nor INSERT's OVERRIDING SYSTEM VALUE (blanked out and marked on the statement).
+    let overriding_cut = match words.first() {
+        Some(&"INSERT") => defaults::cut_overriding_system_value(&text),
+        _ => None,
+    };
+    let overriding = overriding_cut.is_some();
+    let text: Cow<'_, str> = match overriding_cut {
+        Some(cut) => Cow::Owned(cut),
+        None => text,
+    };
+    // Nor the options of an identity column in any order but its own.
+    let identity_cut = match words.as_slice() {
+        ["CREATE", "TABLE" | "UNLOGGED", ..] => sequence::order_identity_options(&text),
+        _ => None,
+    };
+    let text: Cow<'_, str> = match identity_cut {
+        Some(ordered) => Cow::Owned(ordered),
+        None => text,
+    };
     let ctas_columns = match words.as_slice() {
         ["CREATE", "TABLE" | "UNLOGGED", ..] => ctas_columns::cut_column_list(&text),
         _ => None,
@@ -145,6 +173,9 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
         None => (text, None),
     };
     let mut stmt = parse_sql(&text, whole, offset)?;
+    if overriding {
+        defaults::mark_overriding_system_value(&mut stmt);
+    }
     if let Some(names) = ctas_names {
         ctas_columns::restore_column_list(&mut stmt, names);
     }
@@ -286,6 +317,8 @@ pub struct StatementRun {
     pub params: Option<Vec<datafusion::scalar::ScalarValue>>,
     /// What the plan cache has for this statement (see [`CachedPlan`]).
     pub cached: CachedPlan,
+    /// The session's memory of its sequences (column defaults call `nextval`).
+    pub sequences: Arc<crate::pgcatalog::sequence_functions::SessionSequences>,
 }
 
 /// What the plan cache has for a statement (a query over the statistics views, in a
