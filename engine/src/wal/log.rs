@@ -422,6 +422,8 @@ impl Wal {
             dir: self.dir.clone(),
             segment_size: self.options.segment_size,
             open: None,
+            window: Vec::new(),
+            window_start: 0,
         }
     }
 }
@@ -433,12 +435,19 @@ pub fn segment_file_name(segno: u64, segment_size: u64) -> String {
     format!("{:08X}{:08X}{:08X}", 1, segno / per_id, segno % per_id)
 }
 
-/// Reads records back from the segment files.
+/// Reads records back from the segment files, [`READ_CHUNK`] bytes at a time.
 pub struct WalReader {
     dir: PathBuf,
     segment_size: u64,
     open: Option<(u64, File)>,
+    /// The bytes read last: the WAL from `window_start` on, within one segment.
+    window: Vec<u8>,
+    window_start: Lsn,
 }
+
+/// How much of a segment [`WalReader`] reads at once (its buffer's bound): records are
+/// decoded from it rather than with two reads each.
+const READ_CHUNK: usize = 128 * 1024;
 
 impl WalReader {
     /// The record at `lsn` if there is a valid one whose predecessor is `prev` (any, for
@@ -463,26 +472,45 @@ impl WalReader {
     /// Fills `buf` from `lsn` on; false where a segment is missing or short.
     fn read_at(&mut self, mut lsn: Lsn, mut buf: &mut [u8]) -> io::Result<bool> {
         while !buf.is_empty() {
-            let segno = lsn / self.segment_size;
-            let offset = lsn % self.segment_size;
-            if self.open.as_ref().map(|(s, _)| *s) != Some(segno) {
-                let path = self.dir.join(segment_file_name(segno, self.segment_size));
-                match File::open(&path) {
-                    Ok(f) => self.open = Some((segno, f)),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-                    Err(e) => return Err(e),
-                }
-            }
-            let file = &self.open.as_ref().expect("opened").1;
-            let n = buf.len().min((self.segment_size - offset) as usize);
-            let got = file.read_at(&mut buf[..n], offset)?;
-            if got < n {
+            let window_end = self.window_start + self.window.len() as u64;
+            if !(self.window_start..window_end).contains(&lsn) && !self.fill(lsn)? {
                 return Ok(false);
             }
+            let at = (lsn - self.window_start) as usize;
+            let n = buf.len().min(self.window.len() - at);
+            buf[..n].copy_from_slice(&self.window[at..at + n]);
             lsn += n as u64;
             buf = &mut buf[n..];
         }
         Ok(true)
+    }
+
+    /// Reads up to [`READ_CHUNK`] bytes of the segment holding `lsn`, from `lsn` on, into
+    /// the window; false where the segment is missing or ends at `lsn`.
+    fn fill(&mut self, lsn: Lsn) -> io::Result<bool> {
+        let segno = lsn / self.segment_size;
+        let offset = lsn % self.segment_size;
+        if self.open.as_ref().map(|(s, _)| *s) != Some(segno) {
+            let path = self.dir.join(segment_file_name(segno, self.segment_size));
+            match File::open(&path) {
+                Ok(f) => self.open = Some((segno, f)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        let file = &self.open.as_ref().expect("opened").1;
+        let want = READ_CHUNK.min((self.segment_size - offset) as usize);
+        self.window.resize(want, 0);
+        let mut got = 0;
+        while got < want {
+            match file.read_at(&mut self.window[got..], offset + got as u64)? {
+                0 => break,
+                n => got += n,
+            }
+        }
+        self.window.truncate(got);
+        self.window_start = lsn;
+        Ok(got > 0)
     }
 }
 

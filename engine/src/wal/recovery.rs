@@ -208,6 +208,7 @@ fn redo(db: &Database, start: Lsn, options: &RecoveryOptions) -> PgResult<RedoSu
         db,
         enabled: prefetching,
         reads,
+        advise: !db.direct_io(),
         issuer: Issuer::new(0),
         max_inflight,
         max_distance: 4 * options.maintenance_io_concurrency as usize,
@@ -335,6 +336,22 @@ fn blocks_of(record: &Record) -> &[BlockEntry] {
     }
 }
 
+/// `posix_fadvise(WILLNEED)` of block `blkno` of `rel`: the kernel starts reading it into its
+/// page cache.
+fn advise(rel: &RelFile, blkno: u32) {
+    if let Ok((fd, offset)) = rel.raw_fd_and_offset(blkno) {
+        // SAFETY: a plain syscall on an open descriptor; advice touches no memory.
+        unsafe {
+            libc::posix_fadvise(
+                fd,
+                offset as libc::off_t,
+                crate::storage::page::BLCKSZ as libc::off_t,
+                libc::POSIX_FADV_WILLNEED,
+            );
+        }
+    }
+}
+
 /// How many of the last blocks advised are remembered (PostgreSQL's `skip_rep` window).
 const RECENT_BLOCKS: usize = 4;
 
@@ -350,8 +367,12 @@ struct Prefetcher<'a> {
     db: &'a Database,
     enabled: bool,
     /// Read ahead into the buffer pool through the I/O method (worker, io_uring) rather
-    /// than advise the kernel (sync).
+    /// than only advise the kernel (sync).
     reads: bool,
+    /// Advise the kernel of each block read ahead (buffered I/O): under `sync` that is the
+    /// read-ahead; before a read into the pool it starts the kernel's read at once, however
+    /// few I/O workers there are to wait for it.
+    advise: bool,
     issuer: Issuer,
     max_inflight: usize,
     max_distance: usize,
@@ -434,6 +455,9 @@ impl Prefetcher<'_> {
                 .start_read(&rel, block.blkno, 1, None, acct, false)
             {
                 Ok(StartedRead::Miss(read)) => {
+                    if self.advise {
+                        advise(&rel, block.blkno);
+                    }
                     Some(
                         self.db
                             .aio
@@ -452,17 +476,7 @@ impl Prefetcher<'_> {
                 bump(&counters.hit);
                 return;
             }
-            if let Ok((fd, offset)) = rel.raw_fd_and_offset(block.blkno) {
-                // SAFETY: a plain syscall on an open descriptor; advice touches no memory.
-                unsafe {
-                    libc::posix_fadvise(
-                        fd,
-                        offset as libc::off_t,
-                        crate::storage::page::BLCKSZ as libc::off_t,
-                        libc::POSIX_FADV_WILLNEED,
-                    );
-                }
-            }
+            advise(&rel, block.blkno);
             None
         };
         bump(&counters.prefetch);
