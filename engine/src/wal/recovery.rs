@@ -23,7 +23,9 @@
 //!   (the kernel reads into its page cache; useless with direct I/O, so not given then);
 //! - `worker`, `io_uring` (iolab's extension): reads into the buffer pool through the I/O
 //!   method, as a read stream's, buffered or direct. Replay waits for a block's read
-//!   before it replays the first record that changes the block.
+//!   before it replays the first record that changes the block. With buffered I/O each
+//!   such read is preceded by the same advice, so that the kernel starts all of them at
+//!   once (three I/O workers would otherwise keep at most three under way).
 //!
 //! The decoder runs ahead while
 //!
