@@ -358,6 +358,29 @@ fn an_incomplete_split_is_finished_by_the_next_insert_that_passes_it() {
     }
 }
 
+/// A block the file was extended by for a split whose record a crash lost stays all
+/// zeros and unlinked; VACUUM's pass over every block skips it (as PostgreSQL's does).
+#[test]
+fn vacuum_skips_a_block_a_crash_left_zeroed() {
+    let f = plain_fixture("btree-zero-block", PgType::Int4, 64);
+    let mut model = random_int_entries(&mut Rng(3), 3000, 999, 0);
+    load(&f.index, &mut model);
+    let mut acct = IoAccount::default();
+    let (zeroed, buffer) = f
+        .index
+        .pool
+        .new_block(&f.index.rel, None, &mut acct)
+        .unwrap();
+    drop(buffer);
+    assert_eq!(zeroed + 1, f.index.nblocks());
+    let mut dead: Vec<Tid> = model.iter().step_by(3).map(|(_, tid)| *tid).collect();
+    dead.sort_unstable();
+    let vacuumed = f.index.bulk_delete(&dead, None, &mut acct).unwrap();
+    assert_eq!(vacuumed.removed as usize, dead.len());
+    let report = f.index.check_structure(&mut acct).unwrap();
+    assert_eq!(report.entries as usize, model.len() - dead.len());
+}
+
 #[test]
 fn inserts_after_a_build_split_pages_and_keep_scans_right() {
     // Plain, and deduplicated: full leaves are deduplicated before they split.

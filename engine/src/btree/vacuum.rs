@@ -88,6 +88,12 @@ impl BtreeIndex {
                 .pool
                 .read_buffer(&self.rel, blkno, ring.as_deref_mut(), acct)?;
             let mut page = buffer.page_mut();
+            if page::page_is_new(&page) {
+                // A block the file was extended by for a split or a new root that a crash
+                // cut short before its record: nothing links to it (PostgreSQL's
+                // btvacuumpage treats such a page as free).
+                continue;
+            }
             let opaque = check_page(&page, blkno, &self.name)?;
             if !opaque.is_leaf() {
                 continue;
