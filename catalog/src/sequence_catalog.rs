@@ -239,6 +239,7 @@ impl Catalog {
     /// Creates a table with column defaults and the sequences its columns own, in one
     /// change of the catalog (sequences get their OIDs first, as in PostgreSQL). `None`:
     /// the name is taken and `if_not_exists` was given.
+    #[allow(clippy::too_many_arguments)]
     pub fn create_table_with_defaults(
         &self,
         schema: &str,

@@ -178,8 +178,8 @@ pub fn create_table(
                     }
                     if !matches!(ty, PgType::Int2 | PgType::Int4 | PgType::Int8) {
                         return Err(PgError::new(
-                            sqlstate::DATATYPE_MISMATCH,
-                            format!("identity column type must be smallint, integer, or bigint"),
+                            sqlstate::INVALID_PARAMETER_VALUE,
+                            "identity column type must be smallint, integer, or bigint",
                         ));
                     }
                     let kind = match generated_as {

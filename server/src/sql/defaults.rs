@@ -139,6 +139,22 @@ pub fn replace_default_keywords(
     Ok(())
 }
 
+/// An INSERT's source with its `DEFAULT` items replaced (see
+/// [`replace_default_keywords`]): what the extended protocol's Parse plans to learn the
+/// types of the `$n`.
+pub fn source_with_defaults(db: &Database, ins: &ast::Insert) -> PgResult<Option<ast::Query>> {
+    let (ast::TableObject::TableName(name), Some(source)) = (&ins.table, &ins.source) else {
+        return Ok(None);
+    };
+    let (schema, table_name) = crate::sql::ddl::split_name(name)?;
+    let table = db.catalog.resolve(schema.as_deref(), &table_name)?;
+    let targets = crate::sql::insert::target_columns(&table, &ins.columns)?;
+    let mut source = (**source).clone();
+    let defaults = db.catalog.column_defaults(table.oid);
+    replace_default_keywords(&mut source, &table, &targets, &defaults)?;
+    Ok(Some(source))
+}
+
 /// PostgreSQL's refusal of a value for a `GENERATED ALWAYS` identity column: an INSERT
 /// whose column list names one takes only `DEFAULT` for it (in VALUES), unless it says
 /// `OVERRIDING SYSTEM VALUE`. Call before [`replace_default_keywords`].

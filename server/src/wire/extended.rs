@@ -111,10 +111,11 @@ impl QueryParser for PrepareParser {
         let plan_target = match &parsed {
             Parsed::Sql(s) => match &**s {
                 ast::Statement::Query(_) => Some((**s).clone()),
-                ast::Statement::Insert(ins) => ins
-                    .source
-                    .as_ref()
-                    .map(|q| ast::Statement::Query(q.clone())),
+                ast::Statement::Insert(ins) => {
+                    sql::defaults::source_with_defaults(session.db(), ins)
+                        .map_err(|e| fail_block(&session, e))?
+                        .map(|q| ast::Statement::Query(Box::new(q)))
+                }
                 ast::Statement::Delete(_) | ast::Statement::Update(_) => {
                     sql::dml::row_query(session.db(), s, false)
                         .map_err(|e| fail_block(&session, e))?
