@@ -517,15 +517,23 @@ async fn mixed_transaction(
 
 /// Crashes (`kill -9`) at arbitrary moments of a mixed workload — inserts at random keys
 /// (B-tree inserts inside pages, splits), updates, deletes, VACUUM (pruning, index entries
-/// removed) — with `full_page_writes = off` and a small buffer pool, so that redo replays
-/// every kind of record onto pages some of which were written before the crash: after
-/// each recovery the table holds exactly what the committed transactions left, and the
-/// index matches it entry for entry (`iolab_btree_check`).
+/// removed) — with a small buffer pool, so that redo replays every kind of record onto
+/// pages some of which were written before the crash: after each recovery the table holds
+/// exactly what the committed transactions left, and the index matches it entry for entry
+/// (`iolab_btree_check`). Once with `full_page_writes = off` (every record replayed onto
+/// the page on disk), once with it on and a CHECKPOINT every 150 ms (full page images,
+/// checkpoints under way at the crash).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crashes_during_a_mixed_workload_recover_table_and_index() {
+    crash_a_mixed_workload("off", false).await;
+    crash_a_mixed_workload("on", true).await;
+}
+
+async fn crash_a_mixed_workload(full_page_writes: &str, checkpoints: bool) {
+    let fpw = format!("full_page_writes={full_page_writes}");
     let mut server = TestServer::start_with(
-        "wal-mixed-crash",
-        &["-c", "full_page_writes=off", "-c", "shared_buffers=2MB"],
+        &format!("wal-mixed-crash-{full_page_writes}"),
+        &["-c", &fpw, "-c", "shared_buffers=2MB"],
     );
     let a = server.client().await;
     a.batch_execute(
@@ -544,6 +552,12 @@ async fn crashes_during_a_mixed_workload_recover_table_and_index() {
                 i += 1;
             }
         });
+        let checkpointer = server.client().await;
+        let checkpoint_task = tokio::spawn(async move {
+            while checkpoints && checkpointer.batch_execute("CHECKPOINT").await.is_ok() {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+            }
+        });
         // A different moment of the workload each round.
         let ms = 700
             + 450 * round
@@ -554,7 +568,7 @@ async fn crashes_during_a_mixed_workload_recover_table_and_index() {
                 % 300;
         tokio::time::sleep(Duration::from_millis(ms)).await;
         server.kill();
-        let _ = task.await;
+        let _ = tokio::join!(task, checkpoint_task);
         server.restart();
         let log = server.log();
         let replayed: u64 = log
@@ -568,7 +582,9 @@ async fn crashes_during_a_mixed_workload_recover_table_and_index() {
         let expected = int(&c, "SELECT coalesce(sum(delta), 0) FROM ledger").await;
         let rows = int(&c, "SELECT count(*) FROM m").await;
         assert_eq!(rows, expected, "round {round}: committed rows");
-        eprintln!("round {round}: {replayed} records replayed, {rows} rows");
+        eprintln!(
+            "fpw {full_page_writes}, round {round}: {replayed} records replayed, {rows} rows"
+        );
         assert!(rows > 0, "round {round}: some transactions committed");
         let entries = int(&c, "SELECT iolab_btree_check('m_k')").await;
         assert_eq!(entries, rows, "round {round}: index entries");
