@@ -377,10 +377,18 @@ impl BtreeIndex {
         };
         // The halves and the old right sibling's left-link change in one record, all
         // three pages locked until it is logged: redo makes the whole split or none of it.
+        // Every page checked before any changes: an error leaves nothing half done.
         let sibling = match old.next {
             P_NONE => None,
-            next => Some(self.read(next, acct)?),
+            next => {
+                let buffer = self.read(next, acct)?;
+                let opaque = check_page(&buffer.page(), next, &self.name)?;
+                Some((buffer, opaque))
+            }
         };
+        let child = child
+            .map(|blkno| self.flagged_child(blkno, acct))
+            .transpose()?;
         let mut right_page = right.page_mut();
         right_page.copy_from_slice(&build_page(
             &right_opaque,
@@ -389,7 +397,7 @@ impl BtreeIndex {
         ));
         let mut left_page = buffer.page_mut();
         left_page.copy_from_slice(&build_page(&left_opaque, Some(&high_key), left_items));
-        let mut sibling_page = sibling.as_ref().map(|s| s.page_mut());
+        let mut sibling_page = sibling.as_ref().map(|(s, _)| s.page_mut());
         let mut edits = vec![
             PageEdit {
                 buffer: &right,
@@ -403,10 +411,12 @@ impl BtreeIndex {
             },
         ];
         let special;
-        if let (Some(sibling), Some(page)) = (&sibling, sibling_page.as_deref_mut()) {
-            let mut o = check_page(page, old.next, &self.name)?;
-            o.prev = right_blkno;
-            o.write(page);
+        if let (Some((sibling, opaque)), Some(page)) = (&sibling, sibling_page.as_deref_mut()) {
+            BtOpaque {
+                prev: right_blkno,
+                ..*opaque
+            }
+            .write(page);
             special = [slotted::ranges::special(page)];
             edits.push(PageEdit {
                 buffer: sibling,
@@ -414,11 +424,10 @@ impl BtreeIndex {
                 change: Change::Ranges(&special),
             });
         }
-        let child = child.map(|blkno| self.read(blkno, acct)).transpose()?;
         let mut child_page = child.as_ref().map(|c| c.page_mut());
         let child_special;
         if let (Some(child), Some(page)) = (&child, child_page.as_deref_mut()) {
-            child_special = [self.clear_incomplete_split(page, child.blkno())?];
+            child_special = [clear_incomplete_split(page)];
             edits.push(PageEdit {
                 buffer: child,
                 page,
@@ -485,13 +494,13 @@ impl BtreeIndex {
             )));
         };
         let inserted = {
-            let child = self.read(child, acct)?;
+            let child = self.flagged_child(child, acct)?;
             let mut page = parent.page_mut();
             let fits = insert_item_at(&mut page, position, &separator);
             if fits {
                 let (shifted, changed) = inserted_change(&page, position);
                 let mut child_page = child.page_mut();
-                let child_special = [self.clear_incomplete_split(&mut child_page, child.blkno())?];
+                let child_special = [clear_incomplete_split(&mut child_page)];
                 let mut edits = [
                     PageEdit {
                         buffer: &parent,
@@ -565,7 +574,7 @@ impl BtreeIndex {
                 self.name, old_meta.root
             )));
         }
-        let child = self.read(child, acct)?;
+        let child = self.flagged_child(child, acct)?;
         let (root_blkno, root) = self.pool.new_block(&self.rel, None, acct)?;
         let level = old_meta.level + 1;
         let opaque = BtOpaque {
@@ -579,7 +588,7 @@ impl BtreeIndex {
         let mut meta_page = meta.page_mut();
         BtMeta::new(root_blkno, level, old_meta.allequalimage).write_page(&mut meta_page);
         let mut child_page = child.page_mut();
-        let child_special = [self.clear_incomplete_split(&mut child_page, child.blkno())?];
+        let child_special = [clear_incomplete_split(&mut child_page)];
         let mut edits = [
             PageEdit {
                 buffer: &root,
@@ -601,23 +610,26 @@ impl BtreeIndex {
         Ok(())
     }
 
-    /// Clears the incomplete-split flag of `page` (block `blkno`); the special space's
-    /// range, for the WAL.
-    fn clear_incomplete_split(
-        &self,
-        page: &mut [u8],
-        blkno: u32,
-    ) -> PgResult<std::ops::Range<usize>> {
-        let mut opaque = check_page(page, blkno, &self.name)?;
+    /// Block `blkno`, pinned and checked: a page whose split is being completed.
+    fn flagged_child(&self, blkno: u32, acct: &mut IoAccount) -> PgResult<PinnedBuffer> {
+        let buffer = self.read(blkno, acct)?;
+        let opaque = check_page(&buffer.page(), blkno, &self.name)?;
         assert!(
             opaque.is_incomplete_split(),
             "block {blkno} of index \"{}\" has no split to finish",
             self.name
         );
-        opaque.flags &= !BTP_INCOMPLETE_SPLIT;
-        opaque.write(page);
-        Ok(slotted::ranges::special(page))
+        Ok(buffer)
     }
+}
+
+/// Clears the incomplete-split flag of a page [`BtreeIndex::flagged_child`] checked; the
+/// special space's range, for the WAL.
+fn clear_incomplete_split(page: &mut [u8]) -> std::ops::Range<usize> {
+    let mut opaque = BtOpaque::read(page);
+    opaque.flags &= !BTP_INCOMPLETE_SPLIT;
+    opaque.write(page);
+    slotted::ranges::special(page)
 }
 
 /// What [`insert_item_at`] did to `page` putting an item at `position`: the line pointers
