@@ -127,6 +127,11 @@ fn run(cli: Cli) -> Result<(), String> {
             full_page_writes: settings.full_page_writes(),
             fsync: settings.fsync(),
             track_io_timing: settings.track_wal_io_timing(),
+            init_zero: settings.wal_init_zero(),
+            recycle: settings.wal_recycle(),
+            recycle_up_to: settings.min_wal_size_mb().min(settings.max_wal_size_mb()) as u64
+                * 1024
+                * 1024,
             ..WalOptions::default()
         },
         recovery: RecoveryOptions {

@@ -378,6 +378,18 @@ macro_rules! typed_getters {
         pub fn checkpoint_completion_target(&self) -> f64 {
             self.value("checkpoint_completion_target").as_real()
         }
+        /// `min_wal_size`: below this size of `pg_wal/`, checkpoints recycle old segments, in MB.
+        pub fn min_wal_size_mb(&self) -> i32 {
+            self.value("min_wal_size").as_int()
+        }
+        /// `wal_init_zero`: whether a new WAL segment is written full of zeros before use.
+        pub fn wal_init_zero(&self) -> bool {
+            self.value("wal_init_zero").as_bool()
+        }
+        /// `wal_recycle`: whether checkpoints rename old segments for reuse.
+        pub fn wal_recycle(&self) -> bool {
+            self.value("wal_recycle").as_bool()
+        }
         /// `max_wal_size`: the WAL size that triggers a checkpoint, in MB.
         pub fn max_wal_size_mb(&self) -> i32 {
             self.value("max_wal_size").as_int()

@@ -150,9 +150,10 @@ impl Checkpointer {
                 checkpoint_time_us: time_us,
             })
             .map_err(|e| io("could not write control file", e))?;
-        let removed = wal
-            .remove_segments_before(redo)
+        let retired = wal
+            .retire_segments_before(redo)
             .map_err(|e| io("could not remove old WAL segments", e))?;
+        let added = wal.take_segments_added();
         acct.flush();
         if shutdown {
             self.stopped.store(true, Ordering::Release);
@@ -160,9 +161,11 @@ impl Checkpointer {
         if self.options.log_checkpoints {
             let secs = |from: Instant, to: Instant| (to - from).as_secs_f64();
             tracing::info!(
-                "checkpoint complete: wrote {written} buffers ({:.1}%); {removed} WAL file(s) removed; \
+                "checkpoint complete: wrote {written} buffers ({:.1}%); {added} WAL file(s) added, {} removed, {} recycled; \
                  write={:.3} s, sync={:.3} s, total={:.3} s; sync files={}; distance={} kB; lsn={}, redo lsn={}",
                 100.0 * written as f64 / db.pool.nbuffers() as f64,
+                retired.removed,
+                retired.recycled,
                 secs(started, wrote_at),
                 secs(wrote_at, synced_at),
                 secs(started, Instant::now()),

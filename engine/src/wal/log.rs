@@ -15,9 +15,15 @@
 //! committing at the same time wait on that lock and find their commit record already
 //! flushed (group commit). Lock order: write lock, then insert lock.
 //!
-//! Segments are created full length (zeros; the kernel keeps them sparse) when first
-//! written, and deleted once a checkpoint's redo point has passed them, never reused: a
-//! reader that meets zeros or an invalid record has reached the end of the WAL.
+//! A segment is made full length when first written, as PostgreSQL's are: written with
+//! zeros (`wal_init_zero`; else extended sparse) under a temporary name, synced and
+//! renamed, counted in `pg_stat_io`'s `wal`/`init` row as one write of the segment's size
+//! and one sync. Once a checkpoint's redo point has passed a segment it is recycled —
+//! renamed to a future segment's name, so that the next segment needs no initialisation
+//! (`wal_recycle`) — while `pg_wal/` holds no more than `min_wal_size` (at most
+//! `max_wal_size`), and deleted otherwise. A reader that meets zeros or an invalid record
+//! has reached the end of the WAL; in a recycled segment the old records name
+//! predecessors of another segment, so they end it too.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -28,7 +34,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use iolab_stats::wal::WalCounters;
-use iolab_stats::IoContext::Normal;
+use iolab_stats::IoContext::{Init, Normal};
 use iolab_stats::IoObject::Wal as WAL;
 use iolab_stats::{BackendType, BufferUsage, IoOp, IoStatsHub, PendingIoStats};
 use parking_lot::Mutex;
@@ -46,6 +52,13 @@ pub struct WalOptions {
     pub fsync: bool,
     /// Time WAL writes and syncs in `pg_stat_io` (`track_wal_io_timing`).
     pub track_io_timing: bool,
+    /// Write new segments full of zeros (`wal_init_zero`).
+    pub init_zero: bool,
+    /// Rename segments no longer needed for reuse (`wal_recycle`).
+    pub recycle: bool,
+    /// Recycle while `pg_wal/` holds at most this many bytes of segments (`min_wal_size`,
+    /// capped at `max_wal_size`).
+    pub recycle_up_to: u64,
 }
 
 /// Who a WAL write or sync is done for, as `pg_stat_io` counts it: the backend type and
@@ -60,6 +73,9 @@ impl Default for WalOptions {
             full_page_writes: true,
             fsync: true,
             track_io_timing: false,
+            init_zero: true,
+            recycle: true,
+            recycle_up_to: 80 * 1024 * 1024,
         }
     }
 }
@@ -98,7 +114,19 @@ pub struct Wal {
     started: AtomicBool,
     /// The server's statistics: `pg_stat_wal`'s counters, and `pg_stat_io` for WAL I/O.
     stats: Arc<IoStatsHub>,
+    /// Segments made since the last checkpoint (its log line's "added").
+    segments_added: AtomicU64,
 }
+
+/// What a checkpoint did with the segments before its redo point.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SegmentsRetired {
+    pub removed: usize,
+    pub recycled: usize,
+}
+
+/// Zeros written at a time when a segment is made (the bound of that buffer).
+const ZERO_CHUNK: usize = 1024 * 1024;
 
 impl std::fmt::Debug for Wal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -132,6 +160,7 @@ impl Wal {
             redo: AtomicU64::new(0),
             started: AtomicBool::new(false),
             stats,
+            segments_added: AtomicU64::new(0),
         })
     }
 
@@ -156,7 +185,7 @@ impl Wal {
         let seg = self.options.segment_size;
         let offset = end % seg;
         if offset != 0 {
-            let file = self.segment_file(end / seg)?;
+            let file = self.segment_file(end / seg, &mut PendingIoStats::new())?;
             let zeros = vec![0u8; (seg - offset) as usize];
             file.write_all_at(&zeros, offset)?;
             file.sync_data()?;
@@ -297,10 +326,10 @@ impl Wal {
             (start, bytes)
         };
         let mut io = PendingIoStats::new();
-        let timed = |ns: u64| if self.options.track_io_timing { ns } else { 0 };
+        let timed = |ns: u64| self.timed(ns);
         if !bytes.is_empty() {
             let started = std::time::Instant::now();
-            let writes = self.write_bytes(state, start, &bytes)?;
+            let writes = self.write_bytes(state, start, &bytes, &mut io)?;
             let ns = started.elapsed().as_nanos() as u64;
             io.count_ops(
                 WAL,
@@ -337,12 +366,23 @@ impl Wal {
         Ok(())
     }
 
+    /// `ns` if WAL I/O is timed (`track_wal_io_timing`), else 0.
+    fn timed(&self, ns: u64) -> u64 {
+        if self.options.track_io_timing {
+            ns
+        } else {
+            0
+        }
+    }
+
     /// Writes `bytes` at `lsn`, a write per segment touched; returns how many writes.
+    /// Segments made on the way are counted into `io`.
     fn write_bytes(
         &self,
         state: &mut WriteState,
         mut lsn: Lsn,
         mut bytes: &[u8],
+        io: &mut PendingIoStats,
     ) -> io::Result<u64> {
         let seg = self.options.segment_size;
         let mut writes = 0;
@@ -351,7 +391,7 @@ impl Wal {
             let offset = lsn % seg;
             let n = bytes.len().min((seg - offset) as usize);
             if state.unsynced.last().map(|(s, _)| *s) != Some(segno) {
-                state.unsynced.push((segno, self.segment_file(segno)?));
+                state.unsynced.push((segno, self.segment_file(segno, io)?));
             }
             let file = &state.unsynced.last().expect("just pushed").1;
             file.write_all_at(&bytes[..n], offset)?;
@@ -362,20 +402,55 @@ impl Wal {
         Ok(writes)
     }
 
-    /// Segment `segno`, created full length if missing.
-    fn segment_file(&self, segno: u64) -> io::Result<File> {
+    /// Segment `segno`: the file there (written before, or recycled), else a new one.
+    fn segment_file(&self, segno: u64, io: &mut PendingIoStats) -> io::Result<File> {
         let path = self.segment_path(segno);
+        match OpenOptions::new().read(true).write(true).open(&path) {
+            Ok(file) if file.metadata()?.len() >= self.options.segment_size => Ok(file),
+            Ok(_) => self.make_segment(&path, io),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => self.make_segment(&path, io),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Makes the segment file `path` full length (see the module comment), counting its
+    /// write and sync into `io` (`wal`/`init`).
+    fn make_segment(&self, path: &Path, io: &mut PendingIoStats) -> io::Result<File> {
+        let size = self.options.segment_size;
+        let temp = self.dir.join("xlogtemp");
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
-            .truncate(false)
-            .open(&path)?;
-        if file.metadata()?.len() < self.options.segment_size {
-            file.set_len(self.options.segment_size)?;
-            File::open(&self.dir)?.sync_all()?;
+            .truncate(true)
+            .open(&temp)?;
+        let started = std::time::Instant::now();
+        if self.options.init_zero {
+            let zeros = vec![0u8; ZERO_CHUNK];
+            for offset in (0..size).step_by(ZERO_CHUNK) {
+                let n = ZERO_CHUNK.min((size - offset) as usize);
+                file.write_all_at(&zeros[..n], offset)?;
+            }
+        } else {
+            file.set_len(size)?;
         }
+        let ns = started.elapsed().as_nanos() as u64;
+        io.count_ops(WAL, Init, IoOp::Write, 1, size, self.timed(ns));
+        if self.options.fsync {
+            let started = std::time::Instant::now();
+            file.sync_all()?;
+            let ns = started.elapsed().as_nanos() as u64;
+            io.count_ops(WAL, Init, IoOp::Fsync, 1, 0, self.timed(ns));
+        }
+        std::fs::rename(&temp, path)?;
+        File::open(&self.dir)?.sync_all()?;
+        self.segments_added.fetch_add(1, Ordering::Relaxed);
         Ok(file)
+    }
+
+    /// Segments made since the last call (a checkpoint's "added").
+    pub fn take_segments_added(&self) -> u64 {
+        self.segments_added.swap(0, Ordering::Relaxed)
     }
 
     /// The name of segment `segno` (see [`segment_file_name`]).
@@ -387,23 +462,49 @@ impl Wal {
         self.dir.join(self.segment_name(segno))
     }
 
-    /// Deletes the segments that end at or before `lsn` (a checkpoint's redo point).
-    /// Returns how many went.
-    pub fn remove_segments_before(&self, lsn: Lsn) -> io::Result<usize> {
-        let keep_from = lsn / self.options.segment_size;
-        let mut removed = 0;
+    /// Retires the segments that end at or before `lsn` (a checkpoint's redo point):
+    /// recycled while `pg_wal/` holds at most `recycle_up_to` bytes of segments, deleted
+    /// beyond (see the module comment). Takes the write lock, so no segment is made
+    /// meanwhile.
+    pub fn retire_segments_before(&self, lsn: Lsn) -> io::Result<SegmentsRetired> {
+        let _writing = self.write.lock();
+        let size = self.options.segment_size;
+        let keep_from = lsn / size;
+        let mut present = Vec::new();
         for entry in std::fs::read_dir(&self.dir)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            let Some(segno) = name.to_str().and_then(|n| self.parse_segment_name(n)) else {
-                continue;
-            };
-            if segno < keep_from {
-                std::fs::remove_file(entry.path())?;
-                removed += 1;
+            let name = entry?.file_name();
+            if let Some(segno) = name.to_str().and_then(|n| self.parse_segment_name(n)) {
+                present.push(segno);
             }
         }
-        Ok(removed)
+        present.sort_unstable();
+        let keep = if self.options.recycle {
+            (self.options.recycle_up_to / size) as usize
+        } else {
+            0
+        };
+        let mut newest = present
+            .last()
+            .copied()
+            .unwrap_or(0)
+            .max(self.write_lsn() / size);
+        let mut files = present.len();
+        let mut retired = SegmentsRetired::default();
+        for &old in present.iter().take_while(|&&s| s < keep_from) {
+            if files > keep {
+                std::fs::remove_file(self.segment_path(old))?;
+                files -= 1;
+                retired.removed += 1;
+            } else {
+                newest += 1;
+                std::fs::rename(self.segment_path(old), self.segment_path(newest))?;
+                retired.recycled += 1;
+            }
+        }
+        if retired != SegmentsRetired::default() {
+            File::open(&self.dir)?.sync_all()?;
+        }
+        Ok(retired)
     }
 
     fn parse_segment_name(&self, name: &str) -> Option<u64> {
@@ -523,8 +624,98 @@ mod tests {
         WalOptions {
             segment_size: 1 << 20,
             buffer_bytes: 64 * 1024,
+            recycle: false,
             ..WalOptions::default()
         }
+    }
+
+    /// Inserts `n` commit records numbered from `first`; their (lsn, next, body).
+    fn insert_commits(wal: &Wal, first: u64, n: u64) -> Vec<(Lsn, Lsn, Body)> {
+        (first..first + n)
+            .map(|i| {
+                let body = Body::Commit { time_us: i };
+                let (lsn, next) = wal.insert(i as u32, &body, &mut BufferUsage::default(), None);
+                (lsn, next, body)
+            })
+            .collect()
+    }
+
+    fn segment_files(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().len() == 24)
+            .count()
+    }
+
+    /// Segments a checkpoint no longer needs are renamed to the next ones' names (up to
+    /// `recycle_up_to`), the records written into them read back, and their old records
+    /// end the WAL rather than follow the new ones; beyond the bound they are deleted.
+    #[test]
+    fn retired_segments_are_recycled_then_deleted() {
+        let dir = TempDir::new("wal-recycle");
+        let options = WalOptions {
+            recycle: true,
+            recycle_up_to: 2 << 20,
+            ..options()
+        };
+        let wal = Wal::open(&dir.0, options, Default::default()).unwrap();
+        wal.start_at(wal.first_lsn(), 0).unwrap();
+        // Segments 1..=3 written, 3 the current one.
+        let first = insert_commits(&wal, 0, 80_000);
+        let end = first.last().unwrap().1;
+        wal.flush(end, None).unwrap();
+        assert_eq!(end >> 20, 3);
+        assert_eq!(wal.take_segments_added(), 3);
+        assert_eq!(segment_files(&dir.0), 3);
+        // A checkpoint at segment 3, room for two files: 1 goes, 2 becomes 4.
+        let retired = wal.retire_segments_before(3 << 20).unwrap();
+        assert_eq!(
+            retired,
+            SegmentsRetired {
+                removed: 1,
+                recycled: 1
+            }
+        );
+        assert_eq!(segment_files(&dir.0), 2);
+        assert!(dir.0.join(segment_file_name(4, 1 << 20)).exists());
+        // Writing on into segment 4 makes nothing new, and reads back exactly.
+        let second = insert_commits(&wal, 80_000, 30_000);
+        let end = second.last().unwrap().1;
+        wal.flush(end, None).unwrap();
+        assert_eq!(end >> 20, 4);
+        assert_eq!(wal.take_segments_added(), 0, "segment 4 was recycled");
+        let mut reader = wal.reader();
+        let mut prev = first.last().unwrap().0;
+        for (lsn, next, body) in &second {
+            let record = reader.read(*lsn, Some(prev)).unwrap().expect("record");
+            assert_eq!((&record.body, record.next), (body, *next));
+            prev = *lsn;
+        }
+        assert!(
+            reader.read(end, Some(prev)).unwrap().is_none(),
+            "the recycled segment's old records end the WAL"
+        );
+        // Without recycling room, retired segments go.
+        let retired = wal.retire_segments_before(4 << 20).unwrap();
+        assert_eq!(
+            retired,
+            SegmentsRetired {
+                removed: 0,
+                recycled: 1
+            }
+        );
+        let wal_off = Wal::open(
+            &dir.0,
+            WalOptions {
+                recycle: false,
+                ..options
+            },
+            Default::default(),
+        )
+        .unwrap();
+        let retired = wal_off.retire_segments_before(5 << 20).unwrap();
+        assert_eq!(retired.recycled, 0);
+        assert!(retired.removed >= 1);
     }
 
     /// Records written across segment boundaries and buffer refills read back in order,
@@ -560,7 +751,13 @@ mod tests {
             "end of WAL"
         );
         // Removing the segments before the second drops exactly one file.
-        assert_eq!(wal.remove_segments_before(2 << 20).unwrap(), 1);
+        assert_eq!(
+            wal.retire_segments_before(2 << 20).unwrap(),
+            SegmentsRetired {
+                removed: 1,
+                recycled: 0
+            }
+        );
         assert!(reader.read(written[0].0, None).unwrap().is_none());
     }
 
