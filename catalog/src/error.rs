@@ -55,6 +55,8 @@ pub mod sqlstate {
     pub const DATATYPE_MISMATCH: &str = "42804";
     pub const WRONG_OBJECT_TYPE: &str = "42809";
     pub const INVALID_COLUMN_DEFINITION: &str = "42611";
+    pub const INVALID_TABLE_DEFINITION: &str = "42P16";
+    pub const INVALID_RECURSION: &str = "42P17";
     pub const GROUPING_ERROR: &str = "42803";
     pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";

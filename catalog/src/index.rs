@@ -82,7 +82,7 @@ pub fn btree_opclass(ty: PgType) -> (u32, &'static str) {
 }
 
 impl CatalogFile {
-    /// Is `name` taken by a relation (table, index or sequence) of `schema`?
+    /// Is `name` taken by a relation (table, index, sequence or view) of `schema`?
     pub(crate) fn relation_name_taken(&self, schema: &str, name: &str) -> bool {
         self.tables
             .values()
@@ -92,6 +92,7 @@ impl CatalogFile {
                 .values()
                 .any(|i| i.schema == schema && i.name == name)
             || self.sequence_named(schema, name).is_some()
+            || self.view_named(schema, name).is_some()
     }
 }
 

@@ -12,9 +12,11 @@ pub mod sequence_catalog;
 pub mod sequence_values;
 pub mod statistics;
 pub mod store;
+pub mod view;
 
 pub use index::IndexDef;
 pub use sequence::{OwnedBy, Position, SequenceDef, SequenceOptions};
 pub use sequence_catalog::{ColumnDefault, ColumnSequence, DefaultValue, Identity};
 pub use statistics::{ColumnStatistics, MostCommonValues, StatValue, TableStatistics};
 pub use store::{Catalog, ColumnDef, DroppedTable, Persistence, TableDef};
+pub use view::{ViewColumn, ViewDef};

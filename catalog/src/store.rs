@@ -127,6 +127,9 @@ pub(crate) struct CatalogFile {
     /// Column defaults by table OID, in column order.
     #[serde(default)]
     pub(crate) defaults: BTreeMap<u32, Vec<ColumnDefault>>,
+    /// Views by OID (see `view.rs`).
+    #[serde(default)]
+    pub(crate) views: BTreeMap<u32, crate::view::ViewDef>,
 }
 
 pub struct Catalog {
@@ -134,6 +137,9 @@ pub struct Catalog {
     pub(crate) data: RwLock<CatalogFile>,
     /// Where each sequence stands (`nextval`), kept in `global/sequences/`.
     pub sequence_values: SequenceValues,
+    /// Bumped by every change of a view (create, replace, drop, put back): plans made
+    /// from views' definitions are good for one generation (see `view.rs`).
+    pub(crate) views_generation: std::sync::atomic::AtomicU64,
 }
 
 impl Catalog {
@@ -165,6 +171,7 @@ impl Catalog {
             path,
             data: RwLock::new(data),
             sequence_values: SequenceValues::open(dir.join("sequences"))?,
+            views_generation: std::sync::atomic::AtomicU64::new(0),
         };
         catalog.save(&catalog.data.read())?;
         Ok(catalog)

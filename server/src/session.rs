@@ -35,6 +35,8 @@ pub struct Notice {
     pub severity: &'static str,
     pub code: &'static str,
     pub message: String,
+    /// `DETAIL:` (the objects a DROP … CASCADE dropped).
+    pub detail: Option<String>,
 }
 
 impl Notice {
@@ -43,6 +45,7 @@ impl Notice {
             severity: "NOTICE",
             code: "00000",
             message: message.into(),
+            detail: None,
         }
     }
 
@@ -51,6 +54,7 @@ impl Notice {
             severity: "WARNING",
             code,
             message: message.into(),
+            detail: None,
         }
     }
 }
@@ -170,6 +174,8 @@ impl Session {
             setting("DateStyle"),
             setting("IntervalStyle"),
             setting("search_path"),
+            // A view's definition is planned into the statement's plan.
+            format!("views {}", self.server.db.catalog.views_generation()),
         ]
         .join("\n");
         let now_type = datafusion::arrow::datatypes::DataType::Timestamp(
@@ -437,15 +443,18 @@ impl Session {
                 create_table(run, create, false, &mut self.txn.ddl, notices).await
             }
             ast::Statement::Drop { object_type, .. } => {
-                for n in ddl::drop(&db, stmt, &mut self.txn.ddl)? {
-                    notices.push(Notice::notice(n));
-                }
+                notices.extend(ddl::drop(&db, stmt, &mut self.txn.ddl)?);
                 let tag = match object_type {
                     ast::ObjectType::Index => "DROP INDEX",
                     ast::ObjectType::Sequence => "DROP SEQUENCE",
+                    ast::ObjectType::View => "DROP VIEW",
                     _ => "DROP TABLE",
                 };
                 Ok(Outcome::Done(tag.into()))
+            }
+            ast::Statement::CreateView(create) => {
+                sql::view::create_view(run, create, &mut self.txn.ddl).await?;
+                Ok(Outcome::Done("CREATE VIEW".into()))
             }
             ast::Statement::CreateIndex(create) => {
                 // The one notice: `relation "x" already exists, skipping` (42P07).

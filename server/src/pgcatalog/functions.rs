@@ -892,7 +892,20 @@ fn definitions() -> Vec<Def> {
         }),
         null_text("pg_get_statisticsobjdef_columns", 1..=1),
         null_text("pg_get_partkeydef", 1..=1),
-        null_text("pg_get_viewdef", 1..=2),
+        // A view's definition: iolab's layout of the query text it keeps.
+        def(
+            "pg_get_viewdef",
+            1..=2,
+            DataType::Utf8,
+            |ctx, args, rows| {
+                let s = ctx.snapshot();
+                let all = s.relations();
+                let oids = relation_oids(&s, &all, &args[0])?;
+                per_row(rows, |i| {
+                    Ok(V::opt_text(oids[i].and_then(|o| s.view_definition(o))))
+                })
+            },
+        ),
         null_text("pg_get_triggerdef", 1..=2),
         null_text("pg_get_serial_sequence", 2..=2),
         null_text("pg_get_function_identity_arguments", 1..=1),

@@ -239,7 +239,7 @@ fn views(s: &Snapshot) -> Vec<Vec<V>> {
                 catalog_name(),
                 V::text(r.schema()),
                 V::text(&r.name),
-                V::Null,
+                V::opt_text(s.view_definition(r.oid)),
                 V::text("NONE"),
                 yes_no(false),
                 yes_no(false),

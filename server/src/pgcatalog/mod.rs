@@ -49,6 +49,7 @@ pub mod stat_views;
 pub mod tables;
 pub mod time_range;
 pub mod types;
+pub mod view_definition;
 pub mod view_scan;
 pub mod wal;
 
@@ -191,7 +192,7 @@ pub fn is_statistics_view(table: &dyn datafusion::catalog::TableProvider) -> boo
 }
 
 /// The shared state of the `pg_catalog` schema in `state`'s default catalog, if any.
-fn catalog_state(state: &SessionState) -> Option<Arc<SharedCatalogState>> {
+pub(crate) fn catalog_state(state: &SessionState) -> Option<Arc<SharedCatalogState>> {
     let name = state.config().options().catalog.default_catalog.clone();
     let catalog = state.catalog_list().catalog(&name)?;
     let schema = catalog.schema("pg_catalog")?;

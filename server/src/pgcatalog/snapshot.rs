@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use iolab_catalog::{ColumnDefault, IndexDef, PgType, SequenceDef, TableDef};
+use iolab_catalog::{ColumnDefault, IndexDef, PgType, SequenceDef, TableDef, ViewDef};
 use iolab_engine::Database;
 use iolab_settings::SessionSettings;
 
@@ -88,6 +88,8 @@ pub struct Snapshot {
     pub sequences: Vec<SequenceDef>,
     /// Column defaults as `(table OID, default)`.
     pub defaults: Vec<(u32, ColumnDefault)>,
+    /// The user's views, by OID.
+    pub views: Vec<ViewDef>,
     pub settings: SessionSettings,
     /// The session's user (`current_user`).
     pub user: String,
@@ -104,6 +106,7 @@ impl Snapshot {
         let tables = db.catalog.tables();
         let indexes = db.catalog.indexes();
         let sequences = db.catalog.sequences();
+        let views = db.catalog.views();
         let defaults = tables
             .iter()
             .flat_map(|t| {
@@ -119,6 +122,7 @@ impl Snapshot {
             indexes,
             sequences,
             defaults,
+            views,
             settings,
             user,
             extra,
@@ -134,6 +138,7 @@ impl Snapshot {
             .collect();
         out.extend(self.indexes.iter().filter_map(|i| self.index_relation(i)));
         out.extend(self.sequences.iter().map(super::sequence_views::relation));
+        out.extend(self.views.iter().map(view_relation));
         for t in tables::PG_CATALOG {
             out.push(catalog_relation(
                 t.oid,
@@ -196,6 +201,9 @@ impl Snapshot {
         }
         if let Some(seq) = self.sequences.iter().find(|q| q.oid == oid) {
             return Some(super::sequence_views::relation(seq));
+        }
+        if let Some(view) = self.views.iter().find(|v| v.oid == oid) {
+            return Some(view_relation(view));
         }
         self.relations().into_iter().find(|r| r.oid == oid)
     }
@@ -422,6 +430,33 @@ impl Snapshot {
         let table = self.tables.iter().find(|t| t.oid == index.table_oid)?;
         let c = *index.columns.get(column.checked_sub(1)?)?;
         Some(quote_ident(&table.columns[c].name))
+    }
+}
+
+/// A user's view as `pg_class` describes it: relkind 'v', no storage.
+fn view_relation(v: &ViewDef) -> Relation {
+    Relation {
+        oid: v.oid,
+        name: v.name.clone(),
+        namespace: oids::namespace_oid(&v.schema).unwrap_or(oids::PUBLIC_NAMESPACE),
+        kind: 'v',
+        persistence: 'p',
+        am: 0,
+        relfilenode: 0,
+        pages: 0,
+        tuples: -1.0,
+        columns: v
+            .columns
+            .iter()
+            .map(|c| RelColumn {
+                name: c.name.clone(),
+                type_oid: c.type_oid,
+                typmod: c.typmod,
+                not_null: false,
+            })
+            .collect(),
+        has_index: false,
+        options: Vec::new(),
     }
 }
 

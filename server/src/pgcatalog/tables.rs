@@ -566,7 +566,7 @@ fn pg_views(s: &Snapshot) -> Vec<Vec<V>> {
                 V::text(r.schema()),
                 V::text(&r.name),
                 V::text("postgres"),
-                V::Null,
+                V::opt_text(s.view_definition(r.oid)),
             ]
         })
         .collect()

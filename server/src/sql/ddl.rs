@@ -368,21 +368,31 @@ pub(crate) fn check_identifier(name: &str) -> PgResult<()> {
 
 /// DROP TABLE [IF EXISTS] a, b (and their indexes), or DROP INDEX [IF EXISTS] a, b;
 /// returns the notices. The catalog entries go now, the files at COMMIT.
-pub fn drop(db: &Arc<Database>, stmt: &Statement, log: &mut DdlLog) -> PgResult<Vec<String>> {
+pub fn drop(
+    db: &Arc<Database>,
+    stmt: &Statement,
+    log: &mut DdlLog,
+) -> PgResult<Vec<crate::session::Notice>> {
+    use crate::session::Notice;
     let Statement::Drop {
         object_type,
         if_exists,
         names,
+        cascade,
         ..
     } = stmt
     else {
         return Err(PgError::internal("not a DROP statement"));
     };
+    let notices = |messages: Vec<String>| messages.into_iter().map(Notice::notice).collect();
     if *object_type == ObjectType::Index {
-        return drop_indexes(db, names, *if_exists, log);
+        return drop_indexes(db, names, *if_exists, log).map(notices);
     }
     if *object_type == ObjectType::Sequence {
-        return crate::sql::sequence::drop(db, names, *if_exists, log);
+        return crate::sql::sequence::drop(db, names, *if_exists, log).map(notices);
+    }
+    if *object_type == ObjectType::View {
+        return crate::sql::view::drop_views(db, names, *if_exists, *cascade, log);
     }
     if *object_type != ObjectType::Table {
         return Err(PgError::unsupported(format!(
@@ -419,9 +429,21 @@ pub fn drop(db: &Arc<Database>, stmt: &Statement, log: &mut DdlLog) -> PgResult<
                 )
                 .with_hint("Use DROP SEQUENCE to remove a sequence."))
             }
-            Err(_) if *if_exists => {
-                notices.push(format!("table \"{table}\" does not exist, skipping"))
+            Err(_)
+                if db
+                    .catalog
+                    .view(schema.as_deref().unwrap_or("public"), &table)
+                    .is_some() =>
+            {
+                return Err(PgError::new(
+                    sqlstate::WRONG_OBJECT_TYPE,
+                    format!("\"{table}\" is not a table"),
+                )
+                .with_hint("Use DROP VIEW to remove a view."))
             }
+            Err(_) if *if_exists => notices.push(Notice::notice(format!(
+                "table \"{table}\" does not exist, skipping"
+            ))),
             Err(e) => {
                 return Err(PgError::new(
                     e.code,
@@ -430,6 +452,17 @@ pub fn drop(db: &Arc<Database>, stmt: &Statement, log: &mut DdlLog) -> PgResult<
             }
         }
     }
+    let targets: Vec<crate::sql::view::Dropping> = tables
+        .iter()
+        .map(|t| crate::sql::view::Dropping {
+            oid: t.oid,
+            kind: "table",
+            name: t.name.clone(),
+        })
+        .collect();
+    notices.extend(crate::sql::view::drop_dependents(
+        db, &targets, *cascade, log,
+    )?);
     for def in tables {
         // The way back is written down before the table goes.
         let oid = def.oid;

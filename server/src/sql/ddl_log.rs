@@ -16,6 +16,9 @@
 //! | DROP INDEX | put the index back | remove its file |
 //! | CREATE SEQUENCE | remove the sequence and its position file | — |
 //! | DROP SEQUENCE | put the sequence back | remove its position file |
+//! | CREATE VIEW | remove the view | — |
+//! | CREATE OR REPLACE VIEW of an existing view | put the old definition back | — |
+//! | DROP VIEW (also a view dropped by CASCADE) | put the view back | — |
 //! | TRUNCATE | give the table and its indexes their old files (and the table its statistics) back, with the activity counted meanwhile (`pg_stat_*`), remove the new files | move the activity counted under the old files to the new ones, remove the old files |
 //!
 //! TRUNCATE therefore gives the indexes new, empty files as it gives the table one, rather
@@ -47,7 +50,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use iolab_catalog::store::write_durably;
-use iolab_catalog::{DroppedTable, IndexDef, PgError, PgResult, SequenceDef, TableDef};
+use iolab_catalog::{DroppedTable, IndexDef, PgError, PgResult, SequenceDef, TableDef, ViewDef};
 use iolab_engine::btree;
 use iolab_engine::txn::{Xid, XidStatus};
 use iolab_engine::Database;
@@ -69,6 +72,12 @@ pub enum DdlEntry {
         oid: u32,
     },
     DroppedSequence(SequenceDef),
+    CreatedView {
+        oid: u32,
+    },
+    /// The definition a CREATE OR REPLACE VIEW replaced.
+    ReplacedView(ViewDef),
+    DroppedView(ViewDef),
     /// `table` as it was before (old relfilenode and statistics) and its new relfilenode;
     /// each index as it was before, with its new relfilenode.
     Truncated {
@@ -176,7 +185,10 @@ fn complete(db: &Database, entries: Vec<DdlEntry>) {
         let result = match &entry {
             DdlEntry::CreatedTable { .. }
             | DdlEntry::CreatedIndex { .. }
-            | DdlEntry::CreatedSequence { .. } => Ok(()),
+            | DdlEntry::CreatedSequence { .. }
+            | DdlEntry::CreatedView { .. }
+            | DdlEntry::ReplacedView(_)
+            | DdlEntry::DroppedView(_) => Ok(()),
             DdlEntry::DroppedTable(dropped) => remove_sequence_files(db, &dropped.sequences)
                 .and_then(|()| remove_files(db, dropped.table.relfilenode, &dropped.indexes)),
             DdlEntry::DroppedSequence(def) => db.catalog.sequence_values.remove(def.oid),
@@ -234,6 +246,13 @@ fn undo(db: &Database, entry: &DdlEntry) -> PgResult<()> {
             Some(_) => Ok(()),
             None => db.catalog.restore_sequence(def.clone()),
         },
+        DdlEntry::CreatedView { oid } => match db.catalog.view_by_oid(*oid) {
+            Some(_) => db.catalog.drop_view(*oid).map(drop),
+            None => Ok(()),
+        },
+        DdlEntry::ReplacedView(def) | DdlEntry::DroppedView(def) => {
+            db.catalog.restore_view(def.clone())
+        }
         DdlEntry::Truncated {
             table,
             new_relfilenode,

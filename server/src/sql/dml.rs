@@ -87,6 +87,9 @@ fn build_row_query(
             let [only] = from.as_slice() else {
                 return Err(PgError::syntax("syntax error at or near \",\""));
             };
+            if let ast::TableFactor::Table { name, .. } = &only.relation {
+                crate::sql::view::refuse_write(db, name, "delete from")?;
+            }
             let target = target(db, only)?;
             let others = delete.using.as_deref().unwrap_or_default();
             let columns = match old_values {
@@ -98,6 +101,9 @@ fn build_row_query(
         ast::Statement::Update(update) => {
             if update.or.is_some() || !update.order_by.is_empty() || update.limit.is_some() {
                 return Err(PgError::syntax("syntax error in UPDATE"));
+            }
+            if let ast::TableFactor::Table { name, .. } = &update.table.relation {
+                crate::sql::view::refuse_write(db, name, "update")?;
             }
             let target = target(db, &update.table)?;
             let defaults = db.catalog.column_defaults(target.table.oid);

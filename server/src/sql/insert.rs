@@ -36,6 +36,7 @@ pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<Outcom
     if insert.on.is_some() {
         return Err(PgError::unsupported("ON CONFLICT is not supported"));
     }
+    crate::sql::view::refuse_write(&run.db, name, "insert into")?;
     let (schema, table_name) = split_name(name)?;
     let table = run.db.catalog.resolve(schema.as_deref(), &table_name)?;
     let targets = match &insert.source {

@@ -39,6 +39,8 @@ pub mod sequence;
 pub mod set_functions;
 pub mod split;
 pub mod vacuum;
+pub mod view;
+pub mod view_planning;
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -582,6 +584,28 @@ pub async fn plan_statement(
     stmt: &ast::Statement,
     param_types: &[Option<datafusion::arrow::datatypes::DataType>],
 ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
+    Ok(plan_statement_at(state, stmt, param_types, 0).await?.0)
+}
+
+/// [`plan_statement`] of a statement `depth` views deep (0: the client's), with the views
+/// it names, planned (see `view_planning`).
+pub(crate) async fn plan_statement_at(
+    state: &SessionState,
+    stmt: &ast::Statement,
+    param_types: &[Option<datafusion::arrow::datatypes::DataType>],
+    depth: usize,
+) -> PgResult<(
+    datafusion::logical_expr::LogicalPlan,
+    Vec<Arc<view_planning::StoredView>>,
+)> {
+    let views = view_planning::plan_views(state, stmt, depth).await?;
+    let with_views;
+    let state = if views.is_empty() {
+        state
+    } else {
+        with_views = view_planning::with_views(state, &views);
+        &with_views
+    };
     let completed = alias_lists::complete(stmt)?;
     let stmt = completed.as_ref().unwrap_or(stmt);
     let deduplicated = colnames::hide_duplicate_names(stmt);
@@ -596,11 +620,12 @@ pub async fn plan_statement(
         .await
         .map_err(from_datafusion)?;
     let plan = array_text::rewrite_casts(plan, state)?;
-    Ok(if wrapped {
+    let plan = if wrapped {
         params::unwrap_prepare(plan)
     } else {
         plan
-    })
+    };
+    Ok((plan, views))
 }
 
 /// Ends a statement's transaction work if the statement does not get to do it itself:

@@ -539,6 +539,7 @@ fn info(message: String) -> Notice {
         severity: "INFO",
         code: "00000",
         message,
+        detail: None,
     }
 }
 

@@ -49,8 +49,9 @@ where
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
     for n in notices {
-        let info =
+        let mut info =
             pgwire::error::ErrorInfo::new(n.severity.into(), n.code.into(), n.message.clone());
+        info.detail = n.detail.clone();
         client
             .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
                 info,
