@@ -166,6 +166,22 @@ async fn a_view_over_pg_stat_io_reads_current_numbers() {
     rows(&client, "SELECT count(*) FROM runs").await;
     let later = int(&client, "SELECT touched FROM relation_io").await;
     assert!(later > after, "{after} -> {later}");
+    // A replaced definition is used at once by the same statement text.
+    client
+        .batch_execute("CREATE VIEW io_rows AS SELECT count(*) AS n FROM pg_stat_io")
+        .await
+        .unwrap();
+    let all = int(&client, "SELECT n FROM io_rows").await;
+    assert_eq!(int(&client, "SELECT n FROM io_rows").await, all);
+    client
+        .batch_execute(
+            "CREATE OR REPLACE VIEW io_rows AS SELECT count(*) AS n FROM pg_stat_io
+             WHERE object = 'wal'",
+        )
+        .await
+        .unwrap();
+    let wal = int(&client, "SELECT n FROM io_rows").await;
+    assert!(0 < wal && wal < all, "{wal} of {all} rows");
     // A view over pg_stat_activity sees this session.
     client
         .batch_execute("CREATE VIEW me AS SELECT pid, state FROM pg_stat_activity WHERE pid = pg_backend_pid()")
@@ -513,5 +529,42 @@ async fn psql_describes_views_as_postgres_does() {
         )
         .await,
         ["v"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nested_views_and_cycles() {
+    let server = TestServer::start("views-nesting");
+    let client = server.client().await;
+    // Ten views, each over the one before.
+    let mut sql = String::from("CREATE VIEW n0 AS SELECT 1 AS depth;");
+    for i in 1..10 {
+        sql.push_str(&format!(
+            "CREATE VIEW n{i} AS SELECT depth + 1 AS depth FROM n{};",
+            i - 1
+        ));
+    }
+    client.batch_execute(&sql).await.unwrap();
+    assert_eq!(int(&client, "SELECT depth FROM n9").await, 10);
+    // CREATE OR REPLACE may close a cycle, as in PostgreSQL; using it fails with 42P17.
+    client
+        .batch_execute("CREATE OR REPLACE VIEW n0 AS SELECT depth FROM n9")
+        .await
+        .unwrap();
+    let (code, message, _, _) = error(&client, "SELECT * FROM n5").await;
+    assert_eq!(code, "42P17");
+    assert!(
+        message.starts_with("infinite recursion detected in rules for relation"),
+        "{message}"
+    );
+    // Dropping one view of the cycle with CASCADE drops them all, each once.
+    client.batch_execute("DROP VIEW n3 CASCADE").await.unwrap();
+    assert_eq!(
+        int(
+            &client,
+            "SELECT count(*) FROM pg_views WHERE schemaname = 'public'"
+        )
+        .await,
+        0
     );
 }

@@ -8,7 +8,8 @@
 //!   found their rows (`dml`);
 //! - queries (SELECT, VALUES, WITH …) are planned and run by DataFusion against the
 //!   heap tables, with a [`StatementContext`] attached so the scans know the statement's
-//!   snapshot, transaction, cancel flag and I/O counters;
+//!   snapshot, transaction, cancel flag and I/O counters; the views a statement names are
+//!   planned from their stored text into its plan first (`view_planning`);
 //! - EXPLAIN plans its statement the same way (and with ANALYZE runs it), then prints the
 //!   plan in PostgreSQL's layout (`crate::explain`);
 //! - a query over the statistics views reuses the optimized plan of an earlier statement
@@ -584,21 +585,21 @@ pub async fn plan_statement(
     stmt: &ast::Statement,
     param_types: &[Option<datafusion::arrow::datatypes::DataType>],
 ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
-    Ok(plan_statement_at(state, stmt, param_types, 0).await?.0)
+    Ok(plan_statement_at(state, stmt, param_types, &[]).await?.0)
 }
 
-/// [`plan_statement`] of a statement `depth` views deep (0: the client's), with the views
-/// it names, planned (see `view_planning`).
+/// [`plan_statement`] of the query of the views `within` (outermost first; none: a
+/// client's statement), with the views it names, planned (see `view_planning`).
 pub(crate) async fn plan_statement_at(
     state: &SessionState,
     stmt: &ast::Statement,
     param_types: &[Option<datafusion::arrow::datatypes::DataType>],
-    depth: usize,
+    within: &[u32],
 ) -> PgResult<(
     datafusion::logical_expr::LogicalPlan,
     Vec<Arc<view_planning::StoredView>>,
 )> {
-    let views = view_planning::plan_views(state, stmt, depth).await?;
+    let views = view_planning::plan_views(state, stmt, within).await?;
     let with_views;
     let state = if views.is_empty() {
         state

@@ -41,7 +41,10 @@
 //!   DataFusion catalog names resolve in (with or without `ctid`) and the settings that
 //!   read constants (`TimeZone`, `DateStyle`, `IntervalStyle`, `search_path`). The views'
 //!   definitions are compiled in and `pg_…` names resolve in `pg_catalog` first, so DDL
-//!   cannot change such a plan: there is nothing to invalidate.
+//!   cannot change such a plan. (A user's view is planned into the statements that name
+//!   it, so DDL could change those; `normalize` takes none of them today, and the context
+//!   also holds the catalog's views generation, which every CREATE [OR REPLACE] / DROP
+//!   VIEW changes, so a plan made from an older definition would never be found again.)
 //! - **Bound**: [`MAX_ENTRIES`] entries server-wide, least recently used evicted first
 //!   (found by a scan of the entries when one is added to a full cache); statements of
 //!   more than [`MAX_STATEMENT_BYTES`] are not cached. An entry is its key and a plan

@@ -52,7 +52,7 @@ pub async fn create_view(
             "a view's query parsed as another statement",
         ));
     };
-    let (plan, views) = crate::sql::plan_statement_at(&run.state, &stmt, &[], 0).await?;
+    let (plan, views) = crate::sql::plan_statement_at(&run.state, &stmt, &[], &[]).await?;
     let arrow = Arc::new(plan.schema().as_arrow().clone());
     let named = crate::sql::colnames::rename(&stmt, arrow);
     let columns = view_columns(&named, &create.columns)?;
