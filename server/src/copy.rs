@@ -82,6 +82,12 @@ pub async fn start(
         ));
     }
     let (schema, name) = split_name(table_name)?;
+    if crate::sql::view::is_view(&run.db, schema.as_deref(), &name) {
+        return Err(
+            crate::sql::view::wrong_kind(format!("cannot copy to view \"{name}\""))
+                .with_hint("To enable copying to a view, provide an INSTEAD OF INSERT trigger."),
+        );
+    }
     let table = run.db.catalog.resolve(schema.as_deref(), &name)?;
     let names: Vec<ast::ObjectName> = columns
         .iter()
@@ -275,6 +281,12 @@ async fn copy_to(
             columns,
         } => {
             let (schema, name) = split_name(table_name)?;
+            if crate::sql::view::is_view(&run.db, schema.as_deref(), &name) {
+                return Err(crate::sql::view::wrong_kind(format!(
+                    "cannot copy from view \"{name}\""
+                ))
+                .with_hint("Try the COPY (SELECT ...) TO variant."));
+            }
             let table = run.db.catalog.resolve(schema.as_deref(), &name)?;
             let cols = if columns.is_empty() {
                 table

@@ -267,6 +267,41 @@ async fn create_or_replace_follows_postgres_rules() {
         ("42809", "\"v\" is not a table")
     );
     assert_eq!(hint.as_deref(), Some("Use DROP VIEW to remove a view."));
+    // Statements that need a table, given a view (PostgreSQL 18's errors).
+    for (sql, message, hint) in [
+        ("TRUNCATE v", "\"v\" is not a table", None),
+        (
+            "COPY v TO STDOUT",
+            "cannot copy from view \"v\"",
+            Some("Try the COPY (SELECT ...) TO variant."),
+        ),
+        (
+            "CREATE INDEX ON v (id)",
+            "cannot create index on relation \"v\"",
+            None,
+        ),
+        (
+            "DROP INDEX v",
+            "\"v\" is not an index",
+            Some("Use DROP VIEW to remove a view."),
+        ),
+        (
+            "DROP SEQUENCE v",
+            "\"v\" is not a sequence",
+            Some("Use DROP VIEW to remove a view."),
+        ),
+    ] {
+        let (code, got, _, got_hint) = error(&client, sql).await;
+        assert_eq!((code.as_str(), got.as_str()), ("42809", message), "{sql}");
+        if hint.is_some() {
+            assert_eq!(got_hint.as_deref(), hint, "{sql}");
+        }
+    }
+    // VACUUM and ANALYZE skip a view with a warning.
+    client
+        .batch_execute("VACUUM v; ANALYZE v, runs")
+        .await
+        .unwrap();
     let (code, message, _, _) = error(&client, "DROP VIEW nope").await;
     assert_eq!(
         (code.as_str(), message.as_str()),

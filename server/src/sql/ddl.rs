@@ -490,6 +490,11 @@ pub fn truncate(db: &Arc<Database>, names: &[ObjectName], log: &mut DdlLog) -> P
     let mut tables = Vec::new();
     for name in names {
         let (schema, table) = split_name(name)?;
+        if crate::sql::view::is_view(db, schema.as_deref(), &table) {
+            return Err(crate::sql::view::wrong_kind(format!(
+                "\"{table}\" is not a table"
+            )));
+        }
         tables.push(db.catalog.resolve(schema.as_deref(), &table)?);
     }
     for def in tables {
@@ -591,6 +596,12 @@ pub async fn create_index(
         return Err(PgError::unsupported(*message));
     }
     let (schema, table_name) = split_name(&create.table_name)?;
+    if crate::sql::view::is_view(db, schema.as_deref(), &table_name) {
+        return Err(crate::sql::view::wrong_kind(format!(
+            "cannot create index on relation \"{table_name}\""
+        ))
+        .with_detail("This operation is not supported for views."));
+    }
     let table = db.catalog.resolve(schema.as_deref(), &table_name)?;
     let [column] = create.columns.as_slice() else {
         return Err(PgError::syntax("syntax error at or near \")\""));
@@ -702,6 +713,12 @@ fn drop_indexes(
                 format!("\"{index}\" is not an index"),
             )
             .with_hint("Use DROP TABLE to remove a table."));
+        } else if db.catalog.view(in_schema, &index).is_some() {
+            return Err(PgError::new(
+                sqlstate::WRONG_OBJECT_TYPE,
+                format!("\"{index}\" is not an index"),
+            )
+            .with_hint("Use DROP VIEW to remove a view."));
         } else if if_exists {
             notices.push(format!("index \"{index}\" does not exist, skipping"));
         } else {

@@ -542,6 +542,8 @@ pub fn drop(
                 return Err(not_a_sequence(&seq).with_hint(
                     if db.catalog.index(&schema, &seq).is_some() {
                         "Use DROP INDEX to remove an index."
+                    } else if db.catalog.view(&schema, &seq).is_some() {
+                        "Use DROP VIEW to remove a view."
                     } else {
                         "Use DROP TABLE to remove a table."
                     },

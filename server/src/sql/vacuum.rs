@@ -486,7 +486,11 @@ struct Target {
     columns: Option<Vec<usize>>,
 }
 
-fn resolve(run: &StatementRun, stmt: &VacuumStmt) -> PgResult<Vec<Target>> {
+fn resolve(
+    run: &StatementRun,
+    stmt: &VacuumStmt,
+    notices: &mut Vec<Notice>,
+) -> PgResult<Vec<Target>> {
     if stmt.relations.is_empty() {
         return Ok(run
             .db
@@ -501,6 +505,18 @@ fn resolve(run: &StatementRun, stmt: &VacuumStmt) -> PgResult<Vec<Target>> {
     }
     let mut targets = Vec::with_capacity(stmt.relations.len());
     for spec in &stmt.relations {
+        if crate::sql::view::is_view(&run.db, spec.schema.as_deref(), &spec.name) {
+            // As PostgreSQL: a warning, and the other relations are processed.
+            let verb = if stmt.vacuum { "vacuum" } else { "analyze" };
+            notices.push(Notice::warning(
+                sqlstate::WARNING,
+                format!(
+                    "skipping \"{}\" --- cannot {verb} non-tables or special system tables",
+                    spec.name
+                ),
+            ));
+            continue;
+        }
         let table = run.db.catalog.resolve(spec.schema.as_deref(), &spec.name)?;
         let columns = if spec.columns.is_empty() {
             None
@@ -557,7 +573,7 @@ pub fn run(
             "VACUUM cannot run inside a transaction block",
         ));
     }
-    let targets = resolve(run, stmt)?;
+    let targets = resolve(run, stmt, notices)?;
     let limit_kb = stmt
         .buffer_usage_limit_kb
         .unwrap_or(settings.vacuum_buffer_usage_limit_kb() as i64);

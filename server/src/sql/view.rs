@@ -266,6 +266,16 @@ pub fn drop_views(
     Ok(notices)
 }
 
+/// Is `schema.name` (`public` by default) a view?
+pub fn is_view(db: &Database, schema: Option<&str>, name: &str) -> bool {
+    db.catalog.view(schema.unwrap_or("public"), name).is_some()
+}
+
+/// PostgreSQL's 42809 for a statement that needs a table and was given view `name`.
+pub fn wrong_kind(message: String) -> PgError {
+    PgError::new(sqlstate::WRONG_OBJECT_TYPE, message)
+}
+
 /// Fails with 0A000 when `name` is a view: iolab does not write through views. `verb`
 /// is PostgreSQL's (`insert into`, `update`, `delete from`).
 pub fn refuse_write(db: &Database, name: &ObjectName, verb: &str) -> PgResult<()> {
