@@ -565,6 +565,25 @@ async fn psql_describes_views_as_postgres_does() {
         .await,
         ["v"]
     );
+    // A table's column passed through keeps its declared type; a computed one has the
+    // type of its values (PostgreSQL 18 shows the same for this view).
+    client
+        .batch_execute(
+            "CREATE TABLE vt_c (id int, name varchar(20), price numeric(10,2));
+             CREATE VIEW vt_cv AS SELECT id, name, upper(name) AS up, price FROM vt_c;",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        column(
+            &client,
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+             WHERE attrelid = 'vt_cv'::regclass ORDER BY attnum",
+            0
+        )
+        .await,
+        ["integer", "character varying(20)", "text", "numeric(10,2)"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

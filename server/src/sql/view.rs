@@ -3,8 +3,9 @@
 //! write through a view.
 //!
 //! CREATE VIEW plans the query as any SELECT is planned (`view_planning`), takes the
-//! result columns' names (PostgreSQL's: `count(*)` is `count`) and types (those a client
-//! sees in a RowDescription), applies the column list, and stores the query's text, the
+//! result columns' names (PostgreSQL's: `count(*)` is `count`) and types (a table's
+//! column passed through keeps its declared type, `varchar(20)`; others have the type a
+//! client sees in a RowDescription), applies the column list, and stores the query's text, the
 //! columns and the relations the plan reads directly. OR REPLACE keeps the view's OID and
 //! follows PostgreSQL's rule for the columns (`iolab_catalog::view::check_replacement`).
 //! Each change is logged in the transaction's [`DdlLog`] so ROLLBACK undoes it.
@@ -14,9 +15,11 @@
 
 use std::sync::Arc;
 
+use datafusion::logical_expr::{Expr, LogicalPlan};
 use datafusion::sql::sqlparser::ast::{self, ObjectName};
 use iolab_catalog::view::check_replacement;
-use iolab_catalog::{sqlstate, PgError, PgResult, ViewColumn, ViewDef};
+use iolab_catalog::{sqlstate, PgError, PgResult, PgType, ViewColumn, ViewDef};
+use iolab_engine::exec::table::HeapTable;
 use iolab_engine::Database;
 
 use crate::session::Notice;
@@ -55,7 +58,14 @@ pub async fn create_view(
     let (plan, views) = crate::sql::plan_statement_at(&run.state, &stmt, &[], &[]).await?;
     let arrow = Arc::new(plan.schema().as_arrow().clone());
     let named = crate::sql::colnames::rename(&stmt, arrow);
-    let columns = view_columns(&named, &create.columns)?;
+    let mut columns = view_columns(&named, &create.columns)?;
+    for (i, column) in columns.iter_mut().enumerate() {
+        if let Some(ty) = table_column_type(&plan, i) {
+            if &ty.arrow_type() == named.field(i).data_type() {
+                (column.type_oid, column.typmod) = (ty.oid(), ty.typmod());
+            }
+        }
+    }
     let def = ViewDef {
         oid: 0,
         schema: schema.unwrap_or_else(|| "public".into()),
@@ -109,6 +119,37 @@ fn view_columns(
         });
     }
     Ok(columns)
+}
+
+/// The declared type of result column `i` of `plan` when it is a table's column passed
+/// through unchanged (so a view over a `varchar(20)` column has a `varchar(20)` column,
+/// as in PostgreSQL; a computed column has the type of its values).
+fn table_column_type(plan: &LogicalPlan, i: usize) -> Option<PgType> {
+    match plan {
+        LogicalPlan::Projection(p) => {
+            let mut expr = p.expr.get(i)?;
+            while let Expr::Alias(alias) = expr {
+                expr = &alias.expr;
+            }
+            let Expr::Column(column) = expr else {
+                return None;
+            };
+            let j = p.input.schema().index_of_column(column).ok()?;
+            table_column_type(&p.input, j)
+        }
+        LogicalPlan::SubqueryAlias(a) => table_column_type(&a.input, i),
+        LogicalPlan::Filter(f) => table_column_type(&f.input, i),
+        LogicalPlan::Sort(s) => table_column_type(&s.input, i),
+        LogicalPlan::Limit(l) => table_column_type(&l.input, i),
+        LogicalPlan::TableScan(scan) => {
+            let provider = datafusion::datasource::source_as_provider(&scan.source).ok()?;
+            let table = provider.downcast_ref::<HeapTable>()?;
+            let name = scan.projected_schema.field(i).name();
+            let k = table.def.column_index(name)?;
+            Some(table.def.columns[k].ty)
+        }
+        _ => None,
+    }
 }
 
 /// A relation a DROP removes, as PostgreSQL names it in messages (`table t`).
