@@ -131,6 +131,20 @@ async fn views_are_queried_like_tables() {
         "{plan:?}"
     );
 
+    // CREATE VIEW and DROP VIEW by the extended protocol.
+    client
+        .execute("CREATE VIEW ext AS SELECT id FROM runs WHERE id < 3", &[])
+        .await
+        .unwrap();
+    let n: i64 = client
+        .query_one("SELECT count(*) FROM ext", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 2);
+    client.execute("DROP VIEW ext", &[]).await.unwrap();
+    assert!(client.query("SELECT * FROM ext", &[]).await.is_err());
+
     // Views cannot be written.
     for sql in [
         "INSERT INTO slow VALUES (9, 'sync', 99)",
