@@ -499,3 +499,45 @@ async fn values_continue_after_restart_and_never_repeat_after_a_crash() {
         "every row has its own id"
     );
 }
+
+/// A volatile default (`random()`) is evaluated for every row an INSERT or COPY leaves it
+/// out of, as in PostgreSQL; a stable one (`now()`) once per statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volatile_defaults_are_evaluated_per_row() {
+    let server = TestServer::start("seq-volatile-default");
+    let c = server.client().await;
+    c.batch_execute(
+        "CREATE TABLE dv(a int, r float8 DEFAULT random(), u text DEFAULT md5(random()::text),
+                         n timestamptz DEFAULT now());
+         INSERT INTO dv(a) SELECT generate_series(1, 500);
+         INSERT INTO dv(a) VALUES (1), (2), (3);
+         INSERT INTO dv VALUES (4, DEFAULT, DEFAULT, DEFAULT)",
+    )
+    .await
+    .unwrap();
+    server.psql_ok(&["-c", "\\copy dv(a) FROM PROGRAM 'seq 501 503'"]);
+    let counts = rows(
+        &c,
+        "SELECT count(*), count(DISTINCT r), count(DISTINCT u),
+                count(*) FILTER (WHERE r < 0 OR r >= 1)
+         FROM dv",
+    )
+    .await;
+    let n = |i: usize| counts[0][i].as_deref().unwrap().parse::<i64>().unwrap();
+    assert_eq!(n(0), 507, "{counts:?}");
+    assert_eq!(
+        (n(1), n(2)),
+        (507, 507),
+        "every row its own value: {counts:?}"
+    );
+    assert_eq!(n(3), 0, "random() in [0, 1): {counts:?}");
+    assert_eq!(
+        int(
+            &c,
+            "SELECT count(DISTINCT n) FROM dv WHERE a BETWEEN 5 AND 500"
+        )
+        .await,
+        1,
+        "now() once per statement"
+    );
+}

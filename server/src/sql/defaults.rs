@@ -6,11 +6,10 @@
 //!
 //! - a column the INSERT's column list (or COPY's) leaves out gets its default for every
 //!   row, after the source rows arrive ([`Defaults::fill`]): `nextval` reserves one value
-//!   per row of the batch in one call; another expression is evaluated once per
-//!   statement, before the first row, and that value goes into every row (right for
-//!   constants and for `now()`, which PostgreSQL also fixes per statement; a volatile
-//!   expression such as `random()` gives every row of the statement the same value,
-//!   where PostgreSQL evaluates it per row);
+//!   per row of the batch in one call; a volatile expression (`random()`,
+//!   `clock_timestamp()`) is evaluated for every row, as PostgreSQL does; another
+//!   expression once per statement, before the first row, and that value goes into every
+//!   row (right for constants and for `now()`, which PostgreSQL also fixes per statement);
 //! - the `DEFAULT` keyword as an item of INSERT's VALUES is replaced by the default's
 //!   expression before the VALUES run ([`replace_default_keywords`]), so each row calls
 //!   `nextval` on its own.
@@ -21,6 +20,11 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::common::DFSchema;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::scalar::ScalarValue;
 use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
@@ -28,7 +32,7 @@ use datafusion::sql::sqlparser::parser::Parser;
 use iolab_catalog::{
     sqlstate, ColumnDefault, DefaultValue, Identity, PgError, PgResult, SequenceDef, TableDef,
 };
-use iolab_engine::values::assign_cast_with;
+use iolab_engine::values::{assign_cast_with, TextFormat};
 use iolab_engine::Database;
 
 use crate::errors::from_datafusion;
@@ -261,6 +265,13 @@ enum Filler {
     Sequence(SequenceDef),
     /// One value (of the column's type) for every row.
     Constant(ScalarValue),
+    /// A volatile expression, evaluated for each row and cast to the column's type.
+    PerRow {
+        expr: Arc<dyn PhysicalExpr>,
+        ty: iolab_catalog::PgType,
+        column: String,
+        text_format: TextFormat,
+    },
 }
 
 /// The defaults of the columns a statement leaves out.
@@ -299,13 +310,21 @@ impl Defaults {
                     let def = resolve_sequence(&run.db.catalog, Some(*sequence_oid as i64), None)?;
                     Some(Filler::Sequence(def))
                 }
-                Some(DefaultValue::Expr { sql }) => {
-                    let value = evaluate(run, sql).await?;
-                    let cast = assign_cast_with(&value, col.ty, &col.name, &run.text_format)?;
-                    Some(Filler::Constant(
-                        ScalarValue::try_from_array(&cast, 0).map_err(from_datafusion)?,
-                    ))
-                }
+                Some(DefaultValue::Expr { sql }) => match volatile_expression(run, sql).await? {
+                    Some(expr) => Some(Filler::PerRow {
+                        expr,
+                        ty: col.ty,
+                        column: col.name.clone(),
+                        text_format: run.text_format.clone(),
+                    }),
+                    None => {
+                        let value = evaluate(run, sql).await?;
+                        let cast = assign_cast_with(&value, col.ty, &col.name, &run.text_format)?;
+                        Some(Filler::Constant(
+                            ScalarValue::try_from_array(&cast, 0).map_err(from_datafusion)?,
+                        ))
+                    }
+                },
             };
             columns.push(filler);
         }
@@ -333,9 +352,56 @@ impl Defaults {
             (Some(Filler::Constant(v)), _) => {
                 v.to_array_of_size(rows).map(Some).map_err(from_datafusion)
             }
+            (
+                Some(Filler::PerRow {
+                    expr,
+                    ty,
+                    column,
+                    text_format,
+                }),
+                _,
+            ) => {
+                // A batch of `rows` rows and no columns: each row gets its own value.
+                let options = RecordBatchOptions::new().with_row_count(Some(rows));
+                let batch =
+                    RecordBatch::try_new_with_options(Arc::new(Schema::empty()), vec![], &options)
+                        .map_err(|e| PgError::internal(e.to_string()))?;
+                let values = expr
+                    .evaluate(&batch)
+                    .and_then(|v| v.into_array(rows))
+                    .map_err(from_datafusion)?;
+                assign_cast_with(&values, *ty, column, text_format).map(Some)
+            }
             _ => Ok(None),
         }
     }
+}
+
+/// The default expression `sql`, compiled, if it is volatile (otherwise it is evaluated
+/// once per statement).
+async fn volatile_expression(
+    run: &StatementRun,
+    sql: &str,
+) -> PgResult<Option<Arc<dyn PhysicalExpr>>> {
+    let stmt = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&format!("SELECT {sql}"))
+        .and_then(|mut p| p.parse_statement())
+        .map_err(|e| crate::errors::from_parser(&e, Some(sql)))?;
+    let plan = crate::sql::plan_statement(&run.state, &stmt, &[]).await?;
+    let LogicalPlan::Projection(projection) = &plan else {
+        return Ok(None);
+    };
+    let [expr] = projection.expr.as_slice() else {
+        return Ok(None);
+    };
+    let expr = expr.clone().unalias();
+    if !expr.is_volatile() {
+        return Ok(None);
+    }
+    run.state
+        .create_physical_expr(expr, &DFSchema::empty())
+        .map(Some)
+        .map_err(from_datafusion)
 }
 
 /// The value of a default expression (`SELECT expr`), as a one-row array.
