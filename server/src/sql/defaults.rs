@@ -310,21 +310,25 @@ impl Defaults {
                     let def = resolve_sequence(&run.db.catalog, Some(*sequence_oid as i64), None)?;
                     Some(Filler::Sequence(def))
                 }
-                Some(DefaultValue::Expr { sql }) => match volatile_expression(run, sql).await? {
-                    Some(expr) => Some(Filler::PerRow {
-                        expr,
-                        ty: col.ty,
-                        column: col.name.clone(),
-                        text_format: run.text_format.clone(),
-                    }),
-                    None => {
-                        let value = evaluate(run, sql).await?;
-                        let cast = assign_cast_with(&value, col.ty, &col.name, &run.text_format)?;
-                        Some(Filler::Constant(
-                            ScalarValue::try_from_array(&cast, 0).map_err(from_datafusion)?,
-                        ))
+                Some(DefaultValue::Expr { sql }) => {
+                    let plan = plan_default(run, sql).await?;
+                    match volatile_expression(run, &plan)? {
+                        Some(expr) => Some(Filler::PerRow {
+                            expr,
+                            ty: col.ty,
+                            column: col.name.clone(),
+                            text_format: run.text_format.clone(),
+                        }),
+                        None => {
+                            let value = evaluate(run, &plan).await?;
+                            let cast =
+                                assign_cast_with(&value, col.ty, &col.name, &run.text_format)?;
+                            Some(Filler::Constant(
+                                ScalarValue::try_from_array(&cast, 0).map_err(from_datafusion)?,
+                            ))
+                        }
                     }
-                },
+                }
             };
             columns.push(filler);
         }
@@ -377,18 +381,22 @@ impl Defaults {
     }
 }
 
-/// The default expression `sql`, compiled, if it is volatile (otherwise it is evaluated
-/// once per statement).
-async fn volatile_expression(
-    run: &StatementRun,
-    sql: &str,
-) -> PgResult<Option<Arc<dyn PhysicalExpr>>> {
+/// The plan of `SELECT sql`, a default expression.
+async fn plan_default(run: &StatementRun, sql: &str) -> PgResult<LogicalPlan> {
     let stmt = Parser::new(&PostgreSqlDialect {})
         .try_with_sql(&format!("SELECT {sql}"))
         .and_then(|mut p| p.parse_statement())
         .map_err(|e| crate::errors::from_parser(&e, Some(sql)))?;
-    let plan = crate::sql::plan_statement(&run.state, &stmt, &[]).await?;
-    let LogicalPlan::Projection(projection) = &plan else {
+    crate::sql::plan_statement(&run.state, &stmt, &[]).await
+}
+
+/// The default expression [`plan_default`] planned, compiled, if it is volatile
+/// (otherwise it is evaluated once per statement).
+fn volatile_expression(
+    run: &StatementRun,
+    plan: &LogicalPlan,
+) -> PgResult<Option<Arc<dyn PhysicalExpr>>> {
+    let LogicalPlan::Projection(projection) = plan else {
         return Ok(None);
     };
     let [expr] = projection.expr.as_slice() else {
@@ -404,14 +412,9 @@ async fn volatile_expression(
         .map_err(from_datafusion)
 }
 
-/// The value of a default expression (`SELECT expr`), as a one-row array.
-async fn evaluate(run: &StatementRun, sql: &str) -> PgResult<ArrayRef> {
-    let stmt = Parser::new(&PostgreSqlDialect {})
-        .try_with_sql(&format!("SELECT {sql}"))
-        .and_then(|mut p| p.parse_statement())
-        .map_err(|e| crate::errors::from_parser(&e, Some(sql)))?;
-    let plan = crate::sql::plan_statement(&run.state, &stmt, &[]).await?;
-    let physical = run.physical_plan(&plan).await?;
+/// The value of the default expression [`plan_default`] planned, as a one-row array.
+async fn evaluate(run: &StatementRun, plan: &LogicalPlan) -> PgResult<ArrayRef> {
+    let physical = run.physical_plan(plan).await?;
     let batches = datafusion::physical_plan::collect(physical, run.state.task_ctx())
         .await
         .map_err(from_datafusion)?;
