@@ -125,7 +125,7 @@ pub struct SegmentsRetired {
     pub recycled: usize,
 }
 
-/// Zeros written at a time when a segment is made (the bound of that buffer).
+/// Zeros written at a time when a segment is made or cut off (the bound of that buffer).
 const ZERO_CHUNK: usize = 1024 * 1024;
 
 impl std::fmt::Debug for Wal {
@@ -186,8 +186,7 @@ impl Wal {
         let offset = end % seg;
         if offset != 0 {
             let file = self.segment_file(end / seg, &mut PendingIoStats::new())?;
-            let zeros = vec![0u8; (seg - offset) as usize];
-            file.write_all_at(&zeros, offset)?;
+            write_zeros(&file, offset..seg)?;
             file.sync_data()?;
         }
         {
@@ -426,11 +425,7 @@ impl Wal {
             .open(&temp)?;
         let started = std::time::Instant::now();
         if self.options.init_zero {
-            let zeros = vec![0u8; ZERO_CHUNK];
-            for offset in (0..size).step_by(ZERO_CHUNK) {
-                let n = ZERO_CHUNK.min((size - offset) as usize);
-                file.write_all_at(&zeros[..n], offset)?;
-            }
+            write_zeros(&file, 0..size)?;
         } else {
             file.set_len(size)?;
         }
@@ -534,6 +529,16 @@ impl Wal {
 pub fn segment_file_name(segno: u64, segment_size: u64) -> String {
     let per_id = 0x1_0000_0000 / segment_size;
     format!("{:08X}{:08X}{:08X}", 1, segno / per_id, segno % per_id)
+}
+
+/// Writes zeros over `range` of `file`, [`ZERO_CHUNK`] bytes at a time.
+fn write_zeros(file: &File, range: std::ops::Range<u64>) -> io::Result<()> {
+    let zeros = vec![0u8; ZERO_CHUNK.min((range.end - range.start) as usize)];
+    for offset in range.clone().step_by(ZERO_CHUNK) {
+        let n = ZERO_CHUNK.min((range.end - offset) as usize);
+        file.write_all_at(&zeros[..n], offset)?;
+    }
+    Ok(())
 }
 
 /// Reads records back from the segment files, [`READ_CHUNK`] bytes at a time.
