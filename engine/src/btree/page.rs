@@ -768,7 +768,7 @@ pub fn insert_item_at(page: &mut [u8], off: u16, item: &[u8]) -> bool {
 /// the line pointers, for the WAL.
 pub fn remove_items(page: &mut [u8], offsets: &[u16]) -> Vec<Move> {
     let max = slotted::page_max_offset(page);
-    let pointer = |off: u16| SIZE_OF_PAGE_HEADER + (off as usize - 1) * ITEM_ID_SIZE;
+    let pointer = slotted::item_id_pos;
     let mut moves = Vec::new();
     let Some(&first) = offsets.first() else {
         return moves;
@@ -809,7 +809,7 @@ pub fn shrink_item(page: &mut [u8], off: u16, item: &[u8]) {
     let start = id.off as usize;
     page[start..start + item.len()].copy_from_slice(item);
     id.len = item.len() as u16;
-    let at = SIZE_OF_PAGE_HEADER + (off as usize - 1) * ITEM_ID_SIZE;
+    let at = slotted::item_id_pos(off);
     page[at..at + ITEM_ID_SIZE].copy_from_slice(&id.pack().to_le_bytes());
 }
 

@@ -272,7 +272,8 @@ impl ItemId {
     }
 }
 
-fn item_id_pos(off: u16) -> usize {
+/// Where line pointer `off` is on a page.
+pub fn item_id_pos(off: u16) -> usize {
     SIZE_OF_PAGE_HEADER + (off as usize - 1) * ITEM_ID_SIZE
 }
 
