@@ -40,6 +40,10 @@ pub struct IndexDef {
     /// classes order the keys).
     pub key_types: Vec<PgType>,
     pub unique: bool,
+    /// The constraint the index enforces (`pg_constraint`, of the index's name), if it was
+    /// made by PRIMARY KEY or UNIQUE rather than CREATE UNIQUE INDEX.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<IndexConstraint>,
     /// The table's persistence (an index of an unlogged table is unlogged).
     pub persistence: Persistence,
     /// Storage parameters as `pg_class.reloptions` lists them (`deduplicate_items=off`),
@@ -48,7 +52,54 @@ pub struct IndexDef {
     pub reloptions: Vec<String>,
 }
 
+/// A PRIMARY KEY or UNIQUE constraint: a row of `pg_constraint` named as its index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexConstraint {
+    pub kind: ConstraintKind,
+    /// `pg_constraint.oid` (from the relations' OID counter).
+    pub oid: u32,
+}
+
+/// What kind of constraint an index enforces (`pg_constraint.contype`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConstraintKind {
+    PrimaryKey,
+    Unique,
+}
+
+impl ConstraintKind {
+    /// `pg_constraint.contype`.
+    pub fn contype(self) -> char {
+        match self {
+            ConstraintKind::PrimaryKey => 'p',
+            ConstraintKind::Unique => 'u',
+        }
+    }
+
+    /// `PRIMARY KEY` or `UNIQUE`, as `pg_get_constraintdef` starts.
+    pub fn sql(self) -> &'static str {
+        match self {
+            ConstraintKind::PrimaryKey => "PRIMARY KEY",
+            ConstraintKind::Unique => "UNIQUE",
+        }
+    }
+
+    /// The label of the name PostgreSQL chooses for an unnamed constraint's index.
+    fn name_label(self) -> &'static str {
+        match self {
+            ConstraintKind::PrimaryKey => "pkey",
+            ConstraintKind::Unique => "key",
+        }
+    }
+}
+
 impl IndexDef {
+    /// Is this the table's primary key (`pg_index.indisprimary`)?
+    pub fn is_primary(&self) -> bool {
+        self.constraint
+            .is_some_and(|c| c.kind == ConstraintKind::PrimaryKey)
+    }
+
     /// The value given to storage parameter `name`, if any.
     pub fn reloption(&self, name: &str) -> Option<&str> {
         self.reloptions
@@ -192,6 +243,26 @@ impl Catalog {
         self.save(&data)
     }
 
+    /// The name PostgreSQL gives the index of a constraint declared without one:
+    /// `<table>_pkey` for a primary key, `<table>_<col>[_<col>…]_key` for UNIQUE, made
+    /// unique as [`choose_index_name`](Self::choose_index_name) does.
+    pub fn choose_constraint_name(
+        &self,
+        schema: &str,
+        table: &str,
+        columns: &[&str],
+        kind: ConstraintKind,
+    ) -> String {
+        let data = self.data.read();
+        let columns = match kind {
+            ConstraintKind::PrimaryKey => String::new(),
+            ConstraintKind::Unique => columns.join("_"),
+        };
+        choose_relation_name(table, &columns, kind.name_label(), |name| {
+            data.relation_name_taken(schema, name)
+        })
+    }
+
     /// The name PostgreSQL gives an index created without one (`ChooseIndexName`):
     /// `<table>_<col>[_<col>…]_idx`, shortened to fit 63 bytes, and if that name is taken,
     /// `…_idx1`, `…_idx2`, … (the first free one).
@@ -309,6 +380,7 @@ mod tests {
             columns: vec![0],
             key_types: vec![PgType::Int4],
             unique: false,
+            constraint: None,
             persistence: Persistence::Permanent,
             reloptions: Vec::new(),
         };

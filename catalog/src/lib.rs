@@ -14,7 +14,7 @@ pub mod statistics;
 pub mod store;
 pub mod view;
 
-pub use index::IndexDef;
+pub use index::{ConstraintKind, IndexConstraint, IndexDef};
 pub use sequence::{OwnedBy, Position, SequenceDef, SequenceOptions};
 pub use sequence_catalog::{ColumnDefault, ColumnSequence, DefaultValue, Identity};
 pub use statistics::{ColumnStatistics, MostCommonValues, StatValue, TableStatistics};

@@ -574,7 +574,7 @@ async fn create_table(
             None => (false, "CREATE TABLE AS".to_string()),
         }
     } else {
-        let created = ddl::create_table(&run.db, create, unlogged, log)?;
+        let created = ddl::create_table(run, create, unlogged, log)?;
         (created, "CREATE TABLE".to_string())
     };
     if !created {

@@ -58,9 +58,11 @@ use super::page::{
     P_NONE,
 };
 use super::scan::Descent;
+use super::unique::{JudgeTuple, UniqueStop};
 use super::{dedup, split_point, BtreeIndex, Tid};
 use crate::accounting::IoAccount;
 use crate::buffer::PinnedBuffer;
+use crate::heap::liveness::Liveness;
 use crate::storage::page as slotted;
 use crate::wal::{self, Change, Move, PageEdit};
 
@@ -93,15 +95,31 @@ impl BtreeIndex {
         table: &str,
         acct: &mut IoAccount,
     ) -> PgResult<()> {
+        let done = self.insert_checked(entries, table, acct, None)?;
+        assert_eq!(done, Ok(()), "only a uniqueness check stops an insertion");
+        Ok(())
+    }
+
+    /// [`insert_entries`](Self::insert_entries); with `unique` (the index is unique; it
+    /// judges the heap tuples of equal keys), an entry whose key a live row has stops the
+    /// insertion before it (`unique.rs`): the entries before it are in, and the slice is
+    /// left sorted.
+    pub fn insert_checked(
+        &self,
+        entries: &mut [(Key<'static>, Tid)],
+        table: &str,
+        acct: &mut IoAccount,
+        mut unique: Option<&mut JudgeTuple>,
+    ) -> PgResult<Result<(), UniqueStop>> {
         if entries.is_empty() {
-            return Ok(());
+            return Ok(Ok(()));
         }
         let kind = self.kind;
         entries.sort_by(|a, b| key::compare(kind, &a.0, &b.0).then(a.1.cmp(&b.1)));
         let lock = super::writer_lock(self.rel.relfilenode());
         let _writer = lock.lock();
         let mut cached: Option<CachedLeaf> = None;
-        for (key, tid) in entries.iter() {
+        for (i, (key, tid)) in entries.iter().enumerate() {
             let item = form_leaf(self.ty, key, *tid);
             if item.len() > BT_MAX_ITEM_SIZE {
                 return Err(too_big(item.len(), &self.name, table, *tid));
@@ -126,6 +144,18 @@ impl BtreeIndex {
                 let opaque = check_page(&page, buffer.blkno(), &self.name)?;
                 high_key(&page, &opaque)?
             };
+            if let Some(judge) = unique.as_deref_mut().filter(|_| !key.is_null()) {
+                let at = self.place(&buffer, &search, *tid, &item)?.position;
+                if self.may_have_equal_key(&buffer, key, at)? {
+                    match self.first_conflict(key, judge, acct)? {
+                        None => {}
+                        Some(Liveness::InProgress(holder)) => {
+                            return Ok(Err(UniqueStop::WaitFor { holder, next: i }))
+                        }
+                        Some(_) => return Ok(Err(UniqueStop::Duplicate(i))),
+                    }
+                }
+            }
             let mut deduplicated = false;
             loop {
                 let placement = self.place(&buffer, &search, *tid, &item)?;
@@ -172,7 +202,7 @@ impl BtreeIndex {
                 break;
             }
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// Where `item`, the entry `(key, tid)` that `search` describes, goes on `leaf`; a

@@ -34,6 +34,8 @@
 //! | `scan.rs` | the descent (moving right past concurrent splits) and range scans |
 //! | `read_ahead.rs` | a range scan's next leaves, read ahead through a read stream |
 //! | `insert.rs` | inserting entries of new rows; page splits |
+//! | `unique.rs` | unique indexes: the check of equal keys against the heap, CREATE UNIQUE INDEX |
+//! | `maintain.rs` | keeping a table's indexes up to date during INSERT / COPY / UPDATE; ON CONFLICT DO NOTHING |
 //! | `dedup.rs` | deduplication: equal keys merged into posting list tuples |
 //! | `split_point.rs` | where a full page splits |
 //! | `check.rs` | structural and heap-consistency verification (`iolab_btree_check`) |
@@ -51,15 +53,16 @@
 //! # Who calls what
 //!
 //! * CREATE INDEX: [`create_index`] (build, fsync, then the catalog entry).
-//! * INSERT / COPY: the heap inserter hands every placed tuple to an
-//!   [`IndexMaintainer`], which inserts its batch's entries after each batch.
+//! * INSERT / COPY / UPDATE: the heap inserter hands every placed tuple to an
+//!   [`IndexMaintainer`], which inserts its batch's entries after each batch (checking
+//!   unique indexes).
 //! * TRUNCATE: [`truncate_index`] empties the file to a lone meta page; DROP INDEX and
 //!   DROP TABLE: [`drop_index_files`].
 //! * Bitmap and index scans: [`BtreeIndex::scan_range`] / [`BtreeIndex::scan_nulls`].
 //!
 //! # Not (yet) here
 //!
-//! Multi-column keys, UNIQUE, DESC / NULLS FIRST, page deletion, and an external sort for
+//! Multi-column keys, DESC / NULLS FIRST, page deletion, and an external sort for
 //! builds larger than memory. Changes to a built index are WAL-logged (`crate::wal`); a
 //! build is not, and is written and fsynced before CREATE INDEX returns.
 
@@ -68,10 +71,12 @@ pub mod check;
 pub mod dedup;
 pub mod insert;
 pub mod key;
+mod maintain;
 pub mod page;
 mod read_ahead;
 pub mod scan;
 mod split_point;
+pub mod unique;
 pub mod vacuum;
 
 use std::collections::HashMap;
@@ -84,6 +89,7 @@ use parking_lot::Mutex;
 pub use build::{HeapSource, LoadStats};
 pub use check::CheckReport;
 pub use key::{Key, KeyKind};
+pub use maintain::IndexMaintainer;
 pub use scan::BtreeScan;
 
 use iolab_stats::BackendType;
@@ -91,7 +97,7 @@ use iolab_stats::BackendType;
 use crate::accounting::{IoAccount, StatsSink};
 use crate::buffer::BufferPool;
 use crate::exec::StatementContext;
-use crate::heap::codec::TupleLayout;
+use crate::heap;
 use crate::storage::relfile::RelFile;
 use crate::stream::ReadStreamConfig;
 use crate::Database;
@@ -313,6 +319,14 @@ fn build_file(
         }
         entries.sort();
         ctx.check_cancel()?;
+        if def.unique {
+            let db = &ctx.db;
+            let mut judge = |tid: Tid, acct: &mut IoAccount| {
+                heap::liveness::liveness(&db.pool, &source.rel, db.txns.clog(), ctx.xid, tid, acct)
+            };
+            let column = &table.columns[def.columns[0]].name;
+            unique::check_build(&index, column, &entries, &mut judge, &mut acct)?;
+        }
         let mut loader = build::BtreeLoader::new(&index, &table.name, &mut acct)?;
         for i in 0..entries.len() {
             if i.is_multiple_of(4096) {
@@ -390,64 +404,6 @@ pub fn drop_index_files(db: &Database, def: &IndexDef) -> PgResult<()> {
     db.remove_relation_file(def.relfilenode)?;
     writers().lock().remove(&def.relfilenode);
     Ok(())
-}
-
-/// Keeps a table's indexes up to date while rows are inserted: the heap inserter reports
-/// each tuple it places ([`add`](Self::add)), and after each batch of rows
-/// [`flush`](Self::flush) inserts the batch's entries into every index.
-pub struct IndexMaintainer {
-    table: String,
-    indexes: Vec<MaintainedIndex>,
-}
-
-struct MaintainedIndex {
-    index: BtreeIndex,
-    column: usize,
-    /// Entries of the current batch; at most one batch of rows.
-    pending: Vec<(Key<'static>, Tid)>,
-}
-
-impl IndexMaintainer {
-    /// The maintainer of `table`'s indexes; `None` when it has none.
-    pub fn for_table(db: &Database, table: &TableDef) -> PgResult<Option<IndexMaintainer>> {
-        let defs = db.catalog.indexes_of(table.oid);
-        if defs.is_empty() {
-            return Ok(None);
-        }
-        let indexes = defs
-            .iter()
-            .map(|def| {
-                Ok(MaintainedIndex {
-                    index: BtreeIndex::open(db, def)?,
-                    column: def.columns[0],
-                    pending: Vec::new(),
-                })
-            })
-            .collect::<PgResult<_>>()?;
-        Ok(Some(IndexMaintainer {
-            table: table.name.clone(),
-            indexes,
-        }))
-    }
-
-    /// A tuple (as encoded with `layout`) was placed at `tid`.
-    pub fn add(&mut self, layout: &TupleLayout, tuple: &[u8], tid: Tid) -> PgResult<()> {
-        for ix in &mut self.indexes {
-            let key = Key::from_datum(layout.datum(tuple, ix.column)?).into_owned();
-            ix.pending.push((key, tid));
-        }
-        Ok(())
-    }
-
-    /// Inserts the entries added since the last flush.
-    pub fn flush(&mut self, acct: &mut IoAccount) -> PgResult<()> {
-        for ix in &mut self.indexes {
-            let result = ix.index.insert_entries(&mut ix.pending, &self.table, acct);
-            ix.pending.clear();
-            result?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -744,7 +744,7 @@ fn builds_from_a_heap_and_maintains_on_insert() {
     let mut rng = Rng(3);
     let mut insert = |n: usize, commit: bool| {
         let xid = db.txns.begin().unwrap();
-        let maintainer = IndexMaintainer::for_table(&db, &table).unwrap();
+        let maintainer = IndexMaintainer::for_table(&Arc::new(ctx(xid)), &table).unwrap();
         let mut inserter = HeapInserter::new(
             db.pool.clone(),
             db.relfile(table.relfilenode).unwrap(),
@@ -782,6 +782,7 @@ fn builds_from_a_heap_and_maintains_on_insert() {
         columns: vec![0],
         key_types: vec![PgType::Int4],
         unique: false,
+        constraint: None,
         persistence: Persistence::Permanent,
         reloptions: Vec::new(),
     };

@@ -1091,6 +1091,7 @@ pub(crate) mod tests {
             key_types: vec![PgType::Int4],
             unique: false,
             persistence: Persistence::Unlogged,
+            constraint: None,
             reloptions: Vec::new(),
         };
         let stmt = StatementContext::from_task(task).unwrap();

@@ -61,6 +61,8 @@ pub struct HeapInserter {
     fsm: Option<Arc<FreeSpaceMap>>,
     /// Whose bits a page this inserter adds to loses.
     vm: Option<Arc<VisibilityMap>>,
+    /// The rows of the last `insert_arrays` ON CONFLICT DO NOTHING left out.
+    skipped: Vec<usize>,
 }
 
 impl HeapInserter {
@@ -89,6 +91,7 @@ impl HeapInserter {
             placed: None,
             fsm: None,
             vm: None,
+            skipped: Vec::new(),
         }
     }
 
@@ -121,6 +124,15 @@ impl HeapInserter {
         self.placed.as_deref().unwrap_or_default()
     }
 
+    /// INSERT … ON CONFLICT DO NOTHING: rows whose key one of the unique indexes `arbiters`
+    /// (OIDs) has are left out ([`skipped`](Self::skipped)). No-op when `arbiters` is empty.
+    pub fn skipping_conflicts_in(mut self, arbiters: &[u32]) -> Self {
+        if let (Some(indexes), false) = (&mut self.indexes, arbiters.is_empty()) {
+            indexes.set_arbiters(arbiters);
+        }
+        self
+    }
+
     /// Maintains `indexes` (the table's; `None` if it has none) as rows are inserted.
     pub fn with_indexes(mut self, indexes: Option<crate::btree::IndexMaintainer>) -> Self {
         self.indexes = indexes;
@@ -144,16 +156,46 @@ impl HeapInserter {
 
     fn insert_rows(&mut self, arrays: &[ArrayRef], rows: usize) -> PgResult<()> {
         self.encoder.prepare(arrays)?;
+        self.skipped.clear();
+        let speculative = self.indexes.as_ref().is_some_and(|ix| ix.has_arbiters());
         for row in 0..rows {
             self.tuple_buf.clear();
             self.encoder
                 .encode_row(row, self.xid, self.cid, &mut self.tuple_buf)?;
-            self.place_tuple()?;
+            if !speculative {
+                self.place_tuple()?;
+            } else if !self.insert_unless_conflict()? {
+                self.skipped.push(row);
+            }
         }
         if let Some(indexes) = &mut self.indexes {
             indexes.flush(&mut self.acct)?;
         }
         Ok(())
+    }
+
+    /// INSERT … ON CONFLICT DO NOTHING: places the tuple in `tuple_buf` and its index
+    /// entries unless an arbiter index has its key (`btree::maintain`); whether it did.
+    fn insert_unless_conflict(&mut self) -> PgResult<bool> {
+        let indexes = self.indexes.as_ref().expect("arbiters are indexes");
+        if indexes.conflicts(self.encoder.layout(), &self.tuple_buf, &mut self.acct)? {
+            return Ok(false);
+        }
+        self.place_tuple()?;
+        let indexes = self.indexes.as_mut().expect("arbiters are indexes");
+        if indexes.flush_row(&mut self.acct)? {
+            return Ok(true);
+        }
+        self.inserted -= 1;
+        if let Some(placed) = &mut self.placed {
+            placed.pop();
+        }
+        Ok(false)
+    }
+
+    /// The rows of the last `insert_arrays` an ON CONFLICT DO NOTHING left out, in order.
+    pub fn skipped(&self) -> &[usize] {
+        &self.skipped
     }
 
     fn place_tuple(&mut self) -> PgResult<()> {

@@ -10,6 +10,7 @@ pub mod codec;
 pub mod delete;
 pub mod fsm;
 pub mod heapam;
+pub mod liveness;
 pub mod prune;
 pub mod rows;
 pub mod tuple;

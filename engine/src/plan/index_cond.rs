@@ -533,6 +533,7 @@ mod tests {
             columns: vec![column],
             key_types: vec![columns()[column].ty],
             unique: false,
+            constraint: None,
             persistence: Persistence::Permanent,
             reloptions: Vec::new(),
         }

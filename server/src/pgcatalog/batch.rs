@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     new_null_array, ArrayRef, BooleanArray, Decimal128Array, Float32Array, Float64Array,
-    Int16Array, Int32Array, Int64Array, ListBuilder, StringArray, StringBuilder,
+    Int16Array, Int16Builder, Int32Array, Int64Array, ListBuilder, StringArray, StringBuilder,
     TimestampMicrosecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -233,6 +233,22 @@ pub fn build_array(dt: &DataType, values: &[V]) -> Result<ArrayRef> {
                         V::TextArray(items) => {
                             for s in items {
                                 b.values().append_value(s);
+                            }
+                            b.append(true);
+                        }
+                        _ => b.append(false),
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            // `smallint[]` (`conkey`): a text array of numbers.
+            DataType::Int16 => {
+                let mut b = ListBuilder::new(Int16Builder::new());
+                for v in values {
+                    match v {
+                        V::TextArray(items) => {
+                            for s in items {
+                                b.values().append_option(s.parse::<i16>().ok());
                             }
                             b.append(true);
                         }

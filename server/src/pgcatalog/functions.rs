@@ -881,7 +881,20 @@ fn definitions() -> Vec<Def> {
             },
         )
         .volatile(),
-        null_text("pg_get_constraintdef", 1..=2),
+        def(
+            "pg_get_constraintdef",
+            1..=2,
+            DataType::Utf8,
+            |ctx, args, rows| {
+                let s = ctx.snapshot();
+                let oids = ints(&args[0])?;
+                per_row(rows, |i| {
+                    Ok(V::opt_text(oids[i].and_then(|o| {
+                        super::constraint_rows::definition(&s, u32::try_from(o).ok()?)
+                    })))
+                })
+            },
+        ),
         // The expressions iolab keeps (column defaults in `pg_attrdef.adbin`) are SQL text
         // already; other node trees it does not have.
         def("pg_get_expr", 2..=3, DataType::Utf8, |_, args, rows| {

@@ -33,6 +33,7 @@ pub mod activity;
 pub mod batch;
 pub mod buffercache;
 pub mod cached_plans;
+pub mod constraint_rows;
 pub mod format;
 pub mod functions;
 pub mod info_schema;

@@ -429,21 +429,23 @@ fn table_indexes(q: &str, s: &Snapshot) -> Result<(SchemaRef, Vec<RecordBatch>),
         .iter()
         .filter(|i| Some(i.table_oid) == oid)
         .collect();
-    indexes.sort_by(|a, b| a.name.cmp(&b.name));
+    // ORDER BY i.indisprimary DESC, c2.relname
+    indexes.sort_by(|a, b| (!a.is_primary(), &a.name).cmp(&(!b.is_primary(), &b.name)));
     let rows = indexes
         .iter()
         .map(|i| {
+            let constraint = i.constraint.map(|c| c.oid);
             vec![
                 V::text(&i.name),
-                V::Bool(false),
+                V::Bool(i.is_primary()),
                 V::Bool(i.unique),
                 V::Bool(false),
                 V::Bool(true),
                 V::opt_text(s.indexdef(i)),
-                V::Null,
-                V::Null,
-                V::Null,
-                V::Null,
+                V::opt_text(constraint.and_then(|c| super::constraint_rows::definition(s, c))),
+                V::opt_text(i.constraint.map(|c| c.kind.contype().to_string())),
+                constraint.map_or(V::Null, |_| V::Bool(false)),
+                constraint.map_or(V::Null, |_| V::Bool(false)),
                 V::Bool(false),
                 V::Int(0),
             ]
@@ -473,7 +475,7 @@ fn index_footer(q: &str, s: &Snapshot) -> Result<(SchemaRef, Vec<RecordBatch>), 
             let table = s.tables.iter().find(|t| t.oid == i.table_oid)?;
             Some(vec![
                 V::Bool(i.unique),
-                V::Bool(false),
+                V::Bool(i.is_primary()),
                 V::Bool(false),
                 V::Bool(true),
                 V::Bool(false),

@@ -67,7 +67,7 @@ pub static PG_CATALOG: &[CatalogTable] = &[
         columns: "oid oid!, relname name!, relnamespace oid!, reltype oid!, reloftype oid!, relowner oid!, relam oid!, relfilenode oid!, reltablespace oid!, relpages integer!, reltuples real!, relallvisible integer!, relallfrozen integer!, reltoastrelid oid!, relhasindex boolean!, relisshared boolean!, relpersistence \"char\"!, relkind \"char\"!, relnatts smallint!, relchecks smallint!, relhasrules boolean!, relhastriggers boolean!, relhassubclass boolean!, relrowsecurity boolean!, relforcerowsecurity boolean!, relispopulated boolean!, relreplident \"char\"!, relispartition boolean!, relrewrite oid!, relfrozenxid xid!, relminmxid xid!, relacl aclitem[], reloptions text[], relpartbound pg_node_tree" },
     CatalogTable { name: "pg_collation", oid: 3456, kind: 'r', rows: pg_collation,
         columns: "oid oid!, collname name!, collnamespace oid!, collowner oid!, collprovider \"char\"!, collisdeterministic boolean!, collencoding integer!, collcollate text, collctype text, colllocale text, collicurules text, collversion text" },
-    CatalogTable { name: "pg_constraint", oid: 2606, kind: 'r', rows: none,
+    CatalogTable { name: "pg_constraint", oid: 2606, kind: 'r', rows: super::constraint_rows::pg_constraint,
         columns: "oid oid!, conname name!, connamespace oid!, contype \"char\"!, condeferrable boolean!, condeferred boolean!, conenforced boolean!, convalidated boolean!, conrelid oid!, contypid oid!, conindid oid!, conparentid oid!, confrelid oid!, confupdtype \"char\"!, confdeltype \"char\"!, confmatchtype \"char\"!, conislocal boolean!, coninhcount smallint!, connoinherit boolean!, conperiod boolean!, conkey smallint[], confkey smallint[], conpfeqop oid[], conppeqop oid[], conffeqop oid[], confdelsetcols smallint[], conexclop oid[], conbin pg_node_tree" },
     CatalogTable { name: "pg_conversion", oid: 2607, kind: 'r', rows: none,
         columns: "oid oid!, conname name!, connamespace oid!, conowner oid!, conforencoding integer!, contoencoding integer!, conproc regproc!, condefault boolean!" },
@@ -523,7 +523,7 @@ fn pg_index(s: &Snapshot) -> Vec<Vec<V>> {
                 b(false),
                 b(true),
                 b(true),
-                b(false),
+                b(i.is_primary()),
                 V::Text(vector(&|k| (i.columns[k] + 1).to_string())),
                 V::Text(vector(&|k| {
                     types::type_row(i.key_types[k].oid())

@@ -17,6 +17,7 @@ use iolab_engine::accounting::IoAccount;
 use iolab_engine::btree;
 use iolab_engine::Database;
 
+use crate::sql::constraints;
 use crate::sql::ddl_log::{DdlEntry, DdlLog};
 use crate::sql::StatementRun;
 
@@ -117,11 +118,12 @@ pub fn column_type(dt: &ast::DataType) -> PgResult<PgType> {
 /// (`GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(options)]`, likewise with a sequence).
 /// False when `IF NOT EXISTS` found the table.
 pub fn create_table(
-    db: &Arc<Database>,
+    run: &StatementRun,
     create: &ast::CreateTable,
     unlogged: bool,
     log: &mut DdlLog,
 ) -> PgResult<bool> {
+    let db = &run.db;
     if create.query.is_some() {
         return Err(PgError::internal("CREATE TABLE AS goes to create_table_as"));
     }
@@ -129,6 +131,8 @@ pub fn create_table(
     let mut columns = Vec::with_capacity(create.columns.len());
     let mut defaults = Vec::new();
     let mut sequences = Vec::new();
+    let mut keys = Vec::new();
+    let mut explicitly_nullable = Vec::new();
     for col in &create.columns {
         let col_name = ident_name(&col.name);
         check_identifier(&col_name)?;
@@ -146,6 +150,10 @@ pub fn create_table(
             ))
         };
         for opt in &col.options {
+            if let Some(key) = constraints::from_column_option(&col_name, opt) {
+                keys.push(key?);
+                continue;
+            }
             match &opt.option {
                 ColumnOption::NotNull => not_null = true,
                 ColumnOption::Null => {
@@ -154,7 +162,8 @@ pub fn create_table(
                             "conflicting NULL/NOT NULL declarations for column \"{col_name}\" of table \"{table_name}\""
                         )));
                     }
-                    not_null = false
+                    not_null = false;
+                    explicitly_nullable.push(col_name.clone());
                 }
                 ColumnOption::Default(expr) => {
                     if serial.is_some() || default.is_some() || identity.is_some() {
@@ -224,7 +233,21 @@ pub fn create_table(
             not_null,
         });
     }
+    for c in &create.constraints {
+        match constraints::from_table_constraint(c) {
+            Some(key) => keys.push(key?),
+            None => {
+                return Err(PgError::unsupported(
+                    "FOREIGN KEY and CHECK constraints are not supported yet",
+                ))
+            }
+        }
+    }
+    let keys = constraints::plan(&table_name, &mut columns, &explicitly_nullable, keys)?;
     let made = make_table(db, create, unlogged, columns, defaults, sequences, log)?;
+    if let Some(table) = &made {
+        constraints::create(run, table, &keys)?;
+    }
     Ok(made.is_some())
 }
 
@@ -315,10 +338,8 @@ fn make_table(
     if create.temporary {
         return Err(PgError::unsupported("temporary tables are not supported"));
     }
-    if !create.constraints.is_empty() {
-        return Err(PgError::unsupported(
-            "table constraints (PRIMARY KEY, UNIQUE, FOREIGN KEY, CHECK) are not supported yet",
-        ));
+    if create.query.is_some() && !create.constraints.is_empty() {
+        return Err(PgError::syntax("syntax error at or near \"AS\""));
     }
     let (schema, name) = split_name(&create.name)?;
     check_identifier(&name)?;
@@ -570,7 +591,6 @@ pub async fn create_index(
         }
     }
     let unsupported = [
-        (create.unique, "unique indexes are not supported yet"),
         (
             create.concurrently,
             "CREATE INDEX CONCURRENTLY is not supported",
@@ -677,7 +697,8 @@ pub async fn create_index(
         relfilenode: oid,
         columns: vec![col],
         key_types: vec![key_type],
-        unique: false,
+        unique: create.unique,
+        constraint: None,
         persistence: table.persistence,
         reloptions,
     };
@@ -727,6 +748,13 @@ fn drop_indexes(
                 format!("index \"{index}\" does not exist"),
             ));
         }
+    }
+    if let Some(def) = indexes.iter().find(|def| def.constraint.is_some()) {
+        let table = db
+            .catalog
+            .table_by_oid(def.table_oid)
+            .map_or_else(String::new, |t| t.name);
+        return Err(constraints::index_required(def, &table));
     }
     for def in indexes {
         let oid = def.oid;

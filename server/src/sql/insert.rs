@@ -33,12 +33,13 @@ pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<Outcom
             "INSERT into a table function is not supported",
         ));
     };
-    if insert.on.is_some() {
-        return Err(PgError::unsupported("ON CONFLICT is not supported"));
-    }
     crate::sql::view::refuse_write(&run.db, name, "insert into")?;
     let (schema, table_name) = split_name(name)?;
     let table = run.db.catalog.resolve(schema.as_deref(), &table_name)?;
+    let arbiters = match &insert.on {
+        Some(on) => Some(crate::sql::on_conflict::arbiters(&run.db, &table, on)?),
+        None => None,
+    };
     let targets = match &insert.source {
         Some(_) => target_columns(&table, &insert.columns)?,
         None => Vec::new(), // DEFAULT VALUES
@@ -72,8 +73,12 @@ pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<Outcom
         }
         None => None,
     };
-    let inserted =
-        insert_returning(run, &table, &targets, stream, &fill, returning.as_mut()).await?;
+    let sink = Sink {
+        defaults: &fill,
+        arbiters: arbiters.as_deref().unwrap_or_default(),
+        returning: returning.as_mut(),
+    };
+    let inserted = insert_returning(run, &table, &targets, stream, sink).await?;
     match returning {
         Some(returning) => returning.into_outcome("INSERT 0"),
         None => Ok(Outcome::Done(format!("INSERT 0 {inserted}"))),
@@ -168,18 +173,37 @@ pub async fn insert_stream(
     targets: &[usize],
     stream: datafusion::execution::SendableRecordBatchStream,
 ) -> PgResult<u64> {
-    insert_returning(run, table, targets, stream, &Defaults::none(), None).await
+    let sink = Sink {
+        defaults: &Defaults::none(),
+        arbiters: &[],
+        returning: None,
+    };
+    insert_returning(run, table, targets, stream, sink).await
 }
 
-/// [`insert_stream`], giving the rows inserted to `returning` too.
+/// Where an INSERT's rows go besides the table.
+pub struct Sink<'a> {
+    /// What the columns the source leaves out get.
+    pub defaults: &'a Defaults,
+    /// ON CONFLICT DO NOTHING's arbiter indexes (`on_conflict`); empty without one.
+    pub arbiters: &'a [u32],
+    /// The RETURNING list, given the rows inserted.
+    pub returning: Option<&'a mut Returning>,
+}
+
+/// [`insert_stream`], with defaults, ON CONFLICT DO NOTHING and RETURNING as `sink` says.
 pub async fn insert_returning(
     run: &StatementRun,
     table: &TableDef,
     targets: &[usize],
     stream: datafusion::execution::SendableRecordBatchStream,
-    defaults: &Defaults,
-    mut returning: Option<&mut Returning>,
+    sink: Sink<'_>,
 ) -> PgResult<u64> {
+    let Sink {
+        defaults,
+        arbiters,
+        mut returning,
+    } = sink;
     let source_width = stream.schema().fields().len();
     if source_width > targets.len() {
         return Err(PgError::syntax(
@@ -191,7 +215,7 @@ pub async fn insert_returning(
             "INSERT has more target columns than expressions",
         ));
     }
-    let mut inserter = table_inserter(run, table)?;
+    let mut inserter = table_inserter(run, table)?.skipping_conflicts_in(arbiters);
     if returning.is_some() {
         inserter = inserter.keep_placed();
     }
@@ -201,6 +225,7 @@ pub async fn insert_returning(
         let arrays = table_arrays(run, table, targets, &batch, defaults)?;
         inserter.insert_arrays(&arrays, batch.num_rows())?;
         if let Some(returning) = returning.as_deref_mut() {
+            let arrays = without_rows(arrays, batch.num_rows(), inserter.skipped())?;
             returning.add(&arrays, inserter.placed())?;
         }
         if inserter.inserted >= next_progress {
@@ -221,6 +246,24 @@ pub async fn insert_returning(
     Ok(inserter.inserted)
 }
 
+/// `arrays` (of `rows` rows) without the rows `left_out` (ascending).
+fn without_rows(arrays: Vec<ArrayRef>, rows: usize, left_out: &[usize]) -> PgResult<Vec<ArrayRef>> {
+    if left_out.is_empty() {
+        return Ok(arrays);
+    }
+    let mut keep = vec![true; rows];
+    for &row in left_out {
+        keep[row] = false;
+    }
+    let mask = datafusion::arrow::array::BooleanArray::from(keep);
+    arrays
+        .iter()
+        .map(|a| {
+            datafusion::arrow::compute::filter(a.as_ref(), &mask).map_err(|e| PgError::internal(e.to_string()))
+        })
+        .collect()
+}
+
 /// The statement's inserter into `table`: through its indexes, filling the space the free
 /// space map knows of and clearing the visibility map's marks (INSERT, COPY, UPDATE).
 pub fn table_inserter(run: &StatementRun, table: &TableDef) -> PgResult<HeapInserter> {
@@ -232,7 +275,7 @@ pub fn table_inserter(run: &StatementRun, table: &TableDef) -> PgResult<HeapInse
         run.ctx.cid,
         run.ctx.new_account(),
     )
-    .with_indexes(IndexMaintainer::for_table(&run.db, table)?)
+    .with_indexes(IndexMaintainer::for_table(&run.ctx, table)?)
     .with_maps(run.db.fsm.clone(), run.db.vm.clone()))
 }
 

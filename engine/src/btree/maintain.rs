@@ -1,0 +1,257 @@
+//! Keeping a table's indexes up to date while rows are inserted (INSERT, COPY, UPDATE's
+//! new versions), and INSERT … ON CONFLICT DO NOTHING.
+//!
+//! The heap inserter reports each tuple it places ([`IndexMaintainer::add`]); after each
+//! batch of rows [`IndexMaintainer::flush`] inserts the batch's entries into every index,
+//! sorted, checking unique ones (`unique.rs`): a duplicate fails the statement with 23505,
+//! and an equal key of a transaction still running is waited for.
+//!
+//! # ON CONFLICT DO NOTHING
+//!
+//! The unique indexes named by the ON CONFLICT clause (its *arbiters*) decide which rows
+//! are left out, as PostgreSQL's speculative insertion does, in two steps per row:
+//!
+//! 1. before the tuple is written, each arbiter is searched for the row's key
+//!    ([`IndexMaintainer::conflicts`]); a live equal key leaves the row out, a running
+//!    transaction's is waited for first. This finds almost every conflict without writing
+//!    anything, but another session may insert the key right after the search;
+//! 2. so the tuple is written and its entries go in at once, arbiters first, each checked
+//!    under the index's writer lock ([`IndexMaintainer::flush_row`]); a conflict found
+//!    there (the race of step 1) makes the row's tuple dead — deleted by its own
+//!    transaction — and leaves the row out too.
+//!
+//! A conflict in a unique index that is not an arbiter still fails the statement.
+
+use std::sync::Arc;
+
+use iolab_catalog::{PgResult, TableDef};
+
+use super::key::Key;
+use super::unique::{self, UniqueStop};
+use super::{BtreeIndex, Tid};
+use crate::accounting::IoAccount;
+use crate::exec::StatementContext;
+use crate::heap::codec::TupleLayout;
+use crate::heap::delete::HeapDeleter;
+use crate::heap::liveness::{self, Liveness};
+use crate::storage::relfile::RelFile;
+
+/// Keeps a table's indexes up to date for one statement (see the module comment).
+pub struct IndexMaintainer {
+    table: String,
+    /// Arbiters first, when there are any.
+    indexes: Vec<MaintainedIndex>,
+    /// The inserting statement: its transaction judges equal keys of unique indexes, waits
+    /// for the transactions it meets there, and its cancel flag ends such a wait.
+    ctx: Arc<StatementContext>,
+    heap: Arc<RelFile>,
+}
+
+struct MaintainedIndex {
+    oid: u32,
+    index: BtreeIndex,
+    column: usize,
+    /// The key column's name, for a unique index (its error message names it).
+    unique_column: Option<String>,
+    /// An ON CONFLICT DO NOTHING arbiter.
+    arbiter: bool,
+    /// Entries of the current batch; at most one batch of rows.
+    pending: Vec<(Key<'static>, Tid)>,
+}
+
+impl IndexMaintainer {
+    /// The maintainer of `table`'s indexes for a statement; `None` when it has none.
+    pub fn for_table(
+        ctx: &Arc<StatementContext>,
+        table: &TableDef,
+    ) -> PgResult<Option<IndexMaintainer>> {
+        let db = &ctx.db;
+        let defs = db.catalog.indexes_of(table.oid);
+        if defs.is_empty() {
+            return Ok(None);
+        }
+        let indexes = defs
+            .iter()
+            .map(|def| {
+                Ok(MaintainedIndex {
+                    oid: def.oid,
+                    index: BtreeIndex::open(db, def)?,
+                    column: def.columns[0],
+                    unique_column: def
+                        .unique
+                        .then(|| table.columns[def.columns[0]].name.clone()),
+                    arbiter: false,
+                    pending: Vec::new(),
+                })
+            })
+            .collect::<PgResult<_>>()?;
+        Ok(Some(IndexMaintainer {
+            table: table.name.clone(),
+            indexes,
+            ctx: ctx.clone(),
+            heap: db.relfile(table.relfilenode)?,
+        }))
+    }
+
+    /// Makes the unique indexes `oids` the ON CONFLICT DO NOTHING arbiters.
+    pub fn set_arbiters(&mut self, oids: &[u32]) {
+        for ix in &mut self.indexes {
+            ix.arbiter = oids.contains(&ix.oid);
+            assert!(
+                !ix.arbiter || ix.unique_column.is_some(),
+                "an arbiter is a unique index"
+            );
+        }
+        self.indexes.sort_by_key(|ix| !ix.arbiter);
+    }
+
+    /// Are there arbiters (an ON CONFLICT DO NOTHING insert)?
+    pub fn has_arbiters(&self) -> bool {
+        self.indexes.first().is_some_and(|ix| ix.arbiter)
+    }
+
+    /// A tuple (as encoded with `layout`) was placed at `tid`.
+    pub fn add(&mut self, layout: &TupleLayout, tuple: &[u8], tid: Tid) -> PgResult<()> {
+        for ix in &mut self.indexes {
+            let key = Key::from_datum(layout.datum(tuple, ix.column)?).into_owned();
+            ix.pending.push((key, tid));
+        }
+        Ok(())
+    }
+
+    /// Inserts the entries added since the last flush.
+    pub fn flush(&mut self, acct: &mut IoAccount) -> PgResult<()> {
+        for ix in &mut self.indexes {
+            let result = match ix.unique_column.is_some() {
+                false => ix.index.insert_entries(&mut ix.pending, &self.table, acct),
+                true => insert_unique(&self.ctx, &self.heap, ix, &self.table, acct).map(|_| ()),
+            };
+            ix.pending.clear();
+            result?;
+        }
+        Ok(())
+    }
+
+    /// Step 1 of ON CONFLICT (module comment): does a live row have the key of the tuple
+    /// (encoded with `layout`) in an arbiter? Waits for running transactions met.
+    pub fn conflicts(
+        &self,
+        layout: &TupleLayout,
+        tuple: &[u8],
+        acct: &mut IoAccount,
+    ) -> PgResult<bool> {
+        let db = &self.ctx.db;
+        let mut judge = |tid: Tid, acct: &mut IoAccount| {
+            liveness::liveness(
+                &db.pool,
+                &self.heap,
+                db.txns.clog(),
+                self.ctx.xid,
+                tid,
+                acct,
+            )
+        };
+        for ix in self.indexes.iter().take_while(|ix| ix.arbiter) {
+            let key = Key::from_datum(layout.datum(tuple, ix.column)?).into_owned();
+            if key.is_null() {
+                continue;
+            }
+            loop {
+                match ix.index.first_conflict(&key, &mut judge, acct)? {
+                    None => break,
+                    Some(Liveness::InProgress(holder)) => self.wait_for(holder)?,
+                    Some(_) => return Ok(true),
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Step 2 of ON CONFLICT: inserts the entries of the one tuple added since the last
+    /// flush. `false`: an arbiter had its key after all; the tuple is now dead and has no
+    /// entries beyond the arbiters checked before.
+    pub fn flush_row(&mut self, acct: &mut IoAccount) -> PgResult<bool> {
+        let mut conflict = None;
+        for ix in &mut self.indexes {
+            assert!(ix.pending.len() <= 1, "one row at a time");
+            let result = match ix.unique_column.is_some() {
+                _ if conflict.is_some() => Ok(true),
+                false => ix
+                    .index
+                    .insert_entries(&mut ix.pending, &self.table, acct)
+                    .map(|()| true),
+                true => insert_unique(&self.ctx, &self.heap, ix, &self.table, acct),
+            };
+            if !result.as_ref().is_ok_and(|kept| *kept) {
+                conflict = ix.pending.first().map(|(_, tid)| *tid);
+            }
+            ix.pending.clear();
+            result?;
+        }
+        match conflict {
+            None => Ok(true),
+            Some(tid) => self.kill(tid, acct).map(|()| false),
+        }
+    }
+
+    /// Makes the tuple this statement just wrote at `tid` dead: deleted by its own
+    /// transaction (visible to nobody, removable by VACUUM once the transaction ends).
+    fn kill(&mut self, tid: Tid, acct: &mut IoAccount) -> PgResult<()> {
+        let ctx = &self.ctx;
+        let mut deleter = HeapDeleter::new(
+            ctx.db.clone(),
+            self.heap.clone(),
+            ctx.xid,
+            ctx.cid,
+            std::mem::take(acct),
+            true,
+        );
+        let result = deleter.delete(tid, &|| ctx.check_cancel());
+        *acct = std::mem::take(&mut deleter.acct);
+        result.map(|_| ())
+    }
+
+    fn wait_for(&self, holder: crate::txn::Xid) -> PgResult<()> {
+        let ctx = &self.ctx;
+        ctx.db
+            .txns
+            .wait_for(ctx.xid, holder, &|| ctx.check_cancel())
+    }
+}
+
+/// Inserts the pending entries of unique index `ix`, waiting for the transactions that
+/// hold equal keys (see `unique.rs`). A live equal key fails with 23505, or for an arbiter
+/// returns `false` (the entries before it are in).
+fn insert_unique(
+    ctx: &StatementContext,
+    heap: &Arc<RelFile>,
+    ix: &mut MaintainedIndex,
+    table: &str,
+    acct: &mut IoAccount,
+) -> PgResult<bool> {
+    let db = &ctx.db;
+    let mut judge = |tid: Tid, acct: &mut IoAccount| {
+        liveness::liveness(&db.pool, heap, db.txns.clog(), ctx.xid, tid, acct)
+    };
+    let mut from = 0;
+    loop {
+        let entries = &mut ix.pending[from..];
+        match ix
+            .index
+            .insert_checked(entries, table, acct, Some(&mut judge))?
+        {
+            Ok(()) => return Ok(true),
+            Err(UniqueStop::Duplicate(_)) if ix.arbiter => return Ok(false),
+            Err(UniqueStop::Duplicate(i)) => {
+                let key = &entries[i].0;
+                let ty = ix.index.key_type();
+                let column = ix.unique_column.as_deref().expect("a unique index");
+                return Err(unique::duplicate_key(ix.index.name(), column, ty, key));
+            }
+            Err(UniqueStop::WaitFor { holder, next }) => {
+                from += next;
+                db.txns.wait_for(ctx.xid, holder, &|| ctx.check_cancel())?;
+            }
+        }
+    }
+}
