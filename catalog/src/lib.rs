@@ -1,6 +1,8 @@
 //! iolab's system catalog: tables, columns, types, file numbers and the vocabulary of
 //! PostgreSQL (types, errors) every other crate speaks.
 
+pub mod alter;
+pub mod attributes;
 pub mod error;
 pub mod index;
 pub mod types;

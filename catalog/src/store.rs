@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
+use crate::attributes::StoredAttributes;
 use crate::error::{sqlstate, PgError, PgResult};
 use crate::index::IndexDef;
 use crate::sequence::SequenceDef;
@@ -72,6 +73,14 @@ pub struct TableDef {
     pub reltuples: f64,
     /// Pages at the last ANALYZE or VACUUM (`pg_class.relpages`).
     pub relpages: u32,
+    /// The attributes of dropped columns and the values of added ones that old tuples
+    /// read (`attributes.rs`); empty until ALTER TABLE adds or drops a column.
+    #[serde(default, skip_serializing_if = "StoredAttributes::is_plain")]
+    pub stored: StoredAttributes,
+    /// Storage parameters as `pg_class.reloptions` lists them (`fillfactor=70`), set by
+    /// ALTER TABLE … SET (…).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reloptions: Vec<String>,
 }
 
 impl TableDef {
@@ -407,6 +416,8 @@ impl CatalogFile {
             columns,
             reltuples: -1.0,
             relpages: 0,
+            stored: StoredAttributes::default(),
+            reloptions: Vec::new(),
         }))
     }
 }

@@ -148,7 +148,7 @@ impl Catalog {
         self.views_generation.load(Ordering::Acquire)
     }
 
-    fn views_changed(&self) {
+    pub(crate) fn views_changed(&self) {
         self.views_generation.fetch_add(1, Ordering::AcqRel);
     }
 

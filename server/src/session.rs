@@ -421,6 +421,9 @@ impl Session {
                 };
                 return Ok(Outcome::Done(tag.into()));
             }
+            Parsed::Alter(alter) => {
+                return sql::alter_table::run(run, alter, &mut self.txn.ddl, notices).await;
+            }
             Parsed::CreateUnlogged(stmt) => {
                 let ast::Statement::CreateTable(create) = &**stmt else {
                     return Err(PgError::syntax("syntax error at or near \"UNLOGGED\""));

@@ -126,8 +126,7 @@ pub fn analyze_table(
         Some(c) => c.clone(),
         None => (0..table.columns.len()).collect(),
     };
-    let types: Vec<PgType> = table.columns.iter().map(|c| c.ty).collect();
-    let layout = TupleLayout::new(types);
+    let layout = TupleLayout::for_table(table);
     let mut stats = Vec::with_capacity(columns.len());
     if !sample.rows.is_empty() {
         for &col in &columns {

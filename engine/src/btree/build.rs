@@ -226,8 +226,8 @@ pub struct HeapSource {
     pub aio: Arc<AioSystem>,
     pub pool: Arc<BufferPool>,
     pub rel: Arc<RelFile>,
-    /// The table's column types.
-    pub columns: Vec<PgType>,
+    /// How the table's tuples store its columns.
+    pub columns: TupleLayout,
     /// The key column (0-based).
     pub key_column: usize,
     pub clog: Arc<Clog>,
@@ -245,8 +245,8 @@ pub fn scan_heap(
     progress: &mut dyn FnMut(u64),
     mut dead: Option<&mut Vec<Tid>>,
 ) -> PgResult<SortBuffer> {
-    let key_type = source.columns[source.key_column];
-    let layout = TupleLayout::new(source.columns.clone());
+    let key_type = source.columns.columns()[source.key_column];
+    let layout = source.columns.clone();
     let nblocks = source.rel.nblocks();
     let config = &source.stream_config;
     let ring = source.pool.wants_ring(nblocks).then(|| {

@@ -224,7 +224,7 @@ pub fn heap_source(
         aio: db.aio.clone(),
         pool: db.pool.clone(),
         rel: db.relfile(table.relfilenode)?,
-        columns: table.columns.iter().map(|c| c.ty).collect(),
+        columns: crate::heap::codec::TupleLayout::for_table(table),
         key_column,
         clog: db.txns.clog().clone(),
         stream_config,

@@ -56,7 +56,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, InputDistributionRequirements,
     Partitioning, PlanProperties,
 };
-use iolab_catalog::{PgResult, PgType, TableDef};
+use iolab_catalog::{PgResult, TableDef};
 
 use crate::accounting::IoAccount;
 use crate::bitmap::TidBitmap;
@@ -698,7 +698,7 @@ impl ExecutionPlan for BitmapHeapScanExec {
         let stmt = StatementContext::from_task(&context).map_err(to_df)?;
         let job = HeapJob {
             db: self.db.clone(),
-            rel_columns: self.table.columns.iter().map(|c| c.ty).collect(),
+            rel_columns: crate::heap::codec::TupleLayout::for_table(&self.table),
             relfilenode: self.table.relfilenode,
             table_name: self.table.name.clone(),
             projection: self.projection.clone(),
@@ -725,7 +725,7 @@ impl ExecutionPlan for BitmapHeapScanExec {
 /// Everything the scanning thread needs.
 struct HeapJob {
     db: Arc<Database>,
-    rel_columns: Vec<PgType>,
+    rel_columns: crate::heap::codec::TupleLayout,
     relfilenode: u32,
     table_name: String,
     projection: Vec<usize>,
@@ -872,6 +872,7 @@ pub(crate) mod tests {
     use crate::heap::bitmap_heap::recheck_column;
     use crate::heap::bitmap_heap::tests::{eic_table, row, tids_where, EicTable};
     use crate::heap::codec::Datum;
+    use iolab_catalog::PgType;
 
     pub(crate) fn task(t: &EicTable, eic: i32) -> Arc<TaskContext> {
         task_with(t, eic, Default::default())

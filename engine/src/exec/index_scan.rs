@@ -188,7 +188,7 @@ impl ExecutionPlan for IndexScanExec {
             table: self.table.clone(),
             cond: self.cond.clone(),
             rows: RowCollector::new(
-                self.table.columns.iter().map(|c| c.ty).collect(),
+                crate::heap::codec::TupleLayout::for_table(&self.table),
                 self.projection.clone(),
                 self.schema.clone(),
             ),

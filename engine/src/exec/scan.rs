@@ -236,7 +236,7 @@ impl ExecutionPlan for HeapScanExec {
     ) -> DfResult<SendableRecordBatchStream> {
         let stmt = StatementContext::from_task(&context).map_err(to_df)?;
         let rel = self.db.relfile(self.table.relfilenode).map_err(to_df)?;
-        let columns = self.table.columns.iter().map(|c| c.ty).collect();
+        let columns = crate::heap::codec::TupleLayout::for_table(&self.table);
         let scanner = HeapScanner::new(
             self.db.aio.clone(),
             self.db.pool.clone(),

@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
-use iolab_catalog::{PgResult, PgType};
+use iolab_catalog::PgResult;
 
 use crate::accounting::IoAccount;
 use crate::aio::AioSystem;
@@ -95,7 +95,7 @@ impl BitmapHeapScanner {
         aio: Arc<AioSystem>,
         pool: Arc<BufferPool>,
         rel: Arc<RelFile>,
-        columns: Vec<PgType>,
+        columns: impl Into<TupleLayout>,
         projection: Vec<usize>,
         schema: SchemaRef,
         visibility: VisibilityChecker,
@@ -240,7 +240,7 @@ pub(crate) mod tests {
 
     use datafusion::arrow::array::{Array, ArrayRef, Int32Array, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
-    use iolab_catalog::{ColumnDef, Persistence, TableDef};
+    use iolab_catalog::{ColumnDef, Persistence, PgType, TableDef};
     use iolab_settings::IoMethod;
 
     use super::*;

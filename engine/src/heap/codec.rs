@@ -59,6 +59,16 @@
 //! added stores fewer attributes (`natts` in `t_infomask2`); the missing trailing ones read as
 //! NULL, which is PostgreSQL's rule and what makes `ADD COLUMN` without a rewrite possible.
 //!
+//! # Columns and attributes
+//!
+//! After ALTER TABLE (see `iolab_catalog::attributes`) a table's *columns* — what callers
+//! number, project and pass arrays for — are no longer its tuples' *attributes*: a dropped
+//! column's attribute stays in the tuples (new tuples store NULL there), and a column
+//! added with a default has a *missing value* that tuples too old to store it read instead
+//! of NULL. [`TupleLayout::for_table`] describes such a table: every method of the layout,
+//! the encoder and the decoder takes column numbers and maps them to attributes itself;
+//! [`TupleLayout::new`] is the plain case where the two are the same.
+//!
 //! # Speed
 //!
 //! Encoding: [`TupleEncoder::prepare`] downcasts the Arrow arrays once per batch (keeping
@@ -206,20 +216,80 @@ struct TupleParts<'t> {
 /// Shared by [`TupleEncoder`] and [`BatchDecoder`]; also reads single attributes.
 #[derive(Clone, Debug)]
 pub struct TupleLayout {
+    /// The types of the table's (live) columns.
     columns: Vec<PgType>,
+    /// The type of every attribute, dropped columns' too, in attribute order.
+    attribute_types: Vec<PgType>,
     attributes: Vec<AttributeLayout>,
+    /// Column `i` is attribute `column_attribute[i]` (ascending).
+    column_attribute: Vec<usize>,
+    /// For each attribute, what a tuple too old to store it reads (`None`: NULL).
+    missing: Vec<Option<Box<[u8]>>>,
 }
 
 impl TupleLayout {
     /// Panics if there are more than [`MAX_HEAP_ATTRIBUTE_NUMBER`] columns (the catalog refuses
     /// such tables before they get here).
     pub fn new(columns: Vec<PgType>) -> TupleLayout {
+        let n = columns.len();
+        TupleLayout::with_attributes(columns.clone(), (0..n).collect(), vec![None; n])
+    }
+
+    /// The layout of `table`'s tuples, with its dropped columns' attributes and its
+    /// added columns' missing values (see the module comment).
+    pub fn for_table(table: &iolab_catalog::TableDef) -> TupleLayout {
+        use iolab_catalog::attributes::Attribute;
+        let mut types = Vec::with_capacity(table.attribute_count());
+        let mut column_attribute = Vec::with_capacity(table.columns.len());
+        let mut missing = Vec::with_capacity(table.attribute_count());
+        for (i, attribute) in table.attributes().into_iter().enumerate() {
+            match attribute {
+                Attribute::Column(c) => {
+                    debug_assert_eq!(c, column_attribute.len());
+                    types.push(table.columns[c].ty);
+                    column_attribute.push(i);
+                }
+                Attribute::Dropped(ty) => types.push(ty),
+            }
+            missing.push(
+                table
+                    .missing_value(i as u16 + 1)
+                    .map(|bytes| bytes.to_vec().into_boxed_slice()),
+            );
+        }
+        TupleLayout::with_attributes(types, column_attribute, missing)
+    }
+
+    fn with_attributes(
+        attribute_types: Vec<PgType>,
+        column_attribute: Vec<usize>,
+        missing: Vec<Option<Box<[u8]>>>,
+    ) -> TupleLayout {
         assert!(
-            columns.len() <= MAX_HEAP_ATTRIBUTE_NUMBER,
+            attribute_types.len() <= MAX_HEAP_ATTRIBUTE_NUMBER,
             "{} columns exceed the limit of {MAX_HEAP_ATTRIBUTE_NUMBER}",
-            columns.len()
+            attribute_types.len()
         );
-        let mut attributes: Vec<AttributeLayout> = columns
+        assert_eq!(missing.len(), attribute_types.len());
+        assert!(
+            column_attribute.windows(2).all(|w| w[0] < w[1])
+                && column_attribute
+                    .last()
+                    .is_none_or(|&a| a < attribute_types.len()),
+            "columns map to ascending attributes"
+        );
+        for (attribute, value) in missing.iter().enumerate() {
+            if let (Some(value), TypLen::Fixed(width)) =
+                (value, attribute_types[attribute].typlen())
+            {
+                assert_eq!(value.len(), width, "missing value of attribute {attribute}");
+            }
+        }
+        let columns = column_attribute
+            .iter()
+            .map(|&a| attribute_types[a])
+            .collect();
+        let mut attributes: Vec<AttributeLayout> = attribute_types
             .iter()
             .map(|pg_type| AttributeLayout {
                 fixed_width: match pg_type.typlen() {
@@ -251,17 +321,28 @@ impl TupleLayout {
         }
         TupleLayout {
             columns,
+            attribute_types,
             attributes,
+            column_attribute,
+            missing,
         }
     }
 
+    /// The types of the table's columns.
     pub fn columns(&self) -> &[PgType] {
         &self.columns
     }
 
-    /// Number of columns of the table (tuples may store fewer, never more).
+    /// Number of attributes of the table's tuples (tuples may store fewer, never more):
+    /// its columns, and the attributes of dropped ones.
     pub fn natts(&self) -> usize {
-        self.columns.len()
+        self.attributes.len()
+    }
+
+    /// The attribute of column `column`.
+    #[inline(always)]
+    fn attribute_of(&self, column: usize) -> usize {
+        self.column_attribute[column]
     }
 
     /// Check the header fields the walk relies on and split the tuple into its parts.
@@ -300,21 +381,25 @@ impl TupleLayout {
         })
     }
 
-    /// The bytes of 0-based column `column` (PostgreSQL's attnum − 1) in `tuple`: the fixed
-    /// little-endian value, or a varlena's payload without its header; `None` for NULL,
-    /// including a column the tuple is too old to store.
+    /// The bytes of 0-based column `column` in `tuple`: the fixed little-endian value, or
+    /// a varlena's payload without its header; `None` for NULL. A column the tuple is too
+    /// old to store reads its missing value (NULL if none).
     pub fn attribute_bytes<'t>(
-        &self,
+        &'t self,
         tuple: &'t [u8],
         column: usize,
     ) -> Result<Option<&'t [u8]>, PgError> {
         assert!(
-            column < self.attributes.len(),
+            column < self.columns.len(),
             "column {column} of {}",
-            self.attributes.len()
+            self.columns.len()
         );
+        let column = self.attribute_of(column);
         let parts = self.split(tuple)?;
-        if column >= parts.natts || bitmap_says_null(parts.bitmap, column) {
+        if column >= parts.natts {
+            return Ok(self.missing[column].as_deref());
+        }
+        if bitmap_says_null(parts.bitmap, column) {
             return Ok(None);
         }
         let attr = &self.attributes[column];
@@ -334,7 +419,7 @@ impl TupleLayout {
     }
 
     /// Column `column` of `tuple` as a typed value (for index keys and rechecks).
-    pub fn datum<'t>(&self, tuple: &'t [u8], column: usize) -> Result<Datum<'t>, PgError> {
+    pub fn datum<'t>(&'t self, tuple: &'t [u8], column: usize) -> Result<Datum<'t>, PgError> {
         let Some(bytes) = self.attribute_bytes(tuple, column)? else {
             return Ok(Datum::Null);
         };
@@ -360,6 +445,12 @@ impl TupleLayout {
                     .map_err(|e| corrupted(format!("column {column}: {e}")))?,
             ),
         })
+    }
+}
+
+impl From<Vec<PgType>> for TupleLayout {
+    fn from(columns: Vec<PgType>) -> TupleLayout {
+        TupleLayout::new(columns)
     }
 }
 
@@ -402,10 +493,11 @@ pub enum Datum<'t> {
 #[derive(Clone, Debug)]
 pub struct TupleEncoder {
     layout: TupleLayout,
-    /// `PgType::arrow_type()` of each column: the only input types accepted.
+    /// `PgType::arrow_type()` of each attribute: the only input types accepted.
     arrow_types: Vec<DataType>,
-    /// The prepared batch, one per column (empty before the first `prepare`). The buffers
-    /// are shared with the caller's arrays (reference-counted), not copied.
+    /// The prepared batch, one per attribute (empty before the first `prepare`): the
+    /// columns' values, NULL for a dropped column's attribute. The buffers are shared with
+    /// the caller's arrays (reference-counted), not copied.
     sources: Vec<ColumnSource>,
     /// Rows of the prepared batch.
     prepared_rows: usize,
@@ -474,10 +566,20 @@ fn pad_to(out: &mut Vec<u8>, tuple_start: usize, align: usize) {
 impl TupleEncoder {
     /// Panics if there are more than [`MAX_HEAP_ATTRIBUTE_NUMBER`] columns.
     pub fn new(columns: Vec<PgType>) -> TupleEncoder {
-        let arrow_types = columns.iter().map(PgType::arrow_type).collect();
-        let natts = columns.len();
+        TupleEncoder::with_layout(TupleLayout::new(columns))
+    }
+
+    /// An encoder of tuples of `layout` (see [`TupleLayout::for_table`]): arrays come one
+    /// per column, dropped columns' attributes are stored NULL.
+    pub fn with_layout(layout: TupleLayout) -> TupleEncoder {
+        let arrow_types = layout
+            .attribute_types
+            .iter()
+            .map(PgType::arrow_type)
+            .collect();
+        let natts = layout.natts();
         TupleEncoder {
-            layout: TupleLayout::new(columns),
+            layout,
             arrow_types,
             sources: Vec::with_capacity(natts),
             prepared_rows: 0,
@@ -514,22 +616,35 @@ impl TupleEncoder {
         self.sources.clear();
         self.prepared_rows = 0;
         self.any_nulls = false;
-        if arrays.len() != self.layout.natts() {
+        if arrays.len() != self.layout.columns.len() {
             return Err(PgError::internal(format!(
                 "tuple encoder: {} arrays for {} columns",
                 arrays.len(),
-                self.layout.natts()
+                self.layout.columns.len()
             )));
         }
         let num_rows = arrays.first().map_or(0, |array| array.len());
-        for (column, array) in arrays.iter().enumerate() {
-            if array.data_type() != &self.arrow_types[column] || array.len() != num_rows {
+        let mut columns = arrays.iter().enumerate().peekable();
+        for attribute in 0..self.layout.natts() {
+            let Some((column, array)) =
+                columns.next_if(|(c, _)| self.layout.attribute_of(*c) == attribute)
+            else {
+                // A dropped column's attribute: NULL in every new tuple.
+                self.any_nulls |= num_rows > 0;
+                self.sources.push(ColumnSource {
+                    values: ColumnValues::Bool(BooleanBuffer::new_unset(num_rows)),
+                    nulls: Some(NullBuffer::new_null(num_rows)),
+                    align: self.layout.attributes[attribute].align,
+                });
+                continue;
+            };
+            if array.data_type() != &self.arrow_types[attribute] || array.len() != num_rows {
                 self.sources.clear();
                 return Err(PgError::internal(format!(
                     "tuple encoder: column {column} is {} of {} rows, expected {} ({}) of {num_rows}",
                     array.data_type(),
                     array.len(),
-                    self.arrow_types[column],
+                    self.arrow_types[attribute],
                     self.layout.columns[column].typname()
                 )));
             }
@@ -578,9 +693,10 @@ impl TupleEncoder {
             self.sources.push(ColumnSource {
                 values,
                 nulls,
-                align: self.layout.attributes[column].align,
+                align: self.layout.attributes[attribute].align,
             });
         }
+        debug_assert!(columns.next().is_none() && self.sources.len() == self.layout.natts());
         self.prepared_rows = num_rows;
         Ok(())
     }
@@ -901,7 +1017,8 @@ pub struct BatchDecoder {
     layout: TupleLayout,
     /// Output column `i` is table column `projection[i]`.
     projection: Vec<usize>,
-    /// The distinct projected columns, ascending: the order of the walk through a tuple.
+    /// The attributes of the distinct projected columns, ascending: the order of the walk
+    /// through a tuple.
     decoded_columns: Vec<usize>,
     /// For output column `i`, its index in `decoded_columns` / `builders`.
     output_builder: Vec<usize>,
@@ -915,6 +1032,13 @@ impl BatchDecoder {
     /// `projection`: the table's 0-based column numbers to output, in output order (may be
     /// empty, unordered, repeated). Panics on a column number out of range.
     pub fn new(columns: Vec<PgType>, projection: Vec<usize>) -> BatchDecoder {
+        BatchDecoder::with_layout(TupleLayout::new(columns), projection)
+    }
+
+    /// A decoder of tuples of `layout` (see [`TupleLayout::for_table`]); `projection` as
+    /// for [`new`](Self::new), in column numbers.
+    pub fn with_layout(layout: TupleLayout, projection: Vec<usize>) -> BatchDecoder {
+        let columns = layout.columns();
         for &column in &projection {
             assert!(
                 column < columns.len(),
@@ -922,19 +1046,20 @@ impl BatchDecoder {
                 columns.len()
             );
         }
-        let mut decoded_columns = projection.clone();
+        let attributes: Vec<usize> = projection.iter().map(|&c| layout.attribute_of(c)).collect();
+        let mut decoded_columns = attributes.clone();
         decoded_columns.sort_unstable();
         decoded_columns.dedup();
-        let output_builder = projection
+        let output_builder = attributes
             .iter()
-            .map(|column| decoded_columns.binary_search(column).unwrap())
+            .map(|attribute| decoded_columns.binary_search(attribute).unwrap())
             .collect();
         let builders = decoded_columns
             .iter()
-            .map(|&column| ColumnBuilder::new(&columns[column]))
+            .map(|&attribute| ColumnBuilder::new(&layout.attribute_types[attribute]))
             .collect();
         BatchDecoder {
-            layout: TupleLayout::new(columns),
+            layout,
             projection,
             decoded_columns,
             output_builder,
@@ -1009,7 +1134,14 @@ impl BatchDecoder {
         let mut walk_column = 0;
         let mut walk_offset = 0;
         for (builder, &column) in self.builders.iter_mut().zip(&self.decoded_columns) {
-            if column >= parts.natts || bitmap_says_null(parts.bitmap, column) {
+            if column >= parts.natts {
+                match &self.layout.missing[column] {
+                    Some(value) => builder.append_value(value)?,
+                    None => builder.append_null(),
+                }
+                continue;
+            }
+            if bitmap_says_null(parts.bitmap, column) {
                 builder.append_null();
                 continue;
             }
@@ -1633,6 +1765,92 @@ mod tests {
         assert_eq!(layout.attribute_bytes(&tuples[0], 2).unwrap(), None);
         assert_eq!(layout.datum(&tuples[0], 3).unwrap(), Datum::Null);
         assert_eq!(layout.datum(&tuples[0], 0).unwrap(), Datum::Int4(i32::MIN));
+    }
+
+    #[test]
+    fn dropped_attributes_are_stepped_over_and_missing_values_read() {
+        use iolab_catalog::attributes::{DroppedAttribute, MissingValue, StoredAttributes};
+        use iolab_catalog::{ColumnDef, Persistence, TableDef};
+        // (int4 a, text b, int8 c), two rows, then DROP COLUMN b, ADD COLUMN d int4
+        // DEFAULT 7, ADD COLUMN e text DEFAULT 'hello': old tuples store three attributes.
+        let old_columns = vec![PgType::Int4, PgType::Text, PgType::Int8];
+        let old_arrays = make_arrays(&old_columns, 2, |row, column| row == 1 && column == 1);
+        let mut tuples = encode_all(&old_columns, &old_arrays);
+        let column = |name: &str, ty| ColumnDef {
+            name: name.into(),
+            ty,
+            not_null: false,
+        };
+        let table = TableDef {
+            oid: 1,
+            schema: "public".into(),
+            name: "t".into(),
+            relfilenode: 1,
+            persistence: Persistence::Permanent,
+            columns: vec![
+                column("a", PgType::Int4),
+                column("c", PgType::Int8),
+                column("d", PgType::Int4),
+                column("e", PgType::Text),
+            ],
+            reltuples: -1.0,
+            relpages: 0,
+            stored: StoredAttributes {
+                dropped: vec![DroppedAttribute {
+                    attnum: 2,
+                    ty: PgType::Text,
+                }],
+                missing: vec![
+                    MissingValue {
+                        attnum: 4,
+                        bytes: 7i32.to_le_bytes().to_vec(),
+                    },
+                    MissingValue {
+                        attnum: 5,
+                        bytes: b"hello".to_vec(),
+                    },
+                ],
+            },
+            reloptions: vec![],
+        };
+        // A new tuple: arrays for the four columns, NULL stored for the dropped one.
+        let new_columns = vec![PgType::Int4, PgType::Int8, PgType::Int4, PgType::Text];
+        let new_arrays = make_arrays(&new_columns, 1, |_, column| column == 2);
+        let mut encoder = TupleEncoder::with_layout(TupleLayout::for_table(&table));
+        let mut new_tuple = Vec::new();
+        encoder
+            .encode(&new_arrays, 0, 1, 0, &mut new_tuple)
+            .unwrap();
+        assert_eq!(tuple::natts(&new_tuple), 5);
+        assert_eq!(tuple::null_bitmap(&new_tuple), Some(&[0b1_0101u8][..]));
+        tuples.push(new_tuple);
+
+        let layout = TupleLayout::for_table(&table);
+        assert_eq!(layout.natts(), 5);
+        assert_eq!(layout.columns(), &new_columns[..]);
+        let mut decoder = BatchDecoder::with_layout(layout.clone(), vec![3, 2, 1, 0]);
+        for t in &tuples {
+            decoder.append(t).unwrap();
+        }
+        let (arrays, rows) = decoder.finish_arrays().unwrap();
+        assert_eq!(rows, 3);
+        let e = arrays[0].as_string::<i32>();
+        assert_eq!(e.value(0), "hello");
+        assert_eq!(e.value(1), "hello");
+        assert_eq!(e.value(2), new_arrays[3].as_string::<i32>().value(0));
+        let d = arrays[1].as_primitive::<Int32Type>();
+        assert_eq!((d.value(0), d.value(1), d.is_null(2)), (7, 7, true));
+        assert_same_values(&arrays[2].slice(0, 2), &old_arrays[2], "c of old tuples");
+        assert_same_values(&arrays[3].slice(0, 2), &old_arrays[0], "a of old tuples");
+        assert_same_values(&arrays[3].slice(2, 1), &new_arrays[0], "a of the new tuple");
+        // Single attributes read the same way.
+        assert_eq!(layout.datum(&tuples[0], 2).unwrap(), Datum::Int4(7));
+        assert_eq!(layout.datum(&tuples[1], 3).unwrap(), Datum::Text("hello"));
+        assert_eq!(layout.datum(&tuples[2], 2).unwrap(), Datum::Null);
+        assert_eq!(
+            layout.datum(&tuples[0], 1).unwrap(),
+            Datum::Int8(old_arrays[2].as_primitive::<Int64Type>().value(0))
+        );
     }
 
     #[test]

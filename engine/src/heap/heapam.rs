@@ -21,7 +21,7 @@ use crate::accounting::IoAccount;
 use crate::aio::AioSystem;
 use crate::bitmap::tidbitmap::MAX_TUPLES_PER_PAGE;
 use crate::buffer::{BufferPool, BufferRing, PinnedBuffer};
-use crate::heap::codec::TupleEncoder;
+use crate::heap::codec::{TupleEncoder, TupleLayout};
 use crate::heap::fsm::FreeSpaceMap;
 use crate::heap::rows::RowCollector;
 use crate::heap::tuple;
@@ -34,7 +34,7 @@ use crate::wal::{self, Change};
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
-use iolab_catalog::{PgResult, PgType};
+use iolab_catalog::PgResult;
 use iolab_stats::RowChange;
 
 /// Appends tuples to one table for one command.
@@ -69,7 +69,7 @@ impl HeapInserter {
     pub fn new(
         pool: Arc<BufferPool>,
         rel: Arc<RelFile>,
-        columns: Vec<PgType>,
+        columns: impl Into<TupleLayout>,
         xid: Xid,
         cid: u32,
         acct: IoAccount,
@@ -80,7 +80,7 @@ impl HeapInserter {
             rel,
             xid,
             cid,
-            encoder: TupleEncoder::new(columns),
+            encoder: TupleEncoder::with_layout(columns.into()),
             ring,
             target: None,
             tuple_buf: Vec::with_capacity(256),
@@ -347,7 +347,7 @@ impl HeapScanner {
         aio: Arc<AioSystem>,
         pool: Arc<BufferPool>,
         rel: Arc<RelFile>,
-        columns: Vec<PgType>,
+        columns: impl Into<TupleLayout>,
         projection: Vec<usize>,
         schema: SchemaRef,
         visibility: VisibilityChecker,

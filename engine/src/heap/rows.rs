@@ -7,7 +7,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::StringArray;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
-use iolab_catalog::{PgError, PgResult, PgType};
+use iolab_catalog::{PgError, PgResult};
 
 use crate::heap::codec::{BatchDecoder, TupleLayout};
 
@@ -27,8 +27,13 @@ pub struct RowCollector {
 impl RowCollector {
     /// Rows of a table whose columns are `columns`, output as `projection` (table column
     /// numbers; `columns.len()` is `ctid`) in batches of `schema`.
-    pub fn new(columns: Vec<PgType>, projection: Vec<usize>, schema: SchemaRef) -> RowCollector {
-        let ncolumns = columns.len();
+    pub fn new(
+        columns: impl Into<TupleLayout>,
+        projection: Vec<usize>,
+        schema: SchemaRef,
+    ) -> RowCollector {
+        let layout: TupleLayout = columns.into();
+        let ncolumns = layout.columns().len();
         let ctid = projection
             .iter()
             .position(|&c| c == ncolumns)
@@ -38,7 +43,7 @@ impl RowCollector {
             });
         let projection = projection.into_iter().filter(|&c| c != ncolumns).collect();
         RowCollector {
-            decoder: BatchDecoder::new(columns, projection),
+            decoder: BatchDecoder::with_layout(layout, projection),
             ctid,
             schema,
         }

@@ -495,6 +495,8 @@ mod tests {
             }],
             reltuples: 1000.0,
             relpages: 10,
+            stored: Default::default(),
+            reloptions: Vec::new(),
         };
         let a = ColumnStatistics {
             attnum: 1,

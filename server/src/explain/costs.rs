@@ -298,6 +298,8 @@ mod tests {
                 .collect(),
             reltuples,
             relpages: 0,
+            stored: Default::default(),
+            reloptions: Vec::new(),
         }
     }
 

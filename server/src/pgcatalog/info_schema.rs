@@ -167,7 +167,7 @@ fn column_rows(r: &Relation) -> Vec<Vec<V>> {
                 V::text(r.schema()),
                 V::text(&r.name),
                 V::text(&c.name),
-                V::Int(i as i64 + 1),
+                V::Int(r.attnum(i) as i64),
                 V::Null,
                 yes_no(!c.not_null),
                 V::text(data_type_name(c.type_oid)),

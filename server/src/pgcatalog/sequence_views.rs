@@ -36,6 +36,7 @@ pub fn relation(seq: &SequenceDef) -> Relation {
         ],
         has_index: false,
         options: Vec::new(),
+        dropped_attributes: Vec::new(),
     }
 }
 
@@ -50,7 +51,7 @@ pub fn pg_attrdef(s: &Snapshot) -> Vec<Vec<V>> {
         let Some(table) = s.tables.iter().find(|t| t.oid == *table_oid) else {
             continue;
         };
-        let Some(attnum) = table.column_index(&d.column).map(|i| i + 1) else {
+        let Some(attnum) = table.column_index(&d.column).map(|i| table.attnum(i)) else {
             continue;
         };
         rows.push(vec![

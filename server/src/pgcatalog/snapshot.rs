@@ -50,9 +50,24 @@ pub struct Relation {
     pub has_index: bool,
     /// `reloptions`: storage parameters (`deduplicate_items=off`); empty is NULL.
     pub options: Vec<String>,
+    /// A table's dropped columns as (attribute number, type OID the column had),
+    /// ascending: `pg_attribute` keeps a row for each (`attisdropped`), and the columns
+    /// after them keep their numbers.
+    pub dropped_attributes: Vec<(u16, u32)>,
 }
 
 impl Relation {
+    /// The attribute number (`attnum`) of column `column` (0-based in `columns`).
+    pub fn attnum(&self, column: usize) -> u16 {
+        let mut attnum = column as u16 + 1;
+        for &(dropped, _) in &self.dropped_attributes {
+            if dropped <= attnum {
+                attnum += 1;
+            }
+        }
+        attnum
+    }
+
     pub fn schema(&self) -> &'static str {
         oids::namespace_name(self.namespace).unwrap_or("public")
     }
@@ -187,6 +202,7 @@ impl Snapshot {
                 columns,
                 has_index: false,
                 options: Vec::new(),
+                dropped_attributes: Vec::new(),
             });
         }
         out
@@ -395,6 +411,7 @@ impl Snapshot {
                 .collect(),
             has_index: false,
             options: index.reloptions.clone(),
+            dropped_attributes: Vec::new(),
         })
     }
 
@@ -457,6 +474,7 @@ fn view_relation(v: &ViewDef) -> Relation {
             .collect(),
         has_index: false,
         options: Vec::new(),
+        dropped_attributes: Vec::new(),
     }
 }
 
@@ -482,7 +500,13 @@ fn user_relation(t: &TableDef, has_index: bool) -> Relation {
             })
             .collect(),
         has_index,
-        options: Vec::new(),
+        options: t.reloptions.clone(),
+        dropped_attributes: t
+            .stored
+            .dropped
+            .iter()
+            .map(|d| (d.attnum, d.ty.oid()))
+            .collect(),
     }
 }
 
@@ -514,6 +538,7 @@ fn catalog_relation(
             .collect(),
         has_index: false,
         options: Vec::new(),
+        dropped_attributes: Vec::new(),
     }
 }
 

@@ -222,11 +222,29 @@ fn attribute_row(rel: &Relation, attnum: usize, col: &super::snapshot::RelColumn
     ]
 }
 
+/// The `pg_attribute` row PostgreSQL keeps for a dropped column: its number, a made-up
+/// name, no type (`atttypid` 0) but the old type's storage facts, `attisdropped`.
+fn dropped_attribute_row(rel: &Relation, attnum: u16, type_oid: u32) -> Vec<V> {
+    let column = super::snapshot::RelColumn {
+        name: iolab_catalog::attributes::dropped_column_name(attnum),
+        type_oid,
+        typmod: -1,
+        not_null: false,
+    };
+    let mut row = attribute_row(rel, attnum as usize, &column);
+    row[2] = V::oid(0); // atttypid
+    row[16] = b(true); // attisdropped
+    row
+}
+
 fn pg_attribute(s: &Snapshot) -> Vec<Vec<V>> {
     let mut rows = Vec::new();
     for rel in s.relations() {
+        for &(attnum, type_oid) in &rel.dropped_attributes {
+            rows.push(dropped_attribute_row(&rel, attnum, type_oid));
+        }
         for (i, col) in rel.columns.iter().enumerate() {
-            let mut row = attribute_row(&rel, i + 1, col);
+            let mut row = attribute_row(&rel, rel.attnum(i) as usize, col);
             if let Some(d) = s.column_default(rel.oid, &col.name) {
                 // atthasdef, attidentity
                 row[12] = b(d.identity.is_none());
@@ -324,7 +342,7 @@ pub fn class_row(rel: &Relation) -> Vec<V> {
         b(false),
         V::char(rel.persistence),
         V::char(rel.kind),
-        V::Int(rel.columns.len() as i64),
+        V::Int((rel.columns.len() + rel.dropped_attributes.len()) as i64),
         V::Int(0),
         b(rel.kind == 'v'),
         b(false),
@@ -505,6 +523,8 @@ fn pg_index(s: &Snapshot) -> Vec<Vec<V>> {
     s.indexes
         .iter()
         .map(|i| {
+            let table = s.tables.iter().find(|t| t.oid == i.table_oid);
+            let attnum = |c: usize| table.map_or(c as u16 + 1, |t| t.attnum(c));
             let vector = |f: &dyn Fn(usize) -> String| {
                 (0..i.columns.len()).map(f).collect::<Vec<_>>().join(" ")
             };
@@ -524,7 +544,7 @@ fn pg_index(s: &Snapshot) -> Vec<Vec<V>> {
                 b(true),
                 b(true),
                 b(i.is_primary()),
-                V::Text(vector(&|k| (i.columns[k] + 1).to_string())),
+                V::Text(vector(&|k| attnum(i.columns[k]).to_string())),
                 V::Text(vector(&|k| {
                     types::type_row(i.key_types[k].oid())
                         .map(|t| t.collation)

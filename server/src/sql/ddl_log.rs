@@ -20,6 +20,14 @@
 //! | CREATE OR REPLACE VIEW of an existing view | put the old definition back | — |
 //! | DROP VIEW (also a view dropped by CASCADE) | put the view back | — |
 //! | TRUNCATE | give the table and its indexes their old files (and the table its statistics) back, with the activity counted meanwhile (`pg_stat_*`), remove the new files | move the activity counted under the old files to the new ones, remove the old files |
+//! | ALTER … RENAME TO (any relation) | give the relation its old name back | — |
+//! | ALTER TABLE changing columns or storage parameters (each subcommand) | put the table's state from before back: definition, defaults, indexes, statistics, owned sequences (`iolab_catalog::alter`) | — |
+//! | ALTER INDEX … SET / RESET (…) | put the old storage parameters back | — |
+//!
+//! ALTER TABLE … DROP COLUMN also logs the indexes and the owned sequence it drops with the
+//! column as DROP INDEX / DROP SEQUENCE would (their files go at COMMIT), and the views
+//! CASCADE drops, each *before* the table's state: undoing newest first, the state comes
+//! back first (with those indexes and the sequence), and their own entries find them there.
 //!
 //! TRUNCATE therefore gives the indexes new, empty files as it gives the table one, rather
 //! than emptying them in place.
@@ -49,6 +57,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use iolab_catalog::alter::TableState;
 use iolab_catalog::store::write_durably;
 use iolab_catalog::{DroppedTable, IndexDef, PgError, PgResult, SequenceDef, TableDef, ViewDef};
 use iolab_engine::btree;
@@ -84,6 +93,18 @@ pub enum DdlEntry {
         table: TableDef,
         new_relfilenode: u32,
         indexes: Vec<(IndexDef, u32)>,
+    },
+    /// Relation `oid` was called `old_name`.
+    Renamed {
+        oid: u32,
+        old_name: String,
+    },
+    /// A table's columns or storage parameters before one ALTER TABLE subcommand.
+    AlteredTable(Box<TableState>),
+    /// Index `oid`'s storage parameters before ALTER INDEX … SET / RESET.
+    AlteredIndexOptions {
+        oid: u32,
+        reloptions: Vec<String>,
     },
 }
 
@@ -188,7 +209,10 @@ fn complete(db: &Database, entries: Vec<DdlEntry>) {
             | DdlEntry::CreatedSequence { .. }
             | DdlEntry::CreatedView { .. }
             | DdlEntry::ReplacedView(_)
-            | DdlEntry::DroppedView(_) => Ok(()),
+            | DdlEntry::DroppedView(_)
+            | DdlEntry::Renamed { .. }
+            | DdlEntry::AlteredTable(_)
+            | DdlEntry::AlteredIndexOptions { .. } => Ok(()),
             DdlEntry::DroppedTable(dropped) => remove_sequence_files(db, &dropped.sequences)
                 .and_then(|()| remove_files(db, dropped.table.relfilenode, &dropped.indexes)),
             DdlEntry::DroppedSequence(def) => db.catalog.sequence_values.remove(def.oid),
@@ -253,6 +277,19 @@ fn undo(db: &Database, entry: &DdlEntry) -> PgResult<()> {
         DdlEntry::ReplacedView(def) | DdlEntry::DroppedView(def) => {
             db.catalog.restore_view(def.clone())
         }
+        DdlEntry::Renamed { oid, old_name } => match db.catalog.rename_relation(*oid, old_name) {
+            // Gone (its creation undone, or dropped): nothing to rename.
+            Err(e) if e.code == iolab_catalog::sqlstate::INTERNAL_ERROR => Ok(()),
+            other => other.map(drop),
+        },
+        DdlEntry::AlteredTable(state) => db.catalog.put_table_state((**state).clone()),
+        DdlEntry::AlteredIndexOptions { oid, reloptions } => match db.catalog.index_by_oid(*oid) {
+            Some(_) => db
+                .catalog
+                .set_index_reloptions(*oid, reloptions.clone())
+                .map(drop),
+            None => Ok(()),
+        },
         DdlEntry::Truncated {
             table,
             new_relfilenode,

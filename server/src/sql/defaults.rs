@@ -381,6 +381,24 @@ impl Defaults {
     }
 }
 
+/// The value of default expression `sql` for column `column` of type `ty`, computed now
+/// as a one-row array of the column's type (ALTER TABLE … ADD COLUMN … DEFAULT: the value
+/// the table's existing rows read); `None` when the expression is volatile (every row
+/// would need a value of its own).
+pub async fn evaluate_once(
+    run: &StatementRun,
+    sql: &str,
+    ty: iolab_catalog::PgType,
+    column: &str,
+) -> PgResult<Option<ArrayRef>> {
+    let plan = plan_default(run, sql).await?;
+    if volatile_expression(run, &plan)?.is_some() {
+        return Ok(None);
+    }
+    let value = evaluate(run, &plan).await?;
+    assign_cast_with(&value, ty, column, &run.text_format).map(Some)
+}
+
 /// The plan of `SELECT sql`, a default expression.
 async fn plan_default(run: &StatementRun, sql: &str) -> PgResult<LogicalPlan> {
     let stmt = Parser::new(&PostgreSqlDialect {})

@@ -270,7 +270,7 @@ pub fn table_inserter(run: &StatementRun, table: &TableDef) -> PgResult<HeapInse
     Ok(HeapInserter::new(
         run.db.pool.clone(),
         run.db.relfile(table.relfilenode)?,
-        table.columns.iter().map(|c| c.ty).collect(),
+        iolab_engine::heap::codec::TupleLayout::for_table(table),
         run.xid()?,
         run.ctx.cid,
         run.ctx.new_account(),

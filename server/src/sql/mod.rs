@@ -22,6 +22,8 @@
 //! running the statement is dropped half-way).
 
 pub mod alias_lists;
+pub mod alter_parse;
+pub mod alter_table;
 pub mod array_text;
 pub mod colnames;
 pub mod ctas_columns;
@@ -76,6 +78,8 @@ pub enum Parsed {
     CreateExtension(ddl::CreateExtension),
     /// `CREATE SEQUENCE …` / `ALTER SEQUENCE …` (see `sequence`).
     Sequence(sequence::SequenceStmt),
+    /// `ALTER TABLE | INDEX | VIEW …`, `ALTER SEQUENCE … RENAME` (see `alter_parse`).
+    Alter(alter_parse::AlterStatement),
 }
 
 impl Parsed {
@@ -129,6 +133,14 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
             if let Some(create) = ddl::parse_create_extension(text) {
                 return Ok(Parsed::CreateExtension(create));
             }
+        }
+        ["ALTER", "TABLE" | "INDEX" | "VIEW" | "SEQUENCE", ..]
+            if alter_parse::parse(text).is_some() =>
+        {
+            return alter_parse::parse(text)
+                .expect("checked above")
+                .map(Parsed::Alter)
+                .map_err(|e| syntax_error_in(&e, text, whole, offset));
         }
         ["CREATE" | "ALTER", "SEQUENCE", ..] => {
             if let Some(stmt) = sequence::parse(text) {
@@ -218,15 +230,18 @@ fn select_into(stmt: &mut Box<ast::Statement>) -> Option<SelectInto> {
     Some(into)
 }
 
+/// A parser error in statement `text`, its position counted in the whole query string
+/// the client sent (`text` starts at byte `offset` of `whole`).
+fn syntax_error_in(e: &ParserError, text: &str, whole: &str, offset: usize) -> PgError {
+    let mut err = from_parser(e, Some(text));
+    if let Some(p) = err.position {
+        err.position = Some(whole[..offset].chars().count() + p);
+    }
+    err
+}
+
 fn parse_sql(text: &str, whole: &str, offset: usize) -> PgResult<Box<ast::Statement>> {
-    // Positions are reported in the whole query string the client sent.
-    let syntax_error = |e: &ParserError| {
-        let mut err = from_parser(e, Some(text));
-        if let Some(p) = err.position {
-            err.position = Some(whole[..offset].chars().count() + p);
-        }
-        err
-    };
+    let syntax_error = |e: &ParserError| syntax_error_in(e, text, whole, offset);
     let mut statements =
         Parser::parse_sql(&PostgreSqlDialect {}, text).map_err(|e| syntax_error(&e))?;
     if let Some(alias) = statements.first().and_then(wildcard_alias) {

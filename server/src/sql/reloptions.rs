@@ -1,4 +1,5 @@
-//! Storage parameters of `CREATE INDEX … WITH (name = value, …)`.
+//! Storage parameters of `CREATE INDEX … WITH (name = value, …)`, of `ALTER INDEX … SET
+//! (…)` and of `ALTER TABLE … SET (…)`.
 //!
 //! A B-tree index takes PostgreSQL 18's two: `deduplicate_items` (boolean, default on:
 //! equal keys are merged into posting lists) and `fillfactor` (10 to 100, default 90: how
@@ -6,6 +7,15 @@
 //! as PostgreSQL checks it, with its messages (SQLSTATE 22023), and kept as the text
 //! `pg_class.reloptions` shows: `name=value`, the value as written — identifiers and
 //! keywords folded to lower case, strings as they are, a bare name meaning `true`.
+//!
+//! A table takes `fillfactor` (10 to 100, PostgreSQL's heap bounds). iolab records it (it
+//! shows in `pg_class.reloptions` and `\d+`), but its heap fills pages whole whatever it
+//! says. PostgreSQL's other table parameters (`autovacuum_enabled`, …) are refused with
+//! 0A000, unknown names with PostgreSQL's 22023.
+//!
+//! `SET (…)` on a relation with parameters replaces the values of the names it gives and
+//! adds the others after those kept, as PostgreSQL orders them; `RESET (…)` removes names
+//! (an unknown one is ignored, as in PostgreSQL).
 
 use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, PgError, PgResult};
@@ -13,15 +23,97 @@ use iolab_engine::values::input::parse_bool;
 
 use super::ddl::ident_name;
 
-/// The B-tree leaf fill factor's bounds (PostgreSQL's `BTREE_MIN_FILLFACTOR`, 100).
+/// The B-tree leaf fill factor's bounds (PostgreSQL's `BTREE_MIN_FILLFACTOR`, 100), which
+/// are also the heap's (`HEAP_MIN_FILLFACTOR`).
 const FILLFACTOR_RANGE: std::ops::RangeInclusive<i64> = 10..=100;
+
+/// PostgreSQL's table storage parameters iolab does not take.
+const OTHER_HEAP_PARAMETERS: &[&str] = &[
+    "autovacuum_enabled",
+    "autovacuum_vacuum_threshold",
+    "autovacuum_vacuum_max_threshold",
+    "autovacuum_vacuum_scale_factor",
+    "autovacuum_vacuum_insert_threshold",
+    "autovacuum_vacuum_insert_scale_factor",
+    "autovacuum_analyze_threshold",
+    "autovacuum_analyze_scale_factor",
+    "autovacuum_vacuum_cost_delay",
+    "autovacuum_vacuum_cost_limit",
+    "autovacuum_freeze_min_age",
+    "autovacuum_freeze_max_age",
+    "autovacuum_freeze_table_age",
+    "autovacuum_multixact_freeze_min_age",
+    "autovacuum_multixact_freeze_max_age",
+    "autovacuum_multixact_freeze_table_age",
+    "log_autovacuum_min_duration",
+    "parallel_workers",
+    "toast_tuple_target",
+    "user_catalog_table",
+    "vacuum_index_cleanup",
+    "vacuum_truncate",
+    "vacuum_max_eager_freeze_failure_rate",
+];
 
 /// The `WITH (…)` list of a B-tree CREATE INDEX as `reloptions` entries.
 pub fn btree_reloptions(with: &[ast::Expr]) -> PgResult<Vec<String>> {
+    checked_reloptions(with, |name| match name {
+        "deduplicate_items" | "fillfactor" => Ok(()),
+        _ => Err(unrecognized(name)),
+    })
+}
+
+/// The `SET (…)` list of ALTER TABLE on a table as `reloptions` entries.
+pub fn heap_reloptions(with: &[ast::Expr]) -> PgResult<Vec<String>> {
+    checked_reloptions(with, |name| match name {
+        "fillfactor" => Ok(()),
+        other if OTHER_HEAP_PARAMETERS.contains(&other) => Err(PgError::unsupported(format!(
+            "storage parameter \"{other}\" is not supported by iolab"
+        ))),
+        _ => Err(unrecognized(name)),
+    })
+}
+
+fn unrecognized(name: &str) -> PgError {
+    PgError::new(
+        sqlstate::INVALID_PARAMETER_VALUE,
+        format!("unrecognized parameter \"{name}\""),
+    )
+}
+
+/// `current` after `SET (set)`: the names `set` gives lose their old values, which come
+/// after the others.
+pub fn set_reloptions(current: &[String], set: Vec<String>) -> Vec<String> {
+    let name = |o: &String| o.split('=').next().unwrap_or_default().to_string();
+    let names: Vec<String> = set.iter().map(name).collect();
+    let mut out: Vec<String> = current
+        .iter()
+        .filter(|o| !names.contains(&name(o)))
+        .cloned()
+        .collect();
+    out.extend(set);
+    out
+}
+
+/// `current` after `RESET (names)`.
+pub fn reset_reloptions(current: &[String], names: &[String]) -> Vec<String> {
+    current
+        .iter()
+        .filter(|o| !names.iter().any(|n| o.split('=').next() == Some(n)))
+        .cloned()
+        .collect()
+}
+
+/// Checks each `name = value` of `with` (names by `known`, values by their name's type)
+/// and lists them as `reloptions` entries.
+fn checked_reloptions(
+    with: &[ast::Expr],
+    known: impl Fn(&str) -> PgResult<()>,
+) -> PgResult<Vec<String>> {
     let mut options: Vec<String> = Vec::with_capacity(with.len());
     for expr in with {
         let (name, value) = name_and_value(expr)?;
         let invalid = |message: String| PgError::new(sqlstate::INVALID_PARAMETER_VALUE, message);
+        known(&name)?;
         match name.as_str() {
             "deduplicate_items" => {
                 if parse_bool(&value).is_err() {
@@ -47,7 +139,7 @@ pub fn btree_reloptions(with: &[ast::Expr]) -> PgResult<Vec<String>> {
                     )));
                 }
             }
-            _ => return Err(invalid(format!("unrecognized parameter \"{name}\""))),
+            _ => {}
         }
         if options.iter().any(|o| o.split('=').next() == Some(&name)) {
             return Err(invalid(format!(
@@ -60,7 +152,7 @@ pub fn btree_reloptions(with: &[ast::Expr]) -> PgResult<Vec<String>> {
 }
 
 /// `name = value`, or a bare `name` (= true), as text.
-fn name_and_value(expr: &ast::Expr) -> PgResult<(String, String)> {
+pub(crate) fn name_and_value(expr: &ast::Expr) -> PgResult<(String, String)> {
     let syntax = || PgError::syntax(format!("syntax error at or near \"{expr}\""));
     match expr {
         ast::Expr::Identifier(name) => Ok((ident_name(name), "true".into())),
@@ -166,6 +258,46 @@ mod tests {
         assert_eq!(
             message("fillfactor = x"),
             "invalid value for integer option \"fillfactor\": x"
+        );
+    }
+
+    #[test]
+    fn tables_take_fillfactor_and_set_replaces_values() {
+        let set = |list: &str| {
+            let sql = format!("CREATE INDEX i ON t (a) WITH ({list})");
+            let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &sql)
+                .unwrap()
+                .remove(0);
+            let ast::Statement::CreateIndex(create) = stmt else {
+                panic!("{stmt:?}")
+            };
+            heap_reloptions(&create.with)
+        };
+        assert_eq!(set("fillfactor = 70").unwrap(), ["fillfactor=70"]);
+        let e = set("deduplicate_items = off").unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                sqlstate::INVALID_PARAMETER_VALUE,
+                "unrecognized parameter \"deduplicate_items\""
+            )
+        );
+        assert_eq!(
+            set("autovacuum_enabled = off").unwrap_err().code,
+            sqlstate::FEATURE_NOT_SUPPORTED
+        );
+        assert_eq!(
+            set("fillfactor = 101").unwrap_err().code,
+            sqlstate::INVALID_PARAMETER_VALUE
+        );
+        let current: Vec<String> = vec!["fillfactor=70".into(), "deduplicate_items=off".into()];
+        assert_eq!(
+            set_reloptions(&current, vec!["fillfactor=80".into()]),
+            ["deduplicate_items=off", "fillfactor=80"]
+        );
+        assert_eq!(
+            reset_reloptions(&current, &["deduplicate_items".into(), "foo".into()]),
+            ["fillfactor=70"]
         );
     }
 

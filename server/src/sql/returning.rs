@@ -604,6 +604,8 @@ mod tests {
             ],
             reltuples: -1.0,
             relpages: 0,
+            stored: Default::default(),
+            reloptions: Vec::new(),
         }
     }
 
