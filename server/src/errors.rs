@@ -528,6 +528,9 @@ fn classify_message(msg: &str) -> Option<PgError> {
             format!("GROUP BY position {n} is not in select list"),
         ));
     }
+    if msg.contains("Inconsistent data length across values list") {
+        return Some(PgError::syntax("VALUES lists must all be the same length"));
+    }
     if msg.starts_with("LIMIT must be >= 0") {
         return Some(PgError::new(
             code::INVALID_ROW_COUNT_IN_LIMIT,

@@ -288,11 +288,6 @@ async fn index_ddl_errors_match_postgres() {
         ("DROP INDEX t", "42809", "\"t\" is not an index"),
         ("DROP TABLE i", "42809", "\"i\" is not a table"),
         (
-            "CREATE UNIQUE INDEX ON t(a)",
-            "0A000",
-            "unique indexes are not supported yet",
-        ),
-        (
             "CREATE INDEX ON t(a) WITH (deduplicate_items = maybe)",
             "22023",
             "invalid value for boolean option \"deduplicate_items\": maybe",

@@ -541,3 +541,50 @@ async fn volatile_defaults_are_evaluated_per_row() {
         "now() once per statement"
     );
 }
+
+/// Without a column list, a VALUES row or query row shorter than the table fills its first
+/// columns and the others get their defaults; errors as PostgreSQL 18 gives them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_rows_take_the_defaults_of_the_columns_after_them() {
+    let server = TestServer::start("short-rows");
+    let c = server.client().await;
+    c.batch_execute(
+        "CREATE TABLE t3 (a int, b int DEFAULT 7, c text DEFAULT 'x', id serial); \
+         INSERT INTO t3 VALUES (1); INSERT INTO t3 SELECT 2; INSERT INTO t3 VALUES (3, 4)",
+    )
+    .await
+    .unwrap();
+    let got = rows(&c, "SELECT a, b, c, id FROM t3 ORDER BY a").await;
+    let want: Vec<Vec<Option<String>>> = [
+        ["1", "7", "x", "1"],
+        ["2", "7", "x", "2"],
+        ["3", "4", "x", "3"],
+    ]
+    .iter()
+    .map(|r| r.iter().map(|v| Some(v.to_string())).collect())
+    .collect();
+    assert_eq!(got, want);
+    for (sql, code, message) in [
+        (
+            "INSERT INTO t3 VALUES (3, 4, 'y', 5, 6)",
+            "42601",
+            "INSERT has more expressions than target columns",
+        ),
+        (
+            "INSERT INTO t3 (a, b) VALUES (1)",
+            "42601",
+            "INSERT has more target columns than expressions",
+        ),
+        (
+            "INSERT INTO t3 VALUES (4), (5, 6)",
+            "42601",
+            "VALUES lists must all be the same length",
+        ),
+    ] {
+        assert_eq!(
+            error(&c, sql).await,
+            (code.to_string(), message.to_string()),
+            "{sql}"
+        );
+    }
+}

@@ -562,3 +562,232 @@ async fn concurrent_on_conflict_do_nothing_inserts_each_key_once() {
     assert_eq!(total, 200, "the tags count each inserted row once");
     assert_eq!(int(&c, "SELECT iolab_btree_check('race_pkey')").await, 200);
 }
+
+/// The rows (as text) and the command tag's row count of a simple-protocol statement.
+async fn rows_and_count(client: &Client, sql: &str) -> (Vec<Vec<String>>, u64) {
+    let mut rows = Vec::new();
+    let mut count = None;
+    for m in client
+        .simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
+    {
+        match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => rows.push(
+                (0..r.len())
+                    .map(|i| r.get(i).unwrap_or("NULL").to_string())
+                    .collect(),
+            ),
+            tokio_postgres::SimpleQueryMessage::CommandComplete(n) => count = Some(n),
+            _ => {}
+        }
+    }
+    (rows, count.expect("a command tag"))
+}
+
+fn text_rows(rows: &[&[&str]]) -> Vec<Vec<String>> {
+    rows.iter()
+        .map(|r| r.iter().map(|v| v.to_string()).collect())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_conflict_do_update_as_in_postgres() {
+    let server = TestServer::start("unique-upsert");
+    let c = server.client().await;
+    exec(
+        &c,
+        "CREATE TABLE kv (k text PRIMARY KEY, v int, n int DEFAULT 0, u int UNIQUE); \
+         INSERT INTO kv (k, v, u) VALUES ('a', 1, 1), ('b', 2, 2)",
+    )
+    .await;
+    // Each statement and its answer as PostgreSQL 18.4 gave them.
+    let (returned, count) = rows_and_count(
+        &c,
+        "INSERT INTO kv AS x (k, v) VALUES ('a', 10), ('c', 3), ('b', 5) \
+         ON CONFLICT (k) DO UPDATE SET v = x.v + excluded.v, n = x.n + 1 RETURNING k, v, n",
+    )
+    .await;
+    assert_eq!(
+        returned,
+        text_rows(&[&["a", "11", "1"], &["c", "3", "0"], &["b", "7", "1"]])
+    );
+    assert_eq!(count, 3);
+    let e = error(
+        &c,
+        "INSERT INTO kv AS x (k, v) VALUES ('a', 10) ON CONFLICT (k) DO UPDATE SET v = excluded.v, n = n + 1",
+    )
+    .await;
+    assert_eq!(
+        (e.0.as_str(), e.1.as_str()),
+        ("42702", "column reference \"n\" is ambiguous")
+    );
+    let (_, count) = rows_and_count(
+        &c,
+        "INSERT INTO kv (k, v) VALUES ('b', 100) ON CONFLICT (k) DO UPDATE SET v = excluded.v WHERE kv.v > 50",
+    )
+    .await;
+    assert_eq!(count, 0, "the WHERE condition is false: nothing changes");
+    for sql in [
+        "INSERT INTO kv (k, v, u) VALUES ('b', 100, 9) ON CONFLICT ON CONSTRAINT kv_pkey DO UPDATE SET u = 1",
+        "INSERT INTO kv (k, v, u) VALUES ('q', 100, 1) ON CONFLICT (k) DO UPDATE SET u = 1",
+    ] {
+        let e = error(&c, sql).await;
+        assert_eq!(
+            (e.1.as_str(), e.2.as_deref()),
+            (
+                "duplicate key value violates unique constraint \"kv_u_key\"",
+                Some("Key (u)=(1) already exists.")
+            ),
+            "{sql}"
+        );
+    }
+    let e = error(
+        &c,
+        "INSERT INTO kv (k, v) VALUES ('a', 5), ('a', 6) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+    )
+    .await;
+    assert_eq!(
+        (e.0.as_str(), e.1.as_str()),
+        (
+            "21000",
+            "ON CONFLICT DO UPDATE command cannot affect row a second time"
+        )
+    );
+    let e = error(
+        &c,
+        "INSERT INTO kv (k, v) VALUES ('a', 5) ON CONFLICT DO UPDATE SET v = 1",
+    )
+    .await;
+    assert_eq!(
+        (e.0.as_str(), e.1.as_str()),
+        (
+            "42601",
+            "ON CONFLICT DO UPDATE requires inference specification or constraint name"
+        )
+    );
+    assert_eq!(
+        rows(&c, "SELECT k, v, n, u FROM kv ORDER BY k").await,
+        vec![
+            vec![
+                Some("a".into()),
+                Some("11".into()),
+                Some("1".into()),
+                Some("1".into())
+            ],
+            vec![
+                Some("b".into()),
+                Some("7".into()),
+                Some("1".into()),
+                Some("2".into())
+            ],
+            vec![Some("c".into()), Some("3".into()), Some("0".into()), None],
+        ]
+    );
+    for index in ["kv_pkey", "kv_u_key"] {
+        assert_eq!(
+            int(&c, &format!("SELECT iolab_btree_check('{index}')")).await,
+            3
+        );
+    }
+}
+
+/// Sessions counting into the same rows with upserts at once (the classic counter): every
+/// increment lands, none twice, though each session meets rows the others are inserting
+/// or updating (it waits for them, then updates the newest version).
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_upserts_count_every_increment() {
+    let server = TestServer::start("unique-upsert-race");
+    let c = server.client().await;
+    exec(&c, "CREATE TABLE counter (k int PRIMARY KEY, hits int)").await;
+    let (sessions, rounds) = (4, 30);
+    let mut tasks = Vec::new();
+    for s in 0..sessions {
+        let client = server.client().await;
+        tasks.push(tokio::spawn(async move {
+            for round in 0..rounds {
+                let sql = format!(
+                    "INSERT INTO counter VALUES ({}, 1), ({}, 1) \
+                     ON CONFLICT (k) DO UPDATE SET hits = counter.hits + 1",
+                    round % 3,
+                    3 + (round + s) % 2
+                );
+                client.batch_execute(&sql).await.expect("upsert");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(
+        int(&c, "SELECT sum(hits) FROM counter").await,
+        2 * sessions * rounds
+    );
+    assert_eq!(int(&c, "SELECT count(*) FROM counter").await, 5);
+    assert_eq!(int(&c, "SELECT iolab_btree_check('counter_pkey')").await, 5);
+}
+
+/// EXPLAIN of INSERT … ON CONFLICT, line for line as PostgreSQL 18.4 printed it for the
+/// same statements (and EXPLAIN ANALYZE of an INSERT fills column defaults, as the INSERT
+/// itself does).
+#[tokio::test(flavor = "multi_thread")]
+async fn explain_shows_the_conflict_resolution_as_postgres() {
+    let server = TestServer::start("unique-explain");
+    let c = server.client().await;
+    exec(
+        &c,
+        "CREATE TABLE kv (k text PRIMARY KEY, v int, n int DEFAULT 0, u int UNIQUE); \
+         INSERT INTO kv (k, v, u) VALUES ('a', 1, 1), ('b', 2, 2)",
+    )
+    .await;
+    let explain = |sql: &str| {
+        let out = server.psql_ok(&[
+            "-c",
+            &format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) {sql}"),
+        ]);
+        out.lines()
+            .skip(2)
+            .take_while(|l| !l.starts_with('('))
+            .map(|l| l.trim_end().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        explain(
+            "INSERT INTO kv AS x (k, v) VALUES ('a', 10), ('c', 3), ('b', 5) \
+             ON CONFLICT (k) DO UPDATE SET v = x.v + excluded.v WHERE x.v > 1"
+        ),
+        [
+            " Insert on kv x (actual rows=0.00 loops=1)",
+            "   Conflict Resolution: UPDATE",
+            "   Conflict Arbiter Indexes: kv_pkey",
+            "   Conflict Filter: (x.v > 1)",
+            "   Rows Removed by Conflict Filter: 1",
+            "   Tuples Inserted: 1",
+            "   Conflicting Tuples: 2",
+            "   ->  Values Scan on \"*VALUES*\" (actual rows=3.00 loops=1)",
+        ]
+    );
+    assert_eq!(
+        explain("INSERT INTO kv AS x (k, v) VALUES ('a', 10), ('d', 3) ON CONFLICT DO NOTHING"),
+        [
+            " Insert on kv x (actual rows=0.00 loops=1)",
+            "   Conflict Resolution: NOTHING",
+            "   Tuples Inserted: 1",
+            "   Conflicting Tuples: 1",
+            "   ->  Values Scan on \"*VALUES*\" (actual rows=2.00 loops=1)",
+        ]
+    );
+    // The rows EXPLAIN ANALYZE wrote (b updated: 2 + 5), defaults included.
+    assert_eq!(
+        rows(&c, "SELECT k, v, n FROM kv ORDER BY k").await,
+        [
+            ["a", "1", "0"],
+            ["b", "7", "0"],
+            ["c", "3", "0"],
+            ["d", "3", "0"]
+        ]
+        .iter()
+        .map(|r| r.iter().map(|v| Some(v.to_string())).collect())
+        .collect::<Vec<Vec<_>>>()
+    );
+}

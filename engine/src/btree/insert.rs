@@ -144,12 +144,17 @@ impl BtreeIndex {
                 let opaque = check_page(&page, buffer.blkno(), &self.name)?;
                 high_key(&page, &opaque)?
             };
+            // Where the entry goes, found once for the check and the insert (nothing
+            // changes the leaf in between: this writer holds the lock).
+            let mut placed = None;
             if let Some(judge) = unique.as_deref_mut().filter(|_| !key.is_null()) {
-                let at = self.place(&buffer, &search, *tid, &item)?.position;
+                let placement = self.place(&buffer, &search, *tid, &item)?;
+                let at = placement.position;
+                placed = Some(placement);
                 if self.may_have_equal_key(&buffer, key, at)? {
                     match self.first_conflict(key, judge, acct)? {
                         None => {}
-                        Some(Liveness::InProgress(holder)) => {
+                        Some((_, Liveness::InProgress(holder))) => {
                             return Ok(Err(UniqueStop::WaitFor { holder, next: i }))
                         }
                         Some(_) => return Ok(Err(UniqueStop::Duplicate(i))),
@@ -158,7 +163,10 @@ impl BtreeIndex {
             }
             let mut deduplicated = false;
             loop {
-                let placement = self.place(&buffer, &search, *tid, &item)?;
+                let placement = match placed.take() {
+                    Some(placement) => placement,
+                    None => self.place(&buffer, &search, *tid, &item)?,
+                };
                 let inserted = {
                     let mut page = buffer.page_mut();
                     let fits = insert_item_at(&mut page, placement.position, &placement.item);

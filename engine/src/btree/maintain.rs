@@ -1,24 +1,24 @@
 //! Keeping a table's indexes up to date while rows are inserted (INSERT, COPY, UPDATE's
-//! new versions), and INSERT … ON CONFLICT DO NOTHING.
+//! new versions), and INSERT … ON CONFLICT.
 //!
 //! The heap inserter reports each tuple it places ([`IndexMaintainer::add`]); after each
 //! batch of rows [`IndexMaintainer::flush`] inserts the batch's entries into every index,
 //! sorted, checking unique ones (`unique.rs`): a duplicate fails the statement with 23505,
 //! and an equal key of a transaction still running is waited for.
 //!
-//! # ON CONFLICT DO NOTHING
+//! # ON CONFLICT
 //!
 //! The unique indexes named by the ON CONFLICT clause (its *arbiters*) decide which rows
 //! are left out, as PostgreSQL's speculative insertion does, in two steps per row:
 //!
 //! 1. before the tuple is written, each arbiter is searched for the row's key
-//!    ([`IndexMaintainer::conflicts`]); a live equal key leaves the row out, a running
-//!    transaction's is waited for first. This finds almost every conflict without writing
+//!    ([`IndexMaintainer::conflicts`]); a live equal key leaves the row out (DO UPDATE
+//!    then updates that row instead), a running transaction's is waited for first. This finds almost every conflict without writing
 //!    anything, but another session may insert the key right after the search;
 //! 2. so the tuple is written and its entries go in at once, arbiters first, each checked
 //!    under the index's writer lock ([`IndexMaintainer::flush_row`]); a conflict found
 //!    there (the race of step 1) makes the row's tuple dead — deleted by its own
-//!    transaction — and leaves the row out too.
+//!    transaction — and the row goes back to step 1, which now finds the other row.
 //!
 //! A conflict in a unique index that is not an arbiter still fails the statement.
 
@@ -132,14 +132,14 @@ impl IndexMaintainer {
         Ok(())
     }
 
-    /// Step 1 of ON CONFLICT (module comment): does a live row have the key of the tuple
-    /// (encoded with `layout`) in an arbiter? Waits for running transactions met.
+    /// Step 1 of ON CONFLICT (module comment): the live row that has the key of the tuple
+    /// (encoded with `layout`) in an arbiter, if any. Waits for running transactions met.
     pub fn conflicts(
         &self,
         layout: &TupleLayout,
         tuple: &[u8],
         acct: &mut IoAccount,
-    ) -> PgResult<bool> {
+    ) -> PgResult<Option<Tid>> {
         let db = &self.ctx.db;
         let mut judge = |tid: Tid, acct: &mut IoAccount| {
             liveness::liveness(
@@ -159,12 +159,12 @@ impl IndexMaintainer {
             loop {
                 match ix.index.first_conflict(&key, &mut judge, acct)? {
                     None => break,
-                    Some(Liveness::InProgress(holder)) => self.wait_for(holder)?,
-                    Some(_) => return Ok(true),
+                    Some((_, Liveness::InProgress(holder))) => self.wait_for(holder)?,
+                    Some((tid, _)) => return Ok(Some(tid)),
                 }
             }
         }
-        Ok(false)
+        Ok(None)
     }
 
     /// Step 2 of ON CONFLICT: inserts the entries of the one tuple added since the last
@@ -253,5 +253,128 @@ fn insert_unique(
                 db.txns.wait_for(ctx.xid, holder, &|| ctx.check_cancel())?;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use datafusion::arrow::array::{ArrayRef, Int32Array};
+    use iolab_catalog::{ColumnDef, IndexDef, Persistence, PgType};
+
+    use super::*;
+    use crate::exec::context::StreamSettings;
+    use crate::heap::heapam::HeapInserter;
+    use crate::heap::tuple;
+    use crate::storage::page;
+    use crate::storage::relfile::tests::TempDir;
+    use crate::{Database, DatabaseOptions};
+
+    /// Step 2 of ON CONFLICT (module comment): a tuple whose key another transaction
+    /// committed after step 1 looked is made dead, and gets no entry.
+    #[test]
+    fn a_conflict_met_at_the_insert_kills_the_tuple() {
+        let dir = TempDir::new("maintain-speculative");
+        let mut options = DatabaseOptions {
+            shared_buffers: 64,
+            ..DatabaseOptions::default()
+        };
+        options.aio.method = iolab_settings::IoMethod::Sync;
+        let db = Database::open(&dir.0, &options).unwrap();
+        let column = ColumnDef {
+            name: "a".into(),
+            ty: PgType::Int4,
+            not_null: false,
+        };
+        let table = (db.catalog)
+            .create_table("public", "t", Persistence::Permanent, vec![column], false)
+            .unwrap()
+            .unwrap();
+        db.create_relation_file(&table).unwrap();
+        let ctx = |xid| {
+            Arc::new(StatementContext {
+                db: db.clone(),
+                snapshot: db.txns.snapshot(xid, 0),
+                xid,
+                cid: 0,
+                track_io_timing: false,
+                pid: 1,
+                io: StreamSettings::default(),
+                planner: Default::default(),
+                cancel: Arc::new(AtomicBool::new(false)),
+                usage: Default::default(),
+                planning_usage: Default::default(),
+            })
+        };
+        let oid = db.catalog.allocate_oid().unwrap();
+        let def = IndexDef {
+            oid,
+            schema: "public".into(),
+            name: "t_a_key".into(),
+            table_oid: table.oid,
+            relfilenode: oid,
+            columns: vec![0],
+            key_types: vec![PgType::Int4],
+            unique: true,
+            constraint: None,
+            persistence: Persistence::Permanent,
+            reloptions: Vec::new(),
+        };
+        super::super::create_index(&db, &ctx(0), &table, &def).unwrap();
+        let rel = db.relfile(table.relfilenode).unwrap();
+        let one: Vec<ArrayRef> = vec![Arc::new(Int32Array::from(vec![1]))];
+        let inserter = |xid| {
+            HeapInserter::new(
+                db.pool.clone(),
+                rel.clone(),
+                vec![PgType::Int4],
+                xid,
+                0,
+                IoAccount::default(),
+            )
+        };
+
+        // Transaction 1 inserts a = 1 through the index and commits.
+        let first = db.txns.begin().unwrap();
+        let maintainer = IndexMaintainer::for_table(&ctx(first), &table).unwrap();
+        let mut ins = inserter(first).with_indexes(maintainer);
+        ins.insert_arrays(&one, 1).unwrap();
+        ins.finish();
+        db.txns.commit(first).unwrap();
+
+        // Transaction 2 wrote a = 1 to the heap after its step 1 found nothing (before
+        // transaction 1 committed); now its entry goes in as step 2 does.
+        let second = db.txns.begin().unwrap();
+        let mut heap_only = inserter(second).keep_placed();
+        heap_only.insert_arrays(&one, 1).unwrap();
+        let tid = heap_only.placed()[0];
+        heap_only.finish();
+        let mut maintainer = IndexMaintainer::for_table(&ctx(second), &table)
+            .unwrap()
+            .unwrap();
+        maintainer.set_arbiters(&[oid]);
+        let mut acct = IoAccount::default();
+        let tuple = {
+            let buffer = db.pool.read_buffer(&rel, tid.0, None, &mut acct).unwrap();
+            let page = buffer.page();
+            page::page_item(&page, tid.1).unwrap().to_vec()
+        };
+        let layout = TupleLayout::new(vec![PgType::Int4]);
+        maintainer.add(&layout, &tuple, tid).unwrap();
+        assert!(!maintainer.flush_row(&mut acct).unwrap(), "a conflict");
+
+        // The tuple is deleted by its own transaction, and key 1 has transaction 1's
+        // entry only.
+        let buffer = db.pool.read_buffer(&rel, tid.0, None, &mut acct).unwrap();
+        let xmax = tuple::xmax(page::page_item(&buffer.page(), tid.1).unwrap());
+        assert_eq!(xmax, second);
+        let index = BtreeIndex::open(&db, &def).unwrap();
+        let entries = index.equal_key_tids(&Key::Int(1), &mut acct).unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_ne!(entries[0], tid);
+        // Step 1 now finds transaction 1's row.
+        let conflict = maintainer.conflicts(&layout, &tuple, &mut acct).unwrap();
+        assert_eq!(conflict, Some(entries[0]));
     }
 }

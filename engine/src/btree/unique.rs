@@ -142,17 +142,17 @@ impl BtreeIndex {
     }
 
     /// Judges each tuple with key `key`; the first live one, or the first a running
-    /// transaction holds. `None`: no conflict.
+    /// transaction holds, and where it is. `None`: no conflict.
     pub(super) fn first_conflict(
         &self,
         key: &Key<'static>,
         judge: &mut JudgeTuple,
         acct: &mut IoAccount,
-    ) -> PgResult<Option<Liveness>> {
+    ) -> PgResult<Option<(Tid, Liveness)>> {
         for tid in self.equal_key_tids(key, acct)? {
             match judge(tid, acct)? {
                 Liveness::Dead => {}
-                conflict => return Ok(Some(conflict)),
+                conflict => return Ok(Some((tid, conflict))),
             }
         }
         Ok(None)

@@ -1091,8 +1091,8 @@ pub(crate) mod tests {
             columns: vec![0],
             key_types: vec![PgType::Int4],
             unique: false,
-            persistence: Persistence::Unlogged,
             constraint: None,
+            persistence: Persistence::Unlogged,
             reloptions: Vec::new(),
         };
         let stmt = StatementContext::from_task(task).unwrap();

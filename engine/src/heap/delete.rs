@@ -63,6 +63,9 @@ pub enum Deleted {
     Now,
     /// Deleted already: by this command, or by a transaction that committed.
     Already,
+    /// Replaced by a newer version, by a transaction that committed an UPDATE (only
+    /// [`HeapDeleter::try_delete`] says so; `delete` fails with 40001).
+    Updated,
 }
 
 impl HeapDeleter {
@@ -94,6 +97,22 @@ impl HeapDeleter {
         tid: (u32, u16),
         check_cancel: &dyn Fn() -> PgResult<()>,
     ) -> PgResult<Deleted> {
+        match self.try_delete(tid, check_cancel)? {
+            Deleted::Updated => Err(PgError::new(
+                sqlstate::T_R_SERIALIZATION_FAILURE,
+                "could not serialize access due to concurrent update",
+            )),
+            done => Ok(done),
+        }
+    }
+
+    /// [`delete`](Self::delete), telling of a row a committed UPDATE replaced meanwhile
+    /// instead of failing (INSERT … ON CONFLICT DO UPDATE then looks again).
+    pub fn try_delete(
+        &mut self,
+        tid: (u32, u16),
+        check_cancel: &dyn Fn() -> PgResult<()>,
+    ) -> PgResult<Deleted> {
         let (blkno, off) = tid;
         loop {
             let buffer = self
@@ -116,14 +135,11 @@ impl HeapDeleter {
                         XidStatus::InProgress => false,
                         XidStatus::Committed => {
                             let next = tuple::ctid(t);
-                            return if (next.block, next.offset) == tid {
-                                Ok(Deleted::Already)
+                            return Ok(if (next.block, next.offset) == tid {
+                                Deleted::Already
                             } else {
-                                Err(PgError::new(
-                                    sqlstate::T_R_SERIALIZATION_FAILURE,
-                                    "could not serialize access due to concurrent update",
-                                ))
-                            };
+                                Deleted::Updated
+                            });
                         }
                     }
                 };

@@ -61,8 +61,9 @@ pub struct HeapInserter {
     fsm: Option<Arc<FreeSpaceMap>>,
     /// Whose bits a page this inserter adds to loses.
     vm: Option<Arc<VisibilityMap>>,
-    /// The rows of the last `insert_arrays` ON CONFLICT DO NOTHING left out.
-    skipped: Vec<usize>,
+    /// The rows of the last `insert_arrays` ON CONFLICT left out, and where the row that
+    /// has each one's key is.
+    skipped: Vec<(usize, (u32, u16))>,
 }
 
 impl HeapInserter {
@@ -124,8 +125,8 @@ impl HeapInserter {
         self.placed.as_deref().unwrap_or_default()
     }
 
-    /// INSERT … ON CONFLICT DO NOTHING: rows whose key one of the unique indexes `arbiters`
-    /// (OIDs) has are left out ([`skipped`](Self::skipped)). No-op when `arbiters` is empty.
+    /// INSERT … ON CONFLICT: rows whose key one of the unique indexes `arbiters` (OIDs)
+    /// has are left out ([`skipped`](Self::skipped)). No-op when `arbiters` is empty.
     pub fn skipping_conflicts_in(mut self, arbiters: &[u32]) -> Self {
         if let (Some(indexes), false) = (&mut self.indexes, arbiters.is_empty()) {
             indexes.set_arbiters(arbiters);
@@ -164,8 +165,8 @@ impl HeapInserter {
                 .encode_row(row, self.xid, self.cid, &mut self.tuple_buf)?;
             if !speculative {
                 self.place_tuple()?;
-            } else if !self.insert_unless_conflict()? {
-                self.skipped.push(row);
+            } else if let Some(conflict) = self.insert_unless_conflict()? {
+                self.skipped.push((row, conflict));
             }
         }
         if let Some(indexes) = &mut self.indexes {
@@ -174,27 +175,32 @@ impl HeapInserter {
         Ok(())
     }
 
-    /// INSERT … ON CONFLICT DO NOTHING: places the tuple in `tuple_buf` and its index
-    /// entries unless an arbiter index has its key (`btree::maintain`); whether it did.
-    fn insert_unless_conflict(&mut self) -> PgResult<bool> {
-        let indexes = self.indexes.as_ref().expect("arbiters are indexes");
-        if indexes.conflicts(self.encoder.layout(), &self.tuple_buf, &mut self.acct)? {
-            return Ok(false);
+    /// INSERT … ON CONFLICT: places the tuple in `tuple_buf` and its index entries unless
+    /// an arbiter index has its key (`btree::maintain`); `Some`: where the row with the
+    /// key is.
+    fn insert_unless_conflict(&mut self) -> PgResult<Option<(u32, u16)>> {
+        loop {
+            let indexes = self.indexes.as_ref().expect("arbiters are indexes");
+            let layout = self.encoder.layout();
+            if let Some(tid) = indexes.conflicts(layout, &self.tuple_buf, &mut self.acct)? {
+                return Ok(Some(tid));
+            }
+            self.place_tuple()?;
+            let indexes = self.indexes.as_mut().expect("arbiters are indexes");
+            if indexes.flush_row(&mut self.acct)? {
+                return Ok(None);
+            }
+            // Another session inserted the key meanwhile: the tuple is dead; look again.
+            self.inserted -= 1;
+            if let Some(placed) = &mut self.placed {
+                placed.pop();
+            }
         }
-        self.place_tuple()?;
-        let indexes = self.indexes.as_mut().expect("arbiters are indexes");
-        if indexes.flush_row(&mut self.acct)? {
-            return Ok(true);
-        }
-        self.inserted -= 1;
-        if let Some(placed) = &mut self.placed {
-            placed.pop();
-        }
-        Ok(false)
     }
 
-    /// The rows of the last `insert_arrays` an ON CONFLICT DO NOTHING left out, in order.
-    pub fn skipped(&self) -> &[usize] {
+    /// The rows of the last `insert_arrays` ON CONFLICT left out, in order, each with
+    /// where the row that has its key is.
+    pub fn skipped(&self) -> &[(usize, (u32, u16))] {
         &self.skipped
     }
 

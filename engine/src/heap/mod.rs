@@ -8,6 +8,7 @@
 pub mod bitmap_heap;
 pub mod codec;
 pub mod delete;
+pub mod fetch;
 pub mod fsm;
 pub mod heapam;
 pub mod liveness;

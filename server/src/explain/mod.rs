@@ -50,8 +50,9 @@ use pgwire::api::results::FieldFormat;
 use crate::errors::from_datafusion;
 use crate::explain::costs::CostParams;
 use crate::explain::mapping::Mapper;
-use crate::explain::node::{Actual, Buffers, Child, Costs, Explained, PlanNode, Relation};
+use crate::explain::node::{Actual, Buffers, Child, Costs, Detail, Explained, PlanNode, Relation};
 use crate::explain::options::{ExplainOptions, Format, Serialize};
+use crate::sql::ddl::ident_name;
 use crate::sql::returning::{self, Returning};
 use crate::sql::{insert, Outcome, StatementRun};
 
@@ -306,28 +307,13 @@ impl Explainer<'_> {
 
     /// `Insert on t` over the plan of the rows inserted.
     async fn insert(&self, ins: &ast::Insert) -> PgResult<Explained> {
-        let ast::TableObject::TableName(name) = &ins.table else {
+        let prepared = insert::prepare(self.run, ins).await?;
+        let Some(source) = &prepared.source else {
             return Err(PgError::unsupported(
-                "INSERT into a table function is not supported",
+                "EXPLAIN of INSERT … DEFAULT VALUES is not supported",
             ));
         };
-        let Some(source) = &ins.source else {
-            return Err(PgError::unsupported(
-                "INSERT … DEFAULT VALUES is not supported",
-            ));
-        };
-        if ins.on.is_some() {
-            return Err(PgError::unsupported(
-                "EXPLAIN of INSERT … ON CONFLICT is not supported",
-            ));
-        }
-        let (schema, table_name) = crate::sql::ddl::split_name(name)?;
-        let table = self
-            .run
-            .db
-            .catalog
-            .resolve(schema.as_deref(), &table_name)?;
-        let targets = insert::target_columns(&table, &ins.columns)?;
+        let table = &prepared.table;
         let mut planned = self.plan(&ast::Statement::Query(source.clone())).await?;
         // The target takes the table's name; PostgreSQL renames reads of the same table
         // in the source `t_1`, `t_2` …
@@ -338,7 +324,8 @@ impl Explainer<'_> {
                 *alias = format!("{}_{renamed}", table.name);
             }
         }
-        self.modify_table(planned, &table, None, Change::Insert(&targets))
+        let alias = ins.table_alias.as_ref().map(|a| ident_name(&a.alias));
+        self.modify_table(planned, table, alias, Change::Insert(&prepared))
             .await
     }
 
@@ -368,6 +355,7 @@ impl Explainer<'_> {
         let mut actual = None;
         let mut buffers = None;
         let mut wal = None;
+        let mut inserted = None;
         if self.opts.analyze {
             let started = Instant::now();
             let stream = datafusion::physical_plan::execute_stream(
@@ -376,8 +364,10 @@ impl Explainer<'_> {
             )
             .map_err(from_datafusion)?;
             let changed = match change {
-                Change::Insert(targets) => {
-                    insert::insert_stream(self.run, table, targets, stream).await?
+                Change::Insert(prepared) => {
+                    let counts = prepared.write(self.run, stream, None).await?;
+                    inserted = Some(counts);
+                    counts.written()
                 }
                 Change::Modify(stmt) => {
                     crate::sql::dml::apply(self.run, stmt, table, stream).await?
@@ -444,6 +434,10 @@ impl Explainer<'_> {
             actual,
             buffers,
             wal,
+            details: match change {
+                Change::Insert(prepared) => on_conflict_details(prepared, inserted),
+                Change::Modify(_) => Vec::new(),
+            },
             children: vec![Child {
                 relationship: "Outer",
                 node: source_node,
@@ -454,10 +448,54 @@ impl Explainer<'_> {
     }
 }
 
+/// The ModifyTable lines of an INSERT's ON CONFLICT, as PostgreSQL 18 prints them; with
+/// ANALYZE (`counts`) what it did.
+fn on_conflict_details(
+    prepared: &insert::PreparedInsert,
+    counts: Option<insert::InsertCounts>,
+) -> Vec<Detail> {
+    let Some(clause) = &prepared.on_conflict else {
+        return Vec::new();
+    };
+    let mut details = vec![Detail::Expr {
+        label: "Conflict Resolution",
+        text: clause.resolution().to_string(),
+    }];
+    if let Some(names) = &clause.shown_arbiters {
+        details.push(Detail::List {
+            label: "Conflict Arbiter Indexes",
+            items: names.clone(),
+        });
+    }
+    if let Some(filter) = &clause.filter {
+        details.push(Detail::Expr {
+            label: "Conflict Filter",
+            text: filter.clone(),
+        });
+        if let Some(counts) = counts {
+            details.push(Detail::Removed {
+                label: "Rows Removed by Conflict Filter",
+                rows: counts.filtered as f64,
+            });
+        }
+    }
+    if let Some(counts) = counts {
+        details.push(Detail::Count {
+            label: "Tuples Inserted",
+            value: counts.inserted,
+        });
+        details.push(Detail::Count {
+            label: "Conflicting Tuples",
+            value: counts.conflicting,
+        });
+    }
+    details
+}
+
 /// What a ModifyTable node does: insert its source's rows into these columns, or apply
 /// a DELETE or UPDATE to them.
 enum Change<'s> {
-    Insert(&'s [usize]),
+    Insert(&'s insert::PreparedInsert),
     Modify(&'s ast::Statement),
 }
 

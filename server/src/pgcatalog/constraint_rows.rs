@@ -61,7 +61,11 @@ pub fn pg_constraint(s: &Snapshot) -> Vec<Vec<V>> {
                 V::Int(0),     // coninhcount
                 V::Bool(true), // connoinherit
                 V::Bool(false),
-                V::TextArray(index.columns.iter().map(|c| (c + 1).to_string()).collect()),
+                V::TextArray(
+                    (index.columns.iter())
+                        .map(|&c| table.attnum(c).to_string())
+                        .collect(),
+                ),
             ];
             // confkey … conbin: foreign keys, exclusion and check constraints only.
             row.extend(std::iter::repeat_n(V::Null, 7));

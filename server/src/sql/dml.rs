@@ -349,6 +349,27 @@ fn target(db: &Database, item: &ast::TableWithJoins) -> PgResult<Target> {
     })
 }
 
+/// [`new_values`] of `INSERT INTO table [AS alias] … ON CONFLICT … DO UPDATE SET
+/// assignments`, the columns named `alias` (an identifier as written) or the table's name.
+pub(crate) fn upsert_values(
+    table: &TableDef,
+    alias: Option<&ast::Ident>,
+    assignments: &[ast::Assignment],
+    defaults: &[iolab_catalog::ColumnDefault],
+) -> PgResult<Vec<String>> {
+    let reference = match alias {
+        Some(alias) => alias.to_string(),
+        None => quote(&table.name),
+    };
+    let target = Target {
+        table: table.clone(),
+        alias: alias.map(|a| a.value.clone()),
+        from_item: reference.clone(),
+        reference,
+    };
+    new_values(&target, assignments, defaults)
+}
+
 /// Each column's value after `SET assignments`, in table order: the assigned expression
 /// as SQL text, or the column itself.
 fn new_values(

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use datafusion::arrow::array::{new_null_array, ArrayRef};
+use datafusion::arrow::array::{new_null_array, ArrayRef, UInt32Array};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::sql::sqlparser::ast;
 use futures::StreamExt;
@@ -21,6 +21,7 @@ use iolab_engine::Database;
 use crate::sql::ddl::{ident_name, split_name};
 use crate::sql::defaults::{self, Defaults};
 use crate::sql::returning::{self, Returning};
+use crate::sql::upsert::{Upsert, Upserting};
 use crate::sql::{Outcome, StatementRun};
 
 /// Rows between two progress lines in the server log.
@@ -28,6 +29,88 @@ pub const PROGRESS_EVERY_ROWS: u64 = 1_000_000;
 
 /// Runs an INSERT: its command tag (`INSERT 0 n`), or with RETURNING its rows.
 pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<Outcome> {
+    let prepared = prepare(run, insert).await?;
+    let stream = match &prepared.source {
+        Some(source) => {
+            run.query_stream(&ast::Statement::Query(source.clone()))
+                .await?
+        }
+        None => one_empty_row()?,
+    };
+    let mut returning = match &insert.returning {
+        Some(items) => {
+            let target = returning::Target {
+                table: prepared.table.clone(),
+                alias: insert.table_alias.as_ref().map(|a| ident_name(&a.alias)),
+                reads_others: false,
+            };
+            Some(Returning::plan(run, &target, items).await?)
+        }
+        None => None,
+    };
+    let counts = prepared.write(run, stream, returning.as_mut()).await?;
+    match returning {
+        Some(returning) => returning.into_outcome("INSERT 0"),
+        None => Ok(Outcome::Done(format!("INSERT 0 {}", counts.written()))),
+    }
+}
+
+/// An INSERT checked and planned up to its source's rows: what INSERT and EXPLAIN run.
+pub struct PreparedInsert {
+    pub table: TableDef,
+    targets: Vec<usize>,
+    /// Does the statement list its columns? (Without, a shorter source row fills the
+    /// first columns and the rest get their defaults, as in PostgreSQL.)
+    column_list: bool,
+    /// The source query, its DEFAULT items replaced; `None` for DEFAULT VALUES.
+    pub source: Option<Box<ast::Query>>,
+    /// ON CONFLICT, if any.
+    pub on_conflict: Option<OnConflict>,
+}
+
+/// An INSERT's ON CONFLICT clause, planned.
+pub struct OnConflict {
+    /// The arbiter indexes (`on_conflict`).
+    arbiters: Vec<u32>,
+    /// DO UPDATE's SET list and condition; `None` for DO NOTHING.
+    upsert: Option<Upsert>,
+    /// What EXPLAIN shows: the arbiters' names when the clause names a target, and DO
+    /// UPDATE's WHERE condition as written.
+    pub shown_arbiters: Option<Vec<String>>,
+    pub filter: Option<String>,
+}
+
+impl OnConflict {
+    /// `NOTHING` or `UPDATE`.
+    pub fn resolution(&self) -> &'static str {
+        match self.upsert {
+            Some(_) => "UPDATE",
+            None => "NOTHING",
+        }
+    }
+}
+
+/// What an INSERT wrote.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InsertCounts {
+    pub inserted: u64,
+    /// Rows ON CONFLICT DO UPDATE updated.
+    pub updated: u64,
+    /// Proposed rows that met an arbiter's key (EXPLAIN's `Conflicting Tuples`), and those
+    /// of them DO UPDATE's WHERE turned away.
+    pub conflicting: u64,
+    pub filtered: u64,
+}
+
+impl InsertCounts {
+    /// The rows the command tag counts: inserted and updated.
+    pub fn written(&self) -> u64 {
+        self.inserted + self.updated
+    }
+}
+
+/// Checks `insert` and plans what it needs before its source runs.
+pub async fn prepare(run: &StatementRun, insert: &ast::Insert) -> PgResult<PreparedInsert> {
     let ast::TableObject::TableName(name) = &insert.table else {
         return Err(PgError::unsupported(
             "INSERT into a table function is not supported",
@@ -36,14 +119,21 @@ pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<Outcom
     crate::sql::view::refuse_write(&run.db, name, "insert into")?;
     let (schema, table_name) = split_name(name)?;
     let table = run.db.catalog.resolve(schema.as_deref(), &table_name)?;
-    let arbiters = match &insert.on {
-        Some(on) => Some(crate::sql::on_conflict::arbiters(&run.db, &table, on)?),
+    let on_conflict = match &insert.on {
+        Some(on) => Some(plan_on_conflict(run, &table, insert, on).await?),
         None => None,
     };
-    let targets = match &insert.source {
+    let mut targets = match &insert.source {
         Some(_) => target_columns(&table, &insert.columns)?,
         None => Vec::new(), // DEFAULT VALUES
     };
+    // Without a column list, a VALUES row shorter than the table fills its first columns.
+    if let (true, Some(source)) = (insert.columns.is_empty(), &insert.source) {
+        if let ast::SetExpr::Values(values) = source.body.as_ref() {
+            let width = values.rows.first().map_or(0, |row| row.len());
+            targets.truncate(width);
+        }
+    }
     let column_defaults = run.db.catalog.column_defaults(table.oid);
     let overriding = defaults::says_overriding_system_value(insert);
     defaults::check_identity(
@@ -53,35 +143,78 @@ pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<Outcom
         &column_defaults,
         overriding,
     )?;
-    let stream = match &insert.source {
+    let source = match &insert.source {
         Some(source) => {
             let mut source = source.clone();
             defaults::replace_default_keywords(&mut source, &table, &targets, &column_defaults)?;
-            run.query_stream(&ast::Statement::Query(source)).await?
-        }
-        None => one_empty_row()?,
-    };
-    let fill = Defaults::for_statement(run, &table, &targets).await?;
-    let mut returning = match &insert.returning {
-        Some(items) => {
-            let target = returning::Target {
-                table: table.clone(),
-                alias: insert.table_alias.as_ref().map(|a| ident_name(&a.alias)),
-                reads_others: false,
-            };
-            Some(Returning::plan(run, &target, items).await?)
+            Some(source)
         }
         None => None,
     };
-    let sink = Sink {
-        defaults: &fill,
-        arbiters: arbiters.as_deref().unwrap_or_default(),
-        returning: returning.as_mut(),
+    Ok(PreparedInsert {
+        table,
+        targets,
+        column_list: !insert.columns.is_empty(),
+        source,
+        on_conflict,
+    })
+}
+
+async fn plan_on_conflict(
+    run: &StatementRun,
+    table: &TableDef,
+    insert: &ast::Insert,
+    on: &ast::OnInsert,
+) -> PgResult<OnConflict> {
+    let arbiters = crate::sql::on_conflict::arbiters(&run.db, table, on)?;
+    let ast::OnInsert::OnConflict(clause) = on else {
+        unreachable!("arbiters accepts ON CONFLICT only");
     };
-    let inserted = insert_returning(run, &table, &targets, stream, sink).await?;
-    match returning {
-        Some(returning) => returning.into_outcome("INSERT 0"),
-        None => Ok(Outcome::Done(format!("INSERT 0 {inserted}"))),
+    let (upsert, filter) = match &clause.action {
+        ast::OnConflictAction::DoNothing => (None, None),
+        ast::OnConflictAction::DoUpdate(update) => {
+            let alias = insert.table_alias.as_ref().map(|a| &a.alias);
+            let upsert = Upsert::plan(run, table, alias, update).await?;
+            (
+                Some(upsert),
+                update.selection.as_ref().map(|c| format!("({c})")),
+            )
+        }
+    };
+    let shown_arbiters = clause.conflict_target.as_ref().map(|_| {
+        (arbiters.iter())
+            .filter_map(|&oid| run.db.catalog.index_by_oid(oid).map(|i| i.name))
+            .collect()
+    });
+    Ok(OnConflict {
+        arbiters,
+        upsert,
+        shown_arbiters,
+        filter,
+    })
+}
+
+impl PreparedInsert {
+    /// Inserts the rows of `stream` (the source's), giving them to `returning` too.
+    pub async fn write(
+        &self,
+        run: &StatementRun,
+        stream: datafusion::execution::SendableRecordBatchStream,
+        returning: Option<&mut Returning>,
+    ) -> PgResult<InsertCounts> {
+        let mut targets = self.targets.clone();
+        if !self.column_list {
+            // … and so does a query's row.
+            targets.truncate(stream.schema().fields().len());
+        }
+        let fill = Defaults::for_statement(run, &self.table, &targets).await?;
+        let sink = Sink {
+            defaults: &fill,
+            arbiters: self.on_conflict.as_ref().map_or(&[], |c| &c.arbiters),
+            upsert: self.on_conflict.as_ref().and_then(|c| c.upsert.as_ref()),
+            returning,
+        };
+        insert_returning(run, &self.table, &targets, stream, sink).await
     }
 }
 
@@ -176,32 +309,38 @@ pub async fn insert_stream(
     let sink = Sink {
         defaults: &Defaults::none(),
         arbiters: &[],
+        upsert: None,
         returning: None,
     };
-    insert_returning(run, table, targets, stream, sink).await
+    Ok(insert_returning(run, table, targets, stream, sink)
+        .await?
+        .written())
 }
 
 /// Where an INSERT's rows go besides the table.
 pub struct Sink<'a> {
     /// What the columns the source leaves out get.
     pub defaults: &'a Defaults,
-    /// ON CONFLICT DO NOTHING's arbiter indexes (`on_conflict`); empty without one.
+    /// ON CONFLICT's arbiter indexes (`on_conflict`); empty without one.
     pub arbiters: &'a [u32],
+    /// ON CONFLICT DO UPDATE's SET list and condition.
+    pub upsert: Option<&'a Upsert>,
     /// The RETURNING list, given the rows inserted.
     pub returning: Option<&'a mut Returning>,
 }
 
-/// [`insert_stream`], with defaults, ON CONFLICT DO NOTHING and RETURNING as `sink` says.
+/// [`insert_stream`], with defaults, ON CONFLICT and RETURNING as `sink` says.
 pub async fn insert_returning(
     run: &StatementRun,
     table: &TableDef,
     targets: &[usize],
     stream: datafusion::execution::SendableRecordBatchStream,
     sink: Sink<'_>,
-) -> PgResult<u64> {
+) -> PgResult<InsertCounts> {
     let Sink {
         defaults,
         arbiters,
+        upsert,
         mut returning,
     } = sink;
     let source_width = stream.schema().fields().len();
@@ -219,14 +358,56 @@ pub async fn insert_returning(
     if returning.is_some() {
         inserter = inserter.keep_placed();
     }
+    let mut upserting = match upsert {
+        Some(upsert) => Some(Upserting::start(run, upsert)?),
+        None => None,
+    };
+    let mut counts = InsertCounts::default();
     let started = Instant::now();
     let mut next_progress = PROGRESS_EVERY_ROWS;
     let result = for_each_batch(run, stream, |batch| {
-        let arrays = table_arrays(run, table, targets, &batch, defaults)?;
-        inserter.insert_arrays(&arrays, batch.num_rows())?;
+        let mut proposed = table_arrays(run, table, targets, &batch, defaults)?;
+        // The batch row each row of `proposed` is.
+        let mut positions: Vec<usize> = (0..batch.num_rows()).collect();
+        let mut written = Written::default();
+        loop {
+            inserter.insert_arrays(&proposed, positions.len())?;
+            let skipped = inserter.skipped().to_vec();
+            counts.conflicting += skipped.len() as u64;
+            if returning.is_some() {
+                let mut inserted = vec![true; positions.len()];
+                for &(row, _) in &skipped {
+                    inserted[row] = false;
+                }
+                let rows: Vec<usize> = (positions.iter().zip(&inserted))
+                    .filter_map(|(&p, &i)| i.then_some(p))
+                    .collect();
+                let values = only_rows(&proposed, inserted)?;
+                written.add(rows.into_iter(), values, inserter.placed());
+            }
+            let Some(upserting) = &mut upserting else {
+                break;
+            };
+            let updated = upserting.update(run, &proposed, &skipped)?;
+            counts.filtered += updated.filtered;
+            if returning.is_some() {
+                let rows = updated.rows.iter().map(|&r| positions[r]);
+                written.add(rows, updated.values, &updated.placed);
+            }
+            if updated.again.is_empty() {
+                break;
+            }
+            // Rows whose conflicting row was deleted meanwhile: insert (or update) again.
+            let again = UInt32Array::from_iter_values(updated.again.iter().map(|&r| r as u32));
+            proposed = (proposed.iter())
+                .map(|a| datafusion::arrow::compute::take(a, &again, None))
+                .collect::<Result<_, _>>()
+                .map_err(|e| PgError::internal(e.to_string()))?;
+            positions = updated.again.iter().map(|&r| positions[r]).collect();
+        }
         if let Some(returning) = returning.as_deref_mut() {
-            let arrays = without_rows(arrays, batch.num_rows(), inserter.skipped())?;
-            returning.add(&arrays, inserter.placed())?;
+            let (values, tids) = written.in_row_order()?;
+            returning.add(&values, &tids)?;
         }
         if inserter.inserted >= next_progress {
             tracing::info!(
@@ -242,26 +423,77 @@ pub async fn insert_returning(
     .await;
     inserter.finish();
     run.ctx.add_usage(&inserter.acct.usage);
+    counts.inserted = inserter.inserted;
+    counts.updated = upserting.as_ref().map_or(0, Upserting::updated);
+    if let Some(upserting) = upserting {
+        upserting.finish(run);
+    }
     result?;
-    Ok(inserter.inserted)
+    Ok(counts)
 }
 
-/// `arrays` (of `rows` rows) without the rows `left_out` (ascending).
-fn without_rows(arrays: Vec<ArrayRef>, rows: usize, left_out: &[usize]) -> PgResult<Vec<ArrayRef>> {
-    if left_out.is_empty() {
-        return Ok(arrays);
+/// The rows a batch wrote (inserted, or updated by ON CONFLICT DO UPDATE), for RETURNING:
+/// each with its row in the batch, to be returned in that order as PostgreSQL does.
+#[derive(Default)]
+struct Written {
+    rows: Vec<usize>,
+    values: Vec<Vec<ArrayRef>>,
+    tids: Vec<(u32, u16)>,
+}
+
+impl Written {
+    fn add(
+        &mut self,
+        rows: impl Iterator<Item = usize>,
+        values: Vec<ArrayRef>,
+        tids: &[(u32, u16)],
+    ) {
+        self.rows.extend(rows);
+        self.values.push(values);
+        self.tids.extend_from_slice(tids);
+        assert_eq!(
+            self.rows.len(),
+            self.tids.len(),
+            "a batch row for each row written"
+        );
     }
-    let mut keep = vec![true; rows];
-    for &row in left_out {
-        keep[row] = false;
+
+    /// The values and ctids of the rows written, in batch row order.
+    fn in_row_order(self) -> PgResult<(Vec<ArrayRef>, Vec<(u32, u16)>)> {
+        let arrow = |e: datafusion::arrow::error::ArrowError| PgError::internal(e.to_string());
+        if self.values.len() == 1 {
+            let values = self.values.into_iter().next().expect("one part");
+            return Ok((values, self.tids));
+        }
+        let mut order: Vec<u32> = (0..self.rows.len() as u32).collect();
+        order.sort_by_key(|&i| self.rows[i as usize]);
+        let order = UInt32Array::from(order);
+        let columns = self.values.first().map_or(0, Vec::len);
+        let values = (0..columns)
+            .map(|c| {
+                let parts: Vec<&dyn datafusion::arrow::array::Array> =
+                    self.values.iter().map(|v| v[c].as_ref()).collect();
+                let all = datafusion::arrow::compute::concat(&parts).map_err(arrow)?;
+                datafusion::arrow::compute::take(&all, &order, None).map_err(arrow)
+            })
+            .collect::<PgResult<Vec<_>>>()?;
+        let tids = order
+            .values()
+            .iter()
+            .map(|&i| self.tids[i as usize])
+            .collect();
+        Ok((values, tids))
     }
+}
+
+/// The rows of `arrays` that `keep` marks.
+fn only_rows(arrays: &[ArrayRef], keep: Vec<bool>) -> PgResult<Vec<ArrayRef>> {
     let mask = datafusion::arrow::array::BooleanArray::from(keep);
     arrays
         .iter()
-        .map(|a| {
-            datafusion::arrow::compute::filter(a.as_ref(), &mask).map_err(|e| PgError::internal(e.to_string()))
-        })
-        .collect()
+        .map(|a| datafusion::arrow::compute::filter(a.as_ref(), &mask))
+        .collect::<Result<_, _>>()
+        .map_err(|e| PgError::internal(e.to_string()))
 }
 
 /// The statement's inserter into `table`: through its indexes, filling the space the free

@@ -1,8 +1,9 @@
-//! `INSERT … ON CONFLICT [target] DO NOTHING`: which unique indexes decide that a row is
-//! left out (PostgreSQL's *arbiter* indexes). The engine does the rest
+//! `INSERT … ON CONFLICT [target] DO NOTHING | DO UPDATE`: which unique indexes decide that
+//! a row is left out (PostgreSQL's *arbiter* indexes). The engine does the rest
 //! (`iolab_engine::btree::maintain`): rows whose key an arbiter already has, from a
 //! committed or this transaction, or from one still running that then commits, are not
-//! inserted, not counted in the tag and not returned by RETURNING.
+//! inserted; DO NOTHING neither counts them in the tag nor returns them with RETURNING,
+//! DO UPDATE updates the rows they meet instead (`upsert`).
 //!
 //! | target | arbiters |
 //! |---|---|
@@ -10,7 +11,7 @@
 //! | `(a)` | the unique indexes on exactly column `a`; none is 42P10 |
 //! | `ON CONSTRAINT c` | the index of PRIMARY KEY or UNIQUE constraint `c`; none is 42704 |
 //!
-//! `DO UPDATE` is not supported yet (0A000).
+//! DO UPDATE needs a target (42601), as in PostgreSQL.
 
 use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
@@ -23,10 +24,13 @@ pub fn arbiters(db: &Database, table: &TableDef, on: &ast::OnInsert) -> PgResult
     let ast::OnInsert::OnConflict(conflict) = on else {
         return Err(PgError::syntax("syntax error at or near \"ON\""));
     };
-    if let ast::OnConflictAction::DoUpdate(_) = conflict.action {
-        return Err(PgError::unsupported(
-            "ON CONFLICT DO UPDATE is not supported yet (DO NOTHING is)",
-        ));
+    if let (ast::OnConflictAction::DoUpdate(_), None) =
+        (&conflict.action, &conflict.conflict_target)
+    {
+        return Err(PgError::syntax(
+            "ON CONFLICT DO UPDATE requires inference specification or constraint name",
+        )
+        .with_hint("For example, ON CONFLICT (column_name)."));
     }
     let unique: Vec<_> = db
         .catalog

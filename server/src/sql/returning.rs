@@ -480,17 +480,27 @@ fn other_tables_error(target: &Target, error: PgError) -> PgError {
 /// The statement's state seeing only the stand-in for `table`: an empty table of its
 /// columns and `ctid`, under the name and in the schema unqualified names resolve to.
 fn stand_in_state(state: &SessionState, table: &TableDef) -> PgResult<SessionState> {
+    stand_ins_state(state, &[(&table.name, table_schema(table, true))])
+}
+
+/// The statement's state seeing only empty tables of the given names and columns, in the
+/// schema unqualified names resolve to.
+pub(crate) fn stand_ins_state(
+    state: &SessionState,
+    tables: &[(&str, SchemaRef)],
+) -> PgResult<SessionState> {
     let options = &state.config_options().catalog;
     let (catalog_name, schema_name) = (
         options.default_catalog.clone(),
         options.default_schema.clone(),
     );
-    let stand_in =
-        MemTable::try_new(table_schema(table, true), vec![vec![]]).map_err(from_datafusion)?;
     let schema = MemorySchemaProvider::new();
-    schema
-        .register_table(table.name.clone(), Arc::new(stand_in))
-        .map_err(from_datafusion)?;
+    for (name, columns) in tables {
+        let stand_in = MemTable::try_new(columns.clone(), vec![vec![]]).map_err(from_datafusion)?;
+        schema
+            .register_table(name.to_string(), Arc::new(stand_in))
+            .map_err(from_datafusion)?;
+    }
     let catalog = MemoryCatalogProvider::new();
     catalog
         .register_schema(&schema_name, Arc::new(schema))
@@ -545,7 +555,7 @@ fn projection_of(plan: LogicalPlan) -> PgResult<LogicalPlan> {
 }
 
 /// `projection` with the values of its `$n`.
-fn bind(projection: LogicalPlan, values: &[ScalarValue]) -> PgResult<LogicalPlan> {
+pub(crate) fn bind(projection: LogicalPlan, values: &[ScalarValue]) -> PgResult<LogicalPlan> {
     projection
         .with_param_values(values.to_vec())
         .map_err(from_datafusion)
@@ -554,7 +564,7 @@ fn bind(projection: LogicalPlan, values: &[ScalarValue]) -> PgResult<LogicalPlan
 /// `plan` type-coerced and its expressions simplified, as DataFusion's optimizer hands
 /// plans to its physical planner (whose `coalesce`, for one, expects to have become a
 /// CASE); unlike the whole optimizer this keeps the projection over the full row.
-fn simplified(state: &SessionState, plan: LogicalPlan) -> PgResult<LogicalPlan> {
+pub(crate) fn simplified(state: &SessionState, plan: LogicalPlan) -> PgResult<LogicalPlan> {
     use datafusion::optimizer::simplify_expressions::SimplifyExpressions;
     use datafusion::optimizer::Optimizer;
     let analyzed = state
