@@ -21,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{sqlstate, PgError, PgResult};
-use crate::store::{Catalog, CatalogFile, Persistence, MAX_IDENTIFIER_LEN};
+use crate::store::{Catalog, CatalogFile, Persistence, TableDef, MAX_IDENTIFIER_LEN};
 use crate::types::PgType;
 
 /// One B-tree index.
@@ -94,6 +94,24 @@ impl ConstraintKind {
 }
 
 impl IndexDef {
+    /// The B-tree index `name` on column `column` of `table`, in the file of its `oid`
+    /// (from [`Catalog::allocate_oid`]).
+    pub fn on_column(oid: u32, name: String, table: &TableDef, column: usize) -> IndexDef {
+        IndexDef {
+            oid,
+            schema: table.schema.clone(),
+            name,
+            table_oid: table.oid,
+            relfilenode: oid,
+            columns: vec![column],
+            key_types: vec![table.columns[column].ty],
+            unique: false,
+            constraint: None,
+            persistence: table.persistence,
+            reloptions: Vec::new(),
+        }
+    }
+
     /// Is this the table's primary key (`pg_index.indisprimary`)?
     pub fn is_primary(&self) -> bool {
         self.constraint

@@ -223,20 +223,12 @@ pub fn create(run: &StatementRun, table: &TableDef, constraints: &[KeyConstraint
         };
         let oid = db.catalog.allocate_oid()?;
         let def = IndexDef {
-            oid,
-            schema: table.schema.clone(),
-            name,
-            table_oid: table.oid,
-            relfilenode: oid,
-            columns: vec![column],
-            key_types: vec![table.columns[column].ty],
             unique: true,
             constraint: Some(IndexConstraint {
                 kind: c.kind,
                 oid: db.catalog.allocate_oid()?,
             }),
-            persistence: table.persistence,
-            reloptions: Vec::new(),
+            ..IndexDef::on_column(oid, name, table, column)
         };
         btree::create_index(db, &run.ctx, table, &def)?;
     }

@@ -690,17 +690,9 @@ pub async fn create_index(
     let reloptions = super::reloptions::btree_reloptions(&create.with)?;
     let oid = db.catalog.allocate_oid()?;
     let def = IndexDef {
-        oid,
-        schema: table.schema.clone(),
-        name,
-        table_oid: table.oid,
-        relfilenode: oid,
-        columns: vec![col],
-        key_types: vec![key_type],
         unique: create.unique,
-        constraint: None,
-        persistence: table.persistence,
         reloptions,
+        ..IndexDef::on_column(oid, name, &table, col)
     };
     // The build runs on a blocking thread while this task stays awake, so that a cancel
     // request or statement_timeout ends the statement at once: the dropped statement
