@@ -791,3 +791,91 @@ async fn explain_shows_the_conflict_resolution_as_postgres() {
         .collect::<Vec<Vec<_>>>()
     );
 }
+
+/// ALTER TABLE ADD PRIMARY KEY / UNIQUE and DROP CONSTRAINT, statement by statement as
+/// PostgreSQL 18.4 answered them.
+#[tokio::test(flavor = "multi_thread")]
+async fn alter_table_adds_and_drops_key_constraints() {
+    let server = TestServer::start("unique-alter");
+    let c = server.client().await;
+    exec(
+        &c,
+        "CREATE TABLE ac (a int, b int); INSERT INTO ac VALUES (1, 1), (2, 1), (NULL, 3)",
+    )
+    .await;
+    for (sql, code, message, detail) in [
+        (
+            "ALTER TABLE ac ADD PRIMARY KEY (a)",
+            "23502",
+            "column \"a\" of relation \"ac\" contains null values",
+            None,
+        ),
+        (
+            "ALTER TABLE ac ADD UNIQUE (b)",
+            "23505",
+            "could not create unique index \"ac_b_key\"",
+            Some("Key (b)=(1) is duplicated."),
+        ),
+    ] {
+        let e = error(&c, sql).await;
+        assert_eq!(
+            (e.0.as_str(), e.1.as_str(), e.2.as_deref()),
+            (code, message, detail),
+            "{sql}"
+        );
+    }
+    exec(&c, "DELETE FROM ac WHERE a IS NULL").await;
+    exec(&c, "ALTER TABLE ac ADD PRIMARY KEY (a)").await;
+    let e = error(&c, "ALTER TABLE ac ADD CONSTRAINT ac_b_uq UNIQUE (b)").await;
+    assert_eq!(e.1, "could not create unique index \"ac_b_uq\"");
+    let e = error(&c, "ALTER TABLE ac ADD PRIMARY KEY (b)").await;
+    assert_eq!(
+        (e.0.as_str(), e.1.as_str()),
+        (
+            "42P16",
+            "multiple primary keys for table \"ac\" are not allowed"
+        )
+    );
+    let want = r#"                 Table "public.ac"
+ Column |  Type   | Collation | Nullable | Default 
+--------+---------+-----------+----------+---------
+ a      | integer |           | not null | 
+ b      | integer |           |          | 
+Indexes:
+    "ac_pkey" PRIMARY KEY, btree (a)
+
+"#;
+    assert_eq!(server.psql_ok(&["-c", "\\d ac"]), want);
+    let e = error(&c, "INSERT INTO ac VALUES (1, 9)").await;
+    assert_eq!(e.2.as_deref(), Some("Key (a)=(1) already exists."));
+    // ROLLBACK takes an added key back; DROP CONSTRAINT leaves the column NOT NULL, as
+    // PostgreSQL 18 does.
+    exec(
+        &c,
+        "BEGIN; ALTER TABLE ac ADD CONSTRAINT b_one UNIQUE (a); ROLLBACK",
+    )
+    .await;
+    assert_eq!(
+        int(&c, "SELECT count(*) FROM pg_class WHERE relname = 'b_one'").await,
+        0
+    );
+    let e = error(&c, "ALTER TABLE ac DROP CONSTRAINT nope").await;
+    assert_eq!(
+        (e.0.as_str(), e.1.as_str()),
+        (
+            "42704",
+            "constraint \"nope\" of relation \"ac\" does not exist"
+        )
+    );
+    exec(&c, "ALTER TABLE ac DROP CONSTRAINT IF EXISTS nope").await;
+    exec(&c, "ALTER TABLE ac DROP CONSTRAINT ac_pkey").await;
+    exec(&c, "INSERT INTO ac VALUES (1, 9)").await;
+    let want = r#"                 Table "public.ac"
+ Column |  Type   | Collation | Nullable | Default 
+--------+---------+-----------+----------+---------
+ a      | integer |           | not null | 
+ b      | integer |           |          | 
+
+"#;
+    assert_eq!(server.psql_ok(&["-c", "\\d ac"]), want);
+}

@@ -85,6 +85,13 @@ pub enum AlterCommand {
     SetOptions(Vec<ast::Expr>),
     /// `RESET (name, …)`
     ResetOptions(Vec<Ident>),
+    /// `ADD [CONSTRAINT name] PRIMARY KEY (…) | UNIQUE (…)`
+    AddConstraint(ast::TableConstraint),
+    /// `DROP CONSTRAINT [IF EXISTS] name [CASCADE | RESTRICT]`
+    DropConstraint {
+        if_exists: bool,
+        name: Ident,
+    },
     /// A subcommand iolab does not run, as its words (`OWNER TO`, `ALTER COLUMN TYPE`).
     Unsupported(String),
 }
@@ -102,6 +109,8 @@ impl AlterCommand {
             AlterCommand::DropNotNull { .. } => "ALTER COLUMN ... DROP NOT NULL",
             AlterCommand::SetOptions(_) => "SET",
             AlterCommand::ResetOptions(_) => "RESET",
+            AlterCommand::AddConstraint(_) => "ADD CONSTRAINT",
+            AlterCommand::DropConstraint { .. } => "DROP CONSTRAINT",
             AlterCommand::Unsupported(_) => "",
         }
     }
@@ -206,6 +215,16 @@ fn parse_command(p: &mut Parser, kind: RelationKind) -> Result<AlterCommand, Par
             ]
             .iter()
             .any(|k| p.peek_keyword(*k));
+            // PRIMARY KEY and UNIQUE, named or not (`sql::constraints`).
+            let key = |n: usize| {
+                matches!(&p.peek_nth_token_ref(n).token,
+                    Token::Word(w) if w.keyword == Keyword::PRIMARY || w.keyword == Keyword::UNIQUE)
+            };
+            if key(0) || (p.peek_keyword(Keyword::CONSTRAINT) && key(2)) {
+                if let Some(c) = p.parse_optional_table_constraint()? {
+                    return Ok(AlterCommand::AddConstraint(c));
+                }
+            }
             if constraint {
                 let words = if p.peek_keyword(Keyword::CONSTRAINT) {
                     1
@@ -223,8 +242,12 @@ fn parse_command(p: &mut Parser, kind: RelationKind) -> Result<AlterCommand, Par
             });
         }
         if p.parse_keyword(Keyword::DROP) {
-            if !p.parse_keyword(Keyword::COLUMN) && p.peek_keyword(Keyword::CONSTRAINT) {
-                return unsupported(p, "DROP", 1);
+            if !p.parse_keyword(Keyword::COLUMN) && p.parse_keyword(Keyword::CONSTRAINT) {
+                let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+                let name = parse_name(p)?;
+                // Nothing depends on a key constraint here: CASCADE and RESTRICT are alike.
+                let _ = p.parse_one_of_keywords(&[Keyword::CASCADE, Keyword::RESTRICT]);
+                return Ok(AlterCommand::DropConstraint { if_exists, name });
             }
             let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
             let column = parse_name(p)?;
@@ -441,8 +464,8 @@ mod tests {
     fn other_subcommands_are_named() {
         let c = commands(
             "ALTER TABLE t ALTER COLUMN a TYPE bigint USING (a + 1), OWNER TO me, \
-             ADD CONSTRAINT c CHECK (a > 0), ADD PRIMARY KEY (a), SET SCHEMA s, \
-             DROP CONSTRAINT c, ALTER a SET STATISTICS 5",
+             ADD CONSTRAINT c CHECK (a > 0), ADD FOREIGN KEY (a) REFERENCES u, SET SCHEMA s, \
+             ALTER a SET STATISTICS 5",
         );
         let words: Vec<&str> = c
             .iter()
@@ -457,9 +480,8 @@ mod tests {
                 "ALTER COLUMN TYPE",
                 "OWNER TO",
                 "ADD CONSTRAINT",
-                "ADD PRIMARY KEY",
+                "ADD FOREIGN KEY",
                 "SET SCHEMA",
-                "DROP CONSTRAINT",
                 "ALTER COLUMN SET STATISTICS",
             ]
         );
@@ -467,6 +489,15 @@ mod tests {
             &commands("ALTER INDEX i SET (fillfactor = 50)")[0],
             AlterCommand::SetOptions(_)
         ));
+        let keys = commands(
+            "ALTER TABLE t ADD PRIMARY KEY (a), ADD CONSTRAINT k UNIQUE (b), \
+             DROP CONSTRAINT IF EXISTS k CASCADE",
+        );
+        assert!(matches!(&keys[0], AlterCommand::AddConstraint(_)));
+        assert!(matches!(&keys[1], AlterCommand::AddConstraint(_)));
+        assert!(
+            matches!(&keys[2], AlterCommand::DropConstraint { if_exists: true, name } if name.value == "k")
+        );
     }
 
     #[test]

@@ -40,7 +40,8 @@ use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 use iolab_catalog::alter::{RelationKind, TableState};
 use iolab_catalog::attributes::{DroppedAttribute, MissingValue};
 use iolab_catalog::{
-    sqlstate, ColumnDef, ColumnDefault, DefaultValue, PgError, PgResult, PgType, ViewDef,
+    sqlstate, ColumnDef, ColumnDefault, ConstraintKind, DefaultValue, PgError, PgResult, PgType,
+    ViewDef,
 };
 use iolab_engine::heap::codec::{TupleEncoder, TupleLayout};
 use iolab_engine::Database;
@@ -404,6 +405,58 @@ async fn alter_table(
         AlterCommand::ResetOptions(names) => {
             let names: Vec<String> = names.iter().map(ident_name).collect();
             after.table.reloptions = reloptions::reset_reloptions(&before.table.reloptions, &names);
+        }
+        AlterCommand::AddConstraint(written) => {
+            let key = crate::sql::constraints::from_table_constraint(written)
+                .expect("the parser takes PRIMARY KEY and UNIQUE only")?;
+            let index = column(&Ident::new(&key.column)).map_err(|_| {
+                PgError::new(
+                    sqlstate::UNDEFINED_COLUMN,
+                    format!("column \"{}\" named in key does not exist", key.column),
+                )
+            })?;
+            if key.kind == ConstraintKind::PrimaryKey {
+                if db.catalog.indexes_of(oid).iter().any(|i| i.is_primary()) {
+                    return Err(PgError::new(
+                        sqlstate::INVALID_TABLE_DEFINITION,
+                        format!("multiple primary keys for table \"{table_name}\" are not allowed"),
+                    ));
+                }
+                let name = before.table.columns[index].name.clone();
+                if !before.table.columns[index].not_null {
+                    let condition = format!("{} IS NULL", quote(&name));
+                    if has_rows(run, &before.table.name, Some(&condition)).await? {
+                        return Err(contains_nulls(&name, &table_name));
+                    }
+                    after.table.columns[index].not_null = true;
+                    write_state(db, before, after.clone(), log)?;
+                }
+            }
+            let created = tokio::task::block_in_place(|| {
+                crate::sql::constraints::create(run, &after.table, std::slice::from_ref(&key))
+            })?;
+            for oid in created {
+                log.record(db, DdlEntry::CreatedIndex { oid })?;
+            }
+            return Ok(());
+        }
+        AlterCommand::DropConstraint { if_exists, name } => {
+            let name = ident_name(name);
+            let found = (db.catalog.indexes_of(oid).into_iter())
+                .find(|i| i.constraint.is_some() && i.name == name);
+            let Some(index) = found else {
+                let message =
+                    format!("constraint \"{name}\" of relation \"{table_name}\" does not exist");
+                if *if_exists {
+                    notices.push(Notice::notice(format!("{message}, skipping")));
+                    return Ok(());
+                }
+                return Err(PgError::new(sqlstate::UNDEFINED_OBJECT, message));
+            };
+            let index_oid = index.oid;
+            log.record(db, DdlEntry::DroppedIndex(index))?;
+            db.catalog.drop_index(index_oid)?;
+            return Ok(());
         }
         AlterCommand::Unsupported(_) => unreachable!("refused before any subcommand ran"),
     }

@@ -197,9 +197,15 @@ pub fn plan(
     Ok(ordered)
 }
 
-/// Makes the index (and constraint) of each of `constraints` on the new, empty `table`.
-/// The table's entry in the transaction's DDL log removes them with it on ROLLBACK.
-pub fn create(run: &StatementRun, table: &TableDef, constraints: &[KeyConstraint]) -> PgResult<()> {
+/// Makes the index (and constraint) of each of `constraints` on `table` (a new, empty
+/// one, or ALTER TABLE ADD's, which checks its rows); the indexes' OIDs. The caller's DDL
+/// log entry removes them on ROLLBACK.
+pub fn create(
+    run: &StatementRun,
+    table: &TableDef,
+    constraints: &[KeyConstraint],
+) -> PgResult<Vec<u32>> {
+    let mut created = Vec::with_capacity(constraints.len());
     let db = &run.db;
     for c in constraints {
         let column = table
@@ -231,8 +237,9 @@ pub fn create(run: &StatementRun, table: &TableDef, constraints: &[KeyConstraint
             ..IndexDef::on_column(oid, name, table, column)
         };
         btree::create_index(db, &run.ctx, table, &def)?;
+        created.push(oid);
     }
-    Ok(())
+    Ok(created)
 }
 
 /// PostgreSQL's refusal to drop the index of a constraint (2BP01).
