@@ -588,3 +588,74 @@ async fn short_rows_take_the_defaults_of_the_columns_after_them() {
         );
     }
 }
+
+/// `information_schema.columns` shows defaults and identity columns as PostgreSQL 18.4
+/// does for the same table (but for a text constant's cast: `'x'` where it shows
+/// `'x'::text`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn information_schema_columns_shows_defaults_and_identity() {
+    let server = TestServer::start("info-schema-defaults");
+    let c = server.client().await;
+    c.batch_execute(
+        "CREATE TABLE dft (id serial PRIMARY KEY, a int DEFAULT 7, \
+         g int GENERATED ALWAYS AS IDENTITY, n int)",
+    )
+    .await
+    .unwrap();
+    let got = rows(
+        &c,
+        "SELECT column_name, column_default, is_identity, identity_generation, \
+         identity_start, identity_increment, identity_maximum, identity_minimum, \
+         identity_cycle FROM information_schema.columns WHERE table_name = 'dft' \
+         ORDER BY ordinal_position",
+    )
+    .await;
+    let row = |r: [Option<&str>; 9]| r.iter().map(|v| v.map(str::to_string)).collect();
+    let want: Vec<Vec<Option<String>>> = vec![
+        row([
+            Some("id"),
+            Some("nextval('dft_id_seq'::regclass)"),
+            Some("NO"),
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some("NO"),
+        ]),
+        row([
+            Some("a"),
+            Some("7"),
+            Some("NO"),
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some("NO"),
+        ]),
+        row([
+            Some("g"),
+            None,
+            Some("YES"),
+            Some("ALWAYS"),
+            Some("1"),
+            Some("1"),
+            Some("2147483647"),
+            Some("1"),
+            Some("NO"),
+        ]),
+        row([
+            Some("n"),
+            None,
+            Some("NO"),
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some("NO"),
+        ]),
+    ];
+    assert_eq!(got, want);
+}

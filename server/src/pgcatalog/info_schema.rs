@@ -147,16 +147,40 @@ fn columns(s: &Snapshot) -> Vec<Vec<V>> {
         .iter()
         .filter(|r| r.kind == 'r' || r.kind == 'v')
     {
-        rows.extend(column_rows(r));
+        rows.extend(column_rows(s, r));
     }
     rows
 }
 
-fn column_rows(r: &Relation) -> Vec<Vec<V>> {
+fn column_rows(s: &Snapshot, r: &Relation) -> Vec<Vec<V>> {
+    // `column_default`: the expression `\d` shows (none for identity columns).
+    let default = |column: &str| {
+        s.column_default(r.oid, column)
+            .filter(|d| d.identity.is_none())
+            .map(|d| crate::sql::defaults::default_text(&s.sequences, &d.value))
+    };
+    // An identity column: `ALWAYS` or `BY DEFAULT`, and its sequence.
+    let identity = |column: &str| {
+        let kind = s.column_default(r.oid, column)?.identity?;
+        let sequence = s.sequences.iter().find(|q| {
+            q.owned_by
+                .as_ref()
+                .is_some_and(|o| o.table_oid == r.oid && o.column == column && o.identity)
+        })?;
+        let generation = match kind {
+            iolab_catalog::Identity::Always => "ALWAYS",
+            iolab_catalog::Identity::ByDefault => "BY DEFAULT",
+        };
+        Some((generation, sequence))
+    };
     r.columns
         .iter()
         .enumerate()
         .map(|(i, c)| {
+            let identity = identity(&c.name);
+            let sequence = |f: fn(&iolab_catalog::SequenceDef) -> i64| {
+                V::opt_text(identity.map(|(_, q)| f(q).to_string()))
+            };
             let facts = type_facts(c.type_oid, c.typmod);
             let n = |x: Option<i64>| x.map(V::Int).unwrap_or(V::Null);
             let udt = types::type_row(c.type_oid)
@@ -168,7 +192,7 @@ fn column_rows(r: &Relation) -> Vec<Vec<V>> {
                 V::text(&r.name),
                 V::text(&c.name),
                 V::Int(r.attnum(i) as i64),
-                V::Null,
+                V::opt_text(default(&c.name)),
                 yes_no(!c.not_null),
                 V::text(data_type_name(c.type_oid)),
                 n(facts[0]),
@@ -195,15 +219,15 @@ fn column_rows(r: &Relation) -> Vec<Vec<V>> {
                 V::Null,
                 V::Null,
                 V::Null,
-                V::text((i + 1).to_string()),
+                V::text(r.attnum(i).to_string()),
                 yes_no(false),
-                yes_no(false),
-                V::Null,
-                V::Null,
-                V::Null,
-                V::Null,
-                V::Null,
-                yes_no(false),
+                yes_no(identity.is_some()),
+                V::opt_text(identity.map(|(g, _)| g)),
+                sequence(|q| q.start),
+                sequence(|q| q.increment),
+                sequence(|q| q.max),
+                sequence(|q| q.min),
+                yes_no(identity.is_some_and(|(_, q)| q.cycle)),
                 V::text("NEVER"),
                 V::Null,
                 yes_no(r.kind == 'r'),
