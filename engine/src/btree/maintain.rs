@@ -309,17 +309,8 @@ mod tests {
         };
         let oid = db.catalog.allocate_oid().unwrap();
         let def = IndexDef {
-            oid,
-            schema: "public".into(),
-            name: "t_a_key".into(),
-            table_oid: table.oid,
-            relfilenode: oid,
-            columns: vec![0],
-            key_types: vec![PgType::Int4],
             unique: true,
-            constraint: None,
-            persistence: Persistence::Permanent,
-            reloptions: Vec::new(),
+            ..IndexDef::on_column(oid, "t_a_key".into(), &table, 0)
         };
         super::super::create_index(&db, &ctx(0), &table, &def).unwrap();
         let rel = db.relfile(table.relfilenode).unwrap();

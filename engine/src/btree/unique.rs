@@ -53,6 +53,7 @@ use crate::storage::page as slotted;
 use crate::txn::Xid;
 use crate::values::output_text;
 use crate::values::SessionZone;
+use iolab_settings::quote_identifier;
 
 /// Judges the heap tuple an equal key points at (`heap::liveness::liveness` for the
 /// inserting transaction).
@@ -203,7 +204,7 @@ pub fn duplicate_key(constraint: &str, column: &str, ty: PgType, key: &Key) -> P
     )
     .with_detail(format!(
         "Key ({})=({}) already exists.",
-        quote_column(column),
+        quote_identifier(column),
         key_text(ty, key)
     ))
 }
@@ -216,25 +217,9 @@ pub fn duplicated_in_build(index: &str, column: &str, ty: PgType, key: &Key) -> 
     )
     .with_detail(format!(
         "Key ({})=({}) is duplicated.",
-        quote_column(column),
+        quote_identifier(column),
         key_text(ty, key)
     ))
-}
-
-/// A column name as PostgreSQL's key descriptions write it (`quote_identifier`).
-fn quote_column(name: &str) -> String {
-    let plain = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if plain {
-        name.to_string()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
 }
 
 /// A key as its type's output function writes it (timestamptz in UTC: the engine knows no
@@ -289,9 +274,14 @@ mod tests {
 
     #[test]
     fn column_names_are_quoted_as_postgres_quotes_them() {
-        assert_eq!(quote_column("id"), "id");
-        assert_eq!(quote_column("Id"), "\"Id\"");
-        assert_eq!(quote_column("a b"), "\"a b\"");
-        assert_eq!(quote_column("1a"), "\"1a\"");
+        let detail = |column: &str| {
+            let e = duplicate_key("k", column, PgType::Int4, &Key::Int(1));
+            e.detail.expect("a DETAIL")
+        };
+        assert_eq!(detail("id"), "Key (id)=(1) already exists.");
+        assert_eq!(detail("Id"), "Key (\"Id\")=(1) already exists.");
+        assert_eq!(detail("a b"), "Key (\"a b\")=(1) already exists.");
+        assert_eq!(detail("1a"), "Key (\"1a\")=(1) already exists.");
+        assert_eq!(detail("user"), "Key (\"user\")=(1) already exists.");
     }
 }
