@@ -31,6 +31,7 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, PgError, PgResult, PgType, TableDef};
 use iolab_engine::heap::delete::{Deleted, HeapDeleter};
+use iolab_engine::heap::heapam::HeapInserter;
 use iolab_engine::Database;
 
 use crate::sql::ddl::{ident_name, split_name};
@@ -270,21 +271,10 @@ async fn update(
             changed.push(deleter.delete(tid, &check_cancel)? == Deleted::Now);
         }
         let keep = BooleanArray::from(changed);
-        let kept = only(&arrays, &keep)?;
-        let old = only_tids(&tids, &keep);
-        inserter.insert_arrays(&kept, old.len())?;
-        let new = inserter.placed().to_vec();
+        let (kept, new) =
+            add_new_versions(table, &mut deleter, &mut inserter, &tids, &arrays, &keep)?;
         if let Some(returning) = returning.as_deref_mut() {
             returning.add(&kept, &new)?;
-        }
-        assert_eq!(new.len(), old.len(), "a new version for each old one");
-        let newpage = old.iter().zip(&new).filter(|(o, n)| o.0 != n.0).count();
-        deleter
-            .acct
-            .relations()
-            .newpage_updates(table.relfilenode, newpage as u64);
-        for (old, new) in old.into_iter().zip(new) {
-            deleter.link_new_version(old, new)?;
         }
         Ok(())
     })
@@ -297,8 +287,37 @@ async fn update(
     Ok(deleter.deleted)
 }
 
+/// The second half of an UPDATE (and of INSERT … ON CONFLICT DO UPDATE): the rows `keep`
+/// marks, whose old versions at `tids` `deleter` has just stamped, get their new versions
+/// `arrays` (in the table's columns) appended by `inserter`; those that moved to another
+/// page are counted (`n_tup_newpage_upd`) and each old version is linked to its new one.
+/// The new versions' values and where they went.
+pub(crate) fn add_new_versions(
+    table: &TableDef,
+    deleter: &mut HeapDeleter,
+    inserter: &mut HeapInserter,
+    tids: &[(u32, u16)],
+    arrays: &[ArrayRef],
+    keep: &BooleanArray,
+) -> PgResult<(Vec<ArrayRef>, Vec<(u32, u16)>)> {
+    let kept = only(arrays, keep)?;
+    let old = only_tids(tids, keep);
+    inserter.insert_arrays(&kept, old.len())?;
+    let new = inserter.placed().to_vec();
+    assert_eq!(new.len(), old.len(), "a new version for each old one");
+    let newpage = old.iter().zip(&new).filter(|(o, n)| o.0 != n.0).count();
+    deleter
+        .acct
+        .relations()
+        .newpage_updates(table.relfilenode, newpage as u64);
+    for (&old, &new) in old.iter().zip(&new) {
+        deleter.link_new_version(old, new)?;
+    }
+    Ok((kept, new))
+}
+
 /// The rows of `arrays` that `keep` marks.
-fn only(arrays: &[ArrayRef], keep: &BooleanArray) -> PgResult<Vec<ArrayRef>> {
+pub(crate) fn only(arrays: &[ArrayRef], keep: &BooleanArray) -> PgResult<Vec<ArrayRef>> {
     arrays
         .iter()
         .map(|a| filter(a.as_ref(), keep))

@@ -382,7 +382,8 @@ pub async fn insert_returning(
                 let rows: Vec<usize> = (positions.iter().zip(&inserted))
                     .filter_map(|(&p, &i)| i.then_some(p))
                     .collect();
-                let values = only_rows(&proposed, inserted)?;
+                let inserted = datafusion::arrow::array::BooleanArray::from(inserted);
+                let values = crate::sql::dml::only(&proposed, &inserted)?;
                 written.add(rows.into_iter(), values, inserter.placed());
             }
             let Some(upserting) = &mut upserting else {
@@ -484,16 +485,6 @@ impl Written {
             .collect();
         Ok((values, tids))
     }
-}
-
-/// The rows of `arrays` that `keep` marks.
-fn only_rows(arrays: &[ArrayRef], keep: Vec<bool>) -> PgResult<Vec<ArrayRef>> {
-    let mask = datafusion::arrow::array::BooleanArray::from(keep);
-    arrays
-        .iter()
-        .map(|a| datafusion::arrow::compute::filter(a.as_ref(), &mask))
-        .collect::<Result<_, _>>()
-        .map_err(|e| PgError::internal(e.to_string()))
 }
 
 /// The statement's inserter into `table`: through its indexes, filling the space the free

@@ -205,19 +205,8 @@ impl Upsert {
             &new_rows,
             &crate::sql::defaults::Defaults::none(),
         )?;
-        let kept = (arrays.iter())
-            .map(|a| datafusion::arrow::compute::filter(a.as_ref(), &keep))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(arrow)?;
-        let old: Vec<_> = (tids.iter().zip(keep.values().iter()))
-            .filter_map(|(tid, k)| k.then_some(*tid))
-            .collect();
-        inserter.insert_arrays(&kept, old.len())?;
-        let new = inserter.placed().to_vec();
-        assert_eq!(new.len(), old.len(), "a new version for each old one");
-        for (&old, &new) in old.iter().zip(&new) {
-            deleter.link_new_version(old, new)?;
-        }
+        let (kept, new) =
+            dml::add_new_versions(&self.table, deleter, inserter, &tids, &arrays, &keep)?;
         updated.values = kept;
         updated.placed = new;
         Ok(updated)
