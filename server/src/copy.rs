@@ -349,6 +349,49 @@ pub fn encode_copy_batch(
 }
 
 /// COPY's options as `(name, value)` pairs, from both the `WITH (…)` and the pre-9.0 syntax.
+/// COPY's text with the values of its Boolean options spelled as sqlparser reads them:
+/// PostgreSQL takes `FREEZE on`, `HEADER 1`, `(freeze 'off')` — any of true, false, on,
+/// off, 1, 0 — where sqlparser takes only TRUE and FALSE (pgbench sends `with (freeze
+/// on)`). `None` when there is nothing to respell.
+pub fn spell_boolean_options(text: &str) -> Option<String> {
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+    let mut tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize()
+        .ok()?;
+    let mut option: Option<String> = None;
+    let mut respelled = false;
+    for token in tokens.iter_mut() {
+        if matches!(token, Token::Whitespace(_)) {
+            continue;
+        }
+        let after_boolean_option = matches!(option.as_deref(), Some("FREEZE" | "HEADER"));
+        let value = match &*token {
+            // TRUE and FALSE are sqlparser's already.
+            Token::Word(w) if w.quote_style.is_none() => {
+                Some(w.value.to_ascii_lowercase()).filter(|v| v != "true" && v != "false")
+            }
+            Token::Number(n, _) => Some(n.clone()),
+            Token::SingleQuotedString(s) => Some(s.to_ascii_lowercase()),
+            _ => None,
+        };
+        let spelled = match value.as_deref() {
+            Some("on" | "1" | "true") if after_boolean_option => Some("TRUE"),
+            Some("off" | "0" | "false") if after_boolean_option => Some("FALSE"),
+            _ => None,
+        };
+        if let Some(word) = spelled {
+            *token = Token::make_keyword(word);
+            respelled = true;
+        }
+        option = match &*token {
+            Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+            _ => None,
+        };
+    }
+    respelled.then(|| tokens.iter().map(|t| t.to_string()).collect())
+}
+
 fn option_pairs(
     options: &[CopyOption],
     legacy: &[CopyLegacyOption],
@@ -399,4 +442,32 @@ fn option_pairs(
         }
     }
     Ok(pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spell_boolean_options;
+
+    #[test]
+    fn boolean_options_are_spelled_as_sqlparser_reads_them() {
+        assert_eq!(
+            spell_boolean_options("copy t from stdin with (freeze on)").as_deref(),
+            Some("copy t from stdin with (freeze TRUE)")
+        );
+        assert_eq!(
+            spell_boolean_options("COPY t TO STDOUT (FORMAT csv, HEADER 0, freeze 'on')")
+                .as_deref(),
+            Some("COPY t TO STDOUT (FORMAT csv, HEADER FALSE, freeze TRUE)")
+        );
+        // Already sqlparser's spelling, or not a Boolean option's value: left alone.
+        assert_eq!(
+            spell_boolean_options("COPY t FROM STDIN (HEADER true)"),
+            None
+        );
+        assert_eq!(
+            spell_boolean_options("COPY t FROM STDIN (FORMAT csv, NULL '1')"),
+            None
+        );
+        assert_eq!(spell_boolean_options("COPY on FROM STDIN"), None);
+    }
 }

@@ -9,8 +9,7 @@
 //! version's `t_ctid` at the new one ([`HeapDeleter::link_new_version`]).
 //!
 //! The statement found the row through its snapshot, but another transaction may have
-//! stamped it since. What happens then follows PostgreSQL's READ COMMITTED rules, short of
-//! following update chains:
+//! stamped it since. What happens then follows PostgreSQL's READ COMMITTED rules:
 //!
 //! | the row's `t_xmax` | what happens |
 //! |---|---|
@@ -18,7 +17,7 @@
 //! | this transaction (the same command met the row twice, as a join can) | leave it: done already |
 //! | a transaction still running | release the page, wait for that transaction to end, look again |
 //! | a transaction that committed a DELETE | leave it: the row is gone |
-//! | a transaction that committed an UPDATE (`t_ctid` points elsewhere) | 40001 `could not serialize access due to concurrent update`: PostgreSQL would apply the change to the new version, iolab does not follow the chain |
+//! | a transaction that committed an UPDATE (`t_ctid` points elsewhere) | [`Deleted::Updated`]: the caller finds the row's newest version ([`HeapDeleter::newest_version`]), checks its condition on it again and changes that one (PostgreSQL's EvalPlanQual); [`HeapDeleter::delete`] fails with 40001 instead |
 //!
 //! Waits go through [`TransactionManager::wait_for`], which sees a circle of waiting
 //! transactions and fails the one that would close it (40P01), and ends a wait when the
@@ -171,6 +170,43 @@ impl HeapDeleter {
                     self.db.txns.wait_for(self.xid, holder, check_cancel)?;
                 }
             }
+        }
+    }
+
+    /// The newest version of the row whose version at `tid` a committed UPDATE replaced:
+    /// the update chain followed (each `t_ctid` to the next version, which the updating
+    /// transaction wrote) up to a version no committed transaction deleted or replaced —
+    /// one still live, or being changed by a running transaction or this one. `None` when
+    /// the row is gone: a committed DELETE ended the chain, or a link leads to a version
+    /// another transaction wrote (the slot was reused after VACUUM).
+    pub fn newest_version(&mut self, tid: (u32, u16)) -> PgResult<Option<(u32, u16)>> {
+        let mut at = tid;
+        let mut writer = None;
+        loop {
+            let buffer = self
+                .db
+                .pool
+                .read_buffer(&self.rel, at.0, None, &mut self.acct)?;
+            let page = buffer.page();
+            let Some(t) = page::page_item(&page, at.1) else {
+                return Ok(None);
+            };
+            if writer.is_some_and(|w| tuple::xmin(t) != w) {
+                return Ok(None);
+            }
+            let xmax = tuple::xmax(t);
+            let replaced = xmax != INVALID_XID
+                && xmax != self.xid
+                && self.db.txns.clog().status(xmax) == XidStatus::Committed;
+            if !replaced {
+                return Ok(Some(at));
+            }
+            let next = tuple::ctid(t);
+            if (next.block, next.offset) == at {
+                return Ok(None);
+            }
+            writer = Some(xmax);
+            at = (next.block, next.offset);
         }
     }
 

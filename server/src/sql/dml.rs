@@ -27,6 +27,7 @@
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::compute::filter;
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, PgError, PgResult, PgType, TableDef};
@@ -36,6 +37,7 @@ use iolab_engine::Database;
 
 use crate::sql::ddl::{ident_name, split_name};
 use crate::sql::insert::{for_each_batch, table_arrays, table_inserter};
+use crate::sql::recheck::Recheck;
 use crate::sql::returning::{self, Returning};
 use crate::sql::{parse, Outcome, Parsed, StatementRun};
 
@@ -71,7 +73,7 @@ pub fn row_query(
 
 /// [`row_query`]; with `old_values` a DELETE's query gives each row's values after its
 /// `ctid` (for RETURNING).
-fn build_row_query(
+pub(crate) fn build_row_query(
     db: &Database,
     stmt: &ast::Statement,
     with_ctid: bool,
@@ -180,28 +182,17 @@ pub async fn apply(
 }
 
 /// [`apply`], giving the rows changed to `returning` too (a DELETE's row query must then
-/// have the old values: `build_row_query` with `old_values`).
+/// have the old values: `build_row_query` with `old_values`). Rows another transaction
+/// updated meanwhile are looked at again in their newest versions (`recheck`), until none
+/// is left.
 async fn apply_returning(
     run: &StatementRun,
     stmt: &ast::Statement,
     table: &TableDef,
     rows: SendableRecordBatchStream,
-    returning: Option<&mut Returning>,
-) -> PgResult<u64> {
-    match stmt {
-        ast::Statement::Delete(_) => delete(run, table, rows, returning).await,
-        _ => update(run, table, rows, returning).await,
-    }
-}
-
-/// Deletes the rows whose `ctid`s `stream` gives (its first column; with `returning`, the
-/// rows' values follow).
-async fn delete(
-    run: &StatementRun,
-    table: &TableDef,
-    stream: SendableRecordBatchStream,
     mut returning: Option<&mut Returning>,
 ) -> PgResult<u64> {
+    let is_delete = matches!(stmt, ast::Statement::Delete(_));
     let rel = run.db.relfile(table.relfilenode)?;
     let mut deleter = HeapDeleter::new(
         run.db.clone(),
@@ -209,82 +200,122 @@ async fn delete(
         run.xid()?,
         run.ctx.cid,
         run.ctx.new_account(),
-        false,
+        !is_delete,
     );
-    let check_cancel = || run.ctx.check_cancel();
-    let result = for_each_batch(run, stream, |batch| {
-        let tids = ctids(batch.column(0).as_ref())?;
-        let mut deleted = Vec::with_capacity(tids.len());
-        for &tid in &tids {
-            deleted.push(deleter.delete(tid, &check_cancel)? == Deleted::Now);
+    let mut inserter = match is_delete {
+        true => None,
+        false => Some(table_inserter(run, table)?.for_update()),
+    };
+    let mut rows = Some(rows);
+    let mut recheck: Option<Recheck> = None;
+    let result = loop {
+        let Some(stream) = rows.take() else {
+            break Ok(());
+        };
+        let mut replaced = Vec::new();
+        let applied = for_each_batch(run, stream, |batch| {
+            let changes = Changes {
+                batch: &batch,
+                deleter: &mut deleter,
+                returning: returning.as_deref_mut(),
+                replaced: &mut replaced,
+            };
+            match inserter.as_mut() {
+                None => delete(run, changes),
+                Some(inserter) => update(run, table, inserter, changes),
+            }
+        })
+        .await;
+        if applied.is_err() || replaced.is_empty() {
+            break applied;
         }
-        if let Some(returning) = returning.as_deref_mut() {
-            let keep = BooleanArray::from(deleted);
-            let old_values: Vec<ArrayRef> = batch.columns()[1..].to_vec();
-            returning.add(&only(&old_values, &keep)?, &only_tids(&tids, &keep))?;
+        if recheck.is_none() {
+            match Recheck::new(run, stmt, is_delete && returning.is_some()) {
+                Ok(made) => recheck = Some(made),
+                Err(e) => break Err(e),
+            }
         }
-        Ok(())
-    })
-    .await;
+        let recheck = recheck.as_ref().expect("made above");
+        match recheck.rows(run, &mut deleter, &replaced).await {
+            Ok(newest) => rows = newest,
+            Err(e) => break Err(e),
+        }
+    };
+    if let Some(inserter) = inserter.as_mut() {
+        inserter.finish();
+        run.ctx.add_usage(&inserter.acct.usage);
+    }
     deleter.finish();
     run.ctx.add_usage(&deleter.acct.usage);
     result?;
     Ok(deleter.deleted)
 }
 
-/// Replaces the rows whose `ctid`s `stream` gives (its first column) with the values of
-/// its other columns.
-async fn update(
+/// One batch of a row query's rows to delete or update: each row's `ctid` (the first
+/// column), then an UPDATE's new values or a DELETE's old values (for RETURNING).
+struct Changes<'a> {
+    batch: &'a RecordBatch,
+    deleter: &'a mut HeapDeleter,
+    returning: Option<&'a mut Returning>,
+    /// Where the rows another transaction replaced meanwhile were found: to be looked at
+    /// again (`recheck`).
+    replaced: &'a mut Vec<(u32, u16)>,
+}
+
+impl Changes<'_> {
+    /// Stamps the rows' versions; which of them this command stamped.
+    fn stamp(&mut self, run: &StatementRun, tids: &[(u32, u16)]) -> PgResult<BooleanArray> {
+        let check_cancel = || run.ctx.check_cancel();
+        let mut stamped = Vec::with_capacity(tids.len());
+        for &tid in tids {
+            let done = self.deleter.try_delete(tid, &check_cancel)?;
+            if done == Deleted::Updated {
+                self.replaced.push(tid);
+            }
+            stamped.push(done == Deleted::Now);
+        }
+        Ok(BooleanArray::from(stamped))
+    }
+}
+
+/// Deletes a batch's rows.
+fn delete(run: &StatementRun, mut changes: Changes) -> PgResult<()> {
+    let tids = ctids(changes.batch.column(0).as_ref())?;
+    let deleted = changes.stamp(run, &tids)?;
+    if let Some(returning) = changes.returning {
+        let old_values: Vec<ArrayRef> = changes.batch.columns()[1..].to_vec();
+        returning.add(&only(&old_values, &deleted)?, &only_tids(&tids, &deleted))?;
+    }
+    Ok(())
+}
+
+/// Replaces a batch's rows with the new values that follow their `ctid`s.
+fn update(
     run: &StatementRun,
     table: &TableDef,
-    stream: SendableRecordBatchStream,
-    mut returning: Option<&mut Returning>,
-) -> PgResult<u64> {
-    let rel = run.db.relfile(table.relfilenode)?;
-    let xid = run.xid()?;
-    let mut deleter = HeapDeleter::new(
-        run.db.clone(),
-        rel,
-        xid,
-        run.ctx.cid,
-        run.ctx.new_account(),
-        true,
-    );
-    let mut inserter = table_inserter(run, table)?.for_update();
+    inserter: &mut HeapInserter,
+    mut changes: Changes,
+) -> PgResult<()> {
+    let tids = ctids(changes.batch.column(0).as_ref())?;
     let all_columns: Vec<usize> = (0..table.columns.len()).collect();
-    let check_cancel = || run.ctx.check_cancel();
-    let result = for_each_batch(run, stream, |batch| {
-        let tids = ctids(batch.column(0).as_ref())?;
-        let new_rows = batch
-            .project(&(1..=all_columns.len()).collect::<Vec<_>>())
-            .map_err(arrow_error)?;
-        let arrays = table_arrays(
-            run,
-            table,
-            &all_columns,
-            &new_rows,
-            &crate::sql::defaults::Defaults::none(),
-        )?;
-        // The old versions first: only rows still there get a new version.
-        let mut changed = Vec::with_capacity(tids.len());
-        for &tid in &tids {
-            changed.push(deleter.delete(tid, &check_cancel)? == Deleted::Now);
-        }
-        let keep = BooleanArray::from(changed);
-        let (kept, new) =
-            add_new_versions(table, &mut deleter, &mut inserter, &tids, &arrays, &keep)?;
-        if let Some(returning) = returning.as_deref_mut() {
-            returning.add(&kept, &new)?;
-        }
-        Ok(())
-    })
-    .await;
-    inserter.finish();
-    deleter.finish();
-    run.ctx.add_usage(&inserter.acct.usage);
-    run.ctx.add_usage(&deleter.acct.usage);
-    result?;
-    Ok(deleter.deleted)
+    let new_rows = changes
+        .batch
+        .project(&(1..=all_columns.len()).collect::<Vec<_>>())
+        .map_err(arrow_error)?;
+    let arrays = table_arrays(
+        run,
+        table,
+        &all_columns,
+        &new_rows,
+        &crate::sql::defaults::Defaults::none(),
+    )?;
+    // The old versions first: only rows still there get a new version.
+    let keep = changes.stamp(run, &tids)?;
+    let (kept, new) = add_new_versions(table, changes.deleter, inserter, &tids, &arrays, &keep)?;
+    if let Some(returning) = changes.returning {
+        returning.add(&kept, &new)?;
+    }
+    Ok(())
 }
 
 /// The second half of an UPDATE (and of INSERT … ON CONFLICT DO UPDATE): the rows `keep`

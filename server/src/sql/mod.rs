@@ -34,10 +34,12 @@ pub mod defaults;
 pub mod dml;
 pub mod generic_plan;
 pub mod insert;
+pub mod lateral_values;
 pub mod normalize;
 pub mod on_conflict;
 pub mod params;
 pub mod plan_cache;
+pub mod recheck;
 pub mod reloptions;
 pub mod returning;
 pub mod sequence;
@@ -180,6 +182,14 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
     };
     let text: Cow<'_, str> = match identity_cut {
         Some(ordered) => Cow::Owned(ordered),
+        None => text,
+    };
+    let copy_spelled = match words.first() {
+        Some(&"COPY") => crate::copy::spell_boolean_options(&text),
+        _ => None,
+    };
+    let text: Cow<'_, str> = match copy_spelled {
+        Some(spelled) => Cow::Owned(spelled),
         None => text,
     };
     let ctas_columns = match words.as_slice() {
@@ -625,6 +635,8 @@ pub(crate) async fn plan_statement_at(
         with_views = view_planning::with_views(state, &views);
         &with_views
     };
+    let inlined = lateral_values::inline(stmt);
+    let stmt = inlined.as_ref().unwrap_or(stmt);
     let completed = alias_lists::complete(stmt)?;
     let stmt = completed.as_ref().unwrap_or(stmt);
     let deduplicated = colnames::hide_duplicate_names(stmt);
