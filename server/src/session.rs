@@ -18,6 +18,7 @@ use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_engine::exec::context::StreamSettings;
 use iolab_engine::exec::schema::PublicSchema;
 use iolab_engine::exec::StatementContext;
+use iolab_engine::plan::partitions::OnePartitionWhenCheap;
 use iolab_engine::plan::PlannerSettings;
 use iolab_engine::values::{DateOrder, TextFormat};
 use iolab_engine::Database;
@@ -604,9 +605,12 @@ fn base_state(server: &Server) -> SessionState {
     // `timestamptz`, `now()`: zoned timestamps (reported as timestamptz), in UTC as stored.
     config.options_mut().execution.time_zone =
         Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.to_string());
+    // Cheap plans run in one partition (`iolab_engine::plan::partitions`).
+    let rules = datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
     let state = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()
+        .with_physical_optimizer_rules(vec![Arc::new(OnePartitionWhenCheap::wrapping(rules))])
         .build();
     for (name, with_ctid) in [(DATABASE, false), (DATABASE_WITH_CTID, true)] {
         let catalog = MemoryCatalogProvider::new();

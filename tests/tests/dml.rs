@@ -1,6 +1,6 @@
 //! DELETE and UPDATE end to end: answers through Seq Scans, Bitmap Heap Scans and Index
 //! Scans after them, transactions (rollback, what another session sees), concurrent
-//! changes of one row (waits, 40001, 40P01), the statistics they leave, and PostgreSQL's
+//! changes of one row (waits, READ COMMITTED's recheck of a row updated meanwhile, 40P01), the statistics they leave, and PostgreSQL's
 //! errors.
 
 use std::time::Duration;
@@ -267,22 +267,81 @@ async fn concurrent_changes_of_one_row_wait() {
         vec![vec![Some("b".to_string())]]
     );
 
-    // A commits an update: B's update of the same row fails (PostgreSQL would follow the
-    // row to its new version).
-    a.batch_execute("BEGIN; UPDATE t SET b = 'a' WHERE a = 3")
-        .await
-        .unwrap();
-    let waiting = tokio::spawn(async move {
-        let e = b
-            .execute("UPDATE t SET b = 'b' WHERE a = 3", &[])
+    // A commits an update: B's statements go on with the row's new version, as
+    // PostgreSQL's READ COMMITTED does: the condition is checked again and the new values
+    // computed from the newest version.
+    async fn after_update_by_a(
+        a: &tokio_postgres::Client,
+        b: tokio_postgres::Client,
+        update_by_a: &str,
+        statement_by_b: &'static str,
+    ) -> (tokio_postgres::Client, Vec<Vec<Option<String>>>) {
+        a.batch_execute(&format!("BEGIN; {update_by_a}"))
             .await
-            .unwrap_err();
-        (b, e)
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    a.batch_execute("COMMIT").await.unwrap();
-    let (b, e) = waiting.await.unwrap();
-    assert_eq!(sqlstate(&e), "40001", "{e:?}");
+            .unwrap();
+        let waiting = tokio::spawn(async move {
+            let got = rows(&b, statement_by_b).await;
+            (b, got)
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "B waits for A: {statement_by_b}");
+        a.batch_execute("COMMIT").await.unwrap();
+        waiting.await.unwrap()
+    }
+    let some = |v: &str| vec![Some(v.to_string())];
+    let (b, got) = after_update_by_a(
+        &a,
+        b,
+        "UPDATE t SET b = b || 'A' WHERE a = 3",
+        "UPDATE t SET b = b || 'B' WHERE a = 3 RETURNING b",
+    )
+    .await;
+    assert_eq!(got, vec![some("vAB")], "B's change applies to A's version");
+    let (b, got) = after_update_by_a(
+        &a,
+        b,
+        "UPDATE t SET b = b || 'A' WHERE a = 6",
+        "UPDATE t SET b = 'B' WHERE a = 6 AND b = 'v' RETURNING b",
+    )
+    .await;
+    assert!(got.is_empty(), "A's version no longer meets B's condition");
+    let (b, got) = after_update_by_a(
+        &a,
+        b,
+        "UPDATE t SET a = 100 WHERE a = 8",
+        "UPDATE t SET b = 'B' WHERE a = 8 RETURNING b",
+    )
+    .await;
+    assert!(got.is_empty(), "A moved the row out of B's condition");
+    let (b, got) = after_update_by_a(
+        &a,
+        b,
+        "UPDATE t SET b = b || 'A' WHERE a = 7",
+        "DELETE FROM t WHERE a = 7 RETURNING b",
+    )
+    .await;
+    assert_eq!(got, vec![some("vA")], "B deletes A's version");
+    assert_eq!(
+        rows(
+            &a,
+            "SELECT a, b FROM t WHERE a IN (3, 6, 7, 8, 100) ORDER BY a"
+        )
+        .await,
+        vec![
+            vec![Some("3".to_string()), Some("vAB".to_string())],
+            vec![Some("6".to_string()), Some("vA".to_string())],
+            vec![Some("100".to_string()), Some("v".to_string())],
+        ]
+    );
+    // A deletes instead: B finds nothing.
+    let (b, got) = after_update_by_a(
+        &a,
+        b,
+        "DELETE FROM t WHERE a = 100",
+        "UPDATE t SET b = 'B' WHERE a = 100 RETURNING b",
+    )
+    .await;
+    assert!(got.is_empty(), "deleted by A");
 
     // A deadlock: A holds row 4 and waits for row 5, which B holds; B asks for row 4.
     a.batch_execute("BEGIN; UPDATE t SET b = 'a' WHERE a = 4")
@@ -333,6 +392,9 @@ async fn errors_are_postgres() {
         ("UPDATE t SET a = 'x'", "22P02"),
         ("UPDATE t SET a = NULL", "23502"),
         ("DELETE FROM t RETURNING old.a", "0A000"),
+        // No row locks: refused rather than ignored.
+        ("SELECT a FROM t WHERE a = 1 FOR UPDATE", "0A000"),
+        ("SELECT * FROM (SELECT a FROM t FOR SHARE) s", "0A000"),
     ] {
         let e = client.batch_execute(sql).await.unwrap_err();
         assert_eq!(sqlstate(&e), code, "{sql}: {e:?}");

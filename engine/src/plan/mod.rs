@@ -23,10 +23,12 @@
 //!    setting disables lose to every enabled one, as PostgreSQL 18 counts disabled nodes
 //!    before cost), and the execution plan of the winner.
 //!
-//! Each chosen node carries its [`PathEstimate`] for EXPLAIN's `(cost=… rows=… width=…)`.
+//! Each chosen node carries its [`PathEstimate`] for EXPLAIN's `(cost=… rows=… width=…)`,
+//! and [`partitions`] reads those estimates to run cheap plans in one partition.
 
 pub mod cost;
 pub mod index_cond;
+pub mod partitions;
 pub mod paths;
 pub mod selectivity;
 

@@ -601,4 +601,47 @@ mod tests {
         let seq = seq.downcast_ref::<HeapScanExec>().expect("a Seq Scan");
         assert!(seq.estimate().unwrap().disabled);
     }
+
+    /// A lookup through an index is cheap enough for one partition; the Seq Scan of the
+    /// whole table as its cost says (cheap here, dear with a dearer cpu_tuple_cost); a plan
+    /// with a leaf iolab did not estimate is not.
+    #[tokio::test]
+    async fn cheap_plans_are_told_apart() {
+        use crate::plan::partitions::{is_cheap, PARALLEL_SETUP_COST};
+        use datafusion::datasource::memory::MemorySourceConfig;
+        use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+        use datafusion::physical_plan::union::UnionExec;
+
+        let t = eic_table("plan-cheap", NROWS, IoMethod::Sync);
+        let task = task_with(&t, 16, PlannerSettings::default());
+        index_on_a(&t, &task);
+        let lookup = plan(&t, &task, vec![a_is(Operator::Eq, 140)]);
+        assert!(
+            lookup.downcast_ref::<HeapScanExec>().is_none(),
+            "an index path"
+        );
+        assert!(is_cheap(lookup.as_ref()));
+        assert!(is_cheap(&CoalescePartitionsExec::new(lookup.clone())));
+        let seq_cost = |task| {
+            let seq = plan(&t, task, vec![]);
+            let cost = seq
+                .downcast_ref::<HeapScanExec>()
+                .unwrap()
+                .estimate()
+                .unwrap()
+                .total_cost;
+            (is_cheap(seq.as_ref()), cost)
+        };
+        let (cheap, cost) = seq_cost(&task);
+        assert!(cheap && cost < PARALLEL_SETUP_COST, "{cost}");
+        let dear = PlannerSettings {
+            cpu_tuple_cost: 1.0,
+            ..Default::default()
+        };
+        let (cheap, cost) = seq_cost(&task_with(&t, 16, dear));
+        assert!(!cheap && cost >= PARALLEL_SETUP_COST, "{cost}");
+        let memory = MemorySourceConfig::try_new_exec(&[vec![]], lookup.schema(), None).unwrap();
+        let union = UnionExec::try_new(vec![lookup, memory]).unwrap();
+        assert!(!is_cheap(union.as_ref()));
+    }
 }

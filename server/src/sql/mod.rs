@@ -635,6 +635,7 @@ pub(crate) async fn plan_statement_at(
         with_views = view_planning::with_views(state, &views);
         &with_views
     };
+    refuse_row_locks(stmt)?;
     let inlined = lateral_values::inline(stmt);
     let stmt = inlined.as_ref().unwrap_or(stmt);
     let completed = alias_lists::complete(stmt)?;
@@ -657,6 +658,28 @@ pub(crate) async fn plan_statement_at(
         plan
     };
     Ok((plan, views))
+}
+
+/// `SELECT … FOR UPDATE | SHARE` (anywhere in the statement) is refused: iolab has no row
+/// locks, and ignoring the clause would let a script believe it holds one.
+fn refuse_row_locks(stmt: &ast::Statement) -> PgResult<()> {
+    use datafusion::sql::sqlparser::ast::Visit;
+    struct FindLock;
+    impl ast::Visitor for FindLock {
+        type Break = String;
+        fn pre_visit_query(&mut self, query: &ast::Query) -> std::ops::ControlFlow<String> {
+            match query.locks.first() {
+                Some(lock) => std::ops::ControlFlow::Break(lock.lock_type.to_string()),
+                None => std::ops::ControlFlow::Continue(()),
+            }
+        }
+    }
+    match stmt.visit(&mut FindLock) {
+        std::ops::ControlFlow::Break(kind) => Err(PgError::unsupported(format!(
+            "SELECT FOR {kind} is not supported: iolab has no row locks"
+        ))),
+        std::ops::ControlFlow::Continue(()) => Ok(()),
+    }
 }
 
 /// Ends a statement's transaction work if the statement does not get to do it itself:
