@@ -220,6 +220,10 @@ const SQL_CASES: &[SqlCase] = &[
     SqlCase::unsupported("DELETE FROM bad_items RETURNING old.a"),
     SqlCase::unsupported("UPDATE bad_items SET a = 2 RETURNING old.a, new.a"),
     SqlCase::unsupported("SELECT 1::bit(2)"),
+    SqlCase::unsupported("CREATE TABLE bad_parted (a int) PARTITION BY RANGE (a)"),
+    SqlCase::unsupported("CREATE TABLE bad_part PARTITION OF bad_items FOR VALUES FROM (1) TO (2)"),
+    SqlCase::unsupported("CREATE TABLE bad_child (x int) INHERITS (bad_items)"),
+    SqlCase::unsupported("SELECT a FROM bad_items FOR UPDATE"),
 ];
 
 /// Why `err` is not what `case` expects, if it is not.

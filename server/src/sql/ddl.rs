@@ -117,6 +117,20 @@ pub fn column_type(dt: &ast::DataType) -> PgResult<PgType> {
 /// NOT NULL, with `nextval` of a sequence it owns as default) or identity columns
 /// (`GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(options)]`, likewise with a sequence).
 /// False when `IF NOT EXISTS` found the table.
+/// `PARTITION BY`, `PARTITION OF` and `INHERITS` are refused (0A000): iolab has neither
+/// partitioned tables nor inheritance, and a plain table in their place would hold rows
+/// where the user expects partitions (`pgbench -i --partitions` then stops here).
+fn refuse_partitions_and_inheritance(create: &ast::CreateTable) -> PgResult<()> {
+    let refused = if create.partition_by.is_some() || create.partition_of.is_some() {
+        "partitioned tables are not supported"
+    } else if create.inherits.is_some() {
+        "table inheritance (INHERITS) is not supported"
+    } else {
+        return Ok(());
+    };
+    Err(PgError::unsupported(refused))
+}
+
 pub fn create_table(
     run: &StatementRun,
     create: &ast::CreateTable,
@@ -127,6 +141,7 @@ pub fn create_table(
     if create.query.is_some() {
         return Err(PgError::internal("CREATE TABLE AS goes to create_table_as"));
     }
+    refuse_partitions_and_inheritance(create)?;
     let (_, table_name) = split_name(&create.name)?;
     let mut columns = Vec::with_capacity(create.columns.len());
     let mut defaults = Vec::new();
@@ -276,6 +291,7 @@ pub async fn create_table_as(
         .query
         .clone()
         .ok_or_else(|| PgError::internal("CREATE TABLE AS without a query"))?;
+    refuse_partitions_and_inheritance(create)?;
     if create
         .columns
         .iter()
