@@ -149,6 +149,9 @@ pub struct Catalog {
     /// Bumped by every change of a view (create, replace, drop, put back): plans made
     /// from views' definitions are good for one generation (see `view.rs`).
     pub(crate) views_generation: std::sync::atomic::AtomicU64,
+    /// Bumped by every change written to the catalog (any DDL, its undoing, ANALYZE's
+    /// statistics): plans made from the catalog are good for one generation.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Catalog {
@@ -181,12 +184,20 @@ impl Catalog {
             data: RwLock::new(data),
             sequence_values: SequenceValues::open(dir.join("sequences"))?,
             views_generation: std::sync::atomic::AtomicU64::new(0),
+            generation: std::sync::atomic::AtomicU64::new(0),
         };
         catalog.save(&catalog.data.read())?;
         Ok(catalog)
     }
 
+    /// Which generation of the catalog this is (see `generation`).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     pub(crate) fn save(&self, data: &CatalogFile) -> PgResult<()> {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         let bytes =
             serde_json::to_vec_pretty(data).map_err(|e| PgError::internal(e.to_string()))?;
         write_durably(&self.path, &bytes).map_err(|e| PgError::io("could not write catalog", &e))

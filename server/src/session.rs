@@ -79,6 +79,8 @@ pub struct Session {
     pub activity: Option<Arc<iolab_stats::BackendActivity>>,
     /// What the session remembers of the sequences it used (`currval`, `lastval`).
     pub sequences: Arc<crate::pgcatalog::sequence_functions::SessionSequences>,
+    /// The optimized plans of its statements with parameters (`sql::prepared_plans`).
+    prepared_plans: Arc<sql::prepared_plans::PreparedPlans>,
 }
 
 pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
@@ -98,6 +100,7 @@ impl Session {
             txn: TxnBlock::default(),
             df_state,
             generic_plan_state,
+            prepared_plans: Default::default(),
             cancel: Arc::new(AtomicBool::new(false)),
             copy_in: None,
             activity: None,
@@ -184,6 +187,33 @@ impl Session {
             options.execution.time_zone.as_deref().map(Into::into),
         );
         sql::CachedPlan::lookup(&self.server.plan_cache, context, stmt, &now_type)
+    }
+
+    /// The session's kept plans of statements with parameters and what a plan made now
+    /// is made from (`sql::prepared_plans`), unless `plan_cache_mode = force_custom_plan`.
+    fn prepared_plans_context(
+        &self,
+        catalog: &str,
+    ) -> Option<(Arc<sql::prepared_plans::PreparedPlans>, String)> {
+        let setting = |name: &str| self.settings.get(name).unwrap_or_default();
+        if setting("plan_cache_mode") == "force_custom_plan" {
+            return None;
+        }
+        let db_catalog = &self.server.db.catalog;
+        let context = [
+            catalog.to_string(),
+            setting("TimeZone"),
+            setting("DateStyle"),
+            setting("IntervalStyle"),
+            setting("search_path"),
+            format!(
+                "catalog {} views {}",
+                db_catalog.generation(),
+                db_catalog.views_generation()
+            ),
+        ]
+        .join("\n");
+        Some((self.prepared_plans.clone(), context))
     }
 
     /// How this session reads and writes values as text.
@@ -349,6 +379,7 @@ impl Session {
         if let Some(info) = &info {
             crate::pgcatalog::register_functions(&mut state, info);
         }
+        let prepared = self.prepared_plans_context(catalog);
         let run = StatementRun {
             db,
             ctx,
@@ -357,6 +388,7 @@ impl Session {
             text_format: self.text_format(),
             params,
             sequences: self.sequences.clone(),
+            prepared,
         };
         if !self.txn.in_block {
             self.txn.next_cid = 0;

@@ -304,3 +304,73 @@ async fn the_cache_is_bounded_keyed_by_settings_and_unmoved_by_ddl() {
         vec![vec![Some("7".to_string())]]
     );
 }
+
+/// A statement with parameters keeps its optimized plan between runs in its session
+/// (server/src/sql/prepared_plans.rs): every run sees the values it was given, and DDL
+/// between runs — TRUNCATE (a new file), an index, ALTER TABLE, DROP and CREATE again —
+/// is seen by the next run, as replanning would see it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_see_ddl_between_runs() {
+    let server = TestServer::start("prepared_plans");
+    let client = server.client().await;
+    let other = server.client().await;
+    client
+        .batch_execute(
+            "CREATE TABLE p(a int, b text);
+             INSERT INTO p SELECT i, 'v' || i FROM generate_series(1, 1000) AS s(i)",
+        )
+        .await
+        .unwrap();
+    let lookup = client
+        .prepare("SELECT b FROM p WHERE a = $1")
+        .await
+        .unwrap();
+    let b_of = |rows: Vec<iolab_tests::tokio_postgres::Row>| -> Vec<String> {
+        rows.iter().map(|r| r.get::<_, String>(0)).collect()
+    };
+    for a in [1, 500, 1000] {
+        let got = b_of(client.query(&lookup, &[&a]).await.unwrap());
+        assert_eq!(got, vec![format!("v{a}")]);
+    }
+    // Another session truncates and refills the table: the new file is read.
+    other
+        .batch_execute("TRUNCATE p; INSERT INTO p VALUES (1, 'new')")
+        .await
+        .unwrap();
+    assert_eq!(b_of(client.query(&lookup, &[&1]).await.unwrap()), ["new"]);
+    assert!(client.query(&lookup, &[&500]).await.unwrap().is_empty());
+    // An index, then a column added in front of the looked-up ones' positions changing.
+    other
+        .batch_execute(
+            "INSERT INTO p SELECT i, 'w' || i FROM generate_series(2, 3000) AS s(i);
+             CREATE INDEX ON p(a); ANALYZE p",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        b_of(client.query(&lookup, &[&2999]).await.unwrap()),
+        ["w2999"]
+    );
+    other
+        .batch_execute("ALTER TABLE p ADD COLUMN c int DEFAULT 7")
+        .await
+        .unwrap();
+    assert_eq!(b_of(client.query(&lookup, &[&1]).await.unwrap()), ["new"]);
+    // Dropped and made again with its columns in another order.
+    other
+        .batch_execute(
+            "DROP TABLE p; CREATE TABLE p(b text, a int); INSERT INTO p VALUES ('again', 1)",
+        )
+        .await
+        .unwrap();
+    assert_eq!(b_of(client.query(&lookup, &[&1]).await.unwrap()), ["again"]);
+    // A statement calling a stable function is planned every run: now() moves.
+    let stamp = client
+        .prepare("SELECT now()::text FROM p WHERE a = $1")
+        .await
+        .unwrap();
+    let first: String = client.query_one(&stamp, &[&1]).await.unwrap().get(0);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let second: String = client.query_one(&stamp, &[&1]).await.unwrap().get(0);
+    assert_ne!(first, second);
+}

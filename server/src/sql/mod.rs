@@ -39,6 +39,7 @@ pub mod normalize;
 pub mod on_conflict;
 pub mod params;
 pub mod plan_cache;
+pub mod prepared_plans;
 pub mod recheck;
 pub mod reloptions;
 pub mod returning;
@@ -350,6 +351,9 @@ pub struct StatementRun {
     pub cached: CachedPlan,
     /// The session's memory of its sequences (column defaults call `nextval`).
     pub sequences: Arc<crate::pgcatalog::sequence_functions::SessionSequences>,
+    /// The session's kept plans of statements with parameters, and this statement's
+    /// context in their keys; `None` under `plan_cache_mode = force_custom_plan`.
+    pub prepared: Option<(Arc<prepared_plans::PreparedPlans>, String)>,
 }
 
 /// What the plan cache has for a statement (a query over the statistics views, in a
@@ -424,14 +428,58 @@ impl StatementRun {
         }
         let optimized = match self.cached_plan().await {
             Some(plan) => plan,
-            None => {
-                let plan = self.logical_plan(stmt).await?;
-                self.state.optimize(&plan).map_err(from_datafusion)?
-            }
+            None => self.optimized_plan(stmt).await?,
         };
         let physical = self.physical_plan_of_optimized(&optimized).await?;
         datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
             .map_err(from_datafusion)
+    }
+
+    /// The optimized plan of `stmt` with this run's parameter values: a statement with
+    /// parameters from the session's kept plans where it can be (`prepared_plans`).
+    async fn optimized_plan(
+        &self,
+        stmt: &ast::Statement,
+    ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
+        let (Some((plans, context)), Some(values)) = (&self.prepared, &self.params) else {
+            let plan = self.logical_plan(stmt).await?;
+            return self.state.optimize(&plan).map_err(from_datafusion);
+        };
+        if values.is_empty() {
+            let plan = self.logical_plan(stmt).await?;
+            return self.state.optimize(&plan).map_err(from_datafusion);
+        }
+        let key = prepared_plans::PlanKey {
+            text: stmt.to_string(),
+            param_types: values.iter().map(|v| v.data_type()).collect(),
+            context: context.clone(),
+        };
+        let kept = match plans.get(&key) {
+            Some(kept) => Some(kept),
+            None => {
+                let types: Vec<_> = key.param_types.iter().cloned().map(Some).collect();
+                let open = plan_statement(&self.state, stmt, &types).await?;
+                let keepable = plan_cache::cacheable_over(&open, |table| {
+                    table.is::<iolab_engine::exec::table::HeapTable>()
+                        || crate::pgcatalog::is_statistics_view(table)
+                });
+                match keepable.then(|| self.state.optimize(&open)) {
+                    Some(Ok(optimized)) => {
+                        let optimized = Arc::new(optimized);
+                        plans.insert(key, optimized.clone());
+                        Some(optimized)
+                    }
+                    _ => None,
+                }
+            }
+        };
+        match kept {
+            Some(plan) => bind(&self.state, plan, values.clone()).map_err(from_datafusion),
+            None => {
+                let plan = self.logical_plan(stmt).await?;
+                self.state.optimize(&plan).map_err(from_datafusion)
+            }
+        }
     }
 
     pub async fn logical_plan(

@@ -218,13 +218,22 @@ fn now_us() -> i64 {
 /// May `plan` (before optimization) be cached: does it scan statistics views only and
 /// call no session-bound or stable function? (See the module documentation.)
 pub fn cacheable(plan: &LogicalPlan) -> bool {
+    cacheable_over(plan, crate::pgcatalog::is_statistics_view)
+}
+
+/// May `plan` (before optimization) be kept: does it scan at least one relation, each
+/// one `relation_ok` takes, and call no session-bound or stable function?
+pub fn cacheable_over(
+    plan: &LogicalPlan,
+    relation_ok: impl Fn(&dyn datafusion::catalog::TableProvider) -> bool,
+) -> bool {
     let mut scans = 0;
     let mut ok = true;
     let _ = plan.apply_with_subqueries(|node| {
         if let LogicalPlan::TableScan(scan) = node {
             scans += 1;
             let view = datafusion::datasource::source_as_provider(&scan.source)
-                .is_ok_and(|p| crate::pgcatalog::is_statistics_view(p.as_ref()));
+                .is_ok_and(|p| relation_ok(p.as_ref()));
             if !view {
                 ok = false;
                 return Ok(TreeNodeRecursion::Stop);
