@@ -16,7 +16,9 @@
 //! points each old version at its new one. What the command writes is invisible to its own
 //! query (the command id), so it never meets its own new versions. A row found twice (a
 //! join) is changed once: the second time its tuple carries this transaction already.
-//! Rows another transaction is changing are waited for (see the engine module).
+//! Rows another transaction is changing are waited for (see the engine module); rows it
+//! updated and committed meanwhile are changed in their newest version if that still
+//! meets the condition (`recheck`).
 //!
 //! RETURNING gets the rows changed — UPDATE's new versions, DELETE's old ones, each with
 //! its ctid — only those really changed (not a row found twice, not one another

@@ -683,6 +683,28 @@ pub(crate) async fn plan_statement_at(
         with_views = view_planning::with_views(state, &views);
         &with_views
     };
+    let (df_stmt, wrapped) = for_datafusion(stmt, param_types)?;
+    let plan = state
+        .statement_to_plan(df_stmt)
+        .await
+        .map_err(from_datafusion)?;
+    let plan = array_text::rewrite_casts(plan, state)?;
+    let plan = if wrapped {
+        params::unwrap_prepare(plan)
+    } else {
+        plan
+    };
+    Ok((plan, views))
+}
+
+/// `stmt` rewritten for DataFusion's planner (value-only LATERAL subqueries inlined, short
+/// alias lists completed, repeated names hidden, `$n` typed), and whether the typing
+/// wrapped it in a PREPARE. Not async: the rewritten copies (an AST is large) stay out of
+/// `plan_statement_at`'s future, which nests once per view a statement reads.
+fn for_datafusion(
+    stmt: &ast::Statement,
+    param_types: &[Option<datafusion::arrow::datatypes::DataType>],
+) -> PgResult<(datafusion::sql::parser::Statement, bool)> {
     refuse_row_locks(stmt)?;
     let inlined = lateral_values::inline(stmt);
     let stmt = inlined.as_ref().unwrap_or(stmt);
@@ -695,17 +717,7 @@ pub(crate) async fn plan_statement_at(
     let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(
         typed.unwrap_or_else(|| stmt.clone()),
     ));
-    let plan = state
-        .statement_to_plan(df_stmt)
-        .await
-        .map_err(from_datafusion)?;
-    let plan = array_text::rewrite_casts(plan, state)?;
-    let plan = if wrapped {
-        params::unwrap_prepare(plan)
-    } else {
-        plan
-    };
-    Ok((plan, views))
+    Ok((df_stmt, wrapped))
 }
 
 /// `SELECT … FOR UPDATE | SHARE` (anywhere in the statement) is refused: iolab has no row
