@@ -568,7 +568,12 @@ async fn crash_a_mixed_workload(full_page_writes: &str, checkpoints: bool) {
         let first = next;
         let task = tokio::spawn(async move {
             let mut i = first;
-            while mixed_transaction(&worker, i).await.is_ok() {
+            loop {
+                if let Err(e) = mixed_transaction(&worker, i).await {
+                    // Only the kill ends the workload: no statement may fail.
+                    assert!(e.as_db_error().is_none(), "transaction {i}: {e:?}");
+                    return;
+                }
                 i += 1;
             }
         });
@@ -588,7 +593,8 @@ async fn crash_a_mixed_workload(full_page_writes: &str, checkpoints: bool) {
                 % 300;
         tokio::time::sleep(Duration::from_millis(ms)).await;
         server.kill();
-        let _ = tokio::join!(task, checkpoint_task);
+        let (worker, _) = tokio::join!(task, checkpoint_task);
+        worker.expect("the workload ended by the kill");
         server.restart();
         let log = server.log();
         let replayed: u64 = log
@@ -597,7 +603,12 @@ async fn crash_a_mixed_workload(full_page_writes: &str, checkpoints: bool) {
             .and_then(|rest| rest.split(' ').next())
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("round {round}: no redo in\n{log}"));
-        assert!(replayed > 100, "round {round}: {replayed} records replayed");
+        // With a CHECKPOINT every 150 ms the kill may come right after one: little to redo.
+        let least = if checkpoints { 1 } else { 100 };
+        assert!(
+            replayed >= least,
+            "round {round}: {replayed} records replayed"
+        );
         let c = server.client().await;
         let expected = int(&c, "SELECT coalesce(sum(delta), 0) FROM ledger").await;
         let rows = int(&c, "SELECT count(*) FROM m").await;
