@@ -172,16 +172,7 @@ impl Session {
             return sql::CachedPlan::None;
         }
         let options = self.df_state.config_options();
-        let context = [
-            catalog.to_string(),
-            setting("TimeZone"),
-            setting("DateStyle"),
-            setting("IntervalStyle"),
-            setting("search_path"),
-            // A view's definition is planned into the statement's plan.
-            format!("views {}", self.server.db.catalog.views_generation()),
-        ]
-        .join("\n");
+        let context = self.plan_context(catalog);
         let now_type = datafusion::arrow::datatypes::DataType::Timestamp(
             datafusion::arrow::datatypes::TimeUnit::Nanosecond,
             options.execution.time_zone.as_deref().map(Into::into),
@@ -199,21 +190,27 @@ impl Session {
         if setting("plan_cache_mode") == "force_custom_plan" {
             return None;
         }
-        let db_catalog = &self.server.db.catalog;
-        let context = [
+        // Plans over tables: any change to the catalog may change them.
+        let generation = self.server.db.catalog.generation();
+        let context = format!("{}\ncatalog {generation}", self.plan_context(catalog));
+        Some((self.prepared_plans.clone(), context))
+    }
+
+    /// What a plan made now is made from, for the keys of kept plans: the DataFusion
+    /// catalog names resolve in, the settings that read constants or resolve names, and
+    /// the generation of the views' definitions (planned into the statements that name
+    /// them).
+    fn plan_context(&self, catalog: &str) -> String {
+        let setting = |name: &str| self.settings.get(name).unwrap_or_default();
+        [
             catalog.to_string(),
             setting("TimeZone"),
             setting("DateStyle"),
             setting("IntervalStyle"),
             setting("search_path"),
-            format!(
-                "catalog {} views {}",
-                db_catalog.generation(),
-                db_catalog.views_generation()
-            ),
+            format!("views {}", self.server.db.catalog.views_generation()),
         ]
-        .join("\n");
-        Some((self.prepared_plans.clone(), context))
+        .join("\n")
     }
 
     /// How this session reads and writes values as text.
