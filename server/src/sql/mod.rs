@@ -486,13 +486,23 @@ impl StatementRun {
         &self,
         stmt: &ast::Statement,
     ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
+        self.logical_plan_in(&self.state, stmt).await
+    }
+
+    /// [`logical_plan`](Self::logical_plan) in another state than the statement's own
+    /// (one that sees more tables).
+    pub async fn logical_plan_in(
+        &self,
+        state: &SessionState,
+        stmt: &ast::Statement,
+    ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
         let types: Vec<_> = self
             .params
             .iter()
             .flatten()
             .map(|v| Some(v.data_type()))
             .collect();
-        let plan = plan_statement(&self.state, stmt, &types).await?;
+        let plan = plan_statement(state, stmt, &types).await?;
         match &self.params {
             Some(values) => plan
                 .with_param_values(values.clone())

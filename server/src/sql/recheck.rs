@@ -33,7 +33,7 @@ use iolab_engine::heap::delete::HeapDeleter;
 use iolab_engine::heap::fetch;
 
 use crate::errors::from_datafusion;
-use crate::sql::{dml, plan_statement, StatementRun};
+use crate::sql::{dml, StatementRun};
 
 /// Where the stand-in is: `iolab_recheck.rows.newest`, a catalog of its own.
 const CATALOG: &str = "iolab_recheck";
@@ -84,18 +84,7 @@ impl Recheck {
             return Ok(None);
         };
         let state = with_stand_in(&run.state, fetched.batch)?;
-        let types: Vec<_> = run
-            .params
-            .iter()
-            .flatten()
-            .map(|v| Some(v.data_type()))
-            .collect();
-        let mut plan = plan_statement(&state, &self.query, &types).await?;
-        if let Some(values) = &run.params {
-            plan = plan
-                .with_param_values(values.clone())
-                .map_err(from_datafusion)?;
-        }
+        let plan = run.logical_plan_in(&state, &self.query).await?;
         let optimized = state.optimize(&plan).map_err(from_datafusion)?;
         let physical = state
             .query_planner()
