@@ -258,13 +258,11 @@ fn insert_unique(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicBool;
 
     use datafusion::arrow::array::{ArrayRef, Int32Array};
     use iolab_catalog::{ColumnDef, IndexDef, Persistence, PgType};
 
     use super::*;
-    use crate::exec::context::StreamSettings;
     use crate::heap::heapam::HeapInserter;
     use crate::heap::tuple;
     use crate::storage::page;
@@ -292,21 +290,7 @@ mod tests {
             .unwrap()
             .unwrap();
         db.create_relation_file(&table).unwrap();
-        let ctx = |xid| {
-            Arc::new(StatementContext {
-                db: db.clone(),
-                snapshot: db.txns.snapshot(xid, 0),
-                xid,
-                cid: 0,
-                track_io_timing: false,
-                pid: 1,
-                io: StreamSettings::default(),
-                planner: Default::default(),
-                cancel: Arc::new(AtomicBool::new(false)),
-                usage: Default::default(),
-                planning_usage: Default::default(),
-            })
-        };
+        let ctx = |xid| Arc::new(StatementContext::for_tests(&db, xid));
         let oid = db.catalog.allocate_oid().unwrap();
         let def = IndexDef {
             unique: true,

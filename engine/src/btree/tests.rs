@@ -728,19 +728,7 @@ fn builds_from_a_heap_and_maintains_on_insert() {
         .unwrap()
         .unwrap();
     db.create_relation_file(&table).unwrap();
-    let ctx = |xid| StatementContext {
-        db: db.clone(),
-        snapshot: db.txns.snapshot(xid, 0),
-        xid,
-        cid: 0,
-        track_io_timing: false,
-        pid: 1,
-        io: StreamSettings::default(),
-        planner: Default::default(),
-        cancel: Arc::new(AtomicBool::new(false)),
-        usage: Default::default(),
-        planning_usage: Default::default(),
-    };
+    let ctx = |xid| StatementContext::for_tests(&db, xid);
     let mut rng = Rng(3);
     let mut insert = |n: usize, commit: bool| {
         let xid = db.txns.begin().unwrap();

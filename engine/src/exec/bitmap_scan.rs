@@ -853,14 +853,12 @@ impl HeapJob {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::sync::atomic::AtomicBool;
 
     use datafusion::arrow::array::{Array, Int32Array};
     use datafusion::physical_plan::coop::CooperativeExec;
     use datafusion::physical_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
     use datafusion::prelude::SessionConfig;
     use iolab_settings::IoMethod;
-    use parking_lot::Mutex;
 
     use datafusion::logical_expr::Operator;
     use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
@@ -885,20 +883,13 @@ pub(crate) mod tests {
         planner: crate::plan::PlannerSettings,
     ) -> Arc<TaskContext> {
         let stmt = StatementContext {
-            db: t.db.clone(),
-            snapshot: t.db.txns.snapshot(0, 0),
-            xid: 0,
-            cid: 0,
             track_io_timing: true,
-            pid: 1,
             io: StreamSettings {
                 effective_io_concurrency: eic,
                 ..StreamSettings::default()
             },
             planner,
-            cancel: Arc::new(AtomicBool::new(false)),
-            usage: Mutex::new(Default::default()),
-            planning_usage: Mutex::new(Default::default()),
+            ..StatementContext::for_tests(&t.db, 0)
         };
         let config = SessionConfig::new().with_extension(Arc::new(stmt));
         Arc::new(TaskContext::default().with_session_config(config))

@@ -114,6 +114,25 @@ impl StreamSettings {
 }
 
 impl StatementContext {
+    /// A statement of transaction `xid` (0: none) with default settings, outside any
+    /// session: what the engine's tests run their statements as.
+    #[cfg(test)]
+    pub(crate) fn for_tests(db: &Arc<Database>, xid: Xid) -> StatementContext {
+        StatementContext {
+            db: db.clone(),
+            snapshot: db.txns.snapshot(xid, 0),
+            xid,
+            cid: 0,
+            track_io_timing: false,
+            pid: 1,
+            io: StreamSettings::default(),
+            planner: PlannerSettings::default(),
+            cancel: Arc::new(AtomicBool::new(false)),
+            usage: Mutex::new(Default::default()),
+            planning_usage: Mutex::new(Default::default()),
+        }
+    }
+
     /// A new I/O account for one operation of this statement, flushing its `pg_stat_io`
     /// counters to the server's statistics as a client backend.
     pub fn new_account(&self) -> IoAccount {

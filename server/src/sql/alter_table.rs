@@ -305,6 +305,26 @@ fn contains_nulls(column: &str, table: &str) -> PgError {
     )
 }
 
+/// NOT NULL on column `index` in `after`, unless `before` has it already; the table's
+/// rows are checked first (23502 when one holds a NULL there). Whether it was added.
+async fn add_not_null(
+    run: &StatementRun,
+    before: &TableState,
+    after: &mut TableState,
+    index: usize,
+) -> PgResult<bool> {
+    let column = &before.table.columns[index];
+    if column.not_null {
+        return Ok(false);
+    }
+    let condition = format!("{} IS NULL", quote(&column.name));
+    if has_rows(run, &before.table.name, Some(&condition)).await? {
+        return Err(contains_nulls(&column.name, &before.table.name));
+    }
+    after.table.columns[index].not_null = true;
+    Ok(true)
+}
+
 /// One subcommand of ALTER TABLE on table `oid`.
 async fn alter_table(
     run: &StatementRun,
@@ -383,15 +403,7 @@ async fn alter_table(
             after.defaults.retain(|d| &d.column != name);
         }
         AlterCommand::SetNotNull { column: id } => {
-            let index = column(id)?;
-            let name = before.table.columns[index].name.clone();
-            if !before.table.columns[index].not_null {
-                let condition = format!("{} IS NULL", quote(&name));
-                if has_rows(run, &before.table.name, Some(&condition)).await? {
-                    return Err(contains_nulls(&name, &table_name));
-                }
-                after.table.columns[index].not_null = true;
-            }
+            add_not_null(run, &before, &mut after, column(id)?).await?;
         }
         AlterCommand::DropNotNull { column: id } => {
             let index = column(id)?;
@@ -422,13 +434,7 @@ async fn alter_table(
                         format!("multiple primary keys for table \"{table_name}\" are not allowed"),
                     ));
                 }
-                let name = before.table.columns[index].name.clone();
-                if !before.table.columns[index].not_null {
-                    let condition = format!("{} IS NULL", quote(&name));
-                    if has_rows(run, &before.table.name, Some(&condition)).await? {
-                        return Err(contains_nulls(&name, &table_name));
-                    }
-                    after.table.columns[index].not_null = true;
+                if add_not_null(run, &before, &mut after, index).await? {
                     write_state(db, before, after.clone(), log)?;
                 }
             }

@@ -213,7 +213,8 @@ mod tests {
     use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
     use datafusion::sql::sqlparser::parser::Parser;
 
-    fn with(list: &str) -> PgResult<Vec<String>> {
+    /// The options of `WITH (list)` as sqlparser reads them.
+    fn options(list: &str) -> Vec<ast::Expr> {
         let sql = format!("CREATE INDEX i ON t (a) WITH ({list})");
         let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &sql)
             .unwrap()
@@ -221,7 +222,11 @@ mod tests {
         let ast::Statement::CreateIndex(create) = stmt else {
             panic!("{stmt:?}")
         };
-        btree_reloptions(&create.with)
+        create.with
+    }
+
+    fn with(list: &str) -> PgResult<Vec<String>> {
+        btree_reloptions(&options(list))
     }
 
     #[test]
@@ -263,16 +268,7 @@ mod tests {
 
     #[test]
     fn tables_take_fillfactor_and_set_replaces_values() {
-        let set = |list: &str| {
-            let sql = format!("CREATE INDEX i ON t (a) WITH ({list})");
-            let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &sql)
-                .unwrap()
-                .remove(0);
-            let ast::Statement::CreateIndex(create) = stmt else {
-                panic!("{stmt:?}")
-            };
-            heap_reloptions(&create.with)
-        };
+        let set = |list: &str| heap_reloptions(&options(list));
         assert_eq!(set("fillfactor = 70").unwrap(), ["fillfactor=70"]);
         let e = set("deduplicate_items = off").unwrap_err();
         assert_eq!(
