@@ -64,6 +64,8 @@ pub struct HeapInserter {
     /// The rows of the last `insert_arrays` ON CONFLICT left out, and where the row that
     /// has each one's key is.
     skipped: Vec<(usize, (u32, u16))>,
+    /// ON CONFLICT DO UPDATE: stop before the first row to insert after conflicting ones.
+    stop_after_conflicts: bool,
 }
 
 impl HeapInserter {
@@ -93,6 +95,7 @@ impl HeapInserter {
             fsm: None,
             vm: None,
             skipped: Vec::new(),
+            stop_after_conflicts: false,
         }
     }
 
@@ -134,6 +137,15 @@ impl HeapInserter {
         self
     }
 
+    /// ON CONFLICT DO UPDATE, which takes rows in their order as PostgreSQL does (so that
+    /// two statements proposing the same keys in the same order cannot deadlock):
+    /// [`insert_arrays_from`](Self::insert_arrays_from) stops before the first row it
+    /// would insert after rows it left out, for the caller to update their rows first.
+    pub fn stopping_after_conflicts(mut self) -> Self {
+        self.stop_after_conflicts = true;
+        self
+    }
+
     /// Maintains `indexes` (the table's; `None` if it has none) as rows are inserted.
     pub fn with_indexes(mut self, indexes: Option<crate::btree::IndexMaintainer>) -> Self {
         self.indexes = indexes;
@@ -144,6 +156,19 @@ impl HeapInserter {
     /// The rows placed are told to the statistics, under the transaction, even when a
     /// later row fails.
     pub fn insert_arrays(&mut self, arrays: &[ArrayRef], rows: usize) -> PgResult<()> {
+        let end = self.insert_arrays_from(arrays, 0..rows)?;
+        assert_eq!(end, rows, "only an upsert's inserter stops early");
+        Ok(())
+    }
+
+    /// Inserts rows `rows` of `arrays`, up to where
+    /// [`stopping_after_conflicts`](Self::stopping_after_conflicts) stops it: the row to
+    /// go on from (`rows.end` when every row was taken).
+    pub fn insert_arrays_from(
+        &mut self,
+        arrays: &[ArrayRef],
+        rows: std::ops::Range<usize>,
+    ) -> PgResult<usize> {
         let before = self.inserted;
         if let Some(placed) = &mut self.placed {
             placed.clear();
@@ -155,24 +180,41 @@ impl HeapInserter {
         result
     }
 
-    fn insert_rows(&mut self, arrays: &[ArrayRef], rows: usize) -> PgResult<()> {
+    fn insert_rows(
+        &mut self,
+        arrays: &[ArrayRef],
+        rows: std::ops::Range<usize>,
+    ) -> PgResult<usize> {
         self.encoder.prepare(arrays)?;
         self.skipped.clear();
         let speculative = self.indexes.as_ref().is_some_and(|ix| ix.has_arbiters());
-        for row in 0..rows {
+        let mut end = rows.end;
+        for row in rows {
             self.tuple_buf.clear();
             self.encoder
                 .encode_row(row, self.xid, self.cid, &mut self.tuple_buf)?;
             if !speculative {
                 self.place_tuple()?;
-            } else if let Some(conflict) = self.insert_unless_conflict()? {
+                continue;
+            }
+            let conflict = if self.stop_after_conflicts && !self.skipped.is_empty() {
+                // Rows left out wait for their update: none after them goes in before it.
+                let Some(conflict) = self.conflict()? else {
+                    end = row;
+                    break;
+                };
+                Some(conflict)
+            } else {
+                self.insert_unless_conflict()?
+            };
+            if let Some(conflict) = conflict {
                 self.skipped.push((row, conflict));
             }
         }
         if let Some(indexes) = &mut self.indexes {
             indexes.flush(&mut self.acct)?;
         }
-        Ok(())
+        Ok(end)
     }
 
     /// INSERT … ON CONFLICT: places the tuple in `tuple_buf` and its index entries unless
@@ -180,9 +222,7 @@ impl HeapInserter {
     /// key is.
     fn insert_unless_conflict(&mut self) -> PgResult<Option<(u32, u16)>> {
         loop {
-            let indexes = self.indexes.as_ref().expect("arbiters are indexes");
-            let layout = self.encoder.layout();
-            if let Some(tid) = indexes.conflicts(layout, &self.tuple_buf, &mut self.acct)? {
+            if let Some(tid) = self.conflict()? {
                 return Ok(Some(tid));
             }
             self.place_tuple()?;
@@ -196,6 +236,12 @@ impl HeapInserter {
                 placed.pop();
             }
         }
+    }
+
+    /// Where the row is that has the key of the tuple in `tuple_buf` in an arbiter index.
+    fn conflict(&mut self) -> PgResult<Option<(u32, u16)>> {
+        let indexes = self.indexes.as_ref().expect("arbiters are indexes");
+        indexes.conflicts(self.encoder.layout(), &self.tuple_buf, &mut self.acct)
     }
 
     /// The rows of the last `insert_arrays` ON CONFLICT left out, in order, each with

@@ -358,6 +358,9 @@ pub async fn insert_returning(
     if returning.is_some() {
         inserter = inserter.keep_placed();
     }
+    if upsert.is_some() {
+        inserter = inserter.stopping_after_conflicts();
+    }
     let mut upserting = match upsert {
         Some(upsert) => Some(Upserting::start(run, upsert)?),
         None => None,
@@ -371,40 +374,48 @@ pub async fn insert_returning(
         let mut positions: Vec<usize> = (0..batch.num_rows()).collect();
         let mut written = Written::default();
         loop {
-            inserter.insert_arrays(&proposed, positions.len())?;
-            let skipped = inserter.skipped().to_vec();
-            counts.conflicting += skipped.len() as u64;
-            if returning.is_some() {
-                let mut inserted = vec![true; positions.len()];
-                for &(row, _) in &skipped {
-                    inserted[row] = false;
+            // Rows whose conflicting row was deleted or updated meanwhile.
+            let mut again = Vec::new();
+            let mut start = 0;
+            while start < positions.len() {
+                let end = inserter.insert_arrays_from(&proposed, start..positions.len())?;
+                let skipped = inserter.skipped().to_vec();
+                counts.conflicting += skipped.len() as u64;
+                if returning.is_some() {
+                    let mut inserted = vec![false; positions.len()];
+                    inserted[start..end].fill(true);
+                    for &(row, _) in &skipped {
+                        inserted[row] = false;
+                    }
+                    let rows: Vec<usize> = (positions.iter().zip(&inserted))
+                        .filter_map(|(&p, &i)| i.then_some(p))
+                        .collect();
+                    let inserted = datafusion::arrow::array::BooleanArray::from(inserted);
+                    let values = crate::sql::dml::only(&proposed, &inserted)?;
+                    written.add(rows.into_iter(), values, inserter.placed());
                 }
-                let rows: Vec<usize> = (positions.iter().zip(&inserted))
-                    .filter_map(|(&p, &i)| i.then_some(p))
-                    .collect();
-                let inserted = datafusion::arrow::array::BooleanArray::from(inserted);
-                let values = crate::sql::dml::only(&proposed, &inserted)?;
-                written.add(rows.into_iter(), values, inserter.placed());
+                start = end;
+                let Some(upserting) = &mut upserting else {
+                    continue;
+                };
+                let updated = upserting.update(run, &proposed, &skipped)?;
+                counts.filtered += updated.filtered;
+                if returning.is_some() {
+                    let rows = updated.rows.iter().map(|&r| positions[r]);
+                    written.add(rows, updated.values, &updated.placed);
+                }
+                again.extend(updated.again);
             }
-            let Some(upserting) = &mut upserting else {
-                break;
-            };
-            let updated = upserting.update(run, &proposed, &skipped)?;
-            counts.filtered += updated.filtered;
-            if returning.is_some() {
-                let rows = updated.rows.iter().map(|&r| positions[r]);
-                written.add(rows, updated.values, &updated.placed);
-            }
-            if updated.again.is_empty() {
+            if again.is_empty() {
                 break;
             }
-            // Rows whose conflicting row was deleted meanwhile: insert (or update) again.
-            let again = UInt32Array::from_iter_values(updated.again.iter().map(|&r| r as u32));
+            // Insert (or update) those again.
+            let again_rows = UInt32Array::from_iter_values(again.iter().map(|&r| r as u32));
             proposed = (proposed.iter())
-                .map(|a| datafusion::arrow::compute::take(a, &again, None))
+                .map(|a| datafusion::arrow::compute::take(a, &again_rows, None))
                 .collect::<Result<_, _>>()
                 .map_err(|e| PgError::internal(e.to_string()))?;
-            positions = updated.again.iter().map(|&r| positions[r]).collect();
+            positions = again.iter().map(|&r| positions[r]).collect();
         }
         if let Some(returning) = returning.as_deref_mut() {
             let (values, tids) = written.in_row_order()?;
@@ -449,6 +460,11 @@ impl Written {
         values: Vec<ArrayRef>,
         tids: &[(u32, u16)],
     ) {
+        // An empty part adds nothing (and an upsert's has no columns); the first is kept
+        // for the columns' types.
+        if tids.is_empty() && !self.values.is_empty() {
+            return;
+        }
         self.rows.extend(rows);
         self.values.push(values);
         self.tids.extend_from_slice(tids);

@@ -6,7 +6,10 @@
 //!
 //! The insert runs as ON CONFLICT DO NOTHING does (`on_conflict`, and the engine's
 //! `btree::maintain`): each proposed row goes in, or is left out together with where the
-//! row that has its key is. Then, batch by batch, the rows left out update those rows:
+//! row that has its key is. Rows are taken in their order, as PostgreSQL takes them, so
+//! that statements proposing keys in one order wait for each other in that order and do
+//! not deadlock: the insert stops before the first row it would insert after a run of
+//! rows left out, and those rows update the rows they met before it goes on:
 //!
 //! 1. the rows they conflict with are read by TID (`heap::fetch`). One that this command
 //!    wrote itself (inserted, or updated already), or one two proposed rows meet, is
@@ -23,8 +26,9 @@
 //!    the statement), the two linked.
 //!
 //! A conflicting row another transaction deleted or updated between steps 1 and 3 sends
-//! its proposed row back to step 1: to be inserted, or to meet the newer version (as
-//! PostgreSQL's READ COMMITTED does, without a serialization error). The command tag and
+//! its proposed row back to step 1 once the batch's other rows are done: to be inserted,
+//! or to meet the newer version (as PostgreSQL's READ COMMITTED does, without a
+//! serialization error). The command tag and
 //! RETURNING count the rows inserted and the rows updated.
 
 use std::collections::HashSet;
