@@ -66,6 +66,10 @@ pub struct HeapInserter {
     skipped: Vec<(usize, (u32, u16))>,
     /// ON CONFLICT DO UPDATE: stop before the first row to insert after conflicting ones.
     stop_after_conflicts: bool,
+    /// The row the last stop was at: an arbiter had no key of it then, so the next call
+    /// places it without looking again (a key inserted since is still found when its
+    /// index entries go in).
+    stopped_at: Option<usize>,
 }
 
 impl HeapInserter {
@@ -96,6 +100,7 @@ impl HeapInserter {
             vm: None,
             skipped: Vec::new(),
             stop_after_conflicts: false,
+            stopped_at: None,
         }
     }
 
@@ -189,6 +194,7 @@ impl HeapInserter {
         self.skipped.clear();
         let speculative = self.indexes.as_ref().is_some_and(|ix| ix.has_arbiters());
         let mut end = rows.end;
+        let looked_at = self.stopped_at.take().filter(|&row| row == rows.start);
         for row in rows {
             self.tuple_buf.clear();
             self.encoder
@@ -201,11 +207,12 @@ impl HeapInserter {
                 // Rows left out wait for their update: none after them goes in before it.
                 let Some(conflict) = self.conflict()? else {
                     end = row;
+                    self.stopped_at = Some(row);
                     break;
                 };
                 Some(conflict)
             } else {
-                self.insert_unless_conflict()?
+                self.insert_unless_conflict(looked_at == Some(row))?
             };
             if let Some(conflict) = conflict {
                 self.skipped.push((row, conflict));
@@ -219,11 +226,13 @@ impl HeapInserter {
 
     /// INSERT … ON CONFLICT: places the tuple in `tuple_buf` and its index entries unless
     /// an arbiter index has its key (`btree::maintain`); `Some`: where the row with the
-    /// key is.
-    fn insert_unless_conflict(&mut self) -> PgResult<Option<(u32, u16)>> {
+    /// key is. `looked_at`: no arbiter had the key a moment ago; place it at once.
+    fn insert_unless_conflict(&mut self, mut looked_at: bool) -> PgResult<Option<(u32, u16)>> {
         loop {
-            if let Some(tid) = self.conflict()? {
-                return Ok(Some(tid));
+            if !std::mem::take(&mut looked_at) {
+                if let Some(tid) = self.conflict()? {
+                    return Ok(Some(tid));
+                }
             }
             self.place_tuple()?;
             let indexes = self.indexes.as_mut().expect("arbiters are indexes");
