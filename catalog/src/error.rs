@@ -63,6 +63,7 @@ pub mod sqlstate {
     pub const QUERY_CANCELED: &str = "57014";
     pub const T_R_SERIALIZATION_FAILURE: &str = "40001";
     pub const T_R_DEADLOCK_DETECTED: &str = "40P01";
+    pub const LOCK_NOT_AVAILABLE: &str = "55P03";
     pub const ADMIN_SHUTDOWN: &str = "57P01";
     pub const TOO_MANY_CONNECTIONS: &str = "53300";
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";

@@ -136,6 +136,9 @@ impl Session {
     ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
         let mut state = self.df_state.clone();
         crate::pgcatalog::register_functions(&mut state, &self.catalog_info());
+        // A lock clause leaves the result's columns as they are.
+        let unlocked = crate::sql::row_locks::without_locks(stmt);
+        let stmt = unlocked.as_ref().unwrap_or(stmt);
         crate::sql::plan_statement(&state, stmt, param_types).await
     }
 
@@ -166,6 +169,7 @@ impl Session {
             return sql::CachedPlan::None;
         };
         if !matches!(**stmt, ast::Statement::Query(_))
+            || sql::row_locks::locks_rows(stmt)
             || params.as_ref().is_some_and(|p| !p.is_empty())
             || setting("plan_cache_mode") == "force_custom_plan"
         {
@@ -463,6 +467,7 @@ impl Session {
             Parsed::Sql(stmt) => stmt,
         };
         match &**stmt {
+            s if sql::row_locks::locks_rows(s) => sql::row_locks::run(run, stmt).await,
             ast::Statement::Query(_) => {
                 let stream = run.query_stream(stmt).await?;
                 let schema = sql::colnames::rename(stmt, stream.schema());
@@ -677,6 +682,7 @@ fn mentions_ctid(parsed: &Parsed) -> bool {
     let stmt: &ast::Statement = match &**stmt {
         ast::Statement::Explain { statement, .. } if changed(statement) => return true,
         s if changed(s) => return true, // their rows are found by ctid
+        s if sql::row_locks::locks_rows(s) => return true, // and so are the rows locked
         ast::Statement::Explain { statement, .. } => statement,
         s => s,
     };

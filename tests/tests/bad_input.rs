@@ -223,7 +223,7 @@ const SQL_CASES: &[SqlCase] = &[
     SqlCase::unsupported("CREATE TABLE bad_parted (a int) PARTITION BY RANGE (a)"),
     SqlCase::unsupported("CREATE TABLE bad_part PARTITION OF bad_items FOR VALUES FROM (1) TO (2)"),
     SqlCase::unsupported("CREATE TABLE bad_child (x int) INHERITS (bad_items)"),
-    SqlCase::unsupported("SELECT a FROM bad_items FOR UPDATE"),
+    SqlCase::unsupported("SELECT x.a FROM bad_items x, bad_items y FOR UPDATE"),
 ];
 
 /// Why `err` is not what `case` expects, if it is not.

@@ -62,7 +62,7 @@ pub fn classify(t: &[u8], clog: &Clog, own_xid: Xid) -> TupleState {
             XidStatus::InProgress => return TupleState::InProgress,
         }
     }
-    let xmax = tuple::xmax(t);
+    let xmax = tuple::deleter(t);
     if xmax == INVALID_XID {
         return TupleState::Live;
     }

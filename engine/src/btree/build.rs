@@ -306,7 +306,7 @@ pub fn scan_heap(
                 .filter_map(|off| slotted::page_item(&page, off).map(|t| (off, t)))
             {
                 tuples_seen += 1;
-                let (xmin, xmax) = (tuple::xmin(t), tuple::xmax(t));
+                let (xmin, xmax) = (tuple::xmin(t), tuple::deleter(t));
                 if xmin == INVALID_XID
                     || !live(xmin, &source.clog)
                     || (xmax != INVALID_XID && source.clog.status(xmax) == XidStatus::Committed)

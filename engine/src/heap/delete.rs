@@ -19,6 +19,13 @@
 //! | a transaction that committed a DELETE | leave it: the row is gone |
 //! | a transaction that committed an UPDATE (`t_ctid` points elsewhere) | [`Deleted::Updated`]: the caller finds the row's newest version ([`HeapDeleter::newest_version`]), checks its condition on it again and changes that one (PostgreSQL's EvalPlanQual); [`HeapDeleter::delete`] fails with 40001 instead |
 //!
+//! A row lock (`SELECT … FOR UPDATE | SHARE`, [`HeapDeleter::lock`]) is a `t_xmax` marked
+//! [`HEAP_XMAX_LOCK_ONLY`], as in PostgreSQL: readers judge visibility by
+//! [`tuple::deleter`], which passes over it, and a delete or another lock treats it as a
+//! running transaction's change while its transaction runs and as nothing once it ended
+//! (or when it is this transaction's own). Every lock is exclusive: iolab has no
+//! MultiXact, so FOR SHARE lockers wait for each other too.
+//!
 //! Waits go through [`TransactionManager::wait_for`], which sees a circle of waiting
 //! transactions and fails the one that would close it (40P01), and ends a wait when the
 //! statement is canceled.
@@ -33,7 +40,14 @@ use iolab_stats::RowChange;
 
 use crate::accounting::IoAccount;
 use crate::buffer::PinnedBuffer;
-use crate::heap::tuple::{self, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, INVALID_XID};
+use crate::heap::tuple::{
+    self, HEAP_XMAX_COMMITTED, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_INVALID, HEAP_XMAX_LOCK_ONLY,
+    INVALID_XID,
+};
+
+/// The `t_infomask` bits that describe `t_xmax`, replaced whenever it is set.
+const XMAX_STATE: u16 =
+    HEAP_XMAX_INVALID | HEAP_XMAX_COMMITTED | HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK;
 use crate::heap::visibility_map::clear_all_visible;
 use crate::storage::page;
 use crate::storage::relfile::RelFile;
@@ -53,6 +67,19 @@ pub struct HeapDeleter {
     pub deleted: u64,
     /// How the statistics count them: deletes, or none (an UPDATE counts its new versions).
     change: Option<RowChange>,
+}
+
+/// What became of a row asked to be locked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Locked {
+    /// Locked by this transaction (now, or earlier).
+    Now,
+    /// Deleted, by this transaction or one that committed.
+    Gone,
+    /// Replaced by a newer version, by a transaction that committed an UPDATE.
+    Updated,
+    /// Changed or locked by a transaction still running, and not waited for.
+    Busy,
 }
 
 /// What became of a row asked to be deleted.
@@ -124,14 +151,19 @@ impl HeapDeleter {
                     return Err(missing_tuple(tid, self.rel.relfilenode()));
                 };
                 let xmax = tuple::xmax(t);
+                let locks_only = tuple::xmax_locks_only(t);
                 let stamp = if xmax == INVALID_XID {
                     true
                 } else if xmax == self.xid {
-                    return Ok(Deleted::Already);
+                    if !locks_only {
+                        return Ok(Deleted::Already);
+                    }
+                    true
                 } else {
                     match self.db.txns.clog().status(xmax) {
                         XidStatus::Aborted => true,
                         XidStatus::InProgress => false,
+                        XidStatus::Committed if locks_only => true,
                         XidStatus::Committed => {
                             let next = tuple::ctid(t);
                             return Ok(if (next.block, next.offset) == tid {
@@ -146,11 +178,8 @@ impl HeapDeleter {
                     let (relfilenode, vm) = (self.rel.relfilenode(), &self.db.vm);
                     clear_all_visible(&mut page, vm, relfilenode, blkno);
                     let t = page::page_item_mut(&mut page, off).expect("the tuple just read");
-                    tuple::set_xmax(t, self.xid);
                     tuple::set_cid(t, self.cid);
-                    let infomask = tuple::infomask(t) & !(HEAP_XMAX_INVALID | HEAP_XMAX_COMMITTED);
-                    tuple::set_infomask(t, infomask);
-                    self.log_tuple_change(&buffer, &mut page, off, tuple::DELETE_STAMP_BYTES);
+                    self.stamp_xmax(&buffer, &mut page, off, 0);
                     None
                 } else {
                     Some(xmax)
@@ -171,6 +200,81 @@ impl HeapDeleter {
                 }
             }
         }
+    }
+
+    /// Locks the row at `tid` for this transaction (`SELECT … FOR UPDATE`): its `t_xmax`
+    /// set with [`HEAP_XMAX_LOCK_ONLY`], so that readers still see it and writers wait
+    /// for this transaction. A row another transaction is changing or locking is waited
+    /// for first, unless `wait` is false ([`Locked::Busy`]). Its `t_cid` and visibility
+    /// stay as they were; a committed transaction's lock is free to take.
+    pub fn lock(
+        &mut self,
+        tid: (u32, u16),
+        wait: bool,
+        check_cancel: &dyn Fn() -> PgResult<()>,
+    ) -> PgResult<Locked> {
+        let (blkno, off) = tid;
+        loop {
+            let buffer = self
+                .db
+                .pool
+                .read_buffer(&self.rel, blkno, None, &mut self.acct)?;
+            let holder = {
+                let mut page = buffer.page_mut();
+                let Some(t) = page::page_item_mut(&mut page, off) else {
+                    return Err(missing_tuple(tid, self.rel.relfilenode()));
+                };
+                let xmax = tuple::xmax(t);
+                let locks_only = tuple::xmax_locks_only(t);
+                let free = if xmax == INVALID_XID {
+                    true
+                } else if xmax == self.xid {
+                    return Ok(if locks_only {
+                        Locked::Now
+                    } else {
+                        Locked::Gone
+                    });
+                } else {
+                    match self.db.txns.clog().status(xmax) {
+                        XidStatus::Aborted => true,
+                        XidStatus::InProgress => false,
+                        XidStatus::Committed if locks_only => true,
+                        XidStatus::Committed => {
+                            let next = tuple::ctid(t);
+                            return Ok(if (next.block, next.offset) == tid {
+                                Locked::Gone
+                            } else {
+                                Locked::Updated
+                            });
+                        }
+                    }
+                };
+                if free {
+                    let lock = HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK;
+                    self.stamp_xmax(&buffer, &mut page, off, lock);
+                    None
+                } else {
+                    Some(xmax)
+                }
+            };
+            match holder {
+                None => return Ok(Locked::Now),
+                Some(_) if !wait => return Ok(Locked::Busy),
+                Some(holder) => {
+                    drop(buffer);
+                    self.db.txns.wait_for(self.xid, holder, check_cancel)?;
+                }
+            }
+        }
+    }
+
+    /// Sets the `t_xmax` of the tuple at `off` to this transaction, with `lock_bits`
+    /// (none for a delete), and logs the change.
+    fn stamp_xmax(&mut self, buffer: &PinnedBuffer, page: &mut [u8], off: u16, lock_bits: u16) {
+        let t = page::page_item_mut(page, off).expect("a tuple to stamp");
+        tuple::set_xmax(t, self.xid);
+        tuple::set_infomask(t, (tuple::infomask(t) & !XMAX_STATE) | lock_bits);
+        self.log_tuple_change(buffer, page, off, tuple::DELETE_STAMP_BYTES);
     }
 
     /// The newest version of the row whose version at `tid` a committed UPDATE replaced:
@@ -194,7 +298,7 @@ impl HeapDeleter {
             if writer.is_some_and(|w| tuple::xmin(t) != w) {
                 return Ok(None);
             }
-            let xmax = tuple::xmax(t);
+            let xmax = tuple::deleter(t);
             let replaced = xmax != INVALID_XID
                 && xmax != self.xid
                 && self.db.txns.clog().status(xmax) == XidStatus::Committed;

@@ -52,7 +52,7 @@ pub fn liveness(
     let Some(t) = page::page_item(&page, tid.1) else {
         return Ok(Liveness::Dead);
     };
-    Ok(judge(tuple::xmin(t), tuple::xmax(t), own_xid, |x| {
+    Ok(judge(tuple::xmin(t), tuple::deleter(t), own_xid, |x| {
         clog.status(x)
     }))
 }

@@ -114,7 +114,7 @@ pub fn page_all_visible(page: &[u8], horizon: Xid, clog: &mut StatusCache) -> bo
 
 /// Inserted by a committed transaction before `horizon`, deleted by none.
 fn visible_to_all(t: &[u8], horizon: Xid, clog: &mut StatusCache) -> bool {
-    let (xmin, xmax) = (tuple::xmin(t), tuple::xmax(t));
+    let (xmin, xmax) = (tuple::xmin(t), tuple::deleter(t));
     xmin < horizon
         && clog.status(xmin) == XidStatus::Committed
         && (xmax == INVALID_XID || clog.status(xmax) == XidStatus::Aborted)
@@ -175,7 +175,7 @@ fn vacuum_state(t: &[u8], horizon: Xid, clog: &mut StatusCache) -> VacuumState {
         XidStatus::InProgress => return VacuumState::BeingInserted,
         XidStatus::Committed => {}
     }
-    let xmax = tuple::xmax(t);
+    let xmax = tuple::deleter(t);
     if xmax == INVALID_XID || clog.status(xmax) != XidStatus::Committed {
         return VacuumState::Live;
     }
@@ -196,6 +196,13 @@ mod tests {
         test_tuple(xmin, xmax, 40, payload)
     }
 
+    /// `t` with its `t_xmax` a row lock (`SELECT … FOR UPDATE`), not a delete.
+    fn locked(mut t: Vec<u8>) -> Vec<u8> {
+        let infomask = tuple::infomask(&t) | tuple::HEAP_XMAX_LOCK_ONLY;
+        tuple::set_infomask(&mut t, infomask);
+        t
+    }
+
     #[test]
     fn removes_aborted_inserts_and_deletes_older_than_the_horizon() {
         let dir = TempDir::new("prune");
@@ -205,13 +212,14 @@ mod tests {
         clog.set_status(aborted, XidStatus::Aborted).unwrap();
         clog.set_status(late, XidStatus::Committed).unwrap();
         let rows = [
-            tuple(committed, INVALID_XID, 1), // live
-            tuple(aborted, INVALID_XID, 2),   // dead: aborted insert
-            tuple(committed, committed, 3),   // dead: deleted before the horizon
-            tuple(committed, late, 4),        // recently dead
-            tuple(committed, running, 5),     // being deleted: stays
-            tuple(running, INVALID_XID, 6),   // being inserted: stays, not counted
-            tuple(committed, aborted, 7),     // delete aborted: live
+            tuple(committed, INVALID_XID, 1),       // live
+            tuple(aborted, INVALID_XID, 2),         // dead: aborted insert
+            tuple(committed, committed, 3),         // dead: deleted before the horizon
+            tuple(committed, late, 4),              // recently dead
+            tuple(committed, running, 5),           // being deleted: stays
+            tuple(running, INVALID_XID, 6),         // being inserted: stays, not counted
+            tuple(committed, aborted, 7),           // delete aborted: live
+            locked(tuple(committed, committed, 8)), // only locked: live
         ];
         for has_indexes in [true, false] {
             let mut page = vec![0u8; page::BLCKSZ];
@@ -228,7 +236,7 @@ mod tests {
             );
             assert_eq!(
                 (pruned.removed, pruned.recently_dead, pruned.live),
-                (2, 1, 3)
+                (2, 1, 4)
             );
             assert_eq!(page::page_free_space(&page), free + 2 * 40);
             let gone = if has_indexes {
@@ -238,7 +246,12 @@ mod tests {
             };
             assert_eq!(page::page_item_flags(&page, 2), Some(gone));
             assert_eq!(page::page_item_flags(&page, 3), Some(gone));
-            for (off, r) in [(1u16, &rows[0]), (4, &rows[3]), (7, &rows[6])] {
+            for (off, r) in [
+                (1u16, &rows[0]),
+                (4, &rows[3]),
+                (7, &rows[6]),
+                (8, &rows[7]),
+            ] {
                 assert_eq!(page::page_item(&page, off), Some(r.as_slice()));
             }
             if has_indexes {
@@ -261,7 +274,7 @@ mod tests {
                 &mut StatusCache::new(clog.clone()),
                 has_indexes,
             );
-            assert_eq!((again.removed, again.live), (0, 3));
+            assert_eq!((again.removed, again.live), (0, 4));
             assert!(again.dead_items.is_empty());
             assert!(!pruned.all_visible, "recently dead and running rows stay");
         }

@@ -69,6 +69,10 @@ pub const HEAP_HASNULL: u16 = 0x0001;
 pub const HEAP_HASVARWIDTH: u16 = 0x0002;
 /// `t_cid` holds a combo command id (inserted and deleted by the same transaction).
 pub const HEAP_COMBOCID: u16 = 0x0020;
+/// The `t_xmax` lock is exclusive (`SELECT … FOR UPDATE`; iolab's every row lock is).
+pub const HEAP_XMAX_EXCL_LOCK: u16 = 0x0040;
+/// `t_xmax` only locked the row (`SELECT … FOR UPDATE | SHARE`): it did not delete it.
+pub const HEAP_XMAX_LOCK_ONLY: u16 = 0x0080;
 /// Hint: `t_xmin` is known committed.
 pub const HEAP_XMIN_COMMITTED: u16 = 0x0100;
 /// Hint: `t_xmin` is known aborted (or invalid).
@@ -263,6 +267,24 @@ pub fn xmax(tuple: &[u8]) -> u32 {
     get_u32(tuple, XMAX_AT)
 }
 
+/// Does `t_xmax` only lock the row ([`HEAP_XMAX_LOCK_ONLY`])?
+#[inline]
+pub fn xmax_locks_only(tuple: &[u8]) -> bool {
+    infomask(tuple) & HEAP_XMAX_LOCK_ONLY != 0
+}
+
+/// The transaction that deleted the tuple or replaced it with a newer version:
+/// `t_xmax`, unless that only locks the row ([`INVALID_XID`] then). What visibility is
+/// judged by.
+#[inline]
+pub fn deleter(tuple: &[u8]) -> u32 {
+    if xmax_locks_only(tuple) {
+        INVALID_XID
+    } else {
+        xmax(tuple)
+    }
+}
+
 /// `t_cid`: command id of the inserting (or, once deleted, deleting) command.
 #[inline]
 pub fn cid(tuple: &[u8]) -> u32 {
@@ -272,7 +294,7 @@ pub fn cid(tuple: &[u8]) -> u32 {
 /// Whether `tuple` is visible to `checker`'s snapshot, judged by its header.
 #[inline]
 pub fn is_visible(tuple: &[u8], checker: &mut VisibilityChecker) -> bool {
-    checker.visible(xmin(tuple), cid(tuple), xmax(tuple))
+    checker.visible(xmin(tuple), cid(tuple), deleter(tuple))
 }
 
 /// `t_ctid`: this tuple's own id, or its newer version's after an UPDATE.

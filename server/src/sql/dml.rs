@@ -530,7 +530,7 @@ fn quote(name: &str) -> String {
 }
 
 /// The `(block, offset)` of each `ctid` text (`(12,3)`) of a batch, in row order.
-fn ctids(column: &dyn Array) -> PgResult<Vec<(u32, u16)>> {
+pub(crate) fn ctids(column: &dyn Array) -> PgResult<Vec<(u32, u16)>> {
     let texts = column
         .as_string_opt::<i32>()
         .ok_or_else(|| PgError::internal("ctid is not text"))?;

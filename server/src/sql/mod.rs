@@ -43,6 +43,7 @@ pub mod prepared_plans;
 pub mod recheck;
 pub mod reloptions;
 pub mod returning;
+pub mod row_locks;
 pub mod sequence;
 pub mod set_functions;
 pub mod split;
@@ -107,6 +108,7 @@ impl Parsed {
                         | ast::Statement::Update(_)
                         | ast::Statement::Delete(_)
                 ) || is_create_table_as(s)
+                    || row_locks::locks_rows(s)
                     || crate::explain::writes(s)
             }
             Parsed::CreateUnlogged(s) => is_create_table_as(s),
@@ -190,6 +192,10 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
         _ => None,
     };
     let text: Cow<'_, str> = match copy_spelled {
+        Some(spelled) => Cow::Owned(spelled),
+        None => text,
+    };
+    let text: Cow<'_, str> = match row_locks::respell_strengths(&text) {
         Some(spelled) => Cow::Owned(spelled),
         None => text,
     };
@@ -730,8 +736,9 @@ fn for_datafusion(
     Ok((df_stmt, wrapped))
 }
 
-/// `SELECT … FOR UPDATE | SHARE` (anywhere in the statement) is refused: iolab has no row
-/// locks, and ignoring the clause would let a script believe it holds one.
+/// `SELECT … FOR UPDATE | SHARE` anywhere but at the top of a query (`row_locks` takes
+/// those off first) is refused: ignoring the clause would let a script believe it holds
+/// a lock.
 fn refuse_row_locks(stmt: &ast::Statement) -> PgResult<()> {
     use datafusion::sql::sqlparser::ast::Visit;
     struct FindLock;
@@ -746,7 +753,7 @@ fn refuse_row_locks(stmt: &ast::Statement) -> PgResult<()> {
     }
     match stmt.visit(&mut FindLock) {
         std::ops::ControlFlow::Break(kind) => Err(PgError::unsupported(format!(
-            "SELECT FOR {kind} is not supported: iolab has no row locks"
+            "FOR {kind} is supported at the top of a SELECT only"
         ))),
         std::ops::ControlFlow::Continue(()) => Ok(()),
     }

@@ -46,12 +46,20 @@ pub fn unwrap_prepare(plan: LogicalPlan) -> LogicalPlan {
     }
 }
 
-/// The types of `$n` placeholders that are the operand of a cast (`$1::int`): DataFusion
-/// leaves them untyped, PostgreSQL gives them the cast's type (so a client that asks for
-/// the parameter types sends an int4 for `$1::int`).
-pub fn cast_placeholder_types(plan: &LogicalPlan) -> HashMap<String, DataType> {
+/// The types of `$n` placeholders that DataFusion leaves untyped and PostgreSQL types
+/// from where they stand: the operand of a cast (`$1::int`) has the cast's type, a LIMIT
+/// or OFFSET is a bigint (so a client that asks for the parameter types sends an int4
+/// for `$1::int` and an int8 for `LIMIT $2`).
+pub fn implied_placeholder_types(plan: &LogicalPlan) -> HashMap<String, DataType> {
     let mut found = HashMap::new();
     let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::Limit(limit) = node {
+            for count in [&limit.skip, &limit.fetch].into_iter().flatten() {
+                if let Expr::Placeholder(p) = count.as_ref() {
+                    found.entry(p.id.clone()).or_insert(DataType::Int64);
+                }
+            }
+        }
         node.apply_expressions(|e| {
             e.apply(|e| {
                 let (operand, ty) = match e {

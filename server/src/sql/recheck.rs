@@ -1,5 +1,5 @@
-//! Rows another transaction updated while a DELETE or UPDATE was on its way to them:
-//! PostgreSQL's READ COMMITTED "EvalPlanQual".
+//! Rows another transaction updated while a DELETE, an UPDATE or a `SELECT … FOR UPDATE`
+//! (`row_locks`) was on its way to them: PostgreSQL's READ COMMITTED "EvalPlanQual".
 //!
 //! The statement found a row through its snapshot; by the time it came to stamp it, a
 //! transaction that has since committed had replaced it with a newer version
@@ -40,7 +40,8 @@ const CATALOG: &str = "iolab_recheck";
 const SCHEMA: &str = "rows";
 const TABLE: &str = "newest";
 
-/// A DELETE's or UPDATE's row query reading the stand-in instead of its table.
+/// A DELETE's or UPDATE's row query (or a locking SELECT) reading the stand-in instead of
+/// its table.
 pub struct Recheck {
     query: ast::Statement,
     table: TableDef,
@@ -52,13 +53,15 @@ impl Recheck {
     pub fn new(run: &StatementRun, stmt: &ast::Statement, old_values: bool) -> PgResult<Self> {
         let found = dml::build_row_query(&run.db, stmt, true, old_values)?
             .ok_or_else(|| PgError::internal("a recheck is for DELETE and UPDATE"))?;
-        let mut query = found.query;
         let reference = found.alias.unwrap_or_else(|| found.table.name.clone());
-        read_stand_in(&mut query, reference)?;
-        Ok(Recheck {
-            query,
-            table: found.table,
-        })
+        Self::of_query(found.query, found.table, &reference)
+    }
+
+    /// The recheck of `query`, whose first FROM item reads `table` as `reference` and
+    /// which gives each row's `ctid` (a `SELECT … FOR UPDATE`'s, `row_locks`).
+    pub fn of_query(mut query: ast::Statement, table: TableDef, reference: &str) -> PgResult<Self> {
+        read_stand_in(&mut query, reference.to_string())?;
+        Ok(Recheck { query, table })
     }
 
     /// The row query's rows for the newest versions of the rows whose versions at `tids`

@@ -138,9 +138,9 @@ impl QueryParser for PrepareParser {
             let inferred = plan
                 .get_parameter_types()
                 .map_err(|e| to_wire(crate::errors::from_datafusion(e)))?;
-            let cast = crate::sql::params::cast_placeholder_types(&plan);
+            let implied = crate::sql::params::implied_placeholder_types(&plan);
             for (name, dt) in inferred {
-                let dt = dt.or_else(|| cast.get(&name).cloned());
+                let dt = dt.or_else(|| implied.get(&name).cloned());
                 let Some(idx) = name.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) else {
                     continue;
                 };
