@@ -5,9 +5,9 @@
 //! by: it applies the transaction rules (see `sql/mod.rs`), builds the statement's
 //! context and dispatches to the code that runs the statement.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use crate::statement_timer::stopping_when_canceled;
 use datafusion::catalog::CatalogProvider;
 use datafusion::catalog::MemoryCatalogProvider;
 use datafusion::execution::context::SessionState;
@@ -15,6 +15,7 @@ use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, PgError, PgResult};
+use iolab_engine::exec::cancel::CancelFlag;
 use iolab_engine::exec::context::StreamSettings;
 use iolab_engine::exec::schema::PublicSchema;
 use iolab_engine::exec::StatementContext;
@@ -71,7 +72,11 @@ pub struct Session {
     /// run from a generic physical plan (`sql::generic_plan`) needs, cheaper to copy.
     generic_plan_state: SessionState,
     /// The cancel flag of the running statement.
-    pub cancel: Arc<AtomicBool>,
+    pub cancel: CancelFlag,
+    /// The same, where another task finds it (a cancel request's watcher, `wire::simple`).
+    pub running: Arc<parking_lot::Mutex<CancelFlag>>,
+    /// The running statement's `statement_timeout`.
+    statement_timer: Option<crate::statement_timer::StatementTimer>,
     /// A COPY FROM STDIN in progress.
     pub copy_in: Option<crate::copy::CopyIn>,
     /// This session's `pg_stat_activity` entry (none for sessions made without a
@@ -101,7 +106,9 @@ impl Session {
             df_state,
             generic_plan_state,
             prepared_plans: Default::default(),
-            cancel: Arc::new(AtomicBool::new(false)),
+            cancel: CancelFlag::new(),
+            running: Arc::default(),
+            statement_timer: None,
             copy_in: None,
             activity: None,
             sequences: Arc::default(),
@@ -231,6 +238,7 @@ impl Session {
             self.settings.clone(),
         )
         .with_sequences(self.sequences.clone())
+        .with_cancel(self.cancel.clone())
     }
 
     /// psql's meta-command queries that DataFusion cannot run, answered from the catalog.
@@ -327,7 +335,12 @@ impl Session {
         };
         let cid = self.txn.next_cid;
         self.txn.next_cid += 1;
-        self.cancel = Arc::new(AtomicBool::new(false));
+        self.cancel = CancelFlag::new();
+        *self.running.lock() = self.cancel.clone();
+        self.statement_timer = crate::statement_timer::StatementTimer::start(
+            self.settings.statement_timeout_ms(),
+            self.cancel.clone(),
+        );
         let ctx = Arc::new(StatementContext {
             db: db.clone(),
             snapshot: db.txns.snapshot(xid, cid),
@@ -412,7 +425,31 @@ impl Session {
                 .set(&name, &value, local)
                 .map_err(crate::show::setting_error)?;
         }
-        result
+        // The rows are computed as they are sent: a cancel still stops them.
+        let stopping = |stream| stopping_when_canceled(stream, self.cancel.clone());
+        result.map(|outcome| match outcome {
+            Outcome::Rows {
+                schema,
+                stream,
+                tag,
+            } => Outcome::Rows {
+                schema,
+                stream: stopping(stream),
+                tag,
+            },
+            Outcome::CopyOut {
+                columns,
+                stream,
+                encoder,
+                text_format,
+            } => Outcome::CopyOut {
+                columns,
+                stream: stopping(stream),
+                encoder,
+                text_format,
+            },
+            other => other,
+        })
     }
 
     async fn dispatch(

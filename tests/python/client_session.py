@@ -58,6 +58,7 @@ def main():
         errors_keep_the_session(conn)
     with psycopg.connect(**conninfo) as conn:
         transactions(conn)
+    job_queue(conninfo)
     print("python client session: all checks passed")
 
 
@@ -287,6 +288,63 @@ def transactions(conn):
           cur.execute("SELECT filler FROM py_io WHERE a = -2").fetchall(), [("kept",)])
     conn.commit()
 
+# Jobs the queue workers share, and how many workers take them at once.
+QUEUE_JOBS = 60
+QUEUE_WORKERS = 4
+
+
+def job_queue(conninfo):
+    """The job queue of PostgreSQL folklore: workers, each in its own connection and
+    thread, take the first job nobody holds (FOR UPDATE SKIP LOCKED), mark it done and
+    commit, until none is left. Every job must be done exactly once, by the worker that
+    took it."""
+    import threading
+
+    with psycopg.connect(**conninfo, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS py_jobs")
+        conn.execute("CREATE TABLE py_jobs (id int PRIMARY KEY, state text, worker int)")
+        conn.execute(
+            "INSERT INTO py_jobs SELECT i, 'new', NULL FROM generate_series(1, %s) AS s(i)"
+            % QUEUE_JOBS
+        )
+    taken = [[] for _ in range(QUEUE_WORKERS)]
+    failures = []
+
+    def work(me):
+        try:
+            with psycopg.connect(**conninfo) as conn:
+                while True:
+                    with conn.transaction():
+                        row = conn.execute(
+                            "SELECT id FROM py_jobs WHERE state = %s ORDER BY id"
+                            " LIMIT 1 FOR UPDATE SKIP LOCKED",
+                            ("new",),
+                        ).fetchone()
+                        if row is None:
+                            return
+                        conn.execute(
+                            "UPDATE py_jobs SET state = 'done', worker = %s WHERE id = %s",
+                            (me, row[0]),
+                        )
+                    taken[me].append(row[0])
+        except Exception as e:  # reported by the main thread
+            failures.append(f"worker {me}: {e!r}")
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(QUEUE_WORKERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check("job queue workers failed", failures, [])
+    every = sorted(i for mine in taken for i in mine)
+    check("job queue: each job taken once", every, list(range(1, QUEUE_JOBS + 1)))
+    with psycopg.connect(**conninfo, autocommit=True) as conn:
+        done = conn.execute(
+            "SELECT worker, id FROM py_jobs WHERE state = 'done' ORDER BY worker, id"
+        ).fetchall()
+    want = [(w, i) for w, mine in enumerate(taken) for i in sorted(mine)]
+    check("job queue: done by the worker that took it", done, want)
+
 
 if __name__ == "__main__":
     try:
@@ -294,3 +352,4 @@ if __name__ == "__main__":
     except AssertionError as e:
         print(f"FAILED: {e}", file=sys.stderr)
         sys.exit(1)
+

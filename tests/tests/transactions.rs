@@ -84,6 +84,88 @@ async fn cancelled_and_failed_inserts_leave_no_rows() {
     assert_eq!(count(&client, "t").await, 2);
 }
 
+/// `statement_timeout` and cancel requests stop what runs as a SELECT's rows are sent
+/// (the statement has returned its stream by then) and `pg_sleep`, whose thread is
+/// blocked: each within seconds, with PostgreSQL's 57014 and the message for its reason.
+/// Before, a SELECT ran to its end past its timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_and_cancels_stop_selects_and_pg_sleep() {
+    let server = TestServer::start("txn-timeout");
+    let client = server.client().await;
+    let other = server.client().await;
+    let rows = client.simple_query("SELECT pg_sleep(0.05)").await.unwrap();
+    let values: Vec<_> = rows
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(r.get(0).map(str::to_string)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(values, [Some(String::new())], "pg_sleep returns void");
+
+    /// The error of `sql`, which must come within 20 s.
+    async fn stopped(client: &tokio_postgres::Client, sql: &str) -> (String, String) {
+        let result = tokio::time::timeout(Duration::from_secs(20), client.batch_execute(sql))
+            .await
+            .unwrap_or_else(|_| panic!("{sql} was not stopped"));
+        let e = result.expect_err(sql);
+        (sqlstate(&e), e.as_db_error().unwrap().message().to_string())
+    }
+    let timed_out = || {
+        (
+            "57014".to_string(),
+            "canceling statement due to statement timeout".to_string(),
+        )
+    };
+    // A scan of a million rows takes a debug build most of a second.
+    client
+        .batch_execute(
+            "CREATE TABLE big AS SELECT i, md5(i::text) AS m FROM generate_series(1, 1000000) AS s(i); \
+             SET statement_timeout = '50ms'",
+        )
+        .await
+        .unwrap();
+    assert_eq!(stopped(&client, "SELECT pg_sleep(60)").await, timed_out());
+    assert_eq!(
+        stopped(&client, "SELECT count(*) FROM big WHERE m > 'f'").await,
+        timed_out()
+    );
+    client
+        .batch_execute("RESET statement_timeout")
+        .await
+        .unwrap();
+
+    // A cancel request, from the client and from another session.
+    let by_request = (
+        "57014".to_string(),
+        "canceling statement due to user request".to_string(),
+    );
+    let cancel = client.cancel_token();
+    let canceler = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel
+            .cancel_query(NoTls)
+            .await
+            .expect("send cancel request");
+    });
+    assert_eq!(stopped(&client, "SELECT pg_sleep(60)").await, by_request);
+    canceler.await.unwrap();
+    let pid: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let canceler = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let sql = format!("SELECT pg_cancel_backend({pid})");
+        other.batch_execute(&sql).await.unwrap();
+    });
+    assert_eq!(stopped(&client, "SELECT pg_sleep(60)").await, by_request);
+    canceler.await.unwrap();
+    // The session goes on.
+    assert_eq!(count(&client, "(SELECT 1) AS one").await, 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_never_see_half_an_insert() {
     let server = TestServer::start("txn-readers");

@@ -776,9 +776,7 @@ fn builds_from_a_heap_and_maintains_on_insert() {
     };
     // A cancelled build leaves neither a file nor a catalog entry.
     let canceled = ctx(0);
-    canceled
-        .cancel
-        .store(true, std::sync::atomic::Ordering::Relaxed);
+    canceled.cancel.cancel();
     let e = super::create_index(&db, &canceled, &table, &def).unwrap_err();
     assert_eq!(e.code, "57014");
     assert!(db.catalog.indexes_of(table.oid).is_empty());

@@ -6,7 +6,6 @@
 //! DataFusion session config (`SessionConfig::with_extension`); operators find it with
 //! [`StatementContext::from_config`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use datafusion::execution::TaskContext;
@@ -19,6 +18,7 @@ use iolab_settings::ReadStreamAdvice;
 use iolab_stats::BackendType;
 
 use crate::accounting::{IoAccount, StatsSink};
+use crate::exec::cancel::CancelFlag;
 use crate::plan::PlannerSettings;
 use crate::stream::ReadStreamConfig;
 use crate::txn::{Snapshot, Xid};
@@ -40,7 +40,7 @@ pub struct StatementContext {
     /// `enable_*`, `work_mem`): what `HeapTable::scan` plans this statement's scans with.
     pub planner: PlannerSettings,
     /// Set by a cancel request, `statement_timeout` or a dropped client.
-    pub cancel: Arc<AtomicBool>,
+    pub cancel: CancelFlag,
     /// Buffer usage of everything this statement ran, summed as scans finish.
     pub usage: Mutex<BufferUsage>,
     /// Buffer usage of planning it (index meta pages read for the trees' heights):
@@ -127,7 +127,7 @@ impl StatementContext {
             pid: 1,
             io: StreamSettings::default(),
             planner: PlannerSettings::default(),
-            cancel: Arc::new(AtomicBool::new(false)),
+            cancel: CancelFlag::new(),
             usage: Mutex::new(Default::default()),
             planning_usage: Mutex::new(Default::default()),
         }
@@ -164,16 +164,13 @@ impl StatementContext {
     }
 
     pub fn is_canceled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
+        self.cancel.is_set()
     }
 
-    /// Returns the cancel error if the statement was canceled.
+    /// The cancel error (a cancel request's or `statement_timeout`'s) if the statement
+    /// was canceled.
     pub fn check_cancel(&self) -> PgResult<()> {
-        if self.is_canceled() {
-            Err(PgError::canceled())
-        } else {
-            Ok(())
-        }
+        self.cancel.check()
     }
 
     pub fn add_usage(&self, usage: &BufferUsage) {

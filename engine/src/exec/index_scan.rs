@@ -389,10 +389,7 @@ mod tests {
             vec![0],
             cond,
         ));
-        StatementContext::from_task(&task)
-            .unwrap()
-            .cancel
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        StatementContext::from_task(&task).unwrap().cancel.cancel();
         let err = a_values(plan, task).await.unwrap_err();
         assert!(err.to_string().contains("canceling statement"), "{err}");
     }

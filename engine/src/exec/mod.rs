@@ -2,6 +2,7 @@
 //! index scan and the bitmap scan nodes.
 
 pub mod bitmap_scan;
+pub mod cancel;
 pub mod context;
 pub mod index_scan;
 pub mod scan;

@@ -60,9 +60,16 @@ pub struct Ctx {
     pub setting_changes: Arc<Mutex<Vec<(String, String, bool)>>>,
     /// What the session remembers of its sequences (`currval`, `lastval`).
     pub sequences: Arc<super::sequence_functions::SessionSequences>,
+    /// The running statement's cancel flag (`pg_sleep` looks at it).
+    cancel: Option<iolab_engine::exec::cancel::CancelFlag>,
 }
 
 impl Ctx {
+    /// The running statement's cancel error, if it was canceled.
+    pub(super) fn check_cancel(&self) -> iolab_catalog::PgResult<()> {
+        self.cancel.as_ref().map_or(Ok(()), |c| c.check())
+    }
+
     pub(super) fn snapshot(&self) -> Snapshot {
         let mut s = self.shared.snapshot();
         s.settings = self.settings.lock().clone();
@@ -1073,6 +1080,7 @@ fn definitions() -> Vec<Def> {
     d.extend(super::stat_views::reset_functions());
     d.extend(super::wal::functions());
     d.extend(super::relation_stats::functions());
+    d.extend(super::sleep::functions());
     d.extend(super::activity::signal_functions());
     d.extend(super::buffercache::scalar_functions());
     d.extend(super::format::functions());
@@ -1120,6 +1128,7 @@ pub fn register(
         settings: Mutex::new(info.settings.clone()),
         setting_changes: info.setting_changes.clone(),
         sequences: info.sequences.clone(),
+        cancel: info.cancel.clone(),
     });
     for d in definitions() {
         let signature = if *d.arity.start() == 0 && *d.arity.end() == 0 {

@@ -44,6 +44,7 @@ pub mod relation_stats;
 pub mod rewrite;
 pub mod sequence_functions;
 pub mod sequence_views;
+pub mod sleep;
 pub mod snapshot;
 pub mod stat_aio;
 pub mod stat_views;
@@ -88,6 +89,8 @@ pub struct SessionInfo {
     pub setting_changes: Arc<Mutex<Vec<(String, String, bool)>>>,
     /// What the session remembers of its sequences (`currval`, `lastval`).
     pub sequences: Arc<sequence_functions::SessionSequences>,
+    /// The running statement's cancel flag, if a statement is running.
+    pub cancel: Option<iolab_engine::exec::cancel::CancelFlag>,
 }
 
 impl SessionInfo {
@@ -104,6 +107,7 @@ impl SessionInfo {
             settings,
             setting_changes: Arc::new(Mutex::new(Vec::new())),
             sequences: Arc::default(),
+            cancel: None,
         }
     }
 
@@ -113,6 +117,12 @@ impl SessionInfo {
         sequences: Arc<sequence_functions::SessionSequences>,
     ) -> SessionInfo {
         self.sequences = sequences;
+        self
+    }
+
+    /// The running statement's cancel flag, for functions that wait (`pg_sleep`).
+    pub fn with_cancel(mut self, cancel: iolab_engine::exec::cancel::CancelFlag) -> SessionInfo {
+        self.cancel = Some(cancel);
         self
     }
 

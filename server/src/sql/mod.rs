@@ -64,6 +64,7 @@ use datafusion::sql::sqlparser::ast::{self, SelectInto};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use iolab_catalog::{sqlstate, PgError, PgResult};
+use iolab_engine::exec::cancel::CancelFlag;
 use iolab_engine::exec::StatementContext;
 use iolab_engine::txn::Xid;
 use iolab_engine::Database;
@@ -765,7 +766,7 @@ fn refuse_row_locks(stmt: &ast::Statement) -> PgResult<()> {
 /// transaction block failed.
 pub struct StatementGuard {
     db: Arc<Database>,
-    cancel: Arc<AtomicBool>,
+    cancel: CancelFlag,
     /// The autocommit transaction to end, if the statement has its own.
     autocommit_xid: Option<Xid>,
     block_failed: Option<Arc<AtomicBool>>,
@@ -779,7 +780,7 @@ pub struct StatementGuard {
 impl StatementGuard {
     pub fn new(
         db: Arc<Database>,
-        cancel: Arc<AtomicBool>,
+        cancel: CancelFlag,
         autocommit_xid: Option<Xid>,
         block_failed: Option<Arc<AtomicBool>>,
         synchronous_commit: bool,
@@ -800,7 +801,7 @@ impl StatementGuard {
     pub fn finish(mut self, success: bool) -> PgResult<()> {
         self.finished = true;
         if !success {
-            self.cancel.store(true, Ordering::Relaxed);
+            self.cancel.cancel();
             if let Some(f) = &self.block_failed {
                 f.store(true, Ordering::Relaxed);
             }
@@ -823,7 +824,7 @@ impl Drop for StatementGuard {
         if self.finished {
             return;
         }
-        self.cancel.store(true, Ordering::Relaxed);
+        self.cancel.cancel();
         if let Some(f) = &self.block_failed {
             f.store(true, Ordering::Relaxed);
         }

@@ -72,6 +72,39 @@ where
     Ok(())
 }
 
+/// A query's watch for its connection's cancel request: the request sets the running
+/// statement's cancel flag at once, from a task of its own (a statement busy in a step
+/// that blocks its thread — `pg_sleep`, a wait for a transaction — sees it there), and
+/// is told to the query's task through `fired` (which stops a statement waiting
+/// elsewhere). Dropped with the query, the watch stops.
+struct CancelWatch {
+    fired: tokio::sync::oneshot::Receiver<()>,
+    task: tokio::task::AbortHandle,
+}
+
+impl CancelWatch {
+    fn start(request: futures::channel::oneshot::Receiver<()>, session: &Session) -> CancelWatch {
+        let running = session.running.clone();
+        let (tell, fired) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            if request.await.is_ok() {
+                running.lock().cancel();
+                let _ = tell.send(());
+            }
+        });
+        CancelWatch {
+            fired,
+            task: task.abort_handle(),
+        }
+    }
+}
+
+impl Drop for CancelWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// Runs one statement with `statement_timeout` applied.
 pub async fn run_with_timeout(
     session: &mut Session,
@@ -113,17 +146,17 @@ impl SimpleQueryHandler for SimpleHandler {
         let shared = super::session_of(&self.server, client);
         let mut session = shared.lock().await;
         session.report_active(&query.query);
-        let cancel_rx = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
-            Some(h) => Some(h.start_query().await),
+        let cancel_watch = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+            Some(h) => Some(CancelWatch::start(h.start_query().await, &session)),
             None => None,
         };
         let work = run_query_string(client, &mut session, &query.query);
-        let canceled = match cancel_rx {
-            Some(rx) => {
+        let canceled = match cancel_watch {
+            Some(mut watch) => {
                 tokio::pin!(work);
                 tokio::select! {
                     r = &mut work => { r?; false }
-                    fired = rx => fired.is_ok(),
+                    fired = &mut watch.fired => fired.is_ok(),
                 }
             }
             None => {
@@ -132,9 +165,7 @@ impl SimpleQueryHandler for SimpleHandler {
             }
         };
         if canceled {
-            session
-                .cancel
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            session.cancel.cancel();
             send_error(client, &PgError::canceled()).await?;
         }
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {

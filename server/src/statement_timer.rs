@@ -1,0 +1,85 @@
+//! `statement_timeout`: a timer per statement that sets the statement's cancel flag
+//! (`CancelFlag::time_out`) once the time has passed. The statement stops at its next look
+//! at the flag — between the batches of a scan, while it waits for a transaction, in
+//! `pg_sleep`, and before each batch of its result ([`stopping_when_canceled`]: a SELECT
+//! runs as its rows are sent) — with 57014 "canceling statement due to statement
+//! timeout". A session's timer is stopped when its next statement starts: at most one
+//! per session is pending.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::error::DataFusionError;
+use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream};
+use futures::{Stream, StreamExt};
+use iolab_engine::exec::cancel::CancelFlag;
+
+/// A pending `statement_timeout`, stopped when dropped.
+pub struct StatementTimer(tokio::task::AbortHandle);
+
+impl StatementTimer {
+    /// A timer that times `flag` out after `timeout_ms` (none for 0: no timeout, or
+    /// outside a tokio runtime).
+    pub fn start(timeout_ms: i32, flag: CancelFlag) -> Option<StatementTimer> {
+        if timeout_ms <= 0 {
+            return None;
+        }
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let task = runtime.spawn(async move {
+            tokio::time::sleep(Duration::from_millis(timeout_ms as u64)).await;
+            flag.time_out();
+        });
+        Some(StatementTimer(task.abort_handle()))
+    }
+}
+
+impl Drop for StatementTimer {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// `stream` (a result's rows, sent after the statement returned them) stopping with the
+/// statement's cancel error once `flag` is set, before it computes its next batch.
+pub fn stopping_when_canceled(
+    stream: SendableRecordBatchStream,
+    flag: CancelFlag,
+) -> SendableRecordBatchStream {
+    Box::pin(StopWhenCanceled {
+        schema: stream.schema(),
+        inner: stream,
+        flag,
+        stopped: false,
+    })
+}
+
+struct StopWhenCanceled {
+    schema: SchemaRef,
+    inner: SendableRecordBatchStream,
+    flag: CancelFlag,
+    stopped: bool,
+}
+
+impl Stream for StopWhenCanceled {
+    type Item = datafusion::error::Result<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.stopped {
+            return Poll::Ready(None);
+        }
+        if let Err(e) = self.flag.check() {
+            self.stopped = true;
+            return Poll::Ready(Some(Err(DataFusionError::External(Box::new(e)))));
+        }
+        self.inner.poll_next_unpin(cx)
+    }
+}
+
+impl RecordBatchStream for StopWhenCanceled {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
