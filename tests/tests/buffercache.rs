@@ -346,3 +346,89 @@ async fn errors_are_postgres_18s() {
         [[Some("(0,0,0)".to_string())]]
     );
 }
+
+/// The pg_prewarm extension's function, built in: `buffer` mode reads every block (or the
+/// range asked for) into the pool through a read stream, counted in `pg_stat_io` by the
+/// byte; `read` and `prefetch` warm the kernel's cache and leave the pool as it was;
+/// bad arguments fail as in PostgreSQL 18 (22023, its messages).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_prewarm_fills_the_pool_or_the_kernel_cache() {
+    let server = TestServer::start_with("prewarm", SERVER_ARGS);
+    let client = server.client().await;
+    client
+        .batch_execute(&format!(
+            "CREATE EXTENSION pg_prewarm;
+             CREATE TABLE t(a int, filler text);
+             INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, {ROWS}) AS s(i);
+             CHECKPOINT"
+        ))
+        .await
+        .expect("load");
+    let blocks = int(&client, "SELECT pg_relation_size('t') / 8192").await;
+    let filenode = int(&client, "SELECT pg_relation_filenode('t')").await;
+    let in_pool = format!(
+        "SELECT count(*), coalesce(min(relblocknumber), -1), coalesce(max(relblocknumber), -1) \
+         FROM pg_buffercache WHERE relfilenode = {filenode}"
+    );
+    let evict = "SELECT buffers_evicted FROM pg_buffercache_evict_relation('t')";
+    let read_bytes = "SELECT sum(read_bytes) FROM pg_stat_io \
+                      WHERE backend_type = 'client backend' AND object = 'relation'";
+
+    int(&client, evict).await;
+    client
+        .batch_execute("SELECT pg_stat_reset_shared('io')")
+        .await
+        .unwrap();
+    assert_eq!(int(&client, "SELECT pg_prewarm('t')").await, blocks);
+    assert_eq!(ints(&client, &in_pool).await, [blocks, 0, blocks - 1]);
+    assert_eq!(int(&client, read_bytes).await, blocks * 8192);
+
+    assert_eq!(int(&client, evict).await, blocks);
+    for mode in ["read", "prefetch"] {
+        let sql = format!("SELECT pg_prewarm('t', '{mode}')");
+        assert_eq!(int(&client, &sql).await, blocks, "{mode}");
+        assert_eq!(ints(&client, &in_pool).await, [0, -1, -1], "{mode}");
+    }
+    let sql = "SELECT pg_prewarm('t', 'buffer', 'main', 2, 4)";
+    assert_eq!(int(&client, sql).await, 3);
+    assert_eq!(ints(&client, &in_pool).await, [3, 2, 4]);
+
+    let last = blocks - 1;
+    for (sql, message) in [
+        (
+            "SELECT pg_prewarm('t', 'bogus')".to_string(),
+            "invalid prewarm type".to_string(),
+        ),
+        (
+            "SELECT pg_prewarm('t', NULL)".into(),
+            "prewarm type cannot be null".into(),
+        ),
+        (
+            "SELECT pg_prewarm(NULL)".into(),
+            "relation cannot be null".into(),
+        ),
+        (
+            "SELECT pg_prewarm('t', 'buffer', 'fsm')".into(),
+            "fork \"fsm\" does not exist for this relation".into(),
+        ),
+        (
+            "SELECT pg_prewarm('t', 'buffer', 'nope')".into(),
+            "invalid fork name".into(),
+        ),
+        (
+            format!("SELECT pg_prewarm('t', 'buffer', 'main', {blocks})"),
+            format!("starting block number must be between 0 and {last}"),
+        ),
+        (
+            "SELECT pg_prewarm('t', 'buffer', 'main', 0, -1)".into(),
+            format!("ending block number must be between 0 and {last}"),
+        ),
+    ] {
+        let e = client.batch_execute(&sql).await.expect_err(&sql);
+        assert_eq!(
+            (sqlstate(&e), e.as_db_error().unwrap().message()),
+            ("22023".to_string(), message.as_str()),
+            "{sql}"
+        );
+    }
+}

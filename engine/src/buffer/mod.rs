@@ -3,6 +3,7 @@
 
 pub mod memory;
 pub mod pool;
+pub mod prewarm;
 pub mod ring;
 
 pub use pool::{

@@ -1081,6 +1081,7 @@ fn definitions() -> Vec<Def> {
     d.extend(super::wal::functions());
     d.extend(super::relation_stats::functions());
     d.extend(super::sleep::functions());
+    d.extend(super::prewarm::functions());
     d.extend(super::activity::signal_functions());
     d.extend(super::buffercache::scalar_functions());
     d.extend(super::format::functions());

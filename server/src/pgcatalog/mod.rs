@@ -39,6 +39,7 @@ pub mod functions;
 pub mod info_schema;
 pub mod oids;
 pub mod pg_stats;
+pub mod prewarm;
 pub mod psql;
 pub mod relation_stats;
 pub mod rewrite;

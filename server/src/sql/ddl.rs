@@ -783,8 +783,10 @@ pub struct CreateExtension {
 
 /// The extensions iolab has built in, with the versions `CREATE EXTENSION … VERSION`
 /// accepts (PostgreSQL 18.4 installs these; the objects are always the newest's).
-const BUILT_IN_EXTENSIONS: &[(&str, &[&str])] =
-    &[("pg_buffercache", &["1.2", "1.3", "1.4", "1.5", "1.6"])];
+const BUILT_IN_EXTENSIONS: &[(&str, &[&str])] = &[
+    ("pg_buffercache", &["1.2", "1.3", "1.4", "1.5", "1.6"]),
+    ("pg_prewarm", &["1.2"]),
+];
 
 /// Parses a CREATE EXTENSION statement with PostgreSQL's grammar (options in any order);
 /// `None` if it is not one, so that the SQL parser reports the error.
