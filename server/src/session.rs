@@ -118,6 +118,13 @@ impl Session {
     /// `pg_stat_activity`: a statement (or a Query message of several) starts.
     pub fn report_active(&self, query: &str) {
         if let Some(a) = &self.activity {
+            let idle = a.status();
+            if idle.state != iolab_stats::BackendState::Idle {
+                self.db()
+                    .io_stats
+                    .database
+                    .idle_in_transaction(since(idle.state_change));
+            }
             a.statement_started(query, self.txn.in_block);
         }
     }
@@ -132,6 +139,13 @@ impl Session {
             (true, true) => BackendState::IdleInTransactionAborted,
         };
         a.set_wait_event(iolab_stats::WaitEvent::None);
+        let active = a.status();
+        if active.state == BackendState::Active {
+            self.db()
+                .io_stats
+                .database
+                .active(since(active.state_change));
+        }
         a.statement_ended(state, &self.settings.application_name());
     }
 
@@ -291,8 +305,25 @@ impl Session {
             self.txn.ddl.rollback();
             self.settings.begin_transaction();
         }
-        let result = self.run_in_transaction(parsed, params, notices).await;
+        let mut result = self.run_in_transaction(parsed, params, notices).await;
+        let database = self.db().io_stats.clone();
+        if let Err(e) = &result {
+            if e.code == sqlstate::T_R_DEADLOCK_DETECTED {
+                database.database.deadlock();
+            }
+        }
         if implicit {
+            // The transaction ends with the statement: for rows computed as they are sent,
+            // once they have been.
+            match &mut result {
+                Ok(Outcome::Rows { stream, .. }) => {
+                    let rows = std::mem::replace(stream, empty_stream(stream.schema()));
+                    *stream = crate::statement_timer::telling_its_end(rows, move |complete| {
+                        database.database.transaction_ended(complete)
+                    });
+                }
+                done => database.database.transaction_ended(done.is_ok()),
+            }
             if result.is_ok() {
                 self.settings.commit_transaction();
                 self.txn.ddl.commit();
@@ -603,6 +634,7 @@ impl Session {
         }
         let mut ddl = std::mem::take(&mut self.txn.ddl);
         self.txn = TxnBlock::default();
+        self.db().io_stats.database.transaction_ended(commit);
         if commit {
             self.settings.commit_transaction();
             ddl.commit();
@@ -619,6 +651,23 @@ impl Session {
             "ROLLBACK".into()
         }))
     }
+}
+
+/// A stream of no rows of `schema` (a placeholder while a stream is being wrapped).
+fn empty_stream(
+    schema: datafusion::arrow::datatypes::SchemaRef,
+) -> datafusion::execution::SendableRecordBatchStream {
+    Box::pin(
+        datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(
+            schema,
+            futures::stream::empty(),
+        ),
+    )
+}
+
+/// The time from `then` to now (nothing if the clock went back).
+fn since(then: chrono::DateTime<chrono::Utc>) -> std::time::Duration {
+    (chrono::Utc::now() - then).to_std().unwrap_or_default()
 }
 
 /// How a session with `settings` reads and writes values as text (TimeZone,

@@ -83,3 +83,57 @@ impl RecordBatchStream for StopWhenCanceled {
         self.schema.clone()
     }
 }
+
+/// `stream`, telling `ended` once whether it gave all its rows (`true`) or failed or was
+/// dropped before its end (`false`): a statement whose rows are computed as they are sent
+/// ends only then (`pg_stat_database`'s transactions).
+pub fn telling_its_end(
+    stream: SendableRecordBatchStream,
+    ended: impl FnOnce(bool) + Send + 'static,
+) -> SendableRecordBatchStream {
+    Box::pin(TellEnd {
+        schema: stream.schema(),
+        inner: stream,
+        ended: Some(Box::new(ended)),
+    })
+}
+
+struct TellEnd {
+    schema: SchemaRef,
+    inner: SendableRecordBatchStream,
+    ended: Option<Box<dyn FnOnce(bool) + Send>>,
+}
+
+impl TellEnd {
+    fn tell(&mut self, complete: bool) {
+        if let Some(ended) = self.ended.take() {
+            ended(complete);
+        }
+    }
+}
+
+impl Stream for TellEnd {
+    type Item = datafusion::error::Result<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let next = self.inner.poll_next_unpin(cx);
+        match &next {
+            Poll::Ready(None) => self.tell(true),
+            Poll::Ready(Some(Err(_))) => self.tell(false),
+            _ => {}
+        }
+        next
+    }
+}
+
+impl RecordBatchStream for TellEnd {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+impl Drop for TellEnd {
+    fn drop(&mut self) {
+        self.tell(false);
+    }
+}

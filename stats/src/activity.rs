@@ -155,6 +155,8 @@ pub struct BackendActivity {
     wait_event: AtomicU8,
     status: Mutex<ActivityStatus>,
     signals: Option<Box<dyn BackendSignals>>,
+    /// `pg_terminate_backend` was sent to it (`pg_stat_database.sessions_killed`).
+    terminated: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for BackendActivity {
@@ -203,6 +205,7 @@ impl BackendActivity {
                 xmin: None,
             }),
             signals,
+            terminated: Default::default(),
         }
     }
 
@@ -265,7 +268,16 @@ impl BackendActivity {
 
     /// `pg_terminate_backend`: false when the process cannot be signalled.
     pub fn terminate(&self) -> bool {
-        self.signals.as_ref().map(|s| s.terminate()).is_some()
+        let sent = self.signals.as_ref().map(|s| s.terminate()).is_some();
+        if sent {
+            self.terminated.store(true, Ordering::Relaxed);
+        }
+        sent
+    }
+
+    /// Was [`terminate`](Self::terminate) sent to it?
+    pub fn was_terminated(&self) -> bool {
+        self.terminated.load(Ordering::Relaxed)
     }
 }
 

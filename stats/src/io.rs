@@ -898,6 +898,8 @@ pub struct IoStatsHub {
     pub wal: crate::wal::WalCounters,
     /// `pg_stat_recovery_prefetch`.
     pub recovery_prefetch: crate::wal::RecoveryPrefetchCounters,
+    /// `pg_stat_database`'s own counters.
+    pub database: crate::database::DatabaseCounters,
 }
 
 #[derive(Debug)]
@@ -982,6 +984,7 @@ impl IoStatsHub {
             relation_counts: Default::default(),
             wal: Default::default(),
             recovery_prefetch: Default::default(),
+            database: Default::default(),
         }
     }
 
@@ -1089,6 +1092,21 @@ impl IoStatsHub {
             }
             None => false,
         }
+    }
+
+    /// The read and write time (milliseconds) of every backend type's I/O of `object`, in
+    /// every context: `pg_stat_database`'s `blk_read_time` and `blk_write_time`.
+    pub fn io_time_ms(&self, object: IoObject) -> (f64, f64) {
+        let state = self.state.lock();
+        let (mut read, mut write) = (0u64, 0u64);
+        for counters in &state.by_type {
+            for context in IoContext::ALL {
+                let cell = counters.cell(object, context);
+                read += cell.time_ns(IoOp::Read);
+                write += cell.time_ns(IoOp::Write);
+            }
+        }
+        (read as f64 / 1e6, write as f64 / 1e6)
     }
 
     /// A copy of the per-type totals.

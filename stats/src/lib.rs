@@ -22,6 +22,7 @@
 
 pub mod activity;
 pub mod aio;
+pub mod database;
 pub mod history;
 pub mod io;
 pub mod relation;

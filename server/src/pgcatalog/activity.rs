@@ -145,6 +145,7 @@ impl ActivityRegistration {
             Some(Box::new(signals)),
         ));
         hub.activity.register(activity.clone());
+        hub.database.session_started();
         ActivityRegistration { hub, activity }
     }
 }
@@ -153,6 +154,10 @@ impl Drop for ActivityRegistration {
     fn drop(&mut self) {
         self.hub.activity.unregister(self.activity.pid);
         self.hub.unregister_backend(self.activity.pid);
+        let lasted = (chrono::Utc::now() - self.activity.backend_start).to_std();
+        self.hub
+            .database
+            .session_ended(lasted.unwrap_or_default(), self.activity.was_terminated());
     }
 }
 

@@ -48,6 +48,7 @@ pub mod sequence_views;
 pub mod sleep;
 pub mod snapshot;
 pub mod stat_aio;
+pub mod stat_database;
 pub mod stat_views;
 pub mod tables;
 pub mod time_range;

@@ -7,7 +7,7 @@
 //! | `pg_statio_all_indexes`, `pg_statio_user_indexes` | blocks read and hit per index |
 //! | `pg_stat_all_tables`, `pg_stat_user_tables` | scans of each table and the rows they read; rows inserted, live and dead; VACUUM and ANALYZE |
 //! | `pg_stat_all_indexes`, `pg_stat_user_indexes` | scans of each index, entries they returned, rows fetched through it |
-//! | `pg_stat_reset()` | zeroes them all |
+//! | `pg_stat_reset()` | zeroes them all, and `pg_stat_database`'s row of the database |
 //!
 //! `heap_blks_*` are a table's own blocks, `idx_blks_*` the sum over its indexes (NULL for
 //! a table without one, as PostgreSQL's sum over none); `*_read` counts blocks read into
@@ -247,6 +247,7 @@ pub(super) fn functions() -> Vec<Def> {
         datafusion::arrow::datatypes::DataType::Utf8,
         |ctx, _, rows| {
             ctx.shared.db.io_stats.relation_counts.reset();
+            ctx.shared.db.io_stats.database.reset();
             per_row(rows, |_| Ok(V::text("")))
         },
     )

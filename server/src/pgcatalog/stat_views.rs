@@ -10,6 +10,7 @@
 //! | `pg_stat_activity` | one per client session, see `activity` |
 //! | `pg_stat_wal` (view), `pg_stat_get_wal()` | one, see `wal` |
 //! | `pg_stat_recovery_prefetch` (view), `pg_stat_get_recovery_prefetch()` | one, see `wal` |
+//! | `pg_stat_database` | the shared objects' and `postgres`', see `stat_database` |
 //! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, `pg_stat_wal` for `wal`, `pg_stat_recovery_prefetch` for `recovery_prefetch`, iolab's `pg_stat_aio` for `aio`, all of them for NULL / no argument |
 //! | `pg_stat_reset_backend_stats(pid)` | resets one process's statistics |
 //! | `pg_stat_force_next_flush()` | nothing: iolab's counters are shared as they count |
@@ -46,7 +47,7 @@ use super::functions::{def, ints, per_row, pg, texts, Def};
 use super::tables::CatalogSchema;
 use super::time_range::TimeRange;
 use super::view_scan::ViewScanExec;
-use super::{activity, relation_stats, stat_aio, wal};
+use super::{activity, relation_stats, stat_aio, stat_database, wal};
 
 /// PostgreSQL 18's targets of `pg_stat_reset_shared`, in its hint's order. `io`, `wal`
 /// and `recovery_prefetch` have statistics in iolab; the others are accepted and reset
@@ -81,10 +82,11 @@ pub(super) enum Which {
     StatUserIndexes,
     Wal,
     RecoveryPrefetch,
+    Database,
 }
 
 impl Which {
-    const VIEWS: [(&'static str, Which); 16] = [
+    const VIEWS: [(&'static str, Which); 17] = [
         ("pg_stat_io", Which::Io),
         ("pg_aios", Which::Aios),
         ("pg_stat_aio", Which::Aio),
@@ -101,6 +103,7 @@ impl Which {
         ("pg_stat_user_indexes", Which::StatUserIndexes),
         ("pg_stat_wal", Which::Wal),
         ("pg_stat_recovery_prefetch", Which::RecoveryPrefetch),
+        ("pg_stat_database", Which::Database),
     ];
 
     pub(super) fn name(self) -> &'static str {
@@ -129,6 +132,7 @@ impl Which {
             Which::StatAllIndexes | Which::StatUserIndexes => relation_stats::stat_indexes_schema(),
             Which::Wal => wal::pg_stat_wal_schema(),
             Which::RecoveryPrefetch => wal::pg_stat_recovery_prefetch_schema(),
+            Which::Database => stat_database::schema(),
         }
     }
 
@@ -161,6 +165,7 @@ impl Which {
             }
             Which::Wal => wal::pg_stat_wal_batch(db)?,
             Which::RecoveryPrefetch => wal::pg_stat_recovery_prefetch_batch(db)?,
+            Which::Database => stat_database::batch(db)?,
             // Long (an hour of samples): only the projected columns are built.
             Which::IoHistory => return stat_aio::pg_stat_io_history_batch(db, projection, range),
             Which::AioHistory => return stat_aio::pg_stat_aio_history_batch(db, projection, range),

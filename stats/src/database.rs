@@ -1,0 +1,158 @@
+//! The counters of `pg_stat_database` that no other statistic holds: transactions ended,
+//! deadlocks, sessions and the time they spent, and when the view was last reset. The
+//! view's other columns are sums of the per-relation and `pg_stat_io` counts (see the
+//! server's `pgcatalog::stat_database`). iolab serves one database: these are its.
+//!
+//! Times are kept in microseconds and shown in milliseconds, as PostgreSQL does.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
+
+/// The database's counters, shared by every session.
+#[derive(Debug, Default)]
+pub struct DatabaseCounters {
+    xact_commit: AtomicU64,
+    xact_rollback: AtomicU64,
+    deadlocks: AtomicU64,
+    sessions: AtomicU64,
+    sessions_killed: AtomicU64,
+    session_time_us: AtomicU64,
+    active_time_us: AtomicU64,
+    idle_in_transaction_time_us: AtomicU64,
+    stats_reset: Mutex<Option<DateTime<Utc>>>,
+}
+
+/// A copy of [`DatabaseCounters`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DatabaseCounts {
+    pub xact_commit: u64,
+    pub xact_rollback: u64,
+    pub deadlocks: u64,
+    pub sessions: u64,
+    pub sessions_killed: u64,
+    pub session_time_ms: f64,
+    pub active_time_ms: f64,
+    pub idle_in_transaction_time_ms: f64,
+    pub stats_reset: Option<DateTime<Utc>>,
+}
+
+fn micros(d: Duration) -> u64 {
+    d.as_micros().min(u128::from(u64::MAX)) as u64
+}
+
+impl DatabaseCounters {
+    /// A transaction ended: committed, or rolled back (also by an error).
+    pub fn transaction_ended(&self, committed: bool) {
+        let counter = match committed {
+            true => &self.xact_commit,
+            false => &self.xact_rollback,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A statement failed with 40P01 (the one victim of a deadlock).
+    pub fn deadlock(&self) {
+        self.deadlocks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn session_started(&self) {
+        self.sessions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A session ended after `lasted`; `killed` by `pg_terminate_backend`.
+    pub fn session_ended(&self, lasted: Duration, killed: bool) {
+        self.session_time_us
+            .fetch_add(micros(lasted), Ordering::Relaxed);
+        if killed {
+            self.sessions_killed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A session ran statements for `d`.
+    pub fn active(&self, d: Duration) {
+        self.active_time_us.fetch_add(micros(d), Ordering::Relaxed);
+    }
+
+    /// A session sat idle inside a transaction block for `d`.
+    pub fn idle_in_transaction(&self, d: Duration) {
+        self.idle_in_transaction_time_us
+            .fetch_add(micros(d), Ordering::Relaxed);
+    }
+
+    /// `pg_stat_reset()`: the counts back to zero, `stats_reset` now.
+    pub fn reset(&self) {
+        for c in [
+            &self.xact_commit,
+            &self.xact_rollback,
+            &self.deadlocks,
+            &self.sessions,
+            &self.sessions_killed,
+            &self.session_time_us,
+            &self.active_time_us,
+            &self.idle_in_transaction_time_us,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        *self.stats_reset.lock() = Some(Utc::now());
+    }
+
+    pub fn snapshot(&self) -> DatabaseCounts {
+        let ms = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64 / 1000.0;
+        DatabaseCounts {
+            xact_commit: self.xact_commit.load(Ordering::Relaxed),
+            xact_rollback: self.xact_rollback.load(Ordering::Relaxed),
+            deadlocks: self.deadlocks.load(Ordering::Relaxed),
+            sessions: self.sessions.load(Ordering::Relaxed),
+            sessions_killed: self.sessions_killed.load(Ordering::Relaxed),
+            session_time_ms: ms(&self.session_time_us),
+            active_time_ms: ms(&self.active_time_us),
+            idle_in_transaction_time_ms: ms(&self.idle_in_transaction_time_us),
+            stats_reset: *self.stats_reset.lock(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_add_up_and_reset() {
+        let c = DatabaseCounters::default();
+        c.transaction_ended(true);
+        c.transaction_ended(true);
+        c.transaction_ended(false);
+        c.deadlock();
+        c.session_started();
+        c.session_ended(Duration::from_millis(1500), true);
+        c.active(Duration::from_micros(2500));
+        c.idle_in_transaction(Duration::from_millis(3));
+        let s = c.snapshot();
+        assert_eq!(
+            (
+                s.xact_commit,
+                s.xact_rollback,
+                s.deadlocks,
+                s.sessions,
+                s.sessions_killed
+            ),
+            (2, 1, 1, 1, 1)
+        );
+        assert_eq!(
+            (
+                s.session_time_ms,
+                s.active_time_ms,
+                s.idle_in_transaction_time_ms
+            ),
+            (1500.0, 2.5, 3.0)
+        );
+        assert_eq!(s.stats_reset, None);
+        c.reset();
+        let s = c.snapshot();
+        assert_eq!((s.xact_commit, s.session_time_ms), (0, 0.0));
+        assert!(s.stats_reset.is_some());
+    }
+}
