@@ -69,6 +69,20 @@ pub struct HeapDeleter {
     change: Option<RowChange>,
 }
 
+/// A row version's `t_xmax`, as a deleter or locker of one transaction sees it.
+enum XmaxState {
+    /// None, an aborted transaction's, or a lock of one that ended.
+    Free,
+    /// This transaction's lock, or its delete.
+    OwnLock,
+    OwnDelete,
+    /// A transaction still running changes or locks the row.
+    Running(Xid),
+    /// A committed transaction deleted it, or replaced it with a newer version.
+    Deleted,
+    Updated,
+}
+
 /// What became of a row asked to be locked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Locked {
@@ -150,39 +164,18 @@ impl HeapDeleter {
                 let Some(t) = page::page_item_mut(&mut page, off) else {
                     return Err(missing_tuple(tid, self.rel.relfilenode()));
                 };
-                let xmax = tuple::xmax(t);
-                let locks_only = tuple::xmax_locks_only(t);
-                let stamp = if xmax == INVALID_XID {
-                    true
-                } else if xmax == self.xid {
-                    if !locks_only {
-                        return Ok(Deleted::Already);
+                match self.xmax_state(t, tid) {
+                    XmaxState::Free | XmaxState::OwnLock => {
+                        let (relfilenode, vm) = (self.rel.relfilenode(), &self.db.vm);
+                        clear_all_visible(&mut page, vm, relfilenode, blkno);
+                        let t = page::page_item_mut(&mut page, off).expect("the tuple just read");
+                        tuple::set_cid(t, self.cid);
+                        self.stamp_xmax(&buffer, &mut page, off, 0);
+                        None
                     }
-                    true
-                } else {
-                    match self.db.txns.clog().status(xmax) {
-                        XidStatus::Aborted => true,
-                        XidStatus::InProgress => false,
-                        XidStatus::Committed if locks_only => true,
-                        XidStatus::Committed => {
-                            let next = tuple::ctid(t);
-                            return Ok(if (next.block, next.offset) == tid {
-                                Deleted::Already
-                            } else {
-                                Deleted::Updated
-                            });
-                        }
-                    }
-                };
-                if stamp {
-                    let (relfilenode, vm) = (self.rel.relfilenode(), &self.db.vm);
-                    clear_all_visible(&mut page, vm, relfilenode, blkno);
-                    let t = page::page_item_mut(&mut page, off).expect("the tuple just read");
-                    tuple::set_cid(t, self.cid);
-                    self.stamp_xmax(&buffer, &mut page, off, 0);
-                    None
-                } else {
-                    Some(xmax)
+                    XmaxState::Running(holder) => Some(holder),
+                    XmaxState::OwnDelete | XmaxState::Deleted => return Ok(Deleted::Already),
+                    XmaxState::Updated => return Ok(Deleted::Updated),
                 }
             };
             match holder {
@@ -224,37 +217,16 @@ impl HeapDeleter {
                 let Some(t) = page::page_item_mut(&mut page, off) else {
                     return Err(missing_tuple(tid, self.rel.relfilenode()));
                 };
-                let xmax = tuple::xmax(t);
-                let locks_only = tuple::xmax_locks_only(t);
-                let free = if xmax == INVALID_XID {
-                    true
-                } else if xmax == self.xid {
-                    return Ok(if locks_only {
-                        Locked::Now
-                    } else {
-                        Locked::Gone
-                    });
-                } else {
-                    match self.db.txns.clog().status(xmax) {
-                        XidStatus::Aborted => true,
-                        XidStatus::InProgress => false,
-                        XidStatus::Committed if locks_only => true,
-                        XidStatus::Committed => {
-                            let next = tuple::ctid(t);
-                            return Ok(if (next.block, next.offset) == tid {
-                                Locked::Gone
-                            } else {
-                                Locked::Updated
-                            });
-                        }
+                match self.xmax_state(t, tid) {
+                    XmaxState::Free => {
+                        let lock = HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK;
+                        self.stamp_xmax(&buffer, &mut page, off, lock);
+                        None
                     }
-                };
-                if free {
-                    let lock = HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK;
-                    self.stamp_xmax(&buffer, &mut page, off, lock);
-                    None
-                } else {
-                    Some(xmax)
+                    XmaxState::Running(holder) => Some(holder),
+                    XmaxState::OwnLock => return Ok(Locked::Now),
+                    XmaxState::OwnDelete | XmaxState::Deleted => return Ok(Locked::Gone),
+                    XmaxState::Updated => return Ok(Locked::Updated),
                 }
             };
             match holder {
@@ -263,6 +235,34 @@ impl HeapDeleter {
                 Some(holder) => {
                     drop(buffer);
                     self.db.txns.wait_for(self.xid, holder, check_cancel)?;
+                }
+            }
+        }
+    }
+
+    /// What the `t_xmax` of tuple `t` (at `tid`) says to this transaction (the table of
+    /// the module comment).
+    fn xmax_state(&self, t: &[u8], tid: (u32, u16)) -> XmaxState {
+        let xmax = tuple::xmax(t);
+        let locks_only = tuple::xmax_locks_only(t);
+        if xmax == INVALID_XID {
+            return XmaxState::Free;
+        }
+        if xmax == self.xid {
+            return match locks_only {
+                true => XmaxState::OwnLock,
+                false => XmaxState::OwnDelete,
+            };
+        }
+        match self.db.txns.clog().status(xmax) {
+            XidStatus::Aborted => XmaxState::Free,
+            XidStatus::InProgress => XmaxState::Running(xmax),
+            XidStatus::Committed if locks_only => XmaxState::Free,
+            XidStatus::Committed => {
+                let next = tuple::ctid(t);
+                match (next.block, next.offset) == tid {
+                    true => XmaxState::Deleted,
+                    false => XmaxState::Updated,
                 }
             }
         }
