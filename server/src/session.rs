@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use crate::statement_timer::stopping_when_canceled;
 use datafusion::catalog::CatalogProvider;
 use datafusion::catalog::MemoryCatalogProvider;
 use datafusion::execution::context::SessionState;
@@ -30,6 +29,7 @@ use crate::pgcatalog::SessionInfo;
 use crate::server::Server;
 use crate::sql::ddl_log::DdlLog;
 use crate::sql::{self, ddl, insert, Outcome, Parsed, StatementGuard, StatementRun, TxnBlock};
+use crate::statement_timer::{stopping_when_canceled, telling_its_end};
 
 /// A NOTICE or WARNING to send before a statement's result.
 #[derive(Clone, Debug)]
@@ -315,15 +315,27 @@ impl Session {
         if implicit {
             // The transaction ends with the statement: for rows computed as they are sent,
             // once they have been.
-            match &mut result {
-                Ok(Outcome::Rows { stream, .. }) => {
-                    let rows = std::mem::replace(stream, empty_stream(stream.schema()));
-                    *stream = crate::statement_timer::telling_its_end(rows, move |complete| {
-                        database.database.transaction_ended(complete)
+            result = match result {
+                Ok(Outcome::Rows {
+                    schema,
+                    stream,
+                    tag,
+                }) => {
+                    let counted = database.clone();
+                    let stream = telling_its_end(stream, move |complete| {
+                        counted.database.transaction_ended(complete)
                     });
+                    Ok(Outcome::Rows {
+                        schema,
+                        stream,
+                        tag,
+                    })
                 }
-                done => database.database.transaction_ended(done.is_ok()),
-            }
+                done => {
+                    database.database.transaction_ended(done.is_ok());
+                    done
+                }
+            };
             if result.is_ok() {
                 self.settings.commit_transaction();
                 self.txn.ddl.commit();
@@ -651,18 +663,6 @@ impl Session {
             "ROLLBACK".into()
         }))
     }
-}
-
-/// A stream of no rows of `schema` (a placeholder while a stream is being wrapped).
-fn empty_stream(
-    schema: datafusion::arrow::datatypes::SchemaRef,
-) -> datafusion::execution::SendableRecordBatchStream {
-    Box::pin(
-        datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(
-            schema,
-            futures::stream::empty(),
-        ),
-    )
 }
 
 /// The time from `then` to now (nothing if the clock went back).

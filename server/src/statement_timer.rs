@@ -4,7 +4,8 @@
 //! `pg_sleep`, and before each batch of its result ([`stopping_when_canceled`]: a SELECT
 //! runs as its rows are sent) — with 57014 "canceling statement due to statement
 //! timeout". A session's timer is stopped when its next statement starts: at most one
-//! per session is pending.
+//! per session is pending. [`telling_its_end`] marks the other end of such a statement:
+//! when its rows have all been sent (its transaction's end, for `pg_stat_database`).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};

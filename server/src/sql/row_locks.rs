@@ -134,8 +134,8 @@ pub async fn run(run: &StatementRun, stmt: &ast::Statement) -> PgResult<Outcome>
         }
     };
     refuse_grouping_plan(&plan, &lock.strength)?;
-    let offset = count(run, lock.offset.as_ref(), "OFFSET", "2201X").await?;
-    let limit = count(run, lock.limit.as_ref(), "LIMIT", "2201W").await?;
+    let offset = clause_value(run, lock.offset.as_ref(), "OFFSET", "2201X").await?;
+    let limit = clause_value(run, lock.limit.as_ref(), "LIMIT", "2201W").await?;
     let optimized = run.state.optimize(&plan).map_err(from_datafusion)?;
     let physical = run.physical_plan_of_optimized(&optimized).await?;
     let mut rows = datafusion::physical_plan::execute_stream(physical, run.state.task_ctx())
@@ -475,7 +475,7 @@ fn refuse_grouping_plan(plan: &LogicalPlan, strength: &str) -> PgResult<()> {
 
 /// The value of a LIMIT or OFFSET expression (`None`: none, `ALL` or NULL), computed
 /// with the statement's parameters; negative is PostgreSQL's `sqlstate` error.
-async fn count(
+async fn clause_value(
     run: &StatementRun,
     expr: Option<&ast::Expr>,
     clause: &str,
