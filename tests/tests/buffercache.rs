@@ -366,6 +366,15 @@ async fn pg_prewarm_fills_the_pool_or_the_kernel_cache() {
         .expect("load");
     let blocks = int(&client, "SELECT pg_relation_size('t') / 8192").await;
     let filenode = int(&client, "SELECT pg_relation_filenode('t')").await;
+    // The file that `read` and `prefetch` read, where pg_relation_filepath says it is.
+    let path = rows(
+        &client,
+        "SELECT pg_relation_filepath('t'), pg_relation_filepath('pg_class')",
+    )
+    .await;
+    assert_eq!(path[0], [Some(format!("base/{filenode}")), None]);
+    let file = server.data_dir.join(path[0][0].as_deref().unwrap());
+    assert_eq!(std::fs::metadata(file).unwrap().len(), blocks as u64 * 8192);
     let in_pool = format!(
         "SELECT count(*), coalesce(min(relblocknumber), -1), coalesce(max(relblocknumber), -1) \
          FROM pg_buffercache WHERE relfilenode = {filenode}"

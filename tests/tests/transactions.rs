@@ -102,6 +102,20 @@ async fn timeouts_and_cancels_stop_selects_and_pg_sleep() {
         })
         .collect();
     assert_eq!(values, [Some(String::new())], "pg_sleep returns void");
+    // clock_timestamp() moves within a statement, now() does not.
+    let clocks = client
+        .query_one(
+            "SELECT count(DISTINCT clock_timestamp()), count(DISTINCT now()), \
+             min(clock_timestamp()) >= min(now()) FROM generate_series(1, 1000)",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (distinct, nows, later): (i64, i64, bool) = (clocks.get(0), clocks.get(1), clocks.get(2));
+    assert!(
+        distinct > 1 && nows == 1 && later,
+        "{distinct} {nows} {later}"
+    );
 
     /// The error of `sql`, which must come within 20 s.
     async fn stopped(client: &tokio_postgres::Client, sql: &str) -> (String, String) {

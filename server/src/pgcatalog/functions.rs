@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, TimeUnit};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::context::SessionState;
 use datafusion::execution::FunctionRegistry;
@@ -638,6 +638,37 @@ fn definitions() -> Vec<Def> {
                 })
             },
         ),
+        // The relation's first file, relative to the data directory, as iolab lays files
+        // out (`base/<relfilenode>`; PostgreSQL puts them in a directory per database).
+        // NULL for views and for iolab's catalogs, which are computed, not stored.
+        def(
+            "pg_relation_filepath",
+            1..=1,
+            DataType::Utf8,
+            |ctx, args, rows| {
+                let s = ctx.snapshot();
+                let all = s.relations();
+                let oids = relation_oids(&s, &all, &args[0])?;
+                per_row(rows, |i| {
+                    Ok(oids[i]
+                        .and_then(|o| all.iter().find(|r| r.oid == o))
+                        .filter(|r| {
+                            r.relfilenode != 0 && r.oid >= iolab_catalog::store::FIRST_NORMAL_OID
+                        })
+                        .map(|r| V::Text(format!("base/{}", r.relfilenode)))
+                        .unwrap_or(V::Null))
+                })
+            },
+        ),
+        // The time now, changing within a statement (unlike now()).
+        def(
+            "clock_timestamp",
+            0..=0,
+            DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+            |_, _, rows| per_row(rows, |_| Ok(V::Int(chrono::Utc::now().timestamp_micros()))),
+        )
+        .volatile()
+        .each_row(),
         def(
             "pg_indexes_size",
             1..=1,
