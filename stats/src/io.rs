@@ -900,6 +900,8 @@ pub struct IoStatsHub {
     pub recovery_prefetch: crate::wal::RecoveryPrefetchCounters,
     /// `pg_stat_database`'s own counters.
     pub database: crate::database::DatabaseCounters,
+    /// `pg_stat_checkpointer`.
+    pub checkpointer: crate::wal::CheckpointerCounters,
 }
 
 #[derive(Debug)]
@@ -985,6 +987,7 @@ impl IoStatsHub {
             wal: Default::default(),
             recovery_prefetch: Default::default(),
             database: Default::default(),
+            checkpointer: Default::default(),
         }
     }
 

@@ -33,6 +33,65 @@ impl ResetTime {
     }
 }
 
+/// `pg_stat_checkpointer`: checkpoints started by `checkpoint_timeout` and by request
+/// (CHECKPOINT, WAL volume, start-up, end of recovery, shutdown), those done, the time
+/// they spent writing buffers and syncing files (kept in microseconds, shown in
+/// milliseconds) and the buffers they wrote. iolab is never a standby: no restartpoints.
+#[derive(Debug, Default)]
+pub struct CheckpointerCounters {
+    pub num_timed: AtomicU64,
+    pub num_requested: AtomicU64,
+    pub num_done: AtomicU64,
+    pub write_time_us: AtomicU64,
+    pub sync_time_us: AtomicU64,
+    pub buffers_written: AtomicU64,
+    stats_reset: ResetTime,
+}
+
+/// One reading of [`CheckpointerCounters`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CheckpointerSnapshot {
+    pub num_timed: u64,
+    pub num_requested: u64,
+    pub num_done: u64,
+    pub write_time_ms: f64,
+    pub sync_time_ms: f64,
+    pub buffers_written: u64,
+    pub stats_reset: DateTime<Utc>,
+}
+
+impl CheckpointerCounters {
+    fn all(&self) -> [&AtomicU64; 6] {
+        [
+            &self.num_timed,
+            &self.num_requested,
+            &self.num_done,
+            &self.write_time_us,
+            &self.sync_time_us,
+            &self.buffers_written,
+        ]
+    }
+
+    pub fn snapshot(&self) -> CheckpointerSnapshot {
+        let [timed, requested, done, write_us, sync_us, written] =
+            self.all().map(|c| c.load(Ordering::Relaxed));
+        CheckpointerSnapshot {
+            num_timed: timed,
+            num_requested: requested,
+            num_done: done,
+            write_time_ms: write_us as f64 / 1000.0,
+            sync_time_ms: sync_us as f64 / 1000.0,
+            buffers_written: written,
+            stats_reset: self.stats_reset.get(),
+        }
+    }
+
+    /// `pg_stat_reset_shared('checkpointer')`.
+    pub fn reset(&self) {
+        self.stats_reset.reset(&self.all());
+    }
+}
+
 /// `pg_stat_wal` (the WAL's writes and syncs are `pg_stat_io`'s, by backend type).
 #[derive(Debug, Default)]
 pub struct WalCounters {

@@ -1,5 +1,6 @@
 //! PostgreSQL 18's WAL statistics views and functions — `pg_stat_wal`,
-//! `pg_stat_recovery_prefetch`, `pg_stat_reset_shared('wal' | 'recovery_prefetch')`,
+//! `pg_stat_recovery_prefetch`, `pg_stat_checkpointer`,
+//! `pg_stat_reset_shared('wal' | 'recovery_prefetch' | 'checkpointer')`,
 //! `pg_current_wal_lsn()`, `pg_current_wal_insert_lsn()`, `pg_current_wal_flush_lsn()`,
 //! `pg_walfile_name(lsn)`, `pg_wal_lsn_diff(lsn, lsn)` — against a real iolab: their
 //! columns and types as PostgreSQL 18.4 shows them (`/work/shared/tools/pg18-reference`),
@@ -501,5 +502,67 @@ async fn the_lsn_functions_follow_the_wal() {
         )
         .await,
         vec![vec![None, None]]
+    );
+}
+
+/// `pg_stat_checkpointer`: PostgreSQL 18's columns; a CHECKPOINT is one requested and done
+/// checkpoint whose buffers written are `pg_stat_io`'s checkpointer writes of relations;
+/// `pg_stat_reset_shared('checkpointer')` zeroes it and moves `stats_reset`.
+#[tokio::test(flavor = "multi_thread")]
+async fn pg_stat_checkpointer_counts_checkpoints_and_their_writes() {
+    let server = TestServer::start("wal-views-checkpointer");
+    let client = server.client().await;
+    assert_eq!(
+        gdesc(&server, "SELECT * FROM pg_stat_checkpointer"),
+        "num_timed|bigint\nnum_requested|bigint\nnum_done|bigint\nrestartpoints_timed|bigint\n\
+         restartpoints_req|bigint\nrestartpoints_done|bigint\nwrite_time|double precision\n\
+         sync_time|double precision\nbuffers_written|bigint\nslru_written|bigint\n\
+         stats_reset|timestamp with time zone\n"
+    );
+    let reset0 = one(&client, "SELECT stats_reset FROM pg_stat_checkpointer").await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    client
+        .batch_execute(
+            "SELECT pg_stat_reset_shared('checkpointer'); SELECT pg_stat_reset_shared('io'); \
+             CREATE TABLE t (id int, pad text); \
+             INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 20000) AS s(i); \
+             CHECKPOINT",
+        )
+        .await
+        .unwrap();
+    let got = rows(
+        &client,
+        &format!(
+            "SELECT num_timed, num_requested, num_done, buffers_written, \
+             stats_reset > '{reset0}'::timestamptz FROM pg_stat_checkpointer"
+        ),
+    )
+    .await;
+    let writes = one(
+        &client,
+        "SELECT sum(writes) FROM pg_stat_io \
+         WHERE backend_type = 'checkpointer' AND object = 'relation'",
+    )
+    .await;
+    let blocks = int(&client, "SELECT pg_relation_size('t') / 8192").await;
+    let got: Vec<String> = got[0].iter().map(|v| v.clone().unwrap()).collect();
+    assert_eq!(got[..3], ["0", "1", "1"]);
+    assert_eq!(got[3], writes, "buffers written");
+    assert!(
+        got[3].parse::<i64>().unwrap() >= blocks,
+        "the new table's blocks at least"
+    );
+    assert_eq!(got[4], "t");
+    client
+        .batch_execute("SELECT pg_stat_reset_shared('checkpointer')")
+        .await
+        .unwrap();
+    assert_eq!(
+        one(
+            &client,
+            "SELECT num_done + buffers_written FROM pg_stat_checkpointer"
+        )
+        .await,
+        "0"
     );
 }

@@ -96,6 +96,12 @@ impl Checkpointer {
         if self.options.log_checkpoints {
             tracing::info!("checkpoint starting: {reason}");
         }
+        let counters = &db.io_stats.checkpointer;
+        let kind = match reason {
+            "time" => &counters.num_timed,
+            _ => &counters.num_requested,
+        };
+        kind.fetch_add(1, Ordering::Relaxed);
         let wal = &db.wal;
         let previous_redo = wal.redo_lsn();
         let redo = wal.insert_lsn();
@@ -155,6 +161,11 @@ impl Checkpointer {
             .map_err(|e| io("could not remove old WAL segments", e))?;
         let added = wal.take_segments_added();
         acct.flush();
+        let micros = |from: Instant, to: Instant| (to - from).as_micros() as u64;
+        (counters.num_done).fetch_add(1, Ordering::Relaxed);
+        (counters.write_time_us).fetch_add(micros(started, wrote_at), Ordering::Relaxed);
+        (counters.sync_time_us).fetch_add(micros(wrote_at, synced_at), Ordering::Relaxed);
+        (counters.buffers_written).fetch_add(written as u64, Ordering::Relaxed);
         if shutdown {
             self.stopped.store(true, Ordering::Release);
         }

@@ -11,7 +11,8 @@
 //! | `pg_stat_wal` (view), `pg_stat_get_wal()` | one, see `wal` |
 //! | `pg_stat_recovery_prefetch` (view), `pg_stat_get_recovery_prefetch()` | one, see `wal` |
 //! | `pg_stat_database` | the shared objects' and `postgres`', see `stat_database` |
-//! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, `pg_stat_wal` for `wal`, `pg_stat_recovery_prefetch` for `recovery_prefetch`, iolab's `pg_stat_aio` for `aio`, all of them for NULL / no argument |
+//! | `pg_stat_checkpointer` | one: checkpoints by time and by request, done, write and sync time, buffers written |
+//! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, `pg_stat_wal` for `wal`, `pg_stat_recovery_prefetch` for `recovery_prefetch`, `pg_stat_checkpointer` for `checkpointer`, iolab's `pg_stat_aio` for `aio`, all of them for NULL / no argument |
 //! | `pg_stat_reset_backend_stats(pid)` | resets one process's statistics |
 //! | `pg_stat_force_next_flush()` | nothing: iolab's counters are shared as they count |
 //! | `pg_statio_{all,user}_{tables,indexes}`, `pg_stat_{all,user}_{tables,indexes}`, `pg_stat_reset()` | per table and index, see `relation_stats` |
@@ -49,8 +50,8 @@ use super::time_range::TimeRange;
 use super::view_scan::ViewScanExec;
 use super::{activity, relation_stats, stat_aio, stat_database, wal};
 
-/// PostgreSQL 18's targets of `pg_stat_reset_shared`, in its hint's order. `io`, `wal`
-/// and `recovery_prefetch` have statistics in iolab; the others are accepted and reset
+/// PostgreSQL 18's targets of `pg_stat_reset_shared`, in its hint's order. `checkpointer`,
+/// `io`, `wal` and `recovery_prefetch` have statistics in iolab; the others are accepted and reset
 /// nothing. iolab's own target `aio` (`pg_stat_aio`) is accepted too but left out of
 /// the hint, which stays PostgreSQL's.
 const RESET_TARGETS: [&str; 7] = [
@@ -83,10 +84,11 @@ pub(super) enum Which {
     Wal,
     RecoveryPrefetch,
     Database,
+    Checkpointer,
 }
 
 impl Which {
-    const VIEWS: [(&'static str, Which); 17] = [
+    const VIEWS: [(&'static str, Which); 18] = [
         ("pg_stat_io", Which::Io),
         ("pg_aios", Which::Aios),
         ("pg_stat_aio", Which::Aio),
@@ -104,6 +106,7 @@ impl Which {
         ("pg_stat_wal", Which::Wal),
         ("pg_stat_recovery_prefetch", Which::RecoveryPrefetch),
         ("pg_stat_database", Which::Database),
+        ("pg_stat_checkpointer", Which::Checkpointer),
     ];
 
     pub(super) fn name(self) -> &'static str {
@@ -133,6 +136,7 @@ impl Which {
             Which::Wal => wal::pg_stat_wal_schema(),
             Which::RecoveryPrefetch => wal::pg_stat_recovery_prefetch_schema(),
             Which::Database => stat_database::schema(),
+            Which::Checkpointer => wal::pg_stat_checkpointer_schema(),
         }
     }
 
@@ -166,6 +170,7 @@ impl Which {
             Which::Wal => wal::pg_stat_wal_batch(db)?,
             Which::RecoveryPrefetch => wal::pg_stat_recovery_prefetch_batch(db)?,
             Which::Database => stat_database::batch(db)?,
+            Which::Checkpointer => wal::pg_stat_checkpointer_batch(db)?,
             // Long (an hour of samples): only the projected columns are built.
             Which::IoHistory => return stat_aio::pg_stat_io_history_batch(db, projection, range),
             Which::AioHistory => return stat_aio::pg_stat_aio_history_batch(db, projection, range),
@@ -436,11 +441,13 @@ fn reset_shared(hub: &IoStatsHub, target: Option<&str>) -> Result<()> {
             hub.reset_shared_aio();
             hub.wal.reset();
             hub.recovery_prefetch.reset();
+            hub.checkpointer.reset();
         }
         Some("io") => hub.reset_shared_io(),
         Some("aio") => hub.reset_shared_aio(),
         Some("wal") => hub.wal.reset(),
         Some("recovery_prefetch") => hub.recovery_prefetch.reset(),
+        Some("checkpointer") => hub.checkpointer.reset(),
         Some(t) if RESET_TARGETS.contains(&t) => {}
         Some(t) => {
             let quoted: Vec<String> = RESET_TARGETS.iter().map(|t| format!("\"{t}\"")).collect();

@@ -45,6 +45,18 @@ pub fn pg_stat_wal_schema() -> SchemaRef {
     SCHEMA.clone()
 }
 
+pub fn pg_stat_checkpointer_schema() -> SchemaRef {
+    static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+        schema_of(&parse_columns(
+            "num_timed bigint, num_requested bigint, num_done bigint, \
+             restartpoints_timed bigint, restartpoints_req bigint, restartpoints_done bigint, \
+             write_time double precision, sync_time double precision, buffers_written bigint, \
+             slru_written bigint, stats_reset timestamp with time zone",
+        ))
+    });
+    SCHEMA.clone()
+}
+
 pub fn pg_stat_recovery_prefetch_schema() -> SchemaRef {
     static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         schema_of(&parse_columns(
@@ -75,6 +87,28 @@ pub fn pg_stat_wal_batch(db: &Database) -> Result<RecordBatch> {
             V::Numeric(i128::from(w.bytes)),
             bigint(w.buffers_full),
             V::Int(w.stats_reset.timestamp_micros()),
+        ]],
+    )
+}
+
+/// `pg_stat_checkpointer`'s one row (no restartpoints: iolab is never a standby; the
+/// commit log's writes are not counted as `slru_written`).
+pub fn pg_stat_checkpointer_batch(db: &Database) -> Result<RecordBatch> {
+    let c = db.io_stats.checkpointer.snapshot();
+    build_batch(
+        &pg_stat_checkpointer_schema(),
+        &[vec![
+            bigint(c.num_timed),
+            bigint(c.num_requested),
+            bigint(c.num_done),
+            V::Int(0),
+            V::Int(0),
+            V::Int(0),
+            V::Float(c.write_time_ms),
+            V::Float(c.sync_time_ms),
+            bigint(c.buffers_written),
+            V::Int(0),
+            V::Int(c.stats_reset.timestamp_micros()),
         ]],
     )
 }
