@@ -59,6 +59,14 @@ async fn sessions_show_their_state_query_and_wait_event() {
     let other = connect(&server, "worker_one").await;
     let (my_pid, other_pid) = (pid(&me).await, pid(&other).await);
 
+    // The server started before every session, once (the same time for both).
+    let started = "SELECT pg_postmaster_start_time()::text, \
+                   bool_and(backend_start >= pg_postmaster_start_time()), \
+                   pg_conf_load_time() = pg_postmaster_start_time() FROM pg_stat_activity";
+    let (mine, others) = (rows(&me, started).await, rows(&other, started).await);
+    assert_eq!(mine, others);
+    assert_eq!(mine[0][1..], [Some("t".into()), Some("t".into())]);
+
     let columns = rows(
         &me,
         "SELECT column_name FROM information_schema.columns \

@@ -660,6 +660,17 @@ fn definitions() -> Vec<Def> {
                 })
             },
         ),
+        // When the server started, and read its configuration (once, at start).
+        def(
+            "pg_postmaster_start_time",
+            0..=0,
+            DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+            |ctx, _, rows| {
+                let started = ctx.shared.db.io_stats.started.timestamp_micros();
+                Ok(vec![V::Int(started); rows])
+            },
+        )
+        .aliases(&["pg_conf_load_time"]),
         // The time now, changing within a statement (unlike now()).
         def(
             "clock_timestamp",
