@@ -154,45 +154,32 @@ impl HeapDeleter {
         check_cancel: &dyn Fn() -> PgResult<()>,
     ) -> PgResult<Deleted> {
         let (blkno, off) = tid;
-        loop {
-            let buffer = self
-                .db
-                .pool
-                .read_buffer(&self.rel, blkno, None, &mut self.acct)?;
-            let holder = {
-                let mut page = buffer.page_mut();
-                let Some(t) = page::page_item_mut(&mut page, off) else {
-                    return Err(missing_tuple(tid, self.rel.relfilenode()));
-                };
-                match self.xmax_state(t, tid) {
-                    XmaxState::Free | XmaxState::OwnLock => {
-                        let (relfilenode, vm) = (self.rel.relfilenode(), &self.db.vm);
-                        clear_all_visible(&mut page, vm, relfilenode, blkno);
-                        let t = page::page_item_mut(&mut page, off).expect("the tuple just read");
-                        tuple::set_cid(t, self.cid);
-                        self.stamp_xmax(&buffer, &mut page, off, 0);
-                        None
-                    }
-                    XmaxState::Running(holder) => Some(holder),
-                    XmaxState::OwnDelete | XmaxState::Deleted => return Ok(Deleted::Already),
-                    XmaxState::Updated => return Ok(Deleted::Updated),
+        let done = self.at_row(
+            tid,
+            true,
+            check_cancel,
+            |me, buffer, page, state| match state {
+                XmaxState::Free | XmaxState::OwnLock => {
+                    let (relfilenode, vm) = (me.rel.relfilenode(), &me.db.vm);
+                    clear_all_visible(page, vm, relfilenode, blkno);
+                    let t = page::page_item_mut(page, off).expect("the tuple just read");
+                    tuple::set_cid(t, me.cid);
+                    me.stamp_xmax(buffer, page, off, 0);
+                    Deleted::Now
                 }
-            };
-            match holder {
-                None => {
-                    self.deleted += 1;
-                    if let Some(change) = self.change {
-                        self.acct
-                            .rows_changed(self.xid, self.rel.relfilenode(), change, 1);
-                    }
-                    return Ok(Deleted::Now);
-                }
-                Some(holder) => {
-                    drop(buffer);
-                    self.db.txns.wait_for(self.xid, holder, check_cancel)?;
-                }
+                XmaxState::OwnDelete | XmaxState::Deleted => Deleted::Already,
+                XmaxState::Updated => Deleted::Updated,
+                XmaxState::Running(_) => unreachable!("a running holder is waited for"),
+            },
+        )?;
+        if done == Deleted::Now {
+            self.deleted += 1;
+            if let Some(change) = self.change {
+                self.acct
+                    .rows_changed(self.xid, self.rel.relfilenode(), change, 1);
             }
         }
+        Ok(done)
     }
 
     /// Locks the row at `tid` for this transaction (`SELECT … FOR UPDATE`): its `t_xmax`
@@ -206,6 +193,36 @@ impl HeapDeleter {
         wait: bool,
         check_cancel: &dyn Fn() -> PgResult<()>,
     ) -> PgResult<Locked> {
+        let off = tid.1;
+        self.at_row(
+            tid,
+            wait,
+            check_cancel,
+            |me, buffer, page, state| match state {
+                XmaxState::Free => {
+                    let lock = HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK;
+                    me.stamp_xmax(buffer, page, off, lock);
+                    Locked::Now
+                }
+                XmaxState::Running(_) => Locked::Busy,
+                XmaxState::OwnLock => Locked::Now,
+                XmaxState::OwnDelete | XmaxState::Deleted => Locked::Gone,
+                XmaxState::Updated => Locked::Updated,
+            },
+        )
+    }
+
+    /// Reads the row at `tid` and hands its page (locked for writing) and the state of its
+    /// `t_xmax` to `act`. A transaction still running that holds the row is waited for,
+    /// and the row read again, until it has ended; without `wait`, `act` is told of it
+    /// instead (`XmaxState::Running`).
+    fn at_row<R>(
+        &mut self,
+        tid: (u32, u16),
+        wait: bool,
+        check_cancel: &dyn Fn() -> PgResult<()>,
+        mut act: impl FnMut(&mut Self, &PinnedBuffer, &mut [u8], XmaxState) -> R,
+    ) -> PgResult<R> {
         let (blkno, off) = tid;
         loop {
             let buffer = self
@@ -218,25 +235,12 @@ impl HeapDeleter {
                     return Err(missing_tuple(tid, self.rel.relfilenode()));
                 };
                 match self.xmax_state(t, tid) {
-                    XmaxState::Free => {
-                        let lock = HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK;
-                        self.stamp_xmax(&buffer, &mut page, off, lock);
-                        None
-                    }
-                    XmaxState::Running(holder) => Some(holder),
-                    XmaxState::OwnLock => return Ok(Locked::Now),
-                    XmaxState::OwnDelete | XmaxState::Deleted => return Ok(Locked::Gone),
-                    XmaxState::Updated => return Ok(Locked::Updated),
+                    XmaxState::Running(holder) if wait => holder,
+                    state => return Ok(act(self, &buffer, &mut page, state)),
                 }
             };
-            match holder {
-                None => return Ok(Locked::Now),
-                Some(_) if !wait => return Ok(Locked::Busy),
-                Some(holder) => {
-                    drop(buffer);
-                    self.db.txns.wait_for(self.xid, holder, check_cancel)?;
-                }
-            }
+            drop(buffer);
+            self.db.txns.wait_for(self.xid, holder, check_cancel)?;
         }
     }
 

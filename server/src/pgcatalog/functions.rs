@@ -396,6 +396,26 @@ fn reg_out(name: &'static str, show: fn(i64) -> String) -> Def {
     })
 }
 
+/// A function of one relation (its `regclass` argument): `value` of the relation each row
+/// names; NULL for an unknown OID, or where `value` gives none.
+fn of_relation(name: &'static str, returns: DataType, value: fn(&Relation) -> Option<V>) -> Def {
+    def(name, 1..=1, returns, move |ctx, args, rows| {
+        let s = ctx.snapshot();
+        let all = s.relations();
+        let oids = relation_oids(&s, &all, &args[0])?;
+        per_row(rows, |i| {
+            let relation = oids[i].and_then(|o| all.iter().find(|r| r.oid == o));
+            Ok(relation.and_then(value).unwrap_or(V::Null))
+        })
+    })
+}
+
+/// PostgreSQL's error for a fork name other than main, fsm, vm and init.
+pub(super) fn invalid_fork_name() -> PgError {
+    PgError::new(sqlstate::INVALID_PARAMETER_VALUE, "invalid fork name")
+        .with_hint("Valid fork names are \"main\", \"fsm\", \"vm\", and \"init\".")
+}
+
 fn relation_size(name: &'static str) -> Def {
     def(name, 1..=2, DataType::Int64, move |ctx, args, rows| {
         let s = ctx.snapshot();
@@ -414,15 +434,7 @@ fn relation_size(name: &'static str) -> Def {
                 match fork.as_str() {
                     "main" => {}
                     "fsm" | "vm" | "init" => return Ok(V::Int(0)),
-                    _ => {
-                        return Err(pg(PgError::new(
-                            sqlstate::INVALID_PARAMETER_VALUE,
-                            "invalid fork name",
-                        )
-                        .with_hint(
-                            "Valid fork names are \"main\", \"fsm\", \"vm\", and \"init\".",
-                        )))
-                    }
+                    _ => return Err(pg(invalid_fork_name())),
                 }
             }
             // The total counts the table's indexes too (iolab has no TOAST).
@@ -620,46 +632,17 @@ fn definitions() -> Vec<Def> {
         relation_size("pg_relation_size"),
         relation_size("pg_table_size"),
         relation_size("pg_total_relation_size"),
-        def(
-            "pg_relation_filenode",
-            1..=1,
-            DataType::Int64,
-            |ctx, args, rows| {
-                let s = ctx.snapshot();
-                let all = s.relations();
-                let oids = relation_oids(&s, &all, &args[0])?;
-                per_row(rows, |i| {
-                    // NULL for an unknown OID and for relations without storage (views).
-                    Ok(oids[i]
-                        .and_then(|o| all.iter().find(|r| r.oid == o))
-                        .filter(|r| r.relfilenode != 0)
-                        .map(|r| V::oid(r.relfilenode))
-                        .unwrap_or(V::Null))
-                })
-            },
-        ),
+        // NULL for relations without storage (views).
+        of_relation("pg_relation_filenode", DataType::Int64, |r| {
+            (r.relfilenode != 0).then(|| V::oid(r.relfilenode))
+        }),
         // The relation's first file, relative to the data directory, as iolab lays files
         // out (`base/<relfilenode>`; PostgreSQL puts them in a directory per database).
         // NULL for views and for iolab's catalogs, which are computed, not stored.
-        def(
-            "pg_relation_filepath",
-            1..=1,
-            DataType::Utf8,
-            |ctx, args, rows| {
-                let s = ctx.snapshot();
-                let all = s.relations();
-                let oids = relation_oids(&s, &all, &args[0])?;
-                per_row(rows, |i| {
-                    Ok(oids[i]
-                        .and_then(|o| all.iter().find(|r| r.oid == o))
-                        .filter(|r| {
-                            r.relfilenode != 0 && r.oid >= iolab_catalog::store::FIRST_NORMAL_OID
-                        })
-                        .map(|r| V::Text(format!("base/{}", r.relfilenode)))
-                        .unwrap_or(V::Null))
-                })
-            },
-        ),
+        of_relation("pg_relation_filepath", DataType::Utf8, |r| {
+            let stored = r.relfilenode != 0 && r.oid >= iolab_catalog::store::FIRST_NORMAL_OID;
+            stored.then(|| V::Text(format!("base/{}", r.relfilenode)))
+        }),
         // When the server started, and read its configuration (once, at start).
         def(
             "pg_postmaster_start_time",

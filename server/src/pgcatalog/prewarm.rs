@@ -21,7 +21,7 @@ use iolab_engine::exec::context::StreamSettings;
 use iolab_stats::BackendType;
 
 use super::batch::V;
-use super::functions::{def, ints, per_row, pg, relation_oids, texts, Ctx, Def};
+use super::functions::{def, ints, invalid_fork_name, per_row, pg, relation_oids, texts, Ctx, Def};
 
 pub(super) fn functions() -> Vec<Def> {
     vec![
@@ -85,10 +85,7 @@ fn prewarm(ctx: &Ctx, snapshot: &super::snapshot::Snapshot, call: Call) -> Resul
                 "fork \"{fork}\" does not exist for this relation"
             )))
         }
-        _ => {
-            return Err(invalid("invalid fork name".into())
-                .with_hint("Valid fork names are \"main\", \"fsm\", \"vm\", and \"init\"."))
-        }
+        _ => return Err(invalid_fork_name()),
     }
     let relation = snapshot
         .relation(oid)

@@ -95,7 +95,8 @@ fn counts(totals: &HashMap<u32, RelationStats>, relfilenode: u32) -> RelationCou
     stats_of(totals, relfilenode).counts
 }
 
-fn time(t: Option<DateTime<Utc>>) -> V {
+/// A timestamp column's value (NULL for none).
+pub(super) fn time(t: Option<DateTime<Utc>>) -> V {
     t.map_or(V::Null, |t| V::Int(t.timestamp_micros()))
 }
 

@@ -39,16 +39,7 @@ fn sleep(ctx: &Ctx, seconds: f64) -> Result<()> {
         return Ok(());
     }
     let until = Instant::now() + Duration::from_secs_f64(seconds.min(1e9));
-    let multi_thread = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    match multi_thread {
-        true => tokio::task::block_in_place(|| sleep_until(ctx, until)),
-        false => sleep_until(ctx, until),
-    }
-}
-
-fn sleep_until(ctx: &Ctx, until: Instant) -> Result<()> {
-    loop {
+    tokio::task::block_in_place(|| loop {
         if let Err(e) = ctx.check_cancel() {
             return Err(DataFusionError::External(Box::new(e)));
         }
@@ -57,5 +48,5 @@ fn sleep_until(ctx: &Ctx, until: Instant) -> Result<()> {
             return Ok(());
         }
         std::thread::sleep(left.min(STEP));
-    }
+    })
 }

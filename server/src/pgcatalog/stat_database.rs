@@ -29,6 +29,7 @@ use iolab_stats::{BackendType, IoObject};
 
 use super::batch::{build_batch, parse_columns, schema_of, V};
 use super::oids;
+use super::relation_stats::time;
 
 const COLUMNS: &str = "datid oid, datname name, numbackends integer, \
     xact_commit bigint, xact_rollback bigint, blks_read bigint, blks_hit bigint, \
@@ -63,8 +64,6 @@ pub fn batch(db: &Database) -> Result<RecordBatch> {
         .map(|a| (now - a.backend_start).num_microseconds().unwrap_or(0) as f64 / 1000.0)
         .sum();
     let (read_ms, write_ms) = db.io_stats.io_time_ms(IoObject::Relation);
-    let time =
-        |t: Option<chrono::DateTime<Utc>>| t.map_or(V::Null, |t| V::Int(t.timestamp_micros()));
     let shared = {
         let mut row = vec![V::oid(0), V::Null, V::Int(0)];
         row.extend([0; 14].map(V::Int));

@@ -245,12 +245,8 @@ impl Taker<'_> {
             return Ok(());
         }
         let rows = UInt32Array::from(std::mem::take(kept));
-        let columns = (batch.columns().iter())
-            .map(|c| datafusion::arrow::compute::take(c, &rows, None))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(arrow_error)?;
-        let taken = RecordBatch::try_new(batch.schema(), columns).map_err(arrow_error)?;
-        self.returned.push(taken);
+        let taken = datafusion::arrow::compute::take_record_batch(batch, &rows);
+        self.returned.push(taken.map_err(arrow_error)?);
         Ok(())
     }
 
