@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use datafusion::catalog::CatalogProvider;
-use datafusion::catalog::MemoryCatalogProvider;
+use datafusion::catalog::{MemoryCatalogProvider, TableProvider};
 use datafusion::execution::context::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::SessionConfig;
@@ -86,13 +86,16 @@ pub struct Session {
     pub sequences: Arc<crate::pgcatalog::sequence_functions::SessionSequences>,
     /// The optimized plans of its statements with parameters (`sql::prepared_plans`).
     prepared_plans: Arc<sql::prepared_plans::PreparedPlans>,
+    /// Its open cursors (DECLARE … CLOSE).
+    pub cursors: sql::cursor::Cursors,
 }
 
 pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
 
 impl Session {
     pub fn new(server: Arc<Server>, pid: i32, user: String, settings: SessionSettings) -> Session {
-        let df_state = base_state(&server);
+        let cursors = sql::cursor::Cursors::default();
+        let df_state = base_state(&server, &cursors);
         let generic_plan_state = SessionStateBuilder::new()
             .with_config(df_state.config().clone())
             .with_runtime_env(df_state.runtime_env().clone())
@@ -112,6 +115,7 @@ impl Session {
             copy_in: None,
             activity: None,
             sequences: Arc::default(),
+            cursors,
         }
     }
 
@@ -287,8 +291,8 @@ impl Session {
         if let Parsed::Sql(stmt) = parsed {
             match &**stmt {
                 ast::Statement::StartTransaction { .. } => return Ok(self.begin(notices)),
-                ast::Statement::Commit { .. } => return self.end_block(true, notices),
-                ast::Statement::Rollback { .. } => return self.end_block(false, notices),
+                ast::Statement::Commit { .. } => return self.end_block(true, notices).await,
+                ast::Statement::Rollback { .. } => return self.end_block(false, notices).await,
                 _ => {}
             }
         }
@@ -378,7 +382,11 @@ impl Session {
         };
         let cid = self.txn.next_cid;
         self.txn.next_cid += 1;
-        self.cancel = CancelFlag::new();
+        // A FETCH or MOVE runs under its cursor's flag, which the cursor's plan looks at.
+        self.cancel = match parsed {
+            Parsed::Fetch(f) => self.cursors.flag_of(&f.cursor).unwrap_or_default(),
+            _ => CancelFlag::new(),
+        };
         *self.running.lock() = self.cancel.clone();
         self.statement_timer = crate::statement_timer::StatementTimer::start(
             self.settings.statement_timeout_ms(),
@@ -468,8 +476,10 @@ impl Session {
                 .set(&name, &value, local)
                 .map_err(crate::show::setting_error)?;
         }
-        // The rows are computed as they are sent: a cancel still stops them.
-        let stopping = |stream| stopping_when_canceled(stream, self.cancel.clone());
+        // The rows are computed as they are sent: a cancel or the statement's timeout
+        // still stops them, and the timer ends with them.
+        let timer = self.statement_timer.take();
+        let stopping = |stream| stopping_when_canceled(stream, self.cancel.clone(), timer);
         result.map(|outcome| match outcome {
             Outcome::Rows {
                 schema,
@@ -544,6 +554,7 @@ impl Session {
                 };
                 return create_table(run, create, true, &mut self.txn.ddl, notices).await;
             }
+            Parsed::Fetch(fetch) => return self.cursors.fetch(fetch).await,
             Parsed::Sql(stmt) => stmt,
         };
         match &**stmt {
@@ -592,6 +603,13 @@ impl Session {
             ast::Statement::Insert(ins) => insert::insert(run, ins).await,
             ast::Statement::Delete(_) | ast::Statement::Update(_) => sql::dml::run(run, stmt).await,
             ast::Statement::Explain { .. } => crate::explain::run(run, &self.settings, stmt).await,
+            ast::Statement::Declare { stmts } if stmts.len() == 1 => {
+                let (in_block, flag) = (self.txn.in_block, self.cancel.clone());
+                let text = self.activity.as_ref().map(|a| a.status().query);
+                let cursors = &mut self.cursors;
+                sql::cursor::declare(cursors, run, &stmts[0], in_block, flag, text).await
+            }
+            ast::Statement::Close { cursor } => sql::cursor::close(&mut self.cursors, cursor),
             other => Err(PgError::unsupported(format!(
                 "statement not supported: {}",
                 first_words(&other.to_string())
@@ -616,7 +634,7 @@ impl Session {
     }
 
     /// COMMIT (`commit` = true) or ROLLBACK.
-    fn end_block(&mut self, commit: bool, notices: &mut Vec<Notice>) -> PgResult<Outcome> {
+    async fn end_block(&mut self, commit: bool, notices: &mut Vec<Notice>) -> PgResult<Outcome> {
         let tag = if commit { "COMMIT" } else { "ROLLBACK" };
         if !self.txn.in_block {
             notices.push(Notice::warning(
@@ -628,6 +646,11 @@ impl Session {
         let failed = self.txn.is_failed();
         let mut commit = commit && !failed;
         let mut committing_failed = None;
+        // WITH HOLD cursors read their rows before the snapshot goes.
+        let tmp = self.db().data_dir().join("base").join("pgsql_tmp");
+        if let Err(e) = self.cursors.end_transaction(commit, &tmp).await {
+            (commit, committing_failed) = (false, Some(e));
+        }
         if let Some(xid) = self.txn.xid.take() {
             if commit {
                 if let Err(e) = self.txn.ddl.committing(xid) {
@@ -715,7 +738,7 @@ fn first_words(sql: &str) -> String {
 }
 
 /// DataFusion's state for a new session: our catalog, PostgreSQL-like options.
-fn base_state(server: &Server) -> SessionState {
+fn base_state(server: &Server, cursors: &sql::cursor::Cursors) -> SessionState {
     let db = &server.db;
     let mut config = SessionConfig::new()
         .with_default_catalog_and_schema(DATABASE, "public")
@@ -741,11 +764,21 @@ fn base_state(server: &Server) -> SessionState {
         let cached_plans = crate::pgcatalog::cached_plans::CachedPlansView {
             cache: server.plan_cache.clone(),
         };
-        catalog
-            .schema("pg_catalog")
-            .expect("registered above")
-            .register_table("pg_cached_plans".into(), Arc::new(cached_plans))
-            .expect("pg_catalog accepts views");
+        let cursors = crate::pgcatalog::cursors::CursorsView {
+            listing: cursors.listing(),
+        };
+        let pg_catalog = catalog.schema("pg_catalog").expect("registered above");
+        for (name, view) in [
+            (
+                "pg_cached_plans",
+                Arc::new(cached_plans) as Arc<dyn TableProvider>,
+            ),
+            ("pg_cursors", Arc::new(cursors)),
+        ] {
+            pg_catalog
+                .register_table(name.into(), view)
+                .expect("pg_catalog accepts views");
+        }
         state
             .catalog_list()
             .register_catalog(name.into(), Arc::new(catalog));

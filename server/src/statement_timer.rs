@@ -3,8 +3,10 @@
 //! at the flag — between the batches of a scan, while it waits for a transaction, in
 //! `pg_sleep`, and before each batch of its result ([`stopping_when_canceled`]: a SELECT
 //! runs as its rows are sent) — with 57014 "canceling statement due to statement
-//! timeout". A session's timer is stopped when its next statement starts: at most one
-//! per session is pending. [`telling_its_end`] marks the other end of such a statement:
+//! timeout". A timer is stopped when its statement ends: with the statement, or with its
+//! result's rows (the stream owns the timer), or when the session's next statement
+//! starts (COPY FROM STDIN's keeps going while the data arrives); at most one per
+//! session is pending. [`telling_its_end`] marks the other end of such a statement:
 //! when its rows have all been sent (its transaction's end, for `pg_stat_database`).
 
 use std::pin::Pin;
@@ -44,15 +46,18 @@ impl Drop for StatementTimer {
 }
 
 /// `stream` (a result's rows, sent after the statement returned them) stopping with the
-/// statement's cancel error once `flag` is set, before it computes its next batch.
+/// statement's cancel error once `flag` is set, before it computes its next batch; the
+/// statement's `timer` runs until the rows end.
 pub fn stopping_when_canceled(
     stream: SendableRecordBatchStream,
     flag: CancelFlag,
+    timer: Option<StatementTimer>,
 ) -> SendableRecordBatchStream {
     Box::pin(StopWhenCanceled {
         schema: stream.schema(),
         inner: stream,
         flag,
+        timer,
         stopped: false,
     })
 }
@@ -61,6 +66,7 @@ struct StopWhenCanceled {
     schema: SchemaRef,
     inner: SendableRecordBatchStream,
     flag: CancelFlag,
+    timer: Option<StatementTimer>,
     stopped: bool,
 }
 
@@ -73,9 +79,14 @@ impl Stream for StopWhenCanceled {
         }
         if let Err(e) = self.flag.check() {
             self.stopped = true;
+            self.timer = None;
             return Poll::Ready(Some(Err(DataFusionError::External(Box::new(e)))));
         }
-        self.inner.poll_next_unpin(cx)
+        let next = self.inner.poll_next_unpin(cx);
+        if matches!(next, Poll::Ready(None | Some(Err(_)))) {
+            self.timer = None;
+        }
+        next
     }
 }
 

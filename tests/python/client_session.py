@@ -58,6 +58,7 @@ def main():
         errors_keep_the_session(conn)
     with psycopg.connect(**conninfo) as conn:
         transactions(conn)
+        server_cursors(conn)
     job_queue(conninfo)
     print("python client session: all checks passed")
 
@@ -291,6 +292,35 @@ def transactions(conn):
 # Jobs the queue workers share, and how many workers take them at once.
 QUEUE_JOBS = 60
 QUEUE_WORKERS = 4
+
+
+def server_cursors(conn):
+    """Named (server-side) cursors, how a script reads a result too big to hold: rows come
+    in batches of `itersize` through DECLARE and FETCH, in text and in binary; a WITH HOLD
+    cursor is read after its transaction commits."""
+    want = sorted(
+        (series_a(i), hashlib.md5(str(i).encode()).hexdigest())
+        for i in range(1, SERIES_ROWS + 1)
+        if series_a(i) < 500
+    )
+    query = "SELECT a, filler FROM py_io WHERE a BETWEEN 0 AND %s ORDER BY a, filler"
+    with conn.cursor("py_range") as cur:
+        cur.itersize = 97
+        cur.execute(query, (499,))
+        check("a named cursor's columns", [c.name for c in cur.description], ["a", "filler"])
+        check("a named cursor's rows, fetched 97 at a time", list(cur), want)
+    with conn.cursor("py_binary", binary=True) as cur:
+        cur.execute(query, (499,))
+        check("binary FETCH of the first rows", cur.fetchmany(5), want[:5])
+        listed = conn.execute("SELECT name, is_holdable FROM pg_cursors").fetchall()
+        check("pg_cursors lists the open cursor", listed, [("py_binary", False)])
+        check("binary FETCH of the rest", cur.fetchall(), want[5:])
+    conn.commit()
+    with conn.cursor("py_held", withhold=True) as cur:
+        cur.execute(query, (9,))
+        conn.commit()
+        check("a WITH HOLD cursor read after COMMIT", list(cur), [r for r in want if r[0] <= 9])
+    conn.commit()
 
 
 def job_queue(conninfo):

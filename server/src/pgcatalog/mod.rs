@@ -34,6 +34,7 @@ pub mod batch;
 pub mod buffercache;
 pub mod cached_plans;
 pub mod constraint_rows;
+pub mod cursors;
 pub mod format;
 pub mod functions;
 pub mod info_schema;
@@ -196,6 +197,7 @@ pub fn is_in_memory_catalog(table: &dyn datafusion::catalog::TableProvider) -> b
         || table.is::<stat_views::StatView>()
         || table.is::<pg_stats::PgStatsView>()
         || table.is::<cached_plans::CachedPlansView>()
+        || table.is::<cursors::CursorsView>()
 }
 
 /// Is `table` one of the statistics views, whose rows depend only on the database and

@@ -28,10 +28,12 @@ pub mod array_text;
 pub mod colnames;
 pub mod constraints;
 pub mod ctas_columns;
+pub mod cursor;
 pub mod ddl;
 pub mod ddl_log;
 pub mod defaults;
 pub mod dml;
+pub mod fetch;
 pub mod generic_plan;
 pub mod insert;
 pub mod lateral_values;
@@ -86,6 +88,8 @@ pub enum Parsed {
     Sequence(sequence::SequenceStmt),
     /// `ALTER TABLE | INDEX | VIEW …`, `ALTER SEQUENCE … RENAME` (see `alter_parse`).
     Alter(alter_parse::AlterStatement),
+    /// `FETCH …` or `MOVE …` (see `fetch`).
+    Fetch(fetch::FetchStmt),
 }
 
 impl Parsed {
@@ -136,6 +140,9 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
     }
     match words.as_slice() {
         ["CHECKPOINT"] => return Ok(Parsed::Checkpoint),
+        [first, ..] if fetch::is_fetch_or_move(first) => {
+            return fetch::parse(text).map(Parsed::Fetch);
+        }
         ["CREATE", "EXTENSION", ..] => {
             if let Some(create) = ddl::parse_create_extension(text) {
                 return Ok(Parsed::CreateExtension(create));

@@ -12,7 +12,7 @@ use datafusion::sql::sqlparser::ast;
 use futures::{Sink, SinkExt};
 use iolab_catalog::{sqlstate, PgError, PgResult};
 use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::ExtendedQueryHandler;
+use pgwire::api::query::{send_describe_response, ExtendedQueryHandler};
 use pgwire::api::results::{
     DescribePortalResponse, DescribeStatementResponse, FieldFormat, FieldInfo, Response, Tag,
 };
@@ -20,7 +20,7 @@ use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, Type};
 use pgwire::error::{PgWireError, PgWireResult};
-use pgwire::messages::extendedquery::{Execute, Sync as PgSync};
+use pgwire::messages::extendedquery::{Describe, Execute, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL};
 use pgwire::messages::response::ReadyForQuery;
 use pgwire::messages::PgWireBackendMessage;
 
@@ -188,6 +188,11 @@ impl QueryParser for PrepareParser {
                 schema = Some(crate::show::show_schema(&name));
             }
         }
+        if let Parsed::Fetch(fetch) = &parsed {
+            if !fetch.moving {
+                schema = session.cursors.schema_of(&fetch.cursor);
+            }
+        }
         for p in params.iter_mut() {
             if *p == Type::UNKNOWN {
                 *p = Type::TEXT;
@@ -280,6 +285,30 @@ impl ExtendedQueryHandler for ExtendedHandler {
             .await?;
         client.flush().await?;
         Ok(())
+    }
+
+    /// A SQL cursor is a portal too, as in PostgreSQL: Describe of a portal named as a
+    /// cursor of the session (psycopg's named cursors ask) gives the cursor's columns.
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or("");
+        if message.target_type == TARGET_TYPE_BYTE_PORTAL
+            && client.portal_store().get_portal(name).is_none()
+        {
+            let session = session_of(&self.server, client);
+            let cursor_columns = session.lock().await.cursors.schema_of(name);
+            if let Some(schema) = cursor_columns {
+                let fields = encode::fields(&schema, |_| FieldFormat::Text);
+                let response = DescribePortalResponse::new((*fields).clone());
+                return send_describe_response(client, &response).await;
+            }
+        }
+        self._on_describe(client, message).await
     }
 
     async fn do_describe_statement<C>(
