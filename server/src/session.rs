@@ -12,6 +12,7 @@ use datafusion::catalog::{MemoryCatalogProvider, TableProvider};
 use datafusion::execution::context::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::SessionConfig;
+use datafusion::scalar::ScalarValue;
 use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_engine::exec::cancel::CancelFlag;
@@ -88,6 +89,8 @@ pub struct Session {
     prepared_plans: Arc<sql::prepared_plans::PreparedPlans>,
     /// Its open cursors (DECLARE … CLOSE).
     pub cursors: sql::cursor::Cursors,
+    /// Its SQL prepared statements (PREPARE … DEALLOCATE).
+    pub prepared: sql::prepare::PreparedStatements,
 }
 
 pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
@@ -95,7 +98,8 @@ pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
 impl Session {
     pub fn new(server: Arc<Server>, pid: i32, user: String, settings: SessionSettings) -> Session {
         let cursors = sql::cursor::Cursors::default();
-        let df_state = base_state(&server, &cursors);
+        let prepared = sql::prepare::PreparedStatements::default();
+        let df_state = base_state(&server, &cursors, &prepared);
         let generic_plan_state = SessionStateBuilder::new()
             .with_config(df_state.config().clone())
             .with_runtime_env(df_state.runtime_env().clone())
@@ -116,6 +120,7 @@ impl Session {
             activity: None,
             sequences: Arc::default(),
             cursors,
+            prepared,
         }
     }
 
@@ -298,6 +303,11 @@ impl Session {
         }
         if self.txn.in_block && self.txn.is_failed() {
             return Err(sql::in_failed_transaction());
+        }
+        if let Some(bound) = self.executed(parsed) {
+            // EXECUTE: the prepared statement runs with the values given.
+            let (statement, values) = bound.inspect_err(|_| self.fail_block())?;
+            return Box::pin(self.run(&statement, Some(values), notices)).await;
         }
         // Outside a block the statement is its own transaction, for settings too (SET LOCAL
         // lasts one statement). A statement whose future was dropped left one open.
@@ -555,6 +565,13 @@ impl Session {
                 return create_table(run, create, true, &mut self.txn.ddl, notices).await;
             }
             Parsed::Fetch(fetch) => return self.cursors.fetch(fetch).await,
+            Parsed::Prepare(prepare) => {
+                let text = self.activity.as_ref().map(|a| a.status().query);
+                let text = text.unwrap_or_else(|| format!("PREPARE {}", prepare.name));
+                let (name, prepared) = sql::prepare::prepare(self, prepare, text).await?;
+                self.prepared.add(name, prepared)?;
+                return Ok(Outcome::Done("PREPARE".into()));
+            }
             Parsed::Sql(stmt) => stmt,
         };
         match &**stmt {
@@ -610,11 +627,89 @@ impl Session {
                 sql::cursor::declare(cursors, run, &stmts[0], in_block, flag, text).await
             }
             ast::Statement::Close { cursor } => sql::cursor::close(&mut self.cursors, cursor),
+            ast::Statement::Deallocate { name, .. } => {
+                let name = sql::prepare::deallocated(name);
+                self.prepared.remove(name.as_deref())?;
+                let tag = if name.is_some() {
+                    "DEALLOCATE"
+                } else {
+                    "DEALLOCATE ALL"
+                };
+                Ok(Outcome::Done(tag.into()))
+            }
+            ast::Statement::Discard { object_type } => self.discard(object_type),
             other => Err(PgError::unsupported(format!(
                 "statement not supported: {}",
                 first_words(&other.to_string())
             ))),
         }
+    }
+
+    /// For `EXECUTE name (values)` or `EXPLAIN … EXECUTE …`: the statement to run (the
+    /// prepared one, or its EXPLAIN) and its parameter values.
+    fn executed(&mut self, parsed: &Parsed) -> Option<PgResult<(Parsed, Vec<ScalarValue>)>> {
+        let Parsed::Sql(stmt) = parsed else {
+            return None;
+        };
+        let (execute, explain) = match &**stmt {
+            ast::Statement::Explain { statement, .. } => (&**statement, Some(&**stmt)),
+            s => (s, None),
+        };
+        let ast::Statement::Execute {
+            name, parameters, ..
+        } = execute
+        else {
+            return None;
+        };
+        let bound = sql::prepare::executed_name(name)
+            .and_then(|name| self.prepared.bind(&name, parameters, &self.df_state));
+        Some(
+            bound.and_then(|(statement, values)| match (explain, statement) {
+                (None, statement) => Ok((statement, values)),
+                (Some(ast::Statement::Explain { .. }), Parsed::Sql(inner)) => {
+                    let mut explain = explain.expect("matched").clone();
+                    if let ast::Statement::Explain { statement, .. } = &mut explain {
+                        *statement = inner;
+                    }
+                    Ok((Parsed::Sql(Box::new(explain)), values))
+                }
+                _ => Err(PgError::unsupported(
+                    "EXPLAIN of this prepared statement is not supported",
+                )),
+            }),
+        )
+    }
+
+    /// An error outside a statement's run fails the open transaction block.
+    fn fail_block(&self) {
+        if self.txn.in_block {
+            self.txn
+                .failed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// `DISCARD ALL | PLANS | SEQUENCES | TEMP`: forgets what the session keeps.
+    fn discard(&mut self, what: &ast::DiscardObject) -> PgResult<Outcome> {
+        let all = matches!(what, ast::DiscardObject::ALL);
+        if all && self.txn.in_block {
+            return Err(PgError::new(
+                sqlstate::ACTIVE_SQL_TRANSACTION,
+                "DISCARD ALL cannot run inside a transaction block",
+            ));
+        }
+        if all {
+            self.cursors.close(None)?;
+            self.prepared.remove(None)?;
+            self.settings.reset_all();
+        }
+        if all || matches!(what, ast::DiscardObject::PLANS) {
+            self.prepared_plans = Arc::default();
+        }
+        if all || matches!(what, ast::DiscardObject::SEQUENCES) {
+            self.sequences = Arc::default();
+        }
+        Ok(Outcome::Done(format!("DISCARD {what}")))
     }
 
     fn begin(&mut self, notices: &mut Vec<Notice>) -> Outcome {
@@ -738,7 +833,11 @@ fn first_words(sql: &str) -> String {
 }
 
 /// DataFusion's state for a new session: our catalog, PostgreSQL-like options.
-fn base_state(server: &Server, cursors: &sql::cursor::Cursors) -> SessionState {
+fn base_state(
+    server: &Server,
+    cursors: &sql::cursor::Cursors,
+    prepared: &sql::prepare::PreparedStatements,
+) -> SessionState {
     let db = &server.db;
     let mut config = SessionConfig::new()
         .with_default_catalog_and_schema(DATABASE, "public")
@@ -764,9 +863,9 @@ fn base_state(server: &Server, cursors: &sql::cursor::Cursors) -> SessionState {
         let cached_plans = crate::pgcatalog::cached_plans::CachedPlansView {
             cache: server.plan_cache.clone(),
         };
-        let cursors = crate::pgcatalog::cursors::CursorsView {
-            listing: cursors.listing(),
-        };
+        use crate::pgcatalog::session_lists::SessionListView;
+        let cursors = SessionListView::cursors(cursors.listing());
+        let prepared = SessionListView::prepared_statements(prepared.listing());
         let pg_catalog = catalog.schema("pg_catalog").expect("registered above");
         for (name, view) in [
             (
@@ -774,6 +873,7 @@ fn base_state(server: &Server, cursors: &sql::cursor::Cursors) -> SessionState {
                 Arc::new(cached_plans) as Arc<dyn TableProvider>,
             ),
             ("pg_cursors", Arc::new(cursors)),
+            ("pg_prepared_statements", Arc::new(prepared)),
         ] {
             pg_catalog
                 .register_table(name.into(), view)

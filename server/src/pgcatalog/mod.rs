@@ -34,7 +34,6 @@ pub mod batch;
 pub mod buffercache;
 pub mod cached_plans;
 pub mod constraint_rows;
-pub mod cursors;
 pub mod format;
 pub mod functions;
 pub mod info_schema;
@@ -46,6 +45,7 @@ pub mod relation_stats;
 pub mod rewrite;
 pub mod sequence_functions;
 pub mod sequence_views;
+pub mod session_lists;
 pub mod sleep;
 pub mod snapshot;
 pub mod stat_aio;
@@ -197,7 +197,7 @@ pub fn is_in_memory_catalog(table: &dyn datafusion::catalog::TableProvider) -> b
         || table.is::<stat_views::StatView>()
         || table.is::<pg_stats::PgStatsView>()
         || table.is::<cached_plans::CachedPlansView>()
-        || table.is::<cursors::CursorsView>()
+        || table.is::<session_lists::SessionListView>()
 }
 
 /// Is `table` one of the statistics views, whose rows depend only on the database and

@@ -25,6 +25,7 @@ pub mod alias_lists;
 pub mod alter_parse;
 pub mod alter_table;
 pub mod array_text;
+pub mod bind;
 pub mod colnames;
 pub mod constraints;
 pub mod ctas_columns;
@@ -32,6 +33,7 @@ pub mod cursor;
 pub mod ddl;
 pub mod ddl_log;
 pub mod defaults;
+pub mod describe;
 pub mod dml;
 pub mod fetch;
 pub mod generic_plan;
@@ -41,6 +43,7 @@ pub mod normalize;
 pub mod on_conflict;
 pub mod params;
 pub mod plan_cache;
+pub mod prepare;
 pub mod prepared_plans;
 pub mod recheck;
 pub mod reloptions;
@@ -90,6 +93,8 @@ pub enum Parsed {
     Alter(alter_parse::AlterStatement),
     /// `FETCH …` or `MOVE …` (see `fetch`).
     Fetch(fetch::FetchStmt),
+    /// `PREPARE name [(types)] AS statement` (see `prepare`).
+    Prepare(prepare::PrepareStmt),
 }
 
 impl Parsed {
@@ -142,6 +147,9 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
         ["CHECKPOINT"] => return Ok(Parsed::Checkpoint),
         [first, ..] if fetch::is_fetch_or_move(first) => {
             return fetch::parse(text).map(Parsed::Fetch);
+        }
+        words if prepare::is_prepare(words) => {
+            return prepare::parse(text, whole, offset).map(Parsed::Prepare);
         }
         ["CREATE", "EXTENSION", ..] => {
             if let Some(create) = ddl::parse_create_extension(text) {

@@ -1,0 +1,120 @@
+//! Views of what one session holds, computed when a statement scans them:
+//! - `pg_cursors`: its open cursors (see `sql::cursor`) with PostgreSQL's columns — the
+//!   name, the text of the statement that declared it, whether it is WITH HOLD, binary
+//!   or SCROLL (iolab's never are the last two) and when it was declared;
+//! - `pg_prepared_statements`: its SQL prepared statements (see `sql::prepare`) with
+//!   PostgreSQL 18's columns — the PREPARE text, when, parameter and result types,
+//!   `from_sql` (always true: protocol-level statements are not listed) and its runs
+//!   (`custom_plans`: every run chooses its scans with its own values).
+
+use std::sync::{Arc, LazyLock};
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::datasource::{MemTable, TableType};
+use datafusion::error::Result;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::ExecutionPlan;
+use parking_lot::Mutex;
+
+use super::batch::{build_batch, parse_columns, schema_of, V};
+use crate::sql::cursor::CursorInfo;
+use crate::sql::prepare::PreparedInfo;
+
+static CURSORS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    schema_of(&parse_columns(
+        "name text, statement text, is_holdable boolean, is_binary boolean, \
+         is_scrollable boolean, creation_time timestamp with time zone",
+    ))
+});
+
+static PREPARED_STATEMENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    schema_of(&parse_columns(
+        "name text, statement text, prepare_time timestamp with time zone, \
+         parameter_types regtype[], result_types regtype[], from_sql boolean, \
+         generic_plans bigint, custom_plans bigint",
+    ))
+});
+
+/// One session's list, as a view.
+pub struct SessionListView {
+    schema: SchemaRef,
+    rows: Box<dyn Fn() -> Vec<Vec<V>> + Send + Sync>,
+}
+
+impl std::fmt::Debug for SessionListView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionListView")
+    }
+}
+
+impl SessionListView {
+    pub fn cursors(listing: Arc<Mutex<Vec<CursorInfo>>>) -> SessionListView {
+        let rows = move || {
+            (listing.lock().iter())
+                .map(|c| {
+                    vec![
+                        V::text(&c.name),
+                        V::text(&c.statement),
+                        V::Bool(c.is_holdable),
+                        V::Bool(false),
+                        V::Bool(false),
+                        V::Int(c.created.timestamp_micros()),
+                    ]
+                })
+                .collect()
+        };
+        SessionListView {
+            schema: CURSORS.clone(),
+            rows: Box::new(rows),
+        }
+    }
+
+    pub fn prepared_statements(listing: Arc<Mutex<Vec<PreparedInfo>>>) -> SessionListView {
+        let rows = move || {
+            (listing.lock().iter())
+                .map(|p| {
+                    vec![
+                        V::text(&p.name),
+                        V::text(&p.statement),
+                        V::Int(p.prepared_at.timestamp_micros()),
+                        V::TextArray(p.parameter_types.clone()),
+                        p.result_types.clone().map_or(V::Null, V::TextArray),
+                        V::Bool(true),
+                        V::Int(0),
+                        V::Int(p.runs as i64),
+                    ]
+                })
+                .collect()
+        };
+        SessionListView {
+            schema: PREPARED_STATEMENTS.clone(),
+            rows: Box::new(rows),
+        }
+    }
+}
+
+#[async_trait]
+impl TableProvider for SessionListView {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let batch = build_batch(&self.schema, &(self.rows)())?;
+        MemTable::try_new(self.schema.clone(), vec![vec![batch]])?
+            .scan(state, projection, filters, limit)
+            .await
+    }
+}

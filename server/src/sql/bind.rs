@@ -1,0 +1,126 @@
+//! Parameter values as the client sends them — text, or PostgreSQL's binary format for
+//! the types that have one here — read into DataFusion scalars of the parameter's type,
+//! with PostgreSQL's errors for values that do not fit (22P02, 08P01).
+
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::scalar::ScalarValue;
+use iolab_catalog::{sqlstate, PgError, PgResult};
+use pgwire::api::Type;
+
+/// The value of a parameter of type `ty` sent as `raw` (`None`: NULL), in binary format
+/// or as text.
+pub fn param_value(raw: Option<&[u8]>, ty: &Type, binary: bool) -> PgResult<ScalarValue> {
+    let target = param_arrow_type(ty);
+    let Some(bytes) = raw else {
+        return ScalarValue::try_from(&target).map_err(crate::errors::from_datafusion);
+    };
+    let bad = || {
+        PgError::new(
+            sqlstate::PROTOCOL_VIOLATION,
+            format!(
+                "incorrect binary data format in bind parameter of type {}",
+                ty.name()
+            ),
+        )
+    };
+    if binary {
+        let be = |n: usize| -> PgResult<&[u8]> {
+            if bytes.len() == n {
+                Ok(bytes)
+            } else {
+                Err(bad())
+            }
+        };
+        return Ok(match *ty {
+            Type::BOOL => ScalarValue::Boolean(Some(be(1)?[0] != 0)),
+            Type::INT2 => ScalarValue::Int16(Some(i16::from_be_bytes(be(2)?.try_into().unwrap()))),
+            Type::INT4 => ScalarValue::Int32(Some(i32::from_be_bytes(be(4)?.try_into().unwrap()))),
+            Type::INT8 => ScalarValue::Int64(Some(i64::from_be_bytes(be(8)?.try_into().unwrap()))),
+            Type::FLOAT4 => {
+                ScalarValue::Float32(Some(f32::from_be_bytes(be(4)?.try_into().unwrap())))
+            }
+            Type::FLOAT8 => {
+                ScalarValue::Float64(Some(f64::from_be_bytes(be(8)?.try_into().unwrap())))
+            }
+            Type::DATE => ScalarValue::Date32(Some(
+                i32::from_be_bytes(be(4)?.try_into().unwrap()) + PG_EPOCH_DAYS,
+            )),
+            Type::TIMESTAMP => ScalarValue::TimestampMicrosecond(
+                Some(i64::from_be_bytes(be(8)?.try_into().unwrap()) + PG_EPOCH_MICROS),
+                None,
+            ),
+            Type::TIMESTAMPTZ => ScalarValue::TimestampMicrosecond(
+                Some(i64::from_be_bytes(be(8)?.try_into().unwrap()) + PG_EPOCH_MICROS),
+                Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.into()),
+            ),
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
+                ScalarValue::Utf8(Some(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?))
+            }
+            _ => {
+                return Err(PgError::unsupported(format!(
+                    "binary parameters of type {} are not supported",
+                    ty.name()
+                )))
+            }
+        });
+    }
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| PgError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
+    let value = ScalarValue::Utf8(Some(text.to_string()));
+    if target == DataType::Utf8 {
+        return Ok(value);
+    }
+    value.cast_to(&target).map_err(|_| {
+        PgError::new(
+            sqlstate::INVALID_TEXT_REPRESENTATION,
+            format!(
+                "invalid input syntax for type {}: \"{text}\"",
+                pg_type_name(ty)
+            ),
+        )
+    })
+}
+
+pub fn pg_type_name(ty: &Type) -> &str {
+    match *ty {
+        Type::INT2 => "smallint",
+        Type::INT4 => "integer",
+        Type::INT8 => "bigint",
+        Type::FLOAT4 => "real",
+        Type::FLOAT8 => "double precision",
+        Type::BOOL => "boolean",
+        _ => ty.name(),
+    }
+}
+
+/// The Arrow type a parameter of type `ty` is bound as (`None` for unknown, and for
+/// types iolab binds as text without being text).
+pub fn declared_arrow_type(ty: &Type) -> Option<DataType> {
+    match *ty {
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR => Some(DataType::Utf8),
+        _ => Some(param_arrow_type(ty)).filter(|t| *t != DataType::Utf8),
+    }
+}
+
+pub fn param_arrow_type(ty: &Type) -> DataType {
+    match *ty {
+        Type::BOOL => DataType::Boolean,
+        Type::INT2 => DataType::Int16,
+        Type::INT4 => DataType::Int32,
+        Type::INT8 => DataType::Int64,
+        Type::FLOAT4 => DataType::Float32,
+        Type::FLOAT8 => DataType::Float64,
+        Type::NUMERIC => DataType::Decimal128(38, 10),
+        Type::DATE => DataType::Date32,
+        Type::TIMESTAMP => DataType::Timestamp(TimeUnit::Microsecond, None),
+        Type::TIMESTAMPTZ => DataType::Timestamp(
+            TimeUnit::Microsecond,
+            Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.into()),
+        ),
+        _ => DataType::Utf8,
+    }
+}
+
+/// Days and microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
+const PG_EPOCH_DAYS: i32 = 10_957;
+const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
