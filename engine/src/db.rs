@@ -51,6 +51,8 @@ pub struct DatabaseOptions {
     pub recovery: RecoveryOptions,
     /// When checkpoints happen, and the WAL writer's pace.
     pub checkpoints: CheckpointOptions,
+    /// The background writer's settings.
+    pub bgwriter: crate::buffer::bgwriter::BgWriterOptions,
 }
 
 impl Default for DatabaseOptions {
@@ -69,6 +71,7 @@ impl Default for DatabaseOptions {
             wal: WalOptions::default(),
             recovery: RecoveryOptions::default(),
             checkpoints: CheckpointOptions::default(),
+            bgwriter: Default::default(),
         }
     }
 }
@@ -181,6 +184,7 @@ impl Database {
             }
         }
         Checkpointer::start_background(&db);
+        crate::buffer::bgwriter::start_background(&db, options.bgwriter);
         Ok(db)
     }
 

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use iolab_engine::aio::AioConfig;
+use iolab_engine::buffer::bgwriter::BgWriterOptions;
 use iolab_engine::db::{HugePageKind, HugePages};
 use iolab_engine::wal::checkpointer::CheckpointOptions;
 use iolab_engine::wal::recovery::RecoveryOptions;
@@ -152,6 +153,12 @@ fn run(cli: Cli) -> Result<(), String> {
                 settings.wal_writer_delay_ms() as u64
             ),
             log_checkpoints: settings.log_checkpoints(),
+            track_io_timing: settings.track_io_timing(),
+        },
+        bgwriter: BgWriterOptions {
+            delay: std::time::Duration::from_millis(settings.bgwriter_delay_ms() as u64),
+            lru_maxpages: settings.bgwriter_lru_maxpages().max(0) as usize,
+            lru_multiplier: settings.bgwriter_lru_multiplier(),
             track_io_timing: settings.track_io_timing(),
         },
         aio: AioConfig {

@@ -365,6 +365,19 @@ macro_rules! typed_getters {
         pub fn full_page_writes(&self) -> bool {
             self.value("full_page_writes").as_bool()
         }
+        /// `bgwriter_delay`: the background writer's sleep between rounds, in ms.
+        pub fn bgwriter_delay_ms(&self) -> i32 {
+            self.value("bgwriter_delay").as_int()
+        }
+        /// `bgwriter_lru_maxpages`: most buffers the background writer writes per round.
+        pub fn bgwriter_lru_maxpages(&self) -> i32 {
+            self.value("bgwriter_lru_maxpages").as_int()
+        }
+        /// `bgwriter_lru_multiplier`: how many buffers ahead of the expected allocations
+        /// the background writer cleans.
+        pub fn bgwriter_lru_multiplier(&self) -> f64 {
+            self.value("bgwriter_lru_multiplier").as_real()
+        }
         /// `wal_writer_delay`: time between the WAL writer's flushes, in ms.
         pub fn wal_writer_delay_ms(&self) -> i32 {
             self.value("wal_writer_delay").as_int()

@@ -902,6 +902,8 @@ pub struct IoStatsHub {
     pub database: crate::database::DatabaseCounters,
     /// `pg_stat_checkpointer`.
     pub checkpointer: crate::wal::CheckpointerCounters,
+    /// `pg_stat_bgwriter`.
+    pub bgwriter: crate::wal::BgwriterCounters,
     /// When the server started (`pg_postmaster_start_time()`): the hub is made with it.
     pub started: DateTime<Utc>,
 }
@@ -990,6 +992,7 @@ impl IoStatsHub {
             recovery_prefetch: Default::default(),
             database: Default::default(),
             checkpointer: Default::default(),
+            bgwriter: Default::default(),
             started: Utc::now(),
         }
     }

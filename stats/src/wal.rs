@@ -234,3 +234,48 @@ mod tests {
         assert_eq!(p.snapshot().skip_fpw, 0);
     }
 }
+
+/// `pg_stat_bgwriter`: the buffers the background writer wrote, the rounds it stopped at
+/// `bgwriter_lru_maxpages`, and the buffers the clock sweep handed out for new blocks
+/// (added by the background writer each round, as PostgreSQL's does).
+#[derive(Debug, Default)]
+pub struct BgwriterCounters {
+    pub buffers_clean: AtomicU64,
+    pub maxwritten_clean: AtomicU64,
+    pub buffers_alloc: AtomicU64,
+    stats_reset: ResetTime,
+}
+
+/// One reading of [`BgwriterCounters`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BgwriterSnapshot {
+    pub buffers_clean: u64,
+    pub maxwritten_clean: u64,
+    pub buffers_alloc: u64,
+    pub stats_reset: DateTime<Utc>,
+}
+
+impl BgwriterCounters {
+    fn all(&self) -> [&AtomicU64; 3] {
+        [
+            &self.buffers_clean,
+            &self.maxwritten_clean,
+            &self.buffers_alloc,
+        ]
+    }
+
+    pub fn snapshot(&self) -> BgwriterSnapshot {
+        let [clean, maxwritten, alloc] = self.all().map(|c| c.load(Ordering::Relaxed));
+        BgwriterSnapshot {
+            buffers_clean: clean,
+            maxwritten_clean: maxwritten,
+            buffers_alloc: alloc,
+            stats_reset: self.stats_reset.get(),
+        }
+    }
+
+    /// `pg_stat_reset_shared('bgwriter')`.
+    pub fn reset(&self) {
+        self.stats_reset.reset(&self.all());
+    }
+}

@@ -340,8 +340,20 @@ pub struct BufferPool {
     mapping: Box<[Mutex<MappingPartition>]>,
     /// Ever-increasing clock position; the frame under the hand is `hand % nbuffers`.
     clock_hand: AtomicU64,
+    /// Buffers the clock sweep has handed out (`pg_stat_bgwriter.buffers_alloc`).
+    allocations: AtomicU64,
     /// The WAL flushed up to a page's LSN before the page is written (WAL before data).
     wal: std::sync::OnceLock<Arc<crate::wal::Wal>>,
+}
+
+/// What one walk of the background writer did ([`BufferPool::clean_ahead`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CleanedAhead {
+    /// The clock position the next walk starts from.
+    pub next: u64,
+    pub written: usize,
+    /// It stopped at its most writes.
+    pub hit_limit: bool,
 }
 
 impl std::fmt::Debug for BufferPool {
@@ -379,6 +391,7 @@ impl BufferPool {
             descs,
             mapping,
             clock_hand: AtomicU64::new(0),
+            allocations: AtomicU64::new(0),
             wal: std::sync::OnceLock::new(),
         })
     }
@@ -897,6 +910,7 @@ impl BufferPool {
                 ) {
                     Ok(_) if taken => {
                         debug_assert!(old & IO_IN_PROGRESS == 0, "unpinned buffer doing I/O");
+                        self.allocations.fetch_add(1, Ordering::Relaxed);
                         return Ok(id);
                     }
                     Ok(_) => {
@@ -907,6 +921,56 @@ impl BufferPool {
                 }
             }
         }
+    }
+
+    /// Buffers the clock sweep has handed out so far.
+    pub fn buffers_alloc(&self) -> u64 {
+        self.allocations.load(Ordering::Relaxed)
+    }
+
+    /// The background writer's walk ahead of the clock hand (see `bgwriter`): from clock
+    /// position `from` (or the hand, if the hand has passed it) until `want` reusable
+    /// buffers (unpinned, usage count 0) were seen and at least `min_scan` buffers looked
+    /// at, never more than one lap ahead of the hand; the dirty reusable ones are written,
+    /// at most `max_writes`, counted in `acct`.
+    pub fn clean_ahead(
+        &self,
+        from: u64,
+        want: usize,
+        min_scan: usize,
+        max_writes: usize,
+        acct: &mut IoAccount,
+    ) -> Result<CleanedAhead, PgError> {
+        let nbuffers = self.nbuffers() as u64;
+        let hand = self.clock_hand.load(Ordering::Relaxed);
+        let mut round = CleanedAhead {
+            next: from.max(hand),
+            written: 0,
+            hit_limit: false,
+        };
+        let (mut seen, mut reusable) = (0, 0);
+        while round.next < hand + nbuffers && (reusable < want || seen < min_scan) {
+            let id = (round.next % nbuffers) as BufferId;
+            let desc = self.desc(id);
+            let state = desc.state.load(Ordering::Acquire);
+            if refcount(state) == 0 && usage_count(state) == 0 {
+                if state & (VALID | DIRTY) == (VALID | DIRTY) {
+                    if round.written >= max_writes {
+                        round.hit_limit = true;
+                        break;
+                    }
+                    if desc.try_pin_unpinned(0) {
+                        let wrote = self.write_pinned(id, Some((&mut *acct, None)));
+                        self.unpin(id);
+                        round.written += usize::from(wrote?);
+                    }
+                }
+                reusable += 1;
+            }
+            round.next += 1;
+            seen += 1;
+        }
+        Ok(round)
     }
 
     /// Lock the mapping partitions `a` and `b` in index order (once if equal).
@@ -2363,6 +2427,54 @@ mod tests {
         rel.read_block(5, &mut page).unwrap();
         page_verify(&page, 5).unwrap();
         assert_eq!(counter_of(&page), 1);
+    }
+
+    #[test]
+    fn the_background_writer_cleans_unpinned_unused_dirty_buffers_ahead_of_the_hand() {
+        let dir = TempDir::new("pool-clean-ahead");
+        let rel = make_rel(&dir, 1501, 8);
+        let pool = BufferPool::new(16);
+        let mut usage = IoAccount::default();
+        let mut ids = Vec::new();
+        for blkno in 0..8 {
+            let buffer = read(&pool, &rel, blkno, &mut usage);
+            bump_counter(&buffer, &mut usage);
+            ids.push(buffer.buffer_id());
+        }
+        // The clock sweep has passed blocks 0..6 (usage count 0); 6 and 7 were just used.
+        for &id in &ids[..6] {
+            pool.desc(id).state.fetch_sub(USAGE_ONE, Ordering::AcqRel);
+        }
+        let pinned = read(&pool, &rel, 5, &mut usage);
+        let hand = pool.clock_hand.load(Ordering::Relaxed);
+        let mut writer = IoAccount::default();
+        // At most 3 writes: it stops there, and the next walk goes on from that buffer.
+        let first = pool.clean_ahead(0, 100, 0, 3, &mut writer).unwrap();
+        assert_eq!((first.written, first.hit_limit), (3, true));
+        assert!(first.next >= hand && first.next < hand + 16, "{first:?}");
+        let second = pool
+            .clean_ahead(first.next, 100, 0, 100, &mut writer)
+            .unwrap();
+        assert_eq!((second.written, second.hit_limit), (2, false));
+        assert_eq!(second.next, hand + 16, "never more than one lap ahead");
+        assert_eq!(writer.shared_written, 5);
+        // Written: 0..5; left dirty: the pinned block 5 and the used blocks 6 and 7.
+        assert_eq!(pool.stats().dirty, 3);
+        drop(pinned);
+        let mut page = vec![0u8; BLCKSZ];
+        for blkno in 0..8 {
+            rel.read_block(blkno, &mut page).unwrap();
+            assert_eq!(
+                counter_of(&page),
+                u64::from(blkno < 5),
+                "block {blkno} on disk"
+            );
+        }
+        // Nothing reusable needed and no walk asked for: it looks at nothing.
+        let idle = pool
+            .clean_ahead(second.next, 0, 0, 100, &mut writer)
+            .unwrap();
+        assert_eq!((idle.next, idle.written), (hand + 16, 0));
     }
 
     #[test]

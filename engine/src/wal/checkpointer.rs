@@ -206,6 +206,11 @@ impl Checkpointer {
 
     /// Starts the background thread (WAL writer and checkpoints when due); it ends when
     /// the database is dropped or shut down.
+    /// Whether it has stopped (the server is shutting down).
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
     pub fn start_background(db: &Arc<Database>) {
         let weak = Arc::downgrade(db);
         let delay = db.checkpointer.options.wal_writer_delay;

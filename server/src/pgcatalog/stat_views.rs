@@ -12,7 +12,8 @@
 //! | `pg_stat_recovery_prefetch` (view), `pg_stat_get_recovery_prefetch()` | one, see `wal` |
 //! | `pg_stat_database` | the shared objects' and `postgres`', see `stat_database` |
 //! | `pg_stat_checkpointer` | one: checkpoints by time and by request, done, write and sync time, buffers written |
-//! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, `pg_stat_wal` for `wal`, `pg_stat_recovery_prefetch` for `recovery_prefetch`, `pg_stat_checkpointer` for `checkpointer`, iolab's `pg_stat_aio` for `aio`, all of them for NULL / no argument |
+//! | `pg_stat_bgwriter` | one: buffers the background writer wrote, rounds it stopped at `bgwriter_lru_maxpages`, buffers allocated |
+//! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, `pg_stat_wal` for `wal`, `pg_stat_recovery_prefetch` for `recovery_prefetch`, `pg_stat_checkpointer` for `checkpointer`, `pg_stat_bgwriter` for `bgwriter`, iolab's `pg_stat_aio` for `aio`, all of them for NULL / no argument |
 //! | `pg_stat_reset_backend_stats(pid)` | resets one process's statistics |
 //! | `pg_stat_force_next_flush()` | nothing: iolab's counters are shared as they count |
 //! | `pg_statio_{all,user}_{tables,indexes}`, `pg_stat_{all,user}_{tables,indexes}`, `pg_stat_reset()` | per table and index, see `relation_stats` |
@@ -85,10 +86,11 @@ pub(super) enum Which {
     RecoveryPrefetch,
     Database,
     Checkpointer,
+    Bgwriter,
 }
 
 impl Which {
-    const VIEWS: [(&'static str, Which); 18] = [
+    const VIEWS: [(&'static str, Which); 19] = [
         ("pg_stat_io", Which::Io),
         ("pg_aios", Which::Aios),
         ("pg_stat_aio", Which::Aio),
@@ -107,6 +109,7 @@ impl Which {
         ("pg_stat_recovery_prefetch", Which::RecoveryPrefetch),
         ("pg_stat_database", Which::Database),
         ("pg_stat_checkpointer", Which::Checkpointer),
+        ("pg_stat_bgwriter", Which::Bgwriter),
     ];
 
     pub(super) fn name(self) -> &'static str {
@@ -137,6 +140,7 @@ impl Which {
             Which::RecoveryPrefetch => wal::pg_stat_recovery_prefetch_schema(),
             Which::Database => stat_database::schema(),
             Which::Checkpointer => wal::pg_stat_checkpointer_schema(),
+            Which::Bgwriter => wal::pg_stat_bgwriter_schema(),
         }
     }
 
@@ -171,6 +175,7 @@ impl Which {
             Which::RecoveryPrefetch => wal::pg_stat_recovery_prefetch_batch(db)?,
             Which::Database => stat_database::batch(db)?,
             Which::Checkpointer => wal::pg_stat_checkpointer_batch(db)?,
+            Which::Bgwriter => wal::pg_stat_bgwriter_batch(db)?,
             // Long (an hour of samples): only the projected columns are built.
             Which::IoHistory => return stat_aio::pg_stat_io_history_batch(db, projection, range),
             Which::AioHistory => return stat_aio::pg_stat_aio_history_batch(db, projection, range),
@@ -442,12 +447,14 @@ fn reset_shared(hub: &IoStatsHub, target: Option<&str>) -> Result<()> {
             hub.wal.reset();
             hub.recovery_prefetch.reset();
             hub.checkpointer.reset();
+            hub.bgwriter.reset();
         }
         Some("io") => hub.reset_shared_io(),
         Some("aio") => hub.reset_shared_aio(),
         Some("wal") => hub.wal.reset(),
         Some("recovery_prefetch") => hub.recovery_prefetch.reset(),
         Some("checkpointer") => hub.checkpointer.reset(),
+        Some("bgwriter") => hub.bgwriter.reset(),
         Some(t) if RESET_TARGETS.contains(&t) => {}
         Some(t) => {
             let quoted: Vec<String> = RESET_TARGETS.iter().map(|t| format!("\"{t}\"")).collect();

@@ -57,6 +57,16 @@ pub fn pg_stat_checkpointer_schema() -> SchemaRef {
     SCHEMA.clone()
 }
 
+pub fn pg_stat_bgwriter_schema() -> SchemaRef {
+    static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+        schema_of(&parse_columns(
+            "buffers_clean bigint, maxwritten_clean bigint, buffers_alloc bigint, \
+             stats_reset timestamp with time zone",
+        ))
+    });
+    SCHEMA.clone()
+}
+
 pub fn pg_stat_recovery_prefetch_schema() -> SchemaRef {
     static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         schema_of(&parse_columns(
@@ -109,6 +119,20 @@ pub fn pg_stat_checkpointer_batch(db: &Database) -> Result<RecordBatch> {
             bigint(c.buffers_written),
             V::Int(0),
             V::Int(c.stats_reset.timestamp_micros()),
+        ]],
+    )
+}
+
+/// `pg_stat_bgwriter`'s one row.
+pub fn pg_stat_bgwriter_batch(db: &Database) -> Result<RecordBatch> {
+    let b = db.io_stats.bgwriter.snapshot();
+    build_batch(
+        &pg_stat_bgwriter_schema(),
+        &[vec![
+            bigint(b.buffers_clean),
+            bigint(b.maxwritten_clean),
+            bigint(b.buffers_alloc),
+            V::Int(b.stats_reset.timestamp_micros()),
         ]],
     )
 }
