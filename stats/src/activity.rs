@@ -54,10 +54,13 @@ pub enum WaitEvent {
     AioIoUringExecution,
     /// An idle client session waiting for its client (shown for state `idle…`).
     ClientRead,
+    /// Waiting for another transaction to end (a row it is changing or locking, a key it
+    /// is inserting).
+    LockTransactionId,
 }
 
 impl WaitEvent {
-    const ALL: [WaitEvent; 10] = [
+    const ALL: [WaitEvent; 11] = [
         WaitEvent::None,
         WaitEvent::DataFileRead,
         WaitEvent::DataFileWrite,
@@ -68,6 +71,7 @@ impl WaitEvent {
         WaitEvent::AioIoUringSubmit,
         WaitEvent::AioIoUringExecution,
         WaitEvent::ClientRead,
+        WaitEvent::LockTransactionId,
     ];
 
     /// `pg_stat_activity.wait_event_type`; `None` when not waiting.
@@ -75,6 +79,7 @@ impl WaitEvent {
         match self {
             WaitEvent::None => None,
             WaitEvent::ClientRead => Some("Client"),
+            WaitEvent::LockTransactionId => Some("Lock"),
             _ => Some("IO"),
         }
     }
@@ -92,6 +97,7 @@ impl WaitEvent {
             WaitEvent::AioIoUringSubmit => "AioIoUringSubmit",
             WaitEvent::AioIoUringExecution => "AioIoUringExecution",
             WaitEvent::ClientRead => "ClientRead",
+            WaitEvent::LockTransactionId => "transactionid",
         })
     }
 

@@ -296,3 +296,76 @@ async fn refusals_as_in_postgres() {
     }
     assert_eq!(int(&a, "SELECT count(*) FROM jobs").await, 6);
 }
+
+/// A writer waiting for a locker shows as PostgreSQL shows it: `Lock` / `transactionid`
+/// in `pg_stat_activity`, a ShareLock not granted on the locker's transaction id in
+/// `pg_locks` (beside each transaction's ExclusiveLock on its own), and the locker's pid
+/// in `pg_blocking_pids`; once the locker commits, all of it is gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wait_shows_in_pg_locks_and_pg_stat_activity() {
+    let server = TestServer::start("row-locks-pg-locks");
+    let (a, b) = jobs(&server).await;
+    let watcher = server.client().await;
+    exec(&a, "BEGIN; UPDATE jobs SET state = 'a' WHERE id = 1").await;
+    let a_pid = int(&a, "SELECT pg_backend_pid()").await;
+    let a_xid = int(
+        &a,
+        "SELECT backend_xid FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+    )
+    .await;
+    let b_pid = int(&b, "SELECT pg_backend_pid()").await;
+    let update = started_execute(b, "UPDATE jobs SET state = 'b' WHERE id = 1").await;
+    let waiting = rows(
+        &watcher,
+        &format!(
+            "SELECT wait_event_type, wait_event, pg_blocking_pids(pid)::text
+               FROM pg_stat_activity WHERE pid = {b_pid}"
+        ),
+    )
+    .await;
+    assert_eq!(
+        waiting,
+        [[
+            Some("Lock"),
+            Some("transactionid"),
+            Some(&*format!("{{{a_pid}}}"))
+        ]
+        .map(|v| v.map(String::from))]
+    );
+    let locks = rows(
+        &watcher,
+        "SELECT locktype, transactionid, pid, mode, granted, waitstart IS NOT NULL
+           FROM pg_locks ORDER BY granted, pid",
+    )
+    .await;
+    let row = |xid: i64, pid: i64, mode: &str, granted: &str, waits: &str| {
+        [
+            "transactionid",
+            &xid.to_string(),
+            &pid.to_string(),
+            mode,
+            granted,
+            waits,
+        ]
+        .map(|v| Some(v.to_string()))
+        .to_vec()
+    };
+    assert_eq!(locks[0], row(a_xid, b_pid, "ShareLock", "f", "t"));
+    assert!(
+        locks.contains(&row(a_xid, a_pid, "ExclusiveLock", "t", "f")),
+        "{locks:?}"
+    );
+    assert_eq!(locks.len(), 3, "B's own transaction id too: {locks:?}");
+    exec(&a, "COMMIT").await;
+    let (_, changed) = update.await.unwrap();
+    assert_eq!(changed, Ok(1));
+    assert_eq!(int(&watcher, "SELECT count(*) FROM pg_locks").await, 0);
+    assert_eq!(
+        int(
+            &watcher,
+            &format!("SELECT cardinality(pg_blocking_pids({b_pid}))")
+        )
+        .await,
+        0
+    );
+}

@@ -212,10 +212,7 @@ impl IndexMaintainer {
     }
 
     fn wait_for(&self, holder: crate::txn::Xid) -> PgResult<()> {
-        let ctx = &self.ctx;
-        ctx.db
-            .txns
-            .wait_for(ctx.xid, holder, &|| ctx.check_cancel())
+        self.ctx.wait_for_transaction(holder)
     }
 }
 
@@ -250,7 +247,7 @@ fn insert_unique(
             }
             Err(UniqueStop::WaitFor { holder, next }) => {
                 from += next;
-                db.txns.wait_for(ctx.xid, holder, &|| ctx.check_cancel())?;
+                ctx.wait_for_transaction(holder)?;
             }
         }
     }

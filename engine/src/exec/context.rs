@@ -173,6 +173,21 @@ impl StatementContext {
         self.cancel.check()
     }
 
+    /// Waits until transaction `holder` has ended (see `TransactionManager::wait_for`),
+    /// shown as `Lock` / `transactionid` in the session's `pg_stat_activity` row meanwhile.
+    pub fn wait_for_transaction(&self, holder: crate::txn::Xid) -> PgResult<()> {
+        let activity = self.db.io_stats.activity.get(self.pid);
+        let waiting = |event| {
+            if let Some(a) = &activity {
+                a.set_wait_event(event);
+            }
+        };
+        waiting(iolab_stats::WaitEvent::LockTransactionId);
+        let waited = (self.db.txns).wait_for(self.xid, holder, &|| self.check_cancel());
+        waiting(iolab_stats::WaitEvent::None);
+        waited
+    }
+
     pub fn add_usage(&self, usage: &BufferUsage) {
         self.usage.lock().add(usage);
     }

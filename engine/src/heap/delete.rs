@@ -36,7 +36,7 @@
 use std::sync::Arc;
 
 use iolab_catalog::{sqlstate, PgError, PgResult};
-use iolab_stats::RowChange;
+use iolab_stats::{RowChange, WaitEvent};
 
 use crate::accounting::IoAccount;
 use crate::buffer::PinnedBuffer;
@@ -240,7 +240,10 @@ impl HeapDeleter {
                 }
             };
             drop(buffer);
-            self.db.txns.wait_for(self.xid, holder, check_cancel)?;
+            self.acct.set_wait_event(WaitEvent::LockTransactionId);
+            let waited = self.db.txns.wait_for(self.xid, holder, check_cancel);
+            self.acct.set_wait_event(WaitEvent::None);
+            waited?;
         }
     }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use iolab_catalog::store::write_durably;
 use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_stats::BufferUsage;
@@ -20,6 +21,14 @@ use crate::wal::WalIoBy;
 
 /// How many xids are reserved in the horizon file at a time.
 const XID_RESERVATION: Xid = 4096;
+
+/// Transaction `waiter` waits since `since` for `holder` to end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransactionWait {
+    pub waiter: Xid,
+    pub holder: Xid,
+    pub since: DateTime<Utc>,
+}
 
 pub struct TransactionManager {
     clog: Arc<Clog>,
@@ -44,7 +53,7 @@ struct XidState {
     reserved_until: Xid,
     in_progress: BTreeSet<Xid>,
     /// Who waits for whom: `waiter → holder`, one entry per waiting transaction.
-    waits_for: HashMap<Xid, Xid>,
+    waits_for: HashMap<Xid, (Xid, DateTime<Utc>)>,
 }
 
 /// How often a waiting transaction looks at its statement's cancel flag.
@@ -196,7 +205,7 @@ impl TransactionManager {
         assert_ne!(waiter, holder, "a transaction never waits for itself");
         let mut state = self.state.lock();
         let mut next = holder;
-        while let Some(&further) = state.waits_for.get(&next) {
+        while let Some(&(further, _)) = state.waits_for.get(&next) {
             if further == waiter {
                 return Err(
                     PgError::new(sqlstate::T_R_DEADLOCK_DETECTED, "deadlock detected").with_detail(
@@ -209,7 +218,7 @@ impl TransactionManager {
             }
             next = further;
         }
-        let previous = state.waits_for.insert(waiter, holder);
+        let previous = state.waits_for.insert(waiter, (holder, Utc::now()));
         assert!(
             previous.is_none(),
             "xid {waiter} waits for one transaction at a time"
@@ -224,6 +233,17 @@ impl TransactionManager {
         }
         state.waits_for.remove(&waiter);
         result
+    }
+
+    /// The waits going on now (`pg_locks`), in no particular order.
+    pub fn waits(&self) -> Vec<TransactionWait> {
+        (self.state.lock().waits_for.iter())
+            .map(|(&waiter, &(holder, since))| TransactionWait {
+                waiter,
+                holder,
+                since,
+            })
+            .collect()
     }
 
     /// A snapshot for a statement of transaction `own_xid` (0 when it has none) at

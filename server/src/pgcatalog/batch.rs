@@ -24,10 +24,12 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     new_null_array, ArrayRef, BooleanArray, Decimal128Array, Float32Array, Float64Array,
-    Int16Array, Int16Builder, Int32Array, Int64Array, ListBuilder, StringArray, StringBuilder,
+    Int16Array, Int32Array, Int64Array, ListBuilder, PrimitiveBuilder, StringArray, StringBuilder,
     TimestampMicrosecondArray,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Field, Int16Type, Int32Type, Schema, SchemaRef, TimeUnit,
+};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::{DataFusionError, Result};
 
@@ -241,22 +243,10 @@ pub fn build_array(dt: &DataType, values: &[V]) -> Result<ArrayRef> {
                 }
                 Arc::new(b.finish())
             }
-            // `smallint[]` (`conkey`): a text array of numbers.
-            DataType::Int16 => {
-                let mut b = ListBuilder::new(Int16Builder::new());
-                for v in values {
-                    match v {
-                        V::TextArray(items) => {
-                            for s in items {
-                                b.values().append_option(s.parse::<i16>().ok());
-                            }
-                            b.append(true);
-                        }
-                        _ => b.append(false),
-                    }
-                }
-                Arc::new(b.finish())
-            }
+            // `smallint[]` (`conkey`), `integer[]` (`pg_blocking_pids`): text arrays of
+            // numbers.
+            DataType::Int16 => number_list::<Int16Type>(values),
+            DataType::Int32 => number_list::<Int32Type>(values),
             _ => new_null_array(dt, values.len()),
         },
         _ if values.iter().all(|v| *v == V::Null) => new_null_array(dt, values.len()),
@@ -266,6 +256,27 @@ pub fn build_array(dt: &DataType, values: &[V]) -> Result<ArrayRef> {
             )))
         }
     })
+}
+
+/// A list column of numbers of type `T` from text arrays of them (`V::TextArray`; any
+/// other value is a NULL list).
+fn number_list<T: ArrowPrimitiveType>(values: &[V]) -> ArrayRef
+where
+    T::Native: std::str::FromStr,
+{
+    let mut b = ListBuilder::new(PrimitiveBuilder::<T>::new());
+    for v in values {
+        match v {
+            V::TextArray(items) => {
+                for s in items {
+                    b.values().append_option(s.parse::<T::Native>().ok());
+                }
+                b.append(true);
+            }
+            _ => b.append(false),
+        }
+    }
+    Arc::new(b.finish())
 }
 
 /// A record batch of `schema` from rows of values (one `V` per column).

@@ -1108,6 +1108,7 @@ fn definitions() -> Vec<Def> {
     d.extend(super::sleep::functions());
     d.extend(super::prewarm::functions());
     d.extend(super::activity::signal_functions());
+    d.extend(super::locks::functions());
     d.extend(super::buffercache::scalar_functions());
     d.extend(super::format::functions());
     d.extend(super::sequence_functions::definitions());

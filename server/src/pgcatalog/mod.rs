@@ -37,6 +37,7 @@ pub mod constraint_rows;
 pub mod format;
 pub mod functions;
 pub mod info_schema;
+pub mod locks;
 pub mod oids;
 pub mod pg_stats;
 pub mod prewarm;

@@ -12,6 +12,7 @@
 //! | `pg_stat_recovery_prefetch` (view), `pg_stat_get_recovery_prefetch()` | one, see `wal` |
 //! | `pg_stat_database` | the shared objects' and `postgres`', see `stat_database` |
 //! | `pg_stat_checkpointer` | one: checkpoints by time and by request, done, write and sync time, buffers written |
+//! | `pg_locks` | one per transaction id held (ExclusiveLock) or waited for (ShareLock, not granted); see `locks` |
 //! | `pg_stat_bgwriter` | one: buffers the background writer wrote, rounds it stopped at `bgwriter_lru_maxpages`, buffers allocated |
 //! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, `pg_stat_wal` for `wal`, `pg_stat_recovery_prefetch` for `recovery_prefetch`, `pg_stat_checkpointer` for `checkpointer`, `pg_stat_bgwriter` for `bgwriter`, iolab's `pg_stat_aio` for `aio`, all of them for NULL / no argument |
 //! | `pg_stat_reset_backend_stats(pid)` | resets one process's statistics |
@@ -87,10 +88,11 @@ pub(super) enum Which {
     Database,
     Checkpointer,
     Bgwriter,
+    Locks,
 }
 
 impl Which {
-    const VIEWS: [(&'static str, Which); 19] = [
+    const VIEWS: [(&'static str, Which); 20] = [
         ("pg_stat_io", Which::Io),
         ("pg_aios", Which::Aios),
         ("pg_stat_aio", Which::Aio),
@@ -110,6 +112,7 @@ impl Which {
         ("pg_stat_database", Which::Database),
         ("pg_stat_checkpointer", Which::Checkpointer),
         ("pg_stat_bgwriter", Which::Bgwriter),
+        ("pg_locks", Which::Locks),
     ];
 
     pub(super) fn name(self) -> &'static str {
@@ -141,6 +144,7 @@ impl Which {
             Which::Database => stat_database::schema(),
             Which::Checkpointer => wal::pg_stat_checkpointer_schema(),
             Which::Bgwriter => wal::pg_stat_bgwriter_schema(),
+            Which::Locks => super::locks::schema(),
         }
     }
 
@@ -176,6 +180,7 @@ impl Which {
             Which::Database => stat_database::batch(db)?,
             Which::Checkpointer => wal::pg_stat_checkpointer_batch(db)?,
             Which::Bgwriter => wal::pg_stat_bgwriter_batch(db)?,
+            Which::Locks => super::locks::batch(db)?,
             // Long (an hour of samples): only the projected columns are built.
             Which::IoHistory => return stat_aio::pg_stat_io_history_batch(db, projection, range),
             Which::AioHistory => return stat_aio::pg_stat_aio_history_batch(db, projection, range),
