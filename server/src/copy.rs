@@ -14,10 +14,12 @@ use datafusion::sql::sqlparser::ast::{
     self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
 };
 use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
+use iolab_engine::exec::context::ProgressReport;
 use iolab_engine::heap::heapam::HeapInserter;
 use iolab_engine::values::{
     ColumnParser, CopyEncoder, CopyFormat, CopyOptions, CopyParser, TextFormat,
 };
+use iolab_stats::progress::{copy as copy_progress, ProgressCommand};
 
 use crate::session::Session;
 use crate::sql::ddl::{ident_name, split_name};
@@ -42,6 +44,9 @@ pub struct CopyIn {
     defaults: crate::sql::defaults::Defaults,
     /// The first error; data after it is ignored.
     error: Option<PgError>,
+    /// `pg_stat_progress_copy`'s row, ended with the COPY.
+    progress: ProgressReport,
+    bytes: u64,
 }
 
 /// Starts a COPY statement.
@@ -108,6 +113,9 @@ pub async fn start(
     let inserter = crate::sql::insert::table_inserter(&run, &table)?;
     let defaults = crate::sql::defaults::Defaults::for_statement(&run, &table, &targets).await?;
     let ncols = targets.len();
+    let progress = run.ctx.report_progress(ProgressCommand::Copy, table.oid);
+    progress.set(copy_progress::COMMAND, copy_progress::FROM);
+    progress.set(copy_progress::TYPE, copy_progress::PIPE);
     let mut copy = CopyIn {
         run,
         guard: Some(guard),
@@ -118,6 +126,8 @@ pub async fn start(
         inserter,
         defaults,
         error: None,
+        progress,
+        bytes: 0,
     };
     match target {
         CopyTarget::Stdin => {
@@ -131,6 +141,9 @@ pub async fn start(
                     &e,
                 )
             })?;
+            copy.progress.set(copy_progress::TYPE, copy_progress::FILE);
+            let size = file.metadata().map_or(0, |m| m.len());
+            copy.progress.set(copy_progress::BYTES_TOTAL, size);
             let mut reader = std::io::BufReader::with_capacity(FILE_CHUNK_BYTES, file);
             loop {
                 use std::io::BufRead;
@@ -160,6 +173,9 @@ impl CopyIn {
             return;
         }
         self.parser.feed(chunk);
+        self.bytes += chunk.len() as u64;
+        self.progress
+            .set(copy_progress::BYTES_PROCESSED, self.bytes);
         if let Err(e) = self.drain_rows() {
             self.error = Some(e);
         }
@@ -214,6 +230,8 @@ impl CopyIn {
         )?;
         let before = self.inserter.inserted;
         tokio::task::block_in_place(|| self.inserter.insert_arrays(&full, rows))?;
+        self.progress
+            .set(copy_progress::TUPLES_PROCESSED, self.inserter.inserted);
         if before / PROGRESS_EVERY_ROWS != self.inserter.inserted / PROGRESS_EVERY_ROWS {
             tracing::info!(table = %self.table.name, rows = self.inserter.inserted, "COPY in progress");
         }

@@ -163,6 +163,8 @@ pub struct BackendActivity {
     signals: Option<Box<dyn BackendSignals>>,
     /// `pg_terminate_backend` was sent to it (`pg_stat_database.sessions_killed`).
     terminated: std::sync::atomic::AtomicBool,
+    /// Its long command's progress (`pg_stat_progress_*`).
+    pub progress: crate::progress::Progress,
 }
 
 impl std::fmt::Debug for BackendActivity {
@@ -212,6 +214,7 @@ impl BackendActivity {
             }),
             signals,
             terminated: Default::default(),
+            progress: Default::default(),
         }
     }
 

@@ -25,6 +25,7 @@ pub mod aio;
 pub mod database;
 pub mod history;
 pub mod io;
+pub mod progress;
 pub mod relation;
 pub mod usage;
 pub mod views;

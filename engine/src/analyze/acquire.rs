@@ -27,9 +27,11 @@
 use std::sync::Arc;
 
 use iolab_catalog::{PgResult, TableDef};
+use iolab_stats::progress::analyze;
 
 use crate::accounting::IoAccount;
 use crate::buffer::{BufferRing, RingKind};
+use crate::exec::context::ProgressReport;
 use crate::exec::StatementContext;
 use crate::heap::tuple;
 use crate::storage::page;
@@ -89,6 +91,7 @@ fn scan_tuples(
     rel: Arc<RelFile>,
     ring_buffers: usize,
     source: impl FnMut() -> Option<(u32, ())> + Send + 'static,
+    progress: &ProgressReport,
     mut visit: impl FnMut(u32, u16, &[u8], TupleState),
 ) -> PgResult<(u32, IoAccount)> {
     let config = ctx.stream_config(true, false);
@@ -106,6 +109,7 @@ fn scan_tuples(
     while let Some((buffer, ())) = stream.next_buffer()? {
         ctx.check_cancel()?;
         blocks += 1;
+        progress.set(analyze::SAMPLE_BLKS_SCANNED, blocks);
         let blkno = buffer.blkno();
         let page = buffer.page();
         if page::page_is_new(&page) {
@@ -158,6 +162,7 @@ pub fn acquire_sample_rows(
     targrows: usize,
     ring_buffers: usize,
     rng: &mut Prng,
+    progress: &ProgressReport,
 ) -> PgResult<Sample> {
     assert!(targrows > 0, "a sample of at least one row");
     let rel = ctx.db.relfile(table.relfilenode)?;
@@ -167,6 +172,8 @@ pub fn acquire_sample_rows(
         u32::try_from(targrows).unwrap_or(u32::MAX),
         Prng::seeded(rng.next_u64()),
     );
+    progress.set(analyze::PHASE, analyze::ACQUIRING_SAMPLE_ROWS);
+    progress.set(analyze::SAMPLE_BLKS_TOTAL, sampler.sample_size());
     let mut reservoir: Reservoir<SampledRow> =
         Reservoir::new(targrows, Prng::seeded(rng.next_u64()));
     let (mut live_rows, mut dead_rows) = (0f64, 0f64);
@@ -175,6 +182,7 @@ pub fn acquire_sample_rows(
         rel,
         ring_buffers,
         move || sampler.next().map(|b| (b, ())),
+        progress,
         |blkno, offset, t, state| match state {
             TupleState::Live => {
                 live_rows += 1.0;

@@ -58,6 +58,7 @@ use crate::heap::codec::{Datum, TupleLayout};
 
 use acquire::{acquire_sample_rows, SampledRow};
 use compute::{compute_column_stats, pg_numeric_stored_size, varlena_stored_size, SampledValue};
+use iolab_stats::progress::{analyze, ProgressCommand};
 use report::{PhaseUsage, ResourceUsage, VacuumCounts};
 use sampling::Prng;
 
@@ -112,7 +113,10 @@ pub fn analyze_table(
         Some(seed) => Prng::seeded(seed),
         None => Prng::from_entropy(),
     };
-    let sample = acquire_sample_rows(ctx, table, targrows, options.ring_buffers, &mut rng)?;
+    let progress = ctx.report_progress(ProgressCommand::Analyze, table.oid);
+    let ring_buffers = options.ring_buffers;
+    let sample = acquire_sample_rows(ctx, table, targrows, ring_buffers, &mut rng, &progress)?;
+    progress.set(analyze::PHASE, analyze::COMPUTING_STATISTICS);
     messages.push(report::sample_summary(
         &table.name,
         sample.blocks_scanned,
@@ -140,6 +144,7 @@ pub fn analyze_table(
             }
         }
     }
+    progress.set(analyze::PHASE, analyze::FINALIZING);
     ctx.db.catalog.record_analyze(
         table.oid,
         sample.total_blocks,

@@ -24,13 +24,14 @@
 //! still see).
 
 use iolab_catalog::{PgResult, TableDef};
+use iolab_stats::progress::{vacuum, ProgressCommand};
 
 use crate::accounting::IoAccount;
 use crate::analyze::acquire::maintenance_ring;
 use crate::bitmap::tidbitmap::MAX_TUPLES_PER_PAGE;
 use crate::btree::vacuum::IndexVacuumed;
 use crate::btree::{BtreeIndex, Tid};
-use crate::exec::context::StatementContext;
+use crate::exec::context::{ProgressReport, StatementContext};
 use crate::heap::prune::{page_all_visible, prune_page, set_unused, StatusCache};
 use crate::heap::visibility_map::{clear_all_visible, VisibilityMap};
 use crate::storage::page;
@@ -57,6 +58,8 @@ pub struct HeapVacuumed {
     pub pages_set_all_visible: u32,
     /// Rounds of phases 2 and 3.
     pub index_scans: u32,
+    /// Pages whose dead line pointers were made unused after the indexes'.
+    pub heap_blks_vacuumed: u64,
     /// Each index's name and what its last round did (pages) and all rounds removed.
     pub indexes: Vec<(String, IndexVacuumed)>,
     pub acct: IoAccount,
@@ -80,6 +83,15 @@ pub fn vacuum_heap(
         .map(|def| BtreeIndex::open(&ctx.db, def))
         .collect::<PgResult<Vec<_>>>()?;
     let total_blocks = rel.nblocks();
+    let max_dead_items = (maintenance_work_mem_kb * 1024 / BYTES_PER_DEAD_ITEM).max(1);
+    let progress = ctx.report_progress(ProgressCommand::Vacuum, table.oid);
+    progress.set(vacuum::PHASE, vacuum::SCANNING_HEAP);
+    progress.set(vacuum::HEAP_BLKS_TOTAL, total_blocks);
+    progress.set(
+        vacuum::MAX_DEAD_TUPLE_BYTES,
+        max_dead_items * BYTES_PER_DEAD_ITEM,
+    );
+    progress.set(vacuum::INDEXES_TOTAL, indexes.len());
     // Long runs of all-visible pages are not read.
     let skip = ctx.db.vm.skippable(table.relfilenode, total_blocks);
     let mut next = 0u32;
@@ -101,7 +113,6 @@ pub fn vacuum_heap(
         },
     );
     let mut clog = StatusCache::new(ctx.db.txns.clog().clone());
-    let max_dead_items = (maintenance_work_mem_kb * 1024 / BYTES_PER_DEAD_ITEM).max(1);
     let mut done = HeapVacuumed {
         total_blocks,
         blocks_scanned: 0,
@@ -112,6 +123,7 @@ pub fn vacuum_heap(
         dead_items: 0,
         pages_set_all_visible: 0,
         index_scans: 0,
+        heap_blks_vacuumed: 0,
         indexes: indexes
             .iter()
             .map(|i| (i.name().to_string(), IndexVacuumed::default()))
@@ -129,11 +141,13 @@ pub fn vacuum_heap(
         horizon,
         clog: StatusCache::new(ctx.db.txns.clog().clone()),
         before: vec![0u8; page::BLCKSZ].into_boxed_slice(),
+        progress: &progress,
     };
     let mut before = vec![0u8; page::BLCKSZ];
     while let Some((buffer, ())) = stream.next_buffer()? {
         ctx.check_cancel()?;
         done.blocks_scanned += 1;
+        progress.set(vacuum::HEAP_BLKS_SCANNED, buffer.blkno() + 1);
         let set_before = done.pages_set_all_visible;
         let (pruned, room) = {
             let mut page = buffer.page_mut();
@@ -172,15 +186,22 @@ pub fn vacuum_heap(
             done.dead_items += pruned.dead_items.len() as u64;
             waiting_items += pruned.dead_items.len();
             waiting.push((blkno, pruned.dead_items));
+            progress.set(vacuum::NUM_DEAD_ITEM_IDS, waiting_items);
+            progress.set(
+                vacuum::DEAD_TUPLE_BYTES,
+                waiting_items * BYTES_PER_DEAD_ITEM,
+            );
         }
         if waiting_items >= max_dead_items {
             cleaner.clean(&mut waiting, &mut done, &mut stream.acct)?;
             waiting_items = 0;
         }
     }
+    progress.set(vacuum::HEAP_BLKS_SCANNED, total_blocks);
     if !waiting.is_empty() {
         cleaner.clean(&mut waiting, &mut done, &mut stream.acct)?;
     }
+    progress.set(vacuum::PHASE, vacuum::FINAL_CLEANUP);
     done.acct = std::mem::take(&mut stream.acct);
     drop(stream);
     done.acct.flush();
@@ -217,6 +238,7 @@ struct Cleaner<'a> {
     clog: StatusCache,
     /// A page as it was before the change being logged.
     before: Box<[u8]>,
+    progress: &'a ProgressReport,
 }
 
 impl Cleaner<'_> {
@@ -230,16 +252,24 @@ impl Cleaner<'_> {
             .iter()
             .flat_map(|(blkno, offsets)| offsets.iter().map(move |&off| (*blkno, off)))
             .collect();
-        for (index, (_, vacuumed)) in self.indexes.iter().zip(done.indexes.iter_mut()) {
+        let progress = self.progress;
+        progress.set(vacuum::PHASE, vacuum::VACUUMING_INDEXES);
+        for (n, (index, (_, vacuumed))) in
+            (self.indexes.iter().zip(done.indexes.iter_mut())).enumerate()
+        {
             self.ctx.check_cancel()?;
             let mut ring = maintenance_ring(self.ring_buffers);
             let pass = index.bulk_delete(&tids, ring.as_mut(), acct)?;
             vacuumed.pages = pass.pages;
             vacuumed.removed += pass.removed;
+            progress.set(vacuum::INDEXES_PROCESSED, n + 1);
         }
+        progress.set(vacuum::PHASE, vacuum::VACUUMING_HEAP);
         let mut ring = maintenance_ring(self.ring_buffers);
         for (blkno, offsets) in waiting.drain(..) {
             self.ctx.check_cancel()?;
+            done.heap_blks_vacuumed += 1;
+            progress.set(vacuum::HEAP_BLKS_VACUUMED, done.heap_blks_vacuumed);
             let buffer = self
                 .ctx
                 .db
@@ -261,6 +291,11 @@ impl Cleaner<'_> {
             self.ctx.db.fsm.record(self.rel.relfilenode(), blkno, room);
         }
         done.index_scans += 1;
+        progress.set(vacuum::INDEX_VACUUM_COUNT, done.index_scans);
+        progress.set(vacuum::INDEXES_PROCESSED, 0);
+        progress.set(vacuum::NUM_DEAD_ITEM_IDS, 0);
+        progress.set(vacuum::DEAD_TUPLE_BYTES, 0);
+        progress.set(vacuum::PHASE, vacuum::SCANNING_HEAP);
         Ok(())
     }
 }

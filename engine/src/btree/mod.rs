@@ -92,6 +92,7 @@ pub use key::{Key, KeyKind};
 pub use maintain::IndexMaintainer;
 pub use scan::BtreeScan;
 
+use iolab_stats::progress::{create_index, ProgressCommand};
 use iolab_stats::BackendType;
 
 use crate::accounting::{IoAccount, StatsSink};
@@ -305,11 +306,22 @@ fn build_file(
             "CREATE INDEX in progress: {phase}"
         );
     };
+    let progress = ctx.report_progress(ProgressCommand::CreateIndex, table.oid);
+    progress.set(create_index::INDEX_RELID, def.oid);
+    progress.set(create_index::PHASE, create_index::SCANNING_TABLE);
+    progress.set(create_index::BLOCKS_TOTAL, source.rel.nblocks());
     let result: PgResult<LoadStats> = (|| {
+        // Asked once per block.
+        let blocks_done = std::cell::Cell::new(0u64);
+        let each_block = || {
+            blocks_done.set(blocks_done.get() + 1);
+            progress.set(create_index::BLOCKS_DONE, blocks_done.get());
+            ctx.check_cancel()
+        };
         let mut entries = build::scan_heap(
             &source,
             &mut acct,
-            &|| ctx.check_cancel(),
+            &each_block,
             &mut |n| log_progress("scanning table", n),
             None,
         )?;
@@ -317,6 +329,8 @@ fn build_file(
         if big {
             log_progress("sorting", entries.len() as u64);
         }
+        progress.set(create_index::PHASE, create_index::SORTING);
+        progress.set(create_index::TUPLES_TOTAL, entries.len());
         entries.sort();
         ctx.check_cancel()?;
         if def.unique {
@@ -328,9 +342,11 @@ fn build_file(
             unique::check_build(&index, column, &entries, &mut judge, &mut acct)?;
         }
         let mut loader = build::BtreeLoader::new(&index, &table.name, &mut acct)?;
+        progress.set(create_index::PHASE, create_index::LOADING);
         for i in 0..entries.len() {
             if i.is_multiple_of(4096) {
                 ctx.check_cancel()?;
+                progress.set(create_index::TUPLES_DONE, i);
             }
             if i > 0 && (i as u64).is_multiple_of(PROGRESS_EVERY_ENTRIES) {
                 log_progress("loading", i as u64);
@@ -339,6 +355,7 @@ fn build_file(
             loader.add(&key, tid)?;
         }
         let stats = loader.finish()?;
+        progress.set(create_index::TUPLES_DONE, entries.len());
         drop(entries);
         // Written and fsynced now: a crash after CREATE INDEX returns must not lose pages
         // the catalog says exist.

@@ -173,6 +173,20 @@ impl StatementContext {
         self.cancel.check()
     }
 
+    /// The session's progress report for long command `command` on relation `relid`
+    /// (`pg_stat_progress_*`), ended when dropped.
+    pub fn report_progress(
+        &self,
+        command: iolab_stats::progress::ProgressCommand,
+        relid: u32,
+    ) -> ProgressReport {
+        let activity = self.db.io_stats.activity.get(self.pid);
+        if let Some(a) = &activity {
+            a.progress.start(command, relid);
+        }
+        ProgressReport(activity)
+    }
+
     /// Waits until transaction `holder` has ended (see `TransactionManager::wait_for`),
     /// shown as `Lock` / `transactionid` in the session's `pg_stat_activity` row meanwhile.
     pub fn wait_for_transaction(&self, holder: crate::txn::Xid) -> PgResult<()> {
@@ -190,5 +204,26 @@ impl StatementContext {
 
     pub fn add_usage(&self, usage: &BufferUsage) {
         self.usage.lock().add(usage);
+    }
+}
+
+/// A long command's progress in its session's `pg_stat_progress_*` row, from
+/// [`StatementContext::report_progress`] until dropped (on error too).
+pub struct ProgressReport(Option<Arc<iolab_stats::BackendActivity>>);
+
+impl ProgressReport {
+    /// Sets parameter `param` (numbered as in `iolab_stats::progress`).
+    pub fn set(&self, param: usize, value: impl TryInto<i64>) {
+        if let Some(a) = &self.0 {
+            a.progress.set(param, value.try_into().unwrap_or(i64::MAX));
+        }
+    }
+}
+
+impl Drop for ProgressReport {
+    fn drop(&mut self) {
+        if let Some(a) = &self.0 {
+            a.progress.end();
+        }
     }
 }

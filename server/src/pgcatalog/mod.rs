@@ -41,6 +41,7 @@ pub mod locks;
 pub mod oids;
 pub mod pg_stats;
 pub mod prewarm;
+pub mod progress;
 pub mod psql;
 pub mod relation_stats;
 pub mod rewrite;

@@ -13,6 +13,7 @@
 //! | `pg_stat_database` | the shared objects' and `postgres`', see `stat_database` |
 //! | `pg_stat_checkpointer` | one: checkpoints by time and by request, done, write and sync time, buffers written |
 //! | `pg_locks` | one per transaction id held (ExclusiveLock) or waited for (ShareLock, not granted); see `locks` |
+//! | `pg_stat_progress_vacuum`, `_analyze`, `_create_index`, `_copy` | one per session running the command; see `progress` |
 //! | `pg_stat_bgwriter` | one: buffers the background writer wrote, rounds it stopped at `bgwriter_lru_maxpages`, buffers allocated |
 //! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, `pg_stat_wal` for `wal`, `pg_stat_recovery_prefetch` for `recovery_prefetch`, `pg_stat_checkpointer` for `checkpointer`, `pg_stat_bgwriter` for `bgwriter`, iolab's `pg_stat_aio` for `aio`, all of them for NULL / no argument |
 //! | `pg_stat_reset_backend_stats(pid)` | resets one process's statistics |
@@ -47,6 +48,7 @@ use iolab_stats::IoStatsHub;
 
 use super::batch::V;
 use super::functions::{def, ints, per_row, pg, texts, Def};
+use super::progress::ProgressView;
 use super::tables::CatalogSchema;
 use super::time_range::TimeRange;
 use super::view_scan::ViewScanExec;
@@ -89,10 +91,11 @@ pub(super) enum Which {
     Checkpointer,
     Bgwriter,
     Locks,
+    Progress(ProgressView),
 }
 
 impl Which {
-    const VIEWS: [(&'static str, Which); 20] = [
+    const VIEWS: [(&'static str, Which); 24] = [
         ("pg_stat_io", Which::Io),
         ("pg_aios", Which::Aios),
         ("pg_stat_aio", Which::Aio),
@@ -113,6 +116,19 @@ impl Which {
         ("pg_stat_checkpointer", Which::Checkpointer),
         ("pg_stat_bgwriter", Which::Bgwriter),
         ("pg_locks", Which::Locks),
+        (
+            "pg_stat_progress_vacuum",
+            Which::Progress(ProgressView::Vacuum),
+        ),
+        (
+            "pg_stat_progress_analyze",
+            Which::Progress(ProgressView::Analyze),
+        ),
+        (
+            "pg_stat_progress_create_index",
+            Which::Progress(ProgressView::CreateIndex),
+        ),
+        ("pg_stat_progress_copy", Which::Progress(ProgressView::Copy)),
     ];
 
     pub(super) fn name(self) -> &'static str {
@@ -145,6 +161,7 @@ impl Which {
             Which::Checkpointer => wal::pg_stat_checkpointer_schema(),
             Which::Bgwriter => wal::pg_stat_bgwriter_schema(),
             Which::Locks => super::locks::schema(),
+            Which::Progress(view) => view.schema(),
         }
     }
 
@@ -181,6 +198,7 @@ impl Which {
             Which::Checkpointer => wal::pg_stat_checkpointer_batch(db)?,
             Which::Bgwriter => wal::pg_stat_bgwriter_batch(db)?,
             Which::Locks => super::locks::batch(db)?,
+            Which::Progress(view) => view.batch(db)?,
             // Long (an hour of samples): only the projected columns are built.
             Which::IoHistory => return stat_aio::pg_stat_io_history_batch(db, projection, range),
             Which::AioHistory => return stat_aio::pg_stat_aio_history_batch(db, projection, range),
