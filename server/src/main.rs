@@ -9,6 +9,7 @@ mod server;
 mod session;
 mod show;
 mod sql;
+mod statement_stats;
 mod statement_timer;
 mod stats_sampler;
 mod wire;

@@ -91,6 +91,9 @@ pub struct Session {
     pub cursors: sql::cursor::Cursors,
     /// Its SQL prepared statements (PREPARE … DEALLOCATE).
     pub prepared: sql::prepare::PreparedStatements,
+    /// The context of the statement run last (its buffer usage, for
+    /// `pg_stat_statements`); cleared before each statement.
+    pub last_statement: Option<Arc<StatementContext>>,
 }
 
 pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
@@ -121,6 +124,7 @@ impl Session {
             sequences: Arc::default(),
             cursors,
             prepared,
+            last_statement: None,
         }
     }
 
@@ -418,6 +422,7 @@ impl Session {
         if let Some(a) = &self.activity {
             a.transaction_ids((xid != 0).then_some(xid), ctx.snapshot.xmin());
         }
+        self.last_statement = Some(ctx.clone());
         let autocommit_xid = (!self.txn.in_block && xid != 0).then_some(xid);
         let block_failed = self.txn.in_block.then(|| self.txn.failed.clone());
         let guard = StatementGuard::new(

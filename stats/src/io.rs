@@ -904,6 +904,8 @@ pub struct IoStatsHub {
     pub checkpointer: crate::wal::CheckpointerCounters,
     /// `pg_stat_bgwriter`.
     pub bgwriter: crate::wal::BgwriterCounters,
+    /// `pg_stat_statements`.
+    pub statements: crate::statements::StatementStats,
     /// When the server started (`pg_postmaster_start_time()`): the hub is made with it.
     pub started: DateTime<Utc>,
 }
@@ -993,6 +995,7 @@ impl IoStatsHub {
             database: Default::default(),
             checkpointer: Default::default(),
             bgwriter: Default::default(),
+            statements: Default::default(),
             started: Utc::now(),
         }
     }

@@ -27,6 +27,7 @@ pub mod history;
 pub mod io;
 pub mod progress;
 pub mod relation;
+pub mod statements;
 pub mod usage;
 pub mod views;
 pub mod wal;

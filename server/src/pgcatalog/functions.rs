@@ -1109,6 +1109,7 @@ fn definitions() -> Vec<Def> {
     d.extend(super::prewarm::functions());
     d.extend(super::activity::signal_functions());
     d.extend(super::locks::functions());
+    d.extend(super::stat_statements::functions());
     d.extend(super::buffercache::scalar_functions());
     d.extend(super::format::functions());
     d.extend(super::sequence_functions::definitions());

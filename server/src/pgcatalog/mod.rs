@@ -52,6 +52,7 @@ pub mod sleep;
 pub mod snapshot;
 pub mod stat_aio;
 pub mod stat_database;
+pub mod stat_statements;
 pub mod stat_views;
 pub mod tables;
 pub mod time_range;

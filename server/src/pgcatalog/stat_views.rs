@@ -14,6 +14,7 @@
 //! | `pg_stat_checkpointer` | one: checkpoints by time and by request, done, write and sync time, buffers written |
 //! | `pg_locks` | one per transaction id held (ExclusiveLock) or waited for (ShareLock, not granted); see `locks` |
 //! | `pg_stat_progress_vacuum`, `_analyze`, `_create_index`, `_copy` | one per session running the command; see `progress` |
+//! | `pg_stat_statements`, `pg_stat_statements_info` | one per statement text (constants as `$n`): calls, execution time, rows, buffers; see `stat_statements` |
 //! | `pg_stat_bgwriter` | one: buffers the background writer wrote, rounds it stopped at `bgwriter_lru_maxpages`, buffers allocated |
 //! | `pg_stat_reset_shared([target])` | resets `pg_stat_io` for `io`, `pg_stat_wal` for `wal`, `pg_stat_recovery_prefetch` for `recovery_prefetch`, `pg_stat_checkpointer` for `checkpointer`, `pg_stat_bgwriter` for `bgwriter`, iolab's `pg_stat_aio` for `aio`, all of them for NULL / no argument |
 //! | `pg_stat_reset_backend_stats(pid)` | resets one process's statistics |
@@ -52,7 +53,7 @@ use super::progress::ProgressView;
 use super::tables::CatalogSchema;
 use super::time_range::TimeRange;
 use super::view_scan::ViewScanExec;
-use super::{activity, relation_stats, stat_aio, stat_database, wal};
+use super::{activity, relation_stats, stat_aio, stat_database, stat_statements, wal};
 
 /// PostgreSQL 18's targets of `pg_stat_reset_shared`, in its hint's order. `checkpointer`,
 /// `io`, `wal` and `recovery_prefetch` have statistics in iolab; the others are accepted and reset
@@ -92,10 +93,12 @@ pub(super) enum Which {
     Bgwriter,
     Locks,
     Progress(ProgressView),
+    Statements,
+    StatementsInfo,
 }
 
 impl Which {
-    const VIEWS: [(&'static str, Which); 24] = [
+    const VIEWS: [(&'static str, Which); 26] = [
         ("pg_stat_io", Which::Io),
         ("pg_aios", Which::Aios),
         ("pg_stat_aio", Which::Aio),
@@ -129,6 +132,8 @@ impl Which {
             Which::Progress(ProgressView::CreateIndex),
         ),
         ("pg_stat_progress_copy", Which::Progress(ProgressView::Copy)),
+        ("pg_stat_statements", Which::Statements),
+        ("pg_stat_statements_info", Which::StatementsInfo),
     ];
 
     pub(super) fn name(self) -> &'static str {
@@ -162,6 +167,8 @@ impl Which {
             Which::Bgwriter => wal::pg_stat_bgwriter_schema(),
             Which::Locks => super::locks::schema(),
             Which::Progress(view) => view.schema(),
+            Which::Statements => stat_statements::schema(),
+            Which::StatementsInfo => stat_statements::info_schema(),
         }
     }
 
@@ -199,6 +206,8 @@ impl Which {
             Which::Bgwriter => wal::pg_stat_bgwriter_batch(db)?,
             Which::Locks => super::locks::batch(db)?,
             Which::Progress(view) => view.batch(db)?,
+            Which::Statements => stat_statements::batch(db)?,
+            Which::StatementsInfo => stat_statements::info_batch(db)?,
             // Long (an hour of samples): only the projected columns are built.
             Which::IoHistory => return stat_aio::pg_stat_io_history_batch(db, projection, range),
             Which::AioHistory => return stat_aio::pg_stat_aio_history_batch(db, projection, range),

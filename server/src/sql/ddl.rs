@@ -786,6 +786,7 @@ pub struct CreateExtension {
 const BUILT_IN_EXTENSIONS: &[(&str, &[&str])] = &[
     ("pg_buffercache", &["1.2", "1.3", "1.4", "1.5", "1.6"]),
     ("pg_prewarm", &["1.2"]),
+    ("pg_stat_statements", &["1.10", "1.11", "1.12"]),
 ];
 
 /// Parses a CREATE EXTENSION statement with PostgreSQL's grammar (options in any order);

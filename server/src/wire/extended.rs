@@ -251,8 +251,14 @@ impl ExtendedQueryHandler for ExtendedHandler {
         session.report_active(&portal.statement.statement.sql);
         let params = bind_params(portal).map_err(|e| fail_block(&session, e))?;
         let mut notices = Vec::new();
-        let result =
-            simple::run_with_timeout(&mut session, parsed, Some(params), &mut notices).await;
+        let result = simple::run_with_timeout(
+            &mut session,
+            &prepared.sql,
+            parsed,
+            Some(params),
+            &mut notices,
+        )
+        .await;
         simple::send_notices(client, &notices).await?;
         simple::report_settings(client, &mut session).await?;
         match result.map_err(to_wire)? {

@@ -105,29 +105,38 @@ impl Drop for CancelWatch {
     }
 }
 
-/// Runs one statement with `statement_timeout` applied.
+/// Runs one statement (`text`, as the client sent it) with `statement_timeout` applied,
+/// and records it in `pg_stat_statements` once its result is done.
 pub async fn run_with_timeout(
     session: &mut Session,
+    text: &str,
     parsed: &sql::Parsed,
     params: Option<Vec<datafusion::scalar::ScalarValue>>,
     notices: &mut Vec<Notice>,
 ) -> PgResult<Outcome> {
+    let started = std::time::Instant::now();
+    session.last_statement = None;
     let timeout_ms = session.settings.statement_timeout_ms();
-    if timeout_ms <= 0 {
-        return session.run(parsed, params, notices).await;
-    }
-    match tokio::time::timeout(
-        Duration::from_millis(timeout_ms as u64),
-        session.run(parsed, params, notices),
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(_) => Err(PgError::new(
-            sqlstate::QUERY_CANCELED,
-            "canceling statement due to statement timeout",
-        )),
-    }
+    let result = if timeout_ms <= 0 {
+        session.run(parsed, params, notices).await
+    } else {
+        let limit = Duration::from_millis(timeout_ms as u64);
+        match tokio::time::timeout(limit, session.run(parsed, params, notices)).await {
+            Ok(r) => r,
+            Err(_) => Err(PgError::new(
+                sqlstate::QUERY_CANCELED,
+                "canceling statement due to statement timeout",
+            )),
+        }
+    };
+    let tracked = crate::statement_stats::Tracked {
+        hub: session.db().io_stats.clone(),
+        userid: crate::pgcatalog::oids::POSTGRES_ROLE,
+        query: crate::statement_stats::normalize(text),
+        started,
+        ctx: session.last_statement.take(),
+    };
+    result.map(|outcome| crate::statement_stats::recorded(tracked, outcome))
 }
 
 #[async_trait]
@@ -224,7 +233,7 @@ where
         }
         let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
         let result = match sql::parse(&text, query, stmt.offset) {
-            Ok(parsed) => run_with_timeout(session, &parsed, None, &mut notices).await,
+            Ok(parsed) => run_with_timeout(session, stmt.text, &parsed, None, &mut notices).await,
             Err(e) => {
                 if session.txn.in_block {
                     session
