@@ -94,6 +94,8 @@ pub struct Session {
     /// The context of the statement run last (its buffer usage, for
     /// `pg_stat_statements`); cleared before each statement.
     pub last_statement: Option<Arc<StatementContext>>,
+    /// Its statements' texts as `pg_stat_statements` shows them.
+    pub normalized_texts: crate::statement_stats::NormalizedTexts,
 }
 
 pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
@@ -125,6 +127,7 @@ impl Session {
             cursors,
             prepared,
             last_statement: None,
+            normalized_texts: Default::default(),
         }
     }
 
@@ -310,7 +313,7 @@ impl Session {
         }
         if let Some(bound) = self.executed(parsed) {
             // EXECUTE: the prepared statement runs with the values given.
-            let (statement, values) = bound.inspect_err(|_| self.fail_block())?;
+            let (statement, values) = bound.inspect_err(|_| self.txn.fail_if_in_block())?;
             return Box::pin(self.run(&statement, Some(values), notices)).await;
         }
         // Outside a block the statement is its own transaction, for settings too (SET LOCAL
@@ -571,7 +574,7 @@ impl Session {
             }
             Parsed::Fetch(fetch) => return self.cursors.fetch(fetch).await,
             Parsed::Prepare(prepare) => {
-                let text = self.activity.as_ref().map(|a| a.status().query);
+                let text = self.sent_text();
                 let text = text.unwrap_or_else(|| format!("PREPARE {}", prepare.name));
                 let (name, prepared) = sql::prepare::prepare(self, prepare, text).await?;
                 self.prepared.add(name, prepared)?;
@@ -627,7 +630,7 @@ impl Session {
             ast::Statement::Explain { .. } => crate::explain::run(run, &self.settings, stmt).await,
             ast::Statement::Declare { stmts } if stmts.len() == 1 => {
                 let (in_block, flag) = (self.txn.in_block, self.cancel.clone());
-                let text = self.activity.as_ref().map(|a| a.status().query);
+                let text = self.sent_text();
                 let cursors = &mut self.cursors;
                 sql::cursor::declare(cursors, run, &stmts[0], in_block, flag, text).await
             }
@@ -685,13 +688,10 @@ impl Session {
         )
     }
 
-    /// An error outside a statement's run fails the open transaction block.
-    fn fail_block(&self) {
-        if self.txn.in_block {
-            self.txn
-                .failed
-                .store(true, std::sync::atomic::Ordering::Relaxed);
-        }
+    /// What the client sent for the running statement (`pg_stat_activity.query`), if the
+    /// session has a connection.
+    fn sent_text(&self) -> Option<String> {
+        self.activity.as_ref().map(|a| a.status().query)
     }
 
     /// `DISCARD ALL | PLANS | SEQUENCES | TEMP`: forgets what the session keeps.
@@ -747,7 +747,7 @@ impl Session {
         let mut commit = commit && !failed;
         let mut committing_failed = None;
         // WITH HOLD cursors read their rows before the snapshot goes.
-        let tmp = self.db().data_dir().join("base").join("pgsql_tmp");
+        let tmp = sql::cursor::spill_dir(self.db());
         if let Err(e) = self.cursors.end_transaction(commit, &tmp).await {
             (commit, committing_failed) = (false, Some(e));
         }

@@ -8,6 +8,7 @@
 //! the statement returns), nor planning (`plans` stays 0, as under PostgreSQL's default
 //! `pg_stat_statements.track_planning = off`).
 
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -58,11 +59,34 @@ pub fn normalize(text: &str) -> String {
     out.trim_end().to_string()
 }
 
+/// At most this many texts are remembered per session by [`NormalizedTexts`].
+const NORMALIZED_TEXTS: usize = 256;
+
+/// A session's recently normalized texts: a statement run again (a prepared statement,
+/// a script's loop) is not tokenized again. Bounded by [`NORMALIZED_TEXTS`]; emptied when
+/// full.
+#[derive(Default)]
+pub struct NormalizedTexts(HashMap<String, Arc<str>>);
+
+impl NormalizedTexts {
+    pub fn get(&mut self, text: &str) -> Arc<str> {
+        if let Some(normalized) = self.0.get(text) {
+            return normalized.clone();
+        }
+        if self.0.len() >= NORMALIZED_TEXTS {
+            self.0.clear();
+        }
+        let normalized: Arc<str> = normalize(text).into();
+        self.0.insert(text.to_string(), normalized.clone());
+        normalized
+    }
+}
+
 /// What is known of a statement when it returns: where to record it and what.
 pub struct Tracked {
     pub hub: Arc<IoStatsHub>,
     pub userid: u32,
-    pub query: String,
+    pub query: Arc<str>,
     pub started: Instant,
     /// The statement's context (its buffer usage); none for statements that made none.
     pub ctx: Option<Arc<StatementContext>>,

@@ -202,6 +202,11 @@ impl CursorRows {
     }
 }
 
+/// Where WITH HOLD cursors' rows go: `base/pgsql_tmp`, as PostgreSQL's temporary files.
+pub fn spill_dir(db: &iolab_engine::Database) -> std::path::PathBuf {
+    db.data_dir().join("base").join("pgsql_tmp")
+}
+
 /// Numbers the temporary files of this process.
 static SPILL_FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -431,8 +436,7 @@ pub async fn declare(
         stmt.to_string()
     });
     let cursor = Cursor::new(statement, holdable, in_block, schema, stream, flag);
-    let dir = run.db.data_dir().join("base").join("pgsql_tmp");
-    cursors.declare(name, cursor, &dir).await?;
+    cursors.declare(name, cursor, &spill_dir(&run.db)).await?;
     Ok(Outcome::Done("DECLARE CURSOR".into()))
 }
 

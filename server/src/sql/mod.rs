@@ -354,6 +354,14 @@ pub struct TxnBlock {
 }
 
 impl TxnBlock {
+    /// An error outside a statement's own run (parsing, binding, sending its rows):
+    /// an open block fails, as the statement's guard fails it otherwise.
+    pub fn fail_if_in_block(&self) {
+        if self.in_block {
+            self.failed.store(true, Ordering::Relaxed);
+        }
+    }
+
     pub fn is_failed(&self) -> bool {
         self.failed.load(Ordering::Relaxed)
     }

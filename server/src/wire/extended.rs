@@ -291,12 +291,7 @@ impl ExtendedQueryHandler for ExtendedHandler {
 
 /// An error before a statement runs still fails an open transaction block.
 fn fail_block(session: &crate::session::Session, e: PgError) -> PgWireError {
-    if session.txn.in_block {
-        session
-            .txn
-            .failed
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-    }
+    session.txn.fail_if_in_block();
     to_wire(e)
 }
 

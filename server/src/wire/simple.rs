@@ -132,7 +132,7 @@ pub async fn run_with_timeout(
     let tracked = crate::statement_stats::Tracked {
         hub: session.db().io_stats.clone(),
         userid: crate::pgcatalog::oids::POSTGRES_ROLE,
-        query: crate::statement_stats::normalize(text),
+        query: session.normalized_texts.get(text),
         started,
         ctx: session.last_statement.take(),
     };
@@ -235,12 +235,7 @@ where
         let result = match sql::parse(&text, query, stmt.offset) {
             Ok(parsed) => run_with_timeout(session, stmt.text, &parsed, None, &mut notices).await,
             Err(e) => {
-                if session.txn.in_block {
-                    session
-                        .txn
-                        .failed
-                        .store(true, std::sync::atomic::Ordering::Relaxed);
-                }
+                session.txn.fail_if_in_block();
                 Err(e)
             }
         };
@@ -303,12 +298,7 @@ where
                     PgWireError::UserError(info) => *info,
                     other => to_error_info(&PgError::internal(other.to_string())),
                 };
-                if session.txn.in_block {
-                    session
-                        .txn
-                        .failed
-                        .store(true, std::sync::atomic::Ordering::Relaxed);
-                }
+                session.txn.fail_if_in_block();
                 client
                     .feed(PgWireBackendMessage::ErrorResponse(info.into()))
                     .await?;
