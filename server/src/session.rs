@@ -497,30 +497,8 @@ impl Session {
         // The rows are computed as they are sent: a cancel or the statement's timeout
         // still stops them, and the timer ends with them.
         let timer = self.statement_timer.take();
-        let stopping = |stream| stopping_when_canceled(stream, self.cancel.clone(), timer);
-        result.map(|outcome| match outcome {
-            Outcome::Rows {
-                schema,
-                stream,
-                tag,
-            } => Outcome::Rows {
-                schema,
-                stream: stopping(stream),
-                tag,
-            },
-            Outcome::CopyOut {
-                columns,
-                stream,
-                encoder,
-                text_format,
-            } => Outcome::CopyOut {
-                columns,
-                stream: stopping(stream),
-                encoder,
-                text_format,
-            },
-            other => other,
-        })
+        let cancel = self.cancel.clone();
+        result.map(|outcome| outcome.map_rows(|s| stopping_when_canceled(s, cancel, timer)))
     }
 
     async fn dispatch(
@@ -865,12 +843,10 @@ fn base_state(
             .register_schema("public", Arc::new(PublicSchema::new(db.clone(), with_ctid)))
             .expect("a new catalog accepts a schema");
         crate::pgcatalog::register_schemas(&catalog, db.clone());
-        let cached_plans = crate::pgcatalog::cached_plans::CachedPlansView {
-            cache: server.plan_cache.clone(),
-        };
-        use crate::pgcatalog::session_lists::SessionListView;
-        let cursors = SessionListView::cursors(cursors.listing());
-        let prepared = SessionListView::prepared_statements(prepared.listing());
+        use crate::pgcatalog::computed_views::ComputedView;
+        let cached_plans = ComputedView::cached_plans(server.plan_cache.clone());
+        let cursors = ComputedView::cursors(cursors.listing());
+        let prepared = ComputedView::prepared_statements(prepared.listing());
         let pg_catalog = catalog.schema("pg_catalog").expect("registered above");
         for (name, view) in [
             (

@@ -112,33 +112,13 @@ impl Tracked {
 /// Records the statement whose `outcome` this is: now for a command, when its result's
 /// stream is done for rows.
 pub fn recorded(tracked: Tracked, outcome: Outcome) -> Outcome {
-    match outcome {
-        Outcome::Rows {
-            schema,
-            stream,
-            tag,
-        } => Outcome::Rows {
-            schema,
-            stream: recording(stream, tracked),
-            tag,
-        },
-        Outcome::CopyOut {
-            columns,
-            stream,
-            encoder,
-            text_format,
-        } => Outcome::CopyOut {
-            columns,
-            stream: recording(stream, tracked),
-            encoder,
-            text_format,
-        },
-        Outcome::CopyIn { .. } => outcome,
-        Outcome::Done(ref tag) | Outcome::TxnStart(ref tag) | Outcome::TxnEnd(ref tag) => {
-            tracked.record(rows_of_tag(tag));
-            outcome
-        }
+    if outcome.has_rows() {
+        return outcome.map_rows(|stream| recording(stream, tracked));
     }
+    if let Outcome::Done(tag) | Outcome::TxnStart(tag) | Outcome::TxnEnd(tag) = &outcome {
+        tracked.record(rows_of_tag(tag));
+    }
+    outcome
 }
 
 /// The rows a command tag reports (`INSERT 0 5`, `UPDATE 3`, `MOVE 2`); 0 for others.

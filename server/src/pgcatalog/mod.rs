@@ -33,6 +33,7 @@ pub mod activity;
 pub mod batch;
 pub mod buffercache;
 pub mod cached_plans;
+pub mod computed_views;
 pub mod constraint_rows;
 pub mod format;
 pub mod functions;
@@ -47,7 +48,6 @@ pub mod relation_stats;
 pub mod rewrite;
 pub mod sequence_functions;
 pub mod sequence_views;
-pub mod session_lists;
 pub mod sleep;
 pub mod snapshot;
 pub mod stat_aio;
@@ -199,8 +199,7 @@ pub fn is_in_memory_catalog(table: &dyn datafusion::catalog::TableProvider) -> b
     table.is::<MemTable>()
         || table.is::<stat_views::StatView>()
         || table.is::<pg_stats::PgStatsView>()
-        || table.is::<cached_plans::CachedPlansView>()
-        || table.is::<session_lists::SessionListView>()
+        || table.is::<computed_views::ComputedView>()
 }
 
 /// Is `table` one of the statistics views, whose rows depend only on the database and

@@ -338,6 +338,44 @@ pub enum Outcome {
     },
 }
 
+impl Outcome {
+    /// Whether rows follow (a query's, COPY TO's), computed as they are sent.
+    pub fn has_rows(&self) -> bool {
+        matches!(self, Outcome::Rows { .. } | Outcome::CopyOut { .. })
+    }
+
+    /// The same outcome with its rows' stream passed through `wrap` (unchanged when no
+    /// rows follow).
+    pub fn map_rows(
+        self,
+        wrap: impl FnOnce(SendableRecordBatchStream) -> SendableRecordBatchStream,
+    ) -> Outcome {
+        match self {
+            Outcome::Rows {
+                schema,
+                stream,
+                tag,
+            } => Outcome::Rows {
+                schema,
+                stream: wrap(stream),
+                tag,
+            },
+            Outcome::CopyOut {
+                columns,
+                stream,
+                encoder,
+                text_format,
+            } => Outcome::CopyOut {
+                columns,
+                stream: wrap(stream),
+                encoder,
+                text_format,
+            },
+            other => other,
+        }
+    }
+}
+
 /// The session's transaction block (BEGIN … COMMIT).
 #[derive(Default)]
 pub struct TxnBlock {

@@ -1,4 +1,5 @@
-//! Views of what one session holds, computed when a statement scans them:
+//! Views computed from a list kept in memory each time a statement scans them (a
+//! [`ComputedView`]: a schema and a function making its rows). Of what one session holds:
 //! - `pg_cursors`: its open cursors (see `sql::cursor`) with PostgreSQL's columns — the
 //!   name, the text of the statement that declared it, whether it is WITH HOLD, binary
 //!   or SCROLL (iolab's never are the last two) and when it was declared;
@@ -6,6 +7,8 @@
 //!   PostgreSQL 18's columns — the PREPARE text, when, parameter and result types,
 //!   `from_sql` (always true: protocol-level statements are not listed) and its runs
 //!   (`custom_plans`: every run chooses its scans with its own values).
+//!
+//! and of the server's plan cache, `pg_cached_plans` (see `cached_plans`).
 
 use std::sync::{Arc, LazyLock};
 
@@ -37,20 +40,30 @@ static PREPARED_STATEMENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
     ))
 });
 
-/// One session's list, as a view.
-pub struct SessionListView {
+/// A view whose rows `rows` makes when a statement scans it.
+pub struct ComputedView {
     schema: SchemaRef,
     rows: Box<dyn Fn() -> Vec<Vec<V>> + Send + Sync>,
 }
 
-impl std::fmt::Debug for SessionListView {
+impl std::fmt::Debug for ComputedView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SessionListView")
+        f.write_str("ComputedView")
     }
 }
 
-impl SessionListView {
-    pub fn cursors(listing: Arc<Mutex<Vec<CursorInfo>>>) -> SessionListView {
+impl ComputedView {
+    pub fn new(
+        schema: SchemaRef,
+        rows: impl Fn() -> Vec<Vec<V>> + Send + Sync + 'static,
+    ) -> ComputedView {
+        ComputedView {
+            schema,
+            rows: Box::new(rows),
+        }
+    }
+
+    pub fn cursors(listing: Arc<Mutex<Vec<CursorInfo>>>) -> ComputedView {
         let rows = move || {
             (listing.lock().iter())
                 .map(|c| {
@@ -65,13 +78,10 @@ impl SessionListView {
                 })
                 .collect()
         };
-        SessionListView {
-            schema: CURSORS.clone(),
-            rows: Box::new(rows),
-        }
+        ComputedView::new(CURSORS.clone(), rows)
     }
 
-    pub fn prepared_statements(listing: Arc<Mutex<Vec<PreparedInfo>>>) -> SessionListView {
+    pub fn prepared_statements(listing: Arc<Mutex<Vec<PreparedInfo>>>) -> ComputedView {
         let rows = move || {
             (listing.lock().iter())
                 .map(|p| {
@@ -88,15 +98,12 @@ impl SessionListView {
                 })
                 .collect()
         };
-        SessionListView {
-            schema: PREPARED_STATEMENTS.clone(),
-            rows: Box::new(rows),
-        }
+        ComputedView::new(PREPARED_STATEMENTS.clone(), rows)
     }
 }
 
 #[async_trait]
-impl TableProvider for SessionListView {
+impl TableProvider for ComputedView {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
