@@ -10,11 +10,15 @@
 
 use bytes::Bytes;
 use datafusion::arrow::array::ArrayRef;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::sql::sqlparser::ast::{
     self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
 };
+use futures::StreamExt;
 use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
 use iolab_engine::exec::context::ProgressReport;
+use iolab_engine::exec::StatementContext;
 use iolab_engine::heap::heapam::HeapInserter;
 use iolab_engine::values::{
     ColumnParser, CopyEncoder, CopyFormat, CopyOptions, CopyParser, TextFormat,
@@ -292,6 +296,8 @@ async fn copy_to(
             "COPY TO in binary format is not supported yet",
         ));
     }
+    // The table read (0 for a query, as PostgreSQL's progress shows it).
+    let mut relid = 0;
     let query = match source {
         CopySource::Query(q) => ast::Statement::Query(q.clone()),
         CopySource::Table {
@@ -306,6 +312,7 @@ async fn copy_to(
                 .with_hint("Try the COPY (SELECT ...) TO variant."));
             }
             let table = run.db.catalog.resolve(schema.as_deref(), &name)?;
+            relid = table.oid;
             let cols = if columns.is_empty() {
                 table
                     .columns
@@ -327,7 +334,7 @@ async fn copy_to(
             crate::sql::parse(&sql, &sql, 0)?.into_statement()
         }
     };
-    let stream = run.query_stream(&query).await?;
+    let stream = counting_rows_sent(run.query_stream(&query).await?, &run.ctx, relid);
     let columns: Vec<String> = stream
         .schema()
         .fields()
@@ -341,6 +348,27 @@ async fn copy_to(
         encoder,
         text_format: run.text_format.clone(),
     })
+}
+
+/// A COPY TO's rows, counted in `pg_stat_progress_copy` as they are produced (the row
+/// ends with the stream). Bytes are not counted: they are encoded as they are sent.
+fn counting_rows_sent(
+    stream: SendableRecordBatchStream,
+    ctx: &StatementContext,
+    relid: u32,
+) -> SendableRecordBatchStream {
+    let progress = ctx.report_progress(ProgressCommand::Copy, relid);
+    progress.set(copy_progress::COMMAND, copy_progress::TO);
+    progress.set(copy_progress::TYPE, copy_progress::PIPE);
+    let mut rows = 0;
+    let schema = stream.schema();
+    let counted = stream.inspect(move |batch| {
+        if let Ok(batch) = batch {
+            rows += batch.num_rows();
+            progress.set(copy_progress::TUPLES_PROCESSED, rows);
+        }
+    });
+    Box::pin(RecordBatchStreamAdapter::new(schema, counted))
 }
 
 /// Formats a COPY TO stream's batches into CopyData payloads, one per row.

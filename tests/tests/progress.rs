@@ -192,3 +192,45 @@ async fn copy_from_stdin_shows_bytes_and_rows_as_they_arrive() {
     assert_eq!(copied, 10_000);
     assert!(rows(&watcher, progress).await.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_to_stdout_shows_the_rows_sent_while_the_client_reads() {
+    use iolab_tests::raw::{self, Backend, RawConnection, Received, REPLY_TIMEOUT};
+    let server = TestServer::start("progress-copy-to");
+    let watcher = server.client().await;
+    exec(
+        &watcher,
+        "CREATE TABLE big AS SELECT i, md5(i::text) AS f FROM generate_series(1, 600000) g(i)",
+    )
+    .await;
+    let oid = int(&watcher, "SELECT 'big'::regclass::oid")
+        .await
+        .to_string();
+    // COPY TO STDOUT through the simple protocol, read up to its first data: the client
+    // then stops reading and the server waits on the full socket.
+    let mut conn = tokio::task::block_in_place(|| {
+        let mut conn = RawConnection::start(server.port);
+        conn.send(&raw::query("COPY big TO STDOUT"));
+        loop {
+            match conn.next(REPLY_TIMEOUT) {
+                Received::Message(Backend::Other(b'd', _)) => break conn,
+                Received::Message(_) => {}
+                other => panic!("before the first row: {other:?}"),
+            }
+        }
+    });
+    let progress = "SELECT relid::text, command, type, tuples_processed FROM pg_stat_progress_copy";
+    let seen = rows(&watcher, progress).await;
+    let row: Vec<String> = seen[0].iter().map(|v| v.clone().unwrap()).collect();
+    assert_eq!(row[..3], [&*oid, "COPY TO", "PIPE"]);
+    let sent: i64 = row[3].parse().unwrap();
+    assert!(sent > 0 && sent <= 600_000, "{row:?}");
+    // Read the rest: every row arrives, and the progress row is gone.
+    let replies = tokio::task::block_in_place(|| conn.until_ready());
+    let data = replies
+        .iter()
+        .filter(|m| matches!(m, Backend::Other(b'd', _)))
+        .count();
+    assert_eq!(data + 1, 600_000, "one CopyData per row");
+    assert!(rows(&watcher, progress).await.is_empty());
+}

@@ -4,7 +4,7 @@
 //! and phase names. What iolab does not do reads 0 or NULL: no cost-based vacuum delay
 //! (`delay_time` 0), no extended statistics, inheritance or partitions, no waits for
 //! lockers before an index build (iolab builds while writers wait), no rows excluded or
-//! skipped by COPY. COPY TO reports no progress.
+//! skipped by COPY; COPY TO counts its rows, not its bytes (they are encoded as sent).
 
 use std::sync::LazyLock;
 
