@@ -65,6 +65,9 @@ pub struct IoAccount {
     activity: Option<Arc<BackendActivity>>,
     last_flush: Instant,
     calls_since_flush_check: u32,
+    /// The writer's writeback requests (`checkpoint_flush_after`, `bgwriter_flush_after`);
+    /// none for writers that make none.
+    pub writeback: Option<crate::buffer::writeback::WritebackQueue>,
 }
 
 impl Default for IoAccount {
@@ -116,6 +119,7 @@ impl IoAccount {
             activity,
             last_flush: Instant::now(),
             calls_since_flush_check: 0,
+            writeback: None,
         }
     }
 
@@ -263,6 +267,39 @@ impl IoAccount {
         self.pending
             .record_aio_latency(AioLatencyOp::Fsync, latency.as_nanos() as u64);
         result
+    }
+
+    /// Block `blkno` of `rel` was written: remembered for a writeback request, and the
+    /// requests made once `writeback`'s limit is reached.
+    pub fn wrote_block(&mut self, rel: &Arc<crate::storage::relfile::RelFile>, blkno: u32) {
+        if self
+            .writeback
+            .as_mut()
+            .is_some_and(|q| q.schedule(rel, blkno))
+        {
+            self.issue_writebacks();
+        }
+    }
+
+    /// Makes the pending writeback requests now (a writer's end, a checkpoint's writes
+    /// done), counted as `writebacks` in context `normal`.
+    pub fn issue_writebacks(&mut self) {
+        let Some(queue) = self.writeback.as_mut() else {
+            return;
+        };
+        let timer = self.track_io_timing.then(Instant::now);
+        let blocks = queue.issue();
+        if blocks > 0 {
+            let ns = Self::elapsed_ns(timer);
+            (self.pending).count_ops(
+                IoObject::Relation,
+                IoContext::Normal,
+                IoOp::Writeback,
+                blocks,
+                0,
+                ns,
+            );
+        }
     }
 
     /// A valid buffer was taken from the clock sweep (`evict`) or reused from the ring.

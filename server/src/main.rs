@@ -155,12 +155,14 @@ fn run(cli: Cli) -> Result<(), String> {
             ),
             log_checkpoints: settings.log_checkpoints(),
             track_io_timing: settings.track_io_timing(),
+            flush_after: settings.checkpoint_flush_after_blocks().max(0) as usize,
         },
         bgwriter: BgWriterOptions {
             delay: std::time::Duration::from_millis(settings.bgwriter_delay_ms() as u64),
             lru_maxpages: settings.bgwriter_lru_maxpages().max(0) as usize,
             lru_multiplier: settings.bgwriter_lru_multiplier(),
             track_io_timing: settings.track_io_timing(),
+            flush_after: settings.bgwriter_flush_after_blocks().max(0) as usize,
         },
         aio: AioConfig {
             method: settings.io_method(),

@@ -369,6 +369,16 @@ macro_rules! typed_getters {
         pub fn bgwriter_delay_ms(&self) -> i32 {
             self.value("bgwriter_delay").as_int()
         }
+        /// `bgwriter_flush_after`: blocks the background writer writes between writeback
+        /// requests (0: none).
+        pub fn bgwriter_flush_after_blocks(&self) -> i32 {
+            self.value("bgwriter_flush_after").as_int()
+        }
+        /// `checkpoint_flush_after`: blocks a checkpoint writes between writeback requests
+        /// (0: none).
+        pub fn checkpoint_flush_after_blocks(&self) -> i32 {
+            self.value("checkpoint_flush_after").as_int()
+        }
         /// `bgwriter_lru_maxpages`: most buffers the background writer writes per round.
         pub fn bgwriter_lru_maxpages(&self) -> i32 {
             self.value("bgwriter_lru_maxpages").as_int()

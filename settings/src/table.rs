@@ -263,6 +263,10 @@ pub static SETTINGS: &[SettingDef] = &[
     setting("bgwriter_delay", Int { min: 10, max: 10000, unit: Milliseconds }, "200", Sighup,
         "Resource Usage / Background Writer",
         "Background writer sleep time between rounds."),
+    setting("bgwriter_flush_after", Int { min: 0, max: 256, unit: Blocks }, "64", Sighup,
+        "Resource Usage / Background Writer",
+        "Number of pages after which previously performed writes are flushed to disk.")
+        .extra("0 disables forced writeback."),
     setting("bgwriter_lru_maxpages", Int { min: 0, max: 1073741823, unit: NoUnit }, "100", Sighup,
         "Resource Usage / Background Writer",
         "Background writer maximum number of LRU pages to flush per round.")
@@ -282,6 +286,10 @@ pub static SETTINGS: &[SettingDef] = &[
     setting("checkpoint_completion_target", Real { min: 0.0, max: 1.0, unit: NoUnit }, "0.9", Sighup,
         "Write-Ahead Log / Checkpoints",
         "Time spent flushing dirty buffers during checkpoint, as fraction of checkpoint interval."),
+    setting("checkpoint_flush_after", Int { min: 0, max: 256, unit: Blocks }, "32", Sighup,
+        "Write-Ahead Log / Checkpoints",
+        "Number of pages after which previously performed writes are flushed to disk.")
+        .extra("0 disables forced writeback."),
     setting("checkpoint_timeout", Int { min: 30, max: 86400, unit: Seconds }, "300", Sighup,
         "Write-Ahead Log / Checkpoints",
         "Sets the maximum time between automatic WAL checkpoints."),

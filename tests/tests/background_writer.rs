@@ -2,7 +2,9 @@
 //! UPDATE dirties pages and a scan of another table moves the clock sweep over them, it
 //! writes dirty buffers ahead of the hand — `pg_stat_bgwriter.buffers_clean` equal to
 //! `pg_stat_io`'s `background writer` writes —, its writes survive a crash, and with
-//! `bgwriter_lru_maxpages = 0` it writes nothing while `buffers_alloc` still counts.
+//! `bgwriter_lru_maxpages = 0` it writes nothing while `buffers_alloc` still counts. And
+//! `checkpoint_flush_after`: a checkpoint asks for writeback of every block it wrote, none
+//! when it is 0.
 
 use std::time::{Duration, Instant};
 
@@ -111,4 +113,37 @@ async fn lru_maxpages_0_turns_it_off() {
     )
     .await;
     assert!(client_writes > 0);
+}
+
+/// The checkpointer's `writes` and `writebacks` in `pg_stat_io` after a CHECKPOINT of a
+/// freshly loaded table, on a server started with `args`.
+async fn checkpoint_writes_and_writebacks(name: &str, args: &[&str]) -> (i64, i64) {
+    let server = TestServer::start_with(name, args);
+    let client = server.client().await;
+    exec(
+        &client,
+        "CREATE TABLE w AS SELECT i, md5(i::text) AS f FROM generate_series(1, 50000) g(i);
+         CHECKPOINT;
+         SELECT pg_stat_force_next_flush();",
+    )
+    .await;
+    let row = "FROM pg_stat_io WHERE backend_type = 'checkpointer' AND object = 'relation'
+                AND context = 'normal'";
+    let writes = int(&client, &format!("SELECT writes {row}")).await;
+    let writebacks = int(&client, &format!("SELECT writebacks {row}")).await;
+    (writes, writebacks)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoint_flush_after_asks_the_kernel_to_write_back() {
+    let (writes, writebacks) = checkpoint_writes_and_writebacks("writeback-on", &[]).await;
+    assert!(writes > 0);
+    assert_eq!(
+        writebacks, writes,
+        "every block written is asked to be written back"
+    );
+    let off = ["-c", "checkpoint_flush_after=0"];
+    let (writes, writebacks) = checkpoint_writes_and_writebacks("writeback-off", &off).await;
+    assert!(writes > 0);
+    assert_eq!(writebacks, 0);
 }

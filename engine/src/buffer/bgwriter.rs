@@ -16,7 +16,7 @@
 //!
 //! Its writes are the checkpointer's kind of write (`BufferPool::write_pinned`: WAL
 //! first, checksum, content lock held only to copy), counted as `background writer`
-//! writes; `pg_stat_bgwriter` shows `buffers_clean`, `maxwritten_clean` and
+//! writes, with a writeback request every `bgwriter_flush_after` blocks (`writeback`); `pg_stat_bgwriter` shows `buffers_clean`, `maxwritten_clean` and
 //! `buffers_alloc`.
 
 use std::sync::atomic::Ordering;
@@ -26,6 +26,7 @@ use std::time::Duration;
 use iolab_stats::BackendType;
 
 use crate::accounting::{IoAccount, StatsSink};
+use crate::buffer::writeback::WritebackQueue;
 use crate::db::Database;
 
 /// `bgwriter_delay`, `bgwriter_lru_maxpages`, `bgwriter_lru_multiplier`.
@@ -35,6 +36,8 @@ pub struct BgWriterOptions {
     pub lru_maxpages: usize,
     pub lru_multiplier: f64,
     pub track_io_timing: bool,
+    /// `bgwriter_flush_after`, in blocks (0: no writeback requests).
+    pub flush_after: usize,
 }
 
 impl Default for BgWriterOptions {
@@ -44,6 +47,7 @@ impl Default for BgWriterOptions {
             lru_maxpages: 100,
             lru_multiplier: 2.0,
             track_io_timing: false,
+            flush_after: 64,
         }
     }
 }
@@ -121,21 +125,27 @@ pub fn start_background(db: &Arc<Database>, options: BgWriterOptions) {
         .name("iolab-bgwriter".into())
         .spawn(move || {
             let mut state = BgWriterState::default();
+            // One account for the thread's life: its writeback requests span rounds.
+            let mut acct = None;
             loop {
                 std::thread::sleep(options.delay);
                 let Some(db) = weak.upgrade() else { return };
                 if db.checkpointer.is_stopped() {
                     return;
                 }
-                let mut acct = IoAccount::new(
-                    options.track_io_timing,
-                    Some(StatsSink {
-                        hub: Arc::clone(&db.io_stats),
-                        backend_type: BackendType::BackgroundWriter,
-                        pid: 0,
-                    }),
-                );
-                state.round(&db, &options, &mut acct);
+                let acct = acct.get_or_insert_with(|| {
+                    let mut acct = IoAccount::new(
+                        options.track_io_timing,
+                        Some(StatsSink {
+                            hub: Arc::clone(&db.io_stats),
+                            backend_type: BackendType::BackgroundWriter,
+                            pid: 0,
+                        }),
+                    );
+                    acct.writeback = Some(WritebackQueue::new(options.flush_after));
+                    acct
+                });
+                state.round(&db, &options, acct);
                 acct.flush();
             }
         });

@@ -7,6 +7,7 @@ pub mod memory;
 pub mod pool;
 pub mod prewarm;
 pub mod ring;
+pub mod writeback;
 
 pub use pool::{
     preadv_fully, BufferId, BufferPool, BufferSnapshot, BufferTag, CleanedAhead, EvictCounts,

@@ -1122,6 +1122,7 @@ impl BufferPool {
             Ok(()) => {
                 if let Some((acct, ring)) = acct {
                     acct.wrote(ring, timer, latency);
+                    acct.wrote_block(&rel, tag.blkno);
                 }
                 Ok(true)
             }

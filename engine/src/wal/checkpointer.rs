@@ -30,6 +30,7 @@ use parking_lot::Mutex;
 use super::control::{ClusterState, ControlData, ControlFile};
 use super::record::{format_lsn, Body, CheckpointInfo, Lsn};
 use crate::accounting::{IoAccount, StatsSink};
+use crate::buffer::writeback::WritebackQueue;
 use crate::Database;
 
 /// `checkpoint_timeout`, `max_wal_size`, `checkpoint_completion_target`,
@@ -42,6 +43,8 @@ pub struct CheckpointOptions {
     pub wal_writer_delay: Duration,
     pub log_checkpoints: bool,
     pub track_io_timing: bool,
+    /// `checkpoint_flush_after`, in blocks (0: no writeback requests).
+    pub flush_after: usize,
 }
 
 impl Default for CheckpointOptions {
@@ -53,6 +56,7 @@ impl Default for CheckpointOptions {
             wal_writer_delay: Duration::from_millis(200),
             log_checkpoints: true,
             track_io_timing: false,
+            flush_after: 32,
         }
     }
 }
@@ -114,7 +118,9 @@ impl Checkpointer {
                 pid: 0,
             }),
         );
+        acct.writeback = Some(WritebackQueue::new(self.options.flush_after));
         let written = db.pool.flush_all_counted(&mut acct)?;
+        acct.issue_writebacks();
         let wrote_at = Instant::now();
         let files = db.open_relation_files();
         if wal.fsync_enabled() {
