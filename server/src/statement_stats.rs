@@ -128,7 +128,7 @@ fn rows_of_tag(tag: &str) -> u64 {
         words.next(),
         Some("INSERT" | "UPDATE" | "DELETE" | "MERGE" | "COPY" | "FETCH" | "MOVE" | "SELECT")
     );
-    match (counts, tag.split_whitespace().last()) {
+    match (counts, words.last()) {
         (true, Some(n)) => n.parse().unwrap_or(0),
         _ => 0,
     }

@@ -67,13 +67,8 @@ pub struct BgWriterState {
 }
 
 impl BgWriterState {
-    /// One round (see the module comment); returns the buffers it wrote.
-    pub fn round(
-        &mut self,
-        db: &Database,
-        options: &BgWriterOptions,
-        acct: &mut IoAccount,
-    ) -> usize {
+    /// One round (see the module comment).
+    pub fn round(&mut self, db: &Database, options: &BgWriterOptions, acct: &mut IoAccount) {
         let pool = &db.pool;
         let counters = &db.io_stats.bgwriter;
         let allocs = pool.buffers_alloc();
@@ -87,7 +82,7 @@ impl BgWriterState {
             self.smoothed_alloc + (recent - self.smoothed_alloc) / 16.0
         };
         if options.lru_maxpages == 0 {
-            return 0;
+            return;
         }
         let want = (self.smoothed_alloc * options.lru_multiplier).ceil() as usize;
         let rounds_per_lap = (WHOLE_POOL.as_secs_f64() / options.delay.as_secs_f64()).max(1.0);
@@ -107,11 +102,9 @@ impl BgWriterState {
                 if cleaned.hit_limit {
                     counters.maxwritten_clean.fetch_add(1, Ordering::Relaxed);
                 }
-                cleaned.written
             }
             Err(e) => {
                 tracing::error!("background writer: {}", e.message);
-                0
             }
         }
     }

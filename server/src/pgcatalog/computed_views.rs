@@ -8,12 +8,14 @@
 //!   `from_sql` (always true: protocol-level statements are not listed) and its runs
 //!   (`custom_plans`: every run chooses its scans with its own values).
 //!
-//! and of the server's plan cache, `pg_cached_plans` (see `cached_plans`).
+//! and of the server's plan cache, `pg_cached_plans` (see `cached_plans`), and of the
+//! catalog's statistics, `pg_stats` (see `pg_stats`).
 
 use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::datasource::{MemTable, TableType};
 use datafusion::error::Result;
@@ -40,10 +42,10 @@ static PREPARED_STATEMENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
     ))
 });
 
-/// A view whose rows `rows` makes when a statement scans it.
+/// A view whose rows a function makes when a statement scans it.
 pub struct ComputedView {
     schema: SchemaRef,
-    rows: Box<dyn Fn() -> Vec<Vec<V>> + Send + Sync>,
+    batch: Box<dyn Fn() -> Result<RecordBatch> + Send + Sync>,
 }
 
 impl std::fmt::Debug for ComputedView {
@@ -53,13 +55,23 @@ impl std::fmt::Debug for ComputedView {
 }
 
 impl ComputedView {
+    /// A view of `schema` whose rows are `rows()`'s values.
     pub fn new(
         schema: SchemaRef,
         rows: impl Fn() -> Vec<Vec<V>> + Send + Sync + 'static,
     ) -> ComputedView {
+        let columns = schema.clone();
+        ComputedView::of_batch(schema, move || build_batch(&columns, &rows()))
+    }
+
+    /// A view of `schema` whose rows are `batch()`'s (of that schema).
+    pub fn of_batch(
+        schema: SchemaRef,
+        batch: impl Fn() -> Result<RecordBatch> + Send + Sync + 'static,
+    ) -> ComputedView {
         ComputedView {
             schema,
-            rows: Box::new(rows),
+            batch: Box::new(batch),
         }
     }
 
@@ -119,8 +131,8 @@ impl TableProvider for ComputedView {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let batch = build_batch(&self.schema, &(self.rows)())?;
-        MemTable::try_new(self.schema.clone(), vec![vec![batch]])?
+        let batch = (self.batch)()?;
+        MemTable::try_new(batch.schema(), vec![vec![batch]])?
             .scan(state, projection, filters, limit)
             .await
     }

@@ -198,7 +198,6 @@ pub fn is_in_memory_catalog(table: &dyn datafusion::catalog::TableProvider) -> b
     use datafusion::datasource::MemTable;
     table.is::<MemTable>()
         || table.is::<stat_views::StatView>()
-        || table.is::<pg_stats::PgStatsView>()
         || table.is::<computed_views::ComputedView>()
 }
 

@@ -21,7 +21,6 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use datafusion::arrow::array::{
     ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float32Builder,
     Float64Array, Int16Array, Int32Array, Int64Array, ListBuilder, StringArray, StringBuilder,
@@ -29,16 +28,13 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::catalog::{Session, TableProvider};
-use datafusion::datasource::{MemTable, TableType};
 use datafusion::error::Result;
-use datafusion::logical_expr::Expr;
-use datafusion::physical_plan::ExecutionPlan;
 use iolab_catalog::types::TIMESTAMPTZ_ZONE;
 use iolab_catalog::{PgType, StatValue};
 use iolab_engine::values::{text_value, TextFormat};
 use iolab_settings::{ServerSettings, SessionSettings};
 
+use super::computed_views::ComputedView;
 use super::tables::{CatalogSchema, SharedCatalogState};
 
 fn text_list() -> DataType {
@@ -255,48 +251,13 @@ pub fn batch(shared: &SharedCatalogState) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(schema, columns)?)
 }
 
-/// The `pg_stats` view: computed when a statement scans it.
-pub(crate) struct PgStatsView {
-    shared: Arc<SharedCatalogState>,
-}
-
-impl std::fmt::Debug for PgStatsView {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PgStatsView")
-    }
-}
-
-#[async_trait]
-impl TableProvider for PgStatsView {
-    fn schema(&self) -> SchemaRef {
-        schema()
-    }
-
-    fn table_type(&self) -> TableType {
-        TableType::View
-    }
-
-    async fn scan(
-        &self,
-        state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        filters: &[Expr],
-        limit: Option<usize>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let batch = batch(&self.shared)?;
-        MemTable::try_new(batch.schema(), vec![vec![batch]])?
-            .scan(state, projection, filters, limit)
-            .await
-    }
-}
-
-/// Adds `pg_stats` to a session's `pg_catalog` schema.
+/// Adds `pg_stats`, computed when a statement scans it, to a session's `pg_catalog`
+/// schema.
 pub fn register_view(pg_catalog: &CatalogSchema) {
     use datafusion::catalog::SchemaProvider;
-    let view = Arc::new(PgStatsView {
-        shared: pg_catalog.shared.clone(),
-    });
-    if let Err(e) = pg_catalog.register_table("pg_stats".to_string(), view) {
+    let shared = pg_catalog.shared.clone();
+    let view = ComputedView::of_batch(schema(), move || batch(&shared));
+    if let Err(e) = pg_catalog.register_table("pg_stats".to_string(), Arc::new(view)) {
         tracing::error!("could not register pg_stats: {e}");
     }
 }
