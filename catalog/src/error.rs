@@ -36,6 +36,7 @@ pub mod sqlstate {
     pub const INVALID_SQL_STATEMENT_NAME: &str = "26000";
     pub const INVALID_PASSWORD: &str = "28P01";
     pub const INVALID_AUTHORIZATION_SPECIFICATION: &str = "28000";
+    pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
     pub const INVALID_CATALOG_NAME: &str = "3D000";
     pub const INVALID_SCHEMA_NAME: &str = "3F000";
     pub const TOO_MANY_COLUMNS: &str = "54011";

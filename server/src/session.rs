@@ -21,6 +21,7 @@ use iolab_engine::exec::schema::PublicSchema;
 use iolab_engine::exec::StatementContext;
 use iolab_engine::plan::partitions::OnePartitionWhenCheap;
 use iolab_engine::plan::PlannerSettings;
+use iolab_engine::txn::OwnXids;
 use iolab_engine::values::{DateOrder, TextFormat};
 use iolab_engine::Database;
 use iolab_settings::SessionSettings;
@@ -300,16 +301,8 @@ impl Session {
         params: Option<Vec<datafusion::scalar::ScalarValue>>,
         notices: &mut Vec<Notice>,
     ) -> PgResult<Outcome> {
-        if let Parsed::Sql(stmt) = parsed {
-            match &**stmt {
-                ast::Statement::StartTransaction { .. } => return Ok(self.begin(notices)),
-                ast::Statement::Commit { .. } => return self.end_block(true, notices).await,
-                ast::Statement::Rollback { .. } => return self.end_block(false, notices).await,
-                _ => {}
-            }
-        }
-        if self.txn.in_block && self.txn.is_failed() {
-            return Err(sql::in_failed_transaction());
+        if let Some(result) = self.run_transaction_control(parsed, notices).await {
+            return result.inspect_err(|_| self.txn.fail_if_in_block());
         }
         if let Some(bound) = self.executed(parsed) {
             // EXECUTE: the prepared statement runs with the values given.
@@ -368,6 +361,43 @@ impl Session {
         result
     }
 
+    /// Runs BEGIN, COMMIT, ROLLBACK and the savepoint statements; refuses every other
+    /// statement in a failed block (`None`: the statement is not refused and runs).
+    async fn run_transaction_control(
+        &mut self,
+        parsed: &Parsed,
+        notices: &mut Vec<Notice>,
+    ) -> Option<PgResult<Outcome>> {
+        use sql::savepoint;
+        let stmt = match parsed {
+            Parsed::Sql(stmt) => Some(&**stmt),
+            _ => None,
+        };
+        match stmt {
+            Some(ast::Statement::Commit { chain, .. }) => {
+                return Some(self.end_block(true, *chain, notices).await)
+            }
+            Some(ast::Statement::Rollback {
+                chain,
+                savepoint: None,
+            }) => return Some(self.end_block(false, *chain, notices).await),
+            Some(ast::Statement::Rollback {
+                savepoint: Some(name),
+                ..
+            }) => return Some(savepoint::rollback_to(self, name)),
+            _ => {}
+        }
+        if self.txn.in_block && self.txn.is_failed() {
+            return Some(Err(sql::in_failed_transaction()));
+        }
+        match stmt? {
+            ast::Statement::StartTransaction { .. } => Some(Ok(self.begin(notices))),
+            ast::Statement::Savepoint { name } => Some(savepoint::set(self, name)),
+            ast::Statement::ReleaseSavepoint { name } => Some(savepoint::release(self, name)),
+            _ => None,
+        }
+    }
+
     async fn run_in_transaction(
         &mut self,
         parsed: &Parsed,
@@ -380,23 +410,28 @@ impl Session {
             }
         }
         let db = self.db().clone();
-        let xid = if parsed.writes() {
-            match self.txn.xid {
-                Some(x) if self.txn.in_block => x,
-                _ => {
-                    let x = db
-                        .txns
-                        .begin()
-                        .map_err(|e| PgError::io("could not reserve transaction ids", &e))?;
-                    if self.txn.in_block {
-                        self.txn.xid = Some(x);
-                    }
-                    x
-                }
+        let begin =
+            || (db.txns.begin()).map_err(|e| PgError::io("could not reserve transaction ids", &e));
+        // A block writes under its newest savepoint's subtransaction, if it has one.
+        let (xid, own) = match (self.txn.in_block, parsed.writes()) {
+            (true, writes) => {
+                let top = match self.txn.xid {
+                    None if writes => *self.txn.xid.insert(begin()?),
+                    top => top.unwrap_or(0),
+                };
+                let xid = match writes {
+                    true => self.txn.savepoints.writing_xid(&db, top)?,
+                    false => top,
+                };
+                (xid, self.txn.savepoints.own_xids(top))
             }
-        } else {
-            self.txn.xid.unwrap_or(0)
+            (false, true) => {
+                let xid = begin()?;
+                (xid, OwnXids::of(xid))
+            }
+            (false, false) => (0, OwnXids::default()),
         };
+        let top = own.top;
         let cid = self.txn.next_cid;
         self.txn.next_cid += 1;
         // A FETCH or MOVE runs under its cursor's flag, which the cursor's plan looks at.
@@ -411,7 +446,7 @@ impl Session {
         );
         let ctx = Arc::new(StatementContext {
             db: db.clone(),
-            snapshot: db.txns.snapshot(xid, cid),
+            snapshot: db.txns.snapshot(own, cid),
             xid,
             cid,
             track_io_timing: self.settings.track_io_timing(),
@@ -423,7 +458,7 @@ impl Session {
             planning_usage: Mutex::new(Default::default()),
         });
         if let Some(a) = &self.activity {
-            a.transaction_ids((xid != 0).then_some(xid), ctx.snapshot.xmin());
+            a.transaction_ids((top != 0).then_some(top), ctx.snapshot.xmin());
         }
         self.last_statement = Some(ctx.clone());
         let autocommit_xid = (!self.txn.in_block && xid != 0).then_some(xid);
@@ -711,9 +746,20 @@ impl Session {
         Outcome::TxnStart("BEGIN".into())
     }
 
-    /// COMMIT (`commit` = true) or ROLLBACK.
-    async fn end_block(&mut self, commit: bool, notices: &mut Vec<Notice>) -> PgResult<Outcome> {
+    /// COMMIT (`commit` = true) or ROLLBACK, `chain`ing a new block or not.
+    async fn end_block(
+        &mut self,
+        commit: bool,
+        chain: bool,
+        notices: &mut Vec<Notice>,
+    ) -> PgResult<Outcome> {
         let tag = if commit { "COMMIT" } else { "ROLLBACK" };
+        if !self.txn.in_block && chain {
+            return Err(PgError::new(
+                sqlstate::NO_ACTIVE_SQL_TRANSACTION,
+                format!("{tag} AND CHAIN can only be used in transaction blocks"),
+            ));
+        }
         if !self.txn.in_block {
             notices.push(Notice::warning(
                 "25P01",
@@ -736,24 +782,30 @@ impl Session {
                 }
             }
             let db = self.db().clone();
+            let own = self.txn.savepoints.own_xids(xid);
             let r = if commit {
                 let by = Some((iolab_stats::BackendType::ClientBackend, self.pid));
                 db.txns
-                    .commit_with(xid, self.settings.synchronous_commit_on(), by)
+                    .commit_with(&own, self.settings.synchronous_commit_on(), by)
             } else {
-                db.txns.abort(xid)
+                db.txns.abort_all(&own)
             };
             r.map_err(|e| PgError::io("could not write commit log", &e))?;
         }
         let mut ddl = std::mem::take(&mut self.txn.ddl);
-        self.txn = TxnBlock::default();
+        self.txn = TxnBlock {
+            in_block: chain,
+            ..TxnBlock::default()
+        };
         self.db().io_stats.database.transaction_ended(commit);
-        if commit {
-            self.settings.commit_transaction();
-            ddl.commit();
-        } else {
-            self.settings.abort_transaction();
-            ddl.rollback();
+        match chain {
+            true => self.settings.chain_transaction(commit),
+            false if commit => self.settings.commit_transaction(),
+            false => self.settings.abort_transaction(),
+        }
+        match commit {
+            true => ddl.commit(),
+            false => ddl.rollback(),
         }
         if let Some(e) = committing_failed {
             return Err(e);
@@ -763,6 +815,23 @@ impl Session {
         } else {
             "ROLLBACK".into()
         }))
+    }
+}
+
+impl Drop for Session {
+    /// A session that ends inside a transaction block (the client went away) rolls it
+    /// back: its rows and row locks go, and so does its DDL (as the block's log drops).
+    fn drop(&mut self) {
+        if !self.txn.in_block {
+            return;
+        }
+        if let Some(xid) = self.txn.xid.take() {
+            let own = self.txn.savepoints.own_xids(xid);
+            if let Err(e) = self.db().txns.abort_all(&own) {
+                tracing::error!("could not abort transaction {xid}: {e}");
+            }
+        }
+        self.db().io_stats.database.transaction_ended(false);
     }
 }
 

@@ -94,6 +94,13 @@ pub struct PgSettingsRow {
     pub pending_restart: bool,
 }
 
+/// The settings a transaction starts with, and the defaults they are taken from.
+const TRANSACTION_CHARACTERISTICS: [(&str, &str); 3] = [
+    ("transaction_isolation", "default_transaction_isolation"),
+    ("transaction_read_only", "default_transaction_read_only"),
+    ("transaction_deferrable", "default_transaction_deferrable"),
+];
+
 /// A connection's settings. Cloning is cheap (the table of values is shared until written),
 /// so the engine can take a snapshot per query.
 #[derive(Clone, Debug)]
@@ -620,15 +627,29 @@ impl SessionSettings {
         self.take_transaction_characteristics_from_defaults();
     }
 
+    /// COMMIT AND CHAIN (`commit`) or ROLLBACK AND CHAIN: ends the transaction and opens
+    /// the next one with the same `transaction_isolation`, `transaction_read_only` and
+    /// `transaction_deferrable`.
+    pub fn chain_transaction(&mut self, commit: bool) {
+        let index = |name| table_index(name).expect("transaction settings are in the table");
+        let kept: Vec<_> = (TRANSACTION_CHARACTERISTICS.iter())
+            .map(|(current, _)| self.slots[index(current)].current.clone())
+            .collect();
+        match commit {
+            true => self.commit_transaction(),
+            false => self.abort_transaction(),
+        }
+        self.levels.push(TransactionLevel::default());
+        for ((current, _), assigned) in TRANSACTION_CHARACTERISTICS.iter().zip(kept) {
+            Arc::make_mut(&mut self.slots)[index(current)].current = assigned;
+        }
+    }
+
     /// `transaction_isolation`, `transaction_read_only` and `transaction_deferrable` take the
     /// values of their `default_…` settings (not undone by a rollback: it is where the
     /// transaction starts from).
     fn take_transaction_characteristics_from_defaults(&mut self) {
-        for (current, default) in [
-            ("transaction_isolation", "default_transaction_isolation"),
-            ("transaction_read_only", "default_transaction_read_only"),
-            ("transaction_deferrable", "default_transaction_deferrable"),
-        ] {
+        for (current, default) in TRANSACTION_CHARACTERISTICS {
             let from = table_index(default).expect("transaction defaults are in the table");
             let to = table_index(current).expect("transaction settings are in the table");
             let value = self.slots[from].current.value.clone();

@@ -258,8 +258,6 @@ def transactions(conn):
           cur.execute("SELECT count(*) FROM py_io").fetchone()[0], before + 500)
     conn.rollback()
     check("ROLLBACK leaves no rows", cur.execute("SELECT count(*) FROM py_io").fetchone()[0], before)
-    # Outside a transaction transaction() sends BEGIN; inside one it would need SAVEPOINT,
-    # which iolab does not have yet.
     conn.commit()
 
     try:
@@ -287,6 +285,25 @@ def transactions(conn):
         cur.execute("INSERT INTO py_io VALUES (%s, %s)", (-2, "kept"))
     check("a committed transaction block keeps its row",
           cur.execute("SELECT filler FROM py_io WHERE a = -2").fetchall(), [("kept",)])
+    conn.commit()
+
+    # Nested transaction() blocks are savepoints: a failing one is rolled back to its
+    # savepoint and the outer block goes on (the insert-or-skip loop of many scripts).
+    with conn.transaction():
+        for i in range(-10, -3):
+            try:
+                with conn.transaction():
+                    cur.execute("INSERT INTO py_io VALUES (%s, %s)", (i, "nested"))
+                    if i % 2 == 0:
+                        cur.execute("SELECT 1 / 0")
+            except errors.DivisionByZero:
+                pass
+        with conn.transaction(force_rollback=True):
+            cur.execute("DELETE FROM py_io WHERE filler = 'nested'")
+    check("nested blocks keep the rows of those that did not fail",
+          [r[0] for r in cur.execute(
+              "SELECT a FROM py_io WHERE filler = 'nested' ORDER BY a").fetchall()],
+          [-9, -7, -5])
     conn.commit()
 
 # Jobs the queue workers share, and how many workers take them at once.

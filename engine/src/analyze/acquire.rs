@@ -37,7 +37,7 @@ use crate::heap::tuple;
 use crate::storage::page;
 use crate::storage::relfile::RelFile;
 use crate::stream::ReadStream;
-use crate::txn::{Clog, Xid, XidStatus, INVALID_XID};
+use crate::txn::{Clog, OwnXids, XidStatus, INVALID_XID};
 
 use super::sampling::{BlockSampler, Prng, Reservoir};
 
@@ -50,14 +50,14 @@ pub enum TupleState {
     InProgress,
 }
 
-/// Classifies a tuple from its header, for a command running in transaction `own_xid`
-/// (0 when it has none).
-pub fn classify(t: &[u8], clog: &Clog, own_xid: Xid) -> TupleState {
+/// Classifies a tuple from its header, for a command of the transaction writing under
+/// `own` (top 0 when it has none).
+pub fn classify(t: &[u8], clog: &Clog, own: &OwnXids) -> TupleState {
     let xmin = tuple::xmin(t);
     if xmin == INVALID_XID {
         return TupleState::Dead;
     }
-    if xmin != own_xid {
+    if !own.contains(xmin) {
         match clog.status(xmin) {
             XidStatus::Committed => {}
             XidStatus::Aborted => return TupleState::Dead,
@@ -68,7 +68,7 @@ pub fn classify(t: &[u8], clog: &Clog, own_xid: Xid) -> TupleState {
     if xmax == INVALID_XID {
         return TupleState::Live;
     }
-    if xmax == own_xid {
+    if own.contains(xmax) {
         return TupleState::Dead;
     }
     match clog.status(xmax) {
@@ -117,7 +117,7 @@ fn scan_tuples(
         }
         for off in 1..=page::page_max_offset(&page) {
             if let Some(t) = page::page_item(&page, off) {
-                visit(blkno, off, t, classify(t, &clog, ctx.xid));
+                visit(blkno, off, t, classify(t, &clog, &ctx.snapshot.own));
             }
         }
     }
@@ -222,6 +222,7 @@ mod tests {
     use super::*;
     use crate::heap::tuple::test_tuple;
     use crate::storage::relfile::tests::TempDir;
+    use crate::txn::Xid;
     use TupleState::{Dead, InProgress, Live};
 
     fn header(xmin: Xid, xmax: Xid) -> Vec<u8> {
@@ -234,23 +235,40 @@ mod tests {
         let clog = Clog::open(&dir.0.join("clog")).unwrap();
         clog.set_status(10, XidStatus::Committed).unwrap();
         clog.set_status(11, XidStatus::Aborted).unwrap();
+        let none = OwnXids::default();
         // 12 is still running.
-        assert_eq!(classify(&header(10, 0), &clog, 0), Live);
-        assert_eq!(classify(&header(11, 0), &clog, 0), Dead, "aborted insert");
-        assert_eq!(classify(&header(12, 0), &clog, 0), InProgress);
-        assert_eq!(classify(&header(12, 0), &clog, 12), Live, "our own insert");
+        assert_eq!(classify(&header(10, 0), &clog, &none), Live);
         assert_eq!(
-            classify(&header(10, 10), &clog, 0),
+            classify(&header(11, 0), &clog, &none),
+            Dead,
+            "aborted insert"
+        );
+        assert_eq!(classify(&header(12, 0), &clog, &none), InProgress);
+        assert_eq!(
+            classify(&header(12, 0), &clog, &OwnXids::of(12)),
+            Live,
+            "our own insert"
+        );
+        assert_eq!(
+            classify(&header(10, 10), &clog, &none),
             Dead,
             "committed delete"
         );
-        assert_eq!(classify(&header(10, 11), &clog, 0), Live, "aborted delete");
         assert_eq!(
-            classify(&header(10, 12), &clog, 0),
+            classify(&header(10, 11), &clog, &none),
+            Live,
+            "aborted delete"
+        );
+        assert_eq!(
+            classify(&header(10, 12), &clog, &none),
             Live,
             "delete in progress"
         );
-        assert_eq!(classify(&header(10, 12), &clog, 12), Dead, "our own delete");
+        assert_eq!(
+            classify(&header(10, 12), &clog, &OwnXids::of(12)),
+            Dead,
+            "our own delete"
+        );
     }
 
     #[test]

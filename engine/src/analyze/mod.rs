@@ -284,7 +284,7 @@ pub fn vacuum_table(
         remaining_tuples: remaining,
         dead_tuples: heap.recently_dead,
         removable_cutoff,
-        next_xid_at_end: ctx.db.txns.snapshot(0, 0).xmax,
+        next_xid_at_end: ctx.db.txns.next_xid(),
         index_scans: heap.index_scans,
         pages_with_dead_items: heap.pages_with_dead_items,
         dead_items: heap.dead_items,

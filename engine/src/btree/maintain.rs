@@ -146,7 +146,7 @@ impl IndexMaintainer {
                 &db.pool,
                 &self.heap,
                 db.txns.clog(),
-                self.ctx.xid,
+                &self.ctx.snapshot.own,
                 tid,
                 acct,
             )
@@ -198,14 +198,7 @@ impl IndexMaintainer {
     /// transaction (visible to nobody, removable by VACUUM once the transaction ends).
     fn kill(&mut self, tid: Tid, acct: &mut IoAccount) -> PgResult<()> {
         let ctx = &self.ctx;
-        let mut deleter = HeapDeleter::new(
-            ctx.db.clone(),
-            self.heap.clone(),
-            ctx.xid,
-            ctx.cid,
-            std::mem::take(acct),
-            true,
-        );
+        let mut deleter = HeapDeleter::new(ctx, self.heap.clone(), std::mem::take(acct), true)?;
         let result = deleter.delete(tid, &|| ctx.check_cancel());
         *acct = std::mem::take(&mut deleter.acct);
         result.map(|_| ())
@@ -228,7 +221,7 @@ fn insert_unique(
 ) -> PgResult<bool> {
     let db = &ctx.db;
     let mut judge = |tid: Tid, acct: &mut IoAccount| {
-        liveness::liveness(&db.pool, heap, db.txns.clog(), ctx.xid, tid, acct)
+        liveness::liveness(&db.pool, heap, db.txns.clog(), &ctx.snapshot.own, tid, acct)
     };
     let mut from = 0;
     loop {

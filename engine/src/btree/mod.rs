@@ -336,7 +336,14 @@ fn build_file(
         if def.unique {
             let db = &ctx.db;
             let mut judge = |tid: Tid, acct: &mut IoAccount| {
-                heap::liveness::liveness(&db.pool, &source.rel, db.txns.clog(), ctx.xid, tid, acct)
+                heap::liveness::liveness(
+                    &db.pool,
+                    &source.rel,
+                    db.txns.clog(),
+                    &ctx.snapshot.own,
+                    tid,
+                    acct,
+                )
             };
             let column = &table.columns[def.columns[0]].name;
             unique::check_build(&index, column, &entries, &mut judge, &mut acct)?;

@@ -120,7 +120,7 @@ impl StatementContext {
     pub(crate) fn for_tests(db: &Arc<Database>, xid: Xid) -> StatementContext {
         StatementContext {
             db: db.clone(),
-            snapshot: db.txns.snapshot(xid, 0),
+            snapshot: db.txns.snapshot(crate::txn::OwnXids::of(xid), 0),
             xid,
             cid: 0,
             track_io_timing: false,

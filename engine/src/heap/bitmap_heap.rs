@@ -354,7 +354,7 @@ pub(crate) mod tests {
         }
 
         pub(crate) fn visibility(&self) -> VisibilityChecker {
-            VisibilityChecker::new(self.db.txns.snapshot(0, 0))
+            VisibilityChecker::new(self.db.txns.snapshot(Default::default(), 0))
         }
     }
 

@@ -14,7 +14,7 @@
 //! | the row's `t_xmax` | what happens |
 //! |---|---|
 //! | none, or a transaction that aborted | stamp it |
-//! | this transaction (the same command met the row twice, as a join can) | leave it: done already |
+//! | this transaction (the same command met the row twice, as a join can, or an earlier one of its subtransactions) | leave it: done already |
 //! | a transaction still running | release the page, wait for that transaction to end, look again |
 //! | a transaction that committed a DELETE | leave it: the row is gone |
 //! | a transaction that committed an UPDATE (`t_ctid` points elsewhere) | [`Deleted::Updated`]: the caller finds the row's newest version ([`HeapDeleter::newest_version`]), checks its condition on it again and changes that one (PostgreSQL's EvalPlanQual); [`HeapDeleter::delete`] fails with 40001 instead |
@@ -24,7 +24,10 @@
 //! [`tuple::deleter`], which passes over it, and a delete or another lock treats it as a
 //! running transaction's change while its transaction runs and as nothing once it ended
 //! (or when it is this transaction's own). Every lock is exclusive: iolab has no
-//! MultiXact, so FOR SHARE lockers wait for each other too.
+//! MultiXact, so FOR SHARE lockers wait for each other too. Nor can a tuple's `t_xmax`
+//! name two of a transaction's xids: a row locked before a savepoint and deleted after it
+//! is no longer locked once the delete is rolled back to that savepoint (PostgreSQL keeps
+//! the lock in a MultiXact).
 //!
 //! Waits go through [`TransactionManager::wait_for`], which sees a circle of waiting
 //! transactions and fails the one that would close it (40P01), and ends a wait when the
@@ -48,11 +51,12 @@ use crate::heap::tuple::{
 /// The `t_infomask` bits that describe `t_xmax`, replaced whenever it is set.
 const XMAX_STATE: u16 =
     HEAP_XMAX_INVALID | HEAP_XMAX_COMMITTED | HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK;
+use crate::exec::context::StatementContext;
 use crate::heap::visibility_map::clear_all_visible;
 use crate::storage::page;
 use crate::storage::relfile::RelFile;
 use crate::txn::clog::XidStatus;
-use crate::txn::Xid;
+use crate::txn::{OwnXids, Xid};
 use crate::wal::{self, Change};
 use crate::Database;
 
@@ -60,7 +64,10 @@ use crate::Database;
 pub struct HeapDeleter {
     db: Arc<Database>,
     rel: Arc<RelFile>,
+    /// The xid this command writes under (its savepoint's subxid, perhaps).
     xid: Xid,
+    /// Every xid of the transaction: rows any of them changed are its own.
+    own: OwnXids,
     cid: u32,
     pub acct: IoAccount,
     /// Rows this deleter stamped.
@@ -110,24 +117,32 @@ pub enum Deleted {
 
 impl HeapDeleter {
     /// A deleter for DELETE (`for_update` false) or for an UPDATE's old versions.
+    /// Statement `ctx` changes rows of `rel`, its page reads counted in `acct`.
     pub fn new(
-        db: Arc<Database>,
+        ctx: &StatementContext,
         rel: Arc<RelFile>,
-        xid: Xid,
-        cid: u32,
         acct: IoAccount,
         for_update: bool,
-    ) -> HeapDeleter {
-        assert_ne!(xid, INVALID_XID, "deleting takes a transaction");
-        HeapDeleter {
-            db,
+    ) -> PgResult<HeapDeleter> {
+        if ctx.xid == INVALID_XID {
+            return Err(PgError::internal(
+                "statement writes but has no transaction id",
+            ));
+        }
+        assert!(
+            ctx.snapshot.own.contains(ctx.xid),
+            "the statement's xid is its own"
+        );
+        Ok(HeapDeleter {
+            db: ctx.db.clone(),
             rel,
-            xid,
-            cid,
+            xid: ctx.xid,
+            own: ctx.snapshot.own.clone(),
+            cid: ctx.cid,
             acct,
             deleted: 0,
             change: (!for_update).then_some(RowChange::Delete),
-        }
+        })
     }
 
     /// Deletes the row at `tid` (found by this command's snapshot; see the module comment
@@ -255,7 +270,7 @@ impl HeapDeleter {
         if xmax == INVALID_XID {
             return XmaxState::Free;
         }
-        if xmax == self.xid {
+        if self.own.contains(xmax) {
             return match locks_only {
                 true => XmaxState::OwnLock,
                 false => XmaxState::OwnDelete,
@@ -307,7 +322,7 @@ impl HeapDeleter {
             }
             let xmax = tuple::deleter(t);
             let replaced = xmax != INVALID_XID
-                && xmax != self.xid
+                && !self.own.contains(xmax)
                 && self.db.txns.clog().status(xmax) == XidStatus::Committed;
             if !replaced {
                 return Ok(Some(at));

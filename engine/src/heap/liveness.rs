@@ -26,7 +26,7 @@ use crate::buffer::BufferPool;
 use crate::heap::tuple::{self, INVALID_XID};
 use crate::storage::page;
 use crate::storage::relfile::RelFile;
-use crate::txn::{Clog, Xid, XidStatus};
+use crate::txn::{Clog, OwnXids, Xid, XidStatus};
 
 /// What a uniqueness check makes of one heap tuple (see the module comment).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,13 +37,13 @@ pub enum Liveness {
     InProgress(Xid),
 }
 
-/// Reads the tuple at `tid` of `rel` and says whether it is live for transaction
-/// `own_xid`.
+/// Reads the tuple at `tid` of `rel` and says whether it is live for the transaction
+/// writing under `own`.
 pub fn liveness(
     pool: &Arc<BufferPool>,
     rel: &Arc<RelFile>,
     clog: &Clog,
-    own_xid: Xid,
+    own: &OwnXids,
     tid: (u32, u16),
     acct: &mut IoAccount,
 ) -> PgResult<Liveness> {
@@ -52,15 +52,15 @@ pub fn liveness(
     let Some(t) = page::page_item(&page, tid.1) else {
         return Ok(Liveness::Dead);
     };
-    Ok(judge(tuple::xmin(t), tuple::deleter(t), own_xid, |x| {
+    Ok(judge(tuple::xmin(t), tuple::deleter(t), own, |x| {
         clog.status(x)
     }))
 }
 
 /// The table of the module comment, given the tuple's `xmin` and `xmax` and the status of
 /// other transactions.
-fn judge(xmin: Xid, xmax: Xid, own_xid: Xid, status: impl Fn(Xid) -> XidStatus) -> Liveness {
-    if xmin != own_xid {
+fn judge(xmin: Xid, xmax: Xid, own: &OwnXids, status: impl Fn(Xid) -> XidStatus) -> Liveness {
+    if !own.contains(xmin) {
         match status(xmin) {
             XidStatus::Aborted => return Liveness::Dead,
             XidStatus::InProgress => return Liveness::InProgress(xmin),
@@ -70,7 +70,7 @@ fn judge(xmin: Xid, xmax: Xid, own_xid: Xid, status: impl Fn(Xid) -> XidStatus) 
     if xmax == INVALID_XID {
         return Liveness::Live;
     }
-    if xmax == own_xid {
+    if own.contains(xmax) {
         return Liveness::Dead;
     }
     match status(xmax) {
@@ -84,11 +84,12 @@ fn judge(xmin: Xid, xmax: Xid, own_xid: Xid, status: impl Fn(Xid) -> XidStatus) 
 mod tests {
     use super::*;
 
-    // Transactions 10 committed, 11 aborted, 12 running; 20 is ours.
+    // Transactions 10 committed, 11 aborted, 12 running; 20 is ours, 21 and 23 are its
+    // live subtransactions, 22 one it rolled back (aborted).
     fn status(x: Xid) -> XidStatus {
         match x {
             10 => XidStatus::Committed,
-            11 => XidStatus::Aborted,
+            11 | 22 => XidStatus::Aborted,
             12 => XidStatus::InProgress,
             _ => panic!("asked about {x}"),
         }
@@ -110,10 +111,18 @@ mod tests {
             ((10, 10), Dead),
             ((10, 12), InProgress(12)),
             ((20, 12), InProgress(12)),
+            // Subtransactions: live ones are ours, a rolled-back one is aborted.
+            ((21, 0), Live),
+            ((23, 20), Dead),
+            ((10, 21), Dead),
+            ((22, 0), Dead),
+            ((10, 22), Live),
+            ((21, 22), Live),
         ];
+        let own = OwnXids::with_subxids(20, vec![21, 23]);
         for ((xmin, xmax), want) in cases {
             assert_eq!(
-                judge(xmin, xmax, 20, status),
+                judge(xmin, xmax, &own, status),
                 want,
                 "xmin {xmin} xmax {xmax}"
             );

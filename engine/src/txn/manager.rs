@@ -15,7 +15,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::clog::{Clog, XidStatus};
 use super::snapshot::{HeldXmin, Snapshot, XminRegistry};
-use super::{Xid, FIRST_NORMAL_XID};
+use super::{OwnXids, Xid, FIRST_NORMAL_XID};
 use crate::wal::record::Body;
 use crate::wal::WalIoBy;
 
@@ -25,8 +25,12 @@ const XID_RESERVATION: Xid = 4096;
 /// Transaction `waiter` waits since `since` for `holder` to end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TransactionWait {
+    /// A top-level transaction.
     pub waiter: Xid,
+    /// What `waiter` waits for: a transaction or a subtransaction.
     pub holder: Xid,
+    /// `holder`'s top-level transaction.
+    pub holder_top: Xid,
     pub since: DateTime<Utc>,
 }
 
@@ -51,9 +55,20 @@ struct XidState {
     next_xid: Xid,
     /// Xids below this one may be handed out without touching the horizon file.
     reserved_until: Xid,
+    /// Running transactions and subtransactions.
     in_progress: BTreeSet<Xid>,
-    /// Who waits for whom: `waiter → holder`, one entry per waiting transaction.
+    /// Each running subtransaction's top-level transaction.
+    top_of_subxid: HashMap<Xid, Xid>,
+    /// Who waits for whom: `waiter → holder`, one entry per waiting (top-level)
+    /// transaction; the holder as waited for (a subxid, perhaps).
     waits_for: HashMap<Xid, (Xid, DateTime<Utc>)>,
+}
+
+impl XidState {
+    /// The top-level transaction of `xid` (itself unless it is a running subtransaction).
+    fn top_of(&self, xid: Xid) -> Xid {
+        self.top_of_subxid.get(&xid).copied().unwrap_or(xid)
+    }
 }
 
 /// How often a waiting transaction looks at its statement's cancel flag.
@@ -96,6 +111,7 @@ impl TransactionManager {
                 next_xid: horizon,
                 reserved_until: horizon,
                 in_progress: BTreeSet::new(),
+                top_of_subxid: HashMap::new(),
                 waits_for: HashMap::new(),
             }),
         };
@@ -138,36 +154,72 @@ impl TransactionManager {
         Ok(xid)
     }
 
-    pub fn commit(&self, xid: Xid) -> io::Result<()> {
-        self.commit_with(xid, true, None)
+    /// Starts a subtransaction of running transaction `top` and returns its subxid.
+    pub fn begin_subtransaction(&self, top: Xid) -> io::Result<Xid> {
+        let subxid = self.begin()?;
+        let mut state = self.state.lock();
+        assert!(
+            state.in_progress.contains(&top) && !state.top_of_subxid.contains_key(&top),
+            "a subtransaction of running top-level transaction {top}"
+        );
+        state.top_of_subxid.insert(subxid, top);
+        Ok(subxid)
     }
 
-    /// Commits `xid`: logs its commit record and, when `synchronous` (the session's
-    /// `synchronous_commit`), waits until it is durable, before the commit log says so.
-    /// Without waiting, the WAL writer flushes it within `wal_writer_delay`. `by`: whom
-    /// the WAL's writes and syncs count for in `pg_stat_io`.
-    pub fn commit_with(&self, xid: Xid, synchronous: bool, by: WalIoBy) -> io::Result<()> {
+    pub fn commit(&self, xid: Xid) -> io::Result<()> {
+        self.commit_with(&OwnXids::of(xid), true, None)
+    }
+
+    /// Commits transaction `own.top` with its live subtransactions: logs its commit
+    /// record and, when `synchronous` (the session's `synchronous_commit`), waits until it
+    /// is durable, before the commit log says so. Without waiting, the WAL writer flushes
+    /// it within `wal_writer_delay`. `by`: whom the WAL's writes and syncs count for in
+    /// `pg_stat_io`.
+    pub fn commit_with(&self, own: &OwnXids, synchronous: bool, by: WalIoBy) -> io::Result<()> {
         if let Some(wal) = self.wal.get() {
             let body = Body::Commit {
                 time_us: crate::wal::now_us(),
+                subxids: own.subxids.clone(),
             };
-            let (_, end) = wal.insert(xid, &body, &mut BufferUsage::default(), by);
+            let (_, end) = wal.insert(own.top, &body, &mut BufferUsage::default(), by);
             if synchronous {
                 wal.flush(end, by)?;
             }
         }
-        self.end(xid, XidStatus::Committed)
+        self.end(own, XidStatus::Committed)
     }
 
     /// Aborts `xid` (its abort record needs no flush: a lost one reads as aborted too).
     pub fn abort(&self, xid: Xid) -> io::Result<()> {
+        self.abort_all(&OwnXids::of(xid))
+    }
+
+    /// Aborts transaction `own.top` and its live subtransactions.
+    pub fn abort_all(&self, own: &OwnXids) -> io::Result<()> {
         if let Some(wal) = self.wal.get() {
             let body = Body::Abort {
                 time_us: crate::wal::now_us(),
+                subxids: own.subxids.clone(),
             };
-            wal.insert(xid, &body, &mut BufferUsage::default(), None);
+            wal.insert(own.top, &body, &mut BufferUsage::default(), None);
         }
-        self.end(xid, XidStatus::Aborted)
+        self.end(own, XidStatus::Aborted)
+    }
+
+    /// `ROLLBACK TO SAVEPOINT`: aborts subtransactions `subxids` of a transaction that
+    /// goes on. No record: a subxid that never ends in the WAL reads as aborted after a
+    /// crash, and the transaction's commit record lists only its live subxids.
+    pub fn abort_subtransactions(&self, subxids: &[Xid]) -> io::Result<()> {
+        let mut result = Ok(());
+        for &subxid in subxids {
+            assert!(
+                self.state.lock().top_of_subxid.contains_key(&subxid),
+                "xid {subxid} is a running subtransaction"
+            );
+            let ended = self.end(&OwnXids::of(subxid), XidStatus::Aborted);
+            result = result.and(ended);
+        }
+        result
     }
 
     /// `listener` is told of every transaction's end from now on (the statistics count
@@ -179,14 +231,27 @@ impl TransactionManager {
         );
     }
 
-    fn end(&self, xid: Xid, status: XidStatus) -> io::Result<()> {
-        // The clog flips first, then the xid leaves the in-progress set: a snapshot taken
-        // in between still treats it as in progress, which is the safe side.
-        let result = self.clog.set_status(xid, status);
-        let removed = self.state.lock().in_progress.remove(&xid);
-        assert!(removed, "xid {xid} ended twice or was never started");
+    /// Ends `own.top` and `own.subxids`, in the clog first (the top-level xid first, see
+    /// the module comment of `txn`), then in the in-progress set, all at once: a snapshot
+    /// taken in between still treats them as in progress, which is the safe side.
+    fn end(&self, own: &OwnXids, status: XidStatus) -> io::Result<()> {
+        let xids = || std::iter::once(own.top).chain(own.subxids.iter().copied());
+        let mut result = Ok(());
+        for xid in xids() {
+            result = result.and(self.clog.set_status(xid, status));
+        }
+        {
+            let mut state = self.state.lock();
+            for xid in xids() {
+                let removed = state.in_progress.remove(&xid);
+                assert!(removed, "xid {xid} ended twice or was never started");
+                state.top_of_subxid.remove(&xid);
+            }
+        }
         if let Some(listener) = self.end_listener.get() {
-            listener(xid, status == XidStatus::Committed);
+            for xid in xids() {
+                listener(xid, status == XidStatus::Committed);
+            }
         }
         self.ended.notify_all();
         result
@@ -202,10 +267,16 @@ impl TransactionManager {
         holder: Xid,
         check_cancel: &dyn Fn() -> PgResult<()>,
     ) -> PgResult<()> {
-        assert_ne!(waiter, holder, "a transaction never waits for itself");
         let mut state = self.state.lock();
-        let mut next = holder;
+        let waiter = state.top_of(waiter);
+        assert_ne!(
+            waiter,
+            state.top_of(holder),
+            "a transaction never waits for itself"
+        );
+        let mut next = state.top_of(holder);
         while let Some(&(further, _)) = state.waits_for.get(&next) {
+            let further = state.top_of(further);
             if further == waiter {
                 return Err(
                     PgError::new(sqlstate::T_R_DEADLOCK_DETECTED, "deadlock detected").with_detail(
@@ -235,20 +306,30 @@ impl TransactionManager {
         result
     }
 
+    /// The running subtransactions, as `(subxid, its top-level transaction)`.
+    pub fn subtransactions(&self) -> Vec<(Xid, Xid)> {
+        let state = self.state.lock();
+        (state.top_of_subxid.iter())
+            .map(|(&sub, &top)| (sub, top))
+            .collect()
+    }
+
     /// The waits going on now (`pg_locks`), in no particular order.
     pub fn waits(&self) -> Vec<TransactionWait> {
-        (self.state.lock().waits_for.iter())
+        let state = self.state.lock();
+        (state.waits_for.iter())
             .map(|(&waiter, &(holder, since))| TransactionWait {
                 waiter,
                 holder,
+                holder_top: state.top_of(holder),
                 since,
             })
             .collect()
     }
 
-    /// A snapshot for a statement of transaction `own_xid` (0 when it has none) at
+    /// A snapshot for a statement of transaction `own` (top 0 when it has none) at
     /// command `curcid`.
-    pub fn snapshot(&self, own_xid: Xid, curcid: u32) -> Snapshot {
+    pub fn snapshot(&self, own: OwnXids, curcid: u32) -> Snapshot {
         let state = self.state.lock();
         // The oldest transaction this snapshot may see as running (or its own).
         let xmin = state
@@ -262,9 +343,9 @@ impl TransactionManager {
                 .in_progress
                 .iter()
                 .copied()
-                .filter(|&x| x != own_xid)
+                .filter(|&x| !own.contains(x))
                 .collect(),
-            own_xid,
+            own,
             curcid,
             clog: self.clog.clone(),
             _held: Arc::new(HeldXmin {
@@ -319,7 +400,7 @@ mod tests {
         let a = tm.begin().unwrap();
         let b = tm.begin().unwrap();
         tm.commit(a).unwrap();
-        let snap = tm.snapshot(0, 0);
+        let snap = tm.snapshot(OwnXids::default(), 0);
         assert!(snap.xid_visible(a, 0));
         assert!(!snap.xid_visible(b, 0), "in progress");
         tm.commit(b).unwrap();
@@ -327,10 +408,10 @@ mod tests {
             !snap.xid_visible(b, 0),
             "committed after the snapshot was taken"
         );
-        assert!(tm.snapshot(0, 0).xid_visible(b, 0));
+        assert!(tm.snapshot(OwnXids::default(), 0).xid_visible(b, 0));
         let c = tm.begin().unwrap();
         tm.abort(c).unwrap();
-        assert!(!tm.snapshot(0, 0).xid_visible(c, 0));
+        assert!(!tm.snapshot(OwnXids::default(), 0).xid_visible(c, 0));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -380,7 +461,7 @@ mod tests {
         let dir = temp_dir("own");
         let tm = TransactionManager::open(&dir).unwrap();
         let x = tm.begin().unwrap();
-        let snap = tm.snapshot(x, 1);
+        let snap = tm.snapshot(OwnXids::of(x), 1);
         assert!(snap.xid_visible(x, 0));
         assert!(!snap.xid_visible(x, 1));
         tm.abort(x).unwrap();

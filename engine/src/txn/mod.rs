@@ -19,6 +19,24 @@
 //! A concurrent reader therefore sees all or nothing of an INSERT, even if the INSERT
 //! commits half-way through the reader's scan.
 //!
+//! # Subtransactions (savepoints)
+//!
+//! `SAVEPOINT` opens a subtransaction inside a transaction block; the first statement that
+//! writes under it gets an xid of its own (a *subxid*), and its tuples carry that xid.
+//! `ROLLBACK TO SAVEPOINT` aborts the subxids assigned since the savepoint (their clog
+//! entries flip to aborted at once, so their tuples vanish as an aborted transaction's
+//! do) and the transaction goes on; `RELEASE SAVEPOINT` only forgets the savepoint, its
+//! subxids stay the transaction's. The transaction's live xids, its own and those of its
+//! subtransactions, are its [`OwnXids`]: its snapshots judge tuples of any of them as
+//! their own (by command id), and other snapshots see them as in progress until the
+//! top-level transaction ends. At COMMIT the commit record lists the live subxids and
+//! they flip to committed with the top-level xid: the top-level xid first, so that a
+//! reader looking at the clog alone meets a subxid still in progress (and waits for it)
+//! rather than a committed subxid of a transaction still running. A subxid is never in
+//! the clog as committed while its transaction could still abort. A waiter for a subxid
+//! waits until the subtransaction aborts or its transaction ends; deadlock detection
+//! follows top-level transactions.
+//!
 //! Durability: a commit's WAL record is flushed before its clog byte is written (not
 //! fsynced; the file is fsynced at checkpoints), and redo after a crash sets the status
 //! of every transaction whose commit or abort record it replays (`crate::wal`). Xids are
@@ -38,3 +56,42 @@ pub type Xid = u32;
 pub const INVALID_XID: Xid = 0;
 /// The first xid handed to a user transaction.
 pub const FIRST_NORMAL_XID: Xid = 3;
+
+/// The xids a transaction writes under: its top-level xid (0 when it has none) and the
+/// subxids of its subtransactions not rolled back (ascending; see the module comment).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnXids {
+    pub top: Xid,
+    pub subxids: Vec<Xid>,
+}
+
+impl OwnXids {
+    /// A transaction without subtransactions (`top` 0: none at all).
+    pub fn of(top: Xid) -> OwnXids {
+        OwnXids {
+            top,
+            subxids: Vec::new(),
+        }
+    }
+
+    /// A transaction `top` with live subtransactions `subxids` (ascending).
+    pub fn with_subxids(top: Xid, subxids: Vec<Xid>) -> OwnXids {
+        assert!(
+            subxids.is_empty() || top != INVALID_XID,
+            "subtransactions belong to a transaction with an xid"
+        );
+        assert!(
+            subxids.windows(2).all(|w| w[0] < w[1]) && subxids.iter().all(|&s| s > top),
+            "subxids ascend after their transaction's"
+        );
+        OwnXids { top, subxids }
+    }
+
+    /// Did this transaction write under `xid`?
+    #[inline]
+    pub fn contains(&self, xid: Xid) -> bool {
+        xid != INVALID_XID
+            && (xid == self.top
+                || (!self.subxids.is_empty() && self.subxids.binary_search(&xid).is_ok()))
+    }
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::clog::{Clog, XidStatus};
-use super::{Xid, INVALID_XID};
+use super::{OwnXids, Xid, INVALID_XID};
 
 #[derive(Clone)]
 pub struct Snapshot {
@@ -14,8 +14,8 @@ pub struct Snapshot {
     pub xmax: Xid,
     /// Other transactions in progress when the snapshot was taken (sorted).
     pub in_progress: Vec<Xid>,
-    /// The reader's own transaction, or 0.
-    pub own_xid: Xid,
+    /// The reader's own transaction and its live subtransactions (none: top 0).
+    pub own: OwnXids,
     /// The reader's current command id: its own tuples with a smaller cid are visible.
     pub curcid: u32,
     pub clog: Arc<Clog>,
@@ -57,7 +57,7 @@ impl Snapshot {
         if xmin == INVALID_XID {
             return false;
         }
-        if xmin == self.own_xid {
+        if self.own.contains(xmin) {
             return cid < self.curcid;
         }
         xmin < self.xmax
@@ -90,7 +90,7 @@ impl VisibilityChecker {
     /// inserted and deleted stops being visible from the deleting command on).
     #[inline]
     pub fn visible(&mut self, xmin: Xid, cid: u32, xmax: Xid) -> bool {
-        let inserted = if xmin == self.snapshot.own_xid {
+        let inserted = if self.snapshot.own.contains(xmin) {
             cid < self.snapshot.curcid
         } else if xmin == self.cached_xmin {
             self.cached_visible

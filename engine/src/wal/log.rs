@@ -638,7 +638,10 @@ mod tests {
     fn insert_commits(wal: &Wal, first: u64, n: u64) -> Vec<(Lsn, Lsn, Body)> {
         (first..first + n)
             .map(|i| {
-                let body = Body::Commit { time_us: i };
+                let body = Body::Commit {
+                    time_us: i,
+                    subxids: vec![],
+                };
                 let (lsn, next) = wal.insert(i as u32, &body, &mut BufferUsage::default(), None);
                 (lsn, next, body)
             })
@@ -732,7 +735,10 @@ mod tests {
         wal.start_at(wal.first_lsn(), 0).unwrap();
         let mut written = Vec::new();
         for i in 0..40_000u64 {
-            let body = Body::Commit { time_us: i };
+            let body = Body::Commit {
+                time_us: i,
+                subxids: vec![],
+            };
             let (lsn, next) = wal.insert(i as u32, &body, &mut BufferUsage::default(), None);
             written.push((lsn, next, body));
         }
@@ -774,8 +780,24 @@ mod tests {
         let wal = Wal::open(&dir.0, options(), Default::default()).unwrap();
         wal.start_at(wal.first_lsn(), 0).unwrap();
         let usage = &mut BufferUsage::default();
-        let (a, a_end) = wal.insert(1, &Body::Abort { time_us: 1 }, usage, None);
-        let (_, b_end) = wal.insert(2, &Body::Abort { time_us: 2 }, usage, None);
+        let (a, a_end) = wal.insert(
+            1,
+            &Body::Abort {
+                time_us: 1,
+                subxids: vec![],
+            },
+            usage,
+            None,
+        );
+        let (_, b_end) = wal.insert(
+            2,
+            &Body::Abort {
+                time_us: 2,
+                subxids: vec![],
+            },
+            usage,
+            None,
+        );
         wal.flush(b_end, None).unwrap();
         drop(wal);
         let wal = Wal::open(&dir.0, options(), Default::default()).unwrap();

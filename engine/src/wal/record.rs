@@ -335,8 +335,15 @@ pub struct CheckpointInfo {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
     Pages(Vec<BlockEntry>),
-    Commit { time_us: u64 },
-    Abort { time_us: u64 },
+    /// A transaction's end, with the subtransactions that end with it.
+    Commit {
+        time_us: u64,
+        subxids: Vec<u32>,
+    },
+    Abort {
+        time_us: u64,
+        subxids: Vec<u32>,
+    },
     Checkpoint(CheckpointInfo),
 }
 
@@ -361,8 +368,14 @@ impl Body {
                     b.encode(&mut out);
                 }
             }
-            Body::Commit { time_us } | Body::Abort { time_us } => {
-                out.extend_from_slice(&time_us.to_le_bytes())
+            Body::Commit { time_us, subxids } | Body::Abort { time_us, subxids } => {
+                out.extend_from_slice(&time_us.to_le_bytes());
+                if !subxids.is_empty() {
+                    out.extend_from_slice(&(subxids.len() as u32).to_le_bytes());
+                    subxids
+                        .iter()
+                        .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                }
             }
             Body::Checkpoint(c) => {
                 out.extend_from_slice(&c.redo.to_le_bytes());
@@ -389,9 +402,11 @@ impl Body {
             }
             Kind::Commit => Body::Commit {
                 time_us: take_u64(b)?,
+                subxids: take_xid_list(b)?,
             },
             Kind::Abort => Body::Abort {
                 time_us: take_u64(b)?,
+                subxids: take_xid_list(b)?,
             },
             Kind::Checkpoint => {
                 let redo = take_u64(b)?;
@@ -556,6 +571,18 @@ fn take_u64(body: &mut &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(take(body, 8)?.try_into().unwrap()))
 }
 
+/// A commit or abort record's subxids: `n u32, n × u32`, or nothing for none.
+fn take_xid_list(body: &mut &[u8]) -> Option<Vec<u32>> {
+    if body.is_empty() {
+        return Some(Vec::new());
+    }
+    let n = take_u32(body)? as usize;
+    if n == 0 || n > body.len() / 4 {
+        return None;
+    }
+    (0..n).map(|_| take_u32(body)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -593,8 +620,22 @@ mod tests {
             BlockEntry::capture(16384, 3, &page, Change::Ranges(&[0..24, 8000..8040]), false),
             BlockEntry::capture(16385, 0, &page, Change::Whole { new: true }, false),
         ]));
-        roundtrip(Body::Commit { time_us: 42 });
-        roundtrip(Body::Abort { time_us: 43 });
+        roundtrip(Body::Commit {
+            time_us: 42,
+            subxids: vec![],
+        });
+        roundtrip(Body::Commit {
+            time_us: 42,
+            subxids: vec![7, 9],
+        });
+        roundtrip(Body::Abort {
+            time_us: 43,
+            subxids: vec![],
+        });
+        roundtrip(Body::Abort {
+            time_us: 43,
+            subxids: vec![11],
+        });
         roundtrip(Body::Checkpoint(CheckpointInfo {
             redo: 0x200_0000,
             next_xid: 900,

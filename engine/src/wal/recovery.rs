@@ -589,20 +589,27 @@ fn apply(
                 }
             }
         }
-        Body::Commit { .. } => set_status(db, record.xid, XidStatus::Committed)?,
-        Body::Abort { .. } => set_status(db, record.xid, XidStatus::Aborted)?,
+        Body::Commit { subxids, .. } => {
+            end_transaction(db, record.xid, subxids, XidStatus::Committed)?
+        }
+        Body::Abort { subxids, .. } => {
+            end_transaction(db, record.xid, subxids, XidStatus::Aborted)?
+        }
         Body::Checkpoint(_) => {}
     }
     Ok(())
 }
 
-fn set_status(db: &Database, xid: u32, status: XidStatus) -> PgResult<()> {
+/// Gives transaction `xid` and its subtransactions `subxids` their final `status`.
+fn end_transaction(db: &Database, xid: u32, subxids: &[u32], status: XidStatus) -> PgResult<()> {
     let clog = db.txns.clog();
-    if clog.status(xid) == status {
-        return Ok(());
+    for &x in std::iter::once(&xid).chain(subxids) {
+        if clog.status(x) != status {
+            (clog.set_status(x, status))
+                .map_err(|e| PgError::io("could not write commit log", &e))?;
+        }
     }
-    clog.set_status(xid, status)
-        .map_err(|e| PgError::io("could not write commit log", &e))
+    Ok(())
 }
 
 /// Applies one page change whose record ends at `end`; false if the page had it already.

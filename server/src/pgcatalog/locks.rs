@@ -1,5 +1,5 @@
 //! `pg_locks` and `pg_blocking_pids(pid)`, over the locks iolab has: every transaction
-//! with an id holds an ExclusiveLock on it while it runs, and a transaction that waits for
+//! and subtransaction (savepoint) with an id holds an ExclusiveLock on it while it runs, and a transaction that waits for
 //! another to end — for a row the other changed or locked, or a key it is inserting —
 //! asks for a ShareLock on the other's id (not granted, `waitstart` when the wait began),
 //! which is how PostgreSQL shows such waits. iolab takes no relation, page, tuple,
@@ -62,6 +62,8 @@ pub fn batch(db: &Database) -> Result<RecordBatch> {
         ]
     };
     let mut holders: Vec<(Xid, i32)> = pids.iter().map(|(&x, &p)| (x, p)).collect();
+    let subtransactions = db.txns.subtransactions().into_iter();
+    holders.extend(subtransactions.filter_map(|(sub, top)| Some((sub, *pids.get(&top)?))));
     holders.sort_unstable();
     let mut rows: Vec<Vec<V>> = (holders.into_iter())
         .map(|(xid, pid)| row(xid, Some(pid), "ExclusiveLock", V::Null))
@@ -97,7 +99,7 @@ pub(super) fn functions() -> Vec<Def> {
             };
             let blocking = (waits.iter())
                 .filter(|w| pids.get(&w.waiter).is_some_and(|&p| i64::from(p) == pid))
-                .filter_map(|w| pids.get(&w.holder).map(|p| p.to_string()))
+                .filter_map(|w| pids.get(&w.holder_top).map(|p| p.to_string()))
                 .collect();
             Ok(V::TextArray(blocking))
         })

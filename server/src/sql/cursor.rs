@@ -66,6 +66,8 @@ pub struct Cursor {
     flag: Option<CancelFlag>,
     /// Declared in the open transaction block (its ROLLBACK drops the cursor).
     declared_in_block: bool,
+    /// Its place in the order of the session's DECLAREs ([`Cursors::declared`]).
+    order: u64,
     rows: Arc<tokio::sync::Mutex<CursorRows>>,
 }
 
@@ -86,6 +88,7 @@ impl Cursor {
             schema,
             flag: Some(flag),
             declared_in_block: in_block,
+            order: 0,
             rows: Arc::new(tokio::sync::Mutex::new(CursorRows {
                 stream,
                 pending: None,
@@ -245,6 +248,9 @@ pub struct CursorInfo {
 #[derive(Default)]
 pub struct Cursors {
     open: BTreeMap<String, Cursor>,
+    /// How many cursors the session has declared (each one's `order` is the count
+    /// before it).
+    declared: u64,
     /// What `pg_cursors` shows, brought up to date after every change.
     listing: Arc<parking_lot::Mutex<Vec<CursorInfo>>>,
 }
@@ -291,6 +297,8 @@ impl Cursors {
         if cursor.holdable && !cursor.declared_in_block {
             cursor.materialize(&name, dir).await?;
         }
+        cursor.order = self.declared;
+        self.declared += 1;
         self.open.insert(name, cursor);
         self.list();
         Ok(())
@@ -306,6 +314,19 @@ impl Cursors {
         }
         self.list();
         Ok(())
+    }
+
+    /// How many cursors the session has declared so far: a savepoint's mark for
+    /// [`Cursors::close_declared_since`].
+    pub fn declared(&self) -> u64 {
+        self.declared
+    }
+
+    /// ROLLBACK TO SAVEPOINT: closes the cursors declared since the savepoint, whose
+    /// mark was `declared`.
+    pub fn close_declared_since(&mut self, declared: u64) {
+        self.open.retain(|_, c| c.order < declared);
+        self.list();
     }
 
     /// The cancel flag a FETCH or MOVE of `name` runs under (see the module comment).

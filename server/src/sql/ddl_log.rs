@@ -182,18 +182,45 @@ impl DdlLog {
         let (Some(db), entries) = (self.db.take(), std::mem::take(&mut self.entries)) else {
             return;
         };
-        for entry in entries.iter().rev() {
-            if let Err(e) = undo(&db, entry) {
-                tracing::error!("could not undo DDL at ROLLBACK ({entry:?}): {}", e.message);
-            }
-        }
+        undo_all(&db, &entries);
         self.forget();
+    }
+
+    /// How many entries the log holds: a savepoint's mark for
+    /// [`rollback_to`](Self::rollback_to).
+    pub fn mark(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// ROLLBACK TO SAVEPOINT: undoes the DDL after the first `kept` entries, newest
+    /// first; the pending file keeps the rest.
+    pub fn rollback_to(&mut self, kept: usize) {
+        let Some(db) = self.db.clone() else {
+            return;
+        };
+        if kept >= self.entries.len() {
+            return;
+        }
+        undo_all(&db, &self.entries[kept..]);
+        self.entries.truncate(kept);
+        if let Err(e) = self.persist() {
+            tracing::warn!("could not update the pending DDL file: {}", e.message);
+        }
     }
 }
 
 impl Drop for DdlLog {
     fn drop(&mut self) {
         self.rollback();
+    }
+}
+
+/// Undoes `entries`, newest first (best effort: see the module comment).
+fn undo_all(db: &Arc<Database>, entries: &[DdlEntry]) {
+    for entry in entries.iter().rev() {
+        if let Err(e) = undo(db, entry) {
+            tracing::error!("could not undo DDL at ROLLBACK ({entry:?}): {}", e.message);
+        }
     }
 }
 

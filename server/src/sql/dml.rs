@@ -196,14 +196,7 @@ async fn apply_returning(
 ) -> PgResult<u64> {
     let is_delete = matches!(stmt, ast::Statement::Delete(_));
     let rel = run.db.relfile(table.relfilenode)?;
-    let mut deleter = HeapDeleter::new(
-        run.db.clone(),
-        rel,
-        run.xid()?,
-        run.ctx.cid,
-        run.ctx.new_account(),
-        !is_delete,
-    );
+    let mut deleter = HeapDeleter::new(&run.ctx, rel, run.ctx.new_account(), !is_delete)?;
     let mut inserter = match is_delete {
         true => None,
         false => Some(table_inserter(run, table)?.for_update()),

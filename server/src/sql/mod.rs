@@ -49,6 +49,7 @@ pub mod recheck;
 pub mod reloptions;
 pub mod returning;
 pub mod row_locks;
+pub mod savepoint;
 pub mod sequence;
 pub mod set_functions;
 pub mod split;
@@ -382,6 +383,8 @@ pub struct TxnBlock {
     pub in_block: bool,
     /// The block's transaction id, assigned at its first write.
     pub xid: Option<Xid>,
+    /// Its open savepoints and live subtransactions.
+    pub savepoints: savepoint::Savepoints,
     /// Next command id in the block.
     pub next_cid: u32,
     /// Set when a statement in the block failed: everything but COMMIT/ROLLBACK is refused.
@@ -870,7 +873,11 @@ impl StatementGuard {
         if let Some(xid) = self.autocommit_xid.take() {
             let result = if success {
                 let by = Some((iolab_stats::BackendType::ClientBackend, self.pid));
-                self.db.txns.commit_with(xid, self.synchronous_commit, by)
+                self.db.txns.commit_with(
+                    &iolab_engine::txn::OwnXids::of(xid),
+                    self.synchronous_commit,
+                    by,
+                )
             } else {
                 self.db.txns.abort(xid)
             };

@@ -145,13 +145,11 @@ pub async fn run(run: &StatementRun, stmt: &ast::Statement) -> PgResult<Outcome>
     let schema = std::sync::Arc::new(rows.schema().project(&columns).map_err(arrow_error)?);
 
     let mut deleter = HeapDeleter::new(
-        run.db.clone(),
+        &run.ctx,
         run.db.relfile(lock.table.relfilenode)?,
-        run.xid()?,
-        run.ctx.cid,
         run.ctx.new_account(),
         true,
-    );
+    )?;
     let mut taker = Taker {
         lock: &lock,
         to_pass: offset.unwrap_or(0),

@@ -230,13 +230,11 @@ impl<'a> Upserting<'a> {
         Ok(Upserting {
             upsert,
             deleter: HeapDeleter::new(
-                run.db.clone(),
+                &run.ctx,
                 run.db.relfile(table.relfilenode)?,
-                run.xid()?,
-                run.ctx.cid,
                 run.ctx.new_account(),
                 true,
-            ),
+            )?,
             inserter: crate::sql::insert::table_inserter(run, table)?.for_update(),
         })
     }
