@@ -339,12 +339,7 @@ impl TransactionManager {
         *self.snapshot_xmins.lock().entry(xmin).or_default() += 1;
         Snapshot {
             xmax: state.next_xid,
-            in_progress: state
-                .in_progress
-                .iter()
-                .copied()
-                .filter(|&x| !own.contains(x))
-                .collect(),
+            in_progress: state.in_progress.iter().copied().collect(),
             own,
             curcid,
             clog: self.clog.clone(),

@@ -57,6 +57,19 @@ pub const INVALID_XID: Xid = 0;
 /// The first xid handed to a user transaction.
 pub const FIRST_NORMAL_XID: Xid = 3;
 
+/// `subxids` (ascending) as runs of consecutive xids, `(first, count)`: how commit and
+/// abort records list them (at most `wal::record::MAX_SUBXID_RUNS`).
+pub fn subxid_runs(subxids: &[Xid]) -> Vec<(Xid, u32)> {
+    let mut runs: Vec<(Xid, u32)> = Vec::new();
+    for &x in subxids {
+        match runs.last_mut() {
+            Some((first, count)) if *first + *count == x => *count += 1,
+            _ => runs.push((x, 1)),
+        }
+    }
+    runs
+}
+
 /// The xids a transaction writes under: its top-level xid (0 when it has none) and the
 /// subxids of its subtransactions not rolled back (ascending; see the module comment).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -12,7 +12,8 @@ use super::{OwnXids, Xid, INVALID_XID};
 pub struct Snapshot {
     /// The first xid not yet handed out when the snapshot was taken.
     pub xmax: Xid,
-    /// Other transactions in progress when the snapshot was taken (sorted).
+    /// The transactions in progress when the snapshot was taken (sorted): the reader's
+    /// own among them, which it judges before looking here.
     pub in_progress: Vec<Xid>,
     /// The reader's own transaction and its live subtransactions (none: top 0).
     pub own: OwnXids,

@@ -201,6 +201,33 @@ impl SessionZone {
         local_micros.saturating_sub(i64::from(east) * 1_000_000)
     }
 
+    /// The zone's abbreviation at an instant, as `to_char`'s `TZ` writes it: the tz
+    /// database's (`CEST`, `EST`), `UTC` for UTC, and the offset (`+05:30`, `-03`) for
+    /// other fixed zones and for tz database zones that have no abbreviation.
+    pub fn abbreviation_at_utc(&self, utc_micros: i64) -> String {
+        use chrono_tz::OffsetName;
+        let named = match self.kind {
+            ZoneKind::Fixed(0) => return "UTC".into(),
+            ZoneKind::Fixed(_) => None,
+            ZoneKind::Named(tz) => chrono_tz::Tz::from_str(&tz.to_string()).ok(),
+        };
+        let at = naive_from_micros(utc_micros);
+        let abbreviation = named.and_then(|zone| {
+            let offset = zone.offset_from_utc_datetime(&at);
+            let text = offset.abbreviation()?;
+            // The tz database writes `+0530`-style names for zones without one.
+            (!text.starts_with(['+', '-'])).then(|| text.to_string())
+        });
+        abbreviation.unwrap_or_else(|| {
+            let east = self.offset_at_utc(utc_micros);
+            let (sign, abs) = (if east < 0 { '-' } else { '+' }, east.unsigned_abs());
+            match abs % 3600 / 60 {
+                0 => format!("{sign}{:02}", abs / 3600),
+                minutes => format!("{sign}{:02}:{minutes:02}", abs / 3600),
+            }
+        })
+    }
+
     /// The wall-clock time (µs since 1970) of an instant in this zone, and the offset used.
     pub fn utc_to_local(&self, utc_micros: i64) -> (i64, i32) {
         let east = self.offset_at_utc(utc_micros);

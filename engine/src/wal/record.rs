@@ -42,6 +42,9 @@ use crate::storage::page::{self, BLCKSZ, SIZE_OF_PAGE_HEADER};
 pub type Lsn = u64;
 
 pub const HEADER_SIZE: usize = 24;
+/// The most runs of consecutive subxids a commit or abort record can list (its time and
+/// count take 12 bytes, each run 8).
+pub const MAX_SUBXID_RUNS: usize = (MAX_RECORD_SIZE - HEADER_SIZE - 12) / 8;
 /// No record is longer (a B-tree split logs three whole pages at most).
 pub const MAX_RECORD_SIZE: usize = 64 * 1024;
 /// Block entry flag: the ranges are the whole page (the rest is zero).
@@ -370,11 +373,14 @@ impl Body {
             }
             Body::Commit { time_us, subxids } | Body::Abort { time_us, subxids } => {
                 out.extend_from_slice(&time_us.to_le_bytes());
-                if !subxids.is_empty() {
-                    out.extend_from_slice(&(subxids.len() as u32).to_le_bytes());
-                    subxids
-                        .iter()
-                        .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                let runs = crate::txn::subxid_runs(subxids);
+                assert!(runs.len() <= MAX_SUBXID_RUNS, "too many subxid runs to log");
+                if !runs.is_empty() {
+                    out.extend_from_slice(&(runs.len() as u32).to_le_bytes());
+                    for (first, count) in runs {
+                        out.extend_from_slice(&first.to_le_bytes());
+                        out.extend_from_slice(&count.to_le_bytes());
+                    }
                 }
             }
             Body::Checkpoint(c) => {
@@ -571,16 +577,23 @@ fn take_u64(body: &mut &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(take(body, 8)?.try_into().unwrap()))
 }
 
-/// A commit or abort record's subxids: `n u32, n × u32`, or nothing for none.
+/// A commit or abort record's subxids: `n u32` runs of consecutive xids, each `first
+/// u32, count u32`; nothing for none.
 fn take_xid_list(body: &mut &[u8]) -> Option<Vec<u32>> {
     if body.is_empty() {
         return Some(Vec::new());
     }
     let n = take_u32(body)? as usize;
-    if n == 0 || n > body.len() / 4 {
+    if n == 0 || n > body.len() / 8 {
         return None;
     }
-    (0..n).map(|_| take_u32(body)).collect()
+    let mut subxids = Vec::new();
+    for _ in 0..n {
+        let (first, count) = (take_u32(body)?, take_u32(body)?);
+        let end = first.checked_add(count).filter(|_| count > 0)?;
+        subxids.extend(first..end);
+    }
+    Some(subxids)
 }
 
 #[cfg(test)]
@@ -626,7 +639,12 @@ mod tests {
         });
         roundtrip(Body::Commit {
             time_us: 42,
-            subxids: vec![7, 9],
+            subxids: vec![7, 9, 10, 11, 13],
+        });
+        // The most runs a record holds: every other xid.
+        roundtrip(Body::Commit {
+            time_us: 42,
+            subxids: (0..MAX_SUBXID_RUNS as u32).map(|i| 100 + 2 * i).collect(),
         });
         roundtrip(Body::Abort {
             time_us: 43,

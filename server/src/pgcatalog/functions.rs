@@ -1112,6 +1112,7 @@ fn definitions() -> Vec<Def> {
     d.extend(super::stat_statements::functions());
     d.extend(super::buffercache::scalar_functions());
     d.extend(super::format::functions());
+    d.extend(super::to_char::functions());
     d.extend(super::sequence_functions::definitions());
     d
 }

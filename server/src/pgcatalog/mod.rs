@@ -56,6 +56,8 @@ pub mod stat_statements;
 pub mod stat_views;
 pub mod tables;
 pub mod time_range;
+pub mod to_char;
+pub mod to_char_number;
 pub mod types;
 pub mod view_definition;
 pub mod view_scan;

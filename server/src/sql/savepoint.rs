@@ -20,13 +20,17 @@
 //! takes `ROLLBACK TO` (of a savepoint set before the failure), `ROLLBACK` and `COMMIT`
 //! (which rolls back) only.
 //!
-//! Bounds: at most [`MAX_SAVEPOINTS`] open at once, and at most [`MAX_SUBXIDS`]
-//! subtransactions with ids live in one transaction (released savepoints that wrote keep
-//! theirs until the block ends); both fail with 54000 beyond.
+//! Bounds: at most [`MAX_SAVEPOINTS`] open at once; and the live subxids of a transaction
+//! (released savepoints that wrote keep theirs until the block ends) must fit its commit
+//! record, which lists them as runs of consecutive xids: at most
+//! [`MAX_SUBXID_RUNS`] runs — any number of subtransactions when no other session takes
+//! an xid in between, at least that many when every other xid is another's. Both fail
+//! with 54000 beyond.
 
 use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_engine::txn::{OwnXids, Xid};
+use iolab_engine::wal::record::MAX_SUBXID_RUNS;
 use iolab_engine::Database;
 
 use crate::session::Session;
@@ -34,8 +38,6 @@ use crate::sql::Outcome;
 
 /// The most savepoints open at once in a session.
 pub const MAX_SAVEPOINTS: usize = 10_000;
-/// The most live subtransaction ids in one transaction.
-pub const MAX_SUBXIDS: usize = 1 << 20;
 
 /// One open savepoint.
 struct Savepoint {
@@ -57,6 +59,8 @@ pub struct Savepoints {
     open: Vec<Savepoint>,
     /// The subxids taken and not rolled back, ascending (taken in that order).
     subxids: Vec<Xid>,
+    /// How many runs of consecutive xids `subxids` makes.
+    runs: usize,
 }
 
 impl Savepoints {
@@ -74,20 +78,25 @@ impl Savepoints {
         if let Some(xid) = newest.xid {
             return Ok(xid);
         }
-        if self.subxids.len() >= MAX_SUBXIDS {
+        if self.runs >= MAX_SUBXID_RUNS {
             return Err(PgError::new(
                 sqlstate::PROGRAM_LIMIT_EXCEEDED,
-                format!(
-                    "cannot have more than {MAX_SUBXIDS} subtransactions with ids in a transaction"
-                ),
+                "too many subtransactions with ids in one transaction to commit",
             )
-            .with_hint("Release fewer savepoints that wrote, or commit sooner."));
+            .with_detail(format!(
+                "Its commit record lists at most {MAX_SUBXID_RUNS} runs of consecutive \
+                 subtransaction ids."
+            ))
+            .with_hint("Commit sooner, or write under fewer savepoints."));
         }
         let xid = db
             .txns
             .begin_subtransaction(top)
             .map_err(|e| PgError::io("could not reserve transaction ids", &e))?;
         newest.xid = Some(xid);
+        if self.subxids.last().is_none_or(|&last| last + 1 != xid) {
+            self.runs += 1;
+        }
         self.subxids.push(xid);
         Ok(xid)
     }
@@ -173,6 +182,7 @@ pub fn rollback_to(session: &mut Session, name: &ast::Ident) -> PgResult<Outcome
     let kept = &mut savepoints.open[at];
     kept.xid = None;
     let aborted = savepoints.subxids.split_off(kept.subxids_before);
+    savepoints.runs = iolab_engine::txn::subxid_runs(&savepoints.subxids).len();
     let (ddl_before, cursors_before) = (kept.ddl_before, kept.cursors_before);
     session.cursors.close_declared_since(cursors_before);
     session.txn.ddl.rollback_to(ddl_before);
