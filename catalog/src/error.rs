@@ -20,6 +20,7 @@ pub mod sqlstate {
     pub const NULL_VALUE_NOT_ALLOWED: &str = "22004";
     pub const INVALID_DATETIME_FORMAT: &str = "22007";
     pub const DATETIME_FIELD_OVERFLOW: &str = "22008";
+    pub const INTERVAL_FIELD_OVERFLOW: &str = "22015";
     pub const DIVISION_BY_ZERO: &str = "22012";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
     pub const SEQUENCE_GENERATOR_LIMIT_EXCEEDED: &str = "2200H";

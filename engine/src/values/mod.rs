@@ -32,6 +32,7 @@ pub mod assign;
 pub mod copy_format;
 mod datetime;
 pub mod input;
+pub mod interval_input;
 pub mod output_binary;
 pub mod output_text;
 

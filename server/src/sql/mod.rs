@@ -38,6 +38,7 @@ pub mod dml;
 pub mod fetch;
 pub mod generic_plan;
 pub mod insert;
+pub mod interval_literals;
 pub mod lateral_values;
 pub mod normalize;
 pub mod on_conflict;
@@ -233,6 +234,7 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
     }
     crate::explain::check_options(&stmt, &text, whole, offset)?;
     crate::pgcatalog::qualify_catalog_relations(&mut stmt);
+    interval_literals::rewrite(&mut stmt, &text)?;
     set_functions::name_function_columns(&mut stmt);
     set_functions::expand_select_list_series(&mut stmt)?;
     let unlogged_into = matches!(

@@ -1,0 +1,58 @@
+//! Interval literals as PostgreSQL reads them: clock times, `ago`, `@`, ISO 8601, SQL's
+//! year-month, fractions spilling down, and the text iolab writes for an interval read
+//! back; each case's output as PostgreSQL 18 printed it, and its errors.
+
+use iolab_tests::{rows, sqlstate, TestServer};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn interval_literals_read_as_postgresql_reads_them() {
+    let server = TestServer::start("intervals");
+    let c = server.client().await;
+    let cases = [
+        ("interval '1 day 02:00'", "1 day 02:00:00"),
+        ("interval '01:30'", "01:30:00"),
+        ("interval '25:04:05'", "25:04:05"),
+        ("interval '1.5 months'", "1 mon 15 days"),
+        ("interval '1.5 weeks'", "10 days 12:00:00"),
+        ("interval '2 weeks ago'", "-14 days"),
+        ("interval '1 day -1 hour'", "1 day -01:00:00"),
+        ("interval 'P1Y2M3DT4H5M6S'", "1 year 2 mons 3 days 04:05:06"),
+        ("interval '1-2'", "1 year 2 mons"),
+        ("interval '@ 3 mins'", "00:03:00"),
+        ("interval '1:02:03.5 ago'", "-01:02:03.5"),
+        // What iolab writes for an interval reads back to the same interval.
+        (
+            "interval '1 year 2 mons 3 days 04:05:06.789'",
+            "1 year 2 mons 3 days 04:05:06.789",
+        ),
+        ("'01:30'::interval", "01:30:00"),
+        ("CAST('2 weeks ago' AS interval)", "-14 days"),
+        (
+            "timestamp '2024-01-01 00:00:00' + interval '1 day 02:30'",
+            "2024-01-02 02:30:00",
+        ),
+    ];
+    for (expr, want) in cases {
+        let got = rows(&c, &format!("SELECT {expr}")).await;
+        assert_eq!(got[0][0].as_deref(), Some(want), "{expr}");
+    }
+    for (text, code, message) in [
+        (
+            "xyz",
+            "22007",
+            "invalid input syntax for type interval: \"xyz\"",
+        ),
+        (
+            "1:60",
+            "22015",
+            "interval field value out of range: \"1:60\"",
+        ),
+    ] {
+        let err = c
+            .simple_query(&format!("SELECT interval '{text}'"))
+            .await
+            .unwrap_err();
+        assert_eq!(sqlstate(&err), code, "{text}");
+        assert_eq!(err.as_db_error().unwrap().message(), message);
+    }
+}
