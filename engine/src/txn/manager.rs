@@ -452,6 +452,37 @@ mod tests {
     }
 
     #[test]
+    fn subtransactions_end_alone_or_with_their_transaction() {
+        let dir = temp_dir("sub");
+        let tm = TransactionManager::open(&dir).unwrap();
+        let top = tm.begin().unwrap();
+        let (a, b) = (
+            tm.begin_subtransaction(top).unwrap(),
+            tm.begin_subtransaction(top).unwrap(),
+        );
+        let own = tm.snapshot(OwnXids::with_subxids(top, vec![a, b]), 1);
+        assert!(
+            own.xid_visible(a, 0) && own.xid_visible(b, 0),
+            "its own rows"
+        );
+        let other = tm.snapshot(OwnXids::default(), 0);
+        assert!(!other.xid_visible(a, 0), "running for others");
+        // ROLLBACK TO: b ends alone, aborted; a goes on.
+        tm.abort_subtransactions(&[b]).unwrap();
+        assert_eq!(tm.clog().status(b), XidStatus::Aborted);
+        assert_eq!(tm.subtransactions(), vec![(a, top)]);
+        // COMMIT: a commits with top, invisible to the snapshot taken before.
+        tm.commit_with(&OwnXids::with_subxids(top, vec![a]), true, None)
+            .unwrap();
+        assert_eq!(tm.clog().status(a), XidStatus::Committed);
+        assert!(!other.xid_visible(a, 0));
+        assert!(tm.snapshot(OwnXids::default(), 0).xid_visible(a, 0));
+        assert!(tm.subtransactions().is_empty());
+        assert_eq!(tm.in_progress_count(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn own_writes_visible_only_to_later_commands() {
         let dir = temp_dir("own");
         let tm = TransactionManager::open(&dir).unwrap();

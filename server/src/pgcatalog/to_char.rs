@@ -463,7 +463,7 @@ pub fn format_fields(fields: &Fields, template: &str) -> Result<String, PgError>
 }
 
 /// `st`, `nd`, `rd` or `th` for the number that ends `written` (upper case for `TH`).
-fn ordinal_suffix(written: &str, upper: bool) -> String {
+pub(super) fn ordinal_suffix(written: &str, upper: bool) -> String {
     let digits: String = written.chars().filter(char::is_ascii_digit).collect();
     let n: u64 = digits
         .get(digits.len().saturating_sub(2)..)

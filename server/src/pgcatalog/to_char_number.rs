@@ -501,7 +501,7 @@ fn write(t: &Template, d: &Digits) -> String {
             Item::Shift | Item::Exponent | Item::Roman { .. } => {}
             Item::Ordinal { upper } => {
                 if !d.negative && !overflow {
-                    out.push_str(&ordinal(&integer, *upper));
+                    out.push_str(&super::to_char::ordinal_suffix(&integer, *upper));
                 }
             }
             Item::Text(text) => out.push_str(text),
@@ -522,24 +522,6 @@ fn is_leading(t: &Template, index: usize) -> bool {
     !t.items[..index]
         .iter()
         .any(|i| matches!(i, Item::Nine | Item::Zero | Item::Point))
-}
-
-fn ordinal(integer: &str, upper: bool) -> String {
-    let n: u64 = integer
-        .get(integer.len().saturating_sub(2)..)
-        .and_then(|d| d.parse().ok())
-        .unwrap_or(0);
-    let suffix = match (n % 100, n % 10) {
-        (11..=13, _) => "th",
-        (_, 1) => "st",
-        (_, 2) => "nd",
-        (_, 3) => "rd",
-        _ => "th",
-    };
-    match upper {
-        true => suffix.to_uppercase(),
-        false => suffix.to_string(),
-    }
 }
 
 /// `RN`: the value rounded to a whole number, as a Roman numeral, right-aligned in 15
