@@ -402,3 +402,48 @@ async fn a_block_ends_when_its_client_goes_away() {
         "no transaction of the gone session runs"
     );
 }
+
+/// `pg_current_xact_id()` gives the block an id (the one `pg_stat_activity` and
+/// `pg_locks` show), `_if_assigned` does not, and `pg_xact_status` follows the block and
+/// a rolled-back savepoint's subtransaction.
+#[tokio::test(flavor = "multi_thread")]
+async fn transaction_ids_and_their_status() {
+    let server = TestServer::start("savepoints-xact-ids");
+    let c = server.client().await;
+    exec(&c, "CREATE TABLE t (a int)").await;
+    let one = |sql: &'static str| {
+        let c = &c;
+        async move { rows(c, sql).await[0][0].clone() }
+    };
+    assert_eq!(one("SELECT txid_current_if_assigned()").await, None);
+    exec(&c, "BEGIN").await;
+    assert_eq!(one("SELECT pg_current_xact_id_if_assigned()").await, None);
+    let xid = one("SELECT pg_current_xact_id()").await.unwrap();
+    assert_eq!(
+        one("SELECT txid_current()").await.unwrap(),
+        xid,
+        "the same id"
+    );
+    assert_eq!(
+        one("SELECT backend_xid::text FROM pg_stat_activity WHERE pid = pg_backend_pid()")
+            .await
+            .unwrap(),
+        xid
+    );
+    exec(&c, "SAVEPOINT s; INSERT INTO t VALUES (1)").await;
+    let sub = column(&c, "SELECT transactionid FROM pg_locks ORDER BY 1").await;
+    assert_eq!(sub.len(), 2, "the block's id and its savepoint's: {sub:?}");
+    assert_eq!(sub[0], xid);
+    exec(&c, "ROLLBACK TO s").await;
+    let status = |x: &str| format!("SELECT pg_xact_status({x})");
+    assert_eq!(column(&c, &status(&sub[1])).await, ["aborted"]);
+    assert_eq!(column(&c, &status(&xid)).await, ["in progress"]);
+    exec(&c, "COMMIT").await;
+    assert_eq!(column(&c, &status(&xid)).await, ["committed"]);
+    assert_eq!(column(&c, &status(&sub[1])).await, ["aborted"]);
+    let err = c
+        .simple_query("SELECT pg_xact_status(4000000000)")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "22023");
+}

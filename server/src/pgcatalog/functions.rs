@@ -318,7 +318,7 @@ pub(super) fn def(
 }
 
 impl Def {
-    fn aliases(mut self, aliases: &'static [&'static str]) -> Def {
+    pub(super) fn aliases(mut self, aliases: &'static [&'static str]) -> Def {
         self.aliases = aliases;
         self
     }
@@ -1113,6 +1113,7 @@ fn definitions() -> Vec<Def> {
     d.extend(super::buffercache::scalar_functions());
     d.extend(super::format::functions());
     d.extend(super::to_char::functions());
+    d.extend(super::xact_functions::functions());
     d.extend(super::sequence_functions::definitions());
     d
 }

@@ -62,6 +62,7 @@ pub mod types;
 pub mod view_definition;
 pub mod view_scan;
 pub mod wal;
+pub mod xact_functions;
 
 use std::sync::Arc;
 

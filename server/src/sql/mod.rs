@@ -109,7 +109,8 @@ impl Parsed {
     }
 
     /// Does the statement write table data (and so need a transaction id)? CREATE TABLE …
-    /// AS does: it loads its query's rows.
+    /// AS does: it loads its query's rows; so does a call of `pg_current_xact_id()`, which
+    /// gives the transaction an id.
     pub fn writes(&self) -> bool {
         match self {
             Parsed::Sql(s) => {
@@ -122,6 +123,7 @@ impl Parsed {
                 ) || is_create_table_as(s)
                     || row_locks::locks_rows(s)
                     || crate::explain::writes(s)
+                    || crate::pgcatalog::xact_functions::assigns_xid(s)
             }
             Parsed::CreateUnlogged(s) => is_create_table_as(s),
             _ => false,
