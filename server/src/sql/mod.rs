@@ -38,7 +38,6 @@ pub mod dml;
 pub mod fetch;
 pub mod generic_plan;
 pub mod insert;
-pub mod interval_literals;
 pub mod lateral_values;
 pub mod normalize;
 pub mod on_conflict;
@@ -54,6 +53,7 @@ pub mod savepoint;
 pub mod sequence;
 pub mod set_functions;
 pub mod split;
+pub mod typed_literals;
 pub mod upsert;
 pub mod vacuum;
 pub mod view;
@@ -236,7 +236,7 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
     }
     crate::explain::check_options(&stmt, &text, whole, offset)?;
     crate::pgcatalog::qualify_catalog_relations(&mut stmt);
-    interval_literals::rewrite(&mut stmt, &text)?;
+    typed_literals::rewrite(&mut stmt, &text)?;
     set_functions::name_function_columns(&mut stmt);
     set_functions::expand_select_list_series(&mut stmt)?;
     let unlogged_into = matches!(

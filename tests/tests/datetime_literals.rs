@@ -1,4 +1,5 @@
-//! Interval literals as PostgreSQL reads them: clock times, `ago`, `@`, ISO 8601, SQL's
+//! Date, timestamp and interval literals as PostgreSQL reads them: times without seconds,
+//! month names, AM/PM, zones; intervals' clock times, `ago`, `@`, ISO 8601, SQL's
 //! year-month, fractions spilling down, and the text iolab writes for an interval read
 //! back; each case's output as PostgreSQL 18 printed it, and its errors.
 
@@ -6,7 +7,7 @@ use iolab_tests::{rows, sqlstate, TestServer};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn interval_literals_read_as_postgresql_reads_them() {
-    let server = TestServer::start("intervals");
+    let server = TestServer::start("datetime-literals");
     let c = server.client().await;
     let cases = [
         ("interval '1 day 02:00'", "1 day 02:00:00"),
@@ -28,7 +29,7 @@ async fn interval_literals_read_as_postgresql_reads_them() {
         ("'01:30'::interval", "01:30:00"),
         ("CAST('2 weeks ago' AS interval)", "-14 days"),
         (
-            "timestamp '2024-01-01 00:00:00' + interval '1 day 02:30'",
+            "timestamp '2024-01-01 00:00' + interval '1 day 02:30'",
             "2024-01-02 02:30:00",
         ),
     ];
@@ -53,6 +54,44 @@ async fn interval_literals_read_as_postgresql_reads_them() {
             .await
             .unwrap_err();
         assert_eq!(sqlstate(&err), code, "{text}");
+        assert_eq!(err.as_db_error().unwrap().message(), message);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn date_and_timestamp_literals_read_as_postgresql_reads_them() {
+    let server = TestServer::start("datetime-literals-ts");
+    let c = server.client().await;
+    let cases = [
+        ("timestamp '2024-01-01 00:00'", "2024-01-01 00:00:00"),
+        ("timestamp '2024-03-05 4:05 PM'", "2024-03-05 16:05:00"),
+        ("timestamp '2024-01-01 10:30:00+05'", "2024-01-01 10:30:00"),
+        ("date 'Jan 5 2024'", "2024-01-05"),
+        ("date '2024-01-05 10:30'", "2024-01-05"),
+        (
+            "'2024-01-01 10:30+02'::timestamptz",
+            "2024-01-01 08:30:00+00",
+        ),
+        ("CAST('2024-01-01' AS date) + 1", "2024-01-02"),
+    ];
+    for (expr, want) in cases {
+        let got = rows(&c, &format!("SELECT {expr}")).await;
+        assert_eq!(got[0][0].as_deref(), Some(want), "{expr}");
+    }
+    for (expr, code, message) in [
+        (
+            "date '2024-02-30'",
+            "22008",
+            "date/time field value out of range: \"2024-02-30\"",
+        ),
+        (
+            "timestamp 'garbage'",
+            "22007",
+            "invalid input syntax for type timestamp: \"garbage\"",
+        ),
+    ] {
+        let err = c.simple_query(&format!("SELECT {expr}")).await.unwrap_err();
+        assert_eq!(sqlstate(&err), code, "{expr}");
         assert_eq!(err.as_db_error().unwrap().message(), message);
     }
 }
