@@ -374,7 +374,8 @@ pub async fn insert_returning(
         let mut positions: Vec<usize> = (0..batch.num_rows()).collect();
         let mut written = Written::default();
         loop {
-            // Rows whose conflicting row was deleted or updated meanwhile.
+            // The rows from the first whose conflicting row was deleted or updated
+            // meanwhile on (see `upsert`'s module comment).
             let mut again = Vec::new();
             let mut start = 0;
             while start < positions.len() {
@@ -404,7 +405,11 @@ pub async fn insert_returning(
                     let rows = updated.rows.iter().map(|&r| positions[r]);
                     written.add(rows, updated.values, &updated.placed);
                 }
-                again.extend(updated.again);
+                if !updated.again.is_empty() {
+                    again.extend(updated.again);
+                    again.extend(start..positions.len());
+                    break;
+                }
             }
             if again.is_empty() {
                 break;

@@ -26,9 +26,12 @@
 //!    the statement), the two linked.
 //!
 //! A conflicting row another transaction deleted or updated between steps 1 and 3 sends
-//! its proposed row back to step 1 once the batch's other rows are done: to be inserted,
-//! or to meet the newer version (as PostgreSQL's READ COMMITTED does, without a
-//! serialization error). The command tag and
+//! its proposed row, and every proposed row after it, back to step 1 before any of those
+//! is written: to be inserted, or to meet the newer version (as PostgreSQL's READ
+//! COMMITTED does, without a serialization error). Rows after it wait, so that the
+//! statement still takes its rows in their order (going on past it and coming back
+//! would hold a later row while waiting for an earlier one: a deadlock with a statement
+//! taking the same keys in the same order). The command tag and
 //! RETURNING count the rows inserted and the rows updated.
 
 use std::collections::HashSet;
@@ -66,8 +69,8 @@ pub struct Updated {
     pub rows: Vec<usize>,
     pub values: Vec<ArrayRef>,
     pub placed: Vec<(u32, u16)>,
-    /// Proposed rows whose conflicting row was deleted or updated meanwhile: to be
-    /// proposed again.
+    /// The first proposed row whose conflicting row was deleted or updated meanwhile,
+    /// and the conflicting rows after it: to be proposed again, before anything after.
     pub again: Vec<usize>,
     /// Conflicting rows the WHERE condition left as they were.
     pub filtered: u64,
@@ -181,11 +184,18 @@ impl Upsert {
         // The old versions of the rows to update first: only those still there change.
         let mut keep = Vec::with_capacity(tids.len());
         for (i, &(row, tid)) in conflicts.iter().enumerate() {
+            if !updated.again.is_empty() {
+                updated.again.push(row);
+                keep.push(false);
+                continue;
+            }
             let update = condition.value(i) && condition.is_valid(i);
             let changed =
                 update && deleter.try_delete(tid, &|| run.ctx.check_cancel())? == Deleted::Now;
             if update && !changed {
                 updated.again.push(row);
+                keep.push(false);
+                continue;
             }
             if changed {
                 updated.rows.push(row);
