@@ -4,6 +4,24 @@
 //! back; each case's output as PostgreSQL 18 printed it, and its errors.
 
 use iolab_tests::{rows, sqlstate, TestServer};
+use tokio_postgres::Client;
+
+/// Each `(expression, value)`: `SELECT expression` gives the value.
+async fn check_values(c: &Client, cases: &[(&str, &str)]) {
+    for (expr, want) in cases {
+        let got = rows(c, &format!("SELECT {expr}")).await;
+        assert_eq!(got[0][0].as_deref(), Some(*want), "{expr}");
+    }
+}
+
+/// Each `(expression, SQLSTATE, message)`: `SELECT expression` fails so.
+async fn check_errors(c: &Client, cases: &[(&str, &str, &str)]) {
+    for (expr, code, message) in cases {
+        let err = c.simple_query(&format!("SELECT {expr}")).await.unwrap_err();
+        assert_eq!(sqlstate(&err), *code, "{expr}");
+        assert_eq!(err.as_db_error().unwrap().message(), *message);
+    }
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn interval_literals_read_as_postgresql_reads_them() {
@@ -33,29 +51,23 @@ async fn interval_literals_read_as_postgresql_reads_them() {
             "2024-01-02 02:30:00",
         ),
     ];
-    for (expr, want) in cases {
-        let got = rows(&c, &format!("SELECT {expr}")).await;
-        assert_eq!(got[0][0].as_deref(), Some(want), "{expr}");
-    }
-    for (text, code, message) in [
-        (
-            "xyz",
-            "22007",
-            "invalid input syntax for type interval: \"xyz\"",
-        ),
-        (
-            "1:60",
-            "22015",
-            "interval field value out of range: \"1:60\"",
-        ),
-    ] {
-        let err = c
-            .simple_query(&format!("SELECT interval '{text}'"))
-            .await
-            .unwrap_err();
-        assert_eq!(sqlstate(&err), code, "{text}");
-        assert_eq!(err.as_db_error().unwrap().message(), message);
-    }
+    check_values(&c, &cases).await;
+    check_errors(
+        &c,
+        &[
+            (
+                "interval 'xyz'",
+                "22007",
+                "invalid input syntax for type interval: \"xyz\"",
+            ),
+            (
+                "interval '1:60'",
+                "22015",
+                "interval field value out of range: \"1:60\"",
+            ),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -74,24 +86,21 @@ async fn date_and_timestamp_literals_read_as_postgresql_reads_them() {
         ),
         ("CAST('2024-01-01' AS date) + 1", "2024-01-02"),
     ];
-    for (expr, want) in cases {
-        let got = rows(&c, &format!("SELECT {expr}")).await;
-        assert_eq!(got[0][0].as_deref(), Some(want), "{expr}");
-    }
-    for (expr, code, message) in [
-        (
-            "date '2024-02-30'",
-            "22008",
-            "date/time field value out of range: \"2024-02-30\"",
-        ),
-        (
-            "timestamp 'garbage'",
-            "22007",
-            "invalid input syntax for type timestamp: \"garbage\"",
-        ),
-    ] {
-        let err = c.simple_query(&format!("SELECT {expr}")).await.unwrap_err();
-        assert_eq!(sqlstate(&err), code, "{expr}");
-        assert_eq!(err.as_db_error().unwrap().message(), message);
-    }
+    check_values(&c, &cases).await;
+    check_errors(
+        &c,
+        &[
+            (
+                "date '2024-02-30'",
+                "22008",
+                "date/time field value out of range: \"2024-02-30\"",
+            ),
+            (
+                "timestamp 'garbage'",
+                "22007",
+                "invalid input syntax for type timestamp: \"garbage\"",
+            ),
+        ],
+    )
+    .await;
 }
