@@ -85,8 +85,28 @@ async fn date_and_timestamp_literals_read_as_postgresql_reads_them() {
             "2024-01-01 08:30:00+00",
         ),
         ("CAST('2024-01-01' AS date) + 1", "2024-01-02"),
+        ("timestamp '01/02/2024'", "2024-01-02 00:00:00"),
+        ("date 'today' = current_date", "t"),
     ];
     check_values(&c, &cases).await;
+    // What depends on the session is read with its settings, in a PREPARE's statement too.
+    c.batch_execute(
+        "SET datestyle = 'ISO, DMY'; SET timezone = -3; PREPARE p AS SELECT date '01/02/2024'",
+    )
+    .await
+    .unwrap();
+    check_values(
+        &c,
+        &[
+            ("date '01/02/2024'", "2024-02-01"),
+            ("timestamptz '2024-01-01 10:00'", "2024-01-01 10:00:00-03"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        rows(&c, "EXECUTE p").await[0][0].as_deref(),
+        Some("2024-02-01")
+    );
     check_errors(
         &c,
         &[

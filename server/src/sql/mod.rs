@@ -135,6 +135,25 @@ fn is_create_table_as(stmt: &ast::Statement) -> bool {
     matches!(stmt, ast::Statement::CreateTable(create) if create.query.is_some())
 }
 
+/// [`parse`] for a statement a session sent: its date/time literals are read with the
+/// session's text settings (`fmt`; see `typed_literals`).
+pub fn parse_in_session(
+    text: &str,
+    whole: &str,
+    offset: usize,
+    fmt: &iolab_engine::values::TextFormat,
+) -> PgResult<Parsed> {
+    let mut parsed = parse(text, whole, offset)?;
+    let statement = match &mut parsed {
+        Parsed::Prepare(prepare) => &mut *prepare.statement,
+        other => other,
+    };
+    if let Parsed::Sql(stmt) | Parsed::CreateUnlogged(stmt) = statement {
+        typed_literals::rewrite(stmt, text, typed_literals::Reading::Session(fmt))?;
+    }
+    Ok(parsed)
+}
+
 /// Parses one statement's text (`offset` = its position in the whole query string, for
 /// error positions).
 pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
@@ -236,7 +255,7 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
     }
     crate::explain::check_options(&stmt, &text, whole, offset)?;
     crate::pgcatalog::qualify_catalog_relations(&mut stmt);
-    typed_literals::rewrite(&mut stmt, &text)?;
+    typed_literals::rewrite(&mut stmt, &text, typed_literals::Reading::AnySession)?;
     set_functions::name_function_columns(&mut stmt);
     set_functions::expand_select_list_series(&mut stmt)?;
     let unlogged_into = matches!(

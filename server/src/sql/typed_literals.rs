@@ -12,12 +12,14 @@
 //! timestamptz), `N months N days N microseconds`. A text PostgreSQL refuses fails here
 //! with PostgreSQL's error.
 //!
-//! Parsing happens before the session is known, so a date or timestamp is rewritten only
-//! when its value does not depend on the session: it is read three ways (DateStyle's
-//! MDY, DMY and YMD orders, two time zones, two clocks for `now`/`today`) and rewritten
-//! when all three agree. `01/02/2024`, a timestamptz without a zone and `now` are left
-//! to DataFusion, as are infinities and years outside 1–9999, and literals with a field
-//! qualifier (`interval '1' day`).
+//! A statement's text is parsed where the session is not always known (a view's query, a
+//! PREPARE's statement), so this runs twice ([`Reading`]): at parsing, a date or timestamp
+//! is rewritten only when its value does not depend on the session — it is read three
+//! ways (DateStyle's MDY, DMY and YMD orders, two time zones, two clocks for
+//! `now`/`today`) and rewritten when all three agree; then, for a statement a session
+//! sent, with that session's DateStyle, TimeZone and clock (`01/02/2024`, a timestamptz
+//! without a zone, `now`). Left to DataFusion: infinities, years outside 1–9999, and
+//! literals with a field qualifier (`interval '1' day`).
 
 use std::ops::ControlFlow;
 
@@ -47,9 +49,18 @@ fn kind_of(data_type: &ast::DataType) -> Option<Kind> {
     })
 }
 
+/// How a date or timestamp literal is read (see the module comment).
+#[derive(Clone, Copy)]
+pub enum Reading<'a> {
+    /// Before the session is known: only when every session reads it alike.
+    AnySession,
+    /// As the session with these text settings reads it.
+    Session(&'a TextFormat),
+}
+
 /// Rewrites the date/time literals of `stmt` (see the module comment); `text` is the
 /// statement's SQL, looked at first: most statements have none.
-pub fn rewrite(stmt: &mut ast::Statement, text: &str) -> PgResult<()> {
+pub fn rewrite(stmt: &mut ast::Statement, text: &str, reading: Reading) -> PgResult<()> {
     let mentions =
         |word: &[u8]| (text.as_bytes().windows(word.len())).any(|w| w.eq_ignore_ascii_case(word));
     if !mentions(b"interval") && !mentions(b"date") && !mentions(b"timestamp") {
@@ -81,7 +92,7 @@ pub fn rewrite(stmt: &mut ast::Statement, text: &str) -> PgResult<()> {
         let Some((kind, literal)) = literal else {
             return ControlFlow::Continue(());
         };
-        match plain_form(kind, literal) {
+        match plain_form(kind, literal, reading) {
             Ok(Some(plain)) => *literal = plain,
             Ok(None) => {}
             Err(e) => {
@@ -106,7 +117,17 @@ fn string_literal(e: &mut ast::Expr) -> Option<&mut String> {
 }
 
 /// The form arrow reads for the literal `text` of `kind`; `None` to leave it as it is.
-fn plain_form(kind: Kind, text: &str) -> PgResult<Option<String>> {
+fn plain_form(kind: Kind, text: &str, reading: Reading) -> PgResult<Option<String>> {
+    fn read<T: PartialEq>(
+        text: &str,
+        reading: Reading,
+        parse: fn(&str, &TextFormat) -> PgResult<T>,
+    ) -> PgResult<Option<T>> {
+        match reading {
+            Reading::AnySession => same_every_way(text, parse),
+            Reading::Session(fmt) => parse(text, fmt).map(Some),
+        }
+    }
     let micros_text = |micros: i64, suffix: &str| {
         let at = chrono::DateTime::from_timestamp_micros(micros)?.naive_utc();
         (1..=9999)
@@ -121,16 +142,16 @@ fn plain_form(kind: Kind, text: &str) -> PgResult<Option<String>> {
                 v.months, v.days, v.micros
             ))
         }
-        Kind::Date => same_every_way(text, parse_date)?.and_then(|days| {
+        Kind::Date => read(text, reading, parse_date)?.and_then(|days| {
             let date = chrono::NaiveDate::from_num_days_from_ce_opt(days + 719_163)?;
             let year = chrono::Datelike::year(&date);
             (1..=9999)
                 .contains(&year)
                 .then(|| date.format("%Y-%m-%d").to_string())
         }),
-        Kind::Timestamp => same_every_way(text, parse_timestamp)?.and_then(|m| micros_text(m, "")),
+        Kind::Timestamp => read(text, reading, parse_timestamp)?.and_then(|m| micros_text(m, "")),
         Kind::Timestamptz => {
-            same_every_way(text, parse_timestamptz)?.and_then(|m| micros_text(m, "+00:00"))
+            read(text, reading, parse_timestamptz)?.and_then(|m| micros_text(m, "+00:00"))
         }
     })
 }

@@ -88,7 +88,8 @@ impl QueryParser for PrepareParser {
         let session = session_of(&self.server, client);
         let session = session.lock().await;
         let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
-        let parsed = sql::parse(&text, sql, stmt.offset).map_err(|e| fail_block(&session, e))?;
+        let parsed = sql::parse_in_session(&text, sql, stmt.offset, &session.text_format())
+            .map_err(|e| fail_block(&session, e))?;
         let Description { params, schema } = describe(&session, &parsed, types)
             .await
             .map_err(|e| fail_block(&session, e))?;

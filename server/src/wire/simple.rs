@@ -232,7 +232,8 @@ where
             continue;
         }
         let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
-        let result = match sql::parse(&text, query, stmt.offset) {
+        let fmt = session.text_format();
+        let result = match sql::parse_in_session(&text, query, stmt.offset, &fmt) {
             Ok(parsed) => run_with_timeout(session, stmt.text, &parsed, None, &mut notices).await,
             Err(e) => {
                 session.txn.fail_if_in_block();
