@@ -135,6 +135,8 @@ fn plain_form(kind: Kind, text: &str, reading: Reading) -> PgResult<Option<Strin
             .then(|| format!("{}{suffix}", at.format("%Y-%m-%d %H:%M:%S%.6f")))
     };
     Ok(match kind {
+        // An interval never depends on the session: the first reading settled it.
+        Kind::Interval if matches!(reading, Reading::Session(_)) => None,
         Kind::Interval => {
             let v = parse_interval(text).map_err(|e| interval_error(e, text))?;
             Some(format!(
