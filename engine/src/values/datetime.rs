@@ -314,6 +314,25 @@ fn title_case_zone(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// `to_char`'s `TZ`: the tz database's abbreviation by season, `UTC`, an offset.
+    #[test]
+    fn zone_abbreviations() {
+        let july = 1_720_180_800_000_000; // 2024-07-05 12:00 UTC
+        let january = 1_704_456_000_000_000; // 2024-01-05 12:00 UTC
+        let paris = SessionZone::parse("Europe/Paris").unwrap();
+        assert_eq!(paris.abbreviation_at_utc(july), "CEST");
+        assert_eq!(paris.abbreviation_at_utc(january), "CET");
+        assert_eq!(SessionZone::utc().abbreviation_at_utc(july), "UTC");
+        assert_eq!(
+            SessionZone::fixed(-3 * 3600).abbreviation_at_utc(july),
+            "-03"
+        );
+        assert_eq!(
+            SessionZone::fixed(19_800).abbreviation_at_utc(july),
+            "+05:30"
+        );
+    }
+
     #[test]
     fn calendar_round_trips() {
         assert_eq!(days_from_civil(1970, 1, 1), 0);
