@@ -1250,12 +1250,17 @@ fn time_of_day(f: &DtFields) -> Result<i64, DtError> {
     Ok(((i64::from(h) * 60 + i64::from(m)) * 60 + i64::from(s)) * 1_000_000 + micros)
 }
 
+/// 22007 `invalid input syntax for type <type>: "<input>"` of a date/time type.
+pub(crate) fn datetime_syntax(type_name: &str, s: &str) -> PgError {
+    PgError::new(
+        sqlstate::INVALID_DATETIME_FORMAT,
+        format!("invalid input syntax for type {type_name}: \"{s}\""),
+    )
+}
+
 fn datetime_error(err: DtError, type_name: &str, s: &str) -> PgError {
     match err {
-        DtError::Syntax => PgError::new(
-            sqlstate::INVALID_DATETIME_FORMAT,
-            format!("invalid input syntax for type {type_name}: \"{s}\""),
-        ),
+        DtError::Syntax => datetime_syntax(type_name, s),
         DtError::Field => PgError::new(
             sqlstate::DATETIME_FIELD_OVERFLOW,
             format!("date/time field value out of range: \"{s}\""),

@@ -21,6 +21,8 @@
 //! or day time. The result is months, days and microseconds, each field keeping its own
 //! sign (`1 day -1 hour` stays so).
 
+use iolab_catalog::{sqlstate, PgError};
+
 /// Why a text is not an interval: PostgreSQL's 22007 and 22015.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IntervalInputError {
@@ -31,6 +33,17 @@ pub enum IntervalInputError {
 }
 
 use IntervalInputError::{OutOfRange, Syntax};
+
+/// `interval_in`: [`parse_interval`] with PostgreSQL's errors (22007, 22015).
+pub fn interval_in(text: &str) -> Result<IntervalValue, PgError> {
+    parse_interval(text).map_err(|e| match e {
+        Syntax => super::input::datetime_syntax("interval", text),
+        OutOfRange => PgError::new(
+            sqlstate::INTERVAL_FIELD_OVERFLOW,
+            format!("interval field value out of range: \"{text}\""),
+        ),
+    })
+}
 
 /// An interval's three parts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -143,20 +143,22 @@ pub fn parse_in_session(
     offset: usize,
     fmt: &iolab_engine::values::TextFormat,
 ) -> PgResult<Parsed> {
-    let mut parsed = parse(text, whole, offset)?;
-    let statement = match &mut parsed {
-        Parsed::Prepare(prepare) => &mut *prepare.statement,
-        other => other,
-    };
-    if let Parsed::Sql(stmt) | Parsed::CreateUnlogged(stmt) = statement {
-        typed_literals::rewrite(stmt, text, typed_literals::Reading::Session(fmt))?;
-    }
-    Ok(parsed)
+    parse_reading(text, whole, offset, typed_literals::Reading::Session(fmt))
 }
 
 /// Parses one statement's text (`offset` = its position in the whole query string, for
-/// error positions).
+/// error positions), where no session's settings apply (a view's query, a COPY's).
 pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
+    parse_reading(text, whole, offset, typed_literals::Reading::AnySession)
+}
+
+/// [`parse`], its date/time literals read as `reading` says.
+pub(crate) fn parse_reading(
+    text: &str,
+    whole: &str,
+    offset: usize,
+    reading: typed_literals::Reading,
+) -> PgResult<Parsed> {
     let words: Vec<String> = split::strip_comments(text)
         .split_whitespace()
         .take(3)
@@ -172,7 +174,7 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
             return fetch::parse(text).map(Parsed::Fetch);
         }
         words if prepare::is_prepare(words) => {
-            return prepare::parse(text, whole, offset).map(Parsed::Prepare);
+            return prepare::parse(text, whole, offset, reading).map(Parsed::Prepare);
         }
         ["CREATE", "EXTENSION", ..] => {
             if let Some(create) = ddl::parse_create_extension(text) {
@@ -255,7 +257,7 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<Parsed> {
     }
     crate::explain::check_options(&stmt, &text, whole, offset)?;
     crate::pgcatalog::qualify_catalog_relations(&mut stmt);
-    typed_literals::rewrite(&mut stmt, &text, typed_literals::Reading::AnySession)?;
+    typed_literals::rewrite(&mut stmt, &text, reading)?;
     set_functions::name_function_columns(&mut stmt);
     set_functions::expand_select_list_series(&mut stmt)?;
     let unlogged_into = matches!(

@@ -57,7 +57,12 @@ pub fn is_prepare(words: &[&str]) -> bool {
 
 /// Reads a PREPARE statement: its head with sqlparser, the statement after AS with
 /// iolab's own `parse` (`whole`, `offset`: where `text` is in the query string).
-pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<PrepareStmt> {
+pub fn parse(
+    text: &str,
+    whole: &str,
+    offset: usize,
+    reading: crate::sql::typed_literals::Reading,
+) -> PgResult<PrepareStmt> {
     let at = statement_start(text)?;
     let head = format!("{} SELECT 1", &text[..at]);
     let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &head)
@@ -69,7 +74,7 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<PrepareStmt> {
     else {
         return Err(PgError::syntax("syntax error in PREPARE"));
     };
-    let statement = crate::sql::parse(&text[at..], whole, offset + at)?;
+    let statement = crate::sql::parse_reading(&text[at..], whole, offset + at, reading)?;
     let preparable = |s: &ast::Statement| {
         matches!(
             s,

@@ -12,21 +12,20 @@
 //! timestamptz), `N months N days N microseconds`. A text PostgreSQL refuses fails here
 //! with PostgreSQL's error.
 //!
-//! A statement's text is parsed where the session is not always known (a view's query, a
-//! PREPARE's statement), so this runs twice ([`Reading`]): at parsing, a date or timestamp
-//! is rewritten only when its value does not depend on the session — it is read three
-//! ways (DateStyle's MDY, DMY and YMD orders, two time zones, two clocks for
-//! `now`/`today`) and rewritten when all three agree; then, for a statement a session
-//! sent, with that session's DateStyle, TimeZone and clock (`01/02/2024`, a timestamptz
-//! without a zone, `now`). Left to DataFusion: infinities, years outside 1–9999, and
-//! literals with a field qualifier (`interval '1' day`).
+//! A statement a session sent is read with that session's DateStyle, TimeZone and clock
+//! (`01/02/2024`, a timestamptz without a zone, `now`; [`Reading`]). A text parsed where
+//! no session's settings apply (a view's query, a COPY's) has a date or timestamp
+//! rewritten only when its value does not depend on the session: it is read three ways
+//! (DateStyle's MDY, DMY and YMD orders, two time zones, two clocks for `now`/`today`)
+//! and rewritten when all three agree. Left to DataFusion: infinities, years outside
+//! 1–9999, and literals with a field qualifier (`interval '1' day`).
 
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast;
-use iolab_catalog::{sqlstate, PgError, PgResult};
+use iolab_catalog::PgResult;
 use iolab_engine::values::input::{parse_date, parse_timestamp, parse_timestamptz};
-use iolab_engine::values::interval_input::{parse_interval, IntervalInputError};
+use iolab_engine::values::interval_input::interval_in;
 use iolab_engine::values::{DateOrder, TextFormat};
 
 /// The kinds of literal rewritten here.
@@ -135,10 +134,8 @@ fn plain_form(kind: Kind, text: &str, reading: Reading) -> PgResult<Option<Strin
             .then(|| format!("{}{suffix}", at.format("%Y-%m-%d %H:%M:%S%.6f")))
     };
     Ok(match kind {
-        // An interval never depends on the session: the first reading settled it.
-        Kind::Interval if matches!(reading, Reading::Session(_)) => None,
         Kind::Interval => {
-            let v = parse_interval(text).map_err(|e| interval_error(e, text))?;
+            let v = interval_in(text)?;
             Some(format!(
                 "{} months {} days {} microseconds",
                 v.months, v.days, v.micros
@@ -181,17 +178,4 @@ fn same_every_way<T: PartialEq>(
         (Err(e), Err(_), Err(_)) => return Err(e),
         _ => None,
     })
-}
-
-fn interval_error(e: IntervalInputError, text: &str) -> PgError {
-    match e {
-        IntervalInputError::Syntax => PgError::new(
-            sqlstate::INVALID_DATETIME_FORMAT,
-            format!("invalid input syntax for type interval: \"{text}\""),
-        ),
-        IntervalInputError::OutOfRange => PgError::new(
-            sqlstate::INTERVAL_FIELD_OVERFLOW,
-            format!("interval field value out of range: \"{text}\""),
-        ),
-    }
 }
