@@ -59,8 +59,6 @@ pub struct Savepoints {
     open: Vec<Savepoint>,
     /// The subxids taken and not rolled back, ascending (taken in that order).
     subxids: Vec<Xid>,
-    /// How many runs of consecutive xids `subxids` makes.
-    runs: usize,
 }
 
 impl Savepoints {
@@ -78,7 +76,7 @@ impl Savepoints {
         if let Some(xid) = newest.xid {
             return Ok(xid);
         }
-        if self.runs >= MAX_SUBXID_RUNS {
+        if iolab_engine::txn::subxid_runs(&self.subxids).len() >= MAX_SUBXID_RUNS {
             return Err(PgError::new(
                 sqlstate::PROGRAM_LIMIT_EXCEEDED,
                 "too many subtransactions with ids in one transaction to commit",
@@ -94,9 +92,6 @@ impl Savepoints {
             .begin_subtransaction(top)
             .map_err(|e| PgError::io("could not reserve transaction ids", &e))?;
         newest.xid = Some(xid);
-        if self.subxids.last().is_none_or(|&last| last + 1 != xid) {
-            self.runs += 1;
-        }
         self.subxids.push(xid);
         Ok(xid)
     }
@@ -182,7 +177,6 @@ pub fn rollback_to(session: &mut Session, name: &ast::Ident) -> PgResult<Outcome
     let kept = &mut savepoints.open[at];
     kept.xid = None;
     let aborted = savepoints.subxids.split_off(kept.subxids_before);
-    savepoints.runs = iolab_engine::txn::subxid_runs(&savepoints.subxids).len();
     let (ddl_before, cursors_before) = (kept.ddl_before, kept.cursors_before);
     session.cursors.close_declared_since(cursors_before);
     session.txn.ddl.rollback_to(ddl_before);
