@@ -159,18 +159,23 @@ fn fields_of(value: &ArrayRef, row: usize, fmt: &TextFormat) -> Result<Fields, P
                 calendar: None,
             })
         }
-        other => Err(PgError::new(
-            sqlstate::UNDEFINED_FUNCTION,
-            format!(
-                "function to_char({}, text) does not exist",
-                crate::wire::encode::pg_type_of(other).0.name()
-            ),
-        )
-        .with_hint(
-            "No function matches the given name and argument types. \
-             You might need to add explicit type casts.",
-        )),
+        other => Err(undefined_to_char(other)),
     }
+}
+
+/// PostgreSQL's 42883 for `to_char` of a type it has no template for.
+pub(super) fn undefined_to_char(value_type: &DataType) -> PgError {
+    PgError::new(
+        sqlstate::UNDEFINED_FUNCTION,
+        format!(
+            "function to_char({}, text) does not exist",
+            crate::wire::encode::pg_type_of(value_type).0.name()
+        ),
+    )
+    .with_hint(
+        "No function matches the given name and argument types. \
+         You might need to add explicit type casts.",
+    )
 }
 
 /// The fields of wall-clock time `local_micros` (µs since 1970-01-01 00:00).

@@ -260,12 +260,10 @@ fn digits_of(
     post: usize,
     shift: u32,
 ) -> Result<Option<Digits>, PgError> {
-    let scaled_int = |v: i128| -> Digits { decimal_digits(v, 0, post, shift) };
+    if let Some(v) = whole_number(value, row) {
+        return Ok(Some(decimal_digits(v, 0, post, shift)));
+    }
     Ok(Some(match value.data_type() {
-        DataType::Int8 => scaled_int(i128::from(value.as_primitive::<Int8Type>().value(row))),
-        DataType::Int16 => scaled_int(i128::from(value.as_primitive::<Int16Type>().value(row))),
-        DataType::Int32 => scaled_int(i128::from(value.as_primitive::<Int32Type>().value(row))),
-        DataType::Int64 => scaled_int(i128::from(value.as_primitive::<Int64Type>().value(row))),
         DataType::Decimal128(_, scale) => {
             let v = value.as_primitive::<Decimal128Type>().value(row);
             decimal_digits(v, (*scale).max(0) as u32, post, shift)
@@ -285,16 +283,27 @@ fn digits_of(
                 false => return Ok(None),
             }
         }
-        other => {
-            return Err(PgError::new(
-                sqlstate::UNDEFINED_FUNCTION,
-                format!(
-                    "function to_char({}, text) does not exist",
-                    crate::wire::encode::pg_type_of(other).0.name()
-                ),
-            ))
-        }
+        other => return Err(super::to_char::undefined_to_char(other)),
     }))
+}
+
+/// The value at `row` of a column of whole numbers; `None` for other types.
+fn whole_number(value: &ArrayRef, row: usize) -> Option<i128> {
+    Some(match value.data_type() {
+        DataType::Int8 => i128::from(value.as_primitive::<Int8Type>().value(row)),
+        DataType::Int16 => i128::from(value.as_primitive::<Int16Type>().value(row)),
+        DataType::Int32 => i128::from(value.as_primitive::<Int32Type>().value(row)),
+        DataType::Int64 => i128::from(value.as_primitive::<Int64Type>().value(row)),
+        _ => return None,
+    })
+}
+
+/// The value at `row` of a column of `real` or `double precision`, as an f64.
+fn float_value(value: &ArrayRef, row: usize) -> f64 {
+    match value.data_type() {
+        DataType::Float32 => f64::from(value.as_primitive::<Float32Type>().value(row)),
+        _ => value.as_primitive::<Float64Type>().value(row),
+    }
 }
 
 /// `v / 10^scale × 10^shift`, rounded half away from zero to `post` places.
@@ -375,10 +384,7 @@ fn overflowed(t: &Template, d: &Digits) -> Digits {
 
 /// NaN is written ` NaN`; an infinity as a number too wide for its places.
 fn not_a_number(value: &ArrayRef, row: usize, t: &Template) -> String {
-    let v = match value.data_type() {
-        DataType::Float32 => f64::from(value.as_primitive::<Float32Type>().value(row)),
-        _ => value.as_primitive::<Float64Type>().value(row),
-    };
+    let v = float_value(value, row);
     if v.is_nan() {
         return " NaN".into();
     }
@@ -572,10 +578,7 @@ fn roman(value: &ArrayRef, row: usize, upper: bool, fill_mode: bool) -> Result<S
 fn scientific(value: &ArrayRef, row: usize, t: &Template) -> Result<String, PgError> {
     let (negative, mantissa, exponent) = match value.data_type() {
         DataType::Float32 | DataType::Float64 => {
-            let v = match value.data_type() {
-                DataType::Float32 => f64::from(value.as_primitive::<Float32Type>().value(row)),
-                _ => value.as_primitive::<Float64Type>().value(row),
-            };
+            let v = float_value(value, row);
             if !v.is_finite() {
                 return Ok(format!(" #.{}", "#".repeat(t.post + 4)));
             }
@@ -591,13 +594,11 @@ fn scientific(value: &ArrayRef, row: usize, t: &Template) -> Result<String, PgEr
             let raw = value.as_primitive::<Decimal128Type>().value(row);
             decimal_scientific(raw, (*scale).max(0) as u32, t.post)
         }
-        _ => match digits_of(value, row, 0, 0)? {
-            Some(d) => {
-                let raw: i128 = d.integer.parse().unwrap_or(0);
-                decimal_scientific(if d.negative { -raw } else { raw }, 0, t.post)
-            }
-            None => return Ok(format!(" #.{}", "#".repeat(t.post + 4))),
-        },
+        other => {
+            let raw =
+                whole_number(value, row).ok_or_else(|| super::to_char::undefined_to_char(other))?;
+            decimal_scientific(raw, 0, t.post)
+        }
     };
     let sign = if negative { '-' } else { ' ' };
     let exp_sign = if exponent < 0 { '-' } else { '+' };
