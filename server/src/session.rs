@@ -901,11 +901,13 @@ fn base_state(
         Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.to_string());
     // Cheap plans run in one partition (`iolab_engine::plan::partitions`).
     let rules = datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
-    let state = SessionStateBuilder::new()
+    let mut state = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()
         .with_physical_optimizer_rules(vec![Arc::new(OnePartitionWhenCheap::wrapping(rules))])
+        .with_analyzer_rule(Arc::new(sql::session_time::SessionTimeRule))
         .build();
+    crate::pgcatalog::zoned_time::register(&mut state).expect("a new state takes functions");
     for (name, with_ctid) in [(DATABASE, false), (DATABASE_WITH_CTID, true)] {
         let catalog = MemoryCatalogProvider::new();
         catalog

@@ -31,11 +31,16 @@ pub fn show_schema(name: &str) -> SchemaRef {
             Field::new("description", DataType::Utf8, true),
         ]));
     }
-    let column = if name.eq_ignore_ascii_case("time zone") {
-        "TimeZone".to_string()
+    // The setting's own spelling (`SHOW timezone` is headed `TimeZone`), as PostgreSQL shows.
+    let name = if name.eq_ignore_ascii_case("time zone") {
+        "TimeZone"
     } else {
-        name.to_lowercase()
+        name
     };
+    let column = iolab_settings::SETTINGS
+        .iter()
+        .find(|d| d.name.eq_ignore_ascii_case(name))
+        .map_or_else(|| name.to_lowercase(), |d| d.name.to_string());
     Arc::new(Schema::new(vec![Field::new(column, DataType::Utf8, true)]))
 }
 

@@ -454,19 +454,22 @@ const UTC_ZONE_NAMES: &[&str] = &[
 /// PostgreSQL refuses offsets of a week or more.
 const MAX_OFFSET_SECONDS: i64 = 7 * 24 * 3600;
 
-const ONLY_FIXED_ZONES_HINT: &str =
-    "iolab supports only UTC and fixed UTC offsets, such as 'UTC', '-5' or '<+02>-02'.";
+const DAYLIGHT_RULES_HINT: &str = "iolab reads the time zone database's zones (such as \
+    'Europe/Berlin' or 'EST5EDT') and fixed offsets; POSIX zones with daylight-saving rules \
+    are not supported.";
 
 /// Reads a `TimeZone` input and returns what SHOW will print. Accepted, as PostgreSQL accepts
 /// and prints them:
 /// * a number of hours east of Greenwich (`-5`, `5.5`): shown as `<-05>+05`, `<+05:30>-05:30`;
 /// * a name of UTC (`utc` → `UTC`, `Etc/UTC`, `GMT`, …) or `Etc/GMT±N` (shown in the time
 ///   zone database's spelling);
+/// * a zone of the time zone database in any case (`europe/berlin` → `Europe/Berlin`,
+///   `est5edt` → `EST5EDT`);
 /// * a POSIX-style fixed zone, `[NAME]offset` with the offset *west* of Greenwich
 ///   (`UTC+3` is three hours behind UTC; `+02:00` is two hours behind), shown upper-cased.
 ///
-/// Refused (iolab has no time zone database): region names such as `Europe/Berlin` and POSIX
-/// zones with daylight-saving rules such as `EST5EDT`.
+/// Refused: POSIX zones with daylight-saving rules (`CET-1CEST,M3.5.0,M10.5.0/3`), which
+/// PostgreSQL follows and iolab does not.
 pub(crate) fn check_time_zone(input: &str) -> Result<String, CheckFailure> {
     let scanned = c_strtod(input.as_bytes());
     if scanned.end > 0
@@ -489,6 +492,9 @@ pub(crate) fn check_time_zone(input: &str) -> Result<String, CheckFailure> {
     if let Some(name) = etc_gmt_zone(input) {
         return Ok(name);
     }
+    if let Some(name) = tz_database_name(input) {
+        return Ok(name.to_string());
+    }
     match posix_fixed_zone(input) {
         Some(west_seconds) if west_seconds % 60 != 0 => Err(CheckFailure {
             message: Some(format!("time zone \"{input}\" appears to use leap seconds")),
@@ -496,27 +502,27 @@ pub(crate) fn check_time_zone(input: &str) -> Result<String, CheckFailure> {
             ..CheckFailure::default()
         }),
         Some(_) => Ok(input.to_ascii_uppercase()),
-        // Names PostgreSQL would look up in its time zone database get a hint; plain nonsense
-        // gets PostgreSQL's bare message.
-        None if looks_like_zone_database_name(input) => Err(CheckFailure {
-            hint: Some(ONLY_FIXED_ZONES_HINT.to_string()),
+        // A zone PostgreSQL would follow gets a hint; plain nonsense gets PostgreSQL's bare
+        // message.
+        None if has_daylight_rule(input) => Err(CheckFailure {
+            hint: Some(DAYLIGHT_RULES_HINT.to_string()),
             ..CheckFailure::default()
         }),
         None => Err(CheckFailure::plain()),
     }
 }
 
-/// `Europe/Berlin`, `America/New_York`, or a POSIX zone with a daylight-saving part
-/// (`EST5EDT`, `CET-1CEST,M3.5.0,M10.5.0/3`): zones PostgreSQL knows and iolab cannot follow.
-fn looks_like_zone_database_name(input: &str) -> bool {
-    let region = input.contains('/')
-        && input
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'_' | b'-' | b'+'))
-        && input
-            .bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_alphabetic());
+/// The time zone database's spelling of the zone `input` names in any case
+/// (`america/new_york` → `America/New_York`), if it has one.
+pub fn tz_database_name(input: &str) -> Option<&'static str> {
+    chrono_tz::TZ_VARIANTS
+        .iter()
+        .map(|zone| zone.name())
+        .find(|name| name.eq_ignore_ascii_case(input))
+}
+
+/// A POSIX zone with a daylight-saving part (`CET-1CEST`, `CET-1CEST,M3.5.0,M10.5.0/3`).
+fn has_daylight_rule(input: &str) -> bool {
     let name_len = input.bytes().take_while(u8::is_ascii_alphabetic).count();
     let after_name = &input[name_len..];
     let offset_len = after_name
@@ -524,13 +530,12 @@ fn looks_like_zone_database_name(input: &str) -> bool {
         .take_while(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b':'))
         .count();
     let daylight_part = &after_name[offset_len..];
-    let with_daylight_rule = name_len >= 3
+    name_len >= 3
         && offset_len > 0
         && daylight_part
             .bytes()
             .next()
-            .is_some_and(|b| b.is_ascii_alphabetic());
-    region || with_daylight_rule
+            .is_some_and(|b| b.is_ascii_alphabetic())
 }
 
 /// `Etc/GMT-3` (three hours *east*, in POSIX's inverted sign) in any case, for the offsets
@@ -621,20 +626,6 @@ fn posix_fixed_zone(input: &str) -> Option<i64> {
         return None;
     }
     Some(sign * seconds)
-}
-
-/// The offset of a stored `TimeZone` value in seconds *east* of Greenwich (ISO 8601's sign:
-/// `UTC+3`, which is POSIX for three hours west, gives -10800).
-pub(crate) fn time_zone_east_seconds(stored: &str) -> i32 {
-    if UTC_ZONE_NAMES.contains(&stored) {
-        return 0;
-    }
-    if let Some(rest) = stored.strip_prefix("Etc/GMT") {
-        if let Ok(hours) = rest.parse::<i32>() {
-            return -hours * 3600;
-        }
-    }
-    posix_fixed_zone(stored).map_or(0, |west| -(west as i32))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -880,21 +871,17 @@ mod tests {
             .message
             .unwrap()
             .contains("leap seconds"));
-        assert!(check_time_zone("Europe/Berlin").is_err());
-        assert!(check_time_zone("EST5EDT").is_err());
+        assert_eq!(check_time_zone("europe/berlin").unwrap(), "Europe/Berlin");
+        assert_eq!(check_time_zone("est5edt").unwrap(), "EST5EDT");
+        assert_eq!(check_time_zone("est").unwrap(), "EST");
+        assert!(check_time_zone("Mars/Olympus").unwrap_err().hint.is_none());
+        assert!(check_time_zone("CET-1CEST,M3.5.0,M10.5.0/3")
+            .unwrap_err()
+            .hint
+            .is_some());
         assert!(check_time_zone("abc").is_err());
         assert!(check_time_zone("Z").is_err());
         assert!(check_time_zone("").is_err());
         assert!(check_time_zone(" UTC").is_err());
-    }
-
-    #[test]
-    fn time_zone_offsets_use_iso_sign() {
-        assert_eq!(time_zone_east_seconds("UTC"), 0);
-        assert_eq!(time_zone_east_seconds("+02:00"), -7200);
-        assert_eq!(time_zone_east_seconds("UTC+3"), -10800);
-        assert_eq!(time_zone_east_seconds("<+05:30>-05:30"), 19800);
-        assert_eq!(time_zone_east_seconds("<-05>+05"), -18000);
-        assert_eq!(time_zone_east_seconds("Etc/GMT-3"), 10800);
     }
 }

@@ -91,7 +91,7 @@ mod value;
 
 use std::sync::Arc;
 
-pub use checks::{quote_identifier, DateFieldOrder, DateOutputStyle, DateStyle};
+pub use checks::{quote_identifier, tz_database_name, DateFieldOrder, DateOutputStyle, DateStyle};
 pub use config_file::{
     parse_config_file, parse_name_value, parse_startup_options, ConfigFileEntry,
 };
@@ -503,11 +503,6 @@ macro_rules! typed_getters {
         /// `TimeZone` as SHOW prints it.
         pub fn time_zone(&self) -> String {
             self.value("TimeZone").as_text().to_string()
-        }
-        /// The time zone's offset from UTC in seconds, positive *east* of Greenwich (ISO 8601's
-        /// sign; note that `SET TimeZone = 'UTC+3'` and `'+03:00'` are POSIX spellings of -3 h).
-        pub fn time_zone_utc_offset_seconds(&self) -> i32 {
-            $crate::checks::time_zone_east_seconds(self.value("TimeZone").as_text())
         }
         /// `client_encoding`: `UTF8` or `SQL_ASCII`.
         pub fn client_encoding(&self) -> String {

@@ -117,17 +117,6 @@ impl SessionZone {
     /// Reads a `TimeZone` setting; `None` when PostgreSQL would reject it.
     pub fn parse(setting: &str) -> Option<SessionZone> {
         let s = setting.trim();
-        if s.is_empty() {
-            return None;
-        }
-        let lower = s.to_ascii_lowercase();
-        let utc_alias = lower.strip_prefix("etc/").unwrap_or(&lower);
-        if matches!(
-            utc_alias,
-            "utc" | "uct" | "gmt" | "universal" | "zulu" | "greenwich"
-        ) {
-            return Some(SessionZone::utc());
-        }
         // A plain number is hours east, fractions allowed (`5.5` is +05:30).
         if let Some(hours) = parse_plain_number(s) {
             let secs = (hours * 3600.0).round();
@@ -136,27 +125,36 @@ impl SessionZone {
             }
             return Some(SessionZone::fixed(secs as i32));
         }
-        let starts_alpha = s.as_bytes()[0].is_ascii_alphabetic();
-        if starts_alpha {
-            if let Ok(tz) = Tz::from_str(s) {
-                return Some(SessionZone {
-                    kind: ZoneKind::Named(tz),
-                });
-            }
-        }
-        if let Some(east) = parse_posix_fixed(s) {
+        SessionZone::named(s)
+    }
+
+    /// Reads a zone as `AT TIME ZONE` and `timezone(zone, …)` do: an abbreviation
+    /// (`PST`, `CEST`: fixed offsets), a zone of the tz database in any case, or a POSIX
+    /// fixed zone (`UTC+3`, `+05`: hours *west*). `None` when PostgreSQL would not
+    /// recognize it.
+    pub fn named(text: &str) -> Option<SessionZone> {
+        if let Some(east) = super::zone_abbreviations::offset_east(text) {
             return Some(SessionZone::fixed(east));
         }
-        // PostgreSQL looks zone names up without regard to case; the tz database spells them
-        // `Europe/Berlin`, `America/St_Johns`.
-        if starts_alpha && s.contains('/') {
-            if let Ok(tz) = Tz::from_str(&title_case_zone(s)) {
+        let lower = text.to_ascii_lowercase();
+        let utc_alias = lower.strip_prefix("etc/").unwrap_or(&lower);
+        if matches!(
+            utc_alias,
+            "utc" | "uct" | "gmt" | "gmt0" | "gmt+0" | "gmt-0" | "universal" | "zulu" | "greenwich"
+        ) {
+            return Some(SessionZone::utc());
+        }
+        let starts_alpha = text.bytes().next()?.is_ascii_alphabetic();
+        if starts_alpha {
+            if let Some(tz) =
+                iolab_settings::tz_database_name(text).and_then(|name| Tz::from_str(name).ok())
+            {
                 return Some(SessionZone {
                     kind: ZoneKind::Named(tz),
                 });
             }
         }
-        None
+        parse_posix_fixed(text).map(SessionZone::fixed)
     }
 
     /// Whether the zone is UTC at every instant (the fast path of most conversions).
@@ -228,11 +226,104 @@ impl SessionZone {
         })
     }
 
+    /// `utc_micros + interval` as PostgreSQL adds an interval to a `timestamptz`: the
+    /// months on this zone's wall clock (the day of the month clamped to the new month's
+    /// length), then the days on the wall clock (so a day across a daylight-saving change is
+    /// 23 or 25 hours), then the time part as elapsed time. `infinity` stays; `None` past
+    /// the timestamp range.
+    pub fn add_interval(
+        &self,
+        utc_micros: i64,
+        months: i32,
+        days: i32,
+        micros: i64,
+    ) -> Option<i64> {
+        if utc_micros == TS_POS_INFINITY || utc_micros == TS_NEG_INFINITY {
+            return Some(utc_micros);
+        }
+        let mut t = utc_micros;
+        if months != 0 {
+            let (local, _) = self.utc_to_local(t);
+            t = self.local_to_utc(add_months(local, months)?);
+        }
+        if days != 0 {
+            let (local, _) = self.utc_to_local(t);
+            let local = local.checked_add(i64::from(days).checked_mul(USECS_PER_DAY)?)?;
+            t = self.local_to_utc(local);
+        }
+        let t = t.checked_add(micros)?;
+        (TS_MIN_MICROS..=TS_MAX_MICROS).contains(&t).then_some(t)
+    }
+
     /// The wall-clock time (µs since 1970) of an instant in this zone, and the offset used.
     pub fn utc_to_local(&self, utc_micros: i64) -> (i64, i32) {
         let east = self.offset_at_utc(utc_micros);
         (utc_micros.saturating_add(i64::from(east) * 1_000_000), east)
     }
+}
+
+/// A wall-clock time (µs since 1970) `months` later, the day clamped to the month's length
+/// (January 31 + 1 month is February 29 or 28); `None` past the calendar's range.
+fn add_months(local_micros: i64, months: i32) -> Option<i64> {
+    let days = local_micros.div_euclid(USECS_PER_DAY);
+    let time = local_micros.rem_euclid(USECS_PER_DAY);
+    let (year, month, day) = civil_from_days(days);
+    let month_index = year.checked_mul(12)? + i64::from(month) - 1 + i64::from(months);
+    let (year, month) = (
+        month_index.div_euclid(12),
+        month_index.rem_euclid(12) as u32 + 1,
+    );
+    if !(DATE_MIN_DAYS / 365 - 1..=DATE_MAX_DAYS / 365 + 1).contains(&year) {
+        return None;
+    }
+    let day = day.min(days_in_month(year, month));
+    days_from_civil(year, month, day)
+        .checked_mul(USECS_PER_DAY)?
+        .checked_add(time)
+}
+
+/// The fields of a wall-clock time: (year, month, day, µs into the day).
+fn calendar_fields(micros: i64) -> (i64, i64, i64, i64) {
+    let days = micros.div_euclid(USECS_PER_DAY);
+    let (year, month, day) = civil_from_days(days);
+    (
+        year,
+        i64::from(month),
+        i64::from(day),
+        micros.rem_euclid(USECS_PER_DAY),
+    )
+}
+
+/// `a - b` (wall-clock times in µs since 1970) as PostgreSQL's `age` subtracts them: field
+/// by field, years, months and days of the calendar, then the time
+/// (`age('2024-03-31', '2024-01-31')` is `2 mons`, not `60 days`), as (months, days, µs).
+/// `None` for an infinity or past an interval's range.
+pub fn calendar_difference(a: i64, b: i64) -> Option<(i32, i32, i64)> {
+    let infinite = |v: i64| v == i64::MAX || v == i64::MIN;
+    if infinite(a) || infinite(b) {
+        return None;
+    }
+    // Subtract the later from the earlier's fields and borrow upwards, then restore the sign.
+    let (later, earlier, sign) = if a >= b { (a, b, 1) } else { (b, a, -1) };
+    let (y1, m1, d1, t1) = calendar_fields(later);
+    let (y2, m2, d2, t2) = calendar_fields(earlier);
+    let (mut years, mut months, mut days, mut time) = (y1 - y2, m1 - m2, d1 - d2, t1 - t2);
+    if time < 0 {
+        time += USECS_PER_DAY;
+        days -= 1;
+    }
+    while days < 0 {
+        // Borrow the length of the earlier value's month, as PostgreSQL does.
+        days += i64::from(days_in_month(y2, m2 as u32));
+        months -= 1;
+    }
+    if months < 0 {
+        months += 12;
+        years -= 1;
+    }
+    let months = i32::try_from((years * 12 + months) * sign).ok()?;
+    let days = i32::try_from(days * sign).ok()?;
+    Some((months, days, time * sign))
 }
 
 /// chrono's `NaiveDateTime` for µs since 1970, clamped into chrono's range (±262143 years),
@@ -295,21 +386,6 @@ fn parse_posix_fixed(s: &str) -> Option<i32> {
     Some(-sign * secs)
 }
 
-/// `europe/berlin` → `Europe/Berlin`, `america/st_johns` → `America/St_Johns`.
-fn title_case_zone(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut start = true;
-    for c in s.chars() {
-        if start {
-            out.extend(c.to_uppercase());
-        } else {
-            out.extend(c.to_lowercase());
-        }
-        start = matches!(c, '/' | '_' | '-');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,6 +445,85 @@ mod tests {
         assert_eq!(east("europe/berlin"), 3600);
         assert!(SessionZone::parse("Foo").is_none());
         assert!(SessionZone::parse("").is_none());
+    }
+
+    #[test]
+    fn at_time_zone_reads_numbers_as_posix_and_knows_abbreviations() {
+        // Verified on PostgreSQL 18: timestamptz '2024-07-01 03:00+00' AT TIME ZONE '-5' is
+        // 08:00, '+05' 22:00 the day before, 'PST' 19:00, 'cest' 05:00.
+        let east = |s: &str| SessionZone::named(s).unwrap().offset_at_utc(0);
+        assert_eq!(east("-5"), 5 * 3600);
+        assert_eq!(east("+05"), -5 * 3600);
+        assert_eq!(east("PST"), -8 * 3600);
+        assert_eq!(east("cest"), 2 * 3600);
+        assert_eq!(east("NST"), -(3 * 3600 + 1800));
+        assert_eq!(east("europe/paris"), 3600);
+        assert!(SessionZone::named("nowhere").is_none());
+    }
+
+    #[test]
+    fn intervals_add_on_the_wall_clock() {
+        // Verified on PostgreSQL 18 with TimeZone Europe/Berlin: timestamptz
+        // '2024-03-31 00:30+00' + '1 day' is 2024-04-01 01:30+02 (23 hours later),
+        // + '24 hours' 02:30+02, + '1 day 1 hour' 02:30+02; '2024-01-31 12:00+01' +
+        // '1 month' is 2024-02-29 12:00+01.
+        let berlin = SessionZone::parse("Europe/Berlin").unwrap();
+        let utc = |y, m, d, h: i64, mi: i64| {
+            days_from_civil(y, m, d) * USECS_PER_DAY + (h * 60 + mi) * 60_000_000
+        };
+        let start = utc(2024, 3, 31, 0, 30);
+        let hour = 3_600_000_000;
+        assert_eq!(
+            berlin.add_interval(start, 0, 1, 0),
+            Some(utc(2024, 3, 31, 23, 30))
+        );
+        assert_eq!(
+            berlin.add_interval(start, 0, 0, 24 * hour),
+            Some(utc(2024, 4, 1, 0, 30))
+        );
+        assert_eq!(
+            berlin.add_interval(start, 0, 1, hour),
+            Some(utc(2024, 4, 1, 0, 30))
+        );
+        assert_eq!(
+            berlin.add_interval(utc(2024, 1, 31, 11, 0), 1, 0, 0),
+            Some(utc(2024, 2, 29, 11, 0))
+        );
+        assert_eq!(
+            SessionZone::utc().add_interval(utc(2023, 3, 31, 0, 0), -1, 0, 0),
+            Some(utc(2023, 2, 28, 0, 0))
+        );
+        assert_eq!(
+            berlin.add_interval(TS_POS_INFINITY, 0, 1, 0),
+            Some(TS_POS_INFINITY)
+        );
+        assert_eq!(SessionZone::utc().add_interval(0, i32::MAX, 0, 0), None);
+    }
+
+    #[test]
+    fn ages_subtract_field_by_field() {
+        // Verified on PostgreSQL 18: age(a, b) of these timestamps.
+        let at = |y, m, d, micros: i64| days_from_civil(y, m, d) * USECS_PER_DAY + micros;
+        let hour = 3_600_000_000;
+        let cases = [
+            (
+                at(2024, 3, 31, 10 * hour),
+                at(2024, 1, 31, 12 * hour),
+                (1, 30, 22 * hour),
+            ),
+            (at(2024, 1, 31, 0), at(2024, 3, 1, 0), (-1, -1, 0)),
+            (at(2001, 4, 10, 0), at(1957, 6, 13, 0), (43 * 12 + 9, 27, 0)),
+            (at(2024, 3, 1, 0), at(2023, 2, 28, 0), (12, 1, 0)),
+            (
+                at(2024, 3, 1, 0),
+                at(2024, 2, 29, 24 * hour - 500_000),
+                (0, 0, 500_000),
+            ),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(calendar_difference(a, b), Some(want));
+        }
+        assert_eq!(calendar_difference(TS_POS_INFINITY, 0), None);
     }
 
     #[test]

@@ -63,6 +63,7 @@ pub mod view_definition;
 pub mod view_scan;
 pub mod wal;
 pub mod xact_functions;
+pub mod zoned_time;
 
 use std::sync::Arc;
 
@@ -187,6 +188,7 @@ pub fn register_schemas(catalog: &MemoryCatalogProvider, db: Arc<Database>) {
 pub fn register_functions(state: &mut SessionState, info: &SessionInfo) {
     let shared = catalog_state(state).unwrap_or_else(|| SharedCatalogState::new(info.db.clone()));
     *shared.session.write() = Some((info.settings.clone(), info.user.clone()));
+    crate::sql::session_time::set_options(state, &info.settings);
     if let Err(e) = functions::register(state, info, shared) {
         tracing::error!("could not register the catalog functions: {e}");
     }

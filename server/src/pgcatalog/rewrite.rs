@@ -12,6 +12,7 @@
 //! | the same for `regtype`, `regnamespace`, `regrole` | `regtypein` / `regtypeout`, … |
 //! | `::regproc`, `::name`, `::"char"`, `::pg_node_tree`, … | `::text` |
 //! | `::oid`, `::xid` | `::bigint` |
+//! | `x AT LOCAL` | `x AT TIME ZONE current_setting('TimeZone')` |
 //!
 //! A `reg*` cast of a string literal becomes the OID (what a comparison with an `oid`
 //! column or a size function needs); of anything else (a column, a number), the name
@@ -58,6 +59,7 @@ const TRIGGERS: &[&str] = &[
     "\"char\"",
     "::int2vector",
     "::aclitem",
+    "local",
 ];
 
 /// See the module documentation.
@@ -75,6 +77,7 @@ pub fn rewrite_for_datafusion(sql: &str) -> Cow<'_, str> {
     let tokens = strip_pg_catalog(tokens);
     let tokens = rewrite_casts(tokens);
     let tokens = call_bare_functions(tokens);
+    let tokens = at_local(tokens);
     if tokens == original {
         return Cow::Borrowed(sql);
     }
@@ -431,6 +434,21 @@ fn rewrite_casts(tokens: Vec<Token>) -> Vec<Token> {
         i = next;
     }
     out
+}
+
+/// `AT LOCAL` (PostgreSQL 17's spelling of the session's zone) → `AT TIME ZONE
+/// current_setting('TimeZone')`.
+fn at_local(mut tokens: Vec<Token>) -> Vec<Token> {
+    for i in 0..tokens.len() {
+        if !is_word(&tokens[i], "local") {
+            continue;
+        }
+        let after_at = prev_significant(&tokens, i).is_some_and(|p| is_word(&tokens[p], "at"));
+        if after_at {
+            tokens[i] = word("TIME ZONE current_setting('TimeZone')");
+        }
+    }
+    tokens
 }
 
 /// `current_schema` without parentheses (SQL's spelling) → `current_schema()`.

@@ -54,34 +54,50 @@ fn item_name(item: &SelectItem) -> Option<String> {
 
 /// PostgreSQL's FigureColname for one expression.
 fn expr_name(e: &Expr) -> Option<String> {
+    named(e).map(|(name, _)| name)
+}
+
+/// How sure a name is, as PostgreSQL ranks them: a cast names its column after its
+/// operand only when the operand's name is [`Strength::Sure`] (a column, a function, an
+/// ARRAY[…]), else after its type (`'1'::int4::text` is `text`, `now()::date` is `now`,
+/// `CASE … END::text` is `text`).
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+enum Strength {
+    Fallback,
+    Sure,
+}
+
+fn named(e: &Expr) -> Option<(String, Strength)> {
+    let sure = |name: &str| Some((name.to_string(), Strength::Sure));
+    let fallback = |name: String| Some((name, Strength::Fallback));
     match e {
-        Expr::Identifier(id) => Some(crate::sql::ddl::ident_name(id)),
-        Expr::CompoundIdentifier(parts) => parts.last().map(crate::sql::ddl::ident_name),
-        Expr::Function(f) => f
-            .name
-            .0
-            .last()
-            .and_then(|p| p.as_ident())
-            .map(crate::sql::ddl::ident_name),
+        Expr::Identifier(id) => sure(&crate::sql::ddl::ident_name(id)),
+        Expr::CompoundIdentifier(parts) => sure(&crate::sql::ddl::ident_name(parts.last()?)),
+        Expr::Function(f) => sure(&crate::sql::ddl::ident_name(
+            f.name.0.last().and_then(|p| p.as_ident())?,
+        )),
         Expr::Cast {
             expr, data_type, ..
-        } => expr_name(expr).or_else(|| Some(type_name(data_type))),
-        Expr::Nested(inner) => expr_name(inner),
-        Expr::Case { .. } => Some("case".into()),
-        Expr::Array(_) => Some("array".into()),
-        Expr::Exists { .. } => Some("exists".into()),
+        } => match named(expr) {
+            Some(inner) if inner.1 == Strength::Sure => Some(inner),
+            _ => fallback(type_name(data_type)),
+        },
+        Expr::Nested(inner) => named(inner),
+        Expr::Case { .. } => fallback("case".into()),
+        Expr::Array(_) => sure("array"),
+        Expr::Exists { .. } => sure("exists"),
         Expr::Subquery(q) => {
             let names = pg_names(q, 1)?;
-            names.into_iter().next().flatten()
+            sure(&names.into_iter().next().flatten()?)
         }
-        Expr::Extract { .. } => Some("extract".into()),
-        Expr::Substring { .. } => Some("substring".into()),
-        Expr::Trim { .. } => Some("btrim".into()),
-        Expr::Position { .. } => Some("position".into()),
-        Expr::Overlay { .. } => Some("overlay".into()),
-        Expr::Ceil { .. } => Some("ceil".into()),
-        Expr::Floor { .. } => Some("floor".into()),
-        Expr::TypedString(ts) => Some(type_name(&ts.data_type)),
+        Expr::Extract { .. } => sure("extract"),
+        Expr::Substring { .. } => sure("substring"),
+        Expr::Trim { .. } => sure("btrim"),
+        Expr::Position { .. } => sure("position"),
+        Expr::Overlay { .. } => sure("overlay"),
+        Expr::Ceil { .. } => sure("ceil"),
+        Expr::Floor { .. } => sure("floor"),
+        Expr::TypedString(ts) => fallback(type_name(&ts.data_type)),
         _ => None,
     }
 }
@@ -148,8 +164,20 @@ fn orders_by_name(query: &ast::Query, name: &str) -> bool {
 
 /// The name PostgreSQL gives a cast's column: the type's internal name.
 fn type_name(dt: &ast::DataType) -> String {
+    // Without the type modifiers: `timestamp(6) with time zone` is `timestamp with time zone`.
     let text = dt.to_string().to_lowercase();
-    let base = text.split('(').next().unwrap_or(&text).trim();
+    let mut unmodified = String::with_capacity(text.len());
+    let mut depth = 0;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            c if depth == 0 => unmodified.push(c),
+            _ => {}
+        }
+    }
+    let base = unmodified.split_whitespace().collect::<Vec<_>>().join(" ");
+    let base = base.as_str();
     match iolab_catalog::PgType::from_sql_name(base, &[]) {
         Some(t) => t.typname().to_string(),
         None => base.to_string(),

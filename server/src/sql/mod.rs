@@ -30,6 +30,7 @@ pub mod colnames;
 pub mod constraints;
 pub mod ctas_columns;
 pub mod cursor;
+pub mod datetime_text;
 pub mod ddl;
 pub mod ddl_log;
 pub mod defaults;
@@ -51,6 +52,7 @@ pub mod returning;
 pub mod row_locks;
 pub mod savepoint;
 pub mod sequence;
+pub mod session_time;
 pub mod set_functions;
 pub mod split;
 pub mod typed_literals;
@@ -258,6 +260,7 @@ pub(crate) fn parse_reading(
     crate::explain::check_options(&stmt, &text, whole, offset)?;
     crate::pgcatalog::qualify_catalog_relations(&mut stmt);
     typed_literals::rewrite(&mut stmt, &text, reading)?;
+    session_time::rewrite_syntax(&mut stmt);
     set_functions::name_function_columns(&mut stmt);
     set_functions::expand_select_list_series(&mut stmt)?;
     let unlogged_into = matches!(

@@ -1,0 +1,312 @@
+//! Date/time values in the session's `TimeZone` (a zone of the tz database, with daylight
+//! saving) and `DateStyle`: casts, `extract`, `date_trunc`, interval arithmetic on the wall
+//! clock, `AT TIME ZONE`, `date_add`, text casts read and written as PostgreSQL does; each
+//! value as PostgreSQL 18 printed it.
+
+use iolab_tests::{rows, sqlstate, TestServer};
+use tokio_postgres::Client;
+
+async fn value(c: &Client, sql: &str) -> Option<String> {
+    rows(c, sql).await[0][0].clone()
+}
+
+async fn error(c: &Client, sql: &str) -> (String, String) {
+    let err = c.simple_query(sql).await.unwrap_err();
+    let message = err.as_db_error().unwrap().message().to_string();
+    (sqlstate(&err), message)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn values_follow_a_zone_with_daylight_saving() {
+    let server = TestServer::start("time-zones");
+    let c = server.client().await;
+    c.batch_execute("SET timezone = 'europe/berlin'")
+        .await
+        .unwrap();
+    assert_eq!(
+        value(&c, "SHOW timezone").await.as_deref(),
+        Some("Europe/Berlin")
+    );
+    let cases = [
+        (
+            "timestamptz '2024-07-01 03:00+00'",
+            "2024-07-01 05:00:00+02",
+        ),
+        ("(timestamptz '2024-07-01 03:00+00')::date", "2024-07-01"),
+        ("(timestamptz '2024-06-30 22:30+00')::date", "2024-07-01"),
+        (
+            "(timestamptz '2024-07-01 03:00+00')::timestamp",
+            "2024-07-01 05:00:00",
+        ),
+        ("(timestamptz '2024-07-01 03:00+00')::time", "05:00:00"),
+        ("extract(hour from timestamptz '2024-07-01 03:00+00')", "5"),
+        ("date_part('day', timestamptz '2024-06-30 22:30+00')", "1"),
+        (
+            "extract(timezone from timestamptz '2024-07-01 03:00+00')",
+            "7200",
+        ),
+        (
+            "extract(timezone_hour from timestamptz '2024-01-01 03:00+00')",
+            "1",
+        ),
+        (
+            "date_trunc('day', timestamptz '2024-03-31 12:00+00')",
+            "2024-03-31 00:00:00+01",
+        ),
+        (
+            "date_trunc('month', timestamptz '2024-06-30 22:30+00')",
+            "2024-07-01 00:00:00+02",
+        ),
+        (
+            "date_trunc('day', timestamptz '2024-03-31 12:00+00', 'UTC')",
+            "2024-03-31 01:00:00+01",
+        ),
+        (
+            "timestamp '2024-03-31 02:30'::timestamptz",
+            "2024-03-31 03:30:00+02",
+        ),
+        (
+            "timestamp '2024-10-27 02:30'::timestamptz",
+            "2024-10-27 02:30:00+01",
+        ),
+        ("date '2024-07-01'::timestamptz", "2024-07-01 00:00:00+02"),
+        ("'2024-07-01 12:00'::timestamptz", "2024-07-01 12:00:00+02"),
+        (
+            "timestamptz '2024-03-30 12:00+01' + interval '1 day'",
+            "2024-03-31 12:00:00+02",
+        ),
+        (
+            "timestamptz '2024-03-30 12:00+01' + interval '24 hours'",
+            "2024-03-31 13:00:00+02",
+        ),
+        (
+            "interval '1 day' + timestamptz '2024-03-30 12:00+01'",
+            "2024-03-31 12:00:00+02",
+        ),
+        (
+            "timestamptz '2024-04-01 12:00+02' - interval '2 days'",
+            "2024-03-30 12:00:00+01",
+        ),
+        (
+            "timestamptz '2024-01-31 12:00+01' + interval '1 month'",
+            "2024-02-29 12:00:00+01",
+        ),
+        (
+            "timestamptz '2024-07-01 03:00+00' AT TIME ZONE 'America/New_York'",
+            "2024-06-30 23:00:00",
+        ),
+        (
+            "timestamp '2024-07-01 03:00' AT TIME ZONE 'America/New_York'",
+            "2024-07-01 09:00:00+02",
+        ),
+        (
+            "timestamptz '2024-07-01 03:00+00' AT TIME ZONE 'PST'",
+            "2024-06-30 19:00:00",
+        ),
+        (
+            "timestamptz '2024-07-01 03:00+00' AT TIME ZONE '-5'",
+            "2024-07-01 08:00:00",
+        ),
+        (
+            "timestamptz '2024-07-01 03:00+00' AT TIME ZONE 'utc+3'",
+            "2024-07-01 00:00:00",
+        ),
+        (
+            "timestamptz '2024-07-01 03:00+00' AT TIME ZONE interval '-03:00'",
+            "2024-07-01 00:00:00",
+        ),
+        (
+            "timestamptz '2024-07-01 03:00+00' AT LOCAL",
+            "2024-07-01 05:00:00",
+        ),
+        (
+            "timezone('Asia/Kolkata', timestamptz '2024-07-01 03:00+00')",
+            "2024-07-01 08:30:00",
+        ),
+        (
+            "date_add(timestamptz '2024-03-30 12:00+01', interval '1 day')",
+            "2024-03-31 12:00:00+02",
+        ),
+        (
+            "date_add(timestamptz '2024-03-30 12:00+01', interval '1 day', 'America/New_York')",
+            "2024-03-31 13:00:00+02",
+        ),
+        (
+            "date_subtract(timestamptz '2024-03-31 12:00+02', interval '1 day', 'Europe/Berlin')",
+            "2024-03-30 12:00:00+01",
+        ),
+        ("interval '1 day 02:00'::text", "1 day 02:00:00"),
+        (
+            "(timestamptz '2024-07-01 03:00+00')::text",
+            "2024-07-01 05:00:00+02",
+        ),
+        (
+            "(timestamp '2024-07-01 03:00')::text",
+            "2024-07-01 03:00:00",
+        ),
+        ("(date '2024-07-01')::text", "2024-07-01"),
+        ("timestamptz 'infinity'::timestamp", "infinity"),
+        (
+            "(timestamptz 'infinity' + interval '1 day')::text",
+            "infinity",
+        ),
+        (
+            "age(timestamptz '2024-04-01 00:00+02', timestamptz '2024-03-01 00:00+01')",
+            "1 mon",
+        ),
+        (
+            "age(timestamp '2024-03-31 10:00', timestamp '2024-01-31 12:00')",
+            "1 mon 30 days 22:00:00",
+        ),
+        (
+            "age(timestamp '2024-01-31', timestamp '2024-03-01')",
+            "-1 mons -1 days",
+        ),
+        ("age(date '2024-03-01', date '2023-02-28')", "1 year 1 day"),
+        ("age(current_date::timestamp)", "00:00:00"),
+    ];
+    for (expr, want) in cases {
+        assert_eq!(
+            value(&c, &format!("SELECT {expr}")).await.as_deref(),
+            Some(want),
+            "{expr}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_table_of_instants_is_read_in_the_session_zone() {
+    let server = TestServer::start("time-zones-table");
+    let c = server.client().await;
+    c.batch_execute(
+        "SET timezone = 'Europe/Berlin';
+         CREATE TABLE ev(id int, t timestamptz);
+         INSERT INTO ev VALUES (1, '2024-06-30 21:30+00'), (2, '2024-06-30 22:30+00'),
+           (3, '2024-07-01 12:00'), (4, '2024-07-01 23:59:59'), (5, '2024-03-30 12:00+00');",
+    )
+    .await
+    .unwrap();
+    let by_day = "SELECT t::date AS day, count(*) FROM ev GROUP BY 1 ORDER BY 1";
+    let since = "SELECT count(*) FROM ev WHERE t >= '2024-07-01'";
+    let day = |r: Vec<Vec<Option<String>>>| -> Vec<String> {
+        r.into_iter()
+            .map(|row| {
+                format!(
+                    "{} {}",
+                    row[0].as_deref().unwrap(),
+                    row[1].as_deref().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        day(rows(&c, by_day).await),
+        ["2024-03-30 1", "2024-06-30 1", "2024-07-01 3"]
+    );
+    assert_eq!(value(&c, since).await.as_deref(), Some("3"));
+    let hours = rows(
+        &c,
+        "SELECT id, extract(hour from t), date_trunc('day', t) FROM ev ORDER BY id",
+    )
+    .await;
+    let hours: Vec<String> = hours
+        .into_iter()
+        .map(|r| {
+            format!(
+                "{} {} {}",
+                r[0].as_deref().unwrap(),
+                r[1].as_deref().unwrap(),
+                r[2].as_deref().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        hours,
+        [
+            "1 23 2024-06-30 00:00:00+02",
+            "2 0 2024-07-01 00:00:00+02",
+            "3 12 2024-07-01 00:00:00+02",
+            "4 23 2024-07-01 00:00:00+02",
+            "5 13 2024-03-30 00:00:00+01",
+        ]
+    );
+    // A day across the change to summer time is 23 hours long.
+    assert_eq!(
+        value(
+            &c,
+            "SELECT id FROM ev WHERE t + interval '1 day' = timestamptz '2024-03-31 13:00+02'"
+        )
+        .await
+        .as_deref(),
+        Some("5")
+    );
+    // The same statements in another zone: nothing planned under Berlin is reused.
+    c.batch_execute("SET timezone = 'UTC'").await.unwrap();
+    assert_eq!(
+        day(rows(&c, by_day).await),
+        ["2024-03-30 1", "2024-06-30 2", "2024-07-01 2"]
+    );
+    assert_eq!(value(&c, since).await.as_deref(), Some("2"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn text_casts_read_as_postgresql_reads_them() {
+    let server = TestServer::start("time-zones-text");
+    let c = server.client().await;
+    c.batch_execute("SET datestyle = 'ISO, DMY'").await.unwrap();
+    let r = rows(
+        &c,
+        "SELECT d::date, d::timestamp, s::interval FROM (VALUES ('01/02/2024', '1 day 02:00')) v(d, s)",
+    )
+    .await;
+    assert_eq!(
+        r[0],
+        [
+            Some("2024-02-01".to_string()),
+            Some("2024-02-01 00:00:00".to_string()),
+            Some("1 day 02:00:00".to_string())
+        ]
+    );
+    let r = rows(
+        &c,
+        "SELECT '1500-01-01'::timestamp, timestamp '2500-06-01 00:00', '4713-01-01 BC'::date",
+    )
+    .await;
+    assert_eq!(
+        r[0],
+        [
+            Some("1500-01-01 00:00:00".to_string()),
+            Some("2500-06-01 00:00:00".to_string()),
+            Some("4713-01-01 BC".to_string())
+        ]
+    );
+    let cases = [
+        (
+            "SELECT d::date FROM (VALUES ('2024-02-30')) v(d)",
+            "22008",
+            "date/time field value out of range: \"2024-02-30\"",
+        ),
+        (
+            "SELECT timestamptz '2024-07-01 03:00+00' AT TIME ZONE 'nowhere'",
+            "22023",
+            "time zone \"nowhere\" not recognized",
+        ),
+        (
+            "SELECT timestamptz '2024-07-01 03:00+00' AT TIME ZONE interval '1 day'",
+            "22023",
+            "interval time zone \"1 day\" must not include months or days",
+        ),
+        (
+            "SET timezone = 'Mars/Olympus'",
+            "22023",
+            "invalid value for parameter \"TimeZone\": \"Mars/Olympus\"",
+        ),
+    ];
+    for (sql, code, message) in cases {
+        assert_eq!(
+            error(&c, sql).await,
+            (code.to_string(), message.to_string()),
+            "{sql}"
+        );
+    }
+}
