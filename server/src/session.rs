@@ -908,6 +908,7 @@ fn base_state(
         .with_analyzer_rule(Arc::new(sql::session_time::SessionTimeRule))
         .build();
     crate::pgcatalog::zoned_time::register(&mut state).expect("a new state takes functions");
+    crate::pgcatalog::interval_scale::register(&mut state).expect("a new state takes functions");
     for (name, with_ctid) in [(DATABASE, false), (DATABASE_WITH_CTID, true)] {
         let catalog = MemoryCatalogProvider::new();
         catalog

@@ -164,6 +164,9 @@ async fn values_follow_a_zone_with_daylight_saving() {
         ),
         ("age(date '2024-03-01', date '2023-02-28')", "1 year 1 day"),
         ("age(current_date::timestamp)", "00:00:00"),
+        ("3 * interval '1 minute'", "00:03:00"),
+        ("interval '1 mon 1 day' * 0.3", "9 days 07:12:00"),
+        ("interval '1 day' / 7", "03:25:42.857143"),
     ];
     for (expr, want) in cases {
         assert_eq!(
@@ -240,6 +243,21 @@ async fn a_table_of_instants_is_read_in_the_session_zone() {
         .as_deref(),
         Some("5")
     );
+    // A series of days steps on the wall clock across the change to summer time.
+    let days = rows(
+        &c,
+        "SELECT * FROM generate_series(timestamptz '2024-03-30', timestamptz '2024-04-01', '1 day')",
+    )
+    .await;
+    let days: Vec<&str> = days.iter().map(|r| r[0].as_deref().unwrap()).collect();
+    assert_eq!(
+        days,
+        [
+            "2024-03-30 00:00:00+01",
+            "2024-03-31 00:00:00+01",
+            "2024-04-01 00:00:00+02"
+        ]
+    );
     // The same statements in another zone: nothing planned under Berlin is reused.
     c.batch_execute("SET timezone = 'UTC'").await.unwrap();
     assert_eq!(
@@ -296,6 +314,7 @@ async fn text_casts_read_as_postgresql_reads_them() {
             "22023",
             "interval time zone \"1 day\" must not include months or days",
         ),
+        ("SELECT interval '1 day' / 0", "22012", "division by zero"),
         (
             "SET timezone = 'Mars/Olympus'",
             "22023",

@@ -157,6 +157,17 @@ impl SessionZone {
         parse_posix_fixed(text).map(SessionZone::fixed)
     }
 
+    /// The zone as Arrow names one: a tz database name, or a fixed offset `+05:30`.
+    pub fn arrow_name(&self) -> String {
+        match self.kind {
+            ZoneKind::Named(tz) => tz.to_string(),
+            ZoneKind::Fixed(east) => {
+                let (sign, abs) = (if east < 0 { '-' } else { '+' }, east.unsigned_abs());
+                format!("{sign}{:02}:{:02}", abs / 3600, abs % 3600 / 60)
+            }
+        }
+    }
+
     /// Whether the zone is UTC at every instant (the fast path of most conversions).
     pub fn is_utc(&self) -> bool {
         matches!(self.kind, ZoneKind::Fixed(0))
@@ -324,6 +335,43 @@ pub fn calendar_difference(a: i64, b: i64) -> Option<(i32, i32, i64)> {
     let months = i32::try_from((years * 12 + months) * sign).ok()?;
     let days = i32::try_from(days * sign).ok()?;
     Some((months, days, time * sign))
+}
+
+/// An interval (months, days, µs) times `factor`, as PostgreSQL's `interval_mul` (and, with
+/// `1 / divisor`'s steps, `interval_div`) scales it: each field is scaled and truncated, and
+/// what a fraction leaves cascades down — a month is 30 days, a day 24 hours — but never up
+/// (`'1 mon' * 1.5` is `1 mon 15 days`, `'1 day' / 7` is `03:25:42.857143`). `divide`
+/// divides by `factor` instead (the quotients are computed directly, not through a
+/// reciprocal). `None` out of range.
+pub fn scale_interval(
+    (months, days, micros): (i32, i32, i64),
+    factor: f64,
+    divide: bool,
+) -> Option<(i32, i32, i64)> {
+    let apply = |v: f64| if divide { v / factor } else { v * factor };
+    let fits_i32 = |v: f64| v.is_finite() && v >= f64::from(i32::MIN) && v <= f64::from(i32::MAX);
+    // Rounded to the microsecond, so 0.3 × 30 days is 9 days, not 8.999….
+    let to_micros_precision = |v: f64| (v * 1e6).round_ties_even() / 1e6;
+    let scaled_months = apply(f64::from(months));
+    let scaled_days = apply(f64::from(days));
+    if !fits_i32(scaled_months) || !fits_i32(scaled_days) {
+        return None;
+    }
+    let (whole_months, mut whole_days) = (scaled_months as i32, scaled_days as i32);
+    let month_remainder_days =
+        to_micros_precision((scaled_months - f64::from(whole_months)) * 30.0);
+    let mut sec_remainder = to_micros_precision(
+        (scaled_days - f64::from(whole_days) + month_remainder_days - month_remainder_days.trunc())
+            * 86_400.0,
+    );
+    if sec_remainder.abs() >= 86_400.0 {
+        let carried_days = (sec_remainder / 86_400.0).trunc();
+        whole_days = whole_days.checked_add(carried_days as i32)?;
+        sec_remainder -= carried_days * 86_400.0;
+    }
+    let whole_days = whole_days.checked_add(month_remainder_days as i32)?;
+    let time = (apply(micros as f64) + sec_remainder * 1e6).round_ties_even();
+    (time.is_finite() && time.abs() < 9.2e18).then_some((whole_months, whole_days, time as i64))
 }
 
 /// chrono's `NaiveDateTime` for µs since 1970, clamped into chrono's range (±262143 years),
@@ -524,6 +572,31 @@ mod tests {
             assert_eq!(calendar_difference(a, b), Some(want));
         }
         assert_eq!(calendar_difference(TS_POS_INFINITY, 0), None);
+    }
+
+    #[test]
+    fn intervals_scale_and_cascade_down() {
+        // Verified on PostgreSQL 18.
+        let minute = 60_000_000;
+        let hour = 60 * minute;
+        let cases = [
+            ((0, 0, minute), 3.0, false, (0, 0, 3 * minute)),
+            ((1, 0, 0), 1.5, false, (1, 15, 0)),
+            ((1, 1, 0), 0.3, false, (0, 9, 7 * hour + 12 * minute)),
+            ((12, 1, hour), 2.5, false, (30, 2, 14 * hour + 30 * minute)),
+            ((-1, 0, 0), 0.5, false, (0, -15, 0)),
+            ((0, 0, hour), 4.0, true, (0, 0, 15 * minute)),
+            ((0, 1, 0), 7.0, true, (0, 0, 12_342_857_143)),
+            ((1, 0, 0), 3.0, true, (0, 10, 0)),
+        ];
+        for (interval, factor, divide, want) in cases {
+            assert_eq!(
+                scale_interval(interval, factor, divide),
+                Some(want),
+                "{interval:?} {factor}"
+            );
+        }
+        assert_eq!(scale_interval((i32::MAX, 0, 0), 2.0, false), None);
     }
 
     #[test]

@@ -38,6 +38,7 @@ pub mod constraint_rows;
 pub mod format;
 pub mod functions;
 pub mod info_schema;
+pub mod interval_scale;
 pub mod locks;
 pub mod oids;
 pub mod pg_stats;

@@ -1,6 +1,8 @@
 //! Functions of date/time values in a named time zone: `timezone(zone, value)` (what
-//! `x AT TIME ZONE zone` is), `date_add`/`date_subtract(timestamptz, interval, zone)`, and
-//! `age`, which reads a `timestamptz` on the session's wall clock.
+//! `x AT TIME ZONE zone` is), `date_add`/`date_subtract(timestamptz, interval, zone)`,
+//! `age`, which reads a `timestamptz` on the session's wall clock, and `generate_series`
+//! of `timestamptz` values, which steps on it (a day across a daylight-saving change is
+//! 23 or 25 hours).
 //!
 //! A `timestamptz` is an instant (µs since 1970 UTC); a `timestamp` a wall-clock reading.
 //! `timezone(zone, timestamptz)` is the wall clock in `zone` at that instant;
@@ -22,22 +24,26 @@ use datafusion::arrow::datatypes::{
     DataType, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
     TimestampMicrosecondType,
 };
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::error::Result;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
+use datafusion::scalar::ScalarValue;
 use iolab_catalog::types::TIMESTAMPTZ_ZONE;
 use iolab_catalog::{sqlstate, PgError};
 use iolab_engine::values::{calendar_difference, SessionZone};
 
 use super::functions::{arg_type_name, pg};
+use crate::sql::session_time::SessionTimeOptions;
 
 /// Registers the functions of this module into a session's state.
 pub fn register(state: &mut SessionState) -> Result<()> {
     state.register_udf(Arc::new(ScalarUDF::new_from_impl(Timezone::new())))?;
     state.register_udf(Arc::new(ScalarUDF::new_from_impl(Age::new())))?;
+    state.register_udtf("generate_series", Arc::new(GenerateSeries));
     for subtract in [false, true] {
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(DateAdd::new(subtract))))?;
     }
@@ -168,9 +174,9 @@ fn out_of_range() -> datafusion::error::DataFusionError {
 /// One value when every argument was one, else a column.
 fn result(array: ArrayRef, args: &[ColumnarValue]) -> Result<ColumnarValue> {
     if args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
-        return Ok(ColumnarValue::Scalar(
-            datafusion::scalar::ScalarValue::try_from_array(&array, 0)?,
-        ));
+        return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+            &array, 0,
+        )?));
     }
     Ok(ColumnarValue::Array(array))
 }
@@ -438,5 +444,76 @@ impl ScalarUDFImpl for Age {
             })
             .collect::<Result<IntervalMonthDayNanoArray>>()?;
         result(Arc::new(ages), &args.args)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// generate_series
+// ---------------------------------------------------------------------------------------
+
+/// DataFusion's `generate_series` given timestamps in nanoseconds (the unit it steps in;
+/// iolab's are microseconds) and, for `timestamptz`, the session's zone, so that it adds
+/// each step on the session's wall clock as PostgreSQL does. The values stay instants;
+/// only the zone their type names changes.
+#[derive(Debug)]
+pub struct GenerateSeries;
+
+impl TableFunctionImpl for GenerateSeries {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let options = args
+            .session()
+            .config_options()
+            .extensions
+            .get::<SessionTimeOptions>()
+            .cloned()
+            .unwrap_or_default();
+        let zone = SessionZone::parse(&options.time_zone)
+            .unwrap_or_else(SessionZone::utc)
+            .arrow_name();
+        let exprs = args
+            .exprs()
+            .iter()
+            .map(|e| match e {
+                Expr::Literal(value, metadata) => {
+                    in_nanoseconds(value, &zone).map(|v| Expr::Literal(v, metadata.clone()))
+                }
+                other => Ok(other.clone()),
+            })
+            .map(|e| e.and_then(step_as_interval))
+            .collect::<Result<Vec<_>>>()?;
+        let series = datafusion::functions_table::generate_series::GenerateSeriesFunc {};
+        series.call_with_args(TableFunctionArgs::new(&exprs, args.session()))
+    }
+}
+
+/// A text constant read as an interval (`generate_series(t1, t2, '1 day')`, as PostgreSQL
+/// reads an untyped literal), anything else as it is.
+fn step_as_interval(e: Expr) -> Result<Expr> {
+    let Expr::Literal(ScalarValue::Utf8(Some(text)), metadata) = &e else {
+        return Ok(e);
+    };
+    let Ok(v) = iolab_engine::values::interval_input::interval_in(text) else {
+        return Ok(e);
+    };
+    let step = IntervalMonthDayNano::new(v.months, v.days, v.micros.saturating_mul(1000));
+    Ok(Expr::Literal(
+        ScalarValue::IntervalMonthDayNano(Some(step)),
+        metadata.clone(),
+    ))
+}
+
+/// A timestamp constant in nanoseconds, a zoned one in `zone`; anything else as it is.
+fn in_nanoseconds(value: &ScalarValue, zone: &str) -> Result<ScalarValue> {
+    let DataType::Timestamp(_, value_zone) = value.data_type() else {
+        return Ok(value.clone());
+    };
+    let zone: Option<Arc<str>> = value_zone.map(|_| zone.into());
+    let nanoseconds = value.cast_to(&DataType::Timestamp(TimeUnit::Nanosecond, None))?;
+    match nanoseconds {
+        ScalarValue::TimestampNanosecond(Some(ns), _) => {
+            Ok(ScalarValue::TimestampNanosecond(Some(ns), zone))
+        }
+        ScalarValue::TimestampNanosecond(None, _) if !value.is_null() => Err(out_of_range()),
+        _ => Ok(ScalarValue::TimestampNanosecond(None, zone)),
     }
 }

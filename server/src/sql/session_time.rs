@@ -33,7 +33,8 @@
 //!
 //! Before planning, [`rewrite_syntax`] turns what DataFusion's SQL planner does not know
 //! into these functions: `x AT TIME ZONE z` into `timezone(z, x)` and PostgreSQL's
-//! three-argument `date_trunc(f, t, z)` into `timezone(z, date_trunc(f, timezone(z, t)))`;
+//! three-argument `date_trunc(f, t, z)` into `timezone(z, date_trunc(f, timezone(z, t)))`,
+//! `n * interval` and `interval / n` into `interval_mul` and `interval_div`;
 //! and it makes `::timestamp` count microseconds, as iolab's columns do.
 
 use std::ops::ControlFlow;
@@ -353,7 +354,8 @@ impl Rewriter {
 // ---------------------------------------------------------------------------------------
 
 /// `x AT TIME ZONE z` → `timezone(z, x)`; `date_trunc(f, t, z)` →
-/// `timezone(z, date_trunc(f, timezone(z, t)))`; `::timestamp[tz]` → `::timestamp[tz](6)`
+/// `timezone(z, date_trunc(f, timezone(z, t)))`; `n * interval` → `interval_mul(interval,
+/// n)`, `interval / n` → `interval_div(interval, n)`; `::timestamp[tz]` → `::timestamp[tz](6)`
 /// (DataFusion's `timestamp` counts nanoseconds, which end in 2262; iolab's, like
 /// PostgreSQL's, count microseconds).
 pub fn rewrite_syntax(stmt: &mut ast::Statement) {
@@ -375,6 +377,27 @@ pub fn rewrite_syntax(stmt: &mut ast::Statement) {
                     let value =
                         std::mem::replace(timestamp.as_mut(), ast::Expr::value(ast::Value::Null));
                     *e = call("timezone", vec![time_zone.as_ref().clone(), value]);
+                }
+                ast::Expr::BinaryOp { left, op, right }
+                    if matches!(
+                        op,
+                        ast::BinaryOperator::Multiply | ast::BinaryOperator::Divide
+                    ) =>
+                {
+                    let divide = *op == ast::BinaryOperator::Divide;
+                    let (interval, factor) = if is_interval(left) {
+                        (left.as_ref().clone(), right.as_ref().clone())
+                    } else if is_interval(right) && !divide {
+                        (right.as_ref().clone(), left.as_ref().clone())
+                    } else {
+                        return ControlFlow::Continue(());
+                    };
+                    let name = if divide {
+                        "interval_div"
+                    } else {
+                        "interval_mul"
+                    };
+                    *e = call(name, vec![interval, float8(factor)]);
                 }
                 ast::Expr::Function(f) if is_zoned_date_trunc(f) => {
                     let FunctionArguments::List(list) = &f.args else {
@@ -401,6 +424,40 @@ pub fn rewrite_syntax(stmt: &mut ast::Statement) {
         }
     }
     let _ = stmt.visit(&mut Rewrite);
+}
+
+/// Is `e` an interval by its syntax: a literal, a cast to `interval`, a function giving
+/// one, or arithmetic on one (iolab has no interval columns, so that is every interval but a
+/// difference of timestamps)?
+fn is_interval(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Interval(_) => true,
+        ast::Expr::Cast { data_type, .. }
+        | ast::Expr::TypedString(ast::TypedString { data_type, .. }) => {
+            matches!(data_type, ast::DataType::Interval { .. })
+        }
+        ast::Expr::Nested(inner) | ast::Expr::UnaryOp { expr: inner, .. } => is_interval(inner),
+        ast::Expr::BinaryOp { left, right, .. } => is_interval(left) || is_interval(right),
+        ast::Expr::Function(f) => matches!(
+            f.name.0.last(),
+            Some(ast::ObjectNamePart::Identifier(i))
+                if ["interval_mul", "interval_div", "age", "make_interval"]
+                    .iter()
+                    .any(|name| i.value.eq_ignore_ascii_case(name))
+        ),
+        _ => false,
+    }
+}
+
+/// `e::float8`.
+fn float8(e: ast::Expr) -> ast::Expr {
+    ast::Expr::Cast {
+        kind: ast::CastKind::DoubleColon,
+        expr: Box::new(e),
+        data_type: ast::DataType::Float8,
+        array: false,
+        format: None,
+    }
 }
 
 fn is_zoned_date_trunc(f: &Function) -> bool {
