@@ -17,6 +17,7 @@
 //! | `date_part('timezone', tstz)`, `…_hour`, `…_minute` | the offset: `epoch(timezone(Z, t)) - epoch(t)` |
 //! | `date_trunc(f, tstz)` | `timezone(Z, date_trunc(f, timezone(Z, tstz)))` |
 //! | `tstz + interval`, `tstz - interval` | `date_add(tstz, interval, Z)`, `date_subtract(…)` |
+//! | `generate_series(tstz, tstz, step)` (a select list's) | its timestamps typed as in Z |
 //! | `current_date`, `current_time` | `timezone(Z, now())::date`, `::time` |
 //! | `age(a, b)` of `timestamptz` values | `age(timezone(Z, a), timezone(Z, b))` |
 //! | `age(t)` | `age(date_trunc('day', timezone(Z, now())), t on the wall clock)` |
@@ -103,6 +104,7 @@ impl AnalyzerRule for SessionTimeRule {
         let zone = SessionZone::parse(&options.time_zone).unwrap_or_else(SessionZone::utc);
         let rewriter = Rewriter {
             zoned: !zone.is_utc(),
+            arrow_zone: zone.arrow_name(),
             settings: TextSettings {
                 time_zone: options.time_zone.clone(),
                 date_style: options.date_style.clone(),
@@ -138,6 +140,8 @@ impl AnalyzerRule for SessionTimeRule {
 struct Rewriter {
     /// Is the session's zone other than UTC?
     zoned: bool,
+    /// The session's zone as Arrow names it (`Europe/Berlin`, `-05:00`).
+    arrow_zone: String,
     settings: TextSettings,
     timezone: Arc<ScalarUDF>,
     date_add: Arc<ScalarUDF>,
@@ -186,9 +190,6 @@ impl Rewriter {
     }
 
     fn rewrite(&self, e: Expr, schemas: &[DFSchemaRef]) -> Result<Transformed<Expr>> {
-        let Some(original) = type_of(&e, schemas) else {
-            return Ok(Transformed::no(e));
-        };
         let rewritten = match &e {
             Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field }) => {
                 self.cast(expr, field.data_type(), schemas)?
@@ -197,13 +198,15 @@ impl Rewriter {
             Expr::BinaryExpr(b) => self.interval_arithmetic(b, schemas),
             _ => None,
         };
-        Ok(match rewritten {
-            Some(new) => {
-                let now = type_of(&new, schemas);
-                Transformed::yes(as_type(new, now, &original))
-            }
-            None => Transformed::no(e),
-        })
+        // The rewritten expression keeps the type the plan gave the original.
+        let Some(new) = rewritten else {
+            return Ok(Transformed::no(e));
+        };
+        let Some(original) = type_of(&e, schemas) else {
+            return Ok(Transformed::no(e));
+        };
+        let now = type_of(&new, schemas);
+        Ok(Transformed::yes(as_type(new, now, &original)))
     }
 
     fn cast(&self, expr: &Expr, to: &DataType, schemas: &[DFSchemaRef]) -> Result<Option<Expr>> {
@@ -305,6 +308,24 @@ impl Rewriter {
                 self.on_wall_clock(a, schemas),
                 self.on_wall_clock(b, schemas),
             ])),
+            // The select list's `generate_series` (DataFusion's, making a list) steps in
+            // the zone its timestamps' type names.
+            ("generate_series", [start, stop, step])
+                if self.zoned && type_of(start, schemas).is_some_and(|t| is_zoned(&t)) =>
+            {
+                let in_session_zone = |e: &Expr| {
+                    let zoned = DataType::Timestamp(
+                        TimeUnit::Nanosecond,
+                        Some(self.arrow_zone.as_str().into()),
+                    );
+                    Expr::Cast(Cast::new(Box::new(e.clone()), zoned))
+                };
+                Some(f.func.call(vec![
+                    in_session_zone(start),
+                    in_session_zone(stop),
+                    step.clone(),
+                ]))
+            }
             ("current_date" | "current_time", []) if self.zoned => {
                 let to = if f.func.name() == "current_date" {
                     DataType::Date32
