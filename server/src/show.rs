@@ -134,7 +134,10 @@ fn set_statement(session: &mut Session, set: &Set, notices: &mut Vec<Notice>) ->
             (name, value, local)
         }
         Set::SetTimeZone { local, value } => {
-            let v = if is_default(value) {
+            // `SET TIME ZONE LOCAL` is PostgreSQL's other spelling of DEFAULT.
+            let local_zone =
+                matches!(value, Expr::Identifier(id) if id.value.eq_ignore_ascii_case("local"));
+            let v = if is_default(value) || local_zone {
                 None
             } else {
                 Some(value_text(value)?)

@@ -20,6 +20,7 @@ async fn error(c: &Client, sql: &str) -> (String, String) {
 async fn values_follow_a_zone_with_daylight_saving() {
     let server = TestServer::start("time-zones");
     let c = server.client().await;
+    let default_zone = value(&c, "SHOW timezone").await;
     c.batch_execute("SET timezone = 'europe/berlin'")
         .await
         .unwrap();
@@ -175,6 +176,9 @@ async fn values_follow_a_zone_with_daylight_saving() {
             "{expr}"
         );
     }
+    // PostgreSQL's other spelling of SET TIME ZONE DEFAULT.
+    c.batch_execute("SET TIME ZONE LOCAL").await.unwrap();
+    assert_eq!(value(&c, "SHOW timezone").await, default_zone);
 }
 
 #[tokio::test(flavor = "multi_thread")]

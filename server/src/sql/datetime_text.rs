@@ -25,7 +25,7 @@ use datafusion::logical_expr::{
 use datafusion::scalar::ScalarValue;
 use iolab_engine::values::input::{parse_date, parse_timestamp, parse_timestamptz};
 use iolab_engine::values::interval_input::interval_in;
-use iolab_engine::values::{text_value, DateOrder, TextFormat};
+use iolab_engine::values::{write_text, DateOrder, TextFormat};
 
 use crate::pgcatalog::functions::pg;
 
@@ -140,8 +140,15 @@ impl TextCast {
         let target = match &self.direction {
             Direction::Write => {
                 let mut out = StringBuilder::with_capacity(array.len(), array.len() * 24);
+                let mut text = Vec::with_capacity(64);
                 for row in 0..array.len() {
-                    out.append_option(text_value(array.as_ref(), row, &fmt));
+                    text.clear();
+                    if write_text(array.as_ref(), row, &fmt, &mut text) {
+                        // The writers of these types write ASCII.
+                        out.append_value(String::from_utf8_lossy(&text));
+                    } else {
+                        out.append_null();
+                    }
                 }
                 return Ok(Arc::new(out.finish()));
             }
