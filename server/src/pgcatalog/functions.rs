@@ -225,7 +225,7 @@ fn setting_error(e: SettingError) -> DataFusionError {
 // Reading arguments
 // ---------------------------------------------------------------------------------------
 
-fn is_text(dt: &DataType) -> bool {
+pub(crate) fn is_text(dt: &DataType) -> bool {
     matches!(
         dt,
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View

@@ -14,11 +14,11 @@ use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use datafusion::scalar::ScalarValue;
 use iolab_catalog::{sqlstate, PgError};
 use iolab_engine::values::scale_interval;
 
 use super::functions::pg;
+use super::zoned_time::{result, rows_of};
 
 /// Registers both functions into a session's state.
 pub fn register(state: &mut SessionState) -> Result<()> {
@@ -69,11 +69,7 @@ impl ScalarUDFImpl for IntervalScale {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let one = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if one { 1 } else { args.number_rows };
+        let rows = rows_of(&args);
         let intervals = args.args[0].to_array(rows)?;
         let intervals: &IntervalMonthDayNanoArray = intervals.as_primitive();
         let factors = cast(&args.args[1].to_array(rows)?, &DataType::Float64)?;
@@ -101,10 +97,6 @@ impl ScalarUDFImpl for IntervalScale {
                 Ok(Some(IntervalMonthDayNano::new(months, days, micros * 1000)))
             })
             .collect::<Result<IntervalMonthDayNanoArray>>()?;
-        Ok(if one {
-            ColumnarValue::Scalar(ScalarValue::try_from_array(&scaled, 0)?)
-        } else {
-            ColumnarValue::Array(Arc::new(scaled))
-        })
+        result(Arc::new(scaled), &args.args)
     }
 }

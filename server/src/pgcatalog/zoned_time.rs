@@ -36,7 +36,7 @@ use iolab_catalog::types::TIMESTAMPTZ_ZONE;
 use iolab_catalog::{sqlstate, PgError};
 use iolab_engine::values::{calendar_difference, SessionZone};
 
-use super::functions::{arg_type_name, pg};
+use super::functions::{arg_type_name, is_text, pg};
 use crate::sql::session_time::SessionTimeOptions;
 
 /// Registers the functions of this module into a session's state.
@@ -58,10 +58,6 @@ pub fn timestamptz() -> DataType {
 /// `timestamp`'s Arrow type.
 pub fn timestamp() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, None)
-}
-
-fn is_text(t: &DataType) -> bool {
-    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
 fn undefined_function(name: &str, args: &[DataType]) -> datafusion::error::DataFusionError {
@@ -172,7 +168,7 @@ fn out_of_range() -> datafusion::error::DataFusionError {
 }
 
 /// One value when every argument was one, else a column.
-fn result(array: ArrayRef, args: &[ColumnarValue]) -> Result<ColumnarValue> {
+pub(crate) fn result(array: ArrayRef, args: &[ColumnarValue]) -> Result<ColumnarValue> {
     if args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
         return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
             &array, 0,
@@ -181,7 +177,8 @@ fn result(array: ArrayRef, args: &[ColumnarValue]) -> Result<ColumnarValue> {
     Ok(ColumnarValue::Array(array))
 }
 
-fn rows_of(args: &ScalarFunctionArgs) -> usize {
+/// The rows a function computes: one when every argument is one value.
+pub(crate) fn rows_of(args: &ScalarFunctionArgs) -> usize {
     if args
         .args
         .iter()

@@ -22,12 +22,12 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
-use datafusion::scalar::ScalarValue;
 use iolab_engine::values::input::{parse_date, parse_timestamp, parse_timestamptz};
 use iolab_engine::values::interval_input::interval_in;
 use iolab_engine::values::{write_text, DateOrder, TextFormat};
 
 use crate::pgcatalog::functions::pg;
+use crate::pgcatalog::zoned_time::{result, rows_of};
 
 /// The settings that read and write date/time text.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -121,15 +121,8 @@ impl ScalarUDFImpl for TextCast {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let arg = &args.args[0];
-        let one = matches!(arg, ColumnarValue::Scalar(_));
-        let array = arg.to_array(if one { 1 } else { args.number_rows })?;
-        let out = self.convert(&array)?;
-        Ok(if one {
-            ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
-        } else {
-            ColumnarValue::Array(out)
-        })
+        let values = args.args[0].to_array(rows_of(&args))?;
+        result(self.convert(&values)?, &args.args)
     }
 }
 

@@ -62,6 +62,7 @@ use iolab_engine::values::SessionZone;
 use iolab_settings::SessionSettings;
 
 use super::datetime_text::{reads_into, writes_from, Direction, TextCast, TextSettings};
+use crate::pgcatalog::functions::is_text;
 use crate::pgcatalog::zoned_time::{timestamp, DateAdd, Timezone};
 
 extensions_options! {
@@ -147,10 +148,6 @@ struct Rewriter {
     date_add: Arc<ScalarUDF>,
     date_subtract: Arc<ScalarUDF>,
     now: Arc<ScalarUDF>,
-}
-
-fn is_text(t: &DataType) -> bool {
-    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
 fn is_zoned(t: &DataType) -> bool {
