@@ -884,6 +884,20 @@ fn first_words(sql: &str) -> String {
     sql.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
 }
 
+/// DataFusion's analyzer rules with iolab's date/time rules around type coercion: `date ±
+/// interval` made a timestamp before it, the session's zone and DateStyle after it
+/// (`sql::session_time`).
+fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + Sync>> {
+    let mut rules = datafusion::optimizer::Analyzer::new().rules;
+    let coercion = rules
+        .iter()
+        .position(|r| r.name() == "type_coercion")
+        .unwrap_or(rules.len());
+    rules.insert(coercion, Arc::new(sql::session_time::DateArithmeticRule));
+    rules.push(Arc::new(sql::session_time::SessionTimeRule));
+    rules
+}
+
 /// DataFusion's state for a new session: our catalog, PostgreSQL-like options.
 fn base_state(
     server: &Server,
@@ -905,7 +919,7 @@ fn base_state(
         .with_config(config)
         .with_default_features()
         .with_physical_optimizer_rules(vec![Arc::new(OnePartitionWhenCheap::wrapping(rules))])
-        .with_analyzer_rule(Arc::new(sql::session_time::SessionTimeRule))
+        .with_analyzer_rules(analyzer_rules())
         .build();
     crate::pgcatalog::zoned_time::register(&mut state).expect("a new state takes functions");
     crate::pgcatalog::interval_scale::register(&mut state).expect("a new state takes functions");

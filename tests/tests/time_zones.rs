@@ -165,6 +165,14 @@ async fn values_follow_a_zone_with_daylight_saving() {
         ),
         ("age(date '2024-03-01', date '2023-02-28')", "1 year 1 day"),
         ("age(current_date::timestamp)", "00:00:00"),
+        (
+            "date '2024-07-01' + interval '1 hour'",
+            "2024-07-01 01:00:00",
+        ),
+        (
+            "interval '2 days' + date '2024-07-01'",
+            "2024-07-03 00:00:00",
+        ),
         ("3 * interval '1 minute'", "00:03:00"),
         ("interval '1 mon 1 day' * 0.3", "9 days 07:12:00"),
         ("interval '1 day' / 7", "03:25:42.857143"),

@@ -368,6 +368,73 @@ impl Rewriter {
 }
 
 // ---------------------------------------------------------------------------------------
+// date ± interval
+// ---------------------------------------------------------------------------------------
+
+/// `date ± interval` is a `timestamp` in PostgreSQL (`date '2024-07-01' + interval '1
+/// hour'` is `2024-07-01 01:00:00`); DataFusion keeps a date and drops the hour. This rule
+/// runs before type coercion (which then types the plan around the change) and casts the
+/// date to a timestamp.
+#[derive(Debug, Default)]
+pub struct DateArithmeticRule;
+
+impl AnalyzerRule for DateArithmeticRule {
+    fn name(&self) -> &str {
+        "iolab_date_arithmetic"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        plan.transform_up_with_subqueries(|node| {
+            let schemas: Vec<DFSchemaRef> = node
+                .inputs()
+                .iter()
+                .map(|i| i.schema().clone())
+                .chain([node.schema().clone(), Arc::new(DFSchema::empty())])
+                .collect();
+            let names = NamePreserver::new(&node);
+            node.map_expressions(|e| {
+                let saved = names.save(&e);
+                let rewritten = e.transform_up(|e| {
+                    let Expr::BinaryExpr(b) = &e else {
+                        return Ok(Transformed::no(e));
+                    };
+                    let is_date = |e: &Expr| {
+                        matches!(
+                            type_of(e, &schemas),
+                            Some(DataType::Date32 | DataType::Date64)
+                        )
+                    };
+                    let is_interval =
+                        |e: &Expr| matches!(type_of(e, &schemas), Some(DataType::Interval(_)));
+                    let as_timestamp = |e: &Expr| {
+                        Box::new(Expr::Cast(Cast::new(Box::new(e.clone()), timestamp())))
+                    };
+                    let mut b = b.clone();
+                    match b.op {
+                        Operator::Plus | Operator::Minus
+                            if is_date(&b.left) && is_interval(&b.right) =>
+                        {
+                            b.left = as_timestamp(&b.left);
+                        }
+                        Operator::Plus if is_interval(&b.left) && is_date(&b.right) => {
+                            b.right = as_timestamp(&b.right);
+                        }
+                        _ => return Ok(Transformed::no(e)),
+                    }
+                    Ok(Transformed::yes(Expr::BinaryExpr(b)))
+                })?;
+                Ok(if rewritten.transformed {
+                    Transformed::yes(saved.restore(rewritten.data))
+                } else {
+                    rewritten
+                })
+            })
+        })
+        .map(|t| t.data)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Syntax DataFusion's planner does not take
 // ---------------------------------------------------------------------------------------
 
