@@ -923,6 +923,8 @@ fn base_state(
         .build();
     crate::pgcatalog::zoned_time::register(&mut state).expect("a new state takes functions");
     crate::pgcatalog::interval_scale::register(&mut state).expect("a new state takes functions");
+    crate::pgcatalog::datetime_functions::register(&mut state)
+        .expect("a new state takes functions");
     for (name, with_ctid) in [(DATABASE, false), (DATABASE_WITH_CTID, true)] {
         let catalog = MemoryCatalogProvider::new();
         catalog

@@ -173,6 +173,34 @@ async fn values_follow_a_zone_with_daylight_saving() {
             "interval '2 days' + date '2024-07-01'",
             "2024-07-03 00:00:00",
         ),
+        (
+            "make_interval(1, 2, 3, 4, 5, 6, 7.5)",
+            "1 year 2 mons 25 days 05:06:07.5",
+        ),
+        (
+            "make_interval(weeks => 2, hours => -3)",
+            "14 days -03:00:00",
+        ),
+        (
+            "make_timestamp(-44, 3, 15, 12, 0, 0)",
+            "0044-03-15 12:00:00 BC",
+        ),
+        (
+            "make_timestamptz(2024, 7, 1, 12, 0, 0)",
+            "2024-07-01 12:00:00+02",
+        ),
+        (
+            "make_timestamptz(2024, 7, 1, 12, 0, 0, 'America/New_York')",
+            "2024-07-01 18:00:00+02",
+        ),
+        ("justify_hours(interval '-27 hours')", "-1 days -03:00:00"),
+        ("justify_days(interval '1 mon -35 days')", "-5 days"),
+        (
+            "justify_interval(interval '-1 mon 1 hour')",
+            "-29 days -23:00:00",
+        ),
+        ("isfinite(date 'infinity')", "f"),
+        ("localtimestamp - now()::timestamp", "00:00:00"),
         ("3 * interval '1 minute'", "00:03:00"),
         ("interval '1 mon 1 day' * 0.3", "9 days 07:12:00"),
         ("interval '1 day' / 7", "03:25:42.857143"),
@@ -333,6 +361,11 @@ async fn text_casts_read_as_postgresql_reads_them() {
             "interval time zone \"1 day\" must not include months or days",
         ),
         ("SELECT interval '1 day' / 0", "22012", "division by zero"),
+        (
+            "SELECT make_timestamp(2024, 2, 30, 0, 0, 0)",
+            "22008",
+            "date field value out of range: 2024-02-30",
+        ),
         (
             "SET timezone = 'Mars/Olympus'",
             "22023",

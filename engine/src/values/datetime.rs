@@ -66,7 +66,8 @@ pub(crate) fn is_leap_year(year: i64) -> bool {
     year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
 }
 
-pub(crate) fn days_in_month(year: i64, month: u32) -> u32 {
+/// Days in a month of a year (astronomical: 0 is 1 BC).
+pub fn days_in_month(year: i64, month: u32) -> u32 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,

@@ -40,9 +40,9 @@ mod zone_abbreviations;
 pub use assign::{assign_cast, assign_cast_with, check_not_null};
 pub use copy_format::{CopyEncoder, CopyFormat, CopyHeader, CopyOptions, CopyParser};
 pub use datetime::{
-    calendar_difference, civil_from_days, days_from_civil, scale_interval, SessionZone,
-    DATE_NEG_INFINITY, DATE_POS_INFINITY, PG_EPOCH_DAYS, PG_EPOCH_MICROS, TS_NEG_INFINITY,
-    TS_POS_INFINITY, USECS_PER_DAY,
+    calendar_difference, civil_from_days, days_from_civil, days_in_month, scale_interval,
+    SessionZone, DATE_NEG_INFINITY, DATE_POS_INFINITY, PG_EPOCH_DAYS, PG_EPOCH_MICROS,
+    TS_NEG_INFINITY, TS_POS_INFINITY, USECS_PER_DAY,
 };
 pub use input::ColumnParser;
 pub use output_binary::{pg_type_for, write_binary, write_binary_with};

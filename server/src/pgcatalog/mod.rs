@@ -35,6 +35,7 @@ pub mod buffercache;
 pub mod cached_plans;
 pub mod computed_views;
 pub mod constraint_rows;
+pub mod datetime_functions;
 pub mod format;
 pub mod functions;
 pub mod info_schema;

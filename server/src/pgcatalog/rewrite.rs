@@ -13,6 +13,7 @@
 //! | `::regproc`, `::name`, `::"char"`, `::pg_node_tree`, … | `::text` |
 //! | `::oid`, `::xid` | `::bigint` |
 //! | `x AT LOCAL` | `x AT TIME ZONE current_setting('TimeZone')` |
+//! | `current_schema`, `localtimestamp`, `localtime` | the same with `()` |
 //!
 //! A `reg*` cast of a string literal becomes the OID (what a comparison with an `oid`
 //! column or a size function needs); of anything else (a column, a number), the name
@@ -451,12 +452,16 @@ fn at_local(mut tokens: Vec<Token>) -> Vec<Token> {
     tokens
 }
 
-/// `current_schema` without parentheses (SQL's spelling) → `current_schema()`.
+/// Functions SQL calls without parentheses.
+const BARE_FUNCTIONS: &[&str] = &["current_schema", "localtimestamp", "localtime"];
+
+/// `current_schema`, `localtimestamp`, `localtime` without parentheses (SQL's spelling) →
+/// `current_schema()`, ….
 fn call_bare_functions(tokens: Vec<Token>) -> Vec<Token> {
     let mut out = Vec::with_capacity(tokens.len());
     for i in 0..tokens.len() {
         out.push(tokens[i].clone());
-        if is_word(&tokens[i], "current_schema") {
+        if BARE_FUNCTIONS.iter().any(|f| is_word(&tokens[i], f)) {
             let call = next_significant(&tokens, i + 1).is_some_and(|n| tokens[n] == Token::LParen);
             let qualified = i > 0 && tokens[i - 1] == Token::Period;
             if !call && !qualified {

@@ -22,10 +22,11 @@
 //! | `age(a, b)` of `timestamptz` values | `age(timezone(Z, a), timezone(Z, b))` |
 //! | `age(t)` | `age(date_trunc('day', timezone(Z, now())), t on the wall clock)` |
 //! | `timezone(x)` (`AT LOCAL`), `date_add(t, i)` | `timezone(Z, x)`, `date_add(t, i, Z)` |
+//! | `localtimestamp`, `localtime` | `timezone(Z, now())`, `::time` |
 //! | text `::date`, `::timestamp[tz]`, `::interval` | iolab's input function (`datetime_text`) |
 //! | date/time `::text` | iolab's output function |
 //!
-//! In a UTC session only `age(t)` and the last four rows apply (the others change nothing there). A
+//! In a UTC session only `age(t)` and the last five rows apply (the others change nothing there). A
 //! cast of a constant is computed at once, so `t > '2024-07-01'` compares with a constant
 //! the scan can use. The zone and `DateStyle` come from [`SessionTimeOptions`], which the
 //! server sets on the state that plans each statement; a plan is reused only under the
@@ -258,6 +259,11 @@ impl Rewriter {
         let args = &f.args;
         match (f.func.name(), args.as_slice()) {
             ("timezone", [value]) => Some(self.in_zone(value.clone())),
+            ("localtimestamp", []) => Some(self.in_zone(self.now.call(vec![]))),
+            ("localtime", []) => Some(Expr::Cast(Cast::new(
+                Box::new(self.in_zone(self.now.call(vec![]))),
+                DataType::Time64(TimeUnit::Microsecond),
+            ))),
             ("date_add" | "date_subtract", [value, by]) => {
                 Some(f.func.call(vec![value.clone(), by.clone(), self.zone()]))
             }
@@ -442,7 +448,10 @@ impl AnalyzerRule for DateArithmeticRule {
 /// `timezone(z, date_trunc(f, timezone(z, t)))`; `n * interval` → `interval_mul(interval,
 /// n)`, `interval / n` → `interval_div(interval, n)`; `::timestamp[tz]` → `::timestamp[tz](6)`
 /// (DataFusion's `timestamp` counts nanoseconds, which end in 2262; iolab's, like
-/// PostgreSQL's, count microseconds).
+/// PostgreSQL's, count microseconds); `statement_timestamp()`, `transaction_timestamp()` →
+/// `now()`;
+/// `make_timestamptz(…)` → `make_timestamp(…)::timestamptz` (or `timezone(zone, …)`);
+/// `make_interval`'s named arguments → positions.
 pub fn rewrite_syntax(stmt: &mut ast::Statement) {
     struct Rewrite;
     impl VisitorMut for Rewrite {
@@ -484,19 +493,37 @@ pub fn rewrite_syntax(stmt: &mut ast::Statement) {
                     };
                     *e = call(name, vec![interval, float8(factor)]);
                 }
-                ast::Expr::Function(f) if is_zoned_date_trunc(f) => {
-                    let FunctionArguments::List(list) = &f.args else {
-                        return ControlFlow::Continue(());
+                ast::Expr::Function(f)
+                    if function_named(f, "statement_timestamp")
+                        || function_named(f, "transaction_timestamp") =>
+                {
+                    // iolab's now() is the statement's start (PostgreSQL's: the
+                    // transaction's).
+                    *e = call("now", Vec::new());
+                }
+                ast::Expr::Function(f) if function_named(f, "make_timestamptz") => {
+                    let mut args = unnamed_args(f);
+                    let zone = (args.len() == 7).then(|| args.pop()).flatten();
+                    let local = call("make_timestamp", args);
+                    *e = match zone {
+                        Some(zone) => call("timezone", vec![zone, local]),
+                        None => ast::Expr::Cast {
+                            kind: ast::CastKind::DoubleColon,
+                            expr: Box::new(local),
+                            data_type: ast::DataType::Timestamp(Some(6), ast::TimezoneInfo::Tz),
+                            array: false,
+                            format: None,
+                        },
                     };
-                    let args: Vec<ast::Expr> = list
-                        .args
-                        .iter()
-                        .filter_map(|a| match a {
-                            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
-                            _ => None,
-                        })
-                        .collect();
-                    let Ok([field, value, zone]) = <[ast::Expr; 3]>::try_from(args) else {
+                }
+                ast::Expr::Function(f) if function_named(f, "make_interval") => {
+                    if let Some(positional) = make_interval_positions(f) {
+                        *e = call("make_interval", positional);
+                    }
+                }
+                ast::Expr::Function(f) if is_zoned_date_trunc(f) => {
+                    let Ok([field, value, zone]) = <[ast::Expr; 3]>::try_from(unnamed_args(f))
+                    else {
                         return ControlFlow::Continue(());
                     };
                     let local = call("timezone", vec![zone.clone(), value]);
@@ -523,13 +550,17 @@ fn is_interval(e: &ast::Expr) -> bool {
         }
         ast::Expr::Nested(inner) | ast::Expr::UnaryOp { expr: inner, .. } => is_interval(inner),
         ast::Expr::BinaryOp { left, right, .. } => is_interval(left) || is_interval(right),
-        ast::Expr::Function(f) => matches!(
-            f.name.0.last(),
-            Some(ast::ObjectNamePart::Identifier(i))
-                if ["interval_mul", "interval_div", "age", "make_interval"]
-                    .iter()
-                    .any(|name| i.value.eq_ignore_ascii_case(name))
-        ),
+        ast::Expr::Function(f) => [
+            "interval_mul",
+            "interval_div",
+            "age",
+            "make_interval",
+            "justify_hours",
+            "justify_days",
+            "justify_interval",
+        ]
+        .iter()
+        .any(|name| function_named(f, name)),
         _ => false,
     }
 }
@@ -545,12 +576,77 @@ fn float8(e: ast::Expr) -> ast::Expr {
     }
 }
 
-fn is_zoned_date_trunc(f: &Function) -> bool {
-    let named = matches!(
+fn function_named(f: &Function, name: &str) -> bool {
+    matches!(
         f.name.0.last(),
-        Some(ast::ObjectNamePart::Identifier(i)) if i.value.eq_ignore_ascii_case("date_trunc")
-    );
-    named && matches!(&f.args, FunctionArguments::List(l) if l.args.len() == 3)
+        Some(ast::ObjectNamePart::Identifier(i)) if i.value.eq_ignore_ascii_case(name)
+    )
+}
+
+/// A call's arguments, all unnamed (else none).
+fn unnamed_args(f: &Function) -> Vec<ast::Expr> {
+    let FunctionArguments::List(list) = &f.args else {
+        return Vec::new();
+    };
+    list.args
+        .iter()
+        .filter_map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `make_interval(days => 3)` as `make_interval(0, 0, 0, 3)`: named arguments in their
+/// places, those left out 0 (DataFusion takes named arguments only without gaps). `None`
+/// when no argument is named.
+fn make_interval_positions(f: &Function) -> Option<Vec<ast::Expr>> {
+    use crate::pgcatalog::datetime_functions::MAKE_INTERVAL_PARAMETERS;
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    let mut slots: Vec<Option<ast::Expr>> = vec![None; MAKE_INTERVAL_PARAMETERS.len()];
+    let mut named = false;
+    for (position, arg) in list.args.iter().enumerate() {
+        let (slot, value) = match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => (position, e),
+            FunctionArg::Named {
+                name,
+                arg: FunctionArgExpr::Expr(e),
+                ..
+            }
+            | FunctionArg::ExprNamed {
+                name: ast::Expr::Identifier(name),
+                arg: FunctionArgExpr::Expr(e),
+                ..
+            } => {
+                named = true;
+                let slot = MAKE_INTERVAL_PARAMETERS
+                    .iter()
+                    .position(|p| p.eq_ignore_ascii_case(&name.value))?;
+                (slot, e)
+            }
+            _ => return None,
+        };
+        *slots.get_mut(slot)? = Some(value.clone());
+    }
+    if !named {
+        return None;
+    }
+    let last = slots.iter().rposition(Option::is_some)?;
+    let zero = || ast::Expr::value(ast::Value::Number("0".into(), false));
+    Some(
+        slots
+            .into_iter()
+            .take(last + 1)
+            .map(|s| s.unwrap_or_else(zero))
+            .collect(),
+    )
+}
+
+fn is_zoned_date_trunc(f: &Function) -> bool {
+    function_named(f, "date_trunc")
+        && matches!(&f.args, FunctionArguments::List(l) if l.args.len() == 3)
 }
 
 fn call(name: &str, args: Vec<ast::Expr>) -> ast::Expr {

@@ -142,7 +142,8 @@ fn plain_form(kind: Kind, text: &str, reading: Reading) -> PgResult<Option<Strin
             ))
         }
         Kind::Date => read(text, reading, parse_date)?.and_then(|days| {
-            let date = chrono::NaiveDate::from_num_days_from_ce_opt(days + 719_163)?;
+            // `infinity` (i32::MAX) is left for the cast to read.
+            let date = chrono::NaiveDate::from_num_days_from_ce_opt(days.checked_add(719_163)?)?;
             let year = chrono::Datelike::year(&date);
             (1..=9999)
                 .contains(&year)
