@@ -201,6 +201,24 @@ async fn values_follow_a_zone_with_daylight_saving() {
         ),
         ("isfinite(date 'infinity')", "f"),
         ("localtimestamp - now()::timestamp", "00:00:00"),
+        (
+            "to_timestamp('01 Jul 2024 03:04:05 PM', 'DD Mon YYYY HH:MI:SS AM')",
+            "2024-07-01 15:04:05+02",
+        ),
+        (
+            "to_timestamp('20240701123005', 'YYYYMMDDHH24MISS')",
+            "2024-07-01 12:30:05+02",
+        ),
+        (
+            "to_timestamp('2024-07-01 12:30 -03:30', 'YYYY-MM-DD HH24:MI TZH:TZM')",
+            "2024-07-01 18:00:00+02",
+        ),
+        (
+            "to_date('1st of July 2024', 'DDth \"of\" Month YYYY')",
+            "2024-07-01",
+        ),
+        ("to_date('240701', 'YYMMDD')", "2024-07-01"),
+        ("to_timestamp(1700000000.5)", "2023-11-14 23:13:20.5+01"),
         ("3 * interval '1 minute'", "00:03:00"),
         ("interval '1 mon 1 day' * 0.3", "9 days 07:12:00"),
         ("interval '1 day' / 7", "03:25:42.857143"),
@@ -361,6 +379,16 @@ async fn text_casts_read_as_postgresql_reads_them() {
             "interval time zone \"1 day\" must not include months or days",
         ),
         ("SELECT interval '1 day' / 0", "22012", "division by zero"),
+        (
+            "SELECT to_date('2024-13-01', 'YYYY-MM-DD')",
+            "22008",
+            "date/time field value out of range: \"2024-13-01\"",
+        ),
+        (
+            "SELECT to_date('xx-02-01', 'YYYY-MM-DD')",
+            "22007",
+            "invalid value \"xx-0\" for \"YYYY\"",
+        ),
         (
             "SELECT make_timestamp(2024, 2, 30, 0, 0, 0)",
             "22008",

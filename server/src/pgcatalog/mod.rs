@@ -60,6 +60,7 @@ pub mod tables;
 pub mod time_range;
 pub mod to_char;
 pub mod to_char_number;
+pub mod to_timestamp;
 pub mod types;
 pub mod view_definition;
 pub mod view_scan;

@@ -200,7 +200,7 @@ fn of_timestamp(local_micros: i64, offset_secs: i32, abbreviation: Option<String
 
 /// One template pattern (see the module comment); `Lower`/`Title` name the output's case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Pattern {
+pub(super) enum Pattern {
     AdDots(Case),
     Ad(Case),
     BcDots(Case),
@@ -245,7 +245,7 @@ enum Pattern {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Case {
+pub(super) enum Case {
     Upper,
     Title,
     Lower,
@@ -369,14 +369,14 @@ const PATTERNS: &[(&str, Pattern)] = &[
 ];
 
 /// The longest pattern `text` starts with.
-fn pattern_at(text: &str) -> Option<(usize, Pattern)> {
+pub(super) fn pattern_at(text: &str) -> Option<(usize, Pattern)> {
     (PATTERNS.iter())
         .filter(|(name, _)| text.starts_with(name))
         .max_by_key(|(name, _)| name.len())
         .map(|&(name, p)| (name.len(), p))
 }
 
-const MONTHS: [&str; 12] = [
+pub(super) const MONTHS: [&str; 12] = [
     "January",
     "February",
     "March",
@@ -390,7 +390,7 @@ const MONTHS: [&str; 12] = [
     "November",
     "December",
 ];
-const DAYS: [&str; 7] = [
+pub(super) const DAYS: [&str; 7] = [
     "Sunday",
     "Monday",
     "Tuesday",

@@ -22,11 +22,12 @@
 //! | `age(a, b)` of `timestamptz` values | `age(timezone(Z, a), timezone(Z, b))` |
 //! | `age(t)` | `age(date_trunc('day', timezone(Z, now())), t on the wall clock)` |
 //! | `timezone(x)` (`AT LOCAL`), `date_add(t, i)` | `timezone(Z, x)`, `date_add(t, i, Z)` |
+//! | `to_timestamp(text, template)` | `to_timestamp(text, template, Z)` |
 //! | `localtimestamp`, `localtime` | `timezone(Z, now())`, `::time` |
 //! | text `::date`, `::timestamp[tz]`, `::interval` | iolab's input function (`datetime_text`) |
 //! | date/time `::text` | iolab's output function |
 //!
-//! In a UTC session only `age(t)` and the last five rows apply (the others change nothing there). A
+//! In a UTC session only `age(t)` and the last six rows apply (the others change nothing there). A
 //! cast of a constant is computed at once, so `t > '2024-07-01'` compares with a constant
 //! the scan can use. The zone and `DateStyle` come from [`SessionTimeOptions`], which the
 //! server sets on the state that plans each statement; a plan is reused only under the
@@ -266,6 +267,12 @@ impl Rewriter {
             ))),
             ("date_add" | "date_subtract", [value, by]) => {
                 Some(f.func.call(vec![value.clone(), by.clone(), self.zone()]))
+            }
+            ("to_timestamp", [text, template]) => {
+                Some(
+                    f.func
+                        .call(vec![text.clone(), template.clone(), self.zone()]),
+                )
             }
             ("date_part", [Expr::Literal(field, _), value])
                 if type_of(value, schemas).is_some_and(|t| is_zoned(&t)) =>
