@@ -493,6 +493,10 @@ impl Session {
         }
         let config = state.config_options().clone();
         state.execution_props_mut().mark_start_execution(config);
+        // now() is the transaction's start, as in PostgreSQL (`pg_stat_activity.xact_start`).
+        if let Some(started) = self.activity.as_ref().and_then(|a| a.xact_start()) {
+            state.execution_props_mut().query_execution_start_time = Some(started);
+        }
         let info = (!hit).then(|| self.catalog_info());
         if let Some(info) = &info {
             crate::pgcatalog::register_functions(&mut state, info);

@@ -242,6 +242,11 @@ impl BackendActivity {
         }
     }
 
+    /// When the session's transaction started (`now()`), if one runs.
+    pub fn xact_start(&self) -> Option<DateTime<Utc>> {
+        self.status.lock().xact_start
+    }
+
     /// The running statement's transaction id (if it has one) and snapshot xmin.
     pub fn transaction_ids(&self, xid: Option<u32>, xmin: u32) {
         let mut s = self.status.lock();

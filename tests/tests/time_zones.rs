@@ -408,3 +408,22 @@ async fn text_casts_read_as_postgresql_reads_them() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn now_is_the_transactions_start() {
+    let server = TestServer::start("time-zones-now");
+    let c = server.client().await;
+    c.batch_execute("BEGIN").await.unwrap();
+    let first = value(&c, "SELECT now()").await;
+    c.batch_execute("SELECT pg_sleep(0.2)").await.unwrap();
+    assert_eq!(value(&c, "SELECT now()").await, first);
+    let both = rows(
+        &c,
+        "SELECT transaction_timestamp() = now(), statement_timestamp() - now() >= interval '0.2 s'",
+    )
+    .await;
+    assert_eq!(both[0], [Some("t".to_string()), Some("t".to_string())]);
+    c.batch_execute("COMMIT").await.unwrap();
+    // A statement outside a block is its own transaction.
+    assert_ne!(value(&c, "SELECT now()").await, first);
+}

@@ -654,6 +654,16 @@ fn definitions() -> Vec<Def> {
             },
         )
         .aliases(&["pg_conf_load_time"]),
+        // When the statement started (now() is when its transaction did): the clock when
+        // the statement is planned.
+        def(
+            "statement_timestamp",
+            0..=0,
+            DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+            |_, _, rows| Ok(vec![V::Int(chrono::Utc::now().timestamp_micros()); rows]),
+        )
+        .volatile()
+        .at_plan_time(),
         // The time now, changing within a statement (unlike now()).
         def(
             "clock_timestamp",

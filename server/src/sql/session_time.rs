@@ -455,8 +455,7 @@ impl AnalyzerRule for DateArithmeticRule {
 /// `timezone(z, date_trunc(f, timezone(z, t)))`; `n * interval` → `interval_mul(interval,
 /// n)`, `interval / n` → `interval_div(interval, n)`; `::timestamp[tz]` → `::timestamp[tz](6)`
 /// (DataFusion's `timestamp` counts nanoseconds, which end in 2262; iolab's, like
-/// PostgreSQL's, count microseconds); `statement_timestamp()`, `transaction_timestamp()` →
-/// `now()`;
+/// PostgreSQL's, count microseconds); `transaction_timestamp()` → `now()`;
 /// `make_timestamptz(…)` → `make_timestamp(…)::timestamptz` (or `timezone(zone, …)`);
 /// `make_interval`'s named arguments → positions.
 pub fn rewrite_syntax(stmt: &mut ast::Statement) {
@@ -500,12 +499,7 @@ pub fn rewrite_syntax(stmt: &mut ast::Statement) {
                     };
                     *e = call(name, vec![interval, float8(factor)]);
                 }
-                ast::Expr::Function(f)
-                    if function_named(f, "statement_timestamp")
-                        || function_named(f, "transaction_timestamp") =>
-                {
-                    // iolab's now() is the statement's start (PostgreSQL's: the
-                    // transaction's).
+                ast::Expr::Function(f) if function_named(f, "transaction_timestamp") => {
                     *e = call("now", Vec::new());
                 }
                 ast::Expr::Function(f) if function_named(f, "make_timestamptz") => {
