@@ -888,8 +888,8 @@ fn first_words(sql: &str) -> String {
     sql.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
 }
 
-/// DataFusion's analyzer rules with iolab's date/time rules around type coercion: `date ±
-/// interval` made a timestamp before it, the session's zone and DateStyle after it
+/// DataFusion's analyzer rules with iolab's date/time rules around type coercion:
+/// PostgreSQL's result types before it, the session's zone and DateStyle after it
 /// (`sql::session_time`).
 fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + Sync>> {
     let mut rules = datafusion::optimizer::Analyzer::new().rules;
@@ -897,7 +897,7 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
         .iter()
         .position(|r| r.name() == "type_coercion")
         .unwrap_or(rules.len());
-    rules.insert(coercion, Arc::new(sql::session_time::DateArithmeticRule));
+    rules.insert(coercion, Arc::new(sql::session_time::DateTimeTypesRule));
     rules.push(Arc::new(sql::session_time::SessionTimeRule));
     rules
 }

@@ -219,6 +219,20 @@ async fn values_follow_a_zone_with_daylight_saving() {
         ),
         ("to_date('240701', 'YYMMDD')", "2024-07-01"),
         ("to_timestamp(1700000000.5)", "2023-11-14 23:13:20.5+01"),
+        (
+            "extract(epoch from timestamptz '2024-07-01 03:00+00')",
+            "1719802800.000000",
+        ),
+        ("extract(epoch from date '2024-07-01')", "1719792000"),
+        (
+            "extract(second from timestamp '2024-07-01 03:04:05.25')",
+            "5.250000",
+        ),
+        (
+            "date_part('second', timestamp '2024-07-01 03:04:05.25')",
+            "5.25",
+        ),
+        ("pg_typeof(extract(hour from now()))", "numeric"),
         ("3 * interval '1 minute'", "00:03:00"),
         ("interval '1 mon 1 day' * 0.3", "9 days 07:12:00"),
         ("interval '1 day' / 7", "03:25:42.857143"),

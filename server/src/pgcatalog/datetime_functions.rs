@@ -1,6 +1,6 @@
 //! PostgreSQL's date/time constructors and interval normalizers that DataFusion lacks:
 //! `make_timestamp`, `make_interval`, `justify_hours`, `justify_days`, `justify_interval`,
-//! `isfinite`, `localtimestamp`, `localtime`. (`make_timestamptz` is `make_timestamp(…)::timestamptz` or
+//! `isfinite`, `localtimestamp`, `localtime`; and `extract` as a `numeric`. (`make_timestamptz` is `make_timestamp(…)::timestamptz` or
 //! `timezone(zone, make_timestamp(…))`, written so by `sql::session_time`, which also turns
 //! `make_interval`'s named arguments into positions.)
 
@@ -13,13 +13,15 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
     DataType, Float64Type, Int64Type, IntervalMonthDayNano, IntervalUnit,
 };
+use datafusion::arrow::datatypes::{Decimal128Type, Field, FieldRef};
 use datafusion::error::Result;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
-    Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    TypeSignature, Volatility,
 };
+use datafusion::scalar::ScalarValue;
 use iolab_catalog::{sqlstate, PgError};
 use iolab_engine::values::{days_from_civil, days_in_month, USECS_PER_DAY};
 
@@ -132,6 +134,7 @@ pub fn register(state: &mut SessionState) -> Result<()> {
     for f in functions {
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(f)))?;
     }
+    state.register_udf(Arc::new(ScalarUDF::new_from_impl(Extract::new())))?;
     Ok(())
 }
 
@@ -333,4 +336,112 @@ fn isfinite(args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
             .collect(),
     };
     Ok(Arc::new(finite))
+}
+
+/// `extract(field from value)` as PostgreSQL 14+ computes it: `date_part`'s value as a
+/// `numeric` — of scale 6 for seconds and epochs (`1719792000.000000`; but an epoch of a
+/// date is whole), 3 for milliseconds, 0 for the other fields. `sql::session_time` writes
+/// `EXTRACT(f FROM x)` as `extract('f', x)`, and reads it on the session's wall clock as it
+/// does `date_part`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Extract {
+    date_part: Arc<ScalarUDF>,
+}
+
+impl Extract {
+    fn new() -> Extract {
+        Extract {
+            date_part: datafusion::functions::datetime::date_part(),
+        }
+    }
+
+    fn scale(field: Option<&ScalarValue>, value: &DataType) -> i8 {
+        let field = field
+            .and_then(|f| match f {
+                ScalarValue::Utf8(s) | ScalarValue::LargeUtf8(s) | ScalarValue::Utf8View(s) => {
+                    s.clone()
+                }
+                _ => None,
+            })
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        match field.as_str() {
+            "epoch" if matches!(value, DataType::Date32 | DataType::Date64) => 0,
+            "epoch" | "second" | "seconds" | "julian" => 6,
+            "millisecond" | "milliseconds" => 3,
+            _ => 0,
+        }
+    }
+}
+
+impl ScalarUDFImpl for Extract {
+    fn name(&self) -> &str {
+        "extract"
+    }
+
+    fn signature(&self) -> &Signature {
+        self.date_part.signature()
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Decimal128(38, 0))
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        let value = args
+            .arg_fields
+            .get(1)
+            .map_or(DataType::Null, |f| f.data_type().clone());
+        let field = args.scalar_arguments.first().copied().flatten();
+        let scale = Extract::scale(field, &value);
+        Ok(Arc::new(Field::new(
+            self.name(),
+            DataType::Decimal128(38, scale),
+            true,
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let returns = args.return_field.data_type().clone();
+        let DataType::Decimal128(_, scale) = returns else {
+            unreachable!("extract returns a numeric");
+        };
+        let field = match args.args.first() {
+            Some(ColumnarValue::Scalar(field)) => field.to_string().to_ascii_lowercase(),
+            _ => String::new(),
+        };
+        // DataFusion's seconds and milliseconds are whole; its microseconds (seconds with
+        // their fraction, in µs) are the digits of both, at scale 6 and 3.
+        let from_micros = matches!(
+            field.as_str(),
+            "second" | "seconds" | "millisecond" | "milliseconds"
+        );
+        let rows = rows_of(&args);
+        let mut inner = args;
+        if from_micros {
+            inner.args[0] = ColumnarValue::Scalar(ScalarValue::Utf8(Some("microsecond".into())));
+        }
+        let field_value = match &inner.args[0] {
+            ColumnarValue::Scalar(f) => Some(f.clone()),
+            ColumnarValue::Array(_) => None,
+        };
+        inner.return_field = self.date_part.return_field_from_args(ReturnFieldArgs {
+            arg_fields: &inner.arg_fields,
+            scalar_arguments: &[field_value.as_ref(), None],
+        })?;
+        let all_args = inner.args.clone();
+        let parts = self.date_part.invoke_with_args(inner)?.into_array(rows)?;
+        let numeric: ArrayRef = if from_micros {
+            let whole = cast(&parts, &DataType::Decimal128(38, 0))?;
+            Arc::new(
+                whole
+                    .as_primitive::<Decimal128Type>()
+                    .clone()
+                    .with_precision_and_scale(38, scale)?,
+            )
+        } else {
+            cast(&parts, &returns)?
+        };
+        result(numeric, &all_args)
+    }
 }

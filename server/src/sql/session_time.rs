@@ -13,7 +13,7 @@
 //! |---|---|
 //! | `tstz::timestamp`, `tstz::date`, `tstz::time` | `timezone(Z, tstz)` (then `::date`, `::time`) |
 //! | `timestamp::timestamptz`, `date::timestamptz` | `timezone(Z, timestamp)` |
-//! | `date_part(f, tstz)` (`extract`) | `date_part(f, timezone(Z, tstz))`; `epoch` as is |
+//! | `date_part(f, tstz)`, `extract` | `date_part(f, timezone(Z, tstz))`; `epoch` as is |
 //! | `date_part('timezone', tstz)`, `…_hour`, `…_minute` | the offset: `epoch(timezone(Z, t)) - epoch(t)` |
 //! | `date_trunc(f, tstz)` | `timezone(Z, date_trunc(f, timezone(Z, tstz)))` |
 //! | `tstz + interval`, `tstz - interval` | `date_add(tstz, interval, Z)`, `date_subtract(…)` |
@@ -274,7 +274,7 @@ impl Rewriter {
                         .call(vec![text.clone(), template.clone(), self.zone()]),
                 )
             }
-            ("date_part", [Expr::Literal(field, _), value])
+            ("date_part" | "extract", [Expr::Literal(field, _), value])
                 if type_of(value, schemas).is_some_and(|t| is_zoned(&t)) =>
             {
                 let field = field.to_string().to_ascii_lowercase();
@@ -381,19 +381,23 @@ impl Rewriter {
 }
 
 // ---------------------------------------------------------------------------------------
-// date ± interval
+// Result types, before type coercion
 // ---------------------------------------------------------------------------------------
 
-/// `date ± interval` is a `timestamp` in PostgreSQL (`date '2024-07-01' + interval '1
-/// hour'` is `2024-07-01 01:00:00`); DataFusion keeps a date and drops the hour. This rule
-/// runs before type coercion (which then types the plan around the change) and casts the
-/// date to a timestamp.
+/// Gives two expressions PostgreSQL's result types, before type coercion (which then types
+/// the plan around the change):
+///
+/// - `date ± interval` is a `timestamp` (`date '2024-07-01' + interval '1 hour'` is
+///   `2024-07-01 01:00:00`); DataFusion keeps a date and drops the hour. The date is cast.
+/// - `date_part(f, x)` is a `double precision`, seconds with their fraction (`5.25`);
+///   DataFusion's is an integer for most fields, whole seconds and milliseconds. Seconds
+///   and milliseconds become `date_part('microsecond', x)` divided.
 #[derive(Debug, Default)]
-pub struct DateArithmeticRule;
+pub struct DateTimeTypesRule;
 
-impl AnalyzerRule for DateArithmeticRule {
+impl AnalyzerRule for DateTimeTypesRule {
     fn name(&self) -> &str {
-        "iolab_date_arithmetic"
+        "iolab_date_time_types"
     }
 
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
@@ -408,33 +412,10 @@ impl AnalyzerRule for DateArithmeticRule {
             node.map_expressions(|e| {
                 let saved = names.save(&e);
                 let rewritten = e.transform_up(|e| {
-                    let Expr::BinaryExpr(b) = &e else {
-                        return Ok(Transformed::no(e));
-                    };
-                    let is_date = |e: &Expr| {
-                        matches!(
-                            type_of(e, &schemas),
-                            Some(DataType::Date32 | DataType::Date64)
-                        )
-                    };
-                    let is_interval =
-                        |e: &Expr| matches!(type_of(e, &schemas), Some(DataType::Interval(_)));
-                    let as_timestamp = |e: &Expr| {
-                        Box::new(Expr::Cast(Cast::new(Box::new(e.clone()), timestamp())))
-                    };
-                    let mut b = b.clone();
-                    match b.op {
-                        Operator::Plus | Operator::Minus
-                            if is_date(&b.left) && is_interval(&b.right) =>
-                        {
-                            b.left = as_timestamp(&b.left);
-                        }
-                        Operator::Plus if is_interval(&b.left) && is_date(&b.right) => {
-                            b.right = as_timestamp(&b.right);
-                        }
-                        _ => return Ok(Transformed::no(e)),
-                    }
-                    Ok(Transformed::yes(Expr::BinaryExpr(b)))
+                    Ok(match pg_result_type(&e, &schemas) {
+                        Some(new) => Transformed::yes(new),
+                        None => Transformed::no(e),
+                    })
                 })?;
                 Ok(if rewritten.transformed {
                     Transformed::yes(saved.restore(rewritten.data))
@@ -444,6 +425,48 @@ impl AnalyzerRule for DateArithmeticRule {
             })
         })
         .map(|t| t.data)
+    }
+}
+
+/// `e` rewritten to its PostgreSQL result type (see [`DateTimeTypesRule`]), or `None`.
+fn pg_result_type(e: &Expr, schemas: &[DFSchemaRef]) -> Option<Expr> {
+    let as_type = |e: Expr, t: DataType| Expr::Cast(Cast::new(Box::new(e), t));
+    match e {
+        Expr::BinaryExpr(b) => {
+            let is_date = |e: &Expr| {
+                matches!(
+                    type_of(e, schemas),
+                    Some(DataType::Date32 | DataType::Date64)
+                )
+            };
+            let is_interval = |e: &Expr| matches!(type_of(e, schemas), Some(DataType::Interval(_)));
+            let mut b = b.clone();
+            match b.op {
+                Operator::Plus | Operator::Minus if is_date(&b.left) && is_interval(&b.right) => {
+                    b.left = Box::new(as_type(*b.left, timestamp()));
+                }
+                Operator::Plus if is_interval(&b.left) && is_date(&b.right) => {
+                    b.right = Box::new(as_type(*b.right, timestamp()));
+                }
+                _ => return None,
+            }
+            Some(Expr::BinaryExpr(b))
+        }
+        Expr::ScalarFunction(f) if f.func.name() == "date_part" && f.args.len() == 2 => {
+            let Expr::Literal(field, _) = &f.args[0] else {
+                return None;
+            };
+            let field = field.to_string().to_ascii_lowercase();
+            let divisor = match field.as_str() {
+                "second" | "seconds" => 1e6,
+                "millisecond" | "milliseconds" => 1e3,
+                _ if type_of(e, schemas) == Some(DataType::Float64) => return None,
+                _ => return Some(as_type(e.clone(), DataType::Float64)),
+            };
+            let micros = f.func.call(vec![lit("microsecond"), f.args[1].clone()]);
+            Some(as_type(micros, DataType::Float64) / lit(divisor))
+        }
+        _ => None,
     }
 }
 
@@ -457,7 +480,8 @@ impl AnalyzerRule for DateArithmeticRule {
 /// (DataFusion's `timestamp` counts nanoseconds, which end in 2262; iolab's, like
 /// PostgreSQL's, count microseconds); `transaction_timestamp()` → `now()`;
 /// `make_timestamptz(…)` → `make_timestamp(…)::timestamptz` (or `timezone(zone, …)`);
-/// `make_interval`'s named arguments → positions.
+/// `make_interval`'s named arguments → positions; `EXTRACT(f FROM x)` → `extract('f', x)`
+/// (a `numeric`, where DataFusion's is `date_part`'s float).
 pub fn rewrite_syntax(stmt: &mut ast::Statement) {
     struct Rewrite;
     impl VisitorMut for Rewrite {
@@ -498,6 +522,18 @@ pub fn rewrite_syntax(stmt: &mut ast::Statement) {
                         "interval_mul"
                     };
                     *e = call(name, vec![interval, float8(factor)]);
+                }
+                ast::Expr::Extract { field, expr, .. } => {
+                    let field = field.to_string().to_ascii_lowercase();
+                    let value =
+                        std::mem::replace(expr.as_mut(), ast::Expr::value(ast::Value::Null));
+                    *e = call(
+                        "extract",
+                        vec![
+                            ast::Expr::value(ast::Value::SingleQuotedString(field)),
+                            value,
+                        ],
+                    );
                 }
                 ast::Expr::Function(f) if function_named(f, "transaction_timestamp") => {
                     *e = call("now", Vec::new());
