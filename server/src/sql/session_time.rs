@@ -27,18 +27,23 @@
 //! | text `::date`, `::timestamp[tz]`, `::interval` | iolab's input function (`datetime_text`) |
 //! | date/time `::text` | iolab's output function |
 //!
-//! In a UTC session only `age(t)` and the last six rows apply (the others change nothing there). A
-//! cast of a constant is computed at once, so `t > '2024-07-01'` compares with a constant
-//! the scan can use. The zone and `DateStyle` come from [`SessionTimeOptions`], which the
-//! server sets on the state that plans each statement; a plan is reused only under the
-//! same `TimeZone` and `DateStyle` (`sql::plan_cache`), as PostgreSQL reads a literal once,
-//! when it parses the statement.
+//! In a UTC session the zone changes nothing, and only the rows from `age(t)` down (and
+//! the offset fields of `date_part`) are rewritten. A cast of a constant is computed at
+//! once, so `t > '2024-07-01'` compares with a constant the scan can use. The zone and
+//! `DateStyle` come from [`SessionTimeOptions`], which the server sets on the state that
+//! plans each statement; a plan is reused only under the same `TimeZone` and `DateStyle`
+//! (`sql::plan_cache`), as PostgreSQL reads a literal once, when it parses the statement.
+//!
+//! [`DateTimeTypesRule`], placed before type coercion, gives two expressions PostgreSQL's
+//! result types: `date ± interval` is a timestamp, `date_part` a double precision.
 //!
 //! Before planning, [`rewrite_syntax`] turns what DataFusion's SQL planner does not know
-//! into these functions: `x AT TIME ZONE z` into `timezone(z, x)` and PostgreSQL's
-//! three-argument `date_trunc(f, t, z)` into `timezone(z, date_trunc(f, timezone(z, t)))`,
-//! `n * interval` and `interval / n` into `interval_mul` and `interval_div`;
-//! and it makes `::timestamp` count microseconds, as iolab's columns do.
+//! into functions: `x AT TIME ZONE z` into `timezone(z, x)`, the three-argument
+//! `date_trunc(f, t, z)` into `timezone(z, date_trunc(f, timezone(z, t)))`, `n * interval`
+//! and `interval / n` into `interval_mul` and `interval_div`, `EXTRACT(f FROM x)` into
+//! `extract('f', x)` (a numeric), `make_timestamptz` into `make_timestamp`, and
+//! `make_interval`'s named arguments into positions; and it makes `::timestamp` count
+//! microseconds, as iolab's columns do.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
