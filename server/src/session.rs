@@ -686,8 +686,10 @@ impl Session {
         else {
             return None;
         };
-        let bound = sql::prepare::executed_name(name)
-            .and_then(|name| self.prepared.bind(&name, parameters, &self.df_state));
+        let bound = sql::prepare::executed_name(name).and_then(|name| {
+            let fmt = self.text_format();
+            self.prepared.bind(&name, parameters, &self.df_state, &fmt)
+        });
         Some(
             bound.and_then(|(statement, values)| match (explain, statement) {
                 (None, statement) => Ok((statement, values)),

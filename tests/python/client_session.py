@@ -9,6 +9,7 @@ from the rows this script generated; the script exits non-zero on the first mism
 
 import argparse
 import datetime
+import zoneinfo
 import decimal
 import hashlib
 import json
@@ -56,6 +57,9 @@ def main():
         explain_range(conn)
         stat_io(conn)
         errors_keep_the_session(conn)
+    with psycopg.connect(**conninfo, autocommit=True,
+                         options="-c TimeZone=Europe/Berlin") as conn:
+        time_zone(conn)
     with psycopg.connect(**conninfo) as conn:
         transactions(conn)
         server_cursors(conn)
@@ -152,6 +156,26 @@ def typed_values(conn):
         binary=True,
     )
     check("binary parameters", tuple(cur.fetchone()), (42, 2**41, 2.5, "x!", False))
+
+
+def time_zone(conn):
+    """A session in a zone with daylight saving, set at connection as drivers do."""
+    check("TimeZone reported to the client", conn.info.parameter_status("TimeZone"),
+          "Europe/Berlin")
+    cur = conn.cursor()
+    berlin = zoneinfo.ZoneInfo("Europe/Berlin")
+    # Text sent as a timestamptz is read on Berlin's wall clock; a timedelta goes in binary.
+    cur.execute("SELECT %t::timestamptz, %s::timestamptz + %s::interval * 2, "
+                "extract(hour from %s::timestamptz)",
+                ("2024-07-01 12:00", datetime.datetime(2024, 3, 30, 12, 0, tzinfo=berlin),
+                 datetime.timedelta(hours=12), datetime.datetime(2024, 1, 1, 0, 30, tzinfo=datetime.timezone.utc)))
+    noon, next_day, hour = cur.fetchone()
+    check("text timestamptz read in the session's zone", noon,
+          datetime.datetime(2024, 7, 1, 12, 0, tzinfo=berlin))
+    # 24 hours from noon before the change to summer time is 13:00 after it.
+    check("interval arithmetic across the change", next_day,
+          datetime.datetime(2024, 3, 31, 13, 0, tzinfo=berlin))
+    check("extract is a numeric on the wall clock", hour, decimal.Decimal(1))
 
 
 def settings(conn):

@@ -1,15 +1,25 @@
 //! Parameter values as the client sends them — text, or PostgreSQL's binary format for
 //! the types that have one here — read into DataFusion scalars of the parameter's type,
-//! with PostgreSQL's errors for values that do not fit (22P02, 08P01).
+//! with PostgreSQL's errors for values that do not fit (22P02, 08P01). Dates, timestamps
+//! and intervals sent as text are read by iolab's input functions with the session's
+//! `DateStyle` and `TimeZone`, as PostgreSQL reads them.
 
-use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, IntervalMonthDayNano, IntervalUnit, TimeUnit};
 use datafusion::scalar::ScalarValue;
 use iolab_catalog::{sqlstate, PgError, PgResult};
+use iolab_engine::values::input::{parse_date, parse_timestamp, parse_timestamptz};
+use iolab_engine::values::interval_input::interval_in;
+use iolab_engine::values::TextFormat;
 use pgwire::api::Type;
 
 /// The value of a parameter of type `ty` sent as `raw` (`None`: NULL), in binary format
-/// or as text.
-pub fn param_value(raw: Option<&[u8]>, ty: &Type, binary: bool) -> PgResult<ScalarValue> {
+/// or as text (read as a session with `fmt` reads it).
+pub fn param_value(
+    raw: Option<&[u8]>,
+    ty: &Type,
+    binary: bool,
+    fmt: &TextFormat,
+) -> PgResult<ScalarValue> {
     let target = param_arrow_type(ty);
     let Some(bytes) = raw else {
         return ScalarValue::try_from(&target).map_err(crate::errors::from_datafusion);
@@ -53,6 +63,18 @@ pub fn param_value(raw: Option<&[u8]>, ty: &Type, binary: bool) -> PgResult<Scal
                 Some(i64::from_be_bytes(be(8)?.try_into().unwrap()) + PG_EPOCH_MICROS),
                 Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.into()),
             ),
+            // PostgreSQL's interval: µs, days, months.
+            Type::INTERVAL => {
+                let b = be(16)?;
+                let micros = i64::from_be_bytes(b[..8].try_into().unwrap());
+                let days = i32::from_be_bytes(b[8..12].try_into().unwrap());
+                let months = i32::from_be_bytes(b[12..].try_into().unwrap());
+                ScalarValue::IntervalMonthDayNano(Some(IntervalMonthDayNano::new(
+                    months,
+                    days,
+                    micros.checked_mul(1000).ok_or_else(bad)?,
+                )))
+            }
             Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
                 ScalarValue::Utf8(Some(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?))
             }
@@ -66,6 +88,28 @@ pub fn param_value(raw: Option<&[u8]>, ty: &Type, binary: bool) -> PgResult<Scal
     }
     let text = std::str::from_utf8(bytes)
         .map_err(|_| PgError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
+    match *ty {
+        Type::DATE => return Ok(ScalarValue::Date32(Some(parse_date(text, fmt)?))),
+        Type::TIMESTAMP => {
+            return Ok(ScalarValue::TimestampMicrosecond(
+                Some(parse_timestamp(text, fmt)?),
+                None,
+            ))
+        }
+        Type::TIMESTAMPTZ => {
+            return Ok(ScalarValue::TimestampMicrosecond(
+                Some(parse_timestamptz(text, fmt)?),
+                Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.into()),
+            ))
+        }
+        Type::INTERVAL => {
+            let v = interval_in(text)?;
+            return Ok(ScalarValue::IntervalMonthDayNano(Some(
+                IntervalMonthDayNano::new(v.months, v.days, v.micros.saturating_mul(1000)),
+            )));
+        }
+        _ => {}
+    }
     let value = ScalarValue::Utf8(Some(text.to_string()));
     if target == DataType::Utf8 {
         return Ok(value);
@@ -117,6 +161,7 @@ pub fn param_arrow_type(ty: &Type) -> DataType {
             TimeUnit::Microsecond,
             Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.into()),
         ),
+        Type::INTERVAL => DataType::Interval(IntervalUnit::MonthDayNano),
         _ => DataType::Utf8,
     }
 }

@@ -200,12 +200,14 @@ impl PreparedStatements {
     }
 
     /// The statement EXECUTE `name` runs and its parameter values read from `args`
-    /// (those not literals computed with `state`, the session's DataFusion state).
+    /// (those not literals computed with `state`, the session's DataFusion state; text read
+    /// as the session reads it, `fmt`).
     pub fn bind(
         &mut self,
         name: &str,
         args: &[ast::Expr],
         state: &SessionState,
+        fmt: &iolab_engine::values::TextFormat,
     ) -> PgResult<(Parsed, Vec<ScalarValue>)> {
         let prepared = self.by_name.get_mut(name).ok_or_else(|| not_found(name))?;
         if args.len() != prepared.params.len() {
@@ -220,7 +222,7 @@ impl PreparedStatements {
         }
         let texts = argument_texts(args, state)?;
         let values = (texts.iter().zip(&prepared.params))
-            .map(|(text, ty)| param_value(text.as_deref().map(str::as_bytes), ty, false))
+            .map(|(text, ty)| param_value(text.as_deref().map(str::as_bytes), ty, false, fmt))
             .collect::<PgResult<Vec<_>>>()?;
         prepared.runs += 1;
         let statement = prepared.statement.clone();

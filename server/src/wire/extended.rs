@@ -29,6 +29,7 @@ use crate::sql::bind::param_value;
 use crate::sql::describe::{describe, Description};
 use crate::sql::{self, split::split_statements, Outcome, Parsed};
 use crate::wire::{encode, session_of, simple};
+use iolab_engine::values::TextFormat;
 
 /// A prepared statement.
 #[derive(Clone, Debug)]
@@ -250,7 +251,8 @@ impl ExtendedQueryHandler for ExtendedHandler {
         let shared = session_of(&self.server, client);
         let mut session = shared.lock().await;
         session.report_active(&portal.statement.statement.sql);
-        let params = bind_params(portal).map_err(|e| fail_block(&session, e))?;
+        let params =
+            bind_params(portal, &session.text_format()).map_err(|e| fail_block(&session, e))?;
         let mut notices = Vec::new();
         let result = simple::run_with_timeout(
             &mut session,
@@ -296,14 +298,15 @@ fn fail_block(session: &crate::session::Session, e: PgError) -> PgWireError {
     to_wire(e)
 }
 
-/// Decodes a portal's parameter values into DataFusion scalars of their types.
-fn bind_params(portal: &Portal<Prepared>) -> PgResult<Vec<ScalarValue>> {
+/// Decodes a portal's parameter values into DataFusion scalars of their types (text read
+/// as the session reads it, `fmt`).
+fn bind_params(portal: &Portal<Prepared>, fmt: &TextFormat) -> PgResult<Vec<ScalarValue>> {
     let types = &portal.statement.statement.params;
     let mut values = Vec::with_capacity(portal.parameters.len());
     for (i, raw) in portal.parameters.iter().enumerate() {
         let ty = types.get(i).cloned().unwrap_or(Type::TEXT);
         let binary = portal.parameter_format.is_binary(i);
-        values.push(param_value(raw.as_deref(), &ty, binary)?);
+        values.push(param_value(raw.as_deref(), &ty, binary, fmt)?);
     }
     Ok(values)
 }
