@@ -147,6 +147,7 @@ pub fn btree_opclass(ty: PgType) -> (u32, &'static str) {
         PgType::Date => (3122, "date_ops"),
         PgType::Timestamp => (3128, "timestamp_ops"),
         PgType::Timestamptz => (3127, "timestamptz_ops"),
+        PgType::Interval => (10022, "interval_ops"),
     }
 }
 

@@ -179,6 +179,8 @@ impl StatValue {
                 S::TimestampNanosecond(Some(t), _) => Some(StatValue::Timestamp(t / 1000)),
                 _ => None,
             },
+            // ANALYZE keeps no statistics of interval columns.
+            PgType::Interval => None,
         }
     }
 }

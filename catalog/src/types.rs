@@ -9,7 +9,7 @@
 //! PostgreSQL's variable-length base-10000 digits; an unconstrained `numeric` gets
 //! precision 38 and scale [`NUMERIC_DEFAULT_SCALE`].
 
-use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, IntervalUnit, TimeUnit};
 use serde::{Deserialize, Serialize};
 
 /// Scale used for `numeric` columns declared without a typmod.
@@ -41,6 +41,8 @@ pub enum PgType {
     Date,
     Timestamp,
     Timestamptz,
+    /// months, days and microseconds, as PostgreSQL keeps an interval
+    Interval,
 }
 
 /// How a value of a type lies in a tuple: fixed length or variable length (varlena).
@@ -67,6 +69,7 @@ impl PgType {
             PgType::Date => 1082,
             PgType::Timestamp => 1114,
             PgType::Timestamptz => 1184,
+            PgType::Interval => 1186,
         }
     }
 
@@ -86,6 +89,7 @@ impl PgType {
             PgType::Date => "date",
             PgType::Timestamp => "timestamp",
             PgType::Timestamptz => "timestamptz",
+            PgType::Interval => "interval",
         }
     }
 
@@ -105,6 +109,7 @@ impl PgType {
             PgType::Date => "date",
             PgType::Timestamp => "timestamp without time zone",
             PgType::Timestamptz => "timestamp with time zone",
+            PgType::Interval => "interval",
         }
     }
 
@@ -159,6 +164,7 @@ impl PgType {
             PgType::Timestamptz => {
                 DataType::Timestamp(TimeUnit::Microsecond, Some(TIMESTAMPTZ_ZONE.into()))
             }
+            PgType::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
         }
     }
 
@@ -171,7 +177,7 @@ impl PgType {
             PgType::Int8 | PgType::Float8 | PgType::Timestamp | PgType::Timestamptz => {
                 TypLen::Fixed(8)
             }
-            PgType::Numeric { .. } => TypLen::Fixed(16),
+            PgType::Numeric { .. } | PgType::Interval => TypLen::Fixed(16),
             PgType::Text | PgType::Varchar(_) | PgType::Bpchar(_) => TypLen::Varlena,
         }
     }
@@ -183,7 +189,7 @@ impl PgType {
             PgType::Int2 => 2,
             PgType::Int4 | PgType::Float4 | PgType::Date => 4,
             PgType::Int8 | PgType::Float8 | PgType::Timestamp | PgType::Timestamptz => 8,
-            PgType::Numeric { .. } => 8,
+            PgType::Numeric { .. } | PgType::Interval => 8,
             PgType::Text | PgType::Varchar(_) | PgType::Bpchar(_) => 4,
         }
     }
@@ -218,6 +224,7 @@ impl PgType {
             "date" => PgType::Date,
             "timestamp" | "timestamp without time zone" => PgType::Timestamp,
             "timestamptz" | "timestamp with time zone" => PgType::Timestamptz,
+            "interval" => PgType::Interval,
             _ => return None,
         })
     }
@@ -243,6 +250,7 @@ impl PgType {
             DataType::Date32 | DataType::Date64 => PgType::Date,
             DataType::Timestamp(_, None) => PgType::Timestamp,
             DataType::Timestamp(_, Some(_)) => PgType::Timestamptz,
+            DataType::Interval(_) => PgType::Interval,
             _ => return None,
         })
     }
@@ -265,6 +273,7 @@ mod tests {
             PgType::Date,
             PgType::Timestamp,
             PgType::Timestamptz,
+            PgType::Interval,
         ] {
             assert_eq!(PgType::from_sql_name(t.sql_name(), &[]), Some(t));
             assert_eq!(PgType::from_sql_name(t.typname(), &[]), Some(t));

@@ -176,6 +176,15 @@ def time_zone(conn):
     check("interval arithmetic across the change", next_day,
           datetime.datetime(2024, 3, 31, 13, 0, tzinfo=berlin))
     check("extract is a numeric on the wall clock", hour, decimal.Decimal(1))
+    # An interval column keeps timedeltas, returned as timedeltas in text and binary.
+    cur.execute("DROP TABLE IF EXISTS py_runs")
+    cur.execute("CREATE TABLE py_runs (took interval)")
+    took = datetime.timedelta(days=1, seconds=3, microseconds=250000)
+    cur.execute("INSERT INTO py_runs VALUES (%s)", (took,))
+    for binary in (False, True):
+        cur.execute("SELECT took, took * 2 FROM py_runs", binary=binary)
+        check(f"interval column ({'binary' if binary else 'text'})", cur.fetchone(),
+              (took, took * 2))
 
 
 def settings(conn):

@@ -136,6 +136,9 @@ pub fn analyze_table(
         for &col in &columns {
             ctx.check_cancel()?;
             let ty = table.columns[col].ty;
+            if ty == PgType::Interval {
+                continue; // iolab keeps no statistics of intervals (no order for histograms)
+            }
             let values = column_values(&layout, &sample.rows, col, ty)?;
             if let Some(s) =
                 compute_column_stats(col as i16 + 1, ty, &values, sample.total_rows, target)
@@ -212,6 +215,7 @@ fn column_values(
                 }
                 Datum::Date(d) => Some((StatValue::Date(d), 4)),
                 Datum::Timestamp(t) | Datum::Timestamptz(t) => Some((StatValue::Timestamp(t), 8)),
+                Datum::Interval(_) => unreachable!("ANALYZE skips interval columns"),
             })
         })
         .collect()

@@ -65,6 +65,7 @@ impl KeyKind {
             PgType::Bpchar(_) => KeyKind::Bpchar,
             PgType::Date => KeyKind::Date,
             PgType::Timestamp | PgType::Timestamptz => KeyKind::Timestamp,
+            PgType::Interval => unreachable!("btree::create_index refuses interval keys"),
         }
     }
 
@@ -134,6 +135,7 @@ impl<'a> Key<'a> {
             Datum::Text(s) => Key::Text(Cow::Borrowed(s.as_bytes())),
             Datum::Date(d) => Key::Date(d),
             Datum::Timestamp(t) | Datum::Timestamptz(t) => Key::Timestamp(t),
+            Datum::Interval(_) => unreachable!("btree::create_index refuses interval keys"),
         }
     }
 
@@ -223,6 +225,7 @@ fn fixed_width(ty: PgType) -> usize {
         PgType::Int8 | PgType::Float8 | PgType::Timestamp | PgType::Timestamptz => 8,
         PgType::Numeric { .. } => 16,
         PgType::Text | PgType::Varchar(_) | PgType::Bpchar(_) => unreachable!("varlena"),
+        PgType::Interval => unreachable!("btree::create_index refuses interval keys"),
     }
 }
 
@@ -277,6 +280,7 @@ pub fn decode(ty: PgType, data: &[u8]) -> PgResult<Key<'_>> {
         PgType::Timestamp | PgType::Timestamptz => {
             Key::Timestamp(i64::from_le_bytes(fixed(8)?.try_into().unwrap()))
         }
+        PgType::Interval => unreachable!("btree::create_index refuses interval keys"),
         PgType::Text | PgType::Varchar(_) | PgType::Bpchar(_) => {
             let first = *data
                 .first()

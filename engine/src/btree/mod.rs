@@ -272,6 +272,11 @@ pub fn create_index(
     table: &TableDef,
     def: &IndexDef,
 ) -> PgResult<LoadStats> {
+    if def.key_types.contains(&PgType::Interval) {
+        return Err(PgError::unsupported(
+            "iolab cannot index interval columns (no B-tree operator class for them)",
+        ));
+    }
     let result = build_file(db, ctx, table, def).and_then(|stats| {
         ctx.check_cancel()?;
         db.catalog.create_index(def.clone())?;

@@ -16,6 +16,7 @@
 //! | numeric(p, s)          | 16    | 8     | i128 scaled by 10^s (Arrow `Decimal128`)     |
 //! | date                   | 4     | 4     | i32 days since 1970-01-01 (Arrow `Date32`)   |
 //! | timestamp[tz]          | 8     | 8     | i64 µs since 1970-01-01 00:00 (UTC for tz)   |
+//! | interval               | 16    | 8     | i32 months, i32 days, i64 ns (Arrow's value) |
 //! | text / varchar / bpchar| var.  | 1 / 4 | varlena: header + UTF-8 bytes                |
 //!
 //! PostgreSQL counts dates and timestamps from 2000-01-01 and stores numeric as base-10000
@@ -87,7 +88,7 @@ use datafusion::arrow::array::{
 use datafusion::arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type,
-    Int64Type, SchemaRef, TimestampMicrosecondType,
+    Int64Type, IntervalMonthDayNanoType, SchemaRef, TimestampMicrosecondType,
 };
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use iolab_catalog::types::TypLen;
@@ -440,6 +441,7 @@ impl TupleLayout {
             PgType::Date => Datum::Date(i32::from_le_bytes(le(bytes))),
             PgType::Timestamp => Datum::Timestamp(i64::from_le_bytes(le(bytes))),
             PgType::Timestamptz => Datum::Timestamptz(i64::from_le_bytes(le(bytes))),
+            PgType::Interval => Datum::Interval(i128::from_le_bytes(le(bytes))),
             PgType::Text | PgType::Varchar(_) | PgType::Bpchar(_) => Datum::Text(
                 std::str::from_utf8(bytes)
                     .map_err(|e| corrupted(format!("column {column}: {e}")))?,
@@ -474,6 +476,8 @@ pub enum Datum<'t> {
     Timestamp(i64),
     /// µs since 1970-01-01 00:00 UTC.
     Timestamptz(i64),
+    /// Arrow's `IntervalMonthDayNano` bytes (months, days, nanoseconds) as one integer.
+    Interval(i128),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -676,6 +680,21 @@ impl TupleEncoder {
                 }
                 PgType::Numeric { .. } => ColumnValues::Decimal128(
                     array.as_primitive::<Decimal128Type>().values().clone(),
+                ),
+                // Its 16 bytes as one little-endian integer, written as a numeric's are.
+                PgType::Interval => ColumnValues::Decimal128(
+                    array
+                        .as_primitive::<IntervalMonthDayNanoType>()
+                        .values()
+                        .iter()
+                        .map(|v| {
+                            let mut bytes = [0u8; 16];
+                            bytes[..4].copy_from_slice(&v.months.to_le_bytes());
+                            bytes[4..8].copy_from_slice(&v.days.to_le_bytes());
+                            bytes[8..].copy_from_slice(&v.nanoseconds.to_le_bytes());
+                            i128::from_le_bytes(bytes)
+                        })
+                        .collect(),
                 ),
                 PgType::Text | PgType::Varchar(_) | PgType::Bpchar(_) => {
                     let strings = array.as_string::<i32>();
@@ -1229,6 +1248,7 @@ mod tests {
             PgType::Date,
             PgType::Timestamp,
             PgType::Timestamptz,
+            PgType::Interval,
         ]
     }
 
@@ -1341,6 +1361,21 @@ mod tests {
                         )
                         .with_timezone(TIMESTAMPTZ_ZONE),
                     ),
+                    PgType::Interval => {
+                        Arc::new(datafusion::arrow::array::IntervalMonthDayNanoArray::from(
+                            (0..rows)
+                                .map(|r| {
+                                    present(r).then(|| {
+                                        datafusion::arrow::datatypes::IntervalMonthDayNano::new(
+                                            I32S[r % 5],
+                                            I32S[(r + 1) % 5],
+                                            I64S[(r + 2) % 5] / 1000 * 1000,
+                                        )
+                                    })
+                                })
+                                .collect::<Vec<_>>(),
+                        ))
+                    }
                 };
                 assert_eq!(array.data_type(), &pg_type.arrow_type());
                 array

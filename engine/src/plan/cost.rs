@@ -117,6 +117,7 @@ pub fn column_width(ty: &PgType) -> i64 {
         PgType::Int2 => 2,
         PgType::Int4 | PgType::Float4 | PgType::Date => 4,
         PgType::Int8 | PgType::Float8 | PgType::Timestamp | PgType::Timestamptz => 8,
+        PgType::Interval => 16,
         PgType::Numeric { precision, .. } if !ty.is_unconstrained_numeric() => {
             // NUMERIC_HDRSZ + base-10000 digits of 2 bytes
             bounded(8 + ((*precision as i64 + 6) / 4) * 2)

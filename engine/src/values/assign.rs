@@ -41,7 +41,7 @@ use datafusion::arrow::array::{
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Date64Type, Decimal128Type, Decimal32Type, Decimal64Type, Float16Type,
-    Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, TimeUnit,
+    Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, IntervalUnit, TimeUnit,
     TimestampMicrosecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use iolab_catalog::types::TIMESTAMPTZ_ZONE;
@@ -219,6 +219,12 @@ pub fn assign_cast_with(
             }
             Ok(Arc::new(Date32Array::from(out)))
         }
+        PgType::Interval => match source {
+            DataType::Interval(IntervalUnit::MonthDayNano) => Ok(array.clone()),
+            DataType::Interval(_) => datafusion::arrow::compute::cast(array, &target.arrow_type())
+                .map_err(|_| mismatch()),
+            _ => Err(mismatch()),
+        },
         PgType::Timestamp | PgType::Timestamptz => {
             let with_zone = target == PgType::Timestamptz;
             if let DataType::Timestamp(TimeUnit::Microsecond, zone) = source {

@@ -25,9 +25,10 @@ use super::datetime::{
 use super::{DateOrder, SessionZone, TextFormat};
 use datafusion::arrow::array::{
     ArrayBuilder, ArrayRef, BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder,
-    Float64Builder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
-    TimestampMicrosecondBuilder,
+    Float64Builder, Int16Builder, Int32Builder, Int64Builder, IntervalMonthDayNanoBuilder,
+    StringBuilder, TimestampMicrosecondBuilder,
 };
+use datafusion::arrow::datatypes::IntervalMonthDayNano;
 use iolab_catalog::types::TIMESTAMPTZ_ZONE;
 use iolab_catalog::{sqlstate, PgError, PgType};
 use std::borrow::Cow;
@@ -1424,6 +1425,7 @@ enum TypedBuilder {
     Date(Date32Builder),
     Timestamp(TimestampMicrosecondBuilder),
     Timestamptz(TimestampMicrosecondBuilder),
+    Interval(IntervalMonthDayNanoBuilder),
 }
 
 impl ColumnParser {
@@ -1454,6 +1456,9 @@ impl ColumnParser {
             PgType::Timestamptz => TypedBuilder::Timestamptz(
                 TimestampMicrosecondBuilder::with_capacity(rows).with_timezone(TIMESTAMPTZ_ZONE),
             ),
+            PgType::Interval => {
+                TypedBuilder::Interval(IntervalMonthDayNanoBuilder::with_capacity(rows))
+            }
         };
         ColumnParser { ty, builder }
     }
@@ -1480,6 +1485,7 @@ impl ColumnParser {
             TypedBuilder::Date(b) => b.append_value(parse_date(s, fmt)?),
             TypedBuilder::Timestamp(b) => b.append_value(parse_timestamp(s, fmt)?),
             TypedBuilder::Timestamptz(b) => b.append_value(parse_timestamptz(s, fmt)?),
+            TypedBuilder::Interval(b) => b.append_value(parse_interval_value(s)?),
         }
         Ok(())
     }
@@ -1496,6 +1502,7 @@ impl ColumnParser {
             TypedBuilder::Text(b) => b.append_null(),
             TypedBuilder::Date(b) => b.append_null(),
             TypedBuilder::Timestamp(b) | TypedBuilder::Timestamptz(b) => b.append_null(),
+            TypedBuilder::Interval(b) => b.append_null(),
         }
     }
 
@@ -1519,6 +1526,7 @@ impl ColumnParser {
             TypedBuilder::Text(b) => b,
             TypedBuilder::Date(b) => b,
             TypedBuilder::Timestamp(b) | TypedBuilder::Timestamptz(b) => b,
+            TypedBuilder::Interval(b) => b,
         }
     }
 
@@ -1535,6 +1543,7 @@ impl ColumnParser {
             TypedBuilder::Text(b) => Arc::new(b.finish()),
             TypedBuilder::Date(b) => Arc::new(b.finish()),
             TypedBuilder::Timestamp(b) | TypedBuilder::Timestamptz(b) => Arc::new(b.finish()),
+            TypedBuilder::Interval(b) => Arc::new(b.finish()),
         };
         debug_assert_eq!(array.data_type(), &self.ty.arrow_type());
         array
@@ -1580,8 +1589,19 @@ pub fn parse_into(
         PgType::Date => put!(Date32Builder, |s| parse_date(s, fmt)),
         PgType::Timestamp => put!(TimestampMicrosecondBuilder, |s| parse_timestamp(s, fmt)),
         PgType::Timestamptz => put!(TimestampMicrosecondBuilder, |s| parse_timestamptz(s, fmt)),
+        PgType::Interval => put!(IntervalMonthDayNanoBuilder, parse_interval_value),
     }
     Ok(())
+}
+
+/// An interval's text as Arrow's value (µs kept as nanoseconds).
+pub fn parse_interval_value(s: &str) -> Result<IntervalMonthDayNano, PgError> {
+    let v = super::interval_input::interval_in(s)?;
+    Ok(IntervalMonthDayNano::new(
+        v.months,
+        v.days,
+        v.micros.saturating_mul(1000),
+    ))
 }
 
 /// Parses a column of text values into an array of `ty.arrow_type()`.

@@ -25,7 +25,8 @@ use super::TextFormat;
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Date64Type, Decimal128Type, Float16Type, Float32Type, Float64Type,
-    Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    Int16Type, Int32Type, Int64Type, Int8Type, IntervalMonthDayNanoType, IntervalUnit, UInt16Type,
+    UInt32Type, UInt64Type, UInt8Type,
 };
 use iolab_catalog::PgType;
 
@@ -121,6 +122,13 @@ pub fn write_binary_with(
         DataType::Timestamp(unit, _) => {
             let micros = timestamp_micros(array, *unit, row);
             out.extend_from_slice(&pg_timestamp(micros).to_be_bytes())
+        }
+        // PostgreSQL's interval: µs, days, months.
+        DataType::Interval(IntervalUnit::MonthDayNano) => {
+            let v = array.as_primitive::<IntervalMonthDayNanoType>().value(row);
+            out.extend_from_slice(&(v.nanoseconds / 1000).to_be_bytes());
+            out.extend_from_slice(&v.days.to_be_bytes());
+            out.extend_from_slice(&v.months.to_be_bytes());
         }
         DataType::Dictionary(..) => {
             return match dictionary_entry(array, row) {
@@ -357,17 +365,25 @@ mod tests {
             PgType::Text
         );
         let interval = DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano);
-        assert_eq!(pg_type_for(&interval), PgType::Text);
+        assert_eq!(pg_type_for(&interval), PgType::Interval);
         // Int8 is reported as int2, so it is sent as two bytes.
         let small: ArrayRef = Arc::new(datafusion::arrow::array::Int8Array::from(vec![-1]));
         assert_eq!(send(small, 0).unwrap(), "ffff");
-        // A type reported as text is sent as its text.
+        // An interval as PostgreSQL sends one: µs, days, months.
         let iv: ArrayRef = Arc::new(datafusion::arrow::array::IntervalMonthDayNanoArray::from(
             vec![datafusion::arrow::datatypes::IntervalMonthDayNano::new(
-                0, 1, 0,
+                2, 1, 3_000,
             )],
         ));
-        assert_eq!(send(iv, 0).unwrap(), hex(b"1 day"));
+        assert_eq!(
+            send(iv, 0).unwrap(),
+            "0000000000000003".to_string() + "00000001" + "00000002"
+        );
+        // Types iolab has no PostgreSQL type for are reported (and sent) as text.
+        let duration: ArrayRef = Arc::new(
+            datafusion::arrow::array::DurationMicrosecondArray::from(vec![1_000_000]),
+        );
+        assert_eq!(pg_type_for(duration.data_type()), PgType::Text);
         let dict: datafusion::arrow::array::DictionaryArray<
             datafusion::arrow::datatypes::Int32Type,
         > = vec!["x", "y"].into_iter().collect();

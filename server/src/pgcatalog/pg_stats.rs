@@ -158,6 +158,8 @@ pub fn value_texts(ty: PgType, values: &[StatValue], fmt: &TextFormat) -> Vec<St
                 .collect::<TimestampMicrosecondArray>()
                 .with_timezone(TIMESTAMPTZ_ZONE),
         ),
+        // ANALYZE keeps no statistics of intervals.
+        PgType::Interval => return Vec::new(),
     };
     (0..values.len())
         .map(|i| text_value(array.as_ref(), i, fmt).unwrap_or_else(|| "NULL".into()))

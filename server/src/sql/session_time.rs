@@ -39,9 +39,8 @@
 //!
 //! Before planning, [`rewrite_syntax`] turns what DataFusion's SQL planner does not know
 //! into functions: `x AT TIME ZONE z` into `timezone(z, x)`, the three-argument
-//! `date_trunc(f, t, z)` into `timezone(z, date_trunc(f, timezone(z, t)))`, `n * interval`
-//! and `interval / n` into `interval_mul` and `interval_div`, `EXTRACT(f FROM x)` into
-//! `extract('f', x)` (a numeric), `make_timestamptz` into `make_timestamp`, and
+//! `date_trunc(f, t, z)` into `timezone(z, date_trunc(f, timezone(z, t)))`,
+//! `EXTRACT(f FROM x)` into `extract('f', x)` (a numeric), `make_timestamptz` into `make_timestamp`, and
 //! `make_interval`'s named arguments into positions; and it makes `::timestamp` count
 //! microseconds, as iolab's columns do.
 
@@ -480,8 +479,7 @@ fn pg_result_type(e: &Expr, schemas: &[DFSchemaRef]) -> Option<Expr> {
 // ---------------------------------------------------------------------------------------
 
 /// `x AT TIME ZONE z` → `timezone(z, x)`; `date_trunc(f, t, z)` →
-/// `timezone(z, date_trunc(f, timezone(z, t)))`; `n * interval` → `interval_mul(interval,
-/// n)`, `interval / n` → `interval_div(interval, n)`; `::timestamp[tz]` → `::timestamp[tz](6)`
+/// `timezone(z, date_trunc(f, timezone(z, t)))`; `::timestamp[tz]` → `::timestamp[tz](6)`
 /// (DataFusion's `timestamp` counts nanoseconds, which end in 2262; iolab's, like
 /// PostgreSQL's, count microseconds); `transaction_timestamp()` → `now()`;
 /// `make_timestamptz(…)` → `make_timestamp(…)::timestamptz` (or `timezone(zone, …)`);
@@ -506,27 +504,6 @@ pub fn rewrite_syntax(stmt: &mut ast::Statement) {
                     let value =
                         std::mem::replace(timestamp.as_mut(), ast::Expr::value(ast::Value::Null));
                     *e = call("timezone", vec![time_zone.as_ref().clone(), value]);
-                }
-                ast::Expr::BinaryOp { left, op, right }
-                    if matches!(
-                        op,
-                        ast::BinaryOperator::Multiply | ast::BinaryOperator::Divide
-                    ) =>
-                {
-                    let divide = *op == ast::BinaryOperator::Divide;
-                    let (interval, factor) = if is_interval(left) {
-                        (left.as_ref().clone(), right.as_ref().clone())
-                    } else if is_interval(right) && !divide {
-                        (right.as_ref().clone(), left.as_ref().clone())
-                    } else {
-                        return ControlFlow::Continue(());
-                    };
-                    let name = if divide {
-                        "interval_div"
-                    } else {
-                        "interval_mul"
-                    };
-                    *e = call(name, vec![interval, float8(factor)]);
                 }
                 ast::Expr::Extract { field, expr, .. } => {
                     let field = field.to_string().to_ascii_lowercase();
@@ -578,44 +555,6 @@ pub fn rewrite_syntax(stmt: &mut ast::Statement) {
         }
     }
     let _ = stmt.visit(&mut Rewrite);
-}
-
-/// Is `e` an interval by its syntax: a literal, a cast to `interval`, a function giving
-/// one, or arithmetic on one (iolab has no interval columns, so that is every interval but a
-/// difference of timestamps)?
-fn is_interval(e: &ast::Expr) -> bool {
-    match e {
-        ast::Expr::Interval(_) => true,
-        ast::Expr::Cast { data_type, .. }
-        | ast::Expr::TypedString(ast::TypedString { data_type, .. }) => {
-            matches!(data_type, ast::DataType::Interval { .. })
-        }
-        ast::Expr::Nested(inner) | ast::Expr::UnaryOp { expr: inner, .. } => is_interval(inner),
-        ast::Expr::BinaryOp { left, right, .. } => is_interval(left) || is_interval(right),
-        ast::Expr::Function(f) => [
-            "interval_mul",
-            "interval_div",
-            "age",
-            "make_interval",
-            "justify_hours",
-            "justify_days",
-            "justify_interval",
-        ]
-        .iter()
-        .any(|name| function_named(f, name)),
-        _ => false,
-    }
-}
-
-/// `e::float8`.
-fn float8(e: ast::Expr) -> ast::Expr {
-    ast::Expr::Cast {
-        kind: ast::CastKind::DoubleColon,
-        expr: Box::new(e),
-        data_type: ast::DataType::Float8,
-        array: false,
-        format: None,
-    }
 }
 
 fn function_named(f: &Function, name: &str) -> bool {
