@@ -26,7 +26,7 @@ use iolab_catalog::{sqlstate, PgError};
 use iolab_engine::values::{days_from_civil, days_in_month, USECS_PER_DAY};
 
 use super::functions::pg;
-use super::zoned_time::{result, rows_of, timestamp};
+use super::zoned_time::{argument_arrays, result, rows_of, timestamp};
 
 /// `make_interval`'s parameters, in order; each defaults to 0.
 pub const MAKE_INTERVAL_PARAMETERS: [&str; 7] =
@@ -152,12 +152,7 @@ impl ScalarUDFImpl for DateTimeFunction {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let rows = rows_of(&args);
-        let arrays = args
-            .args
-            .iter()
-            .map(|a| a.to_array(rows))
-            .collect::<Result<Vec<_>>>()?;
+        let (rows, arrays) = argument_arrays(&args)?;
         result((self.body)(&arrays, rows)?, &args.args)
     }
 }

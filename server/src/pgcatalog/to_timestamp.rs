@@ -43,7 +43,7 @@ use iolab_engine::values::{days_from_civil, days_in_month, SessionZone, USECS_PE
 
 use super::functions::pg;
 use super::to_char::{pattern_at, Pattern, DAYS, MONTHS};
-use super::zoned_time::{result, rows_of, timestamptz};
+use super::zoned_time::{argument_arrays, result, timestamptz};
 
 /// Registers `to_timestamp` and `to_date` into a session's state (in place of
 /// DataFusion's).
@@ -98,12 +98,7 @@ impl ScalarUDFImpl for ToTimestamp {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let rows = rows_of(&args);
-        let arrays = args
-            .args
-            .iter()
-            .map(|a| a.to_array(rows))
-            .collect::<Result<Vec<_>>>()?;
+        let (rows, arrays) = argument_arrays(&args)?;
         let out: ArrayRef = match arrays.as_slice() {
             [seconds] => Arc::new(from_epoch(seconds)?),
             [text, template, zone @ ..] => {

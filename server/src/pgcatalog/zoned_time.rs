@@ -177,6 +177,18 @@ pub(crate) fn result(array: ArrayRef, args: &[ColumnarValue]) -> Result<Columnar
     Ok(ColumnarValue::Array(array))
 }
 
+/// A function's arguments as columns, and their length (1 when every argument is one
+/// value).
+pub(crate) fn argument_arrays(args: &ScalarFunctionArgs) -> Result<(usize, Vec<ArrayRef>)> {
+    let rows = rows_of(args);
+    let arrays = args
+        .args
+        .iter()
+        .map(|a| a.to_array(rows))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((rows, arrays))
+}
+
 /// The rows a function computes: one when every argument is one value.
 pub(crate) fn rows_of(args: &ScalarFunctionArgs) -> usize {
     if args

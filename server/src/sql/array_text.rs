@@ -8,13 +8,10 @@
 //! the cast gave it.
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::tree_node::{Transformed, TreeNode};
-use std::sync::Arc;
+use datafusion::common::tree_node::Transformed;
 
-use datafusion::common::{DFSchema, DFSchemaRef};
 use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::expr::Cast;
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan};
 
 use iolab_catalog::PgResult;
@@ -29,48 +26,29 @@ pub fn rewrite_casts(plan: LogicalPlan, state: &SessionState) -> PgResult<Logica
     let Some(array_out) = state.scalar_functions().get(ARRAY_OUT).cloned() else {
         return Ok(plan);
     };
-    let no_columns = Arc::new(DFSchema::empty());
-    plan.transform_up_with_subqueries(|node| {
-        // A cast's operand is typed by the node's inputs (none for VALUES and constants).
-        let mut schemas: Vec<DFSchemaRef> =
-            node.inputs().iter().map(|i| i.schema().clone()).collect();
-        schemas.push(no_columns.clone());
-        let names = NamePreserver::new(&node);
-        node.map_expressions(|e| {
-            let saved = names.save(&e);
-            let rewritten = e.transform_up(|e| {
-                let Expr::Cast(Cast { expr, field }) = &e else {
-                    return Ok(Transformed::no(e));
-                };
-                let data_type = field.data_type();
-                let to_string = matches!(
-                    data_type,
-                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-                );
-                let from_list = schemas.iter().any(|schema| {
-                    matches!(
-                        expr.get_type(schema),
-                        Ok(DataType::List(_)
-                            | DataType::LargeList(_)
-                            | DataType::FixedSizeList(..))
-                    )
-                });
-                if !(to_string && from_list) {
-                    return Ok(Transformed::no(e));
-                }
-                let call = array_out.call(vec![expr.as_ref().clone()]);
-                Ok(Transformed::yes(match data_type {
-                    DataType::Utf8 => call,
-                    _ => Expr::Cast(Cast::new_from_field(Box::new(call), field.clone())),
-                }))
-            })?;
-            Ok(if rewritten.transformed {
-                Transformed::yes(saved.restore(rewritten.data))
-            } else {
-                rewritten
-            })
-        })
+    super::session_time::rewrite_expressions(plan, |e, schemas| {
+        let Expr::Cast(Cast { expr, field }) = &e else {
+            return Ok(Transformed::no(e));
+        };
+        let data_type = field.data_type();
+        let to_string = matches!(
+            data_type,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+        );
+        let from_list = schemas.iter().any(|schema| {
+            matches!(
+                expr.get_type(schema),
+                Ok(DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..))
+            )
+        });
+        if !(to_string && from_list) {
+            return Ok(Transformed::no(e));
+        }
+        let call = array_out.call(vec![expr.as_ref().clone()]);
+        Ok(Transformed::yes(match data_type {
+            DataType::Utf8 => call,
+            _ => Expr::Cast(Cast::new_from_field(Box::new(call), field.clone())),
+        }))
     })
-    .map(|t| t.data)
     .map_err(from_datafusion)
 }

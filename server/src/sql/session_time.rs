@@ -121,27 +121,38 @@ impl AnalyzerRule for SessionTimeRule {
             date_subtract: Arc::new(ScalarUDF::new_from_impl(DateAdd::new(true))),
             now: datafusion::functions::datetime::now(config),
         };
-        let no_columns = Arc::new(DFSchema::empty());
-        plan.transform_up_with_subqueries(|node| {
-            // An expression is typed by the node's inputs (a join's condition by both:
-            // the node's own schema), or by nothing (VALUES, constants).
-            let mut schemas: Vec<DFSchemaRef> =
-                node.inputs().iter().map(|i| i.schema().clone()).collect();
-            schemas.push(node.schema().clone());
-            schemas.push(no_columns.clone());
-            let names = NamePreserver::new(&node);
-            node.map_expressions(|e| {
-                let saved = names.save(&e);
-                let rewritten = e.transform_up(|e| rewriter.rewrite(e, &schemas))?;
-                Ok(if rewritten.transformed {
-                    Transformed::yes(saved.restore(rewritten.data))
-                } else {
-                    rewritten
-                })
+        rewrite_expressions(plan, |e, schemas| rewriter.rewrite(e, schemas))
+    }
+}
+
+/// `plan` with `rewrite` applied to every expression of every node (subqueries too),
+/// bottom up, each node's output names kept. `rewrite` is given the schemas that type the
+/// node's expressions: its inputs' (a join's condition: the node's own, which has both
+/// sides), or none at all (VALUES, constants).
+pub fn rewrite_expressions(
+    plan: LogicalPlan,
+    rewrite: impl Fn(Expr, &[DFSchemaRef]) -> Result<Transformed<Expr>>,
+) -> Result<LogicalPlan> {
+    let no_columns = Arc::new(DFSchema::empty());
+    plan.transform_up_with_subqueries(|node| {
+        let schemas: Vec<DFSchemaRef> = node
+            .inputs()
+            .iter()
+            .map(|i| i.schema().clone())
+            .chain([node.schema().clone(), no_columns.clone()])
+            .collect();
+        let names = NamePreserver::new(&node);
+        node.map_expressions(|e| {
+            let saved = names.save(&e);
+            let rewritten = e.transform_up(|e| rewrite(e, &schemas))?;
+            Ok(if rewritten.transformed {
+                Transformed::yes(saved.restore(rewritten.data))
+            } else {
+                rewritten
             })
         })
-        .map(|t| t.data)
-    }
+    })
+    .map(|t| t.data)
 }
 
 struct Rewriter {
@@ -405,30 +416,12 @@ impl AnalyzerRule for DateTimeTypesRule {
     }
 
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        plan.transform_up_with_subqueries(|node| {
-            let schemas: Vec<DFSchemaRef> = node
-                .inputs()
-                .iter()
-                .map(|i| i.schema().clone())
-                .chain([node.schema().clone(), Arc::new(DFSchema::empty())])
-                .collect();
-            let names = NamePreserver::new(&node);
-            node.map_expressions(|e| {
-                let saved = names.save(&e);
-                let rewritten = e.transform_up(|e| {
-                    Ok(match pg_result_type(&e, &schemas) {
-                        Some(new) => Transformed::yes(new),
-                        None => Transformed::no(e),
-                    })
-                })?;
-                Ok(if rewritten.transformed {
-                    Transformed::yes(saved.restore(rewritten.data))
-                } else {
-                    rewritten
-                })
+        rewrite_expressions(plan, |e, schemas| {
+            Ok(match pg_result_type(&e, schemas) {
+                Some(new) => Transformed::yes(new),
+                None => Transformed::no(e),
             })
         })
-        .map(|t| t.data)
     }
 }
 
