@@ -22,7 +22,7 @@ use iolab_engine::exec::StatementContext;
 use iolab_engine::plan::partitions::OnePartitionWhenCheap;
 use iolab_engine::plan::PlannerSettings;
 use iolab_engine::txn::OwnXids;
-use iolab_engine::values::{DateOrder, TextFormat};
+use iolab_engine::values::TextFormat;
 use iolab_engine::Database;
 use iolab_settings::SessionSettings;
 use parking_lot::Mutex;
@@ -849,13 +849,9 @@ fn since(then: chrono::DateTime<chrono::Utc>) -> std::time::Duration {
 /// How a session with `settings` reads and writes values as text (TimeZone,
 /// extra_float_digits, DateStyle).
 pub fn text_format_for(settings: &SessionSettings) -> TextFormat {
-    let fmt = TextFormat::default().with_extra_float_digits(settings.extra_float_digits());
-    let mut fmt = fmt
-        .clone()
-        .with_time_zone(&settings.time_zone())
-        .unwrap_or(fmt);
-    fmt.date_order = DateOrder::from_datestyle(&settings.get("DateStyle").unwrap_or_default());
-    fmt
+    sql::datetime_text::TextSettings::of(settings)
+        .format()
+        .with_extra_float_digits(settings.extra_float_digits())
 }
 
 /// CREATE [UNLOGGED] TABLE, with a column list or `AS query`, and PostgreSQL's tags:

@@ -515,6 +515,10 @@ pub(crate) fn check_time_zone(input: &str) -> Result<String, CheckFailure> {
 /// The time zone database's spelling of the zone `input` names in any case
 /// (`america/new_york` → `America/New_York`), if it has one.
 pub fn tz_database_name(input: &str) -> Option<&'static str> {
+    // Spelled as the database spells it: a hash lookup; else a scan of the ~600 names.
+    if let Ok(zone) = input.parse::<chrono_tz::Tz>() {
+        return Some(zone.name());
+    }
     chrono_tz::TZ_VARIANTS
         .iter()
         .map(|zone| zone.name())

@@ -469,15 +469,8 @@ pub struct GenerateSeries;
 
 impl TableFunctionImpl for GenerateSeries {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let options = args
-            .session()
-            .config_options()
-            .extensions
-            .get::<SessionTimeOptions>()
-            .cloned()
-            .unwrap_or_default();
-        let zone = SessionZone::parse(&options.time_zone)
-            .unwrap_or_else(SessionZone::utc)
+        let zone = SessionTimeOptions::of(args.session().config_options())
+            .zone()
             .arrow_name();
         let exprs = args
             .exprs()
@@ -501,10 +494,9 @@ fn step_as_interval(e: Expr) -> Result<Expr> {
     let Expr::Literal(ScalarValue::Utf8(Some(text)), metadata) = &e else {
         return Ok(e);
     };
-    let Ok(v) = iolab_engine::values::interval_input::interval_in(text) else {
+    let Ok(step) = iolab_engine::values::input::parse_interval_value(text) else {
         return Ok(e);
     };
-    let step = IntervalMonthDayNano::new(v.months, v.days, v.micros.saturating_mul(1000));
     Ok(Expr::Literal(
         ScalarValue::IntervalMonthDayNano(Some(step)),
         metadata.clone(),

@@ -6,9 +6,8 @@
 
 use datafusion::arrow::datatypes::{DataType, IntervalMonthDayNano, IntervalUnit, TimeUnit};
 use datafusion::scalar::ScalarValue;
-use iolab_catalog::{sqlstate, PgError, PgResult};
-use iolab_engine::values::input::{parse_date, parse_timestamp, parse_timestamptz};
-use iolab_engine::values::interval_input::interval_in;
+use iolab_catalog::{sqlstate, PgError, PgResult, PgType};
+use iolab_engine::values::input::parse_array;
 use iolab_engine::values::TextFormat;
 use pgwire::api::Type;
 
@@ -88,27 +87,17 @@ pub fn param_value(
     }
     let text = std::str::from_utf8(bytes)
         .map_err(|_| PgError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
-    match *ty {
-        Type::DATE => return Ok(ScalarValue::Date32(Some(parse_date(text, fmt)?))),
-        Type::TIMESTAMP => {
-            return Ok(ScalarValue::TimestampMicrosecond(
-                Some(parse_timestamp(text, fmt)?),
-                None,
-            ))
-        }
-        Type::TIMESTAMPTZ => {
-            return Ok(ScalarValue::TimestampMicrosecond(
-                Some(parse_timestamptz(text, fmt)?),
-                Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.into()),
-            ))
-        }
-        Type::INTERVAL => {
-            let v = interval_in(text)?;
-            return Ok(ScalarValue::IntervalMonthDayNano(Some(
-                IntervalMonthDayNano::new(v.months, v.days, v.micros.saturating_mul(1000)),
-            )));
-        }
-        _ => {}
+    // Dates, timestamps and intervals by the input functions of iolab's columns.
+    let date_time = match *ty {
+        Type::DATE => Some(PgType::Date),
+        Type::TIMESTAMP => Some(PgType::Timestamp),
+        Type::TIMESTAMPTZ => Some(PgType::Timestamptz),
+        Type::INTERVAL => Some(PgType::Interval),
+        _ => None,
+    };
+    if let Some(column_type) = date_time {
+        let value = parse_array(column_type, [Some(text)], fmt)?;
+        return ScalarValue::try_from_array(&value, 0).map_err(crate::errors::from_datafusion);
     }
     let value = ScalarValue::Utf8(Some(text.to_string()));
     if target == DataType::Utf8 {

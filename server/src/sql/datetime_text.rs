@@ -12,19 +12,17 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Date32Builder, IntervalMonthDayNanoBuilder, StringBuilder,
-    TimestampMicrosecondBuilder,
-};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, IntervalMonthDayNano, IntervalUnit};
+use datafusion::arrow::datatypes::{DataType, IntervalUnit};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
-use iolab_engine::values::input::{parse_date, parse_timestamp, parse_timestamptz};
-use iolab_engine::values::interval_input::interval_in;
+use iolab_catalog::PgType;
+use iolab_engine::values::input::parse_array;
 use iolab_engine::values::{write_text, DateOrder, TextFormat};
+use iolab_settings::SessionSettings;
 
 use crate::pgcatalog::functions::pg;
 use crate::pgcatalog::zoned_time::{result, rows_of};
@@ -39,6 +37,14 @@ pub struct TextSettings {
 }
 
 impl TextSettings {
+    /// A session's.
+    pub fn of(settings: &SessionSettings) -> TextSettings {
+        TextSettings {
+            time_zone: settings.time_zone(),
+            date_style: settings.get("DateStyle").unwrap_or_default(),
+        }
+    }
+
     pub fn format(&self) -> TextFormat {
         let fmt = TextFormat::default();
         let mut fmt = fmt.clone().with_time_zone(&self.time_zone).unwrap_or(fmt);
@@ -147,42 +153,12 @@ impl TextCast {
             }
             Direction::Read(target) => target,
         };
+        // The input functions of iolab's columns, then the cast's own unit (DataFusion's
+        // `timestamp` is in nanoseconds).
+        let ty = PgType::for_arrow(target).expect("reads_into names column types");
         let text = cast(array, &DataType::Utf8)?;
         let text = text.as_string::<i32>();
-        let values = (0..text.len()).map(|row| (!text.is_null(row)).then(|| text.value(row)));
-        let read: ArrayRef = match target {
-            DataType::Date32 => {
-                let mut out = Date32Builder::with_capacity(text.len());
-                for v in values {
-                    out.append_option(v.map(|s| parse_date(s, &fmt)).transpose().map_err(pg)?);
-                }
-                Arc::new(out.finish())
-            }
-            DataType::Timestamp(_, zone) => {
-                let parse = if zone.is_some() {
-                    parse_timestamptz
-                } else {
-                    parse_timestamp
-                };
-                let mut out = TimestampMicrosecondBuilder::with_capacity(text.len());
-                for v in values {
-                    out.append_option(v.map(|s| parse(s, &fmt)).transpose().map_err(pg)?);
-                }
-                let micros: ArrayRef = Arc::new(out.finish().with_timezone_opt(zone.clone()));
-                // The cast's own unit (DataFusion's `timestamp` is in nanoseconds).
-                return Ok(cast(&micros, target)?);
-            }
-            _ => {
-                let mut out = IntervalMonthDayNanoBuilder::with_capacity(text.len());
-                for v in values {
-                    let interval = v.map(interval_in).transpose().map_err(pg)?;
-                    out.append_option(interval.map(|i| {
-                        IntervalMonthDayNano::new(i.months, i.days, i.micros.saturating_mul(1000))
-                    }));
-                }
-                Arc::new(out.finish())
-            }
-        };
-        Ok(read)
+        let read = parse_array(ty, text.iter(), &fmt).map_err(pg)?;
+        Ok(cast(&read, target)?)
     }
 }

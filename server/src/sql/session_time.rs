@@ -85,11 +85,28 @@ impl ConfigExtension for SessionTimeOptions {
     const PREFIX: &'static str = "iolab_session_time";
 }
 
+impl SessionTimeOptions {
+    /// The options a state was given (the defaults when it was given none).
+    pub fn of(config: &ConfigOptions) -> SessionTimeOptions {
+        config
+            .extensions
+            .get::<SessionTimeOptions>()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The session's zone (UTC for a setting it cannot read, which SET never stores).
+    pub fn zone(&self) -> SessionZone {
+        SessionZone::parse(&self.time_zone).unwrap_or_else(SessionZone::utc)
+    }
+}
+
 /// Gives `state` the session's `TimeZone` and `DateStyle` for [`SessionTimeRule`].
 pub fn set_options(state: &mut SessionState, settings: &SessionSettings) {
+    let text = TextSettings::of(settings);
     let mut options = SessionTimeOptions::default();
-    options.time_zone = settings.time_zone();
-    options.date_style = settings.get("DateStyle").unwrap_or(options.date_style);
+    options.time_zone = text.time_zone;
+    options.date_style = text.date_style;
     state.config_mut().options_mut().extensions.insert(options);
 }
 
@@ -103,18 +120,14 @@ impl AnalyzerRule for SessionTimeRule {
     }
 
     fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
-        let options = config
-            .extensions
-            .get::<SessionTimeOptions>()
-            .cloned()
-            .unwrap_or_default();
-        let zone = SessionZone::parse(&options.time_zone).unwrap_or_else(SessionZone::utc);
+        let options = SessionTimeOptions::of(config);
+        let zone = options.zone();
         let rewriter = Rewriter {
             zoned: !zone.is_utc(),
             arrow_zone: zone.arrow_name(),
             settings: TextSettings {
-                time_zone: options.time_zone.clone(),
-                date_style: options.date_style.clone(),
+                time_zone: options.time_zone,
+                date_style: options.date_style,
             },
             timezone: Arc::new(ScalarUDF::new_from_impl(Timezone::new())),
             date_add: Arc::new(ScalarUDF::new_from_impl(DateAdd::new(false))),
