@@ -140,7 +140,7 @@ impl Catalog {
         mut def: SequenceDef,
         if_not_exists: bool,
     ) -> PgResult<Option<SequenceDef>> {
-        if def.schema != "public" {
+        if def.schema != "public" && !crate::store::is_temp_schema(&def.schema) {
             return Err(PgError::new(
                 sqlstate::INVALID_SCHEMA_NAME,
                 format!("schema \"{}\" does not exist", def.schema),

@@ -38,10 +38,21 @@ pub const BTREE_AM_OID: u32 = 403;
 /// PostgreSQL limits identifiers to NAMEDATALEN - 1 bytes.
 pub const MAX_IDENTIFIER_LEN: usize = 63;
 
+/// Whether `schema` is a session's temporary schema, `pg_temp_N` (see the engine's
+/// `temp` module).
+pub fn is_temp_schema(schema: &str) -> bool {
+    schema
+        .strip_prefix("pg_temp_")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Persistence {
     Permanent,
     Unlogged,
+    /// A session's temporary relation (`CREATE TEMP TABLE`): in its session's schema
+    /// `pg_temp_N`, cached in its local buffers, never logged, gone when the session ends.
+    Temporary,
 }
 
 impl Persistence {
@@ -50,6 +61,7 @@ impl Persistence {
         match self {
             Persistence::Permanent => 'p',
             Persistence::Unlogged => 'u',
+            Persistence::Temporary => 't',
         }
     }
 }
@@ -203,19 +215,19 @@ impl Catalog {
         write_durably(&self.path, &bytes).map_err(|e| PgError::io("could not write catalog", &e))
     }
 
-    /// The persistence of the table or index whose file is `relfilenode`, if the catalog
-    /// has one.
-    pub fn persistence_of(&self, relfilenode: u32) -> Option<Persistence> {
+    /// The persistence and schema of the table or index whose file is `relfilenode`, if
+    /// the catalog has one.
+    pub fn persistence_of(&self, relfilenode: u32) -> Option<(Persistence, String)> {
         let data = self.data.read();
         data.tables
             .values()
             .find(|t| t.relfilenode == relfilenode)
-            .map(|t| t.persistence)
+            .map(|t| (t.persistence, t.schema.clone()))
             .or_else(|| {
                 data.indexes
                     .values()
                     .find(|i| i.relfilenode == relfilenode)
-                    .map(|i| i.persistence)
+                    .map(|i| (i.persistence, i.schema.clone()))
             })
     }
 
@@ -239,11 +251,39 @@ impl Catalog {
 
     /// Looks a table up by name: `schema.name`, or `name` in the `public` schema.
     pub fn resolve(&self, schema: Option<&str>, name: &str) -> PgResult<TableDef> {
-        self.table(schema.unwrap_or("public"), name)
-            .ok_or_else(|| match schema {
-                Some(s) => PgError::undefined_table(&format!("{s}.{name}")),
-                None => PgError::undefined_table(name),
-            })
+        self.resolve_in(None, schema, name)
+    }
+
+    /// Looks a table up by name as a session whose temporary schema is `temp` sees it
+    /// (PostgreSQL's search path `pg_temp, public`): `name` in `temp` first, then in
+    /// `public`; `pg_temp.name` in `temp`; `schema.name` in `schema` — but another
+    /// session's temporary schema is refused.
+    pub fn resolve_in(
+        &self,
+        temp: Option<&str>,
+        schema: Option<&str>,
+        name: &str,
+    ) -> PgResult<TableDef> {
+        let found = match schema {
+            None => temp
+                .and_then(|t| self.table(t, name))
+                .or_else(|| self.table("public", name)),
+            Some("pg_temp") => temp.and_then(|t| self.table(t, name)),
+            Some(s) if s.starts_with("pg_temp_") && Some(s) != temp => {
+                return match self.table(s, name) {
+                    Some(_) => Err(PgError::new(
+                        sqlstate::FEATURE_NOT_SUPPORTED,
+                        "cannot access temporary tables of other sessions",
+                    )),
+                    None => Err(PgError::undefined_table(&format!("{s}.{name}"))),
+                };
+            }
+            Some(s) => self.table(s, name),
+        };
+        found.ok_or_else(|| match schema {
+            Some(s) => PgError::undefined_table(&format!("{s}.{name}")),
+            None => PgError::undefined_table(name),
+        })
     }
 
     /// Creates a table; returns its definition with OID and relfilenode assigned.
@@ -389,7 +429,7 @@ impl CatalogFile {
         columns: Vec<ColumnDef>,
         if_not_exists: bool,
     ) -> PgResult<Option<TableDef>> {
-        if schema != "public" {
+        if schema != "public" && !is_temp_schema(schema) {
             return Err(PgError::new(
                 sqlstate::INVALID_SCHEMA_NAME,
                 format!("schema \"{schema}\" does not exist"),

@@ -105,6 +105,39 @@ pub fn io_context(ring: Option<RingKind>) -> IoContext {
     }
 }
 
+/// Which buffers an I/O fills or empties: the shared pool (through a ring or not) or a
+/// session's local buffers (its temporary tables; never through a ring, as in PostgreSQL).
+/// It decides the `pg_stat_io` row (object `relation` or `temp relation`, the context)
+/// and whether EXPLAIN counts `shared` or `local` blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Buffers {
+    Shared(Option<RingKind>),
+    Local,
+}
+
+impl Buffers {
+    /// Shared buffers without a ring.
+    pub const SHARED: Buffers = Buffers::Shared(None);
+
+    pub fn object(self) -> IoObject {
+        match self {
+            Buffers::Shared(_) => IoObject::Relation,
+            Buffers::Local => IoObject::TempRelation,
+        }
+    }
+
+    pub fn context(self) -> IoContext {
+        match self {
+            Buffers::Shared(ring) => io_context(ring),
+            Buffers::Local => IoContext::Normal,
+        }
+    }
+
+    pub fn is_local(self) -> bool {
+        self == Buffers::Local
+    }
+}
+
 impl IoAccount {
     /// An account whose pending `pg_stat_io` counters go to `sink` (none: only `usage`).
     pub fn new(track_io_timing: bool, sink: Option<StatsSink>) -> IoAccount {
@@ -140,22 +173,28 @@ impl IoAccount {
     }
 
     /// A block of relation file `relfilenode` was found valid in the pool.
-    pub fn hit(&mut self, ring: Option<RingKind>, relfilenode: u32) {
-        self.usage.shared_hit += 1;
+    pub fn hit(&mut self, at: Buffers, relfilenode: u32) {
+        match at {
+            Buffers::Shared(_) => self.usage.shared_hit += 1,
+            Buffers::Local => self.usage.local_hit += 1,
+        }
         self.relations.hit(relfilenode);
         self.pending
-            .count_op(IoObject::Relation, io_context(ring), IoOp::Hit, 0, 0);
+            .count_op(at.object(), at.context(), IoOp::Hit, 0, 0);
     }
 
     /// A read of `nblocks` blocks of relation file `relfilenode` was started (counted once
     /// per I/O in `pg_stat_io`, as PostgreSQL 18; per block in `pg_statio_*`).
-    pub fn read_started(&mut self, ring: Option<RingKind>, relfilenode: u32, nblocks: u32) {
-        self.usage.shared_read += nblocks as u64;
+    pub fn read_started(&mut self, at: Buffers, relfilenode: u32, nblocks: u32) {
+        match at {
+            Buffers::Shared(_) => self.usage.shared_read += nblocks as u64,
+            Buffers::Local => self.usage.local_read += nblocks as u64,
+        }
         self.relations.read(relfilenode, nblocks as u64);
         self.usage.io_reads += 1;
         self.pending.count_op(
-            IoObject::Relation,
-            io_context(ring),
+            at.object(),
+            at.context(),
             IoOp::Read,
             nblocks as u64 * BLCKSZ as u64,
             0,
@@ -180,34 +219,39 @@ impl IoAccount {
     }
 
     /// Time spent issuing I/O (advice, submission), from `started` until now.
-    pub fn issued(&mut self, ring: Option<RingKind>, started: Option<Instant>) {
+    pub fn issued(&mut self, at: Buffers, started: Option<Instant>) {
         if started.is_some() {
             let ns = Self::elapsed_ns(started);
-            self.usage.shared_wait_ns += ns;
-            self.pending
-                .count_wait(IoObject::Relation, io_context(ring), ns);
+            match at {
+                Buffers::Shared(_) => self.usage.shared_wait_ns += ns,
+                Buffers::Local => self.usage.local_wait_ns += ns,
+            }
+            self.pending.count_wait(at.object(), at.context(), ns);
         }
     }
 
     /// The thread was blocked on a read from `started` until now; `stalled` says whether it
     /// really had to wait (the I/O was not complete yet).
-    pub fn read_waited(&mut self, ring: Option<RingKind>, started: Option<Instant>, stalled: bool) {
+    pub fn read_waited(&mut self, at: Buffers, started: Option<Instant>, stalled: bool) {
         self.usage.io_stalls += stalled as u64;
         if started.is_some() {
             let ns = Self::elapsed_ns(started);
-            self.usage.shared_read_ns += ns;
+            match at {
+                Buffers::Shared(_) => self.usage.shared_read_ns += ns,
+                Buffers::Local => self.usage.local_read_ns += ns,
+            }
             // Time only: the read itself was counted when it started.
             self.pending
-                .count_ops(IoObject::Relation, io_context(ring), IoOp::Read, 0, 0, ns);
+                .count_ops(at.object(), at.context(), IoOp::Read, 0, 0, ns);
         }
     }
 
     /// Submission → completion latency of one read.
-    pub fn read_latency(&mut self, ring: Option<RingKind>, latency: Duration) {
+    pub fn read_latency(&mut self, at: Buffers, latency: Duration) {
         let ns = latency.as_nanos() as u64;
         self.read_latency.record_ns(ns);
         self.pending
-            .record_latency(IoObject::Relation, io_context(ring), IoOp::Read, ns);
+            .record_latency(at.object(), at.context(), IoOp::Read, ns);
         self.pending.record_aio_latency(AioLatencyOp::Read, ns);
     }
 
@@ -226,26 +270,36 @@ impl IoAccount {
     }
 
     /// One block written back (from `started`, for `track_io_timing`).
-    pub fn wrote(&mut self, ring: Option<RingKind>, started: Option<Instant>, latency: Duration) {
+    pub fn wrote(&mut self, at: Buffers, started: Option<Instant>, latency: Duration) {
         let ns = Self::elapsed_ns(started);
-        self.usage.shared_written += 1;
-        self.usage.shared_write_ns += ns;
-        let ctx = io_context(ring);
+        match at {
+            Buffers::Shared(_) => {
+                self.usage.shared_written += 1;
+                self.usage.shared_write_ns += ns;
+            }
+            Buffers::Local => {
+                self.usage.local_written += 1;
+                self.usage.local_write_ns += ns;
+            }
+        }
+        let (object, ctx) = (at.object(), at.context());
         self.pending
-            .count_op(IoObject::Relation, ctx, IoOp::Write, BLCKSZ as u64, ns);
+            .count_op(object, ctx, IoOp::Write, BLCKSZ as u64, ns);
         let ns = latency.as_nanos() as u64;
-        self.pending
-            .record_latency(IoObject::Relation, ctx, IoOp::Write, ns);
+        self.pending.record_latency(object, ctx, IoOp::Write, ns);
         self.pending.record_aio_latency(AioLatencyOp::Write, ns);
     }
 
     /// The relation was extended by `nblocks` blocks.
-    pub fn extended(&mut self, ring: Option<RingKind>, nblocks: u32, started: Option<Instant>) {
+    pub fn extended(&mut self, at: Buffers, nblocks: u32, started: Option<Instant>) {
         let ns = Self::elapsed_ns(started);
-        self.usage.shared_written += nblocks as u64;
+        match at {
+            Buffers::Shared(_) => self.usage.shared_written += nblocks as u64,
+            Buffers::Local => self.usage.local_written += nblocks as u64,
+        }
         self.pending.count_op(
-            IoObject::Relation,
-            io_context(ring),
+            at.object(),
+            at.context(),
             IoOp::Extend,
             nblocks as u64 * BLCKSZ as u64,
             ns,
@@ -303,10 +357,9 @@ impl IoAccount {
     }
 
     /// A valid buffer was taken from the clock sweep (`evict`) or reused from the ring.
-    pub fn victim(&mut self, ring: Option<RingKind>, reused: bool) {
+    pub fn victim(&mut self, at: Buffers, reused: bool) {
         let op = if reused { IoOp::Reuse } else { IoOp::Evict };
-        self.pending
-            .count_op(IoObject::Relation, io_context(ring), op, 0, 0);
+        self.pending.count_op(at.object(), at.context(), op, 0, 0);
     }
 
     /// Flush if the hub's flush interval (a second, or less while the history samples

@@ -82,6 +82,9 @@ pub struct Database {
     pub pool: Arc<BufferPool>,
     pub txns: TransactionManager,
     relfiles: Mutex<HashMap<u32, Arc<RelFile>>>,
+    /// Sessions' local buffers by temporary schema (`pg_temp_N`), for opening their
+    /// temporary relations (see [`crate::temp`]).
+    pub(crate) local_buffers: Mutex<HashMap<String, std::sync::Weak<BufferPool>>>,
     /// The I/O method executing reads (after any io_uring → worker fallback).
     pub aio: Arc<AioSystem>,
     /// Server-wide I/O statistics (`pg_stat_io`).
@@ -157,6 +160,7 @@ impl Database {
             pool,
             txns,
             relfiles: Mutex::new(HashMap::new()),
+            local_buffers: Mutex::new(HashMap::new()),
             aio,
             io_stats,
             fsm: Default::default(),
@@ -172,6 +176,7 @@ impl Database {
         db.txns
             .abort_unfinished()
             .map_err(|e| io("could not write the commit log in", e))?;
+        crate::temp::remove_orphans(&db)?;
         match startup {
             Startup::Clean => {}
             Startup::NewCluster => {
@@ -213,31 +218,34 @@ impl Database {
     }
 
     /// The open file of a relation (opened on first use and kept; bounded by the number
-    /// of relations). Its changes are logged unless the catalog says it is unlogged.
+    /// of relations). Its changes are logged unless the catalog says it is unlogged or
+    /// temporary.
     pub fn relfile(&self, relfilenode: u32) -> PgResult<Arc<RelFile>> {
         self.open_relfile(relfilenode, || {
             self.catalog
                 .persistence_of(relfilenode)
-                .unwrap_or(Persistence::Permanent)
+                .unwrap_or((Persistence::Permanent, String::new()))
         })
     }
 
     /// [`relfile`](Self::relfile) for a relation not in the catalog yet (being created),
-    /// whose persistence the caller knows.
+    /// whose persistence and schema the caller knows.
     pub fn relation_file(
         &self,
         relfilenode: u32,
         persistence: Persistence,
+        schema: &str,
     ) -> PgResult<Arc<RelFile>> {
-        self.open_relfile(relfilenode, || persistence)
+        self.open_relfile(relfilenode, || (persistence, schema.to_string()))
     }
 
-    /// The relation's open file; opening it asks `persistence` whether it is logged (a
-    /// file already open is returned without asking).
+    /// The relation's open file; opening it asks `storage` for its persistence and schema
+    /// (a file already open is returned without asking): a permanent relation's changes
+    /// are logged, a temporary one is tied to the local buffers of its schema's session.
     fn open_relfile(
         &self,
         relfilenode: u32,
-        persistence: impl FnOnce() -> Persistence,
+        storage: impl FnOnce() -> (Persistence, String),
     ) -> PgResult<Arc<RelFile>> {
         let mut files = self.relfiles.lock();
         if let Some(f) = files.get(&relfilenode) {
@@ -252,21 +260,44 @@ impl Database {
                 PgError::io(&format!("could not open file \"base/{relfilenode}\""), &e)
             })?,
         );
-        if persistence() == Persistence::Permanent {
-            f.set_wal(Arc::clone(&self.wal));
+        match storage() {
+            (Persistence::Permanent, _) => f.set_wal(Arc::clone(&self.wal)),
+            (Persistence::Unlogged, _) => {}
+            (Persistence::Temporary, schema) => {
+                let local = self
+                    .local_buffers
+                    .lock()
+                    .get(&schema)
+                    .and_then(|w| w.upgrade());
+                let Some(local) = local else {
+                    return Err(crate::temp::other_sessions_error());
+                };
+                f.set_local_buffers(&local);
+            }
         }
         files.insert(relfilenode, f.clone());
         Ok(f)
     }
 
-    /// Every open relation file (a checkpoint fsyncs them).
+    /// The pool that caches `rel`'s blocks: the shared pool, or its session's local
+    /// buffers for a temporary relation.
+    pub fn buffers_of(&self, rel: &RelFile) -> PgResult<Arc<BufferPool>> {
+        self.pool.serving(rel)
+    }
+
+    /// Every open relation file but temporary ones (a checkpoint fsyncs them).
     pub(crate) fn open_relation_files(&self) -> Vec<Arc<RelFile>> {
-        self.relfiles.lock().values().cloned().collect()
+        let files = self.relfiles.lock();
+        files
+            .values()
+            .filter(|f| !f.is_temporary())
+            .cloned()
+            .collect()
     }
 
     /// Creates the (empty) file of a new table.
     pub fn create_relation_file(&self, table: &TableDef) -> PgResult<()> {
-        self.relation_file(table.relfilenode, table.persistence)
+        self.relation_file(table.relfilenode, table.persistence, &table.schema)
             .map(|_| ())
     }
 
@@ -297,9 +328,28 @@ impl Database {
         Ok(())
     }
 
+    /// Removes table `oid` at once: its catalog entry, its indexes' and owned sequences',
+    /// and all their files (the end of DROP TABLE, or the undoing of CREATE TABLE).
+    pub fn remove_table(&self, oid: u32) -> PgResult<()> {
+        let dropped = self.catalog.drop_table(oid)?;
+        for s in &dropped.sequences {
+            self.catalog.sequence_values.remove(s.oid)?;
+        }
+        self.remove_relation_file(dropped.table.relfilenode)?;
+        for index in &dropped.indexes {
+            crate::btree::drop_index_files(self, index)?;
+        }
+        Ok(())
+    }
+
     /// Removes a relation's buffers and files (DROP TABLE, and the old file after TRUNCATE).
     pub fn remove_relation_file(&self, relfilenode: u32) -> PgResult<()> {
-        self.pool.discard_relation(relfilenode)?;
+        let open = self.relfiles.lock().get(&relfilenode).cloned();
+        match open.and_then(|rel| rel.local_buffers()) {
+            // A temporary relation's buffers went with its session, if it has gone.
+            Some(local) => local.map_or(Ok(0), |pool| pool.discard_relation(relfilenode))?,
+            None => self.pool.discard_relation(relfilenode)?,
+        };
         self.io_stats.relation_counts.forget(relfilenode);
         self.fsm.forget(relfilenode);
         self.vm.forget(relfilenode);

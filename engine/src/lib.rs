@@ -13,6 +13,7 @@ pub mod heap;
 pub mod plan;
 pub mod storage;
 pub mod stream;
+pub mod temp;
 pub mod txn;
 pub mod values;
 pub mod wal;

@@ -97,7 +97,7 @@ pub async fn start(
                 .with_hint("To enable copying to a view, provide an INSTEAD OF INSERT trigger."),
         );
     }
-    let table = run.db.catalog.resolve(schema.as_deref(), &name)?;
+    let table = run.resolve_table(schema.as_deref(), &name)?;
     let names: Vec<ast::ObjectName> = columns
         .iter()
         .map(|c| ast::ObjectName::from(vec![c.clone()]))
@@ -311,7 +311,7 @@ async fn copy_to(
                 ))
                 .with_hint("Try the COPY (SELECT ...) TO variant."));
             }
-            let table = run.db.catalog.resolve(schema.as_deref(), &name)?;
+            let table = run.resolve_table(schema.as_deref(), &name)?;
             relid = table.oid;
             let cols = if columns.is_empty() {
                 table

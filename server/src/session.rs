@@ -17,10 +17,11 @@ use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_engine::exec::cancel::CancelFlag;
 use iolab_engine::exec::context::StreamSettings;
-use iolab_engine::exec::schema::PublicSchema;
+use iolab_engine::exec::schema::{PublicSchema, TempSchema};
 use iolab_engine::exec::StatementContext;
 use iolab_engine::plan::partitions::OnePartitionWhenCheap;
 use iolab_engine::plan::PlannerSettings;
+use iolab_engine::temp::SessionTemp;
 use iolab_engine::txn::OwnXids;
 use iolab_engine::values::TextFormat;
 use iolab_engine::Database;
@@ -97,6 +98,9 @@ pub struct Session {
     pub last_statement: Option<Arc<StatementContext>>,
     /// Its statements' texts as `pg_stat_statements` shows them.
     pub normalized_texts: crate::statement_stats::NormalizedTexts,
+    /// Its temporary schema and local buffers, from its first temporary table on.
+    /// (Declared last: dropped after the transaction block, which may undo a CREATE.)
+    pub temp: Arc<SessionTemp>,
 }
 
 pub type SharedSession = Arc<tokio::sync::Mutex<Session>>;
@@ -105,7 +109,8 @@ impl Session {
     pub fn new(server: Arc<Server>, pid: i32, user: String, settings: SessionSettings) -> Session {
         let cursors = sql::cursor::Cursors::default();
         let prepared = sql::prepare::PreparedStatements::default();
-        let df_state = base_state(&server, &cursors, &prepared);
+        let temp = Arc::new(SessionTemp::default());
+        let df_state = base_state(&server, &cursors, &prepared, &temp);
         let generic_plan_state = SessionStateBuilder::new()
             .with_config(df_state.config().clone())
             .with_runtime_env(df_state.runtime_env().clone())
@@ -129,6 +134,7 @@ impl Session {
             prepared,
             last_statement: None,
             normalized_texts: Default::default(),
+            temp,
         }
     }
 
@@ -189,7 +195,8 @@ impl Session {
     ) -> PgResult<Option<datafusion::arrow::datatypes::SchemaRef>> {
         let mut state = self.df_state.clone();
         crate::pgcatalog::register_functions(&mut state, &self.catalog_info());
-        crate::sql::returning::describe(&state, self.db(), stmt, param_types).await
+        crate::sql::returning::describe(&state, self.db(), self.temp.schema(), stmt, param_types)
+            .await
     }
 
     /// What the plan cache has for `parsed` with `params`, its names resolving in
@@ -511,6 +518,7 @@ impl Session {
             params,
             sequences: self.sequences.clone(),
             prepared,
+            temp: self.temp.clone(),
         };
         if !self.txn.in_block {
             self.txn.next_cid = 0;
@@ -587,7 +595,9 @@ impl Session {
                 let ast::Statement::CreateTable(create) = &**stmt else {
                     return Err(PgError::syntax("syntax error at or near \"UNLOGGED\""));
                 };
-                return create_table(run, create, true, &mut self.txn.ddl, notices).await;
+                let temp_buffers = self.settings.temp_buffers_blocks() as usize;
+                let log = &mut self.txn.ddl;
+                return create_table(run, create, true, temp_buffers, log, notices).await;
             }
             Parsed::Fetch(fetch) => return self.cursors.fetch(fetch).await,
             Parsed::Prepare(prepare) => {
@@ -611,10 +621,12 @@ impl Session {
                 })
             }
             ast::Statement::CreateTable(create) => {
-                create_table(run, create, false, &mut self.txn.ddl, notices).await
+                let temp_buffers = self.settings.temp_buffers_blocks() as usize;
+                let log = &mut self.txn.ddl;
+                create_table(run, create, false, temp_buffers, log, notices).await
             }
             ast::Statement::Drop { object_type, .. } => {
-                notices.extend(ddl::drop(&db, stmt, &mut self.txn.ddl)?);
+                notices.extend(ddl::drop(&db, self.temp.schema(), stmt, &mut self.txn.ddl)?);
                 let tag = match object_type {
                     ast::ObjectType::Index => "DROP INDEX",
                     ast::ObjectType::Sequence => "DROP SEQUENCE",
@@ -639,7 +651,7 @@ impl Session {
             }
             ast::Statement::Truncate(t) => {
                 let names: Vec<_> = t.table_names.iter().map(|t| t.name.clone()).collect();
-                ddl::truncate(&db, &names, &mut self.txn.ddl)?;
+                ddl::truncate(&db, self.temp.schema(), &names, &mut self.txn.ddl)?;
                 Ok(Outcome::Done("TRUNCATE TABLE".into()))
             }
             ast::Statement::Insert(ins) => insert::insert(run, ins).await,
@@ -861,9 +873,14 @@ async fn create_table(
     run: &StatementRun,
     create: &ast::CreateTable,
     unlogged: bool,
+    temp_buffers: usize,
     log: &mut DdlLog,
     notices: &mut Vec<Notice>,
 ) -> PgResult<Outcome> {
+    if ddl::creates_temporary(create)? {
+        // The session's temporary schema and local buffers, made at its first one.
+        run.temp.space(&run.db, temp_buffers)?;
+    }
     let (created, tag) = if create.query.is_some() {
         match ddl::create_table_as(run, create, unlogged, log).await? {
             Some(rows) => (true, format!("SELECT {rows}")),
@@ -905,6 +922,7 @@ fn base_state(
     server: &Server,
     cursors: &sql::cursor::Cursors,
     prepared: &sql::prepare::PreparedStatements,
+    temp: &Arc<SessionTemp>,
 ) -> SessionState {
     let db = &server.db;
     let mut config = SessionConfig::new()
@@ -931,7 +949,14 @@ fn base_state(
     for (name, with_ctid) in [(DATABASE, false), (DATABASE_WITH_CTID, true)] {
         let catalog = MemoryCatalogProvider::new();
         catalog
-            .register_schema("public", Arc::new(PublicSchema::new(db.clone(), with_ctid)))
+            .register_schema(
+                "public",
+                Arc::new(PublicSchema::new(db.clone(), with_ctid, temp.clone())),
+            )
+            .expect("a new catalog accepts a schema");
+        let temp_schema = Arc::new(TempSchema::new(db.clone(), with_ctid, temp.clone()));
+        catalog
+            .register_schema("pg_temp", temp_schema)
             .expect("a new catalog accepts a schema");
         crate::pgcatalog::register_schemas(&catalog, db.clone());
         use crate::pgcatalog::computed_views::ComputedView;

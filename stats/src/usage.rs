@@ -20,6 +20,15 @@ pub struct BufferUsage {
     /// I/Os to workers / the kernel (iolab's `shared wait=`; counted only with
     /// `track_io_timing`). This is time the session was busy, not blocked on a read.
     pub shared_wait_ns: u64,
+    /// The same four counts and two times for a session's local buffers (its temporary
+    /// tables: EXPLAIN's `local hit=… read=…`).
+    pub local_hit: u64,
+    pub local_read: u64,
+    pub local_dirtied: u64,
+    pub local_written: u64,
+    pub local_read_ns: u64,
+    pub local_write_ns: u64,
+    pub local_wait_ns: u64,
     /// Read operations started (one combined read of many blocks counts once).
     pub io_reads: u64,
     /// Times the consumer had to wait for a read that was not finished yet ("stalls").
@@ -43,6 +52,13 @@ impl BufferUsage {
         self.shared_read_ns += other.shared_read_ns;
         self.shared_write_ns += other.shared_write_ns;
         self.shared_wait_ns += other.shared_wait_ns;
+        self.local_hit += other.local_hit;
+        self.local_read += other.local_read;
+        self.local_dirtied += other.local_dirtied;
+        self.local_written += other.local_written;
+        self.local_read_ns += other.local_read_ns;
+        self.local_write_ns += other.local_write_ns;
+        self.local_wait_ns += other.local_wait_ns;
         self.io_reads += other.io_reads;
         self.io_stalls += other.io_stalls;
         self.wal_records += other.wal_records;

@@ -41,8 +41,9 @@ use iolab_settings::IoMethod;
 use iolab_stats::{AioEvent, WaitEvent};
 use parking_lot::Mutex;
 
+use crate::accounting::Buffers;
 use crate::accounting::IoAccount;
-use crate::buffer::{PendingRead, PinnedBuffer, RingKind};
+use crate::buffer::{PendingRead, PinnedBuffer};
 use crate::storage::page::BLCKSZ;
 pub use handle::{HandleState, HandleTable, IoRef};
 use worker::WorkerPool;
@@ -192,7 +193,7 @@ impl AioSystem {
 
     /// Advise the kernel that `read`'s blocks will be needed (`posix_fadvise(WILLNEED)`);
     /// the time it takes is wait time.
-    pub fn advise(&self, read: &PendingRead, acct: &mut IoAccount, ring: Option<RingKind>) {
+    pub fn advise(&self, read: &PendingRead, acct: &mut IoAccount, at: Buffers) {
         let timer = acct.start_timer();
         acct.set_wait_event(WaitEvent::DataFilePrefetch);
         if let Ok((fd, offset)) = read.fd_and_offset() {
@@ -200,7 +201,7 @@ impl AioSystem {
             acct.aio_event(AioEvent::Advised);
         }
         acct.set_wait_event(WaitEvent::None);
-        acct.issued(ring, timer);
+        acct.issued(at, timer);
     }
 
     /// Whether reads started through handles may be advised by whoever runs them later
@@ -259,7 +260,7 @@ impl AioSystem {
 
     /// Hand every staged I/O to the method: one queue pass and wake-ups for `worker`, one
     /// `io_uring_enter` for `io_uring`. Counts the time as wait time.
-    pub fn submit_staged(&self, issuer: &mut Issuer, acct: &mut IoAccount, ring: Option<RingKind>) {
+    pub fn submit_staged(&self, issuer: &mut Issuer, acct: &mut IoAccount, at: Buffers) {
         if issuer.staged.is_empty() {
             return;
         }
@@ -291,7 +292,7 @@ impl AioSystem {
         }
         issuer.staged = staged;
         issuer.staged.clear();
-        acct.issued(ring, timer);
+        acct.issued(at, timer);
     }
 
     fn submit_uring(&self, staged: &[IoRef], in_flight: usize) {
@@ -408,7 +409,7 @@ impl AioSystem {
         issuer: &mut Issuer,
         io: InFlightIo,
         acct: &mut IoAccount,
-        ring: Option<RingKind>,
+        at: Buffers,
     ) -> Result<Vec<PinnedBuffer>, PgError> {
         let timer = acct.start_timer();
         match io {
@@ -441,13 +442,13 @@ impl AioSystem {
                     }
                 };
                 acct.set_wait_event(WaitEvent::None);
-                acct.read_latency(ring, outcome.latency);
-                acct.read_waited(ring, timer, true);
+                acct.read_latency(at, outcome.latency);
+                acct.read_waited(at, timer, true);
                 finish(outcome)
             }
             InFlightIo::Handle(h) => {
                 if issuer.staged.contains(&h) {
-                    self.submit_staged(issuer, acct, ring);
+                    self.submit_staged(issuer, acct, at);
                 }
                 // An io_uring read may have been reaped already (COMPLETED_IO) but not yet
                 // verified: that is no stall.
@@ -480,7 +481,7 @@ impl AioSystem {
                     }
                     acct.set_wait_event(WaitEvent::None);
                 }
-                acct.read_waited(ring, timer, stalled);
+                acct.read_waited(at, timer, stalled);
                 if !self.handles.is_complete(h) {
                     // An io_uring read (reaped just now or earlier): verify its pages here,
                     // right before the consumer reads them, so that they are still in the
@@ -495,7 +496,7 @@ impl AioSystem {
                 if outcome.advised_by_worker {
                     acct.aio_event(AioEvent::Advised);
                 }
-                acct.read_latency(ring, outcome.latency);
+                acct.read_latency(at, outcome.latency);
                 finish(outcome)
             }
         }

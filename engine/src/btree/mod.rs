@@ -164,12 +164,8 @@ impl BtreeIndex {
                 "indexes on more than one column are not supported yet",
             ));
         }
-        let mut index = BtreeIndex::new(
-            db.pool.clone(),
-            db.relation_file(def.relfilenode, def.persistence)?,
-            def.key_types[0],
-            &def.name,
-        );
+        let rel = db.relation_file(def.relfilenode, def.persistence, &def.schema)?;
+        let mut index = BtreeIndex::new(db.buffers_of(&rel)?, rel, def.key_types[0], &def.name);
         // CREATE INDEX checked the value.
         let deduplicate_items = def
             .reloption("deduplicate_items")
@@ -370,16 +366,18 @@ fn build_file(
         progress.set(create_index::TUPLES_DONE, entries.len());
         drop(entries);
         // Written and fsynced now: a crash after CREATE INDEX returns must not lose pages
-        // the catalog says exist.
-        db.pool
-            .flush_relation_counted(index.relfilenode(), &mut acct)?;
-        let synced = acct.fsync(|| index.rel.sync());
-        synced.map_err(|e| {
-            PgError::io(
-                &format!("could not fsync file \"{}\"", index.rel.path().display()),
-                &e,
-            )
-        })?;
+        // the catalog says exist. (A temporary index does not outlive a crash.)
+        if !index.rel.is_temporary() {
+            db.pool
+                .flush_relation_counted(index.relfilenode(), &mut acct)?;
+            let synced = acct.fsync(|| index.rel.sync());
+            synced.map_err(|e| {
+                PgError::io(
+                    &format!("could not fsync file \"{}\"", index.rel.path().display()),
+                    &e,
+                )
+            })?;
+        }
         if big {
             tracing::info!(
                 index = %def.name,
@@ -402,8 +400,8 @@ fn build_file(
 pub fn truncate_index(db: &Database, def: &IndexDef, acct: &mut IoAccount) -> PgResult<()> {
     let lock = writer_lock(def.relfilenode);
     let _writer = lock.lock();
-    db.pool.discard_relation(def.relfilenode)?;
     let rel = db.relfile(def.relfilenode)?;
+    db.buffers_of(&rel)?.discard_relation(def.relfilenode)?;
     rel.truncate().map_err(|e| {
         PgError::io(
             &format!("could not truncate file \"{}\"", rel.path().display()),

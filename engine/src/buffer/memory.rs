@@ -160,6 +160,23 @@ impl FrameMemory {
         FrameMemory::allocate(nframes, HugePages::Off).unwrap_or_else(|e| panic!("{}", e.message))
     }
 
+    /// Map `nframes` frames in 4 KiB pages without touching them: the kernel backs each
+    /// page when it is first used (a session's local buffers).
+    pub fn untouched(nframes: usize) -> Result<FrameMemory, PgError> {
+        assert!(nframes > 0, "a buffer pool needs at least one frame");
+        let len = nframes
+            .checked_mul(BLCKSZ)
+            .expect("buffer pool size overflows usize");
+        let base = map_plain(len, true).map_err(|e| map_failure(&e, len))?;
+        Ok(FrameMemory {
+            base,
+            nframes,
+            mapped_len: len,
+            kind: HugePageKind::None,
+            huge_bytes: 0,
+        })
+    }
+
     /// Map and pre-fault `nframes` frames as `huge_pages` asks (see the module comment). The
     /// error is PostgreSQL's start-up failure, `could not map anonymous shared memory: …`,
     /// with PostgreSQL's hint when the kernel ran out of memory (or of huge pages).

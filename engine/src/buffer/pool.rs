@@ -92,6 +92,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWri
 
 use super::memory::FrameMemory;
 use super::ring::{BufferRing, RingKind};
+use crate::accounting::Buffers;
 use crate::storage::page::{page_is_new, page_set_checksum, page_verify, BLCKSZ};
 use crate::storage::relfile::RelFile;
 
@@ -344,6 +345,9 @@ pub struct BufferPool {
     allocations: AtomicU64,
     /// The WAL flushed up to a page's LSN before the page is written (WAL before data).
     wal: std::sync::OnceLock<Arc<crate::wal::Wal>>,
+    /// A session's local buffers (`temp_buffers`) for its temporary relations, rather than
+    /// the shared pool: counted as `local` blocks and `temp relation` I/O.
+    local: bool,
 }
 
 /// What one walk of the background writer did ([`BufferPool::clean_ahead`]).
@@ -393,7 +397,55 @@ impl BufferPool {
             clock_hand: AtomicU64::new(0),
             allocations: AtomicU64::new(0),
             wal: std::sync::OnceLock::new(),
+            local: false,
         })
+    }
+
+    /// A session's local buffers: `nbuffers` frames in 4 KiB pages, backed by the kernel
+    /// as they are first used (PostgreSQL, too, allocates local buffers as they are
+    /// needed). Only relation files tied to this pool ([`RelFile::set_local_buffers`]) are
+    /// read through it.
+    pub fn new_local(nbuffers: usize) -> Result<Arc<BufferPool>, PgError> {
+        let mut pool = BufferPool::with_memory(FrameMemory::untouched(nbuffers)?);
+        Arc::get_mut(&mut pool).expect("a new pool").local = true;
+        Ok(pool)
+    }
+
+    /// Whether this is a session's local buffers.
+    pub fn is_local(&self) -> bool {
+        self.local
+    }
+
+    /// What an I/O through `ring` counts as in this pool.
+    pub fn buffers(&self, ring: Option<RingKind>) -> Buffers {
+        if self.local {
+            Buffers::Local
+        } else {
+            Buffers::Shared(ring)
+        }
+    }
+
+    /// The pool that holds `rel`'s blocks: its session's local buffers for a temporary
+    /// relation, this pool otherwise. Every entry point that takes a relation asks this
+    /// first, so a caller holding the shared pool reads a temporary relation correctly.
+    /// A temporary relation whose session has gone cannot be read (its buffers went with
+    /// the session).
+    pub fn serving(self: &Arc<Self>, rel: &RelFile) -> Result<Arc<BufferPool>, PgError> {
+        match rel.local_buffers() {
+            None => Ok(Arc::clone(self)),
+            Some(local) => local.ok_or_else(|| {
+                PgError::new(
+                    iolab_catalog::sqlstate::FEATURE_NOT_SUPPORTED,
+                    "cannot access temporary tables of other sessions",
+                )
+            }),
+        }
+    }
+
+    /// `Some(local pool)` when `rel` belongs to local buffers other than this pool.
+    fn elsewhere(self: &Arc<Self>, rel: &RelFile) -> Result<Option<Arc<BufferPool>>, PgError> {
+        let pool = self.serving(rel)?;
+        Ok((!Arc::ptr_eq(&pool, self)).then_some(pool))
     }
 
     /// From now on, a page is written only once the WAL is flushed up to its LSN.
@@ -416,7 +468,12 @@ impl BufferPool {
     /// (PostgreSQL divides it among its backends: NBuffers / (MaxBackends + auxiliary
     /// processes)), at least 1.
     pub fn pin_limit(&self) -> usize {
-        (self.nbuffers() / 64).max(1)
+        match self.local {
+            // Local buffers serve one session: a quarter of them, as PostgreSQL's
+            // GetLocalPinLimit.
+            true => (self.nbuffers() / 4).max(1),
+            false => (self.nbuffers() / 64).max(1),
+        }
     }
 
     /// Whether a sequential scan of a relation of `rel_nblocks` blocks should use a
@@ -487,7 +544,10 @@ impl BufferPool {
         strategy: Option<&mut BufferRing>,
         acct: &mut IoAccount,
     ) -> Result<PinnedBuffer, PgError> {
-        let ring = strategy.as_deref().map(BufferRing::kind);
+        if let Some(local) = self.elsewhere(rel)? {
+            return local.read_buffer(rel, blkno, None, acct);
+        }
+        let at = self.buffers(strategy.as_deref().map(BufferRing::kind));
         match self.start_read(rel, blkno, 1, strategy, acct, true)? {
             StartedRead::Hit(buffer) => Ok(buffer),
             StartedRead::BeingRead(_) => unreachable!("start_read waited for the other read"),
@@ -498,8 +558,8 @@ impl BufferPool {
                 let submitted = Instant::now();
                 let result = read.execute();
                 acct.set_wait_event(iolab_stats::WaitEvent::None);
-                acct.read_latency(ring, submitted.elapsed());
-                acct.read_waited(ring, timer, true);
+                acct.read_latency(at, submitted.elapsed());
+                acct.read_waited(at, timer, true);
                 read.finish(result)?;
                 Ok(read.into_buffers().pop().expect("a one-block read"))
             }
@@ -517,6 +577,9 @@ impl BufferPool {
         blkno: u32,
         acct: &mut IoAccount,
     ) -> Result<PinnedBuffer, PgError> {
+        if let Some(local) = self.elsewhere(rel)? {
+            return local.read_buffer_for_overwrite(rel, blkno, acct);
+        }
         let tag = BufferTag {
             relfilenode: rel.relfilenode(),
             blkno,
@@ -554,7 +617,10 @@ impl BufferPool {
         wait_for_others: bool,
     ) -> Result<StartedRead, PgError> {
         assert!(max_blocks >= 1, "a read needs at least one block");
-        let ring = strategy.as_deref().map(BufferRing::kind);
+        if let Some(local) = self.elsewhere(rel)? {
+            return local.start_read(rel, blkno, max_blocks, None, acct, wait_for_others);
+        }
+        let at = self.buffers(strategy.as_deref().map(BufferRing::kind));
         let tag_of = |blkno| BufferTag {
             relfilenode: rel.relfilenode(),
             blkno,
@@ -598,7 +664,7 @@ impl BufferPool {
                 }
             }
         }
-        acct.read_started(ring, first_tag.relfilenode, buffers.len() as u32);
+        acct.read_started(at, first_tag.relfilenode, buffers.len() as u32);
         Ok(StartedRead::Miss(PendingRead {
             rel: Arc::clone(rel),
             first_blkno: blkno,
@@ -619,7 +685,7 @@ impl BufferPool {
         acct: &mut IoAccount,
         wait_for_others: bool,
     ) -> Result<FoundOrMapped, PgError> {
-        let ring = strategy.as_deref().map(BufferRing::kind);
+        let at = self.buffers(strategy.as_deref().map(BufferRing::kind));
         loop {
             if let Some(id) = self.lookup_and_pin(tag, strategy.is_some()) {
                 let mut state = self.desc(id).state.load(Ordering::Acquire);
@@ -630,7 +696,7 @@ impl BufferPool {
                     state = self.desc(id).wait_for_io();
                 }
                 if state & VALID != 0 {
-                    acct.hit(ring, tag.relfilenode);
+                    acct.hit(at, tag.relfilenode);
                     return Ok(FoundOrMapped::Hit(self.pinned(id, tag)));
                 }
                 // The read we waited for failed and unmapped the buffer: try ourselves.
@@ -666,11 +732,15 @@ impl BufferPool {
         buffer: PinnedBuffer,
         timeout: Duration,
         acct: &mut IoAccount,
-        ring: Option<RingKind>,
+        at: Buffers,
     ) -> ReadByOther {
+        assert!(
+            std::ptr::eq(&*buffer.pool, self),
+            "waiting on another pool's buffer"
+        );
         let state = self.desc(buffer.id).wait_for_io_timeout(timeout);
         if state & VALID != 0 {
-            acct.hit(ring, buffer.relfilenode());
+            acct.hit(at, buffer.relfilenode());
             ReadByOther::Valid(buffer)
         } else if state & IO_IN_PROGRESS != 0 {
             ReadByOther::Pending(buffer)
@@ -757,7 +827,10 @@ impl BufferPool {
         mut strategy: Option<&mut BufferRing>,
         acct: &mut IoAccount,
     ) -> Result<(u32, PinnedBuffer), PgError> {
-        let ring = strategy.as_deref().map(BufferRing::kind);
+        if let Some(local) = self.elsewhere(rel)? {
+            return local.new_block(rel, None, acct);
+        }
+        let at = self.buffers(strategy.as_deref().map(BufferRing::kind));
         let mut victim = self.get_victim(strategy.as_deref_mut(), acct)?;
         let timer = acct.start_timer();
         acct.set_wait_event(iolab_stats::WaitEvent::DataFileExtend);
@@ -773,7 +846,7 @@ impl BufferPool {
                 ));
             }
         };
-        acct.extended(ring, 1, timer);
+        acct.extended(at, 1, timer);
         let tag = BufferTag {
             relfilenode: rel.relfilenode(),
             blkno,
@@ -781,7 +854,10 @@ impl BufferPool {
         loop {
             match self.retag(victim, tag, rel) {
                 Retag::Done => {
-                    acct.shared_dirtied += 1;
+                    match at {
+                        Buffers::Shared(_) => acct.shared_dirtied += 1,
+                        Buffers::Local => acct.local_dirtied += 1,
+                    }
                     return Ok((blkno, self.publish_zeroed(victim, tag, VALID | DIRTY)));
                 }
                 Retag::AlreadyMapped => {
@@ -850,7 +926,7 @@ impl BufferPool {
         };
         let state = self.desc(id).state.load(Ordering::Acquire);
         if state & VALID != 0 {
-            acct.victim(kind, reused);
+            acct.victim(self.buffers(kind), reused);
         }
         if state & DIRTY != 0 {
             match self.write_pinned(id, Some((acct, kind))) {
@@ -1121,7 +1197,7 @@ impl BufferPool {
         match result {
             Ok(()) => {
                 if let Some((acct, ring)) = acct {
-                    acct.wrote(ring, timer, latency);
+                    acct.wrote(self.buffers(ring), timer, latency);
                     acct.wrote_block(&rel, tag.blkno);
                 }
                 Ok(true)
@@ -1469,7 +1545,8 @@ impl PinnedBuffer {
         }
     }
 
-    /// Mark the page changed; counts `shared_dirtied` on the clean → dirty transition.
+    /// Mark the page changed; counts `shared_dirtied` (`local_dirtied` in local buffers) on
+    /// the clean → dirty transition.
     pub fn mark_dirty(&self, usage: &mut BufferUsage) {
         let prev = self.desc().state.fetch_or(DIRTY, Ordering::AcqRel);
         assert!(
@@ -1477,7 +1554,10 @@ impl PinnedBuffer {
             "mark_dirty on an invalid buffer"
         );
         if prev & DIRTY == 0 {
-            usage.shared_dirtied += 1;
+            match self.pool.local {
+                false => usage.shared_dirtied += 1,
+                true => usage.local_dirtied += 1,
+            }
         }
     }
 

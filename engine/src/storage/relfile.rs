@@ -115,6 +115,9 @@ pub struct RelFile {
     created_files: AtomicBool,
     /// The WAL its page changes go to; unset for an unlogged relation (`wal::log_change`).
     wal: std::sync::OnceLock<Arc<crate::wal::Wal>>,
+    /// For a temporary relation: its session's local buffers, which alone cache its
+    /// blocks (weak: the session owns them, and they hold this file while caching it).
+    local_buffers: std::sync::OnceLock<std::sync::Weak<crate::buffer::BufferPool>>,
 }
 
 impl RelFile {
@@ -169,6 +172,7 @@ impl RelFile {
             extension_lock: Mutex::new(()),
             created_files: AtomicBool::new(false),
             wal: std::sync::OnceLock::new(),
+            local_buffers: std::sync::OnceLock::new(),
         };
         let first = rel.open_segment_file(0, true)?;
         rel.segments.write().push(Some(Arc::new(first)));
@@ -223,6 +227,28 @@ impl RelFile {
     }
 
     /// Makes the relation logged (once, right after opening it).
+    /// Makes this a temporary relation read only through `buffers` (a session's local
+    /// buffers). Set once, before any block is read.
+    pub fn set_local_buffers(&self, buffers: &Arc<crate::buffer::BufferPool>) {
+        assert!(buffers.is_local(), "temporary relations use local buffers");
+        assert!(
+            self.local_buffers.set(Arc::downgrade(buffers)).is_ok(),
+            "{} belongs to one session",
+            self.rel_path.display()
+        );
+    }
+
+    /// `None` for a relation in shared buffers; for a temporary relation its session's
+    /// local buffers, `Some(None)` once the session has ended.
+    pub fn local_buffers(&self) -> Option<Option<Arc<crate::buffer::BufferPool>>> {
+        self.local_buffers.get().map(std::sync::Weak::upgrade)
+    }
+
+    /// Whether this is a session's temporary relation.
+    pub fn is_temporary(&self) -> bool {
+        self.local_buffers.get().is_some()
+    }
+
     pub fn set_wal(&self, wal: Arc<crate::wal::Wal>) {
         assert!(
             self.wal.set(wal).is_ok(),

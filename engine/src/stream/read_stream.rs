@@ -154,7 +154,7 @@ use std::sync::Arc;
 use iolab_catalog::PgError;
 use iolab_settings::ReadStreamAdvice;
 
-use crate::accounting::IoAccount;
+use crate::accounting::{Buffers, IoAccount};
 use crate::aio::{AioSystem, InFlightIo, Issuer};
 use crate::buffer::{BufferPool, BufferRing, PinnedBuffer, ReadByOther, RingKind, StartedRead};
 use crate::storage::relfile::RelFile;
@@ -329,6 +329,10 @@ impl<T: Send> ReadStream<T> {
         acct: IoAccount,
         source: impl FnMut() -> Option<(u32, T)> + Send + 'static,
     ) -> ReadStream<T> {
+        // A temporary relation is read through its session's local buffers, without a
+        // ring (if the session has gone, the first read says so).
+        let pool = pool.serving(&rel).unwrap_or(pool);
+        let ring = ring.filter(|_| !pool.is_local());
         let combine_limit = config.io_combine_limit.max(1);
         let synchronous = config.max_ios == 0;
         let max_ios = config.max_ios.max(1).min(aio.max_concurrency());
@@ -341,7 +345,10 @@ impl<T: Send> ReadStream<T> {
                 _ => (ring_len / 2).max(1),
             });
         }
-        max_pinned = max_pinned.min(config.pin_limit).max(1);
+        max_pinned = max_pinned
+            .min(config.pin_limit)
+            .min(pool.pin_limit())
+            .max(1);
         let direct = aio.is_direct();
         let sync_method = aio.method() == iolab_settings::IoMethod::Sync;
         let policy_advises = !direct
@@ -443,8 +450,9 @@ impl<T: Send> ReadStream<T> {
         self.distance
     }
 
-    fn ring_kind(&self) -> Option<RingKind> {
-        self.ring.as_ref().map(BufferRing::kind)
+    /// Which buffers this stream's I/O counts in.
+    fn buffers(&self) -> Buffers {
+        self.pool.buffers(self.ring.as_ref().map(BufferRing::kind))
     }
 
     fn next_from_source(&mut self) -> Option<(u32, T)> {
@@ -545,7 +553,7 @@ impl<T: Send> ReadStream<T> {
     /// steps, completing this stream's own reads meanwhile (one of them may be what the
     /// other thread waits for), so two streams can never wait for each other.
     fn resolve_being_read(&mut self) -> Result<(), PgError> {
-        let ring = self.ring_kind();
+        let at = self.buffers();
         loop {
             let entry = self.queue.front_mut().expect("head entry");
             let Slot::BeingRead(buffer) =
@@ -555,10 +563,7 @@ impl<T: Send> ReadStream<T> {
             };
             let blkno = entry.blkno;
             let timeout = std::time::Duration::from_millis(1);
-            match self
-                .pool
-                .wait_for_read(buffer, timeout, &mut self.acct, ring)
-            {
+            match self.pool.wait_for_read(buffer, timeout, &mut self.acct, at) {
                 ReadByOther::Valid(buffer) => {
                     self.queue.front_mut().expect("head").slot = Slot::Ready(buffer);
                     return Ok(());
@@ -596,9 +601,9 @@ impl<T: Send> ReadStream<T> {
             }
         }
         let seq = io.seq;
-        let ring = self.ring_kind();
+        let at = self.buffers();
         let stalls_before = self.acct.io_stalls;
-        let buffers = match self.aio.wait(&mut self.issuer, io.io, &mut self.acct, ring) {
+        let buffers = match self.aio.wait(&mut self.issuer, io.io, &mut self.acct, at) {
             Ok(buffers) => buffers,
             Err(e) => {
                 // The read's buffers are released; forget its entries so the stream stays
@@ -662,9 +667,8 @@ impl<T: Send> ReadStream<T> {
         if reads == 0 {
             return;
         }
-        let ring = self.ring_kind();
-        self.aio
-            .submit_staged(&mut self.issuer, &mut self.acct, ring);
+        let at = self.buffers();
+        self.aio.submit_staged(&mut self.issuer, &mut self.acct, at);
         self.record(StreamEvent::Submitted { reads });
     }
 
@@ -763,7 +767,7 @@ impl<T: Send> ReadStream<T> {
             }
             let nblocks = nblocks as u32;
             let advise = self.advice_for(blkno);
-            let ring_kind = self.ring_kind();
+            let at = self.buffers();
             let started = self.pool.start_read(
                 &self.rel,
                 blkno,
@@ -812,7 +816,7 @@ impl<T: Send> ReadStream<T> {
                     }
                     p.blkno += n;
                     if advise {
-                        self.aio.advise(&read, &mut self.acct, ring_kind);
+                        self.aio.advise(&read, &mut self.acct, at);
                     }
                     self.stats.ios += 1;
                     self.stats.io_blocks += n as u64;
@@ -875,9 +879,9 @@ impl<T: Send> ReadStream<T> {
     /// Wait for every read still in progress (ignoring errors) and release all pins.
     fn drain(&mut self) {
         self.submit_staged();
-        let ring = self.ring_kind();
+        let at = self.buffers();
         while let Some(io) = self.ios.pop_front() {
-            let _ = self.aio.wait(&mut self.issuer, io.io, &mut self.acct, ring);
+            let _ = self.aio.wait(&mut self.issuer, io.io, &mut self.acct, at);
         }
         self.queue.clear();
         self.pending = None;

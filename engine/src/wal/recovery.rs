@@ -59,7 +59,7 @@ use iolab_stats::BackendType;
 
 use super::control::{ClusterState, ControlData, ControlFile};
 use super::record::{format_lsn, BlockEntry, Body, Lsn, Record};
-use crate::accounting::{IoAccount, StatsSink};
+use crate::accounting::{Buffers, IoAccount, StatsSink};
 use crate::aio::{InFlightIo, Issuer};
 use crate::buffer::StartedRead;
 use crate::storage::page::{page_lsn, page_set_lsn};
@@ -415,7 +415,9 @@ impl Prefetcher<'_> {
             }
         }
         if self.reads {
-            self.db.aio.submit_staged(&mut self.issuer, acct, None);
+            self.db
+                .aio
+                .submit_staged(&mut self.issuer, acct, Buffers::SHARED);
         }
         Ok(())
     }
@@ -522,7 +524,11 @@ impl Prefetcher<'_> {
     fn complete(&mut self, ahead: Ahead, acct: &mut IoAccount) {
         if let Some(io) = ahead.io {
             // The buffers stay in the pool; an error is left for replay's own read to meet.
-            if let Err(e) = self.db.aio.wait(&mut self.issuer, io, acct, None) {
+            if let Err(e) = self
+                .db
+                .aio
+                .wait(&mut self.issuer, io, acct, Buffers::SHARED)
+            {
                 tracing::debug!(
                     "read ahead of block {:?} failed: {}",
                     ahead.block,

@@ -128,7 +128,7 @@ pub async fn run(
             "EXPLAIN (GENERIC_PLAN) is not supported",
         ));
     }
-    let returning = match returning::target_of(&run.db, statement)? {
+    let returning = match returning::target_of(&run.db, run.temp.schema(), statement)? {
         Some((target, items)) => Some(Returning::plan(run, &target, items).await?),
         None => None,
     };
@@ -332,8 +332,8 @@ impl Explainer<'_> {
     /// EXPLAIN of a DELETE or UPDATE: the query that finds its rows under a ModifyTable
     /// node; with ANALYZE the rows are changed.
     async fn modify(&self, stmt: &ast::Statement) -> PgResult<Explained> {
-        let found =
-            crate::sql::dml::row_query(&self.run.db, stmt, true)?.expect("a DELETE or UPDATE");
+        let found = crate::sql::dml::row_query(&self.run.db, self.run.temp.schema(), stmt, true)?
+            .expect("a DELETE or UPDATE");
         let planned = self.plan(&found.query).await?;
         self.modify_table(planned, &found.table, found.alias, Change::Modify(stmt))
             .await

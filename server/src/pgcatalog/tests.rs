@@ -117,7 +117,10 @@ fn fixture() -> Fixture {
         .build();
     let catalog = MemoryCatalogProvider::new();
     catalog
-        .register_schema("public", Arc::new(PublicSchema::new(db.clone(), false)))
+        .register_schema(
+            "public",
+            Arc::new(PublicSchema::new(db.clone(), false, Default::default())),
+        )
         .unwrap();
     register_schemas(&catalog, db.clone());
     state

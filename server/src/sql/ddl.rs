@@ -259,7 +259,7 @@ pub fn create_table(
         }
     }
     let keys = constraints::plan(&table_name, &mut columns, &explicitly_nullable, keys)?;
-    let made = make_table(db, create, unlogged, columns, defaults, sequences, log)?;
+    let made = make_table(run, create, unlogged, columns, defaults, sequences, log)?;
     if let Some(table) = &made {
         constraints::create(run, table, &keys)?;
     }
@@ -331,7 +331,7 @@ pub async fn create_table_as(
             not_null: false,
         });
     }
-    let Some(table) = make_table(&run.db, create, unlogged, columns, vec![], vec![], log)? else {
+    let Some(table) = make_table(run, create, unlogged, columns, vec![], vec![], log)? else {
         return Ok(None);
     };
     let targets: Vec<usize> = (0..table.columns.len()).collect();
@@ -343,7 +343,7 @@ pub async fn create_table_as(
 /// Checks what CREATE TABLE cannot do, then creates the table and its file. `None`: it
 /// exists and `IF NOT EXISTS` was given.
 fn make_table(
-    db: &Arc<Database>,
+    run: &StatementRun,
     create: &ast::CreateTable,
     unlogged: bool,
     columns: Vec<ColumnDef>,
@@ -351,20 +351,27 @@ fn make_table(
     sequences: Vec<ColumnSequence>,
     log: &mut DdlLog,
 ) -> PgResult<Option<TableDef>> {
-    if create.temporary {
-        return Err(PgError::unsupported("temporary tables are not supported"));
-    }
     if create.query.is_some() && !create.constraints.is_empty() {
         return Err(PgError::syntax("syntax error at or near \"AS\""));
     }
     let (schema, name) = split_name(&create.name)?;
     check_identifier(&name)?;
-    let persistence = if unlogged {
-        Persistence::Unlogged
+    let db = &run.db;
+    let (persistence, schema) = if creates_temporary(create)? {
+        let temp = run.temp.schema();
+        let temp = temp.ok_or_else(|| PgError::internal("no temporary schema"))?;
+        (Persistence::Temporary, temp.to_string())
+    } else if unlogged {
+        (
+            Persistence::Unlogged,
+            schema.unwrap_or_else(|| "public".into()),
+        )
     } else {
-        Persistence::Permanent
+        (
+            Persistence::Permanent,
+            schema.unwrap_or_else(|| "public".into()),
+        )
     };
-    let schema = schema.unwrap_or_else(|| "public".to_string());
     let table = db
         .catalog
         .create_table_with_defaults(
@@ -382,6 +389,22 @@ fn make_table(
         db.create_relation_file(table)?;
     }
     Ok(table)
+}
+
+/// Whether CREATE TABLE makes a temporary table: `TEMP`/`TEMPORARY`, or a name in schema
+/// `pg_temp`. A temporary table named in another schema is PostgreSQL's error 42P16.
+pub fn creates_temporary(create: &ast::CreateTable) -> PgResult<bool> {
+    let (schema, _) = split_name(&create.name)?;
+    let in_temp = schema
+        .as_deref()
+        .is_some_and(|s| s == "pg_temp" || iolab_engine::temp::is_temp_schema(s));
+    if create.temporary && schema.is_some() && !in_temp {
+        return Err(PgError::new(
+            sqlstate::INVALID_TABLE_DEFINITION,
+            "cannot create temporary relation in non-temporary schema",
+        ));
+    }
+    Ok(create.temporary || in_temp)
 }
 
 /// PostgreSQL's notice when CREATE TABLE IF NOT EXISTS finds the table.
@@ -407,6 +430,7 @@ pub(crate) fn check_identifier(name: &str) -> PgResult<()> {
 /// returns the notices. The catalog entries go now, the files at COMMIT.
 pub fn drop(
     db: &Arc<Database>,
+    temp: Option<&str>,
     stmt: &Statement,
     log: &mut DdlLog,
 ) -> PgResult<Vec<crate::session::Notice>> {
@@ -423,7 +447,7 @@ pub fn drop(
     };
     let notices = |messages: Vec<String>| messages.into_iter().map(Notice::notice).collect();
     if *object_type == ObjectType::Index {
-        return drop_indexes(db, names, *if_exists, log).map(notices);
+        return drop_indexes(db, temp, names, *if_exists, log).map(notices);
     }
     if *object_type == ObjectType::Sequence {
         return crate::sql::sequence::drop(db, names, *if_exists, log).map(notices);
@@ -440,7 +464,7 @@ pub fn drop(
     let mut tables = Vec::new();
     for name in names {
         let (schema, table) = split_name(name)?;
-        match db.catalog.resolve(schema.as_deref(), &table) {
+        match db.catalog.resolve_in(temp, schema.as_deref(), &table) {
             Ok(def) => tables.push(def),
             Err(_)
                 if db
@@ -523,7 +547,12 @@ pub fn drop(
 
 /// TRUNCATE a, b: each table and each of its indexes gets a new, empty file; the old ones
 /// go at COMMIT.
-pub fn truncate(db: &Arc<Database>, names: &[ObjectName], log: &mut DdlLog) -> PgResult<()> {
+pub fn truncate(
+    db: &Arc<Database>,
+    temp: Option<&str>,
+    names: &[ObjectName],
+    log: &mut DdlLog,
+) -> PgResult<()> {
     let mut tables = Vec::new();
     for name in names {
         let (schema, table) = split_name(name)?;
@@ -532,7 +561,7 @@ pub fn truncate(db: &Arc<Database>, names: &[ObjectName], log: &mut DdlLog) -> P
                 "\"{table}\" is not a table"
             )));
         }
-        tables.push(db.catalog.resolve(schema.as_deref(), &table)?);
+        tables.push(db.catalog.resolve_in(temp, schema.as_deref(), &table)?);
     }
     for def in tables {
         // The way back is written down before the table changes files.
@@ -638,7 +667,7 @@ pub async fn create_index(
         ))
         .with_detail("This operation is not supported for views."));
     }
-    let table = db.catalog.resolve(schema.as_deref(), &table_name)?;
+    let table = run.resolve_table(schema.as_deref(), &table_name)?;
     let [column] = create.columns.as_slice() else {
         return Err(PgError::syntax("syntax error at or near \")\""));
     };
@@ -725,6 +754,7 @@ pub async fn create_index(
 /// DROP INDEX [IF EXISTS] a, b [CASCADE | RESTRICT]; returns the notices.
 fn drop_indexes(
     db: &Arc<Database>,
+    temp: Option<&str>,
     names: &[ObjectName],
     if_exists: bool,
     log: &mut DdlLog,
@@ -733,7 +763,13 @@ fn drop_indexes(
     let mut indexes = Vec::new();
     for name in names {
         let (schema, index) = split_name(name)?;
-        let in_schema = schema.as_deref().unwrap_or("public");
+        // The session's temporary schema comes first, as for tables.
+        let in_schema = match (schema.as_deref(), temp) {
+            (Some("pg_temp"), Some(temp)) => temp,
+            (Some(schema), _) => schema,
+            (None, Some(temp)) if db.catalog.index(temp, &index).is_some() => temp,
+            (None, _) => "public",
+        };
         if let Some(def) = db.catalog.index(in_schema, &index) {
             indexes.push(def);
         } else if db.catalog.table(in_schema, &index).is_some() {

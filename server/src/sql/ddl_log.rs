@@ -269,7 +269,7 @@ fn complete(db: &Database, entries: Vec<DdlEntry>) {
 fn undo(db: &Database, entry: &DdlEntry) -> PgResult<()> {
     match entry {
         DdlEntry::CreatedTable { oid } => match db.catalog.table_by_oid(*oid) {
-            Some(table) => remove_table(db, &table),
+            Some(table) => db.remove_table(table.oid),
             None => Ok(()),
         },
         DdlEntry::CreatedIndex { oid } => match db.catalog.index_by_oid(*oid) {
@@ -350,14 +350,6 @@ fn undo(db: &Database, entry: &DdlEntry) -> PgResult<()> {
             Ok(())
         }
     }
-}
-
-/// Removes a table's catalog entry (its indexes' and owned sequences' too) and their
-/// files at once.
-fn remove_table(db: &Database, table: &TableDef) -> PgResult<()> {
-    let dropped = db.catalog.drop_table(table.oid)?;
-    remove_sequence_files(db, &dropped.sequences)?;
-    remove_files(db, dropped.table.relfilenode, &dropped.indexes)
 }
 
 /// The position files of dropped sequences.

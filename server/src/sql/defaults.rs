@@ -146,12 +146,18 @@ pub fn replace_default_keywords(
 /// An INSERT's source with its `DEFAULT` items replaced (see
 /// [`replace_default_keywords`]): what the extended protocol's Parse plans to learn the
 /// types of the `$n`.
-pub fn source_with_defaults(db: &Database, ins: &ast::Insert) -> PgResult<Option<ast::Query>> {
+pub fn source_with_defaults(
+    db: &Database,
+    temp: Option<&str>,
+    ins: &ast::Insert,
+) -> PgResult<Option<ast::Query>> {
     let (ast::TableObject::TableName(name), Some(source)) = (&ins.table, &ins.source) else {
         return Ok(None);
     };
     let (schema, table_name) = crate::sql::ddl::split_name(name)?;
-    let table = db.catalog.resolve(schema.as_deref(), &table_name)?;
+    let table = db
+        .catalog
+        .resolve_in(temp, schema.as_deref(), &table_name)?;
     let targets = crate::sql::insert::target_columns(&table, &ins.columns)?;
     let mut source = (**source).clone();
     let defaults = db.catalog.column_defaults(table.oid);

@@ -36,7 +36,8 @@ pub async fn describe(
     if let Parsed::Sql(s) = &parsed {
         if let ast::Statement::Insert(ins) = &**s {
             // `VALUES ($1, …)`: the target columns' types, as in PostgreSQL.
-            let typed = crate::sql::insert::parameter_types(session.db(), ins)?;
+            let typed =
+                crate::sql::insert::parameter_types(session.db(), session.temp.schema(), ins)?;
             for (n, ty) in typed {
                 if params.len() < n {
                     params.resize(n, Type::UNKNOWN);
@@ -51,12 +52,15 @@ pub async fn describe(
     let plan_target = match &parsed {
         Parsed::Sql(s) => match &**s {
             ast::Statement::Query(_) => Some((**s).clone()),
-            ast::Statement::Insert(ins) => {
-                crate::sql::defaults::source_with_defaults(session.db(), ins)?
-                    .map(|q| ast::Statement::Query(Box::new(q)))
-            }
+            ast::Statement::Insert(ins) => crate::sql::defaults::source_with_defaults(
+                session.db(),
+                session.temp.schema(),
+                ins,
+            )?
+            .map(|q| ast::Statement::Query(Box::new(q))),
             ast::Statement::Delete(_) | ast::Statement::Update(_) => {
-                crate::sql::dml::row_query(session.db(), s, false)?.map(|found| found.query)
+                crate::sql::dml::row_query(session.db(), session.temp.schema(), s, false)?
+                    .map(|found| found.query)
             }
             // EXPLAIN: the explained query's parameters, and one text column.
             ast::Statement::Explain { statement, .. } => {

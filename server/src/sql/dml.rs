@@ -67,16 +67,18 @@ struct Target {
 /// `ctid` column).
 pub fn row_query(
     db: &Database,
+    temp: Option<&str>,
     stmt: &ast::Statement,
     with_ctid: bool,
 ) -> PgResult<Option<RowQuery>> {
-    build_row_query(db, stmt, with_ctid, false)
+    build_row_query(db, temp, stmt, with_ctid, false)
 }
 
 /// [`row_query`]; with `old_values` a DELETE's query gives each row's values after its
 /// `ctid` (for RETURNING).
 pub(crate) fn build_row_query(
     db: &Database,
+    temp: Option<&str>,
     stmt: &ast::Statement,
     with_ctid: bool,
     old_values: bool,
@@ -95,7 +97,7 @@ pub(crate) fn build_row_query(
             if let ast::TableFactor::Table { name, .. } = &only.relation {
                 crate::sql::view::refuse_write(db, name, "delete from")?;
             }
-            let target = target(db, only)?;
+            let target = target(db, temp, only)?;
             let others = delete.using.as_deref().unwrap_or_default();
             let columns = match old_values {
                 true => old_columns(&target),
@@ -110,7 +112,7 @@ pub(crate) fn build_row_query(
             if let ast::TableFactor::Table { name, .. } = &update.table.relation {
                 crate::sql::view::refuse_write(db, name, "update")?;
             }
-            let target = target(db, &update.table)?;
+            let target = target(db, temp, &update.table)?;
             let defaults = db.catalog.column_defaults(target.table.oid);
             let values = new_values(&target, &update.assignments, &defaults)?;
             let others: &[ast::TableWithJoins] = match &update.from {
@@ -153,9 +155,15 @@ pub(crate) fn build_row_query(
 /// Runs a DELETE or UPDATE: its command tag (`DELETE n`, `UPDATE n`), or with RETURNING
 /// its rows.
 pub async fn run(run: &StatementRun, stmt: &ast::Statement) -> PgResult<Outcome> {
-    let returning_list = returning::target_of(&run.db, stmt)?;
-    let found = build_row_query(&run.db, stmt, true, returning_list.is_some())?
-        .expect("a DELETE or UPDATE");
+    let returning_list = returning::target_of(&run.db, run.temp.schema(), stmt)?;
+    let found = build_row_query(
+        &run.db,
+        run.temp.schema(),
+        stmt,
+        true,
+        returning_list.is_some(),
+    )?
+    .expect("a DELETE or UPDATE");
     let rows = run.query_stream(&found.query).await?;
     let mut returning = match returning_list {
         Some((target, items)) => Some(Returning::plan(run, &target, items).await?),
@@ -368,7 +376,7 @@ fn old_columns(target: &Target) -> Vec<String> {
 }
 
 /// The changed table of `DELETE FROM t [AS x]` or `UPDATE t [AS x]`.
-fn target(db: &Database, item: &ast::TableWithJoins) -> PgResult<Target> {
+fn target(db: &Database, temp: Option<&str>, item: &ast::TableWithJoins) -> PgResult<Target> {
     let ast::TableFactor::Table { name, alias, .. } = &item.relation else {
         return Err(PgError::syntax(
             "syntax error: a DELETE or UPDATE changes one table",
@@ -381,7 +389,9 @@ fn target(db: &Database, item: &ast::TableWithJoins) -> PgResult<Target> {
         return Err(PgError::syntax("syntax error at or near \"(\""));
     }
     let (schema, table_name) = split_name(name)?;
-    let table = db.catalog.resolve(schema.as_deref(), &table_name)?;
+    let table = db
+        .catalog
+        .resolve_in(temp, schema.as_deref(), &table_name)?;
     let reference = match alias {
         Some(alias) => alias.name.to_string(),
         None => quote(&table.name),

@@ -118,7 +118,7 @@ pub async fn prepare(run: &StatementRun, insert: &ast::Insert) -> PgResult<Prepa
     };
     crate::sql::view::refuse_write(&run.db, name, "insert into")?;
     let (schema, table_name) = split_name(name)?;
-    let table = run.db.catalog.resolve(schema.as_deref(), &table_name)?;
+    let table = run.resolve_table(schema.as_deref(), &table_name)?;
     let on_conflict = match &insert.on {
         Some(on) => Some(plan_on_conflict(run, &table, insert, on).await?),
         None => None,
@@ -237,7 +237,11 @@ fn one_empty_row() -> PgResult<datafusion::execution::SendableRecordBatchStream>
 /// as `(n, type)`. DataFusion would leave them untyped (the extended protocol's Parse then
 /// reports them as text). Except `numeric`, which stays text: iolab cannot read a binary
 /// numeric parameter, and a client told `numeric` may send one.
-pub fn parameter_types(db: &Database, insert: &ast::Insert) -> PgResult<Vec<(usize, PgType)>> {
+pub fn parameter_types(
+    db: &Database,
+    temp: Option<&str>,
+    insert: &ast::Insert,
+) -> PgResult<Vec<(usize, PgType)>> {
     let (ast::TableObject::TableName(name), Some(source)) = (&insert.table, &insert.source) else {
         return Ok(vec![]);
     };
@@ -245,7 +249,9 @@ pub fn parameter_types(db: &Database, insert: &ast::Insert) -> PgResult<Vec<(usi
         return Ok(vec![]);
     };
     let (schema, table_name) = split_name(name)?;
-    let table = db.catalog.resolve(schema.as_deref(), &table_name)?;
+    let table = db
+        .catalog
+        .resolve_in(temp, schema.as_deref(), &table_name)?;
     let targets = target_columns(&table, &insert.columns)?;
     let mut types = Vec::new();
     for row in &values.rows {

@@ -453,6 +453,8 @@ pub struct StatementRun {
     /// The session's kept plans of statements with parameters, and this statement's
     /// context in their keys; `None` under `plan_cache_mode = force_custom_plan`.
     pub prepared: Option<(Arc<prepared_plans::PreparedPlans>, String)>,
+    /// The session's temporary schema (none until its first temporary table).
+    pub temp: Arc<iolab_engine::temp::SessionTemp>,
 }
 
 /// What the plan cache has for a statement (a query over the statistics views, in a
@@ -510,6 +512,16 @@ impl CachedPlan {
 }
 
 impl StatementRun {
+    /// Looks a table up by name as this session sees it: its temporary schema first
+    /// ([`iolab_catalog::Catalog::resolve_in`]).
+    pub fn resolve_table(
+        &self,
+        schema: Option<&str>,
+        name: &str,
+    ) -> PgResult<iolab_catalog::TableDef> {
+        self.db.catalog.resolve_in(self.temp.schema(), schema, name)
+    }
+
     pub fn xid(&self) -> PgResult<Xid> {
         if self.ctx.xid == 0 {
             return Err(PgError::internal(

@@ -51,7 +51,7 @@ impl Recheck {
     /// The recheck of `stmt` (a DELETE or UPDATE); `old_values` as the statement's own row
     /// query was built (a DELETE with RETURNING reads the old values).
     pub fn new(run: &StatementRun, stmt: &ast::Statement, old_values: bool) -> PgResult<Self> {
-        let found = dml::build_row_query(&run.db, stmt, true, old_values)?
+        let found = dml::build_row_query(&run.db, run.temp.schema(), stmt, true, old_values)?
             .ok_or_else(|| PgError::internal("a recheck is for DELETE and UPDATE"))?;
         let reference = found.alias.unwrap_or_else(|| found.table.name.clone());
         Self::of_query(found.query, found.table, &reference)

@@ -76,6 +76,7 @@ impl Target {
 /// other statements and for commands without one.
 pub fn target_of<'s>(
     db: &Database,
+    temp: Option<&str>,
     stmt: &'s ast::Statement,
 ) -> PgResult<Option<(Target, &'s [SelectItem])>> {
     let (relation, alias, reads_others, items) = match stmt {
@@ -106,7 +107,9 @@ pub fn target_of<'s>(
         return Ok(None);
     };
     let (schema, table_name) = split_name(relation)?;
-    let table = db.catalog.resolve(schema.as_deref(), &table_name)?;
+    let table = db
+        .catalog
+        .resolve_in(temp, schema.as_deref(), &table_name)?;
     let target = Target {
         table,
         alias,
@@ -129,10 +132,11 @@ fn named_table(relation: &ast::TableFactor) -> Option<(&ast::ObjectName, Option<
 pub async fn describe(
     state: &SessionState,
     db: &Database,
+    temp: Option<&str>,
     stmt: &ast::Statement,
     param_types: &[Option<DataType>],
 ) -> PgResult<Option<SchemaRef>> {
-    let Some((target, items)) = target_of(db, stmt)? else {
+    let Some((target, items)) = target_of(db, temp, stmt)? else {
         return Ok(None);
     };
     let planned = Planned::new(state, &target, items, param_types).await?;

@@ -397,7 +397,7 @@ impl LockRows {
                     .with_hint("Lock the rows of the tables it reads instead."),
             );
         }
-        let table = run.db.catalog.resolve(schema.as_deref(), &table_name)?;
+        let table = run.resolve_table(schema.as_deref(), &table_name)?;
         let reference = match alias {
             Some(alias) => ident_name(&alias.name),
             None => table.name.clone(),

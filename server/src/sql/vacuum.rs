@@ -517,7 +517,7 @@ fn resolve(
             ));
             continue;
         }
-        let table = run.db.catalog.resolve(spec.schema.as_deref(), &spec.name)?;
+        let table = run.resolve_table(spec.schema.as_deref(), &spec.name)?;
         let columns = if spec.columns.is_empty() {
             None
         } else {
