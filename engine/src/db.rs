@@ -305,25 +305,33 @@ impl Database {
     /// indexes made empty again (their pages were never logged, so what the crash left of
     /// them cannot be trusted).
     fn reset_unlogged_relations(&self) -> PgResult<()> {
-        let mut acct = IoAccount::new(false, None);
         for table in self.catalog.tables() {
             if table.persistence != Persistence::Unlogged {
                 continue;
             }
-            self.pool.discard_relation(table.relfilenode)?;
-            self.fsm.forget(table.relfilenode);
-            self.vm.forget(table.relfilenode);
-            let rel = self.relfile(table.relfilenode)?;
-            rel.truncate().map_err(|e| {
-                PgError::io(
-                    &format!("could not truncate file \"{}\"", rel.path().display()),
-                    &e,
-                )
-            })?;
-            for index in self.catalog.indexes_of(table.oid) {
-                crate::btree::truncate_index(self, &index, &mut acct)?;
-            }
+            self.empty_table_in_place(&table)?;
             tracing::info!("unlogged table \"{}\" emptied after the crash", table.name);
+        }
+        Ok(())
+    }
+
+    /// Empties a table and its indexes in their files (no new relfilenode, nothing
+    /// logged, not undoable): for tables nobody else can see meanwhile — unlogged tables
+    /// during start-up, a session's temporary tables (`ON COMMIT DELETE ROWS`).
+    pub fn empty_table_in_place(&self, table: &TableDef) -> PgResult<()> {
+        let rel = self.relfile(table.relfilenode)?;
+        self.buffers_of(&rel)?.discard_relation(table.relfilenode)?;
+        self.fsm.forget(table.relfilenode);
+        self.vm.forget(table.relfilenode);
+        rel.truncate().map_err(|e| {
+            PgError::io(
+                &format!("could not truncate file \"{}\"", rel.path().display()),
+                &e,
+            )
+        })?;
+        let mut acct = IoAccount::new(false, None);
+        for index in self.catalog.indexes_of(table.oid) {
+            crate::btree::truncate_index(self, &index, &mut acct)?;
         }
         Ok(())
     }

@@ -79,6 +79,18 @@ impl Drop for TempSpace {
 
 pub use iolab_catalog::store::is_temp_schema;
 
+/// The temporary schemas of the sessions that have one, by name.
+pub fn live_schemas(db: &Database) -> Vec<String> {
+    let all = db.local_buffers.lock();
+    let mut names: Vec<String> = all
+        .iter()
+        .filter(|(_, w)| w.strong_count() > 0)
+        .map(|(name, _)| name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
 /// PostgreSQL's error for touching another session's temporary relation.
 pub fn other_sessions_error() -> PgError {
     PgError::new(
@@ -110,12 +122,60 @@ fn drop_tables_where(
 #[derive(Default)]
 pub struct SessionTemp {
     space: std::sync::OnceLock<TempSpace>,
+    /// Tables created `ON COMMIT DELETE ROWS` or `ON COMMIT DROP`, by OID.
+    on_commit: parking_lot::Mutex<Vec<(u32, OnCommit)>>,
+}
+
+/// What happens to a temporary table when a transaction commits (`ON COMMIT …`; the
+/// default, `PRESERVE ROWS`, is nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnCommit {
+    DeleteRows,
+    Drop,
 }
 
 impl SessionTemp {
     /// `pg_temp_N`, once the session has one.
     pub fn schema(&self) -> Option<&str> {
         self.space.get().map(|s| s.schema.as_str())
+    }
+
+    /// Table `oid` (temporary, just created) is to be emptied or dropped at commit.
+    pub fn on_commit(&self, oid: u32, action: OnCommit) {
+        self.on_commit.lock().push((oid, action));
+    }
+
+    /// The session's transaction ended. After a commit its `ON COMMIT DELETE ROWS`
+    /// tables are emptied and its `ON COMMIT DROP` tables dropped, in place: the session
+    /// alone sees them. (PostgreSQL does both just before the commit, inside the
+    /// transaction; the difference cannot be observed.) A table whose creation was rolled
+    /// back is forgotten.
+    pub fn transaction_ended(&self, db: &Database, committed: bool) -> PgResult<()> {
+        let mut actions = self.on_commit.lock();
+        actions.retain(|(oid, _)| db.catalog.table_by_oid(*oid).is_some());
+        if !committed {
+            return Ok(());
+        }
+        let mut result = Ok(());
+        actions.retain(|&(oid, action)| {
+            let done = match action {
+                OnCommit::DeleteRows => match db.catalog.table_by_oid(oid) {
+                    Some(table) => db.empty_table_in_place(&table),
+                    None => Ok(()),
+                },
+                OnCommit::Drop => db.remove_table(oid),
+            };
+            if let Err(e) = done {
+                result = Err(e);
+            }
+            action == OnCommit::DeleteRows
+        });
+        result
+    }
+
+    /// The session's temporary schema, if it has made one.
+    pub fn space_if_made(&self) -> Option<&TempSpace> {
+        self.space.get()
     }
 
     /// The session's temporary schema, made now (with `nbuffers` local buffers) if it

@@ -17,7 +17,7 @@ use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_engine::exec::cancel::CancelFlag;
 use iolab_engine::exec::context::StreamSettings;
-use iolab_engine::exec::schema::{PublicSchema, TempSchema};
+use iolab_engine::exec::schema::{PublicSchema, SessionCatalog, TempSchema};
 use iolab_engine::exec::StatementContext;
 use iolab_engine::plan::partitions::OnePartitionWhenCheap;
 use iolab_engine::plan::PlannerSettings;
@@ -277,6 +277,7 @@ impl Session {
         )
         .with_sequences(self.sequences.clone())
         .with_cancel(self.cancel.clone())
+        .with_temp_schema(self.temp.schema())
     }
 
     /// psql's meta-command queries that DataFusion cannot run, answered from the catalog.
@@ -343,8 +344,14 @@ impl Session {
                     tag,
                 }) => {
                     let counted = database.clone();
+                    let (temp, db) = (self.temp.clone(), self.db().clone());
                     let stream = telling_its_end(stream, move |complete| {
-                        counted.database.transaction_ended(complete)
+                        counted.database.transaction_ended(complete);
+                        // ON COMMIT actions once the rows are out (they may be a
+                        // temporary table's).
+                        if let Err(e) = temp.transaction_ended(&db, complete) {
+                            tracing::error!("ON COMMIT action failed: {e}");
+                        }
                     });
                     Ok(Outcome::Rows {
                         schema,
@@ -354,7 +361,8 @@ impl Session {
                 }
                 done => {
                     database.database.transaction_ended(done.is_ok());
-                    done
+                    let ended = self.temp.transaction_ended(self.db(), done.is_ok());
+                    done.and_then(|outcome| ended.map(|_| outcome))
                 }
             };
             if result.is_ok() {
@@ -825,6 +833,7 @@ impl Session {
             true => ddl.commit(),
             false => ddl.rollback(),
         }
+        self.temp.transaction_ended(self.db(), commit)?;
         if let Some(e) = committing_failed {
             return Err(e);
         }
@@ -976,6 +985,7 @@ fn base_state(
                 .register_table(name.into(), view)
                 .expect("pg_catalog accepts views");
         }
+        let catalog = SessionCatalog::new(catalog, db.clone(), with_ctid, temp.clone());
         state
             .catalog_list()
             .register_catalog(name.into(), Arc::new(catalog));

@@ -8,7 +8,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::physical_plan::memory::MemoryStream;
 use datafusion::sql::sqlparser::ast::{self, Expr, Set, Value};
 use iolab_catalog::{sqlstate, PgError, PgResult};
-use iolab_settings::SettingError;
+use iolab_settings::{SessionSettings, SettingError};
 
 use crate::session::{Notice, Session};
 use crate::sql::Outcome;
@@ -155,12 +155,34 @@ fn set_statement(session: &mut Session, set: &Set, notices: &mut Vec<Notice>) ->
             "SET LOCAL can only be used in transaction blocks",
         ));
     }
+    let mut changed = session.settings.clone();
     match value {
-        Some(v) => session.settings.set(&name, &v, local),
-        None => session.settings.reset(&name),
+        Some(v) => changed.set(&name, &v, local),
+        None => changed.reset(&name),
     }
     .map_err(setting_error)?;
+    refuse_resizing_local_buffers(session, &changed)?;
+    session.settings = changed;
     Ok(Outcome::Done("SET".into()))
+}
+
+/// PostgreSQL's check: once a session has local buffers (its first temporary table),
+/// `temp_buffers` keeps their number.
+fn refuse_resizing_local_buffers(session: &Session, changed: &SessionSettings) -> PgResult<()> {
+    let Some(space) = session.temp.space_if_made() else {
+        return Ok(());
+    };
+    let wanted = changed.temp_buffers_blocks();
+    if wanted as usize == space.buffers.nbuffers() {
+        return Ok(());
+    }
+    Err(PgError::new(
+        sqlstate::INVALID_PARAMETER_VALUE,
+        format!("invalid value for parameter \"temp_buffers\": {wanted}"),
+    )
+    .with_detail(
+        "\"temp_buffers\" cannot be changed after any temporary tables have been accessed in the session.",
+    ))
 }
 
 fn is_default(e: &Expr) -> bool {

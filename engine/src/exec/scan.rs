@@ -10,7 +10,8 @@
 //! Metrics (what EXPLAIN ANALYZE prints for the node): counts `shared_hit`, `shared_read`,
 //! `shared_dirtied`, `shared_written`, `io_reads` (read operations), `io_stalls` (waits for
 //! an unfinished read); times `shared_read_time`, `shared_write_time`, `shared_wait_time`
-//! (nanoseconds; only with `track_io_timing`); gauges of the node's read latency
+//! (nanoseconds; only with `track_io_timing`); the same `local_…` counts and times for a
+//! temporary table's local buffers, when it used them; gauges of the node's read latency
 //! `read_latency_p50_us`, `read_latency_p99_us`, `read_latency_p999_us`, `read_latency_max_us`
 //! and of its read stream (PostgreSQL 19's EXPLAIN (IO)): `prefetch_capacity`,
 //! `prefetch_distance_max`, and the averages ×1000 `prefetch_distance_avg_milli`,
@@ -155,10 +156,24 @@ pub(crate) fn publish_io_metrics(
     ] {
         m().counter(name, p).add(value as usize);
     }
+    // Local buffers (temporary tables) only when used.
+    for (name, value) in [
+        ("local_hit", u.local_hit),
+        ("local_read", u.local_read),
+        ("local_dirtied", u.local_dirtied),
+        ("local_written", u.local_written),
+    ] {
+        if value > 0 {
+            m().counter(name, p).add(value as usize);
+        }
+    }
     for (name, ns) in [
         ("shared_read_time", u.shared_read_ns),
         ("shared_write_time", u.shared_write_ns),
         ("shared_wait_time", u.shared_wait_ns),
+        ("local_read_time", u.local_read_ns),
+        ("local_write_time", u.local_write_ns),
+        ("local_wait_time", u.local_wait_ns),
     ] {
         // Only when timed: DataFusion records a zero duration as 1 ns.
         if ns > 0 {

@@ -10,11 +10,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::catalog::{SchemaProvider, TableProvider};
+use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider, SchemaProvider, TableProvider};
 use datafusion::common::Result as DfResult;
 
 use iolab_catalog::TableDef;
 
+use crate::exec::scan::to_df;
 use crate::exec::table::HeapTable;
 use crate::temp::SessionTemp;
 use crate::Database;
@@ -74,33 +75,46 @@ impl SchemaProvider for PublicSchema {
     }
 }
 
-/// The session's temporary schema under its names `pg_temp` and `pg_temp_N`.
+/// A temporary schema: the session's own under `pg_temp` (`named` is `None`), or the one
+/// named `pg_temp_N` (the session's own or another's).
 pub struct TempSchema {
     db: Arc<Database>,
     with_ctid: bool,
     temp: Arc<SessionTemp>,
+    named: Option<String>,
 }
 
 impl TempSchema {
+    /// The session's own, `pg_temp`.
     pub fn new(db: Arc<Database>, with_ctid: bool, temp: Arc<SessionTemp>) -> TempSchema {
         TempSchema {
             db,
             with_ctid,
             temp,
+            named: None,
+        }
+    }
+
+    /// The schema the session reads: its own, or `None` for another session's.
+    fn readable(&self) -> Option<&str> {
+        let own = self.temp.schema();
+        match &self.named {
+            Some(name) if Some(name.as_str()) != own => None,
+            _ => own,
         }
     }
 }
 
 impl std::fmt::Debug for TempSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "TempSchema({:?})", self.temp.schema())
+        write!(f, "TempSchema({:?})", self.named)
     }
 }
 
 #[async_trait]
 impl SchemaProvider for TempSchema {
     fn table_names(&self) -> Vec<String> {
-        let Some(schema) = self.temp.schema() else {
+        let Some(schema) = self.readable() else {
             return vec![];
         };
         let tables = self.db.catalog.tables().into_iter();
@@ -111,17 +125,80 @@ impl SchemaProvider for TempSchema {
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
-        let def = self
-            .temp
-            .schema()
-            .and_then(|s| self.db.catalog.table(s, name));
-        Ok(def.map(|def| {
+        let Some(schema) = self.readable() else {
+            let other = self
+                .named
+                .as_deref()
+                .expect("only a named schema is another's");
+            return match self.db.catalog.table(other, name) {
+                Some(_) => Err(to_df(crate::temp::other_sessions_error())),
+                None => Ok(None),
+            };
+        };
+        Ok(self.db.catalog.table(schema, name).map(|def| {
             Arc::new(HeapTable::new(self.db.clone(), def, self.with_ctid)) as Arc<dyn TableProvider>
         }))
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        let schema = self.temp.schema();
+        let schema = self.readable();
         schema.is_some_and(|s| self.db.catalog.table(s, name).is_some())
+    }
+}
+
+/// A session's database as DataFusion sees it: the schemas registered in `inner`, and
+/// every temporary schema `pg_temp_N` by name.
+pub struct SessionCatalog {
+    inner: MemoryCatalogProvider,
+    db: Arc<Database>,
+    with_ctid: bool,
+    temp: Arc<SessionTemp>,
+}
+
+impl SessionCatalog {
+    pub fn new(
+        inner: MemoryCatalogProvider,
+        db: Arc<Database>,
+        with_ctid: bool,
+        temp: Arc<SessionTemp>,
+    ) -> SessionCatalog {
+        SessionCatalog {
+            inner,
+            db,
+            with_ctid,
+            temp,
+        }
+    }
+}
+
+impl std::fmt::Debug for SessionCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SessionCatalog")
+    }
+}
+
+impl CatalogProvider for SessionCatalog {
+    fn schema_names(&self) -> Vec<String> {
+        self.inner.schema_names()
+    }
+
+    fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        if !crate::temp::is_temp_schema(name) {
+            return self.inner.schema(name);
+        }
+        Some(Arc::new(TempSchema {
+            db: self.db.clone(),
+            with_ctid: self.with_ctid,
+            temp: self.temp.clone(),
+            named: Some(name.to_string()),
+        }))
+    }
+
+    fn register_schema(
+        &self,
+        name: &str,
+        schema: Arc<dyn SchemaProvider>,
+    ) -> DfResult<Option<Arc<dyn SchemaProvider>>> {
+        self.inner.register_schema(name, schema)
     }
 }

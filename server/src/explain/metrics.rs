@@ -68,6 +68,13 @@ pub fn buffers(plan: &dyn ExecutionPlan) -> Buffers {
             shared_read_ns: get("shared_read_time"),
             shared_write_ns: get("shared_write_time"),
             shared_wait_ns: get("shared_wait_time"),
+            local_hit: get("local_hit"),
+            local_read: get("local_read"),
+            local_dirtied: get("local_dirtied"),
+            local_written: get("local_written"),
+            local_read_ns: get("local_read_time"),
+            local_write_ns: get("local_write_time"),
+            local_wait_ns: get("local_wait_time"),
             io_reads: get("io_reads"),
             io_stalls: get("io_stalls"),
             ..BufferUsage::default()

@@ -204,11 +204,33 @@ impl Buffers {
     }
 
     pub fn has_counts(&self) -> bool {
-        self.shared_hit + self.shared_read + self.shared_dirtied + self.shared_written > 0
+        let u = &self.usage;
+        [
+            u.shared_hit,
+            u.shared_read,
+            u.shared_dirtied,
+            u.shared_written,
+            u.local_hit,
+            u.local_read,
+            u.local_dirtied,
+            u.local_written,
+        ]
+        .iter()
+        .any(|&n| n > 0)
     }
 
     pub fn has_timing(&self) -> bool {
-        self.shared_read_ns + self.shared_write_ns + self.shared_wait_ns > 0
+        let u = &self.usage;
+        [
+            u.shared_read_ns,
+            u.shared_write_ns,
+            u.shared_wait_ns,
+            u.local_read_ns,
+            u.local_write_ns,
+            u.local_wait_ns,
+        ]
+        .iter()
+        .any(|&n| n > 0)
     }
 }
 

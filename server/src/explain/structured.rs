@@ -179,17 +179,18 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
 }
 
 /// PostgreSQL's buffer keys (all of them), then the I/O times when `track_io_timing` is
-/// on, with iolab's `Shared I/O Wait Time` before the read time.
+/// on, with iolab's `Shared I/O Wait Time` and `Local I/O Wait Time` before the read
+/// times.
 fn buffers(em: &mut Emitter, b: &Buffers) {
     for (key, value) in [
         ("Shared Hit Blocks", b.shared_hit),
         ("Shared Read Blocks", b.shared_read),
         ("Shared Dirtied Blocks", b.shared_dirtied),
         ("Shared Written Blocks", b.shared_written),
-        ("Local Hit Blocks", 0),
-        ("Local Read Blocks", 0),
-        ("Local Dirtied Blocks", 0),
-        ("Local Written Blocks", 0),
+        ("Local Hit Blocks", b.local_hit),
+        ("Local Read Blocks", b.local_read),
+        ("Local Dirtied Blocks", b.local_dirtied),
+        ("Local Written Blocks", b.local_written),
         ("Temp Read Blocks", 0),
         ("Temp Written Blocks", 0),
     ] {
@@ -200,8 +201,9 @@ fn buffers(em: &mut Emitter, b: &Buffers) {
             ("Shared I/O Wait Time", b.shared_wait_ns),
             ("Shared I/O Read Time", b.shared_read_ns),
             ("Shared I/O Write Time", b.shared_write_ns),
-            ("Local I/O Read Time", 0),
-            ("Local I/O Write Time", 0),
+            ("Local I/O Wait Time", b.local_wait_ns),
+            ("Local I/O Read Time", b.local_read_ns),
+            ("Local I/O Write Time", b.local_write_ns),
             ("Temp I/O Read Time", 0),
             ("Temp I/O Write Time", 0),
         ] {

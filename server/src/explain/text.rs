@@ -216,30 +216,66 @@ fn read_stream(out: &mut Vec<String>, s: &ReadStreamUsage, pad: &str) {
     }
 }
 
-/// `Buffers: shared hit=… read=… dirtied=… written=…` and
-/// `I/O Timings: shared wait=… read=… write=…`, each only when something is positive.
+/// `Buffers: shared hit=… read=… dirtied=… written=…, local hit=… …` and
+/// `I/O Timings: shared wait=… read=… write=…, local …`: each group only when one of its
+/// members is positive, and each member likewise.
 pub fn buffers(out: &mut Vec<String>, b: &Buffers, indent: usize) {
     let pad = spaces(indent);
-    if let Some(parts) = positive_members(&[
-        ("hit", b.shared_hit),
-        ("read", b.shared_read),
-        ("dirtied", b.shared_dirtied),
-        ("written", b.shared_written),
-    ]) {
-        out.push(format!("{pad}Buffers: shared{parts}"));
+    let counts = [
+        (
+            "shared",
+            [
+                b.shared_hit,
+                b.shared_read,
+                b.shared_dirtied,
+                b.shared_written,
+            ],
+        ),
+        (
+            "local",
+            [b.local_hit, b.local_read, b.local_dirtied, b.local_written],
+        ),
+    ];
+    let groups: Vec<String> = counts
+        .iter()
+        .filter_map(|(group, [hit, read, dirtied, written])| {
+            let parts = positive_members(&[
+                ("hit", *hit),
+                ("read", *read),
+                ("dirtied", *dirtied),
+                ("written", *written),
+            ])?;
+            Some(format!("{group}{parts}"))
+        })
+        .collect();
+    if !groups.is_empty() {
+        out.push(format!("{pad}Buffers: {}", groups.join(", ")));
     }
-    if b.has_timing() {
-        let mut line = format!("{pad}I/O Timings: shared");
-        for (name, ns) in [
-            ("wait", b.shared_wait_ns),
-            ("read", b.shared_read_ns),
-            ("write", b.shared_write_ns),
-        ] {
-            if ns > 0 {
-                line.push_str(&format!(" {name}={:.3}", ns as f64 / 1e6));
+    let times = [
+        (
+            "shared",
+            [b.shared_wait_ns, b.shared_read_ns, b.shared_write_ns],
+        ),
+        (
+            "local",
+            [b.local_wait_ns, b.local_read_ns, b.local_write_ns],
+        ),
+    ];
+    let groups: Vec<String> = times
+        .iter()
+        .filter(|(_, ns)| ns.iter().any(|&ns| ns > 0))
+        .map(|(group, ns)| {
+            let mut text = group.to_string();
+            for (name, ns) in ["wait", "read", "write"].into_iter().zip(ns) {
+                if *ns > 0 {
+                    text.push_str(&format!(" {name}={:.3}", *ns as f64 / 1e6));
+                }
             }
-        }
-        out.push(line);
+            text
+        })
+        .collect();
+    if !groups.is_empty() {
+        out.push(format!("{pad}I/O Timings: {}", groups.join(", ")));
     }
 }
 

@@ -1092,7 +1092,7 @@ fn definitions() -> Vec<Def> {
         ),
         reg_out("regnamespaceout", |o| {
             oids::namespace_name(o as u32)
-                .map(quote_ident)
+                .map(|n| quote_ident(&n))
                 .unwrap_or_else(|| o.to_string())
         }),
         reg_in(

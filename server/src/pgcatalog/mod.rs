@@ -104,6 +104,8 @@ pub struct SessionInfo {
     pub sequences: Arc<sequence_functions::SessionSequences>,
     /// The running statement's cancel flag, if a statement is running.
     pub cancel: Option<iolab_engine::exec::cancel::CancelFlag>,
+    /// The session's temporary schema, once it has one.
+    pub temp_schema: Option<String>,
 }
 
 impl SessionInfo {
@@ -121,7 +123,14 @@ impl SessionInfo {
             setting_changes: Arc::new(Mutex::new(Vec::new())),
             sequences: Arc::default(),
             cancel: None,
+            temp_schema: None,
         }
+    }
+
+    /// The same, with the session's temporary schema.
+    pub fn with_temp_schema(mut self, temp_schema: Option<&str>) -> SessionInfo {
+        self.temp_schema = temp_schema.map(str::to_string);
+        self
     }
 
     /// The same, with the session's memory of its sequences.
@@ -145,12 +154,14 @@ impl SessionInfo {
     }
 
     pub(crate) fn snapshot(&self) -> Snapshot {
-        Snapshot::new(
+        let mut snapshot = Snapshot::new(
             self.db.clone(),
             self.settings.clone(),
             self.user.clone(),
             tables::extra_tables(),
-        )
+        );
+        snapshot.temp_schema = self.temp_schema.clone();
+        snapshot
     }
 }
 
@@ -190,7 +201,11 @@ pub fn register_schemas(catalog: &MemoryCatalogProvider, db: Arc<Database>) {
 /// at these settings too.
 pub fn register_functions(state: &mut SessionState, info: &SessionInfo) {
     let shared = catalog_state(state).unwrap_or_else(|| SharedCatalogState::new(info.db.clone()));
-    *shared.session.write() = Some((info.settings.clone(), info.user.clone()));
+    *shared.session.write() = Some((
+        info.settings.clone(),
+        info.user.clone(),
+        info.temp_schema.clone(),
+    ));
     crate::sql::session_time::set_options(state, &info.settings);
     if let Err(e) = functions::register(state, info, shared) {
         tracing::error!("could not register the catalog functions: {e}");

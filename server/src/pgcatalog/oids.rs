@@ -56,12 +56,27 @@ pub const NAMESPACES: &[(u32, &str, u32, Option<&[&str]>)] = &[
     ),
 ];
 
+/// Sessions' temporary schemas `pg_temp_N` have OID `TEMP_NAMESPACE_BASE + N`: fixed
+/// numbers below PostgreSQL's FirstNormalObjectId, so they never meet a user object's.
+pub const TEMP_NAMESPACE_BASE: u32 = 14000;
+const MAX_TEMP_NAMESPACES: u32 = iolab_catalog::store::FIRST_NORMAL_OID - TEMP_NAMESPACE_BASE;
+
 pub fn namespace_oid(name: &str) -> Option<u32> {
-    NAMESPACES.iter().find(|n| n.1 == name).map(|n| n.0)
+    let fixed = NAMESPACES.iter().find(|n| n.1 == name).map(|n| n.0);
+    fixed.or_else(|| {
+        let n: u32 = name.strip_prefix("pg_temp_")?.parse().ok()?;
+        (iolab_catalog::store::is_temp_schema(name) && n < MAX_TEMP_NAMESPACES)
+            .then_some(TEMP_NAMESPACE_BASE + n)
+    })
 }
 
-pub fn namespace_name(oid: u32) -> Option<&'static str> {
-    NAMESPACES.iter().find(|n| n.0 == oid).map(|n| n.1)
+pub fn namespace_name(oid: u32) -> Option<std::borrow::Cow<'static, str>> {
+    match NAMESPACES.iter().find(|n| n.0 == oid) {
+        Some(n) => Some(n.1.into()),
+        None => (TEMP_NAMESPACE_BASE..iolab_catalog::store::FIRST_NORMAL_OID)
+            .contains(&oid)
+            .then(|| format!("pg_temp_{}", oid - TEMP_NAMESPACE_BASE).into()),
+    }
 }
 
 /// The roles: (OID, name, can log in and is superuser). `postgres` is the superuser every

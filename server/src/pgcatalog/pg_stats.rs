@@ -172,7 +172,7 @@ pub fn batch(shared: &SharedCatalogState) -> Result<RecordBatch> {
         .session
         .read()
         .as_ref()
-        .map(|(s, _)| s.clone())
+        .map(|(s, _, _)| s.clone())
         .unwrap_or_else(|| SessionSettings::new(&ServerSettings::defaults()));
     let fmt = crate::session::text_format_for(&settings);
     let mut schemaname = StringBuilder::new();

@@ -275,7 +275,7 @@ fn privileges(
         .filter(|r| {
             pats.iter().all(|(col, re)| match col.as_str() {
                 "c.relname" => psql_regex_matches(re, &r.name),
-                "n.nspname" => psql_regex_matches(re, r.schema()),
+                "n.nspname" => psql_regex_matches(re, &r.schema()),
                 _ => true,
             })
         })

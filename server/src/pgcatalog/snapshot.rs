@@ -68,8 +68,8 @@ impl Relation {
         attnum
     }
 
-    pub fn schema(&self) -> &'static str {
-        oids::namespace_name(self.namespace).unwrap_or("public")
+    pub fn schema(&self) -> std::borrow::Cow<'static, str> {
+        oids::namespace_name(self.namespace).unwrap_or("public".into())
     }
 
     /// `relreplident`: `d` (default) for user tables, `n` (nothing) for views and
@@ -108,6 +108,8 @@ pub struct Snapshot {
     pub settings: SessionSettings,
     /// The session's user (`current_user`).
     pub user: String,
+    /// The session's temporary schema, if it has one: first on its search path.
+    pub temp_schema: Option<String>,
     pub extra: Vec<ExtraTable>,
 }
 
@@ -140,6 +142,7 @@ impl Snapshot {
             views,
             settings,
             user,
+            temp_schema: None,
             extra,
         }
     }
@@ -246,6 +249,9 @@ impl Snapshot {
         if !path.iter().any(|p| p == "pg_catalog") {
             path.insert(0, "pg_catalog".to_string());
         }
+        if let Some(temp) = &self.temp_schema {
+            path.insert(0, temp.clone());
+        }
         path
     }
 
@@ -326,7 +332,7 @@ impl Snapshot {
     pub fn regclass_text(&self, oid: u32, all: &[Relation]) -> String {
         match all.iter().find(|r| r.oid == oid) {
             Some(r) if self.is_visible(r, all) => quote_ident(&r.name),
-            Some(r) => format!("{}.{}", quote_ident(r.schema()), quote_ident(&r.name)),
+            Some(r) => format!("{}.{}", quote_ident(&r.schema()), quote_ident(&r.name)),
             None => oid.to_string(),
         }
     }

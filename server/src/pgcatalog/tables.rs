@@ -453,19 +453,29 @@ fn pg_language(_: &Snapshot) -> Vec<Vec<V>> {
     .collect()
 }
 
-fn pg_namespace(_: &Snapshot) -> Vec<Vec<V>> {
-    oids::NAMESPACES
-        .iter()
-        .map(|&(oid, name, owner, acl)| {
-            vec![
+/// The fixed schemas, then the temporary schemas of the sessions that have one.
+fn pg_namespace(s: &Snapshot) -> Vec<Vec<V>> {
+    let fixed = oids::NAMESPACES.iter().map(|&(oid, name, owner, acl)| {
+        vec![
+            V::oid(oid),
+            V::text(name),
+            V::oid(owner),
+            acl.map(|a| V::TextArray(a.iter().map(|s| s.to_string()).collect()))
+                .unwrap_or(V::Null),
+        ]
+    });
+    let temp = iolab_engine::temp::live_schemas(&s.db)
+        .into_iter()
+        .filter_map(|name| {
+            let oid = oids::namespace_oid(&name)?;
+            Some(vec![
                 V::oid(oid),
                 V::text(name),
-                V::oid(owner),
-                acl.map(|a| V::TextArray(a.iter().map(|s| s.to_string()).collect()))
-                    .unwrap_or(V::Null),
-            ]
-        })
-        .collect()
+                V::oid(oids::POSTGRES_ROLE),
+                V::Null,
+            ])
+        });
+    fixed.chain(temp).collect()
 }
 
 fn pg_settings(s: &Snapshot) -> Vec<Vec<V>> {
@@ -688,7 +698,7 @@ fn send_name(output: &str) -> String {
 pub struct SharedCatalogState {
     pub db: Arc<Database>,
     /// Set by `register_functions` before each statement; until then a default session.
-    pub session: RwLock<Option<(SessionSettings, String)>>,
+    pub session: RwLock<Option<(SessionSettings, String, Option<String>)>>,
     pub extra: RwLock<BTreeMap<String, Arc<dyn TableProvider>>>,
 }
 
@@ -702,13 +712,16 @@ impl SharedCatalogState {
     }
 
     pub fn snapshot(&self) -> Snapshot {
-        let (settings, user) = self.session.read().clone().unwrap_or_else(|| {
+        let (settings, user, temp_schema) = self.session.read().clone().unwrap_or_else(|| {
             (
                 SessionSettings::new(&ServerSettings::defaults()),
                 "postgres".to_string(),
+                None,
             )
         });
-        Snapshot::new(self.db.clone(), settings, user, extra_tables())
+        let mut snapshot = Snapshot::new(self.db.clone(), settings, user, extra_tables());
+        snapshot.temp_schema = temp_schema;
+        snapshot
     }
 }
 

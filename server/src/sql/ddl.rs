@@ -357,7 +357,19 @@ fn make_table(
     let (schema, name) = split_name(&create.name)?;
     check_identifier(&name)?;
     let db = &run.db;
-    let (persistence, schema) = if creates_temporary(create)? {
+    let temporary = creates_temporary(create)?;
+    let on_commit = match create.on_commit {
+        None | Some(ast::OnCommit::PreserveRows) => None,
+        Some(ast::OnCommit::DeleteRows) => Some(iolab_engine::temp::OnCommit::DeleteRows),
+        Some(ast::OnCommit::Drop) => Some(iolab_engine::temp::OnCommit::Drop),
+    };
+    if create.on_commit.is_some() && !temporary {
+        return Err(PgError::new(
+            sqlstate::INVALID_TABLE_DEFINITION,
+            "ON COMMIT can only be used on temporary tables",
+        ));
+    }
+    let (persistence, schema) = if temporary {
         let temp = run.temp.schema();
         let temp = temp.ok_or_else(|| PgError::internal("no temporary schema"))?;
         (Persistence::Temporary, temp.to_string())
@@ -387,6 +399,9 @@ fn make_table(
     if let Some(table) = &table {
         log.record(db, DdlEntry::CreatedTable { oid: table.oid })?;
         db.create_relation_file(table)?;
+        if let Some(action) = on_commit {
+            run.temp.on_commit(table.oid, action);
+        }
     }
     Ok(table)
 }
