@@ -898,6 +898,8 @@ impl BufferPool {
         prefer: Option<BufferId>,
     ) -> Result<BufferId, PgError> {
         let nbuffers = self.nbuffers();
+        // Local buffers take no ring (as in PostgreSQL): a caller's ring holds shared ids.
+        let strategy = strategy.filter(|_| !self.local);
         let kind = strategy.as_deref().map(BufferRing::kind);
         let ring = strategy.and_then(|ring| ring.prepare(nbuffers).then_some(ring));
         let max_usage = if ring.is_some() { 1 } else { 0 };

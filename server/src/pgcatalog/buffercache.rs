@@ -288,12 +288,19 @@ fn evict(
     ])
 }
 
-/// The file number of relation `oid`, as `pg_buffercache_evict_relation` opens it.
+/// The file number of relation `oid`, as `pg_buffercache_evict_relation` opens it: not a
+/// temporary one, whose blocks are in its session's local buffers.
 fn relfilenode_of(snapshot: &Snapshot, oid: u32) -> Result<u32, PgError> {
-    snapshot
+    let rel = snapshot
         .relation(oid)
-        .map(|r| r.relfilenode)
-        .ok_or_else(|| PgError::internal(format!("could not open relation with OID {oid}")))
+        .ok_or_else(|| PgError::internal(format!("could not open relation with OID {oid}")))?;
+    if rel.persistence == 't' {
+        return Err(PgError::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            "relation uses local buffers, pg_buffercache_evict_relation() is intended to be used for shared buffers only",
+        ));
+    }
+    Ok(rel.relfilenode)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -619,6 +619,37 @@ fn definitions() -> Vec<Def> {
         def("current_schema", 0..=0, DataType::Utf8, |ctx, _, rows| {
             Ok(vec![V::opt_text(ctx.snapshot().current_schema()); rows])
         }),
+        // The session's temporary schema, 0 until it has one.
+        def(
+            "pg_my_temp_schema",
+            0..=0,
+            DataType::Int64,
+            |ctx, _, rows| {
+                let own = ctx.snapshot().temp_schema;
+                let oid = own.as_deref().and_then(oids::namespace_oid).unwrap_or(0);
+                Ok(vec![V::oid(oid); rows])
+            },
+        ),
+        def(
+            "pg_is_other_temp_schema",
+            1..=1,
+            DataType::Boolean,
+            |ctx, args, rows| {
+                let own = ctx.snapshot().temp_schema;
+                let own = own.as_deref().and_then(oids::namespace_oid);
+                let oids = ints(&args[0])?;
+                per_row(rows, |i| {
+                    Ok(match oids[i] {
+                        Some(oid) => {
+                            let temp = oids::namespace_name(oid as u32)
+                                .is_some_and(|n| n.starts_with("pg_temp_"));
+                            V::Bool(temp && own != Some(oid as u32))
+                        }
+                        None => V::Null,
+                    })
+                })
+            },
+        ),
         def("current_schemas", 1..=1, text_list(), |ctx, args, rows| {
             let s = ctx.snapshot();
             let implicit = bools(&args[0])?;

@@ -38,7 +38,7 @@ pub struct Relation {
     pub namespace: u32,
     /// `relkind`: `r` table, `v` view, `i` index.
     pub kind: char,
-    /// `relpersistence`: `p` permanent, `u` unlogged.
+    /// `relpersistence`: `p` permanent, `u` unlogged, `t` temporary.
     pub persistence: char,
     /// `relam`: heap for tables, 0 for views.
     pub am: u32,
