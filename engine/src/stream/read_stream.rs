@@ -345,10 +345,12 @@ impl<T: Send> ReadStream<T> {
                 _ => (ring_len / 2).max(1),
             });
         }
-        max_pinned = max_pinned
-            .min(config.pin_limit)
-            .min(pool.pin_limit())
-            .max(1);
+        max_pinned = max_pinned.min(config.pin_limit);
+        if pool.is_local() {
+            // The caller's limit is the shared pool's; local buffers have their own.
+            max_pinned = max_pinned.min(pool.pin_limit());
+        }
+        let max_pinned = max_pinned.max(1);
         let direct = aio.is_direct();
         let sync_method = aio.method() == iolab_settings::IoMethod::Sync;
         let policy_advises = !direct

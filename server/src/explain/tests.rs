@@ -340,10 +340,11 @@ fn aggregate_explained(planning_hits: u64) -> Explained {
     }
 }
 
-/// The iolab-only key is left out when comparing with PostgreSQL.
+/// The iolab-only keys (shared and local wait time) are left out when comparing with
+/// PostgreSQL.
 fn without_wait_key(s: &str) -> String {
     s.lines()
-        .filter(|l| !l.contains("Shared I/O Wait Time") && !l.contains("Shared-I-O-Wait-Time"))
+        .filter(|l| !l.contains("I/O Wait Time") && !l.contains("-I-O-Wait-Time"))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -356,6 +357,7 @@ fn json_matches_postgres() {
         include_str!("testdata/aggregate_seqscan.json").trim_end()
     );
     assert!(out.contains("\"Shared I/O Wait Time\": 0.000,"));
+    assert!(out.contains("\"Local I/O Wait Time\": 0.000,"));
 }
 
 #[test]
