@@ -683,6 +683,11 @@ impl Session {
                 Ok(Outcome::Done(tag.into()))
             }
             ast::Statement::Discard { object_type } => self.discard(object_type),
+            ast::Statement::CreateSequence {
+                temporary: true, ..
+            } => Err(PgError::unsupported(
+                "temporary sequences are not supported",
+            )),
             other => Err(PgError::unsupported(format!(
                 "statement not supported: {}",
                 first_words(&other.to_string())

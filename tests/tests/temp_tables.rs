@@ -258,3 +258,46 @@ async fn a_crash_leaves_no_temporary_table_behind() {
     c.batch_execute("CREATE TEMP TABLE t(a int)").await.unwrap();
     assert_eq!(int(&c, "SELECT count(*) FROM t").await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ddl_on_temporary_tables() {
+    let server = TestServer::start("temp-ddl");
+    let c = server.client().await;
+    c.batch_execute(
+        "CREATE TEMP TABLE s(id serial, v int);
+         INSERT INTO s(v) VALUES (10), (20);
+         ALTER TABLE s ADD COLUMN w int DEFAULT 5;
+         ALTER TABLE s RENAME TO r;
+         ANALYZE r",
+    )
+    .await
+    .unwrap();
+    assert_eq!(int(&c, "SELECT sum(w) FROM r").await, 10);
+    // The serial column's sequence is in the temporary schema too, found by its name.
+    assert_eq!(int(&c, "SELECT nextval('s_id_seq')").await, 3);
+    assert_eq!(
+        int(
+            &c,
+            "SELECT count(*) FROM pg_class WHERE relname IN ('r', 's_id_seq') \
+             AND relpersistence = 't' AND relnamespace = pg_my_temp_schema()"
+        )
+        .await,
+        2
+    );
+    let (code, message) = error(&c, "CREATE VIEW v AS SELECT * FROM r").await;
+    assert_eq!(
+        (code.as_str(), message.as_str()),
+        ("0A000", "temporary views are not supported")
+    );
+    let (code, _) = error(&c, "CREATE TEMP SEQUENCE q").await;
+    assert_eq!(code, "0A000");
+    c.batch_execute("DROP TABLE r").await.unwrap();
+    assert_eq!(
+        int(
+            &c,
+            "SELECT count(*) FROM pg_class WHERE relpersistence = 't'"
+        )
+        .await,
+        0
+    );
+}

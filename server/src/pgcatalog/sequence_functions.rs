@@ -108,10 +108,12 @@ impl SessionSequences {
     }
 }
 
-/// The sequence a `regclass` argument names: by OID, or by name in the `public` schema
-/// (the one schema of user relations).
+/// The sequence a `regclass` argument names: by OID, or by name — unqualified, in the
+/// session's temporary schema `temp` first (a temporary table's `serial` column owns one
+/// there), then in `public`.
 pub fn resolve_sequence(
     catalog: &Catalog,
+    temp: Option<&str>,
     oid: Option<i64>,
     name: Option<&str>,
 ) -> PgResult<SequenceDef> {
@@ -131,7 +133,11 @@ pub fn resolve_sequence(
     let text = name.unwrap_or_default();
     let parts = parse_identifier(text).map_err(|_| PgError::undefined_table(text))?;
     let (schema, relname) = match parts.as_slice() {
-        [n] => ("public", n.as_str()),
+        [n] => match temp.filter(|t| catalog.sequence(t, n).is_some()) {
+            Some(temp) => (temp, n.as_str()),
+            None => ("public", n.as_str()),
+        },
+        [s, n] | [_, s, n] if s == "pg_temp" => (temp.unwrap_or("pg_temp"), n.as_str()),
         [s, n] | [_, s, n] => (s.as_str(), n.as_str()),
         _ => return Err(PgError::undefined_table(text)),
     };
@@ -154,6 +160,8 @@ fn not_a_sequence(name: &str) -> PgError {
 /// The sequence named by argument `a` in each row (NULL stays NULL).
 fn sequences(ctx: &Ctx, a: &ArrayRef, rows: usize) -> Result<Vec<Option<SequenceDef>>> {
     let catalog = &ctx.shared.db.catalog;
+    let temp = ctx.shared.session.read().as_ref().and_then(|s| s.2.clone());
+    let temp = temp.as_deref();
     let text = matches!(
         a.data_type(),
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
@@ -176,8 +184,8 @@ fn sequences(ctx: &Ctx, a: &ArrayRef, rows: usize) -> Result<Vec<Option<Sequence
         };
         if !found.contains_key(&key) {
             let def = match key.strip_prefix('#') {
-                Some(oid) if !text => resolve_sequence(catalog, oid.parse().ok(), None),
-                _ => resolve_sequence(catalog, None, Some(&key)),
+                Some(oid) if !text => resolve_sequence(catalog, temp, oid.parse().ok(), None),
+                _ => resolve_sequence(catalog, temp, None, Some(&key)),
             }
             .map_err(pg)?;
             found.insert(key.clone(), def);

@@ -24,7 +24,11 @@ pub fn relation(seq: &SequenceDef) -> Relation {
         name: seq.name.clone(),
         namespace: oids::namespace_oid(&seq.schema).unwrap_or(oids::PUBLIC_NAMESPACE),
         kind: 'S',
-        persistence: 'p',
+        // A temporary table's `serial` owns a sequence in its temporary schema.
+        persistence: match iolab_catalog::store::is_temp_schema(&seq.schema) {
+            true => 't',
+            false => 'p',
+        },
         am: 0,
         relfilenode: seq.oid,
         pages: 1,

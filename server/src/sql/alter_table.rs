@@ -65,10 +65,8 @@ pub async fn run(
     let db = &run.db;
     let done = Ok(Outcome::Done(stmt.tag()));
     let (schema, name) = split_name(&stmt.name)?;
-    let Some((kind, oid)) = db
-        .catalog
-        .relation(schema.as_deref().unwrap_or("public"), &name)
-    else {
+    let in_schema = run.schema_of(schema.as_deref(), &name);
+    let Some((kind, oid)) = db.catalog.relation(&in_schema, &name) else {
         let shown = match &schema {
             Some(s) => format!("{s}.{name}"),
             None => name.clone(),
@@ -96,7 +94,7 @@ pub async fn run(
                 }
                 _ => {}
             }
-            rename_relation(db, kind, oid, &name, &ident_name(new_name), log)?;
+            rename_relation(db, &in_schema, kind, oid, &name, &ident_name(new_name), log)?;
         }
         AlterAction::RenameColumn { from, to } => {
             if kind != RelationKind::Table {
@@ -173,6 +171,7 @@ pub async fn run(
 /// RENAME TO of relation `oid` (called `name`, of `kind`).
 fn rename_relation(
     db: &Arc<Database>,
+    schema: &str,
     kind: RelationKind,
     oid: u32,
     name: &str,
@@ -180,7 +179,6 @@ fn rename_relation(
     log: &mut DdlLog,
 ) -> PgResult<()> {
     check_new_name(new_name)?;
-    let schema = "public";
     if new_name == name || db.catalog.relation(schema, new_name).is_some() {
         return Err(PgError::new(
             sqlstate::DUPLICATE_TABLE,

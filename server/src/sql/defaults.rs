@@ -44,7 +44,7 @@ use crate::sql::StatementRun;
 /// must exist; anything else as its text.
 pub fn parse_default(db: &Database, expr: &ast::Expr) -> PgResult<DefaultValue> {
     if let Some(name) = nextval_argument(expr) {
-        let def = resolve_sequence(&db.catalog, None, Some(&name))?;
+        let def = resolve_sequence(&db.catalog, None, None, Some(&name))?;
         return Ok(DefaultValue::NextVal {
             sequence_oid: def.oid,
         });
@@ -313,7 +313,8 @@ impl Defaults {
                 _ if targets.contains(&i) => None,
                 None => None,
                 Some(DefaultValue::NextVal { sequence_oid }) => {
-                    let def = resolve_sequence(&run.db.catalog, Some(*sequence_oid as i64), None)?;
+                    let def =
+                        resolve_sequence(&run.db.catalog, None, Some(*sequence_oid as i64), None)?;
                     Some(Filler::Sequence(def))
                 }
                 Some(DefaultValue::Expr { sql }) => {

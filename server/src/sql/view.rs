@@ -74,6 +74,19 @@ pub async fn create_view(
         query,
         depends_on: crate::sql::view_planning::relations_read(&plan, &views),
     };
+    // PostgreSQL makes such a view temporary itself; iolab has no temporary views.
+    let temporary = def.depends_on.iter().find_map(|&oid| {
+        let table = run.db.catalog.table_by_oid(oid)?;
+        (table.persistence == iolab_catalog::Persistence::Temporary).then_some(table.name)
+    });
+    if let Some(table) = temporary {
+        return Err(
+            PgError::unsupported("temporary views are not supported").with_detail(format!(
+                "View \"{}\" would read temporary table \"{table}\".",
+                def.name
+            )),
+        );
+    }
     let db = &run.db;
     if create.or_replace {
         if let Some(old) = db.catalog.view(&def.schema, &def.name) {
