@@ -758,6 +758,16 @@ impl Session {
         if all || matches!(what, ast::DiscardObject::SEQUENCES) {
             self.sequences = Arc::default();
         }
+        if all || matches!(what, ast::DiscardObject::TEMP) {
+            // The session's temporary tables go, as a DROP of them would; its temporary
+            // schema and local buffers stay.
+            if let Some(schema) = self.temp.schema() {
+                let db = self.db().clone();
+                let tables = db.catalog.tables().into_iter();
+                let tables = tables.filter(|t| t.schema == schema).collect();
+                sql::ddl::drop_tables(&db, tables, true, &mut self.txn.ddl)?;
+            }
+        }
         Ok(Outcome::Done(format!("DISCARD {what}")))
     }
 

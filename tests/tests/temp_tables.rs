@@ -291,13 +291,14 @@ async fn ddl_on_temporary_tables() {
     );
     let (code, _) = error(&c, "CREATE TEMP SEQUENCE q").await;
     assert_eq!(code, "0A000");
-    c.batch_execute("DROP TABLE r").await.unwrap();
-    assert_eq!(
-        int(
-            &c,
-            "SELECT count(*) FROM pg_class WHERE relpersistence = 't'"
-        )
-        .await,
-        0
-    );
+    c.batch_execute("DROP TABLE r; CREATE TEMP TABLE a(x int); CREATE TEMP TABLE b(y int)")
+        .await
+        .unwrap();
+    let temporary = "SELECT count(*) FROM pg_class WHERE relpersistence = 't'";
+    assert_eq!(int(&c, temporary).await, 2);
+    // DISCARD TEMP drops every one of them.
+    c.batch_execute("DISCARD TEMP").await.unwrap();
+    assert_eq!(int(&c, temporary).await, 0);
+    let (code, _) = error(&c, "SELECT * FROM a").await;
+    assert_eq!(code, "42P01");
 }

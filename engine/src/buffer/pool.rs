@@ -431,21 +431,18 @@ impl BufferPool {
     /// A temporary relation whose session has gone cannot be read (its buffers went with
     /// the session).
     pub fn serving(self: &Arc<Self>, rel: &RelFile) -> Result<Arc<BufferPool>, PgError> {
-        match rel.local_buffers() {
-            None => Ok(Arc::clone(self)),
-            Some(local) => local.ok_or_else(|| {
-                PgError::new(
-                    iolab_catalog::sqlstate::FEATURE_NOT_SUPPORTED,
-                    "cannot access temporary tables of other sessions",
-                )
-            }),
-        }
+        Ok(self.elsewhere(rel)?.unwrap_or_else(|| Arc::clone(self)))
     }
 
-    /// `Some(local pool)` when `rel` belongs to local buffers other than this pool.
-    fn elsewhere(self: &Arc<Self>, rel: &RelFile) -> Result<Option<Arc<BufferPool>>, PgError> {
-        let pool = self.serving(rel)?;
-        Ok((!Arc::ptr_eq(&pool, self)).then_some(pool))
+    /// `Some(local pool)` when `rel` belongs to local buffers other than this pool (for a
+    /// relation in shared buffers this costs one load, no reference count).
+    fn elsewhere(&self, rel: &RelFile) -> Result<Option<Arc<BufferPool>>, PgError> {
+        match rel.local_buffers() {
+            None => Ok(None),
+            Some(None) => Err(crate::temp::other_sessions_error()),
+            Some(Some(local)) if std::ptr::eq(&*local, self) => Ok(None),
+            Some(Some(local)) => Ok(Some(local)),
+        }
     }
 
     /// From now on, a page is written only once the WAL is flushed up to its LSN.

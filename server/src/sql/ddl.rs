@@ -528,6 +528,19 @@ pub fn drop(
             }
         }
     }
+    notices.extend(drop_tables(db, tables, *cascade, log)?);
+    Ok(notices)
+}
+
+/// Drops `tables` (and, with `cascade`, the views that read them; else those views are an
+/// error), their indexes and owned sequences; returns the notices. The catalog entries go
+/// now, the files at COMMIT.
+pub fn drop_tables(
+    db: &Arc<Database>,
+    tables: Vec<TableDef>,
+    cascade: bool,
+    log: &mut DdlLog,
+) -> PgResult<Vec<crate::session::Notice>> {
     let targets: Vec<crate::sql::view::Dropping> = tables
         .iter()
         .map(|t| crate::sql::view::Dropping {
@@ -536,9 +549,8 @@ pub fn drop(
             name: t.name.clone(),
         })
         .collect();
-    notices.extend(crate::sql::view::drop_dependents(
-        db, &targets, *cascade, log,
-    )?);
+    let notices = crate::sql::view::drop_dependents(db, &targets, cascade, log)?;
+    let notices: Vec<_> = notices.into_iter().collect();
     for def in tables {
         // The way back is written down before the table goes.
         let oid = def.oid;
