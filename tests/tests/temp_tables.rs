@@ -160,6 +160,17 @@ async fn local_buffers_cache_temporary_tables_and_count_as_local_io() {
     assert_eq!(number(1), pages * 8192, "{io:?}");
     assert!(number(2) >= pages - 100, "{io:?}");
 
+    // pg_stat_statements counts the same blocks as local.
+    assert_eq!(int(&c, "SELECT count(*) FROM big").await, 20000);
+    let statement = rows(
+        &c,
+        "SELECT local_blks_read, shared_blks_read FROM pg_stat_statements \
+         WHERE query = 'SELECT count(*) FROM big'",
+    )
+    .await;
+    assert_eq!(statement[0][0].as_deref(), Some(pages.to_string().as_str()));
+    assert_eq!(statement[0][1].as_deref(), Some("0"));
+
     // The index lives in the local buffers too, and answers.
     assert_eq!(int(&c, "SELECT count(*) FROM big WHERE a < 100").await, 99);
     let lookup = plan(

@@ -89,10 +89,17 @@ pub fn batch(db: &Database) -> Result<RecordBatch> {
                 bigint(u.shared_dirtied),
                 bigint(u.shared_written),
             ]);
-            // Local and temporary blocks.
-            row.extend(std::iter::repeat_n(zero.clone(), 6));
+            row.extend([
+                bigint(u.local_hit),
+                bigint(u.local_read),
+                bigint(u.local_dirtied),
+                bigint(u.local_written),
+            ]);
+            // Temporary files' blocks (iolab writes none).
+            row.extend([zero.clone(), zero.clone()]);
             row.extend([ms(u.shared_read_ns), ms(u.shared_write_ns)]);
-            row.extend(std::iter::repeat_n(zero_ms.clone(), 4));
+            row.extend([ms(u.local_read_ns), ms(u.local_write_ns)]);
+            row.extend([zero_ms.clone(), zero_ms.clone()]);
             // WAL: records, full-page images, bytes, buffers full.
             row.extend([zero.clone(), zero.clone(), V::Numeric(0), zero.clone()]);
             // JIT: counts and times, alternating.
