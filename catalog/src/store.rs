@@ -38,11 +38,14 @@ pub const BTREE_AM_OID: u32 = 403;
 /// PostgreSQL limits identifiers to NAMEDATALEN - 1 bytes.
 pub const MAX_IDENTIFIER_LEN: usize = 63;
 
+/// The prefix of sessions' temporary schemas' names, `pg_temp_N`.
+pub const TEMP_SCHEMA_PREFIX: &str = "pg_temp_";
+
 /// Whether `schema` is a session's temporary schema, `pg_temp_N` (see the engine's
 /// `temp` module).
 pub fn is_temp_schema(schema: &str) -> bool {
     schema
-        .strip_prefix("pg_temp_")
+        .strip_prefix(TEMP_SCHEMA_PREFIX)
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
@@ -269,7 +272,7 @@ impl Catalog {
                 .and_then(|t| self.table(t, name))
                 .or_else(|| self.table("public", name)),
             Some("pg_temp") => temp.and_then(|t| self.table(t, name)),
-            Some(s) if s.starts_with("pg_temp_") && Some(s) != temp => {
+            Some(s) if is_temp_schema(s) && Some(s) != temp => {
                 return match self.table(s, name) {
                     Some(_) => Err(PgError::new(
                         sqlstate::FEATURE_NOT_SUPPORTED,

@@ -25,8 +25,7 @@ use iolab_catalog::{sqlstate, Persistence, PgError, PgResult};
 use crate::buffer::BufferPool;
 use crate::Database;
 
-/// The prefix of temporary schemas' names.
-pub const TEMP_SCHEMA_PREFIX: &str = "pg_temp_";
+pub use iolab_catalog::store::{is_temp_schema, TEMP_SCHEMA_PREFIX};
 
 /// One session's temporary schema and local buffers. Dropping it drops the schema's
 /// tables.
@@ -76,8 +75,6 @@ impl Drop for TempSpace {
         }
     }
 }
-
-pub use iolab_catalog::store::is_temp_schema;
 
 /// The temporary schemas of the sessions that have one, by name.
 pub fn live_schemas(db: &Database) -> Vec<String> {

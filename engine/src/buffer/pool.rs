@@ -57,6 +57,15 @@
 //! removes the mapping again and wakes the sleepers, who retry from the lookup; nothing
 //! invalid ever stays mapped.
 //!
+//! # Local buffers
+//!
+//! The same structure serves a session's temporary relations as its **local buffers**
+//! ([`BufferPool::new_local`], `temp_buffers` frames, see `crate::temp`). A relation file
+//! knows which pool caches it; every entry point that takes a relation forwards a
+//! temporary relation's request from the shared pool to its local buffers
+//! ([`BufferPool::serving`]), so callers holding `db.pool` need not care. Local buffers
+//! take no ring, and their I/O counts as `local` blocks and `temp relation` I/O.
+//!
 //! # Lock order
 //!
 //! mapping partition (lower index first) → descriptor header → (condvar wait releases the
@@ -70,6 +79,8 @@
 //!   all (discard), so the tag of a pinned, valid buffer never changes.
 //! * A mapped buffer is `TAG_VALID` and either `VALID` or `IO_IN_PROGRESS`.
 //! * At most one thread performs I/O on a frame at a time.
+//! * A block is cached by the pool its relation belongs to: temporary relations only in
+//!   local buffers, all others only in the shared pool.
 //!
 //! # Bounds
 //!
@@ -1073,6 +1084,12 @@ impl BufferPool {
 
     /// Move victim `id` (pinned only by us, clean) to `tag`; see "Installing a block".
     fn retag(&self, id: BufferId, tag: BufferTag, rel: &Arc<RelFile>) -> Retag {
+        assert_eq!(
+            self.local,
+            rel.is_temporary(),
+            "{} cached in the wrong pool",
+            rel.path().display()
+        );
         let desc = self.desc(id);
         // Only a thread holding the sole pin may change a tag, and we hold a pin, so the old
         // tag read here is still current once we hold the locks (asserted below).
@@ -2048,6 +2065,53 @@ mod tests {
             assert_eq!(counter_of(&read(&pool, &rel, blkno, &mut again).page()), 2);
         }
         assert_eq!((again.shared_read, again.shared_hit), (4, 0));
+    }
+
+    #[test]
+    fn a_temporary_relation_is_cached_only_in_its_local_buffers() {
+        let dir = TempDir::new("pool-local");
+        let temp = make_rel(&dir, 600, 40);
+        let shared = BufferPool::new(64);
+        let local = BufferPool::new_local(16).unwrap();
+        temp.set_local_buffers(&local);
+        let mut usage = IoAccount::default();
+
+        // Asked of the shared pool, every block goes to the local buffers.
+        for blkno in 0..16 {
+            read(&shared, &temp, blkno, &mut usage);
+        }
+        for blkno in 0..4 {
+            let buffer = read(&shared, &temp, blkno, &mut usage);
+            bump_counter(&buffer, &mut usage);
+        }
+        assert_eq!(buffers_of(&shared, 600), 0);
+        assert_eq!(buffers_of(&local, 600), 16);
+        assert_eq!(
+            (usage.local_read, usage.local_hit, usage.local_dirtied),
+            (16, 4, 4)
+        );
+        assert_eq!(
+            (usage.shared_read, usage.shared_hit, usage.shared_dirtied),
+            (0, 0, 0)
+        );
+
+        // Sixteen more blocks evict the first ones; the dirty ones are written as local.
+        for blkno in 16..32 {
+            read(&shared, &temp, blkno, &mut usage);
+        }
+        assert_eq!((usage.local_read, usage.local_written), (32, 4));
+        assert_eq!(local.stats().pinned, 0);
+        for blkno in 0..4 {
+            assert_eq!(
+                counter_of(&read(&shared, &temp, blkno, &mut usage).page()),
+                1
+            );
+        }
+
+        // The session gone, its relation cannot be read.
+        drop(local);
+        let err = shared.read_buffer(&temp, 0, None, &mut usage).unwrap_err();
+        assert_eq!(err.code, "0A000");
     }
 
     #[test]

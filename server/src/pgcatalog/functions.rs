@@ -642,7 +642,7 @@ fn definitions() -> Vec<Def> {
                     Ok(match oids[i] {
                         Some(oid) => {
                             let temp = oids::namespace_name(oid as u32)
-                                .is_some_and(|n| n.starts_with("pg_temp_"));
+                                .is_some_and(|n| iolab_catalog::store::is_temp_schema(&n));
                             V::Bool(temp && own != Some(oid as u32))
                         }
                         None => V::Null,

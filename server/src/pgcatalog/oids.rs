@@ -1,6 +1,8 @@
 //! PostgreSQL 18's OIDs for the built-in objects iolab reports, and the few fixed objects
 //! (schemas, roles, the database, tablespaces, access methods) behind them.
 
+use iolab_catalog::store::TEMP_SCHEMA_PREFIX;
+
 pub const PG_CATALOG_NAMESPACE: u32 = iolab_catalog::store::PG_CATALOG_NAMESPACE_OID;
 pub const PUBLIC_NAMESPACE: u32 = iolab_catalog::store::PUBLIC_NAMESPACE_OID;
 pub const PG_TOAST_NAMESPACE: u32 = 99;
@@ -64,7 +66,7 @@ const MAX_TEMP_NAMESPACES: u32 = iolab_catalog::store::FIRST_NORMAL_OID - TEMP_N
 pub fn namespace_oid(name: &str) -> Option<u32> {
     let fixed = NAMESPACES.iter().find(|n| n.1 == name).map(|n| n.0);
     fixed.or_else(|| {
-        let n: u32 = name.strip_prefix("pg_temp_")?.parse().ok()?;
+        let n: u32 = name.strip_prefix(TEMP_SCHEMA_PREFIX)?.parse().ok()?;
         (iolab_catalog::store::is_temp_schema(name) && n < MAX_TEMP_NAMESPACES)
             .then_some(TEMP_NAMESPACE_BASE + n)
     })
@@ -75,7 +77,7 @@ pub fn namespace_name(oid: u32) -> Option<std::borrow::Cow<'static, str>> {
         Some(n) => Some(n.1.into()),
         None => (TEMP_NAMESPACE_BASE..iolab_catalog::store::FIRST_NORMAL_OID)
             .contains(&oid)
-            .then(|| format!("pg_temp_{}", oid - TEMP_NAMESPACE_BASE).into()),
+            .then(|| format!("{TEMP_SCHEMA_PREFIX}{}", oid - TEMP_NAMESPACE_BASE).into()),
     }
 }
 
