@@ -736,3 +736,22 @@ async fn one_server_per_data_directory() {
     let client = server.client().await;
     assert_eq!(iolab_tests::int(&client, "SELECT count(*) FROM t").await, 2);
 }
+
+/// `TABLE t [ORDER BY …] [LIMIT …]` is PostgreSQL's `SELECT * FROM t …`.
+#[tokio::test(flavor = "multi_thread")]
+async fn table_statement_reads_every_column() {
+    let server = TestServer::start("table-statement");
+    let c = server.client().await;
+    c.batch_execute("CREATE TABLE tab(a int, b text); INSERT INTO tab VALUES (2, 'y'), (1, 'x')")
+        .await
+        .unwrap();
+    let all = rows(&c, "TABLE tab ORDER BY a").await;
+    assert_eq!(
+        all,
+        vec![
+            vec![Some("1".to_string()), Some("x".to_string())],
+            vec![Some("2".to_string()), Some("y".to_string())],
+        ]
+    );
+    assert_eq!(rows(&c, "  table tab limit 1").await.len(), 1);
+}

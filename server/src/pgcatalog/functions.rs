@@ -256,6 +256,61 @@ pub(super) fn ints(a: &ArrayRef) -> Result<Vec<Option<i64>>> {
     Ok(c.as_primitive::<Int64Type>().iter().collect())
 }
 
+/// How many of `args` are NULL in each row (a NULL literal's array has no validity
+/// bitmap: its logical nulls say so).
+fn nulls_per_row(args: &[ArrayRef], rows: usize) -> Vec<usize> {
+    let nulls: Vec<_> = args.iter().map(|a| a.logical_nulls()).collect();
+    (0..rows)
+        .map(|i| nulls.iter().flatten().filter(|n| n.is_null(i)).count())
+        .collect()
+}
+
+/// Column `a` as double precision.
+fn floats(a: &ArrayRef) -> Result<Vec<Option<f64>>> {
+    let c = cast(a, &DataType::Float64)?;
+    Ok(
+        c.as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+            .iter()
+            .collect(),
+    )
+}
+
+/// PostgreSQL's `width_bucket(operand, low, high, count)`: which of `count` equal-width
+/// buckets between `low` and `high` holds `operand` (1…count), 0 below the first and
+/// count + 1 past the last; `low > high` numbers the buckets downwards.
+fn width_bucket(x: f64, low: f64, high: f64, count: i64) -> std::result::Result<i64, PgError> {
+    let invalid = |message: &str| PgError::new("2201G", message);
+    if count <= 0 || count > i32::MAX as i64 {
+        return Err(invalid("count must be greater than zero"));
+    }
+    if low == high {
+        return Err(invalid("lower bound cannot equal upper bound"));
+    }
+    if x.is_nan() || low.is_nan() || high.is_nan() {
+        return Err(invalid(
+            "operand, lower bound, and upper bound cannot be NaN",
+        ));
+    }
+    if !low.is_finite() || !high.is_finite() {
+        return Err(invalid("lower and upper bounds must be finite"));
+    }
+    let n = count as f64;
+    let bucket = if low < high {
+        match x {
+            x if x < low => 0,
+            x if x >= high => count + 1,
+            x => ((n * (x - low) / (high - low)).floor() as i64 + 1).min(count),
+        }
+    } else {
+        match x {
+            x if x > low => 0,
+            x if x <= high => count + 1,
+            x => ((n * (low - x) / (low - high)).floor() as i64 + 1).min(count),
+        }
+    };
+    Ok(bucket)
+}
+
 pub(super) fn bools(a: &ArrayRef) -> Result<Vec<Option<bool>>> {
     let c = cast(a, &DataType::Boolean)?;
     Ok(c.as_boolean().iter().collect())
@@ -618,6 +673,26 @@ fn definitions() -> Vec<Def> {
         constant("session_user", |ctx| V::text(&ctx.user)),
         def("current_schema", 0..=0, DataType::Utf8, |ctx, _, rows| {
             Ok(vec![V::opt_text(ctx.snapshot().current_schema()); rows])
+        }),
+        def("width_bucket", 4..=4, DataType::Int32, |_, args, rows| {
+            let [operand, low, high] = [0, 1, 2].map(|i| floats(&args[i]));
+            let (operand, low, high) = (operand?, low?, high?);
+            let count = ints(&args[3])?;
+            per_row(rows, |i| match (operand[i], low[i], high[i], count[i]) {
+                (Some(x), Some(lo), Some(hi), Some(n)) => width_bucket(x, lo, hi, n)
+                    .map(|b| V::Int(b as i64))
+                    .map_err(pg),
+                _ => Ok(V::Null),
+            })
+        }),
+        def("num_nulls", 1..=100, DataType::Int32, |_, args, rows| {
+            let nulls = nulls_per_row(args, rows);
+            Ok(nulls.into_iter().map(|n| V::Int(n as i64)).collect())
+        }),
+        def("num_nonnulls", 1..=100, DataType::Int32, |_, args, rows| {
+            let nulls = nulls_per_row(args, rows);
+            let values = nulls.into_iter().map(|n| V::Int((args.len() - n) as i64));
+            Ok(values.collect())
         }),
         // The session's temporary schema, 0 until it has one.
         def(

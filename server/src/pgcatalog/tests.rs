@@ -424,6 +424,27 @@ async fn pgcatalog_functions() {
         vec![("work_mem".to_string(), "2MB".to_string(), false)]
     );
     assert_eq!(f.one("SELECT pg_backend_pid()").await, "4242");
+    // No temporary schema yet.
+    assert_eq!(f.one("SELECT pg_my_temp_schema()").await, "0");
+    // PostgreSQL 18's answers.
+    for (sql, expected) in [
+        ("SELECT width_bucket(5.35, 0.024, 10.06, 5)", "3"),
+        ("SELECT width_bucket(-1, 0, 10, 5)", "0"),
+        ("SELECT width_bucket(10, 0, 10, 5)", "6"),
+        ("SELECT width_bucket(9.99, 10, 0, 5)", "1"),
+        ("SELECT width_bucket(10, 10, 0, 5)", "1"),
+        ("SELECT width_bucket(0, 10, 0, 5)", "6"),
+        ("SELECT num_nulls(1, NULL, 'a', NULL)", "2"),
+        ("SELECT num_nonnulls(1, NULL, 'a')", "2"),
+    ] {
+        assert_eq!(f.one(sql).await, expected, "{sql}");
+    }
+    for sql in [
+        "SELECT width_bucket(1, 1, 1, 5)",
+        "SELECT width_bucket(1, 0, 2, 0)",
+    ] {
+        assert_eq!(f.run(sql).await.unwrap_err().code, "2201G", "{sql}");
+    }
     assert_eq!(f.one("SELECT current_database()").await, "postgres");
     assert_eq!(f.one("SELECT current_user").await, "postgres");
     assert_eq!(f.one("SELECT session_user").await, "postgres");

@@ -211,6 +211,18 @@ pub(crate) fn parse_reading(
     } else {
         Cow::Borrowed(text)
     };
+    // Nor a statement `TABLE t [ORDER BY …] [LIMIT …]`, PostgreSQL's `SELECT * FROM t …`
+    // (positions after the word move by the difference in length).
+    let text: Cow<'_, str> = match words.first() {
+        Some(&"TABLE") => {
+            let at = text
+                .to_ascii_uppercase()
+                .find("TABLE")
+                .expect("word seen above");
+            Cow::Owned(format!("{}SELECT * FROM{}", &text[..at], &text[at + 5..]))
+        }
+        _ => text,
+    };
     // Nor INSERT's OVERRIDING SYSTEM VALUE (blanked out and marked on the statement).
     let overriding_cut = match words.first() {
         Some(&"INSERT") => defaults::cut_overriding_system_value(&text),
