@@ -64,6 +64,7 @@ def main():
         transactions(conn)
         server_cursors(conn)
     job_queue(conninfo)
+    temporary_tables(conninfo)
     print("python client session: all checks passed")
 
 
@@ -424,6 +425,29 @@ def job_queue(conninfo):
         ).fetchall()
     want = [(w, i) for w, mine in enumerate(taken) for i in sorted(mine)]
     check("job queue: done by the worker that took it", done, want)
+
+
+def temporary_tables(conninfo):
+    """A script's scratch table: CREATE TEMP TABLE, filled with executemany and COPY,
+    read back, its blocks counted as local in EXPLAIN; gone in the next connection."""
+    with psycopg.connect(**conninfo, autocommit=True) as conn:
+        conn.execute("CREATE TEMP TABLE py_scratch (run int, ms float8)")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO py_scratch VALUES (%s, %s)",
+                            [(i, i * 0.5) for i in range(100)])
+            with cur.copy("COPY py_scratch (run, ms) FROM STDIN") as copy:
+                for i in range(100, 200):
+                    copy.write_row((i, i * 0.5))
+        check("temporary table rows",
+              conn.execute("SELECT count(*), sum(ms) FROM py_scratch").fetchone(),
+              (200, 9950.0))
+        plan = [r[0] for r in conn.execute(
+            "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) SELECT * FROM py_scratch")]
+        check("temporary table blocks are local",
+              any(line.strip().startswith("Buffers: local hit=") for line in plan), True)
+    with psycopg.connect(**conninfo, autocommit=True) as conn:
+        check("temporary table gone with its session",
+              conn.execute("SELECT to_regclass('py_scratch')").fetchone(), (None,))
 
 
 if __name__ == "__main__":
