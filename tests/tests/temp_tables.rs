@@ -73,6 +73,12 @@ async fn temporary_tables_are_private_and_go_with_their_session() {
     assert_eq!(message, "cannot access temporary tables of other sessions");
     let (code, _) = error(&b, &format!("INSERT INTO {a_schema}.t VALUES (1)")).await;
     assert_eq!(code, "0A000");
+    // VACUUM and ANALYZE of the whole database leave other sessions' temporary tables
+    // alone, and analyze one's own.
+    b.batch_execute("VACUUM; ANALYZE").await.unwrap();
+    let analyzed = "SELECT count(*) FROM pg_class WHERE relname = 't' \
+                    AND relpersistence = 't' AND reltuples >= 0";
+    assert_eq!(int(&b, analyzed).await, 1);
     // A temporary table cannot be put in a permanent schema.
     let (code, message) = error(&a, "CREATE TEMP TABLE public.u(a int)").await;
     assert_eq!(code, "42P16");

@@ -492,11 +492,17 @@ fn resolve(
     notices: &mut Vec<Notice>,
 ) -> PgResult<Vec<Target>> {
     if stmt.relations.is_empty() {
+        // Every table but other sessions' temporary ones, as PostgreSQL.
+        let own_temp = run.temp.schema();
         return Ok(run
             .db
             .catalog
             .tables()
             .into_iter()
+            .filter(|t| {
+                t.persistence != iolab_catalog::Persistence::Temporary
+                    || Some(t.schema.as_str()) == own_temp
+            })
             .map(|table| Target {
                 table,
                 columns: None,
