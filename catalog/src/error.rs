@@ -69,6 +69,7 @@ pub mod sqlstate {
     pub const ADMIN_SHUTDOWN: &str = "57P01";
     pub const TOO_MANY_CONNECTIONS: &str = "53300";
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
+    pub const CONFIGURATION_LIMIT_EXCEEDED: &str = "53400";
     pub const IO_ERROR: &str = "58030";
     pub const DUPLICATE_FILE: &str = "58P02";
     pub const INTERNAL_ERROR: &str = "XX000";

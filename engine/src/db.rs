@@ -132,6 +132,10 @@ impl Database {
             std::fs::write(&marker, "18\n").map_err(|e| io("could not write PG_VERSION in", e))?;
         }
         let lock = DataDirLock::acquire(data_dir)?;
+        // Temporary files of sorts and aggregations (`work_mem`): none outlives its server.
+        let temp_files = data_dir.join(crate::exec::work_mem::TEMP_FILES_DIR);
+        let _ = std::fs::remove_dir_all(&temp_files);
+        std::fs::create_dir_all(&temp_files).map_err(|e| io("could not create", e))?;
         let catalog = Catalog::open(data_dir)?;
         let txns = TransactionManager::open_for_recovery(data_dir)
             .map_err(|e| io("could not open transaction state in", e))?;

@@ -78,6 +78,9 @@ pub fn from_datafusion(err: DataFusionError) -> PgError {
     if let Some(pg) = find_pg_error(&err) {
         return pg;
     }
+    if let Some(pg) = temp_file_limit_exceeded(&err.to_string()) {
+        return pg;
+    }
     match err {
         DataFusionError::External(e) => match e.downcast::<PgError>() {
             Ok(pg) => *pg,
@@ -112,6 +115,28 @@ pub fn from_datafusion(err: DataFusionError) -> PgError {
         }
         other => from_execution_message(&other.to_string()),
     }
+}
+
+/// PostgreSQL's error when a statement's temporary files outgrow `temp_file_limit`, from
+/// DataFusion's disk manager's ("… exceeded the allowable limit of 100.0 KB."; the limit
+/// as it states it, to a tenth of its unit).
+fn temp_file_limit_exceeded(message: &str) -> Option<PgError> {
+    let (_, rest) = message.split_once("exceeded the allowable limit of ")?;
+    let stated = rest.split('.').take(2).collect::<Vec<_>>().join(".");
+    let (number, unit) = stated.split_once(' ')?;
+    let kb_per_unit = match unit {
+        "B" => 1.0 / 1024.0,
+        "KB" => 1.0,
+        "MB" => 1024.0,
+        "GB" => 1024.0 * 1024.0,
+        "TB" => 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    let kb = (number.parse::<f64>().ok()? * kb_per_unit).round();
+    Some(PgError::new(
+        sqlstate::CONFIGURATION_LIMIT_EXCEEDED,
+        format!("temporary file size exceeds \"temp_file_limit\" ({kb}kB)"),
+    ))
 }
 
 /// Classifies a sqlparser error; `sql` (when given) turns "Line: l, Column: c" into a

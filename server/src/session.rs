@@ -18,6 +18,7 @@ use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_engine::exec::cancel::CancelFlag;
 use iolab_engine::exec::context::StreamSettings;
 use iolab_engine::exec::schema::{PublicSchema, SessionCatalog, TempSchema};
+use iolab_engine::exec::work_mem::{self, WorkMemPool};
 use iolab_engine::exec::StatementContext;
 use iolab_engine::plan::partitions::OnePartitionWhenCheap;
 use iolab_engine::plan::PlannerSettings;
@@ -98,6 +99,9 @@ pub struct Session {
     pub last_statement: Option<Arc<StatementContext>>,
     /// Its statements' texts as `pg_stat_statements` shows them.
     pub normalized_texts: crate::statement_stats::NormalizedTexts,
+    /// The memory its sorts and hash aggregations may hold before they write temporary
+    /// files (`work_mem`; iolab_engine::exec::work_mem).
+    work_mem: Arc<WorkMemPool>,
     /// Its temporary schema and local buffers, from its first temporary table on.
     /// (Declared last: dropped after the transaction block, which may undo a CREATE.)
     pub temp: Arc<SessionTemp>,
@@ -110,7 +114,8 @@ impl Session {
         let cursors = sql::cursor::Cursors::default();
         let prepared = sql::prepare::PreparedStatements::default();
         let temp = Arc::new(SessionTemp::default());
-        let df_state = base_state(&server, &cursors, &prepared, &temp);
+        let work_mem = Arc::new(WorkMemPool::new());
+        let df_state = base_state(&server, &cursors, &prepared, &temp, &work_mem);
         let generic_plan_state = SessionStateBuilder::new()
             .with_config(df_state.config().clone())
             .with_runtime_env(df_state.runtime_env().clone())
@@ -134,6 +139,7 @@ impl Session {
             prepared,
             last_statement: None,
             normalized_texts: Default::default(),
+            work_mem,
             temp,
         }
     }
@@ -502,6 +508,14 @@ impl Session {
             self.df_state.clone()
         };
         state.config_mut().set_extension(ctx.clone());
+        self.work_mem.set_limits(
+            self.settings.work_mem_kb(),
+            self.settings.hash_mem_multiplier(),
+        );
+        let temp_file_limit = work_mem::temp_file_limit_bytes(self.settings.temp_file_limit_kb());
+        (state.runtime_env().disk_manager)
+            .set_max_temp_directory_size(temp_file_limit)
+            .map_err(|e| PgError::internal(e.to_string()))?;
         state.config_mut().options_mut().catalog.default_catalog = catalog.into();
         if hit {
             state.config_mut().options_mut().execution.target_partitions = 1;
@@ -947,6 +961,7 @@ fn base_state(
     cursors: &sql::cursor::Cursors,
     prepared: &sql::prepare::PreparedStatements,
     temp: &Arc<SessionTemp>,
+    work_mem: &Arc<WorkMemPool>,
 ) -> SessionState {
     let db = &server.db;
     let mut config = SessionConfig::new()
@@ -964,6 +979,10 @@ fn base_state(
         .with_default_features()
         .with_physical_optimizer_rules(vec![Arc::new(OnePartitionWhenCheap::wrapping(rules))])
         .with_analyzer_rules(analyzer_rules())
+        .with_runtime_env(
+            work_mem::runtime_env(db.data_dir(), work_mem.clone())
+                .expect("the data directory has base/pgsql_tmp"),
+        )
         .build();
     crate::pgcatalog::zoned_time::register(&mut state).expect("a new state takes functions");
     crate::pgcatalog::interval_scale::register(&mut state).expect("a new state takes functions");

@@ -326,6 +326,14 @@ macro_rules! typed_getters {
         pub fn work_mem_kb(&self) -> i32 {
             self.value("work_mem").as_int()
         }
+        /// `hash_mem_multiplier`: hash tables may use this many times `work_mem`.
+        pub fn hash_mem_multiplier(&self) -> f64 {
+            self.value("hash_mem_multiplier").as_real()
+        }
+        /// `temp_file_limit` in kB; -1 = no limit.
+        pub fn temp_file_limit_kb(&self) -> i32 {
+            self.value("temp_file_limit").as_int()
+        }
         pub fn maintenance_work_mem_kb(&self) -> i32 {
             self.value("maintenance_work_mem").as_int()
         }

@@ -439,6 +439,10 @@ pub static SETTINGS: &[SettingDef] = &[
         "Write-Ahead Log / Settings",
         "Writes full pages to WAL when first modified after a checkpoint.")
         .extra("A page write in process during an operating system crash might be only partially written to disk.  During recovery, the row changes stored in WAL are not enough to recover.  This option writes pages when first modified after a checkpoint to WAL so full recovery is possible."),
+    setting("hash_mem_multiplier", Real { min: 1.0, max: 1000.0, unit: NoUnit }, "2", User,
+        "Resource Usage / Memory",
+        "Multiple of \"work_mem\" to use for hash tables.")
+        .flags(EXPLAIN),
     setting("huge_pages", Enum { values: &["off", "on", "try"], aliases: BOOLEAN_SPELLINGS }, "try", Postmaster,
         "Resource Usage / Memory",
         "Use of huge pages on Linux or Windows."),
@@ -687,6 +691,10 @@ pub static SETTINGS: &[SettingDef] = &[
         "Resource Usage / Memory",
         "Sets the maximum number of temporary buffers used by each session.")
         .flags(EXPLAIN),
+    setting("temp_file_limit", Int { min: -1, max: 2147483647, unit: Kilobytes }, "-1", Superuser,
+        "Resource Usage / Disk",
+        "Limits the total size of all temporary files used by each process.")
+        .extra("-1 means no limit."),
     setting("TimeZone", String(StringCheck::TimeZone), "UTC", User,
         "Client Connection Defaults / Locale and Formatting",
         "Sets the time zone for displaying and interpreting time stamps.")

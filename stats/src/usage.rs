@@ -29,6 +29,10 @@ pub struct BufferUsage {
     pub local_read_ns: u64,
     pub local_write_ns: u64,
     pub local_wait_ns: u64,
+    /// Blocks of temporary files (sorts and aggregations beyond `work_mem`) read and
+    /// written (EXPLAIN's `temp read=… written=…`).
+    pub temp_read: u64,
+    pub temp_written: u64,
     /// Read operations started (one combined read of many blocks counts once).
     pub io_reads: u64,
     /// Times the consumer had to wait for a read that was not finished yet ("stalls").
@@ -59,6 +63,8 @@ impl BufferUsage {
         self.local_read_ns += other.local_read_ns;
         self.local_write_ns += other.local_write_ns;
         self.local_wait_ns += other.local_wait_ns;
+        self.temp_read += other.temp_read;
+        self.temp_written += other.temp_written;
         self.io_reads += other.io_reads;
         self.io_stalls += other.io_stalls;
         self.wal_records += other.wal_records;

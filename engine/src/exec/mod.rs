@@ -8,6 +8,7 @@ pub mod index_scan;
 pub mod scan;
 pub mod schema;
 pub mod table;
+pub mod work_mem;
 
 pub use context::StatementContext;
 pub use table::HeapTable;

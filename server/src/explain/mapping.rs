@@ -470,26 +470,34 @@ impl<'a> Mapper<'a> {
                 children: vec![outer(child)],
                 ..Default::default()
             };
-            return self.finish(node, Buffers::default());
+            // A hash aggregation beyond its memory spills its groups to temporary files.
+            return self.finish(node, metrics::spilled(&[agg, src]));
         }
 
         if let Some(sort) = inner.downcast_ref::<SortExec>() {
             let keys = self.sort_keys(sort.expr().iter(), sort.input());
             let child = self.slot(sort.input(), false);
             let c = costs::sort(p, self.child_costs(&child), sort.fetch());
+            let mut details = vec![Detail::List {
+                label: "Sort Key",
+                items: keys,
+            }];
+            let spilled = metrics::spilled_bytes(sort);
+            if self.opts.analyze && spilled > 0 {
+                details.push(Detail::SortOnDisk {
+                    kb: spilled.div_ceil(1024),
+                });
+            }
             let node = PlanNode {
                 node_type: "Sort".into(),
                 text_name: "Sort".into(),
                 costs: with_costs(c),
                 actual,
-                details: vec![Detail::List {
-                    label: "Sort Key",
-                    items: keys,
-                }],
+                details,
                 children: vec![outer(child)],
                 ..Default::default()
             };
-            return self.finish(node, Buffers::default());
+            return self.finish(node, metrics::spilled(&[sort]));
         }
 
         if let Some(limit) = inner.downcast_ref::<GlobalLimitExec>() {

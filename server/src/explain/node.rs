@@ -124,6 +124,9 @@ pub enum Detail {
     HeapBlocks { exact: u64, lossy: u64 },
     /// EXPLAIN (IO): what the node's read stream did.
     ReadStream(ReadStreamUsage),
+    /// A sort that went beyond `work_mem`: `Sort Method: external merge  Disk: 13832kB` /
+    /// `"Sort Method"`, `"Sort Space Used"`, `"Sort Space Type": "Disk"`.
+    SortOnDisk { kb: u64 },
 }
 
 impl Detail {
@@ -214,6 +217,8 @@ impl Buffers {
             u.local_read,
             u.local_dirtied,
             u.local_written,
+            u.temp_read,
+            u.temp_written,
         ]
         .iter()
         .any(|&n| n > 0)

@@ -147,6 +147,11 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
                 em.float("Average I/Os In Progress", s.inprogress_avg, 3);
                 em.number("I/O Gap Blocks", &s.gap_blocks.to_string());
             }
+            Detail::SortOnDisk { kb } => {
+                em.text("Sort Method", "external merge");
+                em.number("Sort Space Used", &kb.to_string());
+                em.text("Sort Space Type", "Disk");
+            }
         }
     }
     if let Some(b) = &n.buffers {
@@ -191,8 +196,8 @@ fn buffers(em: &mut Emitter, b: &Buffers) {
         ("Local Read Blocks", b.local_read),
         ("Local Dirtied Blocks", b.local_dirtied),
         ("Local Written Blocks", b.local_written),
-        ("Temp Read Blocks", 0),
-        ("Temp Written Blocks", 0),
+        ("Temp Read Blocks", b.temp_read),
+        ("Temp Written Blocks", b.temp_written),
     ] {
         em.number(key, &value.to_string());
     }

@@ -163,6 +163,9 @@ fn node(out: &mut Vec<String>, n: &PlanNode, mut indent: usize) {
                 }
             }
             Detail::ReadStream(s) => read_stream(out, s, &pad),
+            Detail::SortOnDisk { kb } => {
+                out.push(format!("{pad}Sort Method: external merge  Disk: {kb}kB"))
+            }
         }
     }
     if let Some(b) = &n.buffers {
@@ -216,7 +219,8 @@ fn read_stream(out: &mut Vec<String>, s: &ReadStreamUsage, pad: &str) {
     }
 }
 
-/// `Buffers: shared hit=… read=… dirtied=… written=…, local hit=… …` and
+/// `Buffers: shared hit=… read=… dirtied=… written=…, local hit=… …, temp read=…
+/// written=…` and
 /// `I/O Timings: shared wait=… read=… write=…, local …`: each group only when one of its
 /// members is positive, and each member likewise.
 pub fn buffers(out: &mut Vec<String>, b: &Buffers, indent: usize) {
@@ -235,6 +239,7 @@ pub fn buffers(out: &mut Vec<String>, b: &Buffers, indent: usize) {
             "local",
             [b.local_hit, b.local_read, b.local_dirtied, b.local_written],
         ),
+        ("temp", [0, b.temp_read, 0, b.temp_written]),
     ];
     let groups: Vec<String> = counts
         .iter()

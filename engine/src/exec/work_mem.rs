@@ -1,0 +1,190 @@
+//! `work_mem`: memory for each sort and hash aggregation, then temporary files.
+//!
+//! PostgreSQL gives every sort `work_mem` bytes and every hash table `work_mem ×
+//! hash_mem_multiplier`; an operation that needs more writes sorted runs or hash batches
+//! to temporary files (`base/pgsql_tmp`) and reads them back (EXPLAIN: `Sort Method:
+//! external merge  Disk: …kB`, `temp read=… written=…`).
+//!
+//! DataFusion asks one memory pool per query for every buffer its operators keep, and
+//! its sorts and aggregations register as able to spill: refused memory, they write
+//! their rows to temporary files through the runtime's disk manager and merge them back.
+//! [`WorkMemPool`] gives PostgreSQL's limits to exactly those consumers, each on its own
+//! (sorts `work_mem`, aggregations the hash limit): a statement with three sorts may hold
+//! three times `work_mem`, as in PostgreSQL. A consumer that holds nothing yet is always
+//! granted its first request, so that a sort can take one batch however small `work_mem`
+//! is (it then spills every batch). Consumers that cannot spill (hash join build sides,
+//! DataFusion's merge reservations) are counted but not limited, as before this pool:
+//! refusing them would fail the statement where PostgreSQL would spill.
+//!
+//! The limits are the session's settings, set before each statement
+//! ([`WorkMemPool::set_limits`]); the disk manager's limit is `temp_file_limit`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use datafusion::common::{DataFusionError, Result as DfResult};
+use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
+use datafusion::execution::memory_pool::{MemoryPool, MemoryReservation};
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+
+/// The directory of temporary files under the data directory, as PostgreSQL names it.
+pub const TEMP_FILES_DIR: &str = "base/pgsql_tmp";
+
+/// A session's memory pool: PostgreSQL's per-operation limits for consumers that can spill.
+#[derive(Debug)]
+pub struct WorkMemPool {
+    /// Bytes each sort may hold (`work_mem`).
+    sort_limit: AtomicUsize,
+    /// Bytes each hash aggregation may hold (`work_mem × hash_mem_multiplier`).
+    hash_limit: AtomicUsize,
+    /// Bytes held by all consumers now.
+    reserved: AtomicUsize,
+}
+
+impl WorkMemPool {
+    pub fn new() -> WorkMemPool {
+        let four_mb = 4 << 20;
+        WorkMemPool {
+            sort_limit: AtomicUsize::new(four_mb),
+            hash_limit: AtomicUsize::new(2 * four_mb),
+            reserved: AtomicUsize::new(0),
+        }
+    }
+
+    /// The session's `work_mem` (kB) and `hash_mem_multiplier` for the next statement.
+    pub fn set_limits(&self, work_mem_kb: i32, hash_mem_multiplier: f64) {
+        let sort = work_mem_kb.max(64) as usize * 1024;
+        let hash = (sort as f64 * hash_mem_multiplier.max(1.0)) as usize;
+        self.sort_limit.store(sort, Ordering::Relaxed);
+        self.hash_limit.store(hash, Ordering::Relaxed);
+    }
+
+    /// The limit of a consumer that can spill: aggregations get the hash limit.
+    fn limit_of(&self, reservation: &MemoryReservation) -> usize {
+        let consumer = reservation.consumer();
+        if consumer.name().contains("Aggregate") {
+            self.hash_limit.load(Ordering::Relaxed)
+        } else {
+            self.sort_limit.load(Ordering::Relaxed)
+        }
+    }
+}
+
+impl std::fmt::Display for WorkMemPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "work_mem pool ({} bytes per sort, {} per hash, {} held)",
+            self.sort_limit.load(Ordering::Relaxed),
+            self.hash_limit.load(Ordering::Relaxed),
+            self.reserved()
+        )
+    }
+}
+
+impl Default for WorkMemPool {
+    fn default() -> WorkMemPool {
+        WorkMemPool::new()
+    }
+}
+
+impl MemoryPool for WorkMemPool {
+    fn name(&self) -> &str {
+        "work_mem"
+    }
+
+    fn grow(&self, _reservation: &MemoryReservation, additional: usize) {
+        self.reserved.fetch_add(additional, Ordering::Relaxed);
+    }
+
+    fn shrink(&self, _reservation: &MemoryReservation, shrink: usize) {
+        let before = self.reserved.fetch_sub(shrink, Ordering::Relaxed);
+        assert!(before >= shrink, "memory pool shrunk below zero");
+    }
+
+    fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> DfResult<()> {
+        let held = reservation.size();
+        if reservation.consumer().can_spill() && held > 0 {
+            let limit = self.limit_of(reservation);
+            if held + additional > limit {
+                return Err(DataFusionError::ResourcesExhausted(format!(
+                    "{} would hold {} bytes, more than its {limit} (work_mem)",
+                    reservation.consumer().name(),
+                    held + additional
+                )));
+            }
+        }
+        self.grow(reservation, additional);
+        Ok(())
+    }
+
+    fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::Relaxed)
+    }
+}
+
+/// A session's runtime: `pool` for memory, temporary files in `data_dir/base/pgsql_tmp`.
+pub fn runtime_env(
+    data_dir: &std::path::Path,
+    pool: Arc<WorkMemPool>,
+) -> DfResult<Arc<RuntimeEnv>> {
+    let dir = data_dir.join(TEMP_FILES_DIR);
+    let disks = DiskManagerBuilder::default().with_mode(DiskManagerMode::Directories(vec![dir]));
+    RuntimeEnvBuilder::new()
+        .with_memory_pool(pool)
+        .with_disk_manager_builder(disks)
+        .build_arc()
+}
+
+/// `temp_file_limit` (kB, -1 = none) as the disk manager's limit in bytes.
+pub fn temp_file_limit_bytes(temp_file_limit_kb: i32) -> u64 {
+    match temp_file_limit_kb {
+        kb if kb < 0 => u64::MAX,
+        kb => kb as u64 * 1024,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::execution::memory_pool::MemoryConsumer;
+
+    #[test]
+    fn only_consumers_that_can_spill_are_held_to_work_mem() {
+        let pool = Arc::new(WorkMemPool::new());
+        pool.set_limits(64, 2.0);
+        let as_pool: Arc<dyn MemoryPool> = pool.clone();
+        let mut sort = MemoryConsumer::new("ExternalSorter[0]")
+            .with_can_spill(true)
+            .register(&as_pool);
+        let mut aggregate = MemoryConsumer::new("GroupedHashAggregateStream[0]")
+            .with_can_spill(true)
+            .register(&as_pool);
+        let mut join = MemoryConsumer::new("HashJoinInput").register(&as_pool);
+
+        // The first request is granted however large: a sort holds at least one batch.
+        sort.try_grow(1 << 20).unwrap();
+        assert!(
+            sort.try_grow(1).is_err(),
+            "beyond work_mem once holding memory"
+        );
+        sort.free();
+        sort.try_grow(60 * 1024).unwrap();
+        assert!(sort.try_grow(8 * 1024).is_err(), "64 kB is the limit");
+        // Aggregations get work_mem × hash_mem_multiplier.
+        aggregate.try_grow(100 * 1024).unwrap();
+        aggregate.try_grow(28 * 1024).unwrap();
+        assert!(aggregate.try_grow(1).is_err());
+        // A hash join's build side cannot spill: never refused.
+        join.try_grow(64 << 20).unwrap();
+        assert_eq!(pool.reserved(), 60 * 1024 + 128 * 1024 + (64 << 20));
+        drop((sort, aggregate, join));
+        assert_eq!(pool.reserved(), 0);
+    }
+
+    #[test]
+    fn temp_file_limit_in_bytes() {
+        assert_eq!(temp_file_limit_bytes(-1), u64::MAX);
+        assert_eq!(temp_file_limit_bytes(100), 102_400);
+    }
+}
