@@ -343,6 +343,23 @@ pub async fn evict_cold(server: &TestServer, client: &Client, table: &str) {
     }
 }
 
+/// The files under `dir`, in it and in its subdirectories (none if it does not exist).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return vec![];
+    };
+    let mut files = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
 /// The rows of a simple-protocol query, each as text values (None = NULL).
 pub async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
     client

@@ -119,4 +119,10 @@ async fn sorts_and_aggregations_beyond_work_mem_spill_to_temporary_files() {
     );
     c.batch_execute("RESET temp_file_limit").await.unwrap();
     assert_eq!(int(&c, "SELECT count(*) FROM srt").await, 200000);
+    // Every temporary file went with its statement.
+    let tmp = server.data_dir.join("base/pgsql_tmp");
+    assert_eq!(
+        iolab_tests::files_under(&tmp),
+        Vec::<std::path::PathBuf>::new()
+    );
 }

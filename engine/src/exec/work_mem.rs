@@ -8,8 +8,9 @@
 //! DataFusion asks one memory pool per query for every buffer its operators keep, and
 //! its sorts and aggregations register as able to spill: refused memory, they write
 //! their rows to temporary files through the runtime's disk manager and merge them back.
-//! [`WorkMemPool`] gives PostgreSQL's limits to exactly those consumers, each on its own
-//! (sorts `work_mem`, aggregations the hash limit): a statement with three sorts may hold
+//! [`WorkMemPool`] gives PostgreSQL's limits to those consumers, each on its own (sorts
+//! `work_mem`, aggregations the hash limit; a repartition, which can spill too, has no
+//! counterpart in PostgreSQL and no limit): a statement with three sorts may hold
 //! three times `work_mem`, as in PostgreSQL. A consumer that holds nothing yet is always
 //! granted its first request, so that a sort can take one batch however small `work_mem`
 //! is (it then spills every batch). Consumers that cannot spill (hash join build sides,
@@ -59,13 +60,21 @@ impl WorkMemPool {
         self.hash_limit.store(hash, Ordering::Relaxed);
     }
 
-    /// The limit of a consumer that can spill: aggregations get the hash limit.
-    fn limit_of(&self, reservation: &MemoryReservation) -> usize {
+    /// The limit of a consumer that can spill: `work_mem` for a sort, the hash limit for
+    /// an aggregation; none for the others (a repartition's buffers, which PostgreSQL has
+    /// no counterpart of).
+    fn limit_of(&self, reservation: &MemoryReservation) -> Option<usize> {
         let consumer = reservation.consumer();
-        if consumer.name().contains("Aggregate") {
-            self.hash_limit.load(Ordering::Relaxed)
+        if !consumer.can_spill() {
+            return None;
+        }
+        let name = consumer.name();
+        if name.starts_with("ExternalSorter") {
+            Some(self.sort_limit.load(Ordering::Relaxed))
+        } else if name.contains("Aggregate") {
+            Some(self.hash_limit.load(Ordering::Relaxed))
         } else {
-            self.sort_limit.load(Ordering::Relaxed)
+            None
         }
     }
 }
@@ -104,8 +113,7 @@ impl MemoryPool for WorkMemPool {
 
     fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> DfResult<()> {
         let held = reservation.size();
-        if reservation.consumer().can_spill() && held > 0 {
-            let limit = self.limit_of(reservation);
+        if let Some(limit) = self.limit_of(reservation).filter(|_| held > 0) {
             if held + additional > limit {
                 return Err(DataFusionError::ResourcesExhausted(format!(
                     "{} would hold {} bytes, more than its {limit} (work_mem)",
@@ -161,6 +169,9 @@ mod tests {
             .with_can_spill(true)
             .register(&as_pool);
         let mut join = MemoryConsumer::new("HashJoinInput").register(&as_pool);
+        let mut repartition = MemoryConsumer::new("RepartitionExec[0]")
+            .with_can_spill(true)
+            .register(&as_pool);
 
         // The first request is granted however large: a sort holds at least one batch.
         sort.try_grow(1 << 20).unwrap();
@@ -177,8 +188,11 @@ mod tests {
         assert!(aggregate.try_grow(1).is_err());
         // A hash join's build side cannot spill: never refused.
         join.try_grow(64 << 20).unwrap();
-        assert_eq!(pool.reserved(), 60 * 1024 + 128 * 1024 + (64 << 20));
-        drop((sort, aggregate, join));
+        // Nor a repartition's buffers.
+        repartition.try_grow(1 << 20).unwrap();
+        repartition.try_grow(1 << 20).unwrap();
+        assert_eq!(pool.reserved(), 60 * 1024 + 128 * 1024 + (66 << 20));
+        drop((sort, aggregate, join, repartition));
         assert_eq!(pool.reserved(), 0);
     }
 
