@@ -4,28 +4,13 @@
 //! `temp relation` I/O in `pg_stat_io`; `ON COMMIT` actions; gone with their session, and
 //! after a crash at the next start.
 
-use iolab_tests::{int, plan, rows, sqlstate, TestServer};
+use iolab_tests::{figure, int, plan, rows, sqlstate, TestServer};
 use tokio_postgres::Client;
 
 async fn error(c: &Client, sql: &str) -> (String, String) {
     let err = c.simple_query(sql).await.unwrap_err();
     let message = err.as_db_error().unwrap().message().to_string();
     (sqlstate(&err), message)
-}
-
-/// `key=N` in the line that starts (after indentation) with `prefix`, 0 when absent.
-fn count_in(plan: &[String], prefix: &str, key: &str) -> i64 {
-    let Some(line) = plan.iter().find(|l| l.trim_start().starts_with(prefix)) else {
-        return 0;
-    };
-    let Some(at) = line.find(&format!("{key}=")) else {
-        return 0;
-    };
-    let digits: String = line[at + key.len() + 1..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -148,7 +133,11 @@ async fn local_buffers_cache_temporary_tables_and_count_as_local_io() {
         .unwrap_or_else(|| panic!("{scan:#?}"));
     let below = &scan[seq..];
     // The table is larger than the local buffers: every page is read, none from shared.
-    assert_eq!(count_in(below, "Buffers:", "read"), pages, "{scan:#?}");
+    assert_eq!(
+        figure(below, "Buffers:", "read="),
+        Some(pages as f64),
+        "{scan:#?}"
+    );
     let buffers = below.iter().find(|l| l.contains("Buffers:")).unwrap();
     assert!(
         buffers.trim_start().starts_with("Buffers: local read="),

@@ -4,22 +4,20 @@
 //! `temp_file_limit` stops a statement with 53400; a hash join, which cannot spill, is
 //! not held to `work_mem`.
 
-use iolab_tests::{int, plan, rows, sqlstate, TestServer};
+use iolab_tests::{int, number_after, plan, rows, sqlstate, TestServer};
 use tokio_postgres::Client;
 
-/// `key=N` in the first line holding `prefix`, 0 when absent.
-fn count_in(lines: &[String], prefix: &str, key: &str) -> i64 {
-    let Some(line) = lines.iter().find(|l| l.contains(prefix)) else {
-        return 0;
+/// `(read, written)` of the `temp` group of the first `Buffers:` line, zeros without one.
+fn temp_blocks(lines: &[String]) -> (i64, i64) {
+    let Some(line) = lines.iter().find(|l| l.contains("Buffers:")) else {
+        return (0, 0);
     };
-    let Some(at) = line.find(&format!("{key}=")) else {
-        return 0;
+    let Some(at) = line.find("temp ") else {
+        return (0, 0);
     };
-    let digits: String = line[at + key.len() + 1..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().unwrap()
+    let group = &line[at..];
+    let count = |key| number_after(group, key).map_or(0, |n| n as i64);
+    (count("read="), count("written="))
 }
 
 async fn sorted_ids(c: &Client) -> Vec<Option<String>> {
@@ -49,7 +47,7 @@ async fn sorts_and_aggregations_beyond_work_mem_spill_to_temporary_files() {
         !lines.iter().any(|l| l.contains("Sort Method")),
         "{lines:#?}"
     );
-    assert_eq!(count_in(&lines, "Buffers:", "written"), 0, "{lines:#?}");
+    assert_eq!(temp_blocks(&lines), (0, 0), "{lines:#?}");
 
     // 1 MB: the sort writes runs and merges them, with the same order.
     c.batch_execute("SET work_mem = '1MB'").await.unwrap();
@@ -69,10 +67,10 @@ async fn sorts_and_aggregations_beyond_work_mem_spill_to_temporary_files() {
         .trim_end_matches("kB")
         .parse()
         .unwrap();
-    let written = count_in(&lines, "temp read=", "written");
+    let (read, written) = temp_blocks(&lines);
     assert!(disk_kb > 1024, "{method}");
     assert_eq!(written, (disk_kb + 7) / 8, "{lines:#?}");
-    assert_eq!(count_in(&lines, "temp read=", "read"), written);
+    assert_eq!(read, written);
     let json = rows(
         &c,
         "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM srt ORDER BY f",
@@ -97,7 +95,7 @@ async fn sorts_and_aggregations_beyond_work_mem_spill_to_temporary_files() {
         "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) SELECT f, count(*) FROM srt GROUP BY f",
     )
     .await;
-    assert!(count_in(&lines, "temp read=", "written") > 0, "{lines:#?}");
+    assert!(temp_blocks(&lines).1 > 0, "{lines:#?}");
 
     // A hash join cannot spill; work_mem does not fail it.
     c.batch_execute("SET work_mem = '64kB'").await.unwrap();
