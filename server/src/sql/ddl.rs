@@ -369,20 +369,18 @@ fn make_table(
             "ON COMMIT can only be used on temporary tables",
         ));
     }
-    let (persistence, schema) = if temporary {
-        let temp = run.temp.schema();
-        let temp = temp.ok_or_else(|| PgError::internal("no temporary schema"))?;
-        (Persistence::Temporary, temp.to_string())
-    } else if unlogged {
-        (
-            Persistence::Unlogged,
-            schema.unwrap_or_else(|| "public".into()),
-        )
-    } else {
-        (
-            Persistence::Permanent,
-            schema.unwrap_or_else(|| "public".into()),
-        )
+    let persistence = match (temporary, unlogged) {
+        (true, _) => Persistence::Temporary,
+        (false, true) => Persistence::Unlogged,
+        (false, false) => Persistence::Permanent,
+    };
+    let schema = match persistence {
+        Persistence::Temporary => run
+            .temp
+            .schema()
+            .ok_or_else(|| PgError::internal("no temporary schema"))?
+            .to_string(),
+        _ => schema.unwrap_or_else(|| "public".into()),
     };
     let table = db
         .catalog
