@@ -20,6 +20,11 @@ use crate::exec::table::HeapTable;
 use crate::temp::SessionTemp;
 use crate::Database;
 
+/// Table `def` as DataFusion reads it.
+fn heap_table(db: &Arc<Database>, def: TableDef, with_ctid: bool) -> Arc<dyn TableProvider> {
+    Arc::new(HeapTable::new(db.clone(), def, with_ctid))
+}
+
 pub struct PublicSchema {
     db: Arc<Database>,
     /// Tables show the `ctid` system column.
@@ -65,9 +70,9 @@ impl SchemaProvider for PublicSchema {
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
-        Ok(self.find(name).map(|def| {
-            Arc::new(HeapTable::new(self.db.clone(), def, self.with_ctid)) as Arc<dyn TableProvider>
-        }))
+        Ok(self
+            .find(name)
+            .map(|def| heap_table(&self.db, def, self.with_ctid)))
     }
 
     fn table_exist(&self, name: &str) -> bool {
@@ -135,9 +140,8 @@ impl SchemaProvider for TempSchema {
                 None => Ok(None),
             };
         };
-        Ok(self.db.catalog.table(schema, name).map(|def| {
-            Arc::new(HeapTable::new(self.db.clone(), def, self.with_ctid)) as Arc<dyn TableProvider>
-        }))
+        let def = self.db.catalog.table(schema, name);
+        Ok(def.map(|def| heap_table(&self.db, def, self.with_ctid)))
     }
 
     fn table_exist(&self, name: &str) -> bool {
