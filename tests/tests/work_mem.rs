@@ -96,6 +96,16 @@ async fn sorts_and_aggregations_beyond_work_mem_spill_to_temporary_files() {
     )
     .await;
     assert!(temp_blocks(&lines).1 > 0, "{lines:#?}");
+    // An aggregation over sorted input is not held to work_mem (DataFusion cannot spill it).
+    c.batch_execute("SET work_mem = '64kB'").await.unwrap();
+    assert_eq!(
+        int(
+            &c,
+            "SELECT count(*) FROM (SELECT g, count(*) FROM generate_series(1, 100000) g GROUP BY 1) s"
+        )
+        .await,
+        100000
+    );
 
     // A hash join cannot spill; work_mem does not fail it.
     c.batch_execute("SET work_mem = '64kB'").await.unwrap();

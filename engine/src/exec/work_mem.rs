@@ -9,8 +9,9 @@
 //! its sorts and aggregations register as able to spill: refused memory, they write
 //! their rows to temporary files through the runtime's disk manager and merge them back.
 //! [`WorkMemPool`] gives PostgreSQL's limits to those consumers, each on its own (sorts
-//! `work_mem`, aggregations the hash limit; a repartition, which can spill too, has no
-//! counterpart in PostgreSQL and no limit): a statement with three sorts may hold
+//! `work_mem`, hash aggregations the hash limit; a repartition, which can spill too, has
+//! no counterpart in PostgreSQL and no limit, nor have the aggregations over sorted
+//! input, which say they can spill but fail when refused): a statement with three sorts may hold
 //! three times `work_mem`, as in PostgreSQL. A consumer that holds nothing yet is always
 //! granted its first request, so that a sort can take one batch however small `work_mem`
 //! is (it then spills every batch). Consumers that cannot spill (hash join build sides,
@@ -60,9 +61,10 @@ impl WorkMemPool {
         self.hash_limit.store(hash, Ordering::Relaxed);
     }
 
-    /// The limit of a consumer that can spill: `work_mem` for a sort, the hash limit for
-    /// an aggregation; none for the others (a repartition's buffers, which PostgreSQL has
-    /// no counterpart of).
+    /// The limit of a consumer that can spill: `work_mem` for a sort, the hash limit for a
+    /// hash aggregation; none for the others — a repartition's buffers, which PostgreSQL
+    /// has no counterpart of, and the aggregations over sorted input, which DataFusion
+    /// marks as able to spill although a refusal fails them.
     fn limit_of(&self, reservation: &MemoryReservation) -> Option<usize> {
         let consumer = reservation.consumer();
         if !consumer.can_spill() {
@@ -71,7 +73,7 @@ impl WorkMemPool {
         let name = consumer.name();
         if name.starts_with("ExternalSorter") {
             Some(self.sort_limit.load(Ordering::Relaxed))
-        } else if name.contains("Aggregate") {
+        } else if name.contains("HashAggregateStream") {
             Some(self.hash_limit.load(Ordering::Relaxed))
         } else {
             None
@@ -165,11 +167,14 @@ mod tests {
         let mut sort = MemoryConsumer::new("ExternalSorter[0]")
             .with_can_spill(true)
             .register(&as_pool);
-        let mut aggregate = MemoryConsumer::new("GroupedHashAggregateStream[0]")
+        let mut aggregate = MemoryConsumer::new("FinalHashAggregateStream[0]")
             .with_can_spill(true)
             .register(&as_pool);
         let mut join = MemoryConsumer::new("HashJoinInput").register(&as_pool);
         let mut repartition = MemoryConsumer::new("RepartitionExec[0]")
+            .with_can_spill(true)
+            .register(&as_pool);
+        let mut ordered = MemoryConsumer::new("OrderedFinalAggregateStream[0]")
             .with_can_spill(true)
             .register(&as_pool);
 
@@ -191,8 +196,11 @@ mod tests {
         // Nor a repartition's buffers.
         repartition.try_grow(1 << 20).unwrap();
         repartition.try_grow(1 << 20).unwrap();
-        assert_eq!(pool.reserved(), 60 * 1024 + 128 * 1024 + (66 << 20));
-        drop((sort, aggregate, join, repartition));
+        // Nor an aggregation over sorted input.
+        ordered.try_grow(1 << 20).unwrap();
+        ordered.try_grow(1 << 20).unwrap();
+        assert_eq!(pool.reserved(), 60 * 1024 + 128 * 1024 + (68 << 20));
+        drop((sort, aggregate, join, repartition, ordered));
         assert_eq!(pool.reserved(), 0);
     }
 

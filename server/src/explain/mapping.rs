@@ -459,6 +459,12 @@ impl<'a> Mapper<'a> {
                     items: keys,
                 });
             }
+            // The aggregation's stages: one, or a final over a partial one.
+            let stages: &[&dyn ExecutionPlan] = if std::ptr::eq(agg, src) {
+                &[agg]
+            } else {
+                &[agg, src]
+            };
             let node = PlanNode {
                 node_type: "Aggregate".into(),
                 text_name: text_name.into(),
@@ -471,7 +477,7 @@ impl<'a> Mapper<'a> {
                 ..Default::default()
             };
             // A hash aggregation beyond its memory spills its groups to temporary files.
-            return self.finish(node, metrics::spilled(&[agg, src]));
+            return self.finish(node, metrics::spilled(stages));
         }
 
         if let Some(sort) = inner.downcast_ref::<SortExec>() {
