@@ -257,6 +257,22 @@ impl Catalog {
         self.resolve_in(None, schema, name)
     }
 
+    /// The schema an object written `[schema.]name` is in, as a session whose temporary
+    /// schema is `temp` sees it: `pg_temp` is `temp`; an unqualified name is in `temp` if
+    /// `found_in(temp)` says the object is there, else in `public`.
+    pub fn schema_in(
+        temp: Option<&str>,
+        schema: Option<&str>,
+        found_in: impl FnOnce(&str) -> bool,
+    ) -> String {
+        match (schema, temp) {
+            (Some("pg_temp"), Some(temp)) => temp.to_string(),
+            (Some(schema), _) => schema.to_string(),
+            (None, Some(temp)) if found_in(temp) => temp.to_string(),
+            (None, _) => "public".to_string(),
+        }
+    }
+
     /// Looks a table up by name as a session whose temporary schema is `temp` sees it
     /// (PostgreSQL's search path `pg_temp, public`): `name` in `temp` first, then in
     /// `public`; `pg_temp.name` in `temp`; `schema.name` in `schema` — but another

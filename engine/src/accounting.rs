@@ -174,10 +174,7 @@ impl IoAccount {
 
     /// A block of relation file `relfilenode` was found valid in the pool.
     pub fn hit(&mut self, at: Buffers, relfilenode: u32) {
-        match at {
-            Buffers::Shared(_) => self.usage.shared_hit += 1,
-            Buffers::Local => self.usage.local_hit += 1,
-        }
+        *self.usage.blocks(at.is_local()).hit += 1;
         self.relations.hit(relfilenode);
         self.pending
             .count_op(at.object(), at.context(), IoOp::Hit, 0, 0);
@@ -186,10 +183,7 @@ impl IoAccount {
     /// A read of `nblocks` blocks of relation file `relfilenode` was started (counted once
     /// per I/O in `pg_stat_io`, as PostgreSQL 18; per block in `pg_statio_*`).
     pub fn read_started(&mut self, at: Buffers, relfilenode: u32, nblocks: u32) {
-        match at {
-            Buffers::Shared(_) => self.usage.shared_read += nblocks as u64,
-            Buffers::Local => self.usage.local_read += nblocks as u64,
-        }
+        *self.usage.blocks(at.is_local()).read += nblocks as u64;
         self.relations.read(relfilenode, nblocks as u64);
         self.usage.io_reads += 1;
         self.pending.count_op(
@@ -222,10 +216,7 @@ impl IoAccount {
     pub fn issued(&mut self, at: Buffers, started: Option<Instant>) {
         if started.is_some() {
             let ns = Self::elapsed_ns(started);
-            match at {
-                Buffers::Shared(_) => self.usage.shared_wait_ns += ns,
-                Buffers::Local => self.usage.local_wait_ns += ns,
-            }
+            *self.usage.blocks(at.is_local()).wait_ns += ns;
             self.pending.count_wait(at.object(), at.context(), ns);
         }
     }
@@ -236,10 +227,7 @@ impl IoAccount {
         self.usage.io_stalls += stalled as u64;
         if started.is_some() {
             let ns = Self::elapsed_ns(started);
-            match at {
-                Buffers::Shared(_) => self.usage.shared_read_ns += ns,
-                Buffers::Local => self.usage.local_read_ns += ns,
-            }
+            *self.usage.blocks(at.is_local()).read_ns += ns;
             // Time only: the read itself was counted when it started.
             self.pending
                 .count_ops(at.object(), at.context(), IoOp::Read, 0, 0, ns);
@@ -272,16 +260,9 @@ impl IoAccount {
     /// One block written back (from `started`, for `track_io_timing`).
     pub fn wrote(&mut self, at: Buffers, started: Option<Instant>, latency: Duration) {
         let ns = Self::elapsed_ns(started);
-        match at {
-            Buffers::Shared(_) => {
-                self.usage.shared_written += 1;
-                self.usage.shared_write_ns += ns;
-            }
-            Buffers::Local => {
-                self.usage.local_written += 1;
-                self.usage.local_write_ns += ns;
-            }
-        }
+        let blocks = self.usage.blocks(at.is_local());
+        *blocks.written += 1;
+        *blocks.write_ns += ns;
         let (object, ctx) = (at.object(), at.context());
         self.pending
             .count_op(object, ctx, IoOp::Write, BLCKSZ as u64, ns);
@@ -293,10 +274,7 @@ impl IoAccount {
     /// The relation was extended by `nblocks` blocks.
     pub fn extended(&mut self, at: Buffers, nblocks: u32, started: Option<Instant>) {
         let ns = Self::elapsed_ns(started);
-        match at {
-            Buffers::Shared(_) => self.usage.shared_written += nblocks as u64,
-            Buffers::Local => self.usage.local_written += nblocks as u64,
-        }
+        *self.usage.blocks(at.is_local()).written += nblocks as u64;
         self.pending.count_op(
             at.object(),
             at.context(),

@@ -47,7 +47,42 @@ pub struct BufferUsage {
     pub wal_buffers_full: u64,
 }
 
+/// The counters of one set of buffers, shared or a session's local ones, to add to.
+pub struct BlockCounters<'a> {
+    pub hit: &'a mut u64,
+    pub read: &'a mut u64,
+    pub dirtied: &'a mut u64,
+    pub written: &'a mut u64,
+    pub read_ns: &'a mut u64,
+    pub write_ns: &'a mut u64,
+    pub wait_ns: &'a mut u64,
+}
+
 impl BufferUsage {
+    /// The `local_…` counters when `local`, else the `shared_…` ones.
+    pub fn blocks(&mut self, local: bool) -> BlockCounters<'_> {
+        match local {
+            false => BlockCounters {
+                hit: &mut self.shared_hit,
+                read: &mut self.shared_read,
+                dirtied: &mut self.shared_dirtied,
+                written: &mut self.shared_written,
+                read_ns: &mut self.shared_read_ns,
+                write_ns: &mut self.shared_write_ns,
+                wait_ns: &mut self.shared_wait_ns,
+            },
+            true => BlockCounters {
+                hit: &mut self.local_hit,
+                read: &mut self.local_read,
+                dirtied: &mut self.local_dirtied,
+                written: &mut self.local_written,
+                read_ns: &mut self.local_read_ns,
+                write_ns: &mut self.local_write_ns,
+                wait_ns: &mut self.local_wait_ns,
+            },
+        }
+    }
+
     pub fn add(&mut self, other: &BufferUsage) {
         self.shared_hit += other.shared_hit;
         self.shared_read += other.shared_read;

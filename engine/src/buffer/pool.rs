@@ -862,10 +862,7 @@ impl BufferPool {
         loop {
             match self.retag(victim, tag, rel) {
                 Retag::Done => {
-                    match at {
-                        Buffers::Shared(_) => acct.shared_dirtied += 1,
-                        Buffers::Local => acct.local_dirtied += 1,
-                    }
+                    *acct.blocks(at.is_local()).dirtied += 1;
                     return Ok((blkno, self.publish_zeroed(victim, tag, VALID | DIRTY)));
                 }
                 Retag::AlreadyMapped => {
@@ -1570,10 +1567,7 @@ impl PinnedBuffer {
             "mark_dirty on an invalid buffer"
         );
         if prev & DIRTY == 0 {
-            match self.pool.local {
-                false => usage.shared_dirtied += 1,
-                true => usage.local_dirtied += 1,
-            }
+            *usage.blocks(self.pool.local).dirtied += 1;
         }
     }
 

@@ -133,14 +133,12 @@ pub fn resolve_sequence(
     let text = name.unwrap_or_default();
     let parts = parse_identifier(text).map_err(|_| PgError::undefined_table(text))?;
     let (schema, relname) = match parts.as_slice() {
-        [n] => match temp.filter(|t| catalog.sequence(t, n).is_some()) {
-            Some(temp) => (temp, n.as_str()),
-            None => ("public", n.as_str()),
-        },
-        [s, n] | [_, s, n] if s == "pg_temp" => (temp.unwrap_or("pg_temp"), n.as_str()),
-        [s, n] | [_, s, n] => (s.as_str(), n.as_str()),
+        [n] => (None, n.as_str()),
+        [s, n] | [_, s, n] => (Some(s.as_str()), n.as_str()),
         _ => return Err(PgError::undefined_table(text)),
     };
+    let schema = Catalog::schema_in(temp, schema, |s| catalog.sequence(s, relname).is_some());
+    let schema = schema.as_str();
     if let Some(def) = catalog.sequence(schema, relname) {
         return Ok(def);
     }

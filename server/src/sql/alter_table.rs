@@ -65,7 +65,9 @@ pub async fn run(
     let db = &run.db;
     let done = Ok(Outcome::Done(stmt.tag()));
     let (schema, name) = split_name(&stmt.name)?;
-    let in_schema = run.schema_of(schema.as_deref(), &name);
+    let in_schema = iolab_catalog::Catalog::schema_in(run.temp.schema(), schema.as_deref(), |s| {
+        db.catalog.relation(s, &name).is_some()
+    });
     let Some((kind, oid)) = db.catalog.relation(&in_schema, &name) else {
         let shown = match &schema {
             Some(s) => format!("{s}.{name}"),

@@ -789,12 +789,10 @@ fn drop_indexes(
     for name in names {
         let (schema, index) = split_name(name)?;
         // The session's temporary schema comes first, as for tables.
-        let in_schema = match (schema.as_deref(), temp) {
-            (Some("pg_temp"), Some(temp)) => temp,
-            (Some(schema), _) => schema,
-            (None, Some(temp)) if db.catalog.index(temp, &index).is_some() => temp,
-            (None, _) => "public",
-        };
+        let in_schema = iolab_catalog::Catalog::schema_in(temp, schema.as_deref(), |s| {
+            db.catalog.index(s, &index).is_some()
+        });
+        let in_schema = in_schema.as_str();
         if let Some(def) = db.catalog.index(in_schema, &index) {
             indexes.push(def);
         } else if db.catalog.table(in_schema, &index).is_some() {

@@ -524,21 +524,6 @@ impl CachedPlan {
 }
 
 impl StatementRun {
-    /// The schema a relation name written `[schema.]name` is in, as this session sees it:
-    /// `pg_temp` is its temporary schema; an unqualified name is in the temporary schema
-    /// if a relation there has it, else in `public`.
-    pub fn schema_of(&self, schema: Option<&str>, name: &str) -> String {
-        let temp = self.temp.schema();
-        match (schema, temp) {
-            (Some("pg_temp"), Some(temp)) => temp.to_string(),
-            (Some(schema), _) => schema.to_string(),
-            (None, Some(temp)) if self.db.catalog.relation(temp, name).is_some() => {
-                temp.to_string()
-            }
-            (None, _) => "public".to_string(),
-        }
-    }
-
     /// Looks a table up by name as this session sees it: its temporary schema first
     /// ([`iolab_catalog::Catalog::resolve_in`]).
     pub fn resolve_table(
