@@ -360,6 +360,13 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The SQLSTATE and message of the error `sql` must end with (simple protocol).
+pub async fn error(client: &Client, sql: &str) -> (String, String) {
+    let e = client.simple_query(sql).await.expect_err(sql);
+    let message = e.as_db_error().expect("a database error").message();
+    (sqlstate(&e), message.to_string())
+}
+
 /// The rows of a simple-protocol query, each as text values (None = NULL).
 pub async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
     client

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use iolab_tests::{rows, sqlstate, TestServer};
+use iolab_tests::{error, rows, TestServer};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 async fn exec(client: &Client, sql: &str) {
@@ -38,11 +38,6 @@ async fn tag_count(client: &Client, sql: &str) -> u64 {
 }
 
 /// The SQLSTATE and message `sql` fails with.
-async fn error(client: &Client, sql: &str) -> (String, String) {
-    let e = client.batch_execute(sql).await.expect_err(sql);
-    let message = e.as_db_error().map(|d| d.message().to_string());
-    (sqlstate(&e), message.unwrap_or_default())
-}
 
 async fn with_numbers(server: &TestServer, rows: u32) -> Client {
     let client = server.client().await;

@@ -2,7 +2,7 @@
 //! and DISCARD, end to end: parameter types declared or inferred, values read as Bind
 //! reads text parameters (PostgreSQL 18's errors), what DISCARD ALL forgets.
 
-use iolab_tests::{rows, sqlstate, TestServer};
+use iolab_tests::{error, rows, TestServer};
 use tokio_postgres::Client;
 
 async fn exec(client: &Client, sql: &str) {
@@ -17,12 +17,6 @@ async fn texts(client: &Client, sql: &str) -> Vec<Vec<String>> {
     (rows(client, sql).await.into_iter())
         .map(|r| r.into_iter().map(|v| v.unwrap_or("NULL".into())).collect())
         .collect()
-}
-
-async fn error(client: &Client, sql: &str) -> (String, String) {
-    let e = client.batch_execute(sql).await.expect_err(sql);
-    let message = e.as_db_error().map(|d| d.message().to_string());
-    (sqlstate(&e), message.unwrap_or_default())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,7 @@
 //! Differences from PostgreSQL 18 that these tests accept: none in what they check.
 
 use iolab_tests::tokio_postgres::Client;
-use iolab_tests::{int, rows, sqlstate, TestServer};
+use iolab_tests::{error, int, rows, sqlstate, TestServer};
 
 /// The ids a statement's RETURNING gives, in order.
 async fn ids(client: &Client, sql: &str) -> Vec<i64> {
@@ -20,14 +20,6 @@ async fn ids(client: &Client, sql: &str) -> Vec<i64> {
 }
 
 /// The error of a statement that must fail: (SQLSTATE, message).
-async fn error(client: &Client, sql: &str) -> (String, String) {
-    let e = client
-        .simple_query(sql)
-        .await
-        .expect_err(&format!("{sql} must fail"));
-    let message = e.as_db_error().unwrap().message().to_string();
-    (sqlstate(&e), message)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serial_columns_number_the_rows_inserted() {

@@ -4,14 +4,7 @@
 //! `temp relation` I/O in `pg_stat_io`; `ON COMMIT` actions; gone with their session, and
 //! after a crash at the next start.
 
-use iolab_tests::{figure, int, plan, rows, sqlstate, TestServer};
-use tokio_postgres::Client;
-
-async fn error(c: &Client, sql: &str) -> (String, String) {
-    let err = c.simple_query(sql).await.unwrap_err();
-    let message = err.as_db_error().unwrap().message().to_string();
-    (sqlstate(&err), message)
-}
+use iolab_tests::{error, figure, int, plan, rows, TestServer};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn temporary_tables_are_private_and_go_with_their_session() {

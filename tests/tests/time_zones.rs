@@ -3,17 +3,11 @@
 //! clock, `AT TIME ZONE`, `date_add`, text casts read and written as PostgreSQL does; each
 //! value as PostgreSQL 18 printed it.
 
-use iolab_tests::{rows, sqlstate, TestServer};
+use iolab_tests::{error, rows, TestServer};
 use tokio_postgres::Client;
 
 async fn value(c: &Client, sql: &str) -> Option<String> {
     rows(c, sql).await[0][0].clone()
-}
-
-async fn error(c: &Client, sql: &str) -> (String, String) {
-    let err = c.simple_query(sql).await.unwrap_err();
-    let message = err.as_db_error().unwrap().message().to_string();
-    (sqlstate(&err), message)
 }
 
 #[tokio::test(flavor = "multi_thread")]
