@@ -133,7 +133,7 @@ impl Database {
         }
         let lock = DataDirLock::acquire(data_dir)?;
         // Temporary files of sorts and aggregations (`work_mem`): none outlives its server.
-        let temp_files = data_dir.join(crate::exec::work_mem::TEMP_FILES_DIR);
+        let temp_files = data_dir.join(crate::exec::temp_files::TEMP_FILES_DIR);
         let _ = std::fs::remove_dir_all(&temp_files);
         std::fs::create_dir_all(&temp_files).map_err(|e| io("could not create", e))?;
         let catalog = Catalog::open(data_dir)?;

@@ -117,25 +117,17 @@ pub fn from_datafusion(err: DataFusionError) -> PgError {
     }
 }
 
-/// PostgreSQL's error when a statement's temporary files outgrow `temp_file_limit`, from
-/// DataFusion's disk manager's ("… exceeded the allowable limit of 100.0 KB."; the limit
-/// as it states it, to a tenth of its unit).
+/// PostgreSQL's error when a session's temporary files would outgrow `temp_file_limit`:
+/// the session's temporary files refuse the write with its message
+/// (iolab_engine::exec::temp_files), which reaches here inside DataFusion's and Arrow's.
 fn temp_file_limit_exceeded(message: &str) -> Option<PgError> {
-    let (_, rest) = message.split_once("exceeded the allowable limit of ")?;
-    let stated = rest.split('.').take(2).collect::<Vec<_>>().join(".");
-    let (number, unit) = stated.split_once(' ')?;
-    let kb_per_unit = match unit {
-        "B" => 1.0 / 1024.0,
-        "KB" => 1.0,
-        "MB" => 1024.0,
-        "GB" => 1024.0 * 1024.0,
-        "TB" => 1024.0 * 1024.0 * 1024.0,
-        _ => return None,
-    };
-    let kb = (number.parse::<f64>().ok()? * kb_per_unit).round();
+    const MESSAGE: &str = "temporary file size exceeds \"temp_file_limit\" (";
+    let start = message.find(MESSAGE)?;
+    let rest = &message[start..];
+    let end = rest.find("kB)")? + "kB)".len();
     Some(PgError::new(
         sqlstate::CONFIGURATION_LIMIT_EXCEEDED,
-        format!("temporary file size exceeds \"temp_file_limit\" ({kb}kB)"),
+        rest[..end].to_string(),
     ))
 }
 

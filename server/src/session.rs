@@ -18,6 +18,7 @@ use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_engine::exec::cancel::CancelFlag;
 use iolab_engine::exec::context::StreamSettings;
 use iolab_engine::exec::schema::{PublicSchema, SessionCatalog, TempSchema};
+use iolab_engine::exec::temp_files::TempFiles;
 use iolab_engine::exec::work_mem::{self, WorkMemPool};
 use iolab_engine::exec::StatementContext;
 use iolab_engine::plan::partitions::OnePartitionWhenCheap;
@@ -102,6 +103,8 @@ pub struct Session {
     /// The memory its sorts and hash aggregations may hold before they write temporary
     /// files (`work_mem`; iolab_engine::exec::work_mem).
     work_mem: Arc<WorkMemPool>,
+    /// Its temporary files (iolab_engine::exec::temp_files).
+    temp_files: Arc<TempFiles>,
     /// Its temporary schema and local buffers, from its first temporary table on.
     /// (Declared last: dropped after the transaction block, which may undo a CREATE.)
     pub temp: Arc<SessionTemp>,
@@ -115,7 +118,11 @@ impl Session {
         let prepared = sql::prepare::PreparedStatements::default();
         let temp = Arc::new(SessionTemp::default());
         let work_mem = Arc::new(WorkMemPool::new());
-        let df_state = base_state(&server, &cursors, &prepared, &temp, &work_mem);
+        let db = &server.db;
+        let temp_files = Arc::new(TempFiles::new(db.data_dir(), pid, db.io_stats.clone()));
+        let runtime = work_mem::runtime_env(work_mem.clone(), temp_files.clone())
+            .expect("a runtime takes a memory pool and a temporary file factory");
+        let df_state = base_state(&server, &cursors, &prepared, &temp, runtime);
         let generic_plan_state = SessionStateBuilder::new()
             .with_config(df_state.config().clone())
             .with_runtime_env(df_state.runtime_env().clone())
@@ -140,6 +147,7 @@ impl Session {
             last_statement: None,
             normalized_texts: Default::default(),
             work_mem,
+            temp_files,
             temp,
         }
     }
@@ -512,10 +520,11 @@ impl Session {
             self.settings.work_mem_kb(),
             self.settings.hash_mem_multiplier(),
         );
-        let temp_file_limit = work_mem::temp_file_limit_bytes(self.settings.temp_file_limit_kb());
-        (state.runtime_env().disk_manager)
-            .set_max_temp_directory_size(temp_file_limit)
-            .map_err(|e| PgError::internal(e.to_string()))?;
+        self.temp_files.begin_statement(
+            &ctx,
+            self.settings.temp_file_limit_kb(),
+            self.settings.log_temp_files_kb(),
+        );
         state.config_mut().options_mut().catalog.default_catalog = catalog.into();
         if hit {
             state.config_mut().options_mut().execution.target_partitions = 1;
@@ -961,7 +970,7 @@ fn base_state(
     cursors: &sql::cursor::Cursors,
     prepared: &sql::prepare::PreparedStatements,
     temp: &Arc<SessionTemp>,
-    work_mem: &Arc<WorkMemPool>,
+    runtime: Arc<datafusion::execution::runtime_env::RuntimeEnv>,
 ) -> SessionState {
     let db = &server.db;
     let mut config = SessionConfig::new()
@@ -979,10 +988,7 @@ fn base_state(
         .with_default_features()
         .with_physical_optimizer_rules(vec![Arc::new(OnePartitionWhenCheap::wrapping(rules))])
         .with_analyzer_rules(analyzer_rules())
-        .with_runtime_env(
-            work_mem::runtime_env(db.data_dir(), work_mem.clone())
-                .expect("the data directory has base/pgsql_tmp"),
-        )
+        .with_runtime_env(runtime)
         .build();
     crate::pgcatalog::zoned_time::register(&mut state).expect("a new state takes functions");
     crate::pgcatalog::interval_scale::register(&mut state).expect("a new state takes functions");

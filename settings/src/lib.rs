@@ -334,6 +334,10 @@ macro_rules! typed_getters {
         pub fn temp_file_limit_kb(&self) -> i32 {
             self.value("temp_file_limit").as_int()
         }
+        /// `log_temp_files` in kB; -1 = log none.
+        pub fn log_temp_files_kb(&self) -> i32 {
+            self.value("log_temp_files").as_int()
+        }
         pub fn maintenance_work_mem_kb(&self) -> i32 {
             self.value("maintenance_work_mem").as_int()
         }

@@ -532,6 +532,10 @@ pub static SETTINGS: &[SettingDef] = &[
         "Reporting and Logging / When to Log",
         "Time between progress updates for long-running startup operations.")
         .extra("0 disables progress updates."),
+    setting("log_temp_files", Int { min: -1, max: 2147483647, unit: Kilobytes }, "-1", Superuser,
+        "Reporting and Logging / What to Log",
+        "Log the use of temporary files larger than this number of kilobytes.")
+        .extra("-1 disables logging temporary files. 0 means log all temporary files."),
     setting("maintenance_io_concurrency", Int { min: 0, max: 1000, unit: NoUnit }, "16", User,
         "Resource Usage / I/O",
         "A variant of \"effective_io_concurrency\" that is used for maintenance work.")

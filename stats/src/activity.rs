@@ -46,6 +46,10 @@ pub enum WaitEvent {
     DataFileSync,
     /// `posix_fadvise(WILLNEED)` advice ahead of a read.
     DataFilePrefetch,
+    /// A read of a temporary file (a sort or hash aggregation beyond `work_mem`).
+    BufFileRead,
+    /// A write of a temporary file.
+    BufFileWrite,
     /// Waiting for an I/O another thread executes (an I/O worker), or for a free handle.
     AioIoCompletion,
     /// Submitting I/Os to an io_uring.
@@ -60,13 +64,15 @@ pub enum WaitEvent {
 }
 
 impl WaitEvent {
-    const ALL: [WaitEvent; 11] = [
+    const ALL: [WaitEvent; 13] = [
         WaitEvent::None,
         WaitEvent::DataFileRead,
         WaitEvent::DataFileWrite,
         WaitEvent::DataFileExtend,
         WaitEvent::DataFileSync,
         WaitEvent::DataFilePrefetch,
+        WaitEvent::BufFileRead,
+        WaitEvent::BufFileWrite,
         WaitEvent::AioIoCompletion,
         WaitEvent::AioIoUringSubmit,
         WaitEvent::AioIoUringExecution,
@@ -93,6 +99,8 @@ impl WaitEvent {
             WaitEvent::DataFileExtend => "DataFileExtend",
             WaitEvent::DataFileSync => "DataFileSync",
             WaitEvent::DataFilePrefetch => "DataFilePrefetch",
+            WaitEvent::BufFileRead => "BufFileRead",
+            WaitEvent::BufFileWrite => "BufFileWrite",
             WaitEvent::AioIoCompletion => "AioIoCompletion",
             WaitEvent::AioIoUringSubmit => "AioIoUringSubmit",
             WaitEvent::AioIoUringExecution => "AioIoUringExecution",

@@ -22,6 +22,8 @@ pub struct DatabaseCounters {
     session_time_us: AtomicU64,
     active_time_us: AtomicU64,
     idle_in_transaction_time_us: AtomicU64,
+    temp_files: AtomicU64,
+    temp_bytes: AtomicU64,
     stats_reset: Mutex<Option<DateTime<Utc>>>,
 }
 
@@ -36,6 +38,9 @@ pub struct DatabaseCounts {
     pub session_time_ms: f64,
     pub active_time_ms: f64,
     pub idle_in_transaction_time_ms: f64,
+    /// Temporary files removed, and their bytes (counted at removal, as in PostgreSQL).
+    pub temp_files: u64,
+    pub temp_bytes: u64,
     pub stats_reset: Option<DateTime<Utc>>,
 }
 
@@ -82,6 +87,12 @@ impl DatabaseCounters {
             .fetch_add(micros(d), Ordering::Relaxed);
     }
 
+    /// A temporary file of `bytes` was removed.
+    pub fn temp_file_removed(&self, bytes: u64) {
+        self.temp_files.fetch_add(1, Ordering::Relaxed);
+        self.temp_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
     /// `pg_stat_reset()`: the counts back to zero, `stats_reset` now.
     pub fn reset(&self) {
         for c in [
@@ -93,6 +104,8 @@ impl DatabaseCounters {
             &self.session_time_us,
             &self.active_time_us,
             &self.idle_in_transaction_time_us,
+            &self.temp_files,
+            &self.temp_bytes,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -110,6 +123,8 @@ impl DatabaseCounters {
             session_time_ms: ms(&self.session_time_us),
             active_time_ms: ms(&self.active_time_us),
             idle_in_transaction_time_ms: ms(&self.idle_in_transaction_time_us),
+            temp_files: self.temp_files.load(Ordering::Relaxed),
+            temp_bytes: self.temp_bytes.load(Ordering::Relaxed),
             stats_reset: *self.stats_reset.lock(),
         }
     }
@@ -130,6 +145,8 @@ mod tests {
         c.session_ended(Duration::from_millis(1500), true);
         c.active(Duration::from_micros(2500));
         c.idle_in_transaction(Duration::from_millis(3));
+        c.temp_file_removed(8192);
+        c.temp_file_removed(100);
         let s = c.snapshot();
         assert_eq!(
             (
@@ -149,10 +166,14 @@ mod tests {
             ),
             (1500.0, 2.5, 3.0)
         );
+        assert_eq!((s.temp_files, s.temp_bytes), (2, 8292));
         assert_eq!(s.stats_reset, None);
         c.reset();
         let s = c.snapshot();
-        assert_eq!((s.xact_commit, s.session_time_ms), (0, 0.0));
+        assert_eq!(
+            (s.xact_commit, s.session_time_ms, s.temp_files),
+            (0, 0.0, 0)
+        );
         assert!(s.stats_reset.is_some());
     }
 }

@@ -30,9 +30,12 @@ pub struct BufferUsage {
     pub local_write_ns: u64,
     pub local_wait_ns: u64,
     /// Blocks of temporary files (sorts and aggregations beyond `work_mem`) read and
-    /// written (EXPLAIN's `temp read=… written=…`).
+    /// written (EXPLAIN's `temp read=… written=…`), and the nanoseconds their reads and
+    /// writes took (`I/O Timings: temp read=… write=…`; with `track_io_timing`).
     pub temp_read: u64,
     pub temp_written: u64,
+    pub temp_read_ns: u64,
+    pub temp_write_ns: u64,
     /// Read operations started (one combined read of many blocks counts once).
     pub io_reads: u64,
     /// Times the consumer had to wait for a read that was not finished yet ("stalls").
@@ -100,6 +103,8 @@ impl BufferUsage {
         self.local_wait_ns += other.local_wait_ns;
         self.temp_read += other.temp_read;
         self.temp_written += other.temp_written;
+        self.temp_read_ns += other.temp_read_ns;
+        self.temp_write_ns += other.temp_write_ns;
         self.io_reads += other.io_reads;
         self.io_stalls += other.io_stalls;
         self.wal_records += other.wal_records;

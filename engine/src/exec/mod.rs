@@ -5,9 +5,11 @@ pub mod bitmap_scan;
 pub mod cancel;
 pub mod context;
 pub mod index_scan;
+pub mod operator_usage;
 pub mod scan;
 pub mod schema;
 pub mod table;
+pub mod temp_files;
 pub mod work_mem;
 
 pub use context::StatementContext;

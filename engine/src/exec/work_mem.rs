@@ -19,18 +19,25 @@
 //! refusing them would fail the statement where PostgreSQL would spill.
 //!
 //! The limits are the session's settings, set before each statement
-//! ([`WorkMemPool::set_limits`]); the disk manager's limit is `temp_file_limit`.
+//! ([`WorkMemPool::set_limits`]). The files are the session's `TempFiles`
+//! (`temp_files`), which also enforce `temp_file_limit`.
+//!
+//! Under EXPLAIN ANALYZE the pool also charges each reservation to the plan operator
+//! running when it first grew (`operator_usage`), for the memory lines of Sort,
+//! HashAggregate and Hash nodes.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use datafusion::common::{DataFusionError, Result as DfResult};
-use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
-use datafusion::execution::memory_pool::{MemoryPool, MemoryReservation};
+use datafusion::execution::disk_manager::DiskManagerBuilder;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use parking_lot::Mutex;
 
-/// The directory of temporary files under the data directory, as PostgreSQL names it.
-pub const TEMP_FILES_DIR: &str = "base/pgsql_tmp";
+use crate::exec::operator_usage::OperatorUsage;
+use crate::exec::temp_files::TempFiles;
 
 /// A session's memory pool: PostgreSQL's per-operation limits for consumers that can spill.
 #[derive(Debug)]
@@ -41,6 +48,8 @@ pub struct WorkMemPool {
     hash_limit: AtomicUsize,
     /// Bytes held by all consumers now.
     reserved: AtomicUsize,
+    /// The operator each consumer is charged to, by consumer id (EXPLAIN ANALYZE only).
+    operators: Mutex<HashMap<usize, Arc<OperatorUsage>>>,
 }
 
 impl WorkMemPool {
@@ -50,6 +59,7 @@ impl WorkMemPool {
             sort_limit: AtomicUsize::new(four_mb),
             hash_limit: AtomicUsize::new(2 * four_mb),
             reserved: AtomicUsize::new(0),
+            operators: Mutex::new(HashMap::new()),
         }
     }
 
@@ -59,6 +69,33 @@ impl WorkMemPool {
         let hash = (sort as f64 * hash_mem_multiplier.max(1.0)) as usize;
         self.sort_limit.store(sort, Ordering::Relaxed);
         self.hash_limit.store(hash, Ordering::Relaxed);
+    }
+
+    /// The operator `reservation` is charged to; when it has none yet and `growing`, the
+    /// operator running now (if any) becomes its. A sort's merge reservation is no one's:
+    /// DataFusion sets it aside before sorting (`sort_spill_reservation_bytes`) in case it
+    /// has to merge runs from disk, and frees it unused when the rows fit in memory, so it
+    /// is not memory the sort used.
+    fn operator_of(
+        &self,
+        reservation: &MemoryReservation,
+        growing: bool,
+    ) -> Option<Arc<OperatorUsage>> {
+        if reservation
+            .consumer()
+            .name()
+            .starts_with("ExternalSorterMerge")
+        {
+            return None;
+        }
+        let id = reservation.consumer().id();
+        let mut operators = self.operators.lock();
+        if let Some(op) = operators.get(&id) {
+            return Some(op.clone());
+        }
+        let running = OperatorUsage::running().filter(|_| growing)?;
+        operators.insert(id, running.clone());
+        Some(running)
     }
 
     /// The limit of a consumer that can spill: `work_mem` for a sort, the hash limit for a
@@ -104,13 +141,23 @@ impl MemoryPool for WorkMemPool {
         "work_mem"
     }
 
-    fn grow(&self, _reservation: &MemoryReservation, additional: usize) {
+    fn grow(&self, reservation: &MemoryReservation, additional: usize) {
         self.reserved.fetch_add(additional, Ordering::Relaxed);
+        if let Some(op) = self.operator_of(reservation, true) {
+            op.memory_grew(additional as u64);
+        }
     }
 
-    fn shrink(&self, _reservation: &MemoryReservation, shrink: usize) {
+    fn shrink(&self, reservation: &MemoryReservation, shrink: usize) {
         let before = self.reserved.fetch_sub(shrink, Ordering::Relaxed);
         assert!(before >= shrink, "memory pool shrunk below zero");
+        if let Some(op) = self.operator_of(reservation, false) {
+            op.memory_shrank(shrink as u64);
+        }
+    }
+
+    fn unregister(&self, consumer: &MemoryConsumer) {
+        self.operators.lock().remove(&consumer.id());
     }
 
     fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> DfResult<()> {
@@ -133,25 +180,15 @@ impl MemoryPool for WorkMemPool {
     }
 }
 
-/// A session's runtime: `pool` for memory, temporary files in `data_dir/base/pgsql_tmp`.
+/// A session's runtime: `pool` for memory, `temp_files` for what does not fit.
 pub fn runtime_env(
-    data_dir: &std::path::Path,
     pool: Arc<WorkMemPool>,
+    temp_files: Arc<TempFiles>,
 ) -> DfResult<Arc<RuntimeEnv>> {
-    let dir = data_dir.join(TEMP_FILES_DIR);
-    let disks = DiskManagerBuilder::default().with_mode(DiskManagerMode::Directories(vec![dir]));
     RuntimeEnvBuilder::new()
         .with_memory_pool(pool)
-        .with_disk_manager_builder(disks)
+        .with_disk_manager_builder(DiskManagerBuilder::default().with_temp_file_factory(temp_files))
         .build_arc()
-}
-
-/// `temp_file_limit` (kB, -1 = none) as the disk manager's limit in bytes.
-pub fn temp_file_limit_bytes(temp_file_limit_kb: i32) -> u64 {
-    match temp_file_limit_kb {
-        kb if kb < 0 => u64::MAX,
-        kb => kb as u64 * 1024,
-    }
 }
 
 #[cfg(test)]
@@ -164,17 +201,17 @@ mod tests {
         let pool = Arc::new(WorkMemPool::new());
         pool.set_limits(64, 2.0);
         let as_pool: Arc<dyn MemoryPool> = pool.clone();
-        let mut sort = MemoryConsumer::new("ExternalSorter[0]")
+        let sort = MemoryConsumer::new("ExternalSorter[0]")
             .with_can_spill(true)
             .register(&as_pool);
-        let mut aggregate = MemoryConsumer::new("FinalHashAggregateStream[0]")
+        let aggregate = MemoryConsumer::new("FinalHashAggregateStream[0]")
             .with_can_spill(true)
             .register(&as_pool);
-        let mut join = MemoryConsumer::new("HashJoinInput").register(&as_pool);
-        let mut repartition = MemoryConsumer::new("RepartitionExec[0]")
+        let join = MemoryConsumer::new("HashJoinInput").register(&as_pool);
+        let repartition = MemoryConsumer::new("RepartitionExec[0]")
             .with_can_spill(true)
             .register(&as_pool);
-        let mut ordered = MemoryConsumer::new("OrderedFinalAggregateStream[0]")
+        let ordered = MemoryConsumer::new("OrderedFinalAggregateStream[0]")
             .with_can_spill(true)
             .register(&as_pool);
 
@@ -205,8 +242,30 @@ mod tests {
     }
 
     #[test]
-    fn temp_file_limit_in_bytes() {
-        assert_eq!(temp_file_limit_bytes(-1), u64::MAX);
-        assert_eq!(temp_file_limit_bytes(100), 102_400);
+    fn memory_is_charged_to_the_operator_running_at_the_first_growth() {
+        let pool = Arc::new(WorkMemPool::new());
+        let as_pool: Arc<dyn MemoryPool> = pool.clone();
+        let sort_node = Arc::new(OperatorUsage::default());
+        let sort = MemoryConsumer::new("ExternalSorter[0]")
+            .with_can_spill(true)
+            .register(&as_pool);
+        let unrelated = MemoryConsumer::new("HashJoinInput").register(&as_pool);
+        unrelated.grow(1000);
+        {
+            let _running = sort_node.enter();
+            sort.grow(300);
+        }
+        // Later growth is the sort's wherever it happens; the other consumer is no one's.
+        sort.grow(200);
+        sort.shrink(400);
+        sort.grow(100);
+        unrelated.grow(5000);
+        assert_eq!(sort_node.snapshot().peak_memory_bytes, 500);
+        drop(sort);
+        assert!(
+            pool.operators.lock().is_empty(),
+            "unregistered with its consumer"
+        );
+        drop(unrelated);
     }
 }

@@ -17,6 +17,10 @@
 //! of a DataFusion node run side by side like PostgreSQL's parallel workers; EXPLAIN shows
 //! them as one loop whose rows are the sum over the partitions.
 //!
+//! While the wrapper polls its node (or executes it), the node is the thread's running
+//! operator (iolab_engine::exec::operator_usage): the temporary files it creates and the
+//! memory it reserves are charged to it.
+//!
 //! The wrapper delegates its downcast identity to the node it wraps
 //! ([`ExecutionPlan::downcast_delegate`]), so operators that inspect their children see
 //! the real node.
@@ -37,6 +41,7 @@ use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceC
 use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::Stream;
+use iolab_engine::exec::operator_usage::OperatorUsage;
 use parking_lot::Mutex;
 
 /// What was observed of one node while the statement ran.
@@ -76,6 +81,8 @@ impl Observed {
 #[derive(Debug, Default)]
 pub struct NodeStats {
     observed: Mutex<Observed>,
+    /// Its temporary files and memory.
+    pub operator: Arc<OperatorUsage>,
 }
 
 impl NodeStats {
@@ -190,7 +197,10 @@ impl ExecutionPlan for InstrumentExec {
             let mut o = self.stats.observed.lock();
             o.started = Some(o.started.map_or(now, |s| s.min(now)));
         }
-        let inner = self.inner.execute(partition, context)?;
+        let inner = {
+            let _running = self.stats.operator.enter();
+            self.inner.execute(partition, context)?
+        };
         Ok(Box::pin(InstrumentStream {
             schema: inner.schema(),
             inner,
@@ -217,7 +227,10 @@ impl Stream for InstrumentStream {
             self.polled = true;
             self.stats.observed.lock().partitions_started += 1;
         }
-        let poll = self.inner.as_mut().poll_next(cx);
+        let poll = {
+            let _running = self.stats.operator.enter();
+            self.inner.as_mut().poll_next(cx)
+        };
         match &poll {
             Poll::Ready(Some(Ok(batch))) => {
                 let now = self.timing.then(Instant::now);

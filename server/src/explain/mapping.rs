@@ -70,6 +70,7 @@ use iolab_engine::exec::bitmap_scan::{
     BitmapCombine, BitmapCombineExec, BitmapHeapScanExec, BitmapIndexScanExec,
 };
 use iolab_engine::exec::index_scan::IndexScanExec;
+use iolab_engine::exec::operator_usage::OperatorSnapshot;
 use iolab_engine::exec::scan::HeapScanExec;
 use iolab_engine::exec::table::table_schema;
 use iolab_engine::plan::PathEstimate;
@@ -81,7 +82,7 @@ use crate::explain::exprs::{conjuncts, deparse, deparse_qual, Input};
 use crate::explain::instrument::{peel, NodeStats};
 use crate::explain::metrics;
 use crate::explain::node::{
-    Actual, Buffers, Child, Costs, Detail, IndexTarget, PlanNode, Relation,
+    Actual, Buffers, Child, Costs, Detail, IndexTarget, PlanNode, Relation, SortSpaceType,
 };
 use crate::explain::options::ExplainOptions;
 use crate::pgcatalog::view_scan::ViewScanExec;
@@ -215,6 +216,15 @@ impl<'a> Mapper<'a> {
         }
         let width = self.width(top);
         let mut node = self.visible(cur, width);
+        if let Some(b) = node.buffers.as_mut() {
+            // Temporary files are charged to the operator that made them, which may be
+            // a hidden one or an aggregation's partial stage: the node shows all below it.
+            let temp = subtree_temp(top);
+            b.temp_read = temp.temp_read;
+            b.temp_written = temp.temp_written;
+            b.temp_read_ns = temp.temp_read_ns;
+            b.temp_write_ns = temp.temp_write_ns;
+        }
         if self.opts.verbose {
             node.output = Some(self.output(top));
         }
@@ -291,6 +301,22 @@ impl<'a> Mapper<'a> {
             }
             _ => node,
         }
+    }
+
+    /// Under ANALYZE, what the operators of one node (an aggregation's two stages, say)
+    /// used together, if any of them ran.
+    fn operators(&self, stats: &[Option<&Arc<NodeStats>>]) -> Option<OperatorSnapshot> {
+        let ran: Vec<&Arc<NodeStats>> = (stats.iter().flatten().copied())
+            .filter(|s| s.snapshot().executed())
+            .collect();
+        if !self.opts.analyze || ran.is_empty() {
+            return None;
+        }
+        let mut sum = OperatorSnapshot::default();
+        for s in ran {
+            sum.add(&s.operator.snapshot());
+        }
+        Some(sum)
     }
 
     fn actual(&self, stats: Option<&Arc<NodeStats>>) -> Option<Actual> {
@@ -430,7 +456,7 @@ impl<'a> Mapper<'a> {
         }
 
         if let Some(agg) = inner.downcast_ref::<AggregateExec>() {
-            let (src, input) = aggregate_source(agg);
+            let (src, src_stats, input) = aggregate_source(agg);
             let keys: Vec<String> = src
                 .group_expr()
                 .expr()
@@ -459,12 +485,16 @@ impl<'a> Mapper<'a> {
                     items: keys,
                 });
             }
-            // The aggregation's stages: one, or a final over a partial one.
-            let stages: &[&dyn ExecutionPlan] = if std::ptr::eq(agg, src) {
-                &[agg]
-            } else {
-                &[agg, src]
-            };
+            if let Some(space) = self
+                .operators(&[stats, src_stats])
+                .filter(|_| strategy == "Hashed")
+            {
+                details.push(Detail::HashAggSpace {
+                    batches: 1 + space.temp_files,
+                    memory_kb: space.peak_memory_bytes.div_ceil(1024),
+                    disk_kb: space.peak_disk_bytes.div_ceil(1024),
+                });
+            }
             let node = PlanNode {
                 node_type: "Aggregate".into(),
                 text_name: text_name.into(),
@@ -476,8 +506,7 @@ impl<'a> Mapper<'a> {
                 children: vec![outer(child)],
                 ..Default::default()
             };
-            // A hash aggregation beyond its memory spills its groups to temporary files.
-            return self.finish(node, metrics::spilled(stages));
+            return self.finish(node, Buffers::default());
         }
 
         if let Some(sort) = inner.downcast_ref::<SortExec>() {
@@ -488,10 +517,18 @@ impl<'a> Mapper<'a> {
                 label: "Sort Key",
                 items: keys,
             }];
-            let spilled = metrics::spilled_bytes(sort);
-            if self.opts.analyze && spilled > 0 {
-                details.push(Detail::SortOnDisk {
-                    kb: spilled.div_ceil(1024),
+            if let Some(space) = self.operators(&[stats]) {
+                details.push(match (space.temp_files > 0, sort.fetch().is_some()) {
+                    (true, _) => Detail::SortSpace {
+                        method: "external merge",
+                        space: SortSpaceType::Disk,
+                        kb: space.peak_disk_bytes.div_ceil(1024),
+                    },
+                    (false, top_n) => Detail::SortSpace {
+                        method: if top_n { "top-N heapsort" } else { "quicksort" },
+                        space: SortSpaceType::Memory,
+                        kb: space.peak_memory_bytes.div_ceil(1024),
+                    },
                 });
             }
             let node = PlanNode {
@@ -503,7 +540,7 @@ impl<'a> Mapper<'a> {
                 children: vec![outer(child)],
                 ..Default::default()
             };
-            return self.finish(node, metrics::spilled(&[sort]));
+            return self.finish(node, Buffers::default());
         }
 
         if let Some(limit) = inner.downcast_ref::<GlobalLimitExec>() {
@@ -1134,7 +1171,7 @@ impl<'a> Mapper<'a> {
             return self.column(f.input(), i, prefix);
         }
         if let Some(agg) = inner.downcast_ref::<AggregateExec>() {
-            let (src, input) = aggregate_source(agg);
+            let (src, _, input) = aggregate_source(agg);
             let groups = src.group_expr().expr();
             if idx < groups.len() {
                 return self.expr(&groups[idx].0, input, prefix);
@@ -1330,17 +1367,23 @@ fn is_hidden(plan: &dyn ExecutionPlan) -> bool {
 
 /// The aggregate whose group and aggregate expressions apply to the input rows, and that
 /// input: for a Final node, the Partial node below it (the pair is one PostgreSQL node).
-fn aggregate_source(agg: &AggregateExec) -> (&AggregateExec, &Arc<dyn ExecutionPlan>) {
+fn aggregate_source(
+    agg: &AggregateExec,
+) -> (
+    &AggregateExec,
+    Option<&Arc<NodeStats>>,
+    &Arc<dyn ExecutionPlan>,
+) {
     if matches!(
         agg.mode(),
         AggregateMode::Final | AggregateMode::FinalPartitioned
     ) {
         let mut cur = agg.input();
         loop {
-            let (inner, _) = peel(cur);
+            let (inner, stats) = peel(cur);
             if let Some(partial) = inner.downcast_ref::<AggregateExec>() {
                 if *partial.mode() == AggregateMode::Partial {
-                    return (partial, partial.input());
+                    return (partial, stats, partial.input());
                 }
                 break;
             }
@@ -1351,7 +1394,19 @@ fn aggregate_source(agg: &AggregateExec) -> (&AggregateExec, &Arc<dyn ExecutionP
             break;
         }
     }
-    (agg, agg.input())
+    (agg, None, agg.input())
+}
+
+/// The temporary-file blocks and times of every operator in `plan`'s subtree.
+fn subtree_temp(plan: &Arc<dyn ExecutionPlan>) -> iolab_stats::BufferUsage {
+    let (inner, stats) = peel(plan);
+    let mut sum = stats
+        .map(|s| s.operator.snapshot().temp)
+        .unwrap_or_default();
+    for child in inner.children() {
+        sum.add(&subtree_temp(child));
+    }
+    sum
 }
 
 /// The number of rows of a VALUES list (a DataFusion memory source).

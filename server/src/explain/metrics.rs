@@ -83,27 +83,6 @@ pub fn buffers(plan: &dyn ExecutionPlan) -> Buffers {
     }
 }
 
-/// The temporary-file blocks of a node that spilled (a sort or aggregation beyond
-/// `work_mem`): DataFusion's spilled bytes in 8 kB blocks, each written once and read
-/// back once.
-pub fn spilled(plans: &[&dyn ExecutionPlan]) -> Buffers {
-    let bytes: u64 = plans.iter().map(|p| counter(*p, "spilled_bytes")).sum();
-    let blocks = bytes.div_ceil(8192);
-    Buffers {
-        usage: BufferUsage {
-            temp_read: blocks,
-            temp_written: blocks,
-            ..BufferUsage::default()
-        },
-        track_io_timing: false,
-    }
-}
-
-/// Bytes a node wrote to temporary files.
-pub fn spilled_bytes(plan: &dyn ExecutionPlan) -> u64 {
-    counter(plan, "spilled_bytes")
-}
-
 /// The latency of the node's own reads.
 pub fn read_latency(plan: &dyn ExecutionPlan) -> ReadLatency {
     ReadLatency {

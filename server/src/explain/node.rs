@@ -124,9 +124,39 @@ pub enum Detail {
     HeapBlocks { exact: u64, lossy: u64 },
     /// EXPLAIN (IO): what the node's read stream did.
     ReadStream(ReadStreamUsage),
-    /// A sort that went beyond `work_mem`: `Sort Method: external merge  Disk: 13832kB` /
-    /// `"Sort Method"`, `"Sort Space Used"`, `"Sort Space Type": "Disk"`.
-    SortOnDisk { kb: u64 },
+    /// How a sort ran and the most space it held: `Sort Method: quicksort  Memory: 25kB`,
+    /// `top-N heapsort` (with a LIMIT), `external merge  Disk: 13832kB` (beyond
+    /// `work_mem`) / `"Sort Method"`, `"Sort Space Used"`, `"Sort Space Type"`.
+    SortSpace {
+        method: &'static str,
+        space: SortSpaceType,
+        kb: u64,
+    },
+    /// A hash aggregation's batches (1 + the temporary files it wrote) and the most memory
+    /// and disk it held: `Batches: 5  Memory Usage: 4145kB  Disk Usage: 9960kB` (disk only
+    /// after more than one batch) / `"HashAgg Batches"`, `"Peak Memory Usage"`,
+    /// `"Disk Usage"`.
+    HashAggSpace {
+        batches: u64,
+        memory_kb: u64,
+        disk_kb: u64,
+    },
+}
+
+/// Where a sort kept its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortSpaceType {
+    Memory,
+    Disk,
+}
+
+impl SortSpaceType {
+    pub fn name(self) -> &'static str {
+        match self {
+            SortSpaceType::Memory => "Memory",
+            SortSpaceType::Disk => "Disk",
+        }
+    }
 }
 
 impl Detail {

@@ -147,10 +147,19 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
                 em.float("Average I/Os In Progress", s.inprogress_avg, 3);
                 em.number("I/O Gap Blocks", &s.gap_blocks.to_string());
             }
-            Detail::SortOnDisk { kb } => {
-                em.text("Sort Method", "external merge");
+            Detail::SortSpace { method, space, kb } => {
+                em.text("Sort Method", method);
                 em.number("Sort Space Used", &kb.to_string());
-                em.text("Sort Space Type", "Disk");
+                em.text("Sort Space Type", space.name());
+            }
+            Detail::HashAggSpace {
+                batches,
+                memory_kb,
+                disk_kb,
+            } => {
+                em.number("HashAgg Batches", &batches.to_string());
+                em.number("Peak Memory Usage", &memory_kb.to_string());
+                em.number("Disk Usage", &disk_kb.to_string());
             }
         }
     }
@@ -209,8 +218,8 @@ fn buffers(em: &mut Emitter, b: &Buffers) {
             ("Local I/O Wait Time", b.local_wait_ns),
             ("Local I/O Read Time", b.local_read_ns),
             ("Local I/O Write Time", b.local_write_ns),
-            ("Temp I/O Read Time", 0),
-            ("Temp I/O Write Time", 0),
+            ("Temp I/O Read Time", b.temp_read_ns),
+            ("Temp I/O Write Time", b.temp_write_ns),
         ] {
             em.float(key, ns as f64 / 1e6, 3);
         }

@@ -163,8 +163,22 @@ fn node(out: &mut Vec<String>, n: &PlanNode, mut indent: usize) {
                 }
             }
             Detail::ReadStream(s) => read_stream(out, s, &pad),
-            Detail::SortOnDisk { kb } => {
-                out.push(format!("{pad}Sort Method: external merge  Disk: {kb}kB"))
+            Detail::SortSpace { method, space, kb } => out.push(format!(
+                "{pad}Sort Method: {method}  {}: {kb}kB",
+                space.name()
+            )),
+            Detail::HashAggSpace {
+                batches,
+                memory_kb,
+                disk_kb,
+            } => {
+                let disk = match *batches > 1 {
+                    true => format!("  Disk Usage: {disk_kb}kB"),
+                    false => String::new(),
+                };
+                out.push(format!(
+                    "{pad}Batches: {batches}  Memory Usage: {memory_kb}kB{disk}"
+                ))
             }
         }
     }
@@ -221,7 +235,7 @@ fn read_stream(out: &mut Vec<String>, s: &ReadStreamUsage, pad: &str) {
 
 /// `Buffers: shared hit=… read=… dirtied=… written=…, local hit=… …, temp read=…
 /// written=…` and
-/// `I/O Timings: shared wait=… read=… write=…, local …`: each group only when one of its
+/// `I/O Timings: shared wait=… read=… write=…, local …, temp read=… write=…`: each group only when one of its
 /// members is positive, and each member likewise.
 pub fn buffers(out: &mut Vec<String>, b: &Buffers, indent: usize) {
     let pad = spaces(indent);
@@ -265,6 +279,7 @@ pub fn buffers(out: &mut Vec<String>, b: &Buffers, indent: usize) {
             "local",
             [b.local_wait_ns, b.local_read_ns, b.local_write_ns],
         ),
+        ("temp", [0, b.temp_read_ns, b.temp_write_ns]),
     ];
     let groups: Vec<String> = times
         .iter()

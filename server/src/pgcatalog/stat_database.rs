@@ -9,14 +9,14 @@
 //! | `blks_read`, `blks_hit` | the sums of `pg_statio_*`'s blocks read and hit, tables and indexes |
 //! | `tup_returned`, `tup_fetched` | rows read by Seq Scans plus index entries returned; rows fetched by Index and Bitmap Heap Scans |
 //! | `tup_inserted`, `tup_updated`, `tup_deleted` | the sums of `pg_stat_all_tables`' `n_tup_*` (counted when the writing transaction ends) |
+//! | `temp_files`, `temp_bytes` | temporary files of sorts and hash aggregations beyond `work_mem`, and their bytes, counted when removed |
 //! | `deadlocks` | statements failed with 40P01 |
 //! | `blk_read_time`, `blk_write_time` | the sums of `pg_stat_io`'s `read_time`, `write_time` of relations (milliseconds; with `track_io_timing`) |
 //! | `session_time`, `active_time`, `idle_in_transaction_time` | milliseconds: sessions connected (the live ones so far), running statements, idle inside a block |
 //! | `sessions`, `sessions_killed` | sessions started; ended by `pg_terminate_backend` |
 //! | `stats_reset` | the last `pg_stat_reset()`, NULL before |
 //!
-//! and 0 where iolab has nothing to count: `conflicts` (no standby), `temp_files` and
-//! `temp_bytes` (DataFusion's spills are not counted), `checksum_failures` (pages are
+//! and 0 where iolab has nothing to count: `conflicts` (no standby), `checksum_failures` (pages are
 //! verified, the failures not counted; `checksum_last_failure` NULL),
 //! `sessions_abandoned`, `sessions_fatal` and the parallel workers'.
 
@@ -91,8 +91,8 @@ pub fn batch(db: &Database) -> Result<RecordBatch> {
         V::Int(sum(&|r| r.rows.updated)),
         V::Int(sum(&|r| r.rows.deleted)),
         V::Int(0),
-        V::Int(0),
-        V::Int(0),
+        V::Int(counts.temp_files as i64),
+        V::Int(counts.temp_bytes as i64),
         V::Int(counts.deadlocks as i64),
         V::Int(0),
         V::Null,

@@ -2,8 +2,7 @@
 //! the columns of PostgreSQL 18's extension (version 1.12), over the server's statement
 //! statistics (`iolab_stats::statements`, fed by `statement_stats`). Columns iolab has
 //! nothing for read 0: planning (`plans` and the plan times: planning is not tracked, as
-//! under PostgreSQL's default), local and temporary blocks (no temporary tables, sorts
-//! do not spill to iolab's files), WAL per statement, JIT and parallel workers. Every
+//! under PostgreSQL's default), WAL per statement, JIT and parallel workers. Every
 //! statement counts as top-level; `dbid` is the one database's.
 
 use std::sync::LazyLock;
@@ -95,11 +94,10 @@ pub fn batch(db: &Database) -> Result<RecordBatch> {
                 bigint(u.local_dirtied),
                 bigint(u.local_written),
             ]);
-            // Temporary files' blocks (iolab writes none).
-            row.extend([zero.clone(), zero.clone()]);
+            row.extend([bigint(u.temp_read), bigint(u.temp_written)]);
             row.extend([ms(u.shared_read_ns), ms(u.shared_write_ns)]);
             row.extend([ms(u.local_read_ns), ms(u.local_write_ns)]);
-            row.extend([zero_ms.clone(), zero_ms.clone()]);
+            row.extend([ms(u.temp_read_ns), ms(u.temp_write_ns)]);
             // WAL: records, full-page images, bytes, buffers full.
             row.extend([zero.clone(), zero.clone(), V::Numeric(0), zero.clone()]);
             // JIT: counts and times, alternating.

@@ -1,0 +1,363 @@
+//! Temporary files: where a session's sorts and hash aggregations put their rows once
+//! they have used their `work_mem`.
+//!
+//! PostgreSQL names these files `base/pgsql_tmp/pgsql_tmp<pid>.<n>` and reads and writes
+//! them in 8 kB blocks. It counts the blocks (EXPLAIN's `temp read=… written=…`,
+//! `pg_stat_statements.temp_blks_*`) and, with `track_io_timing`, times the calls
+//! (`I/O Timings: temp read=… write=…`, `temp_blk_*_time`), while the process shows wait
+//! events `BufFileRead` / `BufFileWrite`. It stops a statement whose process would hold
+//! more than `temp_file_limit` in temporary files at once (53400). When a file is removed
+//! it counts it in `pg_stat_database` (`temp_files`, `temp_bytes`) and, if it is at least
+//! `log_temp_files` kB, logs `temporary file: path "…", size …`.
+//!
+//! [`TempFiles`] does all of this for one session's DataFusion spills, as the runtime's
+//! temporary file factory. DataFusion writes Arrow IPC into a file's writer and reads it
+//! back as a stream of byte chunks:
+//!
+//! * the writer collects what it is given and writes whole blocks, [`IO_SIZE`] bytes at
+//!   a time (what is left, at most a block, when the file is finished or flushed);
+//! * the reader reads [`IO_SIZE`] bytes at a time, on tokio's blocking threads so that a
+//!   read from the device does not hold up the session's other tasks;
+//! * each call counts as its bytes in blocks, rounded up, and is timed around the system
+//!   call alone.
+//!
+//! A file's I/O is charged to the statement running when the file was created and to the
+//! plan operator running then (`operator_usage`, under EXPLAIN ANALYZE).
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use bytes::Bytes;
+use datafusion::common::{DataFusionError, Result as DfResult};
+use datafusion::execution::spill_file::{SpillFile, SpillWriter, TempFileFactory};
+use futures::Stream;
+use iolab_stats::{BackendActivity, BufferUsage, IoStatsHub, WaitEvent};
+use parking_lot::Mutex;
+
+use crate::exec::operator_usage::OperatorUsage;
+use crate::exec::StatementContext;
+use crate::storage::page::BLCKSZ;
+
+/// The directory of temporary files under the data directory, as PostgreSQL names it.
+pub const TEMP_FILES_DIR: &str = "base/pgsql_tmp";
+
+/// Bytes per read or write call: 16 blocks.
+pub const IO_SIZE: usize = 16 * BLCKSZ;
+
+/// What the statement running now asks of temporary files.
+#[derive(Clone)]
+struct StatementLink {
+    statement: Weak<StatementContext>,
+    track_io_timing: bool,
+    /// `temp_file_limit` in bytes (`u64::MAX`: none).
+    limit_bytes: u64,
+    /// `log_temp_files` in bytes (`None`: -1, log nothing).
+    log_at_bytes: Option<u64>,
+}
+
+/// One session's temporary files. See the module comment.
+pub struct TempFiles {
+    /// `<data directory>/base/pgsql_tmp`.
+    dir: PathBuf,
+    pid: i32,
+    /// Files created so far (the `<n>` of the next name).
+    created: AtomicU64,
+    /// What each file keeps of the session.
+    session: Arc<Session>,
+    statement: Mutex<StatementLink>,
+}
+
+/// What a file keeps of its session: the bytes in use (for `temp_file_limit`), the
+/// statistics it is counted in when removed, the process whose wait events it sets.
+struct Session {
+    in_use: AtomicU64,
+    stats: Arc<IoStatsHub>,
+    activity: Option<Arc<BackendActivity>>,
+}
+
+impl TempFiles {
+    pub fn new(data_dir: &Path, pid: i32, stats: Arc<IoStatsHub>) -> TempFiles {
+        TempFiles {
+            dir: data_dir.join(TEMP_FILES_DIR),
+            pid,
+            created: AtomicU64::new(0),
+            session: Arc::new(Session {
+                in_use: AtomicU64::new(0),
+                activity: stats.activity.get(pid),
+                stats,
+            }),
+            statement: Mutex::new(StatementLink {
+                statement: Weak::new(),
+                track_io_timing: false,
+                limit_bytes: u64::MAX,
+                log_at_bytes: None,
+            }),
+        }
+    }
+
+    /// The statement about to run, with its `temp_file_limit` and `log_temp_files` (kB,
+    /// -1 = none).
+    pub fn begin_statement(
+        &self,
+        statement: &Arc<StatementContext>,
+        temp_file_limit_kb: i32,
+        log_temp_files_kb: i32,
+    ) {
+        let bytes = |kb: i32| u64::try_from(kb).ok().map(|kb| kb * 1024);
+        *self.statement.lock() = StatementLink {
+            statement: Arc::downgrade(statement),
+            track_io_timing: statement.track_io_timing,
+            limit_bytes: bytes(temp_file_limit_kb).unwrap_or(u64::MAX),
+            log_at_bytes: bytes(log_temp_files_kb),
+        };
+    }
+
+    /// Bytes in this session's temporary files now.
+    pub fn in_use(&self) -> u64 {
+        self.session.in_use.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for TempFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "TempFiles({}, {} bytes in use)",
+            self.dir.display(),
+            self.in_use()
+        )
+    }
+}
+
+impl TempFileFactory for TempFiles {
+    fn create_temp_file(&self, _description: &str) -> DfResult<Arc<dyn SpillFile>> {
+        let n = self.created.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{TEMP_FILES_DIR}/pgsql_tmp{}.{n}", self.pid);
+        let path = self.dir.join(format!("pgsql_tmp{}.{n}", self.pid));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| {
+                DataFusionError::Execution(format!(
+                    "could not create temporary file \"{name}\": {e}"
+                ))
+            })?;
+        let operator = OperatorUsage::running();
+        if let Some(op) = &operator {
+            op.temp_file_created();
+        }
+        Ok(Arc::new(TempFileHandle(Arc::new(TempFile {
+            path,
+            name,
+            file,
+            size: AtomicU64::new(0),
+            session: self.session.clone(),
+            statement: self.statement.lock().clone(),
+            operator,
+        }))))
+    }
+}
+
+/// One temporary file, removed when the last reference to it goes.
+struct TempFile {
+    path: PathBuf,
+    /// Its path relative to the data directory, as messages show it.
+    name: String,
+    file: File,
+    /// Bytes written so far: where the next write goes, and where reads stop.
+    size: AtomicU64,
+    session: Arc<Session>,
+    statement: StatementLink,
+    operator: Option<Arc<OperatorUsage>>,
+}
+
+/// A read or a write, for the counters and the wait event.
+#[derive(Clone, Copy)]
+enum Direction {
+    Read,
+    Write,
+}
+
+impl TempFile {
+    /// Appends `bytes` (one call), unless that would take the session beyond
+    /// `temp_file_limit`.
+    fn append(&self, bytes: &[u8]) -> io::Result<()> {
+        let len = bytes.len() as u64;
+        let in_use = self.session.in_use.fetch_add(len, Ordering::Relaxed) + len;
+        if in_use > self.statement.limit_bytes {
+            self.session.in_use.fetch_sub(len, Ordering::Relaxed);
+            return Err(io::Error::other(format!(
+                "temporary file size exceeds \"temp_file_limit\" ({}kB)",
+                self.statement.limit_bytes / 1024
+            )));
+        }
+        let offset = self.size.load(Ordering::Relaxed);
+        let written = self.timed(Direction::Write, len, || {
+            self.file.write_all_at(bytes, offset)
+        });
+        if let Err(e) = written {
+            self.session.in_use.fetch_sub(len, Ordering::Relaxed);
+            return Err(e);
+        }
+        self.size.store(offset + len, Ordering::Relaxed);
+        if let Some(op) = &self.operator {
+            op.disk_grew(len);
+        }
+        Ok(())
+    }
+
+    /// Reads up to [`IO_SIZE`] bytes at `offset` (none at the end of the file).
+    fn read_at(&self, offset: u64) -> io::Result<Bytes> {
+        let size = self.size.load(Ordering::Relaxed);
+        let want = (size.saturating_sub(offset)).min(IO_SIZE as u64) as usize;
+        let mut buf = vec![0u8; want];
+        if want > 0 {
+            self.timed(Direction::Read, want as u64, || {
+                self.file.read_exact_at(&mut buf, offset)
+            })?;
+        }
+        Ok(Bytes::from(buf))
+    }
+
+    /// Runs one call of `len` bytes, counts it in blocks and, with `track_io_timing`,
+    /// times it; the session shows the wait event meanwhile.
+    fn timed(
+        &self,
+        direction: Direction,
+        len: u64,
+        call: impl FnOnce() -> io::Result<()>,
+    ) -> io::Result<()> {
+        let event = match direction {
+            Direction::Read => WaitEvent::BufFileRead,
+            Direction::Write => WaitEvent::BufFileWrite,
+        };
+        if let Some(a) = &self.session.activity {
+            a.set_wait_event(event);
+        }
+        let started = self.statement.track_io_timing.then(Instant::now);
+        let result = call();
+        let ns = started.map_or(0, |s| s.elapsed().as_nanos() as u64);
+        if let Some(a) = &self.session.activity {
+            a.set_wait_event(WaitEvent::None);
+        }
+        result?;
+        let blocks = len.div_ceil(BLCKSZ as u64);
+        let mut usage = BufferUsage::default();
+        match direction {
+            Direction::Read => (usage.temp_read, usage.temp_read_ns) = (blocks, ns),
+            Direction::Write => (usage.temp_written, usage.temp_write_ns) = (blocks, ns),
+        }
+        if let Some(statement) = self.statement.statement.upgrade() {
+            statement.add_usage(&usage);
+        }
+        if let Some(op) = &self.operator {
+            op.add_temp_io(&usage);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let size = *self.size.get_mut();
+        if let Err(e) = std::fs::remove_file(&self.path) {
+            tracing::warn!("could not remove temporary file \"{}\": {e}", self.name);
+        }
+        self.session.in_use.fetch_sub(size, Ordering::Relaxed);
+        if let Some(op) = &self.operator {
+            op.disk_shrank(size);
+        }
+        self.session.stats.database.temp_file_removed(size);
+        if self.statement.log_at_bytes.is_some_and(|at| size >= at) {
+            tracing::info!("temporary file: path \"{}\", size {size}", self.name);
+        }
+    }
+}
+
+/// What DataFusion holds of a temporary file.
+struct TempFileHandle(Arc<TempFile>);
+
+impl SpillFile for TempFileHandle {
+    fn path(&self) -> Option<&Path> {
+        Some(&self.0.path)
+    }
+
+    fn size(&self) -> Option<u64> {
+        Some(self.0.size.load(Ordering::Relaxed))
+    }
+
+    fn read_stream(&self) -> DfResult<Pin<Box<dyn Stream<Item = DfResult<Bytes>> + Send>>> {
+        let file = self.0.clone();
+        let chunks = futures::stream::try_unfold(0u64, move |offset| {
+            let file = file.clone();
+            async move {
+                let chunk = tokio::task::spawn_blocking(move || file.read_at(offset))
+                    .await
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?
+                    .map_err(DataFusionError::IoError)?;
+                let next = offset + chunk.len() as u64;
+                Ok((!chunk.is_empty()).then_some((chunk, next)))
+            }
+        });
+        Ok(Box::pin(chunks))
+    }
+
+    fn open_writer(&self) -> DfResult<Box<dyn SpillWriter>> {
+        Ok(Box::new(TempFileWriter {
+            file: self.0.clone(),
+            pending: Vec::with_capacity(IO_SIZE),
+        }))
+    }
+}
+
+/// Writes whole blocks, [`IO_SIZE`] bytes at a time; the rest when flushed or finished.
+struct TempFileWriter {
+    file: Arc<TempFile>,
+    /// Bytes not written yet: less than [`IO_SIZE`] between calls.
+    pending: Vec<u8>,
+}
+
+impl TempFileWriter {
+    /// Writes the pending bytes: all of them, or (not `all`) the whole [`IO_SIZE`] pieces.
+    fn write_pending(&mut self, all: bool) -> io::Result<()> {
+        let end = match all {
+            true => self.pending.len(),
+            false => self.pending.len() / IO_SIZE * IO_SIZE,
+        };
+        for piece in self.pending[..end].chunks(IO_SIZE) {
+            self.file.append(piece)?;
+        }
+        self.pending.drain(..end);
+        debug_assert!(self.pending.len() < IO_SIZE);
+        Ok(())
+    }
+}
+
+impl io::Write for TempFileWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        if self.pending.len() >= IO_SIZE {
+            self.write_pending(false)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.write_pending(true)
+    }
+}
+
+impl SpillWriter for TempFileWriter {
+    fn finish(&mut self) -> DfResult<()> {
+        self.write_pending(true).map_err(DataFusionError::IoError)
+    }
+}
