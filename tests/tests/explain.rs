@@ -214,6 +214,50 @@ async fn explain_layouts_and_counts() {
     assert_eq!(rows[0].columns()[0].name(), "QUERY PLAN");
     // Planned with the value, as PostgreSQL plans a statement with bound parameters.
     assert_eq!(lines, ["Seq Scan on t", "  Filter: (a = 7)"]);
+
+    // A set-returning function in FROM is a Function Scan, its column named as the query
+    // names it, its rows estimated from its bounds as PostgreSQL's planner does.
+    let lines = plan(
+        &client,
+        "EXPLAIN (COSTS OFF, VERBOSE) SELECT g * 2 FROM generate_series(1, 3) g WHERE g > 1",
+    )
+    .await;
+    assert_eq!(
+        lines,
+        [
+            "Function Scan on pg_catalog.generate_series g",
+            "  Output: (g * 2)",
+            "  Function Call: generate_series(1, 3)",
+            "  Filter: (g.g > 1)",
+        ]
+    );
+    for (sql, rows) in [
+        ("SELECT * FROM generate_series(1, 10, 2) AS s(x)", 5.0),
+        ("SELECT * FROM generate_series(10, 1, -3) s", 4.0),
+        ("SELECT * FROM generate_series(5, 1) s", 0.0),
+    ] {
+        let lines = plan(&client, &format!("EXPLAIN {sql}")).await;
+        assert!(
+            lines[0].starts_with("Function Scan on generate_series s  (cost="),
+            "{lines:?}"
+        );
+        assert_eq!(number_after(&lines[0], "rows="), Some(rows), "{sql}");
+    }
+    let lines = plan(
+        &client,
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) \
+         SELECT x % 7 AS k, count(*) FROM generate_series(1, 70000) AS s(x) GROUP BY 1",
+    )
+    .await;
+    assert_eq!(
+        lines[0], "HashAggregate (actual rows=7.00 loops=1)",
+        "{lines:?}"
+    );
+    assert_eq!(lines[1], "  Group Key: (x % 7)", "{lines:?}");
+    assert_eq!(
+        lines[3], "  ->  Function Scan on generate_series s (actual rows=70000.00 loops=1)",
+        "{lines:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

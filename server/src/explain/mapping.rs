@@ -20,6 +20,7 @@
 //! | `UnionExec`, `InterleaveExec`                | `Append` |
 //! | VALUES (`DataSourceExec` over memory)        | `Values Scan on "*VALUES*"` (one row: `Result`) |
 //! | `ViewScanExec` (a statistics view)           | `Function Scan on pg_stat_get_io b`, as PostgreSQL's views over their functions |
+//! | `LazyMemoryExec` of `generate_series`, `range` | `Function Scan on generate_series g`, its column named as the query names it (`g`, not DataFusion's `value`) |
 //! | `PlaceholderRowExec` / `EmptyExec`           | `Result` (`One-Time Filter: false`) |
 //! | `WindowAggExec`, `BoundedWindowAggExec`      | `WindowAgg` |
 //! | `ProjectionExec`, `CoalesceBatchesExec`, `RepartitionExec`, `CoalescePartitionsExec`, `SortPreservingMergeExec`, `LocalLimitExec`, `CooperativeExec` | not shown |
@@ -47,6 +48,7 @@ use std::sync::Arc;
 use datafusion::common::JoinType;
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
+use datafusion::functions_table::generate_series::{GenericSeriesState, TimestampValue};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::expressions::Literal;
@@ -59,6 +61,7 @@ use datafusion::physical_plan::joins::{
     CrossJoinExec, HashJoinExec, NestedLoopJoinExec, SortMergeJoinExec,
 };
 use datafusion::physical_plan::limit::GlobalLimitExec;
+use datafusion::physical_plan::memory::LazyMemoryExec;
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::sorts::sort::SortExec;
@@ -95,6 +98,8 @@ pub struct Mapper<'a> {
     track_io_timing: bool,
     /// Alias of each scan (by node address).
     aliases: HashMap<usize, String>,
+    /// The function scans (`generate_series`) by node address: (function, alias, column).
+    functions: HashMap<usize, (String, String, String)>,
     /// Qualify columns in expressions above scans (more than one relation, or VERBOSE).
     prefix_upper: bool,
     /// Qualify columns in a scan's own filter (VERBOSE).
@@ -103,22 +108,61 @@ pub struct Mapper<'a> {
     prefix_output: bool,
 }
 
-/// The names a query gives its tables, in the order the plan reads them: (table, alias).
-pub fn scan_aliases(plan: &LogicalPlan) -> Vec<(String, String)> {
-    fn walk(plan: &LogicalPlan, out: &mut Vec<(String, String)>) {
+/// What a query calls one of the relations it reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanName {
+    /// The table's name; a set-returning function's name with `()` (`generate_series()`),
+    /// as DataFusion names its scan.
+    pub table: String,
+    pub alias: String,
+    /// A function's one column (`generate_series(1, 3) g` names it `g`).
+    pub column: Option<String>,
+}
+
+/// The names a query gives its tables and function scans, in the order the plan reads
+/// them.
+pub fn scan_aliases(plan: &LogicalPlan) -> Vec<ScanName> {
+    fn walk(plan: &LogicalPlan, out: &mut Vec<ScanName>) {
         match plan {
             LogicalPlan::SubqueryAlias(sa) => {
+                let alias = sa.alias.table().to_string();
                 if let LogicalPlan::TableScan(ts) = sa.input.as_ref() {
-                    out.push((
-                        ts.table_name.table().to_string(),
-                        sa.alias.table().to_string(),
-                    ));
+                    let table = ts.table_name.table().to_string();
+                    let column = table
+                        .ends_with("()")
+                        .then(|| sa.schema.field(0).name().clone());
+                    out.push(ScanName {
+                        table,
+                        alias,
+                        column,
+                    });
                     return;
+                }
+                // A function's column renamed by the alias (`AS g(g)`).
+                if let LogicalPlan::Projection(p) = sa.input.as_ref() {
+                    if let LogicalPlan::TableScan(ts) = p.input.as_ref() {
+                        let table = ts.table_name.table().to_string();
+                        if table.ends_with("()") && sa.schema.fields().len() == 1 {
+                            let column = Some(sa.schema.field(0).name().clone());
+                            out.push(ScanName {
+                                table,
+                                alias,
+                                column,
+                            });
+                            return;
+                        }
+                    }
                 }
             }
             LogicalPlan::TableScan(ts) => {
-                let name = ts.table_name.table().to_string();
-                out.push((name.clone(), name));
+                let table = ts.table_name.table().to_string();
+                let column = (table.ends_with("()") && ts.projected_schema.fields().len() == 1)
+                    .then(|| ts.projected_schema.field(0).name().clone());
+                out.push(ScanName {
+                    alias: table.trim_end_matches("()").to_string(),
+                    table,
+                    column,
+                });
                 return;
             }
             _ => {}
@@ -143,38 +187,50 @@ impl<'a> Mapper<'a> {
         costs: CostParams,
         track_io_timing: bool,
         root: &Arc<dyn ExecutionPlan>,
-        mut logical_aliases: Vec<(String, String)>,
+        mut logical_aliases: Vec<ScanName>,
     ) -> Mapper<'a> {
         let mut aliases = HashMap::new();
+        let mut functions = HashMap::new();
         let mut relations = 0;
-        fn walk(
-            plan: &Arc<dyn ExecutionPlan>,
-            logical: &mut Vec<(String, String)>,
-            aliases: &mut HashMap<usize, String>,
-            relations: &mut usize,
-        ) {
+        let mut walk_stack = vec![root];
+        while let Some(plan) = walk_stack.pop() {
             let (inner, _) = peel(plan);
             if let Some((table, _)) = scanned_table(inner.as_ref()) {
-                *relations += 1;
-                let alias = match logical.iter().position(|(t, _)| *t == table.name) {
-                    Some(i) => logical.remove(i).1,
+                relations += 1;
+                let alias = match logical_aliases.iter().position(|n| n.table == table.name) {
+                    Some(i) => logical_aliases.remove(i).alias,
                     None => table.name.clone(),
                 };
                 aliases.insert(address(inner.as_ref()), alias);
+            } else if let Some(function) = series_function(inner.as_ref()) {
+                relations += 1;
+                let called = format!("{function}()");
+                let name = match logical_aliases.iter().position(|n| n.table == called) {
+                    Some(i) => logical_aliases.remove(i),
+                    None => ScanName {
+                        table: called,
+                        alias: function.to_string(),
+                        column: None,
+                    },
+                };
+                let column = name.column.unwrap_or_else(|| function.to_string());
+                functions.insert(
+                    address(inner.as_ref()),
+                    (function.to_string(), name.alias, column),
+                );
             } else if values_rows(inner).is_some() {
-                *relations += 1;
+                relations += 1;
             }
-            for c in inner.children() {
-                walk(c, logical, aliases, relations);
-            }
+            // Depth first, children in order: the order the logical plan lists scans.
+            walk_stack.extend(inner.children().into_iter().rev());
         }
-        walk(root, &mut logical_aliases, &mut aliases, &mut relations);
         Mapper {
             db,
             opts,
             costs,
             track_io_timing,
             aliases,
+            functions,
             prefix_upper: relations > 1 || opts.verbose,
             prefix_scan: opts.verbose,
             prefix_output: relations > 1,
@@ -696,6 +752,33 @@ impl<'a> Mapper<'a> {
             return self.finish(node, Buffers::default());
         }
 
+        if let Some((function, alias, _)) = self.functions.get(&address(inner.as_ref())) {
+            let series = integer_series(inner.as_ref());
+            let rows = series.map_or(1000.0, |s| s.rows());
+            let mut details = Vec::new();
+            if let Some(s) = series.filter(|_| self.opts.verbose) {
+                details.push(Detail::Expr {
+                    label: "Function Call",
+                    text: s.call(function),
+                });
+            }
+            let node = PlanNode {
+                node_type: "Function Scan".into(),
+                text_name: "Function Scan".into(),
+                relation: Some(Relation {
+                    object_tag: Some("Function Name"),
+                    object_name: Some(function.clone()),
+                    schema: self.opts.verbose.then(|| "pg_catalog".into()),
+                    alias: alias.clone(),
+                }),
+                costs: with_costs(costs::function_scan(p, rows, width)),
+                actual,
+                details,
+                ..Default::default()
+            };
+            return self.finish(node, Buffers::default());
+        }
+
         if let Some(view) = inner.downcast_ref::<ViewScanExec>() {
             let (function, alias, rows) = view.function_scan();
             let node = PlanNode {
@@ -1160,6 +1243,13 @@ impl<'a> Mapper<'a> {
                 name
             };
         }
+        if let Some((_, alias, column)) = self.functions.get(&address(inner.as_ref())) {
+            let column = quote_identifier(column);
+            return match prefix {
+                true => format!("{}.{column}", quote_identifier(alias)),
+                false => column,
+            };
+        }
         if let Some(proj) = inner.downcast_ref::<ProjectionExec>() {
             return match proj.expr().get(idx) {
                 Some(pe) => self.expr(&pe.expr, proj.input(), prefix),
@@ -1395,6 +1485,72 @@ fn aggregate_source(
         }
     }
     (agg, None, agg.input())
+}
+
+/// The set-returning function a DataFusion lazy memory scan runs (`generate_series`,
+/// `range`), if it is one.
+fn series_function(plan: &dyn ExecutionPlan) -> Option<&'static str> {
+    let scan = plan.downcast_ref::<LazyMemoryExec>()?;
+    let [generator] = scan.generators().as_slice() else {
+        return None;
+    };
+    let generator = generator.read();
+    let any = generator.as_any();
+    if let Some(s) = any.downcast_ref::<GenericSeriesState<i64>>() {
+        return Some(s.name());
+    }
+    any.downcast_ref::<GenericSeriesState<TimestampValue>>()
+        .map(|s| s.name())
+}
+
+/// The bounds of an integer series.
+#[derive(Clone, Copy)]
+struct IntegerSeries {
+    start: i64,
+    end: i64,
+    step: i64,
+    /// `range` stops before its end; `generate_series` includes it.
+    exclusive: bool,
+}
+
+impl IntegerSeries {
+    /// The rows it returns, as PostgreSQL's planner counts them: `(end - start) / step + 1`
+    /// (none for a zero step, which fails when run).
+    fn rows(self) -> f64 {
+        if self.step == 0 {
+            return 0.0;
+        }
+        let (start, end, step) = (self.start as f64, self.end as f64, self.step as f64);
+        let end = if self.exclusive {
+            end - step.signum()
+        } else {
+            end
+        };
+        (((end - start) / step).floor() + 1.0).max(0.0)
+    }
+
+    /// VERBOSE `Function Call:` (a step of 1 is not shown: PostgreSQL shows the step as the
+    /// query wrote it, which the plan no longer knows).
+    fn call(self, function: &str) -> String {
+        match self.step {
+            1 => format!("{function}({}, {})", self.start, self.end),
+            step => format!("{function}({}, {}, {step})", self.start, self.end),
+        }
+    }
+}
+
+fn integer_series(plan: &dyn ExecutionPlan) -> Option<IntegerSeries> {
+    let scan = plan.downcast_ref::<LazyMemoryExec>()?;
+    let generator = scan.generators().first()?.read();
+    let s = generator
+        .as_any()
+        .downcast_ref::<GenericSeriesState<i64>>()?;
+    Some(IntegerSeries {
+        start: *s.start(),
+        end: *s.end(),
+        step: *s.step(),
+        exclusive: s.name() == "range",
+    })
 }
 
 /// The temporary-file blocks and times of every operator in `plan`'s subtree.

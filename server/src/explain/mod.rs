@@ -212,7 +212,7 @@ struct Explainer<'a> {
 struct Planned {
     plan: Arc<dyn ExecutionPlan>,
     planning_ms: f64,
-    aliases: Vec<(String, String)>,
+    aliases: Vec<mapping::ScanName>,
 }
 
 impl Explainer<'_> {
@@ -318,7 +318,7 @@ impl Explainer<'_> {
         // The target takes the table's name; PostgreSQL renames reads of the same table
         // in the source `t_1`, `t_2` …
         let mut renamed = 0;
-        for (_, alias) in planned.aliases.iter_mut() {
+        for mapping::ScanName { alias, .. } in planned.aliases.iter_mut() {
             if *alias == table.name {
                 renamed += 1;
                 *alias = format!("{}_{renamed}", table.name);
