@@ -269,6 +269,18 @@ async fn temporary_files_are_counted_timed_and_reported_like_postgresql() {
         n.parse::<u64>().unwrap_or_else(|_| panic!("{name}"));
     }
     let on_disk: u64 = files.iter().map(|f| f.metadata().unwrap().len()).sum();
+    // pg_ls_tmpdir() lists them too.
+    let mut listed = rows(&c, "SELECT name, size FROM pg_ls_tmpdir() ORDER BY name").await;
+    let mut expected: Vec<Vec<Option<String>>> = files
+        .iter()
+        .map(|f| {
+            let name = f.file_name().unwrap().to_str().unwrap().to_string();
+            vec![Some(name), Some(f.metadata().unwrap().len().to_string())]
+        })
+        .collect();
+    expected.sort();
+    listed.sort();
+    assert_eq!(listed, expected);
     c.batch_execute("COMMIT").await.unwrap();
     // The cursor's plan ends with the transaction; DataFusion's read-ahead tasks, which
     // hold the last references to the files, are aborted asynchronously.

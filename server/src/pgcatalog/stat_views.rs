@@ -43,11 +43,12 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::scalar::ScalarValue;
 use iolab_catalog::{sqlstate, PgError};
+use iolab_engine::exec::temp_files::TEMP_FILES_DIR;
 use iolab_engine::Database;
 use iolab_stats::views;
 use iolab_stats::IoStatsHub;
 
-use super::batch::V;
+use super::batch::{build_batch, parse_columns, schema_of, V};
 use super::functions::{def, ints, per_row, pg, texts, Def};
 use super::progress::ProgressView;
 use super::tables::CatalogSchema;
@@ -381,10 +382,10 @@ fn pid_of(v: Option<i64>) -> Option<i32> {
 }
 
 /// Registers `pg_stat_get_io()`, `pg_stat_get_backend_io(pid)`, `pg_get_aios()`,
-/// `pg_stat_get_wal()` and `pg_stat_get_recovery_prefetch()` into the state that will
-/// plan a statement.
+/// `pg_stat_get_wal()`, `pg_stat_get_recovery_prefetch()` and `pg_ls_tmpdir()` into the
+/// state that will plan a statement.
 pub fn register_table_functions(state: &mut SessionState, db: &Arc<Database>) {
-    let functions: [(&'static str, usize, Rows); 5] = [
+    let functions: [(&'static str, usize, Rows); 6] = [
         ("pg_stat_get_io", 0, |db, _| {
             Which::Io.batch(db, None, TimeRange::default())
         }),
@@ -400,6 +401,7 @@ pub fn register_table_functions(state: &mut SessionState, db: &Arc<Database>) {
         ("pg_stat_get_recovery_prefetch", 0, |db, _| {
             wal::pg_stat_recovery_prefetch_batch(db)
         }),
+        ("pg_ls_tmpdir", 0, |db, _| temp_files_batch(db)),
     ];
     for (name, arity, rows) in functions {
         state.register_udtf(
@@ -412,6 +414,40 @@ pub fn register_table_functions(state: &mut SessionState, db: &Arc<Database>) {
             }),
         );
     }
+}
+
+/// `pg_ls_tmpdir()`: the temporary files of every session now (sorts and hash
+/// aggregations beyond `work_mem`), one row each: `name`, `size` in bytes, `modification`.
+fn temp_files_batch(db: &Database) -> Result<RecordBatch> {
+    static SCHEMA: std::sync::LazyLock<SchemaRef> = std::sync::LazyLock::new(|| {
+        schema_of(&parse_columns(
+            "name text, size bigint, modification timestamp with time zone",
+        ))
+    });
+    let dir = db.data_dir().join(TEMP_FILES_DIR);
+    let mut rows = Vec::new();
+    // A file removed while the directory is read is not listed.
+    for entry in std::fs::read_dir(&dir).map_err(|e| {
+        pg(PgError::internal(format!(
+            "could not open directory \"{TEMP_FILES_DIR}\": {e}"
+        )))
+    })? {
+        let Ok(entry) = entry else { continue };
+        let Ok(meta) = entry.metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        let modified = meta
+            .modified()
+            .ok()
+            .map(chrono::DateTime::<chrono::Utc>::from);
+        rows.push(vec![
+            V::text(entry.file_name().to_string_lossy()),
+            V::Int(meta.len() as i64),
+            relation_stats::time(modified),
+        ]);
+    }
+    build_batch(&SCHEMA, &rows)
 }
 
 /// `pg_stat_reset_shared`, `pg_stat_reset_backend_stats` and `pg_stat_force_next_flush`
