@@ -835,8 +835,11 @@ impl Session {
         let mut commit = commit && !failed;
         let mut committing_failed = None;
         // WITH HOLD cursors read their rows before the snapshot goes.
-        let tmp = sql::cursor::spill_dir(self.db());
-        if let Err(e) = self.cursors.end_transaction(commit, &tmp).await {
+        let hold = sql::cursor::Hold {
+            runtime: self.df_state.runtime_env().clone(),
+            work_mem_bytes: self.settings.work_mem_kb().max(64) as usize * 1024,
+        };
+        if let Err(e) = self.cursors.end_transaction(commit, &hold).await {
             (commit, committing_failed) = (false, Some(e));
         }
         if let Some(xid) = self.txn.xid.take() {

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use iolab_tests::{error, rows, TestServer};
+use iolab_tests::{error, int, rows, TestServer};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 async fn exec(client: &Client, sql: &str) {
@@ -188,11 +188,29 @@ async fn with_hold_outlives_its_transaction() {
     );
     assert_eq!(numbers(&c, "FETCH ALL FROM h").await, [1500, 2000]);
     assert_eq!(error(&c, "FETCH gone").await.0, "34000");
-    // Their rows went to unlinked temporary files: nothing is left on disk (the sessions'
-    // directories for sorts' temporary files stay, empty, while they run).
+    // Their rows fit in work_mem: no temporary file.
     let tmp = server.data_dir.join("base").join("pgsql_tmp");
     let left = iolab_tests::files_under(&tmp);
     assert!(left.is_empty(), "files left in {tmp:?}: {left:?}");
+
+    // Beyond work_mem, a held cursor's rows go to one temporary file until it is closed.
+    let temp_files = "SELECT temp_files FROM pg_stat_database WHERE datname = 'postgres'";
+    let files_before = int(&c, temp_files).await;
+    exec(
+        &c,
+        "SET work_mem = '64kB'; BEGIN;
+         DECLARE big CURSOR WITH HOLD FOR SELECT i, md5(i::text) FROM generate_series(1, 50000) i ORDER BY i;
+         COMMIT; RESET work_mem",
+    )
+    .await;
+    assert_eq!(int(&c, "SELECT count(*) FROM pg_ls_tmpdir()").await, 1);
+    let all = rows(&c, "FETCH ALL FROM big").await;
+    assert_eq!(all.len(), 50000);
+    assert_eq!(all[0][0].as_deref(), Some("1"));
+    assert_eq!(all[49999][0].as_deref(), Some("50000"));
+    exec(&c, "CLOSE big").await;
+    assert!(iolab_tests::files_under(&tmp).is_empty());
+    assert_eq!(int(&c, temp_files).await, files_before + 1);
 
     // ROLLBACK drops what its block declared, not what an earlier one did.
     exec(

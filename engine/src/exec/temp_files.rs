@@ -21,8 +21,9 @@
 //! * each call counts as its bytes in blocks, rounded up, and is timed around the system
 //!   call alone.
 //!
-//! A file's I/O is charged to the statement running when the file was created and to the
-//! plan operator running then (`operator_usage`, under EXPLAIN ANALYZE).
+//! A file's I/O is charged to the session's statement running when it happens (a WITH
+//! HOLD cursor's file is written at COMMIT and read by later FETCHes) and to the plan
+//! operator running when the file was created (`operator_usage`, under EXPLAIN ANALYZE).
 
 use std::fs::File;
 use std::io;
@@ -70,15 +71,16 @@ pub struct TempFiles {
     created: AtomicU64,
     /// What each file keeps of the session.
     session: Arc<Session>,
-    statement: Mutex<StatementLink>,
 }
 
 /// What a file keeps of its session: the bytes in use (for `temp_file_limit`), the
-/// statistics it is counted in when removed, the process whose wait events it sets.
+/// statistics it is counted in when removed, the process whose wait events it sets, the
+/// statement running now.
 struct Session {
     in_use: AtomicU64,
     stats: Arc<IoStatsHub>,
     activity: Option<Arc<BackendActivity>>,
+    statement: Mutex<StatementLink>,
 }
 
 impl TempFiles {
@@ -91,12 +93,12 @@ impl TempFiles {
                 in_use: AtomicU64::new(0),
                 activity: stats.activity.get(pid),
                 stats,
-            }),
-            statement: Mutex::new(StatementLink {
-                statement: Weak::new(),
-                track_io_timing: false,
-                limit_bytes: u64::MAX,
-                log_at_bytes: None,
+                statement: Mutex::new(StatementLink {
+                    statement: Weak::new(),
+                    track_io_timing: false,
+                    limit_bytes: u64::MAX,
+                    log_at_bytes: None,
+                }),
             }),
         }
     }
@@ -110,7 +112,7 @@ impl TempFiles {
         log_temp_files_kb: i32,
     ) {
         let bytes = |kb: i32| u64::try_from(kb).ok().map(|kb| kb * 1024);
-        *self.statement.lock() = StatementLink {
+        *self.session.statement.lock() = StatementLink {
             statement: Arc::downgrade(statement),
             track_io_timing: statement.track_io_timing,
             limit_bytes: bytes(temp_file_limit_kb).unwrap_or(u64::MAX),
@@ -161,7 +163,6 @@ impl TempFileFactory for TempFiles {
             file,
             size: AtomicU64::new(0),
             session: self.session.clone(),
-            statement: self.statement.lock().clone(),
             operator,
         }))))
     }
@@ -176,7 +177,6 @@ struct TempFile {
     /// Bytes written so far: where the next write goes, and where reads stop.
     size: AtomicU64,
     session: Arc<Session>,
-    statement: StatementLink,
     operator: Option<Arc<OperatorUsage>>,
 }
 
@@ -192,12 +192,13 @@ impl TempFile {
     /// `temp_file_limit`.
     fn append(&self, bytes: &[u8]) -> io::Result<()> {
         let len = bytes.len() as u64;
+        let limit = self.session.statement.lock().limit_bytes;
         let in_use = self.session.in_use.fetch_add(len, Ordering::Relaxed) + len;
-        if in_use > self.statement.limit_bytes {
+        if in_use > limit {
             self.session.in_use.fetch_sub(len, Ordering::Relaxed);
             return Err(io::Error::other(format!(
                 "temporary file size exceeds \"temp_file_limit\" ({}kB)",
-                self.statement.limit_bytes / 1024
+                limit / 1024
             )));
         }
         let offset = self.size.load(Ordering::Relaxed);
@@ -240,10 +241,11 @@ impl TempFile {
             Direction::Read => WaitEvent::BufFileRead,
             Direction::Write => WaitEvent::BufFileWrite,
         };
+        let statement = self.session.statement.lock().clone();
         if let Some(a) = &self.session.activity {
             a.set_wait_event(event);
         }
-        let started = self.statement.track_io_timing.then(Instant::now);
+        let started = statement.track_io_timing.then(Instant::now);
         let result = call();
         let ns = started.map_or(0, |s| s.elapsed().as_nanos() as u64);
         if let Some(a) = &self.session.activity {
@@ -256,7 +258,7 @@ impl TempFile {
             Direction::Read => (usage.temp_read, usage.temp_read_ns) = (blocks, ns),
             Direction::Write => (usage.temp_written, usage.temp_write_ns) = (blocks, ns),
         }
-        if let Some(statement) = self.statement.statement.upgrade() {
+        if let Some(statement) = statement.statement.upgrade() {
             statement.add_usage(&usage);
         }
         if let Some(op) = &self.operator {
@@ -277,7 +279,8 @@ impl Drop for TempFile {
             op.disk_shrank(size);
         }
         self.session.stats.database.temp_file_removed(size);
-        if self.statement.log_at_bytes.is_some_and(|at| size >= at) {
+        let log_at = self.session.statement.lock().log_at_bytes;
+        if log_at.is_some_and(|at| size >= at) {
             tracing::info!("temporary file: path \"{}\", size {size}", self.name);
         }
     }

@@ -17,10 +17,11 @@
 //!
 //! A cursor lives until CLOSE or the end of the transaction that declared it. `WITH
 //! HOLD` keeps it after COMMIT (or, declared outside a transaction block, after its own
-//! statement): its remaining rows are then written to a temporary file in Arrow's IPC
-//! format under `base/pgsql_tmp` (unlinked as soon as it is made, so a crash leaves
-//! nothing) and read back from it, which releases the transaction's snapshot and keeps
-//! memory bounded, as PostgreSQL materializes such cursors at commit. ROLLBACK drops the
+//! statement): its remaining rows are then read, which releases the transaction's
+//! snapshot, as PostgreSQL materializes such cursors at commit. Up to `work_mem` of them
+//! stay in memory; beyond that they go to one of the session's temporary files
+//! (iolab_engine::exec::temp_files: counted, timed, held to `temp_file_limit`, listed by
+//! `pg_ls_tmpdir()`) in Arrow's IPC format and are read back from it. ROLLBACK drops the
 //! cursors its transaction declared.
 //!
 //! Bounds: at most [`MAX_CURSORS`] open per session; a cursor keeps at most one batch of
@@ -29,17 +30,15 @@
 //! [`fetch`]: crate::sql::fetch
 
 use std::collections::BTreeMap;
-use std::io::{BufReader, BufWriter, Seek};
-use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::ipc::reader::StreamReader;
-use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::error::DataFusionError;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, SpillMetrics};
+use datafusion::physical_plan::spill::{get_record_batch_memory_size, SpillManager};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::sql::sqlparser::ast;
 use futures::StreamExt;
@@ -97,14 +96,14 @@ impl Cursor {
         }
     }
 
-    /// Reads its remaining rows into a temporary file under `dir` and from now on returns
-    /// them from there.
-    async fn materialize(&mut self, name: &str, dir: &Path) -> PgResult<()> {
+    /// Reads its remaining rows (into memory, or a temporary file beyond `work_mem`) and
+    /// from now on returns them from there.
+    async fn materialize(&mut self, name: &str, hold: &Hold) -> PgResult<()> {
         if self.flag.is_none() {
             return Ok(());
         }
         let mut rows = self.rows.try_lock().map_err(|_| busy(name))?;
-        rows.materialize(dir).await?;
+        rows.materialize(hold).await?;
         self.flag = None;
         Ok(())
     }
@@ -165,53 +164,63 @@ impl CursorRows {
         Ok(passed)
     }
 
-    async fn materialize(&mut self, dir: &Path) -> PgResult<()> {
-        let io = |e: std::io::Error| {
-            PgError::io("could not write a cursor's rows to a temporary file", &e)
-        };
-        let arrow = |e: datafusion::arrow::error::ArrowError| from_datafusion(e.into());
+    async fn materialize(&mut self, hold: &Hold) -> PgResult<()> {
         let schema = self.stream.schema();
-        std::fs::create_dir_all(dir).map_err(io)?;
-        let path = dir.join(format!(
-            "pgsql_tmp{}.cursor.{}",
-            std::process::id(),
-            SPILL_FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        let mut file = std::fs::File::options()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(io)?;
-        std::fs::remove_file(&path).map_err(io)?;
-        {
-            let mut writer =
-                StreamWriter::try_new(BufWriter::new(&file), &schema).map_err(arrow)?;
-            if let Some(batch) = self.pending.take() {
-                writer.write(&batch).map_err(arrow)?;
+        let mut in_memory: Vec<RecordBatch> = self.pending.take().into_iter().collect();
+        let mut held: usize = in_memory.iter().map(get_record_batch_memory_size).sum();
+        let mut file = None;
+        let spill = SpillManager::new(
+            hold.runtime.clone(),
+            SpillMetrics::new(&ExecutionPlanMetricsSet::new(), 0),
+            schema.clone(),
+        );
+        while let Some(batch) = self.stream.next().await {
+            let batch = batch.map_err(from_datafusion)?;
+            held += get_record_batch_memory_size(&batch);
+            in_memory.push(batch);
+            if held > hold.work_mem_bytes {
+                let file = match &mut file {
+                    Some(file) => file,
+                    None => file.insert(
+                        spill
+                            .create_in_progress_file("WITH HOLD cursor")
+                            .map_err(from_datafusion)?,
+                    ),
+                };
+                for batch in in_memory.drain(..) {
+                    file.append_batch(&batch).map_err(from_datafusion)?;
+                }
+                held = 0;
             }
-            while let Some(batch) = self.stream.next().await {
-                writer
-                    .write(&batch.map_err(from_datafusion)?)
-                    .map_err(arrow)?;
-            }
-            writer.finish().map_err(arrow)?;
         }
-        file.rewind().map_err(io)?;
-        let reader = StreamReader::try_new(BufReader::new(file), None).map_err(arrow)?;
-        let batches = futures::stream::iter(reader.map(|b| b.map_err(DataFusionError::from)));
-        self.stream = Box::pin(RecordBatchStreamAdapter::new(schema, batches));
+        let rows: SendableRecordBatchStream = Box::pin(RecordBatchStreamAdapter::new(
+            schema.clone(),
+            futures::stream::iter(in_memory.into_iter().map(Ok)),
+        ));
+        self.stream = match file
+            .map(|mut f| f.finish())
+            .transpose()
+            .map_err(from_datafusion)?
+        {
+            // The file's rows come first, then those still in memory.
+            Some(Some(done)) => {
+                let from_file = spill
+                    .read_spill_as_stream(done, None)
+                    .map_err(from_datafusion)?;
+                Box::pin(RecordBatchStreamAdapter::new(schema, from_file.chain(rows)))
+            }
+            _ => rows,
+        };
         Ok(())
     }
 }
 
-/// Where WITH HOLD cursors' rows go: `base/pgsql_tmp`, as PostgreSQL's temporary files.
-pub fn spill_dir(db: &iolab_engine::Database) -> std::path::PathBuf {
-    db.data_dir().join("base").join("pgsql_tmp")
+/// Where a WITH HOLD cursor's rows go: the session's runtime (its temporary files), and
+/// `work_mem`, the most it keeps in memory.
+pub struct Hold {
+    pub runtime: Arc<RuntimeEnv>,
+    pub work_mem_bytes: usize,
 }
-
-/// Numbers the temporary files of this process.
-static SPILL_FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// `count` less `n` rows.
 fn less(count: Count, n: usize) -> Count {
@@ -291,11 +300,11 @@ impl Cursors {
     }
 
     /// Opens `cursor` (checked with [`Cursors::check_new`]); one declared WITH HOLD
-    /// outside a transaction block has its rows written to a file under `dir` at once.
-    pub async fn declare(&mut self, name: String, mut cursor: Cursor, dir: &Path) -> PgResult<()> {
+    /// outside a transaction block has its rows read at once.
+    pub async fn declare(&mut self, name: String, mut cursor: Cursor, hold: &Hold) -> PgResult<()> {
         self.check_new(&name)?;
         if cursor.holdable && !cursor.declared_in_block {
-            cursor.materialize(&name, dir).await?;
+            cursor.materialize(&name, hold).await?;
         }
         cursor.order = self.declared;
         self.declared += 1;
@@ -384,14 +393,13 @@ impl Cursors {
     }
 
     /// The end of the transaction block: COMMIT (`commit`) keeps the WITH HOLD cursors,
-    /// their rows written to files under `dir`; ROLLBACK keeps only those declared
-    /// before the block.
-    pub async fn end_transaction(&mut self, commit: bool, dir: &Path) -> PgResult<()> {
+    /// their rows read; ROLLBACK keeps only those declared before the block.
+    pub async fn end_transaction(&mut self, commit: bool, hold: &Hold) -> PgResult<()> {
         self.open
             .retain(|_, c| c.holdable && (commit || !c.declared_in_block));
         let mut failed = None;
         for (name, cursor) in self.open.iter_mut() {
-            if let Err(e) = cursor.materialize(name, dir).await {
+            if let Err(e) = cursor.materialize(name, hold).await {
                 failed = Some(e);
                 break;
             }
@@ -457,7 +465,11 @@ pub async fn declare(
         stmt.to_string()
     });
     let cursor = Cursor::new(statement, holdable, in_block, schema, stream, flag);
-    cursors.declare(name, cursor, &spill_dir(&run.db)).await?;
+    let hold = Hold {
+        runtime: run.state.runtime_env().clone(),
+        work_mem_bytes: run.ctx.planner.work_mem_bytes as usize,
+    };
+    cursors.declare(name, cursor, &hold).await?;
     Ok(Outcome::Done("DECLARE CURSOR".into()))
 }
 
