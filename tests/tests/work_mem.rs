@@ -230,6 +230,26 @@ async fn temporary_files_are_counted_timed_and_reported_like_postgresql() {
     );
     let json = rows(
         &c,
+        "EXPLAIN (ANALYZE, FORMAT JSON) SELECT f, count(*) FROM srt GROUP BY f",
+    )
+    .await[0][0]
+        .clone()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let aggregate = &json[0]["Plan"];
+    assert_eq!(aggregate["Strategy"], "Hashed", "{aggregate}");
+    assert_eq!(aggregate["Planned Partitions"], 0, "{aggregate}");
+    assert!(
+        aggregate["HashAgg Batches"].as_i64().unwrap() > 1,
+        "{aggregate}"
+    );
+    assert!(
+        aggregate["Peak Memory Usage"].as_i64().unwrap() > 0,
+        "{aggregate}"
+    );
+    assert!(aggregate["Disk Usage"].as_i64().unwrap() > 0, "{aggregate}");
+    let json = rows(
+        &c,
         "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM srt ORDER BY f",
     )
     .await[0][0]

@@ -541,6 +541,9 @@ impl<'a> Mapper<'a> {
                     items: keys,
                 });
             }
+            if strategy == "Hashed" && self.opts.costs {
+                details.push(Detail::PlannedPartitions(0));
+            }
             if let Some(space) = self
                 .operators(&[stats, src_stats])
                 .filter(|_| strategy == "Hashed")

@@ -132,6 +132,10 @@ pub enum Detail {
         space: SortSpaceType,
         kb: u64,
     },
+    /// With COSTS, the partitions a hash aggregation was planned to spill to: text only
+    /// when positive, structured formats always (`"Planned Partitions"`). iolab plans none:
+    /// DataFusion's aggregations spill when they meet their limit.
+    PlannedPartitions(u64),
     /// A hash aggregation's batches (1 + the temporary files it wrote) and the most memory
     /// and disk it held: `Batches: 5  Memory Usage: 4145kB  Disk Usage: 9960kB` (disk only
     /// after more than one batch) / `"HashAgg Batches"`, `"Peak Memory Usage"`,

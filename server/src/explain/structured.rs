@@ -152,6 +152,7 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
                 em.number("Sort Space Used", &kb.to_string());
                 em.text("Sort Space Type", space.name());
             }
+            Detail::PlannedPartitions(n) => em.number("Planned Partitions", &n.to_string()),
             Detail::HashAggSpace {
                 batches,
                 memory_kb,

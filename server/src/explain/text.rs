@@ -167,6 +167,11 @@ fn node(out: &mut Vec<String>, n: &PlanNode, mut indent: usize) {
                 "{pad}Sort Method: {method}  {}: {kb}kB",
                 space.name()
             )),
+            Detail::PlannedPartitions(n) => {
+                if *n > 0 {
+                    out.push(format!("{pad}Planned Partitions: {n}"))
+                }
+            }
             Detail::HashAggSpace {
                 batches,
                 memory_kb,
