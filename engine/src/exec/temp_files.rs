@@ -364,3 +364,57 @@ impl SpillWriter for TempFileWriter {
         self.write_pending(true).map_err(DataFusionError::IoError)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+    use std::io::Write;
+
+    #[tokio::test]
+    async fn writes_whole_blocks_reads_them_back_and_counts_them() {
+        let data_dir =
+            std::env::temp_dir().join(format!("iolab-temp-files-{}", std::process::id()));
+        std::fs::create_dir_all(data_dir.join(TEMP_FILES_DIR)).unwrap();
+        let stats = Arc::new(IoStatsHub::new());
+        let files = TempFiles::new(&data_dir, 42, stats.clone());
+        let operator = Arc::new(OperatorUsage::default());
+        let file = {
+            let _running = operator.enter();
+            files.create_temp_file("test").unwrap()
+        };
+        let path = file.path().unwrap().to_path_buf();
+        assert!(path.ends_with("base/pgsql_tmp/pgsql_tmp42.0"), "{path:?}");
+
+        // 200 kB in 1000-byte pieces: one write of 16 blocks, then at finish 9 more
+        // (72 kB, the last block partly filled).
+        let content: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let mut writer = file.open_writer().unwrap();
+        for piece in content.chunks(1000) {
+            writer.write_all(piece).unwrap();
+        }
+        assert_eq!(file.size(), Some(IO_SIZE as u64), "one write so far");
+        writer.finish().unwrap();
+        assert_eq!(file.size(), Some(200_000));
+        assert_eq!(files.in_use(), 200_000);
+
+        let mut read = Vec::new();
+        let mut chunks = file.read_stream().unwrap();
+        while let Some(chunk) = chunks.next().await {
+            read.extend_from_slice(&chunk.unwrap());
+        }
+        assert_eq!(read, content);
+        let s = operator.snapshot();
+        assert_eq!((s.temp.temp_written, s.temp.temp_read), (25, 25));
+        assert_eq!((s.temp_files, s.peak_disk_bytes), (1, 200_000));
+
+        drop((chunks, writer));
+        assert!(path.exists(), "still referenced");
+        drop(file);
+        assert!(!path.exists(), "removed with its last reference");
+        assert_eq!(files.in_use(), 0);
+        let counted = stats.database.snapshot();
+        assert_eq!((counted.temp_files, counted.temp_bytes), (1, 200_000));
+        std::fs::remove_dir_all(&data_dir).unwrap();
+    }
+}
