@@ -322,6 +322,15 @@ async fn a_table_of_instants_is_read_in_the_session_zone() {
         "2024-04-01 00:00:00+02",
     ];
     assert_eq!(days, want);
+    // An untyped literal as a bound is read as the other bound's type, in the session's
+    // zone.
+    let days = rows(
+        &c,
+        "SELECT * FROM generate_series(timestamptz '2024-03-30', '2024-04-01', '1 day')",
+    )
+    .await;
+    let days: Vec<&str> = days.iter().map(|r| r[0].as_deref().unwrap()).collect();
+    assert_eq!(days, want);
     // So does a select list's.
     let days = rows(
         &c,

@@ -483,9 +483,38 @@ impl TableFunctionImpl for GenerateSeries {
             })
             .map(|e| e.and_then(step_as_interval))
             .collect::<Result<Vec<_>>>()?;
+        let exprs = bounds_as_timestamps(exprs)?;
         let series = datafusion::functions_table::generate_series::GenerateSeriesFunc {};
         series.call_with_args(TableFunctionArgs::new(&exprs, args.session()))
     }
+}
+
+/// A text constant as one bound of a series whose other bound is a timestamp read as that
+/// timestamp's type, as PostgreSQL reads an untyped literal
+/// (`generate_series('2024-01-01'::timestamp, '2024-01-10', '1 day')`).
+fn bounds_as_timestamps(mut exprs: Vec<Expr>) -> Result<Vec<Expr>> {
+    let timestamp_type = |e: &Expr| match e {
+        Expr::Literal(v, _) if matches!(v.data_type(), DataType::Timestamp(..)) => {
+            Some(v.data_type())
+        }
+        _ => None,
+    };
+    if exprs.len() < 2 {
+        return Ok(exprs);
+    }
+    for (text, other) in [(0, 1), (1, 0)] {
+        let Some(ty) = timestamp_type(&exprs[other]) else {
+            continue;
+        };
+        let cast = match &exprs[text] {
+            Expr::Literal(value @ ScalarValue::Utf8(Some(_)), metadata) => {
+                Expr::Literal(value.cast_to(&ty)?, metadata.clone())
+            }
+            _ => continue,
+        };
+        exprs[text] = cast;
+    }
+    Ok(exprs)
 }
 
 /// A text constant read as an interval (`generate_series(t1, t2, '1 day')`, as PostgreSQL
