@@ -23,8 +23,8 @@
 //! (`temp_files`), which also enforce `temp_file_limit`.
 //!
 //! Under EXPLAIN ANALYZE the pool also charges each reservation to the plan operator
-//! running when it first grew (`operator_usage`), for the memory lines of Sort,
-//! HashAggregate and Hash nodes.
+//! running when it first grew (`operator_usage`), for the memory lines of Sort and
+//! HashAggregate nodes.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

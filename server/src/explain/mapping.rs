@@ -98,14 +98,21 @@ pub struct Mapper<'a> {
     track_io_timing: bool,
     /// Alias of each scan (by node address).
     aliases: HashMap<usize, String>,
-    /// The function scans (`generate_series`) by node address: (function, alias, column).
-    functions: HashMap<usize, (String, String, String)>,
+    /// The function scans (`generate_series`) by node address.
+    functions: HashMap<usize, FunctionScan>,
     /// Qualify columns in expressions above scans (more than one relation, or VERBOSE).
     prefix_upper: bool,
     /// Qualify columns in a scan's own filter (VERBOSE).
     prefix_scan: bool,
     /// Qualify columns in `Output:` (more than one relation).
     prefix_output: bool,
+}
+
+/// A scan of a set-returning function, as the query names it.
+struct FunctionScan {
+    function: &'static str,
+    alias: String,
+    column: String,
 }
 
 /// What a query calls one of the relations it reads.
@@ -213,11 +220,12 @@ impl<'a> Mapper<'a> {
                         column: None,
                     },
                 };
-                let column = name.column.unwrap_or_else(|| function.to_string());
-                functions.insert(
-                    address(inner.as_ref()),
-                    (function.to_string(), name.alias, column),
-                );
+                let scan = FunctionScan {
+                    function,
+                    column: name.column.unwrap_or_else(|| function.to_string()),
+                    alias: name.alias,
+                };
+                functions.insert(address(inner.as_ref()), scan);
             } else if values_rows(inner).is_some() {
                 relations += 1;
             }
@@ -356,6 +364,22 @@ impl<'a> Mapper<'a> {
                 }
             }
             _ => node,
+        }
+    }
+
+    /// `Function Scan on [pg_catalog.]function alias` with `costs`.
+    fn function_scan(&self, function: &str, alias: &str, costs: Option<Costs>) -> PlanNode {
+        PlanNode {
+            node_type: "Function Scan".into(),
+            text_name: "Function Scan".into(),
+            relation: Some(Relation {
+                object_tag: Some("Function Name"),
+                object_name: Some(function.into()),
+                schema: self.opts.verbose.then(|| "pg_catalog".into()),
+                alias: alias.into(),
+            }),
+            costs,
+            ..Default::default()
         }
     }
 
@@ -755,7 +779,10 @@ impl<'a> Mapper<'a> {
             return self.finish(node, Buffers::default());
         }
 
-        if let Some((function, alias, _)) = self.functions.get(&address(inner.as_ref())) {
+        if let Some(FunctionScan {
+            function, alias, ..
+        }) = self.functions.get(&address(inner.as_ref()))
+        {
             let series = integer_series(inner.as_ref());
             let rows = series.map_or(1000.0, |s| s.rows());
             let mut details = Vec::new();
@@ -765,39 +792,29 @@ impl<'a> Mapper<'a> {
                     text: s.call(function),
                 });
             }
-            let node = PlanNode {
-                node_type: "Function Scan".into(),
-                text_name: "Function Scan".into(),
-                relation: Some(Relation {
-                    object_tag: Some("Function Name"),
-                    object_name: Some(function.clone()),
-                    schema: self.opts.verbose.then(|| "pg_catalog".into()),
-                    alias: alias.clone(),
-                }),
-                costs: with_costs(costs::function_scan(p, rows, width)),
-                actual,
-                details,
-                ..Default::default()
-            };
-            return self.finish(node, Buffers::default());
+            let node = self.function_scan(
+                function,
+                alias,
+                with_costs(costs::function_scan(p, rows, width)),
+            );
+            return self.finish(
+                PlanNode {
+                    actual,
+                    details,
+                    ..node
+                },
+                Buffers::default(),
+            );
         }
 
         if let Some(view) = inner.downcast_ref::<ViewScanExec>() {
             let (function, alias, rows) = view.function_scan();
-            let node = PlanNode {
-                node_type: "Function Scan".into(),
-                text_name: "Function Scan".into(),
-                relation: Some(Relation {
-                    object_tag: Some("Function Name"),
-                    object_name: Some(function.into()),
-                    schema: self.opts.verbose.then(|| "pg_catalog".into()),
-                    alias: alias.into(),
-                }),
-                costs: with_costs(costs::function_scan(p, rows, width)),
-                actual,
-                ..Default::default()
-            };
-            return self.finish(node, Buffers::default());
+            let node = self.function_scan(
+                function,
+                alias,
+                with_costs(costs::function_scan(p, rows, width)),
+            );
+            return self.finish(PlanNode { actual, ..node }, Buffers::default());
         }
 
         if let Some(rows) = values_rows(inner).filter(|&rows| rows != 1) {
@@ -1246,7 +1263,9 @@ impl<'a> Mapper<'a> {
                 name
             };
         }
-        if let Some((_, alias, column)) = self.functions.get(&address(inner.as_ref())) {
+        if let Some(FunctionScan { alias, column, .. }) =
+            self.functions.get(&address(inner.as_ref()))
+        {
             let column = quote_identifier(column);
             return match prefix {
                 true => format!("{}.{column}", quote_identifier(alias)),
