@@ -1,6 +1,7 @@
 //! `iolab`: a PostgreSQL-wire-compatible server for studying database I/O.
 
 mod copy;
+mod error_position;
 mod errors;
 mod explain;
 mod metrics;

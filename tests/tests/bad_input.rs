@@ -87,7 +87,7 @@ struct SqlCase {
     sql: &'static str,
     code: &'static str,
     says: Says,
-    /// The caret position (1-based characters), for syntax errors.
+    /// The caret position (1-based characters), for syntax errors and unknown names.
     position: Option<u32>,
     /// Also run it through the extended protocol (Parse/Bind/Execute).
     extended: bool,
@@ -155,19 +155,19 @@ const SQL_CASES: &[SqlCase] = &[
     fails("SELECT \"\" FROM bad_items", "42601", "zero-length delimited identifier at or near \"\"\"\""),
     fails("INSERT INTO bad_items VALUES (1, 'a', 'b', 1, 5)", "42601", "INSERT has more expressions than target columns"),
     // Names that do not resolve.
-    fails("SELECT * FROM nosuch", "42P01", "relation \"nosuch\" does not exist"),
-    fails("SELECT * FROM nosuchschema.t", "42P01", "relation \"nosuchschema.t\" does not exist"),
-    fails("INSERT INTO nosuch VALUES (1)", "42P01", "relation \"nosuch\" does not exist"),
+    fails("SELECT * FROM nosuch", "42P01", "relation \"nosuch\" does not exist").at(15),
+    fails("SELECT * FROM nosuchschema.t", "42P01", "relation \"nosuchschema.t\" does not exist").at(15),
+    fails("INSERT INTO nosuch VALUES (1)", "42P01", "relation \"nosuch\" does not exist").at(13),
     fails("SELECT x.a FROM bad_items", "42P01", "missing FROM-clause entry for table \"x\""),
-    fails("SELECT zz FROM bad_items", "42703", "column \"zz\" does not exist"),
-    fails("SELECT bad_items.zz FROM bad_items", "42703", "column bad_items.zz does not exist"),
+    fails("SELECT zz FROM bad_items", "42703", "column \"zz\" does not exist").at(8),
+    fails("SELECT bad_items.zz FROM bad_items", "42703", "column bad_items.zz does not exist").at(8),
     fails("INSERT INTO bad_items (zz) VALUES (1)", "42703", "column \"zz\" of relation \"bad_items\" does not exist"),
     fails("SELECT a FROM bad_items, bad_pairs", "42702", "column reference \"a\" is ambiguous"),
     // PostgreSQL says `function nosuchfn(integer) does not exist`; DataFusion reports an
     // unknown function without the types of its arguments.
-    fails("SELECT nosuchfn(1)", "42883", "").starting("function nosuchfn"),
-    fails("SELECT sum(b) FROM bad_items", "42883", "function sum(text) does not exist"),
-    fails("SELECT lower(a) FROM bad_items", "42883", "function lower(integer) does not exist"),
+    fails("SELECT nosuchfn(1)", "42883", "").starting("function nosuchfn").at(8),
+    fails("SELECT sum(b) FROM bad_items", "42883", "function sum(text) does not exist").at(8),
+    fails("SELECT lower(a) FROM bad_items", "42883", "function lower(integer) does not exist").at(8),
     fails("SELECT a + b FROM bad_items", "42883", "operator does not exist: integer + text"),
     fails("SELECT 'x'::nosuchtype", "42704", "type \"nosuchtype\" does not exist"),
     fails("CREATE TABLE bad_x (a nosuchtype)", "42704", "type \"nosuchtype\" does not exist"),

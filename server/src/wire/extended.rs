@@ -91,9 +91,11 @@ impl QueryParser for PrepareParser {
         let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
         let parsed = sql::parse_in_session(&text, sql, stmt.offset, &session.text_format())
             .map_err(|e| fail_block(&session, e))?;
-        let Description { params, schema } = describe(&session, &parsed, types)
-            .await
-            .map_err(|e| fail_block(&session, e))?;
+        let Description { params, schema } =
+            describe(&session, &parsed, types).await.map_err(|e| {
+                let e = crate::error_position::locate(e, stmt.text, sql, stmt.offset);
+                fail_block(&session, e)
+            })?;
         Ok(Some(Prepared {
             parsed: Some(parsed),
             params,
@@ -264,7 +266,8 @@ impl ExtendedQueryHandler for ExtendedHandler {
         .await;
         simple::send_notices(client, &notices).await?;
         simple::report_settings(client, &mut session).await?;
-        match result.map_err(to_wire)? {
+        let located = |e| crate::error_position::locate(e, &prepared.sql, &prepared.sql, 0);
+        match result.map_err(|e| to_wire(located(e)))? {
             Outcome::Rows {
                 schema,
                 stream,
