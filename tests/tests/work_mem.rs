@@ -289,6 +289,13 @@ async fn temporary_files_are_counted_timed_and_reported_like_postgresql() {
         n.parse::<u64>().unwrap_or_else(|_| panic!("{name}"));
     }
     let on_disk: u64 = files.iter().map(|f| f.metadata().unwrap().len()).sum();
+    let sizes: std::collections::HashMap<String, u64> = files
+        .iter()
+        .map(|f| {
+            let name = f.file_name().unwrap().to_str().unwrap().to_string();
+            (name, f.metadata().unwrap().len())
+        })
+        .collect();
     // pg_ls_tmpdir() lists them too.
     let mut listed = rows(&c, "SELECT name, size FROM pg_ls_tmpdir() ORDER BY name").await;
     let mut expected: Vec<Vec<Option<String>>> = files
@@ -329,7 +336,8 @@ async fn temporary_files_are_counted_timed_and_reported_like_postgresql() {
         let name = f.file_name().unwrap().to_str().unwrap();
         assert!(
             log.contains(&format!(
-                "temporary file: path \"base/pgsql_tmp/{name}\", size "
+                "temporary file: path \"base/pgsql_tmp/{name}\", size {} statement=\"COMMIT\"",
+                sizes[name]
             )),
             "{name} not logged:\n{log}"
         );

@@ -8,7 +8,8 @@
 //! events `BufFileRead` / `BufFileWrite`. It stops a statement whose process would hold
 //! more than `temp_file_limit` in temporary files at once (53400). When a file is removed
 //! it counts it in `pg_stat_database` (`temp_files`, `temp_bytes`) and, if it is at least
-//! `log_temp_files` kB, logs `temporary file: path "…", size …`.
+//! `log_temp_files` kB, logs `temporary file: path "…", size …` with the statement
+//! running.
 //!
 //! [`TempFiles`] does all of this for one session's DataFusion spills, as the runtime's
 //! temporary file factory. DataFusion writes Arrow IPC into a file's writer and reads it
@@ -311,7 +312,13 @@ impl Drop for TempFile {
         self.session.stats.database.temp_file_removed(size);
         let log_at = self.session.statement.lock().log_at_bytes;
         if log_at.is_some_and(|at| size >= at) {
-            tracing::info!("temporary file: path \"{}\", size {size}", self.name);
+            // With the statement running now, as PostgreSQL's STATEMENT line has it.
+            let statement = (self.session.activity.as_ref()).map(|a| a.status().query);
+            tracing::info!(
+                statement = statement.unwrap_or_default(),
+                "temporary file: path \"{}\", size {size}",
+                self.name
+            );
         }
     }
 }
