@@ -17,6 +17,7 @@ use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_engine::exec::cancel::CancelFlag;
 use iolab_engine::exec::context::StreamSettings;
+use iolab_engine::exec::context::TempSpace;
 use iolab_engine::exec::schema::{PublicSchema, SessionCatalog, TempSchema};
 use iolab_engine::exec::temp_files::TempFiles;
 use iolab_engine::exec::work_mem::{self, WorkMemPool};
@@ -485,6 +486,12 @@ impl Session {
             cancel: self.cancel.clone(),
             usage: Mutex::new(Default::default()),
             planning_usage: Mutex::new(Default::default()),
+            temp: Some(TempSpace {
+                files: self.temp_files.clone(),
+                maintenance_work_mem_bytes: self.settings.maintenance_work_mem_kb().max(1024)
+                    as usize
+                    * 1024,
+            }),
         });
         if let Some(a) = &self.activity {
             a.transaction_ids((top != 0).then_some(top), ctx.snapshot.xmin());

@@ -547,3 +547,66 @@ async fn storage_parameters_deduplicate_items_and_fillfactor() {
             .unwrap();
     }
 }
+
+/// Beyond `maintenance_work_mem`, CREATE INDEX sorts in runs written to temporary files
+/// and merges them: the index is the one an in-memory sort builds (same entries, same
+/// pages), the files are counted, and a unique build still finds a duplicate that only
+/// the merge brings together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_builds_beyond_maintenance_work_mem_sort_in_runs() {
+    let server = TestServer::start("btree-runs");
+    let client = server.client().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE r (a int, t text, u int);
+             INSERT INTO r SELECT (i * 7919) % 50000, md5(i::text), i FROM generate_series(1, {ROWS}) i;
+             INSERT INTO r VALUES (NULL, NULL, 1);"
+        ))
+        .await
+        .unwrap();
+    let temp_files = "SELECT temp_files FROM pg_stat_database WHERE datname = 'postgres'";
+    let mut built = Vec::new();
+    for (setting, suffix) in [("1GB", "mem"), ("1MB", "runs")] {
+        let before = count(&client, temp_files).await;
+        client
+            .batch_execute(&format!(
+                "SET maintenance_work_mem = '{setting}';
+                 CREATE INDEX r_a_{suffix} ON r (a); CREATE INDEX r_t_{suffix} ON r (t);"
+            ))
+            .await
+            .unwrap();
+        let files = count(&client, temp_files).await - before;
+        match suffix {
+            "mem" => assert_eq!(files, 0, "in memory: no temporary file"),
+            _ => assert!(files >= 4, "{files} runs"),
+        }
+        for column in ["a", "t"] {
+            let index = format!("r_{column}_{suffix}");
+            assert_eq!(assert_consistent(&client, &index, "r").await, ROWS + 1);
+            built.push(pages(&client, &index).await);
+        }
+    }
+    assert_eq!(
+        built[0..2],
+        built[2..4],
+        "pages of the in-memory and the run-merged builds"
+    );
+
+    // Unique: the duplicate 1 in `u` sits in the first and the last run.
+    let err = client
+        .batch_execute("CREATE UNIQUE INDEX r_u ON r (u)")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "23505");
+    assert_eq!(
+        err.as_db_error().unwrap().detail(),
+        Some("Key (u)=(1) is duplicated.")
+    );
+    client
+        .batch_execute("DELETE FROM r WHERE a IS NULL; CREATE UNIQUE INDEX r_u ON r (u)")
+        .await
+        .unwrap();
+    assert_eq!(assert_consistent(&client, "r_u", "r").await, ROWS);
+    let left = iolab_tests::files_under(&server.data_dir.join("base/pgsql_tmp"));
+    assert!(left.is_empty(), "{left:?}");
+}

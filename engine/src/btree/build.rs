@@ -15,9 +15,9 @@
 //! `(order-preserving u64 key, TID word)` pairs (`key.rs`), sorted without a comparator;
 //! numeric keys as `(i128, TID word)`; text keys as offsets into one byte arena, sorted
 //! with a comparator. The TID word is `null << 63 | block << 16 | offset`, so NULL keys
-//! sort after all others and equal keys in TID order. (PostgreSQL sorts within
-//! `maintenance_work_mem` and spills runs to disk beyond it; iolab's sort is in memory,
-//! 16 bytes per row for fixed-width keys.)
+//! sort after all others and equal keys in TID order. Beyond `maintenance_work_mem` the
+//! buffer is written out as sorted runs in temporary files and the runs are merged as
+//! the tree is loaded, as in PostgreSQL (`external_sort.rs`).
 //!
 //! # Bottom-up load (PostgreSQL's `nbtsort.c`, in iolab's words)
 //!
@@ -78,13 +78,13 @@ pub const LEAF_FILLFACTOR: usize = 90;
 /// Internal pages are filled to 70 % (`BTREE_NONLEAF_FILLFACTOR`).
 pub const NONLEAF_FILLFACTOR: usize = 70;
 
-const NULL_BIT: u64 = 1 << 63;
+pub(super) const NULL_BIT: u64 = 1 << 63;
 
 fn tid_word(tid: Tid, null: bool) -> u64 {
     ((null as u64) << 63) | ((tid.0 as u64) << 16) | tid.1 as u64
 }
 
-fn word_tid(word: u64) -> Tid {
+pub(super) fn word_tid(word: u64) -> Tid {
     (((word >> 16) & 0xFFFF_FFFF) as u32, word as u16)
 }
 
@@ -134,6 +134,18 @@ impl SortBuffer {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The memory it holds (its vectors' capacities).
+    pub fn bytes(&self) -> usize {
+        fn held<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        match self {
+            SortBuffer::U64 { entries, .. } => held(entries),
+            SortBuffer::Numeric { entries } => held(entries),
+            SortBuffer::Text { arena, entries, .. } => held(arena) + held(entries),
+        }
     }
 
     /// Adds one entry (`key` of the buffer's type, or NULL).
@@ -234,7 +246,7 @@ pub struct HeapSource {
     pub stream_config: ReadStreamConfig,
 }
 
-/// Reads every live tuple's `(key, TID)` into a sort buffer (unsorted). `check_cancel` is
+/// Hands every live tuple's `(key, TID)` to `entry`, in block order. `check_cancel` is
 /// asked once per block, `progress` told the number of tuples every million. The TIDs of
 /// dead tuples (aborted inserts, committed deletes) and of line pointers VACUUM left dead
 /// go to `dead`, if given, in block order.
@@ -244,8 +256,8 @@ pub fn scan_heap(
     check_cancel: &dyn Fn() -> PgResult<()>,
     progress: &mut dyn FnMut(u64),
     mut dead: Option<&mut Vec<Tid>>,
-) -> PgResult<SortBuffer> {
-    let key_type = source.columns.columns()[source.key_column];
+    entry: &mut dyn FnMut(&Key, Tid) -> PgResult<()>,
+) -> PgResult<()> {
     let layout = source.columns.clone();
     let nblocks = source.rel.nblocks();
     let config = &source.stream_config;
@@ -276,7 +288,7 @@ pub fn scan_heap(
             })
         },
     );
-    let mut buffer = SortBuffer::new(key_type);
+    let mut entries = 0u64;
     let mut cached: (u32, bool) = (INVALID_XID, false);
     let mut live = |xid: u32, clog: &Clog| {
         if xid != cached.0 {
@@ -317,9 +329,10 @@ pub fn scan_heap(
                     continue;
                 }
                 let key = Key::from_datum(layout.datum(t, source.key_column)?);
-                buffer.push(&key, (blkno, off));
-                if buffer.len().is_multiple_of(1_000_000) {
-                    progress(buffer.len() as u64);
+                entry(&key, (blkno, off))?;
+                entries += 1;
+                if entries.is_multiple_of(1_000_000) {
+                    progress(entries);
                 }
             }
         }
@@ -327,7 +340,30 @@ pub fn scan_heap(
     })();
     *acct = std::mem::take(&mut stream.acct);
     acct.relations().seq_tuples_read(relfilenode, tuples_seen);
-    result.map(|_| buffer)
+    result
+}
+
+/// [`scan_heap`] into an in-memory sort buffer (unsorted).
+pub fn scan_heap_into_buffer(
+    source: &HeapSource,
+    acct: &mut IoAccount,
+    check_cancel: &dyn Fn() -> PgResult<()>,
+    progress: &mut dyn FnMut(u64),
+    dead: Option<&mut Vec<Tid>>,
+) -> PgResult<SortBuffer> {
+    let mut buffer = SortBuffer::new(source.columns.columns()[source.key_column]);
+    scan_heap(
+        source,
+        acct,
+        check_cancel,
+        progress,
+        dead,
+        &mut |key, tid| {
+            buffer.push(key, tid);
+            Ok(())
+        },
+    )?;
+    Ok(buffer)
 }
 
 /// What a load produced.

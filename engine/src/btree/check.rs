@@ -29,7 +29,7 @@ use std::cmp::Ordering;
 
 use iolab_catalog::PgResult;
 
-use super::build::{scan_heap, HeapSource};
+use super::build::{scan_heap_into_buffer, HeapSource};
 use super::key::{self, Key};
 use super::page::{
     check_page, compare_tuples, first_data_offset, high_key, tuple_at, BtOpaque, IndexTuple,
@@ -67,7 +67,8 @@ impl BtreeIndex {
         check_cancel: &dyn Fn() -> PgResult<()>,
     ) -> PgResult<CheckReport> {
         let mut dead = Vec::new();
-        let mut expected = scan_heap(heap, acct, check_cancel, &mut |_| {}, Some(&mut dead))?;
+        let mut expected =
+            scan_heap_into_buffer(heap, acct, check_cancel, &mut |_| {}, Some(&mut dead))?;
         expected.sort();
         dead.sort_unstable();
         let mut next = 0usize;

@@ -69,6 +69,7 @@
 pub mod build;
 pub mod check;
 pub mod dedup;
+pub mod external_sort;
 pub mod insert;
 pub mod key;
 mod maintain;
@@ -319,52 +320,62 @@ fn build_file(
             progress.set(create_index::BLOCKS_DONE, blocks_done.get());
             ctx.check_cancel()
         };
-        let mut entries = build::scan_heap(
+        let mut entries = external_sort::IndexSort::new(index.ty, ctx.temp.clone());
+        build::scan_heap(
             &source,
             &mut acct,
             &each_block,
             &mut |n| log_progress("scanning table", n),
             None,
+            &mut |key, tid| entries.push(key, tid),
         )?;
-        let big = entries.len() as u64 >= PROGRESS_EVERY_ENTRIES;
+        let total = entries.len();
+        let big = total >= PROGRESS_EVERY_ENTRIES;
         if big {
-            log_progress("sorting", entries.len() as u64);
+            log_progress("sorting", total);
         }
         progress.set(create_index::PHASE, create_index::SORTING);
-        progress.set(create_index::TUPLES_TOTAL, entries.len());
-        entries.sort();
+        progress.set(create_index::TUPLES_TOTAL, total);
         ctx.check_cancel()?;
-        if def.unique {
-            let db = &ctx.db;
-            let mut judge = |tid: Tid, acct: &mut IoAccount| {
-                heap::liveness::liveness(
-                    &db.pool,
-                    &source.rel,
-                    db.txns.clog(),
-                    &ctx.snapshot.own,
-                    tid,
-                    acct,
-                )
-            };
-            let column = &table.columns[def.columns[0]].name;
-            unique::check_build(&index, column, &entries, &mut judge, &mut acct)?;
-        }
+        // A unique build judges each run of equal keys as the sorted entries go by; its
+        // heap reads have an account of their own (the loader holds the build's).
+        let column = &table.columns[def.columns[0]].name;
+        let mut unique = def
+            .unique
+            .then(|| unique::BuildCheck::new(&index, column, ctx.new_account()));
+        let db = &ctx.db;
+        let mut judge = |tid: Tid, acct: &mut IoAccount| {
+            heap::liveness::liveness(
+                &db.pool,
+                &source.rel,
+                db.txns.clog(),
+                &ctx.snapshot.own,
+                tid,
+                acct,
+            )
+        };
         let mut loader = build::BtreeLoader::new(&index, &table.name, &mut acct)?;
         progress.set(create_index::PHASE, create_index::LOADING);
-        for i in 0..entries.len() {
-            if i.is_multiple_of(4096) {
+        let mut done = 0u64;
+        entries.for_each(&mut |key, tid| {
+            if done.is_multiple_of(4096) {
                 ctx.check_cancel()?;
-                progress.set(create_index::TUPLES_DONE, i);
+                progress.set(create_index::TUPLES_DONE, done);
             }
-            if i > 0 && (i as u64).is_multiple_of(PROGRESS_EVERY_ENTRIES) {
-                log_progress("loading", i as u64);
+            if done > 0 && done.is_multiple_of(PROGRESS_EVERY_ENTRIES) {
+                log_progress("loading", done);
             }
-            let (key, tid) = entries.get(i);
-            loader.add(&key, tid)?;
+            done += 1;
+            if let Some(check) = unique.as_mut() {
+                check.add(key, tid, &mut judge)?;
+            }
+            loader.add(key, tid)
+        })?;
+        if let Some(check) = unique {
+            ctx.add_usage(&check.finish(&mut judge)?.usage);
         }
         let stats = loader.finish()?;
-        progress.set(create_index::TUPLES_DONE, entries.len());
-        drop(entries);
+        progress.set(create_index::TUPLES_DONE, total);
         // Written and fsynced now: a crash after CREATE INDEX returns must not lose pages
         // the catalog says exist. (A temporary index does not outlive a crash.)
         if !index.rel.is_temporary() {

@@ -40,7 +40,6 @@ use std::cmp::Ordering;
 
 use iolab_catalog::{sqlstate, PgError, PgResult, PgType};
 
-use super::build::SortBuffer;
 use super::key::{self, Key};
 use super::page::{
     check_page, first_data_offset, high_key, tuple_at, IndexTuple, SearchKey, TidBound,
@@ -160,40 +159,70 @@ impl BtreeIndex {
     }
 }
 
-/// CREATE UNIQUE INDEX: fails if two entries of the sorted `entries` with equal, non-NULL
-/// keys point at tuples `judge` does not find dead (see the module comment). Reads heap
-/// pages only for runs of equal keys.
-pub(super) fn check_build(
-    index: &BtreeIndex,
-    column: &str,
-    entries: &SortBuffer,
-    judge: &mut JudgeTuple,
-    acct: &mut IoAccount,
-) -> PgResult<()> {
-    let mut i = 0;
-    while i < entries.len() {
-        let (key, _) = entries.get(i);
-        let mut end = i + 1;
-        while end < entries.len()
-            && !key.is_null()
-            && key::compare(index.kind, &entries.get(end).0, &key) == Ordering::Equal
-        {
-            end += 1;
+/// CREATE UNIQUE INDEX's check, fed the sorted entries one by one: fails if two entries
+/// with equal, non-NULL keys point at tuples `judge` does not find dead (see the module
+/// comment). Reads heap pages only for runs of equal keys.
+pub(super) struct BuildCheck<'a> {
+    index: &'a BtreeIndex,
+    column: &'a str,
+    /// The run of equal keys going by: its key and TIDs.
+    key: Key<'static>,
+    tids: Vec<Tid>,
+    /// The account its heap reads are counted in.
+    acct: IoAccount,
+}
+
+impl<'a> BuildCheck<'a> {
+    pub(super) fn new(index: &'a BtreeIndex, column: &'a str, acct: IoAccount) -> BuildCheck<'a> {
+        BuildCheck {
+            index,
+            column,
+            key: Key::Null,
+            tids: Vec::new(),
+            acct,
         }
-        if end - i > 1 {
+    }
+
+    /// The next entry in index order.
+    pub(super) fn add(&mut self, key: &Key, tid: Tid, judge: &mut JudgeTuple) -> PgResult<()> {
+        let same = !key.is_null()
+            && !self.tids.is_empty()
+            && key::compare(self.index.kind, key, &self.key) == Ordering::Equal;
+        if !same {
+            self.judge_run(judge)?;
+            self.key = key.clone().into_owned();
+        }
+        self.tids.push(tid);
+        Ok(())
+    }
+
+    /// After the last entry; returns the account of the heap reads.
+    pub(super) fn finish(mut self, judge: &mut JudgeTuple) -> PgResult<IoAccount> {
+        self.judge_run(judge)?;
+        Ok(self.acct)
+    }
+
+    /// Fails if more than one tuple of the run of equal keys is not dead; empties it.
+    fn judge_run(&mut self, judge: &mut JudgeTuple) -> PgResult<()> {
+        if self.tids.len() > 1 {
             let mut live = 0;
-            for j in i..end {
-                if judge(entries.get(j).1, acct)? != Liveness::Dead {
+            for &tid in &self.tids {
+                if judge(tid, &mut self.acct)? != Liveness::Dead {
                     live += 1;
                 }
             }
             if live > 1 {
-                return Err(duplicated_in_build(index.name(), column, index.ty, &key));
+                return Err(duplicated_in_build(
+                    self.index.name(),
+                    self.column,
+                    self.index.ty,
+                    &self.key,
+                ));
             }
         }
-        i = end;
+        self.tids.clear();
+        Ok(())
     }
-    Ok(())
 }
 
 /// PostgreSQL's error for an insert that would duplicate a key.

@@ -46,6 +46,17 @@ pub struct StatementContext {
     /// Buffer usage of planning it (index meta pages read for the trees' heights):
     /// EXPLAIN's `Planning:` block.
     pub planning_usage: Mutex<BufferUsage>,
+    /// Where the session's sorts put what does not fit in memory: its temporary files,
+    /// and `maintenance_work_mem` (bytes) for CREATE INDEX's sort. Without files (the
+    /// engine's tests), sorts stay in memory.
+    pub temp: Option<TempSpace>,
+}
+
+/// A session's temporary files and the memory its maintenance sorts may hold.
+#[derive(Clone)]
+pub struct TempSpace {
+    pub files: Arc<crate::exec::temp_files::TempFiles>,
+    pub maintenance_work_mem_bytes: usize,
 }
 
 /// The settings a read stream takes from the session.
@@ -130,6 +141,7 @@ impl StatementContext {
             cancel: CancelFlag::new(),
             usage: Mutex::new(Default::default()),
             planning_usage: Mutex::new(Default::default()),
+            temp: None,
         }
     }
 

@@ -140,8 +140,12 @@ impl std::fmt::Debug for TempFiles {
     }
 }
 
-impl TempFileFactory for TempFiles {
-    fn create_temp_file(&self, _description: &str) -> DfResult<Arc<dyn SpillFile>> {
+impl TempFiles {
+    /// A new temporary file, charged to the operator running now (if any). DataFusion's
+    /// spills get theirs through the factory; the engine's own users (CREATE INDEX's
+    /// sorted runs) write and read theirs synchronously ([`TempFileHandle::writer`],
+    /// [`TempFileHandle::reader`]).
+    pub fn create(&self) -> io::Result<TempFileHandle> {
         let n = self.created.fetch_add(1, Ordering::Relaxed);
         let name = format!("{TEMP_FILES_DIR}/pgsql_tmp{}.{n}", self.pid);
         let path = self.dir.join(format!("pgsql_tmp{}.{n}", self.pid));
@@ -152,22 +156,30 @@ impl TempFileFactory for TempFiles {
             .mode(0o600)
             .open(&path)
             .map_err(|e| {
-                DataFusionError::Execution(format!(
-                    "could not create temporary file \"{name}\": {e}"
-                ))
+                io::Error::new(
+                    e.kind(),
+                    format!("could not create temporary file \"{name}\": {e}"),
+                )
             })?;
         let operator = OperatorUsage::running();
         if let Some(op) = &operator {
             op.temp_file_created();
         }
-        Ok(Arc::new(TempFileHandle(Arc::new(TempFile {
+        Ok(TempFileHandle(Arc::new(TempFile {
             path,
             name,
             file,
             size: AtomicU64::new(0),
             session: self.session.clone(),
             operator,
-        }))))
+        })))
+    }
+}
+
+impl TempFileFactory for TempFiles {
+    fn create_temp_file(&self, _description: &str) -> DfResult<Arc<dyn SpillFile>> {
+        let file = self.create().map_err(DataFusionError::IoError)?;
+        Ok(Arc::new(file))
     }
 }
 
@@ -323,8 +335,53 @@ impl Drop for TempFile {
     }
 }
 
-/// What DataFusion holds of a temporary file.
-struct TempFileHandle(Arc<TempFile>);
+/// A reference to a temporary file: what DataFusion holds of one, or the engine.
+pub struct TempFileHandle(Arc<TempFile>);
+
+impl TempFileHandle {
+    /// A writer appending to the file; what it has not written yet goes at `flush`.
+    pub fn writer(&self) -> impl io::Write + use<> {
+        TempFileWriter {
+            file: self.0.clone(),
+            pending: Vec::with_capacity(IO_SIZE),
+        }
+    }
+
+    /// A reader of the file from its start, [`IO_SIZE`] bytes per read call.
+    pub fn reader(&self) -> impl io::Read + use<> {
+        TempFileReader {
+            file: self.0.clone(),
+            offset: 0,
+            buf: BytesMut::new(),
+            chunk: Bytes::new(),
+        }
+    }
+}
+
+/// Reads a file synchronously, a chunk at a time.
+struct TempFileReader {
+    file: Arc<TempFile>,
+    /// Where the next chunk starts.
+    offset: u64,
+    buf: BytesMut,
+    /// What is left of the last chunk read.
+    chunk: Bytes,
+}
+
+impl io::Read for TempFileReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.chunk.is_empty() {
+            // The previous chunk is gone: its memory is used again.
+            self.chunk = Bytes::new();
+            self.chunk = self.file.read_at(self.offset, &mut self.buf)?;
+            self.offset += self.chunk.len() as u64;
+        }
+        let n = out.len().min(self.chunk.len());
+        out[..n].copy_from_slice(&self.chunk[..n]);
+        bytes::Buf::advance(&mut self.chunk, n);
+        Ok(n)
+    }
+}
 
 impl SpillFile for TempFileHandle {
     fn path(&self) -> Option<&Path> {

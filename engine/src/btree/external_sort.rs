@@ -1,0 +1,361 @@
+//! CREATE INDEX's sort within `maintenance_work_mem`: sorted runs in temporary files,
+//! merged as the tree is loaded.
+//!
+//! PostgreSQL's index build sorts its `(key, TID)` entries in `maintenance_work_mem` and,
+//! beyond it, writes sorted runs to temporary files and merges them. [`IndexSort`] does
+//! the same with the build's [`SortBuffer`]:
+//!
+//! ```text
+//!   scan: push entries ──► buffer past maintenance_work_mem? ──► sort it, append it to a
+//!                                                                new run file, empty it
+//!   end:  no run written ──► sort the buffer, hand out its entries (all in memory)
+//!         runs written   ──► the buffer becomes the last run; a k-way merge (a heap of
+//!                            each run's next entry) hands out the entries in order
+//! ```
+//!
+//! A run is the buffer's entries in sorted order, one record each, little-endian:
+//! fixed-width keys as `(u64 sort form, TID word)`, numeric as `(i128, TID word)`, text
+//! as `(u32 length, bytes, TID word)`. The merge compares records exactly as
+//! [`SortBuffer::sort`] compares entries, so the order (NULLs last, equal keys in TID
+//! order) is the in-memory one. The files are the session's temporary files
+//! (`exec::temp_files`): counted and timed (`temp_blks_*`), held to `temp_file_limit`,
+//! counted in `pg_stat_database` when removed. Memory: the buffer (at most
+//! `maintenance_work_mem`, past which it is written out) plus one record and one 128 kB
+//! read chunk per run during the merge.
+
+use std::borrow::Cow;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::io::{Read, Write};
+
+use iolab_catalog::{PgError, PgResult, PgType};
+
+use super::build::{word_tid, SortBuffer, NULL_BIT};
+use super::key::{self, Key, KeyKind};
+use super::Tid;
+use crate::exec::context::TempSpace;
+use crate::exec::temp_files::TempFileHandle;
+
+/// Entries collected for an index build; see the module comment.
+pub struct IndexSort {
+    ty: PgType,
+    buffer: SortBuffer,
+    /// Where runs go; none: everything stays in memory.
+    temp: Option<TempSpace>,
+    runs: Vec<TempFileHandle>,
+    entries: u64,
+}
+
+impl IndexSort {
+    pub fn new(ty: PgType, temp: Option<TempSpace>) -> IndexSort {
+        IndexSort {
+            ty,
+            buffer: SortBuffer::new(ty),
+            temp,
+            runs: Vec::new(),
+            entries: 0,
+        }
+    }
+
+    pub fn push(&mut self, key: &Key, tid: Tid) -> PgResult<()> {
+        self.buffer.push(key, tid);
+        self.entries += 1;
+        if let Some(temp) = &self.temp {
+            if self.buffer.bytes() > temp.maintenance_work_mem_bytes {
+                self.write_run()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Entries pushed so far.
+    pub fn len(&self) -> u64 {
+        self.entries
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Runs written so far.
+    pub fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Sorts the buffer, appends it to a new run file and empties it.
+    fn write_run(&mut self) -> PgResult<()> {
+        let temp = self
+            .temp
+            .as_ref()
+            .expect("runs are written only with temporary files");
+        let io =
+            |e: std::io::Error| PgError::io("could not write a sorted run of CREATE INDEX", &e);
+        let run = temp.files.create().map_err(io)?;
+        let mut out = run.writer();
+        self.buffer.sort();
+        self.buffer.write_sorted(&mut out).map_err(io)?;
+        out.flush().map_err(io)?;
+        self.buffer = SortBuffer::new(self.ty);
+        self.runs.push(run);
+        Ok(())
+    }
+
+    /// Calls `f` with every entry in index order: (key, TID), NULLs last, equal keys in
+    /// TID order.
+    pub fn for_each(mut self, f: &mut dyn FnMut(&Key, Tid) -> PgResult<()>) -> PgResult<()> {
+        if self.runs.is_empty() {
+            self.buffer.sort();
+            for i in 0..self.buffer.len() {
+                let (key, tid) = self.buffer.get(i);
+                f(&key, tid)?;
+            }
+            return Ok(());
+        }
+        if !self.buffer.is_empty() {
+            self.write_run()?;
+        }
+        let kind = KeyKind::of(self.ty);
+        let mut readers: Vec<_> = self.runs.iter().map(|r| r.reader()).collect();
+        let mut heap = BinaryHeap::with_capacity(readers.len());
+        for (run, reader) in readers.iter_mut().enumerate() {
+            if let Some(record) = Record::read(kind, reader)? {
+                heap.push(Reverse(Next { record, run, kind }));
+            }
+        }
+        while let Some(Reverse(next)) = heap.pop() {
+            f(&next.record.key(kind), word_tid(next.record.word()))?;
+            if let Some(record) = Record::read(kind, &mut readers[next.run])? {
+                heap.push(Reverse(Next { record, ..next }));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl SortBuffer {
+    /// Writes the entries, in their current order, as run records.
+    fn write_sorted(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        match self {
+            SortBuffer::U64 { entries, .. } => {
+                for (v, w) in entries {
+                    out.write_all(&v.to_le_bytes())?;
+                    out.write_all(&w.to_le_bytes())?;
+                }
+            }
+            SortBuffer::Numeric { entries } => {
+                for (v, w) in entries {
+                    out.write_all(&v.to_le_bytes())?;
+                    out.write_all(&w.to_le_bytes())?;
+                }
+            }
+            SortBuffer::Text { arena, entries, .. } => {
+                for &(at, len, w) in entries {
+                    out.write_all(&len.to_le_bytes())?;
+                    out.write_all(&arena[at..at + len as usize])?;
+                    out.write_all(&w.to_le_bytes())?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One entry read back from a run: its sort form and TID word.
+enum Record {
+    U64(u64, u64),
+    Numeric(i128, u64),
+    Text(Vec<u8>, u64),
+}
+
+impl Record {
+    /// The next record of a run, `None` at its end.
+    fn read(kind: KeyKind, from: &mut dyn Read) -> PgResult<Option<Record>> {
+        let io = |e: std::io::Error| PgError::io("could not read a sorted run of CREATE INDEX", &e);
+        let mut head = [0u8; 16];
+        // The first field tells whether there is a record at all.
+        let first = match kind {
+            KeyKind::Numeric => 16,
+            KeyKind::Text | KeyKind::Bpchar => 4,
+            _ => 8,
+        };
+        if !read_or_end(from, &mut head[..first]).map_err(io)? {
+            return Ok(None);
+        }
+        let mut word = [0u8; 8];
+        let record = match kind {
+            KeyKind::Numeric => {
+                from.read_exact(&mut word).map_err(io)?;
+                Record::Numeric(i128::from_le_bytes(head), u64::from_le_bytes(word))
+            }
+            KeyKind::Text | KeyKind::Bpchar => {
+                let len = u32::from_le_bytes(head[..4].try_into().unwrap()) as usize;
+                let mut bytes = vec![0u8; len];
+                from.read_exact(&mut bytes).map_err(io)?;
+                from.read_exact(&mut word).map_err(io)?;
+                Record::Text(bytes, u64::from_le_bytes(word))
+            }
+            _ => {
+                from.read_exact(&mut word).map_err(io)?;
+                let v = u64::from_le_bytes(head[..8].try_into().unwrap());
+                Record::U64(v, u64::from_le_bytes(word))
+            }
+        };
+        Ok(Some(record))
+    }
+
+    fn word(&self) -> u64 {
+        match self {
+            Record::U64(_, w) | Record::Numeric(_, w) | Record::Text(_, w) => *w,
+        }
+    }
+
+    fn key(&self, kind: KeyKind) -> Key<'_> {
+        if self.word() & NULL_BIT != 0 {
+            return Key::Null;
+        }
+        match self {
+            Record::U64(v, _) => key::from_sort_u64(kind, *v),
+            Record::Numeric(v, _) => Key::Numeric(*v),
+            Record::Text(bytes, _) => Key::Text(Cow::Borrowed(bytes)),
+        }
+    }
+
+    /// The order of [`SortBuffer::sort`].
+    fn cmp(&self, other: &Record, kind: KeyKind) -> Ordering {
+        match (self, other) {
+            (Record::U64(a, aw), Record::U64(b, bw)) => (a, aw).cmp(&(b, bw)),
+            (Record::Numeric(a, aw), Record::Numeric(b, bw)) => {
+                (aw >> 63, a, aw).cmp(&(bw >> 63, b, bw))
+            }
+            (Record::Text(a, aw), Record::Text(b, bw)) => (aw >> 63)
+                .cmp(&(bw >> 63))
+                .then_with(|| key::text_sort_bytes(kind, a).cmp(key::text_sort_bytes(kind, b)))
+                .then(aw.cmp(bw)),
+            _ => unreachable!("the runs of one sort hold records of one kind"),
+        }
+    }
+}
+
+/// Fills `buf`, or returns false if the reader was at its end before the first byte.
+fn read_or_end(from: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<bool> {
+    let mut done = 0;
+    while done < buf.len() {
+        match from.read(&mut buf[done..])? {
+            0 if done == 0 => return Ok(false),
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => done += n,
+        }
+    }
+    Ok(true)
+}
+
+/// A run's next record in the merge's heap.
+struct Next {
+    record: Record,
+    run: usize,
+    kind: KeyKind,
+}
+
+impl PartialEq for Next {
+    fn eq(&self, other: &Next) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Next {}
+
+impl PartialOrd for Next {
+    fn partial_cmp(&self, other: &Next) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Next {
+    fn cmp(&self, other: &Next) -> Ordering {
+        self.record.cmp(&other.record, self.kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::temp_files::{TempFiles, TEMP_FILES_DIR};
+    use iolab_stats::IoStatsHub;
+    use std::sync::Arc;
+
+    /// Sorts `keys` (TIDs in push order) in memory and with runs of about 4 kB, and checks
+    /// that both hand out the same entries, and that runs were written.
+    fn same_both_ways(ty: PgType, keys: Vec<Key<'static>>, tag: &str) {
+        let dir =
+            std::env::temp_dir().join(format!("iolab-index-sort-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join(TEMP_FILES_DIR)).unwrap();
+        let files = Arc::new(TempFiles::new(&dir, 7, Arc::new(IoStatsHub::new())));
+        let collect = |mut sort: IndexSort| {
+            for (i, k) in keys.iter().enumerate() {
+                sort.push(k, (i as u32 / 100, (i % 100) as u16 + 1))
+                    .unwrap();
+            }
+            let runs = sort.runs();
+            let mut out = Vec::new();
+            sort.for_each(&mut |k, tid| {
+                out.push((k.clone().into_owned(), tid));
+                Ok(())
+            })
+            .unwrap();
+            (out, runs)
+        };
+        let (in_memory, none) = collect(IndexSort::new(ty, None));
+        let temp = TempSpace {
+            files: files.clone(),
+            maintenance_work_mem_bytes: 4096,
+        };
+        let (merged, runs) = collect(IndexSort::new(ty, Some(temp)));
+        assert_eq!(none, 0);
+        assert!(runs > 3, "{runs} runs");
+        assert_eq!(merged.len(), keys.len());
+        assert!(merged == in_memory, "{tag}: the merge's order differs");
+        assert_eq!(files.in_use(), 0, "runs removed after the merge");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A repeatable spread of numbers (a linear congruential sequence).
+    fn numbers(n: usize) -> Vec<i64> {
+        let mut x = 12345u64;
+        (0..n)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (x >> 40) as i64 % 500 - 250
+            })
+            .collect()
+    }
+
+    #[test]
+    fn runs_merge_into_the_in_memory_order() {
+        let with_nulls = |keys: Vec<Key<'static>>| {
+            keys.into_iter()
+                .enumerate()
+                .map(|(i, k)| if i % 97 == 0 { Key::Null } else { k })
+                .collect::<Vec<_>>()
+        };
+        let n = numbers(3000);
+        same_both_ways(
+            PgType::Int8,
+            with_nulls(n.iter().map(|&v| Key::Int(v)).collect()),
+            "int",
+        );
+        same_both_ways(
+            PgType::Numeric {
+                precision: 20,
+                scale: 3,
+            },
+            with_nulls(n.iter().map(|&v| Key::Numeric(v as i128 * 1000)).collect()),
+            "numeric",
+        );
+        let texts = n
+            .iter()
+            .map(|v| Key::Text(Cow::Owned(format!("k{v}").into_bytes())));
+        same_both_ways(PgType::Text, with_nulls(texts.collect()), "text");
+    }
+}
