@@ -136,15 +136,37 @@ impl SortBuffer {
         self.len() == 0
     }
 
-    /// The memory it holds (its vectors' capacities).
+    /// Empties it, keeping its memory for the next entries.
+    pub fn clear(&mut self) {
+        match self {
+            SortBuffer::U64 { entries, .. } => entries.clear(),
+            SortBuffer::Numeric { entries } => entries.clear(),
+            SortBuffer::Text { arena, entries, .. } => {
+                arena.clear();
+                entries.clear();
+            }
+        }
+    }
+
+    /// The bytes its entries take.
     pub fn bytes(&self) -> usize {
-        fn held<T>(v: &Vec<T>) -> usize {
-            v.capacity() * std::mem::size_of::<T>()
+        fn used<T>(v: &[T]) -> usize {
+            std::mem::size_of_val(v)
         }
         match self {
-            SortBuffer::U64 { entries, .. } => held(entries),
-            SortBuffer::Numeric { entries } => held(entries),
-            SortBuffer::Text { arena, entries, .. } => held(arena) + held(entries),
+            SortBuffer::U64 { entries, .. } => used(entries),
+            SortBuffer::Numeric { entries } => used(entries),
+            SortBuffer::Text { arena, entries, .. } => used(arena) + used(entries),
+        }
+    }
+
+    /// Makes room for `bytes` of fixed-width entries at once, so that filling it up to
+    /// that size never reallocates (text entries grow as they come).
+    pub fn reserve_bytes(&mut self, bytes: usize) {
+        match self {
+            SortBuffer::U64 { entries, .. } => entries.reserve_exact(bytes / 16),
+            SortBuffer::Numeric { entries } => entries.reserve_exact(bytes / 32),
+            SortBuffer::Text { .. } => {}
         }
     }
 

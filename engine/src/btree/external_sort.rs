@@ -8,6 +8,7 @@
 //! ```text
 //!   scan: push entries ──► buffer past maintenance_work_mem? ──► sort it, append it to a
 //!                                                                new run file, empty it
+//!                                                                (keeping its memory)
 //!   end:  no run written ──► sort the buffer, hand out its entries (all in memory)
 //!         runs written   ──► the buffer becomes the last run; a k-way merge (a heap of
 //!                            each run's next entry) hands out the entries in order
@@ -19,9 +20,9 @@
 //! [`SortBuffer::sort`] compares entries, so the order (NULLs last, equal keys in TID
 //! order) is the in-memory one. The files are the session's temporary files
 //! (`exec::temp_files`): counted and timed (`temp_blks_*`), held to `temp_file_limit`,
-//! counted in `pg_stat_database` when removed. Memory: the buffer (at most
-//! `maintenance_work_mem`, past which it is written out) plus one record and one 128 kB
-//! read chunk per run during the merge.
+//! counted in `pg_stat_database` when removed. Memory: the buffer (reserved at
+//! `maintenance_work_mem` for fixed-width keys, written out once past it) plus one record
+//! and one 128 kB read chunk per run during the merge.
 
 use std::borrow::Cow;
 use std::cmp::{Ordering, Reverse};
@@ -48,9 +49,13 @@ pub struct IndexSort {
 
 impl IndexSort {
     pub fn new(ty: PgType, temp: Option<TempSpace>) -> IndexSort {
+        let mut buffer = SortBuffer::new(ty);
+        if let Some(temp) = &temp {
+            buffer.reserve_bytes(temp.maintenance_work_mem_bytes);
+        }
         IndexSort {
             ty,
-            buffer: SortBuffer::new(ty),
+            buffer,
             temp,
             runs: Vec::new(),
             entries: 0,
@@ -58,13 +63,14 @@ impl IndexSort {
     }
 
     pub fn push(&mut self, key: &Key, tid: Tid) -> PgResult<()> {
-        self.buffer.push(key, tid);
-        self.entries += 1;
+        // Written out before it would outgrow its memory.
         if let Some(temp) = &self.temp {
-            if self.buffer.bytes() > temp.maintenance_work_mem_bytes {
+            if self.buffer.bytes() >= temp.maintenance_work_mem_bytes {
                 self.write_run()?;
             }
         }
+        self.buffer.push(key, tid);
+        self.entries += 1;
         Ok(())
     }
 
@@ -95,7 +101,7 @@ impl IndexSort {
         self.buffer.sort();
         self.buffer.write_sorted(&mut out).map_err(io)?;
         out.flush().map_err(io)?;
-        self.buffer = SortBuffer::new(self.ty);
+        self.buffer.clear();
         self.runs.push(run);
         Ok(())
     }
@@ -134,7 +140,7 @@ impl IndexSort {
 
 impl SortBuffer {
     /// Writes the entries, in their current order, as run records.
-    fn write_sorted(&self, out: &mut dyn Write) -> std::io::Result<()> {
+    fn write_sorted(&self, out: &mut impl Write) -> std::io::Result<()> {
         match self {
             SortBuffer::U64 { entries, .. } => {
                 for (v, w) in entries {
@@ -169,7 +175,7 @@ enum Record {
 
 impl Record {
     /// The next record of a run, `None` at its end.
-    fn read(kind: KeyKind, from: &mut dyn Read) -> PgResult<Option<Record>> {
+    fn read(kind: KeyKind, from: &mut impl Read) -> PgResult<Option<Record>> {
         let io = |e: std::io::Error| PgError::io("could not read a sorted run of CREATE INDEX", &e);
         let mut head = [0u8; 16];
         // The first field tells whether there is a record at all.
@@ -237,7 +243,7 @@ impl Record {
 }
 
 /// Fills `buf`, or returns false if the reader was at its end before the first byte.
-fn read_or_end(from: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<bool> {
+fn read_or_end(from: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
     let mut done = 0;
     while done < buf.len() {
         match from.read(&mut buf[done..])? {
