@@ -3,11 +3,11 @@
 //! PostgreSQL's parser knows where each name stands, so an unknown relation, column or
 //! function gets the position of its first character. iolab learns of these errors only
 //! after DataFusion has planned the statement, when the positions are gone, so
-//! [`locate`] finds the name again in the statement's text: the first place where it
-//! stands as a name, not inside a string constant, a quoted identifier of another name
-//! or a comment. Unquoted names compare case-insensitively (PostgreSQL folds them to lower
-//! case, and its messages show them folded). A qualified name (`s.t`, `t.a`) is found as
-//! its parts with their dots between.
+//! [`locate`] finds the name again among the statement's tokens (`sql::tokens`): the
+//! first place where it stands as a name, not inside a string constant, a quoted
+//! identifier of another name or a comment. Unquoted names are folded to lower case, as
+//! PostgreSQL folds them and its messages show them. A qualified name (`s.t`, `t.a`) is
+//! found as its parts with their dots between.
 //!
 //! | SQLSTATE | message                                   | the name looked for |
 //! |---|---|---|
@@ -21,6 +21,8 @@
 //! statement's first word.
 
 use iolab_catalog::PgError;
+
+use crate::sql::tokens::{tokenize, Tok};
 
 /// Gives `err` the position of the name it is about in `text`, the statement, counted in
 /// characters of the whole query string the client sent (`text` starts at byte `offset`
@@ -41,12 +43,14 @@ pub fn locate(mut err: PgError, text: &str, whole: &str, offset: usize) -> PgErr
 
 /// Is `text` a statement PostgreSQL's parse analysis reads (see the module comment)?
 fn analyzed(text: &str) -> bool {
-    let first = tokens(text).into_iter().find_map(|(_, t)| match t {
-        Token::Name {
-            text,
-            quoted: false,
-        } => Some(text.to_ascii_lowercase()),
-        _ => None,
+    let first = tokenize(text, usize::MAX).ok().and_then(|tokens| {
+        tokens.into_iter().find_map(|t| match t.tok {
+            Tok::Word {
+                text,
+                quoted: false,
+            } => Some(text),
+            _ => None,
+        })
     });
     matches!(
         first.as_deref(),
@@ -89,137 +93,36 @@ fn between(message: &str, start: &str, end: &str) -> Option<String> {
     Some(rest.strip_suffix(end)?.to_string())
 }
 
-/// A token of SQL text, as far as finding a name needs: a name (its text as written, and
-/// whether it was quoted), a dot, an opening parenthesis, anything else.
-#[derive(Debug, PartialEq)]
-enum Token<'a> {
-    Name { text: &'a str, quoted: bool },
-    Dot,
-    Open,
-    Other,
-}
-
-/// The tokens of `sql` with their byte offsets; string constants, comments and
-/// whitespace are skipped.
-fn tokens(sql: &str) -> Vec<(usize, Token<'_>)> {
-    let bytes = sql.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        match c {
-            b'\'' => {
-                // A string constant; '' inside it is a quote.
-                i += 1;
-                while i < bytes.len() {
-                    if bytes[i] == b'\'' {
-                        if bytes.get(i + 1) == Some(&b'\'') {
-                            i += 2;
-                            continue;
-                        }
-                        break;
-                    }
-                    i += 1;
-                }
-                i += 1;
-            }
-            b'"' => {
-                let start = i + 1;
-                let mut end = start;
-                while end < bytes.len() && bytes[end] != b'"' {
-                    end += 1;
-                }
-                out.push((
-                    i,
-                    Token::Name {
-                        text: &sql[start..end.min(bytes.len())],
-                        quoted: true,
-                    },
-                ));
-                i = end + 1;
-            }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
-                    i += 1;
-                }
-                i += 2;
-            }
-            b'.' => {
-                out.push((i, Token::Dot));
-                i += 1;
-            }
-            b'(' => {
-                out.push((i, Token::Open));
-                i += 1;
-            }
-            c if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 => {
-                let start = i;
-                while i < bytes.len()
-                    && (bytes[i].is_ascii_alphanumeric()
-                        || bytes[i] == b'_'
-                        || bytes[i] == b'$'
-                        || bytes[i] >= 0x80)
-                {
-                    i += 1;
-                }
-                out.push((
-                    start,
-                    Token::Name {
-                        text: &sql[start..i],
-                        quoted: false,
-                    },
-                ));
-            }
-            c if c.is_ascii_whitespace() => i += 1,
-            _ => {
-                out.push((i, Token::Other));
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
 /// The byte offset in `sql` where `parts` (joined by dots) first stand as a name; with
-/// `call`, only where `(` follows.
+/// `call`, only where `(` follows. Unquoted words come folded to lower case, as the
+/// messages show unquoted names.
 fn find_name(sql: &str, parts: &[String], call: bool) -> Option<usize> {
-    let tokens = tokens(sql);
-    let same = |token: &Token, part: &str| match token {
-        Token::Name { text, quoted: true } => *text == part,
-        Token::Name {
-            text,
-            quoted: false,
-        } => text.eq_ignore_ascii_case(part),
-        _ => false,
-    };
+    let tokens = tokenize(sql, usize::MAX).ok()?;
+    let tok = |i: usize| tokens.get(i).map(|t| &t.tok);
+    let is_word =
+        |i: usize, part: &str| matches!(tok(i), Some(Tok::Word { text, .. }) if text == part);
     'start: for start in 0..tokens.len() {
         let mut at = start;
         for (n, part) in parts.iter().enumerate() {
             if n > 0 {
-                if tokens.get(at).map(|t| &t.1) != Some(&Token::Dot) {
+                if tok(at) != Some(&Tok::Punct('.')) {
                     continue 'start;
                 }
                 at += 1;
             }
-            match tokens.get(at) {
-                Some((_, token)) if same(token, part) => at += 1,
-                _ => continue 'start,
+            if !is_word(at, part) {
+                continue 'start;
             }
+            at += 1;
         }
         // Not the tail of a longer qualified name (`x.t` when looking for `t`).
-        if start > 0 && tokens[start - 1].1 == Token::Dot {
+        if start > 0 && tok(start - 1) == Some(&Tok::Punct('.')) {
             continue;
         }
-        if call && tokens.get(at).map(|t| &t.1) != Some(&Token::Open) {
+        if call && tok(at) != Some(&Tok::Punct('(')) {
             continue;
         }
-        return Some(tokens[start].0);
+        return Some(tokens[start].at);
     }
     None
 }

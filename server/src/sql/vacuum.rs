@@ -30,6 +30,7 @@ use iolab_engine::analyze::{self, AnalyzeOptions, VacuumOptions};
 use iolab_settings::SessionSettings;
 
 use crate::session::Notice;
+use crate::sql::tokens::{tokenize, Tok, Token};
 use crate::sql::{Outcome, StatementRun};
 
 /// A parsed `VACUUM` or `ANALYZE`.
@@ -53,137 +54,6 @@ pub struct RelationSpec {
     pub schema: Option<String>,
     pub name: String,
     pub columns: Vec<String>,
-}
-
-// ---------------------------------------------------------------------------------------
-// Tokens
-
-#[derive(Clone, Debug, PartialEq)]
-enum Tok {
-    /// An identifier or keyword: folded to lower case unless quoted.
-    Word {
-        text: String,
-        quoted: bool,
-    },
-    Number(String),
-    Str(String),
-    Punct(char),
-}
-
-#[derive(Clone, Debug)]
-struct Token {
-    tok: Tok,
-    /// Byte offset in the statement text.
-    at: usize,
-}
-
-/// Splits `text` into tokens, at most `limit`; comments and whitespace are skipped.
-fn tokenize(text: &str, limit: usize) -> PgResult<Vec<Token>> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() && out.len() < limit {
-        let c = bytes[i];
-        if c.is_ascii_whitespace() {
-            i += 1;
-        } else if text[i..].starts_with("--") {
-            i = text[i..].find('\n').map_or(bytes.len(), |n| i + n);
-        } else if text[i..].starts_with("/*") {
-            i = text[i + 2..]
-                .find("*/")
-                .map_or(bytes.len(), |n| i + 2 + n + 2);
-        } else if c == b'"' {
-            let start = i;
-            let mut s = String::new();
-            i += 1;
-            loop {
-                match text[i..].find('"') {
-                    None => {
-                        return Err(PgError::syntax("unterminated quoted identifier"));
-                    }
-                    Some(n) => {
-                        s.push_str(&text[i..i + n]);
-                        i += n + 1;
-                        if bytes.get(i) == Some(&b'"') {
-                            s.push('"');
-                            i += 1;
-                        } else {
-                            break;
-                        }
-                    }
-                }
-            }
-            out.push(Token {
-                tok: Tok::Word {
-                    text: s,
-                    quoted: true,
-                },
-                at: start,
-            });
-        } else if c == b'\'' {
-            let start = i;
-            let mut s = String::new();
-            i += 1;
-            loop {
-                match text[i..].find('\'') {
-                    None => {
-                        return Err(PgError::syntax("unterminated quoted string"));
-                    }
-                    Some(n) => {
-                        s.push_str(&text[i..i + n]);
-                        i += n + 1;
-                        if bytes.get(i) == Some(&b'\'') {
-                            s.push('\'');
-                            i += 1;
-                        } else {
-                            break;
-                        }
-                    }
-                }
-            }
-            out.push(Token {
-                tok: Tok::Str(s),
-                at: start,
-            });
-        } else if c.is_ascii_digit()
-            || (c == b'-' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
-        {
-            let start = i;
-            i += 1;
-            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.') {
-                i += 1;
-            }
-            out.push(Token {
-                tok: Tok::Number(text[start..i].to_string()),
-                at: start,
-            });
-        } else if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
-            let start = i;
-            while i < bytes.len()
-                && (bytes[i].is_ascii_alphanumeric()
-                    || bytes[i] == b'_'
-                    || bytes[i] == b'$'
-                    || bytes[i] >= 0x80)
-            {
-                i += 1;
-            }
-            out.push(Token {
-                tok: Tok::Word {
-                    text: text[start..i].to_lowercase(),
-                    quoted: false,
-                },
-                at: start,
-            });
-        } else {
-            let ch = text[i..].chars().next().expect("not at the end");
-            out.push(Token {
-                tok: Tok::Punct(ch),
-                at: i,
-            });
-            i += ch.len_utf8();
-        }
-    }
-    Ok(out)
 }
 
 /// Is `text` a VACUUM or ANALYZE statement (its first word)? Reads only the first token:
