@@ -240,8 +240,8 @@ fn read_stream(out: &mut Vec<String>, s: &ReadStreamUsage, pad: &str) {
 
 /// `Buffers: shared hit=… read=… dirtied=… written=…, local hit=… …, temp read=…
 /// written=…` and
-/// `I/O Timings: shared wait=… read=… write=…, local …, temp read=… write=…`: each group only when one of its
-/// members is positive, and each member likewise.
+/// `I/O Timings: shared wait=… read=… write=…, local …, temp read=… write=…`: each group
+/// only when one of its members is positive, and each member likewise.
 pub fn buffers(out: &mut Vec<String>, b: &Buffers, indent: usize) {
     let pad = spaces(indent);
     let counts = [
