@@ -10,8 +10,8 @@
 //!                                                                new run file, empty it
 //!                                                                (keeping its memory)
 //!   end:  no run written ──► sort the buffer, hand out its entries (all in memory)
-//!         runs written   ──► the buffer becomes the last run; a k-way merge (a heap of
-//!                            each run's next entry) hands out the entries in order
+//!         runs written   ──► sort the buffer too; a k-way merge (a heap of each run's
+//!                            and the buffer's next entry) hands out the entries in order
 //! ```
 //!
 //! A run is the buffer's entries in sorted order, one record each, little-endian:
@@ -117,20 +117,34 @@ impl IndexSort {
             }
             return Ok(());
         }
-        if !self.buffer.is_empty() {
-            self.write_run()?;
-        }
+        // The entries still in memory are the merge's last source, sorted where they are.
+        self.buffer.sort();
         let kind = KeyKind::of(self.ty);
         let mut readers: Vec<_> = self.runs.iter().map(|r| r.reader()).collect();
-        let mut heap = BinaryHeap::with_capacity(readers.len());
-        for (run, reader) in readers.iter_mut().enumerate() {
-            if let Some(record) = Record::read(kind, reader)? {
-                heap.push(Reverse(Next { record, run, kind }));
+        let in_memory = readers.len();
+        let mut next_in_memory = 0;
+        let mut next_of = |source: usize| -> PgResult<Option<Record>> {
+            if source < in_memory {
+                return Record::read(kind, &mut readers[source]);
+            }
+            let record = (next_in_memory < self.buffer.len())
+                .then(|| Record::of(&self.buffer, next_in_memory));
+            next_in_memory += 1;
+            Ok(record)
+        };
+        let mut heap = BinaryHeap::with_capacity(in_memory + 1);
+        for source in 0..=in_memory {
+            if let Some(record) = next_of(source)? {
+                heap.push(Reverse(Next {
+                    record,
+                    source,
+                    kind,
+                }));
             }
         }
         while let Some(Reverse(next)) = heap.pop() {
             f(&next.record.key(kind), word_tid(next.record.word()))?;
-            if let Some(record) = Record::read(kind, &mut readers[next.run])? {
+            if let Some(record) = next_of(next.source)? {
                 heap.push(Reverse(Next { record, ..next }));
             }
         }
@@ -174,6 +188,18 @@ enum Record {
 }
 
 impl Record {
+    /// Entry `i` of `buffer`.
+    fn of(buffer: &SortBuffer, i: usize) -> Record {
+        match buffer {
+            SortBuffer::U64 { entries, .. } => Record::U64(entries[i].0, entries[i].1),
+            SortBuffer::Numeric { entries } => Record::Numeric(entries[i].0, entries[i].1),
+            SortBuffer::Text { arena, entries, .. } => {
+                let (at, len, w) = entries[i];
+                Record::Text(arena[at..at + len as usize].to_vec(), w)
+            }
+        }
+    }
+
     /// The next record of a run, `None` at its end.
     fn read(kind: KeyKind, from: &mut impl Read) -> PgResult<Option<Record>> {
         let io = |e: std::io::Error| PgError::io("could not read a sorted run of CREATE INDEX", &e);
@@ -255,10 +281,10 @@ fn read_or_end(from: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
     Ok(true)
 }
 
-/// A run's next record in the merge's heap.
+/// A source's next record in the merge's heap (sources: the runs, then the buffer).
 struct Next {
     record: Record,
-    run: usize,
+    source: usize,
     kind: KeyKind,
 }
 
