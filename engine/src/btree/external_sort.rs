@@ -26,6 +26,7 @@
 
 use std::borrow::Cow;
 use std::cmp::{Ordering, Reverse};
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 use std::io::{Read, Write};
 
@@ -142,10 +143,14 @@ impl IndexSort {
                 }));
             }
         }
-        while let Some(Reverse(next)) = heap.pop() {
+        // The smallest record is replaced in place by its source's next one (one sift
+        // instead of a pop and a push), or removed when its source is done.
+        while let Some(mut top) = heap.peek_mut() {
+            let Reverse(next) = &mut *top;
             f(&next.record.key(kind), word_tid(next.record.word()))?;
-            if let Some(record) = next_of(next.source)? {
-                heap.push(Reverse(Next { record, ..next }));
+            match next_of(next.source)? {
+                Some(record) => next.record = record,
+                None => drop(PeekMut::pop(top)),
             }
         }
         Ok(())
