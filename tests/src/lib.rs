@@ -62,6 +62,17 @@ fn workspace_binary(package: &str, bin: &str) -> PathBuf {
         .join(bin)
 }
 
+/// Is `e` a connection refused or reset (the server not accepting yet)?
+fn is_transient(e: &tokio_postgres::Error) -> bool {
+    let io = std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>());
+    io.is_some_and(|io| {
+        matches!(
+            io.kind(),
+            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset
+        )
+    })
+}
+
 /// A free TCP port on 127.0.0.1.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -160,11 +171,22 @@ impl TestServer {
         )
     }
 
-    /// A tokio-postgres client (the connection task runs on the current runtime).
+    /// A tokio-postgres client (the connection task runs on the current runtime). A
+    /// connection refused or reset is tried again for up to 10 s: a loaded full run once
+    /// had a test's first connection reset although its server's log said it was ready
+    /// (one suspect: `wait_ready`'s probe connecting a socket to itself before the server
+    /// listened).
     pub async fn client(&self) -> Client {
-        let (client, conn) = tokio_postgres::connect(&self.conn_str(), NoTls)
-            .await
-            .expect("connect to iolab");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (client, conn) = loop {
+            match tokio_postgres::connect(&self.conn_str(), NoTls).await {
+                Ok(connected) => break connected,
+                Err(e) if Instant::now() < deadline && is_transient(&e) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("connect to iolab: {e:?}"),
+            }
+        };
         tokio::spawn(async move {
             let _ = conn.await;
         });
