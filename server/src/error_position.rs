@@ -22,38 +22,43 @@
 
 use iolab_catalog::PgError;
 
-use crate::sql::tokens::{tokenize, Tok};
+use crate::sql::tokens::{tokenize, Tok, Token};
 
 /// Gives `err` the position of the name it is about in `text`, the statement, counted in
 /// characters of the whole query string the client sent (`text` starts at byte `offset`
 /// of it); an error that has a position, or whose name is not found, is left alone.
 pub fn locate(mut err: PgError, text: &str, whole: &str, offset: usize) -> PgError {
-    if err.position.is_some() || !analyzed(text) {
+    if err.position.is_some() {
         return err;
     }
     let Some((name, call)) = named_in(&err.code, &err.message) else {
         return err;
     };
-    if let Some(at) = find_name(text, &name, call) {
+    let Ok(tokens) = tokenize(text, usize::MAX) else {
+        return err;
+    };
+    if !analyzed(&tokens) {
+        return err;
+    }
+    if let Some(at) = find_name(&tokens, &name, call) {
         let before = whole.get(..offset).map_or(0, |s| s.chars().count());
         err.position = Some(before + text[..at].chars().count() + 1);
     }
     err
 }
 
-/// Is `text` a statement PostgreSQL's parse analysis reads (see the module comment)?
-fn analyzed(text: &str) -> bool {
-    let first = tokenize(text, usize::MAX).ok().and_then(|tokens| {
-        tokens.into_iter().find_map(|t| match t.tok {
-            Tok::Word {
-                text,
-                quoted: false,
-            } => Some(text),
-            _ => None,
-        })
+/// Is the statement of `tokens` one PostgreSQL's parse analysis reads (see the module
+/// comment)?
+fn analyzed(tokens: &[Token]) -> bool {
+    let first = tokens.iter().find_map(|t| match &t.tok {
+        Tok::Word {
+            text,
+            quoted: false,
+        } => Some(text.as_str()),
+        _ => None,
     });
     matches!(
-        first.as_deref(),
+        first,
         Some(
             "select"
                 | "with"
@@ -93,11 +98,10 @@ fn between(message: &str, start: &str, end: &str) -> Option<String> {
     Some(rest.strip_suffix(end)?.to_string())
 }
 
-/// The byte offset in `sql` where `parts` (joined by dots) first stand as a name; with
-/// `call`, only where `(` follows. Unquoted words come folded to lower case, as the
-/// messages show unquoted names.
-fn find_name(sql: &str, parts: &[String], call: bool) -> Option<usize> {
-    let tokens = tokenize(sql, usize::MAX).ok()?;
+/// The byte offset where `parts` (joined by dots) first stand as a name among a
+/// statement's `tokens`; with `call`, only where `(` follows. Unquoted words come folded
+/// to lower case, as the messages show unquoted names.
+fn find_name(tokens: &[Token], parts: &[String], call: bool) -> Option<usize> {
     let tok = |i: usize| tokens.get(i).map(|t| &t.tok);
     let is_word =
         |i: usize, part: &str| matches!(tok(i), Some(Tok::Word { text, .. }) if text == part);

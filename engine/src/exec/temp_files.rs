@@ -44,6 +44,7 @@ use futures::Stream;
 use iolab_stats::{BackendActivity, BufferUsage, IoStatsHub, WaitEvent};
 use parking_lot::Mutex;
 
+use crate::buffer::pool::preadv_fully;
 use crate::exec::operator_usage::OperatorUsage;
 use crate::exec::StatementContext;
 use crate::storage::page::BLCKSZ;
@@ -147,8 +148,9 @@ impl TempFiles {
     /// [`TempFileHandle::reader`]).
     pub fn create(&self) -> io::Result<TempFileHandle> {
         let n = self.created.fetch_add(1, Ordering::Relaxed);
-        let name = format!("{TEMP_FILES_DIR}/pgsql_tmp{}.{n}", self.pid);
-        let path = self.dir.join(format!("pgsql_tmp{}.{n}", self.pid));
+        let file_name = format!("pgsql_tmp{}.{n}", self.pid);
+        let name = format!("{TEMP_FILES_DIR}/{file_name}");
+        let path = self.dir.join(file_name);
         let file = File::options()
             .read(true)
             .write(true)
@@ -242,32 +244,17 @@ impl TempFile {
         buf.reserve(want);
         if want > 0 {
             self.timed(Direction::Read, want as u64, || {
-                let mut done = 0;
-                while done < want {
-                    let spare = buf.spare_capacity_mut();
-                    // SAFETY: pread writes at most `want - done` bytes into the spare
-                    // capacity, which `reserve` made at least `want` long; only the bytes
-                    // it reports written are then counted as initialised.
-                    let n = unsafe {
-                        libc::pread(
-                            self.file.as_raw_fd(),
-                            spare.as_mut_ptr().cast(),
-                            want - done,
-                            (offset + done as u64) as libc::off_t,
-                        )
-                    };
-                    match n {
-                        n if n > 0 => unsafe { buf.set_len(buf.len() + n as usize) },
-                        0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-                        _ => match io::Error::last_os_error() {
-                            e if e.kind() == io::ErrorKind::Interrupted => continue,
-                            e => return Err(e),
-                        },
-                    }
-                    done += n as usize;
+                let mut iov = [libc::iovec {
+                    iov_base: buf.spare_capacity_mut().as_mut_ptr().cast(),
+                    iov_len: want,
+                }];
+                match preadv_fully(self.file.as_raw_fd(), offset, &mut iov)? {
+                    n if n == want => Ok(()),
+                    _ => Err(io::ErrorKind::UnexpectedEof.into()),
                 }
-                Ok(())
             })?;
+            // SAFETY: the read filled the `want` bytes of spare capacity `reserve` made.
+            unsafe { buf.set_len(want) };
         }
         Ok(buf.split().freeze())
     }

@@ -41,58 +41,19 @@ pub fn tokenize(text: &str, limit: usize) -> PgResult<Vec<Token>> {
                 .find("*/")
                 .map_or(bytes.len(), |n| i + 2 + n + 2);
         } else if c == b'"' {
-            let start = i;
-            let mut s = String::new();
-            i += 1;
-            loop {
-                match text[i..].find('"') {
-                    None => {
-                        return Err(PgError::syntax("unterminated quoted identifier"));
-                    }
-                    Some(n) => {
-                        s.push_str(&text[i..i + n]);
-                        i += n + 1;
-                        if bytes.get(i) == Some(&b'"') {
-                            s.push('"');
-                            i += 1;
-                        } else {
-                            break;
-                        }
-                    }
-                }
-            }
+            let (text, end) = quoted(text, i, '"', "unterminated quoted identifier")?;
             out.push(Token {
-                tok: Tok::Word {
-                    text: s,
-                    quoted: true,
-                },
-                at: start,
+                tok: Tok::Word { text, quoted: true },
+                at: i,
             });
+            i = end;
         } else if c == b'\'' {
-            let start = i;
-            let mut s = String::new();
-            i += 1;
-            loop {
-                match text[i..].find('\'') {
-                    None => {
-                        return Err(PgError::syntax("unterminated quoted string"));
-                    }
-                    Some(n) => {
-                        s.push_str(&text[i..i + n]);
-                        i += n + 1;
-                        if bytes.get(i) == Some(&b'\'') {
-                            s.push('\'');
-                            i += 1;
-                        } else {
-                            break;
-                        }
-                    }
-                }
-            }
+            let (text, end) = quoted(text, i, '\'', "unterminated quoted string")?;
             out.push(Token {
-                tok: Tok::Str(s),
-                at: start,
+                tok: Tok::Str(text),
+                at: i,
             });
+            i = end;
         } else if c.is_ascii_digit()
             || (c == b'-' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
         {
@@ -132,4 +93,25 @@ pub fn tokenize(text: &str, limit: usize) -> PgResult<Vec<Token>> {
         }
     }
     Ok(out)
+}
+
+/// The text quoted by `quote` starting at byte `start` of `text` (a doubled quote inside
+/// stands for one), and the byte after the closing quote; `unterminated` is the error
+/// without one.
+fn quoted(text: &str, start: usize, quote: char, unterminated: &str) -> PgResult<(String, usize)> {
+    let mut s = String::new();
+    let mut i = start + 1;
+    loop {
+        let n = text[i..]
+            .find(quote)
+            .ok_or_else(|| PgError::syntax(unterminated))?;
+        s.push_str(&text[i..i + n]);
+        i += n + 1;
+        if text[i..].starts_with(quote) {
+            s.push(quote);
+            i += 1;
+        } else {
+            return Ok((s, i));
+        }
+    }
 }
