@@ -988,6 +988,9 @@ fn base_state(
         .with_create_default_catalog_and_schema(false)
         .with_information_schema(false);
     config.options_mut().sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
+    // A filter keeps all of its input's estimated rows: iolab's scans estimate their rows
+    // after their quals (`PathEstimate::statistics`).
+    config.options_mut().optimizer.default_filter_selectivity = 100;
     // `timestamptz`, `now()`: zoned timestamps (reported as timestamptz), in UTC as stored.
     config.options_mut().execution.time_zone =
         Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.to_string());

@@ -62,23 +62,20 @@ async fn explain_layouts_and_counts() {
         "EXPLAIN (COSTS OFF) SELECT * FROM t x JOIN u ON x.a = u.a ORDER BY x.a LIMIT 3",
     )
     .await;
-    assert_eq!(join[0], "Limit", "{join:#?}");
-    assert!(
-        join.contains(&"        Sort Key: x.a".to_string()),
-        "{join:#?}"
-    );
-    assert!(
-        join.iter()
-            .any(|l| l.trim_start().starts_with("->  Hash Join")),
-        "{join:#?}"
-    );
-    assert!(
-        join.iter().any(|l| l.trim() == "Hash Cond: (u.a = x.a)"),
-        "{join:#?}"
-    );
-    assert!(
-        join.iter().any(|l| l.trim() == "->  Seq Scan on t x"),
-        "{join:#?}"
+    // The smaller table (u, 1000 rows against t's 200 000) is the one hashed, as
+    // PostgreSQL's planner chooses; the sort runs on the join's u.a, equal to x.a.
+    assert_eq!(
+        join,
+        [
+            "Limit",
+            "  ->  Sort",
+            "        Sort Key: u.a",
+            "        ->  Hash Join",
+            "              Hash Cond: (x.a = u.a)",
+            "              ->  Seq Scan on t x",
+            "              ->  Hash",
+            "                    ->  Seq Scan on u",
+        ]
     );
 
     // EXPLAIN ANALYZE of count(*): one row out of the Aggregate, every row out of the

@@ -43,6 +43,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::Statistics;
 use datafusion::common::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
@@ -52,6 +53,7 @@ use datafusion::physical_plan::metrics::{
     BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
 };
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::StatisticsArgs;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, InputDistributionRequirements,
     Partitioning, PlanProperties,
@@ -624,6 +626,18 @@ impl DisplayAs for BitmapHeapScanExec {
 impl ExecutionPlan for BitmapHeapScanExec {
     fn name(&self) -> &str {
         "BitmapHeapScanExec"
+    }
+
+    fn statistics_from_inputs(
+        &self,
+        _input_stats: &[Arc<Statistics>],
+        _args: &StatisticsArgs,
+    ) -> DfResult<Arc<Statistics>> {
+        Ok(PathEstimate::statistics(
+            self.estimate,
+            self.limit,
+            &self.schema,
+        ))
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {

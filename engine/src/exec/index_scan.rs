@@ -28,6 +28,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::Result as DfResult;
+use datafusion::common::Statistics;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_expr_common::physical_expr::fmt_sql;
@@ -36,6 +37,7 @@ use datafusion::physical_plan::metrics::{
     BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
 };
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::StatisticsArgs;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
@@ -149,6 +151,14 @@ impl DisplayAs for IndexScanExec {
 impl ExecutionPlan for IndexScanExec {
     fn name(&self) -> &str {
         "IndexScanExec"
+    }
+
+    fn statistics_from_inputs(
+        &self,
+        _input_stats: &[Arc<Statistics>],
+        _args: &StatisticsArgs,
+    ) -> DfResult<Arc<Statistics>> {
+        Ok(PathEstimate::statistics(self.estimate, None, &self.schema))
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {

@@ -32,6 +32,11 @@ pub mod partitions;
 pub mod paths;
 pub mod selectivity;
 
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::Schema;
+use datafusion::common::stats::Precision;
+use datafusion::common::Statistics;
 use iolab_settings::SessionSettings;
 
 /// What the planner estimated for one plan node, in PostgreSQL's units.
@@ -44,6 +49,28 @@ pub struct PathEstimate {
     /// The path is one an `enable_* = off` setting disabled (PostgreSQL 18 prints
     /// `Disabled: true` under such a node); it was chosen because nothing else could be.
     pub disabled: bool,
+}
+
+impl PathEstimate {
+    /// The estimate as DataFusion's statistics of a scan returning `schema` (its rows,
+    /// at most `limit`, and their bytes at the estimated width, both inexact). DataFusion's
+    /// join selection reads them to build a hash join's table on the smaller input, as
+    /// PostgreSQL's planner hashes the smaller relation; a node without an estimate has
+    /// unknown statistics. The session's filter selectivity is 100 %, so a `FilterExec`
+    /// above a scan passes these on unchanged: the scan's rows already count its quals.
+    pub fn statistics(
+        estimate: Option<PathEstimate>,
+        limit: Option<usize>,
+        schema: &Schema,
+    ) -> Arc<Statistics> {
+        let mut stats = Statistics::new_unknown(schema);
+        if let Some(e) = estimate {
+            let rows = (e.rows.round() as usize).min(limit.unwrap_or(usize::MAX));
+            stats.num_rows = Precision::Inexact(rows);
+            stats.total_byte_size = Precision::Inexact(rows * e.width.max(1) as usize);
+        }
+        Arc::new(stats)
+    }
 }
 
 /// The session's planner settings: PostgreSQL's cost constants and the `enable_*` switches,
