@@ -257,6 +257,96 @@ async fn explain_layouts_and_counts() {
     );
 }
 
+/// The `Hash` node's line under EXPLAIN ANALYZE: `Buckets:` counts the slots of the
+/// table the join built (a direct-address array over a dense integer key, else a hash
+/// table sized for the rows), `Memory Usage:` what it held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hash_node_reports_its_table() {
+    let server = TestServer::start("explain_hash");
+    let client = server.client().await;
+    load(&client).await;
+    client
+        .batch_execute(
+            "CREATE TABLE sparse(a int, name text);
+             INSERT INTO sparse SELECT i * 1000, i::text FROM generate_series(1, 1000) AS s(i);",
+        )
+        .await
+        .expect("load sparse");
+    let hash_line = |plan: &[String]| -> String {
+        let at = plan
+            .iter()
+            .position(|l| l.trim_start().starts_with("->  Hash ("))
+            .unwrap_or_else(|| panic!("{plan:#?}"));
+        plan[at + 1].trim().to_string()
+    };
+    let analyze = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)";
+    // u.a is 1..1000: dense, so an array of 1000 slots.
+    let dense = plan(
+        &client,
+        &format!("{analyze} SELECT count(*) FROM t JOIN u USING (a)"),
+    )
+    .await;
+    let line = hash_line(&dense);
+    assert!(
+        line.starts_with("Buckets: 1000  Batches: 1  Memory Usage: "),
+        "{dense:#?}"
+    );
+    let dense_kb = number_after(&line, "Memory Usage: ").expect("memory");
+    // 1000 keys over a range of a million: a hash table, 1000 × 8/7 rounded up to 2048.
+    let sparse = plan(
+        &client,
+        &format!("{analyze} SELECT count(*) FROM t JOIN sparse USING (a)"),
+    )
+    .await;
+    assert!(
+        hash_line(&sparse).starts_with("Buckets: 2048  Batches: 1  Memory Usage: "),
+        "{sparse:#?}"
+    );
+    // A text key: a hash table too; 200 000 rows hashed hold more than 1000 did.
+    let text = plan(
+        &client,
+        &format!("{analyze} SELECT count(*) FROM t x JOIN t y USING (filler)"),
+    )
+    .await;
+    let line = hash_line(&text);
+    assert!(
+        line.starts_with("Buckets: 262144  Batches: 1  "),
+        "{text:#?}"
+    );
+    let text_kb = number_after(&line, "Memory Usage: ").expect("memory");
+    assert!(
+        text_kb > 10.0 * dense_kb,
+        "{dense_kb} kB, then {text_kb} kB"
+    );
+    // Without ANALYZE there is no table to report.
+    let planned = plan(
+        &client,
+        "EXPLAIN (COSTS OFF) SELECT count(*) FROM t JOIN u USING (a)",
+    )
+    .await;
+    assert!(
+        !planned.iter().any(|l| l.contains("Buckets:")),
+        "{planned:#?}"
+    );
+    // FORMAT JSON: PostgreSQL's keys.
+    let json: serde_json::Value = serde_json::from_str(
+        &plan(
+            &client,
+            "EXPLAIN (ANALYZE, FORMAT JSON) SELECT count(*) FROM t JOIN u USING (a)",
+        )
+        .await
+        .concat(),
+    )
+    .expect("JSON");
+    let hash = &json[0]["Plan"]["Plans"][0]["Plans"][1];
+    assert_eq!(hash["Node Type"], "Hash", "{json:#}");
+    assert_eq!(hash["Hash Buckets"], 1000);
+    assert_eq!(hash["Original Hash Buckets"], 1000);
+    assert_eq!(hash["Hash Batches"], 1);
+    assert_eq!(hash["Original Hash Batches"], 1);
+    assert!(hash["Peak Memory Usage"].as_u64().expect("memory") > 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_option_errors() {
     let server = TestServer::start("explain-errors");

@@ -21,6 +21,9 @@
 //! operator (iolab_engine::exec::operator_usage): the temporary files it creates and the
 //! memory it reserves are charged to it.
 //!
+//! Under a hash join, the wrapper of the build side also watches the join key's smallest
+//! and largest value ([`KeyBounds`]), from which the `Hash` node reports its buckets.
+//!
 //! The wrapper delegates its downcast identity to the node it wraps
 //! ([`ExecutionPlan::downcast_delegate`]), so operators that inspect their children see
 //! the real node.
@@ -38,11 +41,14 @@ use datafusion::common::Result as DfResult;
 use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
+use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::Stream;
 use iolab_engine::exec::operator_usage::OperatorUsage;
 use parking_lot::Mutex;
+
+use crate::explain::hash_table::KeyBounds;
 
 /// What was observed of one node while the statement ran.
 #[derive(Clone, Copy, Debug, Default)]
@@ -83,6 +89,8 @@ pub struct NodeStats {
     observed: Mutex<Observed>,
     /// Its temporary files and memory.
     pub operator: Arc<OperatorUsage>,
+    /// The join key's range, on a hash join's build side.
+    pub build_keys: KeyBounds,
 }
 
 impl NodeStats {
@@ -96,14 +104,30 @@ pub struct InstrumentExec {
     inner: Arc<dyn ExecutionPlan>,
     stats: Arc<NodeStats>,
     timing: bool,
+    /// The hash join key to watch, when this is a hash join's build side.
+    build_key: Option<Arc<dyn PhysicalExpr>>,
 }
 
 /// Wraps every node of `plan` (children first) in an [`InstrumentExec`].
 pub fn instrument(plan: Arc<dyn ExecutionPlan>, timing: bool) -> DfResult<Arc<dyn ExecutionPlan>> {
+    instrument_node(plan, timing, None)
+}
+
+fn instrument_node(
+    plan: Arc<dyn ExecutionPlan>,
+    timing: bool,
+    build_key: Option<Arc<dyn PhysicalExpr>>,
+) -> DfResult<Arc<dyn ExecutionPlan>> {
+    // A hash join with one key builds on its first child (see hash_table.rs).
+    let join_key = plan
+        .downcast_ref::<HashJoinExec>()
+        .filter(|j| j.on().len() == 1)
+        .map(|j| j.on()[0].0.clone());
     let children: Vec<Arc<dyn ExecutionPlan>> = plan
         .children()
         .into_iter()
-        .map(|c| instrument(c.clone(), timing))
+        .enumerate()
+        .map(|(i, c)| instrument_node(c.clone(), timing, join_key.clone().filter(|_| i == 0)))
         .collect::<DfResult<_>>()?;
     let plan = if children.is_empty() {
         plan
@@ -118,6 +142,7 @@ pub fn instrument(plan: Arc<dyn ExecutionPlan>, timing: bool) -> DfResult<Arc<dy
         inner: plan,
         stats: Arc::new(NodeStats::default()),
         timing,
+        build_key,
     }))
 }
 
@@ -174,6 +199,7 @@ impl ExecutionPlan for InstrumentExec {
             inner: children.remove(0),
             stats: self.stats.clone(),
             timing: self.timing,
+            build_key: self.build_key.clone(),
         }))
     }
 
@@ -206,6 +232,7 @@ impl ExecutionPlan for InstrumentExec {
             inner,
             stats: self.stats.clone(),
             timing: self.timing,
+            build_key: self.build_key.clone(),
             polled: false,
         }))
     }
@@ -216,6 +243,7 @@ struct InstrumentStream {
     inner: SendableRecordBatchStream,
     stats: Arc<NodeStats>,
     timing: bool,
+    build_key: Option<Arc<dyn PhysicalExpr>>,
     polled: bool,
 }
 
@@ -233,6 +261,15 @@ impl Stream for InstrumentStream {
         };
         match &poll {
             Poll::Ready(Some(Ok(batch))) => {
+                if let Some(key) = &self.build_key {
+                    // An error here is the join's to report when it evaluates the key.
+                    if let Ok(keys) = key
+                        .evaluate(batch)
+                        .and_then(|k| k.into_array(batch.num_rows()))
+                    {
+                        self.stats.build_keys.observe(&keys);
+                    }
+                }
                 let now = self.timing.then(Instant::now);
                 let mut o = self.stats.observed.lock();
                 o.rows += batch.num_rows() as u64;

@@ -82,6 +82,7 @@ use iolab_settings::quote_identifier;
 
 use crate::explain::costs::{self, CostParams};
 use crate::explain::exprs::{conjuncts, deparse, deparse_qual, Input};
+use crate::explain::hash_table;
 use crate::explain::instrument::{peel, NodeStats};
 use crate::explain::metrics;
 use crate::explain::node::{
@@ -666,6 +667,19 @@ impl<'a> Mapper<'a> {
                 j.on().len(),
                 width,
             );
+            let hash_space = self.operators(&[stats]).map(|space| {
+                let slots = (metrics::counter(inner.as_ref(), "array_map_created_count") > 0)
+                    .then(|| peel(j.left()).1.and_then(|s| s.build_keys.slots()))
+                    .flatten();
+                Detail::HashSpace {
+                    buckets: hash_table::buckets(
+                        metrics::counter(inner.as_ref(), "build_input_rows"),
+                        slots,
+                    ),
+                    batches: 1,
+                    memory_kb: space.peak_memory_bytes.div_ceil(1024),
+                }
+            });
             let hash = self.finish(
                 PlanNode {
                     node_type: "Hash".into(),
@@ -676,6 +690,7 @@ impl<'a> Mapper<'a> {
                     }),
                     actual: build.actual,
                     output: build.output.clone(),
+                    details: hash_space.into_iter().collect(),
                     children: vec![outer(build)],
                     ..Default::default()
                 },

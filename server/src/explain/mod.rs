@@ -26,6 +26,7 @@
 
 pub mod costs;
 pub mod exprs;
+pub mod hash_table;
 pub mod instrument;
 pub mod mapping;
 pub mod metrics;

@@ -145,6 +145,15 @@ pub enum Detail {
         memory_kb: u64,
         disk_kb: u64,
     },
+    /// A `Hash` node's table (explain/hash_table.rs): `Buckets: 1024  Batches: 1  Memory
+    /// Usage: 44kB` / `"Hash Buckets"`, `"Original Hash Buckets"`, `"Hash Batches"`,
+    /// `"Original Hash Batches"`, `"Peak Memory Usage"`. The originals equal the finals:
+    /// iolab's tables are sized once.
+    HashSpace {
+        buckets: u64,
+        batches: u64,
+        memory_kb: u64,
+    },
 }
 
 /// Where a sort kept its rows.

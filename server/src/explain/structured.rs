@@ -162,6 +162,17 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
                 em.number("Peak Memory Usage", &memory_kb.to_string());
                 em.number("Disk Usage", &disk_kb.to_string());
             }
+            Detail::HashSpace {
+                buckets,
+                batches,
+                memory_kb,
+            } => {
+                em.number("Hash Buckets", &buckets.to_string());
+                em.number("Original Hash Buckets", &buckets.to_string());
+                em.number("Hash Batches", &batches.to_string());
+                em.number("Original Hash Batches", &batches.to_string());
+                em.number("Peak Memory Usage", &memory_kb.to_string());
+            }
         }
     }
     if let Some(b) = &n.buffers {

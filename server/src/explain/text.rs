@@ -185,6 +185,13 @@ fn node(out: &mut Vec<String>, n: &PlanNode, mut indent: usize) {
                     "{pad}Batches: {batches}  Memory Usage: {memory_kb}kB{disk}"
                 ))
             }
+            Detail::HashSpace {
+                buckets,
+                batches,
+                memory_kb,
+            } => out.push(format!(
+                "{pad}Buckets: {buckets}  Batches: {batches}  Memory Usage: {memory_kb}kB"
+            )),
         }
     }
     if let Some(b) = &n.buffers {
