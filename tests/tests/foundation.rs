@@ -521,6 +521,12 @@ async fn generate_series_in_a_select_list_makes_rows() {
             "count | sum",
             "10|55",
         ),
+        // Bounds and step of any integer type, in FROM too.
+        (
+            "SELECT sum(g) FROM generate_series(1::int, 10::smallint, 3::int) AS g",
+            "sum",
+            "22",
+        ),
     ] {
         assert_psql_shows(&server, query, header, rows);
     }

@@ -482,6 +482,7 @@ impl TableFunctionImpl for GenerateSeries {
                 other => Ok(other.clone()),
             })
             .map(|e| e.and_then(step_as_interval))
+            .map(|e| e.and_then(integer_as_bigint))
             .collect::<Result<Vec<_>>>()?;
         let exprs = bounds_as_timestamps(exprs)?;
         let series = datafusion::functions_table::generate_series::GenerateSeriesFunc {};
@@ -515,6 +516,17 @@ fn bounds_as_timestamps(mut exprs: Vec<Expr>) -> Result<Vec<Expr>> {
         exprs[text] = cast;
     }
     Ok(exprs)
+}
+
+/// An integer constant of a narrower type (`generate_series(1::int, n::smallint)`) as a
+/// bigint, the type DataFusion's series steps in; anything else as it is.
+fn integer_as_bigint(e: Expr) -> Result<Expr> {
+    match &e {
+        Expr::Literal(v, metadata) if v.data_type().is_integer() && !v.is_null() => Ok(
+            Expr::Literal(v.cast_to(&DataType::Int64)?, metadata.clone()),
+        ),
+        _ => Ok(e),
+    }
 }
 
 /// A text constant read as an interval (`generate_series(t1, t2, '1 day')`, as PostgreSQL
