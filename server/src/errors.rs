@@ -474,6 +474,14 @@ fn classify_message(msg: &str) -> Option<PgError> {
             ));
         }
     }
+    // A subquery where DataFusion cannot decorrelate it (a join's ON, ORDER BY): PostgreSQL
+    // runs it, iolab cannot yet.
+    if msg.contains("subquery can only be used in") {
+        return Some(PgError::unsupported(format!(
+            "a subquery in this position is not supported ({})",
+            clean(msg)
+        )));
+    }
     if let Some(rest) = msg.strip_prefix("Unsupported ast node in sqltorel: ") {
         let node: String = rest.chars().take_while(|c| c.is_alphanumeric()).collect();
         return Some(PgError::unsupported(format!(

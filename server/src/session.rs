@@ -970,6 +970,10 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
         .position(|r| r.name() == "type_coercion")
         .unwrap_or(rules.len());
     rules.insert(coercion, Arc::new(sql::session_time::DateTimeTypesRule));
+    rules.insert(
+        0,
+        Arc::new(sql::subquery_predicates::SubqueryPredicatesRule),
+    );
     rules.push(Arc::new(sql::session_time::SessionTimeRule));
     rules
 }

@@ -296,6 +296,73 @@ async fn queries_datafusion_plans_over_heap_tables() {
     );
 }
 
+/// EXISTS and IN (subquery) outside WHERE — a select list, CASE, an aggregate's FILTER —
+/// with SQL's three-valued IN (NULL when a NULL could have matched); correlated ones too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subquery_predicates_in_a_select_list() {
+    let server = TestServer::start("subquery_predicates");
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "CREATE TABLE n(v int); INSERT INTO n VALUES (1), (2), (4);
+             CREATE TABLE m(v int); INSERT INTO m VALUES (2), (NULL);",
+        )
+        .await
+        .unwrap();
+    for (query, header, rows) in [
+        (
+            "SELECT EXISTS (SELECT 1 FROM n WHERE v = 4), NOT EXISTS (SELECT 1 FROM n WHERE v = 3) AS none",
+            "exists | none",
+            "t|t",
+        ),
+        // Correlated: is v + 1 in n?
+        (
+            "SELECT v, EXISTS (SELECT 1 FROM n AS o WHERE o.v = n.v + 1) AS next FROM n ORDER BY v",
+            "v | next",
+            "1|t\n2|f\n4|f",
+        ),
+        (
+            "SELECT v, CASE WHEN EXISTS (SELECT 1 FROM m WHERE m.v = n.v) THEN 'm' ELSE '-' END AS c FROM n ORDER BY v",
+            "v | c",
+            "1|-\n2|m\n4|-",
+        ),
+        (
+            "SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM m WHERE m.v = 2)) AS c FROM n",
+            "c",
+            "3",
+        ),
+        // m holds 2 and NULL: 2 is in it, 1 may be (NULL), and NOT IN follows; over no
+        // rows IN is false even for NULL.
+        (
+            "SELECT v, v IN (SELECT v FROM m) AS i, v NOT IN (SELECT v FROM m) AS ni FROM n ORDER BY v",
+            "v | i | ni",
+            "1||\n2|t|f\n4||",
+        ),
+        (
+            "SELECT v IN (SELECT v FROM n) AS i, NULL::int IN (SELECT v FROM n) AS n, NULL::int IN (SELECT v FROM n WHERE false) AS e FROM n ORDER BY v",
+            "i | n | e",
+            "t||f\nt||f\nt||f",
+        ),
+    ] {
+        assert_psql_shows(&server, query, header, rows);
+    }
+    // Where DataFusion cannot decorrelate one (a join's ON): not supported, not a syntax
+    // error, and the session goes on.
+    let err = client
+        .query(
+            "SELECT n.v FROM n JOIN m ON n.v = m.v AND EXISTS (SELECT 1 FROM n AS o WHERE o.v = n.v + 1)",
+            &[],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "0A000", "{err:?}");
+    let row = client
+        .query_one("SELECT count(*) FROM n", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 3);
+}
+
 /// A set-returning function in FROM names its column as PostgreSQL does: after the alias, or
 /// after the function without one; the common `INSERT … SELECT i … FROM generate_series(…) i`
 /// works, and psql shows PostgreSQL's column headers.

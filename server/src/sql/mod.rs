@@ -55,6 +55,7 @@ pub mod sequence;
 pub mod session_time;
 pub mod set_functions;
 pub mod split;
+pub mod subquery_predicates;
 pub mod tokens;
 pub mod typed_literals;
 pub mod upsert;
