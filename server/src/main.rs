@@ -320,22 +320,27 @@ fn run(cli: Cli) -> Result<(), String> {
     Ok(())
 }
 
-/// Settings from defaults, the configuration file and the command line, in that order.
+/// Settings from defaults, the configuration file, `postgresql.auto.conf` (ALTER SYSTEM's)
+/// and the command line, in that order.
 fn load_settings(cli: &Cli) -> Result<ServerSettings, String> {
     let config_path = cli.config.clone().or_else(|| {
         let default = cli.data_dir.join("iolab.conf");
         default.exists().then_some(default)
     });
-    let config_text = match &config_path {
-        Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+    let auto_conf = cli.data_dir.join(iolab_settings::auto_conf::AUTO_CONF_FILE);
+    let mut files: Vec<(String, String)> = Vec::new();
+    for path in config_path
+        .into_iter()
+        .chain(auto_conf.exists().then_some(auto_conf))
+    {
+        let text = std::fs::read_to_string(&path).map_err(|e| {
             format!(
                 "could not read configuration file \"{}\": {e}",
                 path.display()
             )
-        })?),
-        None => None,
-    };
-    let path_text = config_path.as_ref().map(|p| p.display().to_string());
+        })?;
+        files.push((path.display().to_string(), text));
+    }
     let mut pairs: Vec<(String, String)> = Vec::new();
     for item in &cli.settings {
         let (name, value) = item
@@ -350,8 +355,11 @@ fn load_settings(cli: &Cli) -> Result<ServerSettings, String> {
         pairs.push(("listen_addresses".into(), listen.clone()));
     }
     pairs.push(("data_directory".into(), cli.data_dir.display().to_string()));
-    let file = path_text.as_deref().zip(config_text.as_deref());
-    ServerSettings::load(file, &pairs).map_err(|e| e.to_string().trim_end().to_string())
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_str()))
+        .collect();
+    ServerSettings::load_files(&files, &pairs).map_err(|e| e.to_string().trim_end().to_string())
 }
 
 async fn shutdown_signal() {

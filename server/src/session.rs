@@ -600,6 +600,11 @@ impl Session {
                 })?;
                 return Ok(Outcome::Done("CHECKPOINT".into()));
             }
+            Parsed::AlterSystem(change) => {
+                let superuser = self.settings.get("is_superuser").as_deref() == Ok("on");
+                sql::alter_system::run(db.data_dir(), change, self.txn.in_block, superuser)?;
+                return Ok(Outcome::Done("ALTER SYSTEM".into()));
+            }
             Parsed::Vacuum(stmt) => {
                 let in_block = self.txn.in_block;
                 return sql::vacuum::run(run, stmt, &self.settings, in_block, notices);

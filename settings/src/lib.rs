@@ -80,6 +80,7 @@
 //! | `server`        | [`ServerSettings`]: start-up values |
 //! | `session`       | [`SessionSettings`]: per-connection values, transactions, views |
 
+pub mod auto_conf;
 mod checks;
 pub mod config_file;
 mod error;

@@ -72,8 +72,17 @@ impl ServerSettings {
         config_file: Option<(&str, &str)>,
         command_line: &[(String, String)],
     ) -> Result<ServerSettings, StartupError> {
+        Self::load_files(config_file.as_slice(), command_line)
+    }
+
+    /// [`ServerSettings::load`] with several configuration files (`iolab.conf`, then
+    /// `postgresql.auto.conf`), each applied over the ones before it.
+    pub fn load_files(
+        config_files: &[(&str, &str)],
+        command_line: &[(String, String)],
+    ) -> Result<ServerSettings, StartupError> {
         let mut settings = ServerSettings::defaults();
-        if let Some((path, text)) = config_file {
+        for (path, text) in config_files {
             settings.apply_config_file(path, text)?;
         }
         for (name, value) in command_line {

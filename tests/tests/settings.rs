@@ -84,3 +84,87 @@ fn a_bad_setting_on_the_command_line_stops_start_up() {
         "{stderr}"
     );
 }
+
+/// ALTER SYSTEM writes `postgresql.auto.conf`, which the next start reads over the
+/// configuration file (and under the command line): the way to change a restart-only
+/// setting such as `io_method`. Bad changes fail as in PostgreSQL and leave the file alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alter_system_persists_settings_across_a_restart() {
+    let mut server = TestServer::start_with("alter_system", &["-c", "io_workers=5"]);
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "ALTER SYSTEM SET work_mem = '24MB';
+             ALTER SYSTEM SET io_method TO sync;
+             ALTER SYSTEM SET io_workers = 7;
+             ALTER SYSTEM SET effective_io_concurrency = 99;
+             ALTER SYSTEM RESET effective_io_concurrency;",
+        )
+        .await
+        .unwrap();
+    // Nothing changes before a restart.
+    assert_eq!(show(&client, "work_mem").await, "4MB");
+    let auto_conf = server.data_dir.join("postgresql.auto.conf");
+    let text = std::fs::read_to_string(&auto_conf).unwrap();
+    assert_eq!(
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>(),
+        [
+            "work_mem = '24MB'",
+            "io_method = 'sync'",
+            "io_workers = '7'"
+        ]
+    );
+    for (statement, code) in [
+        ("ALTER SYSTEM SET nosuch_setting = 1", "42704"),
+        ("ALTER SYSTEM SET work_mem = 'lots'", "22023"),
+        ("ALTER SYSTEM SET block_size = 8192", "55P02"),
+        ("ALTER SYSTEM SET work_mem 1", "42601"),
+    ] {
+        let err = client.batch_execute(statement).await.unwrap_err();
+        assert_eq!(sqlstate(&err), code, "{statement}");
+    }
+    let err = client
+        .batch_execute("BEGIN; ALTER SYSTEM SET work_mem = '1MB'")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "25001");
+    assert_eq!(
+        err.as_db_error().unwrap().message(),
+        "ALTER SYSTEM cannot run inside a transaction block"
+    );
+    client.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(std::fs::read_to_string(&auto_conf).unwrap(), text);
+    drop(client);
+
+    server.restart();
+    let client = server.client().await;
+    assert_eq!(show(&client, "work_mem").await, "24MB");
+    assert_eq!(show(&client, "io_method").await, "sync");
+    assert_eq!(
+        show(&client, "io_workers").await,
+        "5",
+        "the command line wins"
+    );
+    let row = client
+        .query_one(
+            "SELECT source, sourcefile LIKE '%postgresql.auto.conf' FROM pg_settings WHERE name = 'work_mem'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, String>(0), row.get::<_, bool>(1)),
+        ("configuration file".to_string(), true)
+    );
+    client
+        .batch_execute("ALTER SYSTEM RESET ALL")
+        .await
+        .unwrap();
+    drop(client);
+    server.restart();
+    let client = server.client().await;
+    assert_eq!(show(&client, "work_mem").await, "4MB");
+    assert_eq!(show(&client, "io_method").await, "worker");
+}

@@ -23,6 +23,7 @@
 
 pub mod alias_lists;
 pub mod alter_parse;
+pub mod alter_system;
 pub mod alter_table;
 pub mod array_text;
 pub mod bind;
@@ -101,6 +102,8 @@ pub enum Parsed {
     Fetch(fetch::FetchStmt),
     /// `PREPARE name [(types)] AS statement` (see `prepare`).
     Prepare(prepare::PrepareStmt),
+    /// `ALTER SYSTEM …` (see `alter_system`).
+    AlterSystem(iolab_settings::auto_conf::AlterSystem),
 }
 
 impl Parsed {
@@ -174,6 +177,9 @@ pub(crate) fn parse_reading(
     }
     match words.as_slice() {
         ["CHECKPOINT"] => return Ok(Parsed::Checkpoint),
+        words if alter_system::is_alter_system(words) => {
+            return alter_system::parse(text, whole, offset).map(Parsed::AlterSystem);
+        }
         [first, ..] if fetch::is_fetch_or_move(first) => {
             return fetch::parse(text).map(Parsed::Fetch);
         }

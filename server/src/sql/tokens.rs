@@ -115,3 +115,87 @@ fn quoted(text: &str, start: usize, quote: char, unterminated: &str) -> PgResult
         }
     }
 }
+
+/// A cursor over a statement's tokens for the parsers iolab writes itself (VACUUM,
+/// ANALYZE, ALTER SYSTEM), with PostgreSQL's syntax errors.
+pub struct TokenParser<'a> {
+    tokens: Vec<Token>,
+    /// The next token's index.
+    pub pos: usize,
+    text: &'a str,
+    whole: &'a str,
+    offset: usize,
+}
+
+impl<'a> TokenParser<'a> {
+    /// Reads `tokens` of `text`, a statement at byte `offset` of the query string `whole`.
+    pub fn new(tokens: Vec<Token>, text: &'a str, whole: &'a str, offset: usize) -> Self {
+        TokenParser {
+            tokens,
+            pos: 0,
+            text,
+            whole,
+            offset,
+        }
+    }
+
+    pub fn peek(&self) -> Option<&Tok> {
+        self.tokens.get(self.pos).map(|t| &t.tok)
+    }
+
+    pub fn next(&mut self) -> Option<Tok> {
+        let t = self.tokens.get(self.pos).map(|t| t.tok.clone());
+        self.pos += 1;
+        t
+    }
+
+    /// The 1-based character position of token `index` in the whole query string.
+    pub fn position_of(&self, index: usize) -> usize {
+        let at = self.tokens.get(index).map_or(self.text.len(), |t| t.at);
+        self.whole[..self.offset].chars().count() + self.text[..at].chars().count() + 1
+    }
+
+    /// `syntax error at or near "…"` at the current token (or `at end of input`).
+    pub fn syntax_error(&self) -> PgError {
+        let message = match self.tokens.get(self.pos) {
+            None => "syntax error at end of input".to_string(),
+            Some(t) => {
+                let text = match &t.tok {
+                    Tok::Word { .. } | Tok::Number(_) => {
+                        let end = self.text[t.at..]
+                            .find(|c: char| {
+                                !(c.is_alphanumeric()
+                                    || c == '_'
+                                    || c == '$'
+                                    || c == '.'
+                                    || c == '"')
+                            })
+                            .map_or(self.text.len(), |n| t.at + n);
+                        self.text[t.at..end].to_string()
+                    }
+                    Tok::Str(s) => format!("'{s}'"),
+                    Tok::Punct(c) => c.to_string(),
+                };
+                format!("syntax error at or near \"{text}\"")
+            }
+        };
+        PgError::syntax(message).with_position(self.position_of(self.pos))
+    }
+
+    pub fn is_word(&self, word: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Word { text, quoted: false }) if text == word)
+    }
+
+    pub fn is_punct(&self, c: char) -> bool {
+        self.peek() == Some(&Tok::Punct(c))
+    }
+
+    pub fn expect_punct(&mut self, c: char) -> PgResult<()> {
+        if self.is_punct(c) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.syntax_error())
+        }
+    }
+}

@@ -30,7 +30,7 @@ use iolab_engine::analyze::{self, AnalyzeOptions, VacuumOptions};
 use iolab_settings::SessionSettings;
 
 use crate::session::Notice;
-use crate::sql::tokens::{tokenize, Tok, Token};
+use crate::sql::tokens::{tokenize, Tok, TokenParser};
 use crate::sql::{Outcome, StatementRun};
 
 /// A parsed `VACUUM` or `ANALYZE`.
@@ -65,106 +65,30 @@ pub fn is_vacuum_or_analyze(text: &str) -> bool {
     )
 }
 
-struct Parser<'a> {
-    tokens: Vec<Token>,
-    pos: usize,
-    text: &'a str,
-    whole: &'a str,
-    offset: usize,
-}
-
-impl<'a> Parser<'a> {
-    fn peek(&self) -> Option<&Tok> {
-        self.tokens.get(self.pos).map(|t| &t.tok)
-    }
-
-    fn next(&mut self) -> Option<Tok> {
-        let t = self.tokens.get(self.pos).map(|t| t.tok.clone());
-        self.pos += 1;
-        t
-    }
-
-    /// The 1-based character position of token `index` in the whole query string.
-    fn position_of(&self, index: usize) -> usize {
-        let at = self.tokens.get(index).map_or(self.text.len(), |t| t.at);
-        self.whole[..self.offset].chars().count() + self.text[..at].chars().count() + 1
-    }
-
-    /// `syntax error at or near "…"` at the current token (or `at end of input`).
-    fn syntax_error(&self) -> PgError {
-        let message = match self.tokens.get(self.pos) {
-            None => "syntax error at end of input".to_string(),
-            Some(t) => {
-                let text = match &t.tok {
-                    Tok::Word { .. } | Tok::Number(_) => {
-                        let end = self.text[t.at..]
-                            .find(|c: char| {
-                                !(c.is_alphanumeric()
-                                    || c == '_'
-                                    || c == '$'
-                                    || c == '.'
-                                    || c == '"')
-                            })
-                            .map_or(self.text.len(), |n| t.at + n);
-                        self.text[t.at..end].to_string()
-                    }
-                    Tok::Str(s) => format!("'{s}'"),
-                    Tok::Punct(c) => c.to_string(),
-                };
-                format!("syntax error at or near \"{text}\"")
+/// An identifier (not one of the statement's own keywords unless quoted).
+fn identifier(p: &mut TokenParser) -> PgResult<String> {
+    match p.peek() {
+        Some(Tok::Word { text, quoted }) => {
+            let reserved = !quoted
+                && matches!(
+                    text.as_str(),
+                    "full" | "freeze" | "verbose" | "analyze" | "analyse"
+                );
+            if reserved {
+                return Err(p.syntax_error());
             }
-        };
-        PgError::syntax(message).with_position(self.position_of(self.pos))
-    }
-
-    fn is_word(&self, word: &str) -> bool {
-        matches!(self.peek(), Some(Tok::Word { text, quoted: false }) if text == word)
-    }
-
-    fn is_punct(&self, c: char) -> bool {
-        self.peek() == Some(&Tok::Punct(c))
-    }
-
-    fn expect_punct(&mut self, c: char) -> PgResult<()> {
-        if self.is_punct(c) {
-            self.pos += 1;
-            Ok(())
-        } else {
-            Err(self.syntax_error())
+            let text = text.clone();
+            p.pos += 1;
+            Ok(text)
         }
-    }
-
-    /// An identifier (not one of the statement's own keywords unless quoted).
-    fn identifier(&mut self) -> PgResult<String> {
-        match self.peek() {
-            Some(Tok::Word { text, quoted }) => {
-                let reserved = !quoted
-                    && matches!(
-                        text.as_str(),
-                        "full" | "freeze" | "verbose" | "analyze" | "analyse"
-                    );
-                if reserved {
-                    return Err(self.syntax_error());
-                }
-                let text = text.clone();
-                self.pos += 1;
-                Ok(text)
-            }
-            _ => Err(self.syntax_error()),
-        }
+        _ => Err(p.syntax_error()),
     }
 }
 
 /// Parses the text of one VACUUM or ANALYZE statement (`offset` = its position in the
 /// whole query string, for error positions).
 pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<VacuumStmt> {
-    let mut p = Parser {
-        tokens: tokenize(text, usize::MAX)?,
-        pos: 0,
-        text,
-        whole,
-        offset,
-    };
+    let mut p = TokenParser::new(tokenize(text, usize::MAX)?, text, whole, offset);
     let mut stmt = VacuumStmt::default();
     match p.next() {
         Some(Tok::Word { text, .. }) if text == "vacuum" => stmt.vacuum = true,
@@ -198,17 +122,17 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<VacuumStmt> {
     // The table list.
     while p.peek().is_some() && !p.is_punct(';') {
         let mut spec = RelationSpec {
-            name: p.identifier()?,
+            name: identifier(&mut p)?,
             ..RelationSpec::default()
         };
         if p.is_punct('.') {
             p.pos += 1;
-            spec.schema = Some(std::mem::replace(&mut spec.name, p.identifier()?));
+            spec.schema = Some(std::mem::replace(&mut spec.name, identifier(&mut p)?));
         }
         if p.is_punct('(') {
             p.pos += 1;
             loop {
-                spec.columns.push(p.identifier()?);
+                spec.columns.push(identifier(&mut p)?);
                 if p.is_punct(',') {
                     p.pos += 1;
                     continue;
@@ -249,7 +173,7 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<VacuumStmt> {
 }
 
 /// `( option [value] [, …] )`, the opening parenthesis consumed.
-fn parse_options(p: &mut Parser, stmt: &mut VacuumStmt) -> PgResult<()> {
+fn parse_options(p: &mut TokenParser, stmt: &mut VacuumStmt) -> PgResult<()> {
     loop {
         let name_index = p.pos;
         let name = match p.next() {
