@@ -1,5 +1,6 @@
 //! `iolab`: a PostgreSQL-wire-compatible server for studying database I/O.
 
+mod config_reload;
 mod copy;
 mod error_position;
 mod errors;
@@ -272,6 +273,7 @@ fn run(cli: Cli) -> Result<(), String> {
             .map_err(|e| format!("could not listen on {addr}: {e}"))?;
         let data_dir = std::fs::canonicalize(&cli.data_dir).unwrap_or(cli.data_dir.clone());
         let server_track_io_timing = settings.track_io_timing();
+        config_reload::init(config_file(&cli), cli.data_dir.clone(), settings.clone());
         let server = Arc::new(server::Server {
             db: db.clone(),
             settings,
@@ -308,6 +310,7 @@ fn run(cli: Cli) -> Result<(), String> {
             tracing::info!("Prometheus metrics at http://{metrics_addr}/metrics");
         }
         eprintln!("iolab is ready: connect with  psql -h {host} -p {port} -U postgres");
+        tokio::spawn(reload_on_sighup());
         wire::serve(server, listener, shutdown_signal()).await;
         tracing::info!("shutting down: writing dirty buffers");
         let written =
@@ -320,27 +323,18 @@ fn run(cli: Cli) -> Result<(), String> {
     Ok(())
 }
 
+/// The configuration file: `--config`, or `iolab.conf` in the data directory if present.
+fn config_file(cli: &Cli) -> Option<PathBuf> {
+    cli.config.clone().or_else(|| {
+        let default = cli.data_dir.join("iolab.conf");
+        default.exists().then_some(default)
+    })
+}
+
 /// Settings from defaults, the configuration file, `postgresql.auto.conf` (ALTER SYSTEM's)
 /// and the command line, in that order.
 fn load_settings(cli: &Cli) -> Result<ServerSettings, String> {
-    let config_path = cli.config.clone().or_else(|| {
-        let default = cli.data_dir.join("iolab.conf");
-        default.exists().then_some(default)
-    });
-    let auto_conf = cli.data_dir.join(iolab_settings::auto_conf::AUTO_CONF_FILE);
-    let mut files: Vec<(String, String)> = Vec::new();
-    for path in config_path
-        .into_iter()
-        .chain(auto_conf.exists().then_some(auto_conf))
-    {
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            format!(
-                "could not read configuration file \"{}\": {e}",
-                path.display()
-            )
-        })?;
-        files.push((path.display().to_string(), text));
-    }
+    let files = config_reload::read_files(config_file(cli).as_deref(), &cli.data_dir)?;
     let mut pairs: Vec<(String, String)> = Vec::new();
     for item in &cli.settings {
         let (name, value) = item
@@ -355,11 +349,20 @@ fn load_settings(cli: &Cli) -> Result<ServerSettings, String> {
         pairs.push(("listen_addresses".into(), listen.clone()));
     }
     pairs.push(("data_directory".into(), cli.data_dir.display().to_string()));
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(path, text)| (path.as_str(), text.as_str()))
-        .collect();
-    ServerSettings::load_files(&files, &pairs).map_err(|e| e.to_string().trim_end().to_string())
+    ServerSettings::load_files(&config_reload::as_pairs(&files), &pairs)
+        .map_err(|e| e.to_string().trim_end().to_string())
+}
+
+/// `kill -HUP` (`pg_ctl reload`): the configuration files are read again, as
+/// `pg_reload_conf()` does.
+async fn reload_on_sighup() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+    while hup.recv().await.is_some() {
+        if let Err(e) = config_reload::reload() {
+            tracing::warn!("{e}");
+        }
+    }
 }
 
 async fn shutdown_signal() {

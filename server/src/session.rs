@@ -72,6 +72,8 @@ pub struct Session {
     pub pid: i32,
     pub user: String,
     pub settings: SessionSettings,
+    /// The configuration generation (`config_reload`) its settings reflect.
+    config_generation: u64,
     pub txn: TxnBlock,
     df_state: SessionState,
     /// `df_state`'s configuration without its catalogs and functions: what a statement
@@ -133,6 +135,7 @@ impl Session {
             pid,
             user,
             settings,
+            config_generation: crate::config_reload::generation(),
             txn: TxnBlock::default(),
             df_state,
             generic_plan_state,
@@ -150,6 +153,21 @@ impl Session {
             work_mem,
             temp_files,
             temp,
+        }
+    }
+
+    /// Before a statement: the server's values after a `pg_reload_conf()` this session has
+    /// not yet adopted, unless it is inside a transaction block (then at its first
+    /// statement after the block). See `config_reload`.
+    pub fn adopt_reloaded_configuration(&mut self) {
+        let generation = crate::config_reload::generation();
+        if generation == self.config_generation {
+            return;
+        }
+        if let Some((server, generation)) = crate::config_reload::current() {
+            if self.settings.adopt_reloaded(&server) {
+                self.config_generation = generation;
+            }
         }
     }
 

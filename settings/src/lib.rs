@@ -97,7 +97,7 @@ pub use config_file::{
     parse_config_file, parse_name_value, parse_startup_options, ConfigFileEntry,
 };
 pub use error::{sqlstate, SettingError};
-pub use server::{ServerSettings, StartupError};
+pub use server::{Reloaded, ServerSettings, StartupError};
 pub use session::{PgSettingsRow, SessionSettings};
 pub use table::{flags, Context, SettingDef, SettingKind, StringCheck, SETTINGS};
 pub use units::Unit;

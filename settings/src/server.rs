@@ -2,7 +2,7 @@
 //! `iolab.conf`, then the command line, then what the server itself determines (its data
 //! directory, computed defaults) — from which every session starts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -23,6 +23,23 @@ pub struct ServerSettings {
     pub(crate) placeholders: BTreeMap<String, (String, Assigned)>,
     /// The next `nondefault_since` stamp.
     pub(crate) next_nondefault_stamp: u64,
+    /// The defaults the server computed at start, by index (what a value dropped from the
+    /// configuration file returns to at a reload).
+    dynamic_defaults: BTreeMap<usize, Value>,
+    /// Settings whose configuration file value changed since start but apply only at a
+    /// restart (`pg_settings.pending_restart`).
+    pub(crate) pending_restart: BTreeSet<usize>,
+}
+
+/// What [`ServerSettings::reload`] found.
+#[derive(Clone, Debug)]
+pub struct Reloaded {
+    /// The server's values from now on.
+    pub settings: ServerSettings,
+    /// Settings that took a new value (canonical name, value as SHOW prints it).
+    pub changed: Vec<(&'static str, String)>,
+    /// Settings whose new value waits for a restart.
+    pub needs_restart: Vec<&'static str>,
 }
 
 /// Why the server cannot start with the given configuration. `errors` holds every problem
@@ -63,6 +80,8 @@ impl ServerSettings {
             values: SETTINGS.iter().map(Assigned::boot).collect(),
             placeholders: BTreeMap::new(),
             next_nondefault_stamp: 0,
+            dynamic_defaults: BTreeMap::new(),
+            pending_restart: BTreeSet::new(),
         }
     }
 
@@ -168,12 +187,83 @@ impl ServerSettings {
     /// unless the file or command line set the setting. The source still shows `default`.
     pub fn set_dynamic_default(&mut self, name: &str, value: &str) -> Result<(), SettingError> {
         let index = table_index(name).ok_or_else(|| SettingError::unrecognized(name))?;
+        let parsed = value::parse_value(&SETTINGS[index], value, Some(&self.values[index].value))?;
+        self.dynamic_defaults.insert(index, parsed.clone());
         if self.values[index].source > Source::DynamicDefault {
             return Ok(());
         }
-        let parsed = value::parse_value(&SETTINGS[index], value, Some(&self.values[index].value))?;
         self.store(index, parsed, Source::DynamicDefault, None);
         Ok(())
+    }
+
+    /// The values after the configuration files (`(path, text)`, in the order of
+    /// [`ServerSettings::load_files`]) were read again, as `pg_reload_conf()` asks. Only
+    /// settings whose value came from a file or a default take the files' new value (or,
+    /// when no file sets them any more, their default); the command line and the server's
+    /// own overrides still win. Settings iolab's processes read once at start (contexts
+    /// `postmaster` and `sighup`) keep their value and are listed in `needs_restart`. A
+    /// file with an error changes nothing.
+    pub fn reload(&self, config_files: &[(&str, &str)]) -> Result<Reloaded, StartupError> {
+        let mut from_files = ServerSettings::defaults();
+        for (path, text) in config_files {
+            from_files.apply_config_file(path, text)?;
+        }
+        let mut next = self.clone();
+        let mut changed = Vec::new();
+        let mut needs_restart = Vec::new();
+        for (index, def) in SETTINGS.iter().enumerate() {
+            let running = &self.values[index];
+            if running.source > Source::ConfigurationFile || def.context == Context::Internal {
+                continue;
+            }
+            let wanted = match &from_files.values[index] {
+                file if file.source == Source::ConfigurationFile => file.clone(),
+                _ => self.start_default(index),
+            };
+            if wanted.value == running.value {
+                next.values[index].source = wanted.source;
+                next.values[index].location = wanted.location;
+                next.pending_restart.remove(&index);
+                continue;
+            }
+            if matches!(def.context, Context::Postmaster | Context::Sighup) {
+                needs_restart.push(def.name);
+                next.pending_restart.insert(index);
+                continue;
+            }
+            changed.push((def.name, value::show_value(def, &wanted.value)));
+            if wanted.source == Source::ConfigurationFile {
+                next.store(index, wanted.value, wanted.source, wanted.location);
+            } else {
+                next.values[index] = wanted;
+            }
+        }
+        // Custom settings: the files' own, then those the command line set.
+        let kept = self
+            .placeholders
+            .iter()
+            .filter(|(_, (_, a))| a.source > Source::ConfigurationFile);
+        next.placeholders = from_files.placeholders.clone();
+        next.placeholders
+            .extend(kept.map(|(key, entry)| (key.clone(), entry.clone())));
+        Ok(Reloaded {
+            settings: next,
+            changed,
+            needs_restart,
+        })
+    }
+
+    /// Setting `index` as it was before any file or command line set it.
+    fn start_default(&self, index: usize) -> Assigned {
+        match self.dynamic_defaults.get(&index) {
+            Some(value) => Assigned {
+                value: value.clone(),
+                source: Source::DynamicDefault,
+                location: None,
+                nondefault_since: None,
+            },
+            None => Assigned::boot(&SETTINGS[index]),
+        }
     }
 
     /// A value as SHOW prints it (`shared_buffers` → `128MB`).

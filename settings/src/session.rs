@@ -3,7 +3,7 @@
 //! transaction levels that undo `SET` on rollback and `SET LOCAL` at transaction end (see the
 //! crate documentation for the picture).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::config_file::parse_startup_options;
@@ -117,6 +117,8 @@ pub struct SessionSettings {
     next_nondefault_stamp: u64,
     /// The user the connection authenticated as.
     session_user: String,
+    /// Indexes of the settings whose new file value waits for a restart.
+    pending_restart: Arc<BTreeSet<usize>>,
 }
 
 impl SessionSettings {
@@ -141,10 +143,37 @@ impl SessionSettings {
             reported: Vec::new(),
             next_nondefault_stamp: server.next_nondefault_stamp,
             session_user: String::new(),
+            pending_restart: Arc::new(server.pending_restart.clone()),
         };
         // Outside a transaction PostgreSQL shows these with source `override` too.
         session.take_transaction_characteristics_from_defaults();
         session
+    }
+
+    /// Takes the server's values after a configuration reload (`pg_reload_conf()`), as a
+    /// PostgreSQL backend does between commands: every setting this session did not set
+    /// itself (its value, and what RESET returns to, came from a file or a default) takes
+    /// the server's. Settings fixed at connection start (contexts `backend`,
+    /// `superuser-backend`) or server start keep theirs. Inside a transaction block nothing
+    /// changes and `false` is returned: the caller tries again after it.
+    pub fn adopt_reloaded(&mut self, server: &ServerSettings) -> bool {
+        if self.in_transaction() {
+            return false;
+        }
+        let slots = Arc::make_mut(&mut self.slots);
+        for ((def, slot), wanted) in SETTINGS.iter().zip(slots.iter_mut()).zip(&server.values) {
+            if !matches!(def.context, Context::User | Context::Superuser) {
+                continue;
+            }
+            if slot.reset.source <= Source::ConfigurationFile {
+                slot.reset = wanted.clone();
+            }
+            if slot.current.source <= Source::ConfigurationFile {
+                slot.current = wanted.clone();
+            }
+        }
+        self.pending_restart = Arc::new(server.pending_restart.clone());
+        true
     }
 
     /// Records who logged in: sets `session_authorization` and `is_superuser` (both reported
@@ -245,10 +274,11 @@ impl SessionSettings {
         SETTINGS
             .iter()
             .zip(self.slots.iter())
-            .filter(|(def, _)| {
+            .enumerate()
+            .filter(|(_, (def, _))| {
                 !def.has(flags::NO_SHOW_ALL) && (superuser || !def.has(flags::SUPERUSER_ONLY))
             })
-            .map(|(def, slot)| {
+            .map(|(index, (def, slot))| {
                 let (min_val, max_val) = match def.kind {
                     SettingKind::Int { min, max, .. } => {
                         (Some(min.to_string()), Some(max.to_string()))
@@ -281,7 +311,7 @@ impl SessionSettings {
                     reset_val: shown(&slot.reset.value),
                     sourcefile: location.map(|l| l.file.clone()),
                     sourceline: location.map(|l| l.line as i32),
-                    pending_restart: false,
+                    pending_restart: self.pending_restart.contains(&index),
                 }
             })
             .collect()

@@ -407,3 +407,52 @@ fn wal_and_checkpoint_settings_load_and_show_as_postgres_does() {
         "1 MB is outside the valid range for parameter \"max_wal_size\" (2 MB .. 2147483647 MB)"
     );
 }
+
+/// A reload takes the files' new values for what came from a file or a default, leaves the
+/// command line's alone, and holds restart-only settings back.
+#[test]
+fn a_reload_changes_what_the_files_set() {
+    let started = "work_mem = '8MB'\nio_max_concurrency = 16\n";
+    let mut server = ServerSettings::load_files(
+        &[(FILE, started)],
+        &[("random_page_cost".to_string(), "2".to_string())],
+    )
+    .unwrap();
+    server
+        .set_dynamic_default("io_max_concurrency", "64")
+        .unwrap();
+    assert_eq!(server.io_max_concurrency(), 16, "the file's");
+    let edited = "work_mem = '16MB'\nrandom_page_cost = 3\nio_method = sync\n";
+    let reloaded = server.reload(&[(FILE, edited)]).unwrap();
+    let next = &reloaded.settings;
+    assert_eq!(next.get("work_mem").unwrap(), "16MB");
+    assert_eq!(
+        next.get("random_page_cost").unwrap(),
+        "2",
+        "the command line wins"
+    );
+    assert_eq!(
+        next.io_max_concurrency(),
+        16,
+        "its default (64) waits for a restart"
+    );
+    assert_eq!(next.get("io_method").unwrap(), "worker", "at a restart");
+    assert_eq!(reloaded.needs_restart, ["io_max_concurrency", "io_method"]);
+    assert_eq!(reloaded.changed, [("work_mem", "16MB".to_string())]);
+    // A session adopts the new value unless it set its own.
+    let mut session = SessionSettings::new(&server);
+    let mut own = SessionSettings::new(&server);
+    own.set("work_mem", "1MB", false).unwrap();
+    assert!(session.adopt_reloaded(next) && own.adopt_reloaded(next));
+    assert_eq!(session.get("work_mem").unwrap(), "16MB");
+    assert_eq!(own.get("work_mem").unwrap(), "1MB");
+    let pending: Vec<&str> = session
+        .pg_settings_rows()
+        .into_iter()
+        .filter(|r| r.pending_restart)
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(pending, ["io_max_concurrency", "io_method"]);
+    // A file with an error changes nothing.
+    assert!(server.reload(&[(FILE, "work_mem = 'lots'\n")]).is_err());
+}

@@ -168,3 +168,77 @@ async fn alter_system_persists_settings_across_a_restart() {
     assert_eq!(show(&client, "work_mem").await, "4MB");
     assert_eq!(show(&client, "io_method").await, "worker");
 }
+
+/// pg_reload_conf() (or SIGHUP) reads the files again: every session takes the new
+/// values of the settings it did not set itself, at its next statement outside a
+/// transaction block; a restart-only setting waits and shows pending_restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_reload_conf_applies_to_every_session() {
+    let server = TestServer::start("reload_conf");
+    let admin = server.client().await;
+    let other = server.client().await;
+    let own = server.client().await;
+    own.batch_execute("SET work_mem = '2MB'").await.unwrap();
+    other.batch_execute("BEGIN").await.unwrap();
+    admin
+        .batch_execute(
+            "ALTER SYSTEM SET work_mem = '8MB';
+             ALTER SYSTEM SET io_method = 'sync';",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        show(&admin, "work_mem").await,
+        "4MB",
+        "not before the reload"
+    );
+    let reloaded = admin
+        .query_one("SELECT pg_reload_conf()", &[])
+        .await
+        .unwrap();
+    assert!(reloaded.get::<_, bool>(0));
+    assert_eq!(show(&admin, "work_mem").await, "8MB");
+    assert_eq!(show(&own, "work_mem").await, "2MB", "its own SET stands");
+    own.batch_execute("RESET work_mem").await.unwrap();
+    assert_eq!(
+        show(&own, "work_mem").await,
+        "8MB",
+        "RESET returns to the file's"
+    );
+    assert_eq!(
+        show(&other, "work_mem").await,
+        "4MB",
+        "not inside its block"
+    );
+    other.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(show(&other, "work_mem").await, "8MB");
+    let new_session = server.client().await;
+    assert_eq!(show(&new_session, "work_mem").await, "8MB");
+    let row = admin
+        .query_one(
+            "SELECT setting, pending_restart FROM pg_settings WHERE name = 'io_method'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, String>(0), row.get::<_, bool>(1)),
+        ("worker".to_string(), true)
+    );
+    // SIGHUP reloads too: the value dropped from the file returns to its default.
+    admin
+        .batch_execute("ALTER SYSTEM RESET work_mem")
+        .await
+        .unwrap();
+    let pid = server.pid().expect("running") as i32;
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    let mut seen = String::new();
+    for _ in 0..100 {
+        seen = show(&admin, "work_mem").await;
+        if seen == "4MB" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(seen, "4MB");
+}

@@ -664,6 +664,25 @@ fn definitions() -> Vec<Def> {
         })
         .volatile()
         .at_plan_time(),
+        // Reads the configuration files again (`config_reload`); true once done, as
+        // PostgreSQL's is once the signal is sent. Superusers only, as in PostgreSQL.
+        def(
+            "pg_reload_conf",
+            0..=0,
+            DataType::Boolean,
+            |ctx, _, rows| {
+                if ctx.settings.lock().get("is_superuser").as_deref() != Ok("on") {
+                    return Err(pg(PgError::new(
+                        sqlstate::INSUFFICIENT_PRIVILEGE,
+                        "permission denied for function pg_reload_conf",
+                    )));
+                }
+                crate::config_reload::reload()
+                    .map_err(|e| pg(PgError::new(sqlstate::FEATURE_NOT_SUPPORTED, e)))?;
+                Ok(vec![V::Bool(true); rows])
+            },
+        )
+        .volatile(),
         def("pg_backend_pid", 0..=0, DataType::Int32, |ctx, _, rows| {
             Ok(vec![V::Int(ctx.pid as i64); rows])
         }),

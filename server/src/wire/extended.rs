@@ -252,6 +252,7 @@ impl ExtendedQueryHandler for ExtendedHandler {
         };
         let shared = session_of(&self.server, client);
         let mut session = shared.lock().await;
+        session.adopt_reloaded_configuration();
         session.report_active(&portal.statement.statement.sql);
         let params =
             bind_params(portal, &session.text_format()).map_err(|e| fail_block(&session, e))?;

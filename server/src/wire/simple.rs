@@ -154,6 +154,7 @@ impl SimpleQueryHandler for SimpleHandler {
         client.set_state(PgWireConnectionState::QueryInProgress);
         let shared = super::session_of(&self.server, client);
         let mut session = shared.lock().await;
+        session.adopt_reloaded_configuration();
         session.report_active(&query.query);
         let cancel_watch = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
             Some(h) => Some(CancelWatch::start(h.start_query().await, &session)),

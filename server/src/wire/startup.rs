@@ -171,7 +171,9 @@ pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
         .cloned()
         .unwrap_or_else(|| "postgres".into());
     let (pid, _) = client.pid_and_secret_key();
-    let mut settings = SessionSettings::new(&server.settings);
+    // The server's values as last reloaded (as started, in a process without files).
+    let reloaded = crate::config_reload::current().map(|(settings, _)| settings);
+    let mut settings = SessionSettings::new(reloaded.as_deref().unwrap_or(&server.settings));
     settings.set_session_user(&user, true);
     for (key, value) in meta {
         let result = match key.as_str() {
