@@ -257,6 +257,66 @@ async fn explain_layouts_and_counts() {
     );
 }
 
+/// A scalar subquery runs first as an `InitPlan` of the node that reads its value, which
+/// expressions name `(InitPlan n).col1`; a table read again in a subquery is named apart
+/// (`u_1`), as in PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scalar_subqueries_are_init_plans() {
+    let server = TestServer::start("explain_initplan");
+    let client = server.client().await;
+    load(&client).await;
+    let plain = plan(
+        &client,
+        "EXPLAIN (COSTS OFF) SELECT count(*) FROM u WHERE a > (SELECT min(a) FROM t) AND b < (SELECT max(b) FROM u)",
+    )
+    .await;
+    assert_eq!(
+        plain,
+        [
+            "Aggregate",
+            "  InitPlan 1",
+            "    ->  Aggregate",
+            "          ->  Seq Scan on t",
+            "  InitPlan 2",
+            "    ->  Aggregate",
+            "          ->  Seq Scan on u u_1",
+            "  ->  Seq Scan on u",
+            "        Filter: ((a > (InitPlan 1).col1) AND (b < (InitPlan 2).col1))",
+        ]
+    );
+    let analyzed = plan(
+        &client,
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) SELECT count(*) FROM u WHERE a > (SELECT max(a) - 10 FROM u)",
+    )
+    .await;
+    assert_eq!(
+        analyzed,
+        [
+            "Aggregate (actual rows=1.00 loops=1)",
+            "  InitPlan 1",
+            "    ->  Aggregate (actual rows=1.00 loops=1)",
+            "          ->  Seq Scan on u u_1 (actual rows=1000.00 loops=1)",
+            "  ->  Seq Scan on u (actual rows=10.00 loops=1)",
+            "        Filter: (a > (InitPlan 1).col1)",
+            "        Rows Removed by Filter: 990",
+        ]
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        &plan(
+            &client,
+            "EXPLAIN (COSTS OFF, FORMAT JSON) SELECT count(*) FROM u WHERE a > (SELECT min(a) FROM t)",
+        )
+        .await
+        .concat(),
+    )
+    .expect("JSON");
+    let init = &json[0]["Plan"]["Plans"][0];
+    assert_eq!(init["Parent Relationship"], "InitPlan", "{json:#}");
+    assert_eq!(init["Subplan Name"], "InitPlan 1");
+    assert_eq!(init["Node Type"], "Aggregate");
+    assert_eq!(json[0]["Plan"]["Plans"][1]["Parent Relationship"], "Outer");
+}
+
 /// The `Hash` node's line under EXPLAIN ANALYZE: `Buckets:` counts the slots of the
 /// table the join built (a direct-address array over a dense integer key, else a hash
 /// table sized for the rows), `Memory Usage:` what it held.

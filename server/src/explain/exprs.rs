@@ -16,14 +16,17 @@ use datafusion::physical_expr::expressions::{
     BinaryExpr, CaseExpr, CastExpr, Column, DynamicFilterPhysicalExpr, InListExpr, IsNotNullExpr,
     IsNullExpr, LikeExpr, Literal, NegativeExpr, NotExpr, TryCastExpr,
 };
+use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 use datafusion::scalar::ScalarValue;
 use iolab_engine::values::arrow_type_name;
 
-/// What an expression is evaluated over: how its column `i` reads, and the input's types.
+/// What an expression is evaluated over: how its column `i` reads, and the input's types;
+/// and the number of the InitPlan that computes a scalar subquery's value.
 pub struct Input<'a> {
     pub column: &'a dyn Fn(usize) -> String,
     pub schema: &'a Schema,
+    pub init_plan: &'a dyn Fn(&ScalarSubqueryExpr) -> Option<usize>,
 }
 
 /// The expression as PostgreSQL prints it.
@@ -34,6 +37,12 @@ pub fn deparse(expr: &Arc<dyn PhysicalExpr>, input: &Input) -> String {
     }
     if let Some(l) = e.downcast_ref::<Literal>() {
         return literal(l.value());
+    }
+    if let Some(s) = e.downcast_ref::<ScalarSubqueryExpr>() {
+        return match (input.init_plan)(s) {
+            Some(n) => format!("(InitPlan {n}).col1"),
+            None => "(InitPlan).col1".into(),
+        };
     }
     if let Some(b) = e.downcast_ref::<BinaryExpr>() {
         if matches!(b.op(), Operator::And | Operator::Or) {

@@ -49,9 +49,11 @@ use datafusion::common::JoinType;
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::functions_table::generate_series::{GenericSeriesState, TimestampValue};
+use datafusion::logical_expr::physical_planning_context::ScalarSubqueryResults;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::expressions::Literal;
+use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
 use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::empty::EmptyExec;
@@ -64,6 +66,7 @@ use datafusion::physical_plan::limit::GlobalLimitExec;
 use datafusion::physical_plan::memory::LazyMemoryExec;
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
 use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::scalar_subquery::{ScalarSubqueryExec, ScalarSubqueryLink};
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::union::{InterleaveExec, UnionExec};
 use datafusion::physical_plan::windows::{BoundedWindowAggExec, WindowAggExec};
@@ -107,6 +110,9 @@ pub struct Mapper<'a> {
     prefix_scan: bool,
     /// Qualify columns in `Output:` (more than one relation).
     prefix_output: bool,
+    /// The scalar subqueries run before their plan (DataFusion's `ScalarSubqueryExec`), in
+    /// plan order, as the expressions that read their values: `InitPlan n` is entry n − 1.
+    init_plans: Vec<ScalarSubqueryExpr>,
 }
 
 /// A scan of a set-returning function, as the query names it.
@@ -200,16 +206,29 @@ impl<'a> Mapper<'a> {
         let mut aliases = HashMap::new();
         let mut functions = HashMap::new();
         let mut relations = 0;
+        let mut init_plans = Vec::new();
         let mut walk_stack = vec![root];
         while let Some(plan) = walk_stack.pop() {
             let (inner, _) = peel(plan);
+            if let Some(s) = inner.downcast_ref::<ScalarSubqueryExec>() {
+                let links = s.subqueries().iter();
+                init_plans.extend(links.map(|l| subquery_value(s.results(), l)));
+            }
             if let Some((table, _)) = scanned_table(inner.as_ref()) {
                 relations += 1;
                 let alias = match logical_aliases.iter().position(|n| n.table == table.name) {
                     Some(i) => logical_aliases.remove(i).alias,
                     None => table.name.clone(),
                 };
-                aliases.insert(address(inner.as_ref()), alias);
+                // A name used already (the same table in a subquery) gets `_1`, `_2` …, as
+                // PostgreSQL names it in EXPLAIN.
+                let taken = |name: &String| aliases.values().any(|a| a == name);
+                let unique = (1..)
+                    .map(|n| format!("{alias}_{n}"))
+                    .find(|candidate| !taken(candidate))
+                    .filter(|_| taken(&alias))
+                    .unwrap_or(alias);
+                aliases.insert(address(inner.as_ref()), unique);
             } else if let Some(function) = series_function(inner.as_ref()) {
                 relations += 1;
                 let called = format!("{function}()");
@@ -243,6 +262,7 @@ impl<'a> Mapper<'a> {
             prefix_upper: relations > 1 || opts.verbose,
             prefix_scan: opts.verbose,
             prefix_output: relations > 1,
+            init_plans,
         }
     }
 
@@ -258,9 +278,17 @@ impl<'a> Mapper<'a> {
         let (_, top_stats) = peel(top);
         let mut filters: Vec<(&FilterExec, Option<&Arc<NodeStats>>)> = Vec::new();
         let mut fetch = None;
+        let mut init_plans = Vec::new();
         let mut cur = plan;
         loop {
             let (inner, stats) = peel(cur);
+            // Scalar subqueries run first, then pass their input through: the input is the
+            // node, the subqueries its InitPlans.
+            if let Some(s) = inner.downcast_ref::<ScalarSubqueryExec>() {
+                init_plans.extend(s.subqueries().iter().map(|l| (s.results(), l)));
+                cur = s.input();
+                continue;
+            }
             if let Some(f) = inner.downcast_ref::<FilterExec>() {
                 fetch = fetch.or(f.fetch());
                 filters.push((f, stats));
@@ -344,6 +372,16 @@ impl<'a> Mapper<'a> {
                 .unwrap_or(node.details.len());
             node.details.splice(at..at, filter_details);
         }
+        let init_plans = init_plans.into_iter().map(|(results, link)| {
+            let number = self.init_plan_number(&subquery_value(results, link));
+            let mut plan = self.slot(&link.plan, false);
+            plan.subplan_name = Some(format!("InitPlan {}", number.unwrap_or(0)));
+            Child {
+                relationship: "InitPlan",
+                node: plan,
+            }
+        });
+        node.children.splice(0..0, init_plans.collect::<Vec<_>>());
         match fetch {
             Some(n) if !under_limit => {
                 let costs = node.costs.map(|c| costs::limit(c, 0, Some(n)));
@@ -1094,6 +1132,7 @@ impl<'a> Mapper<'a> {
             &Input {
                 column: &column,
                 schema: &schema,
+                init_plan: &|s| self.init_plan_number(s),
             },
         )
     }
@@ -1178,6 +1217,7 @@ impl<'a> Mapper<'a> {
         let input = Input {
             column: &column,
             schema: f.schema(),
+            init_plan: &|s| self.init_plan_number(s),
         };
         deparse_qual(&quals, &input).map(|text| Detail::Expr {
             label: "Join Filter",
@@ -1221,8 +1261,15 @@ impl<'a> Mapper<'a> {
             &Input {
                 column: &column,
                 schema: &schema,
+                init_plan: &|s| self.init_plan_number(s),
             },
         )
+    }
+
+    /// `n` of the `InitPlan n` whose value `value` reads.
+    fn init_plan_number(&self, value: &ScalarSubqueryExpr) -> Option<usize> {
+        let at = self.init_plans.iter().position(|v| v == value)?;
+        Some(at + 1)
     }
 
     fn alias(&self, scan: &dyn ExecutionPlan, table: &str) -> String {
@@ -1720,4 +1767,19 @@ pub fn scans_done(plan: &Arc<dyn ExecutionPlan>) -> bool {
         return false;
     }
     inner.children().into_iter().all(scans_done)
+}
+
+/// The expression that reads the value of subquery `link` (equal to the plan's own: the
+/// same results and index).
+fn subquery_value(
+    results: &ScalarSubqueryResults,
+    link: &ScalarSubqueryLink,
+) -> ScalarSubqueryExpr {
+    let field = link.plan.schema().field(0).clone();
+    ScalarSubqueryExpr::new(
+        field.data_type().clone(),
+        field.is_nullable(),
+        link.index,
+        results.clone(),
+    )
 }

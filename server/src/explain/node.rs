@@ -17,6 +17,9 @@ pub struct PlanNode {
     /// Aggregates: `Strategy` (`Plain`, `Hashed`, `Sorted`) and `Partial Mode` (`Simple`).
     pub strategy: Option<&'static str>,
     pub partial_mode: Option<&'static str>,
+    /// A scalar subquery's plan: `InitPlan 1` (`Subplan Name`), printed as the label above it
+    /// in text; its parent relationship is `InitPlan`.
+    pub subplan_name: Option<String>,
     /// ModifyTable: `Operation` (`Insert`).
     pub operation: Option<&'static str>,
     /// Joins: `Join Type` (`Inner`, `Left`, `Right`, `Full`, `Semi`, `Anti`, `Right Semi` …).

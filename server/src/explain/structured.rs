@@ -83,6 +83,9 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
     if let Some(r) = relationship {
         em.text("Parent Relationship", r);
     }
+    if let Some(name) = &n.subplan_name {
+        em.text("Subplan Name", name);
+    }
     em.boolean("Parallel Aware", false);
     em.boolean("Async Capable", false);
     if let Some(index) = &n.index {

@@ -211,7 +211,13 @@ fn node(out: &mut Vec<String>, n: &PlanNode, mut indent: usize) {
         wal(out, w, indent);
     }
     for child in &n.children {
-        node(out, &child.node, indent);
+        match &child.node.subplan_name {
+            Some(name) => {
+                out.push(format!("{}{name}", spaces(indent)));
+                node(out, &child.node, indent + 1);
+            }
+            None => node(out, &child.node, indent),
+        }
     }
 }
 

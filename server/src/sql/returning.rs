@@ -284,6 +284,7 @@ impl Returning {
         let input = crate::explain::exprs::Input {
             column: &column,
             schema: &self.input,
+            init_plan: &|_| None,
         };
         self.exprs
             .iter()
