@@ -15,6 +15,12 @@
 //! | 42703 | `column "a" does not exist`, `column t.a does not exist` | `a`, `t.a` |
 //! | 42883 | `function f(integer) does not exist`, `function f does not exist` | `f`, followed by `(` |
 //!
+//! A constant that does not read as its type (22P02 `invalid input syntax for type integer:
+//! "abc"`, 22007 for dates and times, 22008 `date/time field value out of range: "…"`) is
+//! found as the string constant with that text, the
+//! literal PostgreSQL's parser coerced; a value from a table matches no constant and stays
+//! without a position.
+//!
 //! PostgreSQL gives these positions for the statements its parse analysis reads (queries,
 //! INSERT, UPDATE, DELETE, MERGE, and EXPLAIN or DECLARE of them), not for utility
 //! statements (`CREATE INDEX ON nosuch (a)` has no caret); so does iolab, by the
@@ -31,7 +37,7 @@ pub fn locate(mut err: PgError, text: &str, whole: &str, offset: usize) -> PgErr
     if err.position.is_some() {
         return err;
     }
-    let Some((name, call)) = named_in(&err.code, &err.message) else {
+    let Some(target) = target_of(err.code, &err.message) else {
         return err;
     };
     let Ok(tokens) = tokenize(text, usize::MAX) else {
@@ -40,7 +46,14 @@ pub fn locate(mut err: PgError, text: &str, whole: &str, offset: usize) -> PgErr
     if !analyzed(&tokens) {
         return err;
     }
-    if let Some(at) = find_name(&tokens, &name, call) {
+    let found = match target {
+        Target::Name { parts, call } => find_name(&tokens, &parts, call),
+        Target::Constant(value) => tokens
+            .iter()
+            .find(|t| matches!(&t.tok, Tok::Str(s) if *s == value))
+            .map(|t| t.at),
+    };
+    if let Some(at) = found {
         let before = whole.get(..offset).map_or(0, |s| s.chars().count());
         err.position = Some(before + text[..at].chars().count() + 1);
     }
@@ -74,9 +87,22 @@ fn analyzed(tokens: &[Token]) -> bool {
     )
 }
 
-/// The name an error is about, split into its parts, and whether it is a function's (a
-/// call: `(` follows it).
-fn named_in(code: &str, message: &str) -> Option<(Vec<String>, bool)> {
+/// What an error points at.
+enum Target {
+    /// A name, split into its parts; with `call`, a function's (`(` follows it).
+    Name { parts: Vec<String>, call: bool },
+    /// A string constant's text.
+    Constant(String),
+}
+
+fn target_of(code: &str, message: &str) -> Option<Target> {
+    if matches!(code, "22P02" | "22007" | "22008") {
+        let rest = message
+            .strip_prefix("invalid input syntax for type ")
+            .or_else(|| message.strip_prefix("date/time field value out of range"))?;
+        let value = rest.split_once(": \"")?.1.strip_suffix('"')?;
+        return Some(Target::Constant(value.to_string()));
+    }
     let (name, call) = match code {
         "42P01" => (between(message, "relation \"", "\" does not exist")?, false),
         "42703" => match between(message, "column \"", "\" does not exist") {
@@ -90,7 +116,7 @@ fn named_in(code: &str, message: &str) -> Option<(Vec<String>, bool)> {
         _ => return None,
     };
     let parts: Vec<String> = name.split('.').map(str::to_string).collect();
-    (!parts.iter().any(String::is_empty)).then_some((parts, call))
+    (!parts.iter().any(String::is_empty)).then_some(Target::Name { parts, call })
 }
 
 fn between(message: &str, start: &str, end: &str) -> Option<String> {
@@ -178,6 +204,21 @@ mod tests {
         // Utility statements have no positions.
         assert_eq!(missing("CREATE INDEX ON nosuch (a)"), None);
         assert_eq!(missing("(SELECT * FROM nosuch)"), Some(16));
+    }
+
+    #[test]
+    fn constants_that_do_not_read_point_at_their_literal() {
+        let bad = |code, message, sql| position(code, message, sql);
+        let int = "invalid input syntax for type integer: \"abc\"";
+        assert_eq!(
+            bad("22P02", int, "SELECT a FROM t WHERE b = 'x' OR a = 'abc'"),
+            Some(38)
+        );
+        assert_eq!(bad("22P02", int, "SELECT 'abc'::int"), Some(8));
+        // A table's value: no constant holds it.
+        assert_eq!(bad("22P02", int, "SELECT s::int FROM t"), None);
+        let date = "invalid input syntax for type date: \"soon\"";
+        assert_eq!(bad("22007", date, "SELECT date 'soon'"), Some(13));
     }
 
     #[test]

@@ -90,7 +90,10 @@ impl QueryParser for PrepareParser {
         let session = session.lock().await;
         let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
         let parsed = sql::parse_in_session(&text, sql, stmt.offset, &session.text_format())
-            .map_err(|e| fail_block(&session, e))?;
+            .map_err(|e| {
+                let e = crate::error_position::locate(e, stmt.text, sql, stmt.offset);
+                fail_block(&session, e)
+            })?;
         let Description { params, schema } =
             describe(&session, &parsed, types).await.map_err(|e| {
                 let e = crate::error_position::locate(e, stmt.text, sql, stmt.offset);

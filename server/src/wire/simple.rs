@@ -240,7 +240,12 @@ where
                 .map_err(|e| crate::error_position::locate(e, stmt.text, query, stmt.offset)),
             Err(e) => {
                 session.txn.fail_if_in_block();
-                Err(e)
+                Err(crate::error_position::locate(
+                    e,
+                    stmt.text,
+                    query,
+                    stmt.offset,
+                ))
             }
         };
         send_notices(client, &notices).await?;
