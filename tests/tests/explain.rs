@@ -388,6 +388,26 @@ async fn hash_node_reports_its_table() {
         !planned.iter().any(|l| l.contains("Buckets:")),
         "{planned:#?}"
     );
+    // Analyzed, the join's rows come from pg_stats as PostgreSQL's do: t.a has 10 000
+    // values, u.a 1000, so 200 000 × 1000 / 10 000 (the 20 000 it returns); a semi join
+    // keeps t's rows whose value u holds, a tenth.
+    client.batch_execute("ANALYZE t; ANALYZE u").await.unwrap();
+    let estimated = plan(&client, "EXPLAIN SELECT count(*) FROM t JOIN u USING (a)").await;
+    // (ANALYZE samples 30 000 rows, so its count of t.a's values is near 10 000.)
+    let near = |line: &str| {
+        let rows = number_after(line, " rows=").expect("rows");
+        (19_000.0..=21_000.0).contains(&rows)
+    };
+    assert!(near(&estimated[1]), "{estimated:#?}");
+    let semi = plan(
+        &client,
+        "EXPLAIN SELECT * FROM t WHERE a IN (SELECT a FROM u)",
+    )
+    .await;
+    assert!(
+        semi[0].starts_with("Hash Semi Join") && near(&semi[0]),
+        "{semi:#?}"
+    );
     // FORMAT JSON: PostgreSQL's keys.
     let json: serde_json::Value = serde_json::from_str(
         &plan(

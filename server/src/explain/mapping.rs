@@ -590,10 +590,16 @@ impl<'a> Mapper<'a> {
             } else {
                 ("HashAggregate", "Hashed")
             };
+            let group_columns: Vec<Option<costs::ColumnEstimate>> = src
+                .group_expr()
+                .expr()
+                .iter()
+                .map(|(e, _)| self.expr_estimate(e, input))
+                .collect();
             let c = costs::aggregate(
                 p,
                 self.child_costs(&child),
-                keys.len(),
+                &group_columns,
                 src.aggr_expr().len(),
                 width,
             );
@@ -698,13 +704,20 @@ impl<'a> Mapper<'a> {
                 text: and_list(conds),
             }];
             details.extend(self.join_filter(j.filter(), j.left(), j.right()));
-            let c = costs::hash_join(
-                p,
-                self.child_costs(&probe),
-                self.child_costs(&build),
-                j.on().len(),
-                width,
-            );
+            let jt = pg_join_type(j.join_type(), true);
+            let (outer_costs, inner_costs) = (self.child_costs(&probe), self.child_costs(&build));
+            let clauses: Vec<costs::JoinClause> = j
+                .on()
+                .iter()
+                .map(|(l, r)| {
+                    (
+                        self.expr_estimate(r, j.right()),
+                        self.expr_estimate(l, j.left()),
+                    )
+                })
+                .collect();
+            let rows = costs::join_rows(&outer_costs, &inner_costs, &clauses, jt);
+            let c = costs::hash_join(p, outer_costs, inner_costs, j.on().len(), rows, width);
             let hash_space = self.operators(&[stats]).map(|space| {
                 let slots = (metrics::counter(inner.as_ref(), "array_map_created_count") > 0)
                     .then(|| peel(j.left()).1.and_then(|s| s.build_keys.slots()))
@@ -734,7 +747,6 @@ impl<'a> Mapper<'a> {
                 },
                 Buffers::default(),
             );
-            let jt = pg_join_type(j.join_type(), true);
             let node = PlanNode {
                 node_type: "Hash Join".into(),
                 text_name: join_name("Hash", jt),
@@ -782,14 +794,20 @@ impl<'a> Mapper<'a> {
                 text: and_list(conds),
             }];
             details.extend(self.join_filter(j.filter().as_ref(), j.left(), j.right()));
-            let c = costs::hash_join(
-                p,
-                self.child_costs(&left),
-                self.child_costs(&right),
-                j.on().len(),
-                width,
-            );
             let jt = pg_join_type(&j.join_type(), false);
+            let (outer_costs, inner_costs) = (self.child_costs(&left), self.child_costs(&right));
+            let clauses: Vec<costs::JoinClause> = j
+                .on()
+                .iter()
+                .map(|(l, r)| {
+                    (
+                        self.expr_estimate(l, j.left()),
+                        self.expr_estimate(r, j.right()),
+                    )
+                })
+                .collect();
+            let rows = costs::join_rows(&outer_costs, &inner_costs, &clauses, jt);
+            let c = costs::hash_join(p, outer_costs, inner_costs, j.on().len(), rows, width);
             let node = PlanNode {
                 node_type: "Merge Join".into(),
                 text_name: join_name("Merge", jt),
@@ -1264,6 +1282,77 @@ impl<'a> Mapper<'a> {
                 init_plan: &|s| self.init_plan_number(s),
             },
         )
+    }
+
+    /// What `pg_stats` says of the column expression `e` reads over `over` (None for any
+    /// other expression).
+    fn expr_estimate(
+        &self,
+        e: &Arc<dyn PhysicalExpr>,
+        over: &Arc<dyn ExecutionPlan>,
+    ) -> Option<costs::ColumnEstimate> {
+        let column = e.downcast_ref::<datafusion::physical_expr::expressions::Column>()?;
+        self.column_estimate(over, column.index())
+    }
+
+    /// What `pg_stats` says of output column `col` of `plan`: the column is followed down
+    /// through nodes that pass their input's columns on (wrappers, filters, sorts, limits,
+    /// projections of a column, joins) to the table a scan reads.
+    fn column_estimate(
+        &self,
+        plan: &Arc<dyn ExecutionPlan>,
+        col: usize,
+    ) -> Option<costs::ColumnEstimate> {
+        let (inner, _) = peel(plan);
+        if let Some((table, projection)) = scanned_table(inner.as_ref()) {
+            let attnum = i16::try_from(*projection.get(col)? + 1).ok()?;
+            let stats = self.db.catalog.table_statistics(table.oid)?;
+            let c = stats.columns.get(&attnum)?;
+            return Some(costs::ColumnEstimate {
+                distinct: c.distinct_count(table.reltuples)?,
+                null_frac: c.null_frac as f64,
+            });
+        }
+        if let Some(p) = inner.downcast_ref::<ProjectionExec>() {
+            let (e, _) = p.expr().get(col).map(|e| (&e.expr, ()))?;
+            return self.expr_estimate(e, p.input());
+        }
+        if let Some(f) = inner.downcast_ref::<FilterExec>() {
+            let col = match f.projection() {
+                Some(p) => *p.get(col)?,
+                None => col,
+            };
+            return self.column_estimate(f.input(), col);
+        }
+        if let Some(j) = inner.downcast_ref::<HashJoinExec>() {
+            let col = match &j.projection {
+                Some(p) => *p.get(col)?,
+                None => col,
+            };
+            let left = j.left().schema().fields().len();
+            return match j.join_type() {
+                JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full => {
+                    if col < left {
+                        self.column_estimate(j.left(), col)
+                    } else {
+                        self.column_estimate(j.right(), col - left)
+                    }
+                }
+                JoinType::LeftSemi | JoinType::LeftAnti | JoinType::LeftMark => {
+                    self.column_estimate(j.left(), col)
+                }
+                JoinType::RightSemi | JoinType::RightAnti | JoinType::RightMark => {
+                    self.column_estimate(j.right(), col)
+                }
+            };
+        }
+        // A node with one input and the input's columns passes them on.
+        match inner.children().as_slice() {
+            [child] if child.schema().fields() == inner.schema().fields() => {
+                self.column_estimate(child, col)
+            }
+            _ => None,
+        }
     }
 
     /// `n` of the `InitPlan n` whose value `value` reads.
