@@ -998,6 +998,7 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
         Arc::new(sql::subquery_predicates::SubqueryPredicatesRule),
     );
     rules.push(Arc::new(sql::session_time::SessionTimeRule));
+    rules.push(Arc::new(sql::checked_arithmetic::CheckedArithmeticRule));
     rules
 }
 

@@ -21,6 +21,8 @@ use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 use datafusion::scalar::ScalarValue;
 use iolab_engine::values::arrow_type_name;
 
+use crate::sql::checked_arithmetic::CheckedArithmetic;
+
 /// What an expression is evaluated over: how its column `i` reads, and the input's types;
 /// and the number of the InitPlan that computes a scalar subquery's value.
 pub struct Input<'a> {
@@ -117,6 +119,9 @@ pub fn deparse(expr: &Arc<dyn PhysicalExpr>, input: &Input) -> String {
     }
     if let Some(f) = e.downcast_ref::<ScalarFunctionExpr>() {
         let args: Vec<String> = f.args().iter().map(|a| deparse(a, input)).collect();
+        if let (Some(op), [l, r]) = (CheckedArithmetic::op_named(f.name()), args.as_slice()) {
+            return format!("({l} {} {r})", op.symbol());
+        }
         return format!("{}({})", f.name(), args.join(", "));
     }
     e.to_string()

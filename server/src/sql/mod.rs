@@ -27,6 +27,7 @@ pub mod alter_system;
 pub mod alter_table;
 pub mod array_text;
 pub mod bind;
+pub mod checked_arithmetic;
 pub mod colnames;
 pub mod constraints;
 pub mod ctas_columns;
