@@ -706,16 +706,8 @@ impl<'a> Mapper<'a> {
             details.extend(self.join_filter(j.filter(), j.left(), j.right()));
             let jt = pg_join_type(j.join_type(), true);
             let (outer_costs, inner_costs) = (self.child_costs(&probe), self.child_costs(&build));
-            let clauses: Vec<costs::JoinClause> = j
-                .on()
-                .iter()
-                .map(|(l, r)| {
-                    (
-                        self.expr_estimate(r, j.right()),
-                        self.expr_estimate(l, j.left()),
-                    )
-                })
-                .collect();
+            let keys = j.on().iter().map(|(l, r)| (r, l));
+            let clauses = self.join_clauses(keys, j.right(), j.left());
             let rows = costs::join_rows(&outer_costs, &inner_costs, &clauses, jt);
             let c = costs::hash_join(p, outer_costs, inner_costs, j.on().len(), rows, width);
             let hash_space = self.operators(&[stats]).map(|space| {
@@ -796,16 +788,8 @@ impl<'a> Mapper<'a> {
             details.extend(self.join_filter(j.filter().as_ref(), j.left(), j.right()));
             let jt = pg_join_type(&j.join_type(), false);
             let (outer_costs, inner_costs) = (self.child_costs(&left), self.child_costs(&right));
-            let clauses: Vec<costs::JoinClause> = j
-                .on()
-                .iter()
-                .map(|(l, r)| {
-                    (
-                        self.expr_estimate(l, j.left()),
-                        self.expr_estimate(r, j.right()),
-                    )
-                })
-                .collect();
+            let keys = j.on().iter().map(|(l, r)| (l, r));
+            let clauses = self.join_clauses(keys, j.left(), j.right());
             let rows = costs::join_rows(&outer_costs, &inner_costs, &clauses, jt);
             let c = costs::hash_join(p, outer_costs, inner_costs, j.on().len(), rows, width);
             let node = PlanNode {
@@ -1282,6 +1266,18 @@ impl<'a> Mapper<'a> {
                 init_plan: &|s| self.init_plan_number(s),
             },
         )
+    }
+
+    /// What is known of each `(outer key, inner key)` pair of a join, the keys read over
+    /// `outer` and `inner`.
+    fn join_clauses<'k>(
+        &self,
+        keys: impl Iterator<Item = (&'k Arc<dyn PhysicalExpr>, &'k Arc<dyn PhysicalExpr>)>,
+        outer: &Arc<dyn ExecutionPlan>,
+        inner: &Arc<dyn ExecutionPlan>,
+    ) -> Vec<costs::JoinClause> {
+        keys.map(|(o, i)| (self.expr_estimate(o, outer), self.expr_estimate(i, inner)))
+            .collect()
     }
 
     /// What `pg_stats` says of the column expression `e` reads over `over` (None for any

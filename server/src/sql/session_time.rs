@@ -146,8 +146,20 @@ pub fn rewrite_expressions(
     plan: LogicalPlan,
     rewrite: impl Fn(Expr, &[DFSchemaRef]) -> Result<Transformed<Expr>>,
 ) -> Result<LogicalPlan> {
+    rewrite_expressions_of(plan, |_| true, rewrite)
+}
+
+/// [`rewrite_expressions`] in the nodes `applies` accepts only.
+pub fn rewrite_expressions_of(
+    plan: LogicalPlan,
+    applies: impl Fn(&LogicalPlan) -> bool,
+    rewrite: impl Fn(Expr, &[DFSchemaRef]) -> Result<Transformed<Expr>>,
+) -> Result<LogicalPlan> {
     let no_columns = Arc::new(DFSchema::empty());
     plan.transform_up_with_subqueries(|node| {
+        if !applies(&node) {
+            return Ok(Transformed::no(node));
+        }
         let schemas: Vec<DFSchemaRef> = node
             .inputs()
             .iter()

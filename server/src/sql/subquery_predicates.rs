@@ -29,9 +29,10 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{plan_err, Column, DFSchemaRef, ExprSchema, Result, ScalarValue};
 use datafusion::functions_aggregate::count::count_all;
 use datafusion::logical_expr::expr::{Exists, InSubquery};
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{lit, not, when, Expr, LogicalPlan, LogicalPlanBuilder, Subquery};
 use datafusion::optimizer::AnalyzerRule;
+
+use crate::sql::session_time::rewrite_expressions_of;
 
 #[derive(Debug)]
 pub struct SubqueryPredicatesRule;
@@ -44,29 +45,10 @@ impl AnalyzerRule for SubqueryPredicatesRule {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         // Numbers the IN subqueries of the statement.
         let in_subqueries = Cell::new(0);
-        plan.transform_up_with_subqueries(|node| {
-            if matches!(node, LogicalPlan::Filter(_)) {
-                return Ok(Transformed::no(node));
-            }
-            // The schemas that type the node's expressions: its inputs', or its own (a
-            // join's condition).
-            let schemas: Vec<DFSchemaRef> = node
-                .inputs()
-                .iter()
-                .map(|i| i.schema().clone())
-                .chain([node.schema().clone()])
-                .collect();
-            let names = NamePreserver::new(&node);
-            node.map_expressions(|e| {
-                let saved = names.save(&e);
-                let rewritten = e.transform_up(|e| rewrite(e, &schemas, &in_subqueries))?;
-                Ok(match rewritten.transformed {
-                    true => Transformed::yes(saved.restore(rewritten.data)),
-                    false => rewritten,
-                })
-            })
+        let outside_filters = |node: &LogicalPlan| !matches!(node, LogicalPlan::Filter(_));
+        rewrite_expressions_of(plan, outside_filters, |e, schemas| {
+            rewrite(e, schemas, &in_subqueries)
         })
-        .map(|t| t.data)
     }
 }
 
