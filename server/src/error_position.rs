@@ -25,6 +25,10 @@
 //! INSERT, UPDATE, DELETE, MERGE, and EXPLAIN or DECLARE of them), not for utility
 //! statements (`CREATE INDEX ON nosuch (a)` has no caret); so does iolab, by the
 //! statement's first word.
+//!
+//! DataFusion names no argument types for an unknown function (`function f does not
+//! exist`); when every argument is a constant or a cast, they are read off the tokens as
+//! PostgreSQL's parser types them (`function f(integer, unknown) does not exist`).
 
 use iolab_catalog::PgError;
 
@@ -47,7 +51,18 @@ pub fn locate(mut err: PgError, text: &str, whole: &str, offset: usize) -> PgErr
         return err;
     }
     let found = match target {
-        Target::Name { parts, call } => find_name(&tokens, &parts, call),
+        Target::Name { parts, call } => find_name(&tokens, &parts, call).map(|(start, after)| {
+            if call && !err.message.contains('(') {
+                if let Some(types) = argument_types(&tokens[after..]) {
+                    err.message = format!(
+                        "function {}({}) does not exist",
+                        parts.join("."),
+                        types.join(", ")
+                    );
+                }
+            }
+            tokens[start].at
+        }),
         Target::Constant(value) => tokens
             .iter()
             .find(|t| matches!(&t.tok, Tok::Str(s) if *s == value))
@@ -124,10 +139,10 @@ fn between(message: &str, start: &str, end: &str) -> Option<String> {
     Some(rest.strip_suffix(end)?.to_string())
 }
 
-/// The byte offset where `parts` (joined by dots) first stand as a name among a
-/// statement's `tokens`; with `call`, only where `(` follows. Unquoted words come folded
-/// to lower case, as the messages show unquoted names.
-fn find_name(tokens: &[Token], parts: &[String], call: bool) -> Option<usize> {
+/// Where `parts` (joined by dots) first stand as a name among a statement's `tokens`: the
+/// index of its first token and of the token after it; with `call`, only where `(`
+/// follows. Unquoted words come folded to lower case, as the messages show unquoted names.
+fn find_name(tokens: &[Token], parts: &[String], call: bool) -> Option<(usize, usize)> {
     let tok = |i: usize| tokens.get(i).map(|t| &t.tok);
     let is_word =
         |i: usize, part: &str| matches!(tok(i), Some(Tok::Word { text, .. }) if text == part);
@@ -152,9 +167,107 @@ fn find_name(tokens: &[Token], parts: &[String], call: bool) -> Option<usize> {
         if call && tok(at) != Some(&Tok::Punct('(')) {
             continue;
         }
-        return Some(tokens[start].at);
+        return Some((start, at));
     }
     None
+}
+
+/// The types PostgreSQL's parser gives the arguments of the call whose `(` opens `call`,
+/// when each is a constant (`1` integer, `3000000000` bigint, `1.5` numeric, `'x'`
+/// unknown, `NULL` unknown, `true` boolean, `date '…'`) or a cast (`x::int`) to a type
+/// named here; `None` when one is anything else, whose type only planning knows.
+fn argument_types(call: &[Token]) -> Option<Vec<String>> {
+    let mut args: Vec<&[Token]> = Vec::new();
+    let (mut depth, mut start) = (0usize, 1usize);
+    for (i, t) in call.iter().enumerate() {
+        match t.tok {
+            Tok::Punct('(') => depth += 1,
+            Tok::Punct(')') => {
+                depth -= 1;
+                if depth == 0 {
+                    if i > start {
+                        args.push(&call[start..i]);
+                    }
+                    return args.into_iter().map(constant_type).collect();
+                }
+            }
+            Tok::Punct(',') if depth == 1 => {
+                args.push(&call[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn constant_type(arg: &[Token]) -> Option<String> {
+    fn word(t: &Token) -> Option<&str> {
+        match &t.tok {
+            Tok::Word {
+                text,
+                quoted: false,
+            } => Some(text.as_str()),
+            _ => None,
+        }
+    }
+    // A cast: the type after the last `::`.
+    if let Some(i) = (0..arg.len().saturating_sub(2))
+        .rev()
+        .find(|&i| arg[i].tok == Tok::Punct(':') && arg[i + 1].tok == Tok::Punct(':'))
+    {
+        let name: Vec<&str> = arg[i + 2..].iter().map(word).collect::<Option<_>>()?;
+        return type_name(&name.join(" "));
+    }
+    match arg {
+        [t] => match &t.tok {
+            Tok::Number(n) if n.contains(['.', 'e', 'E']) => Some("numeric".into()),
+            Tok::Number(n) => Some(match n.parse::<i64>() {
+                Ok(v) if i32::try_from(v).is_ok() => "integer".into(),
+                Ok(_) => "bigint".into(),
+                Err(_) => "numeric".into(),
+            }),
+            Tok::Str(_) => Some("unknown".into()),
+            Tok::Word {
+                text,
+                quoted: false,
+            } => match text.as_str() {
+                "null" => Some("unknown".into()),
+                "true" | "false" => Some("boolean".into()),
+                _ => None,
+            },
+            _ => None,
+        },
+        // A typed literal: `date '2024-01-01'`.
+        [ty, Token {
+            tok: Tok::Str(_), ..
+        }] => type_name(word(ty)?),
+        _ => None,
+    }
+}
+
+/// PostgreSQL's name of a type as SQL spells it, for the types iolab has.
+fn type_name(spelled: &str) -> Option<String> {
+    Some(
+        match spelled {
+            "int" | "int4" | "integer" => "integer",
+            "int8" | "bigint" => "bigint",
+            "int2" | "smallint" => "smallint",
+            "float8" | "double precision" => "double precision",
+            "float4" | "real" => "real",
+            "numeric" | "decimal" => "numeric",
+            "text" => "text",
+            "varchar" | "character varying" => "character varying",
+            "bool" | "boolean" => "boolean",
+            "date" => "date",
+            "timestamp" => "timestamp without time zone",
+            "timestamptz" => "timestamp with time zone",
+            "interval" => "interval",
+            "regclass" => "regclass",
+            _ => return None,
+        }
+        .to_string(),
+    )
 }
 
 #[cfg(test)]
@@ -204,6 +317,36 @@ mod tests {
         // Utility statements have no positions.
         assert_eq!(missing("CREATE INDEX ON nosuch (a)"), None);
         assert_eq!(missing("(SELECT * FROM nosuch)"), Some(16));
+    }
+
+    #[test]
+    fn an_unknown_call_of_constants_names_their_types() {
+        let message = |sql: &str| {
+            let err = PgError::new("42883", "function nosuch does not exist");
+            locate(err, sql, sql, 0).message
+        };
+        assert_eq!(
+            message("SELECT nosuch(1, -2, 3000000000, 1.5, 'x', NULL, true)"),
+            "function nosuch(integer, integer, bigint, numeric, unknown, unknown, boolean) \
+             does not exist"
+        );
+        assert_eq!(
+            message("SELECT nosuch(a::int8, '1'::double precision, date '2024-01-01', f(2)::text)"),
+            "function nosuch(bigint, double precision, date, text) does not exist"
+        );
+        assert_eq!(
+            message("SELECT nosuch()"),
+            "function nosuch() does not exist"
+        );
+        // An argument only planning could type: the message stays as it was.
+        assert_eq!(
+            message("SELECT nosuch(a) FROM t"),
+            "function nosuch does not exist"
+        );
+        assert_eq!(
+            message("SELECT nosuch(1 + 1)"),
+            "function nosuch does not exist"
+        );
     }
 
     #[test]
