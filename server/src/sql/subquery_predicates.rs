@@ -19,7 +19,9 @@
 //! the second being SQL's three-valued `IN`: true on a match, false over no rows, NULL
 //! when a comparison with a NULL could have matched, else false. `NOT` of either is the
 //! negation. `x` moves into the subquery as outer references, as a correlated subquery's
-//! columns are. Each node keeps its output names.
+//! columns are. Each node keeps its output names. DataFusion decorrelates these scalar
+//! subqueries in a select list only; elsewhere (an aggregate's FILTER, a join's ON) an
+//! uncorrelated one runs once before the plan, and a correlated one is refused (0A000).
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -32,6 +34,9 @@ use datafusion::logical_expr::expr::{Exists, InSubquery};
 use datafusion::logical_expr::{lit, not, when, Expr, LogicalPlan, LogicalPlanBuilder, Subquery};
 use datafusion::optimizer::AnalyzerRule;
 
+use iolab_catalog::PgError;
+
+use crate::pgcatalog::functions::pg;
 use crate::sql::session_time::rewrite_expressions_of;
 
 #[derive(Debug)]
@@ -45,8 +50,25 @@ impl AnalyzerRule for SubqueryPredicatesRule {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         // Numbers the IN subqueries of the statement.
         let in_subqueries = Cell::new(0);
-        let outside_filters = |node: &LogicalPlan| !matches!(node, LogicalPlan::Filter(_));
-        rewrite_expressions_of(plan, outside_filters, |e, schemas| {
+        let projections = |node: &LogicalPlan| matches!(node, LogicalPlan::Projection(_));
+        let plan = rewrite_expressions_of(plan, projections, |e, schemas| {
+            rewrite(e, schemas, &in_subqueries)
+        })?;
+        // Elsewhere (an aggregate's FILTER, a join's ON) DataFusion decorrelates no scalar
+        // subquery: only an uncorrelated one can run there, once, before the plan.
+        let elsewhere = |node: &LogicalPlan| {
+            !matches!(node, LogicalPlan::Filter(_) | LogicalPlan::Projection(_))
+        };
+        rewrite_expressions_of(plan, elsewhere, |e, schemas| {
+            if let Expr::Exists(Exists { subquery, .. })
+            | Expr::InSubquery(InSubquery { subquery, .. }) = &e
+            {
+                if !subquery.outer_ref_columns.is_empty() {
+                    return Err(pg(PgError::unsupported(
+                        "a correlated EXISTS or IN subquery is supported in a select list and in WHERE only",
+                    )));
+                }
+            }
             rewrite(e, schemas, &in_subqueries)
         })
     }
