@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use iolab_catalog::{sqlstate, Catalog, Persistence, PgError, PgResult, TableDef};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 pub use crate::buffer::memory::{HugePageKind, HugePages};
 
@@ -97,6 +97,8 @@ pub struct Database {
     pub wal: Arc<Wal>,
     /// Takes checkpoints (one at a time) and keeps the WAL flushed in the background.
     pub checkpointer: Checkpointer,
+    /// The background writer's options, read at each of its rounds.
+    bgwriter_options: RwLock<crate::buffer::bgwriter::BgWriterOptions>,
     direct_io: bool,
     /// What backs the pool's frames, and how many bytes of them are huge pages.
     huge_page_kind: HugePageKind,
@@ -171,6 +173,7 @@ impl Database {
             vm: Default::default(),
             wal,
             checkpointer: Checkpointer::new(options.checkpoints),
+            bgwriter_options: RwLock::new(options.bgwriter),
             direct_io: options.direct_io,
             huge_page_kind,
             huge_page_bytes,
@@ -193,8 +196,18 @@ impl Database {
             }
         }
         Checkpointer::start_background(&db);
-        crate::buffer::bgwriter::start_background(&db, options.bgwriter);
+        crate::buffer::bgwriter::start_background(&db);
         Ok(db)
+    }
+
+    /// The background writer's options now.
+    pub fn bgwriter_options(&self) -> crate::buffer::bgwriter::BgWriterOptions {
+        *self.bgwriter_options.read()
+    }
+
+    /// New background writer options (a configuration reload), used from its next round.
+    pub fn set_bgwriter_options(&self, options: crate::buffer::bgwriter::BgWriterOptions) {
+        *self.bgwriter_options.write() = options;
     }
 
     pub fn data_dir(&self) -> &Path {

@@ -3,11 +3,13 @@
 //! The files are `iolab.conf` (or `--config`) and then `postgresql.auto.conf` (ALTER
 //! SYSTEM's), both in postgresql.conf syntax. At a reload [`reload`] reads them again and
 //! computes the server's new values (`ServerSettings::reload`: only what came from a file
-//! or a default changes; settings iolab's processes read once at start wait for a restart
-//! and show `pending_restart`). It logs what changed as PostgreSQL does and counts a new
-//! generation; each session compares the generation with the one it has adopted before
-//! its next statement outside a transaction block, and adopts the new values for the
-//! settings it did not set itself (`SessionSettings::adopt_reloaded`).
+//! or a default changes). The background writer and the checkpointer take their new
+//! settings at once ([`LIVE_SIGHUP`]); the other `sighup` settings, read once at start
+//! (`io_workers`, `fsync`, `full_page_writes`, `min_wal_size` …), wait for a restart as the
+//! `postmaster` ones do, and show `pending_restart`. It logs what changed as PostgreSQL
+//! does and counts a new generation; each session compares the generation with the one it
+//! has adopted before its next statement outside a transaction block, and adopts the new
+//! values for the settings it did not set itself (`SessionSettings::adopt_reloaded`).
 //!
 //! A server process has one configuration, as PostgreSQL's postmaster has: it is kept here
 //! once [`init`] has run (the server's start; unit tests never run it, and there
@@ -21,6 +23,23 @@ use iolab_settings::auto_conf::AUTO_CONF_FILE;
 use iolab_settings::ServerSettings;
 use parking_lot::{Mutex, RwLock};
 
+/// The `sighup` settings a reload applies to the running server.
+pub const LIVE_SIGHUP: &[&str] = &[
+    "bgwriter_delay",
+    "bgwriter_flush_after",
+    "bgwriter_lru_maxpages",
+    "bgwriter_lru_multiplier",
+    "checkpoint_completion_target",
+    "checkpoint_flush_after",
+    "checkpoint_timeout",
+    "log_checkpoints",
+    "max_wal_size",
+    "wal_writer_delay",
+];
+
+/// Hands the server's new values to its background processes.
+pub type ApplyToServer = Box<dyn Fn(&ServerSettings) + Send + Sync>;
+
 struct Configuration {
     /// `iolab.conf` or `--config`, when there is one.
     config_file: Option<PathBuf>,
@@ -29,6 +48,7 @@ struct Configuration {
     generation: AtomicU64,
     /// One reload at a time.
     reloading: Mutex<()>,
+    apply: ApplyToServer,
 }
 
 static CONFIGURATION: OnceLock<Configuration> = OnceLock::new();
@@ -66,13 +86,19 @@ pub fn as_pairs(files: &[(String, String)]) -> Vec<(&str, &str)> {
 }
 
 /// Keeps the server's configuration as it started.
-pub fn init(config_file: Option<PathBuf>, data_dir: PathBuf, settings: ServerSettings) {
+pub fn init(
+    config_file: Option<PathBuf>,
+    data_dir: PathBuf,
+    settings: ServerSettings,
+    apply: ApplyToServer,
+) {
     let configuration = Configuration {
         config_file,
         data_dir,
         current: RwLock::new(Arc::new(settings)),
         generation: AtomicU64::new(0),
         reloading: Mutex::new(()),
+        apply,
     };
     assert!(
         CONFIGURATION.set(configuration).is_ok(),
@@ -111,7 +137,8 @@ pub fn reload() -> Result<(), String> {
         }
     };
     let running = c.current.read().clone();
-    let reloaded = match running.reload(&as_pairs(&files)) {
+    let live = |name: &str| LIVE_SIGHUP.contains(&name);
+    let reloaded = match running.reload(&as_pairs(&files), live) {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!("{}; no changes were applied", e.to_string().trim_end());
@@ -124,6 +151,7 @@ pub fn reload() -> Result<(), String> {
     for (name, value) in &reloaded.changed {
         tracing::info!("parameter \"{name}\" changed to \"{value}\"");
     }
+    (c.apply)(&reloaded.settings);
     *c.current.write() = Arc::new(reloaded.settings);
     c.generation.fetch_add(1, Ordering::AcqRel);
     Ok(())

@@ -148,24 +148,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 ms => Some(std::time::Duration::from_millis(ms as u64)),
             },
         },
-        checkpoints: CheckpointOptions {
-            timeout: std::time::Duration::from_secs(settings.checkpoint_timeout_s() as u64),
-            max_wal_size: settings.max_wal_size_mb() as u64 * 1024 * 1024,
-            completion_target: settings.checkpoint_completion_target(),
-            wal_writer_delay: std::time::Duration::from_millis(
-                settings.wal_writer_delay_ms() as u64
-            ),
-            log_checkpoints: settings.log_checkpoints(),
-            track_io_timing: settings.track_io_timing(),
-            flush_after: settings.checkpoint_flush_after_blocks().max(0) as usize,
-        },
-        bgwriter: BgWriterOptions {
-            delay: std::time::Duration::from_millis(settings.bgwriter_delay_ms() as u64),
-            lru_maxpages: settings.bgwriter_lru_maxpages().max(0) as usize,
-            lru_multiplier: settings.bgwriter_lru_multiplier(),
-            track_io_timing: settings.track_io_timing(),
-            flush_after: settings.bgwriter_flush_after_blocks().max(0) as usize,
-        },
+        checkpoints: checkpoint_options(&settings),
+        bgwriter: bgwriter_options(&settings),
         aio: AioConfig {
             method: settings.io_method(),
             io_workers: settings.io_workers().max(1) as usize,
@@ -273,7 +257,19 @@ fn run(cli: Cli) -> Result<(), String> {
             .map_err(|e| format!("could not listen on {addr}: {e}"))?;
         let data_dir = std::fs::canonicalize(&cli.data_dir).unwrap_or(cli.data_dir.clone());
         let server_track_io_timing = settings.track_io_timing();
-        config_reload::init(config_file(&cli), cli.data_dir.clone(), settings.clone());
+        let reloaded_db = Arc::downgrade(&db);
+        let apply = move |s: &ServerSettings| {
+            if let Some(db) = reloaded_db.upgrade() {
+                db.checkpointer.set_options(checkpoint_options(s));
+                db.set_bgwriter_options(bgwriter_options(s));
+            }
+        };
+        config_reload::init(
+            config_file(&cli),
+            cli.data_dir.clone(),
+            settings.clone(),
+            Box::new(apply),
+        );
         let server = Arc::new(server::Server {
             db: db.clone(),
             settings,
@@ -321,6 +317,31 @@ fn run(cli: Cli) -> Result<(), String> {
     })?;
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(())
+}
+
+/// `checkpoint_*`, `max_wal_size`, `wal_writer_delay`, `log_checkpoints`: at start, and
+/// again at a configuration reload.
+fn checkpoint_options(settings: &ServerSettings) -> CheckpointOptions {
+    CheckpointOptions {
+        timeout: std::time::Duration::from_secs(settings.checkpoint_timeout_s() as u64),
+        max_wal_size: settings.max_wal_size_mb() as u64 * 1024 * 1024,
+        completion_target: settings.checkpoint_completion_target(),
+        wal_writer_delay: std::time::Duration::from_millis(settings.wal_writer_delay_ms() as u64),
+        log_checkpoints: settings.log_checkpoints(),
+        track_io_timing: settings.track_io_timing(),
+        flush_after: settings.checkpoint_flush_after_blocks().max(0) as usize,
+    }
+}
+
+/// `bgwriter_*`: at start, and again at a configuration reload.
+fn bgwriter_options(settings: &ServerSettings) -> BgWriterOptions {
+    BgWriterOptions {
+        delay: std::time::Duration::from_millis(settings.bgwriter_delay_ms() as u64),
+        lru_maxpages: settings.bgwriter_lru_maxpages().max(0) as usize,
+        lru_multiplier: settings.bgwriter_lru_multiplier(),
+        track_io_timing: settings.track_io_timing(),
+        flush_after: settings.bgwriter_flush_after_blocks().max(0) as usize,
+    }
 }
 
 /// The configuration file: `--config`, or `iolab.conf` in the data directory if present.

@@ -200,10 +200,14 @@ impl ServerSettings {
     /// [`ServerSettings::load_files`]) were read again, as `pg_reload_conf()` asks. Only
     /// settings whose value came from a file or a default take the files' new value (or,
     /// when no file sets them any more, their default); the command line and the server's
-    /// own overrides still win. Settings iolab's processes read once at start (contexts
-    /// `postmaster` and `sighup`) keep their value and are listed in `needs_restart`. A
-    /// file with an error changes nothing.
-    pub fn reload(&self, config_files: &[(&str, &str)]) -> Result<Reloaded, StartupError> {
+    /// own overrides still win. Settings of context `postmaster`, and those of context
+    /// `sighup` that `live` does not accept (the server reads them once at start), keep
+    /// their value and are listed in `needs_restart`. A file with an error changes nothing.
+    pub fn reload(
+        &self,
+        config_files: &[(&str, &str)],
+        live: impl Fn(&str) -> bool,
+    ) -> Result<Reloaded, StartupError> {
         let mut from_files = ServerSettings::defaults();
         for (path, text) in config_files {
             from_files.apply_config_file(path, text)?;
@@ -226,7 +230,12 @@ impl ServerSettings {
                 next.pending_restart.remove(&index);
                 continue;
             }
-            if matches!(def.context, Context::Postmaster | Context::Sighup) {
+            let restart = match def.context {
+                Context::Postmaster => true,
+                Context::Sighup => !live(def.name),
+                _ => false,
+            };
+            if restart {
                 needs_restart.push(def.name);
                 next.pending_restart.insert(index);
                 continue;

@@ -153,8 +153,9 @@ impl SessionSettings {
     /// Takes the server's values after a configuration reload (`pg_reload_conf()`), as a
     /// PostgreSQL backend does between commands: every setting this session did not set
     /// itself (its value, and what RESET returns to, came from a file or a default) takes
-    /// the server's. Settings fixed at connection start (contexts `backend`,
-    /// `superuser-backend`) or server start keep theirs. Inside a transaction block nothing
+    /// the server's, `sighup` ones (which only the server changes) included. Settings fixed
+    /// at connection start (contexts `backend`, `superuser-backend`) or server start keep
+    /// theirs. Inside a transaction block nothing
     /// changes and `false` is returned: the caller tries again after it.
     pub fn adopt_reloaded(&mut self, server: &ServerSettings) -> bool {
         if self.in_transaction() {
@@ -162,7 +163,10 @@ impl SessionSettings {
         }
         let slots = Arc::make_mut(&mut self.slots);
         for ((def, slot), wanted) in SETTINGS.iter().zip(slots.iter_mut()).zip(&server.values) {
-            if !matches!(def.context, Context::User | Context::Superuser) {
+            if !matches!(
+                def.context,
+                Context::User | Context::Superuser | Context::Sighup
+            ) {
                 continue;
             }
             if slot.reset.source <= Source::ConfigurationFile {

@@ -423,7 +423,7 @@ fn a_reload_changes_what_the_files_set() {
         .unwrap();
     assert_eq!(server.io_max_concurrency(), 16, "the file's");
     let edited = "work_mem = '16MB'\nrandom_page_cost = 3\nio_method = sync\n";
-    let reloaded = server.reload(&[(FILE, edited)]).unwrap();
+    let reloaded = server.reload(&[(FILE, edited)], |_| false).unwrap();
     let next = &reloaded.settings;
     assert_eq!(next.get("work_mem").unwrap(), "16MB");
     assert_eq!(
@@ -454,5 +454,17 @@ fn a_reload_changes_what_the_files_set() {
         .collect();
     assert_eq!(pending, ["io_max_concurrency", "io_method"]);
     // A file with an error changes nothing.
-    assert!(server.reload(&[(FILE, "work_mem = 'lots'\n")]).is_err());
+    assert!(server
+        .reload(&[(FILE, "work_mem = 'lots'\n")], |_| true)
+        .is_err());
+    // A sighup setting the server applies live changes; another waits.
+    let sighup = "checkpoint_timeout = '10min'\nio_workers = 9\n";
+    let reloaded = server
+        .reload(&[(FILE, sighup)], |name| name == "checkpoint_timeout")
+        .unwrap();
+    assert_eq!(
+        reloaded.settings.get("checkpoint_timeout").unwrap(),
+        "10min"
+    );
+    assert_eq!(reloaded.needs_restart, ["io_max_concurrency", "io_workers"]);
 }

@@ -225,6 +225,33 @@ async fn pg_reload_conf_applies_to_every_session() {
         (row.get::<_, String>(0), row.get::<_, bool>(1)),
         ("worker".to_string(), true)
     );
+    // The checkpointer and the background writer take their sighup settings at once: with
+    // log_checkpoints off, a CHECKPOINT logs nothing.
+    admin
+        .batch_execute(
+            "CHECKPOINT;
+             ALTER SYSTEM SET log_checkpoints = off;
+             ALTER SYSTEM SET bgwriter_delay = '50ms';
+             SELECT pg_reload_conf();",
+        )
+        .await
+        .unwrap();
+    let logged = |log: &str| log.matches("checkpoint starting: immediate").count();
+    let before = logged(&server.log());
+    assert!(before >= 1, "{}", server.log());
+    admin.batch_execute("CHECKPOINT").await.unwrap();
+    assert_eq!(logged(&server.log()), before, "{}", server.log());
+    let row = admin
+        .query_one(
+            "SELECT setting, pending_restart FROM pg_settings WHERE name = 'bgwriter_delay'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, String>(0), row.get::<_, bool>(1)),
+        ("50".to_string(), false)
+    );
     // SIGHUP reloads too: the value dropped from the file returns to its default.
     admin
         .batch_execute("ALTER SYSTEM RESET work_mem")

@@ -111,21 +111,26 @@ impl BgWriterState {
 }
 
 /// Starts the background writer's thread; it ends with the database (or when the
-/// checkpointer stops, at shutdown).
-pub fn start_background(db: &Arc<Database>, options: BgWriterOptions) {
+/// checkpointer stops, at shutdown). Each round reads the database's current options
+/// (`Database::bgwriter_options`), which a configuration reload may change.
+pub fn start_background(db: &Arc<Database>) {
     let weak = Arc::downgrade(db);
     let spawned = std::thread::Builder::new()
         .name("iolab-bgwriter".into())
         .spawn(move || {
             let mut state = BgWriterState::default();
             // One account for the thread's life: its writeback requests span rounds.
-            let mut acct = None;
+            let mut acct: Option<IoAccount> = None;
             loop {
-                std::thread::sleep(options.delay);
+                let Some(delay) = weak.upgrade().map(|db| db.bgwriter_options().delay) else {
+                    return;
+                };
+                std::thread::sleep(delay);
                 let Some(db) = weak.upgrade() else { return };
                 if db.checkpointer.is_stopped() {
                     return;
                 }
+                let options = db.bgwriter_options();
                 let acct = acct.get_or_insert_with(|| {
                     let mut acct = IoAccount::new(
                         options.track_io_timing,
@@ -138,6 +143,14 @@ pub fn start_background(db: &Arc<Database>, options: BgWriterOptions) {
                     acct.writeback = Some(WritebackQueue::new(options.flush_after));
                     acct
                 });
+                // A new bgwriter_flush_after: what was gathered is issued, then gathered
+                // afresh up to the new limit.
+                if let Some(queue) = acct.writeback.as_mut() {
+                    if queue.limit() != options.flush_after {
+                        queue.issue();
+                        *queue = WritebackQueue::new(options.flush_after);
+                    }
+                }
                 state.round(&db, &options, acct);
                 acct.flush();
             }

@@ -30,6 +30,11 @@ pub struct WritebackRange {
 }
 
 impl WritebackQueue {
+    /// The blocks it gathers before it issues them (`*_flush_after`).
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     pub fn new(limit: usize) -> WritebackQueue {
         WritebackQueue {
             limit,

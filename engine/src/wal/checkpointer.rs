@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use iolab_catalog::{PgError, PgResult};
 use iolab_stats::BackendType;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use super::control::{ClusterState, ControlData, ControlFile};
 use super::record::{format_lsn, Body, CheckpointInfo, Lsn};
@@ -62,7 +62,8 @@ impl Default for CheckpointOptions {
 }
 
 pub struct Checkpointer {
-    options: CheckpointOptions,
+    /// Read afresh at each use: a configuration reload may change them.
+    options: RwLock<CheckpointOptions>,
     /// When the last checkpoint ended, and the end of its record; held while one runs.
     last: Mutex<(Instant, Lsn)>,
     /// Set by the shutdown checkpoint: no checkpoint may follow it.
@@ -70,9 +71,20 @@ pub struct Checkpointer {
 }
 
 impl Checkpointer {
+    /// Its options now.
+    pub fn options(&self) -> CheckpointOptions {
+        *self.options.read()
+    }
+
+    /// New options (a configuration reload): the next wait, due test and checkpoint use
+    /// them.
+    pub fn set_options(&self, options: CheckpointOptions) {
+        *self.options.write() = options;
+    }
+
     pub fn new(options: CheckpointOptions) -> Checkpointer {
         Checkpointer {
-            options,
+            options: RwLock::new(options),
             last: Mutex::new((Instant::now(), 0)),
             stopped: AtomicBool::new(false),
         }
@@ -80,7 +92,7 @@ impl Checkpointer {
 
     /// A checkpoint, timed per the server's `track_io_timing`.
     pub fn checkpoint(&self, db: &Database, reason: &str, shutdown: bool) -> PgResult<usize> {
-        self.checkpoint_timed(db, reason, shutdown, self.options.track_io_timing)
+        self.checkpoint_timed(db, reason, shutdown, self.options().track_io_timing)
     }
 
     /// Takes a checkpoint (see the module comment); `reason` is what the log line says
@@ -97,7 +109,7 @@ impl Checkpointer {
             return Ok(0);
         }
         let started = Instant::now();
-        if self.options.log_checkpoints {
+        if self.options().log_checkpoints {
             tracing::info!("checkpoint starting: {reason}");
         }
         let counters = &db.io_stats.checkpointer;
@@ -118,7 +130,7 @@ impl Checkpointer {
                 pid: 0,
             }),
         );
-        acct.writeback = Some(WritebackQueue::new(self.options.flush_after));
+        acct.writeback = Some(WritebackQueue::new(self.options().flush_after));
         let written = db.pool.flush_all_counted(&mut acct)?;
         acct.issue_writebacks();
         let wrote_at = Instant::now();
@@ -175,7 +187,7 @@ impl Checkpointer {
         if shutdown {
             self.stopped.store(true, Ordering::Release);
         }
-        if self.options.log_checkpoints {
+        if self.options().log_checkpoints {
             let secs = |from: Instant, to: Instant| (to - from).as_secs_f64();
             tracing::info!(
                 "checkpoint complete: wrote {written} buffers ({:.1}%); {added} WAL file(s) added, {} removed, {} recycled; \
@@ -200,10 +212,11 @@ impl Checkpointer {
     fn due(&self, db: &Database) -> Option<&'static str> {
         let last = self.last.try_lock()?;
         let since_redo = db.wal.insert_lsn().saturating_sub(db.wal.redo_lsn());
-        let wal_limit = self.options.max_wal_size as f64 / (1.0 + self.options.completion_target);
+        let options = self.options();
+        let wal_limit = options.max_wal_size as f64 / (1.0 + options.completion_target);
         if since_redo as f64 >= wal_limit {
             Some("wal")
-        } else if last.0.elapsed() >= self.options.timeout && db.wal.insert_lsn() > last.1 {
+        } else if last.0.elapsed() >= options.timeout && db.wal.insert_lsn() > last.1 {
             Some("time")
         } else {
             None
@@ -219,10 +232,13 @@ impl Checkpointer {
 
     pub fn start_background(db: &Arc<Database>) {
         let weak = Arc::downgrade(db);
-        let delay = db.checkpointer.options.wal_writer_delay;
         let spawned = std::thread::Builder::new()
             .name("iolab-checkpointer".into())
             .spawn(move || loop {
+                let delay = weak
+                    .upgrade()
+                    .map(|db| db.checkpointer.options().wal_writer_delay);
+                let Some(delay) = delay else { return };
                 std::thread::sleep(delay);
                 let Some(db) = weak.upgrade() else { return };
                 if db.checkpointer.stopped.load(Ordering::Acquire) {
