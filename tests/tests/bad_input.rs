@@ -211,6 +211,7 @@ const SQL_CASES: &[SqlCase] = &[
     SqlCase::unsupported("DELETE FROM bad_items RETURNING old.a"),
     SqlCase::unsupported("UPDATE bad_items SET a = 2 RETURNING old.a, new.a"),
     SqlCase::unsupported("SELECT 1::bit(2)"),
+    SqlCase::unsupported("DO $$ BEGIN PERFORM 1; END $$"),
     SqlCase::unsupported("CREATE TABLE bad_parted (a int) PARTITION BY RANGE (a)"),
     SqlCase::unsupported("CREATE TABLE bad_part PARTITION OF bad_items FOR VALUES FROM (1) TO (2)"),
     SqlCase::unsupported("CREATE TABLE bad_child (x int) INHERITS (bad_items)"),

@@ -178,6 +178,13 @@ pub(crate) fn parse_reading(
     }
     match words.as_slice() {
         ["CHECKPOINT"] => return Ok(Parsed::Checkpoint),
+        // sqlparser does not read DO: without this, an anonymous code block would be a
+        // syntax error rather than what it is, a statement iolab does not run.
+        ["DO", ..] => {
+            return Err(PgError::unsupported(
+                "statement not supported: DO (iolab runs no procedural language)",
+            ));
+        }
         words if alter_system::is_alter_system(words) => {
             return alter_system::parse(text, whole, offset).map(Parsed::AlterSystem);
         }
