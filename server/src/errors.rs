@@ -37,6 +37,7 @@ use datafusion::common::{Column, SchemaError};
 use datafusion::error::DataFusionError;
 use datafusion::sql::sqlparser::parser::ParserError;
 use iolab_catalog::{sqlstate, PgError, PgType};
+use iolab_engine::exec::schema::PERSISTENT_PUBLIC;
 use pgwire::error::{ErrorInfo, PgWireError};
 
 const FUNCTION_HINT: &str =
@@ -647,6 +648,8 @@ fn first_qualified_column(expr: &str) -> Option<String> {
 fn undefined_table(qualified: &str) -> PgError {
     let parts: Vec<&str> = qualified.split('.').collect();
     let name = match parts.as_slice() {
+        // Written `public.t` (see `iolab_engine::exec::schema`).
+        [.., PERSISTENT_PUBLIC, table] => format!("public.{table}"),
         [.., schema, table] if *schema != "public" => format!("{schema}.{table}"),
         [.., table] => table.to_string(),
         [] => qualified.to_string(),

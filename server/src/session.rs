@@ -18,7 +18,7 @@ use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_engine::exec::cancel::CancelFlag;
 use iolab_engine::exec::context::StreamSettings;
 use iolab_engine::exec::context::TempSpace;
-use iolab_engine::exec::schema::{PublicSchema, SessionCatalog, TempSchema};
+use iolab_engine::exec::schema::{PublicSchema, SessionCatalog, TempSchema, PERSISTENT_PUBLIC};
 use iolab_engine::exec::temp_files::TempFiles;
 use iolab_engine::exec::work_mem::{self, WorkMemPool};
 use iolab_engine::exec::StatementContext;
@@ -1042,6 +1042,12 @@ fn base_state(
             .register_schema(
                 "public",
                 Arc::new(PublicSchema::new(db.clone(), with_ctid, temp.clone())),
+            )
+            .expect("a new catalog accepts a schema");
+        catalog
+            .register_schema(
+                PERSISTENT_PUBLIC,
+                Arc::new(PublicSchema::persistent(db.clone(), with_ctid)),
             )
             .expect("a new catalog accepts a schema");
         let temp_schema = Arc::new(TempSchema::new(db.clone(), with_ctid, temp.clone()));

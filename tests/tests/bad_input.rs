@@ -148,6 +148,7 @@ const SQL_CASES: &[SqlCase] = &[
     // Names that do not resolve.
     fails("SELECT * FROM nosuch", "42P01", "relation \"nosuch\" does not exist").at(15),
     fails("SELECT * FROM nosuchschema.t", "42P01", "relation \"nosuchschema.t\" does not exist").at(15),
+    fails("SELECT * FROM public.nosuch", "42P01", "relation \"public.nosuch\" does not exist").at(15),
     fails("INSERT INTO nosuch VALUES (1)", "42P01", "relation \"nosuch\" does not exist").at(13),
     fails("SELECT x.a FROM bad_items", "42P01", "missing FROM-clause entry for table \"x\""),
     fails("SELECT zz FROM bad_items", "42703", "column \"zz\" does not exist").at(8),

@@ -301,3 +301,40 @@ async fn ddl_on_temporary_tables() {
     let (code, _) = error(&c, "SELECT * FROM a").await;
     assert_eq!(code, "42P01");
 }
+
+/// A temporary table hides a `public` one of the same name only from unqualified names:
+/// `public.t` reads, updates and deletes the persistent table, as in PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn public_qualified_names_skip_the_temporary_table() {
+    let server = TestServer::start("temp_public");
+    let c = server.client().await;
+    c.batch_execute(
+        "CREATE TABLE t(a int); INSERT INTO t VALUES (1), (3);
+         CREATE TEMP TABLE t(a int, b int); INSERT INTO t VALUES (2, 2);",
+    )
+    .await
+    .unwrap();
+    assert_eq!(int(&c, "SELECT sum(a) FROM public.t").await, 4);
+    assert_eq!(int(&c, "SELECT sum(a) FROM t").await, 2);
+    assert_eq!(int(&c, "SELECT sum(a) FROM PUBLIC.t").await, 4);
+    c.batch_execute("UPDATE public.t SET a = a * 10")
+        .await
+        .unwrap();
+    c.batch_execute("DELETE FROM public.t WHERE a = 10")
+        .await
+        .unwrap();
+    assert_eq!(int(&c, "SELECT sum(a) FROM public.t").await, 30);
+    assert_eq!(int(&c, "SELECT sum(a) + sum(b) FROM pg_temp.t").await, 4);
+    assert_eq!(
+        int(&c, "SELECT count(*) FROM public.t JOIN t USING (a)").await,
+        0
+    );
+    let err = c
+        .batch_execute("SELECT * FROM public.nosuch")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.as_db_error().unwrap().message(),
+        "relation \"public.nosuch\" does not exist"
+    );
+}

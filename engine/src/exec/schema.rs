@@ -3,8 +3,9 @@
 //!
 //! DataFusion resolves every unqualified name in its default schema, this one; PostgreSQL
 //! looks in the session's temporary schema first (`pg_temp` heads every search path). So
-//! a lookup here tries the session's temporary schema first, then `public`. (The price:
-//! a name written `public.t` finds the session's temporary `t` too, when there is one.)
+//! a lookup here tries the session's temporary schema first, then `public`. DataFusion
+//! resolves a name written `public.t` in the same schema, so the server rewrites such names
+//! to [`PERSISTENT_PUBLIC`]`.t` before planning, a schema that reads `public` alone.
 //! Temporary schemas qualified by name (`pg_temp.t`, `pg_temp_3.t`) are [`TempSchema`].
 
 use std::sync::Arc;
@@ -25,27 +26,40 @@ fn heap_table(db: &Arc<Database>, def: TableDef, with_ctid: bool) -> Arc<dyn Tab
     Arc::new(HeapTable::new(db.clone(), def, with_ctid))
 }
 
+/// The name under which DataFusion finds `public` without the session's temporary tables
+/// (a name no SQL statement can write unquoted).
+pub const PERSISTENT_PUBLIC: &str = "$public";
+
 pub struct PublicSchema {
     db: Arc<Database>,
     /// Tables show the `ctid` system column.
     with_ctid: bool,
-    /// The session's temporary schema, searched first.
-    temp: Arc<SessionTemp>,
+    /// The session's temporary schema, searched first; `None` for [`PERSISTENT_PUBLIC`].
+    temp: Option<Arc<SessionTemp>>,
 }
 
 impl PublicSchema {
+    /// The default schema: the session's temporary tables, then `public`.
     pub fn new(db: Arc<Database>, with_ctid: bool, temp: Arc<SessionTemp>) -> PublicSchema {
         PublicSchema {
             db,
             with_ctid,
-            temp,
+            temp: Some(temp),
+        }
+    }
+
+    /// `public` alone ([`PERSISTENT_PUBLIC`]).
+    pub fn persistent(db: Arc<Database>, with_ctid: bool) -> PublicSchema {
+        PublicSchema {
+            db,
+            with_ctid,
+            temp: None,
         }
     }
 
     fn find(&self, name: &str) -> Option<TableDef> {
-        let in_temp = self
-            .temp
-            .schema()
+        let in_temp = (self.temp.as_ref())
+            .and_then(|t| t.schema())
             .and_then(|s| self.db.catalog.table(s, name));
         in_temp.or_else(|| self.db.catalog.table("public", name))
     }

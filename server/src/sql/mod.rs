@@ -861,12 +861,47 @@ fn for_datafusion(
     let stmt = completed.as_ref().unwrap_or(stmt);
     let deduplicated = colnames::hide_duplicate_names(stmt);
     let stmt = deduplicated.as_ref().unwrap_or(stmt);
+    let persistent = public_means_persistent(stmt);
+    let stmt = persistent.as_ref().unwrap_or(stmt);
     let typed = params::typed(stmt, param_types);
     let wrapped = typed.is_some();
     let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(
         typed.unwrap_or_else(|| stmt.clone()),
     ));
     Ok((df_stmt, wrapped))
+}
+
+/// `stmt` with every relation written `public.t` named `"$public".t`, the schema that
+/// holds `public`'s tables without the session's temporary ones (DataFusion would resolve
+/// `public.t` as it resolves `t`, temporary tables first; see `iolab_engine::exec::schema`);
+/// `None` when it names none.
+fn public_means_persistent(stmt: &ast::Statement) -> Option<ast::Statement> {
+    let is_public = |name: &ast::ObjectName| {
+        name.0.len() == 2
+            && matches!(&name.0[0], ast::ObjectNamePart::Identifier(i) if match i.quote_style {
+                None => i.value.eq_ignore_ascii_case("public"),
+                Some(_) => i.value == "public",
+            })
+    };
+    let mut found = false;
+    let _ = ast::visit_relations(stmt, |name| {
+        found |= is_public(name);
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    if !found {
+        return None;
+    }
+    let mut stmt = stmt.clone();
+    let _ = ast::visit_relations_mut(&mut stmt, |name| {
+        if is_public(name) {
+            name.0[0] = ast::ObjectNamePart::Identifier(ast::Ident::with_quote(
+                '"',
+                iolab_engine::exec::schema::PERSISTENT_PUBLIC,
+            ));
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    Some(stmt)
 }
 
 /// `SELECT … FOR UPDATE | SHARE` anywhere but at the top of a query (`row_locks` takes
