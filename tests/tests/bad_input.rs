@@ -477,6 +477,18 @@ async fn integer_overflow(client: &Client) {
         };
         assert_eq!((db.code().code(), db.message()), (code, message), "{sql}");
     }
+    // sum() of a bigint is numeric and does not overflow.
+    let row = client
+        .query_one(
+            "SELECT sum(x)::text, pg_typeof(sum(x))::text FROM (VALUES (9223372036854775807::bigint), (1::bigint)) AS v(x)",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, String>(0), row.get::<_, String>(1)),
+        ("9223372036854775808".to_string(), "numeric".to_string())
+    );
     // What fits is computed as before.
     let row = client
         .query_one(

@@ -29,6 +29,39 @@ use crate::pgcatalog::functions::pg;
 use crate::pgcatalog::zoned_time::result;
 use crate::sql::session_time::rewrite_expressions;
 
+/// `plan` with each `sum()` of a bigint summed as PostgreSQL's is: in numeric (DataFusion's
+/// sum of an Int64 wraps past 9.2 × 10¹⁸; PostgreSQL's `sum(bigint)` is numeric and does
+/// not overflow). Applied to the plan as DataFusion's SQL planner returns it, before
+/// anything reads its schema (the statement's result columns), so every node above a
+/// rewritten sum takes its new type.
+pub fn sum_bigint_as_numeric(plan: LogicalPlan) -> Result<LogicalPlan> {
+    let changed = std::cell::Cell::new(false);
+    let plan = rewrite_expressions(plan, |e, schemas| {
+        let Expr::AggregateFunction(mut sum) = e else {
+            return Ok(Transformed::no(e));
+        };
+        let bigint =
+            |x: &Expr| schemas.iter().find_map(|s| x.get_type(s).ok()) == Some(DataType::Int64);
+        if sum.func.name() != "sum" || sum.params.args.len() != 1 || !bigint(&sum.params.args[0]) {
+            return Ok(Transformed::no(Expr::AggregateFunction(sum)));
+        }
+        changed.set(true);
+        let arg = sum.params.args.remove(0);
+        sum.params
+            .args
+            .push(Expr::Cast(datafusion::logical_expr::Cast::new(
+                Box::new(arg),
+                DataType::Decimal128(38, 0),
+            )));
+        Ok(Transformed::yes(Expr::AggregateFunction(sum)))
+    })?;
+    if !changed.get() {
+        return Ok(plan);
+    }
+    plan.transform_up_with_subqueries(|node| node.recompute_schema().map(Transformed::yes))
+        .map(|t| t.data)
+}
+
 #[derive(Debug)]
 pub struct CheckedArithmeticRule;
 

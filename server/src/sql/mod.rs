@@ -838,6 +838,7 @@ pub(crate) async fn plan_statement_at(
         .await
         .map_err(from_datafusion)?;
     let plan = array_text::rewrite_casts(plan, state)?;
+    let plan = checked_arithmetic::sum_bigint_as_numeric(plan).map_err(from_datafusion)?;
     let plan = if wrapped {
         params::unwrap_prepare(plan)
     } else {
