@@ -811,6 +811,10 @@ fn from_arrow_message(msg: &str) -> PgError {
     if msg.contains("Divide by zero") || msg.contains("divide by zero") {
         return PgError::new(sqlstate::DIVISION_BY_ZERO, "division by zero");
     }
+    // Int64Array overflow on abs(-9223372036854775808)
+    if let Some(array) = between(msg, "Compute error: ", "Array overflow on") {
+        return out_of_range(array);
+    }
     // Can't cast value 40000 to type Int16
     if let Some(ty) = msg
         .split("Can't cast value ")
@@ -1305,6 +1309,12 @@ mod tests {
             ))
             .0,
             "2201F"
+        );
+        assert_eq!(
+            said(from_arrow_message(
+                "Compute error: Int64Array overflow on abs(-9223372036854775808)"
+            )),
+            ("22003", "bigint out of range".into())
         );
     }
 
