@@ -619,7 +619,7 @@ impl Session {
                 return Ok(Outcome::Done("CHECKPOINT".into()));
             }
             Parsed::AlterSystem(change) => {
-                let superuser = self.settings.get("is_superuser").as_deref() == Ok("on");
+                let superuser = self.settings.is_superuser();
                 sql::alter_system::run(db.data_dir(), change, self.txn.in_block, superuser)?;
                 return Ok(Outcome::Done("ALTER SYSTEM".into()));
             }

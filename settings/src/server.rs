@@ -208,10 +208,7 @@ impl ServerSettings {
         config_files: &[(&str, &str)],
         live: impl Fn(&str) -> bool,
     ) -> Result<Reloaded, StartupError> {
-        let mut from_files = ServerSettings::defaults();
-        for (path, text) in config_files {
-            from_files.apply_config_file(path, text)?;
-        }
+        let from_files = ServerSettings::load_files(config_files, &[])?;
         let mut next = self.clone();
         let mut changed = Vec::new();
         let mut needs_restart = Vec::new();

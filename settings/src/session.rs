@@ -155,8 +155,8 @@ impl SessionSettings {
     /// itself (its value, and what RESET returns to, came from a file or a default) takes
     /// the server's, `sighup` ones (which only the server changes) included. Settings fixed
     /// at connection start (contexts `backend`, `superuser-backend`) or server start keep
-    /// theirs. Inside a transaction block nothing
-    /// changes and `false` is returned: the caller tries again after it.
+    /// theirs. Inside a transaction block nothing changes and `false` is returned: the
+    /// caller tries again after it.
     pub fn adopt_reloaded(&mut self, server: &ServerSettings) -> bool {
         if self.in_transaction() {
             return false;

@@ -108,8 +108,9 @@ impl Checkpointer {
         if self.stopped.load(Ordering::Acquire) {
             return Ok(0);
         }
+        let options = self.options();
         let started = Instant::now();
-        if self.options().log_checkpoints {
+        if options.log_checkpoints {
             tracing::info!("checkpoint starting: {reason}");
         }
         let counters = &db.io_stats.checkpointer;
@@ -130,7 +131,7 @@ impl Checkpointer {
                 pid: 0,
             }),
         );
-        acct.writeback = Some(WritebackQueue::new(self.options().flush_after));
+        acct.writeback = Some(WritebackQueue::new(options.flush_after));
         let written = db.pool.flush_all_counted(&mut acct)?;
         acct.issue_writebacks();
         let wrote_at = Instant::now();
@@ -187,7 +188,7 @@ impl Checkpointer {
         if shutdown {
             self.stopped.store(true, Ordering::Release);
         }
-        if self.options().log_checkpoints {
+        if options.log_checkpoints {
             let secs = |from: Instant, to: Instant| (to - from).as_secs_f64();
             tracing::info!(
                 "checkpoint complete: wrote {written} buffers ({:.1}%); {added} WAL file(s) added, {} removed, {} recycled; \

@@ -223,11 +223,13 @@ impl<'a> Mapper<'a> {
                 // A name used already (the same table in a subquery) gets `_1`, `_2` …, as
                 // PostgreSQL names it in EXPLAIN.
                 let taken = |name: &String| aliases.values().any(|a| a == name);
-                let unique = (1..)
-                    .map(|n| format!("{alias}_{n}"))
-                    .find(|candidate| !taken(candidate))
-                    .filter(|_| taken(&alias))
-                    .unwrap_or(alias);
+                let unique = match taken(&alias) {
+                    true => (1..)
+                        .map(|n| format!("{alias}_{n}"))
+                        .find(|candidate| !taken(candidate))
+                        .expect("some number is free"),
+                    false => alias,
+                };
                 aliases.insert(address(inner.as_ref()), unique);
             } else if let Some(function) = series_function(inner.as_ref()) {
                 relations += 1;
@@ -1310,8 +1312,7 @@ impl<'a> Mapper<'a> {
             });
         }
         if let Some(p) = inner.downcast_ref::<ProjectionExec>() {
-            let (e, _) = p.expr().get(col).map(|e| (&e.expr, ()))?;
-            return self.expr_estimate(e, p.input());
+            return self.expr_estimate(&p.expr().get(col)?.expr, p.input());
         }
         if let Some(f) = inner.downcast_ref::<FilterExec>() {
             let col = match f.projection() {

@@ -671,7 +671,7 @@ fn definitions() -> Vec<Def> {
             0..=0,
             DataType::Boolean,
             |ctx, _, rows| {
-                if ctx.settings.lock().get("is_superuser").as_deref() != Ok("on") {
+                if !ctx.settings.lock().is_superuser() {
                     return Err(pg(PgError::new(
                         sqlstate::INSUFFICIENT_PRIVILEGE,
                         "permission denied for function pg_reload_conf",

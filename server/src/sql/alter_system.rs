@@ -4,9 +4,9 @@
 //! signed number, as SET takes it; list items are joined with ", ".
 //! `iolab_settings::auto_conf` checks the change and computes the file; [`run`] writes it.
 
-use std::io::Write;
 use std::path::Path;
 
+use iolab_catalog::store::write_durably;
 use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_settings::auto_conf::{alter_system, AlterSystem, AUTO_CONF_FILE};
 use parking_lot::Mutex;
@@ -42,28 +42,19 @@ pub fn run(
     }
     let _writer = FILE_WRITER.lock();
     let path = data_dir.join(AUTO_CONF_FILE);
+    let failed = |action: &str, e: std::io::Error| {
+        PgError::io(
+            &format!("could not {action} file \"{}\"", path.display()),
+            &e,
+        )
+    };
     let current = match std::fs::read_to_string(&path) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(file_error("read", &path, e)),
+        Err(e) => return Err(failed("read", e)),
     };
     let text = alter_system(current.as_deref(), change).map_err(crate::show::setting_error)?;
-    let temp = data_dir.join(format!("{AUTO_CONF_FILE}.tmp"));
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&temp, &path)?;
-        std::fs::File::open(data_dir)?.sync_all()
-    };
-    write().map_err(|e| file_error("write", &temp, e))
-}
-
-fn file_error(action: &str, path: &Path, e: std::io::Error) -> PgError {
-    PgError::new(
-        sqlstate::IO_ERROR,
-        format!("could not {action} file \"{}\": {e}", path.display()),
-    )
+    write_durably(&path, text.as_bytes()).map_err(|e| failed("write", e))
 }
 
 /// Is `words` (the statement's first words, upper-cased) an ALTER SYSTEM?

@@ -8,6 +8,11 @@
 //! an overflow (the smallest value divided by −1 too) or a division by zero as PostgreSQL
 //! does. EXPLAIN prints these functions as the operators they stand for
 //! (`explain/exprs.rs`).
+//!
+//! `sum()` of a bigint wraps too; PostgreSQL's is a numeric. [`sum_bigint_as_numeric`]
+//! sums the bigint as Decimal128(38, 0) instead, on the plan DataFusion's SQL planner
+//! returns: the result's type changes, so this cannot wait for the analyzer, after the
+//! statement's result columns have been read from the plan.
 
 use std::sync::Arc;
 
@@ -29,11 +34,8 @@ use crate::pgcatalog::functions::pg;
 use crate::pgcatalog::zoned_time::result;
 use crate::sql::session_time::rewrite_expressions;
 
-/// `plan` with each `sum()` of a bigint summed as PostgreSQL's is: in numeric (DataFusion's
-/// sum of an Int64 wraps past 9.2 × 10¹⁸; PostgreSQL's `sum(bigint)` is numeric and does
-/// not overflow). Applied to the plan as DataFusion's SQL planner returns it, before
-/// anything reads its schema (the statement's result columns), so every node above a
-/// rewritten sum takes its new type.
+/// `plan` with each `sum()` of a bigint summed in numeric (see the module comment), and
+/// every node above it given its new type.
 pub fn sum_bigint_as_numeric(plan: LogicalPlan) -> Result<LogicalPlan> {
     let changed = std::cell::Cell::new(false);
     let plan = rewrite_expressions(plan, |e, schemas| {

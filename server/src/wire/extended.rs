@@ -89,16 +89,16 @@ impl QueryParser for PrepareParser {
         let session = session_of(&self.server, client);
         let session = session.lock().await;
         let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
+        let failed = |e| {
+            fail_block(
+                &session,
+                crate::error_position::locate(e, stmt.text, sql, stmt.offset),
+            )
+        };
         let parsed = sql::parse_in_session(&text, sql, stmt.offset, &session.text_format())
-            .map_err(|e| {
-                let e = crate::error_position::locate(e, stmt.text, sql, stmt.offset);
-                fail_block(&session, e)
-            })?;
+            .map_err(failed)?;
         let Description { params, schema } =
-            describe(&session, &parsed, types).await.map_err(|e| {
-                let e = crate::error_position::locate(e, stmt.text, sql, stmt.offset);
-                fail_block(&session, e)
-            })?;
+            describe(&session, &parsed, types).await.map_err(failed)?;
         Ok(Some(Prepared {
             parsed: Some(parsed),
             params,

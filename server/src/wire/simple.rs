@@ -235,19 +235,13 @@ where
         let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
         let fmt = session.text_format();
         let result = match sql::parse_in_session(&text, query, stmt.offset, &fmt) {
-            Ok(parsed) => run_with_timeout(session, stmt.text, &parsed, None, &mut notices)
-                .await
-                .map_err(|e| crate::error_position::locate(e, stmt.text, query, stmt.offset)),
+            Ok(parsed) => run_with_timeout(session, stmt.text, &parsed, None, &mut notices).await,
             Err(e) => {
                 session.txn.fail_if_in_block();
-                Err(crate::error_position::locate(
-                    e,
-                    stmt.text,
-                    query,
-                    stmt.offset,
-                ))
+                Err(e)
             }
-        };
+        }
+        .map_err(|e| crate::error_position::locate(e, stmt.text, query, stmt.offset));
         send_notices(client, &notices).await?;
         report_settings(client, session).await?;
         let ok = send_outcome(client, session, result).await?;
