@@ -351,6 +351,7 @@ async fn subquery_predicates_in_a_select_list() {
     for sql in [
         "SELECT n.v FROM n JOIN m ON n.v = m.v AND EXISTS (SELECT 1 FROM n AS o WHERE o.v = n.v + 1)",
         "SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM m WHERE m.v = n.v)) FROM n",
+        "SELECT count(*) FILTER (WHERE v IN (SELECT v FROM m)) FROM n",
     ] {
         let err = client.query(sql, &[]).await.unwrap_err();
         assert_eq!(sqlstate(&err), "0A000", "{sql}: {err:?}");

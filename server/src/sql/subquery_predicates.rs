@@ -60,14 +60,18 @@ impl AnalyzerRule for SubqueryPredicatesRule {
             !matches!(node, LogicalPlan::Filter(_) | LogicalPlan::Projection(_))
         };
         rewrite_expressions_of(plan, elsewhere, |e, schemas| {
-            if let Expr::Exists(Exists { subquery, .. })
-            | Expr::InSubquery(InSubquery { subquery, .. }) = &e
-            {
-                if !subquery.outer_ref_columns.is_empty() {
-                    return Err(pg(PgError::unsupported(
-                        "a correlated EXISTS or IN subquery is supported in a select list and in WHERE only",
-                    )));
+            // `x IN (…)` reads the row through `x` too: its rewrite is correlated.
+            let correlated = match &e {
+                Expr::Exists(Exists { subquery, .. }) => !subquery.outer_ref_columns.is_empty(),
+                Expr::InSubquery(InSubquery { expr, subquery, .. }) => {
+                    !subquery.outer_ref_columns.is_empty() || !expr.column_refs().is_empty()
                 }
+                _ => false,
+            };
+            if correlated {
+                return Err(pg(PgError::unsupported(
+                    "a correlated EXISTS or IN subquery is supported in a select list and in WHERE only",
+                )));
             }
             rewrite(e, schemas, &in_subqueries)
         })
