@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use iolab_tests::{int, TestServer};
 use tokio_postgres::Client;
 
-const ROWS: i64 = 60_000;
+const ROWS: i64 = 70_000;
 
 async fn exec(client: &Client, sql: &str) {
     client

@@ -150,7 +150,7 @@ async fn temporary_files_are_counted_timed_and_reported_like_postgresql() {
     let server = TestServer::start("temp-files");
     let c = server.client().await;
     c.batch_execute(
-        "CREATE TABLE srt AS SELECT i, md5(i::text) AS f FROM generate_series(1, 200000) i;
+        "CREATE TABLE srt AS SELECT i::bigint AS i, md5(i::text) AS f FROM generate_series(1, 200000) i;
          SET track_io_timing = on; SET log_temp_files = 0; SET work_mem = '1GB'",
     )
     .await
@@ -265,7 +265,8 @@ async fn temporary_files_are_counted_timed_and_reported_like_postgresql() {
     assert!(sort["Temp Written Blocks"].as_i64().unwrap() > 0, "{sort}");
 
     // While a cursor's sort merges its runs, its files are there under PostgreSQL's names
-    // (with runs of several batches: a merge reads a one-batch run in full at once).
+    // (with runs of several batches: a merge reads a one-batch run in full at once and
+    // removes it before the first row; `srt`'s bigint rows make every run several batches).
     c.batch_execute("SET work_mem = '4MB'").await.unwrap();
     let database_before = rows(
         &c,

@@ -308,8 +308,11 @@ pub fn literal(v: &ScalarValue) -> String {
     }
     match v {
         ScalarValue::Boolean(Some(b)) => if *b { "true" } else { "false" }.into(),
-        // A SQL integer literal is int4 in PostgreSQL when it fits, Int64 in DataFusion.
+        // A SQL integer literal is int4 in PostgreSQL when it fits. Compared with a
+        // smallint or bigint column it is printed as written (PostgreSQL has cross-type
+        // operators); DataFusion made it the column's type.
         ScalarValue::Int32(Some(i)) if *i >= 0 => i.to_string(),
+        ScalarValue::Int16(Some(i)) if *i >= 0 => i.to_string(),
         ScalarValue::Int64(Some(i)) if (0..=i32::MAX as i64).contains(i) => i.to_string(),
         ScalarValue::Int64(Some(i)) if *i >= i32::MIN as i64 => format!("'{i}'::integer"),
         // A SQL literal with a fraction is numeric in PostgreSQL, Float64 in DataFusion.

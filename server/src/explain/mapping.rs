@@ -23,7 +23,7 @@
 //! | `LazyMemoryExec` of `generate_series`, `range` | `Function Scan on generate_series g`, its column named as the query names it (`g`, not DataFusion's `value`) |
 //! | `PlaceholderRowExec` / `EmptyExec`           | `Result` (`One-Time Filter: false`) |
 //! | `WindowAggExec`, `BoundedWindowAggExec`      | `WindowAgg` |
-//! | `ProjectionExec`, `CoalesceBatchesExec`, `RepartitionExec`, `CoalescePartitionsExec`, `SortPreservingMergeExec`, `LocalLimitExec`, `CooperativeExec` | not shown |
+//! | `ProjectionExec`, `CoalesceBatchesExec`, `RepartitionExec`, `CoalescePartitionsExec`, `SortPreservingMergeExec`, `LocalLimitExec`, `CooperativeExec`, `Int4SeriesExec` | not shown |
 //!
 //! Hidden nodes still matter: a projection above a node decides its output (`width`,
 //! VERBOSE `Output:`), and a fetch (LIMIT pushed down) becomes a `Limit`.
@@ -1622,6 +1622,7 @@ fn is_hidden(plan: &dyn ExecutionPlan) -> bool {
             | "SortPreservingMergeExec"
             | "LocalLimitExec"
             | "CooperativeExec"
+            | "Int4SeriesExec"
     ) && plan.children().len() == 1
 }
 

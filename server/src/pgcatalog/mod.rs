@@ -39,6 +39,7 @@ pub mod datetime_functions;
 pub mod format;
 pub mod functions;
 pub mod info_schema;
+pub mod int4_series;
 pub mod interval_scale;
 pub mod locks;
 pub mod oids;

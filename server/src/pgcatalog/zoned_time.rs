@@ -37,6 +37,7 @@ use iolab_catalog::{sqlstate, PgError};
 use iolab_engine::values::{calendar_difference, SessionZone};
 
 use super::functions::{arg_type_name, is_text, pg};
+use super::int4_series::Int4Series;
 use crate::sql::session_time::SessionTimeOptions;
 
 /// Registers the functions of this module into a session's state.
@@ -463,7 +464,8 @@ impl ScalarUDFImpl for Age {
 /// DataFusion's `generate_series` given timestamps in nanoseconds (the unit it steps in;
 /// iolab's are microseconds) and, for `timestamptz`, the session's zone, so that it adds
 /// each step on the session's wall clock as PostgreSQL does. The values stay instants;
-/// only the zone their type names changes.
+/// only the zone their type names changes. Integer bounds are stepped as bigints, the
+/// series read back as `integer`s when no bound is a `bigint` ([`Int4Series`]).
 #[derive(Debug)]
 pub struct GenerateSeries;
 
@@ -472,6 +474,7 @@ impl TableFunctionImpl for GenerateSeries {
         let zone = SessionTimeOptions::of(args.session().config_options())
             .zone()
             .arrow_name();
+        let int4 = is_int4_series(args.exprs());
         let exprs = args
             .exprs()
             .iter()
@@ -486,8 +489,23 @@ impl TableFunctionImpl for GenerateSeries {
             .collect::<Result<Vec<_>>>()?;
         let exprs = bounds_as_timestamps(exprs)?;
         let series = datafusion::functions_table::generate_series::GenerateSeriesFunc {};
-        series.call_with_args(TableFunctionArgs::new(&exprs, args.session()))
+        let series = series.call_with_args(TableFunctionArgs::new(&exprs, args.session()))?;
+        Ok(if int4 {
+            Arc::new(Int4Series::new(series))
+        } else {
+            series
+        })
     }
+}
+
+/// Are these a series' integer arguments, none of them a `bigint`?
+fn is_int4_series(args: &[Expr]) -> bool {
+    let integer_type = |e: &Expr| match e {
+        Expr::Literal(v, _) if v.data_type().is_integer() => Some(v.data_type()),
+        _ => None,
+    };
+    args.iter()
+        .all(|e| matches!(integer_type(e), Some(DataType::Int16 | DataType::Int32)))
 }
 
 /// A text constant as one bound of a series whose other bound is a timestamp read as that

@@ -14,11 +14,10 @@ use datafusion::sql::sqlparser::ast::{self, Expr, SelectItem, SetExpr};
 use std::sync::Arc;
 
 /// The names PostgreSQL gives the columns of `query`, or `None` where DataFusion's name
-/// is kept (aliases, wildcard expansions, queries that are not a plain SELECT).
+/// is kept (aliases, wildcard expansions, VALUES). A UNION, INTERSECT or EXCEPT is named
+/// by its leftmost SELECT.
 pub(crate) fn pg_names(query: &ast::Query, width: usize) -> Option<Vec<Option<String>>> {
-    let SetExpr::Select(select) = query.body.as_ref() else {
-        return None;
-    };
+    let select = leftmost_select(&query.body)?;
     let wildcards = select.projection.iter().filter(|i| is_wildcard(i)).count();
     if wildcards > 1 {
         return None;
@@ -33,6 +32,15 @@ pub(crate) fn pg_names(query: &ast::Query, width: usize) -> Option<Vec<Option<St
         }
     }
     (names.len() == width).then_some(names)
+}
+
+fn leftmost_select(body: &SetExpr) -> Option<&ast::Select> {
+    match body {
+        SetExpr::Select(select) => Some(select),
+        SetExpr::SetOperation { left, .. } => leftmost_select(left),
+        SetExpr::Query(query) => leftmost_select(&query.body),
+        _ => None,
+    }
 }
 
 fn is_wildcard(item: &SelectItem) -> bool {
@@ -250,6 +258,24 @@ mod tests {
             vec!["a", "b", "count"]
         );
         assert_eq!(names("SELECT 1", &["Int64(1)"]), vec!["?column?"]);
+    }
+
+    #[test]
+    fn a_set_operation_is_named_by_its_leftmost_select() {
+        assert_eq!(
+            names(
+                "SELECT 1 AS a, 2 UNION SELECT 3, 4 AS b",
+                &["a", "Int64(2)"]
+            ),
+            vec!["a", "?column?"]
+        );
+        assert_eq!(
+            names(
+                "(SELECT count(*) FROM t EXCEPT SELECT 1) UNION ALL SELECT 2",
+                &["count(*)"]
+            ),
+            vec!["count"]
+        );
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub mod dml;
 pub mod fetch;
 pub mod generic_plan;
 pub mod insert;
+pub mod integer_constants;
 pub mod lateral_values;
 pub mod normalize;
 pub mod on_conflict;
@@ -838,6 +839,8 @@ pub(crate) async fn plan_statement_at(
         .await
         .map_err(from_datafusion)?;
     let plan = array_text::rewrite_casts(plan, state)?;
+    let plan =
+        integer_constants::integer_constants_as_int4(plan, wrapped).map_err(from_datafusion)?;
     let plan = checked_arithmetic::sum_bigint_as_numeric(plan).map_err(from_datafusion)?;
     let plan = if wrapped {
         params::unwrap_prepare(plan)
@@ -848,7 +851,8 @@ pub(crate) async fn plan_statement_at(
 }
 
 /// `stmt` rewritten for DataFusion's planner (value-only LATERAL subqueries inlined, short
-/// alias lists completed, repeated names hidden, `$n` typed), and whether the typing
+/// alias lists completed, repeated names hidden, `public.t` made persistent, series
+/// arguments typed, `$n` typed), and whether the typing
 /// wrapped it in a PREPARE. Not async: the rewritten copies (an AST is large) stay out of
 /// `plan_statement_at`'s future, which nests once per view a statement reads.
 fn for_datafusion(
@@ -864,6 +868,8 @@ fn for_datafusion(
     let stmt = deduplicated.as_ref().unwrap_or(stmt);
     let persistent = public_means_persistent(stmt);
     let stmt = persistent.as_ref().unwrap_or(stmt);
+    let typed_series = set_functions::typed_series_arguments(stmt);
+    let stmt = typed_series.as_ref().unwrap_or(stmt);
     let typed = params::typed(stmt, param_types);
     let wrapped = typed.is_some();
     let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(

@@ -596,7 +596,7 @@ fn arrow_error(e: datafusion::arrow::error::ArrowError) -> PgError {
 mod tests {
     use super::*;
     use datafusion::arrow::array::{Array, AsArray, Int32Array};
-    use datafusion::arrow::datatypes::Int64Type;
+    use datafusion::arrow::datatypes::{Int32Type, Int64Type};
     use datafusion::prelude::SessionConfig;
     use iolab_catalog::{ColumnDef, Persistence, PgType};
 
@@ -737,7 +737,7 @@ mod tests {
         returning.add(&[no_a, no_b], &[]).unwrap();
         let batch = &returning.batches[0];
         assert_eq!(returning.batches.len(), 1);
-        let next = batch.column(0).as_primitive::<Int64Type>();
+        let next = batch.column(0).as_primitive::<Int32Type>();
         assert_eq!((next.value(0), next.value(1)), (2, 3));
         assert_eq!(batch.column(1).as_string::<i32>().value(0), "P");
         assert!(batch.column(1).is_null(1));

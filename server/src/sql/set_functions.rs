@@ -25,6 +25,13 @@
 //! call in `unnest(…)`, which DataFusion expands into rows: several in one list run in
 //! lockstep, the shorter padded with NULLs, as PostgreSQL has done since version 10. An
 //! item that is just the call keeps the column name `generate_series`.
+//!
+//! **Types.** `generate_series(1, 3)` is a series of `integer`s, `generate_series(1,
+//! 3000000000)` of `bigint`s: PostgreSQL types an integer constant by its value. DataFusion
+//! plans a `FROM` function's arguments as Int64s (`sql::integer_constants` retypes them
+//! only later, in the plan), so [`typed_series_arguments`] writes each of its constants
+//! that fits in 32 bits as `CAST(n AS INTEGER)`, which the function sees as an Int32, in
+//! the copy of the statement DataFusion plans (a view keeps the text as written).
 
 use std::ops::ControlFlow;
 
@@ -74,6 +81,80 @@ pub fn name_function_columns(stmt: &mut ast::Statement) {
         }
     }
     let _ = stmt.visit(&mut Name);
+}
+
+/// `stmt` with each integer constant of a `FROM generate_series(…)` that fits in 32 bits
+/// written `CAST(n AS INTEGER)` (see the module comment); `None` when it has none.
+pub fn typed_series_arguments(stmt: &ast::Statement) -> Option<ast::Statement> {
+    struct Type {
+        typed: bool,
+    }
+    impl VisitorMut for Type {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table {
+                name,
+                args: Some(args),
+                ..
+            } = factor
+            {
+                if SCALAR_SET_FUNCTIONS.contains(&function_name(name).unwrap_or_default().as_str())
+                {
+                    for arg in &mut args.args {
+                        if let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = arg {
+                            self.typed |= type_as_integer(e);
+                        }
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let is_series = |name: &ObjectName| {
+        SCALAR_SET_FUNCTIONS.contains(&function_name(name).unwrap_or_default().as_str())
+    };
+    if ast::visit_relations(stmt, |name| match is_series(name) {
+        true => ControlFlow::Break(()),
+        false => ControlFlow::Continue(()),
+    })
+    .is_continue()
+    {
+        return None;
+    }
+    let mut typed = stmt.clone();
+    let mut visitor = Type { typed: false };
+    let _ = typed.visit(&mut visitor);
+    visitor.typed.then_some(typed)
+}
+
+/// `e` written `CAST(e AS INTEGER)` when it is an integer constant that fits in 32 bits.
+fn type_as_integer(e: &mut Expr) -> bool {
+    let number = |e: &Expr| match e {
+        Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => Some(n.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let digits = match &*e {
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => number(expr).map(|n| format!("-{n}")),
+        other => number(other),
+    };
+    if !digits.is_some_and(|d| d.parse::<i32>().is_ok()) {
+        return false;
+    }
+    let constant = std::mem::replace(e, Expr::Value(ast::Value::Null.into()));
+    *e = Expr::Cast {
+        kind: ast::CastKind::Cast,
+        expr: Box::new(constant),
+        data_type: ast::DataType::Integer(None),
+        array: false,
+        format: None,
+    };
+    true
 }
 
 /// Without an alias: alias and column both named `function`. With an alias but no column

@@ -1,0 +1,212 @@
+//! Integer constants typed as PostgreSQL 18 types them, seen by a client that checks types
+//! (tokio-postgres refuses to read an `int8` column as an `i32`): `integer` when the value
+//! fits in 32 bits, `bigint` otherwise, and so the expressions, VALUES lists, UNIONs and
+//! series made of them, and the tables CREATE TABLE AS makes. Every expected type and name
+//! is PostgreSQL 18's for the same statement.
+
+use iolab_tests::tokio_postgres::types::Type;
+use iolab_tests::tokio_postgres::Client;
+use iolab_tests::{rows, sqlstate, TestServer};
+
+/// The types and names of `sql`'s result columns, as the server describes them.
+async fn columns(client: &Client, sql: &str) -> Vec<(Type, String)> {
+    let statement = client
+        .prepare(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    statement
+        .columns()
+        .iter()
+        .map(|c| (c.type_().clone(), c.name().to_string()))
+        .collect()
+}
+
+async fn types(client: &Client, sql: &str) -> Vec<Type> {
+    columns(client, sql)
+        .await
+        .into_iter()
+        .map(|c| c.0)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn integer_constants_are_int4_when_they_fit() {
+    let server = TestServer::start("constant-types");
+    let c = server.client().await;
+    c.batch_execute("CREATE TABLE t (a int, s smallint, b bigint); INSERT INTO t VALUES (1, 2, 3)")
+        .await
+        .unwrap();
+
+    // Constants, and expressions over them and over columns.
+    let row = c
+        .query_one("SELECT 1, 3000000000, -2147483648, -2147483649", &[])
+        .await
+        .unwrap();
+    let values: (i32, i64, i32, i64) = (row.get(0), row.get(1), row.get(2), row.get(3));
+    assert_eq!(values, (1, 3000000000, -2147483648, -2147483649));
+    assert_eq!(
+        types(&c, "SELECT a + 1, s + 1, s + s, b + 1, 1 + 1 FROM t").await,
+        [Type::INT4, Type::INT4, Type::INT2, Type::INT8, Type::INT4]
+    );
+    assert_eq!(
+        types(&c, "SELECT count(*), sum(a), sum(1), max(1) FROM t").await,
+        [Type::INT8, Type::INT8, Type::INT8, Type::INT4]
+    );
+    let row = c.query_one("SELECT a * 10 FROM t", &[]).await.unwrap();
+    assert_eq!(row.get::<_, i32>(0), 10);
+
+    // VALUES lists and set operations take the common type of their rows.
+    assert_eq!(
+        types(&c, "SELECT * FROM (VALUES (1, 2), (NULL, 3000000000)) v").await,
+        [Type::INT4, Type::INT8]
+    );
+    assert_eq!(
+        columns(&c, "SELECT 1 UNION SELECT 2").await,
+        [(Type::INT4, "?column?".to_string())]
+    );
+    assert_eq!(
+        columns(&c, "SELECT 1 AS x UNION ALL SELECT 3000000000 ORDER BY 1").await,
+        [(Type::INT8, "x".to_string())]
+    );
+    let union = rows(&c, "SELECT 1 AS x UNION ALL SELECT 3000000000 ORDER BY 1").await;
+    assert_eq!(
+        union,
+        [[Some("1".to_string())], [Some("3000000000".to_string())]]
+    );
+
+    // An INSERT's constants are converted to the column's type as before.
+    c.batch_execute("INSERT INTO t VALUES (2147483647, -32768, 9223372036854775807)")
+        .await
+        .unwrap();
+    assert_eq!(
+        rows(&c, "SELECT max(a), min(s), max(b) FROM t").await,
+        [[
+            Some("2147483647".to_string()),
+            Some("-32768".to_string()),
+            Some("9223372036854775807".to_string())
+        ]]
+    );
+
+    // integer arithmetic overflows as integer, and a bigint operand makes it bigint.
+    let e = c.simple_query("SELECT 2147483647 + 1").await.unwrap_err();
+    assert_eq!(sqlstate(&e), "22003");
+    assert_eq!(e.as_db_error().unwrap().message(), "integer out of range");
+    let row = c
+        .query_one("SELECT 2147483647::bigint + 1", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 2147483648);
+
+    // A parameter beside an integer constant is an integer.
+    let statement = c.prepare("SELECT $1 + 1").await.unwrap();
+    assert_eq!(statement.params(), [Type::INT4]);
+    let row = c.query_one(&statement, &[&41i32]).await.unwrap();
+    assert_eq!(row.get::<_, i32>(0), 42);
+
+    // LIMIT and OFFSET take integer constants as ever.
+    assert_eq!(
+        rows(&c, "SELECT a FROM t ORDER BY a LIMIT 1 OFFSET 1").await,
+        [[Some("2147483647".to_string())]]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn series_and_the_tables_made_of_them_have_postgres_types() {
+    let server = TestServer::start("series-types");
+    let c = server.client().await;
+
+    assert_eq!(
+        types(&c, "SELECT * FROM generate_series(1, 3)").await,
+        [Type::INT4]
+    );
+    assert_eq!(
+        types(&c, "SELECT * FROM generate_series(-5, 3000000000)").await,
+        [Type::INT8]
+    );
+    assert_eq!(
+        types(&c, "SELECT * FROM generate_series(1::bigint, 3)").await,
+        [Type::INT8]
+    );
+    assert_eq!(
+        columns(&c, "SELECT generate_series(1, 3)").await,
+        [(Type::INT4, "generate_series".to_string())]
+    );
+    let series: Vec<i32> = c
+        .query("SELECT g FROM generate_series(10, 1, -3) g", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(series, [10, 7, 4, 1]);
+    let expanded: Vec<i32> = c
+        .query("SELECT generate_series(1, 3) + 1", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(expanded, [2, 3, 4]);
+
+    // The table is made of 4-byte integers: as large as one declared `int`.
+    c.batch_execute(
+        "CREATE TABLE made AS SELECT i, i * 2 AS j FROM generate_series(1, 20000) i;
+         CREATE TABLE declared (i int, j int);
+         INSERT INTO declared SELECT i, i * 2 FROM generate_series(1, 20000) i;
+         CREATE TABLE wide (i bigint, j bigint);
+         INSERT INTO wide SELECT i, i * 2 FROM generate_series(1, 20000) i",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        rows(
+            &c,
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+              WHERE attrelid = 'made'::regclass AND attnum > 0 ORDER BY attnum"
+        )
+        .await,
+        [[Some("integer".to_string())], [Some("integer".to_string())]]
+    );
+    let size = |t: &'static str| {
+        let c = &c;
+        async move {
+            let r = rows(c, &format!("SELECT pg_relation_size('{t}')")).await;
+            r[0][0].as_deref().unwrap().parse::<i64>().unwrap()
+        }
+    };
+    let (made, declared, wide) = (
+        size("made").await,
+        size("declared").await,
+        size("wide").await,
+    );
+    assert_eq!(made, declared);
+    assert!(made < wide, "{made} {wide}");
+
+    // The series is still known to be in order: no sort spills for ORDER BY its column.
+    c.batch_execute("SET work_mem = '64kB'").await.unwrap();
+    let plan = rows(
+        &c,
+        "EXPLAIN (COSTS OFF) SELECT i FROM generate_series(1, 100000) i ORDER BY i",
+    )
+    .await;
+    assert_eq!(
+        plan,
+        [[Some("Function Scan on generate_series i".to_string())]]
+    );
+    let plan = rows(
+        &c,
+        "EXPLAIN (COSTS OFF) SELECT * FROM generate_series(1, 10) g WHERE g > 1",
+    )
+    .await;
+    assert_eq!(plan[1][0].as_deref(), Some("  Filter: (g > 1)"));
+
+    // A recursive query keeps DataFusion's bigint (its working table is typed when it is
+    // planned) and its values.
+    let r = rows(
+        &c,
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3)
+         SELECT sum(n) FROM r",
+    )
+    .await;
+    assert_eq!(r, [[Some("6".to_string())]]);
+}
