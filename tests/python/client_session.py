@@ -214,9 +214,10 @@ def explain_range(conn):
         (RANGE_LIMIT,),
     )
     document = cur.fetchone()[0]
-    # PostgreSQL types the column json (psycopg parses it); iolab sends it as text.
-    if isinstance(document, str):
-        document = json.loads(document)
+    # The column is a json, as PostgreSQL types it: psycopg hands over the parsed document.
+    check("EXPLAIN (FORMAT JSON) column type", cur.description[0].type_code, 114)
+    if not isinstance(document, list):
+        raise AssertionError(f"EXPLAIN (FORMAT JSON) gave a {type(document).__name__}")
     top = document[0]["Plan"]
     scans = [n for n in plan_nodes(top) if n["Node Type"] in ("Bitmap Heap Scan", "Index Scan")]
     if not scans:

@@ -516,3 +516,32 @@ fn explain_through_psql() {
         "     QUERY PLAN      \n---------------------\n Seq Scan on t\n   Filter: (a < 140)\n(2 rows)\n\n"
     );
 }
+
+/// The plan column's type is PostgreSQL's for each format, in the RowDescription of a
+/// query and in the Describe of a prepared EXPLAIN: a client decodes a JSON plan as JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_column_is_typed_by_its_format() {
+    use tokio_postgres::types::{Json, Type};
+    let server = TestServer::start("explain-types");
+    let client = server.client().await;
+    for (format, ty) in [
+        ("TEXT", Type::TEXT),
+        ("JSON", Type::JSON),
+        ("YAML", Type::TEXT),
+        ("XML", Type::XML),
+    ] {
+        let sql = format!("EXPLAIN (FORMAT {format}) SELECT 1");
+        let statement = client.prepare(&sql).await.unwrap();
+        assert_eq!(statement.columns()[0].type_(), &ty, "{sql}");
+    }
+    let row = client
+        .query_one(
+            "EXPLAIN (ANALYZE, FORMAT JSON) SELECT count(*) FROM generate_series(1, 10)",
+            &[],
+        )
+        .await
+        .unwrap();
+    let Json(document): Json<serde_json::Value> = row.get(0);
+    assert_eq!(document[0]["Plan"]["Node Type"], "Aggregate", "{document}");
+    assert_eq!(document[0]["Plan"]["Actual Rows"], 1.0, "{document}");
+}

@@ -14,8 +14,10 @@
 //!     └─ text.rs / structured.rs   the text format, or JSON / YAML / XML
 //! ```
 //!
-//! The result is PostgreSQL's: one `text` column named `QUERY PLAN`, one row per line in
-//! the text format, one row holding the whole document otherwise.
+//! The result is PostgreSQL's: one column named `QUERY PLAN`, one row per line in the
+//! text format, one row holding the whole document otherwise; the column is a `json` for
+//! FORMAT JSON and an `xml` for FORMAT XML (so that a client decodes the document), a
+//! `text` otherwise.
 //!
 //! `EXPLAIN ANALYZE` of a SELECT changes nothing. `EXPLAIN ANALYZE` of an INSERT inserts,
 //! as in PostgreSQL. Other statements are not explainable yet (0A000).
@@ -57,13 +59,15 @@ use crate::sql::ddl::ident_name;
 use crate::sql::returning::{self, Returning};
 use crate::sql::{insert, Outcome, StatementRun};
 
-/// The result's one column.
-pub fn result_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new(
-        "QUERY PLAN",
-        DataType::Utf8,
-        false,
-    )]))
+/// The result's one column, for a plan in `format`.
+pub fn result_schema(format: Format) -> SchemaRef {
+    let column = Field::new("QUERY PLAN", DataType::Utf8, false);
+    let column = match format {
+        Format::Json => crate::wire::encode::reported_as(column, pgwire::api::Type::JSON),
+        Format::Xml => crate::wire::encode::reported_as(column, pgwire::api::Type::XML),
+        Format::Text | Format::Yaml => column,
+    };
+    Arc::new(Schema::new(vec![column]))
 }
 
 /// Checks the options of an `EXPLAIN` when it is parsed, so that errors carry the
@@ -177,7 +181,7 @@ pub async fn run(
         Format::Text => text::render(&explained),
         f => vec![structured::render(&explained, f)],
     };
-    let schema = result_schema();
+    let schema = result_schema(opts.format);
     let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(rows))])
         .map_err(|e| PgError::internal(e.to_string()))?;
     let stream =

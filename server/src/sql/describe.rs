@@ -62,9 +62,12 @@ pub async fn describe(
                 crate::sql::dml::row_query(session.db(), session.temp.schema(), s, false)?
                     .map(|found| found.query)
             }
-            // EXPLAIN: the explained query's parameters, and one text column.
+            // EXPLAIN: the explained query's parameters, and one column.
             ast::Statement::Explain { statement, .. } => {
-                schema = Some(crate::explain::result_schema());
+                let format = crate::explain::options::ExplainOptions::from_statement(s)
+                    .map(|o| o.format)
+                    .unwrap_or_default();
+                schema = Some(crate::explain::result_schema(format));
                 matches!(**statement, ast::Statement::Query(_)).then(|| (**statement).clone())
             }
             _ => None,

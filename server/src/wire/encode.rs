@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::{BufMut, BytesMut};
 use datafusion::arrow::array::Array;
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
@@ -34,6 +34,21 @@ pub fn pg_type_of(dt: &DataType) -> (Type, i32) {
     }
 }
 
+/// Field metadata holding the type OID a text column is reported as, when it is not
+/// `text` (EXPLAIN's `json` and `xml` documents).
+const REPORTED_TYPE: &str = "iolab.reported_type_oid";
+
+/// `text_column` reported to clients as a `ty` (whose text form it holds).
+pub fn reported_as(text_column: Field, ty: Type) -> Field {
+    assert_eq!(
+        text_column.data_type(),
+        &DataType::Utf8,
+        "only text is reported as another type"
+    );
+    let metadata = [(REPORTED_TYPE.to_string(), ty.oid().to_string())];
+    text_column.with_metadata(metadata.into())
+}
+
 /// RowDescription fields for a result schema; `format(i)` gives column i's format.
 pub fn fields(schema: &SchemaRef, format: impl Fn(usize) -> FieldFormat) -> Arc<Vec<FieldInfo>> {
     Arc::new(
@@ -42,7 +57,11 @@ pub fn fields(schema: &SchemaRef, format: impl Fn(usize) -> FieldFormat) -> Arc<
             .iter()
             .enumerate()
             .map(|(i, f)| {
-                let (ty, typmod) = pg_type_of(f.data_type());
+                let reported = f.metadata().get(REPORTED_TYPE);
+                let (ty, typmod) = match reported.and_then(|oid| oid.parse().ok()) {
+                    Some(oid) => (Type::from_oid(oid).expect("a known type OID"), -1),
+                    None => pg_type_of(f.data_type()),
+                };
                 let size = match ty {
                     Type::BOOL => 1,
                     Type::INT2 => 2,
