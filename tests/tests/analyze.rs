@@ -223,6 +223,14 @@ fn analyze_fills_pg_stats_and_pg_class() {
         rows[0][1].as_deref().unwrap().parse::<i64>().unwrap(),
         pages
     );
+    // An index on it counts the same rows, in its own pages.
+    run(&mut conn, "CREATE INDEX t_b ON t (b)");
+    let (index, _) = run(
+        &mut conn,
+        "SELECT reltuples, relpages > 0 FROM pg_class WHERE relname = 't_b'",
+    );
+    assert_eq!(index[0][0].as_deref(), Some("100000"));
+    assert_eq!(index[0][1].as_deref(), Some("t"));
 
     // A column list analyzes only those columns (the others keep their statistics).
     run(

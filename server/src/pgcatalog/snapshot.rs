@@ -401,7 +401,9 @@ impl Snapshot {
             am: oids::BTREE_AM,
             relfilenode: index.relfilenode,
             pages: self.index_blocks(index),
-            tuples: -1.0,
+            // A B-tree holds an entry for every row, so its count is the table's (as
+            // PostgreSQL's VACUUM and ANALYZE record it for the index too).
+            tuples: table.reltuples,
             columns: index
                 .columns
                 .iter()
