@@ -1036,6 +1036,7 @@ fn base_state(
     crate::pgcatalog::datetime_functions::register(&mut state)
         .expect("a new state takes functions");
     crate::pgcatalog::to_timestamp::register(&mut state).expect("a new state takes functions");
+    crate::pgcatalog::percentile_disc::register(&mut state).expect("a new state takes functions");
     for (name, with_ctid) in [(DATABASE, false), (DATABASE_WITH_CTID, true)] {
         let catalog = MemoryCatalogProvider::new();
         catalog

@@ -43,6 +43,7 @@ pub mod int4_series;
 pub mod interval_scale;
 pub mod locks;
 pub mod oids;
+pub mod percentile_disc;
 pub mod pg_stats;
 pub mod prewarm;
 pub mod progress;
