@@ -262,6 +262,9 @@ fn run(cli: Cli) -> Result<(), String> {
             if let Some(db) = reloaded_db.upgrade() {
                 db.checkpointer.set_options(checkpoint_options(s));
                 db.set_bgwriter_options(bgwriter_options(s));
+                if let Err(e) = db.aio.set_io_workers(s.io_workers().max(1) as usize) {
+                    tracing::warn!("could not start I/O workers: {e}");
+                }
             }
         };
         config_reload::init(

@@ -269,3 +269,66 @@ async fn pg_reload_conf_applies_to_every_session() {
     }
     assert_eq!(seen, "4MB");
 }
+
+/// The server's threads named `io worker N`, seen from outside through /proc.
+fn io_worker_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.unwrap().path().join("comm")).ok())
+        .filter(|name| name.starts_with("io worker "))
+        .count()
+}
+
+/// `io_workers` is a reload setting, as in PostgreSQL 18: the pool grows and shrinks at
+/// pg_reload_conf(), and scans read through it before and after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn io_workers_change_at_a_reload() {
+    // io_workers from the command line would stand over the files, as in PostgreSQL:
+    // the server starts with the default, 3, under the default method, worker.
+    let server = TestServer::start_with("reload_io_workers", &["-c", "shared_buffers=1MB"]);
+    let pid = server.pid().expect("running");
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "CREATE TABLE w AS SELECT i, md5(i::text) AS f FROM generate_series(1, 40000) i",
+        )
+        .await
+        .unwrap();
+    assert_eq!(io_worker_threads(pid), 3);
+    for workers in [5, 1, 2] {
+        client
+            .batch_execute(&format!(
+                "ALTER SYSTEM SET io_workers = {workers}; SELECT pg_reload_conf()"
+            ))
+            .await
+            .unwrap();
+        let row = client
+            .query_one(
+                "SELECT setting, pending_restart FROM pg_settings WHERE name = 'io_workers'",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (row.get::<_, String>(0), row.get::<_, bool>(1)),
+            (workers.to_string(), false)
+        );
+        assert_eq!(io_worker_threads(pid), workers, "io_workers = {workers}");
+        // The table is 20 times the pool: the scan reads it through the workers.
+        let row = client
+            .query_one("SELECT count(*), sum(i) FROM w", &[])
+            .await
+            .unwrap();
+        assert_eq!(
+            (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+            (40000, 40000 * 40001 / 2)
+        );
+    }
+    assert!(
+        server
+            .log()
+            .contains("parameter \"io_workers\" changed to \"2\""),
+        "{}",
+        server.log()
+    );
+}

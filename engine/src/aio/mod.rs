@@ -177,6 +177,15 @@ impl AioSystem {
         self.method
     }
 
+    /// `io_workers` changed by a configuration reload: run that many workers (nothing to
+    /// do under the other methods).
+    pub fn set_io_workers(&self, nworkers: usize) -> std::io::Result<()> {
+        match &self.workers {
+            Some(pool) if pool.nworkers() != nworkers => pool.resize(nworkers),
+            _ => Ok(()),
+        }
+    }
+
     pub fn is_direct(&self) -> bool {
         self.direct
     }

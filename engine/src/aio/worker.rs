@@ -34,6 +34,13 @@
 //! reads itself, as under `sync`: see read_stream.rs, "One read ahead under worker"); taking
 //! back still saves the hand-offs at eic 1 with direct I/O and at eic 2 and up.
 //!
+//! # Resizing
+//!
+//! `io_workers` takes effect on a configuration reload, as in PostgreSQL 18
+//! ([`WorkerPool::resize`]): new workers start at once; a worker told to retire finishes
+//! the handle it holds and exits, and the queued handles go to the others (there is always
+//! at least one).
+//!
 //! Workers run until the pool is dropped; dropping waits for them to finish the handle they
 //! hold (the queue is drained first, so nothing an issuer waits for is ever lost).
 
@@ -70,7 +77,14 @@ struct Shared {
 
 pub struct WorkerPool {
     shared: Arc<Shared>,
-    threads: Vec<JoinHandle<()>>,
+    /// The running workers, by number (`io worker N` is `workers[N]`).
+    workers: Mutex<Vec<Worker>>,
+}
+
+struct Worker {
+    thread: JoinHandle<()>,
+    /// Set to have the worker exit once it holds no handle.
+    retire: Arc<AtomicBool>,
 }
 
 impl WorkerPool {
@@ -84,19 +98,47 @@ impl WorkerPool {
             shutdown: AtomicBool::new(false),
             handles,
         });
-        let threads = (0..nworkers)
-            .map(|n| {
-                let shared = Arc::clone(&shared);
-                std::thread::Builder::new()
-                    .name(format!("io worker {n}"))
-                    .spawn(move || worker_loop(&shared))
-            })
-            .collect::<std::io::Result<Vec<_>>>()?;
-        Ok(WorkerPool { shared, threads })
+        let pool = WorkerPool {
+            shared,
+            workers: Mutex::new(Vec::with_capacity(nworkers)),
+        };
+        pool.resize(nworkers)?;
+        Ok(pool)
     }
 
     pub fn nworkers(&self) -> usize {
-        self.threads.len()
+        self.workers.lock().len()
+    }
+
+    /// Run `nworkers` workers from now on: start the missing ones, or retire the last ones
+    /// and wait for them to finish the handle each holds.
+    pub fn resize(&self, nworkers: usize) -> std::io::Result<()> {
+        assert!(nworkers >= 1, "io_workers is at least 1");
+        let mut workers = self.workers.lock();
+        while workers.len() < nworkers {
+            let shared = Arc::clone(&self.shared);
+            let retire = Arc::new(AtomicBool::new(false));
+            let retired = Arc::clone(&retire);
+            let thread = std::thread::Builder::new()
+                .name(format!("io worker {}", workers.len()))
+                .spawn(move || worker_loop(&shared, &retired))?;
+            workers.push(Worker { thread, retire });
+        }
+        let retiring = workers.split_off(nworkers);
+        drop(workers);
+        for worker in &retiring {
+            worker.retire.store(true, Ordering::Release);
+        }
+        if !retiring.is_empty() {
+            // Under the queue's lock, so that no retiring worker is between its check and
+            // its wait.
+            let _queue = self.shared.queue.lock();
+            self.shared.work.notify_all();
+        }
+        for worker in retiring {
+            let _ = worker.thread.join();
+        }
+        Ok(())
     }
 
     /// Queue submitted handles for the workers, in order, until the queue is full; returns
@@ -136,12 +178,19 @@ impl WorkerPool {
     }
 }
 
-fn worker_loop(shared: &Shared) {
+fn worker_loop(shared: &Shared, retire: &AtomicBool) {
     let mut to_advise = Vec::with_capacity(ADVICE_BATCH + 1);
     loop {
         let io = {
             let mut queue = shared.queue.lock();
             loop {
+                if retire.load(Ordering::Acquire) {
+                    // A wake-up meant for work may have come here: pass it on.
+                    if !queue.is_empty() {
+                        shared.work.notify_one();
+                    }
+                    return;
+                }
                 if let Some(head) = queue.pop_front() {
                     // The reads still waiting behind this one, not yet advised.
                     to_advise.extend(
@@ -180,8 +229,8 @@ impl Drop for WorkerPool {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::Release);
         self.shared.work.notify_all();
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
+        for worker in self.workers.get_mut().drain(..) {
+            let _ = worker.thread.join();
         }
     }
 }
