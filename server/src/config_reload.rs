@@ -3,10 +3,11 @@
 //! The files are `iolab.conf` (or `--config`) and then `postgresql.auto.conf` (ALTER
 //! SYSTEM's), both in postgresql.conf syntax. At a reload [`reload`] reads them again and
 //! computes the server's new values (`ServerSettings::reload`: only what came from a file
-//! or a default changes). The background writer, the checkpointer and the I/O workers
-//! (`io_workers`) take their new settings at once ([`LIVE_SIGHUP`]); the other `sighup` settings, read once at start
-//! (`fsync`, `full_page_writes`, `min_wal_size` …), wait for a restart as the
-//! `postmaster` ones do, and show `pending_restart`. It logs what changed as PostgreSQL
+//! or a default changes). The background writer, the checkpointer, the I/O workers
+//! (`io_workers`) and the WAL (`fsync`, `full_page_writes`, `min_wal_size`) take their new
+//! settings at once ([`LIVE_SIGHUP`]); the other `sighup` settings, read once at start
+//! (`recovery_prefetch`, `ssl`, `log_startup_progress_interval`), wait for a restart as
+//! the `postmaster` ones do, and show `pending_restart`. It logs what changed as PostgreSQL
 //! does and counts a new generation; each session compares the generation with the one it
 //! has adopted before its next statement outside a transaction block, and adopts the new
 //! values for the settings it did not set itself (`SessionSettings::adopt_reloaded`).
@@ -32,9 +33,12 @@ pub const LIVE_SIGHUP: &[&str] = &[
     "checkpoint_completion_target",
     "checkpoint_flush_after",
     "checkpoint_timeout",
+    "fsync",
+    "full_page_writes",
     "io_workers",
     "log_checkpoints",
     "max_wal_size",
+    "min_wal_size",
     "wal_writer_delay",
 ];
 

@@ -134,9 +134,7 @@ fn run(cli: Cli) -> Result<(), String> {
             track_io_timing: settings.track_wal_io_timing(),
             init_zero: settings.wal_init_zero(),
             recycle: settings.wal_recycle(),
-            recycle_up_to: settings.min_wal_size_mb().min(settings.max_wal_size_mb()) as u64
-                * 1024
-                * 1024,
+            recycle_up_to: wal_recycle_up_to(&settings),
             ..WalOptions::default()
         },
         recovery: RecoveryOptions {
@@ -262,6 +260,8 @@ fn run(cli: Cli) -> Result<(), String> {
             if let Some(db) = reloaded_db.upgrade() {
                 db.checkpointer.set_options(checkpoint_options(s));
                 db.set_bgwriter_options(bgwriter_options(s));
+                db.wal
+                    .reload(s.fsync(), s.full_page_writes(), wal_recycle_up_to(s));
                 if let Err(e) = db.aio.set_io_workers(s.io_workers().max(1) as usize) {
                     tracing::warn!("could not start I/O workers: {e}");
                 }
@@ -320,6 +320,11 @@ fn run(cli: Cli) -> Result<(), String> {
     })?;
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(())
+}
+
+/// Bytes of old WAL segments kept for reuse: `min_wal_size`, capped at `max_wal_size`.
+fn wal_recycle_up_to(settings: &ServerSettings) -> u64 {
+    settings.min_wal_size_mb().min(settings.max_wal_size_mb()) as u64 * 1024 * 1024
 }
 
 /// `checkpoint_*`, `max_wal_size`, `wal_writer_delay`, `log_checkpoints`: at start, and

@@ -332,3 +332,76 @@ async fn io_workers_change_at_a_reload() {
         server.log()
     );
 }
+
+/// `full_page_writes` and `fsync` change at a reload, as in PostgreSQL: after it, the first
+/// change of a page after a checkpoint logs no image, and a commit syncs nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_page_writes_and_fsync_change_at_a_reload() {
+    let server = TestServer::start("reload_wal");
+    let client = server.client().await;
+    let count = |sql: &'static str| {
+        let client = &client;
+        async move {
+            client
+                .batch_execute("SELECT pg_stat_force_next_flush()")
+                .await
+                .unwrap();
+            let row = client.query_one(sql, &[]).await.unwrap();
+            row.get::<_, i64>(0)
+        }
+    };
+    let images = "SELECT wal_fpi FROM pg_stat_wal";
+    let wal_syncs = "SELECT sum(fsyncs)::bigint FROM pg_stat_io WHERE object = 'wal'";
+    client
+        .batch_execute(
+            "CREATE TABLE f AS SELECT i, md5(i::text) AS m FROM generate_series(1, 2000) i",
+        )
+        .await
+        .unwrap();
+
+    // As started: images after a checkpoint, a sync per commit.
+    client.batch_execute("CHECKPOINT").await.unwrap();
+    let (images_before, syncs_before) = (count(images).await, count(wal_syncs).await);
+    client
+        .batch_execute("UPDATE f SET m = 'x' WHERE i % 50 = 0")
+        .await
+        .unwrap();
+    assert!(count(images).await > images_before);
+    assert!(count(wal_syncs).await > syncs_before);
+
+    client
+        .batch_execute(
+            "ALTER SYSTEM SET full_page_writes = off;
+             ALTER SYSTEM SET fsync = off;
+             SELECT pg_reload_conf();",
+        )
+        .await
+        .unwrap();
+    for name in ["full_page_writes", "fsync"] {
+        let row = client
+            .query_one(
+                "SELECT setting, pending_restart FROM pg_settings WHERE name = $1",
+                &[&name],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (row.get::<_, String>(0), row.get::<_, bool>(1)),
+            ("off".to_string(), false),
+            "{name}"
+        );
+    }
+    client.batch_execute("CHECKPOINT").await.unwrap();
+    let (images_before, syncs_before) = (count(images).await, count(wal_syncs).await);
+    client
+        .batch_execute("UPDATE f SET m = 'y' WHERE i % 50 = 0")
+        .await
+        .unwrap();
+    assert_eq!(count(images).await, images_before);
+    assert_eq!(count(wal_syncs).await, syncs_before);
+    let row = client
+        .query_one("SELECT count(*) FROM f WHERE m = 'y'", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 40);
+}

@@ -42,7 +42,8 @@ use parking_lot::Mutex;
 use super::record::{self, align, Body, Lsn, Record, HEADER_SIZE};
 
 /// Bounds and switches of the WAL (`wal_segment_size`, `wal_buffers`, `full_page_writes`,
-/// `fsync`).
+/// `fsync`), as the server starts with them; `fsync`, `full_page_writes` and
+/// `recycle_up_to` change at a configuration reload ([`Wal::reload`]).
 #[derive(Clone, Copy, Debug)]
 pub struct WalOptions {
     pub segment_size: u64,
@@ -102,6 +103,10 @@ struct WriteState {
 pub struct Wal {
     dir: PathBuf,
     options: WalOptions,
+    /// `options.fsync`, `full_page_writes`, `recycle_up_to` as a reload leaves them.
+    fsync: AtomicBool,
+    full_page_writes: AtomicBool,
+    recycle_up_to: AtomicU64,
     insert: Mutex<InsertState>,
     write: Mutex<WriteState>,
     written: AtomicU64,
@@ -147,6 +152,9 @@ impl Wal {
         Ok(Wal {
             dir: dir.to_path_buf(),
             options,
+            fsync: AtomicBool::new(options.fsync),
+            full_page_writes: AtomicBool::new(options.full_page_writes),
+            recycle_up_to: AtomicU64::new(options.recycle_up_to),
             insert: Mutex::new(InsertState {
                 buf: Vec::with_capacity(options.buffer_bytes),
                 buf_start: 0,
@@ -226,12 +234,22 @@ impl Wal {
 
     /// Whether syncs happen at all (`fsync`); a checkpoint asks too.
     pub fn fsync_enabled(&self) -> bool {
-        self.options.fsync
+        self.fsync.load(Ordering::Relaxed)
     }
 
     /// Whether a page last changed at `page_lsn` must be logged whole on this change.
     pub fn needs_full_image(&self, page_lsn: Lsn) -> bool {
-        self.options.full_page_writes && page_lsn <= self.redo_lsn()
+        self.full_page_writes.load(Ordering::Relaxed) && page_lsn <= self.redo_lsn()
+    }
+
+    /// The `sighup` settings a configuration reload changes, from the next sync, page
+    /// change or checkpoint on: `fsync`, `full_page_writes`, and the bytes of old segments
+    /// kept for reuse (`min_wal_size`, capped at `max_wal_size`).
+    pub fn reload(&self, fsync: bool, full_page_writes: bool, recycle_up_to: u64) {
+        self.fsync.store(fsync, Ordering::Relaxed);
+        self.full_page_writes
+            .store(full_page_writes, Ordering::Relaxed);
+        self.recycle_up_to.store(recycle_up_to, Ordering::Relaxed);
     }
 
     /// Appends a record; returns where it starts and where the next one will. Adds the
@@ -343,7 +361,7 @@ impl Wal {
         }
         if sync {
             let upto = self.write_lsn();
-            if self.options.fsync {
+            if self.fsync_enabled() {
                 let started = std::time::Instant::now();
                 for (_, file) in &state.unsynced {
                     file.sync_data()?;
@@ -431,7 +449,7 @@ impl Wal {
         }
         let ns = started.elapsed().as_nanos() as u64;
         io.count_ops(WAL, Init, IoOp::Write, 1, size, self.timed(ns));
-        if self.options.fsync {
+        if self.fsync_enabled() {
             let started = std::time::Instant::now();
             file.sync_all()?;
             let ns = started.elapsed().as_nanos() as u64;
@@ -474,7 +492,7 @@ impl Wal {
         }
         present.sort_unstable();
         let keep = if self.options.recycle {
-            (self.options.recycle_up_to / size) as usize
+            (self.recycle_up_to.load(Ordering::Relaxed) / size) as usize
         } else {
             0
         };
