@@ -91,6 +91,15 @@ fn named(e: &Expr) -> Option<(String, Strength)> {
             _ => fallback(type_name(data_type)),
         },
         Expr::Nested(inner) => named(inner),
+        // Named after the last field it reads (`t.arr[1]` is `arr`), else after what it
+        // reads from (`(ARRAY[1, 2])[2]` is `array`).
+        Expr::CompoundFieldAccess { root, access_chain } => {
+            let last_field = access_chain.iter().rev().find_map(|a| match a {
+                ast::AccessExpr::Dot(field) => Some(field),
+                ast::AccessExpr::Subscript(_) => None,
+            });
+            named(last_field.unwrap_or(root))
+        }
         Expr::Case { .. } => fallback("case".into()),
         Expr::Array(_) => sure("array"),
         Expr::Exists { .. } => sure("exists"),
@@ -258,6 +267,13 @@ mod tests {
             vec!["a", "b", "count"]
         );
         assert_eq!(names("SELECT 1", &["Int64(1)"]), vec!["?column?"]);
+        assert_eq!(
+            names(
+                "SELECT (ARRAY[1, 2])[2], arr[1], t.arr[1:2]",
+                &["x", "y", "z"]
+            ),
+            vec!["array", "arr", "arr"]
+        );
     }
 
     #[test]
