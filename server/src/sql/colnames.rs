@@ -108,6 +108,9 @@ fn named(e: &Expr) -> Option<(String, Strength)> {
             sure(&names.into_iter().next().flatten()?)
         }
         Expr::Extract { .. } => sure("extract"),
+        Expr::Substring {
+            shorthand: true, ..
+        } => sure("substr"),
         Expr::Substring { .. } => sure("substring"),
         Expr::Trim { .. } => sure("btrim"),
         Expr::Position { .. } => sure("position"),
@@ -273,6 +276,13 @@ mod tests {
                 &["x", "y", "z"]
             ),
             vec!["array", "arr", "arr"]
+        );
+        assert_eq!(
+            names(
+                "SELECT substr(f, 2), substring(f, 2), substring(f FROM 2) FROM t",
+                &["x", "y", "z"]
+            ),
+            vec!["substr", "substring", "substring"]
         );
     }
 
