@@ -145,12 +145,13 @@ impl Database {
         let huge_page_kind = frames.huge_page_kind();
         let huge_page_bytes = frames.huge_page_bytes();
         let pool = BufferPool::with_memory(frames);
-        let (aio, fallback) = AioSystem::start(&options.aio, options.direct_io)
-            .map_err(|message| PgError::new(sqlstate::INTERNAL_ERROR, message))?;
+        let io_stats = Arc::new(IoStatsHub::new());
+        let (aio, fallback) =
+            AioSystem::start(&options.aio, options.direct_io, Some(Arc::clone(&io_stats)))
+                .map_err(|message| PgError::new(sqlstate::INTERNAL_ERROR, message))?;
         if let Some(note) = fallback {
             tracing::warn!("{note}");
         }
-        let io_stats = Arc::new(IoStatsHub::new());
         let hub = Arc::clone(&io_stats);
         txns.set_end_listener(Box::new(move |xid, committed| {
             hub.relation_counts.end_transaction(xid, committed)

@@ -61,10 +61,16 @@ pub enum WaitEvent {
     /// Waiting for another transaction to end (a row it is changing or locking, a key it
     /// is inserting).
     LockTransactionId,
+    /// The checkpointer (which also writes the WAL out) sleeping between rounds.
+    CheckpointerMain,
+    /// The background writer sleeping between rounds.
+    BgwriterMain,
+    /// An I/O worker waiting for a read to execute.
+    IoWorkerMain,
 }
 
 impl WaitEvent {
-    const ALL: [WaitEvent; 13] = [
+    const ALL: [WaitEvent; 16] = [
         WaitEvent::None,
         WaitEvent::DataFileRead,
         WaitEvent::DataFileWrite,
@@ -78,6 +84,9 @@ impl WaitEvent {
         WaitEvent::AioIoUringExecution,
         WaitEvent::ClientRead,
         WaitEvent::LockTransactionId,
+        WaitEvent::CheckpointerMain,
+        WaitEvent::BgwriterMain,
+        WaitEvent::IoWorkerMain,
     ];
 
     /// `pg_stat_activity.wait_event_type`; `None` when not waiting.
@@ -86,6 +95,9 @@ impl WaitEvent {
             WaitEvent::None => None,
             WaitEvent::ClientRead => Some("Client"),
             WaitEvent::LockTransactionId => Some("Lock"),
+            WaitEvent::CheckpointerMain | WaitEvent::BgwriterMain | WaitEvent::IoWorkerMain => {
+                Some("Activity")
+            }
             _ => Some("IO"),
         }
     }
@@ -106,6 +118,9 @@ impl WaitEvent {
             WaitEvent::AioIoUringExecution => "AioIoUringExecution",
             WaitEvent::ClientRead => "ClientRead",
             WaitEvent::LockTransactionId => "transactionid",
+            WaitEvent::CheckpointerMain => "CheckpointerMain",
+            WaitEvent::BgwriterMain => "BgwriterMain",
+            WaitEvent::IoWorkerMain => "IoWorkerMain",
         })
     }
 
@@ -300,6 +315,49 @@ impl BackendActivity {
     /// Was [`terminate`](Self::terminate) sent to it?
     pub fn was_terminated(&self) -> bool {
         self.terminated.load(Ordering::Relaxed)
+    }
+}
+
+/// The pid `pg_stat_activity` shows for an auxiliary thread (the checkpointer, the
+/// background writer, I/O worker `n`): fixed numbers below the client backends' (counted
+/// up from 100001), as iolab's processes are threads of one.
+pub fn auxiliary_pid(backend_type: BackendType, n: usize) -> i32 {
+    let offset = match backend_type {
+        BackendType::Checkpointer => 1,
+        BackendType::BackgroundWriter => 2,
+        BackendType::IoWorker => 100 + n,
+        other => panic!("{} is not an auxiliary thread of iolab's", other.name()),
+    };
+    90_000 + offset as i32
+}
+
+/// An auxiliary thread's `pg_stat_activity` row, from its start until this is dropped.
+pub struct AuxiliaryActivity {
+    hub: Arc<crate::io::IoStatsHub>,
+    pub activity: Arc<BackendActivity>,
+}
+
+impl AuxiliaryActivity {
+    pub fn register(
+        hub: Arc<crate::io::IoStatsHub>,
+        backend_type: BackendType,
+        n: usize,
+    ) -> AuxiliaryActivity {
+        let pid = auxiliary_pid(backend_type, n);
+        let activity = Arc::new(BackendActivity::new(pid, backend_type, "", "", None, None));
+        hub.activity.register(Arc::clone(&activity));
+        AuxiliaryActivity { hub, activity }
+    }
+
+    /// The thread now waits for `event` (`WaitEvent::None`: it works).
+    pub fn set_wait_event(&self, event: WaitEvent) {
+        self.activity.set_wait_event(event);
+    }
+}
+
+impl Drop for AuxiliaryActivity {
+    fn drop(&mut self) {
+        self.hub.activity.unregister(self.activity.pid);
     }
 }
 

@@ -32,7 +32,10 @@ pub mod usage;
 pub mod views;
 pub mod wal;
 
-pub use activity::{ActivityRegistry, BackendActivity, BackendSignals, BackendState, WaitEvent};
+pub use activity::{
+    auxiliary_pid, ActivityRegistry, AuxiliaryActivity, BackendActivity, BackendSignals,
+    BackendState, WaitEvent,
+};
 pub use aio::{AioCounts, AioEvent, AioLatencyOp};
 pub use history::StatsHistory;
 pub use io::{

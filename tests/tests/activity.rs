@@ -298,3 +298,64 @@ async fn cancel_and_terminate_other_sessions() {
     assert_eq!(r, vec![vec![s("f"), s("f"), None]]);
     admin.batch_execute("SELECT 1").await.unwrap();
 }
+
+/// The auxiliary threads are listed as PostgreSQL 18 lists its auxiliary processes: the
+/// checkpointer, the background writer and one row per I/O worker, each with its own pid,
+/// no database, user, state or query, and its `Activity` wait event while it waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auxiliary_threads_are_listed_like_postgres_processes() {
+    let server = TestServer::start_with("activity-auxiliary", &["-c", "io_workers=4"]);
+    let client = server.client().await;
+    let rows = iolab_tests::rows(
+        &client,
+        "SELECT backend_type, count(DISTINCT pid),
+                bool_and(datname IS NULL AND usename IS NULL AND state IS NULL
+                         AND query = '' AND application_name = '' AND backend_start IS NOT NULL),
+                min(wait_event_type), min(wait_event)
+           FROM pg_stat_activity WHERE backend_type <> 'client backend'
+          GROUP BY backend_type ORDER BY backend_type",
+    )
+    .await;
+    assert_eq!(
+        rows,
+        [
+            [
+                s("background writer"),
+                s("1"),
+                s("t"),
+                s("Activity"),
+                s("BgwriterMain")
+            ],
+            [
+                s("checkpointer"),
+                s("1"),
+                s("t"),
+                s("Activity"),
+                s("CheckpointerMain")
+            ],
+            [
+                s("io worker"),
+                s("4"),
+                s("t"),
+                s("Activity"),
+                s("IoWorkerMain")
+            ],
+        ]
+    );
+    // Their pids are not a session's: nothing to cancel there.
+    let me = pid(&client).await;
+    let others = iolab_tests::rows(
+        &client,
+        &format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = {me} OR backend_type = 'client backend'"
+        ),
+    )
+    .await;
+    assert_eq!(others, [[s("1")]]);
+    let checkpointer = iolab_tests::rows(
+        &client,
+        "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE backend_type = 'checkpointer'",
+    )
+    .await;
+    assert_eq!(checkpointer, [[s("f")]]);
+}

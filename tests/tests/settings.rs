@@ -314,6 +314,14 @@ async fn io_workers_change_at_a_reload() {
             (workers.to_string(), false)
         );
         assert_eq!(io_worker_threads(pid), workers, "io_workers = {workers}");
+        let listed = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'io worker'",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(listed.get::<_, i64>(0), workers as i64);
         // The table is 20 times the pool: the scan reads it through the workers.
         let row = client
             .query_one("SELECT count(*), sum(i) FROM w", &[])

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use iolab_catalog::PgError;
 use iolab_settings::IoMethod;
-use iolab_stats::{AioEvent, WaitEvent};
+use iolab_stats::{AioEvent, IoStatsHub, WaitEvent};
 use parking_lot::Mutex;
 
 use crate::accounting::Buffers;
@@ -117,9 +117,12 @@ impl AioSystem {
     /// Set up the method chosen by `config` (io_uring probed; falls back to worker with a
     /// logged reason). Returns the system and, on fallback, the reason.
     /// `direct`: data files are opened with `O_DIRECT` (no advice, no async-offload hint).
+    /// `activity`: the server's statistics, where I/O workers are listed
+    /// (`pg_stat_activity`).
     pub fn start(
         config: &AioConfig,
         direct: bool,
+        activity: Option<Arc<IoStatsHub>>,
     ) -> Result<(Arc<AioSystem>, Option<String>), String> {
         let mut method = config.method;
         let mut note = None;
@@ -138,7 +141,7 @@ impl AioSystem {
         let handles = Arc::new(HandleTable::new(nhandles));
         let workers = match method {
             IoMethod::Worker => Some(
-                WorkerPool::start(config.io_workers.max(1), Arc::clone(&handles))
+                WorkerPool::start(config.io_workers.max(1), Arc::clone(&handles), activity)
                     .map_err(|e| format!("could not start I/O workers: {e}"))?,
             ),
             _ => None,

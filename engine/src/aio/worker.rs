@@ -51,6 +51,8 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
+use iolab_stats::{AuxiliaryActivity, BackendType, IoStatsHub, WaitEvent};
+
 use super::handle::{HandleTable, IoRef};
 
 /// Submission-queue bound (PostgreSQL: 64 slots, one always empty).
@@ -73,6 +75,8 @@ struct Shared {
     work: Condvar,
     shutdown: AtomicBool,
     handles: Arc<HandleTable>,
+    /// Where each worker shows in `pg_stat_activity` (`None` in unit tests).
+    activity: Option<Arc<IoStatsHub>>,
 }
 
 pub struct WorkerPool {
@@ -88,8 +92,13 @@ struct Worker {
 }
 
 impl WorkerPool {
-    /// Start `nworkers` threads named `io worker N`.
-    pub fn start(nworkers: usize, handles: Arc<HandleTable>) -> std::io::Result<WorkerPool> {
+    /// Start `nworkers` threads named `io worker N`, listed in `activity`'s
+    /// `pg_stat_activity` when given.
+    pub fn start(
+        nworkers: usize,
+        handles: Arc<HandleTable>,
+        activity: Option<Arc<IoStatsHub>>,
+    ) -> std::io::Result<WorkerPool> {
         assert!(nworkers >= 1, "io_workers is at least 1");
         let shared = Arc::new(Shared {
             queue: Mutex::new(VecDeque::with_capacity(QUEUE_CAPACITY)),
@@ -97,6 +106,7 @@ impl WorkerPool {
             work: Condvar::new(),
             shutdown: AtomicBool::new(false),
             handles,
+            activity,
         });
         let pool = WorkerPool {
             shared,
@@ -119,9 +129,16 @@ impl WorkerPool {
             let shared = Arc::clone(&self.shared);
             let retire = Arc::new(AtomicBool::new(false));
             let retired = Arc::clone(&retire);
+            let n = workers.len();
             let thread = std::thread::Builder::new()
-                .name(format!("io worker {}", workers.len()))
-                .spawn(move || worker_loop(&shared, &retired))?;
+                .name(format!("io worker {n}"))
+                .spawn(move || {
+                    let activity = shared
+                        .activity
+                        .clone()
+                        .map(|hub| AuxiliaryActivity::register(hub, BackendType::IoWorker, n));
+                    worker_loop(&shared, &retired, activity.as_ref())
+                })?;
             workers.push(Worker { thread, retire });
         }
         let retiring = workers.split_off(nworkers);
@@ -178,7 +195,12 @@ impl WorkerPool {
     }
 }
 
-fn worker_loop(shared: &Shared, retire: &AtomicBool) {
+fn worker_loop(shared: &Shared, retire: &AtomicBool, activity: Option<&AuxiliaryActivity>) {
+    let waiting = |event| {
+        if let Some(a) = activity {
+            a.set_wait_event(event);
+        }
+    };
     let mut to_advise = Vec::with_capacity(ADVICE_BATCH + 1);
     loop {
         let io = {
@@ -212,7 +234,9 @@ fn worker_loop(shared: &Shared, retire: &AtomicBool) {
                     return;
                 }
                 shared.idle.fetch_add(1, Ordering::Relaxed);
+                waiting(WaitEvent::IoWorkerMain);
                 shared.work.wait(&mut queue);
+                waiting(WaitEvent::None);
                 shared.idle.fetch_sub(1, Ordering::Relaxed);
             }
         };

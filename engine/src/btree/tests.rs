@@ -906,7 +906,7 @@ fn start_aio(method: IoMethod) -> Arc<AioSystem> {
         max_concurrency: 64,
         max_issuers: 8,
     };
-    AioSystem::start(&config, false).unwrap().0
+    AioSystem::start(&config, false, None).unwrap().0
 }
 
 /// A session's default read stream, within `index`'s pool's pin budget.

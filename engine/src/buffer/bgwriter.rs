@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use iolab_stats::BackendType;
+use iolab_stats::{AuxiliaryActivity, BackendType, WaitEvent};
 
 use crate::accounting::{IoAccount, StatsSink};
 use crate::buffer::writeback::WritebackQueue;
@@ -115,9 +115,11 @@ impl BgWriterState {
 /// (`Database::bgwriter_options`), which a configuration reload may change.
 pub fn start_background(db: &Arc<Database>) {
     let weak = Arc::downgrade(db);
+    let hub = Arc::clone(&db.io_stats);
     let spawned = std::thread::Builder::new()
         .name("iolab-bgwriter".into())
         .spawn(move || {
+            let activity = AuxiliaryActivity::register(hub, BackendType::BackgroundWriter, 0);
             let mut state = BgWriterState::default();
             // One account for the thread's life: its writeback requests span rounds.
             let mut acct: Option<IoAccount> = None;
@@ -125,7 +127,9 @@ pub fn start_background(db: &Arc<Database>) {
                 let Some(delay) = weak.upgrade().map(|db| db.bgwriter_options().delay) else {
                     return;
                 };
+                activity.set_wait_event(WaitEvent::BgwriterMain);
                 std::thread::sleep(delay);
+                activity.set_wait_event(WaitEvent::None);
                 let Some(db) = weak.upgrade() else { return };
                 if db.checkpointer.is_stopped() {
                     return;

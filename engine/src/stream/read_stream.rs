@@ -931,7 +931,7 @@ mod tests {
             max_concurrency: 64,
             max_issuers: 4,
         };
-        let (aio, _) = AioSystem::start(&config, false).unwrap();
+        let (aio, _) = AioSystem::start(&config, false, None).unwrap();
         Fixture {
             _dir: dir,
             aio,

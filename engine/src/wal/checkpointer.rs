@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iolab_catalog::{PgError, PgResult};
-use iolab_stats::BackendType;
+use iolab_stats::{AuxiliaryActivity, BackendType, WaitEvent};
 use parking_lot::{Mutex, RwLock};
 
 use super::control::{ClusterState, ControlData, ControlFile};
@@ -233,27 +233,33 @@ impl Checkpointer {
 
     pub fn start_background(db: &Arc<Database>) {
         let weak = Arc::downgrade(db);
+        let hub = Arc::clone(&db.io_stats);
         let spawned = std::thread::Builder::new()
             .name("iolab-checkpointer".into())
-            .spawn(move || loop {
-                let delay = weak
-                    .upgrade()
-                    .map(|db| db.checkpointer.options().wal_writer_delay);
-                let Some(delay) = delay else { return };
-                std::thread::sleep(delay);
-                let Some(db) = weak.upgrade() else { return };
-                if db.checkpointer.stopped.load(Ordering::Acquire) {
-                    return;
-                }
-                let inserted = db.wal.insert_lsn();
-                if db.wal.flush_lsn() < inserted {
-                    if let Err(e) = db.wal.flush(inserted, Some((BackendType::Walwriter, 0))) {
-                        tracing::error!("could not flush the WAL: {e}");
+            .spawn(move || {
+                let activity = AuxiliaryActivity::register(hub, BackendType::Checkpointer, 0);
+                loop {
+                    let delay = weak
+                        .upgrade()
+                        .map(|db| db.checkpointer.options().wal_writer_delay);
+                    let Some(delay) = delay else { return };
+                    activity.set_wait_event(WaitEvent::CheckpointerMain);
+                    std::thread::sleep(delay);
+                    activity.set_wait_event(WaitEvent::None);
+                    let Some(db) = weak.upgrade() else { return };
+                    if db.checkpointer.stopped.load(Ordering::Acquire) {
+                        return;
                     }
-                }
-                if let Some(reason) = db.checkpointer.due(&db) {
-                    if let Err(e) = db.checkpointer.checkpoint(&db, reason, false) {
-                        tracing::error!("checkpoint failed: {}", e.message);
+                    let inserted = db.wal.insert_lsn();
+                    if db.wal.flush_lsn() < inserted {
+                        if let Err(e) = db.wal.flush(inserted, Some((BackendType::Walwriter, 0))) {
+                            tracing::error!("could not flush the WAL: {e}");
+                        }
+                    }
+                    if let Some(reason) = db.checkpointer.due(&db) {
+                        if let Err(e) = db.checkpointer.checkpoint(&db, reason, false) {
+                            tracing::error!("checkpoint failed: {}", e.message);
+                        }
                     }
                 }
             });

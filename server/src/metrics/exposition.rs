@@ -299,6 +299,7 @@ pub fn render(db: &Database) -> String {
     ] {
         let n = sessions
             .iter()
+            .filter(|a| a.backend_type == BackendType::ClientBackend)
             .filter(|a| a.status().state == state)
             .count();
         e.sample("iolab_backends", &[("state", state.name())], n as f64);

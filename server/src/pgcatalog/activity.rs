@@ -8,8 +8,13 @@
 //! `backend_xid` is the open transaction's id once it has written, `backend_xmin` the
 //! running statement's snapshot xmin (NULL between statements, as under PostgreSQL's READ
 //! COMMITTED): the session holding VACUUM's removal horizon back is the one whose
-//! `backend_xid` or `backend_xmin` equals VERBOSE's `removable cutoff`. Only client
-//! backends are listed (iolab's background threads are not processes with pids).
+//! `backend_xid` or `backend_xmin` equals VERBOSE's `removable cutoff`.
+//!
+//! The auxiliary threads are listed as PostgreSQL 18 lists its auxiliary processes: the
+//! checkpointer (which also writes the WAL out), the background writer and each I/O
+//! worker, with fixed pids below the client backends' (`iolab_stats::auxiliary_pid`), no
+//! database, user, state or transaction, an empty query, and their `Activity` wait event
+//! (`CheckpointerMain`, `BgwriterMain`, `IoWorkerMain`) while they wait for work.
 //!
 //! An idle session shows `Client` / `ClientRead` as PostgreSQL's does; a running one shows
 //! the I/O wait event its scan sets while it blocks (`IO` / `DataFileRead`,
@@ -54,6 +59,9 @@ fn micros(t: Option<chrono::DateTime<chrono::Utc>>) -> V {
 }
 
 fn row(a: &BackendActivity) -> Vec<V> {
+    if a.backend_type != BackendType::ClientBackend {
+        return auxiliary_row(a);
+    }
     let s = a.status();
     let wait = match s.state {
         BackendState::Active => a.wait_event(),
@@ -81,6 +89,36 @@ fn row(a: &BackendActivity) -> Vec<V> {
         s.xmin.map_or(V::Null, |x| V::Int(x as i64)),
         V::Null,
         V::text(s.query),
+        V::text(a.backend_type.name()),
+    ]
+}
+
+/// An auxiliary thread's row: what PostgreSQL shows of an auxiliary process.
+fn auxiliary_row(a: &BackendActivity) -> Vec<V> {
+    let wait = a.wait_event();
+    let none = || V::Null;
+    vec![
+        none(), // datid
+        none(), // datname
+        V::Int(a.pid as i64),
+        none(), // leader_pid
+        none(), // usesysid
+        none(), // usename
+        V::text(""),
+        none(), // client_addr
+        none(), // client_hostname
+        none(), // client_port
+        micros(Some(a.backend_start)),
+        none(), // xact_start
+        none(), // query_start
+        none(), // state_change
+        V::opt_text(wait.type_name()),
+        V::opt_text(wait.name()),
+        none(), // state
+        none(), // backend_xid
+        none(), // backend_xmin
+        none(), // query_id
+        V::text(""),
         V::text(a.backend_type.name()),
     ]
 }
