@@ -4,7 +4,8 @@
 //! - during the scan, the scanning session's `pg_stat_activity` row is `active` with its
 //!   query and, at some poll, an I/O wait event of PostgreSQL 18's (`IO` / `AioIoCompletion`,
 //!   `IO` / `AioIoUringExecution`, `IO` / `DataFileRead`); `pg_stat_aio.in_flight` of the
-//!   client backends is above 0 at some poll;
+//!   client backends is above 0 at some poll; under `worker`, some I/O worker's row shows
+//!   `IO` / `DataFileRead` at some poll, as PostgreSQL 18's workers report their reads;
 //! - afterwards the I/Os `pg_stat_aio` counted for client backends equal the reads
 //!   `pg_stat_io` counted for them, submissions are at most the I/Os, and the read
 //!   percentiles are ordered;
@@ -40,6 +41,8 @@ fn args(method: &str) -> Vec<String> {
 #[derive(Default, Debug)]
 struct Seen {
     io_wait_events: Vec<String>,
+    /// An I/O worker was seen reading (`DataFileRead`).
+    worker_reading: bool,
     max_in_flight: i64,
     active_with_query: bool,
 }
@@ -90,7 +93,20 @@ async fn observe_scans(server: &TestServer, method: &str) -> Seen {
             )
             .await,
         );
-        if seen.active_with_query && !seen.io_wait_events.is_empty() && seen.max_in_flight > 0 {
+        if method == "worker" {
+            let reading = int(
+                &poller,
+                "SELECT count(*) FROM pg_stat_activity
+                  WHERE backend_type = 'io worker' AND wait_event = 'DataFileRead'",
+            )
+            .await;
+            seen.worker_reading |= reading > 0;
+        }
+        if seen.active_with_query
+            && !seen.io_wait_events.is_empty()
+            && seen.max_in_flight > 0
+            && (seen.worker_reading || method != "worker")
+        {
             break;
         }
     }
@@ -136,6 +152,9 @@ async fn stat_aio_and_activity_show_a_cold_scan_and_add_up() {
         if method != "sync" {
             // sync holds a handle only while the scanner itself reads: a short window
             assert!(seen.max_in_flight > 0, "{method}: {seen:?}");
+        }
+        if method == "worker" {
+            assert!(seen.worker_reading, "{method}: {seen:?}");
         }
 
         let client = server.client().await;

@@ -240,12 +240,18 @@ fn worker_loop(shared: &Shared, retire: &AtomicBool, activity: Option<&Auxiliary
                 shared.idle.fetch_sub(1, Ordering::Relaxed);
             }
         };
+        if !to_advise.is_empty() {
+            waiting(WaitEvent::DataFilePrefetch);
+        }
         for queued in to_advise.drain(..) {
             if let Some((fd, offset, len)) = shared.handles.take_advice_range(queued) {
                 super::advise_willneed(fd, offset, len);
             }
         }
+        // As PostgreSQL 18's workers report the read they perform.
+        waiting(WaitEvent::DataFileRead);
         shared.handles.execute(io);
+        waiting(WaitEvent::None);
     }
 }
 
