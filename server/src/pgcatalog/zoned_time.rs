@@ -500,12 +500,9 @@ impl TableFunctionImpl for GenerateSeries {
 
 /// Are these a series' integer arguments, none of them a `bigint`?
 fn is_int4_series(args: &[Expr]) -> bool {
-    let integer_type = |e: &Expr| match e {
-        Expr::Literal(v, _) if v.data_type().is_integer() => Some(v.data_type()),
-        _ => None,
-    };
-    args.iter()
-        .all(|e| matches!(integer_type(e), Some(DataType::Int16 | DataType::Int32)))
+    args.iter().all(|e| {
+        matches!(e, Expr::Literal(v, _) if matches!(v.data_type(), DataType::Int16 | DataType::Int32))
+    })
 }
 
 /// A text constant as one bound of a series whose other bound is a timestamp read as that

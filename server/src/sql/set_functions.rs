@@ -98,8 +98,7 @@ pub fn typed_series_arguments(stmt: &ast::Statement) -> Option<ast::Statement> {
                 ..
             } = factor
             {
-                if SCALAR_SET_FUNCTIONS.contains(&function_name(name).unwrap_or_default().as_str())
-                {
+                if is_scalar_set_function(name) {
                     for arg in &mut args.args {
                         if let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = arg {
                             self.typed |= type_as_integer(e);
@@ -110,10 +109,7 @@ pub fn typed_series_arguments(stmt: &ast::Statement) -> Option<ast::Statement> {
             ControlFlow::Continue(())
         }
     }
-    let is_series = |name: &ObjectName| {
-        SCALAR_SET_FUNCTIONS.contains(&function_name(name).unwrap_or_default().as_str())
-    };
-    if ast::visit_relations(stmt, |name| match is_series(name) {
+    if ast::visit_relations(stmt, |name| match is_scalar_set_function(name) {
         true => ControlFlow::Break(()),
         false => ControlFlow::Continue(()),
     })
@@ -327,6 +323,10 @@ fn called(expr: &Expr) -> Option<String> {
 
 /// A function's name as PostgreSQL matches it (`pg_catalog.Generate_Series` →
 /// `generate_series`).
+fn is_scalar_set_function(name: &ObjectName) -> bool {
+    function_name(name).is_some_and(|f| SCALAR_SET_FUNCTIONS.contains(&f.as_str()))
+}
+
 fn function_name(name: &ObjectName) -> Option<String> {
     match name.0.last()? {
         ObjectNamePart::Identifier(name) => Some(ident_name(name)),
