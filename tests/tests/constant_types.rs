@@ -1,8 +1,8 @@
 //! Integer constants typed as PostgreSQL 18 types them, seen by a client that checks types
 //! (tokio-postgres refuses to read an `int8` column as an `i32`): `integer` when the value
 //! fits in 32 bits, `bigint` otherwise, and so the expressions, VALUES lists, UNIONs and
-//! series made of them, and the tables CREATE TABLE AS makes. Every expected type and name
-//! is PostgreSQL 18's for the same statement.
+//! series made of them, and the tables CREATE TABLE AS makes; and arrays as arrays. Every
+//! expected type and name is PostgreSQL 18's for the same statement.
 
 use iolab_tests::tokio_postgres::types::Type;
 use iolab_tests::tokio_postgres::Client;
@@ -209,4 +209,48 @@ async fn series_and_the_tables_made_of_them_have_postgres_types() {
     )
     .await;
     assert_eq!(r, [[Some("6".to_string())]]);
+}
+
+/// A list is reported as its element type's array (`integer[]`, `text[]` …) and sent in
+/// PostgreSQL's text and binary array formats, so a client decodes it as an array:
+/// tokio-postgres (binary) reads a `Vec`, psql (text) shows `{…}`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_are_postgres_arrays() {
+    let server = TestServer::start("array-types");
+    let c = server.client().await;
+    let sql = "SELECT ARRAY[1, 2], ARRAY['a', NULL], array_agg(x), array_remove(ARRAY[1], 1),
+                      ARRAY[1.5::float8], ARRAY[3000000000]
+                 FROM generate_series(1, 3) x";
+    assert_eq!(
+        types(&c, sql).await,
+        [
+            Type::INT4_ARRAY,
+            Type::TEXT_ARRAY,
+            Type::INT4_ARRAY,
+            Type::INT4_ARRAY,
+            Type::FLOAT8_ARRAY,
+            Type::INT8_ARRAY
+        ]
+    );
+    let row = c.query_one(sql, &[]).await.unwrap();
+    assert_eq!(row.get::<_, Vec<i32>>(0), [1, 2]);
+    assert_eq!(
+        row.get::<_, Vec<Option<String>>>(1),
+        [Some("a".to_string()), None]
+    );
+    assert_eq!(row.get::<_, Vec<i32>>(2), [1, 2, 3]);
+    assert!(row.get::<_, Vec<i32>>(3).is_empty());
+    assert_eq!(row.get::<_, Vec<f64>>(4), [1.5]);
+    assert_eq!(row.get::<_, Vec<i64>>(5), [3000000000]);
+    assert_eq!(
+        rows(&c, sql).await,
+        [[
+            Some("{1,2}".to_string()),
+            Some("{a,NULL}".to_string()),
+            Some("{1,2,3}".to_string()),
+            Some("{}".to_string()),
+            Some("{1.5}".to_string()),
+            Some("{3000000000}".to_string())
+        ]]
+    );
 }

@@ -1,6 +1,7 @@
 //! `percentile_disc(fraction) WITHIN GROUP (ORDER BY x)` against a real iolab: values of
 //! the input's type (integers, text, timestamps), either sort direction, per group, NULLs
-//! left out, an empty group's NULL, and PostgreSQL's error for a fraction outside [0, 1].
+//! left out, an empty group's NULL, an array of fractions, and PostgreSQL's errors for a
+//! fraction outside [0, 1] and for OVER.
 //! Every expected value is PostgreSQL 18's for the same statements.
 
 use iolab_tests::tokio_postgres::types::Type;
@@ -65,13 +66,47 @@ async fn percentile_disc_picks_a_value_of_the_group() {
         [[None]]
     );
 
-    let e = c
-        .simple_query("SELECT percentile_disc(1.5) WITHIN GROUP (ORDER BY x) FROM pd")
+    // An array of fractions: the array of their values, from one sort.
+    let statement = c
+        .prepare(
+            "SELECT percentile_disc(ARRAY[0.5, 0.9, NULL, 0]) WITHIN GROUP (ORDER BY x) FROM pd",
+        )
         .await
-        .unwrap_err();
-    assert_eq!(sqlstate(&e), "22003");
+        .unwrap();
+    assert_eq!(statement.columns()[0].type_(), &Type::INT4_ARRAY);
+    let row = c.query_one(&statement, &[]).await.unwrap();
     assert_eq!(
-        e.as_db_error().unwrap().message(),
-        "percentile value 1.5 is not between 0 and 1"
+        row.get::<_, Vec<Option<i32>>>(0),
+        [Some(500), Some(900), None, Some(1)]
     );
+    assert_eq!(
+        rows(
+            &c,
+            "SELECT percentile_disc(ARRAY[0.5]) WITHIN GROUP (ORDER BY x) FROM pd WHERE x < 0"
+        )
+        .await,
+        [[None]]
+    );
+
+    for (sql, code, message) in [
+        (
+            "SELECT percentile_disc(1.5) WITHIN GROUP (ORDER BY x) FROM pd",
+            "22003",
+            "percentile value 1.5 is not between 0 and 1",
+        ),
+        (
+            "SELECT percentile_disc(ARRAY[0.5, 2]) WITHIN GROUP (ORDER BY x) FROM pd",
+            "22003",
+            "percentile value 2 is not between 0 and 1",
+        ),
+        (
+            "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) OVER () FROM pd",
+            "0A000",
+            "OVER is not supported for ordered-set aggregate percentile_disc",
+        ),
+    ] {
+        let e = c.simple_query(sql).await.unwrap_err();
+        assert_eq!(sqlstate(&e), code, "{sql}");
+        assert_eq!(e.as_db_error().unwrap().message(), message, "{sql}");
+    }
 }

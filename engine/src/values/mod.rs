@@ -45,7 +45,7 @@ pub use datetime::{
     TS_NEG_INFINITY, TS_POS_INFINITY, USECS_PER_DAY,
 };
 pub use input::ColumnParser;
-pub use output_binary::{pg_type_for, write_binary, write_binary_with};
+pub use output_binary::{array_element, pg_type_for, write_binary, write_binary_with};
 pub use output_text::{text_value, write_text};
 
 use iolab_catalog::{sqlstate, PgError};

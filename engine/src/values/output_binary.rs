@@ -12,6 +12,7 @@
 //! | text | the UTF-8 bytes |
 //! | date | i32 days since 2000-01-01 (`i32::MAX`/`MIN` = ±infinity) |
 //! | timestamp, timestamptz | i64 µs since 2000-01-01 00:00 (UTC for timestamptz; `i64::MAX`/`MIN` = ±infinity) |
+//! | an array (a one-level list, [`array_element`]) | i32 dimensions (1, or 0 when empty), i32 1 if any element is NULL, u32 element OID; for one dimension i32 length and i32 lower bound 1; then each element as i32 length (−1 for NULL) and its own send format |
 //!
 //! Arrow types without a PostgreSQL counterpart are reported as `text` and sent as their text
 //! output, so the bytes always match the OID.
@@ -36,6 +37,38 @@ pub fn pg_type_for(dt: &DataType) -> PgType {
     match dt {
         DataType::Dictionary(_, values) => pg_type_for(values),
         _ => PgType::for_arrow(dt).unwrap_or(PgType::Text),
+    }
+}
+
+/// PostgreSQL's `array_send` of a one-dimensional array holding `elements`.
+fn write_binary_array(elements: &dyn Array, fmt: &TextFormat, out: &mut Vec<u8>) {
+    let ndim: i32 = if elements.is_empty() { 0 } else { 1 };
+    out.extend_from_slice(&ndim.to_be_bytes());
+    out.extend_from_slice(&i32::from(elements.null_count() > 0).to_be_bytes());
+    out.extend_from_slice(&pg_type_for(elements.data_type()).oid().to_be_bytes());
+    if ndim == 1 {
+        out.extend_from_slice(&(elements.len() as i32).to_be_bytes());
+        out.extend_from_slice(&1i32.to_be_bytes());
+    }
+    for i in 0..elements.len() {
+        let at = out.len();
+        out.extend_from_slice(&(-1i32).to_be_bytes());
+        if write_binary_with(elements, i, fmt, out) {
+            let len = (out.len() - at - 4) as i32;
+            out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+        }
+    }
+}
+
+/// The element type of a list sent as a one-dimensional PostgreSQL array: lists of lists
+/// (several dimensions) are sent as text.
+pub fn array_element(dt: &DataType) -> Option<&DataType> {
+    match dt {
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+            let element = f.data_type();
+            (array_element(element).is_none()).then_some(element)
+        }
+        _ => None,
     }
 }
 
@@ -129,6 +162,16 @@ pub fn write_binary_with(
             out.extend_from_slice(&(v.nanoseconds / 1000).to_be_bytes());
             out.extend_from_slice(&v.days.to_be_bytes());
             out.extend_from_slice(&v.months.to_be_bytes());
+        }
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+            if array_element(array.data_type()).is_some() =>
+        {
+            let elements = match array.data_type() {
+                DataType::List(_) => array.as_list::<i32>().value(row),
+                DataType::LargeList(_) => array.as_list::<i64>().value(row),
+                _ => array.as_fixed_size_list().value(row),
+            };
+            write_binary_array(elements.as_ref(), fmt, out);
         }
         DataType::Dictionary(..) => {
             return match dictionary_entry(array, row) {

@@ -6,16 +6,18 @@
 //! ⌈fraction × n⌉ (counting from 1; the first for a fraction of 0). It is a value of the
 //! input, of the input's type, for any type that sorts (numbers, text, timestamps), so a
 //! p99.9 of latencies is a latency that was measured. A fraction outside [0, 1] is
-//! PostgreSQL's 22003 error; a group with no values gives NULL.
+//! PostgreSQL's 22003 error; a group with no values gives NULL. Given an array of
+//! fractions (`percentile_disc(ARRAY[0.5, 0.99, 0.999])`) it returns the array of their
+//! values, NULL where a fraction is NULL, from one sort.
 //!
 //! The accumulator keeps the group's values as the arrays they came in and sorts them
 //! once, when the result is asked for; partial groups merge as lists of values.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
-use datafusion::arrow::compute::{concat, sort_to_indices, SortOptions};
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
+use datafusion::arrow::compute::{concat, sort_to_indices, take, SortOptions};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type};
 use datafusion::common::utils::SingleRowListArrayBuilder;
 use datafusion::error::Result;
 use datafusion::execution::context::SessionState;
@@ -58,9 +60,10 @@ impl AggregateUDFImpl for PercentileDisc {
         &self.signature
     }
 
-    /// The value as it is, the fraction as a float8.
+    /// The value as it is, the fraction as a float8 (an array of them as a float8[]).
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         match arg_types {
+            [value, fractions] if is_array(fractions) => Ok(vec![value.clone(), float8_array()]),
             [value, _fraction] => Ok(vec![value.clone(), DataType::Float64]),
             _ => Err(pg(PgError::new(
                 sqlstate::UNDEFINED_FUNCTION,
@@ -70,7 +73,11 @@ impl AggregateUDFImpl for PercentileDisc {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        Ok(arg_types[0].clone())
+        Ok(if is_array(&arg_types[1]) {
+            DataType::List(Arc::new(Field::new_list_field(arg_types[0].clone(), true)))
+        } else {
+            arg_types[0].clone()
+        })
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
@@ -93,13 +100,13 @@ impl AggregateUDFImpl for PercentileDisc {
                     "percentile_disc's fraction must be a constant",
                 ))
             })?;
-        let fraction = match fraction {
-            ScalarValue::Float64(Some(f)) if (0.0..=1.0).contains(&f) => f,
-            ScalarValue::Float64(Some(f)) => {
-                return Err(pg(PgError::new(
-                    sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
-                    format!("percentile value {f} is not between 0 and 1"),
-                )))
+        let fractions = match fraction {
+            ScalarValue::Float64(Some(f)) => Fractions::One(checked(f)?),
+            ScalarValue::List(list) => {
+                let values = list.value(0);
+                let values = values.as_primitive::<Float64Type>();
+                let fractions = values.iter().map(|f| f.map(checked).transpose());
+                Fractions::Array(fractions.collect::<Result<_>>()?)
             }
             other => {
                 return Err(pg(PgError::new(
@@ -110,7 +117,7 @@ impl AggregateUDFImpl for PercentileDisc {
         };
         let descending = args.order_bys.first().is_some_and(|s| s.options.descending);
         Ok(Box::new(PercentileDiscAccumulator {
-            fraction,
+            fractions,
             descending,
             data_type: args.expr_fields[0].data_type().clone(),
             values: Vec::new(),
@@ -127,9 +134,39 @@ impl AggregateUDFImpl for PercentileDisc {
     }
 }
 
+fn is_array(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+    )
+}
+
+fn float8_array() -> DataType {
+    DataType::List(Arc::new(Field::new_list_field(DataType::Float64, true)))
+}
+
+/// `f` when it is a fraction, else PostgreSQL's error.
+fn checked(f: f64) -> Result<f64> {
+    if (0.0..=1.0).contains(&f) {
+        Ok(f)
+    } else {
+        Err(pg(PgError::new(
+            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("percentile value {f} is not between 0 and 1"),
+        )))
+    }
+}
+
+/// The fraction asked for, or the array of them.
+#[derive(Debug)]
+enum Fractions {
+    One(f64),
+    Array(Vec<Option<f64>>),
+}
+
 #[derive(Debug)]
 struct PercentileDiscAccumulator {
-    fraction: f64,
+    fractions: Fractions,
     descending: bool,
     data_type: DataType,
     /// The group's values so far, nulls included, as they came.
@@ -177,7 +214,12 @@ impl Accumulator for PercentileDiscAccumulator {
         let values = self.all_values()?;
         let present = values.len() - values.null_count();
         if present == 0 {
-            return ScalarValue::try_from(&self.data_type);
+            return match self.fractions {
+                Fractions::One(_) => ScalarValue::try_from(&self.data_type),
+                Fractions::Array(_) => ScalarValue::try_from(&DataType::List(Arc::new(
+                    Field::new_list_field(self.data_type.clone(), true),
+                ))),
+            };
         }
         let options = SortOptions {
             descending: self.descending,
@@ -185,8 +227,18 @@ impl Accumulator for PercentileDiscAccumulator {
         };
         let order = sort_to_indices(&values, Some(options), Some(present))?;
         // Position ⌈fraction × n⌉ from 1, the first for a fraction of 0.
-        let position = ((self.fraction * present as f64).ceil() as usize).clamp(1, present);
-        ScalarValue::try_from_array(&values, order.value(position - 1) as usize)
+        let row = |fraction: f64| {
+            let position = ((fraction * present as f64).ceil() as usize).clamp(1, present);
+            order.value(position - 1)
+        };
+        match &self.fractions {
+            Fractions::One(f) => ScalarValue::try_from_array(&values, row(*f) as usize),
+            Fractions::Array(fractions) => {
+                let rows: UInt32Array = fractions.iter().map(|f| f.map(row)).collect();
+                let picked = take(&values, &rows, None)?;
+                Ok(SingleRowListArrayBuilder::new(picked).build_list_scalar())
+            }
+        }
     }
 
     fn size(&self) -> usize {

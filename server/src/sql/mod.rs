@@ -860,6 +860,7 @@ fn for_datafusion(
     param_types: &[Option<datafusion::arrow::datatypes::DataType>],
 ) -> PgResult<(datafusion::sql::parser::Statement, bool)> {
     refuse_row_locks(stmt)?;
+    refuse_windowed_ordered_set_aggregates(stmt)?;
     let inlined = lateral_values::inline(stmt);
     let stmt = inlined.as_ref().unwrap_or(stmt);
     let completed = alias_lists::complete(stmt)?;
@@ -929,6 +930,30 @@ fn refuse_row_locks(stmt: &ast::Statement) -> PgResult<()> {
     match stmt.visit(&mut FindLock) {
         std::ops::ControlFlow::Break(kind) => Err(PgError::unsupported(format!(
             "FOR {kind} is supported at the top of a SELECT only"
+        ))),
+        std::ops::ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+/// PostgreSQL's error for `f(…) WITHIN GROUP (ORDER BY …) OVER (…)`: an ordered-set
+/// aggregate is not a window function (DataFusion's own message says less).
+fn refuse_windowed_ordered_set_aggregates(stmt: &ast::Statement) -> PgResult<()> {
+    use datafusion::sql::sqlparser::ast::Visit;
+    struct FindWindowed;
+    impl ast::Visitor for FindWindowed {
+        type Break = String;
+        fn pre_visit_expr(&mut self, expr: &ast::Expr) -> std::ops::ControlFlow<String> {
+            match expr {
+                ast::Expr::Function(f) if !f.within_group.is_empty() && f.over.is_some() => {
+                    std::ops::ControlFlow::Break(f.name.to_string())
+                }
+                _ => std::ops::ControlFlow::Continue(()),
+            }
+        }
+    }
+    match stmt.visit(&mut FindWindowed) {
+        std::ops::ControlFlow::Break(name) => Err(PgError::unsupported(format!(
+            "OVER is not supported for ordered-set aggregate {name}"
         ))),
         std::ops::ControlFlow::Continue(()) => Ok(()),
     }

@@ -16,8 +16,17 @@ use pgwire::api::Type;
 use pgwire::error::PgWireResult;
 use pgwire::messages::data::DataRow;
 
-/// The PostgreSQL type a result column is reported as.
+/// The PostgreSQL type a result column is reported as. A one-level list is its element
+/// type's array (`integer[]`), sent in PostgreSQL's array formats.
 pub fn pg_type_of(dt: &DataType) -> (Type, i32) {
+    if let Some(element) = iolab_engine::values::array_element(dt) {
+        // The element OID the binary format names (iolab_engine::values::output_binary).
+        let element = iolab_engine::values::pg_type_for(element).oid();
+        let array = crate::pgcatalog::types::type_row(element)
+            .and_then(|row| Type::from_oid(row.array))
+            .unwrap_or(Type::TEXT_ARRAY);
+        return (array, -1);
+    }
     match PgType::for_arrow(dt) {
         Some(t) => {
             let ty = Type::from_oid(t.oid()).unwrap_or(Type::TEXT);
