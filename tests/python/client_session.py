@@ -158,6 +158,17 @@ def typed_values(conn):
     )
     check("binary parameters", tuple(cur.fetchone()), (42, 2**41, 2.5, "x!", False))
 
+    # A Python list is an array both ways: `= ANY(%s)`, and array results as lists.
+    for binary in (False, True):
+        kind = "binary" if binary else "text"
+        cur.execute(
+            "SELECT count(*), array_agg(k ORDER BY k) FROM py_types WHERE k = ANY(%s)",
+            ([1, 3, 99],),
+            binary=binary,
+        )
+        check(f"list parameter and array result ({kind})", cur.fetchone(), (2, [1, 3]))
+        check(f"array result type OID ({kind})", cur.description[1].type_code, 1007)
+
 
 def time_zone(conn):
     """A session in a zone with daylight saving, set at connection as drivers do."""

@@ -213,7 +213,8 @@ async fn series_and_the_tables_made_of_them_have_postgres_types() {
 
 /// A list is reported as its element type's array (`integer[]`, `text[]` …) and sent in
 /// PostgreSQL's text and binary array formats, so a client decodes it as an array:
-/// tokio-postgres (binary) reads a `Vec`, psql (text) shows `{…}`.
+/// tokio-postgres (binary) reads a `Vec`, psql (text) shows `{…}`. Array parameters and
+/// arrays written as text (`'{1,2}'::int[]`) are read as PostgreSQL reads them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_are_postgres_arrays() {
     let server = TestServer::start("array-types");
@@ -242,6 +243,43 @@ async fn lists_are_postgres_arrays() {
     assert!(row.get::<_, Vec<i32>>(3).is_empty());
     assert_eq!(row.get::<_, Vec<f64>>(4), [1.5]);
     assert_eq!(row.get::<_, Vec<i64>>(5), [3000000000]);
+    // An array parameter, as a client binds a list (tokio-postgres: binary format).
+    let row = c
+        .query_one(
+            "SELECT count(*), $1::int[] FROM generate_series(1, 10) g WHERE g = ANY($1)",
+            &[&vec![Some(2i32), None, Some(5)]],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 2);
+    assert_eq!(row.get::<_, Vec<Option<i32>>>(1), [Some(2), None, Some(5)]);
+    let row = c
+        .query_one("SELECT $1::text[]", &[&vec!["a b", "x\"y"]])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, Vec<String>>(0), ["a b", "x\"y"]);
+    // An array written as text, named after its element type as PostgreSQL names it.
+    assert_eq!(
+        columns(&c, "SELECT '{1,NULL,3}'::int[]").await,
+        [(Type::INT4_ARRAY, "int4".to_string())]
+    );
+    assert_eq!(
+        rows(
+            &c,
+            r#"SELECT '{1,NULL,3}'::int[], CAST('{a,"b c"}' AS text[])"#
+        )
+        .await,
+        [[
+            Some("{1,NULL,3}".to_string()),
+            Some(r#"{a,"b c"}"#.to_string())
+        ]]
+    );
+    let e = c.simple_query("SELECT '{1,2'::int[]").await.unwrap_err();
+    assert_eq!(sqlstate(&e), "22P02");
+    assert_eq!(
+        e.as_db_error().unwrap().message(),
+        r#"malformed array literal: "{1,2""#
+    );
     assert_eq!(
         rows(&c, sql).await,
         [[

@@ -45,6 +45,7 @@ pub use datetime::{
     TS_NEG_INFINITY, TS_POS_INFINITY, USECS_PER_DAY,
 };
 pub use input::ColumnParser;
+pub mod array_literal;
 pub use output_binary::{array_element, pg_type_for, write_binary, write_binary_with};
 pub use output_text::{text_value, write_text};
 

@@ -2,11 +2,16 @@
 //! the types that have one here — read into DataFusion scalars of the parameter's type,
 //! with PostgreSQL's errors for values that do not fit (22P02, 08P01). Dates, timestamps
 //! and intervals sent as text are read by iolab's input functions with the session's
-//! `DateStyle` and `TimeZone`, as PostgreSQL reads them.
+//! `DateStyle` and `TimeZone`, as PostgreSQL reads them. A one-dimensional array of those
+//! types (`integer[]`, `text[]` …, what psycopg sends for a Python list) is read element
+//! by element from its text form (`{1,2,NULL}`) or PostgreSQL's binary array format.
 
-use datafusion::arrow::datatypes::{DataType, IntervalMonthDayNano, IntervalUnit, TimeUnit};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, IntervalMonthDayNano, IntervalUnit, TimeUnit};
 use datafusion::scalar::ScalarValue;
 use iolab_catalog::{sqlstate, PgError, PgResult, PgType};
+use iolab_engine::values::array_literal::split_array_literal;
 use iolab_engine::values::input::parse_array;
 use iolab_engine::values::TextFormat;
 use pgwire::api::Type;
@@ -23,6 +28,9 @@ pub fn param_value(
     let Some(bytes) = raw else {
         return ScalarValue::try_from(&target).map_err(crate::errors::from_datafusion);
     };
+    if let Some(element) = array_element(ty) {
+        return array_param(bytes, &element, binary, fmt);
+    }
     let bad = || {
         PgError::new(
             sqlstate::PROTOCOL_VIOLATION,
@@ -136,6 +144,12 @@ pub fn declared_arrow_type(ty: &Type) -> Option<DataType> {
 }
 
 pub fn param_arrow_type(ty: &Type) -> DataType {
+    if let Some(element) = array_element(ty) {
+        return DataType::List(Arc::new(Field::new_list_field(
+            param_arrow_type(&element),
+            true,
+        )));
+    }
     match *ty {
         Type::BOOL => DataType::Boolean,
         Type::INT2 => DataType::Int16,
@@ -153,6 +167,105 @@ pub fn param_arrow_type(ty: &Type) -> DataType {
         Type::INTERVAL => DataType::Interval(IntervalUnit::MonthDayNano),
         _ => DataType::Utf8,
     }
+}
+
+/// The element type of an array type whose elements are bound as their own type.
+fn array_element(ty: &Type) -> Option<Type> {
+    Some(match *ty {
+        Type::BOOL_ARRAY => Type::BOOL,
+        Type::INT2_ARRAY => Type::INT2,
+        Type::INT4_ARRAY => Type::INT4,
+        Type::INT8_ARRAY => Type::INT8,
+        Type::FLOAT4_ARRAY => Type::FLOAT4,
+        Type::FLOAT8_ARRAY => Type::FLOAT8,
+        Type::NUMERIC_ARRAY => Type::NUMERIC,
+        Type::TEXT_ARRAY => Type::TEXT,
+        Type::VARCHAR_ARRAY => Type::VARCHAR,
+        Type::BPCHAR_ARRAY => Type::BPCHAR,
+        Type::NAME_ARRAY => Type::NAME,
+        Type::DATE_ARRAY => Type::DATE,
+        Type::TIMESTAMP_ARRAY => Type::TIMESTAMP,
+        Type::TIMESTAMPTZ_ARRAY => Type::TIMESTAMPTZ,
+        Type::INTERVAL_ARRAY => Type::INTERVAL,
+        _ => return None,
+    })
+}
+
+/// An array parameter's value: a list of `element` values.
+fn array_param(
+    bytes: &[u8],
+    element: &Type,
+    binary: bool,
+    fmt: &TextFormat,
+) -> PgResult<ScalarValue> {
+    let values = if binary {
+        binary_array_elements(bytes, element)?
+            .into_iter()
+            .map(|raw| param_value(raw, element, true, fmt))
+            .collect::<PgResult<Vec<_>>>()?
+    } else {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| PgError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
+        split_array_literal(text)?
+            .iter()
+            .map(|e| param_value(e.as_deref().map(str::as_bytes), element, false, fmt))
+            .collect::<PgResult<Vec<_>>>()?
+    };
+    Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+        &values,
+        &param_arrow_type(element),
+    )))
+}
+
+/// The elements of a one-dimensional array in PostgreSQL's binary format (`array_send`):
+/// i32 dimensions, i32 has-nulls flag, u32 element OID, per dimension i32 length and i32
+/// lower bound, then each element as i32 length (−1: NULL) and its bytes.
+fn binary_array_elements<'a>(bytes: &'a [u8], element: &Type) -> PgResult<Vec<Option<&'a [u8]>>> {
+    let bad = || {
+        PgError::new(
+            sqlstate::PROTOCOL_VIOLATION,
+            format!(
+                "incorrect binary data format in bind parameter of type {}[]",
+                element.name()
+            ),
+        )
+    };
+    fn take<'b>(rest: &mut &'b [u8], n: usize) -> Option<&'b [u8]> {
+        let (head, tail) = rest.split_at_checked(n)?;
+        *rest = tail;
+        Some(head)
+    }
+    fn word(rest: &mut &[u8]) -> Option<i32> {
+        take(rest, 4).map(|w| i32::from_be_bytes(w.try_into().unwrap()))
+    }
+    let mut rest = bytes;
+    let ndim = word(&mut rest).ok_or_else(bad)?;
+    let _has_nulls_and_element_oid = take(&mut rest, 8).ok_or_else(bad)?;
+    let len = match ndim {
+        0 => 0,
+        1 => {
+            let len = word(&mut rest).ok_or_else(bad)?;
+            let _lower_bound = word(&mut rest).ok_or_else(bad)?;
+            usize::try_from(len).map_err(|_| bad())?
+        }
+        _ => {
+            return Err(PgError::unsupported(
+                "arrays of more than one dimension are not supported",
+            ))
+        }
+    };
+    let mut elements = Vec::with_capacity(len.min(bytes.len() / 4));
+    for _ in 0..len {
+        let n = word(&mut rest).ok_or_else(bad)?;
+        elements.push(match usize::try_from(n) {
+            Ok(n) => Some(take(&mut rest, n).ok_or_else(bad)?),
+            Err(_) => None,
+        });
+    }
+    if !rest.is_empty() {
+        return Err(bad());
+    }
+    Ok(elements)
 }
 
 /// Days and microseconds from the Unix epoch to PostgreSQL's (2000-01-01).

@@ -197,7 +197,8 @@ fn type_name(dt: &ast::DataType) -> String {
         }
     }
     let base = unmodified.split_whitespace().collect::<Vec<_>>().join(" ");
-    let base = base.as_str();
+    // An array type is named after its element type (`'{1}'::int[]` is `int4`).
+    let base = base.trim_end_matches("[]").trim_end();
     match iolab_catalog::PgType::from_sql_name(base, &[]) {
         Some(t) => t.typname().to_string(),
         None => base.to_string(),

@@ -25,6 +25,7 @@ pub mod alias_lists;
 pub mod alter_parse;
 pub mod alter_system;
 pub mod alter_table;
+pub mod array_literals;
 pub mod array_text;
 pub mod bind;
 pub mod checked_arithmetic;
@@ -852,7 +853,7 @@ pub(crate) async fn plan_statement_at(
 
 /// `stmt` rewritten for DataFusion's planner (value-only LATERAL subqueries inlined, short
 /// alias lists completed, repeated names hidden, `public.t` made persistent, series
-/// arguments typed, `$n` typed), and whether the typing
+/// arguments typed, array texts made constructors, `$n` typed), and whether the typing
 /// wrapped it in a PREPARE. Not async: the rewritten copies (an AST is large) stay out of
 /// `plan_statement_at`'s future, which nests once per view a statement reads.
 fn for_datafusion(
@@ -871,6 +872,8 @@ fn for_datafusion(
     let stmt = persistent.as_ref().unwrap_or(stmt);
     let typed_series = set_functions::typed_series_arguments(stmt);
     let stmt = typed_series.as_ref().unwrap_or(stmt);
+    let arrays = array_literals::as_constructors(stmt)?;
+    let stmt = arrays.as_ref().unwrap_or(stmt);
     let typed = params::typed(stmt, param_types);
     let wrapped = typed.is_some();
     let df_stmt = datafusion::sql::parser::Statement::Statement(Box::new(

@@ -104,6 +104,10 @@ fn sql_type(dt: &DataType) -> Option<ast::DataType> {
             },
         ),
         DataType::Utf8 | DataType::Utf8View => ast::DataType::Text,
+        DataType::List(element) => ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(
+            Box::new(sql_type(element.data_type())?),
+            None,
+        )),
         _ => return None,
     })
 }
