@@ -292,3 +292,43 @@ async fn lists_are_postgres_arrays() {
         ]]
     );
 }
+
+/// Results DataFusion computes as unsigned integers have PostgreSQL's types: window
+/// ranks are `bigint`, `ntile()` and the array functions `integer` (a Python script gets
+/// an `int`, not a `Decimal` of a `numeric(20,0)`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ranks_and_array_functions_are_postgres_integers() {
+    let server = TestServer::start("unsigned-results");
+    let c = server.client().await;
+    let sql =
+        "SELECT row_number() OVER (), rank() OVER (ORDER BY x), dense_rank() OVER (ORDER BY x),
+                      ntile(2) OVER (), cardinality(ARRAY[1, 2]), array_length(ARRAY[1, 2], 1),
+                      array_position(ARRAY[5, 6], 6)
+                 FROM generate_series(1, 2) x ORDER BY 1 LIMIT 1";
+    assert_eq!(
+        types(&c, sql).await,
+        [
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT4,
+            Type::INT4,
+            Type::INT4,
+            Type::INT4
+        ]
+    );
+    let row = c.query_one(sql, &[]).await.unwrap();
+    let ranks: (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+    let small: (i32, i32, i32, i32) = (row.get(3), row.get(4), row.get(5), row.get(6));
+    assert_eq!((ranks, small), ((1, 1, 1), (1, 2, 2, 2)));
+    // A rank used in a subquery's filter, as in a top-n-per-group query.
+    let top = c
+        .query(
+            "SELECT x, rn FROM (SELECT x, row_number() OVER (ORDER BY x DESC) rn
+                                  FROM generate_series(1, 3) x) s WHERE rn = 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!((top[0].get::<_, i32>(0), top[0].get::<_, i64>(1)), (3, 1));
+}

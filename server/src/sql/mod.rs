@@ -62,6 +62,7 @@ pub mod split;
 pub mod subquery_predicates;
 pub mod tokens;
 pub mod typed_literals;
+pub mod unsigned_results;
 pub mod upsert;
 pub mod vacuum;
 pub mod view;
@@ -843,6 +844,7 @@ pub(crate) async fn plan_statement_at(
     let plan =
         integer_constants::integer_constants_as_int4(plan, wrapped).map_err(from_datafusion)?;
     let plan = checked_arithmetic::sum_bigint_as_numeric(plan).map_err(from_datafusion)?;
+    let plan = unsigned_results::as_postgres_integers(plan).map_err(from_datafusion)?;
     let plan = if wrapped {
         params::unwrap_prepare(plan)
     } else {
