@@ -169,6 +169,21 @@ async fn alter_system_persists_settings_across_a_restart() {
     assert_eq!(show(&client, "io_method").await, "worker");
 }
 
+/// `pg_settings.setting` and `pending_restart` of setting `name`.
+async fn setting_and_pending_restart(
+    client: &tokio_postgres::Client,
+    name: &str,
+) -> (String, bool) {
+    let row = client
+        .query_one(
+            "SELECT setting, pending_restart FROM pg_settings WHERE name = $1",
+            &[&name],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
 /// pg_reload_conf() (or SIGHUP) reads the files again: every session takes the new
 /// values of the settings it did not set itself, at its next statement outside a
 /// transaction block; a restart-only setting waits and shows pending_restart.
@@ -214,15 +229,8 @@ async fn pg_reload_conf_applies_to_every_session() {
     assert_eq!(show(&other, "work_mem").await, "8MB");
     let new_session = server.client().await;
     assert_eq!(show(&new_session, "work_mem").await, "8MB");
-    let row = admin
-        .query_one(
-            "SELECT setting, pending_restart FROM pg_settings WHERE name = 'io_method'",
-            &[],
-        )
-        .await
-        .unwrap();
     assert_eq!(
-        (row.get::<_, String>(0), row.get::<_, bool>(1)),
+        setting_and_pending_restart(&admin, "io_method").await,
         ("worker".to_string(), true)
     );
     // The checkpointer and the background writer take their sighup settings at once: with
@@ -241,15 +249,8 @@ async fn pg_reload_conf_applies_to_every_session() {
     assert!(before >= 1, "{}", server.log());
     admin.batch_execute("CHECKPOINT").await.unwrap();
     assert_eq!(logged(&server.log()), before, "{}", server.log());
-    let row = admin
-        .query_one(
-            "SELECT setting, pending_restart FROM pg_settings WHERE name = 'bgwriter_delay'",
-            &[],
-        )
-        .await
-        .unwrap();
     assert_eq!(
-        (row.get::<_, String>(0), row.get::<_, bool>(1)),
+        setting_and_pending_restart(&admin, "bgwriter_delay").await,
         ("50".to_string(), false)
     );
     // SIGHUP reloads too: the value dropped from the file returns to its default.
@@ -302,15 +303,8 @@ async fn io_workers_change_at_a_reload() {
             ))
             .await
             .unwrap();
-        let row = client
-            .query_one(
-                "SELECT setting, pending_restart FROM pg_settings WHERE name = 'io_workers'",
-                &[],
-            )
-            .await
-            .unwrap();
         assert_eq!(
-            (row.get::<_, String>(0), row.get::<_, bool>(1)),
+            setting_and_pending_restart(&client, "io_workers").await,
             (workers.to_string(), false)
         );
         assert_eq!(io_worker_threads(pid), workers, "io_workers = {workers}");
@@ -386,15 +380,8 @@ async fn full_page_writes_and_fsync_change_at_a_reload() {
         .await
         .unwrap();
     for name in ["full_page_writes", "fsync"] {
-        let row = client
-            .query_one(
-                "SELECT setting, pending_restart FROM pg_settings WHERE name = $1",
-                &[&name],
-            )
-            .await
-            .unwrap();
         assert_eq!(
-            (row.get::<_, String>(0), row.get::<_, bool>(1)),
+            setting_and_pending_restart(&client, name).await,
             ("off".to_string(), false),
             "{name}"
         );
