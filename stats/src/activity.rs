@@ -320,8 +320,8 @@ impl BackendActivity {
 
 /// The pid `pg_stat_activity` shows for an auxiliary thread (the checkpointer, the
 /// background writer, I/O worker `n`): fixed numbers below the client backends' (counted
-/// up from 100001), as iolab's processes are threads of one.
-pub fn auxiliary_pid(backend_type: BackendType, n: usize) -> i32 {
+/// up from 100000), as iolab's processes are threads of one.
+fn auxiliary_pid(backend_type: BackendType, n: usize) -> i32 {
     let offset = match backend_type {
         BackendType::Checkpointer => 1,
         BackendType::BackgroundWriter => 2,

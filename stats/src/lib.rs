@@ -33,8 +33,7 @@ pub mod views;
 pub mod wal;
 
 pub use activity::{
-    auxiliary_pid, ActivityRegistry, AuxiliaryActivity, BackendActivity, BackendSignals,
-    BackendState, WaitEvent,
+    ActivityRegistry, AuxiliaryActivity, BackendActivity, BackendSignals, BackendState, WaitEvent,
 };
 pub use aio::{AioCounts, AioEvent, AioLatencyOp};
 pub use history::StatsHistory;

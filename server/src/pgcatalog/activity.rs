@@ -12,7 +12,7 @@
 //!
 //! The auxiliary threads are listed as PostgreSQL 18 lists its auxiliary processes: the
 //! checkpointer (which also writes the WAL out), the background writer and each I/O
-//! worker, with fixed pids below the client backends' (`iolab_stats::auxiliary_pid`), no
+//! worker, with fixed pids below the client backends' (`iolab_stats::AuxiliaryActivity`), no
 //! database, user, state or transaction, an empty query, and their `Activity` wait event
 //! (`CheckpointerMain`, `BgwriterMain`, `IoWorkerMain`) while they wait for work.
 //!

@@ -93,8 +93,7 @@ pub fn param_value(
             }
         });
     }
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| PgError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
+    let text = utf8(bytes)?;
     // Dates, timestamps and intervals by the input functions of iolab's columns.
     let date_time = match *ty {
         Type::DATE => Some(PgType::Date),
@@ -169,6 +168,12 @@ pub fn param_arrow_type(ty: &Type) -> DataType {
     }
 }
 
+/// A parameter's text, which must be UTF-8 (the only client encoding iolab takes).
+fn utf8(bytes: &[u8]) -> PgResult<&str> {
+    std::str::from_utf8(bytes)
+        .map_err(|_| PgError::new("22021", "invalid byte sequence for encoding \"UTF8\""))
+}
+
 /// The element type of an array type whose elements are bound as their own type.
 fn array_element(ty: &Type) -> Option<Type> {
     Some(match *ty {
@@ -204,9 +209,7 @@ fn array_param(
             .map(|raw| param_value(raw, element, true, fmt))
             .collect::<PgResult<Vec<_>>>()?
     } else {
-        let text = std::str::from_utf8(bytes)
-            .map_err(|_| PgError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
-        split_array_literal(text)?
+        split_array_literal(utf8(bytes)?)?
             .iter()
             .map(|e| param_value(e.as_deref().map(str::as_bytes), element, false, fmt))
             .collect::<PgResult<Vec<_>>>()?

@@ -32,7 +32,7 @@ use iolab_catalog::{sqlstate, PgError};
 
 use crate::pgcatalog::functions::pg;
 use crate::pgcatalog::zoned_time::result;
-use crate::sql::session_time::rewrite_expressions;
+use crate::sql::session_time::{recompute_schemas, rewrite_expressions};
 
 /// `plan` with each `sum()` of a bigint summed in numeric (see the module comment), and
 /// every node above it given its new type.
@@ -60,8 +60,7 @@ pub fn sum_bigint_as_numeric(plan: LogicalPlan) -> Result<LogicalPlan> {
     if !changed.get() {
         return Ok(plan);
     }
-    plan.transform_up_with_subqueries(|node| node.recompute_schema().map(Transformed::yes))
-        .map(|t| t.data)
+    recompute_schemas(plan)
 }
 
 #[derive(Debug)]

@@ -35,11 +35,10 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchemaRef, Result, ScalarValue};
 use datafusion::logical_expr::expr::Placeholder;
 use datafusion::logical_expr::{
-    BinaryExpr, Cast, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Union, Values,
+    BinaryExpr, Cast, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Values,
 };
-use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 
-use crate::sql::session_time::rewrite_expressions_of;
+use crate::sql::session_time::{recompute_schemas, rewrite_expressions_of};
 
 /// `plan` with its integer constants typed as PostgreSQL's (see the module comment);
 /// `declared_parameters`: whether its parameters' types are the client's.
@@ -78,18 +77,7 @@ pub fn integer_constants_as_int4(
     } else {
         narrow_parameters(plan)?
     };
-    plan.transform_up_with_subqueries(|node| match node {
-        LogicalPlan::Union(Union { inputs, .. }) => {
-            let schema = Arc::new(coerce_union_schema(&inputs)?);
-            Ok(Transformed::yes(LogicalPlan::Union(Union {
-                inputs,
-                schema,
-            })))
-        }
-        LogicalPlan::Values(_) => Ok(Transformed::no(node)),
-        other => other.recompute_schema().map(Transformed::yes),
-    })
-    .map(|t| t.data)
+    recompute_schemas(plan)
 }
 
 /// `e` with an Int64 constant that fits in 32 bits made an Int32; `count(…)` with its

@@ -56,8 +56,9 @@ use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
-    lit, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, ScalarUDF,
+    lit, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, ScalarUDF, Union,
 };
+use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::scalar::ScalarValue;
 use datafusion::sql::sqlparser::ast::{
@@ -147,6 +148,23 @@ pub fn rewrite_expressions(
     rewrite: impl Fn(Expr, &[DFSchemaRef]) -> Result<Transformed<Expr>>,
 ) -> Result<LogicalPlan> {
     rewrite_expressions_of(plan, |_| true, rewrite)
+}
+
+/// `plan` with every node's output types derived again, bottom up, after a rewrite changed
+/// the types of some expressions: a UNION takes the common type of its inputs' columns, as
+/// the analyzer will make it (DataFusion's own derivation keeps a UNION's old types).
+pub fn recompute_schemas(plan: LogicalPlan) -> Result<LogicalPlan> {
+    plan.transform_up_with_subqueries(|node| match node {
+        LogicalPlan::Union(Union { inputs, .. }) => {
+            let schema = Arc::new(coerce_union_schema(&inputs)?);
+            Ok(Transformed::yes(LogicalPlan::Union(Union {
+                inputs,
+                schema,
+            })))
+        }
+        other => other.recompute_schema().map(Transformed::yes),
+    })
+    .map(|t| t.data)
 }
 
 /// [`rewrite_expressions`] in the nodes `applies` accepts only.

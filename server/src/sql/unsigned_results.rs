@@ -18,6 +18,8 @@ use datafusion::common::Result;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{Cast, Expr, LogicalPlan};
 
+use crate::sql::session_time::recompute_schemas;
+
 /// `plan` with its projections' unsigned columns cast as PostgreSQL types them.
 pub fn as_postgres_integers(plan: LogicalPlan) -> Result<LogicalPlan> {
     let mut changed = false;
@@ -50,8 +52,7 @@ pub fn as_postgres_integers(plan: LogicalPlan) -> Result<LogicalPlan> {
     if !changed {
         return Ok(plan);
     }
-    plan.transform_up_with_subqueries(|node| node.recompute_schema().map(Transformed::yes))
-        .map(|t| t.data)
+    recompute_schemas(plan)
 }
 
 /// PostgreSQL's type for an unsigned result `e` (see the module comment).
