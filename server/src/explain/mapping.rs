@@ -1378,8 +1378,6 @@ impl<'a> Mapper<'a> {
         (0..schema.fields().len())
             .map(|i| match base_column(plan, i) {
                 Some(ty) => costs::column_width(&ty),
-                // A SQL integer literal is int4 in PostgreSQL, Int64 in DataFusion.
-                None if small_integer_literal(plan, i) => 4,
                 None => costs::arrow_width(schema.field(i).data_type()),
             })
             .sum()
@@ -1784,20 +1782,6 @@ fn base_column(plan: &Arc<dyn ExecutionPlan>, idx: usize) -> Option<PgType> {
         return base_column(children[0], idx);
     }
     None
-}
-
-/// Is output column `idx` of `plan` an integer constant that fits PostgreSQL's int4?
-fn small_integer_literal(plan: &Arc<dyn ExecutionPlan>, idx: usize) -> bool {
-    let (inner, _) = peel(plan);
-    let Some(proj) = inner.downcast_ref::<ProjectionExec>() else {
-        return false;
-    };
-    proj.expr()
-        .get(idx)
-        .and_then(|pe| pe.expr.as_ref().downcast_ref::<Literal>())
-        .is_some_and(|l| {
-            matches!(l.value(), datafusion::scalar::ScalarValue::Int64(Some(v)) if i32::try_from(*v).is_ok())
-        })
 }
 
 /// PostgreSQL's join type of a DataFusion join. With `build_left`, DataFusion's left

@@ -176,11 +176,10 @@ struct PercentileDiscAccumulator {
 impl PercentileDiscAccumulator {
     /// The group's values in one array.
     fn all_values(&self) -> Result<ArrayRef> {
-        let arrays: Vec<&dyn Array> = self.values.iter().map(|a| a.as_ref()).collect();
-        Ok(match arrays.as_slice() {
+        Ok(match self.values.as_slice() {
             [] => datafusion::arrow::array::new_empty_array(&self.data_type),
-            [one] => Arc::new(datafusion::arrow::array::make_array(one.to_data())),
-            many => concat(many)?,
+            [one] => Arc::clone(one),
+            many => concat(&many.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?,
         })
     }
 }
