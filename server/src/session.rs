@@ -22,6 +22,7 @@ use iolab_engine::exec::schema::{PublicSchema, SessionCatalog, TempSchema, PERSI
 use iolab_engine::exec::temp_files::TempFiles;
 use iolab_engine::exec::work_mem::{self, WorkMemPool};
 use iolab_engine::exec::StatementContext;
+use iolab_engine::plan::hash_join_batches::HashJoinBatches;
 use iolab_engine::plan::partitions::OnePartitionWhenCheap;
 use iolab_engine::plan::PlannerSettings;
 use iolab_engine::temp::SessionTemp;
@@ -1022,8 +1023,17 @@ fn base_state(
     // `timestamptz`, `now()`: zoned timestamps (reported as timestamptz), in UTC as stored.
     config.options_mut().execution.time_zone =
         Some(iolab_catalog::types::TIMESTAMPTZ_ZONE.to_string());
+    // A hash join's key bounds, which DataFusion offers its probe side's scan, are taken by
+    // no scan of iolab's; a join that offers them cannot run in batches
+    // (`iolab_engine::plan::hash_join_batches`).
+    config
+        .options_mut()
+        .optimizer
+        .enable_join_dynamic_filter_pushdown = false;
     // Cheap plans run in one partition (`iolab_engine::plan::partitions`).
-    let rules = datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
+    // Hash joins run in batches beyond the hash limit (`iolab_engine::plan::hash_join_batches`).
+    let mut rules = datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
+    rules.push(Arc::new(HashJoinBatches));
     let mut state = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()

@@ -4,6 +4,7 @@
 pub mod bitmap_scan;
 pub mod cancel;
 pub mod context;
+pub mod hash_join_batches;
 pub mod index_scan;
 pub mod operator_usage;
 pub mod scan;

@@ -36,6 +36,7 @@ use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReser
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use parking_lot::Mutex;
 
+use crate::exec::hash_join_batches::BUILD_CONSUMER;
 use crate::exec::operator_usage::OperatorUsage;
 use crate::exec::temp_files::TempFiles;
 
@@ -110,7 +111,7 @@ impl WorkMemPool {
         let name = consumer.name();
         if name.starts_with("ExternalSorter") {
             Some(self.sort_limit.load(Ordering::Relaxed))
-        } else if name.contains("HashAggregateStream") {
+        } else if name.contains("HashAggregateStream") || name.starts_with(BUILD_CONSUMER) {
             Some(self.hash_limit.load(Ordering::Relaxed))
         } else {
             None

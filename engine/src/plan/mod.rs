@@ -27,6 +27,7 @@
 //! and [`partitions`] reads those estimates to run cheap plans in one partition.
 
 pub mod cost;
+pub mod hash_join_batches;
 pub mod index_cond;
 pub mod partitions;
 pub mod paths;

@@ -42,7 +42,7 @@ pub fn counter(plan: &dyn ExecutionPlan, name: &str) -> u64 {
 }
 
 /// The largest value over partitions of the gauge `name`.
-fn gauge(plan: &dyn ExecutionPlan, name: &str) -> u64 {
+pub fn gauge(plan: &dyn ExecutionPlan, name: &str) -> u64 {
     metrics(plan)
         .iter()
         .filter(|metric| metric.value().name() == name)

@@ -173,7 +173,7 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
                 em.number("Hash Buckets", &buckets.to_string());
                 em.number("Original Hash Buckets", &buckets.to_string());
                 em.number("Hash Batches", &batches.to_string());
-                em.number("Original Hash Batches", &batches.to_string());
+                em.number("Original Hash Batches", "1");
                 em.number("Peak Memory Usage", &memory_kb.to_string());
             }
         }
