@@ -546,6 +546,8 @@ impl Session {
             self.settings.work_mem_kb(),
             self.settings.hash_mem_multiplier(),
         );
+        // For the hash joins' batch counts (iolab_engine::exec::hash_join_batches).
+        state.config_mut().set_extension(self.work_mem.clone());
         self.temp_files.begin_statement(
             &ctx,
             self.settings.temp_file_limit_kb(),

@@ -3,7 +3,7 @@
 //! PostgreSQL's `Sort Method: …`, `Batches: …  Memory Usage: …`, `temp read=… written=…`
 //! and `I/O Timings: temp …`; the files count in `pg_stat_statements`,
 //! `pg_stat_database` and, with `log_temp_files`, the log; `temp_file_limit` stops a
-//! statement with 53400; a hash join, which cannot spill, is not held to `work_mem`.
+//! statement with 53400; a hash join beyond the hash limit runs in batches.
 
 use iolab_tests::{int, number_after, plan, rows, sqlstate, TestServer};
 use tokio_postgres::Client;
@@ -111,12 +111,6 @@ async fn sorts_and_aggregations_beyond_work_mem_spill_to_temporary_files() {
         100000
     );
 
-    // A hash join cannot spill; work_mem does not fail it.
-    c.batch_execute("SET work_mem = '64kB'").await.unwrap();
-    assert_eq!(
-        int(&c, "SELECT count(*) FROM srt a JOIN srt b USING (f)").await,
-        200000
-    );
     assert_eq!(sorted_ids(&c).await, in_memory);
 
     // temp_file_limit stops the statement; the session goes on.
@@ -132,6 +126,118 @@ async fn sorts_and_aggregations_beyond_work_mem_spill_to_temporary_files() {
     c.batch_execute("RESET temp_file_limit").await.unwrap();
     assert_eq!(int(&c, "SELECT count(*) FROM srt").await, 200000);
     // Every temporary file went with its statement.
+    let tmp = server.data_dir.join("base/pgsql_tmp");
+    assert_eq!(
+        iolab_tests::files_under(&tmp),
+        Vec::<std::path::PathBuf>::new()
+    );
+}
+
+/// What each join type gives over `r` and `s`, as one row of figures.
+const JOIN_QUERIES: &[&str] = &[
+    "SELECT count(*), sum(s.v), sum(length(r.t)) FROM s JOIN r ON r.id = s.rid",
+    "SELECT count(*), count(r.id), sum(s.v) FROM s LEFT JOIN r ON r.id = s.rid",
+    "SELECT count(*), count(r.id), count(s.rid), sum(s.v) FROM s FULL JOIN r ON r.id = s.rid",
+    "SELECT count(*), sum(v) FROM s WHERE EXISTS (SELECT 1 FROM r WHERE r.id = s.rid)",
+    "SELECT count(*), sum(v) FROM s WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.id = s.rid)",
+    "SELECT count(*), sum(s.v) FROM s JOIN r ON r.id = s.rid AND s.v % 7 < r.id % 5",
+];
+
+async fn join_results(c: &Client) -> Vec<Vec<Option<String>>> {
+    let mut all = Vec::new();
+    for q in JOIN_QUERIES {
+        all.extend(rows(c, q).await);
+    }
+    all
+}
+
+/// The `Buckets: …  Batches: …` line of a plan.
+fn hash_line(lines: &[String]) -> String {
+    let line = lines.iter().find(|l| l.contains("Batches:"));
+    line.unwrap_or_else(|| panic!("no Batches line: {lines:#?}"))
+        .trim()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hash_joins_beyond_the_hash_limit_run_in_batches() {
+    let server = TestServer::start("work-mem-hash-join");
+    let c = server.client().await;
+    c.batch_execute(
+        "CREATE TABLE r AS SELECT i AS id, md5(i::text) AS t FROM generate_series(1, 100000) i;
+         CREATE TABLE s AS SELECT CASE WHEN i % 50 = 0 THEN NULL ELSE i % 120000 END AS rid, i AS v
+           FROM generate_series(1, 150000) i;
+         ANALYZE r; ANALYZE s;",
+    )
+    .await
+    .unwrap();
+    let explain = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) \
+                   SELECT count(*), sum(s.v), sum(length(r.t)) FROM s JOIN r ON r.id = s.rid";
+
+    // Within the limit: one batch, no temporary file.
+    c.batch_execute("SET work_mem = '64MB'").await.unwrap();
+    let whole = join_results(&c).await;
+    // PostgreSQL 18's answers over the same tables.
+    let postgres = [
+        "127400|8869000000|4076800",
+        "150000|127400|11250075000",
+        "152000|129400|147000|11250075000",
+        "127400|8869000000",
+        "22600|2381075000",
+        "37144|2585942860",
+    ];
+    let joined = |row: &Vec<Option<String>>| {
+        let cells = row.iter().map(|v| v.clone().unwrap_or_default());
+        cells.collect::<Vec<_>>().join("|")
+    };
+    assert_eq!(whole.iter().map(joined).collect::<Vec<_>>(), postgres);
+    let lines = plan(&c, explain).await;
+    assert!(hash_line(&lines).starts_with("Buckets: "), "{lines:#?}");
+    assert!(
+        hash_line(&lines).contains("  Batches: 1  Memory Usage: "),
+        "{lines:#?}"
+    );
+    assert_eq!(temp_blocks(&lines), (0, 0), "{lines:#?}");
+
+    // 64 kB: the same answers from batches in temporary files.
+    c.batch_execute("SET work_mem = '64kB'").await.unwrap();
+    assert_eq!(join_results(&c).await, whole);
+    let lines = plan(&c, explain).await;
+    let hash = hash_line(&lines);
+    // The first split's count from the estimate, a power of two; a batch split again adds.
+    let batches = number_after(&hash, "Batches: ").unwrap();
+    let original = number_after(&hash, "(originally ").unwrap_or(batches);
+    assert!(
+        original >= 8.0 && (original as u64).is_power_of_two(),
+        "{hash}"
+    );
+    assert!(batches >= original, "{hash}");
+    let (read, written) = temp_blocks(&lines);
+    assert!(written > 100 && read > 0 && read <= written, "{lines:#?}");
+    let json = rows(
+        &c,
+        "EXPLAIN (ANALYZE, FORMAT JSON) SELECT count(*) FROM s JOIN r ON r.id = s.rid",
+    )
+    .await;
+    let json: serde_json::Value = serde_json::from_str(json[0][0].as_deref().unwrap()).unwrap();
+    let hash_node = &json[0]["Plan"]["Plans"][0]["Plans"][1];
+    assert_eq!(hash_node["Node Type"], "Hash", "{json:#}");
+    assert!(hash_node["Hash Batches"].as_u64().unwrap() >= 8, "{json:#}");
+    assert!(
+        hash_node["Original Hash Batches"].as_u64().unwrap() >= 2,
+        "{json:#}"
+    );
+
+    // temp_file_limit stops a join that would write more; the session goes on.
+    c.batch_execute("SET temp_file_limit = '100kB'")
+        .await
+        .unwrap();
+    let err = c.simple_query(JOIN_QUERIES[0]).await.unwrap_err();
+    assert_eq!(sqlstate(&err), "53400", "{err:?}");
+    c.batch_execute("RESET temp_file_limit; RESET work_mem")
+        .await
+        .unwrap();
+    assert_eq!(join_results(&c).await, whole);
     let tmp = server.data_dir.join("base/pgsql_tmp");
     assert_eq!(
         iolab_tests::files_under(&tmp),

@@ -21,7 +21,9 @@
 //!    writes every build row, those held and the rest, to the temporary file of its batch:
 //!    `hash(key) mod batches`, with a hash seeded apart from DataFusion's repartitioning
 //!    and join tables, so that the rows of one partition still spread over all batches.
-//!    Then it reads the probe side into the batches' probe files the same way.
+//!    Then it reads the probe side into the batches' probe files the same way. Rows with a
+//!    NULL key, which match nothing, are left out where the join type returns no
+//!    unmatched rows of their side (as PostgreSQL leaves them out of its table).
 //! 3. **Join, batch by batch.** A batch's build rows are read back and joined with its
 //!    probe rows, streamed from their file, by a `HashJoinExec` with the join's keys,
 //!    filter, type and projection. Rows without a match (outer, anti and mark joins) are
@@ -52,7 +54,9 @@ use datafusion::arrow::ipc::writer::{IpcWriteOptions, StreamWriter};
 use datafusion::arrow::ipc::MetadataVersion;
 use datafusion::common::hash_utils::{create_hashes, RandomState};
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{internal_err, DataFusionError, JoinType, Result, Statistics};
+use datafusion::common::{
+    internal_err, DataFusionError, JoinType, NullEquality, Result, Statistics,
+};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::spill_file::{SpillFile, SpillWriter};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -74,6 +78,8 @@ use futures::{stream, StreamExt, TryStreamExt};
 use parking_lot::Mutex;
 use tokio::sync::OnceCell;
 
+use crate::exec::work_mem::WorkMemPool;
+
 /// Bytes of hash table per build row, beside the row itself: DataFusion's table keeps a
 /// hash and a row number per row (16 bytes, in a table at most 7/8 full) and a chain link
 /// (8 bytes).
@@ -94,6 +100,7 @@ pub const BUILD_CONSUMER: &str = "HashJoinBuild";
 
 /// Metric names EXPLAIN reads (server/src/explain/mapping.rs).
 pub const BATCHES_METRIC: &str = "hash_batches";
+pub const ORIGINAL_BATCHES_METRIC: &str = "hash_batches_original";
 pub const BUILD_ROWS_METRIC: &str = "build_input_rows";
 pub const ARRAY_MAP_METRIC: &str = "array_map_created_count";
 
@@ -236,12 +243,13 @@ impl ExecutionPlan for HashJoinBatchesExec {
     }
 }
 
-/// What one output partition reports, when its output ends: the batches it joined, the
-/// build rows of its largest batch, and how many of its batches DataFusion built as a
-/// direct-address array instead of a hash table.
+/// What one output partition reports, when its output ends: the batches it made, how
+/// many its first split made, the build rows of its largest batch, and how many of its
+/// batches DataFusion built as a direct-address array instead of a hash table.
 #[derive(Clone)]
 struct JoinMetrics {
     batches: Gauge,
+    original_batches: Gauge,
     build_rows: Count,
     array_maps: Count,
 }
@@ -250,6 +258,7 @@ impl JoinMetrics {
     fn new(metrics: &ExecutionPlanMetricsSet, partition: usize) -> JoinMetrics {
         JoinMetrics {
             batches: MetricBuilder::new(metrics).gauge(BATCHES_METRIC, partition),
+            original_batches: MetricBuilder::new(metrics).gauge(ORIGINAL_BATCHES_METRIC, partition),
             build_rows: MetricBuilder::new(metrics).counter(BUILD_ROWS_METRIC, partition),
             array_maps: MetricBuilder::new(metrics).counter(ARRAY_MAP_METRIC, partition),
         }
@@ -259,7 +268,7 @@ impl JoinMetrics {
 /// A build side once read: in memory, or split into batch files.
 enum Build {
     InMemory(Vec<RecordBatch>),
-    /// The batch files, and about the hash limit: what was held when the pool refused.
+    /// The batch files, and the hash limit.
     Split(Vec<Option<BatchFile>>, usize),
 }
 
@@ -382,10 +391,9 @@ impl JoinRun {
                 held.push(batch);
                 continue;
             }
-            // The pool refused: what is held now is about the limit.
-            let limit = reservation.size();
+            let limit = self.hash_limit(&reservation);
             let rows: usize = held.iter().map(|b| b.num_rows()).sum::<usize>() + batch.num_rows();
-            let bytes_per_row = (limit + bytes) as f64 / rows as f64;
+            let bytes_per_row = (reservation.size() + bytes) as f64 / rows as f64;
             let left_rows = estimated_rows(self.join.left().as_ref());
             let batches = initial_batches(left_rows.max(2 * rows), bytes_per_row, limit);
             let mut split = Splitter::new(self, Side::Build, batches, 0)?;
@@ -414,6 +422,13 @@ impl JoinRun {
             split.push(&batch)?;
         }
         split.finish()
+    }
+
+    /// The session's hash limit; without a `work_mem` pool (the engine's tests: one that
+    /// limits by other rules), what `refused` held when the pool refused it more.
+    fn hash_limit(&self, refused: &MemoryReservation) -> usize {
+        let pool = self.context.session_config().get_extension::<WorkMemPool>();
+        pool.map_or(refused.size(), |p| p.hash_limit())
     }
 
     /// The reservation build rows are held under, which the `work_mem` pool limits to the
@@ -478,11 +493,13 @@ struct BatchJoins {
     /// The batches not yet joined, the next last.
     pending: Vec<PendingBatch>,
     current: Option<(Arc<HashJoinExec>, SendableRecordBatchStream)>,
-    /// About the hash limit: what a reservation held when the pool first refused it.
+    /// The hash limit, bytes.
     limit: usize,
     rows_out: usize,
     /// Batches made so far (PostgreSQL's `nbatch`), joined or not.
     batches: usize,
+    /// Batches the first split made (1 if none).
+    original_batches: usize,
     largest_build: usize,
     array_maps: usize,
 }
@@ -518,6 +535,7 @@ impl BatchJoins {
             limit,
             rows_out: 0,
             batches,
+            original_batches: batches,
             largest_build: 0,
             array_maps: 0,
         }
@@ -553,6 +571,7 @@ impl BatchJoins {
         }
         let metrics = &self.run.metrics;
         metrics.batches.set_max(self.batches);
+        metrics.original_batches.set_max(self.original_batches);
         metrics.build_rows.add(self.largest_build);
         metrics.array_maps.add(self.array_maps);
         Ok(None)
@@ -577,7 +596,6 @@ impl BatchJoins {
                 let bytes = batch_bytes(&b)?;
                 if !refused && reservation.try_grow(bytes).is_err() {
                     refused = true;
-                    self.limit = self.limit.min(reservation.size());
                 }
                 if refused {
                     reservation.grow(bytes);
@@ -639,6 +657,9 @@ fn batches_of(
 /// Writes one side's rows to the batch files of one split.
 struct Splitter {
     keys: Vec<Arc<dyn PhysicalExpr>>,
+    /// Leave out rows with a NULL key: they match nothing, and the join returns no
+    /// unmatched row of this side.
+    drop_null_keys: bool,
     schema: SchemaRef,
     hash: RandomState,
     context: Arc<TaskContext>,
@@ -657,8 +678,15 @@ impl Splitter {
             batches.is_power_of_two() && batches >= 2,
             "{batches} batches"
         );
+        let join_type = *run.join.join_type();
+        let keeps_unmatched = match side {
+            Side::Build => keeps_unmatched_build(join_type),
+            Side::Probe => keeps_unmatched_probe(join_type),
+        };
         Ok(Splitter {
             keys: run.keys_of(side),
+            drop_null_keys: run.join.null_equality() == NullEquality::NullEqualsNothing
+                && !keeps_unmatched,
             schema: run.schema_of(side),
             hash: RandomState::with_seed(SPLIT_SEED + u64::from(splits)),
             context: run.context.clone(),
@@ -679,6 +707,9 @@ impl Splitter {
         let mask = self.files.len() as u64 - 1;
         let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); self.files.len()];
         for (row, hash) in self.hashes.iter().enumerate() {
+            if self.drop_null_keys && keys.iter().any(|k| k.is_null(row)) {
+                continue;
+            }
             rows_of[(hash & mask) as usize].push(row as u32);
         }
         for (n, rows) in rows_of.into_iter().enumerate() {
@@ -922,7 +953,9 @@ mod tests {
         let pool = Arc::new(WorkMemPool::new());
         pool.set_limits(64, 1.0);
         let files = Arc::new(TempFiles::new(&dir, 7, Arc::new(IoStatsHub::new())));
-        let mut config = SessionConfig::new().with_target_partitions(2);
+        let mut config = SessionConfig::new()
+            .with_target_partitions(2)
+            .with_extension(pool.clone());
         let threshold = if collect_left { usize::MAX } else { 0 };
         let optimizer = &mut config.options_mut().optimizer;
         optimizer.hash_join_single_partition_threshold = threshold;

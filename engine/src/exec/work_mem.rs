@@ -64,6 +64,11 @@ impl WorkMemPool {
         }
     }
 
+    /// Bytes each hash table may hold (`work_mem × hash_mem_multiplier`).
+    pub fn hash_limit(&self) -> usize {
+        self.hash_limit.load(Ordering::Relaxed)
+    }
+
     /// The session's `work_mem` (kB) and `hash_mem_multiplier` for the next statement.
     pub fn set_limits(&self, work_mem_kb: i32, hash_mem_multiplier: f64) {
         let sort = work_mem_kb.max(64) as usize * 1024;

@@ -14,10 +14,11 @@
 //!
 //! Either way the count is what PostgreSQL's `Buckets:` is, the slots the probe looks a
 //! key up in, and it never changes after the build, so there is no
-//! `(originally …)` part. DataFusion's hash join keeps the whole build side in memory, so
-//! `Batches:` is always 1. `Memory Usage:` is the most the join's memory reservation held
-//! (the build side's rows and the table), from the `work_mem` pool's record of the
-//! operator, in kB rounded up as PostgreSQL rounds.
+//! `(originally …)` part of its own. A join whose build side exceeds the hash limit runs in
+//! batches (engine/src/exec/hash_join_batches.rs); its count is then the table of its
+//! largest batch. `Memory Usage:` is the most the join's memory reservations held (the
+//! build side's rows and the table), from the `work_mem` pool's record of the operator,
+//! in kB rounded up as PostgreSQL rounds.
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{

@@ -43,6 +43,8 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
 use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::statistics::{ChildStats, StatisticsArgs};
+use datafusion::physical_plan::Statistics;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::Stream;
 use iolab_engine::exec::operator_usage::OperatorUsage;
@@ -205,6 +207,20 @@ impl ExecutionPlan for InstrumentExec {
 
     fn metrics(&self) -> Option<MetricsSet> {
         self.inner.metrics()
+    }
+
+    /// The node's estimates are its own (a hash join sizes its batches by its build
+    /// side's).
+    fn child_stats_requests(&self, partition: Option<usize>) -> Vec<ChildStats> {
+        vec![ChildStats::At(partition)]
+    }
+
+    fn statistics_from_inputs(
+        &self,
+        input_stats: &[Arc<Statistics>],
+        _args: &StatisticsArgs,
+    ) -> DfResult<Arc<Statistics>> {
+        Ok(input_stats[0].clone())
     }
 
     fn fetch(&self) -> Option<usize> {

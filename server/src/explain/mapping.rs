@@ -75,7 +75,7 @@ use iolab_catalog::{PgType, TableDef};
 use iolab_engine::exec::bitmap_scan::{
     BitmapCombine, BitmapCombineExec, BitmapHeapScanExec, BitmapIndexScanExec,
 };
-use iolab_engine::exec::hash_join_batches::BATCHES_METRIC;
+use iolab_engine::exec::hash_join_batches::{BATCHES_METRIC, ORIGINAL_BATCHES_METRIC};
 use iolab_engine::exec::index_scan::IndexScanExec;
 use iolab_engine::exec::operator_usage::OperatorSnapshot;
 use iolab_engine::exec::scan::HeapScanExec;
@@ -723,6 +723,8 @@ impl<'a> Mapper<'a> {
                         slots,
                     ),
                     batches: metrics::gauge(inner.as_ref(), BATCHES_METRIC).max(1),
+                    original_batches: metrics::gauge(inner.as_ref(), ORIGINAL_BATCHES_METRIC)
+                        .max(1),
                     memory_kb: space.peak_memory_bytes.div_ceil(1024),
                 }
             });

@@ -150,11 +150,13 @@ pub enum Detail {
     },
     /// A `Hash` node's table (explain/hash_table.rs): `Buckets: 1024  Batches: 1  Memory
     /// Usage: 44kB` / `"Hash Buckets"`, `"Original Hash Buckets"`, `"Hash Batches"`,
-    /// `"Original Hash Batches"`, `"Peak Memory Usage"`. The originals equal the finals:
-    /// iolab's tables are sized once.
+    /// `"Original Hash Batches"`, `"Peak Memory Usage"`. The original buckets equal the
+    /// final ones (iolab's tables are sized once); the original batches are what the
+    /// join's first split made (engine/src/exec/hash_join_batches.rs), 1 if none.
     HashSpace {
         buckets: u64,
         batches: u64,
+        original_batches: u64,
         memory_kb: u64,
     },
 }

@@ -168,12 +168,13 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
             Detail::HashSpace {
                 buckets,
                 batches,
+                original_batches,
                 memory_kb,
             } => {
                 em.number("Hash Buckets", &buckets.to_string());
                 em.number("Original Hash Buckets", &buckets.to_string());
                 em.number("Hash Batches", &batches.to_string());
-                em.number("Original Hash Batches", "1");
+                em.number("Original Hash Batches", &original_batches.to_string());
                 em.number("Peak Memory Usage", &memory_kb.to_string());
             }
         }

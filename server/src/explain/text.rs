@@ -185,22 +185,20 @@ fn node(out: &mut Vec<String>, n: &PlanNode, mut indent: usize) {
                     "{pad}Batches: {batches}  Memory Usage: {memory_kb}kB{disk}"
                 ))
             }
-            // A join is planned as one batch; PostgreSQL names the planned count when
-            // the one run differs.
-            Detail::HashSpace {
-                buckets,
-                batches: 1,
-                memory_kb,
-            } => out.push(format!(
-                "{pad}Buckets: {buckets}  Batches: 1  Memory Usage: {memory_kb}kB"
-            )),
             Detail::HashSpace {
                 buckets,
                 batches,
+                original_batches,
                 memory_kb,
-            } => out.push(format!(
-                "{pad}Buckets: {buckets} (originally {buckets})  Batches: {batches} (originally 1)  Memory Usage: {memory_kb}kB"
-            )),
+            } => out.push(match batches == original_batches {
+                true => format!(
+                    "{pad}Buckets: {buckets}  Batches: {batches}  Memory Usage: {memory_kb}kB"
+                ),
+                false => format!(
+                    "{pad}Buckets: {buckets} (originally {buckets})  Batches: {batches} \
+                     (originally {original_batches})  Memory Usage: {memory_kb}kB"
+                ),
+            }),
         }
     }
     if let Some(b) = &n.buffers {
