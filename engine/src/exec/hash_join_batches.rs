@@ -4,8 +4,8 @@
 //! hash_mem_multiplier` bytes. When the rows would not fit, it divides the join into
 //! batches by the hash of the join key: batch 0 stays in memory, the rows of every other
 //! batch, inner and outer, go to temporary files, and the batches are joined one after the
-//! other (EXPLAIN: `Batches: 16 (originally 1)`, `temp read=… written=…`). Rows with equal
-//! keys hash alike, so every match lies within one batch.
+//! other (EXPLAIN: `Batches: 16`, `temp read=… written=…`). Rows with equal keys hash
+//! alike, so every match lies within one batch.
 //!
 //! DataFusion 55's `HashJoinExec` holds its whole build side (its left input) in memory,
 //! whatever its size. [`HashJoinBatchesExec`] is put around each hash join of a plan
@@ -23,7 +23,8 @@
 //!    and join tables, so that the rows of one partition still spread over all batches.
 //!    Then it reads the probe side into the batches' probe files the same way. Rows with a
 //!    NULL key, which match nothing, are left out where the join type returns no
-//!    unmatched rows of their side (as PostgreSQL leaves them out of its table).
+//!    unmatched rows of their side (as PostgreSQL leaves them out of its table). A split
+//!    makes at most [`MAX_FANOUT`] files at a time, each with a 128 kB write buffer.
 //! 3. **Join, batch by batch.** A batch's build rows are read back and joined with its
 //!    probe rows, streamed from their file, by a `HashJoinExec` with the join's keys,
 //!    filter, type and projection. Rows without a match (outer, anti and mark joins) are
@@ -31,7 +32,8 @@
 //!    with no rows on the side that drives its join type is skipped. A batch whose build
 //!    rows still exceed the limit (more rows than estimated, or skewed keys) is split
 //!    again with the next seed, at most [`MAX_SPLITS`] times; past that, it is joined over
-//!    the limit, as PostgreSQL does when splitting cannot divide equal keys.
+//!    the limit, as PostgreSQL does when splitting cannot divide equal keys. EXPLAIN shows
+//!    the first split's count as the original: `Batches: 35 (originally 32)`.
 //!
 //! A CollectLeft join's output partitions share one build side. When it has to be split,
 //! the partition that read it joins every probe partition (read together, so that a
@@ -40,9 +42,9 @@
 //! promises nothing about which rows are where.
 //!
 //! The output of a split join follows the batches, not the probe side's order, so the rule
-//! leaves unsplittable the joins whose output order the plan may rely on; and a NOT IN
-//! join (null-aware anti join), whose every result depends on whether any probe key is
-//! NULL across all batches.
+//! leaves whole the joins whose output order the plan may rely on; and a NOT IN join
+//! (null-aware anti join), whose every result depends on whether any probe key is NULL
+//! across all batches.
 
 use std::fmt;
 use std::sync::Arc;
