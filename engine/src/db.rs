@@ -145,7 +145,15 @@ impl Database {
         let huge_page_kind = frames.huge_page_kind();
         let huge_page_bytes = frames.huge_page_bytes();
         let pool = BufferPool::with_memory(frames);
-        let io_stats = Arc::new(IoStatsHub::new());
+        // The statistics the last clean shutdown saved (none after a crash).
+        let io_stats = match iolab_stats::persist::load(data_dir) {
+            Ok(saved) => saved.unwrap_or_default(),
+            Err(message) => {
+                tracing::warn!("{message}; statistics start empty");
+                IoStatsHub::new()
+            }
+        };
+        let io_stats = Arc::new(io_stats);
         let (aio, fallback) =
             AioSystem::start(&options.aio, options.direct_io, Some(Arc::clone(&io_stats)))
                 .map_err(|message| PgError::new(sqlstate::INTERNAL_ERROR, message))?;
@@ -398,9 +406,18 @@ impl Database {
             .checkpoint_timed(self, "immediate force wait", false, track_io_timing)
     }
 
-    /// The checkpoint of a clean shutdown: after it nothing needs redo.
+    /// The checkpoint of a clean shutdown, after which nothing needs redo, and the
+    /// cumulative statistics saved for the next start (`iolab_stats::persist`).
     pub fn shutdown_checkpoint(&self, track_io_timing: bool) -> PgResult<usize> {
-        self.checkpointer
-            .checkpoint_timed(self, "shutdown immediate", true, track_io_timing)
+        let written = self.checkpointer.checkpoint_timed(
+            self,
+            "shutdown immediate",
+            true,
+            track_io_timing,
+        )?;
+        if let Err(e) = iolab_stats::persist::save(&self.io_stats, &self.data_dir) {
+            tracing::warn!("could not write statistics file: {e}");
+        }
+        Ok(written)
     }
 }

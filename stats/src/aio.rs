@@ -15,6 +15,7 @@
 //! (`pg_stat_reset_shared('aio')`) and `stats_reset`.
 
 use crate::io::LatencyHistogram;
+use crate::persist::{Corrupt, Decoder, Encoder};
 
 /// One event of the AIO layer (see [`AioCounts`] for what each one means).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +84,54 @@ pub struct AioCounts {
 }
 
 impl AioCounts {
+    /// The counters and latency histograms, for the statistics file (`persist`).
+    pub(crate) fn save(&self, e: &mut Encoder) {
+        let AioCounts {
+            ios,
+            submissions,
+            queue_full,
+            completion_waits,
+            handle_waits,
+            completed_elsewhere,
+            advised,
+            taken_back,
+            latency,
+        } = self;
+        for c in [
+            ios,
+            submissions,
+            queue_full,
+            completion_waits,
+            handle_waits,
+            completed_elsewhere,
+            advised,
+            taken_back,
+        ] {
+            e.u64(*c);
+        }
+        for h in latency {
+            LatencyHistogram::save_optional(h.as_deref(), e);
+        }
+    }
+
+    pub(crate) fn restore(d: &mut Decoder<'_>) -> Result<AioCounts, Corrupt> {
+        Ok(AioCounts {
+            ios: d.u64()?,
+            submissions: d.u64()?,
+            queue_full: d.u64()?,
+            completion_waits: d.u64()?,
+            handle_waits: d.u64()?,
+            completed_elsewhere: d.u64()?,
+            advised: d.u64()?,
+            taken_back: d.u64()?,
+            latency: [
+                LatencyHistogram::restore_optional(d)?,
+                LatencyHistogram::restore_optional(d)?,
+                LatencyHistogram::restore_optional(d)?,
+            ],
+        })
+    }
+
     #[inline]
     pub fn count(&mut self, event: AioEvent) {
         *self.slot(event) += 1;

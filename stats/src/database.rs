@@ -11,6 +11,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
+use crate::persist::{restore_atomics, save_atomics, Corrupt, Decoder, Encoder};
+
 /// The database's counters, shared by every session.
 #[derive(Debug, Default)]
 pub struct DatabaseCounters {
@@ -95,21 +97,50 @@ impl DatabaseCounters {
 
     /// `pg_stat_reset()`: the counts back to zero, `stats_reset` now.
     pub fn reset(&self) {
-        for c in [
-            &self.xact_commit,
-            &self.xact_rollback,
-            &self.deadlocks,
-            &self.sessions,
-            &self.sessions_killed,
-            &self.session_time_us,
-            &self.active_time_us,
-            &self.idle_in_transaction_time_us,
-            &self.temp_files,
-            &self.temp_bytes,
-        ] {
+        for c in self.all() {
             c.store(0, Ordering::Relaxed);
         }
         *self.stats_reset.lock() = Some(Utc::now());
+    }
+
+    /// Every counter (the pattern names each field, so a new one must be added here).
+    fn all(&self) -> [&AtomicU64; 10] {
+        let DatabaseCounters {
+            xact_commit,
+            xact_rollback,
+            deadlocks,
+            sessions,
+            sessions_killed,
+            session_time_us,
+            active_time_us,
+            idle_in_transaction_time_us,
+            temp_files,
+            temp_bytes,
+            stats_reset: _,
+        } = self;
+        [
+            xact_commit,
+            xact_rollback,
+            deadlocks,
+            sessions,
+            sessions_killed,
+            session_time_us,
+            active_time_us,
+            idle_in_transaction_time_us,
+            temp_files,
+            temp_bytes,
+        ]
+    }
+
+    pub(crate) fn save(&self, e: &mut Encoder) {
+        save_atomics(e, &self.all());
+        e.opt_time(*self.stats_reset.lock());
+    }
+
+    pub(crate) fn restore(&mut self, d: &mut Decoder<'_>) -> Result<(), Corrupt> {
+        restore_atomics(d, &self.all())?;
+        *self.stats_reset.get_mut() = d.opt_time()?;
+        Ok(())
     }
 
     pub fn snapshot(&self) -> DatabaseCounts {

@@ -59,6 +59,7 @@ use parking_lot::Mutex;
 use crate::activity::ActivityRegistry;
 use crate::aio::{AioCounts, AioEvent, AioLatencyOp};
 use crate::history::StatsHistory;
+use crate::persist::{Corrupt, Decoder, Encoder};
 
 // ---------------------------------------------------------------------------------------
 // Dimensions
@@ -535,6 +536,52 @@ impl LatencyHistogram {
     }
 }
 
+/// The statistics file's form of a histogram (`persist`): its non-empty buckets as (a
+/// value of the bucket, count), then the exact maximum.
+impl LatencyHistogram {
+    pub(crate) fn save(&self, e: &mut Encoder) {
+        let buckets: Vec<(u64, u64)> = (self.histogram.iter_recorded())
+            .map(|b| (b.value_iterated_to(), b.count_at_value()))
+            .collect();
+        e.len(buckets.len());
+        for (value, count) in buckets {
+            e.u64(value);
+            e.u64(count);
+        }
+        e.u64(self.max_ns);
+    }
+
+    pub(crate) fn restore(d: &mut Decoder<'_>) -> Result<LatencyHistogram, Corrupt> {
+        let mut h = LatencyHistogram::new();
+        for _ in 0..d.len()? {
+            let (value, count) = (d.u64()?, d.u64()?);
+            (h.histogram.record_n(value, count)).map_err(|_| Corrupt("a latency out of range"))?;
+        }
+        h.max_ns = d.u64()?;
+        Ok(h)
+    }
+
+    pub(crate) fn save_optional(h: Option<&LatencyHistogram>, e: &mut Encoder) {
+        match h {
+            Some(h) => {
+                e.u32(1);
+                h.save(e);
+            }
+            None => e.u32(0),
+        }
+    }
+
+    pub(crate) fn restore_optional(
+        d: &mut Decoder<'_>,
+    ) -> Result<Option<Box<LatencyHistogram>>, Corrupt> {
+        match d.u32()? {
+            0 => Ok(None),
+            1 => Ok(Some(Box::new(LatencyHistogram::restore(d)?))),
+            _ => Err(Corrupt("a bad optional histogram")),
+        }
+    }
+}
+
 impl Default for LatencyHistogram {
     fn default() -> Self {
         LatencyHistogram::new()
@@ -560,6 +607,39 @@ pub struct IoCell {
 }
 
 impl IoCell {
+    fn save(&self, e: &mut Encoder) {
+        let IoCell {
+            counts,
+            bytes,
+            time_ns,
+            waits,
+            wait_time_ns,
+            read_latency,
+            write_latency,
+        } = self;
+        for values in [counts, bytes, time_ns] {
+            values.iter().for_each(|&v| e.u64(v));
+        }
+        e.u64(*waits);
+        e.u64(*wait_time_ns);
+        LatencyHistogram::save_optional(read_latency.as_deref(), e);
+        LatencyHistogram::save_optional(write_latency.as_deref(), e);
+    }
+
+    fn restore(d: &mut Decoder<'_>) -> Result<IoCell, Corrupt> {
+        let mut cell = IoCell::default();
+        for values in [&mut cell.counts, &mut cell.bytes, &mut cell.time_ns] {
+            for v in values.iter_mut() {
+                *v = d.u64()?;
+            }
+        }
+        cell.waits = d.u64()?;
+        cell.wait_time_ns = d.u64()?;
+        cell.read_latency = LatencyHistogram::restore_optional(d)?;
+        cell.write_latency = LatencyHistogram::restore_optional(d)?;
+        Ok(cell)
+    }
+
     pub fn count(&self, op: IoOp) -> u64 {
         self.counts[op.index()]
     }
@@ -650,6 +730,18 @@ pub struct IoCounters {
 }
 
 impl IoCounters {
+    fn save(&self, e: &mut Encoder) {
+        self.cells.iter().flatten().for_each(|cell| cell.save(e));
+    }
+
+    fn restore(d: &mut Decoder<'_>) -> Result<IoCounters, Corrupt> {
+        let mut counters = IoCounters::default();
+        for cell in counters.cells.iter_mut().flatten() {
+            *cell = IoCell::restore(d)?;
+        }
+        Ok(counters)
+    }
+
     pub fn new() -> IoCounters {
         IoCounters::default()
     }
@@ -974,8 +1066,53 @@ impl Default for IoStatsHub {
 }
 
 impl IoStatsHub {
+    /// The cumulative statistics, for the statistics file (`persist`): `pg_stat_io` and
+    /// `pg_stat_aio` by backend type, then the relation, WAL, database, checkpointer,
+    /// background writer and statement statistics.
+    pub(crate) fn save(&self, e: &mut Encoder) {
+        let state = self.state.lock();
+        e.len(state.by_type.len());
+        state.by_type.iter().for_each(|c| c.save(e));
+        e.time(state.stats_reset);
+        e.len(state.aio_by_type.len());
+        state.aio_by_type.iter().for_each(|c| c.save(e));
+        e.time(state.aio_stats_reset);
+        drop(state);
+        self.relation_counts.save(e);
+        self.wal.save(e);
+        self.database.save(e);
+        self.checkpointer.save(e);
+        self.bgwriter.save(e);
+        self.statements.save(e);
+    }
+
+    /// Sets a new hub's statistics to those `save` wrote.
+    pub(crate) fn restore(&mut self, d: &mut Decoder<'_>) -> Result<(), Corrupt> {
+        let state = self.state.get_mut();
+        if d.len()? != BackendType::COUNT {
+            return Err(Corrupt("another count of backend types"));
+        }
+        for c in state.by_type.iter_mut() {
+            *c = IoCounters::restore(d)?;
+        }
+        state.stats_reset = d.time()?;
+        if d.len()? != BackendType::COUNT {
+            return Err(Corrupt("another count of backend types"));
+        }
+        for c in state.aio_by_type.iter_mut() {
+            *c = AioCounts::restore(d)?;
+        }
+        state.aio_stats_reset = d.time()?;
+        self.relation_counts.restore(d)?;
+        self.wal.restore(d)?;
+        self.database.restore(d)?;
+        self.checkpointer.restore(d)?;
+        self.bgwriter.restore(d)?;
+        self.statements.restore(d)
+    }
+
     /// Empty statistics, reset "now" (PostgreSQL sets `stats_reset` when a server starts
-    /// without saved statistics; iolab never saves them).
+    /// without saved statistics; `persist::load` restores saved ones).
     pub fn new() -> IoStatsHub {
         let now = Utc::now();
         IoStatsHub {

@@ -19,12 +19,14 @@
 //! - [`history`]: the bounded ring of per-interval deltas behind `pg_stat_io_history` and
 //!   `pg_stat_aio_history`.
 //! - [`wal`]: `pg_stat_wal` and `pg_stat_recovery_prefetch`.
+//! - [`persist`]: the statistics file a clean shutdown writes and the next start reads.
 
 pub mod activity;
 pub mod aio;
 pub mod database;
 pub mod history;
 pub mod io;
+pub mod persist;
 pub mod progress;
 pub mod relation;
 pub mod statements;

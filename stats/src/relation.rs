@@ -43,6 +43,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
+use crate::persist::{Corrupt, Decoder, Encoder};
+
 /// What operations counted of one relation: blocks hit and read; scans of it and the rows
 /// or entries they returned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -69,6 +71,36 @@ pub struct RelationCounts {
     /// these as they happen, not at transaction end).
     pub newpage_updates: u64,
 }
+
+crate::persist::persisted_fields!(RelationCounts {
+    hit: u64,
+    read: u64,
+    index_scans: u64,
+    index_tuples_read: u64,
+    index_tuples_fetched: u64,
+    last_index_scan: opt_time,
+    seq_scans: u64,
+    seq_tuples_read: u64,
+    last_seq_scan: opt_time,
+    bitmap_tuples_fetched: u64,
+    newpage_updates: u64,
+});
+
+crate::persist::persisted_fields!(TableRows {
+    inserted: u64,
+    updated: u64,
+    deleted: u64,
+    live: i64,
+    dead: i64,
+    modified_since_analyze: i64,
+    inserted_since_vacuum: i64,
+    last_vacuum: opt_time,
+    last_analyze: opt_time,
+    vacuum_count: u64,
+    analyze_count: u64,
+    total_vacuum_ms: f64,
+    total_analyze_ms: f64,
+});
 
 impl RelationCounts {
     fn add(&mut self, other: &RelationCounts) {
@@ -358,6 +390,29 @@ impl RelationTotals {
     /// still count when those end).
     pub fn reset(&self) {
         self.state.lock().by_file.clear();
+    }
+
+    /// Each relation file's statistics (not the rows of open transactions: there are
+    /// none at shutdown).
+    pub(crate) fn save(&self, e: &mut Encoder) {
+        let state = self.state.lock();
+        e.len(state.by_file.len());
+        for (relfilenode, stats) in &state.by_file {
+            e.u32(*relfilenode);
+            stats.counts.save(e);
+            stats.rows.save(e);
+        }
+    }
+
+    pub(crate) fn restore(&mut self, d: &mut Decoder<'_>) -> Result<(), Corrupt> {
+        let by_file = &mut self.state.get_mut().by_file;
+        for _ in 0..d.len()? {
+            let relfilenode = d.u32()?;
+            let counts = RelationCounts::restore(d)?;
+            let rows = TableRows::restore(d)?;
+            by_file.insert(relfilenode, RelationStats { counts, rows });
+        }
+        Ok(())
     }
 }
 

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
+use crate::persist::{Corrupt, Decoder, Encoder};
 use crate::usage::BufferUsage;
 
 /// Entries kept at most.
@@ -93,7 +94,87 @@ impl Default for StatementStats {
     }
 }
 
+impl StatementEntry {
+    fn save(&self, e: &mut Encoder) {
+        let StatementEntry {
+            userid,
+            queryid,
+            query,
+            calls,
+            total_exec_ms,
+            min_exec_ms,
+            max_exec_ms,
+            mean_exec_ms,
+            sum_sq_diff,
+            rows,
+            usage,
+            stats_since,
+            minmax_stats_since,
+        } = self;
+        e.u32(*userid);
+        e.i64(*queryid);
+        e.str(query);
+        e.u64(*calls);
+        for ms in [
+            total_exec_ms,
+            min_exec_ms,
+            max_exec_ms,
+            mean_exec_ms,
+            sum_sq_diff,
+        ] {
+            e.f64(*ms);
+        }
+        e.u64(*rows);
+        usage.save(e);
+        e.time(*stats_since);
+        e.time(*minmax_stats_since);
+    }
+
+    fn restore(d: &mut Decoder<'_>) -> Result<StatementEntry, Corrupt> {
+        Ok(StatementEntry {
+            userid: d.u32()?,
+            queryid: d.i64()?,
+            query: d.str()?,
+            calls: d.u64()?,
+            total_exec_ms: d.f64()?,
+            min_exec_ms: d.f64()?,
+            max_exec_ms: d.f64()?,
+            mean_exec_ms: d.f64()?,
+            sum_sq_diff: d.f64()?,
+            rows: d.u64()?,
+            usage: BufferUsage::restore(d)?,
+            stats_since: d.time()?,
+            minmax_stats_since: d.time()?,
+        })
+    }
+}
+
 impl StatementStats {
+    /// Every entry, and the clean-ups' count and reset time, for the statistics file
+    /// (`persist`).
+    pub(crate) fn save(&self, e: &mut Encoder) {
+        let entries = self.entries.lock();
+        e.len(entries.len());
+        for entry in entries.values() {
+            entry.save(e);
+        }
+        let (dealloc, reset) = *self.dealloc.lock();
+        e.u64(dealloc);
+        e.time(reset);
+    }
+
+    pub(crate) fn restore(&mut self, d: &mut Decoder<'_>) -> Result<(), Corrupt> {
+        let entries = self.entries.get_mut();
+        for _ in 0..d.len()? {
+            let entry = StatementEntry::restore(d)?;
+            if entries.len() < MAX_STATEMENTS {
+                entries.insert((entry.userid, entry.queryid), entry);
+            }
+        }
+        *self.dealloc.get_mut() = (d.u64()?, d.time()?);
+        Ok(())
+    }
+
     pub fn record(&self, run: &StatementRun<'_>) {
         let queryid = query_id(run.query);
         let mut entries = self.entries.lock();

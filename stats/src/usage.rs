@@ -61,6 +61,33 @@ pub struct BlockCounters<'a> {
     pub wait_ns: &'a mut u64,
 }
 
+crate::persist::persisted_fields!(BufferUsage {
+    shared_hit: u64,
+    shared_read: u64,
+    shared_dirtied: u64,
+    shared_written: u64,
+    shared_read_ns: u64,
+    shared_write_ns: u64,
+    shared_wait_ns: u64,
+    local_hit: u64,
+    local_read: u64,
+    local_dirtied: u64,
+    local_written: u64,
+    local_read_ns: u64,
+    local_write_ns: u64,
+    local_wait_ns: u64,
+    temp_read: u64,
+    temp_written: u64,
+    temp_read_ns: u64,
+    temp_write_ns: u64,
+    io_reads: u64,
+    io_stalls: u64,
+    wal_records: u64,
+    wal_fpi: u64,
+    wal_bytes: u64,
+    wal_buffers_full: u64,
+});
+
 impl BufferUsage {
     /// The `local_…` counters when `local`, else the `shared_…` ones.
     pub fn blocks(&mut self, local: bool) -> BlockCounters<'_> {

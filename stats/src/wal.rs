@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
+use crate::persist::{restore_atomics, save_atomics, Corrupt, Decoder, Encoder};
+
 /// When a set of counters was last reset (their creation at first), and the reset itself:
 /// the counters are zeroed under the same lock that moves the time.
 #[derive(Debug)]
@@ -30,6 +32,18 @@ impl ResetTime {
             c.store(0, Ordering::Relaxed);
         }
         *at = Utc::now();
+    }
+
+    /// `counters` and this time, for the statistics file (`persist`).
+    fn save(&self, e: &mut Encoder, counters: &[&AtomicU64]) {
+        save_atomics(e, counters);
+        e.time(self.get());
+    }
+
+    fn restore(&self, d: &mut Decoder<'_>, counters: &[&AtomicU64]) -> Result<(), Corrupt> {
+        restore_atomics(d, counters)?;
+        *self.0.lock() = d.time()?;
+        Ok(())
     }
 }
 
@@ -90,6 +104,14 @@ impl CheckpointerCounters {
     pub fn reset(&self) {
         self.stats_reset.reset(&self.all());
     }
+
+    pub(crate) fn save(&self, e: &mut Encoder) {
+        self.stats_reset.save(e, &self.all());
+    }
+
+    pub(crate) fn restore(&self, d: &mut Decoder<'_>) -> Result<(), Corrupt> {
+        self.stats_reset.restore(d, &self.all())
+    }
 }
 
 /// `pg_stat_wal` (the WAL's writes and syncs are `pg_stat_io`'s, by backend type).
@@ -131,6 +153,14 @@ impl WalCounters {
     /// `pg_stat_reset_shared('wal')`.
     pub fn reset(&self) {
         self.stats_reset.reset(&self.all());
+    }
+
+    pub(crate) fn save(&self, e: &mut Encoder) {
+        self.stats_reset.save(e, &self.all());
+    }
+
+    pub(crate) fn restore(&self, d: &mut Decoder<'_>) -> Result<(), Corrupt> {
+        self.stats_reset.restore(d, &self.all())
     }
 }
 
@@ -277,5 +307,13 @@ impl BgwriterCounters {
     /// `pg_stat_reset_shared('bgwriter')`.
     pub fn reset(&self) {
         self.stats_reset.reset(&self.all());
+    }
+
+    pub(crate) fn save(&self, e: &mut Encoder) {
+        self.stats_reset.save(e, &self.all());
+    }
+
+    pub(crate) fn restore(&self, d: &mut Decoder<'_>) -> Result<(), Corrupt> {
+        self.stats_reset.restore(d, &self.all())
     }
 }
