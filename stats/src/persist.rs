@@ -21,7 +21,7 @@
 //!
 //! The encoding: the magic `iolab-stats`, a format version, then each part in a fixed
 //! order as little-endian integers and `f64` bits, lengths before lists. A file that does
-//! not decode (another version, cut short) is reported and set aside: the statistics
+//! not decode (another version, cut short) is reported and removed: the statistics
 //! start empty, as after a crash.
 
 use std::fs;

@@ -135,6 +135,13 @@ async fn stat_aio_and_activity_show_a_cold_scan_and_add_up() {
     for method in ["worker", "io_uring", "sync"] {
         server.extra_args = args(method);
         server.restart();
+        // The statistics outlive a clean restart: each method's start from zero.
+        let client = server.client().await;
+        client
+            .batch_execute("SELECT pg_stat_reset_shared('io'); SELECT pg_stat_reset_shared('aio')")
+            .await
+            .unwrap();
+        drop(client);
         let seen = observe_scans(&server, method).await;
         assert!(seen.active_with_query, "{method}: {seen:?}");
         let allowed = match method {
