@@ -24,13 +24,15 @@
 use std::fmt;
 use std::sync::Arc;
 
+use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::Result as DfResult;
 use datafusion::common::Statistics;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_expr_common::physical_expr::fmt_sql;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{
@@ -51,7 +53,7 @@ use crate::heap::heapam::SCAN_BATCH_ROWS;
 use crate::heap::rows::RowCollector;
 use crate::heap::tuple;
 use crate::plan::index_cond::{conjunction, IndexCond};
-use crate::plan::PathEstimate;
+use crate::plan::{PathEstimate, ScanOrder};
 use crate::storage::page;
 use crate::txn::VisibilityChecker;
 use crate::Database;
@@ -67,6 +69,11 @@ pub struct IndexScanExec {
     pub index_quals: Vec<Arc<dyn PhysicalExpr>>,
     cond: IndexCond,
     estimate: Option<PathEstimate>,
+    /// The ORDER BY (of the index's column) this scan was chosen for, if any.
+    order: Option<ScanOrder>,
+    /// Rows after which the scan stops (the order's LIMIT, when no filter above can reject
+    /// a row).
+    stop_after: Option<usize>,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -101,10 +108,55 @@ impl IndexScanExec {
             index_quals: cond.quals.clone(),
             cond,
             estimate: None,
+            order: None,
+            stop_after: None,
             schema,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         }
+    }
+
+    /// The scan as the planner chose it for an ORDER BY of the index's column (`order`):
+    /// it declares its rows' order, so DataFusion drops the sort above it. With the
+    /// order's LIMIT it hands over batches of that many rows, one at a time, so that it
+    /// reads little beyond what the query takes; and when `answered` (every condition is
+    /// the index's, so no filter above rejects a row) it stops after them.
+    pub fn in_order(mut self, order: Option<ScanOrder>, answered: bool) -> Self {
+        let Some(order) = order else {
+            return self;
+        };
+        assert_eq!(
+            order.column, self.cond.column,
+            "an index scan's order is its key's"
+        );
+        self.order = Some(order);
+        self.stop_after = order.fetch.filter(|_| answered);
+        if let Some(at) = self.projection.iter().position(|&c| c == order.column) {
+            let key = PhysicalSortExpr::new(
+                Arc::new(Column::new(self.schema.field(at).name(), at)),
+                SortOptions {
+                    descending: false,
+                    nulls_first: false,
+                },
+            );
+            let props = &self.properties;
+            self.properties = Arc::new(PlanProperties::new(
+                EquivalenceProperties::new_with_orderings(self.schema.clone(), [[key]]),
+                props.partitioning.clone(),
+                props.emission_type,
+                props.boundedness,
+            ));
+        }
+        self
+    }
+
+    /// The cost of running the scan as far as the query will: its total, or under an
+    /// ordered LIMIT the share it takes to return those rows (`plan::partitions` weighs
+    /// plans by it).
+    pub fn cost_to_run(&self) -> Option<f64> {
+        let e = self.estimate?;
+        let fraction = self.order.map_or(1.0, |o| o.fraction(e.rows));
+        Some(e.startup_cost + (e.total_cost - e.startup_cost) * fraction)
     }
 
     /// The planner's estimate for the node.
@@ -116,6 +168,12 @@ impl IndexScanExec {
     /// Some when the planner built the node.
     pub fn estimate(&self) -> Option<PathEstimate> {
         self.estimate
+    }
+
+    /// Rows per batch under an ordered LIMIT.
+    fn fetch_rows(&self) -> Option<usize> {
+        let fetch = self.order?.fetch?;
+        Some(fetch.clamp(1, SCAN_BATCH_ROWS))
     }
 
     /// The pushed-down conjuncts every returned row satisfies: the index conditions.
@@ -205,8 +263,16 @@ impl ExecutionPlan for IndexScanExec {
             partition,
             baseline: BaselineMetrics::new(&self.metrics, partition),
             metrics: self.metrics.clone(),
+            batch_rows: self.fetch_rows().unwrap_or(SCAN_BATCH_ROWS),
+            stop_after: self.stop_after,
         };
-        let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(SCAN_CHANNEL_BATCHES);
+        // Under a LIMIT, one batch waits at a time: the scan is at most a batch ahead.
+        let waiting = if self.fetch_rows().is_some() {
+            1
+        } else {
+            SCAN_CHANNEL_BATCHES
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(waiting);
         tokio::task::spawn_blocking(move || job.run(stmt, tx));
         let stream =
             futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
@@ -228,6 +294,8 @@ struct IndexJob {
     partition: usize,
     baseline: BaselineMetrics,
     metrics: ExecutionPlanMetricsSet,
+    batch_rows: usize,
+    stop_after: Option<usize>,
 }
 
 impl IndexJob {
@@ -268,7 +336,14 @@ impl IndexJob {
         let mut heap_page: Option<PinnedBuffer> = None;
         let compute = self.baseline.elapsed_compute().clone();
         let mut timer = Some(compute.timer());
+        let mut returned = 0;
         while let Some(tid) = tids.next() {
+            if self
+                .stop_after
+                .is_some_and(|n| returned + self.rows.len() >= n)
+            {
+                break;
+            }
             let (blkno, off) = tid?;
             if blkno >= nblocks {
                 continue; // cannot happen while heaps only grow; never read past the end
@@ -290,7 +365,8 @@ impl IndexJob {
                     }
                 }
             }
-            if self.rows.len() >= SCAN_BATCH_ROWS {
+            if self.rows.len() >= self.batch_rows {
+                returned += self.rows.len();
                 drop(timer.take());
                 if !self.send(tx)? {
                     return Ok(());

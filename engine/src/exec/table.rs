@@ -24,6 +24,7 @@ use crate::exec::context::StatementContext;
 use crate::exec::scan::{to_df, HeapScanExec};
 use crate::plan::index_cond::conjuncts;
 use crate::plan::paths::{plan_scan, ScanRequest};
+use crate::plan::ScanOrder;
 use crate::Database;
 
 #[derive(Debug)]
@@ -31,6 +32,8 @@ pub struct HeapTable {
     pub def: TableDef,
     schema: SchemaRef,
     db: Arc<DatabaseRef>,
+    /// The order the query wants the rows in, when `plan::ordered_scans` found one.
+    order: Option<ScanOrder>,
 }
 
 /// The name of the system column that gives a tuple's location.
@@ -55,7 +58,22 @@ impl HeapTable {
             def,
             schema,
             db: Arc::new(DatabaseRef(db)),
+            order: None,
         }
+    }
+
+    /// The table, its scan told that the query sorts its rows in `order`.
+    pub fn with_order(&self, order: ScanOrder) -> HeapTable {
+        HeapTable {
+            def: self.def.clone(),
+            schema: self.schema.clone(),
+            db: self.db.clone(),
+            order: Some(order),
+        }
+    }
+
+    pub fn order(&self) -> Option<ScanOrder> {
+        self.order
     }
 }
 
@@ -126,6 +144,7 @@ impl TableProvider for HeapTable {
             projection,
             quals,
             limit,
+            order: self.order,
         };
         plan_scan(&stmt, request).map_err(to_df)
     }

@@ -308,6 +308,45 @@ pub fn index_scan(
     }
 }
 
+/// `cost_sort` of `rows` rows of `width` bytes, not counting its input: in memory, as a
+/// bounded heap keeping the first `limit` rows when they are fewer than half, or in
+/// sorted runs merged from temporary files when the rows exceed `work_mem`. `startup` is
+/// the sorting itself, `total` adds returning the rows.
+pub fn sort(p: &PlannerSettings, rows: f64, width: i64, limit: Option<f64>) -> Cost {
+    let tuples = rows.max(2.0);
+    let comparison = 2.0 * p.cpu_operator_cost;
+    let tuple_bytes = |rows: f64| rows * (((width + 7) / 8 * 8) as f64 + 24.0);
+    let input_bytes = tuple_bytes(tuples);
+    let output_rows = limit.map_or(tuples, |l| l.min(tuples));
+    let output_bytes = match limit {
+        Some(_) => tuple_bytes(output_rows),
+        None => input_bytes,
+    };
+    let blcksz = BLCKSZ as f64;
+    let startup = if output_bytes > p.work_mem_bytes {
+        let pages = (input_bytes / blcksz).ceil();
+        let runs = input_bytes / p.work_mem_bytes;
+        let merge_order = (p.work_mem_bytes / (3.0 * blcksz))
+            .floor()
+            .clamp(6.0, 500.0);
+        let log_runs = if runs > merge_order {
+            (runs.ln() / merge_order.ln()).ceil()
+        } else {
+            1.0
+        };
+        comparison * tuples * tuples.log2()
+            + 2.0 * pages * log_runs * (p.seq_page_cost * 0.75 + p.random_page_cost * 0.25)
+    } else if tuples > 2.0 * output_rows || input_bytes > p.work_mem_bytes {
+        comparison * tuples * (2.0 * output_rows).log2()
+    } else {
+        comparison * tuples * tuples.log2()
+    };
+    Cost {
+        startup,
+        total: startup + p.cpu_operator_cost * tuples,
+    }
+}
+
 /// One node of a bitmap tree as `cost_bitmap_tree_node` sees it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BitmapCost {

@@ -223,6 +223,8 @@ pub enum KeySet {
         upper: Bound<StatValue>,
     },
     Nulls,
+    /// Every key, NULLs last: a scan for the index's order alone (`ORDER BY` its column).
+    All,
 }
 
 impl KeySet {
@@ -260,6 +262,7 @@ impl KeySet {
                 lower: tighter(lower, l2, true),
                 upper: tighter(upper, u2, false),
             },
+            (KeySet::All, other) => other,
             (nulls, _) => nulls,
         }
     }
@@ -348,9 +351,21 @@ impl IndexCond {
         })
     }
 
+    /// Every entry of `index`, in its order: no condition, for an `ORDER BY` of its column.
+    pub fn all(index: &IndexDef) -> Option<IndexCond> {
+        usable_index(index).then(|| IndexCond {
+            index: index.clone(),
+            column: index.columns[0],
+            kind: KeyKind::of(index.key_types[0]),
+            keys: KeySet::All,
+            quals: Vec::new(),
+        })
+    }
+
     /// A scan of `index` (this condition's index) for the condition's keys.
     pub fn scan<'a>(&self, index: &BtreeIndex, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
         match &self.keys {
+            KeySet::All => index.scan_all(acct),
             KeySet::Nulls => index.scan_nulls(acct),
             KeySet::Range { lower, upper } => index.scan_range(
                 lower.as_ref().map(datum_of),
@@ -373,6 +388,7 @@ impl IndexCond {
             Bound::Unbounded => Bound::Unbounded,
         };
         let range = match &self.keys {
+            KeySet::All => return KeyTest::All(Vec::new()),
             KeySet::Nulls => None,
             KeySet::Range { lower, upper } => Some((bound(lower), bound(upper))),
         };

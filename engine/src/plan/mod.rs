@@ -29,6 +29,7 @@
 pub mod cost;
 pub mod hash_join_batches;
 pub mod index_cond;
+pub mod ordered_scans;
 pub mod partitions;
 pub mod paths;
 pub mod selectivity;
@@ -39,6 +40,23 @@ use datafusion::arrow::datatypes::Schema;
 use datafusion::common::stats::Precision;
 use datafusion::common::Statistics;
 use iolab_settings::SessionSettings;
+
+/// An `ORDER BY` of a scan's rows the planner was told of (`ordered_scans`): one table
+/// column, ascending with NULLs last (PostgreSQL's default order, a B-tree's order), and
+/// how many rows the query wants at most (`LIMIT`, with any `OFFSET`), if it says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanOrder {
+    pub column: usize,
+    pub fetch: Option<usize>,
+}
+
+impl ScanOrder {
+    /// The share of `rows` the query reads before it stops: 1 without a limit.
+    pub fn fraction(&self, rows: f64) -> f64 {
+        self.fetch
+            .map_or(1.0, |f| (f as f64 / rows.max(1.0)).min(1.0))
+    }
+}
 
 /// What the planner estimated for one plan node, in PostgreSQL's units.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -90,7 +90,14 @@ fn leaves_cost(plan: &dyn ExecutionPlan, cost: &mut f64) -> bool {
     let estimate = if let Some(scan) = plan.downcast_ref::<HeapScanExec>() {
         scan.estimate()
     } else if let Some(scan) = plan.downcast_ref::<IndexScanExec>() {
-        scan.estimate()
+        // Under an ordered LIMIT it runs only part of its way.
+        return match scan.cost_to_run() {
+            Some(c) => {
+                *cost += c;
+                true
+            }
+            None => false,
+        };
     } else if let Some(scan) = plan.downcast_ref::<BitmapHeapScanExec>() {
         // Its bitmap is in its cost: the Bitmap Index Scans below are not leaves to add.
         scan.estimate()

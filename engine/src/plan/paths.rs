@@ -20,8 +20,17 @@
 //! bitmap heap scans; a Bitmap Index Scan is never disabled, as in PostgreSQL). PostgreSQL
 //! 18 compares the count of disabled nodes before the cost, so a disabled path is chosen
 //! only when every path is disabled — then the cheapest of them, marked `disabled` in its
-//! estimate. Startup cost and LIMIT do not enter the choice (iolab plans the scan before
-//! it knows of a LIMIT above its filter).
+//! estimate.
+//!
+//! # Order
+//!
+//! When the query sorts the table's rows by one column (`ordered_scans` tells the scan,
+//! with the LIMIT if any), an Index Scan of an index on that column returns them in that
+//! order already: its whole-index scan becomes a candidate too, and the costs compared
+//! are PostgreSQL's for the two ways to the sorted rows: a path that gives the order
+//! costs the share of its run it takes to return the LIMIT's rows (after its startup),
+//! any other its whole cost plus the sort (`cost_sort`, bounded by the LIMIT). An Index
+//! Scan chosen so declares its order, and DataFusion drops the sort above it.
 //!
 //! Every path returns a superset of the rows the conjuncts accept and DataFusion's filter
 //! above the scan decides, so the choice changes the work, never the answer.
@@ -44,7 +53,7 @@ use crate::heap::bitmap_heap::Recheck;
 use crate::plan::cost::{self, BitmapCost, Cost, IndexPartCost, IndexSize, TableSize};
 use crate::plan::index_cond::{conjuncts, or_arms, usable_index, IndexCond, KeyTest};
 use crate::plan::selectivity::{clamp_rows, clauselist_selectivity, RelStats};
-use crate::plan::{PathEstimate, PlannerSettings};
+use crate::plan::{PathEstimate, PlannerSettings, ScanOrder};
 use crate::Database;
 
 /// The width PostgreSQL gives the `ctid` column.
@@ -64,6 +73,8 @@ pub struct ScanRequest<'a> {
     /// The pushed-down conjuncts, over `table_schema`.
     pub quals: Vec<Arc<dyn PhysicalExpr>>,
     pub limit: Option<usize>,
+    /// The order the rows are wanted in, when the query sorts them by one column.
+    pub order: Option<ScanOrder>,
 }
 
 /// A usable index of the table.
@@ -109,6 +120,10 @@ enum Access {
 struct Candidate {
     access: Access,
     cost: Cost,
+    /// What the choice compares: the path's total cost, plus the sort of its rows when the
+    /// query wants them in an order the path does not give, or only the share it reads
+    /// before a LIMIT stops it when it gives that order.
+    choice: f64,
     disabled: bool,
 }
 
@@ -154,8 +169,9 @@ pub fn plan_scan(
     };
     let width = output_width(def, &rel.stats, &req.projection);
 
-    // Without conditions no index helps (and their meta pages need not be read).
-    let indexes = if req.quals.is_empty() {
+    // Without conditions or an order no index helps (and their meta pages need not be
+    // read).
+    let indexes = if req.quals.is_empty() && req.order.is_none() {
         Vec::new()
     } else {
         table_indexes(stmt, &req, &rel)?
@@ -167,12 +183,25 @@ pub fn plan_scan(
             Some(Arc::new(costed(&rel, cond, &index.1)))
         })
         .collect();
+    let seq = cost::seq_scan(&p, pages, tuples, rel.qual_cost);
     let mut candidates = vec![Candidate {
         access: Access::Seq,
-        cost: cost::seq_scan(&p, pages, tuples, rel.qual_cost),
+        cost: seq,
+        choice: seq.total,
         disabled: !p.enable_seqscan,
     }];
-    for path in &index_paths {
+    // For an ORDER BY of an indexed column: that index's whole order, when no condition
+    // made it a candidate already.
+    let ordered_paths = req.order.iter().flat_map(|order| {
+        let conditioned = |def: &IndexDef| index_paths.iter().any(|i| i.cond.index.oid == def.oid);
+        indexes
+            .iter()
+            .filter(move |(def, _)| def.columns[0] == order.column && !conditioned(def))
+            .filter_map(|(def, index)| Some(Arc::new(costed(&rel, IndexCond::all(def)?, index))))
+    });
+    let index_paths_and_orders: Vec<Arc<IndexPath>> =
+        index_paths.iter().cloned().chain(ordered_paths).collect();
+    for path in &index_paths_and_orders {
         let unanswered: Vec<_> = req
             .quals
             .iter()
@@ -184,30 +213,43 @@ pub fn plan_scan(
             .column(path.cond.column)
             .and_then(|s| s.correlation)
             .unwrap_or(0.0) as f64;
+        let cost = cost::index_scan(
+            &p,
+            &rel.table,
+            &path.index.size,
+            &path.part,
+            correlation,
+            cost::qual_cost(&p, &unanswered),
+        );
         candidates.push(Candidate {
             access: Access::Index(path.clone()),
-            cost: cost::index_scan(
-                &p,
-                &rel.table,
-                &path.index.size,
-                &path.part,
-                correlation,
-                cost::qual_cost(&p, &unanswered),
-            ),
+            cost,
+            choice: cost.total,
             disabled: !p.enable_indexscan,
         });
     }
     if let Some(bitmap) = choose_bitmap(&rel, &index_paths, &indexes) {
+        let cost = rel.bitmap_heap_cost(&bitmap.cost);
         candidates.push(Candidate {
-            cost: rel.bitmap_heap_cost(&bitmap.cost),
+            cost,
+            choice: cost.total,
             access: Access::Bitmap(bitmap),
             disabled: !p.enable_bitmapscan,
         });
     }
+    if let Some(order) = req.order {
+        let sort = cost::sort(&p, rel.rows, width as i64, order.fetch.map(|f| f as f64));
+        for c in &mut candidates {
+            c.choice = match in_order(&c.access, &order) {
+                true => c.cost.startup + (c.cost.total - c.cost.startup) * order.fraction(rel.rows),
+                false => c.cost.total + sort.total,
+            };
+        }
+    }
     let mut best = 0;
     for (i, c) in candidates.iter().enumerate() {
         let b = &candidates[best];
-        if (c.disabled, c.cost.total) < (b.disabled, b.cost.total) {
+        if (c.disabled, c.choice) < (b.disabled, b.choice) {
             best = i;
         }
     }
@@ -242,16 +284,27 @@ pub fn plan_scan(
             )
             .with_estimate(estimate),
         ),
-        Access::Index(path) => Arc::new(
-            IndexScanExec::new(
-                req.db.clone(),
-                def.clone(),
-                req.table_schema,
-                req.projection,
-                path.cond.clone(),
+        Access::Index(path) => {
+            let order = req
+                .order
+                .filter(|o| in_order(&Access::Index(path.clone()), o));
+            // With no condition but the index's, the first rows are the query's rows.
+            let answered = req
+                .quals
+                .iter()
+                .all(|q| path.cond.quals.iter().any(|c| Arc::ptr_eq(c, q)));
+            Arc::new(
+                IndexScanExec::new(
+                    req.db.clone(),
+                    def.clone(),
+                    req.table_schema,
+                    req.projection,
+                    path.cond.clone(),
+                )
+                .in_order(order, answered)
+                .with_estimate(estimate),
             )
-            .with_estimate(estimate),
-        ),
+        }
         Access::Bitmap(bitmap) => {
             let test = key_test(&bitmap);
             let recheck: RecheckFactory = Arc::new(move || {
@@ -273,6 +326,12 @@ pub fn plan_scan(
             )
         }
     })
+}
+
+/// Does `access` return its rows in `order`? An Index Scan of an index on the order's
+/// column does.
+fn in_order(access: &Access, order: &ScanOrder) -> bool {
+    matches!(access, Access::Index(path) if path.cond.column == order.column)
 }
 
 /// `Seq Scan`, `Index Scan using i`, `Bitmap Heap Scan (And(i, j))` for the debug log.

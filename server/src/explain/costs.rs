@@ -26,8 +26,6 @@ pub use iolab_engine::plan::PlannerSettings as CostParams;
 
 use crate::explain::node::Costs;
 
-const BLCKSZ: f64 = 8192.0;
-
 /// The width of a computed value of an Arrow type.
 pub fn arrow_width(dt: &DataType) -> i64 {
     match dt {
@@ -112,44 +110,13 @@ pub fn aggregate(
 /// `cost_sort`: quicksort in `work_mem`, a bounded heap under a LIMIT, or an external
 /// merge sort when the input does not fit.
 pub fn sort(p: &CostParams, input: Costs, limit: Option<usize>) -> Costs {
-    let tuples = input.rows.max(2.0);
-    let comparison = 2.0 * p.cpu_operator_cost;
-    let tuple_bytes = |rows: f64| rows * (maxalign(input.width) + 24.0);
-    let input_bytes = tuple_bytes(tuples);
-    let output_rows = limit.map(|l| (l as f64).min(tuples)).unwrap_or(tuples);
-    let output_bytes = if limit.is_some() {
-        tuple_bytes(output_rows)
-    } else {
-        input_bytes
-    };
-    let startup = if output_bytes > p.work_mem_bytes {
-        let pages = (input_bytes / BLCKSZ).ceil();
-        let runs = input_bytes / p.work_mem_bytes;
-        let merge_order = (p.work_mem_bytes / (3.0 * BLCKSZ))
-            .floor()
-            .clamp(6.0, 500.0);
-        let log_runs = if runs > merge_order {
-            (runs.ln() / merge_order.ln()).ceil()
-        } else {
-            1.0
-        };
-        comparison * tuples * tuples.log2()
-            + 2.0 * pages * log_runs * (p.seq_page_cost * 0.75 + p.random_page_cost * 0.25)
-    } else if tuples > 2.0 * output_rows || input_bytes > p.work_mem_bytes {
-        comparison * tuples * (2.0 * output_rows).log2()
-    } else {
-        comparison * tuples * tuples.log2()
-    };
+    let own = model::sort(p, input.rows, input.width, limit.map(|l| l as f64));
     Costs {
-        startup: input.total + startup,
-        total: input.total + startup + p.cpu_operator_cost * tuples,
+        startup: input.total + own.startup,
+        total: input.total + own.total,
         rows: input.rows,
         width: input.width,
     }
-}
-
-fn maxalign(width: i64) -> f64 {
-    ((width + 7) / 8 * 8) as f64
 }
 
 /// `adjust_limit_rows_costs`.

@@ -1,0 +1,160 @@
+//! Telling a table's scan that the query sorts its rows: the logical optimizer rule that
+//! lets an Index Scan stand in for a Sort.
+//!
+//! DataFusion plans a scan (`HeapTable::scan`) knowing its columns, its conditions and a
+//! LIMIT directly above it, not the ORDER BY further up. PostgreSQL's planner weighs an
+//! index whose order is the ORDER BY's against scanning and sorting; for `ORDER BY a
+//! LIMIT 10` reading ten index entries and their rows beats sorting the table.
+//!
+//! [`OrderedScans`] runs after DataFusion's own rules (so a LIMIT has become the sort's
+//! `fetch`). For a sort by one column, ascending with NULLs last (PostgreSQL's default,
+//! a B-tree's order), it follows the column down through projections that pass it on
+//! unchanged, filters and subquery aliases to a table scan of an iolab table, and gives
+//! that scan the order: the table column and the fetch ([`ScanOrder`]). The scan's
+//! planner (`paths`) then costs an Index Scan in that order against its other paths plus
+//! the sort; an Index Scan chosen so declares its order and DataFusion's physical
+//! optimizer removes the sort (keeping its LIMIT).
+//!
+//! Not followed: joins, aggregates, unions, windows and limits below the sort (their
+//! output order or rows differ from the table's), a column computed by an expression, a
+//! descending order or NULLS FIRST (iolab's B-tree scans go forward only).
+
+use std::sync::Arc;
+
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{Column, Result};
+use datafusion::datasource::{provider_as_source, source_as_provider};
+use datafusion::logical_expr::{Expr, LogicalPlan, SortExpr};
+use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
+
+use crate::exec::table::HeapTable;
+use crate::plan::ScanOrder;
+
+/// Gives table scans the ORDER BY above them (see the module comment).
+#[derive(Debug, Default)]
+pub struct OrderedScans;
+
+impl OptimizerRule for OrderedScans {
+    fn name(&self) -> &str {
+        "ordered_scans"
+    }
+
+    fn supports_rewrite(&self) -> bool {
+        true
+    }
+
+    fn rewrite(
+        &self,
+        plan: LogicalPlan,
+        _config: &dyn OptimizerConfig,
+    ) -> Result<Transformed<LogicalPlan>> {
+        plan.transform_down(|node| {
+            let LogicalPlan::Sort(sort) = &node else {
+                return Ok(Transformed::no(node));
+            };
+            let Some(column) = sorted_column(&sort.expr) else {
+                return Ok(Transformed::no(node));
+            };
+            let fetch = sort.fetch;
+            let LogicalPlan::Sort(mut sort) = node else {
+                unreachable!("matched above")
+            };
+            let input = Arc::unwrap_or_clone(sort.input);
+            let told = tell_scan(input, column, fetch)?;
+            sort.input = Arc::new(told.data);
+            Ok(Transformed::new_transformed(
+                LogicalPlan::Sort(sort),
+                told.transformed,
+            ))
+        })
+    }
+}
+
+/// The column of a sort by one plain column, ascending with NULLs last.
+fn sorted_column(exprs: &[SortExpr]) -> Option<Column> {
+    match exprs {
+        [SortExpr {
+            expr: Expr::Column(c),
+            asc: true,
+            nulls_first: false,
+        }] => Some(c.clone()),
+        _ => None,
+    }
+}
+
+/// `plan` with the table scan that `column` comes from told of the order, if it comes
+/// from one unchanged.
+fn tell_scan(
+    plan: LogicalPlan,
+    column: Column,
+    fetch: Option<usize>,
+) -> Result<Transformed<LogicalPlan>> {
+    let below = match &plan {
+        LogicalPlan::Projection(p) => {
+            let at = p.schema.index_of_column(&column)?;
+            match p.expr[at].clone().unalias() {
+                Expr::Column(c) => Some(c),
+                _ => None,
+            }
+        }
+        LogicalPlan::Filter(_) => Some(column.clone()),
+        LogicalPlan::SubqueryAlias(a) => {
+            let at = a.schema.index_of_column(&column)?;
+            Some(Column::from(a.input.schema().qualified_field(at)))
+        }
+        LogicalPlan::TableScan(scan) => {
+            return Ok(match ordered_source(scan, &column, fetch)? {
+                Some(source) => {
+                    let mut scan = scan.clone();
+                    scan.source = source;
+                    Transformed::yes(LogicalPlan::TableScan(scan))
+                }
+                None => Transformed::no(plan),
+            });
+        }
+        _ => None,
+    };
+    let Some(below) = below else {
+        return Ok(Transformed::no(plan));
+    };
+    let mut inputs = plan.inputs().into_iter().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        inputs.len(),
+        1,
+        "projections, filters and aliases have one input"
+    );
+    let told = tell_scan(inputs.remove(0), below, fetch)?;
+    if !told.transformed {
+        return Ok(Transformed::no(plan));
+    }
+    let exprs = plan.expressions();
+    Ok(Transformed::yes(
+        plan.with_new_exprs(exprs, vec![told.data])?,
+    ))
+}
+
+/// The scan's source told of the order, when it is an iolab table and `column` one of
+/// its columns not told already.
+fn ordered_source(
+    scan: &datafusion::logical_expr::TableScan,
+    column: &Column,
+    fetch: Option<usize>,
+) -> Result<Option<Arc<dyn datafusion::logical_expr::TableSource>>> {
+    let provider = source_as_provider(&scan.source)?;
+    let Some(table) = provider.downcast_ref::<HeapTable>() else {
+        return Ok(None);
+    };
+    if table.order().is_some() {
+        return Ok(None);
+    }
+    let at = scan.projected_schema.index_of_column(column)?;
+    let table_column = scan.projection.as_ref().map_or(at, |p| p[at]);
+    if table_column >= table.def.columns.len() {
+        return Ok(None); // ctid
+    }
+    let order = ScanOrder {
+        column: table_column,
+        fetch,
+    };
+    Ok(Some(provider_as_source(Arc::new(table.with_order(order)))))
+}

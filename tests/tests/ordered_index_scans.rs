@@ -1,0 +1,119 @@
+//! `ORDER BY` an indexed column: the planner weighs an Index Scan in the index's order
+//! against scanning and sorting, as PostgreSQL 18 does, and an Index Scan chosen so
+//! replaces the Sort and stops when the LIMIT has its rows. The plans are PostgreSQL 18's
+//! for the same table (EXPLAIN with COSTS OFF); the rows are those of a sort.
+
+use iolab_tests::{evict, figure, plan, rows, TestServer};
+use tokio_postgres::Client;
+
+async fn explain(c: &Client, query: &str) -> Vec<String> {
+    plan(c, &format!("EXPLAIN (COSTS OFF) {query}")).await
+}
+
+/// The rows of `query` with index scans off (so sorted by a Sort) and with them on.
+async fn sorted_both_ways(
+    c: &Client,
+    query: &str,
+) -> (Vec<Vec<Option<String>>>, Vec<Vec<Option<String>>>) {
+    c.batch_execute("SET enable_indexscan = off").await.unwrap();
+    let sorted = rows(c, query).await;
+    c.batch_execute("RESET enable_indexscan").await.unwrap();
+    (sorted, rows(c, query).await)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_index_scan_in_order_replaces_the_sort() {
+    let server = TestServer::start("ordered-index-scans");
+    let c = server.client().await;
+    // a: distinct values 1 ..= 200000 in a shuffled order, NULL every 1000th row.
+    c.batch_execute(
+        "CREATE TABLE t AS SELECT CASE WHEN i % 1000 = 0 THEN NULL ELSE (i * 7919) % 200003 END AS a,
+                md5(i::text) AS b
+           FROM generate_series(1, 200000) i;
+         CREATE INDEX ON t(a);
+         ANALYZE t;",
+    )
+    .await
+    .unwrap();
+
+    // PostgreSQL 18's plans for the same table.
+    let limit = "SELECT * FROM t ORDER BY a LIMIT 10";
+    assert_eq!(
+        explain(&c, limit).await,
+        ["Limit", "  ->  Index Scan using t_a_idx on t"]
+    );
+    assert_eq!(
+        explain(&c, "SELECT a FROM t WHERE b LIKE 'a%' ORDER BY a LIMIT 10").await,
+        [
+            "Limit",
+            "  ->  Index Scan using t_a_idx on t",
+            "        Filter: (b ~~ 'a%'::text)"
+        ]
+    );
+    assert_eq!(
+        explain(&c, "SELECT * FROM t WHERE a > 5000 ORDER BY a LIMIT 10").await,
+        [
+            "Limit",
+            "  ->  Index Scan using t_a_idx on t",
+            "        Index Cond: (a > 5000)"
+        ]
+    );
+    assert_eq!(
+        explain(
+            &c,
+            "SELECT x FROM (SELECT a AS x, b FROM t) s ORDER BY x LIMIT 3"
+        )
+        .await,
+        ["Limit", "  ->  Index Scan using t_a_idx on t"]
+    );
+    // Not an order the index gives: the Sort stays.
+    for query in [
+        "SELECT * FROM t ORDER BY a DESC LIMIT 10",
+        "SELECT * FROM t ORDER BY a NULLS FIRST LIMIT 10",
+        "SELECT * FROM t ORDER BY b LIMIT 10",
+    ] {
+        let lines = explain(&c, query).await;
+        assert!(
+            lines.iter().any(|l| l.trim().starts_with("->  Sort")),
+            "{query}: {lines:#?}"
+        );
+    }
+    // With index scans off, the sort: the same plan as before this planner knew of order.
+    c.batch_execute("SET enable_indexscan = off").await.unwrap();
+    assert!(explain(&c, limit).await.iter().any(|l| l.contains("Sort")));
+    c.batch_execute("RESET enable_indexscan").await.unwrap();
+
+    // The same rows as a sort gives, NULLs last, with a filter, an index condition, an
+    // OFFSET, and every row (index scans forced by turning the sequential scan off).
+    for query in [
+        "SELECT a FROM t ORDER BY a LIMIT 1000",
+        "SELECT a, b FROM t WHERE b LIKE 'a%' ORDER BY a LIMIT 50",
+        "SELECT a FROM t WHERE a > 150000 ORDER BY a LIMIT 300",
+        "SELECT a FROM t ORDER BY a LIMIT 5 OFFSET 10",
+    ] {
+        let (sorted, indexed) = sorted_both_ways(&c, query).await;
+        assert!(!sorted.is_empty());
+        assert_eq!(indexed, sorted, "{query}");
+    }
+    c.batch_execute("SET enable_seqscan = off").await.unwrap();
+    let every = "SELECT a FROM t ORDER BY a";
+    assert_eq!(explain(&c, every).await, ["Index Scan using t_a_idx on t"]);
+    let (sorted, indexed) = sorted_both_ways(&c, every).await;
+    assert_eq!(indexed.len(), 200000);
+    // The 200 NULLs come last, as in a B-tree and in PostgreSQL's ascending order.
+    assert!(indexed[..199_800].iter().all(|r| r[0].is_some()));
+    assert!(indexed[199_800..].iter().all(|r| r[0].is_none()));
+    assert_eq!(indexed, sorted);
+    c.batch_execute("RESET enable_seqscan").await.unwrap();
+
+    // The scan stops at the LIMIT: a few index and heap pages, not the table's 1 700.
+    evict(&c, "t").await;
+    let lines = plan(
+        &c,
+        &format!("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {limit}"),
+    )
+    .await;
+    let touched = figure(&lines, "Buffers:", "hit=").unwrap_or(0.0)
+        + figure(&lines, "Buffers:", "read=").unwrap_or(0.0);
+    assert!(touched > 0.0 && touched < 40.0, "{lines:#?}");
+}
