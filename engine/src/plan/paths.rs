@@ -584,6 +584,7 @@ mod tests {
                 projection: vec![0, 1],
                 quals,
                 limit: None,
+                order: None,
             },
         )
         .unwrap()
