@@ -1,6 +1,6 @@
 //! `ORDER BY` an indexed column: the planner weighs an Index Scan in the index's order
-//! against scanning and sorting, as PostgreSQL 18 does, and an Index Scan chosen so
-//! replaces the Sort and stops when the LIMIT has its rows. The plans are PostgreSQL 18's
+//! (forward, or backward for `DESC`) against scanning and sorting, as PostgreSQL 18 does,
+//! and an Index Scan chosen so replaces the Sort and stops when the LIMIT has its rows. The plans are PostgreSQL 18's
 //! for the same table (EXPLAIN with COSTS OFF); the rows are those of a sort.
 
 use iolab_tests::{evict, figure, plan, rows, TestServer};
@@ -66,9 +66,14 @@ async fn an_index_scan_in_order_replaces_the_sort() {
         .await,
         ["Limit", "  ->  Index Scan using t_a_idx on t"]
     );
+    // Descending, NULLs first: the index read backward.
+    assert_eq!(
+        explain(&c, "SELECT * FROM t ORDER BY a DESC LIMIT 10").await,
+        ["Limit", "  ->  Index Scan Backward using t_a_idx on t"]
+    );
     // Not an order the index gives: the Sort stays.
     for query in [
-        "SELECT * FROM t ORDER BY a DESC LIMIT 10",
+        "SELECT * FROM t ORDER BY a DESC NULLS LAST LIMIT 10",
         "SELECT * FROM t ORDER BY a NULLS FIRST LIMIT 10",
         "SELECT * FROM t ORDER BY b LIMIT 10",
     ] {
@@ -90,6 +95,10 @@ async fn an_index_scan_in_order_replaces_the_sort() {
         "SELECT a, b FROM t WHERE b LIKE 'a%' ORDER BY a LIMIT 50",
         "SELECT a FROM t WHERE a > 150000 ORDER BY a LIMIT 300",
         "SELECT a FROM t ORDER BY a LIMIT 5 OFFSET 10",
+        "SELECT a FROM t ORDER BY a DESC LIMIT 300",
+        "SELECT a FROM t ORDER BY a DESC LIMIT 5 OFFSET 198",
+        // (Only a: rows of equal keys, the NULLs, may come in any order.)
+        "SELECT a FROM t WHERE b LIKE 'a%' ORDER BY a DESC LIMIT 50",
     ] {
         let (sorted, indexed) = sorted_both_ways(&c, query).await;
         assert!(!sorted.is_empty());
@@ -103,6 +112,14 @@ async fn an_index_scan_in_order_replaces_the_sort() {
     // The 200 NULLs come last, as in a B-tree and in PostgreSQL's ascending order.
     assert!(indexed[..199_800].iter().all(|r| r[0].is_some()));
     assert!(indexed[199_800..].iter().all(|r| r[0].is_none()));
+    assert_eq!(indexed, sorted);
+    let every_descending = "SELECT a FROM t ORDER BY a DESC";
+    assert_eq!(
+        explain(&c, every_descending).await,
+        ["Index Scan Backward using t_a_idx on t"]
+    );
+    let (sorted, indexed) = sorted_both_ways(&c, every_descending).await;
+    assert!(indexed[..200].iter().all(|r| r[0].is_none()), "NULLs first");
     assert_eq!(indexed, sorted);
     c.batch_execute("RESET enable_seqscan").await.unwrap();
 

@@ -32,6 +32,18 @@
 //! A scan given a read stream's configuration ([`BtreeScan::read_ahead`]) reads the next
 //! leaves ahead instead of one at a time (`read_ahead.rs`); the links still decide which
 //! page comes next.
+//!
+//! # Backward scans
+//!
+//! A scan of every entry in descending order ([`BtreeIndex::scan_all_backward`], for
+//! `ORDER BY key DESC`, NULLs first) starts at the rightmost leaf and follows the left
+//! links, copying each leaf's TIDs in reverse. A left link can be stale: the left page
+//! may have split since the scan read the page it came from, putting a new page (the left
+//! page's upper half) between the two. So a page reached by going left is accepted only
+//! if its right link, read under the lock that copies its items, points back to the page
+//! the scan came from; otherwise the scan moves right along the right links until it
+//! finds the page that does (PostgreSQL's `_bt_walk_left`). Pages are never deleted, so
+//! such a page always exists.
 
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -260,6 +272,26 @@ impl BtreeIndex {
         Ok(scan)
     }
 
+    /// Every entry's heap TID in descending index order, NULL keys first (see "Backward
+    /// scans" in the module comment).
+    pub fn scan_all_backward<'a>(&self, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
+        let mut scan = BtreeScan::new(self.clone(), acct, Wanted::All);
+        scan.backward = true;
+        scan.acct.relations().index_scan(self.relfilenode());
+        // (NULL, +∞) is above every entry: the descent ends on the rightmost leaf.
+        let beyond_all = SearchKey {
+            key: Some(Key::Null),
+            tid: TidBound::PlusInf,
+        };
+        let Some(leaf) = self.descend(&beyond_all, &mut Vec::new(), scan.acct)? else {
+            return Ok(scan);
+        };
+        let rightmost = leaf.blkno();
+        drop(leaf);
+        scan.read_leaf_backward(rightmost)?;
+        Ok(scan)
+    }
+
     /// Every entry's heap TID in index order, NULL keys included (last).
     pub fn scan_all<'a>(&self, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
         let mut scan = BtreeScan::new(self.clone(), acct, Wanted::All);
@@ -329,6 +361,10 @@ pub struct BtreeScan<'a> {
     lower: Option<SearchKey<'static>>,
     /// What the read-ahead's streams did; `None` while none ran.
     read_ahead_stats: Option<ReadStreamStats>,
+    /// A backward scan: `next_leaf` is the left sibling of `came_from`, the leaf read last
+    /// (`P_NONE` before the first).
+    backward: bool,
+    came_from: u32,
 }
 
 impl<'a> BtreeScan<'a> {
@@ -345,6 +381,8 @@ impl<'a> BtreeScan<'a> {
             read_ahead: None,
             lower: None,
             read_ahead_stats: None,
+            backward: false,
+            came_from: P_NONE,
         }
     }
 
@@ -456,6 +494,52 @@ impl<'a> BtreeScan<'a> {
         Ok(())
     }
 
+    /// Copies, in descending order, the TIDs of the leaf whose right link is `came_from`
+    /// (the rightmost leaf while that is `P_NONE`), looking for it from `blkno` rightwards
+    /// (see "Backward scans" in the module comment).
+    fn read_leaf_backward(&mut self, mut blkno: u32) -> PgResult<()> {
+        for _ in 0..=self.index.rel.nblocks() {
+            let leaf = self.index.read(blkno, self.acct)?;
+            let page = leaf.page();
+            let opaque = check_page(&page, blkno, &self.index.name)?;
+            if !opaque.is_leaf() {
+                return Err(super::corrupted(format!(
+                    "index \"{}\": sibling link to internal block {blkno} on the leaf level",
+                    self.index.name
+                )));
+            }
+            if opaque.next != self.came_from {
+                if opaque.next == P_NONE {
+                    return Err(super::corrupted(format!(
+                        "index \"{}\": no leaf links back to block {}",
+                        self.index.name, self.came_from
+                    )));
+                }
+                blkno = opaque.next; // the left page split: its new right half comes first
+                continue;
+            }
+            self.leaves_read += 1;
+            let mut tids = Vec::new();
+            let first = first_data_offset(&opaque);
+            for off in (first..=slotted::page_max_offset(&page)).rev() {
+                let from = tids.len();
+                tids.extend(tuple_at(&page, off)?.heap_tids());
+                tids[from..].reverse(); // a posting list's TIDs ascend
+            }
+            self.acct
+                .relations()
+                .index_tuples_read(self.index.relfilenode(), tids.len() as u64);
+            self.tids = tids.into_iter();
+            self.next_leaf = opaque.prev;
+            self.came_from = blkno;
+            return Ok(());
+        }
+        Err(super::corrupted(format!(
+            "index \"{}\" has a cycle of sibling links",
+            self.index.name
+        )))
+    }
+
     fn next_tid(&mut self) -> PgResult<Option<Tid>> {
         loop {
             if let Some(tid) = self.tids.next() {
@@ -463,6 +547,10 @@ impl<'a> BtreeScan<'a> {
             }
             if self.next_leaf == P_NONE {
                 return Ok(None);
+            }
+            if self.backward {
+                self.read_leaf_backward(self.next_leaf)?;
+                continue;
             }
             let ahead = match &mut self.read_ahead {
                 Some(read_ahead) => read_ahead.take(

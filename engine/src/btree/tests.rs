@@ -165,6 +165,12 @@ fn assert_int_ranges(index: &BtreeIndex, model: &[(Key<'static>, Tid)], max_key:
         .collect::<PgResult<_>>()
         .unwrap();
     assert_eq!(all, model.iter().map(|(_, t)| *t).collect::<Vec<_>>());
+    let backward: Vec<Tid> = index
+        .scan_all_backward(&mut acct)
+        .unwrap()
+        .collect::<PgResult<_>>()
+        .unwrap();
+    assert_eq!(backward, all.iter().rev().copied().collect::<Vec<_>>());
 }
 
 /// Every page of the index: a sane B-tree page or the meta page, leaves not overfull.
@@ -855,6 +861,20 @@ fn scans_stay_complete_while_writers_split_pages() {
                 let seen: std::collections::HashSet<Tid> = tids.iter().copied().collect();
                 assert_eq!(seen.len(), tids.len(), "a TID returned twice");
                 assert!(initial.is_subset(&seen), "an entry was missed");
+                // Going left while the pages split under the scan.
+                let backward: Vec<Tid> = f
+                    .index
+                    .scan_all_backward(&mut acct)
+                    .unwrap()
+                    .collect::<PgResult<_>>()
+                    .unwrap();
+                let seen: std::collections::HashSet<Tid> = backward.iter().copied().collect();
+                assert_eq!(
+                    seen.len(),
+                    backward.len(),
+                    "a TID returned twice going left"
+                );
+                assert!(initial.is_subset(&seen), "an entry was missed going left");
                 // A bounded scan descends (and may have to move right) while pages split;
                 // read ahead from a snapshot of the parents, the links still decide.
                 for read_ahead in [false, true] {

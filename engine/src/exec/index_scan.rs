@@ -52,7 +52,7 @@ use crate::exec::scan::{publish_io_metrics, to_df, SCAN_CHANNEL_BATCHES};
 use crate::heap::heapam::SCAN_BATCH_ROWS;
 use crate::heap::rows::RowCollector;
 use crate::heap::tuple;
-use crate::plan::index_cond::{conjunction, IndexCond};
+use crate::plan::index_cond::{conjunction, IndexCond, KeySet};
 use crate::plan::{PathEstimate, ScanOrder};
 use crate::storage::page;
 use crate::txn::VisibilityChecker;
@@ -129,14 +129,18 @@ impl IndexScanExec {
             order.column, self.cond.column,
             "an index scan's order is its key's"
         );
+        assert!(
+            !order.descending || self.cond.keys == KeySet::All,
+            "a backward scan reads the whole index"
+        );
         self.order = Some(order);
         self.stop_after = order.fetch.filter(|_| answered);
         if let Some(at) = self.projection.iter().position(|&c| c == order.column) {
             let key = PhysicalSortExpr::new(
                 Arc::new(Column::new(self.schema.field(at).name(), at)),
                 SortOptions {
-                    descending: false,
-                    nulls_first: false,
+                    descending: order.descending,
+                    nulls_first: order.descending,
                 },
             );
             let props = &self.properties;
@@ -168,6 +172,11 @@ impl IndexScanExec {
     /// Some when the planner built the node.
     pub fn estimate(&self) -> Option<PathEstimate> {
         self.estimate
+    }
+
+    /// `Index Scan Backward`: the index read from its last leaf, for a descending order.
+    pub fn is_backward(&self) -> bool {
+        self.order.is_some_and(|o| o.descending)
     }
 
     /// Rows per batch under an ordered LIMIT.
@@ -265,6 +274,7 @@ impl ExecutionPlan for IndexScanExec {
             metrics: self.metrics.clone(),
             batch_rows: self.fetch_rows().unwrap_or(SCAN_BATCH_ROWS),
             stop_after: self.stop_after,
+            backward: self.is_backward(),
         };
         // Under a LIMIT, one batch waits at a time: the scan is at most a batch ahead.
         let waiting = if self.fetch_rows().is_some() {
@@ -296,6 +306,7 @@ struct IndexJob {
     metrics: ExecutionPlanMetricsSet,
     batch_rows: usize,
     stop_after: Option<usize>,
+    backward: bool,
 }
 
 impl IndexJob {
@@ -331,7 +342,10 @@ impl IndexJob {
         let rel = self.db.relfile(self.table.relfilenode)?;
         let nblocks = rel.nblocks();
         let mut visibility = VisibilityChecker::new(stmt.snapshot.clone());
-        let mut tids = self.cond.scan(&index, acct)?;
+        let mut tids = match self.backward {
+            true => index.scan_all_backward(acct)?,
+            false => self.cond.scan(&index, acct)?,
+        };
         // The heap page of the last TID, kept pinned while the next TIDs point into it.
         let mut heap_page: Option<PinnedBuffer> = None;
         let compute = self.baseline.elapsed_compute().clone();

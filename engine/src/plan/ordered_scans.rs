@@ -8,7 +8,8 @@
 //!
 //! [`OrderedScans`] runs after DataFusion's own rules (so a LIMIT has become the sort's
 //! `fetch`). For a sort by one column, ascending with NULLs last (PostgreSQL's default,
-//! a B-tree's order), it follows the column down through projections that pass it on
+//! a B-tree's order) or descending with NULLs first (PostgreSQL's `DESC`, the order read
+//! backward), it follows the column down through projections that pass it on
 //! unchanged, filters and subquery aliases to a table scan of an iolab table, and gives
 //! that scan the order: the table column and the fetch ([`ScanOrder`]). The scan's
 //! planner (`paths`) then costs an Index Scan in that order against its other paths plus
@@ -16,8 +17,8 @@
 //! optimizer removes the sort (keeping its LIMIT).
 //!
 //! Not followed: joins, aggregates, unions, windows and limits below the sort (their
-//! output order or rows differ from the table's), a column computed by an expression, a
-//! descending order or NULLS FIRST (iolab's B-tree scans go forward only).
+//! output order or rows differ from the table's), a column computed by an expression,
+//! `ASC NULLS FIRST` and `DESC NULLS LAST` (no B-tree order).
 
 use std::sync::Arc;
 
@@ -52,7 +53,7 @@ impl OptimizerRule for OrderedScans {
             let LogicalPlan::Sort(sort) = &node else {
                 return Ok(Transformed::no(node));
             };
-            let Some(column) = sorted_column(&sort.expr) else {
+            let Some((column, descending)) = sorted_column(&sort.expr) else {
                 return Ok(Transformed::no(node));
             };
             let fetch = sort.fetch;
@@ -60,7 +61,7 @@ impl OptimizerRule for OrderedScans {
                 unreachable!("matched above")
             };
             let input = Arc::unwrap_or_clone(sort.input);
-            let told = tell_scan(input, column, fetch)?;
+            let told = tell_scan(input, column, descending, fetch)?;
             sort.input = Arc::new(told.data);
             Ok(Transformed::new_transformed(
                 LogicalPlan::Sort(sort),
@@ -70,14 +71,14 @@ impl OptimizerRule for OrderedScans {
     }
 }
 
-/// The column of a sort by one plain column, ascending with NULLs last.
-fn sorted_column(exprs: &[SortExpr]) -> Option<Column> {
+/// The column of a sort by one plain column in a B-tree's order, and whether descending.
+fn sorted_column(exprs: &[SortExpr]) -> Option<(Column, bool)> {
     match exprs {
         [SortExpr {
             expr: Expr::Column(c),
-            asc: true,
-            nulls_first: false,
-        }] => Some(c.clone()),
+            asc,
+            nulls_first,
+        }] if *asc != *nulls_first => Some((c.clone(), !asc)),
         _ => None,
     }
 }
@@ -87,6 +88,7 @@ fn sorted_column(exprs: &[SortExpr]) -> Option<Column> {
 fn tell_scan(
     plan: LogicalPlan,
     column: Column,
+    descending: bool,
     fetch: Option<usize>,
 ) -> Result<Transformed<LogicalPlan>> {
     let below = match &plan {
@@ -103,7 +105,7 @@ fn tell_scan(
             Some(Column::from(a.input.schema().qualified_field(at)))
         }
         LogicalPlan::TableScan(scan) => {
-            return Ok(match ordered_source(scan, &column, fetch)? {
+            return Ok(match ordered_source(scan, &column, descending, fetch)? {
                 Some(source) => {
                     let mut scan = scan.clone();
                     scan.source = source;
@@ -123,7 +125,7 @@ fn tell_scan(
         1,
         "projections, filters and aliases have one input"
     );
-    let told = tell_scan(inputs.remove(0), below, fetch)?;
+    let told = tell_scan(inputs.remove(0), below, descending, fetch)?;
     if !told.transformed {
         return Ok(Transformed::no(plan));
     }
@@ -138,6 +140,7 @@ fn tell_scan(
 fn ordered_source(
     scan: &datafusion::logical_expr::TableScan,
     column: &Column,
+    descending: bool,
     fetch: Option<usize>,
 ) -> Result<Option<Arc<dyn datafusion::logical_expr::TableSource>>> {
     let provider = source_as_provider(&scan.source)?;
@@ -154,6 +157,7 @@ fn ordered_source(
     }
     let order = ScanOrder {
         column: table_column,
+        descending,
         fetch,
     };
     Ok(Some(provider_as_source(Arc::new(table.with_order(order)))))

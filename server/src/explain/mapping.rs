@@ -560,12 +560,16 @@ impl<'a> Mapper<'a> {
                 });
             }
             details.extend(self.index_searches(inner.as_ref(), actual));
+            let backward = scan.is_backward();
             let node = PlanNode {
                 node_type: "Index Scan".into(),
-                text_name: "Index Scan".into(),
+                text_name: match backward {
+                    true => "Index Scan Backward".into(),
+                    false => "Index Scan".into(),
+                },
                 index: Some(IndexTarget {
                     name: scan.index_name.clone(),
-                    scan_direction: Some("Forward"),
+                    scan_direction: Some(if backward { "Backward" } else { "Forward" }),
                 }),
                 relation: Some(self.relation(inner.as_ref(), &scan.table)),
                 costs: with_costs(planner_estimate(inner.as_ref()).unwrap_or_default()),
