@@ -71,6 +71,18 @@ async fn an_index_scan_in_order_replaces_the_sort() {
         explain(&c, "SELECT * FROM t ORDER BY a DESC LIMIT 10").await,
         ["Limit", "  ->  Index Scan Backward using t_a_idx on t"]
     );
+    assert_eq!(
+        explain(
+            &c,
+            "SELECT * FROM t WHERE a < 5000 ORDER BY a DESC LIMIT 10"
+        )
+        .await,
+        [
+            "Limit",
+            "  ->  Index Scan Backward using t_a_idx on t",
+            "        Index Cond: (a < 5000)"
+        ]
+    );
     // Not an order the index gives: the Sort stays.
     for query in [
         "SELECT * FROM t ORDER BY a DESC NULLS LAST LIMIT 10",
@@ -96,6 +108,8 @@ async fn an_index_scan_in_order_replaces_the_sort() {
         "SELECT a FROM t WHERE a > 150000 ORDER BY a LIMIT 300",
         "SELECT a FROM t ORDER BY a LIMIT 5 OFFSET 10",
         "SELECT a FROM t ORDER BY a DESC LIMIT 300",
+        "SELECT a FROM t WHERE a < 5000 ORDER BY a DESC LIMIT 20",
+        "SELECT a FROM t WHERE a >= 100 AND a <= 120 ORDER BY a DESC",
         "SELECT a FROM t ORDER BY a DESC LIMIT 5 OFFSET 198",
         // (Only a: rows of equal keys, the NULLs, may come in any order.)
         "SELECT a FROM t WHERE b LIKE 'a%' ORDER BY a DESC LIMIT 50",

@@ -35,9 +35,12 @@
 //!
 //! # Backward scans
 //!
-//! A scan of every entry in descending order ([`BtreeIndex::scan_all_backward`], for
-//! `ORDER BY key DESC`, NULLs first) starts at the rightmost leaf and follows the left
-//! links, copying each leaf's TIDs in reverse. A left link can be stale: the left page
+//! A scan in descending order ([`BtreeIndex::scan_range_backward`], for `ORDER BY key
+//! DESC`; [`BtreeIndex::scan_all_backward`] with NULLs first) descends to the leaf where
+//! its upper bound belongs (the rightmost leaf for every entry), moving right while the
+//! bound is at or above a page's high key (a split since the descent), takes the items
+//! below the bound from that leaf, then follows the left links, copying each leaf's TIDs
+//! in reverse until an item falls below the lower bound. A left link can be stale: the left page
 //! may have split since the scan read the page it came from, putting a new page (the left
 //! page's upper half) between the two. So a page reached by going left is accepted only
 //! if its right link, read under the lock that copies its items, points back to the page
@@ -275,20 +278,65 @@ impl BtreeIndex {
     /// Every entry's heap TID in descending index order, NULL keys first (see "Backward
     /// scans" in the module comment).
     pub fn scan_all_backward<'a>(&self, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
-        let mut scan = BtreeScan::new(self.clone(), acct, Wanted::All);
-        scan.backward = true;
-        scan.acct.relations().index_scan(self.relfilenode());
-        // (NULL, +∞) is above every entry: the descent ends on the rightmost leaf.
+        // (NULL, +∞) is above every entry: the scan starts at the rightmost leaf.
         let beyond_all = SearchKey {
             key: Some(Key::Null),
             tid: TidBound::PlusInf,
         };
-        let Some(leaf) = self.descend(&beyond_all, &mut Vec::new(), scan.acct)? else {
+        self.backward_from(beyond_all, Bound::Unbounded, acct)
+    }
+
+    /// The heap TIDs of the entries with `lower ≤/< key ≤/< upper`, in descending (key,
+    /// TID) order: [`scan_range`](Self::scan_range) read backward (see "Backward scans" in
+    /// the module comment).
+    pub fn scan_range_backward<'a>(
+        &self,
+        lower: Bound<Datum<'_>>,
+        upper: Bound<Datum<'_>>,
+        acct: &'a mut IoAccount,
+    ) -> PgResult<BtreeScan<'a>> {
+        let (Some(lower), Some(upper)) = (self.bound_key(lower)?, self.bound_key(upper)?) else {
+            return Ok(BtreeScan::new(
+                self.clone(),
+                acct,
+                Wanted::Range(Bound::Unbounded),
+            ));
+        };
+        // The first entry after the range: NULLs sort above every key.
+        let above = match upper {
+            Bound::Unbounded => SearchKey {
+                key: Some(Key::Null),
+                tid: TidBound::MinusInf,
+            },
+            Bound::Included(k) => SearchKey {
+                key: Some(k),
+                tid: TidBound::PlusInf,
+            },
+            Bound::Excluded(k) => SearchKey {
+                key: Some(k),
+                tid: TidBound::MinusInf,
+            },
+        };
+        self.backward_from(above, lower, acct)
+    }
+
+    /// A backward scan of the entries below `above` and within `lower`.
+    fn backward_from<'a>(
+        &self,
+        above: SearchKey<'static>,
+        lower: Bound<Key<'static>>,
+        acct: &'a mut IoAccount,
+    ) -> PgResult<BtreeScan<'a>> {
+        let mut scan = BtreeScan::new(self.clone(), acct, Wanted::Above(lower));
+        scan.backward = true;
+        scan.acct.relations().index_scan(self.relfilenode());
+        let Some(leaf) = self.descend(&above, &mut Vec::new(), scan.acct)? else {
             return Ok(scan);
         };
-        let rightmost = leaf.blkno();
+        let start = leaf.blkno();
         drop(leaf);
-        scan.read_leaf_backward(rightmost)?;
+        scan.lower = Some(above); // the upper bound, for the first leaf
+        scan.read_leaf_backward(start)?;
         Ok(scan)
     }
 
@@ -308,6 +356,8 @@ enum Wanted {
     Range(Bound<Key<'static>>),
     Nulls,
     All,
+    /// A backward scan's: those at or above (or above) the lower bound.
+    Above(Bound<Key<'static>>),
 }
 
 impl Wanted {
@@ -317,6 +367,11 @@ impl Wanted {
         Ok(match self {
             Wanted::All => true,
             Wanted::Nulls => key()?.is_null(),
+            Wanted::Above(lower) => match lower {
+                Bound::Unbounded => true,
+                Bound::Included(l) => key::compare(index.kind, &key()?, l) != Ordering::Less,
+                Bound::Excluded(l) => key::compare(index.kind, &key()?, l) == Ordering::Greater,
+            },
             Wanted::Range(upper) => {
                 let key = key()?;
                 !key.is_null()
@@ -334,7 +389,7 @@ impl Wanted {
     fn leaf_limit(&self) -> LeafLimit<'_> {
         match self {
             Wanted::Range(upper) => LeafLimit::Upper(upper),
-            Wanted::Nulls | Wanted::All => LeafLimit::None,
+            Wanted::Nulls | Wanted::All | Wanted::Above(_) => LeafLimit::None,
         }
     }
 }
@@ -357,7 +412,8 @@ pub struct BtreeScan<'a> {
     first_leaf: u32,
     parent: u32,
     read_ahead: Option<LeafReadAhead>,
-    /// The lower bound until a leaf holding an item at or above it was read.
+    /// The lower bound until a leaf holding an item at or above it was read; a backward
+    /// scan's upper bound (the first entry above its range) until its first leaf is read.
     lower: Option<SearchKey<'static>>,
     /// What the read-ahead's streams did; `None` while none ran.
     read_ahead_stats: Option<ReadStreamStats>,
@@ -494,9 +550,10 @@ impl<'a> BtreeScan<'a> {
         Ok(())
     }
 
-    /// Copies, in descending order, the TIDs of the leaf whose right link is `came_from`
-    /// (the rightmost leaf while that is `P_NONE`), looking for it from `blkno` rightwards
-    /// (see "Backward scans" in the module comment).
+    /// Copies, in descending order, the wanted TIDs of the next leaf going left: the one
+    /// whose right link is `came_from`, or for the first leaf the one where the upper
+    /// bound (`lower`) belongs; looking for it from `blkno` rightwards (see "Backward
+    /// scans" in the module comment).
     fn read_leaf_backward(&mut self, mut blkno: u32) -> PgResult<()> {
         for _ in 0..=self.index.rel.nblocks() {
             let leaf = self.index.read(blkno, self.acct)?;
@@ -508,29 +565,53 @@ impl<'a> BtreeScan<'a> {
                     self.index.name
                 )));
             }
-            if opaque.next != self.came_from {
-                if opaque.next == P_NONE {
-                    return Err(super::corrupted(format!(
-                        "index \"{}\": no leaf links back to block {}",
-                        self.index.name, self.came_from
-                    )));
+            let first = first_data_offset(&opaque);
+            let max = slotted::page_max_offset(&page);
+            let end = match &self.lower {
+                // The first leaf: the bound must lie below its high key, else a split since
+                // the descent moved its place right.
+                Some(above) => {
+                    if !opaque.is_rightmost()
+                        && above.compare(self.index.ty, &tuple_at(&page, P_HIKEY)?)?
+                            != Ordering::Less
+                    {
+                        blkno = opaque.next;
+                        continue;
+                    }
+                    self.index
+                        .first_at_or_above(&page, above, first, max, false)?
                 }
-                blkno = opaque.next; // the left page split: its new right half comes first
-                continue;
-            }
+                None if opaque.next != self.came_from => {
+                    if opaque.next == P_NONE {
+                        return Err(super::corrupted(format!(
+                            "index \"{}\": no leaf links back to block {}",
+                            self.index.name, self.came_from
+                        )));
+                    }
+                    blkno = opaque.next; // the left page split: its new right half comes first
+                    continue;
+                }
+                None => max + 1,
+            };
+            self.lower = None;
             self.leaves_read += 1;
             let mut tids = Vec::new();
-            let first = first_data_offset(&opaque);
-            for off in (first..=slotted::page_max_offset(&page)).rev() {
+            let mut ended = false;
+            for off in (first..end).rev() {
+                let t = tuple_at(&page, off)?;
+                if !self.wanted.admits(&self.index, &t)? {
+                    ended = true;
+                    break;
+                }
                 let from = tids.len();
-                tids.extend(tuple_at(&page, off)?.heap_tids());
+                tids.extend(t.heap_tids());
                 tids[from..].reverse(); // a posting list's TIDs ascend
             }
             self.acct
                 .relations()
                 .index_tuples_read(self.index.relfilenode(), tids.len() as u64);
             self.tids = tids.into_iter();
-            self.next_leaf = opaque.prev;
+            self.next_leaf = if ended { P_NONE } else { opaque.prev };
             self.came_from = blkno;
             return Ok(());
         }

@@ -144,6 +144,14 @@ fn assert_int_ranges(index: &BtreeIndex, model: &[(Key<'static>, Tid)], max_key:
         let got = scan(index, int_datum(lo), int_datum(hi));
         assert_eq!(got.len(), want.len(), "range {lo:?} .. {hi:?}");
         assert_eq!(got, want, "range {lo:?} .. {hi:?}");
+        let mut acct = IoAccount::default();
+        let backward: Vec<Tid> = index
+            .scan_range_backward(int_datum(lo), int_datum(hi), &mut acct)
+            .unwrap()
+            .collect::<PgResult<_>>()
+            .unwrap();
+        let reversed: Vec<Tid> = want.iter().rev().copied().collect();
+        assert_eq!(backward, reversed, "range {lo:?} .. {hi:?} backward");
     }
     // A NULL bound matches nothing; nulls come from scan_nulls, in TID order.
     assert!(scan(index, Included(Datum::Null), Unbounded).is_empty());
@@ -903,6 +911,22 @@ fn scans_stay_complete_while_writers_split_pages() {
                         "a range missed an entry (read ahead: {read_ahead})"
                     );
                 }
+                let ranged: Vec<Tid> = f
+                    .index
+                    .scan_range_backward(
+                        Bound::Included(Datum::Int4(500)),
+                        Bound::Excluded(Datum::Int4(1500)),
+                        &mut acct,
+                    )
+                    .unwrap()
+                    .collect::<PgResult<_>>()
+                    .unwrap();
+                let set: std::collections::HashSet<Tid> = ranged.iter().copied().collect();
+                assert_eq!(set.len(), ranged.len(), "a TID returned twice going left");
+                assert!(
+                    initial_in_range.is_subset(&set),
+                    "a backward range missed an entry"
+                );
                 scans += 1;
             }
             scans

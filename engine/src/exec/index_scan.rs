@@ -52,7 +52,7 @@ use crate::exec::scan::{publish_io_metrics, to_df, SCAN_CHANNEL_BATCHES};
 use crate::heap::heapam::SCAN_BATCH_ROWS;
 use crate::heap::rows::RowCollector;
 use crate::heap::tuple;
-use crate::plan::index_cond::{conjunction, IndexCond, KeySet};
+use crate::plan::index_cond::{conjunction, IndexCond};
 use crate::plan::{PathEstimate, ScanOrder};
 use crate::storage::page;
 use crate::txn::VisibilityChecker;
@@ -128,10 +128,6 @@ impl IndexScanExec {
         assert_eq!(
             order.column, self.cond.column,
             "an index scan's order is its key's"
-        );
-        assert!(
-            !order.descending || self.cond.keys == KeySet::All,
-            "a backward scan reads the whole index"
         );
         self.order = Some(order);
         self.stop_after = order.fetch.filter(|_| answered);
@@ -343,7 +339,7 @@ impl IndexJob {
         let nblocks = rel.nblocks();
         let mut visibility = VisibilityChecker::new(stmt.snapshot.clone());
         let mut tids = match self.backward {
-            true => index.scan_all_backward(acct)?,
+            true => self.cond.scan_backward(&index, acct)?,
             false => self.cond.scan(&index, acct)?,
         };
         // The heap page of the last TID, kept pinned while the next TIDs point into it.

@@ -375,6 +375,23 @@ impl IndexCond {
         }
     }
 
+    /// [`scan`](Self::scan) in descending order (`ORDER BY … DESC`: NULLs first).
+    pub fn scan_backward<'a>(
+        &self,
+        index: &BtreeIndex,
+        acct: &'a mut IoAccount,
+    ) -> PgResult<BtreeScan<'a>> {
+        match &self.keys {
+            KeySet::All => index.scan_all_backward(acct),
+            KeySet::Nulls => index.scan_nulls(acct), // equal keys: any order is descending
+            KeySet::Range { lower, upper } => index.scan_range_backward(
+                lower.as_ref().map(datum_of),
+                upper.as_ref().map(datum_of),
+                acct,
+            ),
+        }
+    }
+
     /// The test a Bitmap Heap Scan rechecks this condition's rows with.
     pub fn key_test(&self) -> KeyTest {
         let key = |v: &StatValue| {

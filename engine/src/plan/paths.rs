@@ -31,9 +31,8 @@
 //! costs the share of its run it takes to return the LIMIT's rows (after its startup),
 //! any other its whole cost plus the sort (`cost_sort`, bounded by the LIMIT). An Index
 //! Scan chosen so declares its order, and DataFusion drops the sort above it. A
-//! descending order is the index's read backward, from its last leaf: a scan of the whole
-//! index, offered only when no condition uses the index (PostgreSQL would start a
-//! backward scan at the condition's upper bound; iolab's cannot yet).
+//! descending order is the index read backward, from the condition's upper bound (or the
+//! last leaf) down.
 //!
 //! Every path returns a superset of the rows the conjuncts accept and DataFusion's filter
 //! above the scan decides, so the choice changes the work, never the answer.
@@ -54,7 +53,7 @@ use crate::exec::index_scan::IndexScanExec;
 use crate::exec::scan::HeapScanExec;
 use crate::heap::bitmap_heap::Recheck;
 use crate::plan::cost::{self, BitmapCost, Cost, IndexPartCost, IndexSize, TableSize};
-use crate::plan::index_cond::{conjuncts, or_arms, usable_index, IndexCond, KeySet, KeyTest};
+use crate::plan::index_cond::{conjuncts, or_arms, usable_index, IndexCond, KeyTest};
 use crate::plan::selectivity::{clamp_rows, clauselist_selectivity, RelStats};
 use crate::plan::{PathEstimate, PlannerSettings, ScanOrder};
 use crate::Database;
@@ -194,9 +193,7 @@ pub fn plan_scan(
         disabled: !p.enable_seqscan,
     }];
     // For an ORDER BY of an indexed column: that index's whole order, when no condition
-    // made it a candidate already. (A condition on the column and a descending order: the
-    // backward scan could only read the whole index and filter, which the cost of a share
-    // of it would hide; the condition's paths and a sort are left to compete.)
+    // made it a candidate already.
     let ordered_paths = req.order.iter().flat_map(|order| {
         let conditioned = |def: &IndexDef| index_paths.iter().any(|i| i.cond.index.oid == def.oid);
         indexes
@@ -334,10 +331,9 @@ pub fn plan_scan(
 }
 
 /// Does `access` return its rows in `order`? An Index Scan of an index on the order's
-/// column does; backward (descending), only one of the whole index.
+/// column does, read forward or backward.
 fn in_order(access: &Access, order: &ScanOrder) -> bool {
-    matches!(access, Access::Index(path) if path.cond.column == order.column
-        && (!order.descending || path.cond.keys == KeySet::All))
+    matches!(access, Access::Index(path) if path.cond.column == order.column)
 }
 
 /// `Seq Scan`, `Index Scan using i`, `Bitmap Heap Scan (And(i, j))` for the debug log.
