@@ -276,11 +276,12 @@ enum Build {
 
 /// A CollectLeft join's build side, and the partition that read it.
 struct SharedBuild {
-    build: Build,
     reader: usize,
     /// The join over the held batches, shared by all partitions: DataFusion's join shares
     /// its table, and which build rows matched, across its partitions.
     in_memory_join: Option<Arc<HashJoinExec>>,
+    /// Or the batch files and the hash limit, until the reader takes them.
+    split: Mutex<Option<(Vec<Option<BatchFile>>, usize)>>,
 }
 
 /// One batch's rows of one side, in a temporary file.
@@ -337,17 +338,17 @@ impl JoinRun {
         let shared = shared
             .get_or_try_init(|| async {
                 let left = self.join.left().execute(0, self.context.clone())?;
-                let build = self.read_build(left, partition).await?;
-                let in_memory_join = match &build {
-                    Build::InMemory(held) => {
-                        Some(self.in_memory_join(held.clone(), self.join.right().clone())?)
-                    }
-                    Build::Split(..) => None,
+                let (in_memory_join, split) = match self.read_build(left, partition).await? {
+                    Build::InMemory(held) => (
+                        Some(self.in_memory_join(held, self.join.right().clone())?),
+                        None,
+                    ),
+                    Build::Split(files, limit) => (None, Some((files, limit))),
                 };
                 Ok::<_, DataFusionError>(Arc::new(SharedBuild {
-                    build,
                     reader: partition,
                     in_memory_join,
+                    split: Mutex::new(split),
                 }))
             })
             .await?
@@ -360,12 +361,13 @@ impl JoinRun {
                 false => output,
             });
         }
-        let Build::Split(build, limit) = &shared.build else {
-            unreachable!("a build side in memory has its join");
+        let taken = match reader {
+            true => shared.split.lock().take(),
+            false => None,
         };
-        if !reader {
+        let Some((build, limit)) = taken else {
             return Ok(empty_stream(self.join.schema()));
-        }
+        };
         let right = self.join.right().clone();
         let probes = (0..right.output_partitioning().partition_count())
             .map(|p| right.execute(p, self.context.clone()))
@@ -375,7 +377,7 @@ impl JoinRun {
             stream::select_all(probes),
         ));
         let probe = self.split(every_probe, Side::Probe, build.len(), 0).await?;
-        Ok(BatchJoins::pending(self, build.clone(), probe, *limit))
+        Ok(BatchJoins::pending(self, build, probe, limit))
     }
 
     /// Reads the build side, held in memory while it fits under the hash limit, else

@@ -9,7 +9,7 @@
 //! | `BitmapHeapScanExec`                         | `Bitmap Heap Scan on t` with `Recheck Cond:`, `Heap Blocks:` |
 //! | `BitmapIndexScanExec`                        | `Bitmap Index Scan on i` with `Index Cond:`, `Index Searches:` |
 //! | `BitmapCombineExec`                          | `BitmapAnd` / `BitmapOr` (members below it) |
-//! | `IndexScanExec`                              | `Index Scan using i on t` with `Index Cond:`, `Index Searches:` |
+//! | `IndexScanExec`                              | `Index Scan using i on t` (or `Index Scan Backward`) with `Index Cond:`, `Index Searches:` |
 //! | `FilterExec` over a node                     | that node's `Filter:` line (and `Rows Removed by Filter`); over a bitmap or index scan, without the conjuncts its index condition already guarantees |
 //! | `AggregateExec` Final over Partial (or Single) | one `Aggregate`; with GROUP BY `HashAggregate` (`GroupAggregate` on sorted input) and `Group Key:` |
 //! | `SortExec`                                   | `Sort` with `Sort Key:`; with a fetch, a `Limit` above it |
