@@ -23,6 +23,7 @@ use iolab_engine::exec::temp_files::TempFiles;
 use iolab_engine::exec::work_mem::{self, WorkMemPool};
 use iolab_engine::exec::StatementContext;
 use iolab_engine::plan::hash_join_batches::HashJoinBatches;
+use iolab_engine::plan::min_max::MinMaxThroughIndex;
 use iolab_engine::plan::ordered_scans::OrderedScans;
 use iolab_engine::plan::partitions::OnePartitionWhenCheap;
 use iolab_engine::plan::PlannerSettings;
@@ -1042,7 +1043,9 @@ fn base_state(
         .with_default_features()
         .with_physical_optimizer_rules(vec![Arc::new(OnePartitionWhenCheap::wrapping(rules))])
         .with_analyzer_rules(analyzer_rules())
-        // After DataFusion's rules: an ORDER BY reaches the scan it sorts.
+        // After DataFusion's rules: min() / max() become ordered subqueries, and an ORDER BY
+        // reaches the scan it sorts.
+        .with_optimizer_rule(Arc::new(MinMaxThroughIndex))
         .with_optimizer_rule(Arc::new(OrderedScans))
         .with_runtime_env(runtime)
         .build();

@@ -148,3 +148,60 @@ async fn an_index_scan_in_order_replaces_the_sort() {
         + figure(&lines, "Buffers:", "read=").unwrap_or(0.0);
     assert!(touched > 0.0 && touched < 40.0, "{lines:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn min_and_max_read_one_end_of_the_index() {
+    let server = TestServer::start("min-max-index");
+    let c = server.client().await;
+    c.batch_execute(
+        "CREATE TABLE t AS SELECT CASE WHEN i % 1000 = 0 THEN NULL ELSE (i * 7919) % 200003 END AS a,
+                md5(i::text) AS b
+           FROM generate_series(1, 200000) i;
+         CREATE INDEX ON t(a);
+         ANALYZE t;",
+    )
+    .await
+    .unwrap();
+    // PostgreSQL 18's plan but for its Index Only Scan (iolab has none).
+    assert_eq!(
+        explain(&c, "SELECT max(a) FROM t").await,
+        [
+            "Result",
+            "  InitPlan 1",
+            "    ->  Limit",
+            "          ->  Index Scan Backward using t_a_idx on t",
+            "                Index Cond: (a IS NOT NULL)"
+        ]
+    );
+    assert_eq!(
+        explain(&c, "SELECT min(a) FROM t WHERE b LIKE 'f%'").await,
+        [
+            "Result",
+            "  InitPlan 1",
+            "    ->  Limit",
+            "          ->  Index Scan using t_a_idx on t",
+            "                Index Cond: (a IS NOT NULL)",
+            "                Filter: (b ~~ 'f%'::text)"
+        ]
+    );
+    // The aggregate's answers, NULLs ignored; NULL over no rows; not with other results
+    // or groups.
+    for query in [
+        "SELECT min(a), max(a) FROM t",
+        "SELECT max(a) AS top FROM t WHERE b LIKE 'f%'",
+        "SELECT min(a) FROM t WHERE a > 199990",
+        "SELECT max(a) FROM t WHERE a < 0",
+        "SELECT max(a), count(*) FROM t",
+        "SELECT b > 'f', max(a) FROM t GROUP BY 1 ORDER BY 1",
+    ] {
+        let (aggregated, indexed) = sorted_both_ways(&c, query).await;
+        assert_eq!(indexed, aggregated, "{query}");
+    }
+    assert_eq!(
+        rows(&c, "SELECT min(a), max(a) FROM t").await,
+        [[Some("1".to_string()), Some("200002".to_string())]]
+    );
+    assert_eq!(rows(&c, "SELECT max(a) FROM t WHERE a < 0").await, [[None]]);
+    let grouped = explain(&c, "SELECT max(a), count(*) FROM t").await;
+    assert!(grouped[0].starts_with("Aggregate"), "{grouped:#?}");
+}

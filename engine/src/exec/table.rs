@@ -75,6 +75,13 @@ impl HeapTable {
     pub fn order(&self) -> Option<ScanOrder> {
         self.order
     }
+
+    /// Has the table a B-tree index the planner can use on column `column`?
+    pub fn index_on(&self, column: usize) -> bool {
+        (self.db.0.catalog.indexes_of(self.def.oid))
+            .iter()
+            .any(|i| crate::plan::index_cond::usable_index(i) && i.columns[0] == column)
+    }
 }
 
 /// The Arrow schema of a table's columns (and `ctid`, after them).

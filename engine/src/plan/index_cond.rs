@@ -8,10 +8,10 @@
 //! kept as a [`StatValue`] of the column's type, which is how `pg_stats` holds values too,
 //! so the selectivity code compares it with MCVs and histogram bounds directly.
 //!
-//! An index on column `c` takes every simple clause on `c` except `<>` and `IS NOT NULL`,
-//! and intersects them into one [`KeySet`]: `a >= 10 AND a < 20` is the single range
-//! `[10, 20)`, `a = 5` is `[5, 5]`, `a IS NULL` is the NULL keys (alone: with a range
-//! besides it the range is left to the filter). The clauses used become the node's
+//! An index on column `c` takes every simple clause on `c` except `<>`, and intersects them
+//! into one [`KeySet`]: `a >= 10 AND a < 20` is the single range `[10, 20)`, `a = 5` is
+//! `[5, 5]`, `a IS NOT NULL` the range without bounds (every key but NULL), `a IS NULL`
+//! the NULL keys (alone: with a range besides it the range is left to the filter). The clauses used become the node's
 //! `Index Cond:`.
 //!
 //! # Never a row too few
@@ -333,7 +333,12 @@ impl IndexCond {
                     quals = vec![qual.clone()];
                     break;
                 }
-                ClauseTest::Compare(CompareOp::Ne, _) | ClauseTest::IsNotNull => continue,
+                ClauseTest::Compare(CompareOp::Ne, _) => continue,
+                // Every key but NULL: a range with no bounds (NULLs are never in one).
+                ClauseTest::IsNotNull => KeySet::Range {
+                    lower: Bound::Unbounded,
+                    upper: Bound::Unbounded,
+                },
                 ClauseTest::Compare(op, value) => KeySet::of(op, value, kind),
             };
             keys = Some(match keys {

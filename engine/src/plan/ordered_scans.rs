@@ -22,7 +22,7 @@
 
 use std::sync::Arc;
 
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{Column, Result};
 use datafusion::datasource::{provider_as_source, source_as_provider};
 use datafusion::logical_expr::{Expr, LogicalPlan, SortExpr};
@@ -49,7 +49,8 @@ impl OptimizerRule for OrderedScans {
         plan: LogicalPlan,
         _config: &dyn OptimizerConfig,
     ) -> Result<Transformed<LogicalPlan>> {
-        plan.transform_down(|node| {
+        // Subqueries too: `(SELECT a FROM t ORDER BY a LIMIT 1)`, and min() / max().
+        plan.transform_down_with_subqueries(|node| {
             let LogicalPlan::Sort(sort) = &node else {
                 return Ok(Transformed::no(node));
             };
