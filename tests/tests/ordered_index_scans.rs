@@ -21,11 +21,9 @@ async fn sorted_both_ways(
     (sorted, rows(c, query).await)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_index_scan_in_order_replaces_the_sort() {
-    let server = TestServer::start("ordered-index-scans");
-    let c = server.client().await;
-    // a: distinct values 1 ..= 200000 in a shuffled order, NULL every 1000th row.
+/// `t(a, b)` with an index on a: 200 000 rows, a distinct values from 1 to 200 002 in a
+/// shuffled order, NULL every 1000th row.
+async fn create_t(c: &Client) {
     c.batch_execute(
         "CREATE TABLE t AS SELECT CASE WHEN i % 1000 = 0 THEN NULL ELSE (i * 7919) % 200003 END AS a,
                 md5(i::text) AS b
@@ -35,6 +33,13 @@ async fn an_index_scan_in_order_replaces_the_sort() {
     )
     .await
     .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_index_scan_in_order_replaces_the_sort() {
+    let server = TestServer::start("ordered-index-scans");
+    let c = server.client().await;
+    create_t(&c).await;
 
     // PostgreSQL 18's plans for the same table.
     let limit = "SELECT * FROM t ORDER BY a LIMIT 10";
@@ -153,15 +158,7 @@ async fn an_index_scan_in_order_replaces_the_sort() {
 async fn min_and_max_read_one_end_of_the_index() {
     let server = TestServer::start("min-max-index");
     let c = server.client().await;
-    c.batch_execute(
-        "CREATE TABLE t AS SELECT CASE WHEN i % 1000 = 0 THEN NULL ELSE (i * 7919) % 200003 END AS a,
-                md5(i::text) AS b
-           FROM generate_series(1, 200000) i;
-         CREATE INDEX ON t(a);
-         ANALYZE t;",
-    )
-    .await
-    .unwrap();
+    create_t(&c).await;
     // PostgreSQL 18's plan but for its Index Only Scan (iolab has none).
     assert_eq!(
         explain(&c, "SELECT max(a) FROM t").await,

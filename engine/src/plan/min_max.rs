@@ -20,7 +20,6 @@ use std::sync::Arc;
 
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::{Column, Result};
-use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{
     col, scalar_subquery, Expr, LogicalPlan, LogicalPlanBuilder, SortExpr,
@@ -28,6 +27,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 
 use crate::exec::table::HeapTable;
+use crate::plan::ordered_scans::{column_below, scanned_column};
 
 /// Rewrites min / max aggregates into ordered subqueries (see the module comment).
 #[derive(Debug, Default)]
@@ -102,35 +102,17 @@ fn min_or_max(e: &Expr) -> Option<(Column, bool)> {
 /// Does `column` of `plan`'s output come unchanged from a table of iolab's with a usable
 /// B-tree index on it?
 fn indexed(plan: &LogicalPlan, column: &Column) -> Result<bool> {
-    let below = match plan {
-        LogicalPlan::Projection(p) => {
-            let at = p.schema.index_of_column(column)?;
-            match p.expr[at].clone().unalias() {
-                Expr::Column(c) => c,
-                _ => return Ok(false),
-            }
-        }
-        LogicalPlan::Filter(_) => column.clone(),
-        LogicalPlan::SubqueryAlias(a) => {
-            let at = a.schema.index_of_column(column)?;
-            Column::from(a.input.schema().qualified_field(at))
-        }
-        LogicalPlan::TableScan(scan) => {
-            let provider = source_as_provider(&scan.source)?;
-            let Some(table) = provider.downcast_ref::<HeapTable>() else {
-                return Ok(false);
-            };
-            let at = scan.projected_schema.index_of_column(column)?;
-            let table_column = scan.projection.as_ref().map_or(at, |p| p[at]);
-            return Ok(table.index_on(table_column));
-        }
-        _ => return Ok(false),
-    };
-    let inputs = plan.inputs();
-    assert_eq!(
-        inputs.len(),
-        1,
-        "projections, filters and aliases have one input"
-    );
-    indexed(inputs[0], &below)
+    if let LogicalPlan::TableScan(scan) = plan {
+        let Some((provider, table_column)) = scanned_column(scan, column)? else {
+            return Ok(false);
+        };
+        let table = provider
+            .downcast_ref::<HeapTable>()
+            .expect("an iolab table");
+        return Ok(table.index_on(table_column));
+    }
+    match column_below(plan, column)? {
+        Some(below) => indexed(plan.inputs()[0], &below),
+        None => Ok(false),
+    }
 }

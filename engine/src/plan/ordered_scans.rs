@@ -22,10 +22,11 @@
 
 use std::sync::Arc;
 
+use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::{Column, Result};
 use datafusion::datasource::{provider_as_source, source_as_provider};
-use datafusion::logical_expr::{Expr, LogicalPlan, SortExpr};
+use datafusion::logical_expr::{Expr, LogicalPlan, SortExpr, TableScan, TableSource};
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 
 use crate::exec::table::HeapTable;
@@ -92,41 +93,21 @@ fn tell_scan(
     descending: bool,
     fetch: Option<usize>,
 ) -> Result<Transformed<LogicalPlan>> {
-    let below = match &plan {
-        LogicalPlan::Projection(p) => {
-            let at = p.schema.index_of_column(&column)?;
-            match p.expr[at].clone().unalias() {
-                Expr::Column(c) => Some(c),
-                _ => None,
+    if let LogicalPlan::TableScan(scan) = &plan {
+        return Ok(match ordered_source(scan, &column, descending, fetch)? {
+            Some(source) => {
+                let mut scan = scan.clone();
+                scan.source = source;
+                Transformed::yes(LogicalPlan::TableScan(scan))
             }
-        }
-        LogicalPlan::Filter(_) => Some(column.clone()),
-        LogicalPlan::SubqueryAlias(a) => {
-            let at = a.schema.index_of_column(&column)?;
-            Some(Column::from(a.input.schema().qualified_field(at)))
-        }
-        LogicalPlan::TableScan(scan) => {
-            return Ok(match ordered_source(scan, &column, descending, fetch)? {
-                Some(source) => {
-                    let mut scan = scan.clone();
-                    scan.source = source;
-                    Transformed::yes(LogicalPlan::TableScan(scan))
-                }
-                None => Transformed::no(plan),
-            });
-        }
-        _ => None,
-    };
-    let Some(below) = below else {
+            None => Transformed::no(plan),
+        });
+    }
+    let Some(below) = column_below(&plan, &column)? else {
         return Ok(Transformed::no(plan));
     };
-    let mut inputs = plan.inputs().into_iter().cloned().collect::<Vec<_>>();
-    assert_eq!(
-        inputs.len(),
-        1,
-        "projections, filters and aliases have one input"
-    );
-    let told = tell_scan(inputs.remove(0), below, descending, fetch)?;
+    let input = plan.inputs()[0].clone();
+    let told = tell_scan(input, below, descending, fetch)?;
     if !told.transformed {
         return Ok(Transformed::no(plan));
     }
@@ -136,25 +117,61 @@ fn tell_scan(
     ))
 }
 
-/// The scan's source told of the order, when it is an iolab table and `column` one of
-/// its columns not told already.
-fn ordered_source(
-    scan: &datafusion::logical_expr::TableScan,
+/// The column of `plan`'s one input that `column` of its output is, when `plan` passes it
+/// on unchanged: a projection naming it, a filter, a subquery alias. (`None` for any
+/// other node, or a computed column.)
+pub(crate) fn column_below(plan: &LogicalPlan, column: &Column) -> Result<Option<Column>> {
+    Ok(match plan {
+        LogicalPlan::Projection(p) => {
+            let at = p.schema.index_of_column(column)?;
+            match p.expr[at].clone().unalias() {
+                Expr::Column(c) => Some(c),
+                _ => None,
+            }
+        }
+        LogicalPlan::Filter(_) => Some(column.clone()),
+        LogicalPlan::SubqueryAlias(a) => {
+            let at = a.schema.index_of_column(column)?;
+            Some(Column::from(a.input.schema().qualified_field(at)))
+        }
+        _ => None,
+    })
+}
+
+/// The iolab table a scan reads and the table column `column` of its output is (not
+/// `ctid`).
+pub(crate) fn scanned_column(
+    scan: &TableScan,
     column: &Column,
-    descending: bool,
-    fetch: Option<usize>,
-) -> Result<Option<Arc<dyn datafusion::logical_expr::TableSource>>> {
+) -> Result<Option<(Arc<dyn TableProvider>, usize)>> {
     let provider = source_as_provider(&scan.source)?;
     let Some(table) = provider.downcast_ref::<HeapTable>() else {
         return Ok(None);
     };
-    if table.order().is_some() {
-        return Ok(None);
-    }
     let at = scan.projected_schema.index_of_column(column)?;
     let table_column = scan.projection.as_ref().map_or(at, |p| p[at]);
     if table_column >= table.def.columns.len() {
         return Ok(None); // ctid
+    }
+    Ok(Some((provider, table_column)))
+}
+
+/// The scan's source told of the order, when it is an iolab table and `column` one of
+/// its columns not told already.
+fn ordered_source(
+    scan: &TableScan,
+    column: &Column,
+    descending: bool,
+    fetch: Option<usize>,
+) -> Result<Option<Arc<dyn TableSource>>> {
+    let Some((provider, table_column)) = scanned_column(scan, column)? else {
+        return Ok(None);
+    };
+    let table = provider
+        .downcast_ref::<HeapTable>()
+        .expect("an iolab table");
+    if table.order().is_some() {
+        return Ok(None);
     }
     let order = ScanOrder {
         column: table_column,
