@@ -202,3 +202,48 @@ async fn min_and_max_read_one_end_of_the_index() {
     let grouped = explain(&c, "SELECT max(a), count(*) FROM t").await;
     assert!(grouped[0].starts_with("Aggregate"), "{grouped:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sort_by_more_keys_sorts_only_the_rows_of_equal_first_keys() {
+    let server = TestServer::start("incremental-sort");
+    let c = server.client().await;
+    // g has 50 values, 2000 rows each: the rows of one g are sorted by b.
+    c.batch_execute(
+        "CREATE TABLE u AS SELECT i % 50 AS g, md5(i::text) AS b FROM generate_series(1, 100000) i;
+         CREATE INDEX ON u(g);
+         ANALYZE u;",
+    )
+    .await
+    .unwrap();
+    // PostgreSQL 18's plans.
+    assert_eq!(
+        explain(&c, "SELECT * FROM u ORDER BY g, b LIMIT 10").await,
+        [
+            "Limit",
+            "  ->  Incremental Sort",
+            "        Sort Key: g, b",
+            "        Presorted Key: g",
+            "        ->  Index Scan using u_g_idx on u"
+        ]
+    );
+    assert_eq!(
+        explain(&c, "SELECT * FROM u ORDER BY g DESC, b LIMIT 10").await,
+        [
+            "Limit",
+            "  ->  Incremental Sort",
+            "        Sort Key: g DESC, b",
+            "        Presorted Key: g",
+            "        ->  Index Scan Backward using u_g_idx on u"
+        ]
+    );
+    // The rows of a full sort: the LIMIT cuts inside a group of 2000 equal g, whose
+    // smallest b can come last from the index.
+    for query in [
+        "SELECT g, b FROM u ORDER BY g, b LIMIT 30",
+        "SELECT g, b FROM u ORDER BY g DESC, b LIMIT 2500",
+        "SELECT g, b FROM u WHERE g > 10 ORDER BY g, b DESC LIMIT 5",
+    ] {
+        let (sorted, indexed) = sorted_both_ways(&c, query).await;
+        assert_eq!(indexed, sorted, "{query}");
+    }
+}

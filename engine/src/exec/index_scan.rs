@@ -130,7 +130,8 @@ impl IndexScanExec {
             "an index scan's order is its key's"
         );
         self.order = Some(order);
-        self.stop_after = order.fetch.filter(|_| answered);
+        // Under a sort by more keys, rows of equal first keys beyond the LIMIT may sort first.
+        self.stop_after = order.fetch.filter(|_| answered && order.whole);
         if let Some(at) = self.projection.iter().position(|&c| c == order.column) {
             let key = PhysicalSortExpr::new(
                 Arc::new(Column::new(self.schema.field(at).name(), at)),

@@ -7,14 +7,17 @@
 //! LIMIT 10` reading ten index entries and their rows beats sorting the table.
 //!
 //! [`OrderedScans`] runs after DataFusion's own rules (so a LIMIT has become the sort's
-//! `fetch`). For a sort by one column, ascending with NULLs last (PostgreSQL's default,
-//! a B-tree's order) or descending with NULLs first (PostgreSQL's `DESC`, the order read
-//! backward), it follows the column down through projections that pass it on
+//! `fetch`). For a sort whose first key is a column, ascending with NULLs last
+//! (PostgreSQL's default, a B-tree's order) or descending with NULLs first (PostgreSQL's
+//! `DESC`, the order read backward), it follows the column down through projections that pass it on
 //! unchanged, filters and subquery aliases to a table scan of an iolab table, and gives
 //! that scan the order: the table column and the fetch ([`ScanOrder`]). The scan's
 //! planner (`paths`) then costs an Index Scan in that order against its other paths plus
 //! the sort; an Index Scan chosen so declares its order and DataFusion's physical
-//! optimizer removes the sort (keeping its LIMIT).
+//! optimizer removes the sort (keeping its LIMIT). With more keys after the first the
+//! sort stays, over rows already in its first key's order: DataFusion's top-N sort
+//! stops reading once its first key has passed the rows it keeps (EXPLAIN shows
+//! PostgreSQL's `Incremental Sort` with `Presorted Key:`).
 //!
 //! Not followed: joins, aggregates, unions, windows and limits below the sort (their
 //! output order or rows differ from the table's), a column computed by an expression,
@@ -55,15 +58,21 @@ impl OptimizerRule for OrderedScans {
             let LogicalPlan::Sort(sort) = &node else {
                 return Ok(Transformed::no(node));
             };
-            let Some((column, descending)) = sorted_column(&sort.expr) else {
+            let Some((column, descending)) = sorted_column(&sort.expr[..1]) else {
                 return Ok(Transformed::no(node));
             };
+            let whole = sort.expr.len() == 1;
             let fetch = sort.fetch;
             let LogicalPlan::Sort(mut sort) = node else {
                 unreachable!("matched above")
             };
             let input = Arc::unwrap_or_clone(sort.input);
-            let told = tell_scan(input, column, descending, fetch)?;
+            let order = Order {
+                descending,
+                whole,
+                fetch,
+            };
+            let told = tell_scan(input, column, order)?;
             sort.input = Arc::new(told.data);
             Ok(Transformed::new_transformed(
                 LogicalPlan::Sort(sort),
@@ -71,6 +80,14 @@ impl OptimizerRule for OrderedScans {
             ))
         })
     }
+}
+
+/// A sort's order as its first column's scan sees it (see [`ScanOrder`]).
+#[derive(Clone, Copy)]
+struct Order {
+    descending: bool,
+    whole: bool,
+    fetch: Option<usize>,
 }
 
 /// The column of a sort by one plain column in a B-tree's order, and whether descending.
@@ -87,14 +104,9 @@ fn sorted_column(exprs: &[SortExpr]) -> Option<(Column, bool)> {
 
 /// `plan` with the table scan that `column` comes from told of the order, if it comes
 /// from one unchanged.
-fn tell_scan(
-    plan: LogicalPlan,
-    column: Column,
-    descending: bool,
-    fetch: Option<usize>,
-) -> Result<Transformed<LogicalPlan>> {
+fn tell_scan(plan: LogicalPlan, column: Column, order: Order) -> Result<Transformed<LogicalPlan>> {
     if let LogicalPlan::TableScan(scan) = &plan {
-        return Ok(match ordered_source(scan, &column, descending, fetch)? {
+        return Ok(match ordered_source(scan, &column, order)? {
             Some(source) => {
                 let mut scan = scan.clone();
                 scan.source = source;
@@ -107,7 +119,7 @@ fn tell_scan(
         return Ok(Transformed::no(plan));
     };
     let input = plan.inputs()[0].clone();
-    let told = tell_scan(input, below, descending, fetch)?;
+    let told = tell_scan(input, below, order)?;
     if !told.transformed {
         return Ok(Transformed::no(plan));
     }
@@ -161,8 +173,7 @@ pub(crate) fn scanned_column(
 fn ordered_source(
     scan: &TableScan,
     column: &Column,
-    descending: bool,
-    fetch: Option<usize>,
+    order: Order,
 ) -> Result<Option<Arc<dyn TableSource>>> {
     let Some((provider, table_column)) = scanned_column(scan, column)? else {
         return Ok(None);
@@ -175,8 +186,9 @@ fn ordered_source(
     }
     let order = ScanOrder {
         column: table_column,
-        descending,
-        fetch,
+        descending: order.descending,
+        whole: order.whole,
+        fetch: order.fetch,
     };
     Ok(Some(provider_as_source(Arc::new(table.with_order(order)))))
 }

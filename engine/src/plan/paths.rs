@@ -29,7 +29,8 @@
 //! order already: its whole-index scan becomes a candidate too, and the costs compared
 //! are PostgreSQL's for the two ways to the sorted rows: a path that gives the order
 //! costs the share of its run it takes to return the LIMIT's rows (after its startup),
-//! any other its whole cost plus the sort (`cost_sort`, bounded by the LIMIT). An Index
+//! any other its whole cost plus the sort (`cost_sort`, bounded by the LIMIT; the sort of
+//! the rows of equal first keys after an ordered path is left out). An Index
 //! Scan chosen so declares its order, and DataFusion drops the sort above it. A
 //! descending order is the index read backward, from the condition's upper bound (or the
 //! last leaf) down.

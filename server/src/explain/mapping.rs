@@ -648,11 +648,24 @@ impl<'a> Mapper<'a> {
             let keys = self.sort_keys(sort.expr().iter(), sort.input());
             let child = self.slot(sort.input(), false);
             let c = costs::sort(p, self.child_costs(&child), sort.fetch());
+            // Input already in the order of the first keys (an ordered index scan):
+            // PostgreSQL's Incremental Sort, which sorts only the rows of equal keys.
+            let presorted = presorted_keys(sort);
             let mut details = vec![Detail::List {
                 label: "Sort Key",
                 items: keys,
             }];
-            if let Some(space) = self.operators(&[stats]) {
+            if presorted > 0 {
+                // Without their directions, as PostgreSQL lists them.
+                let presorted_exprs = sort.expr().iter().take(presorted);
+                details.push(Detail::List {
+                    label: "Presorted Key",
+                    items: presorted_exprs
+                        .map(|s| self.expr(&s.expr, sort.input(), self.prefix_upper))
+                        .collect(),
+                });
+            }
+            if let Some(space) = self.operators(&[stats]).filter(|_| presorted == 0) {
                 details.push(match (space.temp_files > 0, sort.fetch().is_some()) {
                     (true, _) => Detail::SortSpace {
                         method: "external merge",
@@ -666,9 +679,14 @@ impl<'a> Mapper<'a> {
                     },
                 });
             }
+            let name = if presorted > 0 {
+                "Incremental Sort"
+            } else {
+                "Sort"
+            };
             let node = PlanNode {
-                node_type: "Sort".into(),
-                text_name: "Sort".into(),
+                node_type: name.into(),
+                text_name: name.into(),
                 costs: with_costs(c),
                 actual,
                 details,
@@ -1739,6 +1757,16 @@ fn subtree_temp(plan: &Arc<dyn ExecutionPlan>) -> iolab_stats::BufferUsage {
         sum.add(&subtree_temp(child));
     }
     sum
+}
+
+/// How many of `sort`'s first keys its input's order already gives.
+fn presorted_keys(sort: &SortExec) -> usize {
+    let exprs: Vec<_> = sort.expr().iter().cloned().collect();
+    let order = &sort.input().properties().eq_properties;
+    (1..=exprs.len())
+        .take_while(|&k| order.ordering_satisfy(exprs[..k].to_vec()).unwrap_or(false))
+        .last()
+        .unwrap_or(0)
 }
 
 /// The number of rows of a VALUES list (a DataFusion memory source).
