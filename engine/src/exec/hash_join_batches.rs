@@ -105,6 +105,9 @@ pub const BATCHES_METRIC: &str = "hash_batches";
 pub const ORIGINAL_BATCHES_METRIC: &str = "hash_batches_original";
 pub const BUILD_ROWS_METRIC: &str = "build_input_rows";
 pub const ARRAY_MAP_METRIC: &str = "array_map_created_count";
+/// Blocks of temporary files written with build rows: PostgreSQL's Hash node's `temp
+/// written=`.
+pub const BUILD_TEMP_WRITTEN_METRIC: &str = "build_temp_written";
 
 /// A hash join that splits into batches when its build side exceeds the hash limit.
 pub struct HashJoinBatchesExec {
@@ -252,6 +255,7 @@ impl ExecutionPlan for HashJoinBatchesExec {
 struct JoinMetrics {
     batches: Gauge,
     original_batches: Gauge,
+    build_temp_written: Count,
     build_rows: Count,
     array_maps: Count,
 }
@@ -261,6 +265,8 @@ impl JoinMetrics {
         JoinMetrics {
             batches: MetricBuilder::new(metrics).gauge(BATCHES_METRIC, partition),
             original_batches: MetricBuilder::new(metrics).gauge(ORIGINAL_BATCHES_METRIC, partition),
+            build_temp_written: MetricBuilder::new(metrics)
+                .counter(BUILD_TEMP_WRITTEN_METRIC, partition),
             build_rows: MetricBuilder::new(metrics).counter(BUILD_ROWS_METRIC, partition),
             array_maps: MetricBuilder::new(metrics).counter(ARRAY_MAP_METRIC, partition),
         }
@@ -661,6 +667,8 @@ fn batches_of(
 /// Writes one side's rows to the batch files of one split.
 struct Splitter {
     keys: Vec<Arc<dyn PhysicalExpr>>,
+    /// Where a build side's written blocks are counted.
+    written: Option<Count>,
     /// Leave out rows with a NULL key: they match nothing, and the join returns no
     /// unmatched row of this side.
     drop_null_keys: bool,
@@ -689,6 +697,7 @@ impl Splitter {
         };
         Ok(Splitter {
             keys: run.keys_of(side),
+            written: matches!(side, Side::Build).then(|| run.metrics.build_temp_written.clone()),
             drop_null_keys: run.join.null_equality() == NullEquality::NullEqualsNothing
                 && !keeps_unmatched,
             schema: run.schema_of(side),
@@ -744,12 +753,18 @@ impl Splitter {
     }
 
     fn finish(self) -> Result<Vec<Option<BatchFile>>> {
+        let written = self.written;
         self.files
             .into_iter()
             .map(|slot| {
                 slot.map(|mut w| {
                     w.writer.finish()?;
                     w.writer.into_inner()?.finish()?;
+                    if let Some(written) = &written {
+                        // As the files count their writes: whole blocks, the last rounded up.
+                        let bytes = w.file.size().unwrap_or(0) as usize;
+                        written.add(bytes.div_ceil(crate::storage::page::BLCKSZ));
+                    }
                     Ok(w.file)
                 })
                 .transpose()

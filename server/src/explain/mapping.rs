@@ -75,7 +75,9 @@ use iolab_catalog::{PgType, TableDef};
 use iolab_engine::exec::bitmap_scan::{
     BitmapCombine, BitmapCombineExec, BitmapHeapScanExec, BitmapIndexScanExec,
 };
-use iolab_engine::exec::hash_join_batches::{BATCHES_METRIC, ORIGINAL_BATCHES_METRIC};
+use iolab_engine::exec::hash_join_batches::{
+    BATCHES_METRIC, BUILD_TEMP_WRITTEN_METRIC, ORIGINAL_BATCHES_METRIC,
+};
 use iolab_engine::exec::index_scan::IndexScanExec;
 use iolab_engine::exec::operator_usage::OperatorSnapshot;
 use iolab_engine::exec::scan::HeapScanExec;
@@ -764,7 +766,14 @@ impl<'a> Mapper<'a> {
                     children: vec![outer(build)],
                     ..Default::default()
                 },
-                Buffers::default(),
+                // The build rows it wrote to batch files, as PostgreSQL's Hash shows.
+                Buffers {
+                    usage: iolab_stats::BufferUsage {
+                        temp_written: metrics::counter(inner.as_ref(), BUILD_TEMP_WRITTEN_METRIC),
+                        ..Default::default()
+                    },
+                    track_io_timing: false,
+                },
             );
             let node = PlanNode {
                 node_type: "Hash Join".into(),
