@@ -565,6 +565,12 @@ macro_rules! typed_getters {
         pub fn enable_indexonlyscan(&self) -> bool {
             self.value("enable_indexonlyscan").as_bool()
         }
+        pub fn enable_sort(&self) -> bool {
+            self.value("enable_sort").as_bool()
+        }
+        pub fn enable_incremental_sort(&self) -> bool {
+            self.value("enable_incremental_sort").as_bool()
+        }
         pub fn enable_bitmapscan(&self) -> bool {
             self.value("enable_bitmapscan").as_bool()
         }

@@ -382,6 +382,10 @@ pub static SETTINGS: &[SettingDef] = &[
         "Query Tuning / Planner Method Configuration",
         "Enables the planner's use of hash join plans.")
         .flags(EXPLAIN),
+    setting("enable_incremental_sort", Bool, "on", User,
+        "Query Tuning / Planner Method Configuration",
+        "Enables the planner's use of incremental sort steps.")
+        .flags(EXPLAIN),
     setting("enable_indexonlyscan", Bool, "on", User,
         "Query Tuning / Planner Method Configuration",
         "Enables the planner's use of index-only-scan plans.")

@@ -104,6 +104,18 @@ async fn an_index_scan_in_order_replaces_the_sort() {
     c.batch_execute("SET enable_indexscan = off").await.unwrap();
     assert!(explain(&c, limit).await.iter().any(|l| l.contains("Sort")));
     c.batch_execute("RESET enable_indexscan").await.unwrap();
+    // Filtering the whole table, a sort is cheaper; with sorts disabled, the index's order.
+    let filtered = "SELECT * FROM t WHERE b LIKE 'a%' ORDER BY a";
+    assert_eq!(explain(&c, filtered).await[0], "Sort");
+    c.batch_execute("SET enable_sort = off").await.unwrap();
+    assert_eq!(
+        explain(&c, filtered).await,
+        [
+            "Index Scan using t_a_idx on t",
+            "  Filter: (b ~~ 'a%'::text)"
+        ]
+    );
+    c.batch_execute("RESET enable_sort").await.unwrap();
 
     // The same rows as a sort gives, NULLs last, with a filter, an index condition, an
     // OFFSET, and every row (index scans forced by turning the sequential scan off).
@@ -236,6 +248,14 @@ async fn a_sort_by_more_keys_sorts_only_the_rows_of_equal_first_keys() {
             "        ->  Index Scan Backward using u_g_idx on u"
         ]
     );
+    c.batch_execute("SET enable_incremental_sort = off")
+        .await
+        .unwrap();
+    let plain = explain(&c, "SELECT * FROM u ORDER BY g, b LIMIT 10").await;
+    assert_eq!(plain[1], "  ->  Sort", "{plain:#?}");
+    c.batch_execute("RESET enable_incremental_sort")
+        .await
+        .unwrap();
     // The rows of a full sort: the LIMIT cuts inside a group of 2000 equal g, whose
     // smallest b can come last from the index.
     for query in [

@@ -113,6 +113,10 @@ pub struct PlannerSettings {
     pub enable_seqscan: bool,
     pub enable_indexscan: bool,
     pub enable_bitmapscan: bool,
+    /// A sort above a scan that does not give the query's order (`ordered_scans`).
+    pub enable_sort: bool,
+    /// An index's order for a sort by more keys than the index's.
+    pub enable_incremental_sort: bool,
 }
 
 impl PlannerSettings {
@@ -128,6 +132,8 @@ impl PlannerSettings {
             enable_seqscan: s.enable_seqscan(),
             enable_indexscan: s.enable_indexscan(),
             enable_bitmapscan: s.enable_bitmapscan(),
+            enable_sort: s.enable_sort(),
+            enable_incremental_sort: s.enable_incremental_sort(),
         }
     }
 }
@@ -146,6 +152,8 @@ impl Default for PlannerSettings {
             enable_seqscan: true,
             enable_indexscan: true,
             enable_bitmapscan: true,
+            enable_sort: true,
+            enable_incremental_sort: true,
         }
     }
 }

@@ -128,6 +128,8 @@ struct Candidate {
     /// before a LIMIT stops it when it gives that order.
     choice: f64,
     disabled: bool,
+    /// The sort above it is disabled (`enable_sort = off`).
+    sort_disabled: bool,
 }
 
 /// What the paths of one table share.
@@ -162,6 +164,8 @@ pub fn plan_scan(
     let (pages, tuples) = cost::relation_size(def, blocks);
     let stats = RelStats::new(def, tuples, req.db.catalog.table_statistics(def.oid));
     let p = stmt.planner;
+    // An index's order for a sort by more keys only with incremental sorts enabled.
+    let order = req.order.filter(|o| o.whole || p.enable_incremental_sort);
     let rel = Rel {
         p,
         table: TableSize { pages, tuples },
@@ -174,7 +178,7 @@ pub fn plan_scan(
 
     // Without conditions or an order no index helps (and their meta pages need not be
     // read).
-    let indexes = if req.quals.is_empty() && req.order.is_none() {
+    let indexes = if req.quals.is_empty() && order.is_none() {
         Vec::new()
     } else {
         table_indexes(stmt, &req, &rel)?
@@ -192,10 +196,11 @@ pub fn plan_scan(
         cost: seq,
         choice: seq.total,
         disabled: !p.enable_seqscan,
+        sort_disabled: false,
     }];
     // For an ORDER BY of an indexed column: that index's whole order, when no condition
     // made it a candidate already.
-    let ordered_paths = req.order.iter().flat_map(|order| {
+    let ordered_paths = order.iter().flat_map(|order| {
         let conditioned = |def: &IndexDef| index_paths.iter().any(|i| i.cond.index.oid == def.oid);
         indexes
             .iter()
@@ -229,6 +234,7 @@ pub fn plan_scan(
             cost,
             choice: cost.total,
             disabled: !p.enable_indexscan,
+            sort_disabled: false,
         });
     }
     if let Some(bitmap) = choose_bitmap(&rel, &index_paths, &indexes) {
@@ -238,21 +244,27 @@ pub fn plan_scan(
             choice: cost.total,
             access: Access::Bitmap(bitmap),
             disabled: !p.enable_bitmapscan,
+            sort_disabled: false,
         });
     }
-    if let Some(order) = req.order {
+    if let Some(order) = order {
         let sort = cost::sort(&p, rel.rows, width as i64, order.fetch.map(|f| f as f64));
         for c in &mut candidates {
-            c.choice = match in_order(&c.access, &order) {
-                true => c.cost.startup + (c.cost.total - c.cost.startup) * order.fraction(rel.rows),
-                false => c.cost.total + sort.total,
-            };
+            if in_order(&c.access, &order) {
+                c.choice =
+                    c.cost.startup + (c.cost.total - c.cost.startup) * order.fraction(rel.rows);
+            } else {
+                c.choice = c.cost.total + sort.total;
+                c.sort_disabled = !p.enable_sort;
+            }
         }
     }
+    // PostgreSQL 18 compares the count of disabled nodes first: the scan's, and a sort's.
+    let disabled = |c: &Candidate| u8::from(c.disabled) + u8::from(c.sort_disabled);
     let mut best = 0;
     for (i, c) in candidates.iter().enumerate() {
         let b = &candidates[best];
-        if (c.disabled, c.choice) < (b.disabled, b.choice) {
+        if (disabled(c), c.choice) < (disabled(b), b.choice) {
             best = i;
         }
     }
@@ -288,9 +300,7 @@ pub fn plan_scan(
             .with_estimate(estimate),
         ),
         Access::Index(path) => {
-            let order = req
-                .order
-                .filter(|o| in_order(&Access::Index(path.clone()), o));
+            let order = order.filter(|o| in_order(&Access::Index(path.clone()), o));
             // With no condition but the index's, the first rows are the query's rows.
             let answered = req
                 .quals
