@@ -23,6 +23,7 @@ use iolab_engine::exec::temp_files::TempFiles;
 use iolab_engine::exec::work_mem::{self, WorkMemPool};
 use iolab_engine::exec::StatementContext;
 use iolab_engine::plan::hash_join_batches::HashJoinBatches;
+use iolab_engine::plan::merge_joins::MergeJoinsNullsLast;
 use iolab_engine::plan::min_max::MinMaxThroughIndex;
 use iolab_engine::plan::ordered_scans::OrderedScans;
 use iolab_engine::plan::partitions::OnePartitionWhenCheap;
@@ -556,6 +557,10 @@ impl Session {
             self.settings.log_temp_files_kb(),
         );
         state.config_mut().options_mut().catalog.default_catalog = catalog.into();
+        // enable_hashjoin = off: equi-joins merge (DataFusion's sort-merge join), as
+        // PostgreSQL's planner would choose, unless merge joins are off too.
+        state.config_mut().options_mut().optimizer.prefer_hash_join =
+            self.settings.enable_hashjoin() || !self.settings.enable_mergejoin();
         if hit {
             state.config_mut().options_mut().execution.target_partitions = 1;
         }
@@ -1038,6 +1043,10 @@ fn base_state(
     // Hash joins run in batches beyond the hash limit (`iolab_engine::plan::hash_join_batches`).
     let mut rules = datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
     rules.push(Arc::new(HashJoinBatches));
+    // Before the sorts a merge join needs are added (`iolab_engine::plan::merge_joins`).
+    let ensure = (rules.iter().position(|r| r.name() == "EnsureRequirements"))
+        .expect("DataFusion adds sorts in EnsureRequirements");
+    rules.insert(ensure, Arc::new(MergeJoinsNullsLast));
     let mut state = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()

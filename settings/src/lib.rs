@@ -565,6 +565,12 @@ macro_rules! typed_getters {
         pub fn enable_indexonlyscan(&self) -> bool {
             self.value("enable_indexonlyscan").as_bool()
         }
+        pub fn enable_hashjoin(&self) -> bool {
+            self.value("enable_hashjoin").as_bool()
+        }
+        pub fn enable_mergejoin(&self) -> bool {
+            self.value("enable_mergejoin").as_bool()
+        }
         pub fn enable_sort(&self) -> bool {
             self.value("enable_sort").as_bool()
         }

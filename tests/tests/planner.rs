@@ -284,3 +284,56 @@ async fn every_path_returns_what_a_seq_scan_returns() {
     assert_eq!(limited.len(), 10);
     assert!(limited.iter().all(|r| r[0].as_deref() == Some("5")));
 }
+
+/// `enable_hashjoin = off`: equi-joins merge, in PostgreSQL 18's plan (sorts NULLs last),
+/// with the hash join's answers for every join type, NULL keys included.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_hash_joins_equi_joins_merge() {
+    let server = TestServer::start("planner-merge-join");
+    let c = server.client().await;
+    c.batch_execute(
+        "CREATE TABLE r AS SELECT i AS id, md5(i::text) AS t FROM generate_series(1, 20000) i;
+         CREATE TABLE s AS SELECT CASE WHEN i % 50 = 0 THEN NULL ELSE i % 24000 END AS rid, i AS v
+           FROM generate_series(1, 30000) i;
+         ANALYZE r; ANALYZE s;",
+    )
+    .await
+    .unwrap();
+    let queries = [
+        "SELECT count(*), sum(s.v), sum(length(r.t)) FROM s JOIN r ON r.id = s.rid",
+        "SELECT count(*), count(r.id), sum(s.v) FROM s LEFT JOIN r ON r.id = s.rid",
+        "SELECT count(*), count(r.id), count(s.rid) FROM s FULL JOIN r ON r.id = s.rid",
+        "SELECT count(*) FROM s WHERE EXISTS (SELECT 1 FROM r WHERE r.id = s.rid)",
+        "SELECT count(*) FROM s WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.id = s.rid)",
+    ];
+    let mut hashed = Vec::new();
+    for q in queries {
+        hashed.push(rows(&c, q).await);
+    }
+    c.batch_execute("SET enable_hashjoin = off").await.unwrap();
+    let plan: Vec<String> = rows(
+        &c,
+        "EXPLAIN (COSTS OFF) SELECT count(*) FROM s JOIN r ON r.id = s.rid",
+    )
+    .await
+    .into_iter()
+    .map(|r| r[0].clone().unwrap())
+    .collect();
+    assert_eq!(
+        plan,
+        [
+            "Aggregate",
+            "  ->  Merge Join",
+            "        Merge Cond: (s.rid = r.id)",
+            "        ->  Sort",
+            "              Sort Key: s.rid",
+            "              ->  Seq Scan on s",
+            "        ->  Sort",
+            "              Sort Key: r.id",
+            "              ->  Seq Scan on r"
+        ]
+    );
+    for (q, want) in queries.iter().zip(&hashed) {
+        assert_eq!(&rows(&c, q).await, want, "{q}");
+    }
+}

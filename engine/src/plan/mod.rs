@@ -29,6 +29,7 @@
 pub mod cost;
 pub mod hash_join_batches;
 pub mod index_cond;
+pub mod merge_joins;
 pub mod min_max;
 pub mod ordered_scans;
 pub mod partitions;
