@@ -129,7 +129,9 @@ impl Session {
         let temp_files = Arc::new(TempFiles::new(db.data_dir(), pid, db.io_stats.clone()));
         let runtime = work_mem::runtime_env(work_mem.clone(), temp_files.clone())
             .expect("a runtime takes a memory pool and a temporary file factory");
-        let df_state = base_state(&server, &cursors, &prepared, &temp, runtime);
+        let mut df_state = base_state(&server, &cursors, &prepared, &temp, runtime);
+        // For the hash joins' batch counts (iolab_engine::exec::hash_join_batches).
+        df_state.config_mut().set_extension(work_mem.clone());
         let generic_plan_state = SessionStateBuilder::new()
             .with_config(df_state.config().clone())
             .with_runtime_env(df_state.runtime_env().clone())
@@ -549,8 +551,6 @@ impl Session {
             self.settings.work_mem_kb(),
             self.settings.hash_mem_multiplier(),
         );
-        // For the hash joins' batch counts (iolab_engine::exec::hash_join_batches).
-        state.config_mut().set_extension(self.work_mem.clone());
         self.temp_files.begin_statement(
             &ctx,
             self.settings.temp_file_limit_kb(),

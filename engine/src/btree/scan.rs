@@ -40,9 +40,9 @@
 //! its upper bound belongs (the rightmost leaf for every entry), moving right while the
 //! bound is at or above a page's high key (a split since the descent), takes the items
 //! below the bound from that leaf, then follows the left links, copying each leaf's TIDs
-//! in reverse until an item falls below the lower bound. A left link can be stale: the left page
-//! may have split since the scan read the page it came from, putting a new page (the left
-//! page's upper half) between the two. So a page reached by going left is accepted only
+//! in reverse until an item falls below the lower bound. A left link can be stale: the
+//! left page may have split since the scan read the page it came from, putting a new page
+//! (the left page's upper half) between the two. So a page reached by going left is accepted only
 //! if its right link, read under the lock that copies its items, points back to the page
 //! the scan came from; otherwise the scan moves right along the right links until it
 //! finds the page that does (PostgreSQL's `_bt_walk_left`). Pages are never deleted, so
@@ -219,12 +219,7 @@ impl BtreeIndex {
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
         let (Some(lower), Some(upper)) = (self.bound_key(lower)?, self.bound_key(upper)?) else {
-            // A NULL bound: nothing compares with NULL.
-            return Ok(BtreeScan::new(
-                self.clone(),
-                acct,
-                Wanted::Range(Bound::Unbounded),
-            ));
+            return Ok(self.empty_scan(acct));
         };
         let search = match &lower {
             Bound::Unbounded => SearchKey {
@@ -243,6 +238,11 @@ impl BtreeIndex {
         let mut scan = BtreeScan::new(self.clone(), acct, Wanted::Range(upper));
         scan.start(search)?;
         Ok(scan)
+    }
+
+    /// The scan of a range with a NULL bound: nothing compares with NULL.
+    fn empty_scan<'a>(&self, acct: &'a mut IoAccount) -> BtreeScan<'a> {
+        BtreeScan::new(self.clone(), acct, Wanted::Range(Bound::Unbounded))
     }
 
     /// A scan bound as a key of this index; `None` for a NULL bound.
@@ -296,11 +296,7 @@ impl BtreeIndex {
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
         let (Some(lower), Some(upper)) = (self.bound_key(lower)?, self.bound_key(upper)?) else {
-            return Ok(BtreeScan::new(
-                self.clone(),
-                acct,
-                Wanted::Range(Bound::Unbounded),
-            ));
+            return Ok(self.empty_scan(acct));
         };
         // The first entry after the range: NULLs sort above every key.
         let above = match upper {

@@ -72,6 +72,7 @@ use datafusion::physical_plan::metrics::{
 use datafusion::physical_plan::spill::SpillManager;
 use datafusion::physical_plan::statistics::{ChildStats, StatisticsArgs, StatisticsContext};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::EmptyRecordBatchStream;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties,
     InputDistributionRequirements, PlanProperties,
@@ -124,11 +125,6 @@ impl HashJoinBatchesExec {
             shared_build: Arc::new(OnceCell::new()),
             metrics: ExecutionPlanMetricsSet::new(),
         }
-    }
-
-    /// The join as planned.
-    pub fn join(&self) -> &Arc<HashJoinExec> {
-        &self.join
     }
 }
 
@@ -276,8 +272,7 @@ impl JoinMetrics {
 /// A build side once read: in memory, or split into batch files.
 enum Build {
     InMemory(Vec<RecordBatch>),
-    /// The batch files, and the hash limit.
-    Split(Vec<Option<BatchFile>>, usize),
+    Split(Vec<Option<BatchFile>>),
 }
 
 /// A CollectLeft join's build side, and the partition that read it.
@@ -286,8 +281,8 @@ struct SharedBuild {
     /// The join over the held batches, shared by all partitions: DataFusion's join shares
     /// its table, and which build rows matched, across its partitions.
     in_memory_join: Option<Arc<HashJoinExec>>,
-    /// Or the batch files and the hash limit, until the reader takes them.
-    split: Mutex<Option<(Vec<Option<BatchFile>>, usize)>>,
+    /// Or the batch files, until the reader takes them.
+    split: Mutex<Option<Vec<Option<BatchFile>>>>,
 }
 
 /// One batch's rows of one side, in a temporary file.
@@ -328,9 +323,9 @@ impl JoinRun {
                 let output = join.execute(0, self.context.clone())?;
                 Ok(BatchJoins::running(self, join, output))
             }
-            Build::Split(build, limit) => {
+            Build::Split(build) => {
                 let probe = self.split(right, Side::Probe, build.len(), 0).await?;
-                Ok(BatchJoins::pending(self, build, probe, limit))
+                Ok(BatchJoins::pending(self, build, probe))
             }
         }
     }
@@ -349,7 +344,7 @@ impl JoinRun {
                         Some(self.in_memory_join(held, self.join.right().clone())?),
                         None,
                     ),
-                    Build::Split(files, limit) => (None, Some((files, limit))),
+                    Build::Split(files) => (None, Some(files)),
                 };
                 Ok::<_, DataFusionError>(Arc::new(SharedBuild {
                     reader: partition,
@@ -371,7 +366,7 @@ impl JoinRun {
             true => shared.split.lock().take(),
             false => None,
         };
-        let Some((build, limit)) = taken else {
+        let Some(build) = taken else {
             return Ok(empty_stream(self.join.schema()));
         };
         let right = self.join.right().clone();
@@ -383,7 +378,7 @@ impl JoinRun {
             stream::select_all(probes),
         ));
         let probe = self.split(every_probe, Side::Probe, build.len(), 0).await?;
-        Ok(BatchJoins::pending(self, build, probe, limit))
+        Ok(BatchJoins::pending(self, build, probe))
     }
 
     /// Reads the build side, held in memory while it fits under the hash limit, else
@@ -414,7 +409,7 @@ impl JoinRun {
             while let Some(batch) = left.next().await.transpose()? {
                 split.push(&batch)?;
             }
-            return Ok(Build::Split(split.finish()?, limit));
+            return Ok(Build::Split(split.finish()?));
         }
         Ok(Build::InMemory(held))
     }
@@ -503,8 +498,6 @@ struct BatchJoins {
     /// The batches not yet joined, the next last.
     pending: Vec<PendingBatch>,
     current: Option<(Arc<HashJoinExec>, SendableRecordBatchStream)>,
-    /// The hash limit, bytes.
-    limit: usize,
     rows_out: usize,
     /// Batches made so far (PostgreSQL's `nbatch`), joined or not.
     batches: usize,
@@ -521,7 +514,7 @@ impl BatchJoins {
         join: Arc<HashJoinExec>,
         output: SendableRecordBatchStream,
     ) -> SendableRecordBatchStream {
-        let mut joins = BatchJoins::new(run, vec![], usize::MAX, 1);
+        let mut joins = BatchJoins::new(run, vec![], 1);
         joins.current = Some((join, output));
         joins.into_stream()
     }
@@ -531,18 +524,16 @@ impl BatchJoins {
         run: JoinRun,
         build: Vec<Option<BatchFile>>,
         probe: Vec<Option<BatchFile>>,
-        limit: usize,
     ) -> SendableRecordBatchStream {
         let batches = build.len();
-        BatchJoins::new(run, batches_of(build, probe, 0), limit, batches).into_stream()
+        BatchJoins::new(run, batches_of(build, probe, 0), batches).into_stream()
     }
 
-    fn new(run: JoinRun, pending: Vec<PendingBatch>, limit: usize, batches: usize) -> BatchJoins {
+    fn new(run: JoinRun, pending: Vec<PendingBatch>, batches: usize) -> BatchJoins {
         BatchJoins {
             run,
             pending,
             current: None,
-            limit,
             rows_out: 0,
             batches,
             original_batches: batches,
@@ -569,9 +560,9 @@ impl BatchJoins {
                     self.rows_out += batch.num_rows();
                     return Ok(Some(batch));
                 }
-                let build_rows = metric_sum(join.as_ref(), BUILD_ROWS_METRIC);
+                let build_rows = metric_sum(join, BUILD_ROWS_METRIC);
                 self.largest_build = self.largest_build.max(build_rows);
-                self.array_maps += metric_sum(join.as_ref(), ARRAY_MAP_METRIC);
+                self.array_maps += metric_sum(join, ARRAY_MAP_METRIC);
                 self.current = None;
             }
             let Some(batch) = self.pending.pop() else {
@@ -599,22 +590,23 @@ impl BatchJoins {
         let run = self.run.clone();
         let reservation = run.reservation(0);
         let mut held = Vec::new();
-        let mut refused = false;
+        // The hash limit, once the pool refused the batch's rows.
+        let mut refused_at = None;
         if let Some(file) = &batch.build {
             let mut rows = run.read(Side::Build, file)?;
             while let Some(b) = rows.next().await.transpose()? {
                 let bytes = batch_bytes(&b)?;
-                if !refused && reservation.try_grow(bytes).is_err() {
-                    refused = true;
+                if refused_at.is_none() && reservation.try_grow(bytes).is_err() {
+                    refused_at = Some(run.hash_limit(&reservation));
                 }
-                if refused {
+                if refused_at.is_some() {
                     reservation.grow(bytes);
                 }
                 held.push(b);
             }
         }
-        if refused && batch.splits < MAX_SPLITS {
-            let fanout = resplit_fanout(reservation.size(), self.limit);
+        if let Some(limit) = refused_at.filter(|_| batch.splits < MAX_SPLITS) {
+            let fanout = resplit_fanout(reservation.size(), limit);
             let splits = batch.splits + 1;
             let mut build = Splitter::new(&run, Side::Build, fanout, splits)?;
             for b in held.drain(..) {
@@ -824,20 +816,14 @@ fn keeps_unmatched_build(join_type: JoinType) -> bool {
     )
 }
 
-/// The sum over partitions of `plan`'s metric `name`.
-fn metric_sum(plan: &dyn ExecutionPlan, name: &str) -> usize {
-    plan.metrics()
-        .map(|m| {
-            m.iter()
-                .filter(|m| m.value().name() == name)
-                .map(|m| m.value().as_usize())
-                .sum()
-        })
-        .unwrap_or(0)
+/// The sum over partitions of `join`'s metric `name`.
+fn metric_sum(join: &HashJoinExec, name: &str) -> usize {
+    let sum = join.metrics().and_then(|m| m.sum_by_name(name));
+    sum.map_or(0, |v| v.as_usize())
 }
 
 fn empty_stream(schema: SchemaRef) -> SendableRecordBatchStream {
-    Box::pin(RecordBatchStreamAdapter::new(schema, stream::empty()))
+    Box::pin(EmptyRecordBatchStream::new(schema))
 }
 
 /// A stream as a plan of one partition, executed once (the build or probe side of one

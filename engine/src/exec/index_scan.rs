@@ -156,8 +156,10 @@ impl IndexScanExec {
     /// plans by it).
     pub fn cost_to_run(&self) -> Option<f64> {
         let e = self.estimate?;
-        let fraction = self.order.map_or(1.0, |o| o.fraction(e.rows));
-        Some(e.startup_cost + (e.total_cost - e.startup_cost) * fraction)
+        Some(match self.order {
+            Some(o) => o.cost_until_fetched(e.startup_cost, e.total_cost, e.rows),
+            None => e.total_cost,
+        })
     }
 
     /// The planner's estimate for the node.
@@ -257,6 +259,7 @@ impl ExecutionPlan for IndexScanExec {
         context: Arc<TaskContext>,
     ) -> DfResult<SendableRecordBatchStream> {
         let stmt = StatementContext::from_task(&context).map_err(to_df)?;
+        let fetch_rows = self.fetch_rows();
         let job = IndexJob {
             db: self.db.clone(),
             table: self.table.clone(),
@@ -269,12 +272,12 @@ impl ExecutionPlan for IndexScanExec {
             partition,
             baseline: BaselineMetrics::new(&self.metrics, partition),
             metrics: self.metrics.clone(),
-            batch_rows: self.fetch_rows().unwrap_or(SCAN_BATCH_ROWS),
+            batch_rows: fetch_rows.unwrap_or(SCAN_BATCH_ROWS),
             stop_after: self.stop_after,
             backward: self.is_backward(),
         };
         // Under a LIMIT, one batch waits at a time: the scan is at most a batch ahead.
-        let waiting = if self.fetch_rows().is_some() {
+        let waiting = if fetch_rows.is_some() {
             1
         } else {
             SCAN_CHANNEL_BATCHES

@@ -27,7 +27,7 @@ use crate::plan::paths::{plan_scan, ScanRequest};
 use crate::plan::ScanOrder;
 use crate::Database;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct HeapTable {
     pub def: TableDef,
     schema: SchemaRef,
@@ -65,10 +65,8 @@ impl HeapTable {
     /// The table, its scan told that the query sorts its rows in `order`.
     pub fn with_order(&self, order: ScanOrder) -> HeapTable {
         HeapTable {
-            def: self.def.clone(),
-            schema: self.schema.clone(),
-            db: self.db.clone(),
             order: Some(order),
+            ..self.clone()
         }
     }
 

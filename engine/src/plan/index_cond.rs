@@ -11,8 +11,8 @@
 //! An index on column `c` takes every simple clause on `c` except `<>`, and intersects them
 //! into one [`KeySet`]: `a >= 10 AND a < 20` is the single range `[10, 20)`, `a = 5` is
 //! `[5, 5]`, `a IS NOT NULL` the range without bounds (every key but NULL), `a IS NULL`
-//! the NULL keys (alone: with a range besides it the range is left to the filter). The clauses used become the node's
-//! `Index Cond:`.
+//! the NULL keys (alone: with a range besides it the range is left to the filter). The
+//! clauses used become the node's `Index Cond:`.
 //!
 //! # Never a row too few
 //!

@@ -58,10 +58,14 @@ pub struct ScanOrder {
 }
 
 impl ScanOrder {
-    /// The share of `rows` the query reads before it stops: 1 without a limit.
-    pub fn fraction(&self, rows: f64) -> f64 {
-        self.fetch
-            .map_or(1.0, |f| (f as f64 / rows.max(1.0)).min(1.0))
+    /// What a path giving this order, of `startup` and `total` cost for `rows` rows, costs
+    /// until the query has its rows: its startup and the share of its run the LIMIT takes
+    /// (all of it without one), as PostgreSQL costs a path under a LIMIT.
+    pub fn cost_until_fetched(&self, startup: f64, total: f64, rows: f64) -> f64 {
+        let fraction = self
+            .fetch
+            .map_or(1.0, |f| (f as f64 / rows.max(1.0)).min(1.0));
+        startup + (total - startup) * fraction
     }
 }
 

@@ -58,7 +58,7 @@ impl OptimizerRule for OrderedScans {
             let LogicalPlan::Sort(sort) = &node else {
                 return Ok(Transformed::no(node));
             };
-            let Some((column, descending)) = sorted_column(&sort.expr[..1]) else {
+            let Some((column, descending)) = sort.expr.first().and_then(sorted_column) else {
                 return Ok(Transformed::no(node));
             };
             let whole = sort.expr.len() == 1;
@@ -90,14 +90,15 @@ struct Order {
     fetch: Option<usize>,
 }
 
-/// The column of a sort by one plain column in a B-tree's order, and whether descending.
-fn sorted_column(exprs: &[SortExpr]) -> Option<(Column, bool)> {
-    match exprs {
-        [SortExpr {
+/// The column of a sort key that is a plain column in a B-tree's order, and whether
+/// descending.
+fn sorted_column(key: &SortExpr) -> Option<(Column, bool)> {
+    match key {
+        SortExpr {
             expr: Expr::Column(c),
             asc,
             nulls_first,
-        }] if *asc != *nulls_first => Some((c.clone(), !asc)),
+        } if *asc != *nulls_first => Some((c.clone(), !asc)),
         _ => None,
     }
 }

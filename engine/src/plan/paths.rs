@@ -251,8 +251,7 @@ pub fn plan_scan(
         let sort = cost::sort(&p, rel.rows, width as i64, order.fetch.map(|f| f as f64));
         for c in &mut candidates {
             if in_order(&c.access, &order) {
-                c.choice =
-                    c.cost.startup + (c.cost.total - c.cost.startup) * order.fraction(rel.rows);
+                c.choice = order.cost_until_fetched(c.cost.startup, c.cost.total, rel.rows);
             } else {
                 c.choice = c.cost.total + sort.total;
                 c.sort_disabled = !p.enable_sort;
