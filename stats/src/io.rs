@@ -562,23 +562,20 @@ impl LatencyHistogram {
     }
 
     pub(crate) fn save_optional(h: Option<&LatencyHistogram>, e: &mut Encoder) {
-        match h {
-            Some(h) => {
-                e.u32(1);
-                h.save(e);
-            }
-            None => e.u32(0),
+        e.present(h.is_some());
+        if let Some(h) = h {
+            h.save(e);
         }
     }
 
     pub(crate) fn restore_optional(
         d: &mut Decoder<'_>,
     ) -> Result<Option<Box<LatencyHistogram>>, Corrupt> {
-        match d.u32()? {
-            0 => Ok(None),
-            1 => Ok(Some(Box::new(LatencyHistogram::restore(d)?))),
-            _ => Err(Corrupt("a bad optional histogram")),
-        }
+        let h = d
+            .present()?
+            .then(|| LatencyHistogram::restore(d))
+            .transpose()?;
+        Ok(h.map(Box::new))
     }
 }
 

@@ -146,13 +146,15 @@ impl Encoder {
         self.u32(t.timestamp_subsec_nanos());
     }
 
+    /// Whether an optional value follows.
+    pub fn present(&mut self, present: bool) {
+        self.u32(u32::from(present));
+    }
+
     pub fn opt_time(&mut self, t: Option<DateTime<Utc>>) {
-        match t {
-            Some(t) => {
-                self.u32(1);
-                self.time(t);
-            }
-            None => self.u32(0),
+        self.present(t.is_some());
+        if let Some(t) = t {
+            self.time(t);
         }
     }
 }
@@ -212,12 +214,17 @@ impl<'a> Decoder<'a> {
         DateTime::from_timestamp(secs, nanos).ok_or(Corrupt("a time out of range"))
     }
 
-    pub fn opt_time(&mut self) -> Result<Option<DateTime<Utc>>, Corrupt> {
+    /// Whether an optional value follows.
+    pub fn present(&mut self) -> Result<bool, Corrupt> {
         match self.u32()? {
-            0 => Ok(None),
-            1 => Ok(Some(self.time()?)),
-            _ => Err(Corrupt("a bad optional time")),
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(Corrupt("a bad presence flag")),
         }
+    }
+
+    pub fn opt_time(&mut self) -> Result<Option<DateTime<Utc>>, Corrupt> {
+        self.present()?.then(|| self.time()).transpose()
     }
 }
 
