@@ -24,6 +24,7 @@ use crate::accounting::IoAccount;
 use crate::aio::{AioConfig, AioSystem};
 use crate::buffer::memory::FrameMemory;
 use crate::buffer::BufferPool;
+use crate::heap::visibility_map::VisibilityMap;
 use crate::storage::datadir_lock::DataDirLock;
 use crate::storage::relfile::{RelFile, RelFileOptions};
 use crate::txn::TransactionManager;
@@ -92,7 +93,7 @@ pub struct Database {
     /// Pages of each table with room for new tuples (`heap::fsm`).
     pub fsm: Arc<crate::heap::fsm::FreeSpaceMap>,
     /// Pages of each table every transaction sees all of (`heap::visibility_map`).
-    pub vm: Arc<crate::heap::visibility_map::VisibilityMap>,
+    pub vm: Arc<VisibilityMap>,
     /// The write-ahead log (`wal`).
     pub wal: Arc<Wal>,
     /// Takes checkpoints (one at a time) and keeps the WAL flushed in the background.
@@ -188,7 +189,15 @@ impl Database {
             huge_page_bytes,
             _lock: lock,
         });
+        // The visibility map a clean shutdown saved, used only if nothing needs redo.
+        let saved_vm = VisibilityMap::load(data_dir).unwrap_or_else(|message| {
+            tracing::warn!("{message}; pages count as not all-visible until VACUUM");
+            None
+        });
         let startup = crate::wal::recovery::startup(&db, &options.recovery)?;
+        if let (Startup::Clean, Some(saved)) = (&startup, saved_vm) {
+            db.vm.restore(saved);
+        }
         db.txns
             .abort_unfinished()
             .map_err(|e| io("could not write the commit log in", e))?;
@@ -417,6 +426,9 @@ impl Database {
         )?;
         if let Err(e) = iolab_stats::persist::save(&self.io_stats, &self.data_dir) {
             tracing::warn!("could not write statistics file: {e}");
+        }
+        if let Err(e) = self.vm.save(&self.data_dir) {
+            tracing::warn!("could not write the visibility map: {e}");
         }
         Ok(written)
     }

@@ -132,6 +132,9 @@ pub struct BtreeIndex {
     deduplicate: bool,
     /// Percent of a leaf a build fills, and where a rightmost leaf splits (`fillfactor`).
     leaf_fillfactor: usize,
+    /// Scans through this handle copy each entry's key beside its TID
+    /// ([`returning_keys`](Self::returning_keys)).
+    scans_return_keys: bool,
 }
 
 impl std::fmt::Debug for BtreeIndex {
@@ -155,7 +158,15 @@ impl BtreeIndex {
             name: name.to_string(),
             deduplicate: KeyKind::of(ty).equal_image(),
             leaf_fillfactor: build::LEAF_FILLFACTOR,
+            scans_return_keys: false,
         }
+    }
+
+    /// This index, its scans also returning each TID's key ([`BtreeScan::next_with_key`](scan::BtreeScan::next_with_key)):
+    /// what an Index Only Scan returns instead of the heap tuple's column.
+    pub fn returning_keys(mut self) -> BtreeIndex {
+        self.scans_return_keys = true;
+        self
     }
 
     /// The index `def` of `db`.

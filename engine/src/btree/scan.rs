@@ -400,6 +400,10 @@ pub struct BtreeScan<'a> {
     wanted: Wanted,
     /// TIDs of the current leaf not yet returned.
     tids: std::vec::IntoIter<Tid>,
+    /// When the index returns keys: the key of each TID in `tids`, and the key of the TID
+    /// returned last.
+    keys: std::vec::IntoIter<Key<'static>>,
+    last_key: Option<Key<'static>>,
     /// The next leaf to read, `P_NONE` when the scan has ended.
     next_leaf: u32,
     leaves_read: u64,
@@ -426,6 +430,8 @@ impl<'a> BtreeScan<'a> {
             acct,
             wanted,
             tids: Vec::new().into_iter(),
+            keys: Vec::new().into_iter(),
+            last_key: None,
             next_leaf: P_NONE,
             leaves_read: 0,
             first_leaf: P_NONE,
@@ -526,6 +532,7 @@ impl<'a> BtreeScan<'a> {
         // item from `start` on is, and none needs testing (PostgreSQL 17's precheck).
         let all_wanted = start > max || self.wanted.admits(&self.index, &tuple_at(&page, max)?)?;
         let mut tids = Vec::with_capacity((max + 1).saturating_sub(start) as usize);
+        let mut keys = Vec::new();
         let mut ended = false;
         for off in start..=max {
             let t = tuple_at(&page, off)?;
@@ -534,14 +541,31 @@ impl<'a> BtreeScan<'a> {
                 break;
             }
             tids.extend(t.heap_tids());
+            self.copy_key(&t, tids.len(), &mut keys)?;
         }
         self.next_leaf = if ended { P_NONE } else { opaque.next };
         LeafReadAhead::account(&mut self.read_ahead, self.acct)
             .relations()
             .index_tuples_read(self.index.relfilenode(), tids.len() as u64);
         self.tids = tids.into_iter();
+        self.keys = keys.into_iter();
         if self.next_leaf == P_NONE {
             self.stop_read_ahead();
+        }
+        Ok(())
+    }
+
+    /// When the index returns keys: `t`'s key, once for each of its TIDs, so that `keys`
+    /// has as many entries as the `tids` copied so far (`ntids`).
+    fn copy_key(
+        &self,
+        t: &IndexTuple,
+        ntids: usize,
+        keys: &mut Vec<Key<'static>>,
+    ) -> PgResult<()> {
+        if self.index.scans_return_keys {
+            let key = t.key(self.index.ty)?.expect("leaf tuples have keys");
+            keys.resize(ntids, key.into_owned());
         }
         Ok(())
     }
@@ -592,6 +616,7 @@ impl<'a> BtreeScan<'a> {
             self.lower = None;
             self.leaves_read += 1;
             let mut tids = Vec::new();
+            let mut keys = Vec::new();
             let mut ended = false;
             for off in (first..end).rev() {
                 let t = tuple_at(&page, off)?;
@@ -602,11 +627,13 @@ impl<'a> BtreeScan<'a> {
                 let from = tids.len();
                 tids.extend(t.heap_tids());
                 tids[from..].reverse(); // a posting list's TIDs ascend
+                self.copy_key(&t, tids.len(), &mut keys)?;
             }
             self.acct
                 .relations()
                 .index_tuples_read(self.index.relfilenode(), tids.len() as u64);
             self.tids = tids.into_iter();
+            self.keys = keys.into_iter();
             self.next_leaf = if ended { P_NONE } else { opaque.prev };
             self.came_from = blkno;
             return Ok(());
@@ -620,6 +647,7 @@ impl<'a> BtreeScan<'a> {
     fn next_tid(&mut self) -> PgResult<Option<Tid>> {
         loop {
             if let Some(tid) = self.tids.next() {
+                self.last_key = self.keys.next();
                 return Ok(Some(tid));
             }
             if self.next_leaf == P_NONE {
@@ -650,6 +678,20 @@ impl<'a> BtreeScan<'a> {
     }
 }
 
+impl BtreeScan<'_> {
+    /// The next TID and its key, for an index [returning keys](BtreeIndex::returning_keys).
+    pub fn next_with_key(&mut self) -> Option<PgResult<(Tid, Key<'static>)>> {
+        assert!(
+            self.index.scans_return_keys,
+            "next_with_key of an index not returning keys"
+        );
+        Some(self.next()?.map(|tid| {
+            let key = self.last_key.take().expect("a key copied with each TID");
+            (tid, key)
+        }))
+    }
+}
+
 impl Iterator for BtreeScan<'_> {
     type Item = PgResult<Tid>;
 
@@ -660,6 +702,7 @@ impl Iterator for BtreeScan<'_> {
             Err(e) => {
                 self.next_leaf = P_NONE;
                 self.tids = Vec::new().into_iter();
+                self.keys = Vec::new().into_iter();
                 self.stop_read_ahead();
                 Some(Err(e))
             }

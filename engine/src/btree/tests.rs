@@ -179,6 +179,24 @@ fn assert_int_ranges(index: &BtreeIndex, model: &[(Key<'static>, Tid)], max_key:
         .collect::<PgResult<_>>()
         .unwrap();
     assert_eq!(backward, all.iter().rev().copied().collect::<Vec<_>>());
+    // Returning keys, each TID comes with its entry's own key, both ways.
+    let keyed = index.clone().returning_keys();
+    assert_eq!(keyed_entries(keyed.scan_all(&mut acct).unwrap()), model);
+    let reversed: Vec<_> = model.iter().rev().cloned().collect();
+    assert_eq!(
+        keyed_entries(keyed.scan_all_backward(&mut acct).unwrap()),
+        reversed
+    );
+}
+
+/// What a scan of an index returning keys returns, as (key, TID) entries.
+fn keyed_entries(mut scan: super::scan::BtreeScan) -> Vec<(Key<'static>, Tid)> {
+    let mut entries = Vec::new();
+    while let Some(entry) = scan.next_with_key() {
+        let (tid, key) = entry.unwrap();
+        entries.push((key, tid));
+    }
+    entries
 }
 
 /// Every page of the index: a sane B-tree page or the meta page, leaves not overfull.
@@ -641,6 +659,10 @@ fn long_text_keys_make_deep_trees_that_split_everywhere() {
         );
         assert_eq!(got, want, "{lo}..{hi}");
     }
+    let keyed = f.index.clone().returning_keys();
+    let mut acct = IoAccount::default();
+    let all = keyed_entries(keyed.scan_all(&mut acct).unwrap());
+    assert_eq!(all, model, "text keys come back whole");
 }
 
 #[test]

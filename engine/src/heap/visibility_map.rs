@@ -8,16 +8,31 @@
 //! exclusive lock, in [`clear_all_visible`]; VACUUM sets them under that lock too, so a
 //! page is never marked while a change is being made to it.
 //!
-//! iolab reads the map only to skip pages in VACUUM (as PostgreSQL does, only runs of at
-//! least `SKIP_PAGES_THRESHOLD` pages: shorter ones are read anyway, to keep the reads
-//! sequential). Unlike PostgreSQL's, it is kept in memory, not in a `_vm` fork: after a
-//! restart every page is unmarked (`PD_ALL_VISIBLE` flags on disk are cleared by the first
-//! change, as stale hints) and the next VACUUM reads the whole table.
+//! Readers: VACUUM skips marked pages (as PostgreSQL does, only runs of at least
+//! `SKIP_PAGES_THRESHOLD` pages: shorter ones are read anyway, to keep the reads
+//! sequential); an Index Only Scan takes a key from the index without reading the heap
+//! page when the page is marked; the planner costs index-only scans by the share of marked
+//! pages ([`VisibilityMap::count`], PostgreSQL's `relallvisible`).
+//!
+//! Unlike PostgreSQL's, the map is kept in memory, not in a `_vm` fork with WAL records,
+//! and kept across a clean restart the way the statistics are: the shutdown checkpoint
+//! leaves every page on disk, then [`VisibilityMap::save`] writes the map to
+//! `global/pg_visibility_map` (a new file, synced, renamed); the next start reads and removes
+//! it ([`VisibilityMap::load`]) and uses it only if the server had shut down cleanly. After
+//! a crash every page is unmarked (`PD_ALL_VISIBLE` flags on disk are cleared by the first
+//! change, as stale hints) until VACUUM marks them again: slower index-only scans, never a
+//! wrong answer.
+//!
+//! The file: the magic `iolab-vm`, a format version (u32), the number of tables, then per
+//! table its relfilenode, its number of 64-bit words and the words, little-endian.
 //!
 //! Bounds: one bit per page of each table with a marked page; a table's bits go with its
 //! file.
 
 use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 
@@ -26,6 +41,11 @@ use crate::storage::page;
 /// Runs of all-visible pages shorter than this are read anyway (PostgreSQL's
 /// `SKIP_PAGES_THRESHOLD`).
 pub const SKIP_PAGES_THRESHOLD: u32 = 32;
+
+/// Where a clean shutdown leaves the map, under the data directory.
+pub const SAVED_MAP: &str = "global/pg_visibility_map";
+const MAGIC: &[u8] = b"iolab-vm";
+const VERSION: u32 = 1;
 
 #[derive(Debug, Default)]
 pub struct VisibilityMap {
@@ -88,6 +108,93 @@ impl VisibilityMap {
     pub fn forget(&self, relfilenode: u32) {
         self.tables.lock().remove(&relfilenode);
     }
+
+    /// Marked pages of table file `relfilenode` below `nblocks`.
+    pub fn count(&self, relfilenode: u32, nblocks: u32) -> u32 {
+        let tables = self.tables.lock();
+        let Some(bits) = tables.get(&relfilenode) else {
+            return 0;
+        };
+        let whole = (nblocks / 64) as usize;
+        let mut n: u32 = bits.iter().take(whole).map(|w| w.count_ones()).sum();
+        if let (Some(word), rest) = (bits.get(whole), nblocks % 64) {
+            n += (word & ((1u64 << rest) - 1)).count_ones();
+        }
+        n
+    }
+
+    /// Writes the map to `<data_dir>/global/pg_visibility_map` (after the shutdown
+    /// checkpoint; see the module comment).
+    pub fn save(&self, data_dir: &Path) -> io::Result<()> {
+        let mut out = Vec::from(MAGIC);
+        out.extend(VERSION.to_le_bytes());
+        {
+            let tables = self.tables.lock();
+            out.extend((tables.len() as u32).to_le_bytes());
+            for (relfilenode, words) in tables.iter() {
+                out.extend(relfilenode.to_le_bytes());
+                out.extend((words.len() as u32).to_le_bytes());
+                words.iter().for_each(|w| out.extend(w.to_le_bytes()));
+            }
+        }
+        let path = data_dir.join(SAVED_MAP);
+        let temp = path.with_extension("tmp");
+        let mut file = fs::File::create(&temp)?;
+        file.write_all(&out)?;
+        file.sync_all()?;
+        fs::rename(&temp, &path)
+    }
+
+    /// The map a clean shutdown saved in `data_dir`, if any; the file is removed, so that
+    /// a crash from now on leaves none. A file that does not decode is an error (the
+    /// caller starts with an empty map).
+    pub fn load(data_dir: &Path) -> Result<Option<VisibilityMap>, String> {
+        let path: PathBuf = data_dir.join(SAVED_MAP);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("could not read \"{}\": {e}", path.display())),
+        };
+        let removed = fs::remove_file(&path);
+        let map = decode(&bytes)
+            .ok_or_else(|| format!("visibility map file \"{}\" is damaged", path.display()))?;
+        removed.map_err(|e| format!("could not remove \"{}\": {e}", path.display()))?;
+        Ok(Some(map))
+    }
+
+    /// Takes over the bits of `saved` (at start, before anything runs).
+    pub fn restore(&self, saved: VisibilityMap) {
+        *self.tables.lock() = saved.tables.into_inner();
+    }
+}
+
+/// The map encoded by [`VisibilityMap::save`]; `None` if the bytes are not one.
+fn decode(bytes: &[u8]) -> Option<VisibilityMap> {
+    fn u32_le(rest: &mut &[u8]) -> Option<u32> {
+        let (head, tail) = rest.split_first_chunk::<4>()?;
+        *rest = tail;
+        Some(u32::from_le_bytes(*head))
+    }
+    let mut rest = bytes.strip_prefix(MAGIC)?;
+    if u32_le(&mut rest)? != VERSION {
+        return None;
+    }
+    let ntables = u32_le(&mut rest)?;
+    let mut tables = HashMap::new();
+    for _ in 0..ntables {
+        let relfilenode = u32_le(&mut rest)?;
+        let nbytes = (u32_le(&mut rest)? as usize).checked_mul(8)?;
+        let words = rest
+            .get(..nbytes)?
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        rest = &rest[nbytes..];
+        tables.insert(relfilenode, words);
+    }
+    rest.is_empty().then(|| VisibilityMap {
+        tables: Mutex::new(tables),
+    })
 }
 
 /// A change is being made to `page` (block `blkno` of table file `relfilenode`), under its
@@ -122,6 +229,43 @@ mod tests {
         assert!(skip[11..40].iter().all(|&s| !s), "11..40 is 29 pages");
         vm.forget(9);
         assert!(!vm.is_set(9, 100));
+    }
+
+    #[test]
+    fn counts_below_the_table_end_and_survives_a_save_and_load() {
+        let vm = VisibilityMap::default();
+        for b in (0..70).chain(130..131) {
+            vm.set(9, b);
+        }
+        vm.set(4, 2);
+        assert_eq!(vm.count(9, 200), 71);
+        assert_eq!(vm.count(9, 65), 65);
+        assert_eq!(vm.count(9, 64), 64);
+        assert_eq!(vm.count(9, 0), 0);
+        assert_eq!(vm.count(5, 10), 0);
+
+        let dir = std::env::temp_dir().join(format!("iolab-vm-{}", std::process::id()));
+        fs::create_dir_all(dir.join("global")).unwrap();
+        assert!(VisibilityMap::load(&dir).unwrap().is_none(), "no file yet");
+        vm.save(&dir).unwrap();
+        let loaded = VisibilityMap::load(&dir).unwrap().expect("saved");
+        assert!(!dir.join(SAVED_MAP).exists(), "loading removes the file");
+        let fresh = VisibilityMap::default();
+        fresh.restore(loaded);
+        assert_eq!(fresh.count(9, 200), 71);
+        assert!(fresh.is_set(4, 2) && fresh.is_set(9, 130) && !fresh.is_set(9, 129));
+
+        // Cut short or of another version: refused, and removed too.
+        vm.save(&dir).unwrap();
+        let bytes = fs::read(dir.join(SAVED_MAP)).unwrap();
+        fs::write(dir.join(SAVED_MAP), &bytes[..bytes.len() - 3]).unwrap();
+        assert!(VisibilityMap::load(&dir).is_err());
+        assert!(!dir.join(SAVED_MAP).exists());
+        let mut other = bytes.clone();
+        other[MAGIC.len()] = 99;
+        fs::write(dir.join(SAVED_MAP), &other).unwrap();
+        assert!(VisibilityMap::load(&dir).is_err());
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
