@@ -69,7 +69,7 @@ async fn an_index_scan_in_order_replaces_the_sort() {
             "SELECT x FROM (SELECT a AS x, b FROM t) s ORDER BY x LIMIT 3"
         )
         .await,
-        ["Limit", "  ->  Index Scan using t_a_idx on t"]
+        ["Limit", "  ->  Index Only Scan using t_a_idx on t"]
     );
     // Descending, NULLs first: the index read backward.
     assert_eq!(
@@ -137,7 +137,10 @@ async fn an_index_scan_in_order_replaces_the_sort() {
     }
     c.batch_execute("SET enable_seqscan = off").await.unwrap();
     let every = "SELECT a FROM t ORDER BY a";
-    assert_eq!(explain(&c, every).await, ["Index Scan using t_a_idx on t"]);
+    assert_eq!(
+        explain(&c, every).await,
+        ["Index Only Scan using t_a_idx on t"]
+    );
     let (sorted, indexed) = sorted_both_ways(&c, every).await;
     assert_eq!(indexed.len(), 200000);
     // The 200 NULLs come last, as in a B-tree and in PostgreSQL's ascending order.
@@ -147,7 +150,7 @@ async fn an_index_scan_in_order_replaces_the_sort() {
     let every_descending = "SELECT a FROM t ORDER BY a DESC";
     assert_eq!(
         explain(&c, every_descending).await,
-        ["Index Scan Backward using t_a_idx on t"]
+        ["Index Only Scan Backward using t_a_idx on t"]
     );
     let (sorted, indexed) = sorted_both_ways(&c, every_descending).await;
     assert!(indexed[..200].iter().all(|r| r[0].is_none()), "NULLs first");
@@ -171,14 +174,14 @@ async fn min_and_max_read_one_end_of_the_index() {
     let server = TestServer::start("min-max-index");
     let c = server.client().await;
     create_t(&c).await;
-    // PostgreSQL 18's plan but for its Index Only Scan (iolab has none).
+    // PostgreSQL 18's plans.
     assert_eq!(
         explain(&c, "SELECT max(a) FROM t").await,
         [
             "Result",
             "  InitPlan 1",
             "    ->  Limit",
-            "          ->  Index Scan Backward using t_a_idx on t",
+            "          ->  Index Only Scan Backward using t_a_idx on t",
             "                Index Cond: (a IS NOT NULL)"
         ]
     );

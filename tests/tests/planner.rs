@@ -60,7 +60,7 @@ async fn scan_of(client: &Client, sql: &str) -> Scan {
     let plan = plan_of(client, sql).await;
     if plan.contains("BitmapHeapScan") {
         Scan::Bitmap
-    } else if plan.contains("IndexScan") {
+    } else if plan.contains("IndexScan") || plan.contains("IndexOnlyScan") {
         Scan::Index
     } else if plan.contains("SeqScan") {
         Scan::Seq

@@ -229,6 +229,20 @@ fn fixed_width(ty: PgType) -> usize {
     }
 }
 
+/// A non-null key as a heap tuple stores a value of column type `ty`, a varlena without its
+/// header (what [`ValueColumn::append`](crate::heap::codec::ValueColumn::append) takes):
+/// text borrowed from the key, other types encoded into `scratch`.
+pub fn heap_value<'k>(ty: PgType, key: &'k Key, scratch: &'k mut Vec<u8>) -> &'k [u8] {
+    match key {
+        Key::Text(text) => text,
+        _ => {
+            scratch.clear();
+            encode(ty, key, scratch);
+            scratch
+        }
+    }
+}
+
 /// Appends the stored form of a non-null key of column type `ty` (at an 8-aligned offset).
 pub fn encode(ty: PgType, key: &Key, out: &mut Vec<u8>) {
     debug_assert_eq!(out.len() % 8, 0, "keys start MAXALIGNed");

@@ -92,6 +92,26 @@ impl BtreeIndex {
         BtMeta::read(&page, &self.name)
     }
 
+    /// The tree's height (the meta page's fast level) for the planner's costs, as
+    /// PostgreSQL's `_bt_getrootheight`: the meta page is read once and its answer kept
+    /// with the open file ([`RelFile::am_cache`](crate::storage::relfile::RelFile::am_cache))
+    /// while the index keeps its size, so planning does no I/O for it again. The height
+    /// changes only when the root splits, which adds pages.
+    pub fn planning_height(&self, acct: &mut IoAccount) -> PgResult<u32> {
+        let nblocks = self.rel.nblocks();
+        let cached = self.rel.am_cache().load(std::sync::atomic::Ordering::Acquire);
+        // (size when read + 1) in the high half, the height in the low half.
+        if cached >> 32 == u64::from(nblocks) + 1 {
+            return Ok(cached as u32);
+        }
+        let height = self.meta(acct)?.fastlevel;
+        let entry = ((u64::from(nblocks) + 1) << 32) | u64::from(height);
+        self.rel
+            .am_cache()
+            .store(entry, std::sync::atomic::Ordering::Release);
+        Ok(height)
+    }
+
     /// Block `blkno` of the index, pinned.
     pub(super) fn read(&self, blkno: u32, acct: &mut IoAccount) -> PgResult<PinnedBuffer> {
         self.pool.read_buffer(&self.rel, blkno, None, acct)

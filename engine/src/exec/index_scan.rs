@@ -1,4 +1,5 @@
-//! `IndexScanExec`: PostgreSQL's plain Index Scan as a DataFusion operator.
+//! `IndexScanExec`: PostgreSQL's plain Index Scan, and its Index Only Scan, as a DataFusion
+//! operator.
 //!
 //! # How it reads
 //!
@@ -12,21 +13,36 @@
 //! row. A tuple is returned if the statement's snapshot sees it; rows come out in index
 //! order.
 //!
+//! # Index only
+//!
+//! When the query needs no column but the index's key (the planner checks), the scan can
+//! return the keys the index holds instead of the heap tuples' columns. The heap is then
+//! read only to learn whether the snapshot sees a TID's tuple, and not even that when the
+//! visibility map marks its page all-visible (every tuple on it visible to every
+//! transaction): PostgreSQL's Index Only Scan. The TIDs whose page was not marked are
+//! counted (`heap_fetches`, EXPLAIN's `Heap Fetches:`).
+//!
+//! The visibility map is read after the leaf that gave the TID, and a writer clears a
+//! page's bit before it adds the index entry of a new tuple on it (a delete clears it
+//! before its transaction commits), so a marked page seen for a TID never hides a tuple
+//! the snapshot must not see. The answer for a page is reused for the next TIDs on it
+//! only while they come from the same leaf read.
+//!
 //! It runs on a blocking thread and hands batches of up to `SCAN_BATCH_ROWS` rows through
 //! a channel of [`SCAN_CHANNEL_BATCHES`] batches, like the Seq Scan; it stops when the
 //! consumer goes away or the statement is canceled (checked before each heap page read).
 //!
 //! Metrics: the index's and the heap's buffers together under the Seq Scan's names
 //! (`shared_hit`, `shared_read`, …, times, read latency gauges: see `scan.rs`; no read
-//! stream gauges), and `index_searches` (descents of the tree: always 1 here, PostgreSQL
-//! 18's `Index Searches:`).
+//! stream gauges), `index_searches` (descents of the tree: always 1 here, PostgreSQL
+//! 18's `Index Searches:`) and, index only, `heap_fetches`.
 
 use std::fmt;
 use std::sync::Arc;
 
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::Result as DfResult;
 use datafusion::common::Statistics;
@@ -45,11 +61,12 @@ use datafusion::physical_plan::{
 };
 use iolab_catalog::{PgResult, TableDef};
 
-use crate::btree::BtreeIndex;
+use crate::btree::{key, BtreeIndex};
 use crate::buffer::PinnedBuffer;
 use crate::exec::context::StatementContext;
 use crate::exec::scan::{publish_io_metrics, to_df, SCAN_CHANNEL_BATCHES};
 use crate::heap::heapam::SCAN_BATCH_ROWS;
+use crate::heap::codec::ValueColumn;
 use crate::heap::rows::RowCollector;
 use crate::heap::tuple;
 use crate::plan::index_cond::{conjunction, IndexCond};
@@ -58,7 +75,7 @@ use crate::storage::page;
 use crate::txn::VisibilityChecker;
 use crate::Database;
 
-/// `Index Scan using <index> on <table>`.
+/// `Index Scan using <index> on <table>`, or `Index Only Scan`.
 pub struct IndexScanExec {
     db: Arc<Database>,
     pub index_name: String,
@@ -74,6 +91,8 @@ pub struct IndexScanExec {
     /// Rows after which the scan stops (the order's LIMIT, when no filter above can reject
     /// a row).
     stop_after: Option<usize>,
+    /// Returns the index's keys (module comment, "Index only").
+    index_only: bool,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -110,6 +129,7 @@ impl IndexScanExec {
             estimate: None,
             order: None,
             stop_after: None,
+            index_only: false,
             schema,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
@@ -149,6 +169,21 @@ impl IndexScanExec {
             ));
         }
         self
+    }
+
+    /// The scan as an Index Only Scan: the output is the index's keys. Every output
+    /// column must be the index's column.
+    pub fn index_only(mut self) -> Self {
+        assert!(
+            self.projection.iter().all(|&c| c == self.cond.column),
+            "an index-only scan returns only its key's column"
+        );
+        self.index_only = true;
+        self
+    }
+
+    pub fn is_index_only(&self) -> bool {
+        self.index_only
     }
 
     /// The cost of running the scan as far as the query will: its total, or under an
@@ -202,9 +237,10 @@ impl fmt::Debug for IndexScanExec {
 
 impl DisplayAs for IndexScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let only = if self.index_only { " Only" } else { "" };
         write!(
             f,
-            "Index Scan using {} on {}",
+            "Index{only} Scan using {} on {}",
             self.index_name, self.table.name
         )?;
         if let Some(cond) = conjunction(&self.index_quals) {
@@ -260,15 +296,23 @@ impl ExecutionPlan for IndexScanExec {
     ) -> DfResult<SendableRecordBatchStream> {
         let stmt = StatementContext::from_task(&context).map_err(to_df)?;
         let fetch_rows = self.fetch_rows();
+        let rows = match self.index_only {
+            true => Output::Keys(KeyRows::new(
+                self.table.columns[self.cond.column].ty,
+                self.projection.len(),
+                self.schema.clone(),
+            )),
+            false => Output::Tuples(RowCollector::new(
+                crate::heap::codec::TupleLayout::for_table(&self.table),
+                self.projection.clone(),
+                self.schema.clone(),
+            )),
+        };
         let job = IndexJob {
             db: self.db.clone(),
             table: self.table.clone(),
             cond: self.cond.clone(),
-            rows: RowCollector::new(
-                crate::heap::codec::TupleLayout::for_table(&self.table),
-                self.projection.clone(),
-                self.schema.clone(),
-            ),
+            rows,
             partition,
             baseline: BaselineMetrics::new(&self.metrics, partition),
             metrics: self.metrics.clone(),
@@ -300,13 +344,113 @@ struct IndexJob {
     db: Arc<Database>,
     table: TableDef,
     cond: IndexCond,
-    rows: RowCollector,
+    rows: Output,
     partition: usize,
     baseline: BaselineMetrics,
     metrics: ExecutionPlanMetricsSet,
     batch_rows: usize,
     stop_after: Option<usize>,
     backward: bool,
+}
+
+/// What the scan returns: the heap tuples' columns, or the index's keys.
+enum Output {
+    Tuples(RowCollector),
+    Keys(KeyRows),
+}
+
+impl Output {
+    fn len(&self) -> usize {
+        match self {
+            Output::Tuples(rows) => rows.len(),
+            Output::Keys(keys) => keys.rows,
+        }
+    }
+
+    fn finish(&mut self) -> PgResult<RecordBatch> {
+        match self {
+            Output::Tuples(rows) => rows.finish(),
+            Output::Keys(keys) => keys.finish(),
+        }
+    }
+}
+
+/// An Index Only Scan's rows: one key per row, output as each column of the projection
+/// (all of them the key's column; none for `count(*)`).
+struct KeyRows {
+    ty: iolab_catalog::PgType,
+    /// `None` when the projection is empty: rows are only counted.
+    column: Option<ValueColumn>,
+    outputs: usize,
+    rows: usize,
+    schema: SchemaRef,
+    scratch: Vec<u8>,
+}
+
+impl KeyRows {
+    fn new(ty: iolab_catalog::PgType, outputs: usize, schema: SchemaRef) -> KeyRows {
+        KeyRows {
+            ty,
+            column: (outputs > 0).then(|| ValueColumn::new(&ty)),
+            outputs,
+            rows: 0,
+            schema,
+            scratch: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, key: &key::Key) -> PgResult<()> {
+        if let Some(column) = &mut self.column {
+            let value = (!key.is_null()).then(|| key::heap_value(self.ty, key, &mut self.scratch));
+            column.append(value)?;
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    fn finish(&mut self) -> PgResult<RecordBatch> {
+        let rows = std::mem::take(&mut self.rows);
+        let arrays = match &mut self.column {
+            Some(column) => vec![column.finish()?; self.outputs],
+            None => Vec::new(),
+        };
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            arrays,
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )
+        .map_err(|e| iolab_catalog::PgError::internal(format!("index-only batch: {e}")))
+    }
+}
+
+/// The heap page of the last TID fetched, kept pinned while the next TIDs point into it.
+struct HeapFetch {
+    page: Option<PinnedBuffer>,
+    visibility: VisibilityChecker,
+}
+
+impl HeapFetch {
+    /// Calls `found` with the tuple at `(blkno, off)` of `rel` if the snapshot sees it;
+    /// whether it did.
+    fn visible(
+        &mut self,
+        stmt: &StatementContext,
+        rel: &Arc<crate::storage::relfile::RelFile>,
+        (blkno, off): (u32, u16),
+        acct: &mut crate::accounting::IoAccount,
+        found: impl FnOnce(&[u8]) -> PgResult<()>,
+    ) -> PgResult<bool> {
+        if self.page.as_ref().map(PinnedBuffer::blkno) != Some(blkno) {
+            stmt.check_cancel()?;
+            drop(self.page.take()); // unpin before pinning the next page
+            self.page = Some(stmt.db.pool.read_buffer(rel, blkno, None, acct)?);
+        }
+        let page = self.page.as_ref().expect("pinned above").page();
+        match page::page_item(&page, off) {
+            Some(t) if tuple::is_visible(t, &mut self.visibility) => found(t).map(|()| true),
+            _ => Ok(false),
+        }
+    }
 }
 
 impl IndexJob {
@@ -338,48 +482,79 @@ impl IndexJob {
         acct: &mut crate::accounting::IoAccount,
         tx: &BatchSender,
     ) -> PgResult<()> {
-        let index = BtreeIndex::open(&self.db, &self.cond.index)?;
+        let mut index = BtreeIndex::open(&self.db, &self.cond.index)?;
+        let index_only = matches!(self.rows, Output::Keys(_));
+        if index_only {
+            index = index.returning_keys();
+        }
         let rel = self.db.relfile(self.table.relfilenode)?;
         let nblocks = rel.nblocks();
-        let mut visibility = VisibilityChecker::new(stmt.snapshot.clone());
+        let mut heap = HeapFetch {
+            page: None,
+            visibility: VisibilityChecker::new(stmt.snapshot.clone()),
+        };
         let mut tids = match self.backward {
             true => self.cond.scan_backward(&index, acct)?,
             false => self.cond.scan(&index, acct)?,
         };
-        // The heap page of the last TID, kept pinned while the next TIDs point into it.
-        let mut heap_page: Option<PinnedBuffer> = None;
+        // Index only: the last page looked up in the visibility map, with the leaf read
+        // it was looked up for and the answer.
+        let mut all_visible: Option<(u32, u64, bool)> = None;
+        let mut heap_fetches = 0;
         let compute = self.baseline.elapsed_compute().clone();
         let mut timer = Some(compute.timer());
         let mut returned = 0;
-        while let Some(tid) = tids.next() {
+        loop {
             if self
                 .stop_after
                 .is_some_and(|n| returned + self.rows.len() >= n)
             {
                 break;
             }
-            let (blkno, off) = tid?;
-            if blkno >= nblocks {
+            let next = match index_only {
+                true => tids.next_with_key().map(|e| e.map(|(tid, k)| (tid, Some(k)))),
+                false => tids.next().map(|e| e.map(|tid| (tid, None))),
+            };
+            let Some(next) = next else { break };
+            let (tid, key) = next?;
+            if tid.0 >= nblocks {
                 continue; // cannot happen while heaps only grow; never read past the end
             }
-            if heap_page.as_ref().map(PinnedBuffer::blkno) != Some(blkno) {
-                stmt.check_cancel()?;
-                drop(heap_page.take()); // unpin before pinning the next page
-                heap_page = Some(self.db.pool.read_buffer(&rel, blkno, None, tids.acct())?);
-            }
-            let buffer = heap_page.as_ref().expect("pinned above");
-            {
-                let page = buffer.page();
-                if let Some(t) = page::page_item(&page, off) {
-                    if tuple::is_visible(t, &mut visibility) {
-                        self.rows.push(t, blkno, off)?;
-                        tids.acct()
-                            .relations()
-                            .index_tuples_fetched(index.relfilenode(), 1);
+            let fetched = match (&mut self.rows, key) {
+                (Output::Tuples(rows), _) => {
+                    heap.visible(stmt, &rel, tid, tids.acct(), |t| rows.push(t, tid.0, tid.1))?
+                }
+                (Output::Keys(keys), Some(key)) => {
+                    let leaf = tids.leaves_read();
+                    let marked = match all_visible {
+                        Some((blkno, at, marked)) if blkno == tid.0 && at == leaf => marked,
+                        _ => {
+                            let marked = self.db.vm.is_set(rel.relfilenode(), tid.0);
+                            all_visible = Some((tid.0, leaf, marked));
+                            marked
+                        }
+                    };
+                    if marked {
+                        keys.push(&key)?;
+                        false
+                    } else {
+                        heap_fetches += 1;
+                        let visible = heap.visible(stmt, &rel, tid, tids.acct(), |_| Ok(()))?;
+                        if visible {
+                            keys.push(&key)?;
+                        }
+                        visible
                     }
                 }
+                (Output::Keys(_), None) => unreachable!("an index returning keys"),
+            };
+            if fetched {
+                tids.acct()
+                    .relations()
+                    .index_tuples_fetched(index.relfilenode(), 1);
             }
             if self.rows.len() >= self.batch_rows {
+                stmt.check_cancel()?; // an index-only scan may read no heap page for long
                 returned += self.rows.len();
                 drop(timer.take());
                 if !self.send(tx)? {
@@ -388,9 +563,14 @@ impl IndexJob {
                 timer = Some(compute.timer());
             }
         }
-        drop(heap_page);
+        drop(heap);
         drop(timer);
-        if !self.rows.is_empty() {
+        if index_only {
+            MetricBuilder::new(&self.metrics)
+                .counter("heap_fetches", self.partition)
+                .add(heap_fetches);
+        }
+        if self.rows.len() != 0 {
             self.send(tx)?;
         }
         Ok(())

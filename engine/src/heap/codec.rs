@@ -1023,6 +1023,38 @@ impl ColumnBuilder {
     }
 }
 
+/// One Arrow column built value by value from values in their stored form: an Index Only
+/// Scan's output from index keys, which are stored as the heap stores the column.
+pub struct ValueColumn {
+    builder: ColumnBuilder,
+    rows: usize,
+}
+
+impl ValueColumn {
+    pub fn new(pg_type: &PgType) -> ValueColumn {
+        ValueColumn {
+            builder: ColumnBuilder::new(pg_type),
+            rows: 0,
+        }
+    }
+
+    /// Appends a value: exactly the type's width of little-endian bytes, or a varlena's
+    /// payload; `None` is NULL.
+    pub fn append(&mut self, value: Option<&[u8]>) -> Result<(), PgError> {
+        match value {
+            Some(v) => self.builder.append_value(v)?,
+            None => self.builder.append_null(),
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// The array of the values appended since the last finish; the column starts empty.
+    pub fn finish(&mut self) -> Result<ArrayRef, PgError> {
+        self.builder.finish(std::mem::take(&mut self.rows))
+    }
+}
+
 /// Decodes heap tuples into Arrow record batches, projected columns only.
 ///
 /// ```ignore

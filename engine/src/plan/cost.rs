@@ -277,8 +277,30 @@ pub struct TableSize {
     pub tuples: f64,
 }
 
-/// `cost_index` for a plain Index Scan: `index` its index part, `correlation` the key
-/// column's, `quals` the cost per row of the conditions the index does not answer.
+/// Which heap pages an index scan reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HeapVisits {
+    /// A plain Index Scan: every page its TIDs point into.
+    All,
+    /// An Index Only Scan: only pages the visibility map does not mark, this share of
+    /// the table's pages being marked (PostgreSQL's `allvisfrac`).
+    NotAllVisible { all_visible: f64 },
+}
+
+impl HeapVisits {
+    /// Of `pages` the scan would visit, those it reads.
+    fn pages(self, pages: f64) -> f64 {
+        match self {
+            HeapVisits::All => pages,
+            HeapVisits::NotAllVisible { all_visible } => {
+                (pages * (1.0 - all_visible.clamp(0.0, 1.0))).ceil()
+            }
+        }
+    }
+}
+
+/// `cost_index`: `index` its index part, `correlation` the key column's, `quals` the cost
+/// per row of the conditions the index does not answer, `heap` the pages it reads.
 pub fn index_scan(
     p: &PlannerSettings,
     table: &TableSize,
@@ -286,12 +308,17 @@ pub fn index_scan(
     part: &IndexPartCost,
     correlation: f64,
     quals: f64,
+    heap: HeapVisits,
 ) -> Cost {
     let tuples_fetched = clamp_rows(part.selectivity * table.tuples);
-    let pages_uncorrelated =
-        index_pages_fetched(p, tuples_fetched, table.pages, table.pages + index.pages);
+    let pages_uncorrelated = heap.pages(index_pages_fetched(
+        p,
+        tuples_fetched,
+        table.pages,
+        table.pages + index.pages,
+    ));
     let max_io = pages_uncorrelated * p.random_page_cost;
-    let pages_correlated = (part.selectivity * table.pages).ceil();
+    let pages_correlated = heap.pages((part.selectivity * table.pages).ceil());
     let min_io = if pages_correlated > 0.0 {
         p.random_page_cost + (pages_correlated - 1.0).max(0.0) * p.seq_page_cost
     } else {
@@ -517,19 +544,27 @@ mod tests {
     fn correlation_interpolates() {
         let p = PlannerSettings::default();
         let part = btree_index_part(&p, &index(), 0.01, 1);
-        let ordered = index_scan(&p, &table(), &index(), &part, 1.0, 0.0);
-        let random = index_scan(&p, &table(), &index(), &part, 0.0, 0.0);
+        let ordered = index_scan(&p, &table(), &index(), &part, 1.0, 0.0, HeapVisits::All);
+        let random = index_scan(&p, &table(), &index(), &part, 0.0, 0.0, HeapVisits::All);
         // Correlated: 4 + 9 × 1 for ⌈0.01 × 935⌉ = 10 pages; random: 879 pages × 4.
         let io_ordered = 4.0 + 9.0;
         let io_random = index_pages_fetched(&p, 1000.0, 935.0, 1021.0) * 4.0;
         let rest = part.total - part.startup + 1000.0 * 0.01;
         assert!(close(ordered.total - part.startup, io_ordered + rest));
         assert!(close(random.total - part.startup, io_random + rest));
-        let half = index_scan(&p, &table(), &index(), &part, 0.5, 0.0);
+        let half = index_scan(&p, &table(), &index(), &part, 0.5, 0.0, HeapVisits::All);
         assert!(close(
             half.total - part.startup,
             io_random + 0.25 * (io_ordered - io_random) + rest
         ));
+        // Index only, 3/4 of the pages all-visible: a quarter of each, rounded up.
+        let visits = HeapVisits::NotAllVisible { all_visible: 0.75 };
+        let only = index_scan(&p, &table(), &index(), &part, 0.0, 0.0, visits);
+        let io_only = (index_pages_fetched(&p, 1000.0, 935.0, 1021.0) * 0.25).ceil() * 4.0;
+        assert!(close(only.total - part.startup, io_only + rest));
+        let all_visible = HeapVisits::NotAllVisible { all_visible: 1.0 };
+        let only = index_scan(&p, &table(), &index(), &part, 1.0, 0.0, all_visible);
+        assert!(close(only.total - part.startup, rest), "no heap page read");
     }
 
     /// A lossy bitmap raises the rows handled. 64kB holds 65536 / 64 = 1024 entries; a

@@ -117,6 +117,8 @@ pub struct PlannerSettings {
     pub work_mem_bytes: f64,
     pub enable_seqscan: bool,
     pub enable_indexscan: bool,
+    /// An index scan that needs only the index's column is an Index Only Scan.
+    pub enable_indexonlyscan: bool,
     pub enable_bitmapscan: bool,
     /// A sort above a scan that does not give the query's order (`ordered_scans`).
     pub enable_sort: bool,
@@ -136,6 +138,7 @@ impl PlannerSettings {
             work_mem_bytes: s.work_mem_kb() as f64 * 1024.0,
             enable_seqscan: s.enable_seqscan(),
             enable_indexscan: s.enable_indexscan(),
+            enable_indexonlyscan: s.enable_indexonlyscan(),
             enable_bitmapscan: s.enable_bitmapscan(),
             enable_sort: s.enable_sort(),
             enable_incremental_sort: s.enable_incremental_sort(),
@@ -156,6 +159,7 @@ impl Default for PlannerSettings {
             work_mem_bytes: 4.0 * 1024.0 * 1024.0,
             enable_seqscan: true,
             enable_indexscan: true,
+            enable_indexonlyscan: true,
             enable_bitmapscan: true,
             enable_sort: true,
             enable_incremental_sort: true,

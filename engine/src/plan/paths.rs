@@ -3,8 +3,12 @@
 //! # Candidates
 //!
 //! * **Seq Scan**, always.
-//! * For each usable index with conditions among the conjuncts ([`IndexCond::find`]): a
-//!   plain **Index Scan**, and the index as a bitmap leaf.
+//! * For each usable index with conditions among the conjuncts ([`IndexCond::find`]): an
+//!   **Index Scan**, and the index as a bitmap leaf. The Index Scan is an **Index Only
+//!   Scan** when the query needs no column of the table but the index's (its output and
+//!   every conjunct), the key type's stored values are the heap's (not float, whose index
+//!   keeps one zero and one NaN) and `enable_indexonlyscan` is on; such an index is a
+//!   candidate even with no condition on it (a scan of the whole index), as in PostgreSQL.
 //! * For each conjunct that is an OR whose every arm has an index condition (the arm's
 //!   conjuncts, each arm using its cheapest index): a **BitmapOr** of those leaves.
 //! * The bitmap leaves and ORs are combined as PostgreSQL's `choose_bitmap_and` does: sort
@@ -16,7 +20,7 @@
 //! # Choice
 //!
 //! The cheapest total cost wins among the paths no `enable_* = off` setting disables
-//! (`enable_seqscan`, `enable_indexscan` for plain index scans, `enable_bitmapscan` for
+//! (`enable_seqscan`, `enable_indexscan` for index and index-only scans, `enable_bitmapscan` for
 //! bitmap heap scans; a Bitmap Index Scan is never disabled, as in PostgreSQL). PostgreSQL
 //! 18 compares the count of disabled nodes before the cost, so a disabled path is chosen
 //! only when every path is disabled — then the cheapest of them, marked `disabled` in its
@@ -35,16 +39,22 @@
 //! descending order is the index read backward, from the condition's upper bound (or the
 //! last leaf) down.
 //!
+//! An Index Only Scan costs what the Index Scan would, less the heap pages the visibility
+//! map marks all-visible (the share marked now, where PostgreSQL takes `relallvisible`
+//! from the last VACUUM): `cost_index` with `allvisfrac`.
+//!
 //! Every path returns a superset of the rows the conjuncts accept and DataFusion's filter
 //! above the scan decides, so the choice changes the work, never the answer.
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::ExecutionPlan;
 use iolab_catalog::{IndexDef, PgResult, TableDef};
 
+use crate::btree::key::KeyKind;
 use crate::btree::BtreeIndex;
 use crate::exec::bitmap_scan::{
     BitmapCombineExec, BitmapHeapScanExec, BitmapIndexScanExec, BitmapPlan, RecheckFactory, TidScan,
@@ -53,7 +63,7 @@ use crate::exec::context::StatementContext;
 use crate::exec::index_scan::IndexScanExec;
 use crate::exec::scan::HeapScanExec;
 use crate::heap::bitmap_heap::Recheck;
-use crate::plan::cost::{self, BitmapCost, Cost, IndexPartCost, IndexSize, TableSize};
+use crate::plan::cost::{self, BitmapCost, Cost, HeapVisits, IndexPartCost, IndexSize, TableSize};
 use crate::plan::index_cond::{conjuncts, or_arms, usable_index, IndexCond, KeyTest};
 use crate::plan::selectivity::{clamp_rows, clauselist_selectivity, RelStats};
 use crate::plan::{PathEstimate, PlannerSettings, ScanOrder};
@@ -115,7 +125,11 @@ struct BitmapPath {
 #[derive(Debug)]
 enum Access {
     Seq,
-    Index(Arc<IndexPath>),
+    /// An Index Scan, or with `only` an Index Only Scan.
+    Index {
+        path: Arc<IndexPath>,
+        only: bool,
+    },
     Bitmap(BitmapPath),
 }
 
@@ -175,10 +189,27 @@ pub fn plan_scan(
         quals: &req.quals,
     };
     let width = output_width(def, &rel.stats, &req.projection);
+    // The table's columns the query needs: its output's and the conjuncts'.
+    let mut needed = req.projection.clone();
+    needed.extend(
+        req.quals
+            .iter()
+            .flat_map(|q| collect_columns(q))
+            .map(|c| c.index()),
+    );
+    let index_only = |index: &IndexDef| {
+        p.enable_indexonlyscan
+            && KeyKind::of(index.key_types[0]) != KeyKind::Float
+            && needed.iter().all(|&c| c == index.columns[0])
+    };
+    let all_visible = f64::from(req.db.vm.count(def.relfilenode, blocks)) / pages.max(1.0);
 
-    // Without conditions or an order no index helps (and their meta pages need not be
-    // read).
-    let indexes = if req.quals.is_empty() && order.is_none() {
+    // Without conditions, an order or an index holding all the query needs, no index helps
+    // (and their meta pages need not be read).
+    let indexes = if req.quals.is_empty()
+        && order.is_none()
+        && !req.db.catalog.indexes_of(def.oid).iter().any(index_only)
+    {
         Vec::new()
     } else {
         table_indexes(stmt, &req, &rel)?
@@ -198,18 +229,19 @@ pub fn plan_scan(
         disabled: !p.enable_seqscan,
         sort_disabled: false,
     }];
-    // For an ORDER BY of an indexed column: that index's whole order, when no condition
-    // made it a candidate already.
-    let ordered_paths = order.iter().flat_map(|order| {
-        let conditioned = |def: &IndexDef| index_paths.iter().any(|i| i.cond.index.oid == def.oid);
-        indexes
-            .iter()
-            .filter(move |(def, _)| def.columns[0] == order.column && !conditioned(def))
-            .filter_map(|(def, index)| Some(Arc::new(costed(&rel, IndexCond::all(def)?, index))))
-    });
-    let index_paths_and_orders: Vec<Arc<IndexPath>> =
-        index_paths.iter().cloned().chain(ordered_paths).collect();
-    for path in &index_paths_and_orders {
+    // The whole index, when no condition made it a candidate already: for an ORDER BY of
+    // its column, or for an Index Only Scan.
+    let conditioned = |def: &IndexDef| index_paths.iter().any(|i| i.cond.index.oid == def.oid);
+    let whole_index_paths = indexes
+        .iter()
+        .filter(|(def, _)| {
+            let ordered = order.is_some_and(|o| def.columns[0] == o.column);
+            (ordered || index_only(def)) && !conditioned(def)
+        })
+        .filter_map(|(def, index)| Some(Arc::new(costed(&rel, IndexCond::all(def)?, index))));
+    let index_paths_and_whole: Vec<Arc<IndexPath>> =
+        index_paths.iter().cloned().chain(whole_index_paths).collect();
+    for path in &index_paths_and_whole {
         let unanswered: Vec<_> = req
             .quals
             .iter()
@@ -221,6 +253,7 @@ pub fn plan_scan(
             .column(path.cond.column)
             .and_then(|s| s.correlation)
             .unwrap_or(0.0) as f64;
+        let only = index_only(&path.cond.index);
         let cost = cost::index_scan(
             &p,
             &rel.table,
@@ -228,9 +261,16 @@ pub fn plan_scan(
             &path.part,
             correlation,
             cost::qual_cost(&p, &unanswered),
+            match only {
+                true => HeapVisits::NotAllVisible { all_visible },
+                false => HeapVisits::All,
+            },
         );
         candidates.push(Candidate {
-            access: Access::Index(path.clone()),
+            access: Access::Index {
+                path: path.clone(),
+                only,
+            },
             cost,
             choice: cost.total,
             disabled: !p.enable_indexscan,
@@ -298,24 +338,23 @@ pub fn plan_scan(
             )
             .with_estimate(estimate),
         ),
-        Access::Index(path) => {
-            let order = order.filter(|o| in_order(&Access::Index(path.clone()), o));
+        Access::Index { path, only } => {
+            let order = order.filter(|o| o.column == path.cond.column);
             // With no condition but the index's, the first rows are the query's rows.
             let answered = req
                 .quals
                 .iter()
                 .all(|q| path.cond.quals.iter().any(|c| Arc::ptr_eq(c, q)));
-            Arc::new(
-                IndexScanExec::new(
-                    req.db.clone(),
-                    def.clone(),
-                    req.table_schema,
-                    req.projection,
-                    path.cond.clone(),
-                )
-                .in_order(order, answered)
-                .with_estimate(estimate),
+            let scan = IndexScanExec::new(
+                req.db.clone(),
+                def.clone(),
+                req.table_schema,
+                req.projection,
+                path.cond.clone(),
             )
+            .in_order(order, answered)
+            .with_estimate(estimate);
+            Arc::new(if only { scan.index_only() } else { scan })
         }
         Access::Bitmap(bitmap) => {
             let test = key_test(&bitmap);
@@ -343,7 +382,7 @@ pub fn plan_scan(
 /// Does `access` return its rows in `order`? An Index Scan of an index on the order's
 /// column does, read forward or backward.
 fn in_order(access: &Access, order: &ScanOrder) -> bool {
-    matches!(access, Access::Index(path) if path.cond.column == order.column)
+    matches!(access, Access::Index { path, .. } if path.cond.column == order.column)
 }
 
 /// `Seq Scan`, `Index Scan using i`, `Bitmap Heap Scan (And(i, j))` for the debug log.
@@ -363,7 +402,10 @@ fn describe(access: &Access) -> String {
     }
     match access {
         Access::Seq => "Seq Scan".into(),
-        Access::Index(i) => format!("Index Scan using {}", i.cond.index.name),
+        Access::Index { path, only } => {
+            let only = if *only { " Only" } else { "" };
+            format!("Index{only} Scan using {}", path.cond.index.name)
+        }
         Access::Bitmap(b) => format!("Bitmap Heap Scan ({})", tree(&b.tree)),
     }
 }
@@ -383,20 +425,21 @@ fn output_width(def: &TableDef, stats: &RelStats, projection: &[usize]) -> i32 {
         .sum()
 }
 
-/// The planner's view of an index's size; reads its meta page for the tree's height.
+/// The planner's view of an index's size (the meta page read for the tree's height, the
+/// first time).
 fn index_size(btree: &BtreeIndex, rel: &Rel<'_>, stmt: &StatementContext) -> PgResult<IndexSize> {
     let mut acct = stmt.new_account();
-    let meta = btree.meta(&mut acct)?;
+    let height = btree.planning_height(&mut acct)?;
     stmt.planning_usage.lock().add(&acct.usage);
     acct.flush();
     Ok(IndexSize {
         pages: btree.nblocks() as f64,
         tuples: rel.table.tuples,
-        height: meta.fastlevel,
+        height,
     })
 }
 
-/// The table's usable indexes, each with its size (the meta page read for the height).
+/// The table's usable indexes, each with its size.
 fn table_indexes(
     stmt: &StatementContext,
     req: &ScanRequest<'_>,

@@ -47,7 +47,7 @@ use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
@@ -118,6 +118,9 @@ pub struct RelFile {
     /// For a temporary relation: its session's local buffers, which alone cache its
     /// blocks (weak: the session owns them, and they hold this file while caching it).
     local_buffers: std::sync::OnceLock<std::sync::Weak<crate::buffer::BufferPool>>,
+    /// What an access method keeps with the open relation between statements
+    /// (PostgreSQL's `rd_amcache`; 0 = nothing): see [`RelFile::am_cache`].
+    am_cache: AtomicU64,
 }
 
 impl RelFile {
@@ -173,6 +176,7 @@ impl RelFile {
             created_files: AtomicBool::new(false),
             wal: std::sync::OnceLock::new(),
             local_buffers: std::sync::OnceLock::new(),
+            am_cache: AtomicU64::new(0),
         };
         let first = rel.open_segment_file(0, true)?;
         rel.segments.write().push(Some(Arc::new(first)));
@@ -276,6 +280,14 @@ impl RelFile {
     /// [`IO_ALIGN_SIZE`]-aligned).
     pub fn is_direct(&self) -> bool {
         self.direct_io
+    }
+
+    /// A word an access method keeps with the open relation between statements, as
+    /// PostgreSQL keeps a B-tree's meta page in its relation cache (`rd_amcache`); the
+    /// B-tree's planner keeps the tree's height there (`BtreeIndex::planning_height`).
+    /// 0 until the access method stores something.
+    pub fn am_cache(&self) -> &AtomicU64 {
+        &self.am_cache
     }
 
     /// Current size in blocks.

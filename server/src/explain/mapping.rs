@@ -9,7 +9,7 @@
 //! | `BitmapHeapScanExec`                         | `Bitmap Heap Scan on t` with `Recheck Cond:`, `Heap Blocks:` |
 //! | `BitmapIndexScanExec`                        | `Bitmap Index Scan on i` with `Index Cond:`, `Index Searches:` |
 //! | `BitmapCombineExec`                          | `BitmapAnd` / `BitmapOr` (members below it) |
-//! | `IndexScanExec`                              | `Index Scan using i on t` (or `Index Scan Backward`) with `Index Cond:`, `Index Searches:` |
+//! | `IndexScanExec`                              | `Index Scan using i on t` (or `Index Scan Backward`, `Index Only Scan`) with `Index Cond:`, (`Heap Fetches:`), `Index Searches:` |
 //! | `FilterExec` over a node                     | that node's `Filter:` line (and `Rows Removed by Filter`); over a bitmap or index scan, without the conjuncts its index condition already guarantees |
 //! | `AggregateExec` Final over Partial (or Single) | one `Aggregate`; with GROUP BY `HashAggregate` (`GroupAggregate` on sorted input) and `Group Key:` |
 //! | `SortExec`                                   | `Sort` with `Sort Key:`; with a fetch, a `Limit` above it |
@@ -561,13 +561,23 @@ impl<'a> Mapper<'a> {
                     rows: 0.0,
                 });
             }
+            let name = match scan.is_index_only() {
+                true => "Index Only Scan",
+                false => "Index Scan",
+            };
+            if scan.is_index_only() && actual.is_some() {
+                details.push(Detail::Count {
+                    label: "Heap Fetches",
+                    value: metrics::counter(inner.as_ref(), "heap_fetches"),
+                });
+            }
             details.extend(self.index_searches(inner.as_ref(), actual));
             let backward = scan.is_backward();
             let node = PlanNode {
-                node_type: "Index Scan".into(),
+                node_type: name.into(),
                 text_name: match backward {
-                    true => "Index Scan Backward".into(),
-                    false => "Index Scan".into(),
+                    true => format!("{name} Backward"),
+                    false => name.into(),
                 },
                 index: Some(IndexTarget {
                     name: scan.index_name.clone(),

@@ -32,6 +32,7 @@ pub fn relation(seq: &SequenceDef) -> Relation {
         am: 0,
         relfilenode: seq.oid,
         pages: 1,
+        all_visible: 0,
         tuples: 1.0,
         columns: vec![
             column("last_value", 20),

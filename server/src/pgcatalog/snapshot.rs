@@ -44,6 +44,9 @@ pub struct Relation {
     pub am: u32,
     pub relfilenode: u32,
     pub pages: i64,
+    /// `relallvisible`: a table's pages the visibility map marks all-visible now (at most
+    /// `pages`; PostgreSQL records the count at its last VACUUM or ANALYZE).
+    pub all_visible: i64,
     pub tuples: f64,
     pub columns: Vec<RelColumn>,
     /// `relhasindex`: a table with at least one index.
@@ -152,7 +155,7 @@ impl Snapshot {
         let mut out: Vec<Relation> = self
             .tables
             .iter()
-            .map(|t| user_relation(t, self.has_index(t.oid)))
+            .map(|t| user_relation(t, self.has_index(t.oid), self.all_visible(t)))
             .collect();
         out.extend(self.indexes.iter().filter_map(|i| self.index_relation(i)));
         out.extend(self.sequences.iter().map(super::sequence_views::relation));
@@ -201,6 +204,7 @@ impl Snapshot {
                 am: 0,
                 relfilenode: 0,
                 pages: 0,
+                all_visible: 0,
                 tuples: -1.0,
                 columns,
                 has_index: false,
@@ -213,7 +217,7 @@ impl Snapshot {
 
     pub fn relation(&self, oid: u32) -> Option<Relation> {
         if let Some(t) = self.tables.iter().find(|t| t.oid == oid) {
-            return Some(user_relation(t, self.has_index(t.oid)));
+            return Some(user_relation(t, self.has_index(t.oid), self.all_visible(t)));
         }
         if let Some(i) = self.index_def(oid) {
             return self.index_relation(i);
@@ -381,6 +385,10 @@ impl Snapshot {
             .sum()
     }
 
+    fn all_visible(&self, t: &TableDef) -> u32 {
+        self.db.vm.count(t.relfilenode, t.relpages)
+    }
+
     fn index_blocks(&self, index: &IndexDef) -> i64 {
         self.db
             .relfile(index.relfilenode)
@@ -401,6 +409,7 @@ impl Snapshot {
             am: oids::BTREE_AM,
             relfilenode: index.relfilenode,
             pages: self.index_blocks(index),
+            all_visible: 0,
             // A B-tree holds an entry for every row, so its count is the table's (as
             // PostgreSQL's VACUUM and ANALYZE record it for the index too).
             tuples: table.reltuples,
@@ -469,6 +478,7 @@ fn view_relation(v: &ViewDef) -> Relation {
         am: 0,
         relfilenode: 0,
         pages: 0,
+        all_visible: 0,
         tuples: -1.0,
         columns: v
             .columns
@@ -486,7 +496,7 @@ fn view_relation(v: &ViewDef) -> Relation {
     }
 }
 
-fn user_relation(t: &TableDef, has_index: bool) -> Relation {
+fn user_relation(t: &TableDef, has_index: bool, all_visible: u32) -> Relation {
     Relation {
         oid: t.oid,
         name: t.name.clone(),
@@ -496,6 +506,7 @@ fn user_relation(t: &TableDef, has_index: bool) -> Relation {
         am: oids::HEAP_AM,
         relfilenode: t.relfilenode,
         pages: t.relpages as i64,
+        all_visible: all_visible as i64,
         tuples: t.reltuples,
         columns: t
             .columns
@@ -534,6 +545,7 @@ fn catalog_relation(
         am: if kind == 'r' { oids::HEAP_AM } else { 0 },
         relfilenode: if kind == 'r' { oid } else { 0 },
         pages: 0,
+        all_visible: 0,
         tuples: -1.0,
         columns: columns
             .iter()

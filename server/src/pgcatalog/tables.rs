@@ -335,7 +335,7 @@ pub fn class_row(rel: &Relation) -> Vec<V> {
         V::Int(0),
         V::Int(rel.pages),
         V::Float(rel.tuples),
-        V::Int(0),
+        V::Int(rel.all_visible),
         V::Int(0),
         V::Int(0),
         b(rel.has_index),
