@@ -137,7 +137,8 @@ async fn seq_scan_aggregate_and_bitmap_heap_scan_layouts() {
     );
 
     // final_capture.out [B]: with an index on `a`, a Bitmap Heap Scan, index cached, heap
-    // cold.
+    // cold. (Without the capture's `Planning:` block: iolab's planner, having planned the
+    // query once, reads no buffer, and PostgreSQL leaves the block out then too.)
     client
         .batch_execute(
             "CREATE INDEX t_a_idx ON t(a); VACUUM ANALYZE t;

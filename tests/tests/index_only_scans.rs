@@ -30,9 +30,11 @@ const RESET: &str = "RESET enable_indexscan; RESET enable_bitmapscan; RESET enab
 
 /// The rows of `query` read by a Seq Scan (every index path off).
 async fn seq_rows(c: &Client, query: &str) -> Vec<Vec<Option<String>>> {
-    c.batch_execute("SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_seqscan = on")
-        .await
-        .unwrap();
+    c.batch_execute(
+        "SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_seqscan = on",
+    )
+    .await
+    .unwrap();
     let lines = explain(c, query).await;
     assert!(
         !lines.iter().any(|l| l.contains("Index")),
@@ -47,7 +49,11 @@ async fn seq_rows(c: &Client, query: &str) -> Vec<Vec<Option<String>>> {
 /// paths only, from now on in the session).
 async fn heap_fetches_and_buffers(c: &Client, query: &str) -> (f64, f64) {
     c.batch_execute(INDEX_PATHS_ONLY).await.unwrap();
-    let lines = plan(c, &format!("EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) {query}")).await;
+    let lines = plan(
+        c,
+        &format!("EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) {query}"),
+    )
+    .await;
     assert!(
         lines.iter().any(|l| l.contains("Index Only Scan")),
         "{query}: {lines:#?}"
@@ -95,7 +101,11 @@ async fn plans_are_postgresql_18s() {
             ]
         );
         assert_eq!(
-            explain(&c, "SELECT a FROM t WHERE a BETWEEN 100 AND 200 AND a % 2 = 0").await,
+            explain(
+                &c,
+                "SELECT a FROM t WHERE a BETWEEN 100 AND 200 AND a % 2 = 0"
+            )
+            .await,
             [
                 "Index Only Scan using t_a_idx on t",
                 "  Index Cond: ((a >= 100) AND (a <= 200))",
@@ -169,7 +179,9 @@ async fn plans_are_postgresql_18s() {
 
     // enable_indexonlyscan = off: the plain index paths; enable_indexscan = off disables
     // index-only scans too.
-    c.batch_execute("SET enable_indexonlyscan = off").await.unwrap();
+    c.batch_execute("SET enable_indexonlyscan = off")
+        .await
+        .unwrap();
     assert_eq!(
         explain(&c, "SELECT count(*) FROM t WHERE a < 1000").await,
         [
@@ -309,6 +321,9 @@ async fn answers_match_a_seq_scan_and_all_visible_pages_are_not_read() {
     server.restart();
     let c = server.client().await;
     let (fetches, _) = heap_fetches_and_buffers(&c, count).await;
-    assert!(fetches >= (now + 1) as f64, "nothing all-visible after a crash");
+    assert!(
+        fetches >= (now + 1) as f64,
+        "nothing all-visible after a crash"
+    );
     assert_eq!(int(&c, count).await, now + 1);
 }

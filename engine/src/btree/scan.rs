@@ -99,7 +99,10 @@ impl BtreeIndex {
     /// changes only when the root splits, which adds pages.
     pub fn planning_height(&self, acct: &mut IoAccount) -> PgResult<u32> {
         let nblocks = self.rel.nblocks();
-        let cached = self.rel.am_cache().load(std::sync::atomic::Ordering::Acquire);
+        let cached = self
+            .rel
+            .am_cache()
+            .load(std::sync::atomic::Ordering::Acquire);
         // (size when read + 1) in the high half, the height in the low half.
         if cached >> 32 == u64::from(nblocks) + 1 {
             return Ok(cached as u32);
@@ -577,12 +580,7 @@ impl<'a> BtreeScan<'a> {
 
     /// When the index returns keys: `t`'s key, once for each of its TIDs, so that `keys`
     /// has as many entries as the `tids` copied so far (`ntids`).
-    fn copy_key(
-        &self,
-        t: &IndexTuple,
-        ntids: usize,
-        keys: &mut Vec<Key<'static>>,
-    ) -> PgResult<()> {
+    fn copy_key(&self, t: &IndexTuple, ntids: usize, keys: &mut Vec<Key<'static>>) -> PgResult<()> {
         if self.index.scans_return_keys {
             let key = t.key(self.index.ty)?.expect("leaf tuples have keys");
             keys.resize(ntids, key.into_owned());

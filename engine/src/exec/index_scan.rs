@@ -65,8 +65,8 @@ use crate::btree::{key, BtreeIndex};
 use crate::buffer::PinnedBuffer;
 use crate::exec::context::StatementContext;
 use crate::exec::scan::{publish_io_metrics, to_df, SCAN_CHANNEL_BATCHES};
-use crate::heap::heapam::SCAN_BATCH_ROWS;
 use crate::heap::codec::ValueColumn;
+use crate::heap::heapam::SCAN_BATCH_ROWS;
 use crate::heap::rows::RowCollector;
 use crate::heap::tuple;
 use crate::plan::index_cond::{conjunction, IndexCond};
@@ -512,7 +512,9 @@ impl IndexJob {
                 break;
             }
             let next = match index_only {
-                true => tids.next_with_key().map(|e| e.map(|(tid, k)| (tid, Some(k)))),
+                true => tids
+                    .next_with_key()
+                    .map(|e| e.map(|(tid, k)| (tid, Some(k)))),
                 false => tids.next().map(|e| e.map(|tid| (tid, None))),
             };
             let Some(next) = next else { break };

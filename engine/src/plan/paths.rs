@@ -239,8 +239,11 @@ pub fn plan_scan(
             (ordered || index_only(def)) && !conditioned(def)
         })
         .filter_map(|(def, index)| Some(Arc::new(costed(&rel, IndexCond::all(def)?, index))));
-    let index_paths_and_whole: Vec<Arc<IndexPath>> =
-        index_paths.iter().cloned().chain(whole_index_paths).collect();
+    let index_paths_and_whole: Vec<Arc<IndexPath>> = index_paths
+        .iter()
+        .cloned()
+        .chain(whole_index_paths)
+        .collect();
     for path in &index_paths_and_whole {
         let unanswered: Vec<_> = req
             .quals
