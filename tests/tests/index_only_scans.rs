@@ -4,7 +4,7 @@
 //! table (EXPLAIN with COSTS OFF), the answers those of a Seq Scan, under concurrent
 //! changes, old snapshots and restarts.
 
-use iolab_tests::{figure, int, plan, rows, TestServer};
+use iolab_tests::{evict, figure, int, plan, rows, TestServer};
 use tokio_postgres::Client;
 
 async fn explain(c: &Client, query: &str) -> Vec<String> {
@@ -269,6 +269,11 @@ async fn answers_match_a_seq_scan_and_all_visible_pages_are_not_read() {
     );
     let tenth = int(&c, count).await;
     assert_eq!(tenth, int(&c, &count.replace("count(*)", "count(a)")).await);
+    // Its leaves are read ahead, several to a read (EXPLAIN (IO)'s average I/O size).
+    evict(&c, "t_a_idx").await;
+    let lines = plan(&c, &format!("EXPLAIN (ANALYZE, BUFFERS, IO) {count}")).await;
+    let size = figure(&lines, "I/O: stalls=", "size=").unwrap_or(0.0);
+    assert!(size > 2.0, "{lines:#?}");
 
     // Another session deletes rows and inserts one without committing. A cursor's scan,
     // begun before the delete and reaching the deleted rows' entries after it, still

@@ -28,13 +28,20 @@
 //! the snapshot must not see. The answer for a page is reused for the next TIDs on it
 //! only while they come from the same leaf read.
 //!
+//! # Leaves read ahead
+//!
+//! Without a LIMIT the scan reads every leaf of its range, so it reads them ahead through a
+//! read stream, in combined reads, as the Bitmap Index Scan does (`btree/read_ahead.rs`;
+//! iolab's, PostgreSQL 18 reads an index scan's leaves one at a time). Under an ordered
+//! LIMIT, and backward, it reads one leaf at a time.
+//!
 //! It runs on a blocking thread and hands batches of up to `SCAN_BATCH_ROWS` rows through
 //! a channel of [`SCAN_CHANNEL_BATCHES`] batches, like the Seq Scan; it stops when the
 //! consumer goes away or the statement is canceled (checked before each heap page read).
 //!
 //! Metrics: the index's and the heap's buffers together under the Seq Scan's names
 //! (`shared_hit`, `shared_read`, …, times, read latency gauges: see `scan.rs`; no read
-//! stream gauges), `index_searches` (descents of the tree: always 1 here, PostgreSQL
+//! stream gauges but those of the leaves' read-ahead), `index_searches` (descents of the tree: always 1 here, PostgreSQL
 //! 18's `Index Searches:`) and, index only, `heap_fetches`.
 
 use std::fmt;
@@ -72,6 +79,7 @@ use crate::heap::tuple;
 use crate::plan::index_cond::{conjunction, IndexCond};
 use crate::plan::{PathEstimate, ScanOrder};
 use crate::storage::page;
+use crate::stream::ReadStreamStats;
 use crate::txn::VisibilityChecker;
 use crate::Database;
 
@@ -317,6 +325,8 @@ impl ExecutionPlan for IndexScanExec {
             baseline: BaselineMetrics::new(&self.metrics, partition),
             metrics: self.metrics.clone(),
             batch_rows: fetch_rows.unwrap_or(SCAN_BATCH_ROWS),
+            read_ahead: fetch_rows.is_none(),
+            leaves_stream: None,
             stop_after: self.stop_after,
             backward: self.is_backward(),
         };
@@ -349,6 +359,9 @@ struct IndexJob {
     baseline: BaselineMetrics,
     metrics: ExecutionPlanMetricsSet,
     batch_rows: usize,
+    /// Read the leaves ahead (no LIMIT), and what that stream did.
+    read_ahead: bool,
+    leaves_stream: Option<ReadStreamStats>,
     stop_after: Option<usize>,
     backward: bool,
 }
@@ -460,7 +473,12 @@ impl IndexJob {
             let _ = tx.blocking_send(Err(to_df(e)));
         }
         acct.flush();
-        publish_io_metrics(&self.metrics, self.partition, &acct, None);
+        publish_io_metrics(
+            &self.metrics,
+            self.partition,
+            &acct,
+            self.leaves_stream.as_ref(),
+        );
         MetricBuilder::new(&self.metrics)
             .counter("index_searches", self.partition)
             .add(1);
@@ -497,6 +515,9 @@ impl IndexJob {
             true => self.cond.scan_backward(&index, acct)?,
             false => self.cond.scan(&index, acct)?,
         };
+        if self.read_ahead {
+            tids = tids.read_ahead(self.db.aio.clone(), stmt.stream_config(false, false))?;
+        }
         // Index only: the last page looked up in the visibility map, with the leaf read
         // it was looked up for and the answer.
         let mut all_visible: Option<(u32, u64, bool)> = None;
@@ -560,6 +581,7 @@ impl IndexJob {
                 returned += self.rows.len();
                 drop(timer.take());
                 if !self.send(tx)? {
+                    self.leaves_stream = tids.finish_read_ahead();
                     return Ok(());
                 }
                 timer = Some(compute.timer());
@@ -567,6 +589,7 @@ impl IndexJob {
         }
         drop(heap);
         drop(timer);
+        self.leaves_stream = tids.finish_read_ahead();
         if index_only {
             MetricBuilder::new(&self.metrics)
                 .counter("heap_fetches", self.partition)

@@ -572,6 +572,10 @@ impl<'a> Mapper<'a> {
                 });
             }
             details.extend(self.index_searches(inner.as_ref(), actual));
+            // Its leaves' read-ahead, when the scan went past its first leaf.
+            if metrics::read_stream(inner.as_ref()).capacity > 0 {
+                details.extend(self.read_stream_details(inner.as_ref()));
+            }
             let backward = scan.is_backward();
             let node = PlanNode {
                 node_type: name.into(),
