@@ -33,6 +33,7 @@ pub mod sqlstate {
     pub const INVALID_CURSOR_STATE: &str = "24000";
     pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
     pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
+    pub const READ_ONLY_SQL_TRANSACTION: &str = "25006";
     pub const IN_FAILED_SQL_TRANSACTION: &str = "25P02";
     pub const INVALID_SQL_STATEMENT_NAME: &str = "26000";
     pub const INVALID_PASSWORD: &str = "28P01";

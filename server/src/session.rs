@@ -445,7 +445,7 @@ impl Session {
             return Some(Err(sql::in_failed_transaction()));
         }
         match stmt? {
-            ast::Statement::StartTransaction { .. } => Some(Ok(self.begin(notices))),
+            ast::Statement::StartTransaction { modes, .. } => Some(self.begin(modes, notices)),
             ast::Statement::Savepoint { name } => Some(savepoint::set(self, name)),
             ast::Statement::ReleaseSavepoint { name } => Some(savepoint::release(self, name)),
             _ => None,
@@ -464,6 +464,12 @@ impl Session {
             }
         }
         let db = self.db().clone();
+        sql::transaction_modes::refuse_if_read_only(
+            &self.settings,
+            &db,
+            self.temp.schema(),
+            parsed,
+        )?;
         let begin =
             || (db.txns.begin()).map_err(|e| PgError::io("could not reserve transaction ids", &e));
         // A block writes under its newest savepoint's subtransaction, if it has one.
@@ -488,6 +494,10 @@ impl Session {
         let top = own.top;
         let cid = self.txn.next_cid;
         self.txn.next_cid += 1;
+        let (snapshot, transaction_snapshot) =
+            self.txn
+                .snapshot
+                .for_statement(&db, &self.settings, self.txn.in_block, own, cid);
         // A FETCH or MOVE runs under its cursor's flag, which the cursor's plan looks at.
         self.cancel = match parsed {
             Parsed::Fetch(f) => self.cursors.flag_of(&f.cursor).unwrap_or_default(),
@@ -500,7 +510,8 @@ impl Session {
         );
         let ctx = Arc::new(StatementContext {
             db: db.clone(),
-            snapshot: db.txns.snapshot(own, cid),
+            snapshot,
+            transaction_snapshot,
             xid,
             cid,
             track_io_timing: self.settings.track_io_timing(),
@@ -834,20 +845,33 @@ impl Session {
         Ok(Outcome::Done(format!("DISCARD {what}")))
     }
 
-    fn begin(&mut self, notices: &mut Vec<Notice>) -> Outcome {
+    fn begin(
+        &mut self,
+        modes: &[ast::TransactionMode],
+        notices: &mut Vec<Notice>,
+    ) -> PgResult<Outcome> {
         if self.txn.in_block {
             notices.push(Notice::warning(
                 "25001",
                 "there is already a transaction in progress",
             ));
+            // PostgreSQL applies the modes to the transaction in progress, as SET
+            // TRANSACTION would.
+            let queried = self.txn.snapshot.queried();
+            sql::transaction_modes::apply(&mut self.settings, modes, queried)?;
         } else {
             self.txn = TxnBlock {
                 in_block: true,
                 ..TxnBlock::default()
             };
             self.settings.begin_transaction();
+            if let Err(e) = sql::transaction_modes::apply(&mut self.settings, modes, false) {
+                self.txn = TxnBlock::default();
+                self.settings.abort_transaction();
+                return Err(e);
+            }
         }
-        Outcome::TxnStart("BEGIN".into())
+        Ok(Outcome::TxnStart("BEGIN".into()))
     }
 
     /// COMMIT (`commit` = true) or ROLLBACK, `chain`ing a new block or not.

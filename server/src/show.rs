@@ -11,6 +11,7 @@ use iolab_catalog::{sqlstate, PgError, PgResult};
 use iolab_settings::{SessionSettings, SettingError};
 
 use crate::session::{Notice, Session};
+use crate::sql::transaction_modes;
 use crate::sql::Outcome;
 
 /// The PgError of a settings error.
@@ -144,6 +145,11 @@ fn set_statement(session: &mut Session, set: &Set, notices: &mut Vec<Notice>) ->
             };
             ("TimeZone".to_string(), v, *local)
         }
+        Set::SetTransaction {
+            modes,
+            snapshot: None,
+            session: characteristics,
+        } => return set_transaction(session, modes, *characteristics, notices),
         other => {
             return Err(PgError::unsupported(format!("{other} is not supported")));
         }
@@ -155,6 +161,10 @@ fn set_statement(session: &mut Session, set: &Set, notices: &mut Vec<Notice>) ->
             "SET LOCAL can only be used in transaction blocks",
         ));
     }
+    if let (true, Some(v)) = (session.txn.in_block, &value) {
+        let queried = session.txn.snapshot.queried();
+        transaction_modes::check_change(&session.settings, &name, v, queried)?;
+    }
     let mut changed = session.settings.clone();
     match value {
         Some(v) => changed.set(&name, &v, local),
@@ -163,6 +173,28 @@ fn set_statement(session: &mut Session, set: &Set, notices: &mut Vec<Notice>) ->
     .map_err(setting_error)?;
     refuse_resizing_local_buffers(session, &changed)?;
     session.settings = changed;
+    Ok(Outcome::Done("SET".into()))
+}
+
+/// `SET TRANSACTION modes` (this transaction's; outside a block a warning) or `SET SESSION
+/// CHARACTERISTICS AS TRANSACTION modes` (the defaults of the next ones).
+fn set_transaction(
+    session: &mut Session,
+    modes: &[ast::TransactionMode],
+    characteristics: bool,
+    notices: &mut Vec<Notice>,
+) -> PgResult<Outcome> {
+    if characteristics {
+        transaction_modes::set_session_characteristics(&mut session.settings, modes)?;
+    } else if !session.txn.in_block {
+        notices.push(Notice::warning(
+            "25P01",
+            "SET TRANSACTION can only be used in transaction blocks",
+        ));
+    } else {
+        let queried = session.txn.snapshot.queried();
+        transaction_modes::apply(&mut session.settings, modes, queried)?;
+    }
     Ok(Outcome::Done("SET".into()))
 }
 

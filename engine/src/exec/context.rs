@@ -27,6 +27,10 @@ use crate::Database;
 pub struct StatementContext {
     pub db: Arc<Database>,
     pub snapshot: Snapshot,
+    /// The snapshot is the transaction's (REPEATABLE READ, SERIALIZABLE), not the
+    /// statement's: a row a transaction it does not see changed cannot be changed or
+    /// locked (40001) instead of being looked at again in its newest version.
+    pub transaction_snapshot: bool,
     /// The statement's transaction id, 0 for a read-only statement outside a transaction.
     pub xid: Xid,
     /// Command id within the transaction (tuples it inserts carry it).
@@ -132,6 +136,7 @@ impl StatementContext {
         StatementContext {
             db: db.clone(),
             snapshot: db.txns.snapshot(crate::txn::OwnXids::of(xid), 0),
+            transaction_snapshot: false,
             xid,
             cid: 0,
             track_io_timing: false,

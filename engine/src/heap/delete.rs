@@ -19,6 +19,12 @@
 //! | a transaction that committed a DELETE | leave it: the row is gone |
 //! | a transaction that committed an UPDATE (`t_ctid` points elsewhere) | [`Deleted::Updated`]: the caller finds the row's newest version ([`HeapDeleter::newest_version`]), checks its condition on it again and changes that one (PostgreSQL's EvalPlanQual); [`HeapDeleter::delete`] fails with 40001 instead |
 //!
+//! Under REPEATABLE READ and SERIALIZABLE (the statement's snapshot is its transaction's,
+//! `StatementContext::transaction_snapshot`) the last two rows fail the statement with
+//! 40001, "could not serialize access due to concurrent delete | update", and so does a
+//! row lock of such a row, as in PostgreSQL: the transaction must not act on a row it
+//! cannot see the current version of.
+//!
 //! A row lock (`SELECT … FOR UPDATE | SHARE`, [`HeapDeleter::lock`]) is a `t_xmax` marked
 //! [`HEAP_XMAX_LOCK_ONLY`], as in PostgreSQL: readers judge visibility by
 //! [`tuple::deleter`], which passes over it, and a delete or another lock treats it as a
@@ -60,6 +66,14 @@ use crate::txn::{OwnXids, Xid};
 use crate::wal::{self, Change};
 use crate::Database;
 
+/// 40001 for a row a concurrent `change` ("update", "delete") made unreachable.
+fn serialization_failure(change: &str) -> PgError {
+    PgError::new(
+        sqlstate::T_R_SERIALIZATION_FAILURE,
+        format!("could not serialize access due to concurrent {change}"),
+    )
+}
+
 /// Deletes rows of one table for one command.
 pub struct HeapDeleter {
     db: Arc<Database>,
@@ -74,6 +88,8 @@ pub struct HeapDeleter {
     pub deleted: u64,
     /// How the statistics count them: deletes, or none (an UPDATE counts its new versions).
     change: Option<RowChange>,
+    /// REPEATABLE READ or SERIALIZABLE: rows other transactions changed meanwhile fail.
+    transaction_snapshot: bool,
 }
 
 /// A row version's `t_xmax`, as a deleter or locker of one transaction sees it.
@@ -142,6 +158,7 @@ impl HeapDeleter {
             acct,
             deleted: 0,
             change: (!for_update).then_some(RowChange::Delete),
+            transaction_snapshot: ctx.transaction_snapshot,
         })
     }
 
@@ -153,10 +170,7 @@ impl HeapDeleter {
         check_cancel: &dyn Fn() -> PgResult<()>,
     ) -> PgResult<Deleted> {
         match self.try_delete(tid, check_cancel)? {
-            Deleted::Updated => Err(PgError::new(
-                sqlstate::T_R_SERIALIZATION_FAILURE,
-                "could not serialize access due to concurrent update",
-            )),
+            Deleted::Updated => Err(serialization_failure("update")),
             done => Ok(done),
         }
     }
@@ -251,6 +265,12 @@ impl HeapDeleter {
                 };
                 match self.xmax_state(t, tid) {
                     XmaxState::Running(holder) if wait => holder,
+                    XmaxState::Deleted if self.transaction_snapshot => {
+                        return Err(serialization_failure("delete"))
+                    }
+                    XmaxState::Updated if self.transaction_snapshot => {
+                        return Err(serialization_failure("update"))
+                    }
                     state => return Ok(act(self, &buffer, &mut page, state)),
                 }
             };

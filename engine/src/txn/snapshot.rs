@@ -48,6 +48,17 @@ impl Drop for HeldXmin {
 }
 
 impl Snapshot {
+    /// This snapshot for a later command of the same transaction (REPEATABLE READ reuses
+    /// its first statement's): the same view of other transactions, with the command's
+    /// own xids (subtransactions come and go) and command id.
+    pub fn for_command(&self, own: OwnXids, curcid: u32) -> Snapshot {
+        Snapshot {
+            own,
+            curcid,
+            ..self.clone()
+        }
+    }
+
     /// The oldest transaction this snapshot may see as running (`backend_xmin`).
     pub fn xmin(&self) -> Xid {
         self._held.xmin

@@ -61,6 +61,7 @@ pub mod set_functions;
 pub mod split;
 pub mod subquery_predicates;
 pub mod tokens;
+pub mod transaction_modes;
 pub mod typed_literals;
 pub mod unsigned_results;
 pub mod upsert;
@@ -451,6 +452,8 @@ pub struct TxnBlock {
     /// The DDL to undo at ROLLBACK and to finish at COMMIT (outside a block: the current
     /// statement's).
     pub ddl: ddl_log::DdlLog,
+    /// Whether the block has run a query, and REPEATABLE READ's snapshot.
+    pub snapshot: transaction_modes::TransactionSnapshot,
 }
 
 impl TxnBlock {
