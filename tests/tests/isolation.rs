@@ -49,7 +49,11 @@ async fn modes_are_set_and_checked_as_in_postgresql() {
         );
         run(&c, "ROLLBACK").await;
     }
-    run(&c, "BEGIN READ ONLY; INSERT INTO tmp VALUES (1); ANALYZE rot").await;
+    run(
+        &c,
+        "BEGIN READ ONLY; INSERT INTO tmp VALUES (1); ANALYZE rot",
+    )
+    .await;
     assert_eq!(int(&c, "SELECT count(*) FROM tmp").await, 1);
     run(&c, "ROLLBACK").await;
     // For every transaction of the session.
@@ -64,7 +68,11 @@ async fn modes_are_set_and_checked_as_in_postgresql() {
 
     // Before the first query the modes may change; after it the level may not, nor may
     // read-only become read-write (read-write may become read-only).
-    run(&c, "BEGIN; SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION READ WRITE").await;
+    run(
+        &c,
+        "BEGIN; SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION READ WRITE",
+    )
+    .await;
     assert_eq!(show(&c, "transaction_isolation").await, "repeatable read");
     run(&c, "SELECT 1").await;
     for sql in [
@@ -78,9 +86,17 @@ async fn modes_are_set_and_checked_as_in_postgresql() {
                 "SET TRANSACTION ISOLATION LEVEL must be called before any query".into()
             )
         );
-        run(&c, "ROLLBACK; BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1").await;
+        run(
+            &c,
+            "ROLLBACK; BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1",
+        )
+        .await;
     }
-    run(&c, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION READ ONLY").await;
+    run(
+        &c,
+        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION READ ONLY",
+    )
+    .await;
     assert_eq!(show(&c, "transaction_read_only").await, "on");
     assert_eq!(
         error(&c, "SET TRANSACTION READ WRITE").await,

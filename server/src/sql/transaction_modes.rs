@@ -31,7 +31,7 @@
 use datafusion::sql::sqlparser::ast::{
     self, TransactionAccessMode as Access, TransactionIsolationLevel as Level, TransactionMode,
 };
-use iolab_catalog::{sqlstate, PgError, PgResult, Persistence};
+use iolab_catalog::{sqlstate, Persistence, PgError, PgResult};
 use iolab_engine::txn::{OwnXids, Snapshot};
 use iolab_engine::Database;
 use iolab_settings::SessionSettings;
@@ -101,7 +101,11 @@ fn level_name(level: &Level) -> PgResult<&'static str> {
 
 /// Applies `modes` to the current transaction (BEGIN's, or SET TRANSACTION's in a block
 /// that has run `queried` a query or not).
-pub fn apply(settings: &mut SessionSettings, modes: &[TransactionMode], queried: bool) -> PgResult<()> {
+pub fn apply(
+    settings: &mut SessionSettings,
+    modes: &[TransactionMode],
+    queried: bool,
+) -> PgResult<()> {
     let mut changed = settings.clone();
     for mode in modes {
         let (name, value) = match mode {
@@ -127,7 +131,9 @@ pub fn set_session_characteristics(
             TransactionMode::IsolationLevel(level) => {
                 ("default_transaction_isolation", level_name(level)?)
             }
-            TransactionMode::AccessMode(Access::ReadOnly) => ("default_transaction_read_only", "on"),
+            TransactionMode::AccessMode(Access::ReadOnly) => {
+                ("default_transaction_read_only", "on")
+            }
             TransactionMode::AccessMode(Access::ReadWrite) => {
                 ("default_transaction_read_only", "off")
             }
@@ -246,10 +252,14 @@ fn refused_command(db: &Database, temp: Option<&str>, parsed: &Parsed) -> Option
             ..
         } if permanent(table_name) => "COPY FROM".into(),
         ast::Statement::Query(q) => {
-            let strongest = q.locks.iter().map(|l| &l.lock_type).max_by_key(|t| match t {
-                ast::LockType::Share => 0,
-                ast::LockType::Update => 1,
-            })?;
+            let strongest = q
+                .locks
+                .iter()
+                .map(|l| &l.lock_type)
+                .max_by_key(|t| match t {
+                    ast::LockType::Share => 0,
+                    ast::LockType::Update => 1,
+                })?;
             match strongest {
                 ast::LockType::Share => "SELECT FOR SHARE".into(),
                 ast::LockType::Update => "SELECT FOR UPDATE".into(),
