@@ -146,6 +146,20 @@ async fn plans_are_postgresql_18s() {
         );
     }
 
+    // The Result runs its InitPlan before its row: PostgreSQL adds the InitPlan's total cost
+    // to both of the Result's (Result (cost=0.45..0.46) over Limit (cost=0.42..0.45)).
+    let costed = plan(&c, "EXPLAIN SELECT max(a) FROM t").await;
+    let costs = |line: &str| -> (f64, f64) {
+        let c = &line[line.find("cost=").unwrap() + 5..];
+        let (startup, rest) = c.split_once("..").unwrap();
+        let total = rest.split_whitespace().next().unwrap();
+        (startup.parse().unwrap(), total.parse().unwrap())
+    };
+    let (result, limit) = (costs(&costed[0]), costs(&costed[2]));
+    assert!(costed[2].contains("Limit") && limit.1 > 0.0, "{costed:#?}");
+    assert!((result.0 - limit.1).abs() < 0.005, "{costed:#?}");
+    assert!((result.1 - (limit.1 + 0.01)).abs() < 0.005, "{costed:#?}");
+
     // 10 % of the rows: with nothing all-visible every row costs a random heap page and
     // the bitmap wins; all-visible, the index alone.
     let tenth = "SELECT count(*) FROM t WHERE a < 20000";

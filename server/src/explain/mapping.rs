@@ -377,16 +377,28 @@ impl<'a> Mapper<'a> {
                 .unwrap_or(node.details.len());
             node.details.splice(at..at, filter_details);
         }
-        let init_plans = init_plans.into_iter().map(|(results, link)| {
-            let number = self.init_plan_number(&subquery_value(results, link));
-            let mut plan = self.slot(&link.plan, false);
-            plan.subplan_name = Some(format!("InitPlan {}", number.unwrap_or(0)));
-            Child {
-                relationship: "InitPlan",
-                node: plan,
-            }
-        });
-        node.children.splice(0..0, init_plans.collect::<Vec<_>>());
+        let init_plans: Vec<Child> = init_plans
+            .into_iter()
+            .map(|(results, link)| {
+                let number = self.init_plan_number(&subquery_value(results, link));
+                let mut plan = self.slot(&link.plan, false);
+                plan.subplan_name = Some(format!("InitPlan {}", number.unwrap_or(0)));
+                Child {
+                    relationship: "InitPlan",
+                    node: plan,
+                }
+            })
+            .collect();
+        // The node runs its InitPlans before its first row: PostgreSQL adds their total
+        // costs to its startup and total costs.
+        let init_cost: f64 = (init_plans.iter())
+            .filter_map(|c| c.node.costs.map(|c| c.total))
+            .sum();
+        if let Some(c) = node.costs.as_mut() {
+            c.startup += init_cost;
+            c.total += init_cost;
+        }
+        node.children.splice(0..0, init_plans);
         match fetch {
             Some(n) if !under_limit => {
                 let costs = node.costs.map(|c| costs::limit(c, 0, Some(n)));
