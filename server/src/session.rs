@@ -26,6 +26,7 @@ use iolab_engine::plan::hash_join_batches::HashJoinBatches;
 use iolab_engine::plan::merge_joins::MergeJoinsNullsLast;
 use iolab_engine::plan::min_max::MinMaxThroughIndex;
 use iolab_engine::plan::ordered_scans::OrderedScans;
+use iolab_engine::plan::param_scans::ParamIndexScans;
 use iolab_engine::plan::partitions::OnePartitionWhenCheap;
 use iolab_engine::plan::PlannerSettings;
 use iolab_engine::temp::SessionTemp;
@@ -1066,6 +1067,9 @@ fn base_state(
     // Cheap plans run in one partition (`iolab_engine::plan::partitions`).
     // Hash joins run in batches beyond the hash limit (`iolab_engine::plan::hash_join_batches`).
     let mut rules = datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
+    // First: a scan planned again with conditions on InitPlan values
+    // (`iolab_engine::plan::param_scans`) may give another order and partitioning.
+    rules.insert(0, Arc::new(ParamIndexScans));
     rules.push(Arc::new(HashJoinBatches));
     // Before the sorts a merge join needs are added (`iolab_engine::plan::merge_joins`).
     let ensure = (rules.iter().position(|r| r.name() == "EnsureRequirements"))

@@ -337,3 +337,98 @@ async fn without_hash_joins_equi_joins_merge() {
         assert_eq!(&rows(&c, q).await, want, "{q}");
     }
 }
+
+/// A condition on an uncorrelated scalar subquery's value (PostgreSQL's InitPlan) is an
+/// index condition, taken when the scan starts: PostgreSQL 18's plans for the same table,
+/// and a Seq Scan's answers, NULL values included.
+#[tokio::test(flavor = "multi_thread")]
+async fn conditions_on_init_plan_values_use_indexes() {
+    let server = TestServer::start("planner-init-plan-params");
+    let c = server.client().await;
+    c.batch_execute(
+        "CREATE TABLE t AS SELECT CASE WHEN i % 1000 = 0 THEN NULL ELSE (i * 7919) % 200003 END AS a,
+                md5(i::text) AS b
+           FROM generate_series(1, 200000) i;
+         CREATE INDEX ON t(a);
+         ANALYZE t;",
+    )
+    .await
+    .unwrap();
+    let explain = |q: &'static str| {
+        let c = &c;
+        async move {
+            rows(c, &format!("EXPLAIN (COSTS OFF) {q}"))
+                .await
+                .into_iter()
+                .map(|r| r[0].clone().unwrap())
+                .collect::<Vec<_>>()
+        }
+    };
+    let max_init_plan = |scan: &str| {
+        [
+            "  InitPlan 2",
+            "    ->  Result",
+            "          InitPlan 1",
+            "            ->  Limit",
+        ]
+        .into_iter()
+        .map(String::from)
+        .chain([
+            format!("                  ->  Index Only Scan {scan}using t_a_idx on t t_1"),
+            "                        Index Cond: (a IS NOT NULL)".into(),
+        ])
+        .collect::<Vec<_>>()
+    };
+    let equal = "SELECT * FROM t WHERE a = (SELECT max(a) FROM t)";
+    let mut expected = vec![
+        "Index Scan using t_a_idx on t".to_string(),
+        "  Index Cond: (a = (InitPlan 2).col1)".into(),
+    ];
+    expected.extend(max_init_plan("Backward "));
+    assert_eq!(explain(equal).await, expected);
+    let ordered = "SELECT a FROM t WHERE a > (SELECT max(a) - 100 FROM t) ORDER BY a";
+    let mut expected = vec![
+        "Index Only Scan using t_a_idx on t".to_string(),
+        "  Index Cond: (a > (InitPlan 2).col1)".into(),
+    ];
+    expected.extend(max_init_plan("Backward "));
+    assert_eq!(explain(ordered).await, expected);
+    let below = "SELECT count(*) FROM t WHERE a < (SELECT min(a) + 1000 FROM t)";
+    let mut expected = vec!["Aggregate".to_string()];
+    expected.extend(max_init_plan(""));
+    expected.extend([
+        "  ->  Bitmap Heap Scan on t".to_string(),
+        "        Recheck Cond: (a < (InitPlan 2).col1)".into(),
+        "        ->  Bitmap Index Scan on t_a_idx".into(),
+        "              Index Cond: (a < (InitPlan 2).col1)".into(),
+    ]);
+    assert_eq!(explain(below).await, expected);
+
+    for q in [
+        equal,
+        ordered,
+        below,
+        "SELECT * FROM t WHERE a = (SELECT NULL::int)",
+        "SELECT count(*) FROM t WHERE a <= (SELECT 5000000000::bigint)",
+        "SELECT count(*) FROM t WHERE a >= (SELECT max(a) FROM t WHERE b LIKE 'f%') AND b < '8'",
+    ] {
+        let from_index = answer(&c, q).await;
+        set(
+            &c,
+            "SET enable_indexscan = off; SET enable_bitmapscan = off",
+        )
+        .await;
+        assert!(
+            !explain(q)
+                .await
+                .iter()
+                .any(|l| l.contains("Index Cond: (a ")),
+            "{q}"
+        );
+        assert_eq!(from_index, answer(&c, q).await, "{q}");
+        set(&c, RESET).await;
+    }
+    assert!(answer(&c, "SELECT * FROM t WHERE a = (SELECT NULL::int)")
+        .await
+        .is_empty());
+}

@@ -101,6 +101,8 @@ pub struct IndexScanExec {
     stop_after: Option<usize>,
     /// Returns the index's keys (module comment, "Index only").
     index_only: bool,
+    /// Plans the table's scan again with more conjuncts (`plan::param_scans`).
+    replan: Option<crate::plan::paths::Replan>,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -138,6 +140,7 @@ impl IndexScanExec {
             order: None,
             stop_after: None,
             index_only: false,
+            replan: None,
             schema,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
@@ -192,6 +195,16 @@ impl IndexScanExec {
 
     pub fn is_index_only(&self) -> bool {
         self.index_only
+    }
+
+    pub fn with_replan(mut self, replan: Option<crate::plan::paths::Replan>) -> Self {
+        self.replan = replan;
+        self
+    }
+
+    /// The planning of this table's scan again with more conjuncts.
+    pub fn replan(&self) -> Option<&crate::plan::paths::Replan> {
+        self.replan.as_ref()
     }
 
     /// The cost of running the scan as far as the query will: its total, or under an

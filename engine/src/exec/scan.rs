@@ -56,6 +56,8 @@ pub struct HeapScanExec {
     pub projection: Vec<usize>,
     pub limit: Option<usize>,
     estimate: Option<PathEstimate>,
+    /// Plans the table's scan again with more conjuncts (`plan::param_scans`).
+    replan: Option<crate::plan::paths::Replan>,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -87,10 +89,22 @@ impl HeapScanExec {
             projection,
             limit,
             estimate: None,
+            replan: None,
             schema,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         }
+    }
+
+    pub fn with_replan(mut self, replan: Option<crate::plan::paths::Replan>) -> Self {
+        self.replan = replan;
+        self
+    }
+
+    /// The planning of this table's scan again with more conjuncts, when the planner
+    /// chose this Seq Scan.
+    pub fn replan(&self) -> Option<&crate::plan::paths::Replan> {
+        self.replan.as_ref()
     }
 
     /// The planner's estimate for the node.

@@ -23,7 +23,7 @@ use iolab_catalog::TableDef;
 use crate::exec::context::StatementContext;
 use crate::exec::scan::{to_df, HeapScanExec};
 use crate::plan::index_cond::conjuncts;
-use crate::plan::paths::{plan_scan, ScanRequest};
+use crate::plan::paths::{plan_scan, Replan, ScanRequest};
 use crate::plan::ScanOrder;
 use crate::Database;
 
@@ -142,6 +142,26 @@ impl TableProvider for HeapTable {
                 quals.extend(conjuncts(&qual));
             }
         }
+        // A condition on a value computed before the scan (an InitPlan's) reaches the scan
+        // only after physical planning (`plan::param_scans`), which plans it again then.
+        let replan: Replan = {
+            let (db, def, schema) = (self.db.0.clone(), self.def.clone(), self.schema.clone());
+            let (projection, quals, order, stmt) =
+                (projection.clone(), quals.clone(), self.order, stmt.clone());
+            Arc::new(move |more: Vec<Arc<dyn PhysicalExpr>>| {
+                let request = ScanRequest {
+                    db: &db,
+                    table: &def,
+                    table_schema: schema.clone(),
+                    projection: projection.clone(),
+                    quals: quals.iter().cloned().chain(more).collect(),
+                    limit,
+                    order,
+                    replan: None,
+                };
+                plan_scan(&stmt, request)
+            })
+        };
         let request = ScanRequest {
             db: &self.db.0,
             table: &self.def,
@@ -150,6 +170,7 @@ impl TableProvider for HeapTable {
             quals,
             limit,
             order: self.order,
+            replan: Some(replan),
         };
         plan_scan(&stmt, request).map_err(to_df)
     }

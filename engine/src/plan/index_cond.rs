@@ -32,15 +32,32 @@
 //!
 //! The recheck of lossy bitmap pages ([`KeyTest`]) tests the same ranges with the index's
 //! own comparison, so it too keeps a superset.
+//!
+//! # Values known when the scan starts
+//!
+//! A **parameter clause** compares a column with an expression of no column that holds
+//! an uncorrelated scalar subquery: `a = (SELECT max(a) FROM t)`, whose value DataFusion
+//! computes once before the scan runs (PostgreSQL's InitPlan and its `PARAM_EXEC`). An
+//! index takes one (`=`, `<`, `<=`, `>`, `>=`) when no constant clause is on its column:
+//! [`KeySet::Param`], resolved into a range when the scan starts ([`IndexCond::scan`]).
+//! A NULL value selects no key; a value that does not compare exactly as the keys do
+//! selects every non-NULL key (a superset again). A lossy page's recheck leaves such a
+//! clause to the filter above.
 
 use std::ops::Bound;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::logical_expr::ColumnarValue;
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::expressions::{
     BinaryExpr, CastExpr, Column, IsNotNullExpr, IsNullExpr, Literal, TryCastExpr,
 };
+use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
+use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::scalar::ScalarValue;
 use iolab_catalog::statistics::StatValue;
@@ -135,6 +152,42 @@ pub fn simple_clause(e: &Arc<dyn PhysicalExpr>, columns: &[ColumnDef]) -> Option
     })
 }
 
+/// A conjunct comparing a column with a value computed before the scan runs (see "Values
+/// known when the scan starts" in the module comment).
+#[derive(Clone, Debug)]
+pub struct ParamClause {
+    /// Table column number, 0-based.
+    pub column: usize,
+    pub op: CompareOp,
+    pub value: Arc<dyn PhysicalExpr>,
+}
+
+/// `e` as a parameter clause over a table whose columns are `columns`, if it is one.
+pub fn param_clause(e: &Arc<dyn PhysicalExpr>, columns: &[ColumnDef]) -> Option<ParamClause> {
+    let b = e.as_ref().downcast_ref::<BinaryExpr>()?;
+    let op = CompareOp::of(b.op()).filter(|op| *op != CompareOp::Ne)?;
+    let (column, value, op) = match (column_of(b.left(), columns), column_of(b.right(), columns)) {
+        (Some(c), None) => (c, b.right(), op),
+        (None, Some(c)) => (c, b.left(), op.commuted()),
+        _ => return None,
+    };
+    is_param(value).then(|| ParamClause {
+        column,
+        op,
+        value: value.clone(),
+    })
+}
+
+/// An expression of no column holding a scalar subquery: one value for the whole scan.
+pub fn is_param(e: &Arc<dyn PhysicalExpr>) -> bool {
+    let mut subquery = false;
+    let _ = e.apply(|n| {
+        subquery |= n.as_ref().downcast_ref::<ScalarSubqueryExpr>().is_some();
+        Ok(TreeNodeRecursion::Continue)
+    });
+    subquery && collect_columns(e).is_empty()
+}
+
 /// The table column `e` reads: a column, or one widened to a larger integer type.
 fn column_of(e: &Arc<dyn PhysicalExpr>, columns: &[ColumnDef]) -> Option<usize> {
     if let Some(c) = e.as_ref().downcast_ref::<Column>() {
@@ -225,6 +278,11 @@ pub enum KeySet {
     Nulls,
     /// Every key, NULLs last: a scan for the index's order alone (`ORDER BY` its column).
     All,
+    /// `op value` for a value computed before the scan starts ([`ParamClause`]).
+    Param {
+        op: CompareOp,
+        value: Arc<dyn PhysicalExpr>,
+    },
 }
 
 impl KeySet {
@@ -263,6 +321,7 @@ impl KeySet {
                 upper: tighter(upper, u2, false),
             },
             (KeySet::All, other) => other,
+            (KeySet::Param { .. }, other) => other,
             (nulls, _) => nulls,
         }
     }
@@ -322,8 +381,12 @@ impl IndexCond {
         let kind = KeyKind::of(index.key_types[0]);
         let mut keys: Option<KeySet> = None;
         let mut quals = Vec::new();
+        let mut param = None;
         for qual in conjuncts {
             let Some(clause) = simple_clause(qual, columns).filter(|c| c.column == column) else {
+                if let Some(p) = param_clause(qual, columns).filter(|p| p.column == column) {
+                    param = param.or(Some((qual.clone(), p)));
+                }
                 continue;
             };
             let these = match clause.test {
@@ -347,6 +410,13 @@ impl IndexCond {
             });
             quals.push(qual.clone());
         }
+        if let (None, Some((qual, p))) = (&keys, param) {
+            keys = Some(KeySet::Param {
+                op: p.op,
+                value: p.value,
+            });
+            quals.push(qual);
+        }
         Some(IndexCond {
             index: index.clone(),
             column,
@@ -354,6 +424,38 @@ impl IndexCond {
             keys: keys?,
             quals,
         })
+    }
+
+    /// The keys to read now: a parameter's value taken (the scan is starting, so the
+    /// subquery has run); `None` when its value, NULL, selects no key.
+    fn keys_now(&self) -> PgResult<Option<KeySet>> {
+        let KeySet::Param { op, value } = &self.keys else {
+            return Ok(Some(self.keys.clone()));
+        };
+        let no_columns = RecordBatch::try_new_with_options(
+            Arc::new(Schema::empty()),
+            vec![],
+            &RecordBatchOptions::new().with_row_count(Some(1)),
+        )
+        .map_err(|e| iolab_catalog::PgError::internal(format!("parameter batch: {e}")))?;
+        let v = match value.evaluate(&no_columns) {
+            Ok(ColumnarValue::Scalar(v)) => v,
+            Ok(ColumnarValue::Array(a)) => ScalarValue::try_from_array(&a, 0)
+                .map_err(|e| iolab_catalog::PgError::internal(e.to_string()))?,
+            Err(e) => return Err(iolab_catalog::PgError::internal(e.to_string())),
+        };
+        if v.is_null() {
+            return Ok(None);
+        }
+        let ty = self.index.key_types[0];
+        Ok(Some(match comparable_value(&v, ty) {
+            Some(v) => KeySet::of(*op, v, self.kind),
+            // Not comparable as the keys are: every key but NULL, and the filter decides.
+            None => KeySet::Range {
+                lower: Bound::Unbounded,
+                upper: Bound::Unbounded,
+            },
+        }))
     }
 
     /// Every entry of `index`, in its order: no condition, for an `ORDER BY` of its column.
@@ -369,7 +471,11 @@ impl IndexCond {
 
     /// A scan of `index` (this condition's index) for the condition's keys.
     pub fn scan<'a>(&self, index: &BtreeIndex, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
-        match &self.keys {
+        let Some(keys) = self.keys_now()? else {
+            return index.scan_range(Bound::Included(Datum::Null), Bound::Unbounded, acct);
+        };
+        match &keys {
+            KeySet::Param { .. } => unreachable!("resolved by keys_now"),
             KeySet::All => index.scan_all(acct),
             KeySet::Nulls => index.scan_nulls(acct),
             KeySet::Range { lower, upper } => index.scan_range(
@@ -386,7 +492,11 @@ impl IndexCond {
         index: &BtreeIndex,
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
-        match &self.keys {
+        let Some(keys) = self.keys_now()? else {
+            return index.scan_range(Bound::Included(Datum::Null), Bound::Unbounded, acct);
+        };
+        match &keys {
+            KeySet::Param { .. } => unreachable!("resolved by keys_now"),
             KeySet::All => index.scan_all_backward(acct),
             KeySet::Nulls => index.scan_nulls(acct), // equal keys: any order is descending
             KeySet::Range { lower, upper } => index.scan_range_backward(
@@ -410,7 +520,8 @@ impl IndexCond {
             Bound::Unbounded => Bound::Unbounded,
         };
         let range = match &self.keys {
-            KeySet::All => return KeyTest::All(Vec::new()),
+            // A parameter's clause is left to the filter above.
+            KeySet::All | KeySet::Param { .. } => return KeyTest::All(Vec::new()),
             KeySet::Nulls => None,
             KeySet::Range { lower, upper } => Some((bound(lower), bound(upper))),
         };

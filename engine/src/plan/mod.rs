@@ -32,6 +32,7 @@ pub mod index_cond;
 pub mod merge_joins;
 pub mod min_max;
 pub mod ordered_scans;
+pub mod param_scans;
 pub mod partitions;
 pub mod paths;
 pub mod selectivity;

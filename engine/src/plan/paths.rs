@@ -75,6 +75,10 @@ const CTID_WIDTH: i32 = 6;
 /// The bound on the starting points `choose_bitmap_and` tries (PostgreSQL's is 100 too).
 const MAX_BITMAP_AND_STARTS: usize = 100;
 
+/// The planning of a table's scan again with more conjuncts (`plan::param_scans`).
+pub type Replan =
+    Arc<dyn Fn(Vec<Arc<dyn PhysicalExpr>>) -> PgResult<Arc<dyn ExecutionPlan>> + Send + Sync>;
+
 /// A scan to plan: the table, the columns it returns, the conjuncts DataFusion pushed down.
 pub struct ScanRequest<'a> {
     pub db: &'a Arc<Database>,
@@ -88,6 +92,8 @@ pub struct ScanRequest<'a> {
     pub limit: Option<usize>,
     /// The order the rows are wanted in, when the query sorts them by one column.
     pub order: Option<ScanOrder>,
+    /// Kept by a Seq Scan or an Index Scan, for conjuncts the planner could not see yet.
+    pub replan: Option<Replan>,
 }
 
 /// A usable index of the table.
@@ -339,7 +345,8 @@ pub fn plan_scan(
                 req.projection,
                 req.limit,
             )
-            .with_estimate(estimate),
+            .with_estimate(estimate)
+            .with_replan(req.replan),
         ),
         Access::Index { path, only } => {
             let order = order.filter(|o| o.column == path.cond.column);
@@ -356,7 +363,8 @@ pub fn plan_scan(
                 path.cond.clone(),
             )
             .in_order(order, answered)
-            .with_estimate(estimate);
+            .with_estimate(estimate)
+            .with_replan(req.replan);
             Arc::new(if only { scan.index_only() } else { scan })
         }
         Access::Bitmap(bitmap) => {
@@ -643,6 +651,7 @@ mod tests {
                 quals,
                 limit: None,
                 order: None,
+                replan: None,
             },
         )
         .unwrap()

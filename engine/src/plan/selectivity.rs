@@ -47,7 +47,9 @@ use datafusion::physical_expr::expressions::{BinaryExpr, InListExpr, LikeExpr, N
 use datafusion::physical_expr::PhysicalExpr;
 use iolab_catalog::{ColumnDef, ColumnStatistics, StatValue, TableDef, TableStatistics};
 
-use crate::plan::index_cond::{conjuncts, or_arms, simple_clause, ClauseTest, CompareOp};
+use crate::plan::index_cond::{
+    conjuncts, or_arms, param_clause, simple_clause, ClauseTest, CompareOp,
+};
 
 pub const DEFAULT_EQ_SEL: f64 = 0.005;
 pub const DEFAULT_INEQ_SEL: f64 = 1.0 / 3.0;
@@ -177,6 +179,12 @@ pub fn clause_selectivity(e: &Arc<dyn PhysicalExpr>, rel: &RelStats) -> f64 {
             ClauseTest::Compare(op, v) => ineq_selectivity(rel, column, op, &v),
         };
     }
+    if let Some(p) = param_clause(e, &rel.columns) {
+        return match p.op {
+            CompareOp::Eq => eq_param_selectivity(rel, p.column),
+            _ => DEFAULT_INEQ_SEL,
+        };
+    }
     let expr = e.as_ref();
     if let Some(b) = expr.downcast_ref::<BinaryExpr>() {
         return match b.op() {
@@ -297,6 +305,21 @@ fn eq_selectivity(rel: &RelStats, column: usize, value: &StatValue) -> f64 {
         s = s.min(least);
     }
     s
+}
+
+/// `var_eq_non_const`: `col = value` for a value not known while planning (an InitPlan's):
+/// the rows of one distinct value, at most the most common value's share.
+fn eq_param_selectivity(rel: &RelStats, column: usize) -> f64 {
+    let stats = rel.column(column);
+    let mut s = 1.0 - stats.map_or(0.0, |s| s.null_frac as f64);
+    let distinct = num_distinct(rel, column);
+    if distinct > 1.0 {
+        s /= distinct;
+    }
+    if let Some((_, most)) = stats.and_then(|s| s.most_common().next()) {
+        s = s.min(most);
+    }
+    clamp_probability(s)
 }
 
 /// `scalarineqsel`: `col op value` for `<`, `<=`, `>`, `>=`.

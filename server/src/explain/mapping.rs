@@ -210,13 +210,10 @@ impl<'a> Mapper<'a> {
         let mut functions = HashMap::new();
         let mut relations = 0;
         let mut init_plans = Vec::new();
+        init_plans_in_order(root, &mut init_plans);
         let mut walk_stack = vec![root];
         while let Some(plan) = walk_stack.pop() {
             let (inner, _) = peel(plan);
-            if let Some(s) = inner.downcast_ref::<ScalarSubqueryExec>() {
-                let links = s.subqueries().iter();
-                init_plans.extend(links.map(|l| subquery_value(s.results(), l)));
-            }
             if let Some((table, _)) = scanned_table(inner.as_ref()) {
                 relations += 1;
                 let alias = match logical_aliases.iter().position(|n| n.table == table.name) {
@@ -1616,6 +1613,22 @@ impl<'a> Mapper<'a> {
         let args: Vec<String> = args.iter().map(|e| self.expr(e, input, prefix)).collect();
         let distinct = if a.is_distinct() { "DISTINCT " } else { "" };
         format!("{name}({distinct}{})", args.join(", "))
+    }
+}
+
+/// The InitPlans of `plan` as PostgreSQL numbers them: those of a subquery before the
+/// subquery's own (they are planned while it is), siblings in order.
+fn init_plans_in_order(plan: &Arc<dyn ExecutionPlan>, out: &mut Vec<ScalarSubqueryExpr>) {
+    let (inner, _) = peel(plan);
+    if let Some(s) = inner.downcast_ref::<ScalarSubqueryExec>() {
+        for link in s.subqueries() {
+            init_plans_in_order(&link.plan, out);
+            out.push(subquery_value(s.results(), link));
+        }
+        return init_plans_in_order(s.input(), out);
+    }
+    for child in inner.children() {
+        init_plans_in_order(child, out);
     }
 }
 
