@@ -389,6 +389,22 @@ pub async fn error(client: &Client, sql: &str) -> (String, String) {
     (sqlstate(&e), message.to_string())
 }
 
+/// `t(a, b)` with an index on a, analyzed: 200 000 rows, a distinct values from 1 to 200 002
+/// in a shuffled order, NULL every 1000th row, b an md5 text. The index tests' table;
+/// PostgreSQL 18's plans quoted in them are for the same statements.
+pub async fn create_shuffled_t(client: &Client) {
+    client
+        .batch_execute(
+            "CREATE TABLE t AS SELECT CASE WHEN i % 1000 = 0 THEN NULL ELSE (i * 7919) % 200003 END AS a,
+                    md5(i::text) AS b
+               FROM generate_series(1, 200000) i;
+             CREATE INDEX ON t(a);
+             ANALYZE t;",
+        )
+        .await
+        .expect("create t");
+}
+
 /// The rows of a simple-protocol query, each as text values (None = NULL).
 pub async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
     client

@@ -3,7 +3,7 @@
 //! and an Index Scan chosen so replaces the Sort and stops when the LIMIT has its rows. The plans are PostgreSQL 18's
 //! for the same table (EXPLAIN with COSTS OFF); the rows are those of a sort.
 
-use iolab_tests::{evict, figure, plan, rows, TestServer};
+use iolab_tests::{create_shuffled_t, evict, figure, plan, rows, TestServer};
 use tokio_postgres::Client;
 
 async fn explain(c: &Client, query: &str) -> Vec<String> {
@@ -21,25 +21,11 @@ async fn sorted_both_ways(
     (sorted, rows(c, query).await)
 }
 
-/// `t(a, b)` with an index on a: 200 000 rows, a distinct values from 1 to 200 002 in a
-/// shuffled order, NULL every 1000th row.
-async fn create_t(c: &Client) {
-    c.batch_execute(
-        "CREATE TABLE t AS SELECT CASE WHEN i % 1000 = 0 THEN NULL ELSE (i * 7919) % 200003 END AS a,
-                md5(i::text) AS b
-           FROM generate_series(1, 200000) i;
-         CREATE INDEX ON t(a);
-         ANALYZE t;",
-    )
-    .await
-    .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn an_index_scan_in_order_replaces_the_sort() {
     let server = TestServer::start("ordered-index-scans");
     let c = server.client().await;
-    create_t(&c).await;
+    create_shuffled_t(&c).await;
 
     // PostgreSQL 18's plans for the same table.
     let limit = "SELECT * FROM t ORDER BY a LIMIT 10";
@@ -173,7 +159,7 @@ async fn an_index_scan_in_order_replaces_the_sort() {
 async fn min_and_max_read_one_end_of_the_index() {
     let server = TestServer::start("min-max-index");
     let c = server.client().await;
-    create_t(&c).await;
+    create_shuffled_t(&c).await;
     // PostgreSQL 18's plans.
     assert_eq!(
         explain(&c, "SELECT max(a) FROM t").await,

@@ -7,7 +7,7 @@
 //! renders it as PostgreSQL does ("Bitmap Heap Scan") or by its DataFusion name
 //! ("BitmapHeapScan"), compared without spaces.
 
-use iolab_tests::{rows, TestServer};
+use iolab_tests::{create_shuffled_t, plan, rows, TestServer};
 use tokio_postgres::Client;
 
 const ROWS: i64 = 100_000;
@@ -345,24 +345,10 @@ async fn without_hash_joins_equi_joins_merge() {
 async fn conditions_on_init_plan_values_use_indexes() {
     let server = TestServer::start("planner-init-plan-params");
     let c = server.client().await;
-    c.batch_execute(
-        "CREATE TABLE t AS SELECT CASE WHEN i % 1000 = 0 THEN NULL ELSE (i * 7919) % 200003 END AS a,
-                md5(i::text) AS b
-           FROM generate_series(1, 200000) i;
-         CREATE INDEX ON t(a);
-         ANALYZE t;",
-    )
-    .await
-    .unwrap();
+    create_shuffled_t(&c).await;
     let explain = |q: &'static str| {
         let c = &c;
-        async move {
-            rows(c, &format!("EXPLAIN (COSTS OFF) {q}"))
-                .await
-                .into_iter()
-                .map(|r| r[0].clone().unwrap())
-                .collect::<Vec<_>>()
-        }
+        async move { plan(c, &format!("EXPLAIN (COSTS OFF) {q}")).await }
     };
     let max_init_plan = |scan: &str| {
         [

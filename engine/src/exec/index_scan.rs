@@ -449,6 +449,33 @@ impl KeyRows {
     }
 }
 
+/// Index only: the visibility map's answers, the last one reused for TIDs on the same page
+/// taken from the same leaf read (module comment, "Index only").
+struct PageMarks<'a> {
+    vm: &'a crate::heap::visibility_map::VisibilityMap,
+    /// The page last looked up, the leaf read it was looked up for, the answer.
+    last: Option<(u32, u64, bool)>,
+}
+
+impl PageMarks<'_> {
+    /// Is page `blkno` of `rel` all-visible, for a TID of the `leaf`-th leaf read?
+    fn all_visible(
+        &mut self,
+        rel: &crate::storage::relfile::RelFile,
+        blkno: u32,
+        leaf: u64,
+    ) -> bool {
+        match self.last {
+            Some((page, at, marked)) if page == blkno && at == leaf => marked,
+            _ => {
+                let marked = self.vm.is_set(rel.relfilenode(), blkno);
+                self.last = Some((blkno, leaf, marked));
+                marked
+            }
+        }
+    }
+}
+
 /// The heap page of the last TID fetched, kept pinned while the next TIDs point into it.
 struct HeapFetch {
     page: Option<PinnedBuffer>,
@@ -531,9 +558,11 @@ impl IndexJob {
         if self.read_ahead {
             tids = tids.read_ahead(self.db.aio.clone(), stmt.stream_config(false, false))?;
         }
-        // Index only: the last page looked up in the visibility map, with the leaf read
-        // it was looked up for and the answer.
-        let mut all_visible: Option<(u32, u64, bool)> = None;
+        let vm = self.db.vm.clone();
+        let mut marks = PageMarks {
+            vm: &vm,
+            last: None,
+        };
         let mut heap_fetches = 0;
         let compute = self.baseline.elapsed_compute().clone();
         let mut timer = Some(compute.timer());
@@ -561,26 +590,15 @@ impl IndexJob {
                     heap.visible(stmt, &rel, tid, tids.acct(), |t| rows.push(t, tid.0, tid.1))?
                 }
                 (Output::Keys(keys), Some(key)) => {
-                    let leaf = tids.leaves_read();
-                    let marked = match all_visible {
-                        Some((blkno, at, marked)) if blkno == tid.0 && at == leaf => marked,
-                        _ => {
-                            let marked = self.db.vm.is_set(rel.relfilenode(), tid.0);
-                            all_visible = Some((tid.0, leaf, marked));
-                            marked
-                        }
-                    };
-                    if marked {
-                        keys.push(&key)?;
-                        false
-                    } else {
+                    let marked = marks.all_visible(&rel, tid.0, tids.leaves_read());
+                    let fetched = !marked && {
                         heap_fetches += 1;
-                        let visible = heap.visible(stmt, &rel, tid, tids.acct(), |_| Ok(()))?;
-                        if visible {
-                            keys.push(&key)?;
-                        }
-                        visible
+                        heap.visible(stmt, &rel, tid, tids.acct(), |_| Ok(()))?
+                    };
+                    if marked || fetched {
+                        keys.push(&key)?;
                     }
+                    fetched
                 }
                 (Output::Keys(_), None) => unreachable!("an index returning keys"),
             };

@@ -321,7 +321,6 @@ impl KeySet {
                 upper: tighter(upper, u2, false),
             },
             (KeySet::All, other) => other,
-            (KeySet::Param { .. }, other) => other,
             (nulls, _) => nulls,
         }
     }
@@ -428,34 +427,39 @@ impl IndexCond {
 
     /// The keys to read now: a parameter's value taken (the scan is starting, so the
     /// subquery has run); `None` when its value, NULL, selects no key.
-    fn keys_now(&self) -> PgResult<Option<KeySet>> {
+    fn keys_now(&self) -> Option<KeySet> {
         let KeySet::Param { op, value } = &self.keys else {
-            return Ok(Some(self.keys.clone()));
+            return Some(self.keys.clone());
         };
-        let no_columns = RecordBatch::try_new_with_options(
+        let every_key = KeySet::Range {
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+        };
+        let one_row_of_no_columns = RecordBatch::try_new_with_options(
             Arc::new(Schema::empty()),
             vec![],
             &RecordBatchOptions::new().with_row_count(Some(1)),
-        )
-        .map_err(|e| iolab_catalog::PgError::internal(format!("parameter batch: {e}")))?;
-        let v = match value.evaluate(&no_columns) {
-            Ok(ColumnarValue::Scalar(v)) => v,
-            Ok(ColumnarValue::Array(a)) => ScalarValue::try_from_array(&a, 0)
-                .map_err(|e| iolab_catalog::PgError::internal(e.to_string()))?,
-            Err(e) => return Err(iolab_catalog::PgError::internal(e.to_string())),
+        );
+        let value = one_row_of_no_columns
+            .map_err(Into::into)
+            .and_then(|batch| value.evaluate(&batch))
+            .and_then(|v| match v {
+                ColumnarValue::Scalar(v) => Ok(v),
+                ColumnarValue::Array(a) => ScalarValue::try_from_array(&a, 0),
+            });
+        // A value that fails (an overflow in `(SELECT …) + 1`) or does not compare as the
+        // keys do: every key but NULL, and the filter above decides (and reports the error
+        // as it would without the index).
+        let Ok(v) = value else {
+            return Some(every_key);
         };
         if v.is_null() {
-            return Ok(None);
+            return None;
         }
-        let ty = self.index.key_types[0];
-        Ok(Some(match comparable_value(&v, ty) {
+        Some(match comparable_value(&v, self.index.key_types[0]) {
             Some(v) => KeySet::of(*op, v, self.kind),
-            // Not comparable as the keys are: every key but NULL, and the filter decides.
-            None => KeySet::Range {
-                lower: Bound::Unbounded,
-                upper: Bound::Unbounded,
-            },
-        }))
+            None => every_key,
+        })
     }
 
     /// Every entry of `index`, in its order: no condition, for an `ORDER BY` of its column.
@@ -471,7 +475,7 @@ impl IndexCond {
 
     /// A scan of `index` (this condition's index) for the condition's keys.
     pub fn scan<'a>(&self, index: &BtreeIndex, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
-        let Some(keys) = self.keys_now()? else {
+        let Some(keys) = self.keys_now() else {
             return index.scan_range(Bound::Included(Datum::Null), Bound::Unbounded, acct);
         };
         match &keys {
@@ -492,7 +496,7 @@ impl IndexCond {
         index: &BtreeIndex,
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
-        let Some(keys) = self.keys_now()? else {
+        let Some(keys) = self.keys_now() else {
             return index.scan_range(Bound::Included(Datum::Null), Bound::Unbounded, acct);
         };
         match &keys {
