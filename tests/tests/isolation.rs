@@ -36,6 +36,7 @@ async fn modes_are_set_and_checked_as_in_postgresql() {
         ("TRUNCATE rot", "TRUNCATE TABLE"),
         ("DROP TABLE rot", "DROP TABLE"),
         ("ALTER TABLE rot ADD COLUMN b int", "ALTER TABLE"),
+        ("EXPLAIN ANALYZE INSERT INTO rot VALUES (1)", "INSERT"),
     ];
     for (sql, command) in refused {
         run(&c, "BEGIN READ ONLY").await;

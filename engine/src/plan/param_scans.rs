@@ -66,7 +66,7 @@ impl PhysicalOptimizerRule for ParamIndexScans {
     }
 }
 
-/// `input` with the Seq Scan at its bottom planned again with `predicate`'s parameter
+/// `input` with the scan at its bottom planned again with `predicate`'s parameter
 /// conjuncts, if there are any and the planner then chooses another path.
 fn scan_with_params(
     input: &Arc<dyn ExecutionPlan>,

@@ -265,6 +265,10 @@ fn refused_command(db: &Database, temp: Option<&str>, parsed: &Parsed) -> Option
                 ast::LockType::Update => "SELECT FOR UPDATE".into(),
             }
         }
+        // EXPLAIN ANALYZE runs its statement.
+        ast::Statement::Explain { statement, .. } if crate::explain::writes(stmt) => {
+            return refused_command(db, temp, &Parsed::Sql(statement.clone()));
+        }
         ast::Statement::CreateTable(_) => "CREATE TABLE".into(),
         ast::Statement::CreateIndex(_) => "CREATE INDEX".into(),
         ast::Statement::CreateView { .. } => "CREATE VIEW".into(),
