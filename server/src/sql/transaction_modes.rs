@@ -99,6 +99,15 @@ fn level_name(level: &Level) -> PgResult<&'static str> {
     })
 }
 
+/// The transaction setting `mode` sets, and its value.
+fn setting_of(mode: &TransactionMode) -> PgResult<(&'static str, &'static str)> {
+    Ok(match mode {
+        TransactionMode::IsolationLevel(level) => ("transaction_isolation", level_name(level)?),
+        TransactionMode::AccessMode(Access::ReadOnly) => ("transaction_read_only", "on"),
+        TransactionMode::AccessMode(Access::ReadWrite) => ("transaction_read_only", "off"),
+    })
+}
+
 /// Applies `modes` to the current transaction (BEGIN's, or SET TRANSACTION's in a block
 /// that has run `queried` a query or not).
 pub fn apply(
@@ -108,11 +117,7 @@ pub fn apply(
 ) -> PgResult<()> {
     let mut changed = settings.clone();
     for mode in modes {
-        let (name, value) = match mode {
-            TransactionMode::IsolationLevel(level) => ("transaction_isolation", level_name(level)?),
-            TransactionMode::AccessMode(Access::ReadOnly) => ("transaction_read_only", "on"),
-            TransactionMode::AccessMode(Access::ReadWrite) => ("transaction_read_only", "off"),
-        };
+        let (name, value) = setting_of(mode)?;
         check_change(&changed, name, value, queried)?;
         changed.set(name, value, true).map_err(setting_error)?;
     }
@@ -120,25 +125,16 @@ pub fn apply(
     Ok(())
 }
 
-/// `SET SESSION CHARACTERISTICS AS TRANSACTION modes`: the defaults of later transactions.
+/// `SET SESSION CHARACTERISTICS AS TRANSACTION modes`: the `default_` settings later
+/// transactions start with.
 pub fn set_session_characteristics(
     settings: &mut SessionSettings,
     modes: &[TransactionMode],
 ) -> PgResult<()> {
     let mut changed = settings.clone();
     for mode in modes {
-        let (name, value) = match mode {
-            TransactionMode::IsolationLevel(level) => {
-                ("default_transaction_isolation", level_name(level)?)
-            }
-            TransactionMode::AccessMode(Access::ReadOnly) => {
-                ("default_transaction_read_only", "on")
-            }
-            TransactionMode::AccessMode(Access::ReadWrite) => {
-                ("default_transaction_read_only", "off")
-            }
-        };
-        changed.set(name, value, false).map_err(setting_error)?;
+        let (name, value) = setting_of(mode)?;
+        (changed.set(&format!("default_{name}"), value, false)).map_err(setting_error)?;
     }
     *settings = changed;
     Ok(())
@@ -155,12 +151,6 @@ pub fn check_change(
     if !queried {
         return Ok(());
     }
-    let before_any_query = |what: &str| {
-        PgError::new(
-            sqlstate::ACTIVE_SQL_TRANSACTION,
-            format!("{what} must be set before any query"),
-        )
-    };
     if name.eq_ignore_ascii_case("transaction_isolation")
         && !value.eq_ignore_ascii_case(&settings.transaction_isolation())
     {
@@ -176,7 +166,10 @@ pub fn check_change(
         && read_write
         && settings.transaction_read_only()
     {
-        return Err(before_any_query("transaction read-write mode"));
+        return Err(PgError::new(
+            sqlstate::ACTIVE_SQL_TRANSACTION,
+            "transaction read-write mode must be set before any query",
+        ));
     }
     Ok(())
 }
