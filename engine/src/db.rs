@@ -195,13 +195,15 @@ impl Database {
             None
         });
         let startup = crate::wal::recovery::startup(&db, &options.recovery)?;
-        if let (Startup::Clean, Some(saved)) = (&startup, saved_vm) {
-            db.vm.restore(saved);
-        }
         db.txns
             .abort_unfinished()
             .map_err(|e| io("could not write the commit log in", e))?;
         crate::temp::remove_orphans(&db)?;
+        if let (Startup::Clean, Some(saved)) = (&startup, saved_vm) {
+            // Only for tables that are still there (a temporary table's went with it).
+            saved.retain(|relfilenode| db.catalog.persistence_of(relfilenode).is_some());
+            db.vm.restore(saved);
+        }
         match startup {
             Startup::Clean => {}
             Startup::NewCluster => {

@@ -162,6 +162,13 @@ impl VisibilityMap {
         Ok(Some(map))
     }
 
+    /// Keeps the bits of the table files `keep` says yes to.
+    pub fn retain(&self, keep: impl Fn(u32) -> bool) {
+        self.tables
+            .lock()
+            .retain(|&relfilenode, _| keep(relfilenode));
+    }
+
     /// Takes over the bits of `saved` (at start, before anything runs).
     pub fn restore(&self, saved: VisibilityMap) {
         *self.tables.lock() = saved.tables.into_inner();
@@ -254,6 +261,8 @@ mod tests {
         fresh.restore(loaded);
         assert_eq!(fresh.count(9, 200), 71);
         assert!(fresh.is_set(4, 2) && fresh.is_set(9, 130) && !fresh.is_set(9, 129));
+        fresh.retain(|relfilenode| relfilenode == 9);
+        assert!(!fresh.is_set(4, 2) && fresh.is_set(9, 130));
 
         // Cut short or of another version: refused, and removed too.
         vm.save(&dir).unwrap();
