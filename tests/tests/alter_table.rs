@@ -905,3 +905,60 @@ async fn dropping_a_serial_column_drops_its_sequence_at_commit() {
         [row(&["10"])]
     );
 }
+
+/// CREATE TABLE … WITH (…) checks and records its storage parameters as ALTER TABLE … SET
+/// does, `autovacuum_enabled` included (scripts written for PostgreSQL set it; iolab has no
+/// autovacuum), with PostgreSQL 18's messages; CREATE TABLE AS too, and ROLLBACK takes the
+/// table back with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_table_records_its_storage_parameters() {
+    let server = TestServer::start("create-table-with");
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "CREATE TABLE w1(a int) WITH (autovacuum_enabled = off, fillfactor = 70);
+             CREATE TABLE w2 WITH (fillfactor = 60) AS SELECT 1 AS a;
+             BEGIN; CREATE TABLE w3(a int) WITH (fillfactor = 50); ROLLBACK;",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        table(
+            &client,
+            "SELECT relname, reloptions::text FROM pg_class WHERE relname LIKE 'w_' ORDER BY 1"
+        )
+        .await,
+        [
+            row(&["w1", "{autovacuum_enabled=off,fillfactor=70}"]),
+            row(&["w2", "{fillfactor=60}"]),
+        ]
+    );
+    for (sql, code, message) in [
+        (
+            "CREATE TABLE w4(a int) WITH (fillfactor = 5)",
+            "22023",
+            "value 5 out of bounds for option \"fillfactor\"",
+        ),
+        (
+            "CREATE TABLE w4(a int) WITH (bogus = 1)",
+            "22023",
+            "unrecognized parameter \"bogus\"",
+        ),
+        (
+            "CREATE TABLE w4(a int) WITH (autovacuum_enabled = maybe)",
+            "22023",
+            "invalid value for boolean option \"autovacuum_enabled\": maybe",
+        ),
+    ] {
+        assert_eq!(fails(&client, sql).await, (code.into(), message.into()));
+    }
+    assert_eq!(
+        table(
+            &client,
+            "SELECT count(*) FROM pg_class WHERE relname = 'w4'"
+        )
+        .await,
+        [row(&["0"])],
+        "a refused table is not made"
+    );
+}

@@ -356,6 +356,7 @@ fn make_table(
     }
     let (schema, name) = split_name(&create.name)?;
     check_identifier(&name)?;
+    let reloptions = super::reloptions::create_table_reloptions(&create.table_options)?;
     let db = &run.db;
     let temporary = creates_temporary(create)?;
     let on_commit = match create.on_commit {
@@ -394,14 +395,22 @@ fn make_table(
             create.if_not_exists,
         )?
         .map(|(table, _)| table);
-    if let Some(table) = &table {
-        log.record(db, DdlEntry::CreatedTable { oid: table.oid })?;
-        db.create_relation_file(table)?;
-        if let Some(action) = on_commit {
-            run.temp.on_commit(table.oid, action);
-        }
+    let Some(mut table) = table else {
+        return Ok(None);
+    };
+    log.record(db, DdlEntry::CreatedTable { oid: table.oid })?;
+    db.create_relation_file(&table)?;
+    if let Some(action) = on_commit {
+        run.temp.on_commit(table.oid, action);
     }
-    Ok(table)
+    if !reloptions.is_empty() {
+        let mut state = (db.catalog.table_state(table.oid))
+            .ok_or_else(|| PgError::internal("the table just made is gone"))?;
+        state.table.reloptions = reloptions;
+        table.reloptions = state.table.reloptions.clone();
+        db.catalog.put_table_state(state)?;
+    }
+    Ok(Some(table))
 }
 
 /// Whether CREATE TABLE makes a temporary table: `TEMP`/`TEMPORARY`, or a name in schema

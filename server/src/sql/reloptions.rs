@@ -1,5 +1,5 @@
 //! Storage parameters of `CREATE INDEX … WITH (name = value, …)`, of `ALTER INDEX … SET
-//! (…)` and of `ALTER TABLE … SET (…)`.
+//! (…)`, of `CREATE TABLE … WITH (…)` and of `ALTER TABLE … SET (…)`.
 //!
 //! A B-tree index takes PostgreSQL 18's two: `deduplicate_items` (boolean, default on:
 //! equal keys are merged into posting lists) and `fillfactor` (10 to 100, default 90: how
@@ -8,10 +8,12 @@
 //! `pg_class.reloptions` shows: `name=value`, the value as written — identifiers and
 //! keywords folded to lower case, strings as they are, a bare name meaning `true`.
 //!
-//! A table takes `fillfactor` (10 to 100, PostgreSQL's heap bounds). iolab records it (it
-//! shows in `pg_class.reloptions` and `\d+`), but its heap fills pages whole whatever it
-//! says. PostgreSQL's other table parameters (`autovacuum_enabled`, …) are refused with
-//! 0A000, unknown names with PostgreSQL's 22023.
+//! A table takes `fillfactor` (10 to 100, PostgreSQL's heap bounds) and
+//! `autovacuum_enabled` (boolean). iolab records them (they show in `pg_class.reloptions`
+//! and `\d+`), but its heap fills pages whole whatever the fill factor says, and it has
+//! no autovacuum to turn off (scripts written for PostgreSQL's experiments set it).
+//! PostgreSQL's other table parameters are refused with 0A000, unknown names with
+//! PostgreSQL's 22023.
 //!
 //! `SET (…)` on a relation with parameters replaces the values of the names it gives and
 //! adds the others after those kept, as PostgreSQL orders them; `RESET (…)` removes names
@@ -29,7 +31,6 @@ const FILLFACTOR_RANGE: std::ops::RangeInclusive<i64> = 10..=100;
 
 /// PostgreSQL's table storage parameters iolab does not take.
 const OTHER_HEAP_PARAMETERS: &[&str] = &[
-    "autovacuum_enabled",
     "autovacuum_vacuum_threshold",
     "autovacuum_vacuum_max_threshold",
     "autovacuum_vacuum_scale_factor",
@@ -62,10 +63,39 @@ pub fn btree_reloptions(with: &[ast::Expr]) -> PgResult<Vec<String>> {
     })
 }
 
+/// The `WITH (…)` options of CREATE TABLE as `reloptions` entries (checked before the
+/// table is made).
+pub fn create_table_reloptions(options: &ast::CreateTableOptions) -> PgResult<Vec<String>> {
+    let list = match options {
+        ast::CreateTableOptions::None => return Ok(Vec::new()),
+        ast::CreateTableOptions::With(list) => list,
+        other => {
+            return Err(PgError::syntax(format!(
+                "syntax error at or near \"{other}\""
+            )))
+        }
+    };
+    let exprs = list
+        .iter()
+        .map(|option| match option {
+            ast::SqlOption::Ident(name) => Ok(ast::Expr::Identifier(name.clone())),
+            ast::SqlOption::KeyValue { key, value } => Ok(ast::Expr::BinaryOp {
+                left: Box::new(ast::Expr::Identifier(key.clone())),
+                op: ast::BinaryOperator::Eq,
+                right: Box::new(value.clone()),
+            }),
+            other => Err(PgError::syntax(format!(
+                "syntax error at or near \"{other}\""
+            ))),
+        })
+        .collect::<PgResult<Vec<_>>>()?;
+    heap_reloptions(&exprs)
+}
+
 /// The `SET (…)` list of ALTER TABLE on a table as `reloptions` entries.
 pub fn heap_reloptions(with: &[ast::Expr]) -> PgResult<Vec<String>> {
     checked_reloptions(with, |name| match name {
-        "fillfactor" => Ok(()),
+        "fillfactor" | "autovacuum_enabled" => Ok(()),
         other if OTHER_HEAP_PARAMETERS.contains(&other) => Err(PgError::unsupported(format!(
             "storage parameter \"{other}\" is not supported by iolab"
         ))),
@@ -115,7 +145,7 @@ fn checked_reloptions(
         let invalid = |message: String| PgError::new(sqlstate::INVALID_PARAMETER_VALUE, message);
         known(&name)?;
         match name.as_str() {
-            "deduplicate_items" => {
+            "deduplicate_items" | "autovacuum_enabled" => {
                 if parse_bool(&value).is_err() {
                     return Err(invalid(format!(
                         "invalid value for boolean option \"{name}\": {value}"
@@ -279,7 +309,17 @@ mod tests {
             )
         );
         assert_eq!(
-            set("autovacuum_enabled = off").unwrap_err().code,
+            set("autovacuum_enabled = off, fillfactor = 50").unwrap(),
+            ["autovacuum_enabled=off", "fillfactor=50"]
+        );
+        assert_eq!(
+            set("autovacuum_enabled = maybe").unwrap_err().message,
+            "invalid value for boolean option \"autovacuum_enabled\": maybe"
+        );
+        assert_eq!(
+            set("autovacuum_vacuum_scale_factor = 0.1")
+                .unwrap_err()
+                .code,
             sqlstate::FEATURE_NOT_SUPPORTED
         );
         assert_eq!(
