@@ -99,13 +99,20 @@ async fn modes_are_set_and_checked_as_in_postgresql() {
     )
     .await;
     assert_eq!(show(&c, "transaction_read_only").await, "on");
-    assert_eq!(
-        error(&c, "SET TRANSACTION READ WRITE").await,
-        (
-            "25001".into(),
-            "transaction read-write mode must be set before any query".into()
-        )
-    );
+    for sql in [
+        "SET TRANSACTION READ WRITE",
+        "SET transaction_read_only = f",
+    ] {
+        assert_eq!(
+            error(&c, sql).await,
+            (
+                "25001".into(),
+                "transaction read-write mode must be set before any query".into()
+            ),
+            "{sql}"
+        );
+        run(&c, "ROLLBACK; BEGIN READ ONLY; SELECT 1").await;
+    }
     run(&c, "ROLLBACK").await;
 
     // Outside a block SET TRANSACTION warns and does nothing; SESSION CHARACTERISTICS sets

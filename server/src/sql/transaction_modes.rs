@@ -33,6 +33,7 @@ use datafusion::sql::sqlparser::ast::{
 };
 use iolab_catalog::{sqlstate, Persistence, PgError, PgResult};
 use iolab_engine::txn::{OwnXids, Snapshot};
+use iolab_engine::values::input::parse_bool;
 use iolab_engine::Database;
 use iolab_settings::SessionSettings;
 
@@ -159,11 +160,8 @@ pub fn check_change(
             "SET TRANSACTION ISOLATION LEVEL must be called before any query",
         ));
     }
-    let read_write = ["off", "false", "no", "0"]
-        .iter()
-        .any(|v| value.eq_ignore_ascii_case(v));
     if name.eq_ignore_ascii_case("transaction_read_only")
-        && read_write
+        && parse_bool(value).is_ok_and(|read_only| !read_only)
         && settings.transaction_read_only()
     {
         return Err(PgError::new(
