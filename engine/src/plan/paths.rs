@@ -208,7 +208,8 @@ pub fn plan_scan(
             && KeyKind::of(index.key_types[0]) != KeyKind::Float
             && needed.iter().all(|&c| c == index.columns[0])
     };
-    let all_visible = f64::from(req.db.vm.count(def.relfilenode, blocks)) / pages.max(1.0);
+    // Counted only for an index-only path.
+    let all_visible = || f64::from(req.db.vm.count(def.relfilenode, blocks)) / pages.max(1.0);
 
     // Without conditions, an order or an index holding all the query needs, no index helps
     // (and their meta pages need not be read).
@@ -271,7 +272,9 @@ pub fn plan_scan(
             correlation,
             cost::qual_cost(&p, &unanswered),
             match only {
-                true => HeapVisits::NotAllVisible { all_visible },
+                true => HeapVisits::NotAllVisible {
+                    all_visible: all_visible(),
+                },
                 false => HeapVisits::All,
             },
         );
