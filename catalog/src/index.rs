@@ -33,8 +33,8 @@ pub struct IndexDef {
     /// The indexed table (`pg_index.indrelid`).
     pub table_oid: u32,
     pub relfilenode: u32,
-    /// Key columns as 0-based column numbers of the table (`indkey` minus one). iolab's
-    /// B-tree has exactly one key column for now.
+    /// Key columns as 0-based column numbers of the table (`indkey` minus one), in index
+    /// order (1 to 32 of them).
     pub columns: Vec<usize>,
     /// The key columns' types, in the order of `columns` (their default B-tree operator
     /// classes order the keys).
@@ -97,14 +97,19 @@ impl IndexDef {
     /// The B-tree index `name` on column `column` of `table`, in the file of its `oid`
     /// (from [`Catalog::allocate_oid`]).
     pub fn on_column(oid: u32, name: String, table: &TableDef, column: usize) -> IndexDef {
+        IndexDef::on_columns(oid, name, table, &[column])
+    }
+
+    /// The B-tree index `name` on columns `columns` of `table` (in key order).
+    pub fn on_columns(oid: u32, name: String, table: &TableDef, columns: &[usize]) -> IndexDef {
         IndexDef {
             oid,
             schema: table.schema.clone(),
             name,
             table_oid: table.oid,
             relfilenode: oid,
-            columns: vec![column],
-            key_types: vec![table.columns[column].ty],
+            columns: columns.to_vec(),
+            key_types: columns.iter().map(|&c| table.columns[c].ty).collect(),
             unique: false,
             constraint: None,
             persistence: table.persistence,

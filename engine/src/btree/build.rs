@@ -14,7 +14,8 @@
 //! Entries go into a [`SortBuffer`] in memory: for fixed-width keys a `Vec` of 16-byte
 //! `(order-preserving u64 key, TID word)` pairs (`key.rs`), sorted without a comparator;
 //! numeric keys as `(i128, TID word)`; text keys as offsets into one byte arena, sorted
-//! with a comparator. The TID word is `null << 63 | block << 16 | offset`, so NULL keys
+//! with a comparator; keys of several columns as their leaf tuples in such an arena,
+//! compared column by column. The TID word is `null << 63 | block << 16 | offset`, so NULL keys
 //! sort after all others and equal keys in TID order. Beyond `maintenance_work_mem` the
 //! buffer is written out as sorted runs in temporary files and the runs are merged as
 //! the tree is loaded, as in PostgreSQL (`external_sort.rs`).
@@ -53,10 +54,10 @@
 
 use std::sync::Arc;
 
-use iolab_catalog::{PgResult, PgType};
+use iolab_catalog::PgResult;
 
 use super::dedup::PostingRun;
-use super::key::{self, Key, KeyKind};
+use super::key::{self, Key, KeyColumns, KeyKind};
 use super::page::{
     build_page, form_leaf, form_pivot, item_cost, too_big, truncate, BtMeta, BtOpaque, IndexTuple,
     BTP_LEAF, BTP_ROOT, BT_MAX_ITEM_SIZE, BUILD_MAX_POSTING_SIZE, PAGE_CAPACITY, P_NONE,
@@ -103,10 +104,36 @@ pub enum SortBuffer {
         /// (arena offset, length, TID word)
         entries: Vec<(usize, u32, u64)>,
     },
+    /// Keys of several columns: each entry's leaf tuple in the arena.
+    Rows {
+        columns: Arc<KeyColumns>,
+        arena: Vec<u8>,
+        /// (arena offset, length, TID word without the NULL bit)
+        entries: Vec<(usize, u32, u64)>,
+    },
+}
+
+/// Compares two leaf tuples of an index on `columns` by key; keys that fail to decode
+/// (never: the build formed them) compare equal.
+pub(super) fn compare_rows(columns: &KeyColumns, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    fn key<'t>(columns: &KeyColumns, t: &'t [u8]) -> Option<Vec<Key<'t>>> {
+        IndexTuple { bytes: t }.key(columns).ok()
+    }
+    match (key(columns, a), key(columns, b)) {
+        (Some(a), Some(b)) => columns.compare(&a, &b),
+        _ => std::cmp::Ordering::Equal,
+    }
 }
 
 impl SortBuffer {
-    pub fn new(ty: PgType) -> SortBuffer {
+    pub fn new(columns: &Arc<KeyColumns>) -> SortBuffer {
+        let Some(ty) = columns.single() else {
+            return SortBuffer::Rows {
+                columns: columns.clone(),
+                arena: Vec::new(),
+                entries: Vec::new(),
+            };
+        };
         let kind = KeyKind::of(ty);
         match kind {
             KeyKind::Numeric => SortBuffer::Numeric {
@@ -128,7 +155,7 @@ impl SortBuffer {
         match self {
             SortBuffer::U64 { entries, .. } => entries.len(),
             SortBuffer::Numeric { entries } => entries.len(),
-            SortBuffer::Text { entries, .. } => entries.len(),
+            SortBuffer::Text { entries, .. } | SortBuffer::Rows { entries, .. } => entries.len(),
         }
     }
 
@@ -141,7 +168,7 @@ impl SortBuffer {
         match self {
             SortBuffer::U64 { entries, .. } => entries.clear(),
             SortBuffer::Numeric { entries } => entries.clear(),
-            SortBuffer::Text { arena, entries, .. } => {
+            SortBuffer::Text { arena, entries, .. } | SortBuffer::Rows { arena, entries, .. } => {
                 arena.clear();
                 entries.clear();
             }
@@ -156,7 +183,9 @@ impl SortBuffer {
         match self {
             SortBuffer::U64 { entries, .. } => used(entries),
             SortBuffer::Numeric { entries } => used(entries),
-            SortBuffer::Text { arena, entries, .. } => used(arena) + used(entries),
+            SortBuffer::Text { arena, entries, .. } | SortBuffer::Rows { arena, entries, .. } => {
+                used(arena) + used(entries)
+            }
         }
     }
 
@@ -166,12 +195,26 @@ impl SortBuffer {
         match self {
             SortBuffer::U64 { entries, .. } => entries.reserve_exact(bytes / 16),
             SortBuffer::Numeric { entries } => entries.reserve_exact(bytes / 32),
-            SortBuffer::Text { .. } => {}
+            SortBuffer::Text { .. } | SortBuffer::Rows { .. } => {}
         }
     }
 
-    /// Adds one entry (`key` of the buffer's type, or NULL).
-    pub fn push(&mut self, key: &Key, tid: Tid) {
+    /// Adds one entry (a key of the buffer's columns).
+    pub fn push(&mut self, keys: &[Key], tid: Tid) {
+        if let SortBuffer::Rows {
+            columns,
+            arena,
+            entries,
+        } = self
+        {
+            let tuple = form_leaf(columns, keys, tid);
+            entries.push((arena.len(), tuple.len() as u32, tid_word(tid, false)));
+            arena.extend_from_slice(&tuple);
+            return;
+        }
+        let [key] = keys else {
+            panic!("{} key columns for a one-column sort", keys.len())
+        };
         let null = key.is_null();
         let word = tid_word(tid, null);
         match self {
@@ -192,6 +235,7 @@ impl SortBuffer {
                 }
                 _ => entries.push((0, 0, word)),
             },
+            SortBuffer::Rows { .. } => unreachable!("pushed above"),
         }
     }
 
@@ -218,10 +262,39 @@ impl SortBuffer {
                         .then(a.2.cmp(&b.2))
                 })
             }
+            SortBuffer::Rows {
+                columns,
+                arena,
+                entries,
+            } => {
+                let bytes = |e: &(usize, u32, u64)| &arena[e.0..e.0 + e.1 as usize];
+                entries.sort_unstable_by(|a, b| {
+                    compare_rows(columns, bytes(a), bytes(b)).then(a.2.cmp(&b.2))
+                })
+            }
         }
     }
 
-    /// Entry `i` (after [`sort`](Self::sort): in index order).
+    /// Calls `f` with entry `i` (after [`sort`](Self::sort): in index order).
+    pub fn with_entry<R>(&self, i: usize, f: impl FnOnce(&[Key], Tid) -> R) -> R {
+        if let SortBuffer::Rows {
+            columns,
+            arena,
+            entries,
+        } = self
+        {
+            let (at, len, w) = entries[i];
+            let tuple = IndexTuple {
+                bytes: &arena[at..at + len as usize],
+            };
+            let keys = tuple.key(columns).expect("the build formed the tuple");
+            return f(&keys, word_tid(w));
+        }
+        let (key, tid) = self.get(i);
+        f(std::slice::from_ref(&key), tid)
+    }
+
+    /// Entry `i` of a one-column buffer (after [`sort`](Self::sort): in index order).
     pub fn get(&self, i: usize) -> (Key<'_>, Tid) {
         match self {
             SortBuffer::U64 { kind, entries } => {
@@ -251,6 +324,7 @@ impl SortBuffer {
                 };
                 (key, word_tid(w))
             }
+            SortBuffer::Rows { .. } => panic!("a key of several columns is not one Key"),
         }
     }
 }
@@ -262,8 +336,8 @@ pub struct HeapSource {
     pub rel: Arc<RelFile>,
     /// How the table's tuples store its columns.
     pub columns: TupleLayout,
-    /// The key column (0-based).
-    pub key_column: usize,
+    /// The key columns (0-based table column numbers, in index order).
+    pub key_columns: Vec<usize>,
     pub clog: Arc<Clog>,
     pub stream_config: ReadStreamConfig,
 }
@@ -278,7 +352,7 @@ pub fn scan_heap(
     check_cancel: &dyn Fn() -> PgResult<()>,
     progress: &mut dyn FnMut(u64),
     mut dead: Option<&mut Vec<Tid>>,
-    entry: &mut dyn FnMut(&Key, Tid) -> PgResult<()>,
+    entry: &mut dyn FnMut(&[Key], Tid) -> PgResult<()>,
 ) -> PgResult<()> {
     let layout = source.columns.clone();
     let nblocks = source.rel.nblocks();
@@ -350,8 +424,15 @@ pub fn scan_heap(
                     }
                     continue;
                 }
-                let key = Key::from_datum(layout.datum(t, source.key_column)?);
-                entry(&key, (blkno, off))?;
+                if let [column] = source.key_columns[..] {
+                    let key = Key::from_datum(layout.datum(t, column)?);
+                    entry(std::slice::from_ref(&key), (blkno, off))?;
+                } else {
+                    let keys = (source.key_columns.iter())
+                        .map(|&c| layout.datum(t, c).map(Key::from_datum))
+                        .collect::<PgResult<Vec<_>>>()?;
+                    entry(&keys, (blkno, off))?;
+                }
                 entries += 1;
                 if entries.is_multiple_of(1_000_000) {
                     progress(entries);
@@ -372,8 +453,9 @@ pub fn scan_heap_into_buffer(
     check_cancel: &dyn Fn() -> PgResult<()>,
     progress: &mut dyn FnMut(u64),
     dead: Option<&mut Vec<Tid>>,
+    key_columns: &Arc<KeyColumns>,
 ) -> PgResult<SortBuffer> {
-    let mut buffer = SortBuffer::new(source.columns.columns()[source.key_column]);
+    let mut buffer = SortBuffer::new(key_columns);
     scan_heap(
         source,
         acct,
@@ -423,7 +505,7 @@ struct Level {
 pub struct BtreeLoader<'a> {
     pool: Arc<BufferPool>,
     rel: Arc<RelFile>,
-    ty: PgType,
+    columns: Arc<KeyColumns>,
     index_name: String,
     table_name: String,
     ring: BufferRing,
@@ -449,9 +531,9 @@ impl<'a> BtreeLoader<'a> {
         table_name: &str,
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeLoader<'a>> {
-        let (pool, rel, ty) = (index.pool.clone(), index.rel.clone(), index.ty);
+        let (pool, rel, columns) = (index.pool.clone(), index.rel.clone(), index.columns.clone());
         assert_eq!(rel.nblocks(), 0, "a bottom-up load needs an empty relation");
-        let allequalimage = KeyKind::of(ty).equal_image();
+        let allequalimage = columns.equal_image();
         let mut ring = BufferRing::bulk_write();
         let (blkno, meta) = pool.new_block(&rel, Some(&mut ring), acct)?;
         assert_eq!(blkno, super::page::METAPAGE);
@@ -459,7 +541,7 @@ impl<'a> BtreeLoader<'a> {
         Ok(BtreeLoader {
             pool,
             rel,
-            ty,
+            columns,
             index_name: index.name.clone(),
             table_name: table_name.to_string(),
             ring,
@@ -481,8 +563,8 @@ impl<'a> BtreeLoader<'a> {
     }
 
     /// Adds the next entry; entries must come in (key, TID) order.
-    pub fn add(&mut self, key: &Key, tid: Tid) -> PgResult<()> {
-        let item = form_leaf(self.ty, key, tid);
+    pub fn add(&mut self, key: &[Key], tid: Tid) -> PgResult<()> {
+        let item = form_leaf(&self.columns, key, tid);
         if item.len() > BT_MAX_ITEM_SIZE {
             return Err(too_big(item.len(), &self.index_name, &self.table_name, tid));
         }
@@ -491,7 +573,7 @@ impl<'a> BtreeLoader<'a> {
                 let prev = IndexTuple::parse(last)?;
                 let this = IndexTuple::parse(&item)?;
                 assert_eq!(
-                    super::page::compare_tuples(self.ty, &prev, &this)?,
+                    super::page::compare_tuples(&self.columns, &prev, &this)?,
                     std::cmp::Ordering::Less,
                     "entries reach the loader out of order"
                 );
@@ -509,7 +591,7 @@ impl<'a> BtreeLoader<'a> {
             }
         }
         match self.run.replace(PostingRun::new(&t)) {
-            Some(run) => self.add_item(0, run.finish(self.ty)?),
+            Some(run) => self.add_item(0, run.finish(&self.columns)?),
             None => Ok(()),
         }
     }
@@ -550,14 +632,14 @@ impl<'a> BtreeLoader<'a> {
             let moved_tuple = IndexTuple::parse(&moved)?;
             let high_key = if leaf {
                 let lastleft = lv.items.last().expect("two items on a closed page");
-                truncate(self.ty, &IndexTuple::parse(lastleft)?, &moved_tuple)?
+                truncate(&self.columns, &IndexTuple::parse(lastleft)?, &moved_tuple)?
             } else {
                 moved_tuple.with_downlink(P_NONE)
             };
             let first = if leaf {
                 moved.clone()
             } else {
-                moved_tuple.as_minus_infinity(self.ty)
+                moved_tuple.as_minus_infinity(&self.columns)
             };
             self.close_page(level, Some(high_key.clone()))?;
             let lv = &mut self.levels[level];
@@ -568,7 +650,7 @@ impl<'a> BtreeLoader<'a> {
         let lv = &mut self.levels[level];
         if !leaf && lv.items.is_empty() {
             assert!(
-                IndexTuple::parse(&item)?.natts() == 0,
+                IndexTuple::parse(&item)?.natts(&self.columns) == 0,
                 "the first item of an internal level is minus infinity"
             );
         }
@@ -619,7 +701,7 @@ impl<'a> BtreeLoader<'a> {
         }
         let downlink = match lower_bound {
             Some(bound) => IndexTuple::parse(&bound)?.with_downlink(blkno),
-            None => form_pivot(self.ty, None, None, blkno),
+            None => form_pivot(&self.columns, &[], None, blkno),
         };
         self.add_item(level + 1, downlink)
     }
@@ -627,7 +709,7 @@ impl<'a> BtreeLoader<'a> {
     /// Closes every level and records the root in the meta page.
     pub fn finish(mut self) -> PgResult<LoadStats> {
         if let Some(run) = self.run.take() {
-            self.add_item(0, run.finish(self.ty)?)?;
+            self.add_item(0, run.finish(&self.columns)?)?;
         }
         let mut stats = LoadStats {
             entries: self.entries,
@@ -678,10 +760,11 @@ impl<'a> BtreeLoader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iolab_catalog::PgType;
 
     #[test]
     fn sort_buffers_order_keys_then_tids_nulls_last() {
-        let mut b = SortBuffer::new(PgType::Int4);
+        let mut b = SortBuffer::new(&Arc::new(crate::btree::KeyColumns::new(&[PgType::Int4])));
         for (k, t) in [
             (Some(5), 3),
             (None, 1),
@@ -690,7 +773,7 @@ mod tests {
             (None, 0),
         ] {
             let key = k.map(Key::Int).unwrap_or(Key::Null);
-            b.push(&key, (t, 1));
+            b.push(&[key], (t, 1));
         }
         b.sort();
         let got: Vec<(Key, Tid)> = (0..b.len()).map(|i| b.get(i)).collect();
@@ -704,11 +787,16 @@ mod tests {
                 (Key::Null, (1, 1)),
             ]
         );
-        let mut b = SortBuffer::new(PgType::Bpchar(3));
+        let mut b = SortBuffer::new(&Arc::new(crate::btree::KeyColumns::new(&[PgType::Bpchar(
+            3,
+        )])));
         for (s, t) in [("b  ", 1), ("a", 2), ("a  ", 1)] {
-            b.push(&Key::Text(std::borrow::Cow::Borrowed(s.as_bytes())), (t, 1));
+            b.push(
+                &[Key::Text(std::borrow::Cow::Borrowed(s.as_bytes()))],
+                (t, 1),
+            );
         }
-        b.push(&Key::Null, (0, 1));
+        b.push(&[Key::Null], (0, 1));
         b.sort();
         let tids: Vec<Tid> = (0..b.len()).map(|i| b.get(i).1).collect();
         assert_eq!(tids, vec![(1, 1), (2, 1), (1, 1), (0, 1)]);

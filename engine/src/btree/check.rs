@@ -30,7 +30,7 @@ use std::cmp::Ordering;
 use iolab_catalog::PgResult;
 
 use super::build::{scan_heap_into_buffer, HeapSource};
-use super::key::{self, Key};
+use super::key::{Key, KeyColumns};
 use super::page::{
     check_page, compare_tuples, first_data_offset, high_key, tuple_at, BtOpaque, IndexTuple,
     SearchKey, TidBound, P_NONE,
@@ -67,32 +67,40 @@ impl BtreeIndex {
         check_cancel: &dyn Fn() -> PgResult<()>,
     ) -> PgResult<CheckReport> {
         let mut dead = Vec::new();
-        let mut expected =
-            scan_heap_into_buffer(heap, acct, check_cancel, &mut |_| {}, Some(&mut dead))?;
+        let mut expected = scan_heap_into_buffer(
+            heap,
+            acct,
+            check_cancel,
+            &mut |_| {},
+            Some(&mut dead),
+            &self.columns,
+        )?;
         expected.sort();
         dead.sort_unstable();
         let mut next = 0usize;
         let mut dead_entries = 0u64;
-        let kind = self.kind;
+        let columns = self.columns.clone();
         let name = self.name.clone();
         let mut report = self.check_with(acct, &mut |key, tid| {
             if dead.binary_search(&tid).is_ok() {
                 dead_entries += 1;
                 return Ok(());
             }
-            let Some((want_key, want_tid)) = (next < expected.len()).then(|| expected.get(next))
-            else {
+            if next >= expected.len() {
                 return Err(corrupted(format!(
                     "index \"{name}\" has an entry for heap tuple ({},{}) beyond the table's live tuples",
                     tid.0, tid.1
                 )));
-            };
-            if key::compare(kind, &key, &want_key) != Ordering::Equal || tid != want_tid {
-                return Err(corrupted(format!(
-                    "index \"{name}\" entry {next} is {key:?} → ({},{}); the table has {want_key:?} at ({},{})",
-                    tid.0, tid.1, want_tid.0, want_tid.1
-                )));
             }
+            expected.with_entry(next, |want_key, want_tid| {
+                if columns.compare(key, want_key) != Ordering::Equal || tid != want_tid {
+                    return Err(corrupted(format!(
+                        "index \"{name}\" entry {next} is {key:?} → ({},{}); the table has {want_key:?} at ({},{})",
+                        tid.0, tid.1, want_tid.0, want_tid.1
+                    )));
+                }
+                Ok(())
+            })?;
             next += 1;
             Ok(())
         })?;
@@ -111,7 +119,7 @@ impl BtreeIndex {
     fn check_with(
         &self,
         acct: &mut IoAccount,
-        visit: &mut dyn FnMut(Key, Tid) -> PgResult<()>,
+        visit: &mut dyn FnMut(&[Key], Tid) -> PgResult<()>,
     ) -> PgResult<CheckReport> {
         let meta = self.meta(acct)?;
         let mut report = CheckReport::default();
@@ -185,7 +193,7 @@ impl BtreeIndex {
                     (Some(h), Some(w)) => {
                         let h = super::page::IndexTuple::parse(h)?;
                         let w = super::page::IndexTuple::parse(w)?;
-                        if compare_tuples(self.ty, &h, &w)? != Ordering::Equal {
+                        if compare_tuples(&self.columns, &h, &w)? != Ordering::Equal {
                             return Err(fail(
                                 "high key differs from the parent's separator".into(),
                             ));
@@ -240,7 +248,7 @@ impl BtreeIndex {
         high_key: Option<&[u8]>,
         prev_high_key: Option<&[u8]>,
         children: &mut Vec<(u32, Option<Vec<u8>>)>,
-        visit: &mut dyn FnMut(Key, Tid) -> PgResult<()>,
+        visit: &mut dyn FnMut(&[Key], Tid) -> PgResult<()>,
         report: &mut CheckReport,
     ) -> PgResult<()> {
         let first = first_data_offset(opaque);
@@ -250,9 +258,9 @@ impl BtreeIndex {
         // `a` sorts before `b`; on a leaf, a posting list's whole range (its last TID) does.
         let precedes = |a: &IndexTuple, b: &IndexTuple| -> PgResult<bool> {
             if opaque.is_leaf() {
-                below(self.ty, a, b)
+                below(&self.columns, a, b)
             } else {
-                Ok(compare_tuples(self.ty, a, b)? == Ordering::Less)
+                Ok(compare_tuples(&self.columns, a, b)? == Ordering::Less)
             }
         };
         let mut level_children = Vec::new();
@@ -264,7 +272,7 @@ impl BtreeIndex {
                     if t.is_pivot() { "" } else { "not " }
                 )));
             }
-            if !opaque.is_leaf() && (off == first) != (t.natts() == 0) {
+            if !opaque.is_leaf() && (off == first) != (t.natts(&self.columns) == 0) {
                 return Err(corrupted(format!(
                     "item {off}: only the first item of an internal page is minus infinity"
                 )));
@@ -286,7 +294,7 @@ impl BtreeIndex {
                 }
             } else if let (true, Some(bound)) = (opaque.is_leaf(), prev_high_key) {
                 let bound = super::page::IndexTuple::parse(bound)?;
-                if compare_tuples(self.ty, &t, &bound)? == Ordering::Less {
+                if compare_tuples(&self.columns, &t, &bound)? == Ordering::Less {
                     return Err(corrupted(
                         "first item is below the left sibling's high key".into(),
                     ));
@@ -298,10 +306,10 @@ impl BtreeIndex {
                 }
             }
             if opaque.is_leaf() {
-                let key = t.key(self.ty)?.expect("leaf tuples have keys");
+                let key = t.key(&self.columns)?;
                 for tid in t.heap_tids() {
                     report.entries += 1;
-                    visit(key.clone(), tid)?;
+                    visit(&key, tid)?;
                 }
             } else {
                 level_children.push((t.downlink(), t));
@@ -325,10 +333,10 @@ impl BtreeIndex {
 
 /// Whether the last heap TID of leaf tuple `t` sorts below `next` (a leaf tuple or a high
 /// key): a posting list's whole range must lie before what follows it.
-fn below(ty: iolab_catalog::PgType, t: &IndexTuple, next: &IndexTuple) -> PgResult<bool> {
+fn below(columns: &KeyColumns, t: &IndexTuple, next: &IndexTuple) -> PgResult<bool> {
     let last = SearchKey {
-        key: t.key(ty)?,
+        key: t.key(columns)?,
         tid: TidBound::Tid(t.max_heap_tid()),
     };
-    Ok(last.compare(ty, next)? == Ordering::Less)
+    Ok(last.compare(columns, next)? == Ordering::Less)
 }

@@ -25,8 +25,9 @@
 //! [`BUILD_MAX_POSTING_SIZE`]: super::page::BUILD_MAX_POSTING_SIZE
 //! [`DEDUP_MAX_POSTING_SIZE`]: super::page::DEDUP_MAX_POSTING_SIZE
 
-use iolab_catalog::{PgResult, PgType};
+use iolab_catalog::PgResult;
 
+use super::key::KeyColumns;
 use super::page::{form_leaf, form_leaf_with, posting_size, IndexTuple, MAX_POSTING_TIDS};
 use super::Tid;
 
@@ -68,20 +69,24 @@ impl PostingRun {
     }
 
     /// The run as one leaf tuple: the first tuple itself when nothing joined it.
-    pub fn finish(self, ty: PgType) -> PgResult<Vec<u8>> {
+    pub fn finish(self, columns: &KeyColumns) -> PgResult<Vec<u8>> {
         let first = IndexTuple::parse(&self.first)?;
         if first.n_heap_tids() == self.tids.len() {
             return Ok(self.first);
         }
-        let key = first.key(ty)?.expect("leaf tuples have keys");
-        Ok(form_leaf_with(ty, &key, &self.tids))
+        let key = first.key(columns)?;
+        Ok(form_leaf_with(columns, &key, &self.tids))
     }
 }
 
 /// A deduplication pass over a leaf's data items (in order): each run of equal keys
 /// merged into posting lists of at most `max_size` bytes. The result has fewer items
 /// than `items` exactly when something was merged.
-pub fn deduplicate_items(ty: PgType, items: &[Vec<u8>], max_size: usize) -> PgResult<Vec<Vec<u8>>> {
+pub fn deduplicate_items(
+    columns: &KeyColumns,
+    items: &[Vec<u8>],
+    max_size: usize,
+) -> PgResult<Vec<Vec<u8>>> {
     let mut out = Vec::with_capacity(items.len());
     let mut run: Option<PostingRun> = None;
     for item in items {
@@ -90,12 +95,12 @@ pub fn deduplicate_items(ty: PgType, items: &[Vec<u8>], max_size: usize) -> PgRe
             if r.try_add(&t, max_size) {
                 continue;
             }
-            out.push(run.take().expect("just matched").finish(ty)?);
+            out.push(run.take().expect("just matched").finish(columns)?);
         }
         run = Some(PostingRun::new(&t));
     }
     if let Some(r) = run {
-        out.push(r.finish(ty)?);
+        out.push(r.finish(columns)?);
     }
     Ok(out)
 }
@@ -103,9 +108,13 @@ pub fn deduplicate_items(ty: PgType, items: &[Vec<u8>], max_size: usize) -> PgRe
 /// PostgreSQL's posting list split: `posting` (a posting list tuple) and a new heap TID
 /// `tid` inside its range but not in it. Returns the list with `tid` in and its largest
 /// TID out (same size), and the plain tuple of that largest TID, which goes right after.
-pub fn split_posting(ty: PgType, posting: &IndexTuple, tid: Tid) -> PgResult<(Vec<u8>, Vec<u8>)> {
+pub fn split_posting(
+    columns: &KeyColumns,
+    posting: &IndexTuple,
+    tid: Tid,
+) -> PgResult<(Vec<u8>, Vec<u8>)> {
     assert!(posting.is_posting());
-    let key = posting.key(ty)?.expect("leaf tuples have keys");
+    let key = posting.key(columns)?;
     let mut tids: Vec<Tid> = posting.heap_tids().collect();
     let at = tids.partition_point(|u| *u < tid);
     assert!(
@@ -114,19 +123,24 @@ pub fn split_posting(ty: PgType, posting: &IndexTuple, tid: Tid) -> PgResult<(Ve
     );
     tids.insert(at, tid);
     let largest = tids.pop().expect("not empty");
-    let list = form_leaf_with(ty, &key, &tids);
+    let list = form_leaf_with(columns, &key, &tids);
     debug_assert_eq!(list.len(), posting.bytes.len());
-    Ok((list, form_leaf(ty, &key, largest)))
+    Ok((list, form_leaf(columns, &key, largest)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iolab_catalog::PgType;
+
+    fn cols(ty: PgType) -> crate::btree::KeyColumns {
+        crate::btree::KeyColumns::new(&[ty])
+    }
     use crate::btree::key::Key;
     use crate::btree::page::{BUILD_MAX_POSTING_SIZE, DEDUP_MAX_POSTING_SIZE};
 
     fn leaf(k: Option<i64>, tid: Tid) -> Vec<u8> {
-        form_leaf(PgType::Int4, &k.map_or(Key::Null, Key::Int), tid)
+        form_leaf(&cols(PgType::Int4), &[k.map_or(Key::Null, Key::Int)], tid)
     }
 
     fn tids_of(items: &[Vec<u8>]) -> Vec<Vec<Tid>> {
@@ -147,7 +161,7 @@ mod tests {
             leaf(None, (1, 1)),
             leaf(None, (1, 2)),
         ];
-        let out = deduplicate_items(PgType::Int4, &items, DEDUP_MAX_POSTING_SIZE).unwrap();
+        let out = deduplicate_items(&cols(PgType::Int4), &items, DEDUP_MAX_POSTING_SIZE).unwrap();
         assert_eq!(
             tids_of(&out),
             vec![
@@ -161,23 +175,23 @@ mod tests {
         assert_eq!(out[0], items[0]);
         let merged = IndexTuple::parse(&out[1]).unwrap();
         assert!(merged.is_posting() && !merged.is_pivot());
-        assert_eq!(merged.key(PgType::Int4).unwrap(), Some(Key::Int(2)));
+        assert_eq!(merged.key(&cols(PgType::Int4)).unwrap(), vec![Key::Int(2)]);
         assert_eq!(merged.bytes.len(), 16 + 24); // key slot, three 6-byte TIDs, padded
         let nulls = IndexTuple::parse(&out[3]).unwrap();
-        assert_eq!(nulls.key(PgType::Int4).unwrap(), Some(Key::Null));
+        assert_eq!(nulls.key(&cols(PgType::Int4)).unwrap(), vec![Key::Null]);
         // Nothing to merge: the same items.
         let distinct = vec![leaf(Some(1), (0, 1)), leaf(Some(2), (0, 1))];
         assert_eq!(
-            deduplicate_items(PgType::Int4, &distinct, DEDUP_MAX_POSTING_SIZE).unwrap(),
+            deduplicate_items(&cols(PgType::Int4), &distinct, DEDUP_MAX_POSTING_SIZE).unwrap(),
             distinct
         );
         // An int8 0 and a NULL have the same bytes after t_info; they are not one key.
         let zero_and_null = vec![
-            form_leaf(PgType::Int8, &Key::Int(0), (0, 1)),
-            form_leaf(PgType::Int8, &Key::Null, (0, 2)),
+            form_leaf(&cols(PgType::Int8), &[Key::Int(0)], (0, 1)),
+            form_leaf(&cols(PgType::Int8), &[Key::Null], (0, 2)),
         ];
         assert_eq!(
-            deduplicate_items(PgType::Int8, &zero_and_null, DEDUP_MAX_POSTING_SIZE)
+            deduplicate_items(&cols(PgType::Int8), &zero_and_null, DEDUP_MAX_POSTING_SIZE)
                 .unwrap()
                 .len(),
             2
@@ -188,12 +202,12 @@ mod tests {
     fn runs_stop_at_the_size_limit() {
         // int4: 16 bytes of key slot, then 6 per TID: 812 bytes hold 132 TIDs.
         let items: Vec<Vec<u8>> = (1..=300u16).map(|i| leaf(Some(7), (i as u32, 1))).collect();
-        let out = deduplicate_items(PgType::Int4, &items, BUILD_MAX_POSTING_SIZE).unwrap();
+        let out = deduplicate_items(&cols(PgType::Int4), &items, BUILD_MAX_POSTING_SIZE).unwrap();
         let counts: Vec<usize> = tids_of(&out).iter().map(Vec::len).collect();
         assert_eq!(counts, vec![132, 132, 36]);
         assert!(out.iter().all(|t| t.len() <= BUILD_MAX_POSTING_SIZE));
         // A second pass with a larger limit merges the lists themselves.
-        let again = deduplicate_items(PgType::Int4, &out, DEDUP_MAX_POSTING_SIZE).unwrap();
+        let again = deduplicate_items(&cols(PgType::Int4), &out, DEDUP_MAX_POSTING_SIZE).unwrap();
         let counts: Vec<usize> = tids_of(&again).iter().map(Vec::len).collect();
         assert_eq!(counts, vec![132, 168]); // whole tuples join a run, or none of them
         let all: Vec<Tid> = tids_of(&again).concat();
@@ -202,9 +216,13 @@ mod tests {
 
     #[test]
     fn a_posting_split_swaps_in_the_new_tid_and_moves_the_largest_out() {
-        let list = form_leaf_with(PgType::Int4, &Key::Int(5), &[(1, 1), (3, 1), (9, 1)]);
+        let list = form_leaf_with(
+            &cols(PgType::Int4),
+            &[Key::Int(5)],
+            &[(1, 1), (3, 1), (9, 1)],
+        );
         let list = IndexTuple::parse(&list).unwrap();
-        let (new_list, moved) = split_posting(PgType::Int4, &list, (2, 4)).unwrap();
+        let (new_list, moved) = split_posting(&cols(PgType::Int4), &list, (2, 4)).unwrap();
         assert_eq!(new_list.len(), list.bytes.len());
         assert_eq!(
             tids_of(&[new_list, moved.clone()]),
@@ -213,9 +231,9 @@ mod tests {
         assert_eq!(
             IndexTuple::parse(&moved)
                 .unwrap()
-                .key(PgType::Int4)
+                .key(&cols(PgType::Int4))
                 .unwrap(),
-            Some(Key::Int(5))
+            vec![Key::Int(5)]
         );
     }
 }

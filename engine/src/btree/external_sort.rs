@@ -16,7 +16,7 @@
 //!
 //! A run is the buffer's entries in sorted order, one record each, little-endian:
 //! fixed-width keys as `(u64 sort form, TID word)`, numeric as `(i128, TID word)`, text
-//! as `(u32 length, bytes, TID word)`. The merge compares records exactly as
+//! and keys of several columns (their leaf tuples) as `(u32 length, bytes, TID word)`. The merge compares records exactly as
 //! [`SortBuffer::sort`] compares entries, so the order (NULLs last, equal keys in TID
 //! order) is the in-memory one. The files are the session's temporary files
 //! (`exec::temp_files`): counted and timed (`temp_blks_*`), held to `temp_file_limit`,
@@ -29,18 +29,20 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 use std::io::{Read, Write};
+use std::sync::Arc;
 
-use iolab_catalog::{PgError, PgResult, PgType};
+use iolab_catalog::{PgError, PgResult};
 
-use super::build::{word_tid, SortBuffer, NULL_BIT};
-use super::key::{self, Key, KeyKind};
+use super::build::{compare_rows, word_tid, SortBuffer, NULL_BIT};
+use super::key::{self, Key, KeyColumns, KeyKind};
+use super::page::IndexTuple;
 use super::Tid;
 use crate::exec::context::TempSpace;
 use crate::exec::temp_files::TempFileHandle;
 
 /// Entries collected for an index build; see the module comment.
 pub struct IndexSort {
-    ty: PgType,
+    columns: Arc<KeyColumns>,
     buffer: SortBuffer,
     /// Where runs go; none: everything stays in memory.
     temp: Option<TempSpace>,
@@ -49,13 +51,13 @@ pub struct IndexSort {
 }
 
 impl IndexSort {
-    pub fn new(ty: PgType, temp: Option<TempSpace>) -> IndexSort {
-        let mut buffer = SortBuffer::new(ty);
+    pub fn new(columns: &Arc<KeyColumns>, temp: Option<TempSpace>) -> IndexSort {
+        let mut buffer = SortBuffer::new(columns);
         if let Some(temp) = &temp {
             buffer.reserve_bytes(temp.maintenance_work_mem_bytes);
         }
         IndexSort {
-            ty,
+            columns: columns.clone(),
             buffer,
             temp,
             runs: Vec::new(),
@@ -63,7 +65,7 @@ impl IndexSort {
         }
     }
 
-    pub fn push(&mut self, key: &Key, tid: Tid) -> PgResult<()> {
+    pub fn push(&mut self, key: &[Key], tid: Tid) -> PgResult<()> {
         // Written out before it would outgrow its memory.
         if let Some(temp) = &self.temp {
             if self.buffer.bytes() >= temp.maintenance_work_mem_bytes {
@@ -109,18 +111,18 @@ impl IndexSort {
 
     /// Calls `f` with every entry in index order: (key, TID), NULLs last, equal keys in
     /// TID order.
-    pub fn for_each(mut self, f: &mut dyn FnMut(&Key, Tid) -> PgResult<()>) -> PgResult<()> {
+    pub fn for_each(mut self, f: &mut dyn FnMut(&[Key], Tid) -> PgResult<()>) -> PgResult<()> {
         if self.runs.is_empty() {
             self.buffer.sort();
             for i in 0..self.buffer.len() {
-                let (key, tid) = self.buffer.get(i);
-                f(&key, tid)?;
+                self.buffer.with_entry(i, |key, tid| f(key, tid))?;
             }
             return Ok(());
         }
         // The entries still in memory are the merge's last source, sorted where they are.
         self.buffer.sort();
-        let kind = KeyKind::of(self.ty);
+        let kind = Order::of(&self.columns);
+        let kind = &kind;
         let mut readers: Vec<_> = self.runs.iter().map(|r| r.reader()).collect();
         let in_memory = readers.len();
         let mut next_in_memory = 0;
@@ -147,7 +149,8 @@ impl IndexSort {
         // instead of a pop and a push), or removed when its source is done.
         while let Some(mut top) = heap.peek_mut() {
             let Reverse(next) = &mut *top;
-            f(&next.record.key(kind), word_tid(next.record.word()))?;
+            next.record
+                .with_key(kind, |key| f(key, word_tid(next.record.word())))?;
             match next_of(next.source)? {
                 Some(record) => next.record = record,
                 None => drop(PeekMut::pop(top)),
@@ -173,7 +176,7 @@ impl SortBuffer {
                     out.write_all(&w.to_le_bytes())?;
                 }
             }
-            SortBuffer::Text { arena, entries, .. } => {
+            SortBuffer::Text { arena, entries, .. } | SortBuffer::Rows { arena, entries, .. } => {
                 for &(at, len, w) in entries {
                     out.write_all(&len.to_le_bytes())?;
                     out.write_all(&arena[at..at + len as usize])?;
@@ -182,6 +185,21 @@ impl SortBuffer {
             }
         }
         Ok(())
+    }
+}
+
+/// How a sort's records compare: by one column's kind, or column by column.
+enum Order {
+    Kind(KeyKind),
+    Rows(Arc<KeyColumns>),
+}
+
+impl Order {
+    fn of(columns: &Arc<KeyColumns>) -> Order {
+        match columns.single() {
+            Some(ty) => Order::Kind(KeyKind::of(ty)),
+            None => Order::Rows(columns.clone()),
+        }
     }
 }
 
@@ -198,7 +216,7 @@ impl Record {
         match buffer {
             SortBuffer::U64 { entries, .. } => Record::U64(entries[i].0, entries[i].1),
             SortBuffer::Numeric { entries } => Record::Numeric(entries[i].0, entries[i].1),
-            SortBuffer::Text { arena, entries, .. } => {
+            SortBuffer::Text { arena, entries, .. } | SortBuffer::Rows { arena, entries, .. } => {
                 let (at, len, w) = entries[i];
                 Record::Text(arena[at..at + len as usize].to_vec(), w)
             }
@@ -206,7 +224,11 @@ impl Record {
     }
 
     /// The next record of a run, `None` at its end.
-    fn read(kind: KeyKind, from: &mut impl Read) -> PgResult<Option<Record>> {
+    fn read(order: &Order, from: &mut impl Read) -> PgResult<Option<Record>> {
+        let kind = match order {
+            Order::Kind(kind) => *kind,
+            Order::Rows(_) => KeyKind::Text, // a length and bytes, as text
+        };
         let io = |e: std::io::Error| PgError::io("could not read a sorted run of CREATE INDEX", &e);
         let mut head = [0u8; 16];
         // The first field tells whether there is a record at all.
@@ -246,19 +268,41 @@ impl Record {
         }
     }
 
-    fn key(&self, kind: KeyKind) -> Key<'_> {
-        if self.word() & NULL_BIT != 0 {
-            return Key::Null;
-        }
-        match self {
-            Record::U64(v, _) => key::from_sort_u64(kind, *v),
-            Record::Numeric(v, _) => Key::Numeric(*v),
-            Record::Text(bytes, _) => Key::Text(Cow::Borrowed(bytes)),
-        }
+    /// Calls `f` with the record's key.
+    fn with_key<R>(&self, order: &Order, f: impl FnOnce(&[Key]) -> R) -> R {
+        let kind = match order {
+            Order::Kind(kind) => *kind,
+            Order::Rows(columns) => {
+                let Record::Text(tuple, _) = self else {
+                    unreachable!("rows are written as bytes")
+                };
+                let keys = IndexTuple { bytes: tuple }.key(columns);
+                return f(&keys.expect("the build formed the tuple"));
+            }
+        };
+        let key = if self.word() & NULL_BIT != 0 {
+            Key::Null
+        } else {
+            match self {
+                Record::U64(v, _) => key::from_sort_u64(kind, *v),
+                Record::Numeric(v, _) => Key::Numeric(*v),
+                Record::Text(bytes, _) => Key::Text(Cow::Borrowed(bytes)),
+            }
+        };
+        f(std::slice::from_ref(&key))
     }
 
     /// The order of [`SortBuffer::sort`].
-    fn cmp(&self, other: &Record, kind: KeyKind) -> Ordering {
+    fn cmp(&self, other: &Record, order: &Order) -> Ordering {
+        let kind = match order {
+            Order::Kind(kind) => *kind,
+            Order::Rows(columns) => {
+                let (Record::Text(a, aw), Record::Text(b, bw)) = (self, other) else {
+                    unreachable!("rows are written as bytes")
+                };
+                return compare_rows(columns, a, b).then(aw.cmp(bw));
+            }
+        };
         match (self, other) {
             (Record::U64(a, aw), Record::U64(b, bw)) => (a, aw).cmp(&(b, bw)),
             (Record::Numeric(a, aw), Record::Numeric(b, bw)) => {
@@ -287,27 +331,27 @@ fn read_or_end(from: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
 }
 
 /// A source's next record in the merge's heap (sources: the runs, then the buffer).
-struct Next {
+struct Next<'o> {
     record: Record,
     source: usize,
-    kind: KeyKind,
+    kind: &'o Order,
 }
 
-impl PartialEq for Next {
+impl PartialEq for Next<'_> {
     fn eq(&self, other: &Next) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
 
-impl Eq for Next {}
+impl Eq for Next<'_> {}
 
-impl PartialOrd for Next {
+impl PartialOrd for Next<'_> {
     fn partial_cmp(&self, other: &Next) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for Next {
+impl Ord for Next<'_> {
     fn cmp(&self, other: &Next) -> Ordering {
         self.record.cmp(&other.record, self.kind)
     }
@@ -317,12 +361,14 @@ impl Ord for Next {
 mod tests {
     use super::*;
     use crate::exec::temp_files::{TempFiles, TEMP_FILES_DIR};
+    use iolab_catalog::PgType;
     use iolab_stats::IoStatsHub;
     use std::sync::Arc;
 
     /// Sorts `keys` (TIDs in push order) in memory and with runs of about 4 kB, and checks
     /// that both hand out the same entries, and that runs were written.
-    fn same_both_ways(ty: PgType, keys: Vec<Key<'static>>, tag: &str) {
+    fn same_both_ways(types: &[PgType], keys: Vec<Vec<Key<'static>>>, tag: &str) {
+        let columns = Arc::new(KeyColumns::new(types));
         let dir =
             std::env::temp_dir().join(format!("iolab-index-sort-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(dir.join(TEMP_FILES_DIR)).unwrap();
@@ -335,18 +381,21 @@ mod tests {
             let runs = sort.runs();
             let mut out = Vec::new();
             sort.for_each(&mut |k, tid| {
-                out.push((k.clone().into_owned(), tid));
+                out.push((
+                    k.iter().map(|k| k.clone().into_owned()).collect::<Vec<_>>(),
+                    tid,
+                ));
                 Ok(())
             })
             .unwrap();
             (out, runs)
         };
-        let (in_memory, none) = collect(IndexSort::new(ty, None));
+        let (in_memory, none) = collect(IndexSort::new(&columns, None));
         let temp = TempSpace {
             files: files.clone(),
             maintenance_work_mem_bytes: 4096,
         };
-        let (merged, runs) = collect(IndexSort::new(ty, Some(temp)));
+        let (merged, runs) = collect(IndexSort::new(&columns, Some(temp)));
         assert_eq!(none, 0);
         assert!(runs > 3, "{runs} runs");
         assert_eq!(merged.len(), keys.len());
@@ -373,26 +422,42 @@ mod tests {
         let with_nulls = |keys: Vec<Key<'static>>| {
             keys.into_iter()
                 .enumerate()
-                .map(|(i, k)| if i % 97 == 0 { Key::Null } else { k })
+                .map(|(i, k)| vec![if i % 97 == 0 { Key::Null } else { k }])
                 .collect::<Vec<_>>()
         };
         let n = numbers(3000);
         same_both_ways(
-            PgType::Int8,
+            &[PgType::Int8],
             with_nulls(n.iter().map(|&v| Key::Int(v)).collect()),
             "int",
         );
         same_both_ways(
-            PgType::Numeric {
+            &[PgType::Numeric {
                 precision: 20,
                 scale: 3,
-            },
+            }],
             with_nulls(n.iter().map(|&v| Key::Numeric(v as i128 * 1000)).collect()),
             "numeric",
         );
         let texts = n
             .iter()
             .map(|v| Key::Text(Cow::Owned(format!("k{v}").into_bytes())));
-        same_both_ways(PgType::Text, with_nulls(texts.collect()), "text");
+        same_both_ways(&[PgType::Text], with_nulls(texts.collect()), "text");
+        // Two columns: few distinct first keys, so the second column decides often; NULLs
+        // in either.
+        let rows = n.iter().enumerate().map(|(i, &v)| {
+            let first = if i % 89 == 0 {
+                Key::Null
+            } else {
+                Key::Int(v % 7)
+            };
+            let second = if i % 61 == 0 {
+                Key::Null
+            } else {
+                Key::Text(Cow::Owned(format!("s{v}").into_bytes()))
+            };
+            vec![first, second]
+        });
+        same_both_ways(&[PgType::Int4, PgType::Text], rows.collect(), "rows");
     }
 }

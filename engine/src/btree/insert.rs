@@ -50,7 +50,7 @@ use std::cmp::Ordering;
 
 use iolab_catalog::{PgError, PgResult};
 
-use super::key::{self, Key};
+use super::key::Key;
 use super::page::{
     build_page, check_page, data_items, first_data_offset, form_leaf, form_pivot, high_key,
     insert_item_at, too_big, truncate, tuple_at, BtMeta, BtOpaque, IndexTuple, SearchKey, TidBound,
@@ -91,7 +91,7 @@ impl BtreeIndex {
     /// PostgreSQL's error, naming `table` and the row's TID.
     pub fn insert_entries(
         &self,
-        entries: &mut [(Key<'static>, Tid)],
+        entries: &mut [(Vec<Key<'static>>, Tid)],
         table: &str,
         acct: &mut IoAccount,
     ) -> PgResult<()> {
@@ -106,7 +106,7 @@ impl BtreeIndex {
     /// left sorted.
     pub fn insert_checked(
         &self,
-        entries: &mut [(Key<'static>, Tid)],
+        entries: &mut [(Vec<Key<'static>>, Tid)],
         table: &str,
         acct: &mut IoAccount,
         mut unique: Option<&mut JudgeTuple>,
@@ -114,24 +114,24 @@ impl BtreeIndex {
         if entries.is_empty() {
             return Ok(Ok(()));
         }
-        let kind = self.kind;
-        entries.sort_by(|a, b| key::compare(kind, &a.0, &b.0).then(a.1.cmp(&b.1)));
+        let columns = &*self.columns;
+        entries.sort_by(|a, b| columns.compare(&a.0, &b.0).then(a.1.cmp(&b.1)));
         let lock = super::writer_lock(self.rel.relfilenode());
         let _writer = lock.lock();
         let mut cached: Option<CachedLeaf> = None;
         for (i, (key, tid)) in entries.iter().enumerate() {
-            let item = form_leaf(self.ty, key, *tid);
+            let item = form_leaf(columns, key, *tid);
             if item.len() > BT_MAX_ITEM_SIZE {
                 return Err(too_big(item.len(), &self.name, table, *tid));
             }
             let search = SearchKey {
-                key: Some(key.clone()),
+                key: key.clone(),
                 tid: TidBound::Tid(*tid),
             };
             let reuse = match &cached {
                 Some(c) => match &c.high_key {
                     None => true,
-                    Some(hk) => search.compare(self.ty, &IndexTuple::parse(hk)?)? == Ordering::Less,
+                    Some(hk) => search.compare(columns, &IndexTuple::parse(hk)?)? == Ordering::Less,
                 },
                 None => false,
             };
@@ -147,7 +147,9 @@ impl BtreeIndex {
             // Where the entry goes, found once for the check and the insert (nothing
             // changes the leaf in between: this writer holds the lock).
             let mut placed = None;
-            if let Some(judge) = unique.as_deref_mut().filter(|_| !key.is_null()) {
+            // A key with a NULL column equals no other (NULLs are distinct).
+            let checked = !key.iter().any(Key::is_null);
+            if let Some(judge) = unique.as_deref_mut().filter(|_| checked) {
                 let placement = self.place(&buffer, &search, *tid, &item)?;
                 let at = placement.position;
                 placed = Some(placement);
@@ -230,14 +232,14 @@ impl BtreeIndex {
             self.first_at_or_above(&page, search, first_data_offset(&opaque), max, false)?;
         if position <= max {
             let there = tuple_at(&page, position)?;
-            if search.compare(self.ty, &there)? == Ordering::Equal {
+            if search.compare(&self.columns, &there)? == Ordering::Equal {
                 if !there.is_posting() || there.heap_tids().any(|t| t == tid) {
                     return Err(PgError::internal(format!(
                         "index \"{}\" already has an entry for heap tuple ({},{})",
                         self.name, tid.0, tid.1
                     )));
                 }
-                let (list, moved) = dedup::split_posting(self.ty, &there, tid)?;
+                let (list, moved) = dedup::split_posting(&self.columns, &there, tid)?;
                 return Ok(Placement {
                     position: position + 1,
                     item: moved,
@@ -260,7 +262,7 @@ impl BtreeIndex {
             let high_key = high_key(&page, &opaque)?;
             (opaque, high_key, data_items(&page)?)
         };
-        let merged = dedup::deduplicate_items(self.ty, &items, DEDUP_MAX_POSTING_SIZE)?;
+        let merged = dedup::deduplicate_items(&self.columns, &items, DEDUP_MAX_POSTING_SIZE)?;
         if merged.len() == items.len() {
             return Ok(false);
         }
@@ -375,7 +377,7 @@ impl BtreeIndex {
                 NONLEAF_FILLFACTOR
             },
         };
-        let split_at = split_point::choose(self.ty, &full)?.ok_or_else(|| {
+        let split_at = split_point::choose(&self.columns, &full)?.ok_or_else(|| {
             PgError::internal(format!(
                 "index \"{}\": no split point for {} items",
                 self.name,
@@ -387,13 +389,13 @@ impl BtreeIndex {
         let (high_key, right_first) = if leaf {
             let lastleft = IndexTuple::parse(&items[split_at - 1])?;
             (
-                truncate(self.ty, &lastleft, &moved)?,
+                truncate(&self.columns, &lastleft, &moved)?,
                 items[split_at].clone(),
             )
         } else {
             (
                 moved.with_downlink(P_NONE),
-                moved.as_minus_infinity(self.ty),
+                moved.as_minus_infinity(&self.columns),
             )
         };
         let mut right_items = vec![right_first];
@@ -620,7 +622,10 @@ impl BtreeIndex {
             flags: BTP_ROOT,
             ..BtOpaque::default()
         };
-        let downlinks = vec![form_pivot(self.ty, None, None, child.blkno()), separator];
+        let downlinks = vec![
+            form_pivot(&self.columns, &[], None, child.blkno()),
+            separator,
+        ];
         let mut root_page = root.page_mut();
         root_page.copy_from_slice(&build_page(&opaque, None, &downlinks));
         let mut meta_page = meta.page_mut();

@@ -17,12 +17,21 @@
 //! | timestamp, timestamptz | `Timestamp` | microseconds |
 //! | bool | `Bool` | false < true |
 //!
+//! An index on several columns orders its keys column by column: the first column's order,
+//! then the second's among equal first keys, and so on ([`KeyColumns::compare`]); a NULL
+//! in any column sorts after that column's values.
+//!
 //! # Bytes in an index tuple
 //!
-//! A key is stored as the column's value is stored in a heap tuple (`heap/codec.rs`):
+//! A key value is stored as the column's value is stored in a heap tuple (`heap/codec.rs`):
 //! fixed-width little-endian values of the type's width (int2 2 bytes, date 4, …), text as
 //! a varlena (1-byte header when the whole is ≤ 127 bytes, else a 4-byte header). The
-//! key starts at offset 8 (16 with a null bitmap), which is aligned for every type.
+//! values start at offset 8 (16 with a null bitmap), which is aligned for every type, and
+//! follow one another as PostgreSQL's `index_form_tuple` places them: each at the next
+//! offset its type's alignment allows (bool 1, int2 2, int4 / date / float4 4, the 8-byte
+//! types and numeric 8; a varlena with a 1-byte header anywhere, one with a 4-byte header
+//! at a multiple of 4, the gap zero-filled); a NULL takes no bytes ([`encode_row`],
+//! [`decode_row`]). A one-column key is thus at offset 8 or 16, as it always was.
 //!
 //! # Sort form
 //!
@@ -81,6 +90,72 @@ impl KeyKind {
         !matches!(self, KeyKind::Numeric | KeyKind::Text | KeyKind::Bpchar)
     }
 }
+
+/// The key columns of an index, in index order: their types and comparison kinds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyColumns {
+    types: Vec<PgType>,
+    kinds: Vec<KeyKind>,
+}
+
+impl KeyColumns {
+    pub fn new(types: &[PgType]) -> KeyColumns {
+        assert!(
+            (1..=INDEX_MAX_KEYS).contains(&types.len()),
+            "an index has 1 to {INDEX_MAX_KEYS} key columns, not {}",
+            types.len()
+        );
+        KeyColumns {
+            types: types.to_vec(),
+            kinds: types.iter().map(|&t| KeyKind::of(t)).collect(),
+        }
+    }
+
+    /// The number of key columns.
+    pub fn len(&self) -> usize {
+        self.types.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    pub fn types(&self) -> &[PgType] {
+        &self.types
+    }
+
+    pub fn ty(&self, column: usize) -> PgType {
+        self.types[column]
+    }
+
+    pub fn kind(&self, column: usize) -> KeyKind {
+        self.kinds[column]
+    }
+
+    /// The type of the only key column, when there is one.
+    pub fn single(&self) -> Option<PgType> {
+        (self.types.len() == 1).then_some(self.types[0])
+    }
+
+    /// Whether equal keys are always equal bytes ([`KeyKind::equal_image`] of every column).
+    pub fn equal_image(&self) -> bool {
+        self.kinds.iter().all(|k| k.equal_image())
+    }
+
+    /// Compares two keys (prefixes of this index's columns) column by column over the
+    /// columns both have; the caller decides what a longer prefix means.
+    pub fn compare(&self, a: &[Key], b: &[Key]) -> Ordering {
+        a.iter()
+            .zip(b)
+            .zip(&self.kinds)
+            .map(|((x, y), &kind)| compare(kind, x, y))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    }
+}
+
+/// The most key columns an index has (PostgreSQL's `INDEX_MAX_KEYS`).
+pub const INDEX_MAX_KEYS: usize = 32;
 
 /// One key value, borrowed from a page or a heap tuple, or owned (`Key<'static>`).
 #[derive(Clone, Debug, PartialEq)]
@@ -243,9 +318,80 @@ pub fn heap_value<'k>(ty: PgType, key: &'k Key, scratch: &'k mut Vec<u8>) -> &'k
     }
 }
 
-/// Appends the stored form of a non-null key of column type `ty` (at an 8-aligned offset).
-pub fn encode(ty: PgType, key: &Key, out: &mut Vec<u8>) {
+/// Appends the stored values of a key's non-null columns (`keys`, a prefix of `columns`)
+/// to `out`, whose length is a multiple of 8 where the values start, each at its type's
+/// alignment (module comment).
+pub fn encode_row(columns: &KeyColumns, keys: &[Key], out: &mut Vec<u8>) {
     debug_assert_eq!(out.len() % 8, 0, "keys start MAXALIGNed");
+    for (i, key) in keys.iter().enumerate() {
+        if key.is_null() {
+            continue;
+        }
+        let ty = columns.ty(i);
+        let align = match key {
+            Key::Text(t) if t.len() < 127 => 1,
+            _ => alignment(ty),
+        };
+        out.resize(out.len().next_multiple_of(align), 0);
+        encode(ty, key, out);
+    }
+}
+
+/// Reads `natts` stored key columns from `data` (the tuple's bytes from where its values
+/// start); `is_null(i)` says which columns the null bitmap marks NULL.
+pub fn decode_row<'a>(
+    columns: &KeyColumns,
+    natts: usize,
+    data: &'a [u8],
+    is_null: impl Fn(usize) -> bool,
+) -> PgResult<Vec<Key<'a>>> {
+    let mut keys = Vec::with_capacity(natts);
+    let mut at = 0;
+    for i in 0..natts {
+        if is_null(i) {
+            keys.push(Key::Null);
+            continue;
+        }
+        let ty = columns.ty(i);
+        // Padding is zero; a 1-byte varlena header never is, so a varlena starts here
+        // unaligned exactly when this byte is not zero (PostgreSQL's `att_align_pointer`).
+        let short_varlena = is_varlena(ty) && data.get(at).is_some_and(|&b| b != 0);
+        if !short_varlena {
+            at = at.next_multiple_of(alignment(ty));
+        }
+        let rest = data.get(at..).ok_or_else(|| {
+            corrupted(format!(
+                "index key column {} at byte {at} of {}",
+                i + 1,
+                data.len()
+            ))
+        })?;
+        let key = decode(ty, rest)?;
+        at += encoded_len(ty, &key);
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
+/// The alignment of a stored value of type `ty` (PostgreSQL's `typalign`; a varlena's
+/// with a 4-byte header).
+fn alignment(ty: PgType) -> usize {
+    match ty {
+        PgType::Bool => 1,
+        PgType::Int2 => 2,
+        PgType::Int4 | PgType::Float4 | PgType::Date => 4,
+        PgType::Text | PgType::Varchar(_) | PgType::Bpchar(_) => 4,
+        PgType::Int8
+        | PgType::Float8
+        | PgType::Timestamp
+        | PgType::Timestamptz
+        | PgType::Numeric { .. } => 8,
+        PgType::Interval => unreachable!("btree::create_index refuses interval keys"),
+    }
+}
+
+/// Appends the stored form of a non-null key of column type `ty`.
+pub fn encode(ty: PgType, key: &Key, out: &mut Vec<u8>) {
     match (ty, key) {
         (PgType::Bool, Key::Bool(b)) => out.push(*b as u8),
         (PgType::Int2, Key::Int(i)) => out.extend_from_slice(&(*i as i16).to_le_bytes()),

@@ -50,13 +50,23 @@ pub struct IndexMaintainer {
 struct MaintainedIndex {
     oid: u32,
     index: BtreeIndex,
-    column: usize,
-    /// The key column's name, for a unique index (its error message names it).
-    unique_column: Option<String>,
+    /// The key columns (table column numbers, in index order).
+    columns: Vec<usize>,
+    /// The key columns' names, for a unique index (its error message names them).
+    unique_columns: Option<Vec<String>>,
     /// An ON CONFLICT DO NOTHING arbiter.
     arbiter: bool,
     /// Entries of the current batch; at most one batch of rows.
-    pending: Vec<(Key<'static>, Tid)>,
+    pending: Vec<(Vec<Key<'static>>, Tid)>,
+}
+
+impl MaintainedIndex {
+    /// The index key of a tuple encoded with `layout`.
+    fn key_of(&self, layout: &TupleLayout, tuple: &[u8]) -> PgResult<Vec<Key<'static>>> {
+        (self.columns.iter())
+            .map(|&c| Ok(Key::from_datum(layout.datum(tuple, c)?).into_owned()))
+            .collect()
+    }
 }
 
 impl IndexMaintainer {
@@ -76,10 +86,12 @@ impl IndexMaintainer {
                 Ok(MaintainedIndex {
                     oid: def.oid,
                     index: BtreeIndex::open(db, def)?,
-                    column: def.columns[0],
-                    unique_column: def
-                        .unique
-                        .then(|| table.columns[def.columns[0]].name.clone()),
+                    columns: def.columns.clone(),
+                    unique_columns: def.unique.then(|| {
+                        (def.columns.iter())
+                            .map(|&c| table.columns[c].name.clone())
+                            .collect()
+                    }),
                     arbiter: false,
                     pending: Vec::new(),
                 })
@@ -98,7 +110,7 @@ impl IndexMaintainer {
         for ix in &mut self.indexes {
             ix.arbiter = oids.contains(&ix.oid);
             assert!(
-                !ix.arbiter || ix.unique_column.is_some(),
+                !ix.arbiter || ix.unique_columns.is_some(),
                 "an arbiter is a unique index"
             );
         }
@@ -113,7 +125,7 @@ impl IndexMaintainer {
     /// A tuple (as encoded with `layout`) was placed at `tid`.
     pub fn add(&mut self, layout: &TupleLayout, tuple: &[u8], tid: Tid) -> PgResult<()> {
         for ix in &mut self.indexes {
-            let key = Key::from_datum(layout.datum(tuple, ix.column)?).into_owned();
+            let key = ix.key_of(layout, tuple)?;
             ix.pending.push((key, tid));
         }
         Ok(())
@@ -122,7 +134,7 @@ impl IndexMaintainer {
     /// Inserts the entries added since the last flush.
     pub fn flush(&mut self, acct: &mut IoAccount) -> PgResult<()> {
         for ix in &mut self.indexes {
-            let result = match ix.unique_column.is_some() {
+            let result = match ix.unique_columns.is_some() {
                 false => ix.index.insert_entries(&mut ix.pending, &self.table, acct),
                 true => insert_unique(&self.ctx, &self.heap, ix, &self.table, acct).map(|_| ()),
             };
@@ -152,9 +164,9 @@ impl IndexMaintainer {
             )
         };
         for ix in self.indexes.iter().take_while(|ix| ix.arbiter) {
-            let key = Key::from_datum(layout.datum(tuple, ix.column)?).into_owned();
-            if key.is_null() {
-                continue;
+            let key = ix.key_of(layout, tuple)?;
+            if key.iter().any(Key::is_null) {
+                continue; // NULLs are distinct
             }
             loop {
                 match ix.index.first_conflict(&key, &mut judge, acct)? {
@@ -174,7 +186,7 @@ impl IndexMaintainer {
         let mut conflict = None;
         for ix in &mut self.indexes {
             assert!(ix.pending.len() <= 1, "one row at a time");
-            let result = match ix.unique_column.is_some() {
+            let result = match ix.unique_columns.is_some() {
                 _ if conflict.is_some() => Ok(true),
                 false => ix
                     .index
@@ -234,9 +246,9 @@ fn insert_unique(
             Err(UniqueStop::Duplicate(_)) if ix.arbiter => return Ok(false),
             Err(UniqueStop::Duplicate(i)) => {
                 let key = &entries[i].0;
-                let ty = ix.index.key_type();
-                let column = ix.unique_column.as_deref().expect("a unique index");
-                return Err(unique::duplicate_key(ix.index.name(), column, ty, key));
+                let types = ix.index.key_columns().types();
+                let columns = ix.unique_columns.as_deref().expect("a unique index");
+                return Err(unique::duplicate_key(ix.index.name(), columns, types, key));
             }
             Err(UniqueStop::WaitFor { holder, next }) => {
                 from += next;
@@ -335,7 +347,7 @@ mod tests {
         let xmax = tuple::xmax(page::page_item(&buffer.page(), tid.1).unwrap());
         assert_eq!(xmax, second);
         let index = BtreeIndex::open(&db, &def).unwrap();
-        let entries = index.equal_key_tids(&Key::Int(1), &mut acct).unwrap();
+        let entries = index.equal_key_tids(&[Key::Int(1)], &mut acct).unwrap();
         assert_eq!(entries.len(), 1);
         assert_ne!(entries[0], tid);
         // Step 1 now finds transaction 1's row.

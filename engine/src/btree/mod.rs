@@ -89,7 +89,7 @@ use parking_lot::Mutex;
 
 pub use build::{HeapSource, LoadStats};
 pub use check::CheckReport;
-pub use key::{Key, KeyKind};
+pub use key::{Key, KeyColumns, KeyKind};
 pub use maintain::IndexMaintainer;
 pub use scan::BtreeScan;
 
@@ -124,8 +124,7 @@ pub const PROGRESS_EVERY_ENTRIES: u64 = 1_000_000;
 pub struct BtreeIndex {
     pool: Arc<BufferPool>,
     rel: Arc<RelFile>,
-    ty: PgType,
-    kind: KeyKind,
+    columns: Arc<KeyColumns>,
     name: String,
     /// Whether builds and inserts deduplicate (`dedup.rs`): the key type allows it and the
     /// `deduplicate_items` storage parameter is not off.
@@ -142,21 +141,26 @@ impl std::fmt::Debug for BtreeIndex {
         f.debug_struct("BtreeIndex")
             .field("name", &self.name)
             .field("relfilenode", &self.rel.relfilenode())
-            .field("key_type", &self.ty)
+            .field("key_types", &self.columns.types())
             .finish()
     }
 }
 
 impl BtreeIndex {
-    /// An index stored in `rel`, whose keys are of type `ty`.
-    pub fn new(pool: Arc<BufferPool>, rel: Arc<RelFile>, ty: PgType, name: &str) -> BtreeIndex {
+    /// An index stored in `rel`, whose key columns are of types `key_types`.
+    pub fn new(
+        pool: Arc<BufferPool>,
+        rel: Arc<RelFile>,
+        key_types: &[PgType],
+        name: &str,
+    ) -> BtreeIndex {
+        let columns = KeyColumns::new(key_types);
         BtreeIndex {
             pool,
             rel,
-            ty,
-            kind: KeyKind::of(ty),
+            deduplicate: columns.equal_image(),
+            columns: Arc::new(columns),
             name: name.to_string(),
-            deduplicate: KeyKind::of(ty).equal_image(),
             leaf_fillfactor: build::LEAF_FILLFACTOR,
             scans_return_keys: false,
         }
@@ -171,13 +175,8 @@ impl BtreeIndex {
 
     /// The index `def` of `db`.
     pub fn open(db: &Database, def: &IndexDef) -> PgResult<BtreeIndex> {
-        if def.columns.len() != 1 {
-            return Err(PgError::unsupported(
-                "indexes on more than one column are not supported yet",
-            ));
-        }
         let rel = db.relation_file(def.relfilenode, def.persistence, &def.schema)?;
-        let mut index = BtreeIndex::new(db.buffers_of(&rel)?, rel, def.key_types[0], &def.name);
+        let mut index = BtreeIndex::new(db.buffers_of(&rel)?, rel, &def.key_types, &def.name);
         // CREATE INDEX checked the value.
         let deduplicate_items = def
             .reloption("deduplicate_items")
@@ -196,8 +195,9 @@ impl BtreeIndex {
         &self.name
     }
 
-    pub fn key_type(&self) -> PgType {
-        self.ty
+    /// The key columns' types, in index order.
+    pub fn key_columns(&self) -> &KeyColumns {
+        &self.columns
     }
 
     pub fn relfilenode(&self) -> u32 {
@@ -226,7 +226,7 @@ fn writers() -> &'static Mutex<HashMap<u32, Arc<Mutex<()>>>> {
 pub fn heap_source(
     db: &Database,
     table: &TableDef,
-    key_column: usize,
+    key_columns: &[usize],
     stream_config: ReadStreamConfig,
 ) -> PgResult<HeapSource> {
     Ok(HeapSource {
@@ -234,7 +234,7 @@ pub fn heap_source(
         pool: db.pool.clone(),
         rel: db.relfile(table.relfilenode)?,
         columns: crate::heap::codec::TupleLayout::for_table(table),
-        key_column,
+        key_columns: key_columns.to_vec(),
         clog: db.txns.clog().clone(),
         stream_config,
     })
@@ -256,7 +256,7 @@ pub fn check_index(
         .table_by_oid(def.table_oid)
         .ok_or_else(|| PgError::internal(format!("table of index \"{}\" not found", def.name)))?;
     let index = BtreeIndex::open(db, def)?;
-    let source = heap_source(db, &table, def.columns[0], stream_config)?;
+    let source = heap_source(db, &table, &def.columns, stream_config)?;
     let mut acct = IoAccount::new(
         track_io_timing,
         Some(StatsSink {
@@ -308,7 +308,7 @@ fn build_file(
     let index = BtreeIndex::open(db, def)?;
     // An index build reads the table as a sequential scan does (PostgreSQL 18 uses a plain
     // sequential read stream for it too).
-    let source = heap_source(db, table, def.columns[0], ctx.stream_config(false, true))?;
+    let source = heap_source(db, table, &def.columns, ctx.stream_config(false, true))?;
     let mut acct = ctx.new_account();
     let log_progress = |phase: &str, rows: u64| {
         tracing::info!(
@@ -331,7 +331,7 @@ fn build_file(
             progress.set(create_index::BLOCKS_DONE, blocks_done.get());
             ctx.check_cancel()
         };
-        let mut entries = external_sort::IndexSort::new(index.ty, ctx.temp.clone());
+        let mut entries = external_sort::IndexSort::new(&index.columns, ctx.temp.clone());
         build::scan_heap(
             &source,
             &mut acct,
@@ -350,10 +350,12 @@ fn build_file(
         ctx.check_cancel()?;
         // A unique build judges each run of equal keys as the sorted entries go by; its
         // heap reads have an account of their own (the loader holds the build's).
-        let column = &table.columns[def.columns[0]].name;
+        let column_names: Vec<String> = (def.columns.iter())
+            .map(|&c| table.columns[c].name.clone())
+            .collect();
         let mut unique = def
             .unique
-            .then(|| unique::BuildCheck::new(&index, column, ctx.new_account()));
+            .then(|| unique::BuildCheck::new(&index, &column_names, ctx.new_account()));
         let db = &ctx.db;
         let mut judge = |tid: Tid, acct: &mut IoAccount| {
             heap::liveness::liveness(
@@ -432,7 +434,7 @@ pub fn truncate_index(db: &Database, def: &IndexDef, acct: &mut IoAccount) -> Pg
     })?;
     let (blkno, meta) = db.pool.new_block(&rel, None, acct)?;
     assert_eq!(blkno, page::METAPAGE);
-    let allequalimage = KeyKind::of(def.key_types[0]).equal_image();
+    let allequalimage = KeyColumns::new(&def.key_types).equal_image();
     let mut page = meta.page_mut();
     page::BtMeta::new(page::P_NONE, 0, allequalimage).write_page(&mut page);
     crate::wal::log_change(

@@ -29,16 +29,17 @@
 //! | bytes | field | meaning |
 //! |---|---|---|
 //! | 0..4 | `t_tid` block (`bi_hi`, `bi_lo`: high and low 16 bits) | leaf: the heap tuple's block; pivot: the downlink (child block), 0 in a high key |
-//! | 4..6 | `t_tid` offset | leaf: the heap tuple's line pointer; pivot: number of key columns (0 or 1) in bits 0..12, `BT_PIVOT_HEAP_TID_ATTR` 0x1000 |
-//! | 6..8 | `t_info` | size in bits 0..13 (MAXALIGNed), `INDEX_ALT_TID_MASK` 0x2000 (pivot), `INDEX_VAR_MASK` 0x4000 (varlena key), `INDEX_NULL_MASK` 0x8000 |
-//! | 8..12 | null bitmap | only with `INDEX_NULL_MASK`: bit 0 clear = the key is NULL |
-//! | 8 or 16.. | key | the key column's value as in a heap tuple (`key.rs`) |
+//! | 4..6 | `t_tid` offset | leaf: the heap tuple's line pointer; pivot: number of key columns kept (0 to the index's) in bits 0..12, `BT_PIVOT_HEAP_TID_ATTR` 0x1000 |
+//! | 6..8 | `t_info` | size in bits 0..13 (MAXALIGNed), `INDEX_ALT_TID_MASK` 0x2000 (pivot), `INDEX_VAR_MASK` 0x4000 (a varlena key column), `INDEX_NULL_MASK` 0x8000 |
+//! | 8..12 | null bitmap | only with `INDEX_NULL_MASK`: bit `i` clear = key column `i` is NULL |
+//! | 8 or 16.. | key | the key columns' values as in a heap tuple (`key.rs`) |
 //! | last 6 | heap TID | only in pivots with `BT_PIVOT_HEAP_TID_ATTR`: the tiebreaker |
 //!
 //! Items are ordered by (key, heap TID): the heap TID is the last key column, so every
 //! leaf entry is unique and duplicates of one key are kept in TID order (PostgreSQL's
-//! B-tree version 4, "heapkeyspace"). A pivot whose heap TID was truncated away stands
-//! for the smallest TID of its key.
+//! B-tree version 4, "heapkeyspace"). A pivot keeps only the key columns that tell its
+//! two sides apart (suffix truncation, [`truncate`]): the columns it lacks, and its heap
+//! TID when that was truncated away, stand for minus infinity, the smallest value there is.
 //!
 //! # Posting list tuples (deduplication, PostgreSQL 13+)
 //!
@@ -61,9 +62,9 @@
 
 use std::cmp::Ordering;
 
-use iolab_catalog::{PgError, PgResult, PgType};
+use iolab_catalog::{PgError, PgResult};
 
-use super::key::{self, Key, KeyKind};
+use super::key::{self, Key, KeyColumns};
 use super::{corrupted, Tid};
 use crate::storage::page::{
     self as slotted, maxalign, AlignedBlock, PageHeader, BLCKSZ, ITEM_ID_SIZE, SIZE_OF_PAGE_HEADER,
@@ -307,33 +308,35 @@ fn put_tid_block(t: &mut [u8], block: u32) {
     t[2..4].copy_from_slice(&(block as u16).to_le_bytes());
 }
 
-/// Forms a tuple: header, null bitmap, key, and (pivots) the trailing heap TID.
+/// Forms a tuple: header, null bitmap, key columns (`key`, a prefix of `columns`: all of
+/// them but in a pivot), and (pivots) the trailing heap TID.
 fn form_tuple(
-    ty: PgType,
-    key: Option<&Key>,
+    columns: &KeyColumns,
+    key: &[Key],
     block: u32,
     offset_field: u16,
     pivot: bool,
     pivot_heap_tid: Option<Tid>,
 ) -> Vec<u8> {
+    debug_assert!(key.len() <= columns.len());
     let mut t = vec![0u8; INDEX_TUPLE_HEADER];
     let mut info = 0u16;
     if pivot {
         info |= INDEX_ALT_TID_MASK;
     }
-    match key {
-        None => {}
-        Some(Key::Null) => {
-            info |= INDEX_NULL_MASK;
-            t.resize(DATA_OFFSET_WITH_NULLS, 0); // bitmap all zero: the key is NULL
-        }
-        Some(k) => {
-            if key::is_varlena(ty) {
-                info |= INDEX_VAR_MASK;
+    if key.iter().any(Key::is_null) {
+        info |= INDEX_NULL_MASK;
+        t.resize(DATA_OFFSET_WITH_NULLS, 0);
+        for (i, k) in key.iter().enumerate() {
+            if !k.is_null() {
+                t[INDEX_TUPLE_HEADER + i / 8] |= 1 << (i % 8);
             }
-            key::encode(ty, k, &mut t);
         }
     }
+    if (0..key.len()).any(|i| key::is_varlena(columns.ty(i))) {
+        info |= INDEX_VAR_MASK;
+    }
+    key::encode_row(columns, key, &mut t);
     t.resize(maxalign(t.len()), 0);
     if let Some(tid) = pivot_heap_tid {
         let at = t.len() + 2; // the TID ends the MAXALIGNed 8-byte slot
@@ -353,13 +356,18 @@ fn form_tuple(
 }
 
 /// A leaf tuple pointing at heap tuple `tid`.
-pub fn form_leaf(ty: PgType, key: &Key, tid: Tid) -> Vec<u8> {
+pub fn form_leaf(columns: &KeyColumns, key: &[Key], tid: Tid) -> Vec<u8> {
     assert!(tid.1 != 0, "heap TIDs have offsets from 1");
-    form_tuple(ty, Some(key), tid.0, tid.1, false, None)
+    assert_eq!(
+        key.len(),
+        columns.len(),
+        "a leaf tuple has every key column"
+    );
+    form_tuple(columns, key, tid.0, tid.1, false, None)
 }
 
 /// A posting list tuple: `key` once, then `tids` (at least two, ascending).
-pub fn form_posting(ty: PgType, key: &Key, tids: &[Tid]) -> Vec<u8> {
+pub fn form_posting(columns: &KeyColumns, key: &[Key], tids: &[Tid]) -> Vec<u8> {
     assert!(
         (2..=MAX_POSTING_TIDS).contains(&tids.len()),
         "a posting list of {} TIDs",
@@ -369,7 +377,12 @@ pub fn form_posting(ty: PgType, key: &Key, tids: &[Tid]) -> Vec<u8> {
         tids.windows(2).all(|w| w[0] < w[1]),
         "posting list TIDs ascend"
     );
-    let mut t = form_tuple(ty, Some(key), 0, 0, false, None);
+    assert_eq!(
+        key.len(),
+        columns.len(),
+        "a leaf tuple has every key column"
+    );
+    let mut t = form_tuple(columns, key, 0, 0, false, None);
     let postingoff = t.len();
     for &tid in tids {
         t.extend_from_slice(&tid_bytes(tid));
@@ -399,42 +412,58 @@ pub fn posting_size(base: usize, ntids: usize) -> usize {
 
 /// One leaf tuple for `key` and `tids` (ascending, not empty): plain for one TID, a
 /// posting list for more.
-pub fn form_leaf_with(ty: PgType, key: &Key, tids: &[Tid]) -> Vec<u8> {
+pub fn form_leaf_with(columns: &KeyColumns, key: &[Key], tids: &[Tid]) -> Vec<u8> {
     match tids {
-        [tid] => form_leaf(ty, key, *tid),
-        _ => form_posting(ty, key, tids),
+        [tid] => form_leaf(columns, key, *tid),
+        _ => form_posting(columns, key, tids),
     }
 }
 
-/// A pivot tuple: `key` (`None`: minus infinity, no key at all), optional heap TID
-/// tiebreaker, and the downlink `child` (0 for a high key).
-pub fn form_pivot(ty: PgType, key: Option<&Key>, heap_tid: Option<Tid>, child: u32) -> Vec<u8> {
+/// A pivot tuple: the first key columns `key` (none: minus infinity), the heap TID
+/// tiebreaker (only with every key column), and the downlink `child` (0 for a high key).
+pub fn form_pivot(columns: &KeyColumns, key: &[Key], heap_tid: Option<Tid>, child: u32) -> Vec<u8> {
     assert!(
-        key.is_some() || heap_tid.is_none(),
-        "minus infinity has no TID"
+        key.len() == columns.len() || heap_tid.is_none(),
+        "a pivot keeps its heap TID only with every key column"
     );
-    let natts = key.is_some() as u16;
     let flags = if heap_tid.is_some() {
         BT_PIVOT_HEAP_TID_ATTR
     } else {
         0
     };
-    form_tuple(ty, key, child, natts | flags, true, heap_tid)
+    form_tuple(
+        columns,
+        key,
+        child,
+        key.len() as u16 | flags,
+        true,
+        heap_tid,
+    )
 }
 
 /// The pivot that separates `lastleft` from `firstright` (two adjacent leaf tuples),
-/// as short as possible: the right key alone when the keys differ (its heap TID
-/// truncated: "the smallest TID of this key"), else key and the right heap TID. Every
-/// tuple ≤ `lastleft` compares below it, `firstright` compares equal or above.
-/// (PostgreSQL's `_bt_truncate` keeps the left TID and searches with "≤"; iolab keeps the
-/// right one and searches with "<", which comes to the same tree shape.)
-pub fn truncate(ty: PgType, lastleft: &IndexTuple, firstright: &IndexTuple) -> PgResult<Vec<u8>> {
-    let kind = KeyKind::of(ty);
-    let left = lastleft.key(ty)?.expect("leaf tuples have keys");
-    let right = firstright.key(ty)?.expect("leaf tuples have keys");
-    let tid = (key::compare(kind, &left, &right) == Ordering::Equal)
-        .then(|| firstright.heap_tid().expect("leaf tuples have TIDs"));
-    Ok(form_pivot(ty, Some(&right), tid, P_NONE))
+/// as short as possible: the right key's columns up to the first that differs from the
+/// left key's (the rest truncated: "the smallest key with this prefix"), or, when the
+/// keys are equal, the whole key and the right heap TID. Every tuple ≤ `lastleft`
+/// compares below it, `firstright` compares equal or above. (PostgreSQL's `_bt_truncate`
+/// keeps the left TID and searches with "≤"; iolab keeps the right one and searches with
+/// "<", which comes to the same tree shape.)
+pub fn truncate(
+    columns: &KeyColumns,
+    lastleft: &IndexTuple,
+    firstright: &IndexTuple,
+) -> PgResult<Vec<u8>> {
+    let left = lastleft.key(columns)?;
+    let right = firstright.key(columns)?;
+    let differing = (0..columns.len())
+        .find(|&i| key::compare(columns.kind(i), &left[i], &right[i]) != Ordering::Equal);
+    Ok(match differing {
+        Some(i) => form_pivot(columns, &right[..=i], None, P_NONE),
+        None => {
+            let tid = firstright.heap_tid().expect("leaf tuples have TIDs");
+            form_pivot(columns, &right, Some(tid), P_NONE)
+        }
+    })
 }
 
 /// A borrowed view of one index tuple on a page.
@@ -564,22 +593,24 @@ impl<'a> IndexTuple<'a> {
         }
     }
 
-    /// Key columns present: 1, or 0 in a minus-infinity pivot.
-    pub fn natts(&self) -> usize {
+    /// Key columns present: every one of the index's in a leaf tuple, those a pivot kept
+    /// (none in minus infinity).
+    pub fn natts(&self, columns: &KeyColumns) -> usize {
         if self.is_pivot() {
             (self.offset_field() & BT_OFFSET_MASK) as usize
         } else {
-            1
+            columns.len()
         }
     }
 
-    /// The key; `None` in a minus-infinity pivot.
-    pub fn key(&self, ty: PgType) -> PgResult<Option<Key<'a>>> {
-        if self.natts() == 0 {
-            return Ok(None);
-        }
-        if self.info() & INDEX_NULL_MASK != 0 {
-            return Ok(Some(Key::Null));
+    /// The key columns present ([`natts`](Self::natts); empty in minus infinity).
+    pub fn key(&self, columns: &KeyColumns) -> PgResult<Vec<Key<'a>>> {
+        let natts = self.natts(columns);
+        if natts > columns.len() {
+            return Err(corrupted(format!(
+                "index tuple with {natts} key columns in an index of {}",
+                columns.len()
+            )));
         }
         let mut end = self.bytes.len();
         if self.is_pivot() && self.offset_field() & BT_PIVOT_HEAP_TID_ATTR != 0 {
@@ -588,7 +619,16 @@ impl<'a> IndexTuple<'a> {
         if self.is_posting() {
             end = self.posting_offset();
         }
-        key::decode(ty, &self.bytes[INDEX_TUPLE_HEADER..end]).map(Some)
+        let has_nulls = self.info() & INDEX_NULL_MASK != 0;
+        let bitmap = if has_nulls {
+            u32::from_le_bytes(self.bytes[8..12].try_into().unwrap())
+        } else {
+            u32::MAX
+        };
+        let start = self.data_offset();
+        key::decode_row(columns, natts, &self.bytes[start..end], |i| {
+            bitmap & (1 << i) == 0
+        })
     }
 
     /// The heap TID: a leaf tuple's heap tuple (a posting list's first), a pivot's
@@ -620,8 +660,8 @@ impl<'a> IndexTuple<'a> {
     }
 
     /// This pivot as minus infinity (key and TID dropped), keeping its downlink.
-    pub fn as_minus_infinity(&self, ty: PgType) -> Vec<u8> {
-        form_pivot(ty, None, None, self.downlink())
+    pub fn as_minus_infinity(&self, columns: &KeyColumns) -> Vec<u8> {
+        form_pivot(columns, &[], None, self.downlink())
     }
 }
 
@@ -638,32 +678,46 @@ pub enum TidBound {
     PlusInf,
 }
 
-/// What a descent looks for: `(key, tid)`; `key = None` is minus infinity (the leftmost
-/// leaf).
+/// What a descent looks for: `(key, tid)`, where `key` holds the first key columns
+/// (all of them for a TID). With fewer, the missing columns are minus infinity with
+/// [`TidBound::MinusInf`] (the first entry of that prefix; no columns at all: the
+/// leftmost leaf) and plus infinity with [`TidBound::PlusInf`] (the first entry after it).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SearchKey<'k> {
-    pub key: Option<Key<'k>>,
+    pub key: Vec<Key<'k>>,
     pub tid: TidBound,
 }
 
 impl SearchKey<'_> {
+    /// Minus infinity: the leftmost leaf.
+    pub fn leftmost() -> SearchKey<'static> {
+        SearchKey {
+            key: Vec::new(),
+            tid: TidBound::MinusInf,
+        }
+    }
+
     /// The search key compared with a tuple (a pivot, high key or leaf tuple): `Less`
     /// means the search key sorts before the tuple.
-    pub fn compare(&self, ty: PgType, tuple: &IndexTuple) -> PgResult<Ordering> {
-        let Some(tuple_key) = tuple.key(ty)? else {
-            // Minus infinity: below everything but itself.
-            return Ok(if self.key.is_none() {
-                Ordering::Equal
-            } else {
-                Ordering::Greater
-            });
-        };
-        let Some(key) = &self.key else {
-            return Ok(Ordering::Less);
-        };
-        let by_key = key::compare(KeyKind::of(ty), key, &tuple_key);
+    pub fn compare(&self, columns: &KeyColumns, tuple: &IndexTuple) -> PgResult<Ordering> {
+        let tuple_key = tuple.key(columns)?;
+        let by_key = columns.compare(&self.key, &tuple_key);
         if by_key != Ordering::Equal {
             return Ok(by_key);
+        }
+        let (searched, kept) = (self.key.len(), tuple_key.len());
+        if searched > kept {
+            // The tuple's missing columns are minus infinity.
+            return Ok(Ordering::Greater);
+        }
+        if searched < kept || kept < columns.len() {
+            // The search key's missing columns are minus or plus infinity; a pivot's
+            // equal prefix without a TID is where the first entry of the prefix goes.
+            return Ok(match self.tid {
+                TidBound::MinusInf if searched < kept => Ordering::Less,
+                TidBound::MinusInf => Ordering::Equal,
+                TidBound::PlusInf | TidBound::Tid(_) => Ordering::Greater,
+            });
         }
         Ok(match (self.tid, tuple.heap_tid()) {
             (TidBound::MinusInf, None) => Ordering::Equal,
@@ -681,15 +735,15 @@ impl SearchKey<'_> {
 
 /// Compares two tuples (any mix of pivots and leaf tuples) by (key, heap TID), minus
 /// infinity and truncated TIDs lowest.
-pub fn compare_tuples(ty: PgType, a: &IndexTuple, b: &IndexTuple) -> PgResult<Ordering> {
+pub fn compare_tuples(columns: &KeyColumns, a: &IndexTuple, b: &IndexTuple) -> PgResult<Ordering> {
     let search = SearchKey {
-        key: a.key(ty)?,
+        key: a.key(columns)?,
         tid: match a.heap_tid() {
             Some(t) => TidBound::Tid(t),
             None => TidBound::MinusInf,
         },
     };
-    search.compare(ty, b)
+    search.compare(columns, b)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -848,12 +902,17 @@ pub fn too_big(size: usize, index: &str, table: &str, tid: Tid) -> PgError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iolab_catalog::PgType;
+
+    fn cols(ty: PgType) -> crate::btree::KeyColumns {
+        crate::btree::KeyColumns::new(&[ty])
+    }
     use std::borrow::Cow;
 
     #[test]
     fn tuples_are_laid_out_like_postgres() {
         // int4 leaf tuple: 8-byte header, 4-byte key, padded to 16.
-        let t = form_leaf(PgType::Int4, &Key::Int(42), (0x0001_0002, 7));
+        let t = form_leaf(&cols(PgType::Int4), &[Key::Int(42)], (0x0001_0002, 7));
         assert_eq!(t.len(), 16);
         assert_eq!(&t[0..2], &1u16.to_le_bytes()); // bi_hi
         assert_eq!(&t[2..4], &2u16.to_le_bytes()); // bi_lo
@@ -863,42 +922,49 @@ mod tests {
         let v = IndexTuple::parse(&t).unwrap();
         assert!(!v.is_pivot());
         assert_eq!(v.heap_tid(), Some((0x0001_0002, 7)));
-        assert_eq!(v.key(PgType::Int4).unwrap(), Some(Key::Int(42)));
+        assert_eq!(v.key(&cols(PgType::Int4)).unwrap(), vec![Key::Int(42)]);
 
         // NULL: null bitmap, key at 16 (none), size 16.
-        let t = form_leaf(PgType::Int4, &Key::Null, (3, 1));
+        let t = form_leaf(&cols(PgType::Int4), &[Key::Null], (3, 1));
         assert_eq!(t.len(), 16);
         assert_eq!(u16::from_le_bytes([t[6], t[7]]), 0x8000 | 16);
         assert_eq!(
-            IndexTuple::parse(&t).unwrap().key(PgType::Int4).unwrap(),
-            Some(Key::Null)
+            IndexTuple::parse(&t)
+                .unwrap()
+                .key(&cols(PgType::Int4))
+                .unwrap(),
+            vec![Key::Null]
         );
 
         // text: short varlena header, INDEX_VAR_MASK.
-        let t = form_leaf(PgType::Text, &Key::Text(Cow::Borrowed(b"hello")), (1, 1));
+        let t = form_leaf(
+            &cols(PgType::Text),
+            &[Key::Text(Cow::Borrowed(b"hello"))],
+            (1, 1),
+        );
         assert_eq!(t.len(), 16);
         assert_eq!(t[8], (6 << 1) | 1);
         assert_eq!(u16::from_le_bytes([t[6], t[7]]), 0x4000 | 16);
 
         // Pivots: minus infinity is a bare header; a pivot with a heap TID keeps it last.
-        let m = form_pivot(PgType::Int4, None, None, 9);
+        let m = form_pivot(&cols(PgType::Int4), &[], None, 9);
         assert_eq!(m.len(), 8);
         let m = IndexTuple::parse(&m).unwrap();
         assert!(m.is_pivot());
-        assert_eq!((m.natts(), m.downlink()), (0, 9));
-        assert_eq!(m.key(PgType::Int4).unwrap(), None);
-        let p = form_pivot(PgType::Int4, Some(&Key::Int(5)), Some((70000, 3)), 11);
+        assert_eq!((m.natts(&cols(PgType::Int4)), m.downlink()), (0, 9));
+        assert_eq!(m.key(&cols(PgType::Int4)).unwrap(), Vec::<Key>::new());
+        let p = form_pivot(&cols(PgType::Int4), &[Key::Int(5)], Some((70000, 3)), 11);
         assert_eq!(p.len(), 24);
         let p = IndexTuple::parse(&p).unwrap();
         assert_eq!(p.heap_tid(), Some((70000, 3)));
-        assert_eq!(p.key(PgType::Int4).unwrap(), Some(Key::Int(5)));
+        assert_eq!(p.key(&cols(PgType::Int4)).unwrap(), vec![Key::Int(5)]);
         assert_eq!(p.downlink(), 11);
         assert_eq!(u16::from_le_bytes([p.bytes[4], p.bytes[5]]), 0x1001);
 
         // A posting list: TID array offset in the block field, 0x2000 | count, t_info
         // with INDEX_ALT_TID_MASK; a leaf tuple all the same, not a pivot.
         let tids = [(3, 7), (3, 8), (0x0001_0005, 1)];
-        let t = form_posting(PgType::Int4, &Key::Int(42), &tids);
+        let t = form_posting(&cols(PgType::Int4), &[Key::Int(42)], &tids);
         assert_eq!(t.len(), 40);
         assert_eq!(&t[0..4], &[0, 0, 16, 0]);
         assert_eq!(u16::from_le_bytes([t[4], t[5]]), 0x2003);
@@ -907,8 +973,8 @@ mod tests {
         assert_eq!(&t[28..34], &[1, 0, 5, 0, 1, 0]);
         let v = IndexTuple::parse(&t).unwrap();
         assert!(v.is_posting() && !v.is_pivot());
-        assert_eq!((v.natts(), v.n_heap_tids()), (1, 3));
-        assert_eq!(v.key(PgType::Int4).unwrap(), Some(Key::Int(42)));
+        assert_eq!((v.natts(&cols(PgType::Int4)), v.n_heap_tids()), (1, 3));
+        assert_eq!(v.key(&cols(PgType::Int4)).unwrap(), vec![Key::Int(42)]);
         assert_eq!(v.heap_tids().collect::<Vec<_>>(), tids);
         assert_eq!(
             (v.heap_tid(), v.max_heap_tid()),
@@ -916,20 +982,25 @@ mod tests {
         );
         // A search for a TID inside the list's range finds the list itself.
         let s = |tid| SearchKey {
-            key: Some(Key::Int(42)),
+            key: vec![Key::Int(42)],
             tid: TidBound::Tid(tid),
         };
-        assert_eq!(s((3, 6)).compare(PgType::Int4, &v).unwrap(), Ordering::Less);
         assert_eq!(
-            s((4, 1)).compare(PgType::Int4, &v).unwrap(),
+            s((3, 6)).compare(&cols(PgType::Int4), &v).unwrap(),
+            Ordering::Less
+        );
+        assert_eq!(
+            s((4, 1)).compare(&cols(PgType::Int4), &v).unwrap(),
             Ordering::Equal
         );
         assert_eq!(
-            s((3, 8)).compare(PgType::Int4, &v).unwrap(),
+            s((3, 8)).compare(&cols(PgType::Int4), &v).unwrap(),
             Ordering::Equal
         );
         assert_eq!(
-            s((0x0001_0005, 2)).compare(PgType::Int4, &v).unwrap(),
+            s((0x0001_0005, 2))
+                .compare(&cols(PgType::Int4), &v)
+                .unwrap(),
             Ordering::Greater
         );
         // A count that disagrees with the size is corruption.
@@ -941,46 +1012,50 @@ mod tests {
     #[test]
     fn search_keys_order_against_pivots() {
         let ty = PgType::Int8;
-        let pivot = form_pivot(ty, Some(&Key::Int(5)), None, 0);
+        let pivot = form_pivot(&cols(ty), &[Key::Int(5)], None, 0);
         let pivot = IndexTuple::parse(&pivot).unwrap();
         let s = |k: i64, tid| SearchKey {
-            key: Some(Key::Int(k)),
+            key: vec![Key::Int(k)],
             tid,
         };
         assert_eq!(
-            s(5, TidBound::MinusInf).compare(ty, &pivot).unwrap(),
+            s(5, TidBound::MinusInf).compare(&cols(ty), &pivot).unwrap(),
             Ordering::Equal
         );
         assert_eq!(
-            s(5, TidBound::Tid((0, 1))).compare(ty, &pivot).unwrap(),
+            s(5, TidBound::Tid((0, 1)))
+                .compare(&cols(ty), &pivot)
+                .unwrap(),
             Ordering::Greater
         );
         assert_eq!(
-            s(4, TidBound::PlusInf).compare(ty, &pivot).unwrap(),
+            s(4, TidBound::PlusInf).compare(&cols(ty), &pivot).unwrap(),
             Ordering::Less
         );
-        let minus = form_pivot(ty, None, None, 0);
+        let minus = form_pivot(&cols(ty), &[], None, 0);
         let minus = IndexTuple::parse(&minus).unwrap();
         assert_eq!(
-            s(i64::MIN, TidBound::MinusInf).compare(ty, &minus).unwrap(),
+            s(i64::MIN, TidBound::MinusInf)
+                .compare(&cols(ty), &minus)
+                .unwrap(),
             Ordering::Greater
         );
         // truncate: different keys drop the TID, equal keys keep the right one.
-        let a = form_leaf(ty, &Key::Int(1), (0, 1));
-        let b = form_leaf(ty, &Key::Int(2), (0, 2));
-        let c = form_leaf(ty, &Key::Int(2), (0, 3));
+        let a = form_leaf(&cols(ty), &[Key::Int(1)], (0, 1));
+        let b = form_leaf(&cols(ty), &[Key::Int(2)], (0, 2));
+        let c = form_leaf(&cols(ty), &[Key::Int(2)], (0, 3));
         let (a, b, c) = (
             IndexTuple::parse(&a).unwrap(),
             IndexTuple::parse(&b).unwrap(),
             IndexTuple::parse(&c).unwrap(),
         );
-        let ab = truncate(ty, &a, &b).unwrap();
+        let ab = truncate(&cols(ty), &a, &b).unwrap();
         assert_eq!(IndexTuple::parse(&ab).unwrap().heap_tid(), None);
-        let bc = truncate(ty, &b, &c).unwrap();
+        let bc = truncate(&cols(ty), &b, &c).unwrap();
         let bc = IndexTuple::parse(&bc).unwrap();
         assert_eq!(bc.heap_tid(), Some((0, 3)));
-        assert_eq!(compare_tuples(ty, &b, &bc).unwrap(), Ordering::Less);
-        assert_eq!(compare_tuples(ty, &c, &bc).unwrap(), Ordering::Equal);
+        assert_eq!(compare_tuples(&cols(ty), &b, &bc).unwrap(), Ordering::Less);
+        assert_eq!(compare_tuples(&cols(ty), &c, &bc).unwrap(), Ordering::Equal);
     }
 
     /// VACUUM's in-place removal: entries go, a posting list shrinks, the leaf compacts,
@@ -995,11 +1070,11 @@ mod tests {
             ..BtOpaque::default()
         };
         let ty = PgType::Int4;
-        let high = form_pivot(ty, Some(&Key::Int(1000)), None, 0);
+        let high = form_pivot(&cols(ty), &[Key::Int(1000)], None, 0);
         let mut items: Vec<Vec<u8>> = (1..=300)
-            .map(|k| form_leaf(ty, &Key::Int(k), (k as u32, 1)))
+            .map(|k| form_leaf(&cols(ty), &[Key::Int(k)], (k as u32, 1)))
             .collect();
-        items[10] = form_posting(ty, &Key::Int(11), &[(11, 1), (11, 2), (11, 3)]);
+        items[10] = form_posting(&cols(ty), &[Key::Int(11)], &[(11, 1), (11, 2), (11, 3)]);
         let mut page = build_page(&opaque, Some(&high), &items);
         let before = page.to_vec();
         let free_before = slotted::page_free_space(&page);
@@ -1008,7 +1083,7 @@ mod tests {
         shrink_item(
             &mut page,
             12,
-            &form_posting(ty, &Key::Int(11), &[(11, 1), (11, 3)]),
+            &form_posting(&cols(ty), &[Key::Int(11)], &[(11, 1), (11, 3)]),
         );
         let gone: Vec<u16> = (2..=301).filter(|off| off % 7 == 0).collect();
         let moves = remove_items(&mut page, &gone);
@@ -1021,10 +1096,12 @@ mod tests {
         let keys: Vec<i64> = data_items(&page)
             .unwrap()
             .iter()
-            .map(|i| match IndexTuple::parse(i).unwrap().key(ty).unwrap() {
-                Some(Key::Int(k)) => k,
-                other => panic!("{other:?}"),
-            })
+            .map(
+                |i| match IndexTuple::parse(i).unwrap().key(&cols(ty)).unwrap()[..] {
+                    [Key::Int(k)] => k,
+                    ref other => panic!("{other:?}"),
+                },
+            )
             .collect();
         let expected: Vec<i64> = (1..=300).filter(|k| (k + 1) % 7 != 0).collect();
         assert_eq!(keys, expected);
@@ -1070,23 +1147,29 @@ mod tests {
         let ty = PgType::Int4;
         let items: Vec<Vec<u8>> = [1, 3]
             .iter()
-            .map(|&k| form_leaf(ty, &Key::Int(k), (0, k as u16)))
+            .map(|&k| form_leaf(&cols(ty), &[Key::Int(k)], (0, k as u16)))
             .collect();
         let mut page = build_page(&opaque, None, &items);
         assert!(insert_item_at(
             &mut page,
             2,
-            &form_leaf(ty, &Key::Int(2), (0, 2))
+            &form_leaf(&cols(ty), &[Key::Int(2)], (0, 2))
         ));
         let keys: Vec<Key> = (1..=3)
-            .map(|off| tuple_at(&page, off).unwrap().key(ty).unwrap().unwrap())
+            .map(|off| {
+                tuple_at(&page, off)
+                    .unwrap()
+                    .key(&cols(ty))
+                    .unwrap()
+                    .remove(0)
+            })
             .collect();
         assert_eq!(keys, vec![Key::Int(1), Key::Int(2), Key::Int(3)]);
         assert_eq!(check_page(&page, 1, "i").unwrap(), opaque);
         assert_eq!(data_items(&page).unwrap().len(), 3);
         // Fill it: int4 items cost 20 bytes, 8152 / 20 = 407 fit.
         let mut n = 3;
-        while insert_item_at(&mut page, 1, &form_leaf(ty, &Key::Int(0), (1, 1))) {
+        while insert_item_at(&mut page, 1, &form_leaf(&cols(ty), &[Key::Int(0)], (1, 1))) {
             n += 1;
         }
         assert_eq!(n, PAGE_CAPACITY / 20);

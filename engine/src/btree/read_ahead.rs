@@ -34,12 +34,11 @@
 //! stream does), and one leaf more may be parked.
 
 use std::cmp::Ordering;
-use std::ops::Bound;
 use std::sync::Arc;
 
 use iolab_catalog::PgResult;
 
-use super::key::{self, Key};
+use super::key::Key;
 use super::page::{check_page, first_data_offset, tuple_at, P_NONE};
 use super::BtreeIndex;
 use crate::accounting::IoAccount;
@@ -65,27 +64,37 @@ pub(super) struct LeafReadAhead {
 /// The scan's upper limit on the leaf level, as a test of pivot keys.
 #[derive(Clone, Copy)]
 pub(super) enum LeafLimit<'k> {
-    /// A key range's upper bound: NULL pivots (NULLs sort last) end it too.
-    Upper(&'k Bound<Key<'static>>),
+    /// A stretch's upper bound: entries whose first columns are ≤ (`inclusive`) or <
+    /// `prefix` (empty: no bound), and not NULL in column `null_ends_at` (NULLs sort last)
+    /// after an equal prefix.
+    Upper {
+        prefix: &'k [Key<'static>],
+        inclusive: bool,
+        null_ends_at: Option<usize>,
+    },
     /// Every leaf to the end of the level.
     None,
 }
 
 impl LeafLimit<'_> {
-    /// Does the subtree whose lowest key is `pivot` (`None`: minus infinity) lie wholly
-    /// past the limit?
-    fn excludes(self, index: &BtreeIndex, pivot: Option<&Key>) -> bool {
-        let (LeafLimit::Upper(upper), Some(pivot)) = (self, pivot) else {
+    /// Does the subtree whose lowest key is `pivot` (its first columns; the rest minus
+    /// infinity) lie wholly past the limit?
+    fn excludes(self, index: &BtreeIndex, pivot: &[Key]) -> bool {
+        let LeafLimit::Upper {
+            prefix,
+            inclusive,
+            null_ends_at,
+        } = self
+        else {
             return false;
         };
-        if pivot.is_null() {
-            return true;
-        }
-        match upper {
-            Bound::Unbounded => false,
-            Bound::Included(u) => key::compare(index.kind, pivot, u) == Ordering::Greater,
-            Bound::Excluded(u) => key::compare(index.kind, pivot, u) != Ordering::Less,
-        }
+        let ord = index.key_columns().compare(pivot, prefix);
+        // The pivot's prefix equals the bound's only if it has all the bound's columns.
+        let covers = pivot.len() >= prefix.len();
+        ord == Ordering::Greater
+            || (ord == Ordering::Equal && covers && !prefix.is_empty() && !inclusive)
+            || (ord == Ordering::Equal
+                && null_ends_at.is_some_and(|c| pivot.get(c).is_some_and(Key::is_null)))
     }
 }
 
@@ -213,7 +222,7 @@ impl LeafReadAhead {
                 found = Some(child) == after;
                 continue;
             }
-            if limit.excludes(index, pivot.key(index.ty)?.as_ref()) {
+            if limit.excludes(index, &pivot.key(index.key_columns())?) {
                 limited = true;
                 break;
             }

@@ -167,7 +167,7 @@ impl BtreeIndex {
                     return Ok(Descent::IncompleteSplit(blkno));
                 }
                 if !opaque.is_rightmost()
-                    && search.compare(self.ty, &tuple_at(&page, P_HIKEY)?)? != Ordering::Less
+                    && search.compare(&self.columns, &tuple_at(&page, P_HIKEY)?)? != Ordering::Less
                 {
                     blkno = opaque.next;
                     continue;
@@ -205,7 +205,7 @@ impl BtreeIndex {
         let (mut lo, mut hi) = (lo, hi + 1);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let ord = search.compare(self.ty, &tuple_at(page, mid)?)?;
+            let ord = search.compare(&self.columns, &tuple_at(page, mid)?)?;
             let item_is_above = if strictly {
                 ord == Ordering::Less
             } else {
@@ -220,11 +220,18 @@ impl BtreeIndex {
         Ok(lo)
     }
 
-    /// The heap TIDs of the entries with `lower ≤/< key ≤/< upper`, in (key, TID) order,
-    /// read a leaf page at a time through the buffer pool into `acct`. NULL keys are
-    /// never in a range; a NULL bound makes the range empty (as `a < NULL` is never true).
+    /// The heap TIDs of the entries whose key columns are as `keys` says (one
+    /// [`ColumnKeys`] per leading key column; missing columns admit anything), in (key,
+    /// TID) order — descending with `backward` — read a leaf page at a time through the
+    /// buffer pool into `acct`. A NULL bound makes the scan empty (as `a < NULL` is never
+    /// true).
     ///
-    /// A bound must be comparable with the index's keys (`Key::bound_for`): integers of
+    /// The scan reads one contiguous stretch of the index, bounded as PostgreSQL's
+    /// `_bt_first` bounds it: the leading columns that must equal one value (or be NULL)
+    /// and then the first range make the bounds; every column after that range is tested
+    /// on each entry, and entries that fail are skipped.
+    ///
+    /// A bound must be comparable with its column's keys (`Key::bound_for`): integers of
     /// any width for int2/int4/int8 keys, floats or integers for float keys, text for
     /// text, varchar and char keys, date for date, timestamp or timestamptz for
     /// timestamp[tz], numeric at the column's scale for numeric. Anything else is an
@@ -232,121 +239,193 @@ impl BtreeIndex {
     ///
     /// ```ignore
     /// let tids: Vec<(u32, u16)> = index
-    ///     .scan_range(Bound::Unbounded, Bound::Excluded(Datum::Int4(140)), &mut acct)?
+    ///     .scan(&[ColumnKeys::Range(Bound::Unbounded, Bound::Excluded(Datum::Int4(140)))], false, &mut acct)?
     ///     .collect::<PgResult<_>>()?;
     /// ```
+    pub fn scan<'a>(
+        &self,
+        keys: &[ColumnKeys<'_>],
+        backward: bool,
+        acct: &'a mut IoAccount,
+    ) -> PgResult<BtreeScan<'a>> {
+        assert!(
+            keys.len() <= self.columns.len(),
+            "more scan keys than key columns"
+        );
+        let Some(conds) = self.column_conds(keys)? else {
+            let scan = BtreeScan::new(self.clone(), acct, Wanted::nothing());
+            scan.acct.relations().index_scan(self.relfilenode());
+            return Ok(scan);
+        };
+        // The bounds: equal-to-one-value columns, then the first range.
+        let (mut lower, mut upper) = (Vec::new(), Vec::new());
+        let (mut lower_inclusive, mut upper_inclusive) = (true, true);
+        let mut null_ends_at = None;
+        let mut bounded = 0;
+        for cond in &conds {
+            match cond {
+                Cond::Any => break,
+                Cond::Null => {
+                    lower.push(Key::Null);
+                    upper.push(Key::Null);
+                    bounded += 1;
+                }
+                Cond::Range(Bound::Included(lo), Bound::Included(hi))
+                    if key::compare(self.columns.kind(bounded), lo, hi) == Ordering::Equal =>
+                {
+                    lower.push(lo.clone());
+                    upper.push(hi.clone());
+                    bounded += 1;
+                }
+                Cond::Range(lo, hi) => {
+                    match lo {
+                        Bound::Included(k) => lower.push(k.clone()),
+                        Bound::Excluded(k) => {
+                            lower.push(k.clone());
+                            lower_inclusive = false;
+                        }
+                        Bound::Unbounded => {}
+                    }
+                    match hi {
+                        Bound::Included(k) => upper.push(k.clone()),
+                        Bound::Excluded(k) => {
+                            upper.push(k.clone());
+                            upper_inclusive = false;
+                        }
+                        // NULLs sort after the column's values: the first ends the range.
+                        Bound::Unbounded => null_ends_at = Some(bounded),
+                    }
+                    bounded += 1;
+                    break;
+                }
+            }
+        }
+        let filters = (conds.into_iter().enumerate().skip(bounded))
+            .filter(|(_, c)| !matches!(c, Cond::Any))
+            .collect();
+        if !backward {
+            let start = SearchKey {
+                key: lower,
+                tid: if lower_inclusive {
+                    TidBound::MinusInf
+                } else {
+                    TidBound::PlusInf
+                },
+            };
+            let end = End::Upper {
+                prefix: upper,
+                inclusive: upper_inclusive,
+                null_ends_at,
+            };
+            let mut scan = BtreeScan::new(self.clone(), acct, Wanted { end, filters });
+            scan.start(start)?;
+            return Ok(scan);
+        }
+        // Backward: from just above the upper bound (below the NULLs that end a range).
+        let above = match null_ends_at {
+            Some(_) => {
+                upper.push(Key::Null);
+                SearchKey {
+                    key: upper,
+                    tid: TidBound::MinusInf,
+                }
+            }
+            None if upper.is_empty() => SearchKey {
+                key: vec![Key::Null],
+                tid: TidBound::PlusInf,
+            },
+            None => SearchKey {
+                key: upper,
+                tid: if upper_inclusive {
+                    TidBound::PlusInf
+                } else {
+                    TidBound::MinusInf
+                },
+            },
+        };
+        let end = End::Lower {
+            prefix: lower,
+            inclusive: lower_inclusive,
+        };
+        self.backward_from(above, Wanted { end, filters }, acct)
+    }
+
+    /// The scan keys as keys of each column's kind; `None` when a NULL bound makes the
+    /// scan empty.
+    fn column_conds(&self, keys: &[ColumnKeys<'_>]) -> PgResult<Option<Vec<Cond>>> {
+        let mut conds = Vec::with_capacity(keys.len());
+        for (i, keys) in keys.iter().enumerate() {
+            let kind = self.columns.kind(i);
+            let key = |d: &Datum<'_>| {
+                Key::bound_for(kind, d.clone())
+                    .map(Key::into_owned)
+                    .ok_or_else(|| {
+                        PgError::internal(format!(
+                            "cannot compare {d:?} with the keys of column {} of index \"{}\" ({:?})",
+                            i + 1,
+                            self.name,
+                            self.columns.ty(i)
+                        ))
+                    })
+            };
+            let bound = |b: &Bound<Datum<'_>>| -> PgResult<Option<Bound<Key<'static>>>> {
+                Ok(Some(match b {
+                    Bound::Unbounded => Bound::Unbounded,
+                    Bound::Included(Datum::Null) | Bound::Excluded(Datum::Null) => return Ok(None),
+                    Bound::Included(d) => Bound::Included(key(d)?),
+                    Bound::Excluded(d) => Bound::Excluded(key(d)?),
+                }))
+            };
+            conds.push(match keys {
+                ColumnKeys::Any => Cond::Any,
+                ColumnKeys::Null => Cond::Null,
+                ColumnKeys::Range(lo, hi) => match (bound(lo)?, bound(hi)?) {
+                    (Some(lo), Some(hi)) => Cond::Range(lo, hi),
+                    _ => return Ok(None),
+                },
+            });
+        }
+        Ok(Some(conds))
+    }
+
+    /// The entries with `lower ≤/< key ≤/< upper` of a one-column index (see [`scan`](Self::scan)).
     pub fn scan_range<'a>(
         &self,
         lower: Bound<Datum<'_>>,
         upper: Bound<Datum<'_>>,
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
-        let (Some(lower), Some(upper)) = (self.bound_key(lower)?, self.bound_key(upper)?) else {
-            return Ok(self.empty_scan(acct));
-        };
-        let search = match &lower {
-            Bound::Unbounded => SearchKey {
-                key: None,
-                tid: TidBound::MinusInf,
-            },
-            Bound::Included(k) => SearchKey {
-                key: Some(k.clone()),
-                tid: TidBound::MinusInf,
-            },
-            Bound::Excluded(k) => SearchKey {
-                key: Some(k.clone()),
-                tid: TidBound::PlusInf,
-            },
-        };
-        let mut scan = BtreeScan::new(self.clone(), acct, Wanted::Range(upper));
-        scan.start(search)?;
-        Ok(scan)
+        self.scan(&[ColumnKeys::Range(lower, upper)], false, acct)
     }
 
-    /// The scan of a range with a NULL bound: nothing compares with NULL.
-    fn empty_scan<'a>(&self, acct: &'a mut IoAccount) -> BtreeScan<'a> {
-        BtreeScan::new(self.clone(), acct, Wanted::Range(Bound::Unbounded))
-    }
-
-    /// A scan bound as a key of this index; `None` for a NULL bound.
-    fn bound_key(&self, bound: Bound<Datum<'_>>) -> PgResult<Option<Bound<Key<'static>>>> {
-        let key = |d: Datum<'_>| {
-            Key::bound_for(self.kind, d)
-                .map(Key::into_owned)
-                .ok_or_else(|| {
-                    PgError::internal(format!(
-                        "cannot compare {d:?} with the keys of index \"{}\" ({:?})",
-                        self.name, self.ty
-                    ))
-                })
-        };
-        Ok(Some(match bound {
-            Bound::Unbounded => Bound::Unbounded,
-            Bound::Included(Datum::Null) | Bound::Excluded(Datum::Null) => return Ok(None),
-            Bound::Included(d) => Bound::Included(key(d)?),
-            Bound::Excluded(d) => Bound::Excluded(key(d)?),
-        }))
-    }
-
-    /// The heap TIDs of the entries whose key is NULL (`key IS NULL`), in TID order.
+    /// The entries whose (first) key is NULL.
     pub fn scan_nulls<'a>(&self, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
-        let mut scan = BtreeScan::new(self.clone(), acct, Wanted::Nulls);
-        scan.start(SearchKey {
-            key: Some(Key::Null),
-            tid: TidBound::MinusInf,
-        })?;
-        Ok(scan)
+        self.scan(&[ColumnKeys::Null], false, acct)
     }
 
-    /// Every entry's heap TID in descending index order, NULL keys first (see "Backward
-    /// scans" in the module comment).
+    /// Every entry in descending order: NULLs first.
     pub fn scan_all_backward<'a>(&self, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
-        // (NULL, +∞) is above every entry: the scan starts at the rightmost leaf.
-        let beyond_all = SearchKey {
-            key: Some(Key::Null),
-            tid: TidBound::PlusInf,
-        };
-        self.backward_from(beyond_all, Bound::Unbounded, acct)
+        self.scan(&[], true, acct)
     }
 
-    /// The heap TIDs of the entries with `lower ≤/< key ≤/< upper`, in descending (key,
-    /// TID) order: [`scan_range`](Self::scan_range) read backward (see "Backward scans" in
-    /// the module comment).
+    /// [`scan_range`](Self::scan_range) in descending order.
     pub fn scan_range_backward<'a>(
         &self,
         lower: Bound<Datum<'_>>,
         upper: Bound<Datum<'_>>,
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
-        let (Some(lower), Some(upper)) = (self.bound_key(lower)?, self.bound_key(upper)?) else {
-            return Ok(self.empty_scan(acct));
-        };
-        // The first entry after the range: NULLs sort above every key.
-        let above = match upper {
-            Bound::Unbounded => SearchKey {
-                key: Some(Key::Null),
-                tid: TidBound::MinusInf,
-            },
-            Bound::Included(k) => SearchKey {
-                key: Some(k),
-                tid: TidBound::PlusInf,
-            },
-            Bound::Excluded(k) => SearchKey {
-                key: Some(k),
-                tid: TidBound::MinusInf,
-            },
-        };
-        self.backward_from(above, lower, acct)
+        self.scan(&[ColumnKeys::Range(lower, upper)], true, acct)
     }
 
-    /// A backward scan of the entries below `above` and within `lower`.
+    /// Descends to the leaf where `above` belongs and reads leaves leftwards from there.
     fn backward_from<'a>(
         &self,
         above: SearchKey<'static>,
-        lower: Bound<Key<'static>>,
+        wanted: Wanted,
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
-        let mut scan = BtreeScan::new(self.clone(), acct, Wanted::Above(lower));
+        let mut scan = BtreeScan::new(self.clone(), acct, wanted);
         scan.backward = true;
         scan.acct.relations().index_scan(self.relfilenode());
         let Some(leaf) = self.descend(&above, &mut Vec::new(), scan.acct)? else {
@@ -359,56 +438,139 @@ impl BtreeIndex {
         Ok(scan)
     }
 
-    /// Every entry's heap TID in index order, NULL keys included (last).
+    /// Every entry in index order, NULLs last.
     pub fn scan_all<'a>(&self, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
-        let mut scan = BtreeScan::new(self.clone(), acct, Wanted::All);
-        scan.start(SearchKey {
-            key: None,
-            tid: TidBound::MinusInf,
-        })?;
-        Ok(scan)
+        self.scan(&[], false, acct)
     }
 }
 
-/// Which entries a scan returns.
-enum Wanted {
-    Range(Bound<Key<'static>>),
-    Nulls,
-    All,
-    /// A backward scan's: those at or above (or above) the lower bound.
-    Above(Bound<Key<'static>>),
+/// What a scan wants of one key column.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ColumnKeys<'d> {
+    /// Any key, NULL included.
+    Any,
+    /// NULL keys.
+    Null,
+    /// The non-NULL keys within the bounds.
+    Range(Bound<Datum<'d>>, Bound<Datum<'d>>),
+}
+
+/// [`ColumnKeys`] as keys of the column's kind.
+#[derive(Clone, Debug)]
+enum Cond {
+    Any,
+    Null,
+    Range(Bound<Key<'static>>, Bound<Key<'static>>),
+}
+
+impl Cond {
+    fn admits(&self, kind: key::KeyKind, k: &Key) -> bool {
+        match self {
+            Cond::Any => true,
+            Cond::Null => k.is_null(),
+            Cond::Range(lo, hi) => {
+                !k.is_null()
+                    && match lo {
+                        Bound::Unbounded => true,
+                        Bound::Included(l) => key::compare(kind, k, l) != Ordering::Less,
+                        Bound::Excluded(l) => key::compare(kind, k, l) == Ordering::Greater,
+                    }
+                    && match hi {
+                        Bound::Unbounded => true,
+                        Bound::Included(u) => key::compare(kind, k, u) != Ordering::Greater,
+                        Bound::Excluded(u) => key::compare(kind, k, u) == Ordering::Less,
+                    }
+            }
+        }
+    }
+}
+
+/// Where a scan's stretch of the index ends, in its direction.
+enum End {
+    /// Forward: past the entries whose first columns are ≤ (`inclusive`) or < `prefix`
+    /// (an empty prefix: no bound), or at a NULL in column `null_ends_at` after an equal
+    /// prefix (the end of a range open above).
+    Upper {
+        prefix: Vec<Key<'static>>,
+        inclusive: bool,
+        null_ends_at: Option<usize>,
+    },
+    /// Backward: below the entries whose first columns are ≥ (`inclusive`) or > `prefix`.
+    Lower {
+        prefix: Vec<Key<'static>>,
+        inclusive: bool,
+    },
+}
+
+/// What a scan returns: the entries of one stretch (`end`) that pass `filters`, tests of
+/// the columns after the bounds (column number, keys admitted).
+struct Wanted {
+    end: End,
+    filters: Vec<(usize, Cond)>,
+}
+
+/// Whether an entry is wanted.
+#[derive(PartialEq, Eq)]
+enum Admit {
+    Yes,
+    /// Not this one; later ones may be.
+    Skip,
+    /// Not this one nor any after it.
+    End,
 }
 
 impl Wanted {
-    /// Is leaf item `t` one the scan returns?
-    fn admits(&self, index: &BtreeIndex, t: &IndexTuple) -> PgResult<bool> {
-        let key = || t.key(index.ty).map(|k| k.expect("leaf tuples have keys"));
-        Ok(match self {
-            Wanted::All => true,
-            Wanted::Nulls => key()?.is_null(),
-            Wanted::Above(lower) => match lower {
-                Bound::Unbounded => true,
-                Bound::Included(l) => key::compare(index.kind, &key()?, l) != Ordering::Less,
-                Bound::Excluded(l) => key::compare(index.kind, &key()?, l) == Ordering::Greater,
+    /// A scan that returns nothing.
+    fn nothing() -> Wanted {
+        Wanted {
+            end: End::Upper {
+                prefix: vec![Key::Null],
+                inclusive: false,
+                null_ends_at: Some(0),
             },
-            Wanted::Range(upper) => {
-                let key = key()?;
-                !key.is_null()
-                    && match upper {
-                        Bound::Unbounded => true,
-                        Bound::Included(u) => {
-                            key::compare(index.kind, &key, u) != Ordering::Greater
-                        }
-                        Bound::Excluded(u) => key::compare(index.kind, &key, u) == Ordering::Less,
-                    }
+            filters: Vec::new(),
+        }
+    }
+
+    fn admits(&self, index: &BtreeIndex, t: &IndexTuple) -> PgResult<Admit> {
+        let columns = &*index.columns;
+        let key = t.key(columns)?;
+        let past = match &self.end {
+            End::Upper {
+                prefix,
+                inclusive,
+                null_ends_at,
+            } => {
+                let ord = columns.compare(&key, prefix);
+                ord == Ordering::Greater
+                    || (ord == Ordering::Equal && !prefix.is_empty() && !inclusive)
+                    || (ord == Ordering::Equal && null_ends_at.is_some_and(|c| key[c].is_null()))
             }
-        })
+            End::Lower { prefix, inclusive } => {
+                let ord = columns.compare(&key, prefix);
+                ord == Ordering::Less
+                    || (ord == Ordering::Equal && !prefix.is_empty() && !inclusive)
+            }
+        };
+        if past {
+            return Ok(Admit::End);
+        }
+        let passes = (self.filters.iter()).all(|(c, cond)| cond.admits(columns.kind(*c), &key[*c]));
+        Ok(if passes { Admit::Yes } else { Admit::Skip })
     }
 
     fn leaf_limit(&self) -> LeafLimit<'_> {
-        match self {
-            Wanted::Range(upper) => LeafLimit::Upper(upper),
-            Wanted::Nulls | Wanted::All | Wanted::Above(_) => LeafLimit::None,
+        match &self.end {
+            End::Upper {
+                prefix,
+                inclusive,
+                null_ends_at,
+            } => LeafLimit::Upper {
+                prefix,
+                inclusive: *inclusive,
+                null_ends_at: *null_ends_at,
+            },
+            End::Lower { .. } => LeafLimit::None,
         }
     }
 }
@@ -425,8 +587,8 @@ pub struct BtreeScan<'a> {
     tids: std::vec::IntoIter<Tid>,
     /// When the index returns keys: the key of each TID in `tids`, and the key of the TID
     /// returned last.
-    keys: std::vec::IntoIter<Key<'static>>,
-    last_key: Option<Key<'static>>,
+    keys: std::vec::IntoIter<Vec<Key<'static>>>,
+    last_key: Option<Vec<Key<'static>>>,
     /// The next leaf to read, `P_NONE` when the scan has ended.
     next_leaf: u32,
     leaves_read: u64,
@@ -553,15 +715,25 @@ impl<'a> BtreeScan<'a> {
         }
         // Keys ascend along the page (NULLs last), so when its last item is wanted every
         // item from `start` on is, and none needs testing (PostgreSQL 17's precheck).
-        let all_wanted = start > max || self.wanted.admits(&self.index, &tuple_at(&page, max)?)?;
+        // Without filters the entries wanted are a prefix of the page's: when the last is
+        // wanted, all are.
+        let all_wanted = start > max
+            || (self.wanted.filters.is_empty()
+                && self.wanted.admits(&self.index, &tuple_at(&page, max)?)? == Admit::Yes);
         let mut tids = Vec::with_capacity((max + 1).saturating_sub(start) as usize);
         let mut keys = Vec::new();
         let mut ended = false;
         for off in start..=max {
             let t = tuple_at(&page, off)?;
-            if !all_wanted && !self.wanted.admits(&self.index, &t)? {
-                ended = true;
-                break;
+            if !all_wanted {
+                match self.wanted.admits(&self.index, &t)? {
+                    Admit::Yes => {}
+                    Admit::Skip => continue,
+                    Admit::End => {
+                        ended = true;
+                        break;
+                    }
+                }
             }
             tids.extend(t.heap_tids());
             self.copy_key(&t, tids.len(), &mut keys)?;
@@ -580,10 +752,15 @@ impl<'a> BtreeScan<'a> {
 
     /// When the index returns keys: `t`'s key, once for each of its TIDs, so that `keys`
     /// has as many entries as the `tids` copied so far (`ntids`).
-    fn copy_key(&self, t: &IndexTuple, ntids: usize, keys: &mut Vec<Key<'static>>) -> PgResult<()> {
+    fn copy_key(
+        &self,
+        t: &IndexTuple,
+        ntids: usize,
+        keys: &mut Vec<Vec<Key<'static>>>,
+    ) -> PgResult<()> {
         if self.index.scans_return_keys {
-            let key = t.key(self.index.ty)?.expect("leaf tuples have keys");
-            keys.resize(ntids, key.into_owned());
+            let key = t.key(&self.index.columns)?;
+            keys.resize(ntids, key.into_iter().map(Key::into_owned).collect());
         }
         Ok(())
     }
@@ -610,7 +787,7 @@ impl<'a> BtreeScan<'a> {
                 // the descent moved its place right.
                 Some(above) => {
                     if !opaque.is_rightmost()
-                        && above.compare(self.index.ty, &tuple_at(&page, P_HIKEY)?)?
+                        && above.compare(&self.index.columns, &tuple_at(&page, P_HIKEY)?)?
                             != Ordering::Less
                     {
                         blkno = opaque.next;
@@ -638,9 +815,13 @@ impl<'a> BtreeScan<'a> {
             let mut ended = false;
             for off in (first..end).rev() {
                 let t = tuple_at(&page, off)?;
-                if !self.wanted.admits(&self.index, &t)? {
-                    ended = true;
-                    break;
+                match self.wanted.admits(&self.index, &t)? {
+                    Admit::Yes => {}
+                    Admit::Skip => continue,
+                    Admit::End => {
+                        ended = true;
+                        break;
+                    }
                 }
                 let from = tids.len();
                 tids.extend(t.heap_tids());
@@ -698,7 +879,7 @@ impl<'a> BtreeScan<'a> {
 
 impl BtreeScan<'_> {
     /// The next TID and its key, for an index [returning keys](BtreeIndex::returning_keys).
-    pub fn next_with_key(&mut self) -> Option<PgResult<(Tid, Key<'static>)>> {
+    pub fn next_with_key(&mut self) -> Option<PgResult<(Tid, Vec<Key<'static>>)>> {
         assert!(
             self.index.scans_return_keys,
             "next_with_key of an index not returning keys"

@@ -30,9 +30,9 @@
 
 use std::cmp::Ordering;
 
-use iolab_catalog::{PgResult, PgType};
+use iolab_catalog::PgResult;
 
-use super::key::{self, Key, KeyKind};
+use super::key::{Key, KeyColumns};
 use super::page::{item_cost, IndexTuple, PAGE_CAPACITY};
 
 /// How full a single-value split leaves the left page (PostgreSQL's
@@ -79,7 +79,7 @@ impl Candidate {
 
 /// The index of the first item that moves right; `None` when no split leaves both halves
 /// within a page (PostgreSQL's size limit makes that impossible for valid items).
-pub fn choose(ty: PgType, page: &FullPage) -> PgResult<Option<usize>> {
+pub fn choose(columns: &KeyColumns, page: &FullPage) -> PgResult<Option<usize>> {
     let candidates = candidates(page);
     if candidates.is_empty() {
         return Ok(None);
@@ -98,24 +98,19 @@ pub fn choose(ty: PgType, page: &FullPage) -> PgResult<Option<usize>> {
     if !page.leaf {
         return Ok(Some(by_delta[0].at));
     }
-    let kind = KeyKind::of(ty);
-    let keys: Vec<Key> = page
+    let keys: Vec<Vec<Key>> = page
         .items
         .iter()
-        .map(|i| {
-            Ok(IndexTuple::parse(i)?
-                .key(ty)?
-                .expect("leaf tuples have keys"))
-        })
+        .map(|i| IndexTuple::parse(i)?.key(columns))
         .collect::<PgResult<_>>()?;
-    let boundary = |at: usize| key::compare(kind, &keys[at - 1], &keys[at]) != Ordering::Equal;
+    let boundary = |at: usize| columns.compare(&keys[at - 1], &keys[at]) != Ordering::Equal;
 
     let interval = (by_delta.len() * 5 / 100).clamp(1, MAX_LEAF_INTERVAL);
     if let Some(c) = by_delta[..interval].iter().find(|c| boundary(c.at)) {
         return Ok(Some(c.at)); // default
     }
     let last = keys.len() - 1;
-    if key::compare(kind, &keys[0], &keys[last]) != Ordering::Equal {
+    if columns.compare(&keys[0], &keys[last]) != Ordering::Equal {
         // Many duplicates: the best-ranked key boundary.
         let best = by_delta
             .iter()
@@ -132,9 +127,11 @@ pub fn choose(ty: PgType, page: &FullPage) -> PgResult<Option<usize>> {
     // The last page of the run: the next page (if any) starts with a larger key.
     let last_page_of_the_run = match page.high_key {
         None => true,
-        Some(h) => IndexTuple::parse(h)?
-            .key(ty)?
-            .is_none_or(|h| key::compare(kind, &h, &keys[page.new_at]) != Ordering::Equal),
+        Some(h) => {
+            // A high key with fewer columns (truncated) than the keys differs from them.
+            let h = IndexTuple::parse(h)?.key(columns)?;
+            h.len() < columns.len() || columns.compare(&h, &keys[page.new_at]) != Ordering::Equal
+        }
     };
     if last_page_of_the_run {
         return Ok(Some(ranked(Some(SINGLE_VALUE_FILLFACTOR))[0].at)); // single value
@@ -176,18 +173,23 @@ fn candidates(page: &FullPage) -> Vec<Candidate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iolab_catalog::PgType;
+
+    fn cols(ty: PgType) -> crate::btree::KeyColumns {
+        crate::btree::KeyColumns::new(&[ty])
+    }
     use crate::btree::page::{form_leaf, form_pivot};
 
     fn leaves(keys: &[i64]) -> Vec<Vec<u8>> {
         keys.iter()
             .enumerate()
-            .map(|(i, &k)| form_leaf(PgType::Int4, &Key::Int(k), (i as u32, 1)))
+            .map(|(i, &k)| form_leaf(&cols(PgType::Int4), &[Key::Int(k)], (i as u32, 1)))
             .collect()
     }
 
     fn split(keys: &[i64], new_at: usize, rightmost: bool, high_key: Option<i64>) -> usize {
         let items = leaves(keys);
-        let high_key = high_key.map(|k| form_pivot(PgType::Int4, Some(&Key::Int(k)), None, 0));
+        let high_key = high_key.map(|k| form_pivot(&cols(PgType::Int4), &[Key::Int(k)], None, 0));
         let page = FullPage {
             items: &items,
             new_at,
@@ -196,7 +198,7 @@ mod tests {
             high_key: high_key.as_deref(),
             fillfactor: 90,
         };
-        choose(PgType::Int4, &page).unwrap().unwrap()
+        choose(&cols(PgType::Int4), &page).unwrap().unwrap()
     }
 
     // int4 leaf items cost 20 bytes: 408 of them are a little more than a page.

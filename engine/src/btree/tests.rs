@@ -50,7 +50,7 @@ fn fixture(tag: &str, ty: PgType, nbuffers: usize) -> Fixture {
     let pool = BufferPool::new(nbuffers);
     let rel = Arc::new(RelFile::open(&dir.0, 16500).unwrap());
     Fixture {
-        index: BtreeIndex::new(pool, rel, ty, "test_idx"),
+        index: BtreeIndex::new(pool, rel, &[ty], "test_idx"),
         _dir: dir,
     }
 }
@@ -62,13 +62,20 @@ fn plain_fixture(tag: &str, ty: PgType, nbuffers: usize) -> Fixture {
     f
 }
 
+/// One-column entries as the insertion takes them.
+fn rows(entries: &[(Key<'static>, Tid)]) -> Vec<(Vec<Key<'static>>, Tid)> {
+    (entries.iter())
+        .map(|(k, tid)| (vec![k.clone()], *tid))
+        .collect()
+}
+
 /// Loads `entries` (sorted here) bottom-up.
 fn load(index: &BtreeIndex, entries: &mut [(Key<'static>, Tid)]) -> super::LoadStats {
-    sort_model(index.kind, entries);
+    sort_model(index.columns.kind(0), entries);
     let mut acct = IoAccount::default();
     let mut loader = BtreeLoader::new(index, "t", &mut acct).unwrap();
     for (k, tid) in entries.iter() {
-        loader.add(k, *tid).unwrap();
+        loader.add(std::slice::from_ref(k), *tid).unwrap();
     }
     loader.finish().unwrap()
 }
@@ -193,8 +200,9 @@ fn assert_int_ranges(index: &BtreeIndex, model: &[(Key<'static>, Tid)], max_key:
 fn keyed_entries(mut scan: super::scan::BtreeScan) -> Vec<(Key<'static>, Tid)> {
     let mut entries = Vec::new();
     while let Some(entry) = scan.next_with_key() {
-        let (tid, key) = entry.unwrap();
-        entries.push((key, tid));
+        let (tid, mut key) = entry.unwrap();
+        assert_eq!(key.len(), 1, "one key column");
+        entries.push((key.remove(0), tid));
     }
     entries
 }
@@ -342,8 +350,10 @@ fn split_and_crash(index: &BtreeIndex, model: &mut Vec<(Key<'static>, Tid)>, key
     CRASH_AFTER_SPLIT.with(|c| c.set(true));
     while index.nblocks() == blocks {
         let tid = (900_000 + model.len() as u32, 1);
-        let mut entry = vec![(Key::Int(key), tid)];
-        index.insert_entries(&mut entry, "t", &mut acct).unwrap();
+        let entry = vec![(Key::Int(key), tid)];
+        index
+            .insert_entries(&mut rows(&entry), "t", &mut acct)
+            .unwrap();
         model.push((Key::Int(key), tid));
     }
     CRASH_AFTER_SPLIT.with(|c| c.set(false));
@@ -373,12 +383,14 @@ fn an_incomplete_split_is_finished_by_the_next_insert_that_passes_it() {
         let report = f.index.check_structure(&mut acct).unwrap();
         assert_eq!(report.entries as usize, model.len(), "{what}");
 
-        let mut more = vec![
+        let more = vec![
             (Key::Int(5_000), (950_000, 1)),
             (Key::Int(9_999), (950_001, 1)),
         ];
         model.extend(more.iter().cloned());
-        f.index.insert_entries(&mut more, "t", &mut acct).unwrap();
+        f.index
+            .insert_entries(&mut rows(&more), "t", &mut acct)
+            .unwrap();
         assert_eq!(incomplete_splits(&f.index), Vec::<u32>::new(), "{what}");
         let report = f.index.check_structure(&mut acct).unwrap();
         assert_eq!(report.entries as usize, model.len());
@@ -437,7 +449,7 @@ fn inserts_after_a_build_split_pages_and_keep_scans_right() {
             model.extend(entries.iter().cloned());
             let mut acct = IoAccount::default();
             f.index
-                .insert_entries(&mut entries, "t", &mut acct)
+                .insert_entries(&mut rows(&entries), "t", &mut acct)
                 .unwrap();
             assert!(acct.usage.shared_hit > 0);
             if batch % 20 == 19 {
@@ -457,8 +469,11 @@ fn inserts_after_a_build_split_pages_and_keep_scans_right() {
         assert_page_invariants(&f.index);
         assert_int_ranges(&f.index, &model, 1099);
         // A duplicate (key, TID) is refused.
-        let mut dup = vec![model[5].clone()];
-        assert!(f.index.insert_entries(&mut dup, "t", &mut acct).is_err());
+        let dup = vec![model[5].clone()];
+        assert!(f
+            .index
+            .insert_entries(&mut rows(&dup), "t", &mut acct)
+            .is_err());
     }
 }
 
@@ -519,7 +534,7 @@ fn inserts_inside_posting_lists_split_them() {
     for batch in odd.chunks(500) {
         model.extend(batch.iter().cloned());
         f.index
-            .insert_entries(&mut batch.to_vec(), "t", &mut acct)
+            .insert_entries(&mut rows(&batch.to_vec()), "t", &mut acct)
             .unwrap();
     }
     sort_model(KeyKind::Int, &mut model);
@@ -533,8 +548,11 @@ fn inserts_inside_posting_lists_split_them() {
         "{lists} lists of {in_lists} TIDs after the inserts"
     );
     // A TID already inside a posting list is refused, and changes nothing.
-    let mut dup = vec![entry(10, 3)];
-    assert!(f.index.insert_entries(&mut dup, "t", &mut acct).is_err());
+    let dup = vec![entry(10, 3)];
+    assert!(f
+        .index
+        .insert_entries(&mut rows(&dup), "t", &mut acct)
+        .is_err());
     assert_eq!(f.index.check_structure(&mut acct).unwrap().entries, 20_000);
 }
 
@@ -556,11 +574,13 @@ fn float_and_numeric_keys_are_not_deduplicated() {
             .map(|i| (key(i), ((i / 100) as u32, (i % 100) as u16 + 1)))
             .collect();
         load(&f.index, &mut model);
-        let mut more: Vec<(Key<'static>, Tid)> = (3000..6000)
+        let more: Vec<(Key<'static>, Tid)> = (3000..6000)
             .map(|i| (key(i), ((i / 100) as u32, (i % 100) as u16 + 1)))
             .collect();
         let mut acct = IoAccount::default();
-        f.index.insert_entries(&mut more, "t", &mut acct).unwrap();
+        f.index
+            .insert_entries(&mut rows(&more), "t", &mut acct)
+            .unwrap();
         assert_eq!(posting_lists(&f.index), (0, 0), "{ty:?}");
         assert!(!f.index.meta(&mut acct).unwrap().allequalimage);
         assert_eq!(f.index.check_structure(&mut acct).unwrap().entries, 6000);
@@ -573,7 +593,7 @@ fn ascending_inserts_into_an_empty_index_leave_full_pages() {
     load(&f.index, &mut []);
     let mut model = Vec::new();
     for batch in 0..100 {
-        let mut entries: Vec<(Key<'static>, Tid)> = (0..500)
+        let entries: Vec<(Key<'static>, Tid)> = (0..500)
             .map(|i| {
                 let n = batch * 500 + i;
                 (Key::Int(n as i64), ((n / 100) as u32, (n % 100) as u16 + 1))
@@ -582,7 +602,7 @@ fn ascending_inserts_into_an_empty_index_leave_full_pages() {
         model.extend(entries.iter().cloned());
         let mut acct = IoAccount::default();
         f.index
-            .insert_entries(&mut entries, "t", &mut acct)
+            .insert_entries(&mut rows(&entries), "t", &mut acct)
             .unwrap();
     }
     let mut acct = IoAccount::default();
@@ -630,13 +650,13 @@ fn long_text_keys_make_deep_trees_that_split_everywhere() {
     let stats = load(&f.index, &mut model);
     assert!(stats.height >= 3, "{stats:?}");
     for batch in 0..30 {
-        let mut entries: Vec<(Key<'static>, Tid)> = (0..100)
+        let entries: Vec<(Key<'static>, Tid)> = (0..100)
             .map(|i| (text_key(&mut rng), (10_000 + batch * 100 + i as u32, 1)))
             .collect();
         model.extend(entries.iter().cloned());
         let mut acct = IoAccount::default();
         f.index
-            .insert_entries(&mut entries, "t", &mut acct)
+            .insert_entries(&mut rows(&entries), "t", &mut acct)
             .unwrap();
     }
     sort_model(KeyKind::Text, &mut model);
@@ -669,11 +689,11 @@ fn long_text_keys_make_deep_trees_that_split_everywhere() {
 fn keys_over_a_third_of_a_page_are_refused() {
     let f = fixture("btree-big", PgType::Text, 32);
     load(&f.index, &mut []);
-    let mut entries = vec![(Key::Text(Cow::Owned(vec![b'x'; 3000])), (4, 2))];
+    let entries = vec![(Key::Text(Cow::Owned(vec![b'x'; 3000])), (4, 2))];
     let mut acct = IoAccount::default();
     let e = f
         .index
-        .insert_entries(&mut entries, "t", &mut acct)
+        .insert_entries(&mut rows(&entries), "t", &mut acct)
         .unwrap_err();
     assert_eq!(e.code, "54000");
     assert_eq!(
@@ -830,7 +850,7 @@ fn builds_from_a_heap_and_maintains_on_insert() {
     insert(20_000, true);
     insert(3_000, false);
     let index = BtreeIndex::open(&db, &def).unwrap();
-    let source = super::heap_source(&db, &table, 0, c.stream_config(false, true)).unwrap();
+    let source = super::heap_source(&db, &table, &[0], c.stream_config(false, true)).unwrap();
     let mut acct = IoAccount::default();
     let report = index
         .check_against_heap(&source, &mut acct, &|| Ok(()))
@@ -871,9 +891,11 @@ fn scans_stay_complete_while_writers_split_pages() {
                     let mut rng = Rng(100 + w);
                     for batch in 0..20 {
                         let first = 10_000 + (w as usize * 20 + batch) * 1000;
-                        let mut entries = random_int_entries(&mut rng, 1000, 2000, first);
+                        let entries = random_int_entries(&mut rng, 1000, 2000, first);
                         let mut acct = IoAccount::default();
-                        index.insert_entries(&mut entries, "t", &mut acct).unwrap();
+                        index
+                            .insert_entries(&mut rows(&entries), "t", &mut acct)
+                            .unwrap();
                     }
                 })
             })
@@ -1038,11 +1060,11 @@ fn middle_pivot(index: &BtreeIndex) -> i64 {
     let middle = slotted::page_max_offset(&page) / 2;
     match page::tuple_at(&page, middle)
         .unwrap()
-        .key(index.ty)
-        .unwrap()
+        .key(&index.columns)
+        .unwrap()[..]
     {
-        Some(Key::Int(k)) => k,
-        other => panic!("pivot {other:?}"),
+        [Key::Int(k)] => k,
+        ref other => panic!("pivot {other:?}"),
     }
 }
 
@@ -1082,8 +1104,12 @@ fn read_ahead_reads_the_same_leaves_in_fewer_reads() {
                 let plain = cold_scan(&f.index, None, lower, upper);
                 let ahead = cold_scan(&f.index, Some(&aio), lower, upper);
                 let what = format!("{method:?} {} {lower:?}..{upper:?}", f.index.name);
-                let expected =
-                    expected_range(f.index.kind, model, &int_key(lower), &int_key(upper));
+                let expected = expected_range(
+                    f.index.columns.kind(0),
+                    model,
+                    &int_key(lower),
+                    &int_key(upper),
+                );
                 assert_eq!(plain.tids, expected, "{what}");
                 assert_eq!(ahead.tids, plain.tids, "{what}");
                 if std::ptr::eq(f, &one_parent) {

@@ -40,7 +40,7 @@ use std::cmp::Ordering;
 
 use iolab_catalog::{sqlstate, PgError, PgResult, PgType};
 
-use super::key::{self, Key};
+use super::key::Key;
 use super::page::{
     check_page, first_data_offset, high_key, tuple_at, IndexTuple, SearchKey, TidBound,
 };
@@ -75,16 +75,19 @@ impl BtreeIndex {
     pub(super) fn may_have_equal_key(
         &self,
         leaf: &PinnedBuffer,
-        key: &Key,
+        key: &[Key],
         at: u16,
     ) -> PgResult<bool> {
         let page = leaf.page();
         let opaque = check_page(&page, leaf.blkno(), &self.name)?;
         let max = slotted::page_max_offset(&page);
+        // A tuple's order against `key`; a pivot missing columns is below a key it
+        // otherwise equals (its missing columns are minus infinity).
         let key_of = |t: &IndexTuple| -> PgResult<Ordering> {
-            Ok(match t.key(self.ty)? {
-                Some(k) => key::compare(self.kind, &k, key),
-                None => Ordering::Less,
+            let k = t.key(&self.columns)?;
+            Ok(match self.columns.compare(&k, key) {
+                Ordering::Equal if k.len() < key.len() => Ordering::Less,
+                order => order,
             })
         };
         if at <= first_data_offset(&opaque) || key_of(&tuple_at(&page, at - 1)?)? != Ordering::Less
@@ -103,11 +106,11 @@ impl BtreeIndex {
     /// The heap TIDs of every entry whose key equals `key` (not NULL), in TID order.
     pub(super) fn equal_key_tids(
         &self,
-        key: &Key<'static>,
+        key: &[Key<'static>],
         acct: &mut IoAccount,
     ) -> PgResult<Vec<Tid>> {
         let search = SearchKey {
-            key: Some(key.clone()),
+            key: key.to_vec(),
             tid: TidBound::MinusInf,
         };
         let mut tids = Vec::new();
@@ -124,9 +127,8 @@ impl BtreeIndex {
                     self.first_at_or_above(&page, &search, first_data_offset(&opaque), max, false)?;
                 for off in start..=max {
                     let t = tuple_at(&page, off)?;
-                    let equal = t
-                        .key(self.ty)?
-                        .is_some_and(|k| key::compare(self.kind, &k, key) == Ordering::Equal);
+                    let equal =
+                        self.columns.compare(&t.key(&self.columns)?, key) == Ordering::Equal;
                     if !equal {
                         return Ok(tids);
                     }
@@ -145,7 +147,7 @@ impl BtreeIndex {
     /// transaction holds, and where it is. `None`: no conflict.
     pub(super) fn first_conflict(
         &self,
-        key: &Key<'static>,
+        key: &[Key<'static>],
         judge: &mut JudgeTuple,
         acct: &mut IoAccount,
     ) -> PgResult<Option<(Tid, Liveness)>> {
@@ -164,33 +166,38 @@ impl BtreeIndex {
 /// comment). Reads heap pages only for runs of equal keys.
 pub(super) struct BuildCheck<'a> {
     index: &'a BtreeIndex,
-    column: &'a str,
+    columns: &'a [String],
     /// The run of equal keys going by: its key and TIDs.
-    key: Key<'static>,
+    key: Vec<Key<'static>>,
     tids: Vec<Tid>,
     /// The account its heap reads are counted in.
     acct: IoAccount,
 }
 
 impl<'a> BuildCheck<'a> {
-    pub(super) fn new(index: &'a BtreeIndex, column: &'a str, acct: IoAccount) -> BuildCheck<'a> {
+    pub(super) fn new(
+        index: &'a BtreeIndex,
+        columns: &'a [String],
+        acct: IoAccount,
+    ) -> BuildCheck<'a> {
         BuildCheck {
             index,
-            column,
-            key: Key::Null,
+            columns,
+            key: Vec::new(),
             tids: Vec::new(),
             acct,
         }
     }
 
     /// The next entry in index order.
-    pub(super) fn add(&mut self, key: &Key, tid: Tid, judge: &mut JudgeTuple) -> PgResult<()> {
-        let same = !key.is_null()
+    pub(super) fn add(&mut self, key: &[Key], tid: Tid, judge: &mut JudgeTuple) -> PgResult<()> {
+        // A key with a NULL column equals no other (NULLs are distinct).
+        let same = !key.iter().any(Key::is_null)
             && !self.tids.is_empty()
-            && key::compare(self.index.kind, key, &self.key) == Ordering::Equal;
+            && self.index.columns.compare(key, &self.key) == Ordering::Equal;
         if !same {
             self.judge_run(judge)?;
-            self.key = key.clone().into_owned();
+            self.key = key.iter().map(|k| k.clone().into_owned()).collect();
         }
         self.tids.push(tid);
         Ok(())
@@ -214,8 +221,8 @@ impl<'a> BuildCheck<'a> {
             if live > 1 {
                 return Err(duplicated_in_build(
                     self.index.name(),
-                    self.column,
-                    self.index.ty,
+                    self.columns,
+                    self.index.columns.types(),
                     &self.key,
                 ));
             }
@@ -226,29 +233,47 @@ impl<'a> BuildCheck<'a> {
 }
 
 /// PostgreSQL's error for an insert that would duplicate a key.
-pub fn duplicate_key(constraint: &str, column: &str, ty: PgType, key: &Key) -> PgError {
+pub fn duplicate_key(
+    constraint: &str,
+    columns: &[String],
+    types: &[PgType],
+    key: &[Key],
+) -> PgError {
     PgError::new(
         sqlstate::UNIQUE_VIOLATION,
         format!("duplicate key value violates unique constraint \"{constraint}\""),
     )
     .with_detail(format!(
-        "Key ({})=({}) already exists.",
-        quote_identifier(column),
-        key_text(ty, key)
+        "Key {} already exists.",
+        key_detail(columns, types, key)
     ))
 }
 
 /// PostgreSQL's error for CREATE UNIQUE INDEX on a table with a duplicated key.
-pub fn duplicated_in_build(index: &str, column: &str, ty: PgType, key: &Key) -> PgError {
+pub fn duplicated_in_build(
+    index: &str,
+    columns: &[String],
+    types: &[PgType],
+    key: &[Key],
+) -> PgError {
     PgError::new(
         sqlstate::UNIQUE_VIOLATION,
         format!("could not create unique index \"{index}\""),
     )
     .with_detail(format!(
-        "Key ({})=({}) is duplicated.",
-        quote_identifier(column),
-        key_text(ty, key)
+        "Key {} is duplicated.",
+        key_detail(columns, types, key)
     ))
+}
+
+/// `(a, b)=(1, x)`: the key columns' names and the key's values, as PostgreSQL's
+/// `BuildIndexValueDescription` writes them.
+fn key_detail(columns: &[String], types: &[PgType], key: &[Key]) -> String {
+    let names: Vec<String> = columns.iter().map(|c| quote_identifier(c)).collect();
+    let values: Vec<String> = (types.iter().zip(key))
+        .map(|(&ty, k)| key_text(ty, k))
+        .collect();
+    format!("({})=({})", names.join(", "), values.join(", "))
 }
 
 /// A key as its type's output function writes it (timestamptz in UTC: the engine knows no
@@ -304,7 +329,7 @@ mod tests {
     #[test]
     fn column_names_are_quoted_as_postgres_quotes_them() {
         let detail = |column: &str| {
-            let e = duplicate_key("k", column, PgType::Int4, &Key::Int(1));
+            let e = duplicate_key("k", &[column.to_string()], &[PgType::Int4], &[Key::Int(1)]);
             e.detail.expect("a DETAIL")
         };
         assert_eq!(detail("id"), "Key (id)=(1) already exists.");

@@ -110,8 +110,8 @@ impl BtreeIndex {
                 if live.is_empty() {
                     gone.push(off);
                 } else if live.len() < tids.len() {
-                    let key = t.key(self.ty)?.expect("a leaf entry has a key");
-                    shrunk.push((off, form_leaf_with(self.ty, &key, &live)));
+                    let key = t.key(&self.columns)?;
+                    shrunk.push((off, form_leaf_with(&self.columns, &key, &live)));
                 }
             }
             if removed_here == 0 {

@@ -319,8 +319,8 @@ impl ExecutionPlan for IndexScanExec {
         let fetch_rows = self.fetch_rows();
         let rows = match self.index_only {
             true => Output::Keys(KeyRows::new(
-                self.table.columns[self.cond.column].ty,
-                self.projection.len(),
+                &self.cond.index,
+                &self.projection,
                 self.schema.clone(),
             )),
             false => Output::Tuples(RowCollector::new(
@@ -401,23 +401,27 @@ impl Output {
     }
 }
 
-/// An Index Only Scan's rows: one key per row, output as each column of the projection
-/// (all of them the key's column; none for `count(*)`).
+/// An Index Only Scan's rows: one key per row, each column of the projection (every one a
+/// key column; none for `count(*)`) taken from its key column.
 struct KeyRows {
-    ty: iolab_catalog::PgType,
-    /// `None` when the projection is empty: rows are only counted.
-    column: Option<ValueColumn>,
-    outputs: usize,
+    /// Per output column: the key column it is (position in the index) and its type.
+    outputs: Vec<(usize, iolab_catalog::PgType, ValueColumn)>,
     rows: usize,
     schema: SchemaRef,
     scratch: Vec<u8>,
 }
 
 impl KeyRows {
-    fn new(ty: iolab_catalog::PgType, outputs: usize, schema: SchemaRef) -> KeyRows {
+    fn new(index: &iolab_catalog::IndexDef, projection: &[usize], schema: SchemaRef) -> KeyRows {
+        let outputs = (projection.iter())
+            .map(|column| {
+                let at = (index.columns.iter().position(|c| c == column))
+                    .expect("an index-only scan outputs key columns only");
+                let ty = index.key_types[at];
+                (at, ty, ValueColumn::new(&ty))
+            })
+            .collect();
         KeyRows {
-            ty,
-            column: (outputs > 0).then(|| ValueColumn::new(&ty)),
             outputs,
             rows: 0,
             schema,
@@ -425,9 +429,10 @@ impl KeyRows {
         }
     }
 
-    fn push(&mut self, key: &key::Key) -> PgResult<()> {
-        if let Some(column) = &mut self.column {
-            let value = (!key.is_null()).then(|| key::heap_value(self.ty, key, &mut self.scratch));
+    fn push(&mut self, key: &[key::Key]) -> PgResult<()> {
+        for (at, ty, column) in &mut self.outputs {
+            let k = &key[*at];
+            let value = (!k.is_null()).then(|| key::heap_value(*ty, k, &mut self.scratch));
             column.append(value)?;
         }
         self.rows += 1;
@@ -436,10 +441,9 @@ impl KeyRows {
 
     fn finish(&mut self) -> PgResult<RecordBatch> {
         let rows = std::mem::take(&mut self.rows);
-        let arrays = match &mut self.column {
-            Some(column) => vec![column.finish()?; self.outputs],
-            None => Vec::new(),
-        };
+        let arrays = (self.outputs.iter_mut())
+            .map(|(_, _, column)| column.finish())
+            .collect::<PgResult<Vec<_>>>()?;
         RecordBatch::try_new_with_options(
             self.schema.clone(),
             arrays,

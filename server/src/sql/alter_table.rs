@@ -421,12 +421,15 @@ async fn alter_table(
         AlterCommand::AddConstraint(written) => {
             let key = crate::sql::constraints::from_table_constraint(written)
                 .expect("the parser takes PRIMARY KEY and UNIQUE only")?;
-            let index = column(&Ident::new(&key.column)).map_err(|_| {
-                PgError::new(
-                    sqlstate::UNDEFINED_COLUMN,
-                    format!("column \"{}\" named in key does not exist", key.column),
-                )
-            })?;
+            let mut indexes = Vec::with_capacity(key.columns.len());
+            for name in &key.columns {
+                indexes.push(column(&Ident::new(name)).map_err(|_| {
+                    PgError::new(
+                        sqlstate::UNDEFINED_COLUMN,
+                        format!("column \"{name}\" named in key does not exist"),
+                    )
+                })?);
+            }
             if key.kind == ConstraintKind::PrimaryKey {
                 if db.catalog.indexes_of(oid).iter().any(|i| i.is_primary()) {
                     return Err(PgError::new(
@@ -434,7 +437,11 @@ async fn alter_table(
                         format!("multiple primary keys for table \"{table_name}\" are not allowed"),
                     ));
                 }
-                if add_not_null(run, &before, &mut after, index).await? {
+                let mut changed = false;
+                for index in indexes {
+                    changed |= add_not_null(run, &before, &mut after, index).await?;
+                }
+                if changed {
                     write_state(db, before, after.clone(), log)?;
                 }
             }

@@ -28,7 +28,8 @@ use crate::sql::StatementRun;
 pub struct KeyConstraint {
     pub name: Option<String>,
     pub kind: ConstraintKind,
-    pub column: String,
+    /// The key columns, in order.
+    pub columns: Vec<String>,
 }
 
 /// The constraint a column option declares on column `column` (`None`: not a key
@@ -58,7 +59,7 @@ pub fn from_column_option(
     Some(rest.check().map(|()| KeyConstraint {
         name: option.name.as_ref().or(name.as_ref()).map(ident_name),
         kind,
-        column: column.to_string(),
+        columns: vec![column.to_string()],
     }))
 }
 
@@ -82,25 +83,49 @@ pub fn from_table_constraint(c: &TableConstraint) -> Option<PgResult<KeyConstrai
     };
     let result = (|| {
         rest.check()?;
-        let [column] = columns.as_slice() else {
-            return Err(PgError::unsupported(format!(
-                "{} constraints on more than one column are not supported yet",
-                kind.sql()
-            )));
-        };
-        let ast::Expr::Identifier(id) = &column.column.expr else {
-            return Err(PgError::syntax(format!(
-                "syntax error at or near \"{}\"",
-                column.column.expr
-            )));
-        };
+        let mut names: Vec<String> = Vec::with_capacity(columns.len());
+        for column in columns {
+            let ast::Expr::Identifier(id) = &column.column.expr else {
+                return Err(PgError::syntax(format!(
+                    "syntax error at or near \"{}\"",
+                    column.column.expr
+                )));
+            };
+            let name = ident_name(id);
+            if names.contains(&name) {
+                let what = match kind {
+                    ConstraintKind::PrimaryKey => "primary key",
+                    ConstraintKind::Unique => "unique",
+                };
+                return Err(PgError::new(
+                    sqlstate::DUPLICATE_COLUMN,
+                    format!("column \"{name}\" appears twice in {what} constraint"),
+                ));
+            }
+            names.push(name);
+        }
+        check_key_columns(names.len())?;
         Ok(KeyConstraint {
             name: name.as_ref().map(ident_name),
             kind,
-            column: ident_name(id),
+            columns: names,
         })
     })();
     Some(result)
+}
+
+/// PostgreSQL's limit on an index's columns (54011 beyond it).
+pub fn check_key_columns(n: usize) -> PgResult<()> {
+    if n > btree::key::INDEX_MAX_KEYS {
+        return Err(PgError::new(
+            sqlstate::TOO_MANY_COLUMNS,
+            format!(
+                "cannot use more than {} columns in an index",
+                btree::key::INDEX_MAX_KEYS
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// What a key constraint may carry that iolab does not do.
@@ -165,27 +190,28 @@ pub fn plan(
         ));
     }
     for c in &written {
-        let Some(column) = columns.iter_mut().find(|col| col.name == c.column) else {
-            return Err(PgError::new(
-                sqlstate::UNDEFINED_COLUMN,
-                format!("column \"{}\" named in key does not exist", c.column),
-            ));
-        };
-        if c.kind == ConstraintKind::PrimaryKey {
-            if explicitly_nullable.contains(&c.column) {
-                return Err(PgError::syntax(format!(
-                    "conflicting NULL/NOT NULL declarations for column \"{}\" of table \"{table}\"",
-                    c.column
-                )));
+        for name in &c.columns {
+            let Some(column) = columns.iter_mut().find(|col| &col.name == name) else {
+                return Err(PgError::new(
+                    sqlstate::UNDEFINED_COLUMN,
+                    format!("column \"{name}\" named in key does not exist"),
+                ));
+            };
+            if c.kind == ConstraintKind::PrimaryKey {
+                if explicitly_nullable.contains(name) {
+                    return Err(PgError::syntax(format!(
+                        "conflicting NULL/NOT NULL declarations for column \"{name}\" of table \"{table}\""
+                    )));
+                }
+                column.not_null = true;
             }
-            column.not_null = true;
         }
     }
     let (mut ordered, others): (Vec<_>, Vec<_>) = written
         .into_iter()
         .partition(|c| c.kind == ConstraintKind::PrimaryKey);
     for c in others {
-        match ordered.iter_mut().find(|kept| kept.column == c.column) {
+        match ordered.iter_mut().find(|kept| kept.columns == c.columns) {
             Some(kept) => {
                 if kept.name.is_none() {
                     kept.name = c.name;
@@ -208,9 +234,9 @@ pub fn create(
     let mut created = Vec::with_capacity(constraints.len());
     let db = &run.db;
     for c in constraints {
-        let column = table
-            .column_index(&c.column)
-            .expect("plan checked the column");
+        let columns: Vec<usize> = (c.columns.iter())
+            .map(|name| table.column_index(name).expect("plan checked the column"))
+            .collect();
         let name = match &c.name {
             Some(name) => {
                 crate::sql::ddl::check_identifier(name)?;
@@ -223,8 +249,9 @@ pub fn create(
                 name.clone()
             }
             None => {
+                let names: Vec<&str> = c.columns.iter().map(String::as_str).collect();
                 db.catalog
-                    .choose_constraint_name(&table.schema, &table.name, &[&c.column], c.kind)
+                    .choose_constraint_name(&table.schema, &table.name, &names, c.kind)
             }
         };
         let oid = db.catalog.allocate_oid()?;
@@ -234,7 +261,7 @@ pub fn create(
                 kind: c.kind,
                 oid: db.catalog.allocate_oid()?,
             }),
-            ..IndexDef::on_column(oid, name, table, column)
+            ..IndexDef::on_columns(oid, name, table, &columns)
         };
         btree::create_index(db, &run.ctx, table, &def)?;
         created.push(oid);
@@ -274,7 +301,7 @@ mod tests {
         KeyConstraint {
             name: name.map(String::from),
             kind,
-            column: column.into(),
+            columns: vec![column.into()],
         }
     }
 

@@ -686,10 +686,6 @@ pub async fn create_index(
             create.nulls_distinct.is_some(),
             "NULLS [NOT] DISTINCT is not supported",
         ),
-        (
-            create.columns.len() > 1,
-            "indexes on more than one column are not supported yet",
-        ),
     ];
     if let Some((_, message)) = unsupported.iter().find(|(yes, _)| *yes) {
         return Err(PgError::unsupported(*message));
@@ -702,44 +698,51 @@ pub async fn create_index(
         .with_detail("This operation is not supported for views."));
     }
     let table = run.resolve_table(schema.as_deref(), &table_name)?;
-    let [column] = create.columns.as_slice() else {
+    if create.columns.is_empty() {
         return Err(PgError::syntax("syntax error at or near \")\""));
-    };
-    let column_name = match &column.column.expr {
-        ast::Expr::Identifier(id) => ident_name(id),
-        _ => {
+    }
+    crate::sql::constraints::check_key_columns(create.columns.len())?;
+    let mut columns = Vec::with_capacity(create.columns.len());
+    let mut column_names: Vec<String> = Vec::with_capacity(create.columns.len());
+    for column in &create.columns {
+        let column_name = match &column.column.expr {
+            ast::Expr::Identifier(id) => ident_name(id),
+            _ => {
+                return Err(PgError::unsupported(
+                    "indexes on expressions are not supported yet",
+                ))
+            }
+        };
+        let options = &column.column.options;
+        if options.asc == Some(false) {
             return Err(PgError::unsupported(
-                "indexes on expressions are not supported yet",
-            ))
+                "descending indexes are not supported yet",
+            ));
         }
-    };
-    let options = &column.column.options;
-    if options.asc == Some(false) {
-        return Err(PgError::unsupported(
-            "descending indexes are not supported yet",
-        ));
-    }
-    if options.nulls_first == Some(true) {
-        return Err(PgError::unsupported(
-            "indexes with NULLS FIRST are not supported yet",
-        ));
-    }
-    let col = table.column_index(&column_name).ok_or_else(|| {
-        PgError::new(
-            sqlstate::UNDEFINED_COLUMN,
-            format!("column \"{column_name}\" does not exist"),
-        )
-    })?;
-    let key_type = table.columns[col].ty;
-    let (_, default_opclass) = iolab_catalog::index::btree_opclass(key_type);
-    if let Some(opclass) = &column.operator_class {
-        let (_, name) = split_name(opclass)?;
-        if name != default_opclass {
-            return Err(PgError::unsupported(format!(
-                "operator class \"{name}\" is not supported (iolab uses {default_opclass} for {})",
-                key_type.format_type()
-            )));
+        if options.nulls_first == Some(true) {
+            return Err(PgError::unsupported(
+                "indexes with NULLS FIRST are not supported yet",
+            ));
         }
+        let col = table.column_index(&column_name).ok_or_else(|| {
+            PgError::new(
+                sqlstate::UNDEFINED_COLUMN,
+                format!("column \"{column_name}\" does not exist"),
+            )
+        })?;
+        let key_type = table.columns[col].ty;
+        let (_, default_opclass) = iolab_catalog::index::btree_opclass(key_type);
+        if let Some(opclass) = &column.operator_class {
+            let (_, name) = split_name(opclass)?;
+            if name != default_opclass {
+                return Err(PgError::unsupported(format!(
+                    "operator class \"{name}\" is not supported (iolab uses {default_opclass} for {})",
+                    key_type.format_type()
+                )));
+            }
+        }
+        columns.push(col);
+        column_names.push(index_column_name(&column_name, &column_names));
     }
     let name = match &create.name {
         Some(name) => {
@@ -762,16 +765,18 @@ pub async fn create_index(
             }
             name
         }
-        None => db
-            .catalog
-            .choose_index_name(&table.schema, &table.name, &[&column_name]),
+        None => {
+            let names: Vec<&str> = column_names.iter().map(String::as_str).collect();
+            db.catalog
+                .choose_index_name(&table.schema, &table.name, &names)
+        }
     };
     let reloptions = super::reloptions::btree_reloptions(&create.with)?;
     let oid = db.catalog.allocate_oid()?;
     let def = IndexDef {
         unique: create.unique,
         reloptions,
-        ..IndexDef::on_column(oid, name, &table, col)
+        ..IndexDef::on_columns(oid, name, &table, &columns)
     };
     // The build runs on a blocking thread while this task stays awake, so that a cancel
     // request or statement_timeout ends the statement at once: the dropped statement
@@ -783,6 +788,19 @@ pub async fn create_index(
         .map_err(|e| PgError::internal(format!("CREATE INDEX did not finish: {e}")))??;
     log.record(&run.db, DdlEntry::CreatedIndex { oid })?;
     Ok(Vec::new())
+}
+
+/// The name of an index column in the index's name: the column's, with `1`, `2`, … added
+/// when an earlier column of the index has it already (PostgreSQL's
+/// `ChooseIndexColumnNames`: `(a, a)` gives `t_a_a1_idx`).
+fn index_column_name(column: &str, earlier: &[String]) -> String {
+    let mut name = column.to_string();
+    let mut n = 0;
+    while earlier.contains(&name) {
+        n += 1;
+        name = format!("{column}{n}");
+    }
+    name
 }
 
 /// DROP INDEX [IF EXISTS] a, b [CASCADE | RESTRICT]; returns the notices.
