@@ -183,11 +183,11 @@ impl IndexScanExec {
     }
 
     /// The scan as an Index Only Scan: the output is the index's keys. Every output
-    /// column must be the index's column.
+    /// column must be one of the index's columns.
     pub fn index_only(mut self) -> Self {
         assert!(
-            self.projection.iter().all(|&c| c == self.cond.column),
-            "an index-only scan returns only its key's column"
+            (self.projection.iter()).all(|c| self.cond.index.columns.contains(c)),
+            "an index-only scan returns only its key columns"
         );
         self.index_only = true;
         self

@@ -14,6 +14,13 @@
 //! the NULL keys (alone: with a range besides it the range is left to the filter). The
 //! clauses used become the node's `Index Cond:`.
 //!
+//! An index on several columns is used when its first column has such clauses (PostgreSQL
+//! 18's skip scan, which also takes an index without them, is not here); the clauses on
+//! its later columns join the condition the same way, one [`KeySet`] per column, and the
+//! B-tree scan bounds its stretch of the index with the leading columns and tests each
+//! entry for the rest (`btree::scan`). `Index Cond:` lists them in the index's column
+//! order, as PostgreSQL does: `((a = 5) AND (b < 100))`.
+//!
 //! # Never a row too few
 //!
 //! A scan built from an [`IndexCond`] must return *every* row the clauses accept (a few
@@ -65,6 +72,7 @@ use iolab_catalog::{ColumnDef, IndexDef, PgResult, PgType};
 
 use crate::accounting::IoAccount;
 use crate::btree::key::{self, Key, KeyKind};
+use crate::btree::scan::ColumnKeys;
 use crate::btree::{BtreeIndex, BtreeScan};
 use crate::heap::codec::{Datum, TupleLayout};
 
@@ -356,14 +364,67 @@ pub struct IndexCond {
     pub column: usize,
     pub kind: KeyKind,
     pub keys: KeySet,
+    /// The keys of later key columns that clauses select: (position in the index, kind,
+    /// keys, never `All` or `Param`), in index order.
+    pub later: Vec<(usize, KeyKind, KeySet)>,
     /// The conjuncts the keys come from: EXPLAIN's `Index Cond:`.
     pub quals: Vec<Arc<dyn PhysicalExpr>>,
 }
 
-/// Whether the planner can use `index` at all: one column, an operator class whose order
-/// DataFusion's comparisons agree with.
+/// Whether the planner can use `index` at all: its first column's operator class orders
+/// keys as DataFusion's comparisons do.
 pub fn usable_index(index: &IndexDef) -> bool {
-    index.columns.len() == 1 && KeyKind::of(index.key_types[0]) != KeyKind::Bpchar
+    KeyKind::of(index.key_types[0]) != KeyKind::Bpchar
+}
+
+/// The keys the simple clauses on table column `column` (keys of kind `kind`) select among
+/// `conjuncts`, and those clauses; `None` when there are none.
+fn column_keys(
+    column: usize,
+    kind: KeyKind,
+    columns: &[ColumnDef],
+    conjuncts: &[Arc<dyn PhysicalExpr>],
+) -> Option<(KeySet, Vec<Arc<dyn PhysicalExpr>>)> {
+    let mut keys: Option<KeySet> = None;
+    let mut quals = Vec::new();
+    for qual in conjuncts {
+        let Some(clause) = simple_clause(qual, columns).filter(|c| c.column == column) else {
+            continue;
+        };
+        let these = match clause.test {
+            ClauseTest::IsNull => {
+                // IS NULL alone: any range beside it stays in the filter.
+                return Some((KeySet::Nulls, vec![qual.clone()]));
+            }
+            ClauseTest::Compare(CompareOp::Ne, _) => continue,
+            // Every key but NULL: a range with no bounds (NULLs are never in one).
+            ClauseTest::IsNotNull => KeySet::Range {
+                lower: Bound::Unbounded,
+                upper: Bound::Unbounded,
+            },
+            ClauseTest::Compare(op, value) => KeySet::of(op, value, kind),
+        };
+        keys = Some(match keys {
+            None => these,
+            Some(k) => k.intersect(these),
+        });
+        quals.push(qual.clone());
+    }
+    keys.map(|k| (k, quals))
+}
+
+impl KeySet {
+    /// What the B-tree scan wants of the column (a parameter resolved already).
+    fn column_keys(&self) -> ColumnKeys<'_> {
+        match self {
+            KeySet::Range { lower, upper } => {
+                ColumnKeys::Range(lower.as_ref().map(datum_of), upper.as_ref().map(datum_of))
+            }
+            KeySet::Nulls => ColumnKeys::Null,
+            KeySet::All => ColumnKeys::Any,
+            KeySet::Param { .. } => unreachable!("resolved by keys_now"),
+        }
+    }
 }
 
 impl IndexCond {
@@ -378,49 +439,44 @@ impl IndexCond {
         }
         let column = index.columns[0];
         let kind = KeyKind::of(index.key_types[0]);
-        let mut keys: Option<KeySet> = None;
-        let mut quals = Vec::new();
-        let mut param = None;
-        for qual in conjuncts {
-            let Some(clause) = simple_clause(qual, columns).filter(|c| c.column == column) else {
-                if let Some(p) = param_clause(qual, columns).filter(|p| p.column == column) {
-                    param = param.or(Some((qual.clone(), p)));
-                }
+        let (keys, mut quals) = match column_keys(column, kind, columns, conjuncts) {
+            Some(found) => found,
+            None => {
+                let (qual, p) = conjuncts.iter().find_map(|qual| {
+                    let p = param_clause(qual, columns).filter(|p| p.column == column)?;
+                    Some((qual.clone(), p))
+                })?;
+                let keys = KeySet::Param {
+                    op: p.op,
+                    value: p.value,
+                };
+                (keys, vec![qual])
+            }
+        };
+        let mut later = Vec::new();
+        for (at, (&c, &ty)) in index
+            .columns
+            .iter()
+            .zip(&index.key_types)
+            .enumerate()
+            .skip(1)
+        {
+            // A column repeated in the index has its clauses at its first place.
+            if index.columns[..at].contains(&c) {
                 continue;
-            };
-            let these = match clause.test {
-                ClauseTest::IsNull => {
-                    // IS NULL alone: any range beside it stays in the filter.
-                    keys = Some(KeySet::Nulls);
-                    quals = vec![qual.clone()];
-                    break;
-                }
-                ClauseTest::Compare(CompareOp::Ne, _) => continue,
-                // Every key but NULL: a range with no bounds (NULLs are never in one).
-                ClauseTest::IsNotNull => KeySet::Range {
-                    lower: Bound::Unbounded,
-                    upper: Bound::Unbounded,
-                },
-                ClauseTest::Compare(op, value) => KeySet::of(op, value, kind),
-            };
-            keys = Some(match keys {
-                None => these,
-                Some(k) => k.intersect(these),
-            });
-            quals.push(qual.clone());
-        }
-        if let (None, Some((qual, p))) = (&keys, param) {
-            keys = Some(KeySet::Param {
-                op: p.op,
-                value: p.value,
-            });
-            quals.push(qual);
+            }
+            let kind = KeyKind::of(ty);
+            if let Some((keys, these)) = column_keys(c, kind, columns, conjuncts) {
+                later.push((at, kind, keys));
+                quals.extend(these);
+            }
         }
         Some(IndexCond {
             index: index.clone(),
             column,
             kind,
-            keys: keys?,
+            keys,
+            later,
             quals,
         })
     }
@@ -469,25 +525,14 @@ impl IndexCond {
             column: index.columns[0],
             kind: KeyKind::of(index.key_types[0]),
             keys: KeySet::All,
+            later: Vec::new(),
             quals: Vec::new(),
         })
     }
 
     /// A scan of `index` (this condition's index) for the condition's keys.
     pub fn scan<'a>(&self, index: &BtreeIndex, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
-        let Some(keys) = self.keys_now() else {
-            return index.scan_range(Bound::Included(Datum::Null), Bound::Unbounded, acct);
-        };
-        match &keys {
-            KeySet::Param { .. } => unreachable!("resolved by keys_now"),
-            KeySet::All => index.scan_all(acct),
-            KeySet::Nulls => index.scan_nulls(acct),
-            KeySet::Range { lower, upper } => index.scan_range(
-                lower.as_ref().map(datum_of),
-                upper.as_ref().map(datum_of),
-                acct,
-            ),
-        }
+        self.scan_in_order(index, false, acct)
     }
 
     /// [`scan`](Self::scan) in descending order (`ORDER BY … DESC`: NULLs first).
@@ -496,44 +541,59 @@ impl IndexCond {
         index: &BtreeIndex,
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
-        let Some(keys) = self.keys_now() else {
+        self.scan_in_order(index, true, acct)
+    }
+
+    fn scan_in_order<'a>(
+        &self,
+        index: &BtreeIndex,
+        backward: bool,
+        acct: &'a mut IoAccount,
+    ) -> PgResult<BtreeScan<'a>> {
+        let Some(first) = self.keys_now() else {
             return index.scan_range(Bound::Included(Datum::Null), Bound::Unbounded, acct);
         };
-        match &keys {
-            KeySet::Param { .. } => unreachable!("resolved by keys_now"),
-            KeySet::All => index.scan_all_backward(acct),
-            KeySet::Nulls => index.scan_nulls(acct), // equal keys: any order is descending
-            KeySet::Range { lower, upper } => index.scan_range_backward(
-                lower.as_ref().map(datum_of),
-                upper.as_ref().map(datum_of),
-                acct,
-            ),
+        let width = self.later.last().map_or(1, |(at, _, _)| at + 1);
+        let mut keys = vec![ColumnKeys::Any; width];
+        keys[0] = first.column_keys();
+        for (at, _, set) in &self.later {
+            keys[*at] = set.column_keys();
         }
+        index.scan(&keys, backward, acct)
     }
 
     /// The test a Bitmap Heap Scan rechecks this condition's rows with.
     pub fn key_test(&self) -> KeyTest {
-        let key = |v: &StatValue| {
-            Key::bound_for(self.kind, datum_of(v))
+        let key = |kind: KeyKind, v: &StatValue| {
+            Key::bound_for(kind, datum_of(v))
                 .map(Key::into_owned)
                 .expect("comparable_value admits only values the index compares with")
         };
-        let bound = |b: &Bound<StatValue>| match b {
-            Bound::Included(v) => Bound::Included(key(v)),
-            Bound::Excluded(v) => Bound::Excluded(key(v)),
+        let bound = |kind: KeyKind, b: &Bound<StatValue>| match b {
+            Bound::Included(v) => Bound::Included(key(kind, v)),
+            Bound::Excluded(v) => Bound::Excluded(key(kind, v)),
             Bound::Unbounded => Bound::Unbounded,
         };
-        let range = match &self.keys {
-            // A parameter's clause is left to the filter above.
-            KeySet::All | KeySet::Param { .. } => return KeyTest::All(Vec::new()),
-            KeySet::Nulls => None,
-            KeySet::Range { lower, upper } => Some((bound(lower), bound(upper))),
+        let test = |column: usize, kind: KeyKind, keys: &KeySet| {
+            let range = match keys {
+                // A parameter's clause is left to the filter above.
+                KeySet::All | KeySet::Param { .. } => return KeyTest::All(Vec::new()),
+                KeySet::Nulls => None,
+                KeySet::Range { lower, upper } => Some((bound(kind, lower), bound(kind, upper))),
+            };
+            KeyTest::Keys {
+                column,
+                kind,
+                range,
+            }
         };
-        KeyTest::Keys {
-            column: self.column,
-            kind: self.kind,
-            range,
+        let first = test(self.column, self.kind, &self.keys);
+        if self.later.is_empty() {
+            return first;
         }
+        let later =
+            (self.later.iter()).map(|(at, kind, keys)| test(self.index.columns[*at], *kind, keys));
+        KeyTest::All(std::iter::once(first).chain(later).collect())
     }
 }
 

@@ -203,10 +203,14 @@ pub fn plan_scan(
             .flat_map(|q| collect_columns(q))
             .map(|c| c.index()),
     );
+    // Every column needed is a key column (not a float: the index keeps one zero and one
+    // NaN where the table may have several).
     let index_only = |index: &IndexDef| {
-        p.enable_indexonlyscan
-            && KeyKind::of(index.key_types[0]) != KeyKind::Float
-            && needed.iter().all(|&c| c == index.columns[0])
+        let returns = |c: &usize| {
+            (index.columns.iter().zip(&index.key_types))
+                .any(|(k, &ty)| k == c && KeyKind::of(ty) != KeyKind::Float)
+        };
+        p.enable_indexonlyscan && needed.iter().all(returns)
     };
     // Counted only for an index-only path.
     let all_visible = || f64::from(req.db.vm.count(def.relfilenode, blocks)) / pages.max(1.0);
