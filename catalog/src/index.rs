@@ -8,9 +8,9 @@
 //! table. Its definition lives in `global/catalog.json` next to the tables, under
 //! `"indexes"`; catalogs written before indexes existed read as having none.
 //!
-//! The key is one column of the table, ordered by the column type's default B-tree
+//! The key is one to 32 columns of the table, each ordered by its type's default B-tree
 //! operator class ([`btree_opclass`]) — ascending, NULLs last, text by bytes (the `C`
-//! collation iolab uses everywhere).
+//! collation iolab uses everywhere) — the first column first.
 //!
 //! Creating an index takes two steps, because the file is built before the index becomes
 //! visible: [`Catalog::allocate_oid`] reserves the OID (= relfilenode) the builder writes

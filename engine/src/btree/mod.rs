@@ -5,8 +5,9 @@
 //!
 //! A B-tree index on column `a` of table `t` is a relation file of its own
 //! (`base/<relfilenode>`) holding one **leaf entry** per heap tuple: `(a, heap TID)`,
-//! where the TID `(block, line pointer)` says where the row lies. Entries are kept sorted
-//! by key, and among equal keys by TID, in a tree of pages:
+//! where the TID `(block, line pointer)` says where the row lies (an index on `(a, b)`
+//! holds `(a, b, heap TID)`, ordered by `a`, then `b`). Entries are kept sorted by key,
+//! and among equal keys by TID, in a tree of pages:
 //!
 //! ```text
 //!   block 0: meta page ──root──▶ ┌──────────── level 2 (root) ────────────┐
@@ -62,8 +63,8 @@
 //!
 //! # Not (yet) here
 //!
-//! Multi-column keys, DESC / NULLS FIRST, page deletion, and an external sort for
-//! builds larger than memory. Changes to a built index are WAL-logged (`crate::wal`); a
+//! DESC / NULLS FIRST, page deletion, INCLUDE columns, expressions, partial indexes,
+//! and skip scans. Changes to a built index are WAL-logged (`crate::wal`); a
 //! build is not, and is written and fsynced before CREATE INDEX returns.
 
 pub mod build;
