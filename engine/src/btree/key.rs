@@ -346,6 +346,18 @@ pub fn decode_row<'a>(
     is_null: impl Fn(usize) -> bool,
 ) -> PgResult<Vec<Key<'a>>> {
     let mut keys = Vec::with_capacity(natts);
+    decode_row_into(columns, natts, data, is_null, &mut keys)?;
+    Ok(keys)
+}
+
+/// [`decode_row`], appending to `keys`.
+pub fn decode_row_into<'a>(
+    columns: &KeyColumns,
+    natts: usize,
+    data: &'a [u8],
+    is_null: impl Fn(usize) -> bool,
+    keys: &mut Vec<Key<'a>>,
+) -> PgResult<()> {
     let mut at = 0;
     for i in 0..natts {
         if is_null(i) {
@@ -370,7 +382,7 @@ pub fn decode_row<'a>(
         at += encoded_len(ty, &key);
         keys.push(key);
     }
-    Ok(keys)
+    Ok(())
 }
 
 /// The alignment of a stored value of type `ty` (PostgreSQL's `typalign`; a varlena's

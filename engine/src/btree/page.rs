@@ -605,6 +605,13 @@ impl<'a> IndexTuple<'a> {
 
     /// The key columns present ([`natts`](Self::natts); empty in minus infinity).
     pub fn key(&self, columns: &KeyColumns) -> PgResult<Vec<Key<'a>>> {
+        let mut key = Vec::with_capacity(columns.len());
+        self.key_into(columns, &mut key)?;
+        Ok(key)
+    }
+
+    /// [`key`](Self::key), appending the columns to `key`.
+    pub fn key_into(&self, columns: &KeyColumns, key: &mut Vec<Key<'a>>) -> PgResult<()> {
         let natts = self.natts(columns);
         if natts > columns.len() {
             return Err(corrupted(format!(
@@ -626,9 +633,8 @@ impl<'a> IndexTuple<'a> {
             u32::MAX
         };
         let start = self.data_offset();
-        key::decode_row(columns, natts, &self.bytes[start..end], |i| {
-            bitmap & (1 << i) == 0
-        })
+        let is_null = |i: usize| bitmap & (1 << i) == 0;
+        key::decode_row_into(columns, natts, &self.bytes[start..end], is_null, key)
     }
 
     /// The heap TID: a leaf tuple's heap tuple (a posting list's first), a pivot's

@@ -585,10 +585,11 @@ pub struct BtreeScan<'a> {
     wanted: Wanted,
     /// TIDs of the current leaf not yet returned.
     tids: std::vec::IntoIter<Tid>,
-    /// When the index returns keys: the key of each TID in `tids`, and the key of the TID
-    /// returned last.
-    keys: std::vec::IntoIter<Vec<Key<'static>>>,
-    last_key: Option<Vec<Key<'static>>>,
+    /// When the index returns keys: the key columns of each TID of the leaf, one after the
+    /// other; where the next TID's start, and where the last returned TID's do.
+    keys: Vec<Key<'static>>,
+    next_key: usize,
+    last_key: Option<usize>,
     /// The next leaf to read, `P_NONE` when the scan has ended.
     next_leaf: u32,
     leaves_read: u64,
@@ -615,7 +616,8 @@ impl<'a> BtreeScan<'a> {
             acct,
             wanted,
             tids: Vec::new().into_iter(),
-            keys: Vec::new().into_iter(),
+            keys: Vec::new(),
+            next_key: 0,
             last_key: None,
             next_leaf: P_NONE,
             leaves_read: 0,
@@ -721,7 +723,7 @@ impl<'a> BtreeScan<'a> {
             || (self.wanted.filters.is_empty()
                 && self.wanted.admits(&self.index, &tuple_at(&page, max)?)? == Admit::Yes);
         let mut tids = Vec::with_capacity((max + 1).saturating_sub(start) as usize);
-        let mut keys = Vec::new();
+        let (mut keys, mut scratch) = (Vec::new(), Vec::new());
         let mut ended = false;
         for off in start..=max {
             let t = tuple_at(&page, off)?;
@@ -736,31 +738,34 @@ impl<'a> BtreeScan<'a> {
                 }
             }
             tids.extend(t.heap_tids());
-            self.copy_key(&t, tids.len(), &mut keys)?;
+            self.copy_key(&t, &mut keys, &mut scratch)?;
         }
         self.next_leaf = if ended { P_NONE } else { opaque.next };
         LeafReadAhead::account(&mut self.read_ahead, self.acct)
             .relations()
             .index_tuples_read(self.index.relfilenode(), tids.len() as u64);
         self.tids = tids.into_iter();
-        self.keys = keys.into_iter();
+        (self.keys, self.next_key) = (keys, 0);
         if self.next_leaf == P_NONE {
             self.stop_read_ahead();
         }
         Ok(())
     }
 
-    /// When the index returns keys: `t`'s key, once for each of its TIDs, so that `keys`
-    /// has as many entries as the `tids` copied so far (`ntids`).
-    fn copy_key(
+    /// When the index returns keys: appends `t`'s key columns to `keys` once for each of
+    /// its TIDs (decoded through `scratch`, a buffer for the leaf).
+    fn copy_key<'p>(
         &self,
-        t: &IndexTuple,
-        ntids: usize,
-        keys: &mut Vec<Vec<Key<'static>>>,
+        t: &IndexTuple<'p>,
+        keys: &mut Vec<Key<'static>>,
+        scratch: &mut Vec<Key<'p>>,
     ) -> PgResult<()> {
         if self.index.scans_return_keys {
-            let key = t.key(&self.index.columns)?;
-            keys.resize(ntids, key.into_iter().map(Key::into_owned).collect());
+            scratch.clear();
+            t.key_into(&self.index.columns, scratch)?;
+            for _ in 0..t.n_heap_tids() {
+                keys.extend(scratch.iter().map(|k| k.clone().into_owned()));
+            }
         }
         Ok(())
     }
@@ -811,7 +816,7 @@ impl<'a> BtreeScan<'a> {
             self.lower = None;
             self.leaves_read += 1;
             let mut tids = Vec::new();
-            let mut keys = Vec::new();
+            let (mut keys, mut scratch) = (Vec::new(), Vec::new());
             let mut ended = false;
             for off in (first..end).rev() {
                 let t = tuple_at(&page, off)?;
@@ -826,13 +831,13 @@ impl<'a> BtreeScan<'a> {
                 let from = tids.len();
                 tids.extend(t.heap_tids());
                 tids[from..].reverse(); // a posting list's TIDs ascend
-                self.copy_key(&t, tids.len(), &mut keys)?;
+                self.copy_key(&t, &mut keys, &mut scratch)?;
             }
             self.acct
                 .relations()
                 .index_tuples_read(self.index.relfilenode(), tids.len() as u64);
             self.tids = tids.into_iter();
-            self.keys = keys.into_iter();
+            (self.keys, self.next_key) = (keys, 0);
             self.next_leaf = if ended { P_NONE } else { opaque.prev };
             self.came_from = blkno;
             return Ok(());
@@ -846,7 +851,10 @@ impl<'a> BtreeScan<'a> {
     fn next_tid(&mut self) -> PgResult<Option<Tid>> {
         loop {
             if let Some(tid) = self.tids.next() {
-                self.last_key = self.keys.next();
+                if self.index.scans_return_keys {
+                    self.last_key = Some(self.next_key);
+                    self.next_key += self.index.columns.len();
+                }
                 return Ok(Some(tid));
             }
             if self.next_leaf == P_NONE {
@@ -878,15 +886,19 @@ impl<'a> BtreeScan<'a> {
 }
 
 impl BtreeScan<'_> {
-    /// The next TID and its key, for an index [returning keys](BtreeIndex::returning_keys).
-    pub fn next_with_key(&mut self) -> Option<PgResult<(Tid, Vec<Key<'static>>)>> {
+    /// The next TID, its key columns moved into `key`, for an index [returning
+    /// keys](BtreeIndex::returning_keys).
+    pub fn next_with_key(&mut self, key: &mut Vec<Key<'static>>) -> Option<PgResult<Tid>> {
         assert!(
             self.index.scans_return_keys,
             "next_with_key of an index not returning keys"
         );
         Some(self.next()?.map(|tid| {
-            let key = self.last_key.take().expect("a key copied with each TID");
-            (tid, key)
+            let at = self.last_key.take().expect("a key copied with each TID");
+            let columns = &mut self.keys[at..at + self.index.columns.len()];
+            key.clear();
+            key.extend(columns.iter_mut().map(|k| std::mem::replace(k, Key::Null)));
+            tid
         }))
     }
 }
@@ -901,7 +913,7 @@ impl Iterator for BtreeScan<'_> {
             Err(e) => {
                 self.next_leaf = P_NONE;
                 self.tids = Vec::new().into_iter();
-                self.keys = Vec::new().into_iter();
+                self.keys.clear();
                 self.stop_read_ahead();
                 Some(Err(e))
             }

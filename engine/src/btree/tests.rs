@@ -199,10 +199,11 @@ fn assert_int_ranges(index: &BtreeIndex, model: &[(Key<'static>, Tid)], max_key:
 /// What a scan of an index returning keys returns, as (key, TID) entries.
 fn keyed_entries(mut scan: super::scan::BtreeScan) -> Vec<(Key<'static>, Tid)> {
     let mut entries = Vec::new();
-    while let Some(entry) = scan.next_with_key() {
-        let (tid, mut key) = entry.unwrap();
+    let mut key = Vec::new();
+    while let Some(entry) = scan.next_with_key(&mut key) {
+        let tid = entry.unwrap();
         assert_eq!(key.len(), 1, "one key column");
-        entries.push((key.remove(0), tid));
+        entries.push((key[0].clone(), tid));
     }
     entries
 }

@@ -546,7 +546,9 @@ impl IndexJob {
     ) -> PgResult<()> {
         let mut index = BtreeIndex::open(&self.db, &self.cond.index)?;
         let index_only = matches!(self.rows, Output::Keys(_));
-        if index_only {
+        // `count(*)` outputs no column: its keys need not be copied out of the leaves.
+        let returns_keys = matches!(&self.rows, Output::Keys(k) if !k.outputs.is_empty());
+        if returns_keys {
             index = index.returning_keys();
         }
         let rel = self.db.relfile(self.table.relfilenode)?;
@@ -568,6 +570,8 @@ impl IndexJob {
             last: None,
         };
         let mut heap_fetches = 0;
+        // The key of the TID at hand (an index-only scan returning keys).
+        let mut key = Vec::new();
         let compute = self.baseline.elapsed_compute().clone();
         let mut timer = Some(compute.timer());
         let mut returned = 0;
@@ -578,22 +582,20 @@ impl IndexJob {
             {
                 break;
             }
-            let next = match index_only {
-                true => tids
-                    .next_with_key()
-                    .map(|e| e.map(|(tid, k)| (tid, Some(k)))),
-                false => tids.next().map(|e| e.map(|tid| (tid, None))),
+            let next = match returns_keys {
+                true => tids.next_with_key(&mut key),
+                false => tids.next(),
             };
             let Some(next) = next else { break };
-            let (tid, key) = next?;
+            let tid = next?;
             if tid.0 >= nblocks {
                 continue; // cannot happen while heaps only grow; never read past the end
             }
-            let fetched = match (&mut self.rows, key) {
-                (Output::Tuples(rows), _) => {
+            let fetched = match &mut self.rows {
+                Output::Tuples(rows) => {
                     heap.visible(stmt, &rel, tid, tids.acct(), |t| rows.push(t, tid.0, tid.1))?
                 }
-                (Output::Keys(keys), Some(key)) => {
+                Output::Keys(keys) => {
                     let marked = marks.all_visible(&rel, tid.0, tids.leaves_read());
                     let fetched = !marked && {
                         heap_fetches += 1;
@@ -604,7 +606,6 @@ impl IndexJob {
                     }
                     fetched
                 }
-                (Output::Keys(_), None) => unreachable!("an index returning keys"),
             };
             if fetched {
                 tids.acct()
