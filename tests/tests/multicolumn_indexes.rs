@@ -139,6 +139,38 @@ async fn plans_are_postgres_18s() {
         ],
         "{lines:#?}"
     );
+    // The index's order: its columns, those held to one value passed over.
+    let ordered: [(&str, &[&str]); 4] = [
+        (
+            "SELECT * FROM mc WHERE a = 5 ORDER BY b LIMIT 3",
+            &[
+                "Limit",
+                "  ->  Index Scan using mc_ab on mc",
+                "        Index Cond: (a = 5)",
+            ],
+        ),
+        (
+            "SELECT * FROM mc ORDER BY a, b LIMIT 5",
+            &["Limit", "  ->  Index Scan using mc_ab on mc"],
+        ),
+        (
+            "SELECT * FROM mc ORDER BY a DESC, b DESC LIMIT 5",
+            &["Limit", "  ->  Index Scan Backward using mc_ab on mc"],
+        ),
+        (
+            "SELECT * FROM mc ORDER BY a, b, c LIMIT 5",
+            &[
+                "Limit",
+                "  ->  Incremental Sort",
+                "        Sort Key: a, b, c",
+                "        Presorted Key: a, b",
+                "        ->  Index Scan using mc_ab on mc",
+            ],
+        ),
+    ];
+    for (query, expected) in ordered {
+        assert_eq!(explain(&c, query).await, expected, "{query}");
+    }
     // Without a condition on the first column, the index is not used (no skip scan).
     assert!(!explain(&c, "SELECT * FROM mc WHERE b = 7")
         .await
@@ -205,6 +237,48 @@ async fn answers_equal_a_seq_scans() {
             let entries = int(&c, &format!("SELECT iolab_btree_check('{index}')")).await;
             assert_eq!(entries, live, "{round}: {index}");
         }
+    }
+    server.stop();
+}
+
+/// The rows of ORDER BY … LIMIT queries an index on (a, b) answers in its order are those
+/// of a sort, in the same order (no sort key has ties here).
+#[tokio::test(flavor = "multi_thread")]
+async fn index_order_answers_equal_a_sort() {
+    let mut server = TestServer::start("multicolumn-order");
+    let c = server.client().await;
+    create_mc(&c).await;
+    let queries = [
+        "SELECT a, b, d FROM mc WHERE a = 5 ORDER BY b LIMIT 7",
+        "SELECT a, b, d FROM mc WHERE a = 5 ORDER BY b DESC LIMIT 7",
+        "SELECT d FROM mc WHERE a = 5 ORDER BY b LIMIT 7",
+        "SELECT a, b, d FROM mc WHERE a = 5 ORDER BY a, b LIMIT 7",
+        "SELECT a, b, d FROM mc WHERE a = 5 ORDER BY b, a LIMIT 7",
+        "SELECT a, b, d FROM mc ORDER BY a, b LIMIT 7",
+        "SELECT a, b, d FROM mc ORDER BY a DESC, b DESC LIMIT 7",
+        "SELECT a, b, d FROM mc WHERE a = 5 AND b > 100 ORDER BY b LIMIT 7",
+        "SELECT a, b, d FROM mc WHERE a > 97 ORDER BY a, b LIMIT 7",
+        "SELECT a, b, d FROM mc ORDER BY a, b, d DESC LIMIT 7",
+    ];
+    for query in queries {
+        let lines = explain(&c, query).await;
+        assert!(
+            lines.iter().any(|l| l.contains("Index Scan"))
+                && !lines.iter().any(|l| l.trim() == "->  Sort"),
+            "{query}: {lines:#?}"
+        );
+        let by_index = rows(&c, query).await;
+        c.batch_execute("SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off")
+            .await
+            .unwrap();
+        let by_sort = rows(&c, query).await;
+        c.batch_execute(
+            "RESET enable_indexscan; RESET enable_bitmapscan; RESET enable_indexonlyscan",
+        )
+        .await
+        .unwrap();
+        assert!(!by_index.is_empty(), "{query}");
+        assert_eq!(by_index, by_sort, "{query}");
     }
     server.stop();
 }

@@ -147,33 +147,39 @@ impl IndexScanExec {
         }
     }
 
-    /// The scan as the planner chose it for an ORDER BY of the index's column (`order`):
-    /// it declares its rows' order, so DataFusion drops the sort above it. With the
-    /// order's LIMIT it hands over batches of that many rows, one at a time, so that it
-    /// reads little beyond what the query takes; and when `answered` (every condition is
-    /// the index's, so no filter above rejects a row) it stops after them.
+    /// The scan as the planner chose it for an ORDER BY (`order`) whose first columns it
+    /// gives (`IndexCond::order_columns_given`): it declares its rows' order, so DataFusion
+    /// drops the sort above it. With the order's LIMIT it hands over batches of that many
+    /// rows, one at a time, so that it reads little beyond what the query takes; and when
+    /// `answered` (every condition is the index's, so no filter above rejects a row) it
+    /// stops after them.
     pub fn in_order(mut self, order: Option<ScanOrder>, answered: bool) -> Self {
         let Some(order) = order else {
             return self;
         };
-        assert_eq!(
-            order.column, self.cond.column,
-            "an index scan's order is its key's"
-        );
-        self.order = Some(order);
+        let given = self.cond.order_columns_given(&order);
+        assert!(given > 0, "an index scan's order is its keys'");
+        let whole = order.whole && given == order.columns.len();
         // Under a sort by more keys, rows of equal first keys beyond the LIMIT may sort first.
-        self.stop_after = order.fetch.filter(|_| answered && order.whole);
-        if let Some(at) = self.projection.iter().position(|&c| c == order.column) {
-            let key = PhysicalSortExpr::new(
-                Arc::new(Column::new(self.schema.field(at).name(), at)),
-                SortOptions {
-                    descending: order.descending,
-                    nulls_first: order.descending,
-                },
-            );
+        self.stop_after = order.fetch.filter(|_| answered && whole);
+        // The order given, as far as the output has its columns.
+        let keys: Vec<PhysicalSortExpr> = (order.columns[..given].iter())
+            .map_while(|c| self.projection.iter().position(|p| p == c))
+            .map(|at| {
+                PhysicalSortExpr::new(
+                    Arc::new(Column::new(self.schema.field(at).name(), at)),
+                    SortOptions {
+                        descending: order.descending,
+                        nulls_first: order.descending,
+                    },
+                )
+            })
+            .collect();
+        self.order = Some(order);
+        if !keys.is_empty() {
             let props = &self.properties;
             self.properties = Arc::new(PlanProperties::new(
-                EquivalenceProperties::new_with_orderings(self.schema.clone(), [[key]]),
+                EquivalenceProperties::new_with_orderings(self.schema.clone(), [keys]),
                 props.partitioning.clone(),
                 props.emission_type,
                 props.boundedness,
@@ -212,7 +218,7 @@ impl IndexScanExec {
     /// plans by it).
     pub fn cost_to_run(&self) -> Option<f64> {
         let e = self.estimate?;
-        Some(match self.order {
+        Some(match &self.order {
             Some(o) => o.cost_until_fetched(e.startup_cost, e.total_cost, e.rows),
             None => e.total_cost,
         })
@@ -231,12 +237,12 @@ impl IndexScanExec {
 
     /// `Index Scan Backward`: the index read from its last leaf, for a descending order.
     pub fn is_backward(&self) -> bool {
-        self.order.is_some_and(|o| o.descending)
+        self.order.as_ref().is_some_and(|o| o.descending)
     }
 
     /// Rows per batch under an ordered LIMIT.
     fn fetch_rows(&self) -> Option<usize> {
-        let fetch = self.order?.fetch?;
+        let fetch = self.order.as_ref()?.fetch?;
         Some(fetch.clamp(1, SCAN_BATCH_ROWS))
     }
 

@@ -70,8 +70,8 @@ impl HeapTable {
         }
     }
 
-    pub fn order(&self) -> Option<ScanOrder> {
-        self.order
+    pub fn order(&self) -> Option<&ScanOrder> {
+        self.order.as_ref()
     }
 
     /// Has the table a B-tree index the planner can use on column `column`?
@@ -146,8 +146,12 @@ impl TableProvider for HeapTable {
         // only after physical planning (`plan::param_scans`), which plans it again then.
         let replan: Replan = {
             let (db, def, schema) = (self.db.0.clone(), self.def.clone(), self.schema.clone());
-            let (projection, quals, order, stmt) =
-                (projection.clone(), quals.clone(), self.order, stmt.clone());
+            let (projection, quals, order, stmt) = (
+                projection.clone(),
+                quals.clone(),
+                self.order.clone(),
+                stmt.clone(),
+            );
             Arc::new(move |more: Vec<Arc<dyn PhysicalExpr>>| {
                 let request = ScanRequest {
                     db: &db,
@@ -156,7 +160,7 @@ impl TableProvider for HeapTable {
                     projection: projection.clone(),
                     quals: quals.iter().cloned().chain(more).collect(),
                     limit,
-                    order,
+                    order: order.clone(),
                     replan: None,
                 };
                 plan_scan(&stmt, request)
@@ -169,7 +173,7 @@ impl TableProvider for HeapTable {
             projection,
             quals,
             limit,
-            order: self.order,
+            order: self.order.clone(),
             replan: Some(replan),
         };
         plan_scan(&stmt, request).map_err(to_df)

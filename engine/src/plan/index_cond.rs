@@ -75,6 +75,7 @@ use crate::btree::key::{self, Key, KeyKind};
 use crate::btree::scan::ColumnKeys;
 use crate::btree::{BtreeIndex, BtreeScan};
 use crate::heap::codec::{Datum, TupleLayout};
+use crate::plan::ScanOrder;
 
 /// A comparison operator with the column on its left.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -528,6 +529,51 @@ impl IndexCond {
             later: Vec::new(),
             quals: Vec::new(),
         })
+    }
+
+    /// Whether the condition holds key column `at` (position in the index) to one value:
+    /// `=` a constant (not IS NULL, which PostgreSQL's pathkeys do not take as one value).
+    fn pins(&self, at: usize) -> bool {
+        let keys = match at {
+            0 => &self.keys,
+            _ => match self.later.iter().find(|(a, _, _)| *a == at) {
+                Some((_, _, keys)) => keys,
+                None => return false,
+            },
+        };
+        match keys {
+            KeySet::Range {
+                lower: Bound::Included(l),
+                upper: Bound::Included(u),
+            } => l == u,
+            _ => false,
+        }
+    }
+
+    /// How many of `order`'s columns, from the first, a scan of this condition returns its
+    /// rows in (0: not even the first). The index's order is its columns' (read backward
+    /// for a descending order); a key column held to one value by the condition may be
+    /// passed over in the index and in the order alike, as PostgreSQL's pathkeys drop
+    /// such columns: an index on `(a, b)` gives `ORDER BY b` where `a = 5`, and
+    /// `ORDER BY a, b`.
+    pub fn order_columns_given(&self, order: &ScanOrder) -> usize {
+        let columns = &self.index.columns;
+        let pinned_column =
+            |c: usize| (0..columns.len()).any(|at| columns[at] == c && self.pins(at));
+        let mut at = 0;
+        let mut given = 0;
+        for &column in &order.columns {
+            while at < columns.len() && columns[at] != column && self.pins(at) {
+                at += 1;
+            }
+            if at < columns.len() && columns[at] == column {
+                at += 1;
+            } else if !pinned_column(column) {
+                break;
+            }
+            given += 1;
+        }
+        given
     }
 
     /// A scan of `index` (this condition's index) for the condition's keys.

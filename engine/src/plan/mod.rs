@@ -44,15 +44,16 @@ use datafusion::common::stats::Precision;
 use datafusion::common::Statistics;
 use iolab_settings::SessionSettings;
 
-/// An `ORDER BY` of a scan's rows the planner was told of (`ordered_scans`): its first
-/// key, one table column, ascending with NULLs last (PostgreSQL's default order, a
-/// B-tree's order) or `descending` with NULLs first (the B-tree's order read backward);
-/// whether that column is the `whole` order (else a sort of the rows of equal keys
-/// follows: PostgreSQL's Incremental Sort); and how many rows the query wants at most
-/// (`LIMIT`, with any `OFFSET`), if it says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// An `ORDER BY` of a scan's rows the planner was told of (`ordered_scans`): its leading
+/// keys that are table columns all ascending with NULLs last (PostgreSQL's default order,
+/// a B-tree's order) or all `descending` with NULLs first (the B-tree's order read
+/// backward); whether those columns are the `whole` order (else a sort of the rows of
+/// equal keys follows: PostgreSQL's Incremental Sort); and how many rows the query wants
+/// at most (`LIMIT`, with any `OFFSET`), if it says.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScanOrder {
-    pub column: usize,
+    /// Table columns, at least one.
+    pub columns: Vec<usize>,
     pub descending: bool,
     pub whole: bool,
     pub fetch: Option<usize>,

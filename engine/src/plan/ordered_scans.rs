@@ -7,17 +7,18 @@
 //! LIMIT 10` reading ten index entries and their rows beats sorting the table.
 //!
 //! [`OrderedScans`] runs after DataFusion's own rules (so a LIMIT has become the sort's
-//! `fetch`). For a sort whose first key is a column, ascending with NULLs last
-//! (PostgreSQL's default, a B-tree's order) or descending with NULLs first (PostgreSQL's
-//! `DESC`, the order read backward), it follows the column down through projections that pass it on
-//! unchanged, filters and subquery aliases to a table scan of an iolab table, and gives
-//! that scan the order: the table column and the fetch ([`ScanOrder`]). The scan's
-//! planner (`paths`) then costs an Index Scan in that order against its other paths plus
-//! the sort; an Index Scan chosen so declares its order and DataFusion's physical
-//! optimizer removes the sort (keeping its LIMIT). With more keys after the first the
-//! sort stays, over rows already in its first key's order: DataFusion's top-N sort
-//! stops reading once its first key has passed the rows it keeps (EXPLAIN shows
-//! PostgreSQL's `Incremental Sort` with `Presorted Key:`).
+//! `fetch`). For a sort whose first keys are columns, all ascending with NULLs last
+//! (PostgreSQL's default, a B-tree's order) or all descending with NULLs first
+//! (PostgreSQL's `DESC`, the order read backward), it follows the columns down through
+//! projections that pass them on unchanged, filters and subquery aliases to a table scan
+//! of an iolab table, and gives that scan the order: the table columns and the fetch
+//! ([`ScanOrder`]). The scan's planner (`paths`) then costs an Index Scan in that order
+//! against its other paths plus the sort — an index on `(a, b)` gives `ORDER BY a, b`,
+//! and `ORDER BY b` where `a = 5` (`IndexCond::order_columns_given`); an Index Scan chosen
+//! so declares its order and DataFusion's physical optimizer removes the sort (keeping its
+//! LIMIT). When the index gives only the first keys the sort stays, over rows already in
+//! their order: DataFusion's top-N sort stops reading once those keys have passed the rows
+//! it keeps (EXPLAIN shows PostgreSQL's `Incremental Sort` with `Presorted Key:`).
 //!
 //! Not followed: joins, aggregates, unions, windows and limits below the sort (their
 //! output order or rows differ from the table's), a column computed by an expression,
@@ -58,10 +59,14 @@ impl OptimizerRule for OrderedScans {
             let LogicalPlan::Sort(sort) = &node else {
                 return Ok(Transformed::no(node));
             };
-            let Some((column, descending)) = sort.expr.first().and_then(sorted_column) else {
+            let Some((_, descending)) = sort.expr.first().and_then(sorted_column) else {
                 return Ok(Transformed::no(node));
             };
-            let whole = sort.expr.len() == 1;
+            let columns: Vec<Column> = (sort.expr.iter())
+                .map_while(|key| sorted_column(key).filter(|(_, d)| *d == descending))
+                .map(|(c, _)| c)
+                .collect();
+            let whole = columns.len() == sort.expr.len();
             let fetch = sort.fetch;
             let LogicalPlan::Sort(mut sort) = node else {
                 unreachable!("matched above")
@@ -72,7 +77,7 @@ impl OptimizerRule for OrderedScans {
                 whole,
                 fetch,
             };
-            let told = tell_scan(input, column, order)?;
+            let told = tell_scan(input, columns, order)?;
             sort.input = Arc::new(told.data);
             Ok(Transformed::new_transformed(
                 LogicalPlan::Sort(sort),
@@ -82,7 +87,7 @@ impl OptimizerRule for OrderedScans {
     }
 }
 
-/// A sort's order as its first column's scan sees it (see [`ScanOrder`]).
+/// A sort's order as its columns' scan sees it (see [`ScanOrder`]).
 #[derive(Clone, Copy)]
 struct Order {
     descending: bool,
@@ -103,11 +108,15 @@ fn sorted_column(key: &SortExpr) -> Option<(Column, bool)> {
     }
 }
 
-/// `plan` with the table scan that `column` comes from told of the order, if it comes
-/// from one unchanged.
-fn tell_scan(plan: LogicalPlan, column: Column, order: Order) -> Result<Transformed<LogicalPlan>> {
+/// `plan` with the table scan that `columns` come from told of the order, if the first
+/// comes from one unchanged (the others as far as they do too).
+fn tell_scan(
+    plan: LogicalPlan,
+    columns: Vec<Column>,
+    mut order: Order,
+) -> Result<Transformed<LogicalPlan>> {
     if let LogicalPlan::TableScan(scan) = &plan {
-        return Ok(match ordered_source(scan, &column, order)? {
+        return Ok(match ordered_source(scan, &columns, order)? {
             Some(source) => {
                 let mut scan = scan.clone();
                 scan.source = source;
@@ -116,9 +125,17 @@ fn tell_scan(plan: LogicalPlan, column: Column, order: Order) -> Result<Transfor
             None => Transformed::no(plan),
         });
     }
-    let Some(below) = column_below(&plan, &column)? else {
+    let mut below = Vec::with_capacity(columns.len());
+    for column in &columns {
+        match column_below(&plan, column)? {
+            Some(c) => below.push(c),
+            None => break,
+        }
+    }
+    if below.is_empty() {
         return Ok(Transformed::no(plan));
-    };
+    }
+    order.whole &= below.len() == columns.len();
     let input = plan.inputs()[0].clone();
     let told = tell_scan(input, below, order)?;
     if !told.transformed {
@@ -169,14 +186,26 @@ pub(crate) fn scanned_column(
     Ok(Some((provider, table_column)))
 }
 
-/// The scan's source told of the order, when it is an iolab table and `column` one of
-/// its columns not told already.
+/// The scan's source told of the order, when it is an iolab table and the first of
+/// `columns` one of its columns (the order goes on as far as the others are too), not told
+/// already.
 fn ordered_source(
     scan: &TableScan,
-    column: &Column,
+    columns: &[Column],
     order: Order,
 ) -> Result<Option<Arc<dyn TableSource>>> {
-    let Some((provider, table_column)) = scanned_column(scan, column)? else {
+    let mut provider = None;
+    let mut table_columns = Vec::with_capacity(columns.len());
+    for column in columns {
+        match scanned_column(scan, column)? {
+            Some((p, table_column)) => {
+                provider = Some(p);
+                table_columns.push(table_column);
+            }
+            None => break,
+        }
+    }
+    let Some(provider) = provider else {
         return Ok(None);
     };
     let table = provider
@@ -186,9 +215,9 @@ fn ordered_source(
         return Ok(None);
     }
     let order = ScanOrder {
-        column: table_column,
+        whole: order.whole && table_columns.len() == columns.len(),
+        columns: table_columns,
         descending: order.descending,
-        whole: order.whole,
         fetch: order.fetch,
     };
     Ok(Some(provider_as_source(Arc::new(table.with_order(order)))))

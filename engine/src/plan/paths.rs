@@ -28,9 +28,12 @@
 //!
 //! # Order
 //!
-//! When the query sorts the table's rows by one column (`ordered_scans` tells the scan,
-//! with the LIMIT if any), an Index Scan of an index on that column returns them in that
-//! order already: its whole-index scan becomes a candidate too, and the costs compared
+//! When the query sorts the table's rows by columns (`ordered_scans` tells the scan, with
+//! the LIMIT if any), an Index Scan of an index on those columns returns them in that
+//! order already (an index's columns held to one value by its condition passed over:
+//! `IndexCond::order_columns_given`): its whole-index scan becomes a candidate too (when
+//! it gives the whole order, or the first keys with incremental sorts enabled), and the
+//! costs compared
 //! are PostgreSQL's for the two ways to the sorted rows: a path that gives the order
 //! costs the share of its run it takes to return the LIMIT's rows (after its startup),
 //! any other its whole cost plus the sort (`cost_sort`, bounded by the LIMIT; the sort of
@@ -184,8 +187,13 @@ pub fn plan_scan(
     let (pages, tuples) = cost::relation_size(def, blocks);
     let stats = RelStats::new(def, tuples, req.db.catalog.table_statistics(def.oid));
     let p = stmt.planner;
-    // An index's order for a sort by more keys only with incremental sorts enabled.
-    let order = req.order.filter(|o| o.whole || p.enable_incremental_sort);
+    let order = req.order.clone();
+    // Whether a scan of `cond` gives the rows in the order: the whole of it, or its first
+    // keys with incremental sorts enabled.
+    let gives_order = |cond: &IndexCond, order: &ScanOrder| {
+        let given = cond.order_columns_given(order);
+        (given == order.columns.len() && order.whole) || (given > 0 && p.enable_incremental_sort)
+    };
     let rel = Rel {
         p,
         table: TableSize { pages, tuples },
@@ -246,7 +254,9 @@ pub fn plan_scan(
     let whole_index_paths = indexes
         .iter()
         .filter(|(def, _)| {
-            let ordered = order.is_some_and(|o| def.columns[0] == o.column);
+            let ordered = order
+                .as_ref()
+                .is_some_and(|o| IndexCond::all(def).is_some_and(|cond| gives_order(&cond, o)));
             (ordered || index_only(def)) && !conditioned(def)
         })
         .filter_map(|(def, index)| Some(Arc::new(costed(&rel, IndexCond::all(def)?, index))));
@@ -303,10 +313,12 @@ pub fn plan_scan(
             sort_disabled: false,
         });
     }
-    if let Some(order) = order {
+    if let Some(order) = &order {
         let sort = cost::sort(&p, rel.rows, width as i64, order.fetch.map(|f| f as f64));
         for c in &mut candidates {
-            if in_order(&c.access, &order) {
+            let in_order =
+                matches!(&c.access, Access::Index { path, .. } if gives_order(&path.cond, order));
+            if in_order {
                 c.choice = order.cost_until_fetched(c.cost.startup, c.cost.total, rel.rows);
             } else {
                 c.choice = c.cost.total + sort.total;
@@ -356,7 +368,7 @@ pub fn plan_scan(
             .with_replan(req.replan),
         ),
         Access::Index { path, only } => {
-            let order = order.filter(|o| o.column == path.cond.column);
+            let order = order.filter(|o| gives_order(&path.cond, o));
             // With no condition but the index's, the first rows are the query's rows.
             let answered = req
                 .quals
@@ -395,12 +407,6 @@ pub fn plan_scan(
             )
         }
     })
-}
-
-/// Does `access` return its rows in `order`? An Index Scan of an index on the order's
-/// column does, read forward or backward.
-fn in_order(access: &Access, order: &ScanOrder) -> bool {
-    matches!(access, Access::Index { path, .. } if path.cond.column == order.column)
 }
 
 /// `Seq Scan`, `Index Scan using i`, `Bitmap Heap Scan (And(i, j))` for the debug log.
