@@ -108,21 +108,63 @@ pub enum SortBuffer {
     Rows {
         columns: Arc<KeyColumns>,
         arena: Vec<u8>,
-        /// (arena offset, length, TID word without the NULL bit)
-        entries: Vec<(usize, u32, u64)>,
+        entries: Vec<RowEntry>,
     },
 }
 
-/// Compares two leaf tuples of an index on `columns` by key; keys that fail to decode
-/// (never: the build formed them) compare equal.
+/// An entry of a sort of keys of several columns.
+#[derive(Clone, Copy)]
+pub struct RowEntry {
+    /// The first column's key in a `u64` whose order never contradicts the key order
+    /// (PostgreSQL's abbreviated keys): most comparisons end here.
+    abbreviated: u64,
+    /// Where the leaf tuple lies in the arena, and its length.
+    at: usize,
+    pub(super) len: u32,
+    /// The TID word (without the NULL bit).
+    pub(super) word: u64,
+}
+
+impl RowEntry {
+    /// The entry's leaf tuple.
+    pub(super) fn bytes<'a>(&self, arena: &'a [u8]) -> &'a [u8] {
+        &arena[self.at..self.at + self.len as usize]
+    }
+}
+
+/// A key's abbreviation for [`RowEntry::abbreviated`]: the `u64` sort form of fixed-width
+/// keys, the first 8 bytes of text (big-endian, zero-padded), the high half of a numeric;
+/// NULL the largest.
+fn abbreviate(kind: KeyKind, k: &Key) -> u64 {
+    match k {
+        Key::Null => u64::MAX,
+        Key::Text(t) => {
+            let bytes = key::text_sort_bytes(kind, t);
+            let mut first = [0u8; 8];
+            let n = bytes.len().min(8);
+            first[..n].copy_from_slice(&bytes[..n]);
+            u64::from_be_bytes(first)
+        }
+        Key::Numeric(n) => ((*n >> 64) as i64 as u64) ^ (1 << 63),
+        other => key::sort_u64(other),
+    }
+}
+
+/// Compares two leaf tuples of an index on `columns` by key, a column at a time, without
+/// allocating; keys that fail to decode (never: the build formed them) compare equal.
 pub(super) fn compare_rows(columns: &KeyColumns, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    fn key<'t>(columns: &KeyColumns, t: &'t [u8]) -> Option<Vec<Key<'t>>> {
-        IndexTuple { bytes: t }.key(columns).ok()
+    let mut a = IndexTuple { bytes: a }.key_cursor(columns);
+    let mut b = IndexTuple { bytes: b }.key_cursor(columns);
+    for i in 0..columns.len() {
+        let (Ok(x), Ok(y)) = (a.next_key(), b.next_key()) else {
+            break;
+        };
+        let order = key::compare(columns.kind(i), &x, &y);
+        if order.is_ne() {
+            return order;
+        }
     }
-    match (key(columns, a), key(columns, b)) {
-        (Some(a), Some(b)) => columns.compare(&a, &b),
-        _ => std::cmp::Ordering::Equal,
-    }
+    std::cmp::Ordering::Equal
 }
 
 impl SortBuffer {
@@ -155,7 +197,8 @@ impl SortBuffer {
         match self {
             SortBuffer::U64 { entries, .. } => entries.len(),
             SortBuffer::Numeric { entries } => entries.len(),
-            SortBuffer::Text { entries, .. } | SortBuffer::Rows { entries, .. } => entries.len(),
+            SortBuffer::Text { entries, .. } => entries.len(),
+            SortBuffer::Rows { entries, .. } => entries.len(),
         }
     }
 
@@ -168,7 +211,11 @@ impl SortBuffer {
         match self {
             SortBuffer::U64 { entries, .. } => entries.clear(),
             SortBuffer::Numeric { entries } => entries.clear(),
-            SortBuffer::Text { arena, entries, .. } | SortBuffer::Rows { arena, entries, .. } => {
+            SortBuffer::Text { arena, entries, .. } => {
+                arena.clear();
+                entries.clear();
+            }
+            SortBuffer::Rows { arena, entries, .. } => {
                 arena.clear();
                 entries.clear();
             }
@@ -183,9 +230,8 @@ impl SortBuffer {
         match self {
             SortBuffer::U64 { entries, .. } => used(entries),
             SortBuffer::Numeric { entries } => used(entries),
-            SortBuffer::Text { arena, entries, .. } | SortBuffer::Rows { arena, entries, .. } => {
-                used(arena) + used(entries)
-            }
+            SortBuffer::Text { arena, entries, .. } => used(arena) + used(entries),
+            SortBuffer::Rows { arena, entries, .. } => used(arena) + used(entries),
         }
     }
 
@@ -208,7 +254,12 @@ impl SortBuffer {
         } = self
         {
             let tuple = form_leaf(columns, keys, tid);
-            entries.push((arena.len(), tuple.len() as u32, tid_word(tid, false)));
+            entries.push(RowEntry {
+                abbreviated: abbreviate(columns.kind(0), &keys[0]),
+                at: arena.len(),
+                len: tuple.len() as u32,
+                word: tid_word(tid, false),
+            });
             arena.extend_from_slice(&tuple);
             return;
         }
@@ -266,12 +317,11 @@ impl SortBuffer {
                 columns,
                 arena,
                 entries,
-            } => {
-                let bytes = |e: &(usize, u32, u64)| &arena[e.0..e.0 + e.1 as usize];
-                entries.sort_unstable_by(|a, b| {
-                    compare_rows(columns, bytes(a), bytes(b)).then(a.2.cmp(&b.2))
-                })
-            }
+            } => entries.sort_unstable_by(|a, b| {
+                (a.abbreviated.cmp(&b.abbreviated))
+                    .then_with(|| compare_rows(columns, a.bytes(arena), b.bytes(arena)))
+                    .then(a.word.cmp(&b.word))
+            }),
         }
     }
 
@@ -283,12 +333,12 @@ impl SortBuffer {
             entries,
         } = self
         {
-            let (at, len, w) = entries[i];
+            let e = entries[i];
             let tuple = IndexTuple {
-                bytes: &arena[at..at + len as usize],
+                bytes: e.bytes(arena),
             };
             let keys = tuple.key(columns).expect("the build formed the tuple");
-            return f(&keys, word_tid(w));
+            return f(&keys, word_tid(e.word));
         }
         let (key, tid) = self.get(i);
         f(std::slice::from_ref(&key), tid)

@@ -337,52 +337,55 @@ pub fn encode_row(columns: &KeyColumns, keys: &[Key], out: &mut Vec<u8>) {
     }
 }
 
-/// Reads `natts` stored key columns from `data` (the tuple's bytes from where its values
-/// start); `is_null(i)` says which columns the null bitmap marks NULL.
-pub fn decode_row<'a>(
-    columns: &KeyColumns,
-    natts: usize,
+/// Reads a stored key's columns one at a time from `data` (the tuple's bytes from where
+/// its values start), as [`encode_row`] laid them out.
+pub struct RowCursor<'c, 'a> {
+    columns: &'c KeyColumns,
     data: &'a [u8],
-    is_null: impl Fn(usize) -> bool,
-) -> PgResult<Vec<Key<'a>>> {
-    let mut keys = Vec::with_capacity(natts);
-    decode_row_into(columns, natts, data, is_null, &mut keys)?;
-    Ok(keys)
+    /// The tuple's null bitmap: bit `i` clear = column `i` is NULL.
+    not_null: u32,
+    /// Where the next column's value may start, and its number.
+    at: usize,
+    column: usize,
 }
 
-/// [`decode_row`], appending to `keys`.
-pub fn decode_row_into<'a>(
-    columns: &KeyColumns,
-    natts: usize,
-    data: &'a [u8],
-    is_null: impl Fn(usize) -> bool,
-    keys: &mut Vec<Key<'a>>,
-) -> PgResult<()> {
-    let mut at = 0;
-    for i in 0..natts {
-        if is_null(i) {
-            keys.push(Key::Null);
-            continue;
+impl<'c, 'a> RowCursor<'c, 'a> {
+    pub fn new(columns: &'c KeyColumns, data: &'a [u8], not_null: u32) -> RowCursor<'c, 'a> {
+        RowCursor {
+            columns,
+            data,
+            not_null,
+            at: 0,
+            column: 0,
         }
-        let ty = columns.ty(i);
+    }
+
+    /// The next column's key (the caller asks for no more than the tuple has).
+    pub fn next_key(&mut self) -> PgResult<Key<'a>> {
+        let i = self.column;
+        self.column += 1;
+        if self.not_null & (1 << i) == 0 {
+            return Ok(Key::Null);
+        }
+        let ty = self.columns.ty(i);
         // Padding is zero; a 1-byte varlena header never is, so a varlena starts here
         // unaligned exactly when this byte is not zero (PostgreSQL's `att_align_pointer`).
-        let short_varlena = is_varlena(ty) && data.get(at).is_some_and(|&b| b != 0);
+        let short_varlena = is_varlena(ty) && self.data.get(self.at).is_some_and(|&b| b != 0);
         if !short_varlena {
-            at = at.next_multiple_of(alignment(ty));
+            self.at = self.at.next_multiple_of(alignment(ty));
         }
-        let rest = data.get(at..).ok_or_else(|| {
+        let rest = self.data.get(self.at..).ok_or_else(|| {
             corrupted(format!(
-                "index key column {} at byte {at} of {}",
+                "index key column {} at byte {} of {}",
                 i + 1,
-                data.len()
+                self.at,
+                self.data.len()
             ))
         })?;
         let key = decode(ty, rest)?;
-        at += encoded_len(ty, &key);
-        keys.push(key);
+        self.at += encoded_len(ty, &key);
+        Ok(key)
     }
-    Ok(())
 }
 
 /// The alignment of a stored value of type `ty` (PostgreSQL's `typalign`; a varlena's

@@ -64,7 +64,7 @@ use std::cmp::Ordering;
 
 use iolab_catalog::{PgError, PgResult};
 
-use super::key::{self, Key, KeyColumns};
+use super::key::{self, Key, KeyColumns, RowCursor};
 use super::{corrupted, Tid};
 use crate::storage::page::{
     self as slotted, maxalign, AlignedBlock, PageHeader, BLCKSZ, ITEM_ID_SIZE, SIZE_OF_PAGE_HEADER,
@@ -619,6 +619,15 @@ impl<'a> IndexTuple<'a> {
                 columns.len()
             )));
         }
+        let mut cursor = self.key_cursor(columns);
+        for _ in 0..natts {
+            key.push(cursor.next_key()?);
+        }
+        Ok(())
+    }
+
+    /// A reader of the key columns present, one at a time ([`natts`](Self::natts) of them).
+    pub fn key_cursor<'c>(&self, columns: &'c KeyColumns) -> RowCursor<'c, 'a> {
         let mut end = self.bytes.len();
         if self.is_pivot() && self.offset_field() & BT_PIVOT_HEAP_TID_ATTR != 0 {
             end -= 8;
@@ -626,15 +635,12 @@ impl<'a> IndexTuple<'a> {
         if self.is_posting() {
             end = self.posting_offset();
         }
-        let has_nulls = self.info() & INDEX_NULL_MASK != 0;
-        let bitmap = if has_nulls {
+        let not_null = if self.info() & INDEX_NULL_MASK != 0 {
             u32::from_le_bytes(self.bytes[8..12].try_into().unwrap())
         } else {
             u32::MAX
         };
-        let start = self.data_offset();
-        let is_null = |i: usize| bitmap & (1 << i) == 0;
-        key::decode_row_into(columns, natts, &self.bytes[start..end], is_null, key)
+        RowCursor::new(columns, &self.bytes[self.data_offset()..end], not_null)
     }
 
     /// The heap TID: a leaf tuple's heap tuple (a posting list's first), a pivot's
