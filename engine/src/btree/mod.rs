@@ -63,8 +63,8 @@
 //!
 //! # Not (yet) here
 //!
-//! DESC / NULLS FIRST, page deletion, INCLUDE columns, expressions, partial indexes,
-//! and skip scans. Changes to a built index are WAL-logged (`crate::wal`); a
+//! DESC / NULLS FIRST, page deletion, INCLUDE columns, expressions, partial indexes, and
+//! skip scans backward or through more than the first column. Changes to a built index are WAL-logged (`crate::wal`); a
 //! build is not, and is written and fsynced before CREATE INDEX returns.
 
 pub mod build;

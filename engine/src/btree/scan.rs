@@ -33,6 +33,19 @@
 //! leaves ahead instead of one at a time (`read_ahead.rs`); the links still decide which
 //! page comes next.
 //!
+//! # Skip scans (PostgreSQL 18)
+//!
+//! An index on `(a, b)` also answers `WHERE b = 7`, or `a < 3 AND b = 7`, where the first
+//! column does not bound the entries wanted to one stretch: they lie in one stretch per
+//! value of `a`. A forward scan with a condition on the second column that does not bound
+//! it tests each entry; when an entry's `b` is past the condition (NULLs sort last), the
+//! rest of its `a` is too, and the scan descends again for the first entry after that
+//! value of `a` (`(a, +∞)`). When a leaf ends below the condition (the next entries of its
+//! `a` could be many leaves of smaller `b`), it descends for `(a, lowest b wanted)`
+//! rather than read on. Every descent counts as one of PostgreSQL 18's `Index Searches:`;
+//! such a scan reads no leaves ahead (it goes where the descents lead). Backward scans
+//! test each entry and do not skip.
+//!
 //! # Backward scans
 //!
 //! A scan in descending order ([`BtreeIndex::scan_range_backward`], for `ORDER BY key
@@ -300,10 +313,16 @@ impl BtreeIndex {
                 }
             }
         }
-        let filters = (conds.into_iter().enumerate().skip(bounded))
+        let filters: Vec<(usize, Cond)> = (conds.into_iter().enumerate().skip(bounded))
             .filter(|(_, c)| !matches!(c, Cond::Any))
             .collect();
         if !backward {
+            // A condition on the second column that does not bound the scan: skip through
+            // the first column's values (module comment, "Skip scans").
+            let skip = (filters.iter().find(|(c, _)| *c == 1)).map(|(_, cond)| Skip {
+                second: cond.clone(),
+                kind: self.columns.kind(1),
+            });
             let start = SearchKey {
                 key: lower,
                 tid: if lower_inclusive {
@@ -317,7 +336,8 @@ impl BtreeIndex {
                 inclusive: upper_inclusive,
                 null_ends_at,
             };
-            let mut scan = BtreeScan::new(self.clone(), acct, Wanted { end, filters });
+            let wanted = Wanted { end, filters, skip };
+            let mut scan = BtreeScan::new(self.clone(), acct, wanted);
             scan.start(start)?;
             return Ok(scan);
         }
@@ -347,7 +367,12 @@ impl BtreeIndex {
             prefix: lower,
             inclusive: lower_inclusive,
         };
-        self.backward_from(above, Wanted { end, filters }, acct)
+        let wanted = Wanted {
+            end,
+            filters,
+            skip: None,
+        };
+        self.backward_from(above, wanted, acct)
     }
 
     /// The scan keys as keys of each column's kind; `None` when a NULL bound makes the
@@ -427,6 +452,7 @@ impl BtreeIndex {
     ) -> PgResult<BtreeScan<'a>> {
         let mut scan = BtreeScan::new(self.clone(), acct, wanted);
         scan.backward = true;
+        scan.searches = 1;
         scan.acct.relations().index_scan(self.relfilenode());
         let Some(leaf) = self.descend(&above, &mut Vec::new(), scan.acct)? else {
             return Ok(scan);
@@ -503,20 +529,89 @@ enum End {
 }
 
 /// What a scan returns: the entries of one stretch (`end`) that pass `filters`, tests of
-/// the columns after the bounds (column number, keys admitted).
+/// the columns after the bounds (column number, keys admitted); with `skip`, where to
+/// jump to when an entry fails the second column's test.
 struct Wanted {
     end: End,
     filters: Vec<(usize, Cond)>,
+    skip: Option<Skip>,
+}
+
+/// A skip scan's test of the second key column (its kind).
+struct Skip {
+    second: Cond,
+    kind: key::KeyKind,
 }
 
 /// Whether an entry is wanted.
-#[derive(PartialEq, Eq)]
+#[derive(PartialEq)]
 enum Admit {
     Yes,
     /// Not this one; later ones may be.
     Skip,
+    /// Not this one: in a skip scan, its second column is past the keys wanted, and so are
+    /// those of the rest of its first column's value (the first column's key).
+    SkipPast(Key<'static>),
+    /// Not this one: in a skip scan, its second column is below the keys wanted (the
+    /// first column's key).
+    SkipBelow(Key<'static>),
     /// Not this one nor any after it.
     End,
+}
+
+impl Skip {
+    /// Where a key that failed the second column's test lies against it.
+    fn place(&self, key: &[Key]) -> Admit {
+        let (first, second) = (&key[0], &key[1]);
+        let owned = || first.clone().into_owned();
+        match &self.second {
+            Cond::Null if second.is_null() => Admit::Skip,
+            // NULLs sort after the column's values: the group's NULLs come later.
+            Cond::Null => Admit::SkipBelow(owned()),
+            Cond::Range(..) if second.is_null() => Admit::SkipPast(owned()),
+            Cond::Range(lo, hi) => {
+                let order = |bound: &Key| key::compare(self.kind, second, bound);
+                let below = match lo {
+                    Bound::Included(l) => order(l).is_lt(),
+                    Bound::Excluded(l) => order(l).is_le(),
+                    Bound::Unbounded => false,
+                };
+                let past = match hi {
+                    Bound::Included(u) => order(u).is_gt(),
+                    Bound::Excluded(u) => order(u).is_ge(),
+                    Bound::Unbounded => false,
+                };
+                match (below, past) {
+                    (true, _) => Admit::SkipBelow(owned()),
+                    (_, true) => Admit::SkipPast(owned()),
+                    _ => Admit::Skip, // another column failed
+                }
+            }
+            Cond::Any => Admit::Skip,
+        }
+    }
+
+    /// Where a descent for the first wanted entry of first-column key `first` goes.
+    fn first_of(&self, first: Key<'static>) -> SearchKey<'static> {
+        match &self.second {
+            Cond::Range(Bound::Included(l), _) => SearchKey {
+                key: vec![first, l.clone()],
+                tid: TidBound::MinusInf,
+            },
+            Cond::Range(Bound::Excluded(l), _) => SearchKey {
+                key: vec![first, l.clone()],
+                tid: TidBound::PlusInf,
+            },
+            Cond::Null => SearchKey {
+                key: vec![first, Key::Null],
+                tid: TidBound::MinusInf,
+            },
+            Cond::Range(Bound::Unbounded, _) | Cond::Any => SearchKey {
+                key: vec![first],
+                tid: TidBound::MinusInf,
+            },
+        }
+    }
 }
 
 impl Wanted {
@@ -529,6 +624,7 @@ impl Wanted {
                 null_ends_at: Some(0),
             },
             filters: Vec::new(),
+            skip: None,
         }
     }
 
@@ -556,7 +652,11 @@ impl Wanted {
             return Ok(Admit::End);
         }
         let passes = (self.filters.iter()).all(|(c, cond)| cond.admits(columns.kind(*c), &key[*c]));
-        Ok(if passes { Admit::Yes } else { Admit::Skip })
+        Ok(match (passes, &self.skip) {
+            (true, _) => Admit::Yes,
+            (false, Some(skip)) => skip.place(&key),
+            (false, None) => Admit::Skip,
+        })
     }
 
     fn leaf_limit(&self) -> LeafLimit<'_> {
@@ -607,6 +707,9 @@ pub struct BtreeScan<'a> {
     /// (`P_NONE` before the first).
     backward: bool,
     came_from: u32,
+    /// A skip scan's next descent, taken when the TIDs copied are used up.
+    jump: Option<SearchKey<'static>>,
+    searches: u64,
 }
 
 impl<'a> BtreeScan<'a> {
@@ -628,6 +731,8 @@ impl<'a> BtreeScan<'a> {
             read_ahead_stats: None,
             backward: false,
             came_from: P_NONE,
+            jump: None,
+            searches: 0,
         }
     }
 
@@ -635,7 +740,9 @@ impl<'a> BtreeScan<'a> {
     /// (see `read_ahead.rs`), instead of one at a time as the sibling links reach them.
     /// Nothing changes for a scan that ends on its first leaf.
     pub fn read_ahead(mut self, aio: Arc<AioSystem>, config: ReadStreamConfig) -> PgResult<Self> {
-        if self.next_leaf == P_NONE || self.parent == P_NONE || self.read_ahead.is_some() {
+        // A skip scan jumps by descents, not along the leaves.
+        let skips = self.wanted.skip.is_some();
+        if self.next_leaf == P_NONE || self.parent == P_NONE || self.read_ahead.is_some() || skips {
             return Ok(self);
         }
         self.read_ahead = LeafReadAhead::start(
@@ -672,12 +779,19 @@ impl<'a> BtreeScan<'a> {
         self.leaves_read
     }
 
+    /// Descents of the tree so far (PostgreSQL 18's `Index Searches:`): one, and one per
+    /// jump of a skip scan.
+    pub fn searches(&self) -> u64 {
+        self.searches
+    }
+
     /// The scan's I/O account.
     pub fn acct(&mut self) -> &mut IoAccount {
         LeafReadAhead::account(&mut self.read_ahead, self.acct)
     }
 
     fn start(&mut self, search: SearchKey<'static>) -> PgResult<()> {
+        self.searches += 1;
         self.acct.relations().index_scan(self.index.relfilenode());
         let mut stack = Vec::new();
         let Some(leaf) = self.index.descend(&search, &mut stack, self.acct)? else {
@@ -715,30 +829,50 @@ impl<'a> BtreeScan<'a> {
         if start <= max {
             self.lower = None; // every item from here on, on this leaf and right of it, is above
         }
-        // Keys ascend along the page (NULLs last), so when its last item is wanted every
-        // item from `start` on is, and none needs testing (PostgreSQL 17's precheck).
-        // Without filters the entries wanted are a prefix of the page's: when the last is
-        // wanted, all are.
+        // Keys ascend along the page (NULLs last), so without filters the entries wanted
+        // are a prefix of the page's: when its last item is wanted every item from `start`
+        // on is, and none needs testing (PostgreSQL 17's precheck).
         let all_wanted = start > max
             || (self.wanted.filters.is_empty()
                 && self.wanted.admits(&self.index, &tuple_at(&page, max)?)? == Admit::Yes);
         let mut tids = Vec::with_capacity((max + 1).saturating_sub(start) as usize);
         let (mut keys, mut scratch) = (Vec::new(), Vec::new());
         let mut ended = false;
+        // A skip scan's entry below the second column's keys, last seen.
+        let mut below = None;
         for off in start..=max {
             let t = tuple_at(&page, off)?;
             if !all_wanted {
                 match self.wanted.admits(&self.index, &t)? {
                     Admit::Yes => {}
                     Admit::Skip => continue,
+                    Admit::SkipBelow(first) => {
+                        below = Some(first);
+                        continue;
+                    }
+                    Admit::SkipPast(first) => {
+                        // The next value of the first column, by a descent.
+                        self.jump = Some(SearchKey {
+                            key: vec![first],
+                            tid: TidBound::PlusInf,
+                        });
+                        ended = true;
+                        break;
+                    }
                     Admit::End => {
                         ended = true;
                         break;
                     }
                 }
             }
+            below = None;
             tids.extend(t.heap_tids());
             self.copy_key(&t, &mut keys, &mut scratch)?;
+        }
+        if let (Some(first), false, Some(skip)) = (below, ended, &self.wanted.skip) {
+            // The leaf ended below the keys wanted: descend to them rather than read on.
+            self.jump = Some(skip.first_of(first));
+            ended = true;
         }
         self.next_leaf = if ended { P_NONE } else { opaque.next };
         LeafReadAhead::account(&mut self.read_ahead, self.acct)
@@ -822,11 +956,12 @@ impl<'a> BtreeScan<'a> {
                 let t = tuple_at(&page, off)?;
                 match self.wanted.admits(&self.index, &t)? {
                     Admit::Yes => {}
-                    Admit::Skip => continue,
                     Admit::End => {
                         ended = true;
                         break;
                     }
+                    // Backward scans do not skip.
+                    Admit::Skip | Admit::SkipPast(_) | Admit::SkipBelow(_) => continue,
                 }
                 let from = tids.len();
                 tids.extend(t.heap_tids());
@@ -856,6 +991,10 @@ impl<'a> BtreeScan<'a> {
                     self.next_key += self.index.columns.len();
                 }
                 return Ok(Some(tid));
+            }
+            if let Some(jump) = self.jump.take() {
+                self.start(jump)?;
+                continue;
             }
             if self.next_leaf == P_NONE {
                 return Ok(None);
@@ -912,6 +1051,7 @@ impl Iterator for BtreeScan<'_> {
             Ok(None) => None,
             Err(e) => {
                 self.next_leaf = P_NONE;
+                self.jump = None;
                 self.tids = Vec::new().into_iter();
                 self.keys.clear();
                 self.stop_read_ahead();

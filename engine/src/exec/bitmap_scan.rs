@@ -143,12 +143,19 @@ fn not_executable(name: &str) -> DataFusionError {
 // Bitmap Index Scan
 
 /// Adds the TIDs an index finds to a bitmap; its I/O goes to the account it is given.
-/// Returns what its read stream did, if it read through one (EXPLAIN (IO)).
 pub type TidScan = Arc<
-    dyn Fn(&StatementContext, &mut IoAccount, &mut TidBitmap) -> PgResult<Option<ReadStreamStats>>
+    dyn Fn(&StatementContext, &mut IoAccount, &mut TidBitmap) -> PgResult<TidScanDone>
         + Send
         + Sync,
 >;
+
+/// What a [`TidScan`] did: its read stream, if it read through one (EXPLAIN (IO)), and
+/// its descents of the tree (`Index Searches:`).
+#[derive(Default)]
+pub struct TidScanDone {
+    pub stream: Option<ReadStreamStats>,
+    pub searches: u64,
+}
 
 /// `Bitmap Index Scan on <index>`: runs an index scan into a bitmap.
 pub struct BitmapIndexScanExec {
@@ -224,11 +231,12 @@ impl BitmapPlan for BitmapIndexScanExec {
         };
         baseline.record_output((bitmap.tids_added() - before) as usize);
         acct.flush();
-        let stream = result.as_ref().ok().and_then(Option::as_ref);
+        let done = result.as_ref().ok();
+        let stream = done.and_then(|d| d.stream.as_ref());
         publish_io_metrics(&self.metrics, build.partition, &acct, stream);
         MetricBuilder::new(&self.metrics)
             .counter("index_searches", build.partition)
-            .add(1);
+            .add(done.map_or(1, |d| d.searches) as usize);
         build.stmt.add_usage(&acct.usage);
         baseline.done();
         result.map(|_| ())
@@ -926,7 +934,9 @@ pub(crate) mod tests {
     ) -> Arc<BitmapIndexScanExec> {
         let tids = tids_where(t, test);
         let scan: TidScan = Arc::new(move |_stmt, _acct, bitmap| {
-            bitmap.add_tuples(tids.iter().copied(), false).map(|_| None)
+            bitmap
+                .add_tuples(tids.iter().copied(), false)
+                .map(|_| TidScanDone::default())
         });
         Arc::new(BitmapIndexScanExec::new("eic_a_idx", cond, scan))
     }
@@ -1119,7 +1129,9 @@ pub(crate) mod tests {
         let scan: TidScan = Arc::new(move |_stmt, acct, bitmap| {
             let tids =
                 index.scan_range(Bound::Unbounded, Bound::Excluded(Datum::Int4(140)), acct)?;
-            bitmap.try_add_tuples(tids, false).map(|_| None)
+            bitmap
+                .try_add_tuples(tids, false)
+                .map(|_| TidScanDone::default())
         });
         let node = Arc::new(BitmapIndexScanExec::new(
             "eic_a_idx",

@@ -41,8 +41,9 @@
 //!
 //! Metrics: the index's and the heap's buffers together under the Seq Scan's names
 //! (`shared_hit`, `shared_read`, …, times, read latency gauges: see `scan.rs`; no read
-//! stream gauges but those of the leaves' read-ahead), `index_searches` (descents of the tree: always 1 here, PostgreSQL
-//! 18's `Index Searches:`) and, index only, `heap_fetches`.
+//! stream gauges but those of the leaves' read-ahead), `index_searches` (descents of the
+//! tree: one, and one per jump of a skip scan; PostgreSQL 18's `Index Searches:`) and,
+//! index only, `heap_fetches`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -346,6 +347,7 @@ impl ExecutionPlan for IndexScanExec {
             batch_rows: fetch_rows.unwrap_or(SCAN_BATCH_ROWS),
             read_ahead: fetch_rows.is_none(),
             leaves_stream: None,
+            searches: 0,
             stop_after: self.stop_after,
             backward: self.is_backward(),
         };
@@ -381,6 +383,8 @@ struct IndexJob {
     /// Read the leaves ahead (no LIMIT), and what that stream did.
     read_ahead: bool,
     leaves_stream: Option<ReadStreamStats>,
+    /// Descents of the tree (`Index Searches:`).
+    searches: u64,
     stop_after: Option<usize>,
     backward: bool,
 }
@@ -531,7 +535,7 @@ impl IndexJob {
         );
         MetricBuilder::new(&self.metrics)
             .counter("index_searches", self.partition)
-            .add(1);
+            .add(self.searches.max(1) as usize);
         self.baseline.done();
         tracing::debug!(
             "Index Scan using {} on {}: Buffers: shared hit={} read={}",
@@ -624,6 +628,7 @@ impl IndexJob {
                 drop(timer.take());
                 if !self.send(tx)? {
                     self.leaves_stream = tids.finish_read_ahead();
+                    self.searches = tids.searches();
                     return Ok(());
                 }
                 timer = Some(compute.timer());
@@ -632,6 +637,7 @@ impl IndexJob {
         drop(heap);
         drop(timer);
         self.leaves_stream = tids.finish_read_ahead();
+        self.searches = tids.searches();
         if index_only {
             MetricBuilder::new(&self.metrics)
                 .counter("heap_fetches", self.partition)

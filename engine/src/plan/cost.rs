@@ -212,11 +212,25 @@ pub fn btree_index_part(
     selectivity: f64,
     nquals: usize,
 ) -> IndexPartCost {
+    btree_index_part_searching(p, index, selectivity, nquals, 1.0)
+}
+
+/// [`btree_index_part`] for a scan that descends the tree `searches` times (a skip scan:
+/// once per value of the first column it passes, PostgreSQL 18's `num_sa_scans`): each
+/// descent costs its comparisons and pages, and reads a leaf beyond those its entries fill.
+pub fn btree_index_part_searching(
+    p: &PlannerSettings,
+    index: &IndexSize,
+    selectivity: f64,
+    nquals: usize,
+    searches: f64,
+) -> IndexPartCost {
+    assert!(searches >= 1.0, "a scan descends at least once");
     let entries = (selectivity * index.tuples)
         .round()
         .clamp(1.0, index.tuples.max(1.0));
     let leaf_pages = if index.pages > 1.0 && index.tuples > 1.0 {
-        (entries * index.pages / index.tuples).ceil()
+        ((entries * index.pages / index.tuples).ceil() + searches - 1.0).min(index.pages)
     } else {
         1.0
     };
@@ -225,7 +239,7 @@ pub fn btree_index_part(
         + entries * (p.cpu_index_tuple_cost + p.cpu_operator_cost * nquals as f64);
     let mut descend = |cost: f64| {
         startup += cost;
-        total += cost;
+        total += cost * searches;
     };
     if index.tuples > 1.0 {
         descend(index.tuples.log2().ceil() * p.cpu_operator_cost);

@@ -14,12 +14,12 @@
 //! the NULL keys (alone: with a range besides it the range is left to the filter). The
 //! clauses used become the node's `Index Cond:`.
 //!
-//! An index on several columns is used when its first column has such clauses (PostgreSQL
-//! 18's skip scan, which also takes an index without them, is not here); the clauses on
-//! its later columns join the condition the same way, one [`KeySet`] per column, and the
-//! B-tree scan bounds its stretch of the index with the leading columns and tests each
-//! entry for the rest (`btree::scan`). `Index Cond:` lists them in the index's column
-//! order, as PostgreSQL does: `((a = 5) AND (b < 100))`.
+//! An index on several columns is used when any of its columns has such clauses; the
+//! clauses on its later columns join the condition the same way, one [`KeySet`] per
+//! column, and the B-tree scan bounds its stretch of the index with the leading columns,
+//! tests each entry for the rest, and skips through the first column's values when it does
+//! not bound the scan (PostgreSQL 18's skip scan, `btree::scan`). `Index Cond:` lists them
+//! in the index's column order, as PostgreSQL does: `((a = 5) AND (b < 100))`.
 //!
 //! # Never a row too few
 //!
@@ -368,8 +368,10 @@ pub struct IndexCond {
     /// The keys of later key columns that clauses select: (position in the index, kind,
     /// keys, never `All` or `Param`), in index order.
     pub later: Vec<(usize, KeyKind, KeySet)>,
-    /// The conjuncts the keys come from: EXPLAIN's `Index Cond:`.
+    /// The conjuncts the keys come from: EXPLAIN's `Index Cond:`; the first
+    /// `first_quals` are the first column's.
     pub quals: Vec<Arc<dyn PhysicalExpr>>,
+    pub first_quals: usize,
 }
 
 /// Whether the planner can use `index` at all: its first column's operator class orders
@@ -440,20 +442,22 @@ impl IndexCond {
         }
         let column = index.columns[0];
         let kind = KeyKind::of(index.key_types[0]);
-        let (keys, mut quals) = match column_keys(column, kind, columns, conjuncts) {
-            Some(found) => found,
-            None => {
-                let (qual, p) = conjuncts.iter().find_map(|qual| {
-                    let p = param_clause(qual, columns).filter(|p| p.column == column)?;
-                    Some((qual.clone(), p))
-                })?;
+        let param = || {
+            conjuncts.iter().find_map(|qual| {
+                let p = param_clause(qual, columns).filter(|p| p.column == column)?;
                 let keys = KeySet::Param {
                     op: p.op,
                     value: p.value,
                 };
-                (keys, vec![qual])
-            }
+                Some((keys, vec![qual.clone()]))
+            })
         };
+        // No clause on the first column: every key of it, for a skip scan if a later
+        // column has clauses.
+        let (keys, mut quals) = column_keys(column, kind, columns, conjuncts)
+            .or_else(param)
+            .unwrap_or((KeySet::All, Vec::new()));
+        let first_quals = quals.len();
         let mut later = Vec::new();
         for (at, (&c, &ty)) in index
             .columns
@@ -472,6 +476,9 @@ impl IndexCond {
                 quals.extend(these);
             }
         }
+        if quals.is_empty() {
+            return None;
+        }
         Some(IndexCond {
             index: index.clone(),
             column,
@@ -479,6 +486,7 @@ impl IndexCond {
             keys,
             later,
             quals,
+            first_quals,
         })
     }
 
@@ -528,7 +536,20 @@ impl IndexCond {
             keys: KeySet::All,
             later: Vec::new(),
             quals: Vec::new(),
+            first_quals: 0,
         })
+    }
+
+    /// Whether a forward scan of this condition skips through the first column's values:
+    /// the second column has clauses the first's do not let bound the scan
+    /// (`btree::scan`, "Skip scans").
+    pub fn skips(&self) -> bool {
+        self.later.first().is_some_and(|(at, _, _)| *at == 1) && !self.pins(0)
+    }
+
+    /// The first column's clauses.
+    pub fn first_column_quals(&self) -> Vec<Arc<dyn PhysicalExpr>> {
+        self.quals[..self.first_quals].to_vec()
     }
 
     /// Whether the condition holds key column `at` (position in the index) to one value:

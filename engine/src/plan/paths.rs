@@ -60,7 +60,8 @@ use iolab_catalog::{IndexDef, PgResult, TableDef};
 use crate::btree::key::KeyKind;
 use crate::btree::BtreeIndex;
 use crate::exec::bitmap_scan::{
-    BitmapCombineExec, BitmapHeapScanExec, BitmapIndexScanExec, BitmapPlan, RecheckFactory, TidScan,
+    BitmapCombineExec, BitmapHeapScanExec, BitmapIndexScanExec, BitmapPlan, RecheckFactory,
+    TidScan, TidScanDone,
 };
 use crate::exec::context::StatementContext;
 use crate::exec::index_scan::IndexScanExec;
@@ -68,7 +69,7 @@ use crate::exec::scan::HeapScanExec;
 use crate::heap::bitmap_heap::Recheck;
 use crate::plan::cost::{self, BitmapCost, Cost, HeapVisits, IndexPartCost, IndexSize, TableSize};
 use crate::plan::index_cond::{conjuncts, or_arms, usable_index, IndexCond, KeyTest};
-use crate::plan::selectivity::{clamp_rows, clauselist_selectivity, RelStats};
+use crate::plan::selectivity::{clamp_rows, clauselist_selectivity, num_distinct, RelStats};
 use crate::plan::{PathEstimate, PlannerSettings, ScanOrder};
 use crate::Database;
 
@@ -484,7 +485,24 @@ fn table_indexes(
 /// An index path for `cond` on `index`, costed.
 fn costed(rel: &Rel<'_>, cond: IndexCond, index: &Arc<TableIndex>) -> IndexPath {
     let selectivity = clauselist_selectivity(&cond.quals, &rel.stats);
-    let part = cost::btree_index_part(&rel.p, &index.size, selectivity, cond.quals.len());
+    // A skip scan descends once per value of the first column within its conditions.
+    let searches = match cond.skips() {
+        true => {
+            let first = cond.first_column_quals();
+            let share = clauselist_selectivity(&first, &rel.stats);
+            (num_distinct(&rel.stats, cond.column) * share)
+                .ceil()
+                .max(1.0)
+        }
+        false => 1.0,
+    };
+    let part = cost::btree_index_part_searching(
+        &rel.p,
+        &index.size,
+        selectivity,
+        cond.quals.len(),
+        searches,
+    );
     IndexPath {
         cond,
         index: index.clone(),
@@ -614,7 +632,10 @@ fn bitmap_plan(rel: &Rel<'_>, bitmap: &BitmapPath) -> Arc<dyn BitmapPlan> {
                     .scan(&btree, acct)?
                     .read_ahead(stmt.db.aio.clone(), stmt.stream_config(false, false))?;
                 bitmap.try_add_tuples(&mut tids, false)?;
-                Ok(tids.finish_read_ahead())
+                Ok(TidScanDone {
+                    stream: tids.finish_read_ahead(),
+                    searches: tids.searches(),
+                })
             });
             // PostgreSQL prints a Bitmap Index Scan's cost without the bitmap's share.
             let node =
