@@ -31,7 +31,7 @@
 //! offset its type's alignment allows (bool 1, int2 2, int4 / date / float4 4, the 8-byte
 //! types and numeric 8; a varlena with a 1-byte header anywhere, one with a 4-byte header
 //! at a multiple of 4, the gap zero-filled); a NULL takes no bytes ([`encode_row`],
-//! [`decode_row`]). A one-column key is thus at offset 8 or 16, as it always was.
+//! [`RowCursor`]). A one-column key is thus at offset 8 or 16, as it always was.
 //!
 //! # Sort form
 //!

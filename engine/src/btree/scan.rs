@@ -490,24 +490,38 @@ enum Cond {
 }
 
 impl Cond {
-    fn admits(&self, kind: key::KeyKind, k: &Key) -> bool {
+    /// Where key `k` (of kind `kind`) lies against the keys the condition admits: below
+    /// them, among them (`Equal`) or past them, in index order (NULLs last: a NULL is past
+    /// every range, a value below NULL).
+    fn place(&self, kind: key::KeyKind, k: &Key) -> Ordering {
+        let order = |bound: &Key| key::compare(kind, k, bound);
         match self {
-            Cond::Any => true,
-            Cond::Null => k.is_null(),
+            Cond::Any => Ordering::Equal,
+            Cond::Null if k.is_null() => Ordering::Equal,
+            Cond::Null => Ordering::Less,
+            Cond::Range(..) if k.is_null() => Ordering::Greater,
             Cond::Range(lo, hi) => {
-                !k.is_null()
-                    && match lo {
-                        Bound::Unbounded => true,
-                        Bound::Included(l) => key::compare(kind, k, l) != Ordering::Less,
-                        Bound::Excluded(l) => key::compare(kind, k, l) == Ordering::Greater,
-                    }
-                    && match hi {
-                        Bound::Unbounded => true,
-                        Bound::Included(u) => key::compare(kind, k, u) != Ordering::Greater,
-                        Bound::Excluded(u) => key::compare(kind, k, u) == Ordering::Less,
-                    }
+                let below = match lo {
+                    Bound::Included(l) => order(l).is_lt(),
+                    Bound::Excluded(l) => order(l).is_le(),
+                    Bound::Unbounded => false,
+                };
+                let past = match hi {
+                    Bound::Included(u) => order(u).is_gt(),
+                    Bound::Excluded(u) => order(u).is_ge(),
+                    Bound::Unbounded => false,
+                };
+                match (below, past) {
+                    (true, _) => Ordering::Less,
+                    (_, true) => Ordering::Greater,
+                    _ => Ordering::Equal,
+                }
             }
         }
+    }
+
+    fn admits(&self, kind: key::KeyKind, k: &Key) -> bool {
+        self.place(kind, k).is_eq()
     }
 }
 
@@ -560,34 +574,15 @@ enum Admit {
 }
 
 impl Skip {
-    /// Where a key that failed the second column's test lies against it.
+    /// What to do with an entry that failed a test: skip past the rest of its first
+    /// column's value, descend to the second column's keys, or (the second column passed,
+    /// another failed) go on.
     fn place(&self, key: &[Key]) -> Admit {
-        let (first, second) = (&key[0], &key[1]);
-        let owned = || first.clone().into_owned();
-        match &self.second {
-            Cond::Null if second.is_null() => Admit::Skip,
-            // NULLs sort after the column's values: the group's NULLs come later.
-            Cond::Null => Admit::SkipBelow(owned()),
-            Cond::Range(..) if second.is_null() => Admit::SkipPast(owned()),
-            Cond::Range(lo, hi) => {
-                let order = |bound: &Key| key::compare(self.kind, second, bound);
-                let below = match lo {
-                    Bound::Included(l) => order(l).is_lt(),
-                    Bound::Excluded(l) => order(l).is_le(),
-                    Bound::Unbounded => false,
-                };
-                let past = match hi {
-                    Bound::Included(u) => order(u).is_gt(),
-                    Bound::Excluded(u) => order(u).is_ge(),
-                    Bound::Unbounded => false,
-                };
-                match (below, past) {
-                    (true, _) => Admit::SkipBelow(owned()),
-                    (_, true) => Admit::SkipPast(owned()),
-                    _ => Admit::Skip, // another column failed
-                }
-            }
-            Cond::Any => Admit::Skip,
+        let first = || key[0].clone().into_owned();
+        match self.second.place(self.kind, &key[1]) {
+            Ordering::Less => Admit::SkipBelow(first()),
+            Ordering::Greater => Admit::SkipPast(first()),
+            Ordering::Equal => Admit::Skip,
         }
     }
 
