@@ -268,6 +268,71 @@ async fn answers_equal_a_seq_scans() {
     server.stop();
 }
 
+/// Skip scans over first columns of text (whose next value is found by a descent) and of
+/// dates (whose next value is known) return a Seq Scan's rows, descending once or twice
+/// per value of the first column.
+#[tokio::test(flavor = "multi_thread")]
+async fn skip_scans_over_text_and_dates() {
+    let mut server = TestServer::start("multicolumn-skip");
+    let c = server.client().await;
+    c.batch_execute(
+        "CREATE TABLE kt(t text, d date, n int);
+         INSERT INTO kt SELECT 'k' || (i % 7), date '2024-01-01' + (i % 5), i / 35
+           FROM generate_series(1, 70000) i;
+         INSERT INTO kt VALUES (NULL, NULL, 3), ('k1', '2024-01-02', NULL);
+         CREATE INDEX kt_tn ON kt(t, n);
+         CREATE INDEX kt_dn ON kt(d, n);
+         VACUUM ANALYZE kt;
+         SET max_parallel_workers_per_gather = 0",
+    )
+    .await
+    .unwrap();
+    for (index, other) in [("kt_tn", "kt_dn"), ("kt_dn", "kt_tn")] {
+        c.batch_execute(&format!("DROP INDEX {other}"))
+            .await
+            .unwrap();
+        for query in [
+            "SELECT t, d, n FROM kt WHERE n = 3",
+            "SELECT t, d, n FROM kt WHERE n BETWEEN 100 AND 102",
+            "SELECT t, d, n FROM kt WHERE n > 1995",
+            "SELECT t, d, n FROM kt WHERE n IS NULL",
+        ] {
+            c.batch_execute("SET enable_indexscan = off; SET enable_bitmapscan = off")
+                .await
+                .unwrap();
+            let mut expected = rows(&c, query).await;
+            expected.sort();
+            c.batch_execute(
+                "RESET enable_indexscan; RESET enable_bitmapscan; SET enable_seqscan = off",
+            )
+            .await
+            .unwrap();
+            let lines = plan(
+                &c,
+                &format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {query}"),
+            )
+            .await;
+            assert!(lines.iter().any(|l| l.contains(index)), "{lines:#?}");
+            let searches =
+                iolab_tests::figure(&lines, "Index Searches:", "Index Searches: ").unwrap();
+            // 7 or 5 values of the first column, and NULL.
+            assert!((2.0..=20.0).contains(&searches), "{query}: {lines:#?}");
+            let mut got = rows(&c, query).await;
+            got.sort();
+            assert!(!got.is_empty(), "{query}");
+            assert_eq!(got, expected, "{query} on {index}");
+            c.batch_execute("RESET enable_seqscan").await.unwrap();
+        }
+        c.batch_execute(&format!(
+            "CREATE INDEX {other} ON kt({})",
+            if other == "kt_dn" { "d, n" } else { "t, n" }
+        ))
+        .await
+        .unwrap();
+    }
+    server.stop();
+}
+
 /// The rows of ORDER BY … LIMIT queries an index on (a, b) answers in its order are those
 /// of a sort, in the same order (no sort key has ties here).
 #[tokio::test(flavor = "multi_thread")]

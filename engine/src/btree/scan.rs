@@ -40,9 +40,10 @@
 //! value of `a`. A forward scan with a condition on the second column that does not bound
 //! it tests each entry; when an entry's `b` is past the condition (NULLs sort last), the
 //! rest of its `a` is too, and the scan descends again for the first entry after that
-//! value of `a` (`(a, +∞)`). When a leaf ends below the condition (the next entries of its
-//! `a` could be many leaves of smaller `b`), it descends for `(a, lowest b wanted)`
-//! rather than read on. Every descent counts as one of PostgreSQL 18's `Index Searches:`;
+//! value of `a` (`(a, +∞)`; for integer and date keys straight to the next value's first
+//! entry wanted, `(a + 1, lowest b wanted)`, as PostgreSQL's skip support does). When a
+//! leaf ends below the condition (the next entries of its `a` could be many leaves of
+//! smaller `b`), it descends for `(a, lowest b wanted)` rather than read on. Every descent counts as one of PostgreSQL 18's `Index Searches:`;
 //! such a scan reads no leaves ahead (it goes where the descents lead). Backward scans
 //! test each entry and do not skip.
 //!
@@ -586,6 +587,24 @@ impl Skip {
         }
     }
 
+    /// Where a descent for the entries after first-column key `first` goes: for integer
+    /// and date keys, whose next value is known (PostgreSQL's skip support), straight to
+    /// that value's first wanted entry; else to the first entry of a larger key.
+    fn after(&self, first: Key<'static>) -> SearchKey<'static> {
+        let next = match &first {
+            Key::Int(v) => v.checked_add(1).map(Key::Int),
+            Key::Date(d) => d.checked_add(1).map(Key::Date),
+            _ => None,
+        };
+        match next {
+            Some(next) => self.first_of(next),
+            None => SearchKey {
+                key: vec![first],
+                tid: TidBound::PlusInf,
+            },
+        }
+    }
+
     /// Where a descent for the first wanted entry of first-column key `first` goes.
     fn first_of(&self, first: Key<'static>) -> SearchKey<'static> {
         match &self.second {
@@ -847,10 +866,8 @@ impl<'a> BtreeScan<'a> {
                     }
                     Admit::SkipPast(first) => {
                         // The next value of the first column, by a descent.
-                        self.jump = Some(SearchKey {
-                            key: vec![first],
-                            tid: TidBound::PlusInf,
-                        });
+                        let skip = self.wanted.skip.as_ref().expect("skipping");
+                        self.jump = Some(skip.after(first));
                         ended = true;
                         break;
                     }
