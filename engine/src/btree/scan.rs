@@ -68,7 +68,7 @@ use std::sync::Arc;
 
 use iolab_catalog::{PgError, PgResult};
 
-use super::key::{self, Key};
+use super::key::{self, Key, KeyColumns};
 use super::page::{
     check_page, first_data_offset, tuple_at, BtMeta, IndexTuple, SearchKey, TidBound, METAPAGE,
     P_HIKEY, P_NONE,
@@ -673,6 +673,24 @@ impl Wanted {
         })
     }
 
+    /// Whether every entry at or after `search` is past a forward scan's end.
+    fn ends_before(&self, columns: &KeyColumns, search: &SearchKey) -> bool {
+        let End::Upper {
+            prefix, inclusive, ..
+        } = &self.end
+        else {
+            return false;
+        };
+        if prefix.is_empty() {
+            return false;
+        }
+        match columns.compare(&search.key, prefix) {
+            Ordering::Greater => true,
+            Ordering::Equal => search.key.len() >= prefix.len() && !inclusive,
+            Ordering::Less => false,
+        }
+    }
+
     fn leaf_limit(&self) -> LeafLimit<'_> {
         match &self.end {
             End::Upper {
@@ -865,9 +883,13 @@ impl<'a> BtreeScan<'a> {
                         continue;
                     }
                     Admit::SkipPast(first) => {
-                        // The next value of the first column, by a descent.
+                        // The next value of the first column, by a descent (none when
+                        // that value is known to be past the scan's end).
                         let skip = self.wanted.skip.as_ref().expect("skipping");
-                        self.jump = Some(skip.after(first));
+                        let jump = skip.after(first);
+                        if !self.wanted.ends_before(&self.index.columns, &jump) {
+                            self.jump = Some(jump);
+                        }
                         ended = true;
                         break;
                     }
