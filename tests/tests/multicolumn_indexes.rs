@@ -195,6 +195,29 @@ async fn plans_are_postgres_18s() {
         leaves < 600.0,
         "a skip scan reads a few pages per value: {lines:#?}"
     );
+    // Each arm of an OR takes the other conjuncts its index has columns for (PostgreSQL 18
+    // puts `(a = ANY ('{1,2}')) AND (b = 3)` in one Index Cond; iolab's IN is an OR).
+    let query = "SELECT a, b, d FROM mc WHERE a IN (1, 2) AND b = 3";
+    let lines = explain(&c, query).await;
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains("Index Cond:"))
+            .map(|l| l.trim())
+            .collect::<Vec<_>>(),
+        [
+            "Index Cond: ((a = 1) AND (b = 3))",
+            "Index Cond: ((a = 2) AND (b = 3))"
+        ],
+        "{lines:#?}"
+    );
+    assert_eq!(
+        rows(&c, query).await,
+        [
+            [Some("1".into()), Some("3".into()), Some("301".into())],
+            [Some("2".into()), Some("3".into()), Some("302".into())]
+        ]
+    );
     // Under a range of the first column, one search per value in it: 3, as PostgreSQL 18
     // counts (the next integer value, 3, is known to be past the range).
     let lines = plan(

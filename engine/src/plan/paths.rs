@@ -573,20 +573,32 @@ fn and_of(rel: &Rel<'_>, mut parts: Vec<BitmapPath>) -> BitmapPath {
     }
 }
 
-/// A BitmapOr for `qual` if it is an OR whose every arm has an index condition.
+/// A BitmapOr for `qual` if it is an OR whose every arm has an index condition. An arm's
+/// index condition may take the query's other conjuncts too (`(a = 1 OR a = 2) AND b = 3`
+/// on an index on `(a, b)`: `(a = 1) AND (b = 3)`), as PostgreSQL's arms do, but must
+/// take a clause of the arm.
 fn bitmap_or(
     rel: &Rel<'_>,
     qual: &Arc<dyn PhysicalExpr>,
     indexes: &[(IndexDef, Arc<TableIndex>)],
 ) -> Option<BitmapPath> {
     let arms = or_arms(qual)?;
+    let others: Vec<_> = (rel.quals.iter())
+        .filter(|q| !Arc::ptr_eq(q, qual))
+        .cloned()
+        .collect();
     let mut leaves = Vec::new();
     for arm in &arms {
         let arm_quals = conjuncts(arm);
+        let with_others: Vec<_> = arm_quals.iter().chain(&others).cloned().collect();
+        let takes_the_arm = |cond: &IndexCond| {
+            (cond.quals.iter()).any(|q| arm_quals.iter().any(|a| Arc::ptr_eq(a, q)))
+        };
         let leaf = indexes
             .iter()
             .filter_map(|(index, table_index)| {
-                let cond = IndexCond::find(index, &rel.stats.columns, &arm_quals)?;
+                let cond = IndexCond::find(index, &rel.stats.columns, &with_others)
+                    .filter(takes_the_arm)?;
                 let path = costed(rel, cond, table_index);
                 Some(BitmapPath {
                     cost: cost::bitmap_index(&rel.p, &path.part, rel.rows),
