@@ -360,6 +360,11 @@ impl<'c, 'a> RowCursor<'c, 'a> {
         }
     }
 
+    /// The bytes from the next column's value on.
+    pub fn rest(&self) -> &'a [u8] {
+        &self.data[self.at.min(self.data.len())..]
+    }
+
     /// The next column's key (the caller asks for no more than the tuple has).
     pub fn next_key(&mut self) -> PgResult<Key<'a>> {
         let i = self.column;

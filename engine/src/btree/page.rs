@@ -619,6 +619,15 @@ impl<'a> IndexTuple<'a> {
                 columns.len()
             )));
         }
+        if let (Some(ty), 1) = (columns.single(), natts) {
+            // One column (the common case): its value, or NULL, right where values start.
+            let data = self.key_cursor(columns).rest();
+            key.push(match self.info() & INDEX_NULL_MASK {
+                0 => key::decode(ty, data)?,
+                _ => Key::Null,
+            });
+            return Ok(());
+        }
         let mut cursor = self.key_cursor(columns);
         for _ in 0..natts {
             key.push(cursor.next_key()?);
