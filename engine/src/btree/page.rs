@@ -635,6 +635,27 @@ impl<'a> IndexTuple<'a> {
         Ok(())
     }
 
+    /// How `key` (the first columns of a key) orders against this tuple's key columns, over
+    /// the columns both have, decoded one at a time without allocating; the caller
+    /// decides what a difference in the number of columns means.
+    pub fn key_order(&self, columns: &KeyColumns, key: &[Key]) -> PgResult<Ordering> {
+        let natts = self.natts(columns);
+        if natts > columns.len() {
+            return Err(corrupted(format!(
+                "index tuple with {natts} key columns in an index of {}",
+                columns.len()
+            )));
+        }
+        let mut cursor = self.key_cursor(columns);
+        for (i, k) in key.iter().take(natts).enumerate() {
+            let order = key::compare(columns.kind(i), k, &cursor.next_key()?);
+            if order.is_ne() {
+                return Ok(order);
+            }
+        }
+        Ok(Ordering::Equal)
+    }
+
     /// A reader of the key columns present, one at a time ([`natts`](Self::natts) of them).
     pub fn key_cursor<'c>(&self, columns: &'c KeyColumns) -> RowCursor<'c, 'a> {
         let mut end = self.bytes.len();
@@ -721,12 +742,11 @@ impl SearchKey<'_> {
     /// The search key compared with a tuple (a pivot, high key or leaf tuple): `Less`
     /// means the search key sorts before the tuple.
     pub fn compare(&self, columns: &KeyColumns, tuple: &IndexTuple) -> PgResult<Ordering> {
-        let tuple_key = tuple.key(columns)?;
-        let by_key = columns.compare(&self.key, &tuple_key);
+        let by_key = tuple.key_order(columns, &self.key)?;
         if by_key != Ordering::Equal {
             return Ok(by_key);
         }
-        let (searched, kept) = (self.key.len(), tuple_key.len());
+        let (searched, kept) = (self.key.len(), tuple.natts(columns));
         if searched > kept {
             // The tuple's missing columns are minus infinity.
             return Ok(Ordering::Greater);

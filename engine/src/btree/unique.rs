@@ -84,9 +84,8 @@ impl BtreeIndex {
         // A tuple's order against `key`; a pivot missing columns is below a key it
         // otherwise equals (its missing columns are minus infinity).
         let key_of = |t: &IndexTuple| -> PgResult<Ordering> {
-            let k = t.key(&self.columns)?;
-            Ok(match self.columns.compare(&k, key) {
-                Ordering::Equal if k.len() < key.len() => Ordering::Less,
+            Ok(match t.key_order(&self.columns, key)?.reverse() {
+                Ordering::Equal if t.natts(&self.columns) < key.len() => Ordering::Less,
                 order => order,
             })
         };
@@ -127,8 +126,7 @@ impl BtreeIndex {
                     self.first_at_or_above(&page, &search, first_data_offset(&opaque), max, false)?;
                 for off in start..=max {
                     let t = tuple_at(&page, off)?;
-                    let equal =
-                        self.columns.compare(&t.key(&self.columns)?, key) == Ordering::Equal;
+                    let equal = t.key_order(&self.columns, key)? == Ordering::Equal;
                     if !equal {
                         return Ok(tids);
                     }
