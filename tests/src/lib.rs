@@ -112,39 +112,67 @@ impl TestServer {
         server
     }
 
+    /// Starts the server on `port`. The port was free when [`free_port`] chose it, but
+    /// another test's server may take it before this one binds: then this server exits
+    /// ("could not listen"), and a probe would reach the other. So the server counts as
+    /// started when its own log says it listens on the port; if it could not, it is started
+    /// again on another free port.
     fn spawn(&mut self) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log_path)
-            .expect("open log");
-        let child = Command::new(iolab_binary())
-            .arg("--data-dir")
-            .arg(&self.data_dir)
-            .arg("--port")
-            .arg(self.port.to_string())
-            .arg("--listen")
-            .arg("127.0.0.1")
-            .args(&self.extra_args)
-            .stdout(Stdio::from(log.try_clone().expect("dup log")))
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("start iolab");
-        self.child = Some(child);
-        self.wait_ready();
+        for _ in 0..5 {
+            let listening_before = self.listening_lines();
+            let log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.log_path)
+                .expect("open log");
+            let child = Command::new(iolab_binary())
+                .arg("--data-dir")
+                .arg(&self.data_dir)
+                .arg("--port")
+                .arg(self.port.to_string())
+                .arg("--listen")
+                .arg("127.0.0.1")
+                .args(&self.extra_args)
+                .stdout(Stdio::from(log.try_clone().expect("dup log")))
+                .stderr(Stdio::from(log))
+                .spawn()
+                .expect("start iolab");
+            self.child = Some(child);
+            if self.wait_ready(listening_before) {
+                return;
+            }
+            self.child = None;
+            self.port = free_port();
+        }
+        panic!("iolab found no free port; log:\n{}", self.log());
     }
 
-    fn wait_ready(&mut self) {
+    /// Lines of the log saying the server listens on its port.
+    fn listening_lines(&self) -> usize {
+        let line = format!("listening on 127.0.0.1:{};", self.port);
+        self.log().matches(&line).count()
+    }
+
+    /// Waits until the server listens on its port (its log says so, after the
+    /// `listening_before` lines there were, and a connection goes through): `true`; or
+    /// until it exits because the port was taken: `false`.
+    fn wait_ready(&mut self, listening_before: usize) -> bool {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
+            if self.listening_lines() > listening_before
+                && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            {
+                return true;
             }
             if let Some(status) = self
                 .child
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten())
             {
+                let taken = format!("could not listen on 127.0.0.1:{}", self.port);
+                if self.log().contains(&taken) {
+                    return false;
+                }
                 panic!(
                     "iolab exited during start-up ({status}); log:\n{}",
                     self.log()
