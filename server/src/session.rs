@@ -25,6 +25,7 @@ use iolab_engine::exec::StatementContext;
 use iolab_engine::plan::hash_join_batches::HashJoinBatches;
 use iolab_engine::plan::merge_joins::MergeJoinsNullsLast;
 use iolab_engine::plan::min_max::MinMaxThroughIndex;
+use iolab_engine::plan::nested_loops::IndexNestedLoops;
 use iolab_engine::plan::ordered_scans::OrderedScans;
 use iolab_engine::plan::param_scans::ParamIndexScans;
 use iolab_engine::plan::partitions::OnePartitionWhenCheap;
@@ -1078,7 +1079,10 @@ fn base_state(
     let mut state = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()
-        .with_physical_optimizer_rules(vec![Arc::new(OnePartitionWhenCheap::wrapping(rules))])
+        .with_physical_optimizer_rules(vec![Arc::new(OnePartitionWhenCheap::wrapping(
+            vec![Arc::new(IndexNestedLoops)],
+            rules,
+        ))])
         .with_analyzer_rules(analyzer_rules())
         // After DataFusion's rules: min() / max() become ordered subqueries, and an ORDER BY
         // reaches the scan it sorts.

@@ -571,6 +571,9 @@ macro_rules! typed_getters {
         pub fn enable_mergejoin(&self) -> bool {
             self.value("enable_mergejoin").as_bool()
         }
+        pub fn enable_nestloop(&self) -> bool {
+            self.value("enable_nestloop").as_bool()
+        }
         pub fn enable_sort(&self) -> bool {
             self.value("enable_sort").as_bool()
         }

@@ -2,8 +2,11 @@
 //!
 //! # Descent (Lehman and Yao)
 //!
-//! A search for `(key, tid)` reads the meta page for the root and goes down one page per
-//! level. On an internal page it follows the downlink of the last item whose pivot is ≤
+//! A search for `(key, tid)` starts at the root and goes down one page per level. The
+//! root's block and level are kept with the open index file after the meta page was read
+//! for them (PostgreSQL keeps the meta page in `rd_amcache`), so a descent reads the meta
+//! page again only when the page it starts at is no longer the root: a root split clears
+//! the old root's flag and gives it a right sibling. On an internal page it follows the downlink of the last item whose pivot is ≤
 //! the search key (the first item is minus infinity, so there always is one). Before
 //! that, on any page that has a right sibling, it compares the search key with the page's
 //! high key: if the key is ≥ the high key, the page was split after its parent was read
@@ -158,14 +161,29 @@ impl BtreeIndex {
         stop_at_incomplete_split: bool,
         acct: &mut IoAccount,
     ) -> PgResult<Descent> {
-        let meta = self.meta(acct)?;
-        if meta.root == P_NONE {
-            return Ok(Descent::Empty);
+        let cache = self.rel.am_root();
+        // (root + 1) << 32 | level, as the meta page named them; 0 when not known.
+        let mut cached = cache.load(std::sync::atomic::Ordering::Acquire);
+        let mut blkno = match cached {
+            0 => P_NONE,
+            c => (c >> 32) as u32 - 1,
+        };
+        if blkno >= self.rel.nblocks() {
+            (blkno, cached) = (P_NONE, 0); // the file was truncated since
         }
-        let mut blkno = meta.root;
         // Bounded by the pages of the index: each step goes right or down.
         let mut steps = 0u64;
         loop {
+            if blkno == P_NONE {
+                let meta = self.meta(acct)?;
+                if meta.root == P_NONE {
+                    return Ok(Descent::Empty);
+                }
+                blkno = meta.root;
+                cached = 0;
+                let entry = ((u64::from(meta.root) + 1) << 32) | u64::from(meta.level);
+                cache.store(entry, std::sync::atomic::Ordering::Release);
+            }
             steps += 1;
             if steps > self.rel.nblocks() as u64 + 1 {
                 return Err(super::corrupted(format!(
@@ -177,6 +195,17 @@ impl BtreeIndex {
             let child = {
                 let page = buf.page();
                 let opaque = check_page(&page, blkno, &self.name)?;
+                if cached != 0 {
+                    let still_root = opaque.is_root()
+                        && opaque.prev == P_NONE
+                        && opaque.is_rightmost()
+                        && opaque.level == cached as u32;
+                    cached = 0;
+                    if !still_root {
+                        blkno = P_NONE; // read the meta page for the root
+                        continue;
+                    }
+                }
                 if stop_at_incomplete_split && opaque.is_incomplete_split() {
                     return Ok(Descent::IncompleteSplit(blkno));
                 }

@@ -67,6 +67,7 @@ use datafusion::physical_plan::StatisticsArgs;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
+use datafusion::scalar::ScalarValue;
 use iolab_catalog::{PgResult, TableDef};
 
 use crate::btree::{key, BtreeIndex};
@@ -77,7 +78,7 @@ use crate::heap::codec::ValueColumn;
 use crate::heap::heapam::SCAN_BATCH_ROWS;
 use crate::heap::rows::RowCollector;
 use crate::heap::tuple;
-use crate::plan::index_cond::{conjunction, IndexCond};
+use crate::plan::index_cond::{conjunction, IndexCond, KeySet};
 use crate::plan::{PathEstimate, ScanOrder};
 use crate::storage::page;
 use crate::stream::ReadStreamStats;
@@ -214,6 +215,10 @@ impl IndexScanExec {
         self.replan.as_ref()
     }
 
+    pub fn db(&self) -> &Arc<Database> {
+        &self.db
+    }
+
     /// The cost of running the scan as far as the query will: its total, or under an
     /// ordered LIMIT the share it takes to return those rows (`plan::partitions` weighs
     /// plans by it).
@@ -250,6 +255,82 @@ impl IndexScanExec {
     /// The pushed-down conjuncts every returned row satisfies: the index conditions.
     pub fn covered_quals(&self) -> &[Arc<dyn PhysicalExpr>] {
         &self.index_quals
+    }
+
+    /// Whether the scan reads the keys equal to a nested loop's outer value
+    /// (`plan::outer_param`): it can run as a [`Prober`].
+    pub fn takes_outer_value(&self) -> bool {
+        self.cond.takes_outer_value()
+    }
+
+    /// Whether at most one row has each value of the outer key: a unique index whose every
+    /// column the condition holds to one value (the outer value or a constant).
+    pub fn finds_one_row(&self) -> bool {
+        let pinned = |at: usize| {
+            (self.cond.later.iter()).any(|(a, _, keys)| {
+                *a == at
+                    && matches!(keys, KeySet::Range {
+                        lower: std::ops::Bound::Included(l),
+                        upper: std::ops::Bound::Included(u),
+                    } if l == u)
+            })
+        };
+        self.cond.index.unique
+            && self.takes_outer_value()
+            && (1..self.cond.index.columns.len()).all(pinned)
+    }
+
+    /// The scan as a nested loop's inner side, run once per outer row of `partition`.
+    pub fn prober(&self, stmt: Arc<StatementContext>, partition: usize) -> PgResult<Prober> {
+        assert!(
+            self.takes_outer_value(),
+            "a prober reads an outer value's keys"
+        );
+        let mut index = BtreeIndex::open(&self.db, &self.cond.index)?;
+        let rows = self.output();
+        let returns_keys = matches!(&rows, Output::Keys(k) if !k.outputs.is_empty());
+        if returns_keys {
+            index = index.returning_keys();
+        }
+        Ok(Prober {
+            rel: self.db.relfile(self.table.relfilenode)?,
+            vm: self.db.vm.clone(),
+            heap: HeapFetch {
+                page: None,
+                visibility: VisibilityChecker::new(stmt.snapshot.clone()),
+            },
+            acct: stmt.new_account(),
+            stmt,
+            cond: self.cond.clone(),
+            index,
+            rows,
+            returns_keys,
+            key: Vec::new(),
+            metrics: self.metrics.clone(),
+            partition,
+            loops: 0,
+            searches: 0,
+            heap_fetches: 0,
+            returned: 0,
+            filtered: 0,
+            time: std::time::Duration::ZERO,
+        })
+    }
+
+    /// The rows' collector: the heap tuples' columns, or the index's keys.
+    fn output(&self) -> Output {
+        match self.index_only {
+            true => Output::Keys(KeyRows::new(
+                &self.cond.index,
+                &self.projection,
+                self.schema.clone(),
+            )),
+            false => Output::Tuples(RowCollector::new(
+                crate::heap::codec::TupleLayout::for_table(&self.table),
+                self.projection.clone(),
+                self.schema.clone(),
+            )),
+        }
     }
 }
 
@@ -324,18 +405,7 @@ impl ExecutionPlan for IndexScanExec {
     ) -> DfResult<SendableRecordBatchStream> {
         let stmt = StatementContext::from_task(&context).map_err(to_df)?;
         let fetch_rows = self.fetch_rows();
-        let rows = match self.index_only {
-            true => Output::Keys(KeyRows::new(
-                &self.cond.index,
-                &self.projection,
-                self.schema.clone(),
-            )),
-            false => Output::Tuples(RowCollector::new(
-                crate::heap::codec::TupleLayout::for_table(&self.table),
-                self.projection.clone(),
-                self.schema.clone(),
-            )),
-        };
+        let rows = self.output();
         let job = IndexJob {
             db: self.db.clone(),
             table: self.table.clone(),
@@ -490,6 +560,49 @@ impl PageMarks<'_> {
     }
 }
 
+/// What fetching one TID's row needs besides the row collector and its caches.
+struct RowFetch<'s> {
+    stmt: &'s StatementContext,
+    rel: &'s Arc<crate::storage::relfile::RelFile>,
+    index: &'s BtreeIndex,
+    acct: &'s mut crate::accounting::IoAccount,
+}
+
+impl RowFetch<'_> {
+    /// Adds the row of `tid` (from the `leaf`-th leaf read, its entry's key `key`) to
+    /// `rows` if the snapshot sees it; index only, from the key, reading the heap only when
+    /// the visibility map does not mark the page (counted in `heap_fetches`).
+    fn row(
+        self,
+        rows: &mut Output,
+        heap: &mut HeapFetch,
+        marks: &mut PageMarks,
+        heap_fetches: &mut usize,
+        (tid, leaf, key): ((u32, u16), u64, &[key::Key]),
+    ) -> PgResult<()> {
+        let fetched = match rows {
+            Output::Tuples(rows) => heap.visible(self.stmt, self.rel, tid, self.acct, |t| {
+                rows.push(t, tid.0, tid.1)
+            })?,
+            Output::Keys(keys) => {
+                let marked = marks.all_visible(self.rel, tid.0, leaf);
+                let fetched = !marked && {
+                    *heap_fetches += 1;
+                    heap.visible(self.stmt, self.rel, tid, self.acct, |_| Ok(()))?
+                };
+                if marked || fetched {
+                    keys.push(key)?;
+                }
+                fetched
+            }
+        };
+        if fetched {
+            (self.acct.relations()).index_tuples_fetched(self.index.relfilenode(), 1);
+        }
+        Ok(())
+    }
+}
+
 /// The heap page of the last TID fetched, kept pinned while the next TIDs point into it.
 struct HeapFetch {
     page: Option<PinnedBuffer>,
@@ -601,27 +714,20 @@ impl IndexJob {
             if tid.0 >= nblocks {
                 continue; // cannot happen while heaps only grow; never read past the end
             }
-            let fetched = match &mut self.rows {
-                Output::Tuples(rows) => {
-                    heap.visible(stmt, &rel, tid, tids.acct(), |t| rows.push(t, tid.0, tid.1))?
-                }
-                Output::Keys(keys) => {
-                    let marked = marks.all_visible(&rel, tid.0, tids.leaves_read());
-                    let fetched = !marked && {
-                        heap_fetches += 1;
-                        heap.visible(stmt, &rel, tid, tids.acct(), |_| Ok(()))?
-                    };
-                    if marked || fetched {
-                        keys.push(&key)?;
-                    }
-                    fetched
-                }
+            let leaf = tids.leaves_read();
+            let fetch = RowFetch {
+                stmt,
+                rel: &rel,
+                index: &index,
+                acct: tids.acct(),
             };
-            if fetched {
-                tids.acct()
-                    .relations()
-                    .index_tuples_fetched(index.relfilenode(), 1);
-            }
+            fetch.row(
+                &mut self.rows,
+                &mut heap,
+                &mut marks,
+                &mut heap_fetches,
+                (tid, leaf, &key),
+            )?;
             if self.rows.len() >= self.batch_rows {
                 stmt.check_cancel()?; // an index-only scan may read no heap page for long
                 returned += self.rows.len();
@@ -654,6 +760,127 @@ impl IndexJob {
         let batch = self.rows.finish()?;
         self.baseline.record_output(batch.num_rows());
         Ok(tx.blocking_send(Ok(batch)).is_ok())
+    }
+}
+
+/// An Index Scan run once per outer row of a nested loop (`exec::nested_loop`): each
+/// [`probe`](Prober::probe) reads the entries equal to the outer row's key and collects
+/// the rows the snapshot sees; the rows of many probes leave together
+/// ([`take_batch`](Prober::take_batch)). When it is dropped it publishes what all its runs
+/// did as the scan node's metrics: `output_rows` (after the nested loop's filter of them),
+/// `rows_removed_by_filter`, `loops`, the buffers, `index_searches`, `heap_fetches` and
+/// `probe_time` (nanoseconds, for EXPLAIN's per-loop time).
+pub struct Prober {
+    stmt: Arc<StatementContext>,
+    cond: IndexCond,
+    index: BtreeIndex,
+    rel: Arc<crate::storage::relfile::RelFile>,
+    vm: Arc<crate::heap::visibility_map::VisibilityMap>,
+    rows: Output,
+    returns_keys: bool,
+    /// The key of the entry at hand (an index-only scan returning keys).
+    key: Vec<key::Key<'static>>,
+    heap: HeapFetch,
+    acct: crate::accounting::IoAccount,
+    metrics: ExecutionPlanMetricsSet,
+    partition: usize,
+    loops: u64,
+    searches: u64,
+    heap_fetches: usize,
+    returned: usize,
+    /// Rows the nested loop's filter of the inner side removed.
+    filtered: usize,
+    time: std::time::Duration,
+}
+
+impl Prober {
+    /// Collects the visible rows whose key equals `value` (none for NULL), at most `limit`
+    /// of them; how many.
+    pub fn probe(&mut self, value: &ScalarValue, limit: Option<usize>) -> PgResult<usize> {
+        let started = std::time::Instant::now();
+        self.loops += 1;
+        let before = self.rows.len();
+        let Prober {
+            stmt,
+            cond,
+            index,
+            rel,
+            vm,
+            rows,
+            returns_keys,
+            key,
+            heap,
+            acct,
+            heap_fetches,
+            ..
+        } = self;
+        if let Some(mut tids) = cond.scan_for(index, value, acct)? {
+            let nblocks = rel.nblocks();
+            let mut marks = PageMarks { vm, last: None };
+            while limit.is_none_or(|l| rows.len() - before < l) {
+                let next = match returns_keys {
+                    true => tids.next_with_key(key),
+                    false => tids.next(),
+                };
+                let Some(next) = next else { break };
+                let tid = next?;
+                if tid.0 >= nblocks {
+                    continue; // as in the scan: never read past the end
+                }
+                let leaf = tids.leaves_read();
+                let fetch = RowFetch {
+                    stmt,
+                    rel,
+                    index,
+                    acct: tids.acct(),
+                };
+                fetch.row(rows, heap, &mut marks, heap_fetches, (tid, leaf, key))?;
+            }
+            self.searches += tids.searches();
+        }
+        self.time += started.elapsed();
+        Ok(self.rows.len() - before)
+    }
+
+    /// Rows collected and not yet taken.
+    pub fn rows(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The rows collected since the last batch taken, in the order of their probes.
+    pub fn take_batch(&mut self) -> PgResult<RecordBatch> {
+        self.returned += self.rows.len();
+        self.rows.finish()
+    }
+
+    /// Counts `rows` taken that the inner side's filter removed: they are not the scan's
+    /// output (EXPLAIN's `Rows Removed by Filter`).
+    pub fn filtered_out(&mut self, rows: usize) {
+        self.filtered += rows;
+    }
+}
+
+impl Drop for Prober {
+    fn drop(&mut self) {
+        drop(self.heap.page.take());
+        self.acct.flush();
+        publish_io_metrics(&self.metrics, self.partition, &self.acct, None);
+        let m = || MetricBuilder::new(&self.metrics);
+        m().output_rows(self.partition)
+            .add(self.returned - self.filtered);
+        m().counter("rows_removed_by_filter", self.partition)
+            .add(self.filtered);
+        m().counter("loops", self.partition)
+            .add(self.loops as usize);
+        m().counter("index_searches", self.partition)
+            .add(self.searches as usize);
+        if matches!(self.rows, Output::Keys(_)) {
+            m().counter("heap_fetches", self.partition)
+                .add(self.heap_fetches);
+        }
+        m().counter("probe_time", self.partition)
+            .add(self.time.as_nanos() as usize);
+        self.stmt.add_usage(&self.acct.usage);
     }
 }
 

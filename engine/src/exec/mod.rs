@@ -6,6 +6,7 @@ pub mod cancel;
 pub mod context;
 pub mod hash_join_batches;
 pub mod index_scan;
+pub mod nested_loop;
 pub mod operator_usage;
 pub mod scan;
 pub mod schema;

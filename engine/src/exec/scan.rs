@@ -107,6 +107,10 @@ impl HeapScanExec {
         self.replan.as_ref()
     }
 
+    pub fn db(&self) -> &Arc<Database> {
+        &self.db
+    }
+
     /// The planner's estimate for the node.
     pub fn with_estimate(mut self, estimate: PathEstimate) -> Self {
         self.estimate = Some(estimate);

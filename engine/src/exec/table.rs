@@ -144,7 +144,7 @@ impl TableProvider for HeapTable {
         }
         // A condition on a value computed before the scan (an InitPlan's) reaches the scan
         // only after physical planning (`plan::param_scans`), which plans it again then.
-        let replan: Replan = {
+        let replan = {
             let (db, def, schema) = (self.db.0.clone(), self.def.clone(), self.schema.clone());
             let (projection, quals, order, stmt) = (
                 projection.clone(),
@@ -152,19 +152,23 @@ impl TableProvider for HeapTable {
                 self.order.clone(),
                 stmt.clone(),
             );
-            Arc::new(move |more: Vec<Arc<dyn PhysicalExpr>>| {
-                let request = ScanRequest {
-                    db: &db,
-                    table: &def,
-                    table_schema: schema.clone(),
-                    projection: projection.clone(),
-                    quals: quals.iter().cloned().chain(more).collect(),
-                    limit,
-                    order: order.clone(),
-                    replan: None,
-                };
-                plan_scan(&stmt, request)
-            })
+            Replan::new(
+                stmt.planner,
+                move |more: Vec<Arc<dyn PhysicalExpr>>, loops| {
+                    let request = ScanRequest {
+                        db: &db,
+                        table: &def,
+                        table_schema: schema.clone(),
+                        projection: projection.clone(),
+                        quals: quals.iter().cloned().chain(more).collect(),
+                        limit,
+                        order: order.clone(),
+                        replan: None,
+                        loops,
+                    };
+                    plan_scan(&stmt, request)
+                },
+            )
         };
         let request = ScanRequest {
             db: &self.db.0,
@@ -175,6 +179,7 @@ impl TableProvider for HeapTable {
             limit,
             order: self.order.clone(),
             replan: Some(replan),
+            loops: 1.0,
         };
         plan_scan(&stmt, request).map_err(to_df)
     }

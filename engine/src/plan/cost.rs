@@ -38,6 +38,12 @@
 //! The estimate is `max_IO + correlation² × (min_IO − max_IO)`. Each row fetched costs
 //! `cpu_tuple_cost` plus the quals the index does not answer.
 //!
+//! An index scan repeated `loops` times (the inner side of a nested loop, one scan per outer
+//! row) finds pages that earlier scans read still in the cache: its leaf pages and heap
+//! pages (both `max_IO`'s and `min_IO`'s) are counted as Mackert and Lohman's pages for
+//! `loops` times the fetches, divided by `loops` — one scan's share (PostgreSQL's
+//! `loop_count`).
+//!
 //! # Bitmap Heap Scan (`cost_bitmap_heap_scan`)
 //!
 //! Below it, the bitmap tree (`cost_bitmap_tree_node`): a Bitmap Index Scan costs its index
@@ -212,20 +218,23 @@ pub fn btree_index_part(
     selectivity: f64,
     nquals: usize,
 ) -> IndexPartCost {
-    btree_index_part_searching(p, index, selectivity, nquals, 1.0)
+    btree_index_part_searching(p, index, selectivity, nquals, 1.0, 1.0)
 }
 
 /// [`btree_index_part`] for a scan that descends the tree `searches` times (a skip scan:
 /// once per value of the first column it passes, PostgreSQL 18's `num_sa_scans`): each
 /// descent costs its comparisons and pages, and reads a leaf beyond those its entries fill.
+/// `loops`: the scan runs that many times (module comment); the cost is one run's.
 pub fn btree_index_part_searching(
     p: &PlannerSettings,
     index: &IndexSize,
     selectivity: f64,
     nquals: usize,
     searches: f64,
+    loops: f64,
 ) -> IndexPartCost {
     assert!(searches >= 1.0, "a scan descends at least once");
+    assert!(loops >= 1.0, "a scan runs at least once");
     let entries = (selectivity * index.tuples)
         .round()
         .clamp(1.0, index.tuples.max(1.0));
@@ -233,6 +242,10 @@ pub fn btree_index_part_searching(
         ((entries * index.pages / index.tuples).ceil() + searches - 1.0).min(index.pages)
     } else {
         1.0
+    };
+    let leaf_pages = match loops > 1.0 {
+        true => index_pages_fetched(p, leaf_pages * loops, index.pages, index.pages) / loops,
+        false => leaf_pages,
     };
     let mut startup = 0.0;
     let mut total = leaf_pages * p.random_page_cost
@@ -314,7 +327,9 @@ impl HeapVisits {
 }
 
 /// `cost_index`: `index` its index part, `correlation` the key column's, `quals` the cost
-/// per row of the conditions the index does not answer, `heap` the pages it reads.
+/// per row of the conditions the index does not answer, `heap` the pages it reads; one
+/// run's cost of a scan run `loops` times (module comment).
+#[allow(clippy::too_many_arguments)]
 pub fn index_scan(
     p: &PlannerSettings,
     table: &TableSize,
@@ -323,20 +338,31 @@ pub fn index_scan(
     correlation: f64,
     quals: f64,
     heap: HeapVisits,
+    loops: f64,
 ) -> Cost {
     let tuples_fetched = clamp_rows(part.selectivity * table.tuples);
-    let pages_uncorrelated = heap.pages(index_pages_fetched(
-        p,
-        tuples_fetched,
-        table.pages,
-        table.pages + index.pages,
-    ));
-    let max_io = pages_uncorrelated * p.random_page_cost;
-    let pages_correlated = heap.pages((part.selectivity * table.pages).ceil());
-    let min_io = if pages_correlated > 0.0 {
-        p.random_page_cost + (pages_correlated - 1.0).max(0.0) * p.seq_page_cost
+    let fetched = |fetches: f64| {
+        heap.pages(index_pages_fetched(
+            p,
+            fetches,
+            table.pages,
+            table.pages + index.pages,
+        ))
+    };
+    let pages_correlated = (part.selectivity * table.pages).ceil();
+    let (max_io, min_io) = if loops > 1.0 {
+        (
+            fetched(tuples_fetched * loops) * p.random_page_cost / loops,
+            fetched(pages_correlated * loops) * p.random_page_cost / loops,
+        )
     } else {
-        0.0
+        let pages_correlated = heap.pages(pages_correlated);
+        let min_io = if pages_correlated > 0.0 {
+            p.random_page_cost + (pages_correlated - 1.0).max(0.0) * p.seq_page_cost
+        } else {
+            0.0
+        };
+        (fetched(tuples_fetched) * p.random_page_cost, min_io)
     };
     let c2 = correlation * correlation;
     let run = (part.total - part.startup)
@@ -558,26 +584,53 @@ mod tests {
     fn correlation_interpolates() {
         let p = PlannerSettings::default();
         let part = btree_index_part(&p, &index(), 0.01, 1);
-        let ordered = index_scan(&p, &table(), &index(), &part, 1.0, 0.0, HeapVisits::All);
-        let random = index_scan(&p, &table(), &index(), &part, 0.0, 0.0, HeapVisits::All);
+        let ordered = index_scan(
+            &p,
+            &table(),
+            &index(),
+            &part,
+            1.0,
+            0.0,
+            HeapVisits::All,
+            1.0,
+        );
+        let random = index_scan(
+            &p,
+            &table(),
+            &index(),
+            &part,
+            0.0,
+            0.0,
+            HeapVisits::All,
+            1.0,
+        );
         // Correlated: 4 + 9 × 1 for ⌈0.01 × 935⌉ = 10 pages; random: 879 pages × 4.
         let io_ordered = 4.0 + 9.0;
         let io_random = index_pages_fetched(&p, 1000.0, 935.0, 1021.0) * 4.0;
         let rest = part.total - part.startup + 1000.0 * 0.01;
         assert!(close(ordered.total - part.startup, io_ordered + rest));
         assert!(close(random.total - part.startup, io_random + rest));
-        let half = index_scan(&p, &table(), &index(), &part, 0.5, 0.0, HeapVisits::All);
+        let half = index_scan(
+            &p,
+            &table(),
+            &index(),
+            &part,
+            0.5,
+            0.0,
+            HeapVisits::All,
+            1.0,
+        );
         assert!(close(
             half.total - part.startup,
             io_random + 0.25 * (io_ordered - io_random) + rest
         ));
         // Index only, 3/4 of the pages all-visible: a quarter of each, rounded up.
         let visits = HeapVisits::NotAllVisible { all_visible: 0.75 };
-        let only = index_scan(&p, &table(), &index(), &part, 0.0, 0.0, visits);
+        let only = index_scan(&p, &table(), &index(), &part, 0.0, 0.0, visits, 1.0);
         let io_only = (index_pages_fetched(&p, 1000.0, 935.0, 1021.0) * 0.25).ceil() * 4.0;
         assert!(close(only.total - part.startup, io_only + rest));
         let all_visible = HeapVisits::NotAllVisible { all_visible: 1.0 };
-        let only = index_scan(&p, &table(), &index(), &part, 1.0, 0.0, all_visible);
+        let only = index_scan(&p, &table(), &index(), &part, 1.0, 0.0, all_visible, 1.0);
         assert!(close(only.total - part.startup, rest), "no heap page read");
     }
 

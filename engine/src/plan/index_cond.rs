@@ -50,6 +50,12 @@
 //! A NULL value selects no key; a value that does not compare exactly as the keys do
 //! selects every non-NULL key (a superset again). A lossy page's recheck leaves such a
 //! clause to the filter above.
+//!
+//! The same holds for a nested loop's outer row's value ([`OuterParam`]), with two
+//! differences: the scan runs once per outer row, each time with the value bound by the
+//! nested loop ([`IndexCond::scan_for`]); and the planner takes it only for `=` on a
+//! column whose keys compare exactly with the value's type ([`comparable_type`]), so every
+//! non-NULL value selects exactly its keys.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -68,13 +74,14 @@ use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::scalar::ScalarValue;
 use iolab_catalog::statistics::StatValue;
-use iolab_catalog::{ColumnDef, IndexDef, PgResult, PgType};
+use iolab_catalog::{ColumnDef, IndexDef, PgError, PgResult, PgType};
 
 use crate::accounting::IoAccount;
 use crate::btree::key::{self, Key, KeyKind};
 use crate::btree::scan::ColumnKeys;
 use crate::btree::{BtreeIndex, BtreeScan};
 use crate::heap::codec::{Datum, TupleLayout};
+use crate::plan::outer_param::OuterParam;
 use crate::plan::ScanOrder;
 
 /// A comparison operator with the column on its left.
@@ -187,8 +194,12 @@ pub fn param_clause(e: &Arc<dyn PhysicalExpr>, columns: &[ColumnDef]) -> Option<
     })
 }
 
-/// An expression of no column holding a scalar subquery: one value for the whole scan.
+/// An expression of no column holding a scalar subquery (one value for the whole scan), or
+/// a nested loop's outer value (one per scan).
 pub fn is_param(e: &Arc<dyn PhysicalExpr>) -> bool {
+    if e.downcast_ref::<OuterParam>().is_some() {
+        return true;
+    }
     let mut subquery = false;
     let _ = e.apply(|n| {
         subquery |= n.as_ref().downcast_ref::<ScalarSubqueryExpr>().is_some();
@@ -262,6 +273,31 @@ pub fn comparable_value(v: &ScalarValue, ty: PgType) -> Option<StatValue> {
         KeyKind::Bool => matches!(v, S::Boolean(Some(_))),
     };
     exact.then(|| StatValue::from_scalar(v, ty)).flatten()
+}
+
+/// Whether every non-NULL value of Arrow type `dt` compares exactly as the keys of a column
+/// of type `ty` do (`comparable_value` takes each).
+pub fn comparable_type(dt: &DataType, ty: PgType) -> bool {
+    let integer = dt.is_integer();
+    match KeyKind::of(ty) {
+        KeyKind::Int => integer,
+        KeyKind::Float => integer || dt.is_floating(),
+        KeyKind::Numeric => match (dt, ty) {
+            (DataType::Decimal128(_, s), PgType::Numeric { scale, .. }) => *s <= scale,
+            _ => false,
+        },
+        KeyKind::Text => matches!(
+            dt,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+        ),
+        KeyKind::Bpchar => false,
+        KeyKind::Date => *dt == DataType::Date32,
+        KeyKind::Timestamp => matches!(
+            dt,
+            DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Microsecond, _)
+        ),
+        KeyKind::Bool => *dt == DataType::Boolean,
+    }
 }
 
 /// A value of the statistics as a heap value (what the B-tree takes as a bound).
@@ -442,9 +478,11 @@ impl IndexCond {
         }
         let column = index.columns[0];
         let kind = KeyKind::of(index.key_types[0]);
-        let param = || {
+        let param = |outer: bool| {
             conjuncts.iter().find_map(|qual| {
-                let p = param_clause(qual, columns).filter(|p| p.column == column)?;
+                let p = param_clause(qual, columns).filter(|p| {
+                    p.column == column && (p.value.downcast_ref::<OuterParam>().is_some() == outer)
+                })?;
                 let keys = KeySet::Param {
                     op: p.op,
                     value: p.value,
@@ -452,10 +490,12 @@ impl IndexCond {
                 Some((keys, vec![qual.clone()]))
             })
         };
-        // No clause on the first column: every key of it, for a skip scan if a later
-        // column has clauses.
-        let (keys, mut quals) = column_keys(column, kind, columns, conjuncts)
-            .or_else(param)
+        // A nested loop's outer value first: the scan is planned for it, and other clauses
+        // on the column are left to the filter. No clause on the first column: every key
+        // of it, for a skip scan if a later column has clauses.
+        let (keys, mut quals) = param(true)
+            .or_else(|| column_keys(column, kind, columns, conjuncts))
+            .or_else(|| param(false))
             .unwrap_or((KeySet::All, Vec::new()));
         let first_quals = quals.len();
         let mut later = Vec::new();
@@ -525,6 +565,12 @@ impl IndexCond {
             Some(v) => KeySet::of(*op, v, self.kind),
             None => every_key,
         })
+    }
+
+    /// Whether the condition's first column takes a nested loop's outer value
+    /// ([`OuterParam`]).
+    pub fn takes_outer_value(&self) -> bool {
+        matches!(&self.keys, KeySet::Param { value, .. } if value.downcast_ref::<OuterParam>().is_some())
     }
 
     /// Every entry of `index`, in its order: no condition, for an `ORDER BY` of its column.
@@ -620,6 +666,45 @@ impl IndexCond {
         let Some(first) = self.keys_now() else {
             return index.scan_range(Bound::Included(Datum::Null), Bound::Unbounded, acct);
         };
+        self.scan_keys(index, &first, backward, acct)
+    }
+
+    /// A scan for the condition with its outer parameter bound to `value`, a nested loop's
+    /// outer row's key (`plan::nested_loops`); `None` when the value is NULL, which equals
+    /// no key.
+    pub fn scan_for<'a>(
+        &self,
+        index: &BtreeIndex,
+        value: &ScalarValue,
+        acct: &'a mut IoAccount,
+    ) -> PgResult<Option<BtreeScan<'a>>> {
+        let KeySet::Param { op, value: param } = &self.keys else {
+            return Err(PgError::internal(
+                "an index scan for an outer value without one",
+            ));
+        };
+        debug_assert!(param.downcast_ref::<OuterParam>().is_some());
+        if value.is_null() {
+            return Ok(None);
+        }
+        // The planner took the parameter only for a type whose values compare exactly.
+        let v = comparable_value(value, self.index.key_types[0]).ok_or_else(|| {
+            PgError::internal(format!(
+                "outer value {value} does not compare with the index keys"
+            ))
+        })?;
+        let keys = KeySet::of(*op, v, self.kind);
+        self.scan_keys(index, &keys, false, acct).map(Some)
+    }
+
+    /// A scan for `first` on the first column and the condition's keys on the others.
+    fn scan_keys<'a>(
+        &self,
+        index: &BtreeIndex,
+        first: &KeySet,
+        backward: bool,
+        acct: &'a mut IoAccount,
+    ) -> PgResult<BtreeScan<'a>> {
         let width = self.later.last().map_or(1, |(at, _, _)| at + 1);
         let mut keys = vec![ColumnKeys::Any; width];
         keys[0] = first.column_keys();

@@ -31,7 +31,9 @@ pub mod hash_join_batches;
 pub mod index_cond;
 pub mod merge_joins;
 pub mod min_max;
+pub mod nested_loops;
 pub mod ordered_scans;
+pub mod outer_param;
 pub mod param_scans;
 pub mod partitions;
 pub mod paths;
@@ -126,6 +128,10 @@ pub struct PlannerSettings {
     pub enable_sort: bool,
     /// An index's order for a sort by more keys than the index's.
     pub enable_incremental_sort: bool,
+    /// A join as a nested loop over an index of its inner side (`nested_loops`).
+    pub enable_nestloop: bool,
+    pub enable_hashjoin: bool,
+    pub enable_mergejoin: bool,
 }
 
 impl PlannerSettings {
@@ -144,6 +150,9 @@ impl PlannerSettings {
             enable_bitmapscan: s.enable_bitmapscan(),
             enable_sort: s.enable_sort(),
             enable_incremental_sort: s.enable_incremental_sort(),
+            enable_nestloop: s.enable_nestloop(),
+            enable_hashjoin: s.enable_hashjoin(),
+            enable_mergejoin: s.enable_mergejoin(),
         }
     }
 }
@@ -165,6 +174,9 @@ impl Default for PlannerSettings {
             enable_bitmapscan: true,
             enable_sort: true,
             enable_incremental_sort: true,
+            enable_nestloop: true,
+            enable_hashjoin: true,
+            enable_mergejoin: true,
         }
     }
 }

@@ -107,7 +107,7 @@ fn scan_with_params(
     if params.is_empty() {
         return Ok(None);
     }
-    let planned = (scan.replan)(params).map_err(to_df)?;
+    let planned = scan.replan.with(params, 1.0).map_err(to_df)?;
     Ok((planned.downcast_ref::<HeapScanExec>().is_none()).then_some(planned))
 }
 

@@ -28,20 +28,25 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use crate::exec::bitmap_scan::BitmapHeapScanExec;
 use crate::exec::index_scan::IndexScanExec;
+use crate::exec::nested_loop::IndexNestedLoopExec;
 use crate::exec::scan::HeapScanExec;
 
 /// PostgreSQL's default `parallel_setup_cost`: below it, a plan is not worth spreading.
 pub const PARALLEL_SETUP_COST: f64 = 1000.0;
 
+type Rule = Arc<dyn PhysicalOptimizerRule + Send + Sync>;
+
 /// DataFusion's physical optimizer rules, run in one partition for cheap plans.
 #[derive(Debug)]
 pub struct OnePartitionWhenCheap {
-    rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>>,
+    /// Rules that choose the plan's nodes (`nested_loops`): run before the plan is weighed.
+    choosing: Vec<Rule>,
+    rules: Vec<Rule>,
 }
 
 impl OnePartitionWhenCheap {
-    pub fn wrapping(rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>>) -> Self {
-        OnePartitionWhenCheap { rules }
+    pub fn wrapping(choosing: Vec<Rule>, rules: Vec<Rule>) -> Self {
+        OnePartitionWhenCheap { choosing, rules }
     }
 }
 
@@ -51,6 +56,10 @@ impl PhysicalOptimizerRule for OnePartitionWhenCheap {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        let mut plan = plan;
+        for rule in &self.choosing {
+            plan = rule.optimize(plan, config)?;
+        }
         let one_partition;
         let config = if config.execution.target_partitions > 1 && is_cheap(plan.as_ref()) {
             let mut options = config.clone();
@@ -60,7 +69,6 @@ impl PhysicalOptimizerRule for OnePartitionWhenCheap {
         } else {
             config
         };
-        let mut plan = plan;
         for rule in &self.rules {
             plan = rule.optimize(plan, config)?;
         }
@@ -73,15 +81,21 @@ impl PhysicalOptimizerRule for OnePartitionWhenCheap {
 
     /// As DataFusion checks its own rules: some change the schema's nullability.
     fn schema_check(&self) -> bool {
-        self.rules.iter().all(|r| r.schema_check())
+        (self.choosing.iter().chain(&self.rules)).all(|r| r.schema_check())
     }
 }
 
 /// Are all of `plan`'s leaves iolab's scans, together cheaper than
 /// [`PARALLEL_SETUP_COST`], or nodes that read nothing?
 pub fn is_cheap(plan: &dyn ExecutionPlan) -> bool {
+    plan_cost(plan).is_some_and(|cost| cost < PARALLEL_SETUP_COST)
+}
+
+/// The estimated cost of `plan`'s scans (and nested loops: their outer side's and inner
+/// scans'), if every leaf is an estimated scan of iolab's or reads nothing.
+pub fn plan_cost(plan: &dyn ExecutionPlan) -> Option<f64> {
     let mut cost = 0.0;
-    leaves_cost(plan, &mut cost) && cost < PARALLEL_SETUP_COST
+    leaves_cost(plan, &mut cost).then_some(cost)
 }
 
 /// Adds the estimated cost of `plan`'s scans to `cost`; false at a leaf that is not an
@@ -101,6 +115,9 @@ fn leaves_cost(plan: &dyn ExecutionPlan, cost: &mut f64) -> bool {
     } else if let Some(scan) = plan.downcast_ref::<BitmapHeapScanExec>() {
         // Its bitmap is in its cost: the Bitmap Index Scans below are not leaves to add.
         scan.estimate()
+    } else if let Some(nested) = plan.downcast_ref::<IndexNestedLoopExec>() {
+        // Its estimate holds its outer side's cost and its inner scans'.
+        Some(nested.estimate())
     } else if plan.is::<PlaceholderRowExec>() || plan.is::<EmptyExec>() {
         return true;
     } else {

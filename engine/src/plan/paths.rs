@@ -9,6 +9,9 @@
 //!   every conjunct), the key type's stored values are the heap's (not float, whose index
 //!   keeps one zero and one NaN) and `enable_indexonlyscan` is on; such an index is a
 //!   candidate even with no condition on it (a scan of the whole index), as in PostgreSQL.
+//! * For a scan a nested loop runs once per outer row (a conjunct `column = OuterParam`,
+//!   `nested_loops`), only the Index Scans that take the outer value, if any index does:
+//!   the nested loop can run no other path.
 //! * For each conjunct that is an OR whose every arm has an index condition (the arm's
 //!   conjuncts, each arm using its cheapest index): a **BitmapOr** of those leaves.
 //! * The bitmap leaves and ORs are combined as PostgreSQL's `choose_bitmap_and` does: sort
@@ -79,9 +82,41 @@ const CTID_WIDTH: i32 = 6;
 /// The bound on the starting points `choose_bitmap_and` tries (PostgreSQL's is 100 too).
 const MAX_BITMAP_AND_STARTS: usize = 100;
 
-/// The planning of a table's scan again with more conjuncts (`plan::param_scans`).
-pub type Replan =
-    Arc<dyn Fn(Vec<Arc<dyn PhysicalExpr>>) -> PgResult<Arc<dyn ExecutionPlan>> + Send + Sync>;
+/// The planning of a table's scan again with more conjuncts (`plan::param_scans`,
+/// `plan::nested_loops`), as a scan run `loops` times.
+#[derive(Clone)]
+pub struct Replan {
+    /// The settings the scan was planned with (the statement's).
+    pub planner: PlannerSettings,
+    plan: ReplanFn,
+}
+
+type ReplanFn =
+    Arc<dyn Fn(Vec<Arc<dyn PhysicalExpr>>, f64) -> PgResult<Arc<dyn ExecutionPlan>> + Send + Sync>;
+
+impl Replan {
+    pub fn new(
+        planner: PlannerSettings,
+        plan: impl Fn(Vec<Arc<dyn PhysicalExpr>>, f64) -> PgResult<Arc<dyn ExecutionPlan>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Replan {
+        Replan {
+            planner,
+            plan: Arc::new(plan),
+        }
+    }
+
+    /// The scan planned with `more` conjuncts, to run `loops` times.
+    pub fn with(
+        &self,
+        more: Vec<Arc<dyn PhysicalExpr>>,
+        loops: f64,
+    ) -> PgResult<Arc<dyn ExecutionPlan>> {
+        (self.plan)(more, loops)
+    }
+}
 
 /// A scan to plan: the table, the columns it returns, the conjuncts DataFusion pushed down.
 pub struct ScanRequest<'a> {
@@ -98,6 +133,9 @@ pub struct ScanRequest<'a> {
     pub order: Option<ScanOrder>,
     /// Kept by a Seq Scan or an Index Scan, for conjuncts the planner could not see yet.
     pub replan: Option<Replan>,
+    /// How many times the scan will run (a nested loop's inner side: once per outer row);
+    /// its cost is one run's.
+    pub loops: f64,
 }
 
 /// A usable index of the table.
@@ -166,6 +204,8 @@ struct Rel<'a> {
     quals: &'a [Arc<dyn PhysicalExpr>],
     /// The cost per row of all the conjuncts.
     qual_cost: f64,
+    /// Runs of the scan (`ScanRequest::loops`).
+    loops: f64,
 }
 
 impl Rel<'_> {
@@ -202,6 +242,7 @@ pub fn plan_scan(
         qual_cost: cost::qual_cost(&p, &req.quals),
         stats,
         quals: &req.quals,
+        loops: req.loops,
     };
     let width = output_width(def, &rel.stats, &req.projection);
     // The table's columns the query needs: its output's and the conjuncts'.
@@ -292,6 +333,7 @@ pub fn plan_scan(
                 },
                 false => HeapVisits::All,
             },
+            rel.loops,
         );
         candidates.push(Candidate {
             access: Access::Index {
@@ -326,6 +368,13 @@ pub fn plan_scan(
                 c.sort_disabled = !p.enable_sort;
             }
         }
+    }
+    // A scan for a nested loop's outer value (`nested_loops`) can run only as an Index
+    // Scan taking it: the other paths are not candidates, unless none takes it (then the
+    // nested loop planner turns the plan down).
+    let takes_outer_value = |c: &Candidate| matches!(&c.access, Access::Index { path, .. } if path.cond.takes_outer_value());
+    if candidates.iter().any(takes_outer_value) {
+        candidates.retain(takes_outer_value);
     }
     // PostgreSQL 18 compares the count of disabled nodes first: the scan's, and a sort's.
     let disabled = |c: &Candidate| u8::from(c.disabled) + u8::from(c.sort_disabled);
@@ -502,6 +551,7 @@ fn costed(rel: &Rel<'_>, cond: IndexCond, index: &Arc<TableIndex>) -> IndexPath 
         selectivity,
         cond.quals.len(),
         searches,
+        rel.loops,
     );
     IndexPath {
         cond,
@@ -698,6 +748,7 @@ mod tests {
                 limit: None,
                 order: None,
                 replan: None,
+                loops: 1.0,
             },
         )
         .unwrap()

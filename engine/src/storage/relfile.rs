@@ -121,6 +121,8 @@ pub struct RelFile {
     /// What an access method keeps with the open relation between statements
     /// (PostgreSQL's `rd_amcache`; 0 = nothing): see [`RelFile::am_cache`].
     am_cache: AtomicU64,
+    /// A second such word: the B-tree's root as its meta page last named it.
+    am_root: AtomicU64,
 }
 
 impl RelFile {
@@ -177,6 +179,7 @@ impl RelFile {
             wal: std::sync::OnceLock::new(),
             local_buffers: std::sync::OnceLock::new(),
             am_cache: AtomicU64::new(0),
+            am_root: AtomicU64::new(0),
         };
         let first = rel.open_segment_file(0, true)?;
         rel.segments.write().push(Some(Arc::new(first)));
@@ -288,6 +291,12 @@ impl RelFile {
     /// 0 until the access method stores something.
     pub fn am_cache(&self) -> &AtomicU64 {
         &self.am_cache
+    }
+
+    /// A second word for the access method: the B-tree keeps its root there
+    /// (`BtreeIndex::walk_down`). 0 until it stores something.
+    pub fn am_root(&self) -> &AtomicU64 {
+        &self.am_root
     }
 
     /// Current size in blocks.

@@ -19,6 +19,7 @@ use datafusion::physical_expr::expressions::{
 use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 use datafusion::scalar::ScalarValue;
+use iolab_engine::plan::outer_param::OuterParam;
 use iolab_engine::values::arrow_type_name;
 
 use crate::sql::checked_arithmetic::CheckedArithmetic;
@@ -29,6 +30,8 @@ pub struct Input<'a> {
     pub column: &'a dyn Fn(usize) -> String,
     pub schema: &'a Schema,
     pub init_plan: &'a dyn Fn(&ScalarSubqueryExpr) -> Option<usize>,
+    /// How a nested loop's outer value (an expression over its outer side) reads.
+    pub outer_value: &'a dyn Fn(&Arc<dyn PhysicalExpr>) -> String,
 }
 
 /// The expression as PostgreSQL prints it.
@@ -39,6 +42,9 @@ pub fn deparse(expr: &Arc<dyn PhysicalExpr>, input: &Input) -> String {
     }
     if let Some(l) = e.downcast_ref::<Literal>() {
         return literal(l.value());
+    }
+    if let Some(p) = e.downcast_ref::<OuterParam>() {
+        return (input.outer_value)(&p.outer);
     }
     if let Some(s) = e.downcast_ref::<ScalarSubqueryExpr>() {
         return match (input.init_plan)(s) {

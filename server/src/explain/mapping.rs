@@ -45,13 +45,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::common::JoinType;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{JoinSide, JoinType};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::functions_table::generate_series::{GenericSeriesState, TimestampValue};
 use datafusion::logical_expr::physical_planning_context::ScalarSubqueryResults;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
+use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::expressions::Literal;
 use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
 use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr};
@@ -79,6 +81,7 @@ use iolab_engine::exec::hash_join_batches::{
     BATCHES_METRIC, BUILD_TEMP_WRITTEN_METRIC, ORIGINAL_BATCHES_METRIC,
 };
 use iolab_engine::exec::index_scan::IndexScanExec;
+use iolab_engine::exec::nested_loop::{IndexNestedLoopExec, LoopKind};
 use iolab_engine::exec::operator_usage::OperatorSnapshot;
 use iolab_engine::exec::scan::HeapScanExec;
 use iolab_engine::exec::table::table_schema;
@@ -116,6 +119,9 @@ pub struct Mapper<'a> {
     /// The scalar subqueries run before their plan (DataFusion's `ScalarSubqueryExec`), in
     /// plan order, as the expressions that read their values: `InitPlan n` is entry n − 1.
     init_plans: Vec<ScalarSubqueryExpr>,
+    /// The outer sides of the nested loops whose inner side is being mapped, innermost
+    /// last: an outer value (`Index Cond: (id = o.cust_id)`) reads over the last.
+    outer_sides: std::cell::RefCell<Vec<Arc<dyn ExecutionPlan>>>,
 }
 
 /// A scan of a set-returning function, as the query names it.
@@ -252,7 +258,7 @@ impl<'a> Mapper<'a> {
                 relations += 1;
             }
             // Depth first, children in order: the order the logical plan lists scans.
-            walk_stack.extend(inner.children().into_iter().rev());
+            walk_stack.extend(join_sides(inner.as_ref()).into_iter().rev());
         }
         Mapper {
             db,
@@ -265,6 +271,7 @@ impl<'a> Mapper<'a> {
             prefix_scan: opts.verbose,
             prefix_output: relations > 1,
             init_plans,
+            outer_sides: Default::default(),
         }
     }
 
@@ -556,54 +563,11 @@ impl<'a> Mapper<'a> {
         }
 
         if let Some(scan) = inner.downcast_ref::<IndexScanExec>() {
-            let alias = self.alias(inner.as_ref(), &scan.table.name);
-            let mut details = Vec::new();
-            if let Some(cond) = self.table_qual(&scan.index_quals, &scan.table, &alias) {
-                details.push(Detail::Expr {
-                    label: "Index Cond",
-                    text: cond,
-                });
-                // A B-tree never asks for a recheck: always 0, printed in structured
-                // formats as PostgreSQL does.
-                details.push(Detail::Removed {
-                    label: "Rows Removed by Index Recheck",
-                    rows: 0.0,
-                });
-            }
-            let name = match scan.is_index_only() {
-                true => "Index Only Scan",
-                false => "Index Scan",
-            };
-            if scan.is_index_only() && actual.is_some() {
-                details.push(Detail::Count {
-                    label: "Heap Fetches",
-                    value: metrics::counter(inner.as_ref(), "heap_fetches"),
-                });
-            }
-            details.extend(self.index_searches(inner.as_ref(), actual));
-            // Its leaves' read-ahead, when the scan went past its first leaf.
-            if metrics::read_stream(inner.as_ref()).capacity > 0 {
-                details.extend(self.read_stream_details(inner.as_ref()));
-            }
-            let backward = scan.is_backward();
-            let node = PlanNode {
-                node_type: name.into(),
-                text_name: match backward {
-                    true => format!("{name} Backward"),
-                    false => name.into(),
-                },
-                index: Some(IndexTarget {
-                    name: scan.index_name.clone(),
-                    scan_direction: Some(if backward { "Backward" } else { "Forward" }),
-                }),
-                relation: Some(self.relation(inner.as_ref(), &scan.table)),
-                costs: with_costs(planner_estimate(inner.as_ref()).unwrap_or_default()),
-                disabled: planner_disabled(inner.as_ref()),
-                actual,
-                details,
-                ..Default::default()
-            };
-            return self.finish_scan(node, inner.as_ref());
+            return self.index_scan(inner, scan, actual, width);
+        }
+
+        if let Some(nested) = inner.downcast_ref::<IndexNestedLoopExec>() {
+            return self.index_nested_loop(nested, actual, width);
         }
 
         if let Some(agg) = inner.downcast_ref::<AggregateExec>() {
@@ -1051,6 +1015,222 @@ impl<'a> Mapper<'a> {
 
     /// A scan node with its own buffers plus its children's, and (with `track_io_timing`)
     /// the latency of its own reads.
+    /// `Index Scan using i on t` (Backward, Index Only), with `actual` its rows and loops.
+    fn index_scan(
+        &self,
+        inner: &Arc<dyn ExecutionPlan>,
+        scan: &IndexScanExec,
+        actual: Option<Actual>,
+        width: i64,
+    ) -> PlanNode {
+        let alias = self.alias(inner.as_ref(), &scan.table.name);
+        let with_costs = |c: Costs| self.opts.costs.then_some(Costs { width, ..c });
+        let mut details = Vec::new();
+        if let Some(cond) = self.table_qual(&scan.index_quals, &scan.table, &alias) {
+            details.push(Detail::Expr {
+                label: "Index Cond",
+                text: cond,
+            });
+            // A B-tree never asks for a recheck: always 0, printed in structured
+            // formats as PostgreSQL does.
+            details.push(Detail::Removed {
+                label: "Rows Removed by Index Recheck",
+                rows: 0.0,
+            });
+        }
+        let name = match scan.is_index_only() {
+            true => "Index Only Scan",
+            false => "Index Scan",
+        };
+        if scan.is_index_only() && actual.is_some() {
+            details.push(Detail::Count {
+                label: "Heap Fetches",
+                value: metrics::counter(inner.as_ref(), "heap_fetches"),
+            });
+        }
+        details.extend(self.index_searches(inner.as_ref(), actual));
+        // Its leaves' read-ahead, when the scan went past its first leaf.
+        if metrics::read_stream(inner.as_ref()).capacity > 0 {
+            details.extend(self.read_stream_details(inner.as_ref()));
+        }
+        let backward = scan.is_backward();
+        let node = PlanNode {
+            node_type: name.into(),
+            text_name: match backward {
+                true => format!("{name} Backward"),
+                false => name.into(),
+            },
+            index: Some(IndexTarget {
+                name: scan.index_name.clone(),
+                scan_direction: Some(if backward { "Backward" } else { "Forward" }),
+            }),
+            relation: Some(self.relation(inner.as_ref(), &scan.table)),
+            costs: with_costs(planner_estimate(inner.as_ref()).unwrap_or_default()),
+            disabled: planner_disabled(inner.as_ref()),
+            actual,
+            details,
+            ..Default::default()
+        };
+        self.finish_scan(node, inner.as_ref())
+    }
+
+    /// `Nested Loop` whose inner Index Scan takes the outer rows' key, once per outer row.
+    fn index_nested_loop(
+        &self,
+        nested: &IndexNestedLoopExec,
+        actual: Option<Actual>,
+        width: i64,
+    ) -> PlanNode {
+        let outer_node = self.slot(nested.outer(), false);
+        let (inner_plan, scan) = nested.inner();
+        self.outer_sides.borrow_mut().push(nested.outer().clone());
+        let inner_node = self.loop_inner(nested, inner_plan, scan);
+        self.outer_sides.borrow_mut().pop();
+
+        // `Join Filter:` the join's equi-keys the index does not take, then its filter,
+        // the inner side's columns read as the inner scan's.
+        let on_scan = |e: &Arc<dyn PhysicalExpr>| -> Arc<dyn PhysicalExpr> {
+            let columns = nested.inner_columns();
+            e.clone()
+                .transform(|n| match n.downcast_ref::<Column>() {
+                    Some(c) => Ok(Transformed::yes(Arc::new(Column::new(
+                        c.name(),
+                        columns[c.index()],
+                    ))
+                        as Arc<dyn PhysicalExpr>)),
+                    None => Ok(Transformed::no(n)),
+                })
+                .map(|t| t.data)
+                .expect("a column rewrite cannot fail")
+        };
+        let (other_keys, filter) = nested.join_quals();
+        let mut quals: Vec<String> = (other_keys.iter())
+            .map(|(o, i)| {
+                let outer = self.expr(o, nested.outer(), self.prefix_upper);
+                let inner = self.expr(&on_scan(i), inner_plan, self.prefix_upper);
+                format!("({outer} = {inner})")
+            })
+            .collect();
+        if let Some(f) = filter {
+            let outer_side = nested.outer_side();
+            let indices = (f.column_indices().iter())
+                .map(|c| ColumnIndex {
+                    index: match c.side == outer_side {
+                        true => c.index,
+                        false => nested.inner_columns()[c.index],
+                    },
+                    side: c.side,
+                })
+                .collect();
+            let on_scan = JoinFilter::new(f.expression().clone(), indices, f.schema().clone());
+            let (left, right) = match outer_side {
+                JoinSide::Left => (nested.outer(), inner_plan),
+                _ => (inner_plan, nested.outer()),
+            };
+            if let Some(Detail::Expr { text, .. }) = self.join_filter(Some(&on_scan), left, right) {
+                quals.push(text);
+            }
+        }
+        let mut details = Vec::new();
+        if !quals.is_empty() {
+            details.push(Detail::Expr {
+                label: "Join Filter",
+                text: and_list(quals),
+            });
+            if let Some(a) = actual {
+                details.push(Detail::Removed {
+                    label: "Rows Removed by Join Filter",
+                    rows: metrics::counter(nested, "rows_removed_by_join_filter") as f64
+                        / a.loops.max(1) as f64,
+                });
+            }
+        }
+        let (outer_costs, inner_costs) =
+            (self.child_costs(&outer_node), self.child_costs(&inner_node));
+        let rows = nested.estimate().rows;
+        let costs = Costs {
+            startup: outer_costs.startup + inner_costs.startup,
+            total: outer_costs.total
+                + outer_costs.rows * inner_costs.total
+                + self.costs.cpu_tuple_cost * rows,
+            rows,
+            width,
+        };
+        let jt = match nested.kind() {
+            LoopKind::Inner => "Inner",
+            LoopKind::Left => "Left",
+            LoopKind::Semi => "Semi",
+            LoopKind::Anti => "Anti",
+        };
+        let node = PlanNode {
+            node_type: "Nested Loop".into(),
+            text_name: join_name("Nested Loop", jt),
+            join_type: Some(jt),
+            inner_unique: Some(scan.finds_one_row()),
+            costs: self.opts.costs.then_some(costs),
+            disabled: nested.estimate().disabled,
+            actual,
+            details,
+            children: vec![outer(outer_node), inner_child(inner_node)],
+            ..Default::default()
+        };
+        self.finish(node, Buffers::default())
+    }
+
+    /// A nested loop's inner Index Scan: its rows and time per loop from its metrics, and
+    /// the inner side's filter, which the nested loop applies.
+    fn loop_inner(
+        &self,
+        nested: &IndexNestedLoopExec,
+        plan: &Arc<dyn ExecutionPlan>,
+        scan: &IndexScanExec,
+    ) -> PlanNode {
+        let actual =
+            (self.opts.analyze).then(|| metrics::looped_actual(plan.as_ref(), self.opts.timing));
+        let width = planner_estimate(plan.as_ref()).map_or(0, |c| c.width);
+        let mut node = self.index_scan(plan, scan, actual, width);
+        if self.opts.verbose {
+            node.output = Some(self.output(plan));
+        }
+        let Some(filter) = nested.inner_filter() else {
+            return node;
+        };
+        let covered = self.covered_quals(plan.as_ref());
+        let texts: Vec<String> = (conjuncts(filter).iter())
+            .map(|q| self.expr(q, plan, self.prefix_scan))
+            .filter(|text| !covered.contains(text))
+            .collect();
+        if texts.is_empty() {
+            return node;
+        }
+        let mut lines = vec![Detail::Expr {
+            label: "Filter",
+            text: and_list(texts),
+        }];
+        if let Some(a) = actual {
+            lines.push(Detail::Removed {
+                label: "Rows Removed by Filter",
+                rows: metrics::counter(plan.as_ref(), "rows_removed_by_filter") as f64
+                    / a.loops.max(1) as f64,
+            });
+        }
+        let at = (node.details.iter())
+            .position(Detail::follows_filter)
+            .unwrap_or(node.details.len());
+        node.details.splice(at..at, lines);
+        node
+    }
+
+    /// How a nested loop's outer value reads: over the outer side of the nested loop whose
+    /// inner side is being mapped, qualified.
+    fn outer_value(&self, e: &Arc<dyn PhysicalExpr>) -> String {
+        let outer = self.outer_sides.borrow().last().cloned();
+        match outer {
+            Some(outer) => self.expr(e, &outer, true),
+            None => e.to_string(),
+        }
+    }
+
     fn finish_scan(&self, node: PlanNode, scan: &dyn ExecutionPlan) -> PlanNode {
         let mut node = self.finish(node, metrics::buffers(scan));
         if node.buffers.is_some() && self.track_io_timing {
@@ -1194,6 +1374,7 @@ impl<'a> Mapper<'a> {
                 column: &column,
                 schema: &schema,
                 init_plan: &|s| self.init_plan_number(s),
+                outer_value: &|e| self.outer_value(e),
             },
         )
     }
@@ -1235,14 +1416,9 @@ impl<'a> Mapper<'a> {
             width,
         );
         let jt = pg_join_type(join_type, true);
-        let text_name = if jt == "Inner" {
-            "Nested Loop".to_string()
-        } else {
-            format!("Nested Loop {jt} Join")
-        };
         let node = PlanNode {
             node_type: "Nested Loop".into(),
-            text_name,
+            text_name: join_name("Nested Loop", jt),
             join_type: Some(jt),
             inner_unique: Some(false),
             costs: self.opts.costs.then_some(Costs { width, ..c }),
@@ -1279,6 +1455,7 @@ impl<'a> Mapper<'a> {
             column: &column,
             schema: f.schema(),
             init_plan: &|s| self.init_plan_number(s),
+            outer_value: &|e| self.outer_value(e),
         };
         deparse_qual(&quals, &input).map(|text| Detail::Expr {
             label: "Join Filter",
@@ -1323,6 +1500,7 @@ impl<'a> Mapper<'a> {
                 column: &column,
                 schema: &schema,
                 init_plan: &|s| self.init_plan_number(s),
+                outer_value: &|e| self.outer_value(e),
             },
         )
     }
@@ -1499,6 +1677,13 @@ impl<'a> Mapper<'a> {
         if let Some(j) = inner.downcast_ref::<HashJoinExec>() {
             let i = j.projection.as_ref().map_or(idx, |p| p[idx]);
             return self.join_column(j.join_type(), j.left(), j.right(), i, prefix);
+        }
+        if let Some(nested) = inner.downcast_ref::<IndexNestedLoopExec>() {
+            let i = nested.projection().map_or(idx, |p| p[idx]);
+            return match nested.join_column(i) {
+                (true, c) => self.column(nested.outer(), c, prefix),
+                (false, c) => self.column(nested.inner().0, c, prefix),
+            };
         }
         if let Some(j) = inner.downcast_ref::<NestedLoopJoinExec>() {
             let i = j.projection().as_ref().map_or(idx, |p| p[idx]);
@@ -1884,10 +2069,24 @@ fn pg_join_type(jt: &JoinType, build_left: bool) -> &'static str {
 }
 
 fn join_name(method: &str, jt: &str) -> String {
-    if jt == "Inner" {
+    if jt == "Inner" && method == "Nested Loop" {
+        method.to_string()
+    } else if jt == "Inner" {
         format!("{method} Join")
     } else {
         format!("{method} {jt} Join")
+    }
+}
+
+/// The nodes EXPLAIN shows below `plan`, in the order of the query's relations: its
+/// children, and a nested loop's inner scan in its join side's place.
+fn join_sides(plan: &dyn ExecutionPlan) -> Vec<&Arc<dyn ExecutionPlan>> {
+    match plan.downcast_ref::<IndexNestedLoopExec>() {
+        Some(nested) => match nested.outer_side() {
+            JoinSide::Left => vec![nested.outer(), nested.inner().0],
+            _ => vec![nested.inner().0, nested.outer()],
+        },
+        None => plan.children(),
     }
 }
 

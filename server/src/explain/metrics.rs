@@ -141,6 +141,20 @@ pub fn baseline_actual(plan: &dyn ExecutionPlan, timing: bool) -> Actual {
     }
 }
 
+/// Rows, loops and (with `timing`) per-loop time of a nested loop's inner scan, which
+/// publishes them when its nested loop ends (`Prober`: `output_rows`, `loops`,
+/// `probe_time`). PostgreSQL's startup time of a loop is not measured: it shows the loop's
+/// whole time for both.
+pub fn looped_actual(plan: &dyn ExecutionPlan, timing: bool) -> Actual {
+    let loops = counter(plan, "loops");
+    let per_loop_ms = (loops > 0).then(|| counter(plan, "probe_time") as f64 / 1e6 / loops as f64);
+    Actual {
+        times_ms: per_loop_ms.filter(|_| timing).map(|ms| (ms, ms)),
+        rows: metrics(plan).output_rows().unwrap_or(0) as f64,
+        loops,
+    }
+}
+
 /// Has every execution of the node ended (published its end timestamp)?
 pub fn ended(plan: &dyn ExecutionPlan) -> bool {
     metrics(plan).iter().all(|metric| match metric.value() {

@@ -143,6 +143,11 @@ fn node(out: &mut Vec<String>, n: &PlanNode, mut indent: usize) {
     }
     if let Some(cols) = &n.output {
         out.push(format!("{pad}Output: {}", cols.join(", ")));
+        // VERBOSE: a join's inner side is unique only when it is (structured formats say
+        // either).
+        if n.inner_unique == Some(true) {
+            out.push(format!("{pad}Inner Unique: true"));
+        }
     }
     let executed = n.actual.is_some_and(|a| a.loops > 0);
     for d in &n.details {

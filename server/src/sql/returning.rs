@@ -285,6 +285,7 @@ impl Returning {
             column: &column,
             schema: &self.input,
             init_plan: &|_| None,
+            outer_value: &|e| e.to_string(),
         };
         self.exprs
             .iter()
