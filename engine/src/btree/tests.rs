@@ -1021,6 +1021,8 @@ fn cold_scan(
 ) -> ColdScan {
     let mut acct = IoAccount::default();
     index.pool.evict_all(&mut acct).unwrap();
+    // As after a restart: the root not known, so both ways read the meta page.
+    (index.rel.am_root()).store(0, std::sync::atomic::Ordering::Release);
     let mut acct = IoAccount::default();
     let mut scan = index
         .scan_range(int_datum(lower), int_datum(upper), &mut acct)

@@ -228,7 +228,8 @@ impl<'a> Join<'a> {
                     + p.cpu_tuple_cost * estimate_rows,
                 rows: estimate_rows,
                 width: 0,
-                disabled: disabled > 0,
+                // The node's own: its inner scan shows its own.
+                disabled: !p.enable_nestloop,
             };
             tracing::debug!(
                 "planner: nested loop over {}: {} loops of cost {:.2}: {:.2}",

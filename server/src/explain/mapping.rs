@@ -45,7 +45,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{JoinSide, JoinType};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
@@ -193,6 +193,12 @@ pub fn scan_aliases(plan: &LogicalPlan) -> Vec<ScanName> {
         for input in plan.inputs() {
             walk(input, out);
         }
+        // The relations of subqueries in its expressions (`EXISTS (SELECT … FROM cust c)`),
+        // which the physical plan joins after the query's own.
+        let _ = plan.apply_subqueries(|subquery| {
+            walk(subquery, out);
+            Ok(TreeNodeRecursion::Continue)
+        });
     }
     let mut out = Vec::new();
     walk(plan, &mut out);
