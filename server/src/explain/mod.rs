@@ -221,12 +221,16 @@ struct Planned {
 }
 
 impl Explainer<'_> {
-    /// Plans a query as `StatementRun::query_stream` does, stopping at the physical plan.
-    async fn plan(&self, query: &ast::Statement) -> PgResult<Planned> {
+    /// Plans a query as `StatementRun::query_stream` does (`query_stream_in_order` with
+    /// `in_order`: an INSERT's source), stopping at the physical plan.
+    async fn plan(&self, query: &ast::Statement, in_order: bool) -> PgResult<Planned> {
         let started = Instant::now();
         let logical = self.run.logical_plan(query).await?;
         let aliases = mapping::scan_aliases(&logical);
-        let mut plan = self.run.physical_plan(&logical).await?;
+        let mut plan = match in_order {
+            true => self.run.physical_plan_in_order(&logical).await?,
+            false => self.run.physical_plan(&logical).await?,
+        };
         let planning_ms = ms_since(started);
         if self.opts.analyze {
             plan = instrument::instrument(plan, self.opts.timing).map_err(from_datafusion)?;
@@ -250,7 +254,7 @@ impl Explainer<'_> {
     }
 
     async fn query(&self, query: &ast::Statement) -> PgResult<Explained> {
-        let planned = self.plan(query).await?;
+        let planned = self.plan(query, false).await?;
         let mut explained = Explained {
             planning_time_ms: Some(planned.planning_ms),
             ..Default::default()
@@ -319,7 +323,9 @@ impl Explainer<'_> {
             ));
         };
         let table = &prepared.table;
-        let mut planned = self.plan(&ast::Statement::Query(source.clone())).await?;
+        let mut planned = self
+            .plan(&ast::Statement::Query(source.clone()), true)
+            .await?;
         // The target takes the table's name; PostgreSQL renames reads of the same table
         // in the source `t_1`, `t_2` …
         let mut renamed = 0;
@@ -339,7 +345,7 @@ impl Explainer<'_> {
     async fn modify(&self, stmt: &ast::Statement) -> PgResult<Explained> {
         let found = crate::sql::dml::row_query(&self.run.db, self.run.temp.schema(), stmt, true)?
             .expect("a DELETE or UPDATE");
-        let planned = self.plan(&found.query).await?;
+        let planned = self.plan(&found.query, false).await?;
         self.modify_table(planned, &found.table, found.alias, Change::Modify(stmt))
             .await
     }

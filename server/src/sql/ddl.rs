@@ -301,7 +301,7 @@ pub async fn create_table_as(
         return Err(PgError::syntax("syntax error at or near \"AS\""));
     }
     let query = ast::Statement::Query(query);
-    let stream = run.query_stream(&query).await?;
+    let stream = run.query_stream_in_order(&query).await?;
     let schema = crate::sql::colnames::rename(&query, stream.schema());
     // `CREATE TABLE t (a, b) AS …` names the first columns (sql::ctas_columns).
     if create.columns.len() > schema.fields().len() {

@@ -32,7 +32,7 @@ pub async fn insert(run: &StatementRun, insert: &ast::Insert) -> PgResult<Outcom
     let prepared = prepare(run, insert).await?;
     let stream = match &prepared.source {
         Some(source) => {
-            run.query_stream(&ast::Statement::Query(source.clone()))
+            run.query_stream_in_order(&ast::Statement::Query(source.clone()))
                 .await?
         }
         None => one_empty_row()?,

@@ -567,6 +567,28 @@ impl StatementRun {
 
     /// Plans (or takes from the plan cache) and starts a query with DataFusion.
     pub async fn query_stream(&self, stmt: &ast::Statement) -> PgResult<SendableRecordBatchStream> {
+        self.stream(stmt, false).await
+    }
+
+    /// [`query_stream`](Self::query_stream) returning the rows in the order its plan
+    /// produces them in one process, as PostgreSQL's serial plan does: an INSERT … SELECT
+    /// or CREATE TABLE … AS stores them in that order. (In several partitions, DataFusion
+    /// would interleave their batches: `INSERT … SELECT … FROM generate_series(1, n)`
+    /// would store the rows out of order, its table's physical order would not be the
+    /// series', and a primary key filled by those inserts would split its pages in the
+    /// middle instead of at the end: PostgreSQL's pages are 90 % full, these were 70 %.)
+    pub async fn query_stream_in_order(
+        &self,
+        stmt: &ast::Statement,
+    ) -> PgResult<SendableRecordBatchStream> {
+        self.stream(stmt, true).await
+    }
+
+    async fn stream(
+        &self,
+        stmt: &ast::Statement,
+        in_order: bool,
+    ) -> PgResult<SendableRecordBatchStream> {
         if let Some(physical) = self.generic_plan()? {
             return datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
                 .map_err(from_datafusion);
@@ -575,8 +597,21 @@ impl StatementRun {
             Some(plan) => plan,
             None => self.optimized_plan(stmt).await?,
         };
-        let physical = self.physical_plan_of_optimized(&optimized).await?;
+        let physical = match in_order {
+            true => self.planner_in_one_partition(&optimized).await?,
+            false => self.physical_plan_of_optimized(&optimized).await?,
+        };
         datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
+            .map_err(from_datafusion)
+    }
+
+    async fn planner_in_one_partition(
+        &self,
+        plan: &datafusion::logical_expr::LogicalPlan,
+    ) -> PgResult<Arc<dyn ExecutionPlan>> {
+        (self.state.query_planner())
+            .create_physical_plan(plan, &self.one_partition_state())
+            .await
             .map_err(from_datafusion)
     }
 
@@ -737,6 +772,16 @@ impl StatementRun {
     ) -> PgResult<Arc<dyn ExecutionPlan>> {
         let optimized = self.state.optimize(plan).map_err(from_datafusion)?;
         self.physical_plan_of_optimized(&optimized).await
+    }
+
+    /// [`physical_plan`](Self::physical_plan) in one partition, as
+    /// [`query_stream_in_order`](Self::query_stream_in_order) plans.
+    pub async fn physical_plan_in_order(
+        &self,
+        plan: &datafusion::logical_expr::LogicalPlan,
+    ) -> PgResult<Arc<dyn ExecutionPlan>> {
+        let optimized = self.state.optimize(plan).map_err(from_datafusion)?;
+        self.planner_in_one_partition(&optimized).await
     }
 
     /// DataFusion's physical plan of an optimized `plan`. A statement that reads only
