@@ -490,6 +490,10 @@ macro_rules! typed_getters {
                 _ => $crate::ReadStreamAdvice::Pg18,
             }
         }
+        /// `nestloop_prefetch`: a nested loop's inner scans read ahead.
+        pub fn nestloop_prefetch(&self) -> bool {
+            self.value("nestloop_prefetch").as_bool()
+        }
         /// `read_stream_gap_limit`, in 8 kB blocks: 0 = read only the blocks asked for.
         pub fn read_stream_gap_limit(&self) -> i32 {
             self.value("read_stream_gap_limit").as_int()

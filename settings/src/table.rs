@@ -34,7 +34,7 @@
 //!   hugetlb pages as in PostgreSQL (which ignores THP): what matters for I/O into the pool
 //!   is the page size, not where the pages came from. The server sets it at start, as
 //!   PostgreSQL does; it boots as `unknown`.
-//! * iolab's own settings: `read_stream_advice` and `read_stream_gap_limit` (listed by
+//! * iolab's own settings: `read_stream_advice`, `read_stream_gap_limit` and `nestloop_prefetch` (listed by
 //!   `EXPLAIN (SETTINGS)` when changed, like the planner settings), `stats_history_interval` (100 ms .. 1 h, 0 = off) and
 //!   `stats_history_retention` (1 min .. 1 day), whose ratio bounds the history ring (which
 //!   never holds more than 64 MiB), and `metrics_port` / `metrics_listen_address` (the
@@ -596,6 +596,11 @@ pub static SETTINGS: &[SettingDef] = &[
     setting("min_wal_size", Int { min: 2, max: 2147483647, unit: Megabytes }, "80", Sighup,
         "Write-Ahead Log / Checkpoints",
         "Sets the minimum size to shrink the WAL to."),
+    setting("nestloop_prefetch", Bool, "on", User,
+        "Resource Usage / I/O",
+        "Reads the inner index scans of a nested loop ahead through read streams.")
+        .extra("For a chunk of outer rows at a time, the first leaves of their index scans, then the heap pages of the rows found, as far ahead as effective_io_concurrency allows. off (or effective_io_concurrency 0) runs one scan at a time, reading each page when it needs it, as PostgreSQL 18 does.")
+        .flags(EXPLAIN),
     setting("parallel_setup_cost", Real { min: 0.0, max: f64::MAX, unit: NoUnit }, "1000", User,
         "Query Tuning / Planner Cost Constants",
         "Sets the planner's estimate of the cost of starting up worker processes for parallel query.")

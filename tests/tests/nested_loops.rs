@@ -419,3 +419,69 @@ async fn errors_visibility_and_prepared_statements() {
         assert_eq!(got, want, "o.id = {id}");
     }
 }
+
+/// `nestloop_prefetch`: under every io_method, a cold loop reads its inner scans' leaves
+/// and heap pages ahead (EXPLAIN (IO) on the inner scan: the look-ahead grew, several reads
+/// in flight at once under worker and io_uring), with the rows of one probe at a time;
+/// off, no read stream.
+#[tokio::test(flavor = "multi_thread")]
+async fn read_ahead_overlaps_the_inner_reads() {
+    for method in ["worker", "io_uring", "sync"] {
+        let server = TestServer::start_with(
+            &format!("nested-loop-read-ahead-{method}"),
+            &["-c", &format!("io_method={method}")],
+        );
+        let c = server.client().await;
+        c.batch_execute(
+            "CREATE TABLE cust(id int PRIMARY KEY, name text, pad text);
+             INSERT INTO cust SELECT i, 'c' || i, md5(i::text) FROM generate_series(1, 100000) i;
+             CREATE TABLE orders(id int PRIMARY KEY, cust_id int);
+             INSERT INTO orders SELECT i, CASE WHEN i % 97 = 0 THEN NULL ELSE (i * 7919) % 120000 + 1 END
+               FROM generate_series(1, 5000) i;
+             VACUUM ANALYZE cust; VACUUM ANALYZE orders;
+             SET enable_hashjoin = off; SET enable_mergejoin = off",
+        )
+        .await
+        .unwrap();
+        let query = "SELECT o.id, c.name, c.pad FROM orders o LEFT JOIN cust c ON c.id = o.cust_id";
+        let lines = cold_inner_scan(&c, query).await;
+        let below = &lines[..];
+        let max = figure(below, "Prefetch:", "max=").unwrap_or(0.0);
+        assert!(max >= 2.0, "{method}: the look-ahead grew: {lines:#?}");
+        if method != "sync" {
+            let in_flight = figure(below, "I/O:", "inprogress=").unwrap_or(0.0);
+            assert!(in_flight > 1.0, "{method}: reads overlapped: {lines:#?}");
+        }
+        let mut ahead = rows(&c, query).await;
+        c.batch_execute("SET nestloop_prefetch = off")
+            .await
+            .unwrap();
+        let lines = cold_inner_scan(&c, query).await;
+        assert!(
+            !lines.iter().any(|l| l.contains("Prefetch:")),
+            "{method}: {lines:#?}"
+        );
+        let mut one_by_one = rows(&c, query).await;
+        ahead.sort();
+        one_by_one.sort();
+        assert_eq!(ahead.len(), 5000, "{method}");
+        assert_eq!(ahead, one_by_one, "{method}");
+    }
+}
+
+/// The lines of EXPLAIN (ANALYZE, IO) for `query` run cold (the buffer pool emptied) from
+/// the inner scan's on (the inner scan is on `cust c`).
+async fn cold_inner_scan(c: &Client, query: &str) -> Vec<String> {
+    c.simple_query("SELECT * FROM pg_buffercache_evict_all()")
+        .await
+        .unwrap();
+    let lines = plan(
+        c,
+        &format!("EXPLAIN (ANALYZE, IO, COSTS OFF, TIMING OFF) {query}"),
+    )
+    .await;
+    let inner = (lines.iter())
+        .position(|l| l.contains("Index Scan using cust_pkey on cust c"))
+        .unwrap_or_else(|| panic!("a nested loop over cust_pkey: {lines:#?}"));
+    lines[inner..].to_vec()
+}

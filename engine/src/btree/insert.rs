@@ -290,10 +290,11 @@ impl BtreeIndex {
         // whose flag cannot be cleared.
         for _ in 0..=self.rel.nblocks() {
             stack.clear();
-            match self.walk_down(search, &mut stack, true, acct)? {
+            match self.walk_down(search, &mut stack, true, false, acct)? {
                 Descent::Leaf(leaf) => return Ok((leaf, stack)),
                 Descent::IncompleteSplit(blkno) => self.finish_split(blkno, &mut stack, acct)?,
                 Descent::Empty => return self.first_root(acct),
+                Descent::LeafBlock(_) => unreachable!("an insert's descent reads its leaf"),
             }
         }
         Err(super::corrupted(format!(

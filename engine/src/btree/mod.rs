@@ -209,6 +209,11 @@ impl BtreeIndex {
     pub fn nblocks(&self) -> u32 {
         self.rel.nblocks()
     }
+
+    /// The index file.
+    pub fn relfile(&self) -> &Arc<RelFile> {
+        &self.rel
+    }
 }
 
 /// The lock writers of the index stored in `relfilenode` take turns on (see the module

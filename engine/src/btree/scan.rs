@@ -85,12 +85,24 @@ use crate::heap::codec::Datum;
 use crate::storage::page as slotted;
 use crate::stream::{ReadStreamConfig, ReadStreamStats};
 
+/// How a forward scan finds its first leaf.
+enum Start<'f> {
+    /// A descent from the root.
+    Descend,
+    /// The leaf is given, read already.
+    AtLeaf(PinnedBuffer),
+    /// Not at all: the scan only finds the leaf's block, unread, and stops.
+    FindLeaf(&'f mut Option<u32>),
+}
+
 /// Where [`BtreeIndex::walk_down`] ended.
 pub(super) enum Descent {
     /// The index has no root yet.
     Empty,
     /// The leaf where the search key belongs, pinned.
     Leaf(PinnedBuffer),
+    /// The leaf where the search key belongs, not read (`walk_down`'s `leaf_unread`).
+    LeafBlock(u32),
     /// This page's split was left incomplete by a crash: its right half has no downlink.
     IncompleteSplit(u32),
 }
@@ -145,20 +157,41 @@ impl BtreeIndex {
         stack: &mut Vec<u32>,
         acct: &mut IoAccount,
     ) -> PgResult<Option<PinnedBuffer>> {
-        Ok(match self.walk_down(search, stack, false, acct)? {
+        Ok(match self.walk_down(search, stack, false, false, acct)? {
             Descent::Empty => None,
             Descent::Leaf(leaf) => Some(leaf),
-            Descent::IncompleteSplit(_) => unreachable!("readers pass incomplete splits"),
+            Descent::LeafBlock(_) | Descent::IncompleteSplit(_) => {
+                unreachable!("a reader's descent reads its leaf and passes incomplete splits")
+            }
         })
     }
 
+    /// The block of the leaf where `search` belongs, found through the internal pages
+    /// without reading the leaf itself; `None` for an empty index.
+    pub(super) fn leaf_block(
+        &self,
+        search: &SearchKey,
+        acct: &mut IoAccount,
+    ) -> PgResult<Option<u32>> {
+        Ok(
+            match self.walk_down(search, &mut Vec::new(), false, true, acct)? {
+                Descent::Empty => None,
+                Descent::Leaf(leaf) => Some(leaf.blkno()), // the root is the leaf
+                Descent::LeafBlock(blkno) => Some(blkno),
+                Descent::IncompleteSplit(_) => unreachable!("readers pass incomplete splits"),
+            },
+        )
+    }
+
     /// [`descend`](Self::descend), stopping at the first page met whose split a crash
-    /// left incomplete if `stop_at_incomplete_split` (an insert finishes it first).
+    /// left incomplete if `stop_at_incomplete_split` (an insert finishes it first), and
+    /// before reading the leaf if `leaf_unread`.
     pub(super) fn walk_down(
         &self,
         search: &SearchKey,
         stack: &mut Vec<u32>,
         stop_at_incomplete_split: bool,
+        leaf_unread: bool,
         acct: &mut IoAccount,
     ) -> PgResult<Descent> {
         let cache = self.rel.am_root();
@@ -222,7 +255,11 @@ impl BtreeIndex {
                     let max = slotted::page_max_offset(&page);
                     // The first item above the search key; the child is the one before.
                     let above = self.first_at_or_above(&page, search, first + 1, max, true)?;
-                    Some(tuple_at(&page, above - 1)?.downlink())
+                    let child = tuple_at(&page, above - 1)?.downlink();
+                    if leaf_unread && opaque.level == 1 {
+                        return Ok(Descent::LeafBlock(child));
+                    }
+                    Some(child)
                 }
             };
             match child {
@@ -291,13 +328,55 @@ impl BtreeIndex {
         backward: bool,
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
+        self.scan_starting(keys, backward, Start::Descend, acct)
+    }
+
+    /// The block of the first leaf a forward [`scan`](Self::scan) for `keys` reads, found
+    /// through the internal pages without reading the leaf (a nested loop reads the first
+    /// leaves of many scans ahead through a read stream, then starts each scan there with
+    /// [`scan_at_leaf`](Self::scan_at_leaf)); `None` when the scan or the index is empty.
+    pub fn first_leaf(
+        &self,
+        keys: &[ColumnKeys<'_>],
+        acct: &mut IoAccount,
+    ) -> PgResult<Option<u32>> {
+        let mut found = None;
+        self.scan_starting(keys, false, Start::FindLeaf(&mut found), acct)?;
+        Ok(found)
+    }
+
+    /// A forward [`scan`](Self::scan) for `keys` that starts at `leaf`, pinned (the block
+    /// [`first_leaf`](Self::first_leaf) named, read since), instead of descending to it.
+    /// The leaf is read as after a descent: if it split meanwhile, the scan moves right.
+    pub fn scan_at_leaf<'a>(
+        &self,
+        keys: &[ColumnKeys<'_>],
+        leaf: PinnedBuffer,
+        acct: &'a mut IoAccount,
+    ) -> PgResult<BtreeScan<'a>> {
+        self.scan_starting(keys, false, Start::AtLeaf(leaf), acct)
+    }
+
+    fn scan_starting<'a>(
+        &self,
+        keys: &[ColumnKeys<'_>],
+        backward: bool,
+        first: Start<'_>,
+        acct: &'a mut IoAccount,
+    ) -> PgResult<BtreeScan<'a>> {
         assert!(
             keys.len() <= self.columns.len(),
             "more scan keys than key columns"
         );
+        assert!(
+            !backward || matches!(first, Start::Descend),
+            "only a forward scan starts at a given leaf"
+        );
         let Some(conds) = self.column_conds(keys)? else {
             let scan = BtreeScan::new(self.clone(), acct, Wanted::nothing());
-            scan.acct.relations().index_scan(self.relfilenode());
+            if !matches!(first, Start::FindLeaf(_)) {
+                scan.acct.relations().index_scan(self.relfilenode());
+            }
             return Ok(scan);
         };
         // The bounds: equal-to-one-value columns, then the first range.
@@ -368,7 +447,14 @@ impl BtreeIndex {
             };
             let wanted = Wanted { end, filters, skip };
             let mut scan = BtreeScan::new(self.clone(), acct, wanted);
-            scan.start(start)?;
+            match first {
+                Start::Descend => scan.start(start)?,
+                Start::AtLeaf(leaf) => scan.start_at(start, leaf)?,
+                Start::FindLeaf(found) => {
+                    *found = self.leaf_block(&start, scan.acct)?;
+                    scan.wanted = Wanted::nothing();
+                }
+            }
             return Ok(scan);
         }
         // Backward: from just above the upper bound (below the NULLs that end a range).
@@ -860,6 +946,20 @@ impl<'a> BtreeScan<'a> {
         };
         self.first_leaf = leaf.blkno();
         self.parent = stack.last().copied().unwrap_or(P_NONE);
+        self.lower = Some(search);
+        self.read_leaf(leaf)
+    }
+
+    /// [`start`](Self::start) at `leaf`, read already: the descent's search, without the
+    /// descent (no read-ahead: the internal page above is not known). A skip scan, which
+    /// descends again anyway, takes the usual way.
+    fn start_at(&mut self, search: SearchKey<'static>, leaf: PinnedBuffer) -> PgResult<()> {
+        if self.wanted.skip.is_some() {
+            return self.start(search);
+        }
+        self.searches += 1;
+        self.acct.relations().index_scan(self.index.relfilenode());
+        self.first_leaf = leaf.blkno();
         self.lower = Some(search);
         self.read_leaf(leaf)
     }

@@ -1168,3 +1168,73 @@ fn a_scan_dropped_early_releases_its_read_ahead() {
         "the reads ahead are in the scan's account"
     );
 }
+
+/// A scan started at the leaf `first_leaf` named (what a nested loop's read-ahead does)
+/// returns what a scan from the root returns: for keys present, absent, below and above
+/// every key, and when the named leaf split before the scan read it (the start moved
+/// right of it).
+#[test]
+fn a_scan_started_at_a_named_leaf_is_a_scan_from_the_root() {
+    use Bound::*;
+    let f = plain_fixture("btree-named-leaf", PgType::Int4, 256);
+    let mut rng = Rng(17);
+    let mut model = random_int_entries(&mut rng, 30_000, 3_000, 0);
+    load(&f.index, &mut model);
+    let keys_for = |k: i32| {
+        [super::scan::ColumnKeys::Range(
+            Included(Datum::Int4(k)),
+            Included(Datum::Int4(k)),
+        )]
+    };
+    let probe = |k: i32, leaf: u32| {
+        let mut acct = IoAccount::default();
+        let from_root: Vec<Tid> = (f.index.scan(&keys_for(k), false, &mut acct).unwrap())
+            .collect::<PgResult<_>>()
+            .unwrap();
+        let buffer = f.index.read(leaf, &mut acct).unwrap();
+        let from_leaf: Vec<Tid> = (f
+            .index
+            .scan_at_leaf(&keys_for(k), buffer, &mut acct)
+            .unwrap())
+        .collect::<PgResult<_>>()
+        .unwrap();
+        (from_root, from_leaf)
+    };
+    let leaf_of = |k: i32| {
+        let mut acct = IoAccount::default();
+        let leaf = f.index.first_leaf(&keys_for(k), &mut acct).unwrap();
+        leaf.expect("a loaded index has leaves")
+    };
+    for k in [-5, 0, 1, 7, 1500, 2999, 3000, 3001, 9999] {
+        let (from_root, from_leaf) = probe(k, leaf_of(k));
+        assert_eq!(from_leaf, from_root, "key {k}");
+        let expected = model
+            .iter()
+            .filter(|(key, _)| *key == Key::Int(k as i64))
+            .count();
+        assert_eq!(from_root.len(), expected, "key {k}");
+    }
+    // Name the leaf of key 2000, then fill it until it splits: its entries of 2000 may
+    // now be to its right; the scan from the stale leaf still finds them all.
+    let stale = leaf_of(2000);
+    let more: Vec<(Key<'static>, Tid)> = (0..2000)
+        .map(|i: u32| {
+            (
+                Key::Int(2000 - i64::from(i % 3)),
+                (1000 + i / 200, (i % 200) as u16 + 1),
+            )
+        })
+        .collect();
+    let mut acct = IoAccount::default();
+    f.index
+        .insert_entries(&mut rows(&more), "t", &mut acct)
+        .unwrap();
+    assert_ne!(
+        leaf_of(2000),
+        stale,
+        "the leaf split and its 2000s moved right"
+    );
+    let (from_root, from_leaf) = probe(2000, stale);
+    assert_eq!(from_leaf, from_root);
+    assert!(from_root.len() > 600, "{} entries of 2000", from_root.len());
+}

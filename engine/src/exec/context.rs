@@ -73,6 +73,8 @@ pub struct StreamSettings {
     pub advice: ReadStreamAdvice,
     /// `read_stream_gap_limit`, in blocks.
     pub gap_limit: i32,
+    /// `nestloop_prefetch`.
+    pub nestloop_prefetch: bool,
 }
 
 impl Default for StreamSettings {
@@ -84,6 +86,7 @@ impl Default for StreamSettings {
             io_combine_limit: 16,
             advice: ReadStreamAdvice::Pg18,
             gap_limit: 0,
+            nestloop_prefetch: true,
         }
     }
 }
@@ -97,6 +100,7 @@ impl StreamSettings {
             io_combine_limit: settings.effective_io_combine_limit(),
             advice: settings.read_stream_advice(),
             gap_limit: settings.read_stream_gap_limit(),
+            nestloop_prefetch: settings.nestloop_prefetch(),
         }
     }
 

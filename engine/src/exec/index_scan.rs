@@ -81,7 +81,7 @@ use crate::heap::tuple;
 use crate::plan::index_cond::{conjunction, IndexCond, KeySet};
 use crate::plan::{PathEstimate, ScanOrder};
 use crate::storage::page;
-use crate::stream::ReadStreamStats;
+use crate::stream::{ReadStream, ReadStreamStats};
 use crate::txn::VisibilityChecker;
 use crate::Database;
 
@@ -314,6 +314,7 @@ impl IndexScanExec {
             returned: 0,
             filtered: 0,
             time: std::time::Duration::ZERO,
+            stream_stats: ReadStreamStats::default(),
         })
     }
 
@@ -791,9 +792,200 @@ pub struct Prober {
     /// Rows the nested loop's filter of the inner side removed.
     filtered: usize,
     time: std::time::Duration,
+    /// What the read-ahead's streams did.
+    stream_stats: ReadStreamStats,
+}
+
+/// A TID one of [`Prober::probe_all`]'s scans found: the position of its value, and its
+/// key (an index-only scan returning keys).
+struct ProbedTid {
+    at: usize,
+    tid: (u32, u16),
+    key: Option<Vec<key::Key<'static>>>,
 }
 
 impl Prober {
+    /// Probes for `values` in turn, as [`probe`](Self::probe) does each: the rows found for
+    /// each, in order. With `read_ahead`, the probes' first leaves and then their rows'
+    /// heap pages are read ahead through read streams (module comment of
+    /// `exec::nested_loop`, "Reading ahead"); without, one probe at a time, stopping once a
+    /// batch of rows is collected (the counts then cover the first values only).
+    pub fn probe_all(
+        &mut self,
+        values: &[ScalarValue],
+        limit: Option<usize>,
+        read_ahead: bool,
+    ) -> PgResult<Vec<usize>> {
+        if !read_ahead || values.len() < 2 {
+            let mut found = Vec::with_capacity(values.len());
+            for value in values {
+                found.push(self.probe(value, limit)?);
+                if self.rows() >= SCAN_BATCH_ROWS {
+                    break;
+                }
+            }
+            return Ok(found);
+        }
+        let started = std::time::Instant::now();
+        self.loops += values.len() as u64;
+        let tids = self.leaves_ahead(values)?;
+        let found = self.rows_ahead(values.len(), &tids, limit)?;
+        self.time += started.elapsed();
+        Ok(found)
+    }
+
+    /// Reads the first leaf of each value's scan ahead (their blocks found by descents that
+    /// stop above the leaves) and runs each scan from its leaf: every value's TIDs, with
+    /// the value's position, in order (and with their keys, index only).
+    fn leaves_ahead(&mut self, values: &[ScalarValue]) -> PgResult<Vec<ProbedTid>> {
+        let mut firsts = Vec::with_capacity(values.len());
+        let mut leaves = Vec::with_capacity(values.len());
+        for (at, value) in values.iter().enumerate() {
+            let first = self.cond.outer_keys(value)?;
+            if let Some(keys) = &first {
+                if let Some(leaf) = self
+                    .cond
+                    .first_leaf_for(&self.index, keys, &mut self.acct)?
+                {
+                    leaves.push((leaf, at));
+                }
+            }
+            firsts.push(first);
+        }
+        let db = &self.stmt.db;
+        let mut stream = ReadStream::new(
+            db.aio.clone(),
+            db.pool.clone(),
+            self.index.relfile().clone(),
+            None,
+            &self.stmt.stream_config(false, false),
+            std::mem::take(&mut self.acct),
+            {
+                let mut leaves = leaves.into_iter();
+                move || leaves.next()
+            },
+        );
+        let mut tids = Vec::new();
+        let result = (|| {
+            while let Some((leaf, at)) = stream.next_buffer()? {
+                let first = firsts[at]
+                    .as_ref()
+                    .expect("a leaf only for a value with keys");
+                let mut scan =
+                    self.cond
+                        .scan_at_leaf(&self.index, first, leaf, &mut stream.acct)?;
+                loop {
+                    let next = match self.returns_keys {
+                        true => scan.next_with_key(&mut self.key),
+                        false => scan.next(),
+                    };
+                    let Some(tid) = next else { break };
+                    let key = self.returns_keys.then(|| self.key.clone());
+                    tids.push(ProbedTid { at, tid: tid?, key });
+                }
+                self.searches += scan.searches();
+            }
+            Ok(())
+        })();
+        self.stream_stats.add(&stream.stats());
+        self.acct = stream.into_account();
+        result.map(|()| tids)
+    }
+
+    /// The rows of `tids` (from [`leaves_ahead`](Self::leaves_ahead)) the snapshot sees,
+    /// at most `limit` per value, their heap pages read ahead (index only: only pages the
+    /// visibility map does not mark, one at a time); the rows found for each of `values`.
+    fn rows_ahead(
+        &mut self,
+        values: usize,
+        tids: &[ProbedTid],
+        limit: Option<usize>,
+    ) -> PgResult<Vec<usize>> {
+        let mut found = vec![0; values];
+        let nblocks = self.rel.nblocks();
+        let wanted = |found: &[usize], t: &ProbedTid| {
+            t.tid.0 < nblocks && limit.is_none_or(|l| found[t.at] < l)
+        };
+        if let Output::Keys(_) = self.rows {
+            let mut marks = PageMarks {
+                vm: &self.vm,
+                last: None,
+            };
+            for (i, t) in tids.iter().enumerate() {
+                if !wanted(&found, t) {
+                    continue;
+                }
+                let before = self.rows.len();
+                let fetch = RowFetch {
+                    stmt: &self.stmt,
+                    rel: &self.rel,
+                    index: &self.index,
+                    acct: &mut self.acct,
+                };
+                let key = t.key.as_deref().unwrap_or(&[]);
+                // Each TID its own "leaf read": a page's mark is not reused across TIDs.
+                fetch.row(
+                    &mut self.rows,
+                    &mut self.heap,
+                    &mut marks,
+                    &mut self.heap_fetches,
+                    (t.tid, i as u64, key),
+                )?;
+                found[t.at] += self.rows.len() - before;
+            }
+            return Ok(found);
+        }
+        // Runs of TIDs on one heap page: one block of the stream each.
+        let mut runs: Vec<(u32, std::ops::Range<usize>)> = Vec::new();
+        for (i, t) in tids.iter().enumerate() {
+            match runs.last_mut() {
+                Some((blkno, run)) if *blkno == t.tid.0 && run.end == i => run.end = i + 1,
+                _ => runs.push((t.tid.0, i..i + 1)),
+            }
+        }
+        runs.retain(|(blkno, _)| *blkno < nblocks);
+        let db = &self.stmt.db;
+        drop(self.heap.page.take());
+        let mut stream = ReadStream::new(
+            db.aio.clone(),
+            db.pool.clone(),
+            self.rel.clone(),
+            None,
+            &self.stmt.stream_config(false, false),
+            std::mem::take(&mut self.acct),
+            {
+                let mut runs = runs.into_iter();
+                move || runs.next()
+            },
+        );
+        let result = (|| {
+            while let Some((page, run)) = stream.next_buffer()? {
+                self.stmt.check_cancel()?;
+                let Output::Tuples(rows) = &mut self.rows else {
+                    unreachable!("index-only rows are fetched above")
+                };
+                let bytes = page.page();
+                for t in &tids[run] {
+                    if !wanted(&found, t) {
+                        continue;
+                    }
+                    let Some(tuple) = crate::storage::page::page_item(&bytes, t.tid.1) else {
+                        continue;
+                    };
+                    if tuple::is_visible(tuple, &mut self.heap.visibility) {
+                        rows.push(tuple, t.tid.0, t.tid.1)?;
+                        found[t.at] += 1;
+                        (stream.acct.relations()).index_tuples_fetched(self.index.relfilenode(), 1);
+                    }
+                }
+            }
+            Ok(())
+        })();
+        self.stream_stats.add(&stream.stats());
+        self.acct = stream.into_account();
+        result.map(|()| found)
+    }
+
     /// Collects the visible rows whose key equals `value` (none for NULL), at most `limit`
     /// of them; how many.
     pub fn probe(&mut self, value: &ScalarValue, limit: Option<usize>) -> PgResult<usize> {
@@ -864,7 +1056,8 @@ impl Drop for Prober {
     fn drop(&mut self) {
         drop(self.heap.page.take());
         self.acct.flush();
-        publish_io_metrics(&self.metrics, self.partition, &self.acct, None);
+        let streamed = (self.stream_stats.ios > 0).then_some(&self.stream_stats);
+        publish_io_metrics(&self.metrics, self.partition, &self.acct, streamed);
         let m = || MetricBuilder::new(&self.metrics);
         m().output_rows(self.partition)
             .add(self.returned - self.filtered);

@@ -20,6 +20,26 @@
 //! So the rows come out in the outer side's order, which the node declares. A semi or anti
 //! join with no filter stops each probe at its first visible row.
 //!
+//! # Reading ahead (iolab's; `nestloop_prefetch`)
+//!
+//! One probe at a time, each page is read when the probe needs it: a cold lookup waits for
+//! its leaf, then for its heap page, and the device sees one read at a time — PostgreSQL
+//! 18's nested loop (the index prefetching proposed for PostgreSQL 19 addresses it). iolab
+//! takes the outer rows [`READ_AHEAD_KEYS`] at a time instead (`Prober::probe_all`):
+//!
+//! 1. each row's descent stops above the leaves, which gives the block of the leaf its
+//!    scan starts at (the internal pages are few and stay in the pool);
+//! 2. a read stream reads those leaves ahead, in the rows' order, and each scan runs from
+//!    its leaf as it arrives (moving right if the leaf split meanwhile), collecting TIDs;
+//! 3. a second stream reads the TIDs' heap pages ahead, in the same order (a run of TIDs on
+//!    one page is one block), and the visible tuples are collected as the pages arrive.
+//!
+//! Both streams keep up to `effective_io_concurrency` reads in flight, so a cold loop's
+//! reads overlap; rows and their order are those of one probe at a time. An index-only
+//! inner scan reads its leaves ahead and the few heap pages the visibility map does not
+//! mark one at a time. With `nestloop_prefetch = off` or `effective_io_concurrency = 0`,
+//! one probe at a time.
+//!
 //! Bounds: one outer batch at a time, at most `SCAN_BATCH_ROWS` inner rows plus one probe's,
 //! and [`SCAN_CHANNEL_BATCHES`] output batches between the thread and the consumer, which
 //! stops the thread when it goes away; a canceled statement stops at the next outer batch
@@ -57,7 +77,6 @@ use futures::StreamExt;
 use crate::exec::context::StatementContext;
 use crate::exec::index_scan::{IndexScanExec, Prober};
 use crate::exec::scan::{to_df, SCAN_CHANNEL_BATCHES};
-use crate::heap::heapam::SCAN_BATCH_ROWS;
 use crate::plan::PathEstimate;
 
 /// What the join returns for an outer row (module comment, step 3).
@@ -333,6 +352,7 @@ impl ExecutionPlan for IndexNestedLoopExec {
             prober: (self.inner().1)
                 .prober(stmt.clone(), partition)
                 .map_err(to_df)?,
+            read_ahead: stmt.io.nestloop_prefetch && stmt.io.effective_io_concurrency > 0,
             stmt,
             kind: self.kind,
             limit: first_only.then_some(1),
@@ -354,6 +374,9 @@ impl ExecutionPlan for IndexNestedLoopExec {
 
 type BatchSender = tokio::sync::mpsc::Sender<DfResult<RecordBatch>>;
 
+/// Outer rows whose inner scans are read ahead together (module comment, "Reading ahead").
+const READ_AHEAD_KEYS: usize = 512;
+
 /// Everything the loop's thread needs.
 struct LoopJob {
     parts: NestedLoopParts,
@@ -362,6 +385,8 @@ struct LoopJob {
     prober: Prober,
     /// Rows each probe needs at most (the first, for a semi or anti join without filters).
     limit: Option<usize>,
+    /// Read the probes' pages ahead (`nestloop_prefetch`, `effective_io_concurrency` > 0).
+    read_ahead: bool,
     /// Pairs the join's other keys and filter rejected (EXPLAIN's `Rows Removed by Join
     /// Filter`).
     removed_by_join_filter: Count,
@@ -404,15 +429,18 @@ impl LoopJob {
             (self.parts.outer_key.evaluate(outer)).and_then(|k| k.into_array(outer.num_rows()))?;
         let mut start = 0;
         while start < outer.num_rows() {
+            let chunk = (start..outer.num_rows().min(start + READ_AHEAD_KEYS))
+                .map(|row| ScalarValue::try_from_array(&keys, row))
+                .collect::<DfResult<Vec<_>>>()?;
+            let found = (self.prober)
+                .probe_all(&chunk, self.limit, self.read_ahead)
+                .map_err(to_df)?;
             // Pairs: the outer row of each inner row collected.
             let mut pair_outer: Vec<u32> = Vec::new();
-            let mut end = start;
-            while end < outer.num_rows() && self.prober.rows() < SCAN_BATCH_ROWS {
-                let value = ScalarValue::try_from_array(&keys, end)?;
-                let found = self.prober.probe(&value, self.limit).map_err(to_df)?;
-                pair_outer.extend(std::iter::repeat_n(end as u32, found));
-                end += 1;
+            for (i, n) in found.iter().enumerate() {
+                pair_outer.extend(std::iter::repeat_n((start + i) as u32, *n));
             }
+            let end = start + found.len();
             let inner = self.prober.take_batch().map_err(to_df)?;
             let out = self.output(outer, start..end, pair_outer, inner)?;
             if out.num_rows() > 0 && tx.blocking_send(Ok(out)).is_err() {

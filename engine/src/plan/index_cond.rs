@@ -678,6 +678,15 @@ impl IndexCond {
         value: &ScalarValue,
         acct: &'a mut IoAccount,
     ) -> PgResult<Option<BtreeScan<'a>>> {
+        match self.outer_keys(value)? {
+            Some(first) => index.scan(&self.keys_with(&first), false, acct).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The first column's keys for the outer value `value` (the condition takes one);
+    /// `None` when the value is NULL, which equals no key.
+    pub fn outer_keys(&self, value: &ScalarValue) -> PgResult<Option<KeySet>> {
         let KeySet::Param { op, value: param } = &self.keys else {
             return Err(PgError::internal(
                 "an index scan for an outer value without one",
@@ -693,8 +702,30 @@ impl IndexCond {
                 "outer value {value} does not compare with the index keys"
             ))
         })?;
-        let keys = KeySet::of(*op, v, self.kind);
-        self.scan_keys(index, &keys, false, acct).map(Some)
+        Ok(Some(KeySet::of(*op, v, self.kind)))
+    }
+
+    /// The block of the first leaf a scan for `first` (an outer value's keys) reads, not
+    /// read yet (`BtreeIndex::first_leaf`).
+    pub fn first_leaf_for(
+        &self,
+        index: &BtreeIndex,
+        first: &KeySet,
+        acct: &mut IoAccount,
+    ) -> PgResult<Option<u32>> {
+        index.first_leaf(&self.keys_with(first), acct)
+    }
+
+    /// The scan for `first` (an outer value's keys), starting at `leaf`, the block
+    /// [`first_leaf_for`](Self::first_leaf_for) named, read since.
+    pub fn scan_at_leaf<'a>(
+        &self,
+        index: &BtreeIndex,
+        first: &KeySet,
+        leaf: crate::buffer::PinnedBuffer,
+        acct: &'a mut IoAccount,
+    ) -> PgResult<BtreeScan<'a>> {
+        index.scan_at_leaf(&self.keys_with(first), leaf, acct)
     }
 
     /// A scan for `first` on the first column and the condition's keys on the others.
@@ -705,13 +736,18 @@ impl IndexCond {
         backward: bool,
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
+        index.scan(&self.keys_with(first), backward, acct)
+    }
+
+    /// The scan keys: `first` on the first column, the condition's on the others.
+    fn keys_with<'k>(&'k self, first: &'k KeySet) -> Vec<ColumnKeys<'k>> {
         let width = self.later.last().map_or(1, |(at, _, _)| at + 1);
         let mut keys = vec![ColumnKeys::Any; width];
         keys[0] = first.column_keys();
         for (at, _, set) in &self.later {
             keys[*at] = set.column_keys();
         }
-        index.scan(&keys, backward, acct)
+        keys
     }
 
     /// The test a Bitmap Heap Scan rechecks this condition's rows with.
