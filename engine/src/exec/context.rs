@@ -126,6 +126,7 @@ impl StreamSettings {
             gap_limit: self.gap_limit.max(0) as u32,
             sequential,
             full: false,
+            reads_in_session: false,
             pin_limit,
             pid,
         }

@@ -81,7 +81,7 @@ use crate::heap::tuple;
 use crate::plan::index_cond::{conjunction, IndexCond, KeySet};
 use crate::plan::{PathEstimate, ScanOrder};
 use crate::storage::page;
-use crate::stream::{ReadStream, ReadStreamStats};
+use crate::stream::{ReadStream, ReadStreamConfig, ReadStreamStats};
 use crate::txn::VisibilityChecker;
 use crate::Database;
 
@@ -858,7 +858,10 @@ impl Prober {
             db.pool.clone(),
             self.index.relfile().clone(),
             None,
-            &self.stmt.stream_config(false, false),
+            &ReadStreamConfig {
+                reads_in_session: true,
+                ..self.stmt.stream_config(false, false)
+            },
             std::mem::take(&mut self.acct),
             {
                 let mut leaves = leaves.into_iter();
@@ -868,6 +871,7 @@ impl Prober {
         let mut tids = Vec::new();
         let result = (|| {
             while let Some((leaf, at)) = stream.next_buffer()? {
+                self.stmt.check_cancel()?;
                 let first = firsts[at]
                     .as_ref()
                     .expect("a leaf only for a value with keys");
@@ -951,7 +955,10 @@ impl Prober {
             db.pool.clone(),
             self.rel.clone(),
             None,
-            &self.stmt.stream_config(false, false),
+            &ReadStreamConfig {
+                reads_in_session: true,
+                ..self.stmt.stream_config(false, false)
+            },
             std::mem::take(&mut self.acct),
             {
                 let mut runs = runs.into_iter();

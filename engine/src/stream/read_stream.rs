@@ -141,6 +141,16 @@
 //! 0.47 s, below eic 0's 0.68 s (medians of five paired runs, see
 //! docs/benchmarks/bitmap-scan.md). Direct I/O cannot be advised, so there eic 1 keeps the workers.
 //!
+//! ## Reads in the session
+//!
+//! A stream created with `reads_in_session` (a nested loop's inner scans: single blocks
+//! scattered over a relation, many of them already in the kernel's page cache) runs its
+//! reads the same way under every I/O method when the files are buffered: advice ahead,
+//! `preadv` when the block is needed. A cached block then costs an advice call and a copy,
+//! where `worker` paid two thread hand-offs and `io_uring` a submission and a completion
+//! per block; an uncached one is read by the kernel after the advice, several at once
+//! (docs/benchmarks/nested-loops.md). With direct I/O the reads go to the I/O method.
+//!
 //! # Invariants (asserted)
 //!
 //! * The queue never holds more than `max_pinned_buffers` entries, plus one read's worth.
@@ -177,6 +187,9 @@ pub struct ReadStreamConfig {
     pub sequential: bool,
     /// Skip the ramp-up (`READ_STREAM_FULL`).
     pub full: bool,
+    /// With buffered files, advise the reads and run them in the session, as under
+    /// `io_method = sync`, whatever the I/O method (see "Reads in the session").
+    pub reads_in_session: bool,
     /// Pins this stream may hold (the backend's share of the pool).
     pub pin_limit: usize,
     /// Session pid (for `pg_aios`).
@@ -365,9 +378,11 @@ impl<T: Send> ReadStream<T> {
         // read ahead under worker").
         let worker_one_ahead =
             method == iolab_settings::IoMethod::Worker && !direct && config.max_ios == 1;
-        let issuer_runs_reads = synchronous || sync_method || worker_one_ahead;
-        let advice_enabled = policy_advises && (sync_method || worker_one_ahead);
-        let worker_advice = policy_advises && aio.advises_in_workers() && !worker_one_ahead;
+        // The reads run here, after advice (see "Reads in the session").
+        let in_session = worker_one_ahead || (config.reads_in_session && !direct);
+        let issuer_runs_reads = synchronous || sync_method || in_session;
+        let advice_enabled = policy_advises && (sync_method || in_session);
+        let worker_advice = policy_advises && aio.advises_in_workers() && !in_session;
         let distance = if config.full {
             max_pinned.min(combine_limit as usize)
         } else {
@@ -380,7 +395,7 @@ impl<T: Send> ReadStream<T> {
         };
         let look_ahead_while_waiting = !synchronous
             && max_ios < aio.max_concurrency()
-            && (method != iolab_settings::IoMethod::Worker || worker_one_ahead);
+            && (method != iolab_settings::IoMethod::Worker || in_session);
         ReadStream {
             aio,
             pool,
@@ -953,6 +968,7 @@ mod tests {
             gap_limit: 0,
             sequential,
             full: false,
+            reads_in_session: false,
             pin_limit: 1000,
             pid: 7,
         }
