@@ -433,6 +433,25 @@ pub async fn create_shuffled_t(client: &Client) {
         .expect("create t");
 }
 
+/// The tables on which the nested-loop and index-list tests' PostgreSQL 18 plans were
+/// captured: `cust` (20 000 rows, primary key id), `orders` (200 000 rows, primary key id,
+/// an index on cust_id), `lines` (600 000 rows, primary key (order_id, line)); analyzed.
+pub async fn create_shop(c: &Client) {
+    c.batch_execute(
+        "CREATE TABLE cust(id int PRIMARY KEY, name text, region int);
+         INSERT INTO cust SELECT i, 'c' || i, i % 10 FROM generate_series(1, 20000) i;
+         CREATE TABLE orders(id int PRIMARY KEY, cust_id int, amount int);
+         INSERT INTO orders SELECT i, (i * 7919) % 20000 + 1, i % 1000 FROM generate_series(1, 200000) i;
+         CREATE INDEX ON orders(cust_id);
+         CREATE TABLE lines(order_id int, line int, qty int, PRIMARY KEY (order_id, line));
+         INSERT INTO lines SELECT i, l, (i + l) % 50 FROM generate_series(1, 200000) i, generate_series(1, 3) l;
+         VACUUM ANALYZE cust; VACUUM ANALYZE orders; VACUUM ANALYZE lines;
+         SET max_parallel_workers_per_gather = 0",
+    )
+    .await
+    .unwrap();
+}
+
 /// The rows of a simple-protocol query, each as text values (None = NULL).
 pub async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
     client

@@ -4,27 +4,8 @@
 //! the cost model's choice against a hash join, EXPLAIN ANALYZE's loops and buffers,
 //! errors inside the loop, visibility, and prepared statements.
 
-use iolab_tests::{error, figure, int, plan, rows, TestServer};
+use iolab_tests::{create_shop, error, figure, int, plan, rows, TestServer};
 use tokio_postgres::Client;
-
-/// The tables PostgreSQL 18's plans below were captured on: `cust` (20 000 rows, primary
-/// key id), `orders` (200 000 rows, primary key id, an index on cust_id), `lines`
-/// (600 000 rows, primary key (order_id, line)); analyzed.
-async fn create_shop(c: &Client) {
-    c.batch_execute(
-        "CREATE TABLE cust(id int PRIMARY KEY, name text, region int);
-         INSERT INTO cust SELECT i, 'c' || i, i % 10 FROM generate_series(1, 20000) i;
-         CREATE TABLE orders(id int PRIMARY KEY, cust_id int, amount int);
-         INSERT INTO orders SELECT i, (i * 7919) % 20000 + 1, i % 1000 FROM generate_series(1, 200000) i;
-         CREATE INDEX ON orders(cust_id);
-         CREATE TABLE lines(order_id int, line int, qty int, PRIMARY KEY (order_id, line));
-         INSERT INTO lines SELECT i, l, (i + l) % 50 FROM generate_series(1, 200000) i, generate_series(1, 3) l;
-         VACUUM ANALYZE cust; VACUUM ANALYZE orders; VACUUM ANALYZE lines;
-         SET max_parallel_workers_per_gather = 0",
-    )
-    .await
-    .unwrap();
-}
 
 async fn explain(c: &Client, query: &str) -> Vec<String> {
     plan(c, &format!("EXPLAIN (COSTS OFF) {query}")).await

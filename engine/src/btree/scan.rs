@@ -50,6 +50,17 @@
 //! such a scan reads no leaves ahead (it goes where the descents lead). Backward scans
 //! test each entry and do not skip.
 //!
+//! # Lists of keys (`= ANY`)
+//!
+//! A forward scan for a list of first-column values (`ColumnKeys::AnyOf`, ascending) is
+//! one scan per value, taken in turn when the one before ends. The next value's entries
+//! begin on the leaf where the last one ended, or right of it: when the next value is
+//! below that leaf's high key (or the leaf is the rightmost), the scan reads the leaf again
+//! (a buffer hit) and searches it, instead of descending — PostgreSQL 17+'s array keys do
+//! the same within a page. Only descents count as `Index Searches:`. For the planner's
+//! part in it, see `plan::index_cond`, and for a nested loop's first leaves read ahead,
+//! [`BtreeIndex::first_leaf`].
+//!
 //! # Backward scans
 //!
 //! A scan in descending order ([`BtreeIndex::scan_range_backward`], for `ORDER BY key
@@ -93,6 +104,8 @@ enum Start<'f> {
     AtLeaf(PinnedBuffer),
     /// Not at all: the scan only finds the leaf's block, unread, and stops.
     FindLeaf(&'f mut Option<u32>),
+    /// Not yet: the scan keeps where it would start (`deferred`), one of a list's.
+    Deferred,
 }
 
 /// Where [`BtreeIndex::walk_down`] ended.
@@ -364,6 +377,9 @@ impl BtreeIndex {
         first: Start<'_>,
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
+        if let Some(ColumnKeys::AnyOf(values)) = keys.first() {
+            return self.scan_each(keys, values, backward, first, acct);
+        }
         assert!(
             keys.len() <= self.columns.len(),
             "more scan keys than key columns"
@@ -374,7 +390,7 @@ impl BtreeIndex {
         );
         let Some(conds) = self.column_conds(keys)? else {
             let scan = BtreeScan::new(self.clone(), acct, Wanted::nothing());
-            if !matches!(first, Start::FindLeaf(_)) {
+            if matches!(first, Start::Descend | Start::AtLeaf(_)) {
                 scan.acct.relations().index_scan(self.relfilenode());
             }
             return Ok(scan);
@@ -454,6 +470,7 @@ impl BtreeIndex {
                     *found = self.leaf_block(&start, scan.acct)?;
                     scan.wanted = Wanted::nothing();
                 }
+                Start::Deferred => scan.deferred = Some(start),
             }
             return Ok(scan);
         }
@@ -491,6 +508,46 @@ impl BtreeIndex {
         self.backward_from(above, wanted, acct)
     }
 
+    /// A scan for each of `values` of the first column (and `keys` on the others), one
+    /// after the other: the first starts now, the others when the one before ends.
+    fn scan_each<'a>(
+        &self,
+        keys: &[ColumnKeys<'_>],
+        values: &[Datum<'_>],
+        backward: bool,
+        first: Start<'_>,
+        acct: &'a mut IoAccount,
+    ) -> PgResult<BtreeScan<'a>> {
+        assert!(
+            !backward && matches!(first, Start::Descend),
+            "a list of keys is scanned forward, from the root"
+        );
+        let mut scans = std::collections::VecDeque::with_capacity(values.len());
+        for value in values {
+            let mut one = keys.to_vec();
+            one[0] = ColumnKeys::Range(
+                Bound::Included(value.clone()),
+                Bound::Included(value.clone()),
+            );
+            let mut scan = self.scan_starting(&one, false, Start::Deferred, &mut *acct)?;
+            if let Some(start) = scan.deferred.take() {
+                scans.push_back((
+                    start,
+                    std::mem::replace(&mut scan.wanted, Wanted::nothing()),
+                ));
+            }
+        }
+        let Some((start, wanted)) = scans.pop_front() else {
+            let scan = BtreeScan::new(self.clone(), acct, Wanted::nothing());
+            scan.acct.relations().index_scan(self.relfilenode());
+            return Ok(scan);
+        };
+        let mut scan = BtreeScan::new(self.clone(), acct, wanted);
+        scan.then = scans;
+        scan.start(start)?;
+        Ok(scan)
+    }
+
     /// The scan keys as keys of each column's kind; `None` when a NULL bound makes the
     /// scan empty.
     fn column_conds(&self, keys: &[ColumnKeys<'_>]) -> PgResult<Option<Vec<Cond>>> {
@@ -520,6 +577,11 @@ impl BtreeIndex {
             conds.push(match keys {
                 ColumnKeys::Any => Cond::Any,
                 ColumnKeys::Null => Cond::Null,
+                ColumnKeys::AnyOf(_) => {
+                    return Err(PgError::internal(
+                        "a list of keys is the scan's, not a column's",
+                    ))
+                }
                 ColumnKeys::Range(lo, hi) => match (bound(lo)?, bound(hi)?) {
                     (Some(lo), Some(hi)) => Cond::Range(lo, hi),
                     _ => return Ok(None),
@@ -595,6 +657,10 @@ pub enum ColumnKeys<'d> {
     Null,
     /// The non-NULL keys within the bounds.
     Range(Bound<Datum<'d>>, Bound<Datum<'d>>),
+    /// The keys equal to one of the values, given in ascending order, without NULL
+    /// (PostgreSQL's `= ANY (array)`); first column only, forward scans only. The scan
+    /// descends once per value, in order.
+    AnyOf(Vec<Datum<'d>>),
 }
 
 /// [`ColumnKeys`] as keys of the column's kind.
@@ -857,6 +923,14 @@ pub struct BtreeScan<'a> {
     /// A skip scan's next descent, taken when the TIDs copied are used up.
     jump: Option<SearchKey<'static>>,
     searches: u64,
+    /// The scans of a list's next values (`ColumnKeys::AnyOf`), taken in turn when the
+    /// one before ends: where each starts and what it wants.
+    then: std::collections::VecDeque<(SearchKey<'static>, Wanted)>,
+    /// Where a scan not started yet would start (`Start::Deferred`).
+    deferred: Option<SearchKey<'static>>,
+    /// While a list's values remain: the leaf read last and its high key (`None` on the
+    /// rightmost leaf).
+    last_leaf: Option<(u32, Option<Vec<u8>>)>,
 }
 
 impl<'a> BtreeScan<'a> {
@@ -880,6 +954,9 @@ impl<'a> BtreeScan<'a> {
             came_from: P_NONE,
             jump: None,
             searches: 0,
+            then: std::collections::VecDeque::new(),
+            deferred: None,
+            last_leaf: None,
         }
     }
 
@@ -978,6 +1055,14 @@ impl<'a> BtreeScan<'a> {
                 "index \"{}\": sibling link to internal block {blkno} on the leaf level",
                 self.index.name
             )));
+        }
+        if !self.then.is_empty() {
+            // Where a list's next value may start without a descent (`next_tid`).
+            let high_key = match opaque.is_rightmost() {
+                true => None,
+                false => Some(tuple_at(&page, P_HIKEY)?.bytes.to_vec()),
+            };
+            self.last_leaf = Some((blkno, high_key));
         }
         let max = slotted::page_max_offset(&page);
         let first = first_data_offset(&opaque);
@@ -1160,7 +1245,34 @@ impl<'a> BtreeScan<'a> {
                 continue;
             }
             if self.next_leaf == P_NONE {
-                return Ok(None);
+                let Some((start, wanted)) = self.then.pop_front() else {
+                    return Ok(None);
+                };
+                // The next value's scan: read-ahead follows one scan's leaves only.
+                self.stop_read_ahead();
+                self.wanted = wanted;
+                // Its entries begin on the leaf the last value's scan ended on, or right of
+                // it; below that leaf's high key they begin there, and the leaf is read
+                // again instead of descending (as PostgreSQL 17+ advances its array keys
+                // within a page; `Index Searches:` counts descents).
+                let here = match self.last_leaf.take() {
+                    Some((blkno, None)) => Some(blkno),
+                    Some((blkno, Some(high_key))) => {
+                        let below =
+                            start.compare(&self.index.columns, &IndexTuple::parse(&high_key)?)?;
+                        (below == Ordering::Less).then_some(blkno)
+                    }
+                    None => None,
+                };
+                match here {
+                    Some(blkno) => {
+                        let leaf = self.index.read(blkno, self.acct)?;
+                        self.lower = Some(start);
+                        self.read_leaf(leaf)?;
+                    }
+                    None => self.start(start)?,
+                }
+                continue;
             }
             if self.backward {
                 self.read_leaf_backward(self.next_leaf)?;
@@ -1215,6 +1327,7 @@ impl Iterator for BtreeScan<'_> {
             Err(e) => {
                 self.next_leaf = P_NONE;
                 self.jump = None;
+                self.then.clear();
                 self.tids = Vec::new().into_iter();
                 self.keys.clear();
                 self.stop_read_ahead();

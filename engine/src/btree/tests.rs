@@ -1238,3 +1238,53 @@ fn a_scan_started_at_a_named_leaf_is_a_scan_from_the_root() {
     assert_eq!(from_leaf, from_root);
     assert!(from_root.len() > 600, "{} entries of 2000", from_root.len());
 }
+
+/// A scan of a list of keys (`= ANY`) returns each value's entries in turn, ascending:
+/// what the per-value scans return, one after the other, for values present, absent,
+/// below and above every key. A value whose entries begin on the leaf where the value
+/// before ended takes no descent (7 and 8 share a leaf; so do the values past every key).
+#[test]
+fn a_list_of_keys_is_each_keys_scan_in_turn() {
+    use super::scan::ColumnKeys;
+    use Bound::*;
+    let f = plain_fixture("btree-any-of", PgType::Int4, 256);
+    let mut rng = Rng(23);
+    let mut model = random_int_entries(&mut rng, 30_000, 3_000, 0);
+    load(&f.index, &mut model);
+    let mut acct = IoAccount::default();
+    let values = [-4, 0, 7, 8, 1499, 2999, 3000, 3001];
+    let list: Vec<Datum> = values.iter().map(|v| Datum::Int4(*v)).collect();
+    let mut scan = f
+        .index
+        .scan(&[ColumnKeys::AnyOf(list)], false, &mut acct)
+        .unwrap();
+    let listed: Vec<Tid> = scan.by_ref().collect::<PgResult<_>>().unwrap();
+    let searches = scan.searches();
+    assert!(
+        (1..values.len() as u64).contains(&searches),
+        "{searches} descents for {} values",
+        values.len()
+    );
+    drop(scan);
+    let mut each = Vec::new();
+    for v in values {
+        let one = [ColumnKeys::Range(
+            Included(Datum::Int4(v)),
+            Included(Datum::Int4(v)),
+        )];
+        each.extend((f.index.scan(&one, false, &mut acct).unwrap()).map(Result::unwrap));
+    }
+    assert_eq!(listed, each);
+    let expected = (model.iter())
+        .filter(|(k, _)| values.iter().any(|v| *k == Key::Int(*v as i64)))
+        .count();
+    assert_eq!(listed.len(), expected);
+    assert!(listed.len() > 20, "{} entries", listed.len());
+    // No values: nothing, and no descent.
+    let mut empty = f
+        .index
+        .scan(&[ColumnKeys::AnyOf(vec![])], false, &mut acct)
+        .unwrap();
+    assert!(empty.next().is_none());
+    assert_eq!(empty.searches(), 0);
+}

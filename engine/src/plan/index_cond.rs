@@ -8,6 +8,13 @@
 //! kept as a [`StatValue`] of the column's type, which is how `pg_stats` holds values too,
 //! so the selectivity code compares it with MCVs and histogram bounds directly.
 //!
+//! A **list clause** `col IN (constants)` (PostgreSQL's `col = ANY (array)`) selects the
+//! keys equal to its values ([`KeySet::AnyOf`]: ascending, without NULLs, which equal
+//! nothing; a clause only when every constant compares exactly). On an index's first
+//! column the scan descends once per value (`btree::scan`, `ColumnKeys::AnyOf`); on later
+//! columns it stays in the filter. (DataFusion hands lists of up to three values over as
+//! ORs of equalities, which become BitmapOrs.)
+//!
 //! An index on column `c` takes every simple clause on `c` except `<>`, and intersects them
 //! into one [`KeySet`]: `a >= 10 AND a < 20` is the single range `[10, 20)`, `a = 5` is
 //! `[5, 5]`, `a IS NOT NULL` the range without bounds (every key but NULL), `a IS NULL`
@@ -67,7 +74,7 @@ use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::logical_expr::ColumnarValue;
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::expressions::{
-    BinaryExpr, CastExpr, Column, IsNotNullExpr, IsNullExpr, Literal, TryCastExpr,
+    BinaryExpr, CastExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, Literal, TryCastExpr,
 };
 use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
 use datafusion::physical_expr::utils::collect_columns;
@@ -208,6 +215,32 @@ pub fn is_param(e: &Arc<dyn PhysicalExpr>) -> bool {
     subquery && collect_columns(e).is_empty()
 }
 
+/// The values of `e` if it is `column IN (constants)` (not NOT IN) whose every constant
+/// compares exactly as the column's keys (NULLs, which equal nothing, left out):
+/// ascending, without repeats.
+fn in_list_clause(
+    e: &Arc<dyn PhysicalExpr>,
+    column: usize,
+    columns: &[ColumnDef],
+) -> Option<Vec<StatValue>> {
+    let list = e.as_ref().downcast_ref::<InListExpr>()?;
+    if list.negated() || column_of(list.expr(), columns) != Some(column) {
+        return None;
+    }
+    let ty = columns[column].ty;
+    let mut values = Vec::with_capacity(list.list().len());
+    for item in list.list() {
+        let v = constant_of(item)?;
+        if v.is_null() {
+            continue;
+        }
+        values.push(comparable_value(&v, ty)?);
+    }
+    values.sort();
+    values.dedup();
+    Some(values)
+}
+
 /// The table column `e` reads: a column, or one widened to a larger integer type.
 fn column_of(e: &Arc<dyn PhysicalExpr>, columns: &[ColumnDef]) -> Option<usize> {
     if let Some(c) = e.as_ref().downcast_ref::<Column>() {
@@ -328,6 +361,9 @@ pub enum KeySet {
         op: CompareOp,
         value: Arc<dyn PhysicalExpr>,
     },
+    /// Keys equal to one of the values, ascending, without NULL: `col IN (…)`,
+    /// PostgreSQL's `col = ANY (array)` (first column only).
+    AnyOf(Vec<StatValue>),
 }
 
 impl KeySet {
@@ -352,6 +388,28 @@ impl KeySet {
         KeySet::Range { lower, upper }
     }
 
+    /// Whether the keys include the (non-NULL) value `v`.
+    fn holds(&self, v: &StatValue) -> bool {
+        match self {
+            KeySet::Range { lower, upper } => {
+                let above = match lower {
+                    Bound::Included(l) => v >= l,
+                    Bound::Excluded(l) => v > l,
+                    Bound::Unbounded => true,
+                };
+                let below = match upper {
+                    Bound::Included(u) => v <= u,
+                    Bound::Excluded(u) => v < u,
+                    Bound::Unbounded => true,
+                };
+                above && below
+            }
+            KeySet::AnyOf(values) => values.binary_search(v).is_ok(),
+            KeySet::All => true,
+            KeySet::Nulls | KeySet::Param { .. } => false,
+        }
+    }
+
     /// The keys both ranges select.
     fn intersect(self, other: KeySet) -> KeySet {
         match (self, other) {
@@ -366,6 +424,9 @@ impl KeySet {
                 upper: tighter(upper, u2, false),
             },
             (KeySet::All, other) => other,
+            (KeySet::AnyOf(values), other) | (other, KeySet::AnyOf(values)) => {
+                KeySet::AnyOf(values.into_iter().filter(|v| other.holds(v)).collect())
+            }
             (nulls, _) => nulls,
         }
     }
@@ -423,10 +484,23 @@ fn column_keys(
     kind: KeyKind,
     columns: &[ColumnDef],
     conjuncts: &[Arc<dyn PhysicalExpr>],
+    lists: bool,
 ) -> Option<(KeySet, Vec<Arc<dyn PhysicalExpr>>)> {
     let mut keys: Option<KeySet> = None;
     let mut quals = Vec::new();
     for qual in conjuncts {
+        if let Some(values) = lists
+            .then(|| in_list_clause(qual, column, columns))
+            .flatten()
+        {
+            let these = KeySet::AnyOf(values);
+            keys = Some(match keys {
+                None => these,
+                Some(k) => k.intersect(these),
+            });
+            quals.push(qual.clone());
+            continue;
+        }
         let Some(clause) = simple_clause(qual, columns).filter(|c| c.column == column) else {
             continue;
         };
@@ -461,6 +535,7 @@ impl KeySet {
             }
             KeySet::Nulls => ColumnKeys::Null,
             KeySet::All => ColumnKeys::Any,
+            KeySet::AnyOf(values) => ColumnKeys::AnyOf(values.iter().map(datum_of).collect()),
             KeySet::Param { .. } => unreachable!("resolved by keys_now"),
         }
     }
@@ -494,7 +569,7 @@ impl IndexCond {
         // on the column are left to the filter. No clause on the first column: every key
         // of it, for a skip scan if a later column has clauses.
         let (keys, mut quals) = param(true)
-            .or_else(|| column_keys(column, kind, columns, conjuncts))
+            .or_else(|| column_keys(column, kind, columns, conjuncts, true))
             .or_else(|| param(false))
             .unwrap_or((KeySet::All, Vec::new()));
         let first_quals = quals.len();
@@ -511,7 +586,9 @@ impl IndexCond {
                 continue;
             }
             let kind = KeyKind::of(ty);
-            if let Some((keys, these)) = column_keys(c, kind, columns, conjuncts) {
+            // A list of keys is scanned on the first column only: on the others it stays
+            // in the filter.
+            if let Some((keys, these)) = column_keys(c, kind, columns, conjuncts, false) {
                 later.push((at, kind, keys));
                 quals.extend(these);
             }
@@ -590,7 +667,18 @@ impl IndexCond {
     /// the second column has clauses the first's do not let bound the scan
     /// (`btree::scan`, "Skip scans").
     pub fn skips(&self) -> bool {
-        self.later.first().is_some_and(|(at, _, _)| *at == 1) && !self.pins(0)
+        self.later.first().is_some_and(|(at, _, _)| *at == 1)
+            && !self.pins(0)
+            && !matches!(self.keys, KeySet::AnyOf(_))
+    }
+
+    /// The descents a scan of a list of keys makes: one per value (PostgreSQL's
+    /// `num_sa_scans`); `None` for other conditions.
+    pub fn list_searches(&self) -> Option<usize> {
+        match &self.keys {
+            KeySet::AnyOf(values) => Some(values.len()),
+            _ => None,
+        }
     }
 
     /// The first column's clauses.
@@ -624,6 +712,9 @@ impl IndexCond {
     /// such columns: an index on `(a, b)` gives `ORDER BY b` where `a = 5`, and
     /// `ORDER BY a, b`.
     pub fn order_columns_given(&self, order: &ScanOrder) -> usize {
+        if matches!(self.keys, KeySet::AnyOf(_)) {
+            return 0; // one scan per value: not taken for an order here
+        }
         let columns = &self.index.columns;
         let pinned_column =
             |c: usize| (0..columns.len()).any(|at| columns[at] == c && self.pins(at));
@@ -768,6 +859,14 @@ impl IndexCond {
                 KeySet::All | KeySet::Param { .. } => return KeyTest::All(Vec::new()),
                 KeySet::Nulls => None,
                 KeySet::Range { lower, upper } => Some((bound(kind, lower), bound(kind, upper))),
+                KeySet::AnyOf(values) => {
+                    let one = |v: &StatValue| KeyTest::Keys {
+                        column,
+                        kind,
+                        range: Some((Bound::Included(key(kind, v)), Bound::Included(key(kind, v)))),
+                    };
+                    return KeyTest::Any(values.iter().map(one).collect());
+                }
             };
             KeyTest::Keys {
                 column,
@@ -857,6 +956,11 @@ pub fn conjuncts(e: &Arc<dyn PhysicalExpr>) -> Vec<Arc<dyn PhysicalExpr>> {
 pub fn or_arms(e: &Arc<dyn PhysicalExpr>) -> Option<Vec<Arc<dyn PhysicalExpr>>> {
     let b = e.as_ref().downcast_ref::<BinaryExpr>()?;
     (*b.op() == Operator::Or).then(|| flatten(e, Operator::Or))
+}
+
+/// Whether `e` is a constant that is never true: `false` or a NULL (of any type).
+pub fn never_true(e: &Arc<dyn PhysicalExpr>) -> bool {
+    constant_of(e).is_some_and(|v| v.is_null() || v == ScalarValue::Boolean(Some(false)))
 }
 
 fn flatten(e: &Arc<dyn PhysicalExpr>, op: Operator) -> Vec<Arc<dyn PhysicalExpr>> {

@@ -71,7 +71,7 @@ use crate::exec::index_scan::IndexScanExec;
 use crate::exec::scan::HeapScanExec;
 use crate::heap::bitmap_heap::Recheck;
 use crate::plan::cost::{self, BitmapCost, Cost, HeapVisits, IndexPartCost, IndexSize, TableSize};
-use crate::plan::index_cond::{conjuncts, or_arms, usable_index, IndexCond, KeyTest};
+use crate::plan::index_cond::{conjuncts, never_true, or_arms, usable_index, IndexCond, KeyTest};
 use crate::plan::selectivity::{clamp_rows, clauselist_selectivity, num_distinct, RelStats};
 use crate::plan::{PathEstimate, PlannerSettings, ScanOrder};
 use crate::Database;
@@ -543,7 +543,8 @@ fn costed(rel: &Rel<'_>, cond: IndexCond, index: &Arc<TableIndex>) -> IndexPath 
                 .ceil()
                 .max(1.0)
         }
-        false => 1.0,
+        // One descent per value of a list (`= ANY`).
+        false => cond.list_searches().map_or(1.0, |n| n.max(1) as f64),
     };
     let part = cost::btree_index_part_searching(
         &rel.p,
@@ -638,7 +639,8 @@ fn bitmap_or(
         .cloned()
         .collect();
     let mut leaves = Vec::new();
-    for arm in &arms {
+    // An arm that is never true (`a IN (3, NULL)` becomes `a = 3 OR NULL`) selects no row.
+    for arm in arms.iter().filter(|arm| !never_true(arm)) {
         let arm_quals = conjuncts(arm);
         let with_others: Vec<_> = arm_quals.iter().chain(&others).cloned().collect();
         let takes_the_arm = |cond: &IndexCond| {
@@ -658,6 +660,9 @@ fn bitmap_or(
             })
             .min_by(|a, b| a.cost.cost.total_cmp(&b.cost.cost))?;
         leaves.push(leaf);
+    }
+    if leaves.is_empty() {
+        return None;
     }
     let costs: Vec<BitmapCost> = leaves.iter().map(|l| l.cost).collect();
     Some(BitmapPath {
