@@ -5,6 +5,8 @@
 //! errors inside the loop, visibility, and prepared statements.
 
 use iolab_tests::{create_shop, error, figure, int, plan, rows, TestServer};
+use std::time::Duration;
+
 use tokio_postgres::Client;
 
 async fn explain(c: &Client, query: &str) -> Vec<String> {
@@ -447,6 +449,36 @@ async fn read_ahead_overlaps_the_inner_reads() {
         one_by_one.sort();
         assert_eq!(ahead.len(), 5000, "{method}");
         assert_eq!(ahead, one_by_one, "{method}");
+
+        // Each key's entries span leaves: the scans read past the leaves read ahead (once
+        // the stream is done: a read waiting for one the stream started and has not run
+        // would wait forever).
+        c.batch_execute(
+            "CREATE TABLE many(k int, v int);
+             INSERT INTO many SELECT i % 40, i FROM generate_series(1, 40000) i;
+             CREATE INDEX ON many(k) WITH (deduplicate_items = off);
+             VACUUM ANALYZE many;
+             RESET nestloop_prefetch",
+        )
+        .await
+        .unwrap();
+        let spanning =
+            "SELECT count(*), sum(m.v) FROM cust c JOIN many m ON m.k = c.id WHERE c.id < 40";
+        let mut answers = Vec::new();
+        for setting in ["on", "off"] {
+            c.batch_execute(&format!("SET nestloop_prefetch = {setting}"))
+                .await
+                .unwrap();
+            c.simple_query("SELECT * FROM pg_buffercache_evict_all()")
+                .await
+                .unwrap();
+            let answer = tokio::time::timeout(Duration::from_secs(120), rows(&c, spanning))
+                .await
+                .unwrap_or_else(|_| panic!("{method}: the loop did not end"));
+            answers.push(answer);
+        }
+        assert_eq!(answers[0], answers[1], "{method}");
+        assert_eq!(answers[0][0][0].as_deref(), Some("39000"), "{method}");
     }
 }
 

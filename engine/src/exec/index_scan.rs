@@ -246,6 +246,11 @@ impl IndexScanExec {
         self.order.as_ref().is_some_and(|o| o.descending)
     }
 
+    /// Whether the scan reads only part of its rows: an ordered LIMIT's.
+    pub fn is_limited(&self) -> bool {
+        self.fetch_rows().is_some()
+    }
+
     /// Rows per batch under an ordered LIMIT.
     fn fetch_rows(&self) -> Option<usize> {
         let fetch = self.order.as_ref()?.fetch?;
@@ -852,32 +857,32 @@ impl Prober {
             }
             firsts.push(first);
         }
-        let db = &self.stmt.db;
-        let mut stream = ReadStream::new(
-            db.aio.clone(),
-            db.pool.clone(),
-            self.index.relfile().clone(),
-            None,
-            &ReadStreamConfig {
-                reads_in_session: true,
-                ..self.stmt.stream_config(false, false)
-            },
-            std::mem::take(&mut self.acct),
-            {
-                let mut leaves = leaves.into_iter();
-                move || leaves.next()
-            },
-        );
+        // The stream's reads run when it hands their blocks out (`reads_in_session`), so
+        // no other read may wait for one of them: a scan reading past its first leaf
+        // could wait for a leaf the stream has started and not run. So the stream first
+        // hands out a part's leaves, which stay pinned (half the stream's pin budget at a
+        // time, the stream taking the other half), and the scans run once it is done.
+        let hold = (self.stmt.db.pool.pin_limit() / 2).max(1);
         let mut tids = Vec::new();
-        let result = (|| {
-            while let Some((leaf, at)) = stream.next_buffer()? {
-                self.stmt.check_cancel()?;
+        for part in leaves.chunks(hold) {
+            let mut stream = self.stream_of(self.index.relfile().clone(), part.to_vec(), hold);
+            let mut pinned = Vec::with_capacity(part.len());
+            let result = (|| {
+                while let Some(leaf) = stream.next_buffer()? {
+                    self.stmt.check_cancel()?;
+                    pinned.push(leaf);
+                }
+                Ok(())
+            })();
+            self.stream_stats.add(&stream.stats());
+            self.acct = stream.into_account();
+            result?;
+            for (leaf, at) in pinned {
                 let first = firsts[at]
                     .as_ref()
                     .expect("a leaf only for a value with keys");
                 let mut scan =
-                    self.cond
-                        .scan_at_leaf(&self.index, first, leaf, &mut stream.acct)?;
+                    (self.cond).scan_at_leaf(&self.index, first, leaf, &mut self.acct)?;
                 loop {
                     let next = match self.returns_keys {
                         true => scan.next_with_key(&mut self.key),
@@ -889,11 +894,8 @@ impl Prober {
                 }
                 self.searches += scan.searches();
             }
-            Ok(())
-        })();
-        self.stream_stats.add(&stream.stats());
-        self.acct = stream.into_account();
-        result.map(|()| tids)
+        }
+        Ok(tids)
     }
 
     /// The rows of `tids` (from [`leaves_ahead`](Self::leaves_ahead)) the snapshot sees,
@@ -948,23 +950,9 @@ impl Prober {
             }
         }
         runs.retain(|(blkno, _)| *blkno < nblocks);
-        let db = &self.stmt.db;
         drop(self.heap.page.take());
-        let mut stream = ReadStream::new(
-            db.aio.clone(),
-            db.pool.clone(),
-            self.rel.clone(),
-            None,
-            &ReadStreamConfig {
-                reads_in_session: true,
-                ..self.stmt.stream_config(false, false)
-            },
-            std::mem::take(&mut self.acct),
-            {
-                let mut runs = runs.into_iter();
-                move || runs.next()
-            },
-        );
+        let pins = self.stmt.db.pool.pin_limit();
+        let mut stream = self.stream_of(self.rel.clone(), runs, pins);
         let result = (|| {
             while let Some((page, run)) = stream.next_buffer()? {
                 self.stmt.check_cancel()?;
@@ -991,6 +979,34 @@ impl Prober {
         self.stream_stats.add(&stream.stats());
         self.acct = stream.into_account();
         result.map(|()| found)
+    }
+
+    /// A read stream over `blocks` of `rel` (each with its data), in that order, reading in
+    /// the session (`read_stream.rs`, "Reads in the session") and pinning at most `pins`
+    /// blocks; it holds the prober's account until [`ReadStream::into_account`] gives it
+    /// back.
+    fn stream_of<T: Send + 'static>(
+        &mut self,
+        rel: Arc<crate::storage::relfile::RelFile>,
+        blocks: Vec<(u32, T)>,
+        pins: usize,
+    ) -> ReadStream<T> {
+        let config = ReadStreamConfig {
+            reads_in_session: true,
+            pin_limit: pins,
+            ..self.stmt.stream_config(false, false)
+        };
+        let db = &self.stmt.db;
+        let mut blocks = blocks.into_iter();
+        ReadStream::new(
+            db.aio.clone(),
+            db.pool.clone(),
+            rel,
+            None,
+            &config,
+            std::mem::take(&mut self.acct),
+            move || blocks.next(),
+        )
     }
 
     /// Collects the visible rows whose key equals `value` (none for NULL), at most `limit`

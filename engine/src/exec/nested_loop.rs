@@ -29,8 +29,11 @@
 //!
 //! 1. each row's descent stops above the leaves, which gives the block of the leaf its
 //!    scan starts at (the internal pages are few and stay in the pool);
-//! 2. a read stream reads those leaves ahead, in the rows' order, and each scan runs from
-//!    its leaf as it arrives (moving right if the leaf split meanwhile), collecting TIDs;
+//! 2. a read stream reads those leaves ahead, in the rows' order, keeping them pinned (half
+//!    the stream's pin budget of them at a time); once it is done, each scan runs from its
+//!    leaf (moving right if the leaf split meanwhile, reading the leaves past it as it
+//!    goes), collecting TIDs — not while the stream runs, since its reads run when it
+//!    hands their blocks out, and a scan waiting for one of them would wait forever;
 //! 3. a second stream reads the TIDs' heap pages ahead, in the same order (a run of TIDs on
 //!    one page is one block), and the visible tuples are collected as the pages arrive.
 //!

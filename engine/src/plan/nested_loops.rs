@@ -11,7 +11,7 @@
 //!
 //! 1. The inner side must be a scan of a table the planner can plan again (a Seq Scan or
 //!    an Index Scan, with its `Replan`), under at most a filter, a projection of columns
-//!    and repartitions.
+//!    and repartitions, and without a LIMIT (which takes rows of the whole table).
 //! 2. For an equi-key `inner column = outer expression` whose values compare exactly as
 //!    the column's index keys (`comparable_type`), the inner table's scan is planned again
 //!    with the conjunct `column = OuterParam(outer expression)` (`outer_param`), as a scan
@@ -370,7 +370,8 @@ impl<'a> InnerSide<'a> {
                 columns = Some(through(columns, map)?);
                 cur = p.input();
             } else if let Some(f) = cur.downcast_ref::<FilterExec>() {
-                if filter.is_some() {
+                // A LIMIT on the side takes some rows of the whole table, not of a probe's.
+                if filter.is_some() || f.fetch().is_some() {
                     return None;
                 }
                 if let Some(p) = f.projection() {
@@ -386,6 +387,9 @@ impl<'a> InnerSide<'a> {
         }
         let (db, replan, table, projection, estimate) =
             if let Some(s) = cur.downcast_ref::<HeapScanExec>() {
+                if s.limit.is_some() {
+                    return None;
+                }
                 (
                     s.db(),
                     s.replan()?,
@@ -395,6 +399,9 @@ impl<'a> InnerSide<'a> {
                 )
             } else {
                 let s = cur.downcast_ref::<IndexScanExec>()?;
+                if s.is_limited() {
+                    return None;
+                }
                 (
                     s.db(),
                     s.replan()?,
