@@ -184,10 +184,6 @@ impl IndexNestedLoopExec {
         self.parts.inner_filter.as_ref()
     }
 
-    pub fn outer_key(&self) -> &Arc<dyn PhysicalExpr> {
-        &self.parts.outer_key
-    }
-
     /// The join's equi-keys other than the index's, and its filter.
     pub fn join_quals(
         &self,
