@@ -16,7 +16,7 @@ async fn in_lists_are_index_conditions() {
     let c = server.client().await;
     create_shop(&c).await;
     // PostgreSQL 18.4, same tables and statements.
-    let cases: [(&str, &[&str]); 6] = [
+    let cases: [(&str, &[&str]); 8] = [
         (
             "SELECT * FROM orders WHERE id IN (1,2,3,4,5)",
             &[
@@ -54,6 +54,22 @@ async fn in_lists_are_index_conditions() {
                 "Aggregate",
                 "  ->  Index Only Scan using orders_pkey on orders",
                 "        Index Cond: (id = ANY ('{1,2,3,4,5,6,7,8,9,10,11,12}'::integer[]))",
+            ],
+        ),
+        (
+            // The values are scanned in ascending order: no sort for an ORDER BY.
+            "SELECT id, amount FROM orders WHERE id IN (5,3,1,9,300000) ORDER BY id LIMIT 3",
+            &[
+                "Limit",
+                "  ->  Index Scan using orders_pkey on orders",
+                "        Index Cond: (id = ANY ('{5,3,1,9,300000}'::integer[]))",
+            ],
+        ),
+        (
+            "SELECT * FROM lines WHERE order_id IN (10, 20, 30, 40) ORDER BY order_id, line",
+            &[
+                "Index Scan using lines_pkey on lines",
+                "  Index Cond: (order_id = ANY ('{10,20,30,40}'::integer[]))",
             ],
         ),
         (
@@ -111,6 +127,8 @@ async fn in_list_answers_are_the_seq_scans() {
         "SELECT a, b FROM t WHERE a IN (10, 20, 30, 40) AND a > 40".to_string(),
         format!("SELECT a, b FROM t WHERE a IN ({})", big.join(", ")),
         "SELECT a FROM t WHERE a IN (5, 6, 7, 8) ORDER BY a".to_string(),
+        "SELECT a, b FROM t WHERE a IN (8, 5, 7, 6) ORDER BY a, b LIMIT 30".to_string(),
+        "SELECT a FROM t WHERE a IN (8, 5, 7, 6) ORDER BY a DESC LIMIT 30".to_string(),
     ];
     for q in &queries {
         let lines = explain(&c, q).await;

@@ -11,8 +11,9 @@
 //! A **list clause** `col IN (constants)` (PostgreSQL's `col = ANY (array)`) selects the
 //! keys equal to its values ([`KeySet::AnyOf`]: ascending, without NULLs, which equal
 //! nothing; a clause only when every constant compares exactly). On an index's first
-//! column the scan descends once per value (`btree::scan`, `ColumnKeys::AnyOf`); on later
-//! columns it stays in the filter. (DataFusion hands lists of up to three values over as
+//! column the scan descends once per value (`btree::scan`, `ColumnKeys::AnyOf`), in
+//! ascending order, so it gives an `ORDER BY` of the index's columns (not a descending
+//! one: the values are not scanned backward); on later columns it stays in the filter. (DataFusion hands lists of up to three values over as
 //! ORs of equalities, which become BitmapOrs.)
 //!
 //! An index on column `c` takes every simple clause on `c` except `<>`, and intersects them
@@ -712,8 +713,8 @@ impl IndexCond {
     /// such columns: an index on `(a, b)` gives `ORDER BY b` where `a = 5`, and
     /// `ORDER BY a, b`.
     pub fn order_columns_given(&self, order: &ScanOrder) -> usize {
-        if matches!(self.keys, KeySet::AnyOf(_)) {
-            return 0; // one scan per value: not taken for an order here
+        if matches!(self.keys, KeySet::AnyOf(_)) && order.descending {
+            return 0; // a list's values are scanned ascending only
         }
         let columns = &self.index.columns;
         let pinned_column =
