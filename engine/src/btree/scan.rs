@@ -466,10 +466,7 @@ impl BtreeIndex {
             match first {
                 Start::Descend => scan.start(start)?,
                 Start::AtLeaf(leaf) => scan.start_at(start, leaf)?,
-                Start::FindLeaf(found) => {
-                    *found = self.leaf_block(&start, scan.acct)?;
-                    scan.wanted = Wanted::nothing();
-                }
+                Start::FindLeaf(found) => *found = self.leaf_block(&start, scan.acct)?,
                 Start::Deferred => scan.deferred = Some(start),
             }
             return Ok(scan);

@@ -78,7 +78,7 @@ use crate::heap::codec::ValueColumn;
 use crate::heap::heapam::SCAN_BATCH_ROWS;
 use crate::heap::rows::RowCollector;
 use crate::heap::tuple;
-use crate::plan::index_cond::{conjunction, IndexCond, KeySet};
+use crate::plan::index_cond::{conjunction, IndexCond};
 use crate::plan::{PathEstimate, ScanOrder};
 use crate::storage::page;
 use crate::stream::{ReadStream, ReadStreamConfig, ReadStreamStats};
@@ -271,18 +271,9 @@ impl IndexScanExec {
     /// Whether at most one row has each value of the outer key: a unique index whose every
     /// column the condition holds to one value (the outer value or a constant).
     pub fn finds_one_row(&self) -> bool {
-        let pinned = |at: usize| {
-            (self.cond.later.iter()).any(|(a, _, keys)| {
-                *a == at
-                    && matches!(keys, KeySet::Range {
-                        lower: std::ops::Bound::Included(l),
-                        upper: std::ops::Bound::Included(u),
-                    } if l == u)
-            })
-        };
         self.cond.index.unique
             && self.takes_outer_value()
-            && (1..self.cond.index.columns.len()).all(pinned)
+            && (1..self.cond.index.columns.len()).all(|at| self.cond.pins(at))
     }
 
     /// The scan as a nested loop's inner side, run once per outer row of `partition`.
@@ -566,6 +557,18 @@ impl PageMarks<'_> {
     }
 }
 
+/// The scan's next TID, its key columns moved into `key` when the index returns keys.
+fn next_tid(
+    tids: &mut crate::btree::BtreeScan,
+    returns_keys: bool,
+    key: &mut Vec<key::Key<'static>>,
+) -> Option<PgResult<(u32, u16)>> {
+    match returns_keys {
+        true => tids.next_with_key(key),
+        false => tids.next(),
+    }
+}
+
 /// What fetching one TID's row needs besides the row collector and its caches.
 struct RowFetch<'s> {
     stmt: &'s StatementContext,
@@ -632,10 +635,21 @@ impl HeapFetch {
             self.page = Some(stmt.db.pool.read_buffer(rel, blkno, None, acct)?);
         }
         let page = self.page.as_ref().expect("pinned above").page();
-        match page::page_item(&page, off) {
-            Some(t) if tuple::is_visible(t, &mut self.visibility) => found(t).map(|()| true),
-            _ => Ok(false),
-        }
+        visible_on(&page, off, &mut self.visibility, found)
+    }
+}
+
+/// Calls `found` with the tuple at `off` of heap page `page` if `visibility`'s snapshot
+/// sees it; whether it did.
+fn visible_on(
+    page: &[u8],
+    off: u16,
+    visibility: &mut VisibilityChecker,
+    found: impl FnOnce(&[u8]) -> PgResult<()>,
+) -> PgResult<bool> {
+    match page::page_item(page, off) {
+        Some(t) if tuple::is_visible(t, visibility) => found(t).map(|()| true),
+        _ => Ok(false),
     }
 }
 
@@ -711,11 +725,9 @@ impl IndexJob {
             {
                 break;
             }
-            let next = match returns_keys {
-                true => tids.next_with_key(&mut key),
-                false => tids.next(),
+            let Some(next) = next_tid(&mut tids, returns_keys, &mut key) else {
+                break;
             };
-            let Some(next) = next else { break };
             let tid = next?;
             if tid.0 >= nblocks {
                 continue; // cannot happen while heaps only grow; never read past the end
@@ -883,12 +895,7 @@ impl Prober {
                     .expect("a leaf only for a value with keys");
                 let mut scan =
                     (self.cond).scan_at_leaf(&self.index, first, leaf, &mut self.acct)?;
-                loop {
-                    let next = match self.returns_keys {
-                        true => scan.next_with_key(&mut self.key),
-                        false => scan.next(),
-                    };
-                    let Some(tid) = next else { break };
+                while let Some(tid) = next_tid(&mut scan, self.returns_keys, &mut self.key) {
                     let key = self.returns_keys.then(|| self.key.clone());
                     tids.push(ProbedTid { at, tid: tid?, key });
                 }
@@ -964,11 +971,9 @@ impl Prober {
                     if !wanted(&found, t) {
                         continue;
                     }
-                    let Some(tuple) = crate::storage::page::page_item(&bytes, t.tid.1) else {
-                        continue;
-                    };
-                    if tuple::is_visible(tuple, &mut self.heap.visibility) {
-                        rows.push(tuple, t.tid.0, t.tid.1)?;
+                    let (blkno, off) = t.tid;
+                    let pushed = |tuple: &[u8]| rows.push(tuple, blkno, off);
+                    if visible_on(&bytes, off, &mut self.heap.visibility, pushed)? {
                         found[t.at] += 1;
                         (stream.acct.relations()).index_tuples_fetched(self.index.relfilenode(), 1);
                     }
@@ -1033,11 +1038,9 @@ impl Prober {
             let nblocks = rel.nblocks();
             let mut marks = PageMarks { vm, last: None };
             while limit.is_none_or(|l| rows.len() - before < l) {
-                let next = match returns_keys {
-                    true => tids.next_with_key(key),
-                    false => tids.next(),
+                let Some(next) = next_tid(&mut tids, *returns_keys, key) else {
+                    break;
                 };
-                let Some(next) = next else { break };
                 let tid = next?;
                 if tid.0 >= nblocks {
                     continue; // as in the scan: never read past the end

@@ -689,7 +689,7 @@ impl IndexCond {
 
     /// Whether the condition holds key column `at` (position in the index) to one value:
     /// `=` a constant (not IS NULL, which PostgreSQL's pathkeys do not take as one value).
-    fn pins(&self, at: usize) -> bool {
+    pub fn pins(&self, at: usize) -> bool {
         let keys = match at {
             0 => &self.keys,
             _ => match self.later.iter().find(|(a, _, _)| *a == at) {

@@ -164,7 +164,7 @@ impl<'a> Join<'a> {
     /// the outer key through an index: its disabled nodes, its parts, the planner's
     /// settings.
     fn nested_loop(&self, outer_side: JoinSide) -> Option<(u8, NestedLoopParts, PlannerSettings)> {
-        LoopKind::of(self.join_type, outer_side)?;
+        let kind = LoopKind::of(self.join_type, outer_side)?;
         let (outer, inner) = match outer_side {
             JoinSide::Left => (self.left, self.right),
             _ => (self.right, self.left),
@@ -211,7 +211,6 @@ impl<'a> Join<'a> {
                     _ => (r.clone(), l.clone()),
                 })
                 .collect();
-            let kind = LoopKind::of(self.join_type, outer_side)?;
             let pairs = outer_rows * probe.rows;
             let estimate_rows = clamp_rows(match kind {
                 LoopKind::Inner => pairs,
