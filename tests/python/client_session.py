@@ -168,6 +168,14 @@ def typed_values(conn):
         )
         check(f"list parameter and array result ({kind})", cur.fetchone(), (2, [1, 3]))
         check(f"array result type OID ({kind})", cur.description[1].type_code, 1007)
+    # psycopg sends a list of strings, and an empty list, untyped: the server types it
+    # as an array of the compared column's type, as PostgreSQL does.
+    cur.execute("SELECT count(*) FROM py_types WHERE t = ANY(%s)", (["héllo wörld", "", "x"],))
+    check("list of strings as an untyped array", cur.fetchone(), (2,))
+    cur.execute("SELECT count(*) FROM py_types WHERE k = ANY(%s)", ([],))
+    check("empty list: ANY is false", cur.fetchone(), (0,))
+    cur.execute("SELECT count(*) FROM py_types WHERE k <> ALL(%s)", ([],))
+    check("empty list: ALL is true", cur.fetchone(), (3,))
 
 
 def time_zone(conn):

@@ -280,6 +280,33 @@ async fn lists_are_postgres_arrays() {
         e.as_db_error().unwrap().message(),
         r#"malformed array literal: "{1,2""#
     );
+    // An untyped text after ANY / ALL is an array of the left side's type (PostgreSQL
+    // 18.4's answers): '{10,9}' holds integers, so 9 < 10 though '9' > '10' as text.
+    let quantified = r#"SELECT 9 = ANY ('{10,9}'), 9 < ALL ('{10,11}'), 10 <> ALL ('{10,NULL}'),
+                             11 = ANY ('{10,NULL}'), 5 > ANY ('{}'), NULL::int < ALL ('{}'),
+                             'b' = ANY ('{a,"b"}'), date '2024-01-02' > ANY ('{2024-01-01}')"#;
+    assert_eq!(
+        rows(&c, quantified).await,
+        [[
+            Some("t".to_string()),
+            Some("t".to_string()),
+            Some("f".to_string()),
+            None,
+            Some("f".to_string()),
+            Some("t".to_string()),
+            Some("t".to_string()),
+            Some("t".to_string())
+        ]]
+    );
+    let e = c
+        .simple_query("SELECT 1 = ANY ('{1,x}')")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&e), "22P02");
+    assert_eq!(
+        e.as_db_error().unwrap().message(),
+        r#"invalid input syntax for type integer: "x""#
+    );
     assert_eq!(
         rows(&c, sql).await,
         [[

@@ -16,9 +16,17 @@ async fn in_lists_are_index_conditions() {
     let c = server.client().await;
     create_shop(&c).await;
     // PostgreSQL 18.4, same tables and statements.
-    let cases: [(&str, &[&str]); 8] = [
+    let cases: [(&str, &[&str]); 9] = [
         (
             "SELECT * FROM orders WHERE id IN (1,2,3,4,5)",
+            &[
+                "Index Scan using orders_pkey on orders",
+                "  Index Cond: (id = ANY ('{1,2,3,4,5}'::integer[]))",
+            ],
+        ),
+        (
+            // An untyped array text takes the column's type.
+            "SELECT * FROM orders WHERE id = ANY ('{1,2,3,4,5}')",
             &[
                 "Index Scan using orders_pkey on orders",
                 "  Index Cond: (id = ANY ('{1,2,3,4,5}'::integer[]))",

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::logical_expr::expr::{Cast, TryCast};
-use datafusion::logical_expr::{Expr, LogicalPlan, Statement as PlanStatement};
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Statement as PlanStatement};
 use datafusion::sql::sqlparser::ast::{self, ExactNumberInfo, TimezoneInfo};
 
 /// The statement to plan for `stmt` with parameters of `types` (`None` = unknown).
@@ -49,7 +49,9 @@ pub fn unwrap_prepare(plan: LogicalPlan) -> LogicalPlan {
 /// The types of `$n` placeholders that DataFusion leaves untyped and PostgreSQL types
 /// from where they stand: the operand of a cast (`$1::int`) has the cast's type, a LIMIT
 /// or OFFSET is a bigint (so a client that asks for the parameter types sends an int4
-/// for `$1::int` and an int8 for `LIMIT $2`).
+/// for `$1::int` and an int8 for `LIMIT $2`), the array of `x op ANY ($1)` or
+/// `x op ALL ($1)` is an array of `x`'s type (what psycopg sends for a Python list of
+/// strings, or an empty one, is untyped).
 pub fn implied_placeholder_types(plan: &LogicalPlan) -> HashMap<String, DataType> {
     let mut found = HashMap::new();
     let _ = plan.apply_with_subqueries(|node| {
@@ -60,8 +62,15 @@ pub fn implied_placeholder_types(plan: &LogicalPlan) -> HashMap<String, DataType
                 }
             }
         }
+        let inputs = node.inputs();
         node.apply_expressions(|e| {
             e.apply(|e| {
+                if let Some((id, element)) = quantified_array(e, &inputs) {
+                    found
+                        .entry(id)
+                        .or_insert_with(|| DataType::new_list(element, true));
+                    return Ok(TreeNodeRecursion::Continue);
+                }
                 let (operand, ty) = match e {
                     Expr::Cast(Cast { expr, field }) => (expr, field.data_type()),
                     Expr::TryCast(TryCast { expr, field }) => (expr, field.data_type()),
@@ -75,6 +84,41 @@ pub fn implied_placeholder_types(plan: &LogicalPlan) -> HashMap<String, DataType
         })
     });
     found
+}
+
+/// `(placeholder, element type)` when `e` is one of the comparisons DataFusion writes for
+/// `x op ANY|ALL ($n)` with `$n` untyped: `array_has($n, x)`, or `array_min($n)` /
+/// `array_max($n)` compared with `x`, `x`'s type found in one of `inputs`' schemas.
+fn quantified_array(e: &Expr, inputs: &[&LogicalPlan]) -> Option<(String, DataType)> {
+    let untyped_array = |e: &Expr| match e {
+        Expr::Placeholder(p) if p.field.is_none() => Some(p.id.clone()),
+        _ => None,
+    };
+    let (array, needle) = match e {
+        Expr::ScalarFunction(f) if f.func.name() == "array_has" && f.args.len() == 2 => {
+            (untyped_array(&f.args[0])?, &f.args[1])
+        }
+        Expr::BinaryExpr(b) => {
+            let bound = |e: &Expr| match e {
+                Expr::ScalarFunction(f)
+                    if matches!(f.func.name(), "array_min" | "array_max") && f.args.len() == 1 =>
+                {
+                    untyped_array(&f.args[0])
+                }
+                _ => None,
+            };
+            match (bound(&b.left), bound(&b.right)) {
+                (Some(id), None) => (id, b.right.as_ref()),
+                (None, Some(id)) => (id, b.left.as_ref()),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    let element = inputs
+        .iter()
+        .find_map(|input| needle.get_type(input.schema()).ok())?;
+    (!element.is_null()).then_some((array, element))
 }
 
 /// The SQL type DataFusion plans back into `dt` (timestamptz into the session's zone).
