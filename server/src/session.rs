@@ -5,6 +5,7 @@
 //! by: it applies the transaction rules (see `sql/mod.rs`), builds the statement's
 //! context and dispatches to the code that runs the statement.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use datafusion::catalog::CatalogProvider;
@@ -104,6 +105,8 @@ pub struct Session {
     pub cursors: sql::cursor::Cursors,
     /// Its SQL prepared statements (PREPARE … DEALLOCATE).
     pub prepared: sql::prepare::PreparedStatements,
+    /// While EXECUTE runs one: its count of runs that took the generic plan.
+    executing: Option<Arc<AtomicU64>>,
     /// The context of the statement run last (its buffer usage, for
     /// `pg_stat_statements`); cleared before each statement.
     pub last_statement: Option<Arc<StatementContext>>,
@@ -156,6 +159,7 @@ impl Session {
             sequences: Arc::default(),
             cursors,
             prepared,
+            executing: None,
             last_statement: None,
             normalized_texts: Default::default(),
             work_mem,
@@ -275,15 +279,20 @@ impl Session {
     fn prepared_plans_context(
         &self,
         catalog: &str,
-    ) -> Option<(Arc<sql::prepared_plans::PreparedPlans>, String)> {
-        let setting = |name: &str| self.settings.get(name).unwrap_or_default();
-        if setting("plan_cache_mode") == "force_custom_plan" {
+    ) -> Option<sql::prepared_plans::PreparedContext> {
+        let mode = self.settings.get("plan_cache_mode").unwrap_or_default();
+        if mode == "force_custom_plan" {
             return None;
         }
         // Plans over tables: any change to the catalog may change them.
         let generation = self.server.db.catalog.generation();
         let context = format!("{}\ncatalog {generation}", self.plan_context(catalog));
-        Some((self.prepared_plans.clone(), context))
+        Some(sql::prepared_plans::PreparedContext {
+            plans: self.prepared_plans.clone(),
+            context,
+            force_generic: mode == "force_generic_plan",
+            generic_runs: self.executing.clone(),
+        })
     }
 
     /// What a plan made now is made from, for the keys of kept plans: the DataFusion
@@ -355,8 +364,12 @@ impl Session {
         }
         if let Some(bound) = self.executed(parsed) {
             // EXECUTE: the prepared statement runs with the values given.
-            let (statement, values) = bound.inspect_err(|_| self.txn.fail_if_in_block())?;
-            return Box::pin(self.run(&statement, Some(values), notices)).await;
+            let (statement, values, generic_runs) =
+                bound.inspect_err(|_| self.txn.fail_if_in_block())?;
+            self.executing = Some(generic_runs);
+            let result = Box::pin(self.run(&statement, Some(values), notices)).await;
+            self.executing = None;
+            return result;
         }
         // Outside a block the statement is its own transaction, for settings too (SET LOCAL
         // lasts one statement). A statement whose future was dropped left one open.
@@ -529,6 +542,7 @@ impl Session {
                     as usize
                     * 1024,
             }),
+            params: params.clone().unwrap_or_default(),
         });
         if let Some(a) = &self.activity {
             a.transaction_ids((top != 0).then_some(top), ctx.snapshot.xmin());
@@ -772,8 +786,12 @@ impl Session {
     }
 
     /// For `EXECUTE name (values)` or `EXPLAIN … EXECUTE …`: the statement to run (the
-    /// prepared one, or its EXPLAIN) and its parameter values.
-    fn executed(&mut self, parsed: &Parsed) -> Option<PgResult<(Parsed, Vec<ScalarValue>)>> {
+    /// prepared one, or its EXPLAIN), its parameter values and its count of generic runs.
+    #[allow(clippy::type_complexity)]
+    fn executed(
+        &mut self,
+        parsed: &Parsed,
+    ) -> Option<PgResult<(Parsed, Vec<ScalarValue>, Arc<AtomicU64>)>> {
         let Parsed::Sql(stmt) = parsed else {
             return None;
         };
@@ -792,14 +810,14 @@ impl Session {
             self.prepared.bind(&name, parameters, &self.df_state, &fmt)
         });
         Some(
-            bound.and_then(|(statement, values)| match (explain, statement) {
-                (None, statement) => Ok((statement, values)),
+            bound.and_then(|(statement, values, runs)| match (explain, statement) {
+                (None, statement) => Ok((statement, values, runs)),
                 (Some(ast::Statement::Explain { .. }), Parsed::Sql(inner)) => {
                     let mut explain = explain.expect("matched").clone();
                     if let ast::Statement::Explain { statement, .. } = &mut explain {
                         *statement = inner;
                     }
-                    Ok((Parsed::Sql(Box::new(explain)), values))
+                    Ok((Parsed::Sql(Box::new(explain)), values, runs))
                 }
                 _ => Err(PgError::unsupported(
                     "EXPLAIN of this prepared statement is not supported",

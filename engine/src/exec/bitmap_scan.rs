@@ -158,6 +158,7 @@ pub struct TidScanDone {
 }
 
 /// `Bitmap Index Scan on <index>`: runs an index scan into a bitmap.
+#[derive(Clone)]
 pub struct BitmapIndexScanExec {
     pub index_name: String,
     /// `Index Cond:` (their AND), over the table's schema.
@@ -268,6 +269,14 @@ impl ExecutionPlan for BitmapIndexScanExec {
         _children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         Ok(self)
+    }
+
+    /// A copy to run again (a generic plan's next run) with metrics of its own; the
+    /// nodes above it, given the copy, make theirs anew.
+    fn reset_state(self: Arc<Self>) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let mut copy = Arc::unwrap_or_clone(self);
+        copy.metrics = ExecutionPlanMetricsSet::new();
+        Ok(Arc::new(copy))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

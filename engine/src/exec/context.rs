@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use datafusion::execution::TaskContext;
 use datafusion::prelude::SessionConfig;
+use datafusion::scalar::ScalarValue;
 use iolab_catalog::{PgError, PgResult};
 use iolab_stats::BufferUsage;
 use parking_lot::Mutex;
@@ -54,6 +55,9 @@ pub struct StatementContext {
     /// and `maintenance_work_mem` (bytes) for CREATE INDEX's sort. Without files (the
     /// engine's tests), sorts stay in memory.
     pub temp: Option<TempSpace>,
+    /// The values of the statement's `$n` parameters (`params[0]` is `$1`), which a
+    /// generic plan's index conditions take when its scans start (`plan::statement_params`).
+    pub params: Vec<ScalarValue>,
 }
 
 /// A session's temporary files and the memory its maintenance sorts may hold.
@@ -152,6 +156,7 @@ impl StatementContext {
             usage: Mutex::new(Default::default()),
             planning_usage: Mutex::new(Default::default()),
             temp: None,
+            params: Vec::new(),
         }
     }
 

@@ -86,6 +86,7 @@ use crate::txn::VisibilityChecker;
 use crate::Database;
 
 /// `Index Scan using <index> on <table>`, or `Index Only Scan`.
+#[derive(Clone)]
 pub struct IndexScanExec {
     db: Arc<Database>,
     pub index_name: String,
@@ -389,6 +390,13 @@ impl ExecutionPlan for IndexScanExec {
         _children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         Ok(self)
+    }
+
+    /// A copy to run again (a generic plan's next run) with metrics of its own.
+    fn reset_state(self: Arc<Self>) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let mut copy = Arc::unwrap_or_clone(self);
+        copy.metrics = ExecutionPlanMetricsSet::new();
+        Ok(Arc::new(copy))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
@@ -701,8 +709,8 @@ impl IndexJob {
             visibility: VisibilityChecker::new(stmt.snapshot.clone()),
         };
         let mut tids = match self.backward {
-            true => self.cond.scan_backward(&index, acct)?,
-            false => self.cond.scan(&index, acct)?,
+            true => self.cond.scan_backward(&index, &stmt.params, acct)?,
+            false => self.cond.scan(&index, &stmt.params, acct)?,
         };
         if self.read_ahead {
             tids = tids.read_ahead(self.db.aio.clone(), stmt.stream_config(false, false))?;

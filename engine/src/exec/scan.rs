@@ -50,6 +50,7 @@ use crate::Database;
 /// Batches buffered between the scanning thread and the consumer.
 pub const SCAN_CHANNEL_BATCHES: usize = 2;
 
+#[derive(Clone)]
 pub struct HeapScanExec {
     db: Arc<Database>,
     pub table: TableDef,
@@ -270,6 +271,13 @@ impl ExecutionPlan for HeapScanExec {
         _children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         Ok(self)
+    }
+
+    /// A copy to run again (a generic plan's next run) with metrics of its own.
+    fn reset_state(self: Arc<Self>) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let mut copy = Arc::unwrap_or_clone(self);
+        copy.metrics = ExecutionPlanMetricsSet::new();
+        Ok(Arc::new(copy))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

@@ -160,7 +160,10 @@ impl TableProvider for HeapTable {
                         table: &def,
                         table_schema: schema.clone(),
                         projection: projection.clone(),
-                        quals: quals.iter().cloned().chain(more).collect(),
+                        // A generic plan's scan has its parameters' conjuncts already.
+                        quals: (quals.iter().cloned())
+                            .chain(more.into_iter().filter(|m| !quals.contains(m)))
+                            .collect(),
                         limit,
                         order: order.clone(),
                         replan: None,

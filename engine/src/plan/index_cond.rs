@@ -57,7 +57,8 @@
 //! [`KeySet::Param`], resolved into a range when the scan starts ([`IndexCond::scan`]).
 //! A NULL value selects no key; a value that does not compare exactly as the keys do
 //! selects every non-NULL key (a superset again). A lossy page's recheck leaves such a
-//! clause to the filter above.
+//! clause to the filter above. A generic plan's `$n` (`statement_params`) is one too: its
+//! value is the statement's.
 //!
 //! The same holds for a nested loop's outer row's value ([`OuterParam`]), with two
 //! differences: the scan runs once per outer row, each time with the value bound by the
@@ -90,6 +91,7 @@ use crate::btree::scan::ColumnKeys;
 use crate::btree::{BtreeIndex, BtreeScan};
 use crate::heap::codec::{Datum, TupleLayout};
 use crate::plan::outer_param::OuterParam;
+use crate::plan::statement_params::{bind_markers, marker_of};
 use crate::plan::ScanOrder;
 
 /// A comparison operator with the column on its left.
@@ -202,18 +204,20 @@ pub fn param_clause(e: &Arc<dyn PhysicalExpr>, columns: &[ColumnDef]) -> Option<
     })
 }
 
-/// An expression of no column holding a scalar subquery (one value for the whole scan), or
-/// a nested loop's outer value (one per scan).
+/// An expression of no column holding a scalar subquery (one value for the whole scan) or
+/// a generic plan's `$n` (one value for the statement), or a nested loop's outer value
+/// (one per scan).
 pub fn is_param(e: &Arc<dyn PhysicalExpr>) -> bool {
     if e.downcast_ref::<OuterParam>().is_some() {
         return true;
     }
-    let mut subquery = false;
+    let mut known_at_start = false;
     let _ = e.apply(|n| {
-        subquery |= n.as_ref().downcast_ref::<ScalarSubqueryExpr>().is_some();
+        known_at_start |=
+            n.as_ref().downcast_ref::<ScalarSubqueryExpr>().is_some() || marker_of(n).is_some();
         Ok(TreeNodeRecursion::Continue)
     });
-    subquery && collect_columns(e).is_empty()
+    known_at_start && collect_columns(e).is_empty()
 }
 
 /// The values of `e` if it is `column IN (constants)` (not NOT IN) whose every constant
@@ -253,7 +257,12 @@ fn column_of(e: &Arc<dyn PhysicalExpr>, columns: &[ColumnDef]) -> Option<usize> 
     let widening = from.is_signed_integer()
         && cast.cast_type().is_signed_integer()
         && int_width(&from) <= int_width(cast.cast_type());
-    widening.then_some(column)
+    // Another layout of the same text (`Utf8View`, which a text parameter may be):
+    // compared byte for byte either way.
+    let is_text =
+        |t: &DataType| matches!(t, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8);
+    let relaid_text = is_text(&from) && is_text(cast.cast_type());
+    (widening || relaid_text).then_some(column)
 }
 
 fn int_width(t: &DataType) -> usize {
@@ -609,8 +618,9 @@ impl IndexCond {
     }
 
     /// The keys to read now: a parameter's value taken (the scan is starting, so the
-    /// subquery has run); `None` when its value, NULL, selects no key.
-    fn keys_now(&self) -> Option<KeySet> {
+    /// subquery has run; a generic plan's `$n` is one of `params`); `None` when its
+    /// value, NULL, selects no key.
+    fn keys_now(&self, params: &[ScalarValue]) -> Option<KeySet> {
         let KeySet::Param { op, value } = &self.keys else {
             return Some(self.keys.clone());
         };
@@ -625,7 +635,7 @@ impl IndexCond {
         );
         let value = one_row_of_no_columns
             .map_err(Into::into)
-            .and_then(|batch| value.evaluate(&batch))
+            .and_then(|batch| bind_markers(value, params)?.evaluate(&batch))
             .and_then(|v| match v {
                 ColumnarValue::Scalar(v) => Ok(v),
                 ColumnarValue::Array(a) => ScalarValue::try_from_array(&a, 0),
@@ -735,27 +745,35 @@ impl IndexCond {
         given
     }
 
-    /// A scan of `index` (this condition's index) for the condition's keys.
-    pub fn scan<'a>(&self, index: &BtreeIndex, acct: &'a mut IoAccount) -> PgResult<BtreeScan<'a>> {
-        self.scan_in_order(index, false, acct)
+    /// A scan of `index` (this condition's index) for the condition's keys, a generic
+    /// plan's parameters given `params` (the statement's values).
+    pub fn scan<'a>(
+        &self,
+        index: &BtreeIndex,
+        params: &[ScalarValue],
+        acct: &'a mut IoAccount,
+    ) -> PgResult<BtreeScan<'a>> {
+        self.scan_in_order(index, false, params, acct)
     }
 
     /// [`scan`](Self::scan) in descending order (`ORDER BY … DESC`: NULLs first).
     pub fn scan_backward<'a>(
         &self,
         index: &BtreeIndex,
+        params: &[ScalarValue],
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
-        self.scan_in_order(index, true, acct)
+        self.scan_in_order(index, true, params, acct)
     }
 
     fn scan_in_order<'a>(
         &self,
         index: &BtreeIndex,
         backward: bool,
+        params: &[ScalarValue],
         acct: &'a mut IoAccount,
     ) -> PgResult<BtreeScan<'a>> {
-        let Some(first) = self.keys_now() else {
+        let Some(first) = self.keys_now(params) else {
             return index.scan_range(Bound::Included(Datum::Null), Bound::Unbounded, acct);
         };
         self.scan_keys(index, &first, backward, acct)

@@ -38,6 +38,7 @@ pub mod param_scans;
 pub mod partitions;
 pub mod paths;
 pub mod selectivity;
+pub mod statement_params;
 
 use std::sync::Arc;
 

@@ -696,7 +696,7 @@ fn bitmap_plan(rel: &Rel<'_>, bitmap: &BitmapPath) -> Arc<dyn BitmapPlan> {
             let btree = path.index.btree.clone();
             let scan: TidScan = Arc::new(move |stmt, acct, bitmap| {
                 let mut tids = cond
-                    .scan(&btree, acct)?
+                    .scan(&btree, &stmt.params, acct)?
                     .read_ahead(stmt.db.aio.clone(), stmt.stream_config(false, false))?;
                 bitmap.try_add_tuples(&mut tids, false)?;
                 Ok(TidScanDone {

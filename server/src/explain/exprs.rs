@@ -123,6 +123,12 @@ pub fn deparse(expr: &Arc<dyn PhysicalExpr>, input: &Input) -> String {
         s.push_str(" END");
         return s;
     }
+    if let Some(marker) = iolab_engine::plan::statement_params::marker_of(expr) {
+        return marker.name().to_string();
+    }
+    if let Some(p) = e.downcast_ref::<iolab_engine::plan::statement_params::BoundParameter>() {
+        return p.name().to_string();
+    }
     if let Some(f) = e.downcast_ref::<ScalarFunctionExpr>() {
         let args: Vec<String> = f.args().iter().map(|a| deparse(a, input)).collect();
         if let (Some(op), [l, r]) = (CheckedArithmetic::op_named(f.name()), args.as_slice()) {

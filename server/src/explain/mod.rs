@@ -227,9 +227,14 @@ impl Explainer<'_> {
         let started = Instant::now();
         let logical = self.run.logical_plan(query).await?;
         let aliases = mapping::scan_aliases(&logical);
-        let mut plan = match in_order {
-            true => self.run.physical_plan_in_order(&logical).await?,
-            false => self.run.physical_plan(&logical).await?,
+        let generic = match in_order {
+            true => None,
+            false => self.run.generic_run(query).await?,
+        };
+        let mut plan = match (generic, in_order) {
+            (Some(generic), _) => generic,
+            (None, true) => self.run.physical_plan_in_order(&logical).await?,
+            (None, false) => self.run.physical_plan(&logical).await?,
         };
         let planning_ms = ms_since(started);
         if self.opts.analyze {

@@ -97,6 +97,7 @@ impl ComputedView {
         let rows = move || {
             (listing.lock().iter())
                 .map(|p| {
+                    let generic = p.generic_runs.load(std::sync::atomic::Ordering::Relaxed);
                     vec![
                         V::text(&p.name),
                         V::text(&p.statement),
@@ -104,8 +105,8 @@ impl ComputedView {
                         V::TextArray(p.parameter_types.clone()),
                         p.result_types.clone().map_or(V::Null, V::TextArray),
                         V::Bool(true),
-                        V::Int(0),
-                        V::Int(p.runs as i64),
+                        V::Int(generic as i64),
+                        V::Int(p.runs.saturating_sub(generic) as i64),
                     ]
                 })
                 .collect()

@@ -8,76 +8,52 @@
 //! views do (`pgcatalog::view_scan`) — and when its parameters can be replaced in place:
 //!
 //! ```text
-//!   cached logical plan ─► each $n outside the scans ─► physical planner ─► template
-//!                           → a call of a marker                            (cached)
-//!   each run:  template ─► copy every node; a marker → the run's constant; ─► execute
-//!                          a view scan's filters: $n → constants, folded
+//!   cached logical plan ─► each $n outside the view scans ─► physical planner ─► template
+//!                           → a call of a marker                                 (cached)
+//!   each run:  template ─► copy every node; a filter's marker → the run's constant; ─► execute
+//!                          a view scan's filters: $n → constants, folded;
+//!                          a heap scan's index condition takes its value as it starts
 //! ```
 //!
 //! - DataFusion's physical planner refuses `$n`, so before planning, each `$n` outside
-//!   the scans becomes a call of [`ParameterMarker`] naming it. Filters handed to a view
-//!   scan keep their `$n`: they stay logical expressions, which the scan reads when it
-//!   runs (its time range, `pgcatalog::time_range`); the copy gets them with the values
-//!   in and their constant parts folded.
-//! - Only `FilterExec` predicates and view scans' filters may hold parameters: a plan
-//!   with a marker anywhere else (a projection, an aggregate, a join) gets no template
-//!   and runs from the cached logical plan, as before.
+//!   the view scans becomes a call of a marker naming it
+//!   (`iolab_engine::plan::statement_params`). Filters handed to a view scan keep their
+//!   `$n`: they stay logical expressions, which the scan reads when it runs (its time
+//!   range, `pgcatalog::time_range`); the copy gets them with the values in and their
+//!   constant parts folded.
+//! - A heap table's scan is planned with its markers as values known when it starts
+//!   (`aid = $1` an Index Scan's condition, weighed as a parameter of unknown value) and
+//!   takes them from the statement's values (`StatementContext::params`) when it runs.
+//! - Only `FilterExec` predicates, view scans' filters and heap scans' conditions may hold
+//!   parameters: a plan with a marker anywhere else (a projection, an aggregate, a join)
+//!   gets no template and runs from the cached logical plan, as before. Nor does a plan
+//!   with a nested loop or a batched hash join, which are not copied per run.
 //! - Each run copies every node (fresh metrics and operator state, the template's
 //!   properties kept), so sessions running one template at the same time share nothing
 //!   that changes.
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::context::SessionState;
-use datafusion::logical_expr::expr::{Placeholder, ScalarFunction};
+use datafusion::logical_expr::expr::Placeholder;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::simplify::SimplifyContext;
-use datafusion::logical_expr::{
-    ColumnarValue, Expr, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
-};
+use datafusion::logical_expr::{Expr, LogicalPlan};
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
-use datafusion::physical_expr::expressions::Literal;
-use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
 use datafusion::physical_plan::filter::{FilterExec, FilterExecBuilder};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::scalar::ScalarValue;
+use iolab_engine::exec::hash_join_batches::HashJoinBatchesExec;
+use iolab_engine::exec::nested_loop::IndexNestedLoopExec;
+use iolab_engine::exec::table::HeapTable;
+use iolab_engine::plan::statement_params::{
+    bind_markers, has_marker, marker_call, parameter_index, value_of,
+};
 
 use crate::pgcatalog::view_scan::ViewScanExec;
-
-/// Stands for parameter `$index + 1` in a template; never evaluated.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct ParameterMarker {
-    name: String,
-    index: usize,
-    data_type: DataType,
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for ParameterMarker {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(self.data_type.clone())
-    }
-
-    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        Err(DataFusionError::Internal(format!(
-            "parameter {} of a generic plan was not given a value",
-            self.name
-        )))
-    }
-}
 
 /// The template of an optimized `plan` (see the module documentation), planned with
 /// `state`; `None` when the plan cannot have one.
@@ -132,18 +108,22 @@ pub fn instantiate(
         .reset_state()
 }
 
-/// `plan` with each `$n` outside the table scans replaced by a [`ParameterMarker`] call
-/// of its type (names kept, so the plan's schemas do not change).
+/// `plan` with each `$n` outside the view scans replaced by a marker call of its type
+/// (names kept, so the plan's schemas do not change).
 fn mark_parameters(plan: LogicalPlan) -> Result<LogicalPlan> {
     plan.transform_up_with_subqueries(|node| {
-        if matches!(node, LogicalPlan::TableScan(_)) {
-            return Ok(Transformed::no(node));
+        if let LogicalPlan::TableScan(scan) = &node {
+            let heap = datafusion::datasource::source_as_provider(&scan.source)
+                .is_ok_and(|p| p.as_ref().is::<HeapTable>());
+            if !heap {
+                return Ok(Transformed::no(node));
+            }
         }
         let names = NamePreserver::new(&node);
         node.map_expressions(|e| {
             let name = names.save(&e);
             let marked = e.transform_up(|e| match e {
-                Expr::Placeholder(p) => Ok(Transformed::yes(marker_call(&p)?)),
+                Expr::Placeholder(p) => Ok(Transformed::yes(marker_of_placeholder(&p)?)),
                 other => Ok(Transformed::no(other)),
             })?;
             Ok(marked.update_data(|e| name.restore(e)))
@@ -152,48 +132,29 @@ fn mark_parameters(plan: LogicalPlan) -> Result<LogicalPlan> {
     .map(|t| t.data)
 }
 
-/// `$1` → 0.
-fn parameter_index(id: &str) -> Result<usize> {
-    id.strip_prefix('$')
-        .and_then(|n| n.parse::<usize>().ok())
-        .and_then(|n| n.checked_sub(1))
-        .ok_or_else(|| DataFusionError::Plan(format!("unexpected parameter {id}")))
-}
-
-fn marker_call(p: &Placeholder) -> Result<Expr> {
-    let index = parameter_index(&p.id)?;
+fn marker_of_placeholder(p: &Placeholder) -> Result<Expr> {
     let data_type = p
         .field
         .as_ref()
         .map(|f| f.data_type().clone())
         .ok_or_else(|| DataFusionError::Plan(format!("parameter {} has no type", p.id)))?;
-    let marker = ParameterMarker {
-        name: p.id.clone(),
-        index,
-        data_type,
-        signature: Signature::nullary(Volatility::Volatile),
-    };
-    Ok(Expr::ScalarFunction(ScalarFunction::new_udf(
-        Arc::new(ScalarUDF::new_from_impl(marker)),
-        vec![],
-    )))
+    marker_call(&p.id, data_type)
 }
 
-fn marker_of(e: &Arc<dyn PhysicalExpr>) -> Option<&ParameterMarker> {
-    let call = e.downcast_ref::<ScalarFunctionExpr>()?;
-    let implementation: &dyn std::any::Any = call.fun().inner().as_ref();
-    implementation.downcast_ref::<ParameterMarker>()
+/// Nodes a template may not hold: run again, they would share what one run leaves in
+/// them (their metrics, the inner scan a nested loop holds beside its children).
+fn runs_once(node: &dyn ExecutionPlan) -> bool {
+    node.is::<IndexNestedLoopExec>() || node.is::<HashJoinBatchesExec>()
 }
 
-fn has_marker(e: &Arc<dyn PhysicalExpr>) -> bool {
-    e.exists(|e| Ok(marker_of(e).is_some())).unwrap_or(true)
-}
-
-/// Does every node holding a marker know how to take its value ([`instantiate`])?
+/// Does every node holding a marker know how to take its value ([`instantiate`]), and
+/// can every node be copied for another run?
 fn parameters_only_where_bound(plan: &Arc<dyn ExecutionPlan>) -> bool {
     let mut ok = true;
     let _ = plan.apply(|node| {
-        if !node.is::<FilterExec>() {
+        if runs_once(node.as_ref()) {
+            ok = false;
+        } else if !node.is::<FilterExec>() {
             let _ = node.apply_expressions(&mut |e| {
                 if has_marker(e) {
                     ok = false;
@@ -209,24 +170,6 @@ fn parameters_only_where_bound(plan: &Arc<dyn ExecutionPlan>) -> bool {
         })
     });
     ok
-}
-
-/// A physical expression with its markers replaced by `values`.
-fn bind_markers(
-    e: &Arc<dyn PhysicalExpr>,
-    values: &[ScalarValue],
-) -> Result<Arc<dyn PhysicalExpr>> {
-    Arc::clone(e)
-        .transform_up(|e| match marker_of(&e) {
-            Some(marker) => {
-                let value = value_of(values, marker.index, Some(&marker.data_type))?;
-                Ok(Transformed::yes(
-                    Arc::new(Literal::new(value)) as Arc<dyn PhysicalExpr>
-                ))
-            }
-            None => Ok(Transformed::no(e)),
-        })
-        .map(|t| t.data)
 }
 
 /// A scan's filter with its `$n` replaced by `values`, the parts without columns folded
@@ -257,16 +200,4 @@ fn bind_placeholders(filter: &Expr, values: &[ScalarValue]) -> Result<Expr> {
             Ok(Transformed::new(folded, true, TreeNodeRecursion::Jump))
         })
         .map(|t| t.data)
-}
-
-/// Parameter `index`'s value, as the type the plan gave the parameter (DataFusion may
-/// have inferred a type other than the value's, such as `Utf8View` for a text constant).
-fn value_of(values: &[ScalarValue], index: usize, ty: Option<&DataType>) -> Result<ScalarValue> {
-    let value = values.get(index).ok_or_else(|| {
-        DataFusionError::Internal(format!("no value for parameter ${}", index + 1))
-    })?;
-    match ty {
-        Some(ty) if *ty != value.data_type() => value.cast_to(ty),
-        _ => Ok(value.clone()),
-    }
 }

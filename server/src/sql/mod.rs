@@ -486,7 +486,7 @@ pub struct StatementRun {
     pub sequences: Arc<crate::pgcatalog::sequence_functions::SessionSequences>,
     /// The session's kept plans of statements with parameters, and this statement's
     /// context in their keys; `None` under `plan_cache_mode = force_custom_plan`.
-    pub prepared: Option<(Arc<prepared_plans::PreparedPlans>, String)>,
+    pub prepared: Option<prepared_plans::PreparedContext>,
     /// The session's temporary schema (none until its first temporary table).
     pub temp: Arc<iolab_engine::temp::SessionTemp>,
 }
@@ -593,16 +593,101 @@ impl StatementRun {
             return datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
                 .map_err(from_datafusion);
         }
-        let optimized = match self.cached_plan().await {
-            Some(plan) => plan,
-            None => self.optimized_plan(stmt).await?,
+        let kept = self.kept_plan(stmt).await?;
+        if let (Some(kept), false) = (&kept, in_order) {
+            if let Some(physical) = self.generic_run_of(kept).await? {
+                return datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
+                    .map_err(from_datafusion);
+            }
+        }
+        let optimized = match (self.cached_plan().await, &kept, &self.params) {
+            (Some(plan), _, _) => plan,
+            (None, Some(kept), Some(values)) => {
+                bind(&self.state, kept.logical.clone(), values.clone()).map_err(from_datafusion)?
+            }
+            _ => {
+                let plan = self.logical_plan(stmt).await?;
+                self.state.optimize(&plan).map_err(from_datafusion)?
+            }
         };
         let physical = match in_order {
             true => self.planner_in_one_partition(&optimized).await?,
             false => self.physical_plan_of_optimized(&optimized).await?,
         };
+        if let Some(kept) = &kept {
+            if let Some(cost) = iolab_engine::plan::partitions::plan_cost(physical.as_ref()) {
+                kept.custom_ran(cost + self.planning_charge(&kept.logical));
+            }
+        }
         datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
             .map_err(from_datafusion)
+    }
+
+    /// The physical plan of `stmt`, a statement with parameters, if this run takes its
+    /// generic plan (`prepared_plans`): what EXPLAIN shows of it.
+    pub async fn generic_run(
+        &self,
+        stmt: &ast::Statement,
+    ) -> PgResult<Option<Arc<dyn ExecutionPlan>>> {
+        match self.kept_plan(stmt).await? {
+            Some(kept) => self.generic_run_of(&kept).await,
+            None => Ok(None),
+        }
+    }
+
+    /// A copy of `kept`'s generic plan with this run's values, if this run takes it
+    /// (counted for `pg_prepared_statements`).
+    async fn generic_run_of(
+        &self,
+        kept: &prepared_plans::KeptPlan,
+    ) -> PgResult<Option<Arc<dyn ExecutionPlan>>> {
+        let (Some(template), Some(values)) = (self.generic_plan_of(kept).await, &self.params)
+        else {
+            return Ok(None);
+        };
+        if let Some(runs) = self.prepared.as_ref().and_then(|p| p.generic_runs.as_ref()) {
+            runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        generic_plan::instantiate(&template, values)
+            .map(Some)
+            .map_err(from_datafusion)
+    }
+
+    /// The generic plan of a kept statement, if this run takes it (made first when it is
+    /// due: `prepared_plans`).
+    async fn generic_plan_of(
+        &self,
+        kept: &prepared_plans::KeptPlan,
+    ) -> Option<Arc<dyn ExecutionPlan>> {
+        let force_generic = self.prepared.as_ref()?.force_generic;
+        let planner = &self.ctx.planner;
+        if let prepared_plans::RunPlan::MakeGeneric = kept.choose(planner, force_generic) {
+            let template = generic_plan::template(&kept.logical, &self.state).await;
+            let made = template.and_then(|t| {
+                let cost = iolab_engine::plan::partitions::plan_cost(t.as_ref())?;
+                Some((t, cost))
+            });
+            kept.generic_made(made, *planner);
+        }
+        match kept.choose(planner, force_generic) {
+            prepared_plans::RunPlan::Generic(template) => Some(template),
+            _ => None,
+        }
+    }
+
+    /// PostgreSQL's charge for planning a statement afresh, added to a custom plan's
+    /// cost when it is weighed against the generic plan (`cached_plan_cost`): 1000 ×
+    /// `cpu_operator_cost` per relation the plan reads, and one more.
+    fn planning_charge(&self, plan: &datafusion::logical_expr::LogicalPlan) -> f64 {
+        use datafusion::common::tree_node::TreeNodeRecursion;
+        let mut relations = 0;
+        let _ = plan.apply_with_subqueries(|node| {
+            if let datafusion::logical_expr::LogicalPlan::TableScan(_) = node {
+                relations += 1;
+            }
+            Ok(TreeNodeRecursion::Continue)
+        });
+        1000.0 * self.ctx.planner.cpu_operator_cost * (relations + 1) as f64
     }
 
     async fn planner_in_one_partition(
@@ -615,51 +700,36 @@ impl StatementRun {
             .map_err(from_datafusion)
     }
 
-    /// The optimized plan of `stmt` with this run's parameter values: a statement with
-    /// parameters from the session's kept plans where it can be (`prepared_plans`).
-    async fn optimized_plan(
+    /// The session's kept plan of `stmt`, a statement with parameters (`prepared_plans`),
+    /// kept first if it is new and may be; `None` for any other statement.
+    async fn kept_plan(
         &self,
         stmt: &ast::Statement,
-    ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
-        let (Some((plans, context)), Some(values)) = (&self.prepared, &self.params) else {
-            let plan = self.logical_plan(stmt).await?;
-            return self.state.optimize(&plan).map_err(from_datafusion);
+    ) -> PgResult<Option<Arc<prepared_plans::KeptPlan>>> {
+        let (Some(prepared), Some(values)) = (&self.prepared, &self.params) else {
+            return Ok(None);
         };
         if values.is_empty() {
-            let plan = self.logical_plan(stmt).await?;
-            return self.state.optimize(&plan).map_err(from_datafusion);
+            return Ok(None);
         }
         let key = prepared_plans::PlanKey {
             text: stmt.to_string(),
             param_types: values.iter().map(|v| v.data_type()).collect(),
-            context: context.clone(),
+            context: prepared.context.clone(),
         };
-        let kept = match plans.get(&key) {
-            Some(kept) => Some(kept),
-            None => {
-                let types: Vec<_> = key.param_types.iter().cloned().map(Some).collect();
-                let open = plan_statement(&self.state, stmt, &types).await?;
-                let keepable = plan_cache::cacheable_over(&open, |table| {
-                    table.is::<iolab_engine::exec::table::HeapTable>()
-                        || crate::pgcatalog::is_statistics_view(table)
-                });
-                match keepable.then(|| self.state.optimize(&open)) {
-                    Some(Ok(optimized)) => {
-                        let optimized = Arc::new(optimized);
-                        plans.insert(key, optimized.clone());
-                        Some(optimized)
-                    }
-                    _ => None,
-                }
-            }
-        };
-        match kept {
-            Some(plan) => bind(&self.state, plan, values.clone()).map_err(from_datafusion),
-            None => {
-                let plan = self.logical_plan(stmt).await?;
-                self.state.optimize(&plan).map_err(from_datafusion)
-            }
+        if let Some(kept) = prepared.plans.get(&key) {
+            return Ok(Some(kept));
         }
+        let types: Vec<_> = key.param_types.iter().cloned().map(Some).collect();
+        let open = plan_statement(&self.state, stmt, &types).await?;
+        let keepable = plan_cache::cacheable_over(&open, |table| {
+            table.is::<iolab_engine::exec::table::HeapTable>()
+                || crate::pgcatalog::is_statistics_view(table)
+        });
+        Ok(match keepable.then(|| self.state.optimize(&open)) {
+            Some(Ok(optimized)) => prepared.plans.insert(key, Arc::new(optimized)),
+            _ => None,
+        })
     }
 
     pub async fn logical_plan(

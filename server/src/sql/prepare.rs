@@ -16,6 +16,7 @@
 //! (Parse) live in the connection and are not listed.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -141,6 +142,8 @@ pub struct PreparedStatement {
     pub prepared_at: DateTime<Utc>,
     /// Times it was executed.
     pub runs: u64,
+    /// Runs that took the generic plan (`prepared_plans`), counted as they start.
+    pub generic_runs: Arc<AtomicU64>,
 }
 
 /// What `pg_prepared_statements` shows of one.
@@ -152,6 +155,7 @@ pub struct PreparedInfo {
     pub parameter_types: Vec<String>,
     pub result_types: Option<Vec<String>>,
     pub runs: u64,
+    pub generic_runs: Arc<AtomicU64>,
 }
 
 /// A session's prepared statements, by name.
@@ -208,7 +212,7 @@ impl PreparedStatements {
         args: &[ast::Expr],
         state: &SessionState,
         fmt: &iolab_engine::values::TextFormat,
-    ) -> PgResult<(Parsed, Vec<ScalarValue>)> {
+    ) -> PgResult<(Parsed, Vec<ScalarValue>, Arc<AtomicU64>)> {
         let prepared = self.by_name.get_mut(name).ok_or_else(|| not_found(name))?;
         if args.len() != prepared.params.len() {
             return Err(PgError::syntax(format!(
@@ -226,8 +230,9 @@ impl PreparedStatements {
             .collect::<PgResult<Vec<_>>>()?;
         prepared.runs += 1;
         let statement = prepared.statement.clone();
+        let generic_runs = prepared.generic_runs.clone();
         self.list();
-        Ok((statement, values))
+        Ok((statement, values, generic_runs))
     }
 
     fn list(&self) {
@@ -245,6 +250,7 @@ impl PreparedStatements {
                     }))
                 }),
                 runs: p.runs,
+                generic_runs: p.generic_runs.clone(),
             })
             .collect();
     }
@@ -348,6 +354,7 @@ pub async fn prepare(
             result: described.schema,
             prepared_at: Utc::now(),
             runs: 0,
+            generic_runs: Arc::default(),
         },
     ))
 }

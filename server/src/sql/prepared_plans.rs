@@ -24,13 +24,44 @@
 //! - **Bound**: [`MAX_PLANS`] per session; a full cache is emptied before it takes
 //!   another. Statements of more than [`MAX_STATEMENT_BYTES`] are not kept.
 //! - **Switch**: `plan_cache_mode = force_custom_plan` plans every run afresh.
+//!
+//! # The generic plan
+//!
+//! Physical planning still costs a point lookup most of its server time, so a kept
+//! statement may also get a **generic plan**: a physical plan made once with its `$n`
+//! unknown (`generic_plan`: `aid = $1` an Index Scan whose key the scan takes when it
+//! starts) and copied for each run. It is chosen as PostgreSQL's plan cache chooses
+//! (`choose_custom_plan`): the first [`CUSTOM_PLANS_FIRST`] runs plan afresh and note their
+//! cost (the estimated cost of the plan's scans, `plan::partitions::plan_cost`, plus
+//! PostgreSQL's charge for planning, 1000 × `cpu_operator_cost` × (relations + 1)); then
+//! the generic plan is made, and each run takes it while its cost is below the average
+//! custom run's. `plan_cache_mode = force_generic_plan` takes it from the first run. A
+//! generic plan is planned with the session's planner settings of the moment (`SET
+//! enable_indexscan = off` …) and made again when they change.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::ExecutionPlan;
+use iolab_engine::plan::PlannerSettings;
 use parking_lot::Mutex;
+
+/// A statement's way to the session's kept plans.
+pub struct PreparedContext {
+    pub plans: Arc<PreparedPlans>,
+    /// What a plan made now is made from (the key's `context`).
+    pub context: String,
+    /// `plan_cache_mode = force_generic_plan`.
+    pub force_generic: bool,
+    /// A SQL prepared statement's count of runs that took the generic plan
+    /// (`pg_prepared_statements.generic_plans`), when EXECUTE runs one.
+    pub generic_runs: Option<Arc<std::sync::atomic::AtomicU64>>,
+}
+
+/// Runs planned afresh before the generic plan is weighed (PostgreSQL's 5).
+pub const CUSTOM_PLANS_FIRST: u32 = 5;
 
 /// Plans one session keeps at most.
 pub const MAX_PLANS: usize = 64;
@@ -48,24 +79,128 @@ pub struct PlanKey {
 /// One session's kept plans.
 #[derive(Debug, Default)]
 pub struct PreparedPlans {
-    plans: Mutex<HashMap<PlanKey, Arc<LogicalPlan>>>,
+    plans: Mutex<HashMap<PlanKey, Arc<KeptPlan>>>,
+}
+
+/// A kept statement: its optimized plan with `$n` open, and how its runs were planned.
+pub struct KeptPlan {
+    pub logical: Arc<LogicalPlan>,
+    choice: Mutex<PlanChoice>,
+}
+
+#[derive(Default)]
+struct PlanChoice {
+    custom_runs: u32,
+    /// Their costs' sum, planning charged.
+    custom_cost: f64,
+    generic: Generic,
+}
+
+#[derive(Default)]
+enum Generic {
+    #[default]
+    NotMade,
+    /// The plan cannot have one (`generic_plan::template`), or it has no estimate.
+    Refused,
+    Made {
+        template: Arc<dyn ExecutionPlan>,
+        cost: f64,
+        /// What it was planned with.
+        planner: PlannerSettings,
+    },
+}
+
+/// How a run of a kept statement is planned.
+pub enum RunPlan {
+    /// Afresh, with its values (then [`KeptPlan::custom_ran`]).
+    Custom,
+    /// From this generic plan.
+    Generic(Arc<dyn ExecutionPlan>),
+    /// Make the generic plan ([`KeptPlan::generic_made`]), then choose again.
+    MakeGeneric,
+}
+
+impl std::fmt::Debug for KeptPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = self.choice.lock();
+        f.debug_struct("KeptPlan")
+            .field("custom_runs", &c.custom_runs)
+            .field("generic", &matches!(c.generic, Generic::Made { .. }))
+            .finish()
+    }
+}
+
+impl KeptPlan {
+    pub fn new(logical: Arc<LogicalPlan>) -> KeptPlan {
+        KeptPlan {
+            logical,
+            choice: Mutex::default(),
+        }
+    }
+
+    /// How this run is planned (see the module comment), under `planner`'s settings;
+    /// `force_generic` is `plan_cache_mode = force_generic_plan`.
+    pub fn choose(&self, planner: &PlannerSettings, force_generic: bool) -> RunPlan {
+        let c = self.choice.lock();
+        if !force_generic && c.custom_runs < CUSTOM_PLANS_FIRST {
+            return RunPlan::Custom;
+        }
+        match &c.generic {
+            Generic::NotMade => RunPlan::MakeGeneric,
+            Generic::Refused => RunPlan::Custom,
+            Generic::Made { planner: p, .. } if p != planner => RunPlan::MakeGeneric,
+            Generic::Made { template, cost, .. } => {
+                let average_custom = c.custom_cost / c.custom_runs.max(1) as f64;
+                match force_generic || *cost < average_custom {
+                    true => RunPlan::Generic(template.clone()),
+                    false => RunPlan::Custom,
+                }
+            }
+        }
+    }
+
+    /// The generic plan made under `planner` and its cost, or `None` if it cannot have one.
+    pub fn generic_made(
+        &self,
+        made: Option<(Arc<dyn ExecutionPlan>, f64)>,
+        planner: PlannerSettings,
+    ) {
+        self.choice.lock().generic = match made {
+            Some((template, cost)) => Generic::Made {
+                template,
+                cost,
+                planner,
+            },
+            None => Generic::Refused,
+        };
+    }
+
+    /// A run planned afresh cost `cost`, its planning charged.
+    pub fn custom_ran(&self, cost: f64) {
+        let mut c = self.choice.lock();
+        c.custom_runs = c.custom_runs.saturating_add(1);
+        c.custom_cost += cost;
+    }
 }
 
 impl PreparedPlans {
-    pub fn get(&self, key: &PlanKey) -> Option<Arc<LogicalPlan>> {
+    pub fn get(&self, key: &PlanKey) -> Option<Arc<KeptPlan>> {
         self.plans.lock().get(key).cloned()
     }
 
-    pub fn insert(&self, key: PlanKey, plan: Arc<LogicalPlan>) {
+    /// Keeps `plan` as `key`'s, returning what is kept (nothing for a long statement).
+    pub fn insert(&self, key: PlanKey, plan: Arc<LogicalPlan>) -> Option<Arc<KeptPlan>> {
         if key.text.len() > MAX_STATEMENT_BYTES {
-            return;
+            return None;
         }
+        let kept = Arc::new(KeptPlan::new(plan));
         let mut plans = self.plans.lock();
         if plans.len() >= MAX_PLANS && !plans.contains_key(&key) {
             plans.clear();
         }
-        plans.insert(key, plan);
+        plans.insert(key, kept.clone());
         assert!(plans.len() <= MAX_PLANS);
+        Some(kept)
     }
 
     #[cfg(test)]
@@ -85,6 +220,43 @@ mod tests {
             param_types: vec![DataType::Int64],
             context: "postgres".into(),
         }
+    }
+
+    /// PostgreSQL's choice: five custom runs, then the generic plan while it costs less
+    /// than the average custom run; made again under other planner settings.
+    #[test]
+    fn the_generic_plan_is_weighed_after_five_custom_runs() {
+        let kept = KeptPlan::new(Arc::new(LogicalPlanBuilder::empty(false).build().unwrap()));
+        let planner = PlannerSettings::default();
+        let choice = |force| match kept.choose(&planner, force) {
+            RunPlan::Custom => "custom",
+            RunPlan::Generic(_) => "generic",
+            RunPlan::MakeGeneric => "make",
+        };
+        for _ in 0..CUSTOM_PLANS_FIRST {
+            assert_eq!(choice(false), "custom");
+            kept.custom_ran(10.0);
+        }
+        assert_eq!(choice(true), "make");
+        assert_eq!(choice(false), "make");
+        let template: Arc<dyn ExecutionPlan> =
+            Arc::new(datafusion::physical_plan::empty::EmptyExec::new(Arc::new(
+                datafusion::arrow::datatypes::Schema::empty(),
+            )));
+        // Dearer than the custom runs' 10 on average: they go on, unless forced.
+        kept.generic_made(Some((template.clone(), 12.0)), planner);
+        assert_eq!(choice(false), "custom");
+        assert_eq!(choice(true), "generic");
+        kept.generic_made(Some((template, 9.5)), planner);
+        assert_eq!(choice(false), "generic");
+        let other = PlannerSettings {
+            enable_indexscan: false,
+            ..planner
+        };
+        assert!(matches!(kept.choose(&other, false), RunPlan::MakeGeneric));
+        kept.generic_made(None, planner);
+        assert_eq!(choice(false), "custom");
+        assert_eq!(choice(true), "custom");
     }
 
     #[test]
