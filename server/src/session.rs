@@ -564,11 +564,15 @@ impl Session {
             DATABASE
         };
         let cached = self.cached_plan(parsed, &params, catalog);
+        let prepared = self.prepared_plans_context(catalog);
+        let generic = prepared
+            .as_ref()
+            .is_some_and(|p| p.takes_generic_plan(parsed, &params, &ctx.planner));
         // A cached plan reads statistics views only (in one partition) and calls none of the
         // session's functions: they need not be registered. A generic physical plan needs
         // no catalogs either.
         let hit = matches!(cached, sql::CachedPlan::Hit { .. });
-        let mut state = if cached.has_generic_plan() {
+        let mut state = if cached.has_generic_plan() || generic {
             self.generic_plan_state.clone()
         } else {
             self.df_state.clone()
@@ -597,11 +601,10 @@ impl Session {
         if let Some(started) = self.activity.as_ref().and_then(|a| a.xact_start()) {
             state.execution_props_mut().query_execution_start_time = Some(started);
         }
-        let info = (!hit).then(|| self.catalog_info());
+        let info = (!hit && !generic).then(|| self.catalog_info());
         if let Some(info) = &info {
             crate::pgcatalog::register_functions(&mut state, info);
         }
-        let prepared = self.prepared_plans_context(catalog);
         let run = StatementRun {
             db,
             ctx,

@@ -712,11 +712,7 @@ impl StatementRun {
         if values.is_empty() {
             return Ok(None);
         }
-        let key = prepared_plans::PlanKey {
-            text: stmt.to_string(),
-            param_types: values.iter().map(|v| v.data_type()).collect(),
-            context: prepared.context.clone(),
-        };
+        let key = prepared.key_of(stmt, values);
         if let Some(kept) = prepared.plans.get(&key) {
             return Ok(Some(kept));
         }

@@ -45,6 +45,8 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::scalar::ScalarValue;
+use datafusion::sql::sqlparser::ast;
 use iolab_engine::plan::PlannerSettings;
 use parking_lot::Mutex;
 
@@ -58,6 +60,41 @@ pub struct PreparedContext {
     /// A SQL prepared statement's count of runs that took the generic plan
     /// (`pg_prepared_statements.generic_plans`), when EXECUTE runs one.
     pub generic_runs: Option<Arc<std::sync::atomic::AtomicU64>>,
+}
+
+impl PreparedContext {
+    /// The key of `stmt`'s kept plan, run with `values`.
+    pub fn key_of(&self, stmt: &ast::Statement, values: &[ScalarValue]) -> PlanKey {
+        PlanKey {
+            text: stmt.to_string(),
+            param_types: values.iter().map(|v| v.data_type()).collect(),
+            context: self.context.clone(),
+        }
+    }
+
+    /// Will this run of `parsed` with `params` take its kept generic plan, made already?
+    /// (Then the statement needs no state to plan in: `Session::run_in_transaction`.)
+    pub fn takes_generic_plan(
+        &self,
+        parsed: &crate::sql::Parsed,
+        params: &Option<Vec<ScalarValue>>,
+        planner: &PlannerSettings,
+    ) -> bool {
+        let (crate::sql::Parsed::Sql(stmt), Some(values)) = (parsed, params) else {
+            return false;
+        };
+        if values.is_empty() || !matches!(**stmt, ast::Statement::Query(_)) {
+            return false;
+        }
+        self.plans
+            .get(&self.key_of(stmt, values))
+            .is_some_and(|kept| {
+                matches!(
+                    kept.choose(planner, self.force_generic),
+                    RunPlan::Generic(_)
+                )
+            })
+    }
 }
 
 /// Runs planned afresh before the generic plan is weighed (PostgreSQL's 5).
