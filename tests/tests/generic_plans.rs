@@ -1,7 +1,8 @@
 //! Generic plans of prepared statements (server/src/sql/prepared_plans.rs,
 //! server/src/sql/generic_plan.rs): after five runs planned with their values, a
 //! statement whose plan made with its parameters unknown costs no more takes that plan,
-//! as PostgreSQL 18's plan cache does; `pg_prepared_statements` counts the runs of each
+//! as PostgreSQL 18's plan cache does (the same counts and plans as PostgreSQL 18.4 for
+//! the same statements); `pg_prepared_statements` counts the runs of each
 //! kind, EXPLAIN EXECUTE shows `$n` where the generic plan has them, and every answer
 //! is the one a plan made with the values gives.
 
@@ -122,6 +123,33 @@ async fn a_lookup_takes_its_generic_plan_after_five_custom_runs() {
     assert_eq!(
         error(&c, "EXECUTE b(9223372036854775807)").await,
         ("22003".to_string(), "bigint out of range".to_string())
+    );
+
+    // An UPDATE whose SET takes a parameter (pgbench's): its row query's generic plan.
+    c.batch_execute(
+        "PREPARE u(int, int) AS UPDATE acc SET abalance = abalance + $2 WHERE aid = $1",
+    )
+    .await
+    .unwrap();
+    for delta in 1..=7 {
+        let changed = c
+            .execute(&format!("EXECUTE u(4, {delta})"), &[])
+            .await
+            .unwrap();
+        assert_eq!(changed, 1);
+    }
+    assert_eq!(
+        int(&c, "SELECT abalance FROM acc WHERE aid = 4").await,
+        8 + 28
+    );
+    assert_eq!(plan_counts(&c, "u").await, (2, 5));
+    assert_eq!(
+        explain(&c, "EXECUTE u(4, 1)").await,
+        [
+            "Update on acc",
+            "  ->  Index Scan using acc_pkey on acc",
+            "        Index Cond: (aid = $1)"
+        ]
     );
 }
 

@@ -900,8 +900,8 @@ async fn a_cached_plan_narrows_the_history_to_each_bound_window() {
 
 /// The generic physical plan of a panel query (`sql::generic_plan`): each copy's view
 /// scan reads the window of that run's values, the template's reads every sample; a
-/// parameter where a copy could not take it (a projection) leaves the statement without
-/// a template.
+/// projection's parameter takes its value too; a parameter where a copy could not take
+/// it (an aggregate's argument) leaves the statement without a template.
 #[tokio::test]
 async fn a_generic_plan_gives_each_run_its_own_window() {
     use crate::pgcatalog::time_range::TimeRange;
@@ -951,10 +951,16 @@ async fn a_generic_plan_gives_each_run_its_own_window() {
                 to_us: Some(to)
             }
         );
-        let text = datafusion::physical_plan::displayable(run.as_ref())
-            .indent(false)
-            .to_string();
-        assert!(!text.contains("$1") && !text.contains("$2"), "{text}");
+        let mut markers = 0;
+        run.apply(|node| {
+            node.apply_expressions(&mut |e| {
+                markers += iolab_engine::plan::statement_params::has_marker(e) as usize;
+                Ok(TreeNodeRecursion::Continue)
+            })?;
+            Ok(TreeNodeRecursion::Continue)
+        })
+        .unwrap();
+        assert_eq!(markers, 0);
         let rows = datafusion::physical_plan::collect(run, fx.state.task_ctx())
             .await
             .unwrap();
@@ -964,7 +970,19 @@ async fn a_generic_plan_gives_each_run_its_own_window() {
     assert_eq!(scan_range(&generic), TimeRange::default());
 
     let projected = plan("SELECT reads + $1 FROM pg_catalog.pg_stat_io").await;
-    assert!(template(&projected, &fx.state).await.is_none());
+    let generic = template(&projected, &fx.state).await.expect("a template");
+    let run = instantiate(&generic, &[ScalarValue::Int64(Some(5))]).unwrap();
+    let rows = datafusion::physical_plan::collect(run, fx.state.task_ctx())
+        .await
+        .unwrap();
+    let literal = plan("SELECT reads + 5 FROM pg_catalog.pg_stat_io").await;
+    let physical = fx.state.create_physical_plan(&literal).await.unwrap();
+    let want = datafusion::physical_plan::collect(physical, fx.state.task_ctx())
+        .await
+        .unwrap();
+    assert_eq!(to_text(&rows), to_text(&want));
+    let aggregated = plan("SELECT sum(reads + $1) FROM pg_catalog.pg_stat_io").await;
+    assert!(template(&aggregated, &fx.state).await.is_none());
 }
 
 #[tokio::test]

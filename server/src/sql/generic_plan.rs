@@ -24,8 +24,9 @@
 //! - A heap table's scan is planned with its markers as values known when it starts
 //!   (`aid = $1` an Index Scan's condition, weighed as a parameter of unknown value) and
 //!   takes them from the statement's values (`StatementContext::params`) when it runs.
-//! - Only `FilterExec` predicates, view scans' filters and heap scans' conditions may hold
-//!   parameters: a plan with a marker anywhere else (a projection, an aggregate, a join)
+//! - Only `FilterExec` predicates, `ProjectionExec` expressions (an UPDATE's `SET a = a +
+//!   $2`), view scans' filters and heap scans' conditions may hold parameters: a plan with
+//!   a marker anywhere else (an aggregate, a join)
 //!   gets no template and runs from the cached logical plan, as before. Nor does a plan
 //!   with a nested loop or a batched hash join, which are not copied per run.
 //! - Each run copies every node (fresh metrics and operator state, the template's
@@ -44,6 +45,7 @@ use datafusion::logical_expr::{Expr, LogicalPlan};
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
 use datafusion::physical_plan::filter::{FilterExec, FilterExecBuilder};
+use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::scalar::ScalarValue;
 use iolab_engine::exec::hash_join_batches::HashJoinBatchesExec;
@@ -97,6 +99,22 @@ pub fn instantiate(
                 .with_input(input)
                 .with_predicate(bind_markers(filter.predicate(), values)?)
                 .build()?;
+            return Ok(Arc::new(copy));
+        }
+    }
+    if let Some(projection) = template.downcast_ref::<ProjectionExec>() {
+        if projection.expr().iter().any(|p| has_marker(&p.expr)) {
+            let [input] = <[_; 1]>::try_from(children).expect("a projection has one input");
+            let exprs = (projection.expr().iter())
+                .map(|p| {
+                    Ok(ProjectionExpr {
+                        expr: bind_markers(&p.expr, values)?,
+                        alias: p.alias.clone(),
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let copy =
+                ProjectionExec::try_new_with_schema_metadata(exprs, input, &projection.schema())?;
             return Ok(Arc::new(copy));
         }
     }
@@ -154,7 +172,7 @@ fn parameters_only_where_bound(plan: &Arc<dyn ExecutionPlan>) -> bool {
     let _ = plan.apply(|node| {
         if runs_once(node.as_ref()) {
             ok = false;
-        } else if !node.is::<FilterExec>() {
+        } else if !node.is::<FilterExec>() && !node.is::<ProjectionExec>() {
             let _ = node.apply_expressions(&mut |e| {
                 if has_marker(e) {
                     ok = false;
