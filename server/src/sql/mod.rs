@@ -616,7 +616,8 @@ impl StatementRun {
         };
         if let Some(kept) = &kept {
             if let Some(cost) = iolab_engine::plan::partitions::plan_cost(physical.as_ref()) {
-                kept.custom_ran(cost + self.planning_charge(&kept.logical));
+                let planning = prepared_plans::planning_charge(&kept.logical, &self.ctx.planner);
+                kept.custom_ran(cost + planning);
             }
         }
         datafusion::physical_plan::execute_stream(physical, self.state.task_ctx())
@@ -673,21 +674,6 @@ impl StatementRun {
             prepared_plans::RunPlan::Generic(template) => Some(template),
             _ => None,
         }
-    }
-
-    /// PostgreSQL's charge for planning a statement afresh, added to a custom plan's
-    /// cost when it is weighed against the generic plan (`cached_plan_cost`): 1000 ×
-    /// `cpu_operator_cost` per relation the plan reads, and one more.
-    fn planning_charge(&self, plan: &datafusion::logical_expr::LogicalPlan) -> f64 {
-        use datafusion::common::tree_node::TreeNodeRecursion;
-        let mut relations = 0;
-        let _ = plan.apply_with_subqueries(|node| {
-            if let datafusion::logical_expr::LogicalPlan::TableScan(_) = node {
-                relations += 1;
-            }
-            Ok(TreeNodeRecursion::Continue)
-        });
-        1000.0 * self.ctx.planner.cpu_operator_cost * (relations + 1) as f64
     }
 
     async fn planner_in_one_partition(
