@@ -16,7 +16,33 @@ async fn in_lists_are_index_conditions() {
     let c = server.client().await;
     create_shop(&c).await;
     // PostgreSQL 18.4, same tables and statements.
-    let cases: [(&str, &[&str]); 9] = [
+    let cases: [(&str, &[&str]); 12] = [
+        (
+            // Three values or fewer reach the planner as an OR (DataFusion's rewrite),
+            // scanned as one list as PostgreSQL 18 scans an OR of one column's equalities.
+            "SELECT * FROM orders WHERE id IN (1,2,3)",
+            &[
+                "Index Scan using orders_pkey on orders",
+                "  Index Cond: (id = ANY ('{1,2,3}'::integer[]))",
+            ],
+        ),
+        (
+            "SELECT * FROM orders WHERE (id = 1 OR id = 2) AND amount > 3",
+            &[
+                "Index Scan using orders_pkey on orders",
+                "  Index Cond: (id = ANY ('{1,2}'::integer[]))",
+                "  Filter: (amount > 3)",
+            ],
+        ),
+        (
+            "SELECT * FROM orders WHERE cust_id = 5 OR cust_id = 17",
+            &[
+                "Bitmap Heap Scan on orders",
+                "  Recheck Cond: ((cust_id = 5) OR (cust_id = 17))",
+                "  ->  Bitmap Index Scan on orders_cust_id_idx",
+                "        Index Cond: (cust_id = ANY ('{5,17}'::integer[]))",
+            ],
+        ),
         (
             "SELECT * FROM orders WHERE id IN (1,2,3,4,5)",
             &[
@@ -126,7 +152,7 @@ async fn in_list_answers_are_the_seq_scans() {
     .unwrap();
     let big: Vec<String> = (0..600).map(|i| (i * 7 % 5100).to_string()).collect();
     // (Lists of up to three values reach the planner as ORs of equalities: DataFusion
-    // rewrites them; their arms are Bitmap Index Scans, a NULL arm none.)
+    // rewrites them; scanned as lists, but with a NULL arm as a BitmapOr of the others.)
     let queries = [
         "SELECT a, b FROM t WHERE a IN (3, 1, 3, 4999, 7000, -1)".to_string(),
         "SELECT a, b FROM t WHERE a IN (3, NULL, 8)".to_string(),

@@ -246,6 +246,27 @@ fn in_list_clause(
     Some(values)
 }
 
+/// The values of `e` if it is an OR of `column = constant` arms, every one on `column`
+/// (`a = 1 OR a = 2`, which DataFusion makes of `a IN (1, 2)`): ascending, without
+/// repeats. PostgreSQL 18 scans such an OR as `a = ANY ('{1,2}')` (`match_orclause_to_indexcol`).
+pub fn or_of_equalities(
+    e: &Arc<dyn PhysicalExpr>,
+    column: usize,
+    columns: &[ColumnDef],
+) -> Option<Vec<StatValue>> {
+    let mut values = Vec::new();
+    for arm in or_arms(e)? {
+        let clause = simple_clause(&arm, columns).filter(|c| c.column == column)?;
+        let ClauseTest::Compare(CompareOp::Eq, v) = clause.test else {
+            return None;
+        };
+        values.push(v);
+    }
+    values.sort();
+    values.dedup();
+    Some(values)
+}
+
 /// The table column `e` reads: a column, or one widened to a larger integer type.
 fn column_of(e: &Arc<dyn PhysicalExpr>, columns: &[ColumnDef]) -> Option<usize> {
     if let Some(c) = e.as_ref().downcast_ref::<Column>() {
@@ -500,7 +521,10 @@ fn column_keys(
     let mut quals = Vec::new();
     for qual in conjuncts {
         if let Some(values) = lists
-            .then(|| in_list_clause(qual, column, columns))
+            .then(|| {
+                in_list_clause(qual, column, columns)
+                    .or_else(|| or_of_equalities(qual, column, columns))
+            })
             .flatten()
         {
             let these = KeySet::AnyOf(values);

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::expressions::{
-    BinaryExpr, CaseExpr, CastExpr, Column, DynamicFilterPhysicalExpr, InListExpr, IsNotNullExpr,
-    IsNullExpr, LikeExpr, Literal, NegativeExpr, NotExpr, TryCastExpr,
+    in_list as in_list_expr, BinaryExpr, CaseExpr, CastExpr, Column, DynamicFilterPhysicalExpr,
+    InListExpr, IsNotNullExpr, IsNullExpr, LikeExpr, Literal, NegativeExpr, NotExpr, TryCastExpr,
 };
 use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
@@ -137,6 +137,34 @@ pub fn deparse(expr: &Arc<dyn PhysicalExpr>, input: &Input) -> String {
         return format!("{}({})", f.name(), args.join(", "));
     }
     e.to_string()
+}
+
+/// An index condition as PostgreSQL 18 shows it: an OR of one column's equalities with
+/// constants, which the index scans as a list (`plan::index_cond::or_of_equalities`), as
+/// `col = ANY ('{…}')`; any other condition as it is.
+pub fn as_index_cond(e: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Arc<dyn PhysicalExpr> {
+    let list = || {
+        let mut column: Option<Arc<dyn PhysicalExpr>> = None;
+        let mut values = Vec::new();
+        for arm in iolab_engine::plan::index_cond::or_arms(e)? {
+            let b = arm
+                .downcast_ref::<BinaryExpr>()
+                .filter(|b| *b.op() == Operator::Eq)?;
+            let (col, value) = match (b.left().is::<Literal>(), b.right().is::<Literal>()) {
+                (false, true) => (b.left(), b.right()),
+                (true, false) => (b.right(), b.left()),
+                _ => return None,
+            };
+            match &column {
+                None => column = Some(col.clone()),
+                Some(c) if c.as_ref() == col.as_ref() => {}
+                Some(_) => return None,
+            }
+            values.push(value.clone());
+        }
+        in_list_expr(column?, values, &false, schema).ok()
+    };
+    list().unwrap_or_else(|| e.clone())
 }
 
 /// The conjuncts of a predicate (its top-level AND list), leaving out DataFusion's

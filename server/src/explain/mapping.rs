@@ -90,7 +90,7 @@ use iolab_engine::Database;
 use iolab_settings::quote_identifier;
 
 use crate::explain::costs::{self, CostParams};
-use crate::explain::exprs::{conjuncts, deparse, deparse_qual, Input};
+use crate::explain::exprs::{as_index_cond, conjuncts, deparse, deparse_qual, Input};
 use crate::explain::hash_table;
 use crate::explain::instrument::{peel, NodeStats};
 use crate::explain::metrics;
@@ -1032,7 +1032,7 @@ impl<'a> Mapper<'a> {
         let alias = self.alias(inner.as_ref(), &scan.table.name);
         let with_costs = |c: Costs| self.opts.costs.then_some(Costs { width, ..c });
         let mut details = Vec::new();
-        if let Some(cond) = self.table_qual(&scan.index_quals, &scan.table, &alias) {
+        if let Some(cond) = self.index_cond(&scan.index_quals, &scan.table, &alias) {
             details.push(Detail::Expr {
                 label: "Index Cond",
                 text: cond,
@@ -1285,7 +1285,7 @@ impl<'a> Mapper<'a> {
         let disabled = planner_disabled(inner.as_ref());
         if let Some(index) = inner.downcast_ref::<BitmapIndexScanExec>() {
             let mut details = Vec::new();
-            if let Some(cond) = self.table_qual(&index.index_quals, table, alias) {
+            if let Some(cond) = self.index_cond(&index.index_quals, table, alias) {
                 details.push(Detail::Expr {
                     label: "Index Cond",
                     text: cond,
@@ -1355,6 +1355,19 @@ impl<'a> Mapper<'a> {
 
     /// Conditions over `table`'s columns (column i = table column i), AND-ed, as a scan's
     /// own conditions read: qualified with the alias only with VERBOSE.
+    /// An `Index Cond:` over `table`'s columns: [`table_qual`](Self::table_qual) with an OR
+    /// the index scans as a list shown as one (`exprs::as_index_cond`).
+    fn index_cond(
+        &self,
+        quals: &[Arc<dyn PhysicalExpr>],
+        table: &TableDef,
+        alias: &str,
+    ) -> Option<String> {
+        let schema = table_schema(table, true);
+        let shown: Vec<_> = quals.iter().map(|q| as_index_cond(q, &schema)).collect();
+        self.table_qual(&shown, table, alias)
+    }
+
     fn table_qual(
         &self,
         quals: &[Arc<dyn PhysicalExpr>],
