@@ -105,6 +105,8 @@ pub struct Session {
     pub cursors: sql::cursor::Cursors,
     /// Its SQL prepared statements (PREPARE … DEALLOCATE).
     pub prepared: sql::prepare::PreparedStatements,
+    /// What Describe found of its statements (`sql::describe`).
+    pub descriptions: sql::describe::Descriptions,
     /// While EXECUTE runs one: its count of runs that took the generic plan.
     executing: Option<Arc<AtomicU64>>,
     /// The context of the statement run last (its buffer usage, for
@@ -159,6 +161,7 @@ impl Session {
             sequences: Arc::default(),
             cursors,
             prepared,
+            descriptions: Default::default(),
             executing: None,
             last_statement: None,
             normalized_texts: Default::default(),
@@ -284,15 +287,25 @@ impl Session {
         if mode == "force_custom_plan" {
             return None;
         }
-        // Plans over tables: any change to the catalog may change them.
-        let generation = self.server.db.catalog.generation();
-        let context = format!("{}\ncatalog {generation}", self.plan_context(catalog));
         Some(sql::prepared_plans::PreparedContext {
             plans: self.prepared_plans.clone(),
-            context,
+            context: self.plans_context_in(catalog),
             force_generic: mode == "force_generic_plan",
             generic_runs: self.executing.clone(),
         })
+    }
+
+    /// What a plan over tables made now is made from (`plan_context`) and the catalog's
+    /// generation: any change to the catalog may change such a plan.
+    fn plans_context_in(&self, catalog: &str) -> String {
+        let generation = self.server.db.catalog.generation();
+        format!("{}\ncatalog {generation}", self.plan_context(catalog))
+    }
+
+    /// [`plans_context_in`](Self::plans_context_in) the catalog a statement without
+    /// `ctid` resolves in: the key of a kept description (`sql::describe`).
+    pub fn plans_context(&self) -> String {
+        self.plans_context_in(DATABASE)
     }
 
     /// What a plan made now is made from, for the keys of kept plans: the DataFusion

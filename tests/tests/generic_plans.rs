@@ -237,3 +237,33 @@ async fn protocol_prepared_statements_share_nothing_between_runs() {
         t.await.unwrap();
     }
 }
+
+/// A statement sent unnamed, parsed and described on every run (tokio-postgres' `query`
+/// with a string): its kept description (server/src/sql/describe.rs) follows DDL — the
+/// columns a `SELECT *` returns after ALTER TABLE — and its runs take the generic plan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unnamed_statements_are_described_again_after_ddl() {
+    let server = TestServer::start("generic-plan-unnamed");
+    let c = server.client().await;
+    load(&c).await;
+    let sql = "SELECT * FROM acc WHERE aid = $1";
+    for aid in 1..=8 {
+        let row = c.query_one(sql, &[&aid]).await.unwrap();
+        assert_eq!(row.len(), 4);
+        assert_eq!(row.get::<_, i32>("abalance"), aid * 2);
+    }
+    c.batch_execute("ALTER TABLE acc ADD COLUMN note text DEFAULT 'n'")
+        .await
+        .unwrap();
+    for aid in 1..=3 {
+        let row = c.query_one(sql, &[&aid]).await.unwrap();
+        assert_eq!(row.len(), 5);
+        assert_eq!(row.get::<_, String>("note"), "n");
+    }
+    c.batch_execute("ALTER TABLE acc DROP COLUMN name")
+        .await
+        .unwrap();
+    let row = c.query_one(sql, &[&2i32]).await.unwrap();
+    let names: Vec<&str> = row.columns().iter().map(|col| col.name()).collect();
+    assert_eq!(names, ["aid", "bid", "abalance", "note"]);
+}

@@ -3,7 +3,16 @@
 //! type of the column an INSERT puts it in, else what DataFusion's planner infers from
 //! its context, else text) and the columns of its rows (a query's, RETURNING's,
 //! EXPLAIN's one text column, SHOW's).
+//!
+//! Describing a query plans it, which costs as much as running a point lookup; a driver
+//! that sends its statements unnamed (tokio-postgres' `query`, pgbench `-M extended`,
+//! psycopg before it prepares) has each run parsed and described again. So a session
+//! keeps the descriptions of its queries, INSERTs, UPDATEs and DELETEs ([`Descriptions`]),
+//! keyed by the statement, the declared types and what plans are made from (the
+//! catalog's generation, which any DDL bumps, and the settings that resolve names and
+//! read constants): at most [`MAX_DESCRIPTIONS`], emptied when full.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -15,7 +24,24 @@ use crate::session::Session;
 use crate::sql::bind::declared_arrow_type;
 use crate::sql::Parsed;
 
+/// Descriptions one session keeps at most.
+pub const MAX_DESCRIPTIONS: usize = 64;
+
+/// One session's kept descriptions (see the module comment).
+#[derive(Default)]
+pub struct Descriptions {
+    kept: parking_lot::Mutex<HashMap<DescriptionKey, Description>>,
+}
+
+#[derive(PartialEq, Eq, Hash)]
+struct DescriptionKey {
+    statement: String,
+    declared: Vec<Option<u32>>,
+    context: String,
+}
+
 /// A statement's parameter types and result columns.
+#[derive(Clone)]
 pub struct Description {
     pub params: Vec<Type>,
     /// None for a statement without rows.
@@ -23,8 +49,47 @@ pub struct Description {
 }
 
 /// Describes `parsed`, whose parameters the client declared as `types` (`None`: left
-/// to the server).
+/// to the server); a query or a write as the session described it before, if it did.
 pub async fn describe(
+    session: &Session,
+    parsed: &Parsed,
+    types: &[Option<Type>],
+) -> PgResult<Description> {
+    let key = match parsed {
+        Parsed::Sql(s)
+            if matches!(
+                **s,
+                ast::Statement::Query(_)
+                    | ast::Statement::Insert(_)
+                    | ast::Statement::Update(_)
+                    | ast::Statement::Delete(_)
+            ) =>
+        {
+            Some(DescriptionKey {
+                statement: s.to_string(),
+                declared: types.iter().map(|t| t.as_ref().map(Type::oid)).collect(),
+                context: session.plans_context(),
+            })
+        }
+        _ => None,
+    };
+    let kept = &session.descriptions.kept;
+    if let Some(found) = key.as_ref().and_then(|k| kept.lock().get(k).cloned()) {
+        return Ok(found);
+    }
+    let description = describe_afresh(session, parsed, types).await?;
+    if let Some(key) = key {
+        let mut kept = kept.lock();
+        if kept.len() >= MAX_DESCRIPTIONS {
+            kept.clear();
+        }
+        kept.insert(key, description.clone());
+        assert!(kept.len() <= MAX_DESCRIPTIONS);
+    }
+    Ok(description)
+}
+
+async fn describe_afresh(
     session: &Session,
     parsed: &Parsed,
     types: &[Option<Type>],
