@@ -169,6 +169,32 @@ async fn the_choice_follows_cost_settings_and_ddl() {
     }
     assert_eq!(plan_counts(&c, "r").await, (0, 8));
 
+    // An aggregate over a Seq Scan whose filter takes the parameter: a parameter costs
+    // nothing to evaluate (PostgreSQL's Param), so the generic plan costs what the custom
+    // ones did and is taken; each run's groups are those of the statement with its value.
+    c.batch_execute(
+        "PREPARE agg(int) AS SELECT bid, count(*), sum(aid) FROM acc WHERE aid > $1
+           GROUP BY bid ORDER BY bid",
+    )
+    .await
+    .unwrap();
+    for after in [100, 200, 300, 400, 500, 15000, 19990, 20000, 0] {
+        let sql = format!(
+            "SELECT bid, count(*), sum(aid) FROM acc WHERE aid > {after} GROUP BY bid ORDER BY bid"
+        );
+        assert_eq!(
+            rows(&c, &format!("EXECUTE agg({after})")).await,
+            rows(&c, &sql).await,
+            "{sql}"
+        );
+    }
+    assert_eq!(plan_counts(&c, "agg").await, (4, 5));
+    let lines = explain(&c, "EXECUTE agg(1)").await;
+    assert!(
+        lines.iter().any(|l| l.ends_with("(aid > $1)")),
+        "{lines:#?}"
+    );
+
     // force_generic_plan takes it from the first run, force_custom_plan never.
     c.batch_execute(
         "SET plan_cache_mode = force_generic_plan;

@@ -141,8 +141,12 @@ pub fn qual_cost(p: &PlannerSettings, quals: &[Arc<dyn PhysicalExpr>]) -> f64 {
     p.cpu_operator_cost * quals.iter().map(operators).sum::<f64>()
 }
 
-/// The operators `cost_qual_eval` counts in `e`.
+/// The operators `cost_qual_eval` counts in `e` (a generic plan's `$n` costs nothing, as
+/// PostgreSQL's `Param`).
 pub fn operators(e: &Arc<dyn PhysicalExpr>) -> f64 {
+    if crate::plan::statement_params::marker_of(e).is_some() {
+        return 0.0;
+    }
     let e = e.as_ref();
     let children =
         |items: &[&Arc<dyn PhysicalExpr>]| items.iter().map(|c| operators(c)).sum::<f64>();

@@ -60,13 +60,23 @@ use crate::pgcatalog::view_scan::ViewScanExec;
 /// The template of an optimized `plan` (see the module documentation), planned with
 /// `state`; `None` when the plan cannot have one.
 pub async fn template(plan: &LogicalPlan, state: &SessionState) -> Option<Arc<dyn ExecutionPlan>> {
-    let marked = mark_parameters(plan.clone()).ok()?;
-    let physical = state
-        .query_planner()
-        .create_physical_plan(&marked, state)
-        .await
+    let planned = match mark_parameters(plan.clone()) {
+        Ok(marked) => {
+            state
+                .query_planner()
+                .create_physical_plan(&marked, state)
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    let physical = planned
+        .inspect_err(|e| tracing::debug!("no generic plan: {e}"))
         .ok()?;
-    parameters_only_where_bound(&physical).then_some(physical)
+    let bound = parameters_only_where_bound(&physical);
+    if !bound {
+        tracing::debug!("no generic plan: a parameter where a copy cannot take its value");
+    }
+    bound.then_some(physical)
 }
 
 /// A runnable copy of `template` with `values` for its parameters (`values[0]` is `$1`).

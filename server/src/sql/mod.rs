@@ -665,8 +665,9 @@ impl StatementRun {
         if let prepared_plans::RunPlan::MakeGeneric = kept.choose(planner, force_generic) {
             let template = generic_plan::template(&kept.logical, &self.state).await;
             let made = template.and_then(|t| {
-                let cost = iolab_engine::plan::partitions::plan_cost(t.as_ref())?;
-                Some((t, cost))
+                let cost = iolab_engine::plan::partitions::plan_cost(t.as_ref());
+                tracing::debug!("generic plan made, its scans' cost {cost:?}");
+                Some((t, cost?))
             });
             kept.generic_made(made, *planner);
         }
