@@ -19,7 +19,6 @@
 //! $1` selects `1 / n_distinct` of the rows (`selectivity`).
 
 use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema};
@@ -126,7 +125,7 @@ pub fn bind_markers(
 }
 
 /// A parameter given its run's value: evaluates to the value, shows as its name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct BoundParameter {
     name: String,
     value: ScalarValue,
@@ -136,13 +135,6 @@ impl BoundParameter {
     /// `$n`.
     pub fn name(&self) -> &str {
         &self.name
-    }
-}
-
-impl Hash for BoundParameter {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.name.hash(state);
-        self.value.hash(state);
     }
 }
 

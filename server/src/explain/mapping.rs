@@ -1353,8 +1353,6 @@ impl<'a> Mapper<'a> {
         })
     }
 
-    /// Conditions over `table`'s columns (column i = table column i), AND-ed, as a scan's
-    /// own conditions read: qualified with the alias only with VERBOSE.
     /// An `Index Cond:` over `table`'s columns: [`table_qual`](Self::table_qual) with an OR
     /// the index scans as a list shown as one (`exprs::as_index_cond`).
     fn index_cond(
@@ -1368,6 +1366,8 @@ impl<'a> Mapper<'a> {
         self.table_qual(&shown, table, alias)
     }
 
+    /// Conditions over `table`'s columns (column i = table column i), AND-ed, as a scan's
+    /// own conditions read: qualified with the alias only with VERBOSE.
     fn table_qual(
         &self,
         quals: &[Arc<dyn PhysicalExpr>],
