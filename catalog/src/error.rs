@@ -69,6 +69,7 @@ pub mod sqlstate {
     pub const LOCK_NOT_AVAILABLE: &str = "55P03";
     pub const ADMIN_SHUTDOWN: &str = "57P01";
     pub const TOO_MANY_CONNECTIONS: &str = "53300";
+    pub const OUT_OF_MEMORY: &str = "53200";
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
     pub const CONFIGURATION_LIMIT_EXCEEDED: &str = "53400";
     pub const IO_ERROR: &str = "58030";

@@ -26,6 +26,9 @@ use crate::sequence_catalog::ColumnDefault;
 use crate::sequence_values::SequenceValues;
 use crate::types::PgType;
 
+/// The one database's oid (`postgres`).
+pub const DATABASE_OID: u32 = 5;
+
 pub const FIRST_NORMAL_OID: u32 = 16384;
 /// The OID of the `public` schema in PostgreSQL.
 pub const PUBLIC_NAMESPACE_OID: u32 = 2200;

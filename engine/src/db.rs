@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use iolab_catalog::store::DATABASE_OID;
 use iolab_catalog::{sqlstate, Catalog, Persistence, PgError, PgResult, TableDef};
 use parking_lot::{Mutex, RwLock};
 
@@ -27,6 +28,7 @@ use crate::buffer::BufferPool;
 use crate::heap::visibility_map::VisibilityMap;
 use crate::storage::datadir_lock::DataDirLock;
 use crate::storage::relfile::{RelFile, RelFileOptions};
+use crate::txn::relation_locks::RelationLocks;
 use crate::txn::TransactionManager;
 use crate::wal::checkpointer::{CheckpointOptions, Checkpointer};
 use crate::wal::recovery::{RecoveryOptions, Startup};
@@ -54,6 +56,9 @@ pub struct DatabaseOptions {
     pub checkpoints: CheckpointOptions,
     /// The background writer's settings.
     pub bgwriter: crate::buffer::bgwriter::BgWriterOptions,
+    /// Entries of the relation lock table (`max_locks_per_transaction ×
+    /// max_connections`).
+    pub lock_table_entries: usize,
 }
 
 impl Default for DatabaseOptions {
@@ -73,6 +78,7 @@ impl Default for DatabaseOptions {
             recovery: RecoveryOptions::default(),
             checkpoints: CheckpointOptions::default(),
             bgwriter: Default::default(),
+            lock_table_entries: 64 * 100,
         }
     }
 }
@@ -82,6 +88,8 @@ pub struct Database {
     pub catalog: Catalog,
     pub pool: Arc<BufferPool>,
     pub txns: TransactionManager,
+    /// Table-level locks held by sessions' transactions (`txn::relation_locks`).
+    pub relation_locks: RelationLocks,
     relfiles: Mutex<HashMap<u32, Arc<RelFile>>>,
     /// Sessions' local buffers by temporary schema (`pg_temp_N`), for opening their
     /// temporary relations (see [`crate::temp`]).
@@ -175,6 +183,7 @@ impl Database {
             catalog,
             pool,
             txns,
+            relation_locks: RelationLocks::new(options.lock_table_entries, DATABASE_OID),
             relfiles: Mutex::new(HashMap::new()),
             local_buffers: Mutex::new(HashMap::new()),
             aio,

@@ -155,6 +155,8 @@ fn run(cli: Cli) -> Result<(), String> {
             max_issuers: issuers,
         },
         shared_buffers,
+        lock_table_entries: settings.max_locks_per_transaction().max(10) as usize
+            * settings.max_connections().max(1) as usize,
         direct_io: settings.debug_io_direct().iter().any(|item| item == "data"),
         huge_pages: settings
             .huge_pages()

@@ -109,6 +109,8 @@ pub struct Session {
     pub descriptions: sql::describe::Descriptions,
     /// While EXECUTE runs one: its count of runs that took the generic plan.
     executing: Option<Arc<AtomicU64>>,
+    /// The table locks its transaction holds (`sql::relation_locks`).
+    relation_locks: sql::relation_locks::SessionLocks,
     /// The context of the statement run last (its buffer usage, for
     /// `pg_stat_statements`); cleared before each statement.
     pub last_statement: Option<Arc<StatementContext>>,
@@ -163,6 +165,7 @@ impl Session {
             prepared,
             descriptions: Default::default(),
             executing: None,
+            relation_locks: sql::relation_locks::SessionLocks::new(pid),
             last_statement: None,
             normalized_texts: Default::default(),
             work_mem,
@@ -388,6 +391,7 @@ impl Session {
         // lasts one statement). A statement whose future was dropped left one open.
         let implicit = !self.txn.in_block;
         if implicit {
+            self.relation_locks.release(&self.server.db);
             if self.settings.in_transaction() {
                 self.settings.abort_transaction();
             }
@@ -439,6 +443,7 @@ impl Session {
                 self.settings.abort_transaction();
                 self.txn.ddl.rollback();
             }
+            result = self.relation_locks.release_after(&self.server.db, result);
         }
         result
     }
@@ -571,6 +576,12 @@ impl Session {
             self.settings.synchronous_commit_on(),
             self.pid,
         );
+        let in_block = self.txn.in_block;
+        let activity = self.activity.as_deref();
+        let statement = (parsed, self.temp.schema(), in_block);
+        (self.relation_locks)
+            .take(&db, &ctx, &self.settings, activity, statement)
+            .await?;
         let catalog = if mentions_ctid(parsed) {
             DATABASE_WITH_CTID
         } else {
@@ -676,6 +687,8 @@ impl Session {
                 sql::alter_system::run(db.data_dir(), change, self.txn.in_block, superuser)?;
                 return Ok(Outcome::Done("ALTER SYSTEM".into()));
             }
+            // Its locks were taken with the statement's.
+            Parsed::Lock(_) => return Ok(Outcome::Done("LOCK TABLE".into())),
             Parsed::Vacuum(stmt) => {
                 let in_block = self.txn.in_block;
                 return sql::vacuum::run(run, stmt, &self.settings, in_block, notices);
@@ -896,6 +909,7 @@ impl Session {
             let queried = self.txn.snapshot.queried();
             sql::transaction_modes::apply(&mut self.settings, modes, queried)?;
         } else {
+            self.relation_locks.release(&self.server.db);
             self.txn = TxnBlock {
                 in_block: true,
                 ..TxnBlock::default()
@@ -974,6 +988,7 @@ impl Session {
             true => ddl.commit(),
             false => ddl.rollback(),
         }
+        self.relation_locks.release(&self.server.db);
         self.temp.transaction_ended(self.db(), commit)?;
         if let Some(e) = committing_failed {
             return Err(e);
@@ -990,6 +1005,7 @@ impl Drop for Session {
     /// A session that ends inside a transaction block (the client went away) rolls it
     /// back: its rows and row locks go, and so does its DDL (as the block's log drops).
     fn drop(&mut self) {
+        self.relation_locks.release(&self.server.db);
         if !self.txn.in_block {
             return;
         }

@@ -473,6 +473,12 @@ macro_rules! typed_getters {
         pub fn lock_timeout_ms(&self) -> i32 {
             self.value("lock_timeout").as_int()
         }
+        pub fn deadlock_timeout_ms(&self) -> i32 {
+            self.value("deadlock_timeout").as_int()
+        }
+        pub fn max_locks_per_transaction(&self) -> i32 {
+            self.value("max_locks_per_transaction").as_int()
+        }
         pub fn idle_in_transaction_session_timeout_ms(&self) -> i32 {
             self.value("idle_in_transaction_session_timeout").as_int()
         }

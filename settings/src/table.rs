@@ -341,6 +341,9 @@ pub static SETTINGS: &[SettingDef] = &[
         "Sets the display format for date and time values.")
         .extra("Also controls interpretation of ambiguous date inputs.")
         .flags(LIST_INPUT | REPORT),
+    setting("deadlock_timeout", Int { min: 1, max: 2147483647, unit: Milliseconds }, "1000", Superuser,
+        "Lock Management",
+        "Sets the time to wait on a lock before checking for deadlock."),
     setting("debug_io_direct", String(StringCheck::DebugIoDirect), "", Postmaster,
         "Developer Options",
         "Use direct I/O for file access.")
@@ -561,6 +564,10 @@ pub static SETTINGS: &[SettingDef] = &[
     setting("max_index_keys", Int { min: 32, max: 32, unit: NoUnit }, "32", Internal,
         "Preset Options",
         "Shows the maximum number of index keys."),
+    setting("max_locks_per_transaction", Int { min: 10, max: 2147483647, unit: NoUnit }, "64", Postmaster,
+        "Lock Management",
+        "Sets the maximum number of locks per transaction.")
+        .extra("The shared lock table is sized on the assumption that at most \"max_locks_per_transaction\" objects per server process or prepared transaction will need to be locked at any one time."),
     setting("max_parallel_workers", Int { min: 0, max: 1024, unit: NoUnit }, "8", User,
         "Resource Usage / Worker Processes",
         "Sets the maximum number of parallel workers that can be active at one time.")

@@ -67,10 +67,12 @@ pub enum WaitEvent {
     BgwriterMain,
     /// An I/O worker waiting for a read to execute.
     IoWorkerMain,
+    /// Waiting for a lock on a table (`txn::relation_locks` in the engine).
+    LockRelation,
 }
 
 impl WaitEvent {
-    const ALL: [WaitEvent; 16] = [
+    const ALL: [WaitEvent; 17] = [
         WaitEvent::None,
         WaitEvent::DataFileRead,
         WaitEvent::DataFileWrite,
@@ -87,6 +89,7 @@ impl WaitEvent {
         WaitEvent::CheckpointerMain,
         WaitEvent::BgwriterMain,
         WaitEvent::IoWorkerMain,
+        WaitEvent::LockRelation,
     ];
 
     /// `pg_stat_activity.wait_event_type`; `None` when not waiting.
@@ -94,7 +97,7 @@ impl WaitEvent {
         match self {
             WaitEvent::None => None,
             WaitEvent::ClientRead => Some("Client"),
-            WaitEvent::LockTransactionId => Some("Lock"),
+            WaitEvent::LockTransactionId | WaitEvent::LockRelation => Some("Lock"),
             WaitEvent::CheckpointerMain | WaitEvent::BgwriterMain | WaitEvent::IoWorkerMain => {
                 Some("Activity")
             }
@@ -118,6 +121,7 @@ impl WaitEvent {
             WaitEvent::AioIoUringExecution => "AioIoUringExecution",
             WaitEvent::ClientRead => "ClientRead",
             WaitEvent::LockTransactionId => "transactionid",
+            WaitEvent::LockRelation => "relation",
             WaitEvent::CheckpointerMain => "CheckpointerMain",
             WaitEvent::BgwriterMain => "BgwriterMain",
             WaitEvent::IoWorkerMain => "IoWorkerMain",

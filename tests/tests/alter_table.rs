@@ -828,7 +828,7 @@ async fn storage_parameters_and_unsupported_subcommands() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rows_written_with_a_column_whose_addition_rolls_back_stay_readable() {
+async fn a_write_waits_for_an_open_alter_table_and_sees_its_rollback() {
     let server = TestServer::start("alter-concurrent");
     let alterer = server.client().await;
     let writer = server.client().await;
@@ -837,13 +837,26 @@ async fn rows_written_with_a_column_whose_addition_rolls_back_stay_readable() {
         .batch_execute("BEGIN; ALTER TABLE t ADD COLUMN d int DEFAULT 1")
         .await
         .unwrap();
-    // iolab has no relation locks: another session sees the column at once and commits a
-    // row that stores it.
-    writer
-        .batch_execute("INSERT INTO t VALUES (4, 'four', 40, 44)")
-        .await
-        .unwrap();
+    // The ALTER holds the table's AccessExclusiveLock to its end: the INSERT waits, and
+    // after the ROLLBACK meets the table without the column (4 values are one too many).
+    let insert = tokio::spawn(async move {
+        let four = writer
+            .batch_execute("INSERT INTO t VALUES (4, 'four', 40, 44)")
+            .await;
+        let three = writer
+            .batch_execute("INSERT INTO t VALUES (4, 'four', 40)")
+            .await;
+        (writer, four.map_err(|e| sqlstate(&e)), three)
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        !insert.is_finished(),
+        "the INSERT waits for the ALTER's transaction"
+    );
     alterer.batch_execute("ROLLBACK").await.unwrap();
+    let (writer, four, three) = insert.await.unwrap();
+    assert_eq!(four, Err("42601".to_string()));
+    three.unwrap();
     assert_eq!(
         table(&writer, "SELECT * FROM t ORDER BY a").await,
         [

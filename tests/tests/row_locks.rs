@@ -335,7 +335,7 @@ async fn a_wait_shows_in_pg_locks_and_pg_stat_activity() {
     let locks = rows(
         &watcher,
         "SELECT locktype, transactionid, pid, mode, granted, waitstart IS NOT NULL
-           FROM pg_locks ORDER BY granted, pid",
+           FROM pg_locks WHERE locktype = 'transactionid' ORDER BY granted, pid",
     )
     .await;
     let row = |xid: i64, pid: i64, mode: &str, granted: &str, waits: &str| {
@@ -356,6 +356,25 @@ async fn a_wait_shows_in_pg_locks_and_pg_stat_activity() {
         "{locks:?}"
     );
     assert_eq!(locks.len(), 3, "B's own transaction id too: {locks:?}");
+    // Both hold the table's RowExclusiveLock (which does not conflict with itself).
+    let table_locks = rows(
+        &watcher,
+        "SELECT pid, mode, granted FROM pg_locks
+          WHERE locktype = 'relation' AND relation = 'jobs'::regclass ORDER BY pid",
+    )
+    .await;
+    let granted = |pid: i64| {
+        [
+            Some(pid.to_string()),
+            Some("RowExclusiveLock".into()),
+            Some("t".into()),
+        ]
+        .to_vec()
+    };
+    assert_eq!(
+        table_locks,
+        [granted(a_pid.min(b_pid)), granted(a_pid.max(b_pid))]
+    );
     exec(&a, "COMMIT").await;
     let (_, changed) = update.await.unwrap();
     assert_eq!(changed, Ok(1));

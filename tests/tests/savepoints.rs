@@ -283,7 +283,8 @@ async fn writers_wait_for_a_savepoint_until_it_is_rolled_back() {
     // a holds its xid and its savepoint's, b its own; b waits for a's savepoint's.
     let locks = rows(
         &a,
-        "SELECT transactionid, pid, mode FROM pg_locks ORDER BY granted, pid, transactionid",
+        "SELECT transactionid, pid, mode FROM pg_locks WHERE locktype = 'transactionid'
+          ORDER BY granted, pid, transactionid",
     )
     .await;
     let [waiting_lock, a_top, a_sub, b_top] = &locks[..] else {
@@ -436,7 +437,11 @@ async fn transaction_ids_and_their_status() {
         xid
     );
     exec(&c, "SAVEPOINT s; INSERT INTO t VALUES (1)").await;
-    let sub = column(&c, "SELECT transactionid FROM pg_locks ORDER BY 1").await;
+    let sub = column(
+        &c,
+        "SELECT transactionid FROM pg_locks WHERE locktype = 'transactionid' ORDER BY 1",
+    )
+    .await;
     assert_eq!(sub.len(), 2, "the block's id and its savepoint's: {sub:?}");
     assert_eq!(sub[0], xid);
     exec(&c, "ROLLBACK TO s").await;

@@ -45,6 +45,7 @@
 
 pub mod clog;
 pub mod manager;
+pub mod relation_locks;
 pub mod snapshot;
 
 pub use clog::{Clog, XidStatus};

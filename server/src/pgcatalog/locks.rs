@@ -1,11 +1,17 @@
-//! `pg_locks` and `pg_blocking_pids(pid)`, over the locks iolab has: every transaction
-//! and subtransaction (savepoint) with an id holds an ExclusiveLock on it while it runs, and a transaction that waits for
-//! another to end — for a row the other changed or locked, or a key it is inserting —
-//! asks for a ShareLock on the other's id (not granted, `waitstart` when the wait began),
-//! which is how PostgreSQL shows such waits. iolab takes no relation, page, tuple,
-//! advisory or virtual-transaction locks: those rows do not appear, and
-//! `virtualtransaction` is NULL. A session waiting so shows `Lock` / `transactionid` in
-//! `pg_stat_activity`.
+//! `pg_locks` and `pg_blocking_pids(pid)`, over the locks iolab has:
+//!
+//! - relation locks (`txn::relation_locks` in the engine): each lock a session's
+//!   transaction holds on a table or view, in PostgreSQL's modes, and each request waiting
+//!   (not granted, `waitstart` when the wait began); a session waiting so shows `Lock` /
+//!   `relation` in `pg_stat_activity`;
+//! - every transaction and subtransaction (savepoint) with an id holds an ExclusiveLock on
+//!   it while it runs, and a transaction that waits for another to end — for a row the
+//!   other changed or locked, or a key it is inserting — asks for a ShareLock on the
+//!   other's id, which is how PostgreSQL shows such waits (`Lock` / `transactionid`).
+//!
+//! iolab takes no page, tuple, advisory or virtual-transaction locks, and none on indexes
+//! apart from their tables: those rows do not appear, and `virtualtransaction` is NULL.
+//! `fastpath` is false throughout.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -18,6 +24,7 @@ use iolab_engine::Database;
 
 use super::batch::{build_batch, parse_columns, schema_of, V};
 use super::functions::{def, ints, per_row, Def};
+use super::oids::DATABASE_OID;
 
 /// PostgreSQL 18's `pg_locks` columns.
 pub fn schema() -> SchemaRef {
@@ -40,6 +47,29 @@ fn pids_by_xid(db: &Database) -> HashMap<Xid, i32> {
 }
 
 pub fn batch(db: &Database) -> Result<RecordBatch> {
+    let mut rows: Vec<Vec<V>> = (db.relation_locks.rows().into_iter())
+        .map(|lock| {
+            vec![
+                V::text("relation"),
+                V::oid(DATABASE_OID),
+                V::oid(lock.relation),
+                V::Null,
+                V::Null,
+                V::Null,
+                V::Null,
+                V::Null,
+                V::Null,
+                V::Null,
+                V::Null,
+                V::Int(i64::from(lock.owner)),
+                V::text(lock.mode.name()),
+                V::Bool(lock.granted),
+                V::Bool(false),
+                lock.waitstart
+                    .map_or(V::Null, |t| V::Int(t.timestamp_micros())),
+            ]
+        })
+        .collect();
     let pids = pids_by_xid(db);
     let row = |xid: Xid, pid: Option<i32>, mode: &str, waitstart: V| {
         vec![
@@ -65,9 +95,9 @@ pub fn batch(db: &Database) -> Result<RecordBatch> {
     let subtransactions = db.txns.subtransactions().into_iter();
     holders.extend(subtransactions.filter_map(|(sub, top)| Some((sub, *pids.get(&top)?))));
     holders.sort_unstable();
-    let mut rows: Vec<Vec<V>> = (holders.into_iter())
-        .map(|(xid, pid)| row(xid, Some(pid), "ExclusiveLock", V::Null))
-        .collect();
+    rows.extend(
+        (holders.into_iter()).map(|(xid, pid)| row(xid, Some(pid), "ExclusiveLock", V::Null)),
+    );
     for wait in db.txns.waits() {
         let since = V::Int(wait.since.timestamp_micros());
         rows.push(row(
@@ -80,8 +110,8 @@ pub fn batch(db: &Database) -> Result<RecordBatch> {
     build_batch(&schema(), &rows)
 }
 
-/// `pg_blocking_pids(pid)`: the sessions whose transactions the session `pid` waits for
-/// (empty when it waits for none, NULL for NULL).
+/// `pg_blocking_pids(pid)`: the sessions whose transactions or relation locks the session
+/// `pid` waits for (empty when it waits for none, NULL for NULL).
 pub(super) fn functions() -> Vec<Def> {
     let list = DataType::List(std::sync::Arc::new(Field::new(
         "item",
@@ -97,11 +127,16 @@ pub(super) fn functions() -> Vec<Def> {
             let Some(pid) = asked[i] else {
                 return Ok(V::Null);
             };
-            let blocking = (waits.iter())
+            let mut blocking: Vec<i32> = (waits.iter())
                 .filter(|w| pids.get(&w.waiter).is_some_and(|&p| i64::from(p) == pid))
-                .filter_map(|w| pids.get(&w.holder_top).map(|p| p.to_string()))
+                .filter_map(|w| pids.get(&w.holder_top).copied())
                 .collect();
-            Ok(V::TextArray(blocking))
+            if let Ok(pid) = i32::try_from(pid) {
+                blocking.extend(db.relation_locks.blocking(pid));
+            }
+            blocking.sort_unstable();
+            blocking.dedup();
+            Ok(V::TextArray(blocking.iter().map(i32::to_string).collect()))
         })
     })
     .volatile()]

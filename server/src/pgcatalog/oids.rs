@@ -14,7 +14,7 @@ pub const POSTGRES_ROLE: u32 = iolab_catalog::store::SUPERUSER_OID;
 pub const PG_DATABASE_OWNER_ROLE: u32 = 6171;
 
 /// The one database, `postgres`.
-pub const DATABASE_OID: u32 = 5;
+pub const DATABASE_OID: u32 = iolab_catalog::store::DATABASE_OID;
 pub const DATABASE_NAME: &str = "postgres";
 pub const DEFAULT_TABLESPACE: u32 = 1663;
 pub const GLOBAL_TABLESPACE: u32 = 1664;

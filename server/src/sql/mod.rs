@@ -51,6 +51,7 @@ pub mod plan_cache;
 pub mod prepare;
 pub mod prepared_plans;
 pub mod recheck;
+pub mod relation_locks;
 pub mod reloptions;
 pub mod returning;
 pub mod row_locks;
@@ -109,6 +110,8 @@ pub enum Parsed {
     Prepare(prepare::PrepareStmt),
     /// `ALTER SYSTEM …` (see `alter_system`).
     AlterSystem(iolab_settings::auto_conf::AlterSystem),
+    /// `LOCK [TABLE] …` (see `relation_locks`).
+    Lock(relation_locks::LockStmt),
 }
 
 impl Parsed {
@@ -194,6 +197,9 @@ pub(crate) fn parse_reading(
         }
         [first, ..] if fetch::is_fetch_or_move(first) => {
             return fetch::parse(text).map(Parsed::Fetch);
+        }
+        words if relation_locks::is_lock(words) => {
+            return relation_locks::parse_lock(text, whole, offset).map(Parsed::Lock);
         }
         words if prepare::is_prepare(words) => {
             return prepare::parse(text, whole, offset, reading).map(Parsed::Prepare);
