@@ -266,15 +266,26 @@ pub async fn on_data(session: &mut Session, data: &[u8]) {
 }
 
 pub async fn on_done(session: &mut Session) -> PgResult<String> {
-    match session.copy_in.take() {
+    let done = match session.copy_in.take() {
         Some(copy) => copy.done(),
         None => Err(crate::session::not_in_copy()),
-    }
+    };
+    copy_ended(session);
+    done
 }
 
 /// CopyFail from the client: abort (dropping the guard aborts the transaction).
 pub fn on_fail(session: &mut Session) {
     session.copy_in = None;
+    copy_ended(session);
+}
+
+/// A COPY FROM STDIN outside a block was its own transaction: its table locks go.
+fn copy_ended(session: &mut Session) {
+    if !session.txn.in_block {
+        let db = session.server.db.clone();
+        session.relation_locks.release(&db);
+    }
 }
 
 /// COPY table|query TO STDOUT.

@@ -110,7 +110,7 @@ pub struct Session {
     /// While EXECUTE runs one: its count of runs that took the generic plan.
     executing: Option<Arc<AtomicU64>>,
     /// The table locks its transaction holds (`sql::relation_locks`).
-    relation_locks: sql::relation_locks::SessionLocks,
+    pub relation_locks: sql::relation_locks::SessionLocks,
     /// The context of the statement run last (its buffer usage, for
     /// `pg_stat_statements`); cleared before each statement.
     pub last_statement: Option<Arc<StatementContext>>,
@@ -368,6 +368,17 @@ impl Session {
         &self.server.db
     }
 
+    /// An error in a transaction block: the block fails (until ROLLBACK), and as
+    /// PostgreSQL aborts the transaction — or its newest savepoint's subtransaction — at
+    /// the error, the table locks taken since go now.
+    pub fn fail_block(&mut self) {
+        if self.txn.in_block {
+            self.txn.fail_if_in_block();
+            let kept = self.txn.savepoints.locks_kept_on_error();
+            self.relation_locks.release_since(&self.server.db, kept);
+        }
+    }
+
     /// Runs one parsed statement. `text` is its SQL (for error positions and logs).
     pub async fn run(
         &mut self,
@@ -399,6 +410,9 @@ impl Session {
             self.settings.begin_transaction();
         }
         let mut result = self.run_in_transaction(parsed, params, notices).await;
+        if result.is_err() {
+            self.fail_block();
+        }
         let database = self.db().io_stats.clone();
         if let Err(e) = &result {
             if e.code == sqlstate::T_R_DEADLOCK_DETECTED {

@@ -13,9 +13,12 @@ use iolab_tests::{error, int, plan, rows, sqlstate, TestServer};
 use tokio::task::JoinHandle;
 use tokio_postgres::{Client, NoTls};
 
-/// How long a statement that should not wait (or should have stopped waiting) is given
-/// before the test calls it stuck: a guard against hanging, not a timing.
+/// How long a statement that should have stopped waiting (or a build) is given before the
+/// test calls it stuck: a guard against hanging, not a timing.
 const STUCK: Duration = Duration::from_secs(30);
+
+/// How long a statement that should not wait at all is given: a guard, not a timing.
+const NO_WAIT: Duration = Duration::from_secs(10);
 
 /// A statement's outcome: done, or its SQLSTATE and message.
 type Outcome = Result<(), (String, String)>;
@@ -29,7 +32,7 @@ async fn exec(client: &Client, sql: &str) {
 
 /// `sql` (simple protocol), which must not wait for any lock.
 async fn at_once(client: &Client, sql: &str) {
-    tokio::time::timeout(STUCK, client.batch_execute(sql))
+    tokio::time::timeout(NO_WAIT, client.batch_execute(sql))
         .await
         .unwrap_or_else(|_| panic!("{sql} waited"))
         .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
@@ -37,7 +40,7 @@ async fn at_once(client: &Client, sql: &str) {
 
 /// The integer `sql` returns, which must not wait for any lock.
 async fn int_at_once(client: &Client, sql: &str) -> i64 {
-    tokio::time::timeout(STUCK, int(client, sql))
+    tokio::time::timeout(NO_WAIT, int(client, sql))
         .await
         .unwrap_or_else(|_| panic!("{sql} waited"))
 }
@@ -429,10 +432,13 @@ async fn lock_table() {
     assert_eq!(error(&a, "LOCK TABLE t").await, outside);
     assert_eq!(error(&a, "LOCK t IN SHARE MODE NOWAIT").await, outside);
     assert_eq!(error(&a, "LOCK t, nope").await, outside);
-    // One Query of several statements is an implicit transaction block: LOCK works there,
-    // and its lock ends with the Query.
+    // In a block sent as one Query, the lock ends with the block.
     assert_eq!(
-        column(&a, "LOCK t IN ACCESS EXCLUSIVE MODE; SELECT 1").await,
+        column(
+            &a,
+            "BEGIN; LOCK t IN ACCESS EXCLUSIVE MODE; SELECT 1; COMMIT"
+        )
+        .await,
         ["1"]
     );
     assert_eq!(int_at_once(&b, "SELECT count(*) FROM t").await, 100);

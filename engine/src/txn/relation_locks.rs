@@ -235,8 +235,9 @@ impl RelationLocks {
     }
 
     /// Takes `mode` on `relation` (named `name` in messages) for `owner`, waiting as
-    /// `policy` says. `check_cancel` is asked while waiting and its error ends the wait;
-    /// `other_waits` gives the waits outside this table for the deadlock check.
+    /// `policy` says; `true` if the owner did not hold that mode before. `check_cancel`
+    /// is asked while waiting and its error ends the wait; `other_waits` gives the waits
+    /// outside this table for the deadlock check.
     pub async fn acquire(
         &self,
         owner: Owner,
@@ -246,21 +247,21 @@ impl RelationLocks {
         policy: WaitPolicy,
         check_cancel: &(dyn Fn() -> PgResult<()> + Sync),
         other_waits: &(dyn Fn() -> Vec<OtherWait> + Sync),
-    ) -> PgResult<()> {
+    ) -> PgResult<bool> {
         let (lock_timeout, deadlock_timeout) = 'queued: {
             let mut relations = self.relations.lock();
             let total: usize = relations.values().map(Entry::entries).sum();
             let entry = relations.entry(relation).or_default();
             let held = entry.held_by(owner);
             if held & mode.bit() != 0 {
-                return Ok(());
+                return Ok(false);
             }
             let refusal = if held == 0 && total >= self.capacity {
                 // A new (owner, relation) entry, granted or waiting, must fit the table.
                 out_of_lock_memory()
             } else if entry.grantable(owner, mode) {
                 entry.grant(owner, mode);
-                return Ok(());
+                return Ok(true);
             } else if let WaitPolicy::Wait {
                 lock_timeout,
                 deadlock_timeout,
@@ -297,7 +298,7 @@ impl RelationLocks {
             )
             .await;
         drop(queued);
-        result
+        result.map(|()| true)
     }
 
     /// The wait of a queued request until it is granted or fails.
@@ -414,6 +415,22 @@ impl RelationLocks {
             })
             .collect();
         Some(lines.join("\n"))
+    }
+
+    /// Releases `owner`'s `mode` on `relation` (a subtransaction that took it rolled
+    /// back).
+    pub fn release(&self, owner: Owner, relation: u32, mode: LockMode) {
+        let mut relations = self.relations.lock();
+        let Some(entry) = relations.get_mut(&relation) else {
+            return;
+        };
+        for (_, bits) in entry.granted.iter_mut().filter(|(o, _)| *o == owner) {
+            *bits &= !mode.bit();
+        }
+        entry.granted.retain(|(_, bits)| *bits != 0);
+        drop_if_unused(&mut relations, relation);
+        drop(relations);
+        self.changed.notify_waiters();
     }
 
     /// Releases every lock `owner` holds and any request it has queued (its transaction
@@ -563,7 +580,7 @@ mod tests {
         relation: u32,
         mode: LockMode,
         policy: WaitPolicy,
-    ) -> PgResult<()> {
+    ) -> PgResult<bool> {
         locks
             .acquire(
                 owner,
@@ -598,6 +615,22 @@ mod tests {
                 .count()
         };
         assert_eq!(LockMode::ALL.map(conflicting), [1, 2, 4, 5, 5, 6, 7, 8]);
+    }
+
+    #[tokio::test]
+    async fn one_mode_can_be_released_and_is_reported_new_once() {
+        let locks = RelationLocks::new(100, 5);
+        assert!(take(&locks, 1, 10, AccessShare, WAIT).await.unwrap());
+        assert!(!take(&locks, 1, 10, AccessShare, WAIT).await.unwrap());
+        assert!(take(&locks, 1, 10, AccessExclusive, WAIT).await.unwrap());
+        locks.release(1, 10, AccessExclusive);
+        assert_eq!(locks.held(1, 10), vec![AccessShare]);
+        take(&locks, 2, 10, RowExclusive, WaitPolicy::NoWait)
+            .await
+            .unwrap();
+        locks.release(1, 10, AccessShare);
+        locks.release(2, 10, RowExclusive);
+        assert!(locks.rows().is_empty());
     }
 
     #[tokio::test]

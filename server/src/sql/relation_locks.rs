@@ -5,20 +5,25 @@
 //!
 //! | statement | lock |
 //! |---|---|
-//! | SELECT, EXPLAIN, COPY … TO, DECLARE, CREATE TABLE … AS, CREATE VIEW | `AccessShareLock` on each relation read |
+//! | SELECT, EXPLAIN, COPY (query) TO, DECLARE, CREATE TABLE … AS, CREATE VIEW | `AccessShareLock` on each relation read |
 //! | SELECT … FOR UPDATE / SHARE | `RowShareLock` on each relation read |
-//! | INSERT, UPDATE, DELETE, COPY … FROM | `RowExclusiveLock` on the target, `AccessShareLock` on the others |
+//! | UPDATE, DELETE | `RowExclusiveLock` on the target, `AccessShareLock` on the others |
+//! | INSERT, COPY t FROM | `RowExclusiveLock` on the target (`AccessShareLock` on what its query reads) |
+//! | COPY t TO | `AccessShareLock` |
 //! | VACUUM, ANALYZE | `ShareUpdateExclusiveLock` on each table (every table without a list) |
 //! | CREATE INDEX | `ShareLock` on the table |
-//! | DROP TABLE / VIEW / INDEX, TRUNCATE, ALTER TABLE / INDEX / VIEW, VACUUM FULL | `AccessExclusiveLock` (an index's table for DROP INDEX and ALTER INDEX) |
+//! | DROP TABLE / VIEW, TRUNCATE, ALTER TABLE / VIEW, VACUUM FULL | `AccessExclusiveLock` |
+//! | DROP INDEX, ALTER INDEX | `AccessExclusiveLock` on the index and its table |
 //! | `LOCK [TABLE] [ONLY] name [*] [, …] [IN mode MODE] [NOWAIT]` | that mode, `ACCESS EXCLUSIVE` by default |
 //!
-//! A view read stands for its query's relations: the view and, recursively, what it reads
-//! are locked in the same mode. A name that is no relation (a CTE, a function in FROM, a
-//! catalog view) or a relation that does not exist locks nothing here; the statement
-//! reports it. Temporary tables are the session's own and are not locked. Indexes are not
-//! locked apart from their table (PostgreSQL's planner also takes their table's mode on
-//! each index; nothing in iolab reaches an index without its table).
+//! Each table a statement plans a scan of (what it reads, an UPDATE's or DELETE's target)
+//! has each of its indexes locked in the table's mode too, as PostgreSQL's planner opens
+//! them; VACUUM locks the indexes it cleans in `RowExclusiveLock`, ANALYZE those it reads
+//! in `AccessShareLock`. A view read stands for its query's relations: the view and,
+//! recursively, what it reads are locked in the same mode. A name that is no relation (a
+//! CTE, a function in FROM, a catalog view) or a relation that does not exist locks
+//! nothing here; the statement reports it. Temporary tables are the session's own and are
+//! not locked.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -203,7 +208,7 @@ impl Locks<'_> {
             S::Explain { statement, .. } => self.statement(statement),
             S::Insert(insert) => {
                 if let ast::TableObject::TableName(name) = &insert.table {
-                    self.name(name, RowExclusive);
+                    self.name(name, RowExclusive, None);
                 }
                 if let Some(source) = &insert.source {
                     self.read(&**source, AccessShare);
@@ -229,27 +234,28 @@ impl Locks<'_> {
                 self.read(&delete.selection, AccessShare);
             }
             S::Copy { source, to, .. } => match source {
-                ast::CopySource::Table { table_name, .. } => {
-                    self.name(table_name, if *to { AccessShare } else { RowExclusive })
-                }
+                ast::CopySource::Table { table_name, .. } => self.name(
+                    table_name,
+                    if *to { AccessShare } else { RowExclusive },
+                    None,
+                ),
                 ast::CopySource::Query(query) => self.read(&**query, AccessShare),
             },
-            S::CreateIndex(create) => self.name(&create.table_name, Share),
+            S::CreateIndex(create) => self.name(&create.table_name, Share, None),
             S::Drop {
                 object_type, names, ..
             } => match object_type {
-                ast::ObjectType::Table | ast::ObjectType::View => {
-                    names.iter().for_each(|n| self.name(n, AccessExclusive))
-                }
+                ast::ObjectType::Table | ast::ObjectType::View => names
+                    .iter()
+                    .for_each(|n| self.name(n, AccessExclusive, None)),
                 ast::ObjectType::Index => names.iter().for_each(|n| self.index(n)),
                 _ => {}
             },
-            S::Truncate(truncate) => {
-                (truncate.table_names.iter()).for_each(|t| self.name(&t.name, AccessExclusive))
-            }
-            S::AlterTable(alter) => self.name(&alter.name, AccessExclusive),
+            S::Truncate(truncate) => (truncate.table_names.iter())
+                .for_each(|t| self.name(&t.name, AccessExclusive, None)),
+            S::AlterTable(alter) => self.name(&alter.name, AccessExclusive, None),
             S::AlterIndex { name, .. } => self.index(name),
-            S::AlterView { name, .. } => self.name(name, AccessExclusive),
+            S::AlterView { name, .. } => self.name(name, AccessExclusive, None),
             S::Query(query) => {
                 let mode = match locks_rows(query) {
                     true => RowShare,
@@ -266,37 +272,43 @@ impl Locks<'_> {
     /// The table a DELETE or UPDATE changes.
     fn target(&mut self, relation: &ast::TableFactor) {
         if let ast::TableFactor::Table { name, .. } = relation {
-            self.name(name, LockMode::RowExclusive);
+            self.name(name, LockMode::RowExclusive, Some(LockMode::RowExclusive));
         }
     }
 
     /// Every relation `node` reads, in `mode`.
     fn read(&mut self, node: &impl ast::Visit, mode: LockMode) {
         let _ = ast::visit_relations(node, |name| {
-            self.name(name, mode);
+            self.name(name, mode, Some(mode));
             ControlFlow::<()>::Continue(())
         });
     }
 
     /// The relation `name`, if it is one (a table, or a view and what it reads).
-    fn name(&mut self, name: &ast::ObjectName, mode: LockMode) {
+    fn name(&mut self, name: &ast::ObjectName, mode: LockMode, indexes: Option<LockMode>) {
         let Ok((schema, name)) = split_name(name) else {
             return;
         };
-        self.relation(schema.as_deref(), &name, mode);
+        self.relation(schema.as_deref(), &name, mode, indexes);
     }
 
     /// Locks table or view `schema.name`; `false` when there is none.
-    fn relation(&mut self, schema: Option<&str>, name: &str, mode: LockMode) -> bool {
+    fn relation(
+        &mut self,
+        schema: Option<&str>,
+        name: &str,
+        mode: LockMode,
+        indexes: Option<LockMode>,
+    ) -> bool {
         if let Ok(table) = self.db.catalog.resolve_in(self.temp, schema, name) {
             if table.persistence != Persistence::Temporary {
-                self.push(table.oid, &table.name, mode);
+                self.table(table.oid, &table.name, mode, indexes);
             }
             return true;
         }
         match self.db.catalog.view(schema.unwrap_or("public"), name) {
             Some(view) => {
-                self.view(view.oid, mode, 0);
+                self.view(view.oid, mode, indexes, 0);
                 true
             }
             None => false,
@@ -304,24 +316,24 @@ impl Locks<'_> {
     }
 
     /// A view and, recursively, the relations its query reads.
-    fn view(&mut self, oid: u32, mode: LockMode, depth: usize) {
+    fn view(&mut self, oid: u32, mode: LockMode, indexes: Option<LockMode>, depth: usize) {
         // Views cannot read themselves; the bound only guards against a broken catalog.
         const DEEPEST: usize = 100;
         let Some(view) = self.db.catalog.view_by_oid(oid) else {
             if let Some(table) = self.db.catalog.table_by_oid(oid) {
-                self.push(table.oid, &table.name, mode);
+                self.table(table.oid, &table.name, mode, indexes);
             }
             return;
         };
         self.push(view.oid, &view.name, mode);
         if depth < DEEPEST {
             for below in &view.depends_on {
-                self.view(*below, mode, depth + 1);
+                self.view(*below, mode, indexes, depth + 1);
             }
         }
     }
 
-    /// DROP INDEX: the index's table.
+    /// DROP INDEX, ALTER INDEX: the index's table and the index.
     fn index(&mut self, name: &ast::ObjectName) {
         let Ok((schema, name)) = split_name(name) else {
             return;
@@ -330,6 +342,18 @@ impl Locks<'_> {
         if let Some(index) = self.db.catalog.index(schema, &name) {
             if let Some(table) = self.db.catalog.table_by_oid(index.table_oid) {
                 self.push(table.oid, &table.name, LockMode::AccessExclusive);
+                self.push(index.oid, &index.name, LockMode::AccessExclusive);
+            }
+        }
+    }
+
+    /// A table in `mode`, and each of its indexes in `indexes` (PostgreSQL's planner
+    /// opens every index of a table it plans a scan of in the table's mode).
+    fn table(&mut self, oid: u32, name: &str, mode: LockMode, indexes: Option<LockMode>) {
+        self.push(oid, name, mode);
+        if let Some(index_mode) = indexes {
+            for index in self.db.catalog.indexes_of(oid) {
+                self.push(index.oid, &index.name, index_mode);
             }
         }
     }
@@ -345,20 +369,24 @@ impl Locks<'_> {
         }
     }
 
+    /// VACUUM locks the indexes it cleans in `RowExclusiveLock`, ANALYZE those it
+    /// reads in `AccessShareLock` (VACUUM ANALYZE: the stronger).
     fn vacuum(&mut self, vacuum: &VacuumStmt) {
-        let mode = match vacuum.full {
-            true => LockMode::AccessExclusive,
-            false => LockMode::ShareUpdateExclusive,
+        use LockMode::*;
+        let (mode, indexes) = match (vacuum.full, vacuum.vacuum) {
+            (true, _) => (AccessExclusive, None),
+            (false, true) => (ShareUpdateExclusive, Some(RowExclusive)),
+            (false, false) => (ShareUpdateExclusive, Some(AccessShare)),
         };
         if vacuum.relations.is_empty() {
             for table in self.db.catalog.tables() {
                 if table.persistence != Persistence::Temporary {
-                    self.push(table.oid, &table.name, mode);
+                    self.table(table.oid, &table.name, mode, indexes);
                 }
             }
         }
         for spec in &vacuum.relations {
-            self.relation(spec.schema.as_deref(), &spec.name, mode);
+            self.relation(spec.schema.as_deref(), &spec.name, mode, indexes);
         }
     }
 
@@ -366,13 +394,13 @@ impl Locks<'_> {
         match alter.kind {
             iolab_catalog::alter::RelationKind::Index => self.index(&alter.name),
             iolab_catalog::alter::RelationKind::Sequence => {}
-            _ => self.name(&alter.name, LockMode::AccessExclusive),
+            _ => self.name(&alter.name, LockMode::AccessExclusive, None),
         }
     }
 
     fn lock(&mut self, lock: &LockStmt) -> PgResult<()> {
         for (schema, name) in &lock.relations {
-            if self.relation(schema.as_deref(), name, lock.mode) {
+            if self.relation(schema.as_deref(), name, lock.mode, None) {
                 continue;
             }
             let index_schema = schema.as_deref().unwrap_or("public");
@@ -409,6 +437,9 @@ pub struct SessionLocks {
     /// Counts the session's transactions' ends: a statement's rows still being sent when
     /// the next transaction began release nothing (the session released its locks then).
     ends: Arc<AtomicU64>,
+    /// The locks its transaction took, in order (savepoints and errors give back the
+    /// newest).
+    taken: Vec<(u32, LockMode)>,
 }
 
 impl SessionLocks {
@@ -417,6 +448,7 @@ impl SessionLocks {
             pid,
             holding: false,
             ends: Arc::default(),
+            taken: Vec::new(),
         }
     }
 
@@ -479,26 +511,45 @@ impl SessionLocks {
                     log_deadlock(db, e);
                 }
             }
-            taken?;
+            if taken? {
+                self.taken.push((lock.oid, lock.mode));
+            }
         }
         Ok(())
+    }
+
+    /// How many locks the transaction has taken (a savepoint's mark).
+    pub fn taken(&self) -> usize {
+        self.taken.len()
+    }
+
+    /// Releases the locks taken after the first `kept` (ROLLBACK TO a savepoint set then,
+    /// or an error under it).
+    pub fn release_since(&mut self, db: &Database, kept: usize) {
+        for (relation, mode) in self.taken.drain(kept.min(self.taken.len())..) {
+            db.relation_locks.release(self.pid, relation, mode);
+        }
     }
 
     /// The transaction ended: every lock goes.
     pub fn release(&mut self, db: &Database) {
         self.ends.fetch_add(1, Ordering::AcqRel);
+        self.taken.clear();
         if std::mem::take(&mut self.holding) {
             db.relation_locks.release_all(self.pid);
         }
     }
 
-    /// The statement's transaction ends with `outcome`: now, or when its rows have been
-    /// sent.
+    /// The statement's transaction ends with `outcome`: now, when its rows have been
+    /// sent, or (COPY FROM STDIN) when its data has come (`release` then).
     pub fn release_after(
         &mut self,
         db: &Arc<Database>,
         outcome: PgResult<Outcome>,
     ) -> PgResult<Outcome> {
+        if let Ok(Outcome::CopyIn { .. }) = &outcome {
+            return outcome;
+        }
         let streams = matches!(&outcome, Ok(o) if o.has_rows());
         if !streams || !self.holding {
             self.release(db);

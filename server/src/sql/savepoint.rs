@@ -50,6 +50,8 @@ struct Savepoint {
     ddl_before: usize,
     /// How many cursors the session had declared when it was set.
     cursors_before: u64,
+    /// How many table locks the block had taken when it was set.
+    locks_before: usize,
 }
 
 /// A transaction block's open savepoints and live subtransactions.
@@ -62,6 +64,12 @@ pub struct Savepoints {
 }
 
 impl Savepoints {
+    /// The table locks the block had taken when its newest savepoint was set (0 without
+    /// one): what an error keeps, as PostgreSQL aborts only the newest subtransaction.
+    pub fn locks_kept_on_error(&self) -> usize {
+        self.open.last().map_or(0, |s| s.locks_before)
+    }
+
     /// The xids the block writes under: `top` (0: none yet) and the live subxids.
     pub fn own_xids(&self, top: Xid) -> OwnXids {
         OwnXids::with_subxids(top, self.subxids.clone())
@@ -141,6 +149,7 @@ pub fn set(session: &mut Session, name: &ast::Ident) -> PgResult<Outcome> {
         subxids_before: savepoints.subxids.len(),
         ddl_before: session.txn.ddl.mark(),
         cursors_before: session.cursors.declared(),
+        locks_before: session.relation_locks.taken(),
     });
     session.settings.begin_savepoint();
     Ok(Outcome::Done("SAVEPOINT".into()))
@@ -178,6 +187,7 @@ pub fn rollback_to(session: &mut Session, name: &ast::Ident) -> PgResult<Outcome
     kept.xid = None;
     let aborted = savepoints.subxids.split_off(kept.subxids_before);
     let (ddl_before, cursors_before) = (kept.ddl_before, kept.cursors_before);
+    session.relation_locks.release_since(&db, kept.locks_before);
     session.cursors.close_declared_since(cursors_before);
     session.txn.ddl.rollback_to(ddl_before);
     session

@@ -237,7 +237,7 @@ where
         let result = match sql::parse_in_session(&text, query, stmt.offset, &fmt) {
             Ok(parsed) => run_with_timeout(session, stmt.text, &parsed, None, &mut notices).await,
             Err(e) => {
-                session.txn.fail_if_in_block();
+                session.fail_block();
                 Err(e)
             }
         }
@@ -301,7 +301,7 @@ where
                     PgWireError::UserError(info) => *info,
                     other => to_error_info(&PgError::internal(other.to_string())),
                 };
-                session.txn.fail_if_in_block();
+                session.fail_block();
                 client
                     .feed(PgWireBackendMessage::ErrorResponse(info.into()))
                     .await?;
