@@ -140,6 +140,25 @@ impl Catalog {
         Ok(old)
     }
 
+    /// Marks index `index` (none: no index) as the one table `table_oid` is clustered on
+    /// (`pg_index.indisclustered`), unmarking the others; returns the one marked before.
+    pub fn set_clustered_index(&self, table_oid: u32, index: Option<u32>) -> PgResult<Option<u32>> {
+        let mut data = self.data.write();
+        let mut before = None;
+        for def in data
+            .indexes
+            .values_mut()
+            .filter(|i| i.table_oid == table_oid)
+        {
+            if def.clustered {
+                before = Some(def.oid);
+            }
+            def.clustered = Some(def.oid) == index;
+        }
+        self.save(&data)?;
+        Ok(before)
+    }
+
     /// What the catalog says about table `oid`'s columns, if the table exists.
     pub fn table_state(&self, oid: u32) -> Option<TableState> {
         let data = self.data.read();

@@ -50,6 +50,9 @@ pub struct IndexDef {
     /// checked when the index was created.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reloptions: Vec<String>,
+    /// The index CLUSTER last ordered its table by (`pg_index.indisclustered`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clustered: bool,
 }
 
 /// A PRIMARY KEY or UNIQUE constraint: a row of `pg_constraint` named as its index.
@@ -114,6 +117,7 @@ impl IndexDef {
             constraint: None,
             persistence: table.persistence,
             reloptions: Vec::new(),
+            clustered: false,
         }
     }
 
@@ -407,6 +411,7 @@ mod tests {
             constraint: None,
             persistence: Persistence::Permanent,
             reloptions: Vec::new(),
+            clustered: false,
         };
         catalog.create_index(def.clone()).unwrap();
         assert_eq!(catalog.choose_index_name("public", "t", &["a"]), "t_a_idx1");

@@ -703,9 +703,14 @@ impl Session {
             }
             // Its locks were taken with the statement's.
             Parsed::Lock(_) => return Ok(Outcome::Done("LOCK TABLE".into())),
+            Parsed::Cluster(stmt) => {
+                let in_block = self.txn.in_block;
+                return sql::cluster::run(run, stmt, in_block, &mut self.txn.ddl, notices);
+            }
             Parsed::Vacuum(stmt) => {
                 let in_block = self.txn.in_block;
-                return sql::vacuum::run(run, stmt, &self.settings, in_block, notices);
+                let log = &mut self.txn.ddl;
+                return sql::vacuum::run(run, stmt, &self.settings, in_block, log, notices);
             }
             Parsed::CreateExtension(create) => {
                 ddl::create_extension(create)?;

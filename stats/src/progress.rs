@@ -18,6 +18,7 @@ pub enum ProgressCommand {
     Analyze,
     CreateIndex,
     Copy,
+    Cluster,
 }
 
 /// Parameters a command may set.
@@ -66,6 +67,7 @@ impl Progress {
             2 => ProgressCommand::Analyze,
             3 => ProgressCommand::CreateIndex,
             4 => ProgressCommand::Copy,
+            5 => ProgressCommand::Cluster,
             _ => return None,
         };
         Some(ProgressSnapshot {
@@ -148,6 +150,49 @@ pub mod create_index {
             1 => "building index: scanning table",
             2 => "building index: sorting live tuples",
             3 => "building index: loading tuples in tree",
+            _ => "initializing",
+        }
+    }
+}
+
+/// `pg_stat_progress_cluster`'s parameters (CLUSTER and VACUUM FULL).
+pub mod cluster {
+    /// [`COMMAND_CLUSTER`] or [`COMMAND_VACUUM_FULL`].
+    pub const COMMAND: usize = 0;
+    pub const PHASE: usize = 1;
+    pub const INDEX_RELID: usize = 2;
+    pub const HEAP_TUPLES_SCANNED: usize = 3;
+    pub const HEAP_TUPLES_WRITTEN: usize = 4;
+    pub const HEAP_BLKS_TOTAL: usize = 5;
+    pub const HEAP_BLKS_SCANNED: usize = 6;
+    pub const INDEX_REBUILD_COUNT: usize = 7;
+
+    pub const COMMAND_CLUSTER: i64 = 1;
+    pub const COMMAND_VACUUM_FULL: i64 = 2;
+
+    pub const SEQ_SCANNING_HEAP: i64 = 1;
+    pub const WRITING_NEW_HEAP: i64 = 4;
+    pub const REBUILDING_INDEX: i64 = 6;
+    pub const FINAL_CLEANUP: i64 = 7;
+
+    pub fn command_name(n: i64) -> &'static str {
+        if n == COMMAND_VACUUM_FULL {
+            "VACUUM FULL"
+        } else {
+            "CLUSTER"
+        }
+    }
+
+    /// PostgreSQL's phase names (iolab's rewrite has no index scan or file swap phase).
+    pub fn phase_name(n: i64) -> &'static str {
+        match n {
+            1 => "seq scanning heap",
+            2 => "index scanning heap",
+            3 => "sorting tuples",
+            4 => "writing new heap",
+            5 => "swapping relation files",
+            6 => "rebuilding index",
+            7 => "performing final cleanup",
             _ => "initializing",
         }
     }

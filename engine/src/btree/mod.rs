@@ -304,6 +304,17 @@ pub fn create_index(
     result
 }
 
+/// Builds index `def` (already in the catalog) anew into its file `def.relfilenode`, new
+/// and empty, from `table`'s rows (VACUUM FULL and CLUSTER, after the table's rewrite).
+pub fn rebuild_index(
+    db: &Database,
+    ctx: &StatementContext,
+    table: &TableDef,
+    def: &IndexDef,
+) -> PgResult<LoadStats> {
+    build_file(db, ctx, table, def)
+}
+
 fn build_file(
     db: &Database,
     ctx: &StatementContext,

@@ -13,6 +13,7 @@ pub mod fsm;
 pub mod heapam;
 pub mod liveness;
 pub mod prune;
+pub mod rewrite;
 pub mod rows;
 pub mod tuple;
 pub mod visibility_map;

@@ -133,7 +133,7 @@ pub fn set_unused(page: &mut [u8], offsets: &[u16]) {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum VacuumState {
+pub(crate) enum VacuumState {
     Dead,
     RecentlyDead,
     Live,
@@ -168,7 +168,7 @@ impl StatusCache {
     }
 }
 
-fn vacuum_state(t: &[u8], horizon: Xid, clog: &mut StatusCache) -> VacuumState {
+pub(crate) fn vacuum_state(t: &[u8], horizon: Xid, clog: &mut StatusCache) -> VacuumState {
     let xmin = tuple::xmin(t);
     match clog.status(xmin) {
         XidStatus::Aborted => return VacuumState::Dead,

@@ -1,5 +1,5 @@
-//! `pg_stat_progress_vacuum`, `pg_stat_progress_analyze`, `pg_stat_progress_create_index`
-//! and `pg_stat_progress_copy`: one row per session running such a command, from the
+//! `pg_stat_progress_vacuum`, `pg_stat_progress_analyze`, `pg_stat_progress_create_index`,
+//! `pg_stat_progress_cluster` and `pg_stat_progress_copy`: one row per session running such a command, from the
 //! progress its command reports (`iolab_stats::progress`), with PostgreSQL 18's columns
 //! and phase names. What iolab does not do reads 0 or NULL: no cost-based vacuum delay
 //! (`delay_time` 0), no extended statistics, inheritance or partitions, no waits for
@@ -13,7 +13,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::Result;
 use iolab_engine::Database;
 use iolab_stats::progress::{
-    analyze, copy, create_index, vacuum, ProgressCommand, ProgressSnapshot,
+    analyze, cluster, copy, create_index, vacuum, ProgressCommand, ProgressSnapshot,
 };
 
 use super::batch::{build_batch, parse_columns, schema_of, V};
@@ -26,6 +26,7 @@ pub enum ProgressView {
     Analyze,
     CreateIndex,
     Copy,
+    Cluster,
 }
 
 impl ProgressView {
@@ -35,6 +36,7 @@ impl ProgressView {
             ProgressView::Analyze => ProgressCommand::Analyze,
             ProgressView::CreateIndex => ProgressCommand::CreateIndex,
             ProgressView::Copy => ProgressCommand::Copy,
+            ProgressView::Cluster => ProgressCommand::Cluster,
         }
     }
 
@@ -70,7 +72,15 @@ impl ProgressView {
                  tuples_processed bigint, tuples_excluded bigint, tuples_skipped bigint",
             )
         });
+        static CLUSTER: LazyLock<SchemaRef> = LazyLock::new(|| {
+            columns(
+                "command text, phase text, cluster_index_relid oid, \
+                 heap_tuples_scanned bigint, heap_tuples_written bigint, \
+                 heap_blks_total bigint, heap_blks_scanned bigint, index_rebuild_count bigint",
+            )
+        });
         match self {
+            ProgressView::Cluster => CLUSTER.clone(),
             ProgressView::Vacuum => VACUUM.clone(),
             ProgressView::Analyze => ANALYZE.clone(),
             ProgressView::CreateIndex => CREATE_INDEX.clone(),
@@ -119,6 +129,16 @@ impl ProgressView {
                 n(create_index::TUPLES_DONE),
                 V::Int(0),
                 V::Int(0),
+            ],
+            ProgressView::Cluster => vec![
+                V::text(cluster::command_name(p.params[cluster::COMMAND])),
+                V::text(cluster::phase_name(p.params[cluster::PHASE])),
+                V::oid(p.params[cluster::INDEX_RELID] as u32),
+                n(cluster::HEAP_TUPLES_SCANNED),
+                n(cluster::HEAP_TUPLES_WRITTEN),
+                n(cluster::HEAP_BLKS_TOTAL),
+                n(cluster::HEAP_BLKS_SCANNED),
+                n(cluster::INDEX_REBUILD_COUNT),
             ],
             ProgressView::Copy => vec![
                 V::text(copy::command_name(p.params[copy::COMMAND])),

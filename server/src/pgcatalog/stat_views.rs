@@ -99,7 +99,7 @@ pub(super) enum Which {
 }
 
 impl Which {
-    const VIEWS: [(&'static str, Which); 26] = [
+    const VIEWS: [(&'static str, Which); 27] = [
         ("pg_stat_io", Which::Io),
         ("pg_aios", Which::Aios),
         ("pg_stat_aio", Which::Aio),
@@ -133,6 +133,10 @@ impl Which {
             Which::Progress(ProgressView::CreateIndex),
         ),
         ("pg_stat_progress_copy", Which::Progress(ProgressView::Copy)),
+        (
+            "pg_stat_progress_cluster",
+            Which::Progress(ProgressView::Cluster),
+        ),
         ("pg_stat_statements", Which::Statements),
         ("pg_stat_statements_info", Which::StatementsInfo),
     ];

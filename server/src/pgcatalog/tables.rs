@@ -548,7 +548,7 @@ fn pg_index(s: &Snapshot) -> Vec<Vec<V>> {
                 b(i.is_primary()),
                 b(false),
                 b(true),
-                b(false),
+                b(i.clustered),
                 b(true),
                 b(false),
                 b(true),

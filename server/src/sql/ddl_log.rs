@@ -106,6 +106,11 @@ pub enum DdlEntry {
         oid: u32,
         reloptions: Vec<String>,
     },
+    /// CLUSTER marked an index of table `table_oid`; `index` was marked before.
+    ClusteredOn {
+        table_oid: u32,
+        index: Option<u32>,
+    },
 }
 
 /// The DDL of one transaction, oldest first.
@@ -239,7 +244,8 @@ fn complete(db: &Database, entries: Vec<DdlEntry>) {
             | DdlEntry::DroppedView(_)
             | DdlEntry::Renamed { .. }
             | DdlEntry::AlteredTable(_)
-            | DdlEntry::AlteredIndexOptions { .. } => Ok(()),
+            | DdlEntry::AlteredIndexOptions { .. }
+            | DdlEntry::ClusteredOn { .. } => Ok(()),
             DdlEntry::DroppedTable(dropped) => remove_sequence_files(db, &dropped.sequences)
                 .and_then(|()| remove_files(db, dropped.table.relfilenode, &dropped.indexes)),
             DdlEntry::DroppedSequence(def) => db.catalog.sequence_values.remove(def.oid),
@@ -310,6 +316,9 @@ fn undo(db: &Database, entry: &DdlEntry) -> PgResult<()> {
             other => other.map(drop),
         },
         DdlEntry::AlteredTable(state) => db.catalog.put_table_state((**state).clone()),
+        DdlEntry::ClusteredOn { table_oid, index } => {
+            db.catalog.set_clustered_index(*table_oid, *index).map(drop)
+        }
         DdlEntry::AlteredIndexOptions { oid, reloptions } => match db.catalog.index_by_oid(*oid) {
             Some(_) => db
                 .catalog

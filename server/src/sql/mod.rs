@@ -29,6 +29,7 @@ pub mod array_literals;
 pub mod array_text;
 pub mod bind;
 pub mod checked_arithmetic;
+pub mod cluster;
 pub mod colnames;
 pub mod constraints;
 pub mod ctas_columns;
@@ -112,6 +113,8 @@ pub enum Parsed {
     AlterSystem(iolab_settings::auto_conf::AlterSystem),
     /// `LOCK [TABLE] …` (see `relation_locks`).
     Lock(relation_locks::LockStmt),
+    /// `CLUSTER …` (see `cluster`).
+    Cluster(cluster::ClusterStmt),
 }
 
 impl Parsed {
@@ -197,6 +200,9 @@ pub(crate) fn parse_reading(
         }
         [first, ..] if fetch::is_fetch_or_move(first) => {
             return fetch::parse(text).map(Parsed::Fetch);
+        }
+        words if cluster::is_cluster(words) => {
+            return cluster::parse(text, whole, offset).map(Parsed::Cluster);
         }
         words if relation_locks::is_lock(words) => {
             return relation_locks::parse_lock(text, whole, offset).map(Parsed::Lock);

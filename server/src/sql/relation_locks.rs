@@ -14,6 +14,7 @@
 //! | CREATE INDEX | `ShareLock` on the table |
 //! | DROP TABLE / VIEW, TRUNCATE, ALTER TABLE / VIEW, VACUUM FULL | `AccessExclusiveLock` |
 //! | DROP INDEX, ALTER INDEX | `AccessExclusiveLock` on the index and its table |
+//! | CLUSTER | `AccessExclusiveLock` on the table (every table with a clustered index) |
 //! | `LOCK [TABLE] [ONLY] name [*] [, …] [IN mode MODE] [NOWAIT]` | that mode, `ACCESS EXCLUSIVE` by default |
 //!
 //! Each table a statement plans a scan of (what it reads, an UPDATE's or DELETE's target)
@@ -41,6 +42,7 @@ use iolab_settings::SessionSettings;
 use iolab_stats::{BackendActivity, WaitEvent};
 
 use crate::sql::alter_parse::AlterStatement;
+use crate::sql::cluster::ClusterStmt;
 use crate::sql::ddl::split_name;
 use crate::sql::tokens::{tokenize, Tok, TokenParser};
 use crate::sql::vacuum::VacuumStmt;
@@ -184,6 +186,7 @@ pub fn requests(db: &Database, temp: Option<&str>, parsed: &Parsed) -> PgResult<
         Parsed::Vacuum(vacuum) => locks.vacuum(vacuum),
         Parsed::Alter(alter) => locks.alter(alter),
         Parsed::Lock(lock) => locks.lock(lock)?,
+        Parsed::Cluster(cluster) => locks.cluster(cluster),
         Parsed::Checkpoint
         | Parsed::CreateExtension(_)
         | Parsed::Sequence(_)
@@ -395,6 +398,32 @@ impl Locks<'_> {
             iolab_catalog::alter::RelationKind::Index => self.index(&alter.name),
             iolab_catalog::alter::RelationKind::Sequence => {}
             _ => self.name(&alter.name, LockMode::AccessExclusive, None),
+        }
+    }
+
+    /// CLUSTER: its table, or every table with a clustered index.
+    fn cluster(&mut self, cluster: &ClusterStmt) {
+        match &cluster.table {
+            Some((schema, name)) => {
+                self.relation(schema.as_deref(), name, LockMode::AccessExclusive, None);
+            }
+            None => {
+                for index in self
+                    .db
+                    .catalog
+                    .tables()
+                    .iter()
+                    .flat_map(|t| self.db.catalog.indexes_of(t.oid))
+                {
+                    if let Some(table) = index
+                        .clustered
+                        .then(|| self.db.catalog.table_by_oid(index.table_oid))
+                        .flatten()
+                    {
+                        self.push(table.oid, &table.name, LockMode::AccessExclusive);
+                    }
+                }
+            }
         }
     }
 

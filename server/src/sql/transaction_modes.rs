@@ -201,6 +201,7 @@ fn refused_command(db: &Database, temp: Option<&str>, parsed: &Parsed) -> Option
         Parsed::Sequence(_) => return Some("CREATE SEQUENCE".into()),
         Parsed::Alter(alter) => return Some(alter.tag()),
         Parsed::CreateExtension(_) => return Some("CREATE EXTENSION".into()),
+        Parsed::Cluster(_) => return Some("CLUSTER".into()),
         // Modes stronger than ROW EXCLUSIVE are for writing.
         Parsed::Lock(lock) => {
             let writes = lock.mode > iolab_engine::txn::relation_locks::LockMode::RowExclusive;

@@ -21,9 +21,11 @@
 //! `column "a" of relation "t" appears more than once`.
 //!
 //! With VERBOSE, each table's messages come back as INFO notices, worded as PostgreSQL 18
-//! words them (see `iolab_engine::analyze::report`). VACUUM FULL and FREEZE run the same
-//! scan as a plain VACUUM (iolab has nothing to rewrite or freeze); FREEZE reports itself
-//! as an aggressive vacuum, as in PostgreSQL.
+//! words them (see `iolab_engine::analyze::report`). VACUUM FULL rewrites each table into
+//! a new file without its dead rows and rebuilds its indexes (`cluster::rewrite`, as
+//! CLUSTER does, in the rows' own order). FREEZE runs the same scan as a plain VACUUM
+//! (iolab has nothing to freeze) and reports itself as an aggressive vacuum, as in
+//! PostgreSQL.
 
 use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
 use iolab_engine::analyze::{self, AnalyzeOptions, VacuumOptions};
@@ -365,6 +367,7 @@ pub fn run(
     stmt: &VacuumStmt,
     settings: &SessionSettings,
     in_block: bool,
+    log: &mut crate::sql::ddl_log::DdlLog,
     notices: &mut Vec<Notice>,
 ) -> PgResult<Outcome> {
     if stmt.vacuum && in_block {
@@ -379,12 +382,20 @@ pub fn run(
         .unwrap_or(settings.vacuum_buffer_usage_limit_kb() as i64);
     let ring_buffers = (limit_kb.max(0) as usize * 1024) / iolab_engine::storage::page::BLCKSZ;
     let database = crate::pgcatalog::oids::DATABASE_NAME.to_string();
-    tokio::task::block_in_place(|| -> PgResult<()> {
-        for target in &targets {
-            if stmt.vacuum {
+    for target in &targets {
+        let mut table = target.table.clone();
+        if stmt.full {
+            let messages = crate::sql::cluster::rewrite(run, &table, None, log)?;
+            if stmt.verbose {
+                notices.extend(messages);
+            }
+            table = (run.db.catalog.table_by_oid(table.oid)).expect("the table just rewritten");
+        }
+        tokio::task::block_in_place(|| -> PgResult<()> {
+            if stmt.vacuum && !stmt.full {
                 let result = analyze::vacuum_table(
                     &run.ctx,
-                    &target.table,
+                    &table,
                     &VacuumOptions {
                         database: database.clone(),
                         aggressive: stmt.freeze,
@@ -399,7 +410,7 @@ pub fn run(
             if stmt.analyze {
                 let result = analyze::analyze_table(
                     &run.ctx,
-                    &target.table,
+                    &table,
                     &AnalyzeOptions {
                         database: database.clone(),
                         statistics_target: settings.default_statistics_target(),
@@ -412,9 +423,9 @@ pub fn run(
                     notices.extend(result.messages.into_iter().map(info));
                 }
             }
-        }
-        Ok(())
-    })?;
+            Ok(())
+        })?;
+    }
     Ok(Outcome::Done(
         if stmt.vacuum { "VACUUM" } else { "ANALYZE" }.to_string(),
     ))
