@@ -830,6 +830,7 @@ fn builds_from_a_heap_and_maintains_on_insert() {
         constraint: None,
         persistence: Persistence::Permanent,
         reloptions: Vec::new(),
+        clustered: false,
     };
     // A cancelled build leaves neither a file nor a catalog entry.
     let canceled = ctx(0);

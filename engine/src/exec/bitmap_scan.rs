@@ -1118,6 +1118,7 @@ pub(crate) mod tests {
             constraint: None,
             persistence: Persistence::Unlogged,
             reloptions: Vec::new(),
+            clustered: false,
         };
         let stmt = StatementContext::from_task(task).unwrap();
         crate::btree::create_index(&t.db, &stmt, &t.def, &def).unwrap();

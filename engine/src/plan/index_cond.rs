@@ -1084,6 +1084,7 @@ mod tests {
             constraint: None,
             persistence: Persistence::Permanent,
             reloptions: Vec::new(),
+            clustered: false,
         }
     }
 
