@@ -389,13 +389,18 @@ pub struct HeapSource {
     /// The key columns (0-based table column numbers, in index order).
     pub key_columns: Vec<usize>,
     pub clog: Arc<Clog>,
+    /// The removal horizon (`TransactionManager::oldest_nonremovable`): rows deleted by
+    /// a committed transaction before it are dead; those deleted after it some snapshot
+    /// may still see, and they are indexed (PostgreSQL's "recently dead").
+    pub horizon: crate::txn::Xid,
     pub stream_config: ReadStreamConfig,
 }
 
-/// Hands every live tuple's `(key, TID)` to `entry`, in block order. `check_cancel` is
-/// asked once per block, `progress` told the number of tuples every million. The TIDs of
-/// dead tuples (aborted inserts, committed deletes) and of line pointers VACUUM left dead
-/// go to `dead`, if given, in block order.
+/// Hands every tuple some snapshot may see — live, or recently dead — its `(key, TID)` to
+/// `entry`, in block order. `check_cancel` is asked once per block, `progress` told the
+/// number of tuples every million. The TIDs of dead tuples (aborted inserts, deletes
+/// committed before the horizon) and of line pointers VACUUM left dead go to `dead`, if
+/// given, in block order.
 pub fn scan_heap(
     source: &HeapSource,
     acct: &mut IoAccount,
@@ -467,7 +472,9 @@ pub fn scan_heap(
                 let (xmin, xmax) = (tuple::xmin(t), tuple::deleter(t));
                 if xmin == INVALID_XID
                     || !live(xmin, &source.clog)
-                    || (xmax != INVALID_XID && source.clog.status(xmax) == XidStatus::Committed)
+                    || (xmax != INVALID_XID
+                        && xmax < source.horizon
+                        && source.clog.status(xmax) == XidStatus::Committed)
                 {
                     if let Some(dead) = dead.as_deref_mut() {
                         dead.push((blkno, off));

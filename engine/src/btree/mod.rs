@@ -242,6 +242,7 @@ pub fn heap_source(
         columns: crate::heap::codec::TupleLayout::for_table(table),
         key_columns: key_columns.to_vec(),
         clog: db.txns.clog().clone(),
+        horizon: db.txns.oldest_nonremovable(),
         stream_config,
     })
 }

@@ -17,7 +17,7 @@
 //!
 //! Errors are PostgreSQL's: `there is no previously clustered index for table "t"` and
 //! `index "x" for table "t" does not exist` (42704), `"x" is not an index for table "t"`
-//! (42809), `unrecognized CLUSTER option "x"` (42601), `CLUSTER cannot run inside a
+//! and `"x" is not an index` (42809), `unrecognized CLUSTER option "x"` (42601), `CLUSTER cannot run inside a
 //! transaction block` (25001). Temporary tables are refused (0A000).
 
 use iolab_catalog::{sqlstate, IndexDef, Persistence, PgError, PgResult, TableDef};
@@ -149,6 +149,12 @@ pub fn targets(run: &StatementRun, stmt: &ClusterStmt) -> PgResult<Vec<(TableDef
                 return Err(PgError::new(
                     sqlstate::WRONG_OBJECT_TYPE,
                     format!("\"{index_name}\" is not an index for table \"{name}\""),
+                ))
+            }
+            None if db.catalog.table(&table.schema, index_name).is_some() => {
+                return Err(PgError::new(
+                    sqlstate::WRONG_OBJECT_TYPE,
+                    format!("\"{index_name}\" is not an index"),
                 ))
             }
             None => {
