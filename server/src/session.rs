@@ -323,6 +323,8 @@ impl Session {
             setting("DateStyle"),
             setting("IntervalStyle"),
             setting("search_path"),
+            // One partition or several (`run_in_transaction`).
+            setting("max_parallel_workers_per_gather"),
             format!("views {}", self.server.db.catalog.views_generation()),
         ]
         .join("\n")
@@ -630,7 +632,9 @@ impl Session {
         // PostgreSQL's planner would choose, unless merge joins are off too.
         state.config_mut().options_mut().optimizer.prefer_hash_join =
             self.settings.enable_hashjoin() || !self.settings.enable_mergejoin();
-        if hit {
+        // No parallel workers: one partition, so that a Seq Scan returns its rows in the
+        // table's order, as PostgreSQL's does without a Gather.
+        if hit || self.settings.max_parallel_workers_per_gather() == 0 {
             state.config_mut().options_mut().execution.target_partitions = 1;
         }
         let config = state.config_options().clone();

@@ -460,14 +460,12 @@ fn locks_rows(query: &ast::Query) -> bool {
 /// has sent its rows.
 pub struct SessionLocks {
     pid: i32,
-    /// Whether the session may hold locks now (so that statements without any skip the
-    /// lock table when they end).
-    holding: bool,
     /// Counts the session's transactions' ends: a statement's rows still being sent when
     /// the next transaction began release nothing (the session released its locks then).
     ends: Arc<AtomicU64>,
-    /// The locks its transaction took, in order (savepoints and errors give back the
-    /// newest).
+    /// The locks its transaction holds, in the order it took them (savepoints and errors
+    /// give back the newest); empty: it holds none, and statements skip the lock table
+    /// when they end.
     taken: Vec<(u32, LockMode)>,
 }
 
@@ -475,7 +473,6 @@ impl SessionLocks {
     pub fn new(pid: i32) -> SessionLocks {
         SessionLocks {
             pid,
-            holding: false,
             ends: Arc::default(),
             taken: Vec::new(),
         }
@@ -514,7 +511,6 @@ impl SessionLocks {
                 deadlock_timeout: Duration::from_millis(settings.deadlock_timeout_ms() as u64),
             },
         };
-        self.holding = true;
         let other_waits = || transaction_waits(db);
         let check_cancel = || ctx.check_cancel();
         for lock in wanted {
@@ -563,8 +559,8 @@ impl SessionLocks {
     /// The transaction ended: every lock goes.
     pub fn release(&mut self, db: &Database) {
         self.ends.fetch_add(1, Ordering::AcqRel);
-        self.taken.clear();
-        if std::mem::take(&mut self.holding) {
+        if !self.taken.is_empty() {
+            self.taken.clear();
             db.relation_locks.release_all(self.pid);
         }
     }
@@ -580,7 +576,7 @@ impl SessionLocks {
             return outcome;
         }
         let streams = matches!(&outcome, Ok(o) if o.has_rows());
-        if !streams || !self.holding {
+        if !streams || self.taken.is_empty() {
             self.release(db);
             return outcome;
         }
