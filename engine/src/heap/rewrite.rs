@@ -246,20 +246,25 @@ impl PageWriter {
 }
 
 /// Reads tuples by TID, keeping the last block pinned (CLUSTER's rows of one block often
-/// come together).
+/// come together). A table the pool can hold is read into the pool, as PostgreSQL's
+/// index-scan CLUSTER does (each block is read once, however often the key order comes
+/// back to it); a larger one through a bulk-read ring, as a sequential scan would, so that
+/// it does not evict the whole pool for blocks it may not come back to.
 struct TupleReader {
     pool: Arc<BufferPool>,
     rel: Arc<RelFile>,
-    ring: BufferRing,
+    ring: Option<BufferRing>,
     pinned: Option<PinnedBuffer>,
 }
 
 impl TupleReader {
     fn new(pool: Arc<BufferPool>, rel: Arc<RelFile>) -> TupleReader {
+        let fits = (rel.nblocks() as usize) < pool.nbuffers();
+        let ring = (!fits).then(|| BufferRing::bulk_read_for_stream(1, 1, 16));
         TupleReader {
             pool,
             rel,
-            ring: BufferRing::bulk_read_for_stream(1, 1, 16),
+            ring,
             pinned: None,
         }
     }
@@ -267,7 +272,7 @@ impl TupleReader {
     fn read(&mut self, (blkno, off): (u32, u16), acct: &mut IoAccount) -> PgResult<Vec<u8>> {
         if self.pinned.as_ref().is_none_or(|b| b.blkno() != blkno) {
             self.pinned = None;
-            let buffer = (self.pool).read_buffer(&self.rel, blkno, Some(&mut self.ring), acct)?;
+            let buffer = (self.pool).read_buffer(&self.rel, blkno, self.ring.as_mut(), acct)?;
             self.pinned = Some(buffer);
         }
         let page = self.pinned.as_ref().expect("pinned above").page();
