@@ -104,8 +104,7 @@ pub fn rewrite_table(
                 let mut reader = TupleReader::new(db.pool.clone(), old.clone());
                 sorted.for_each(&mut |_, tid| {
                     ctx.check_cancel()?;
-                    let t = reader.read(tid, &mut acct)?;
-                    writer.add(&t, &mut acct)
+                    reader.copy(tid, &mut writer, &mut acct)
                 })?;
             }
         }
@@ -269,7 +268,13 @@ impl TupleReader {
         }
     }
 
-    fn read(&mut self, (blkno, off): (u32, u16), acct: &mut IoAccount) -> PgResult<Vec<u8>> {
+    /// Appends the tuple at `(blkno, off)` to `writer`, straight from its page.
+    fn copy(
+        &mut self,
+        (blkno, off): (u32, u16),
+        writer: &mut PageWriter,
+        acct: &mut IoAccount,
+    ) -> PgResult<()> {
         if self.pinned.as_ref().is_none_or(|b| b.blkno() != blkno) {
             self.pinned = None;
             let buffer = (self.pool).read_buffer(&self.rel, blkno, self.ring.as_mut(), acct)?;
@@ -281,6 +286,6 @@ impl TupleReader {
                 "tuple ({blkno},{off}) is gone while CLUSTER copies it"
             ))
         })?;
-        Ok(t.to_vec())
+        writer.add(t, acct)
     }
 }
