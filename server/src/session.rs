@@ -64,6 +64,16 @@ impl Notice {
         }
     }
 
+    /// An INFO message (VACUUM VERBOSE's, CLUSTER VERBOSE's).
+    pub fn info(message: impl Into<String>) -> Notice {
+        Notice {
+            severity: "INFO",
+            code: "00000",
+            message: message.into(),
+            detail: None,
+        }
+    }
+
     pub fn warning(code: &'static str, message: impl Into<String>) -> Notice {
         Notice {
             severity: "WARNING",

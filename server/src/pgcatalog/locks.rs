@@ -40,7 +40,7 @@ pub fn schema() -> SchemaRef {
 }
 
 /// The pid of each session's running transaction, by its id.
-fn pids_by_xid(db: &Database) -> HashMap<Xid, i32> {
+pub(crate) fn pids_by_xid(db: &Database) -> HashMap<Xid, i32> {
     (db.io_stats.activity.all().iter())
         .filter_map(|a| a.status().xid.map(|x| (x, a.pid)))
         .collect()

@@ -111,23 +111,12 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<AlterSystem> {
 
 /// `name` or `prefix.name`.
 fn setting_name(p: &mut TokenParser) -> PgResult<String> {
-    let mut name = word(p)?;
+    let mut name = p.word()?;
     if p.is_punct('.') {
         p.pos += 1;
-        name = format!("{name}.{}", word(p)?);
+        name = format!("{name}.{}", p.word()?);
     }
     Ok(name)
-}
-
-fn word(p: &mut TokenParser) -> PgResult<String> {
-    match p.peek() {
-        Some(Tok::Word { text, .. }) => {
-            let text = text.clone();
-            p.pos += 1;
-            Ok(text)
-        }
-        _ => Err(p.syntax_error()),
-    }
 }
 
 fn value(p: &mut TokenParser) -> PgResult<String> {

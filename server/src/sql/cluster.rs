@@ -24,6 +24,7 @@ use iolab_catalog::{sqlstate, IndexDef, Persistence, PgError, PgResult, TableDef
 use iolab_engine::analyze::report::ResourceUsage;
 use iolab_engine::btree;
 use iolab_engine::heap::rewrite::{rewrite_table, RewriteProgress, Rewritten};
+use iolab_engine::Database;
 use iolab_stats::progress::{cluster, ProgressCommand};
 
 use crate::session::Notice;
@@ -118,15 +119,7 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<ClusterStmt> {
 pub fn targets(run: &StatementRun, stmt: &ClusterStmt) -> PgResult<Vec<(TableDef, IndexDef)>> {
     let db = &run.db;
     let Some((schema, name)) = &stmt.table else {
-        let mut all = Vec::new();
-        for index in (db.catalog.tables().iter()).flat_map(|t| db.catalog.indexes_of(t.oid)) {
-            if index.clustered {
-                if let Some(table) = db.catalog.table_by_oid(index.table_oid) {
-                    all.push((table, index));
-                }
-            }
-        }
-        return Ok(all);
+        return Ok(clustered_tables(db));
     };
     let table = run.resolve_table(schema.as_deref(), name)?;
     if table.persistence == Persistence::Temporary {
@@ -166,6 +159,17 @@ pub fn targets(run: &StatementRun, stmt: &ClusterStmt) -> PgResult<Vec<(TableDef
         },
     };
     Ok(vec![(table, index)])
+}
+
+/// Every table with an index CLUSTER marked, with that index (what CLUSTER without a
+/// table rewrites).
+pub fn clustered_tables(db: &Database) -> Vec<(TableDef, IndexDef)> {
+    (db.catalog.tables().into_iter())
+        .filter_map(|table| {
+            let index = (db.catalog.indexes_of(table.oid).into_iter()).find(|i| i.clustered)?;
+            Some((table, index))
+        })
+        .collect()
 }
 
 /// Runs CLUSTER.
@@ -296,16 +300,13 @@ pub fn rewrite(
         rewritten.recently_dead,
         usage.show()
     );
-    Ok(vec![info(first, None), info(found, Some(detail))])
-}
-
-fn info(message: String, detail: Option<String>) -> Notice {
-    Notice {
-        severity: "INFO",
-        code: "00000",
-        message,
-        detail,
-    }
+    Ok(vec![
+        Notice::info(first),
+        Notice {
+            detail: Some(detail),
+            ..Notice::info(found)
+        },
+    ])
 }
 
 #[cfg(test)]

@@ -26,7 +26,6 @@
 //! nothing here; the statement reports it. Temporary tables are the session's own and are
 //! not locked.
 
-use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -36,7 +35,6 @@ use datafusion::sql::sqlparser::ast;
 use iolab_catalog::{sqlstate, Persistence, PgError, PgResult};
 use iolab_engine::exec::StatementContext;
 use iolab_engine::txn::relation_locks::{LockMode, OtherWait, WaitPolicy};
-use iolab_engine::txn::Xid;
 use iolab_engine::Database;
 use iolab_settings::SessionSettings;
 use iolab_stats::{BackendActivity, WaitEvent};
@@ -83,11 +81,11 @@ pub fn parse_lock(text: &str, whole: &str, offset: usize) -> PgResult<LockStmt> 
     }
     let mut relations = Vec::new();
     loop {
-        let mut name = identifier(&mut p)?;
+        let mut name = p.word()?;
         let mut schema = None;
         if p.is_punct('.') {
             p.pos += 1;
-            schema = Some(std::mem::replace(&mut name, identifier(&mut p)?));
+            schema = Some(std::mem::replace(&mut name, p.word()?));
         }
         relations.push((schema, name));
         if p.is_punct('*') {
@@ -160,17 +158,6 @@ fn lock_mode(p: &mut TokenParser) -> PgResult<LockMode> {
         _ => return Err(p.syntax_error()),
     };
     Ok(mode)
-}
-
-fn identifier(p: &mut TokenParser) -> PgResult<String> {
-    match p.peek() {
-        Some(Tok::Word { text, .. }) => {
-            let text = text.clone();
-            p.pos += 1;
-            Ok(text)
-        }
-        _ => Err(p.syntax_error()),
-    }
 }
 
 /// The locks `parsed` takes, in the order it takes them (a relation may come more than
@@ -408,20 +395,8 @@ impl Locks<'_> {
                 self.relation(schema.as_deref(), name, LockMode::AccessExclusive, None);
             }
             None => {
-                for index in self
-                    .db
-                    .catalog
-                    .tables()
-                    .iter()
-                    .flat_map(|t| self.db.catalog.indexes_of(t.oid))
-                {
-                    if let Some(table) = index
-                        .clustered
-                        .then(|| self.db.catalog.table_by_oid(index.table_oid))
-                        .flatten()
-                    {
-                        self.push(table.oid, &table.name, LockMode::AccessExclusive);
-                    }
+                for (table, _) in crate::sql::cluster::clustered_tables(self.db) {
+                    self.push(table.oid, &table.name, LockMode::AccessExclusive);
                 }
             }
         }
@@ -611,9 +586,7 @@ fn transaction_waits(db: &Database) -> Vec<OtherWait> {
     if waits.is_empty() {
         return Vec::new();
     }
-    let pids: HashMap<Xid, i32> = (db.io_stats.activity.all().iter())
-        .filter_map(|a| a.status().xid.map(|x| (x, a.pid)))
-        .collect();
+    let pids = crate::pgcatalog::locks::pids_by_xid(db);
     (waits.into_iter())
         .filter_map(|w| {
             Some(OtherWait {

@@ -190,6 +190,18 @@ impl<'a> TokenParser<'a> {
         self.peek() == Some(&Tok::Punct(c))
     }
 
+    /// The next token's text if it is a word (quoted or not), else a syntax error at it.
+    pub fn word(&mut self) -> PgResult<String> {
+        match self.peek() {
+            Some(Tok::Word { text, .. }) => {
+                let text = text.clone();
+                self.pos += 1;
+                Ok(text)
+            }
+            _ => Err(self.syntax_error()),
+        }
+    }
+
     pub fn expect_punct(&mut self, c: char) -> PgResult<()> {
         if self.is_punct(c) {
             self.pos += 1;

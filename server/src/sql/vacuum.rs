@@ -352,15 +352,6 @@ fn resolve(
     Ok(targets)
 }
 
-fn info(message: String) -> Notice {
-    Notice {
-        severity: "INFO",
-        code: "00000",
-        message,
-        detail: None,
-    }
-}
-
 /// Runs a VACUUM or ANALYZE; `in_block`: the session is inside BEGIN … COMMIT.
 pub fn run(
     run: &StatementRun,
@@ -404,7 +395,7 @@ pub fn run(
                     },
                 )?;
                 if stmt.verbose {
-                    notices.extend(result.messages.into_iter().map(info));
+                    notices.extend(result.messages.into_iter().map(Notice::info));
                 }
             }
             if stmt.analyze {
@@ -420,7 +411,7 @@ pub fn run(
                     },
                 )?;
                 if stmt.verbose {
-                    notices.extend(result.messages.into_iter().map(info));
+                    notices.extend(result.messages.into_iter().map(Notice::info));
                 }
             }
             Ok(())
