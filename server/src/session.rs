@@ -412,8 +412,8 @@ impl Session {
         }
         // Outside a block the statement is its own transaction, for settings too (SET LOCAL
         // lasts one statement). A statement whose future was dropped left one open.
-        let implicit = !self.txn.in_block;
-        if implicit {
+        let own_transaction = !self.txn.in_block;
+        if own_transaction {
             self.relation_locks.release(&self.server.db);
             if self.settings.in_transaction() {
                 self.settings.abort_transaction();
@@ -431,7 +431,7 @@ impl Session {
                 database.database.deadlock();
             }
         }
-        if implicit {
+        if own_transaction {
             // The transaction ends with the statement: for rows computed as they are sent,
             // once they have been.
             result = match result {
@@ -933,14 +933,18 @@ impl Session {
         notices: &mut Vec<Notice>,
     ) -> PgResult<Outcome> {
         if self.txn.in_block {
-            notices.push(Notice::warning(
-                "25001",
-                "there is already a transaction in progress",
-            ));
+            if !self.txn.implicit {
+                notices.push(Notice::warning(
+                    "25001",
+                    "there is already a transaction in progress",
+                ));
+            }
             // PostgreSQL applies the modes to the transaction in progress, as SET
             // TRANSACTION would.
             let queried = self.txn.snapshot.queried();
             sql::transaction_modes::apply(&mut self.settings, modes, queried)?;
+            // BEGIN in a Query message's implicit block makes it explicit, silently.
+            self.txn.implicit = false;
         } else {
             self.relation_locks.release(&self.server.db);
             self.txn = TxnBlock {
@@ -965,19 +969,54 @@ impl Session {
         notices: &mut Vec<Notice>,
     ) -> PgResult<Outcome> {
         let tag = if commit { "COMMIT" } else { "ROLLBACK" };
-        if !self.txn.in_block && chain {
+        if !self.txn.explicit() && chain {
             return Err(PgError::new(
                 sqlstate::NO_ACTIVE_SQL_TRANSACTION,
                 format!("{tag} AND CHAIN can only be used in transaction blocks"),
             ));
         }
-        if !self.txn.in_block {
+        if !self.txn.explicit() {
             notices.push(Notice::warning(
                 "25P01",
                 "there is no transaction in progress",
             ));
-            return Ok(Outcome::TxnEnd(tag.into()));
+            // In an implicit block it still ends the block, as PostgreSQL's does.
+            if !self.txn.in_block {
+                return Ok(Outcome::TxnEnd(tag.into()));
+            }
         }
+        self.finish_block(commit, chain).await
+    }
+
+    /// Opens the implicit block of a Query message's statements, unless a block is open.
+    pub fn begin_implicit_block(&mut self) {
+        if !self.txn.in_block {
+            self.relation_locks.release(&self.server.db);
+            self.txn = TxnBlock {
+                in_block: true,
+                implicit: true,
+                ..TxnBlock::default()
+            };
+            if self.settings.in_transaction() {
+                self.settings.abort_transaction();
+            }
+            self.settings.begin_transaction();
+        }
+    }
+
+    /// Ends the Query message's implicit block, if one is open: commits it when every
+    /// statement succeeded (`succeeded`), rolls it back otherwise.
+    pub async fn end_implicit_block(&mut self, succeeded: bool) -> PgResult<()> {
+        if self.txn.in_block && self.txn.implicit {
+            self.finish_block(succeeded, false).await?;
+        }
+        Ok(())
+    }
+
+    /// Ends the open block: commits it (`commit`, unless it failed) or rolls it back,
+    /// `chain`ing a new block or not.
+    async fn finish_block(&mut self, commit: bool, chain: bool) -> PgResult<Outcome> {
+        let tag = if commit { "COMMIT" } else { "ROLLBACK" };
         let failed = self.txn.is_failed();
         let mut commit = commit && !failed;
         let mut committing_failed = None;

@@ -449,10 +449,16 @@ impl Outcome {
     }
 }
 
-/// The session's transaction block (BEGIN … COMMIT).
+/// The session's transaction block: BEGIN … COMMIT, or the implicit block the statements
+/// of one Query message share.
 #[derive(Default)]
 pub struct TxnBlock {
     pub in_block: bool,
+    /// An implicit block (PostgreSQL's for a Query message of several statements): it
+    /// ends with the message, committed or, after an error, rolled back; a BEGIN in it
+    /// makes it explicit. Statements that cannot run in a block refuse it too, but
+    /// savepoints need an explicit one.
+    pub implicit: bool,
     /// The block's transaction id, assigned at its first write.
     pub xid: Option<Xid>,
     /// Its open savepoints and live subtransactions.
@@ -479,6 +485,11 @@ impl TxnBlock {
 
     pub fn is_failed(&self) -> bool {
         self.failed.load(Ordering::Relaxed)
+    }
+
+    /// In a block opened by BEGIN (or START TRANSACTION).
+    pub fn explicit(&self) -> bool {
+        self.in_block && !self.implicit
     }
 }
 

@@ -132,7 +132,7 @@ fn outside_block(what: &str) -> PgError {
 
 /// `SAVEPOINT name`.
 pub fn set(session: &mut Session, name: &ast::Ident) -> PgResult<Outcome> {
-    if !session.txn.in_block {
+    if !session.txn.explicit() {
         return Err(outside_block("SAVEPOINT"));
     }
     let savepoints = &mut session.txn.savepoints;
@@ -157,7 +157,7 @@ pub fn set(session: &mut Session, name: &ast::Ident) -> PgResult<Outcome> {
 
 /// `RELEASE [SAVEPOINT] name`.
 pub fn release(session: &mut Session, name: &ast::Ident) -> PgResult<Outcome> {
-    if !session.txn.in_block {
+    if !session.txn.explicit() {
         return Err(outside_block("RELEASE SAVEPOINT"));
     }
     let savepoints = &mut session.txn.savepoints;
@@ -171,7 +171,7 @@ pub fn release(session: &mut Session, name: &ast::Ident) -> PgResult<Outcome> {
 
 /// `ROLLBACK TO [SAVEPOINT] name`; allowed in a failed block, which it clears.
 pub fn rollback_to(session: &mut Session, name: &ast::Ident) -> PgResult<Outcome> {
-    if !session.txn.in_block {
+    if !session.txn.explicit() {
         return Err(outside_block("ROLLBACK TO SAVEPOINT"));
     }
     let db = session.db().clone();

@@ -181,7 +181,8 @@ impl CopyHandler for CopyIn {
         use futures::SinkExt;
         let session = session_of(&self.server, client);
         let mut session = session.lock().await;
-        let tag = crate::copy::on_done(&mut session)
+        let done = crate::copy::on_done(&mut session).await;
+        let tag = copy_ended(client, &mut session, done)
             .await
             .map_err(crate::errors::to_wire)?;
         client
@@ -201,11 +202,27 @@ impl CopyHandler for CopyIn {
         let session = session_of(&self.server, client);
         let mut session = session.lock().await;
         crate::copy::on_fail(&mut session);
-        crate::errors::to_wire(iolab_catalog::PgError::new(
+        let failed = Err(iolab_catalog::PgError::new(
             iolab_catalog::sqlstate::QUERY_CANCELED,
             format!("COPY from stdin failed: {}", fail.message),
-        ))
+        ));
+        let error = copy_ended(client, &mut session, failed).await;
+        crate::errors::to_wire(error.expect_err("a failed COPY stays failed"))
     }
+}
+
+/// The end of a COPY FROM STDIN (`done`: its tag or error): it ends the Query message's
+/// implicit block if it ran in one, the session goes idle, and the client is told the
+/// transaction status its ReadyForQuery will carry.
+async fn copy_ended<C: ClientInfo>(
+    client: &mut C,
+    session: &mut crate::session::Session,
+    done: iolab_catalog::PgResult<String>,
+) -> iolab_catalog::PgResult<String> {
+    let ended = session.end_implicit_block(done.is_ok()).await;
+    session.report_idle();
+    client.set_transaction_status(simple::transaction_status(session));
+    done.and_then(|tag| ended.map(|_| tag))
 }
 
 /// Accepts connections until `shutdown` resolves.

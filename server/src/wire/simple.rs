@@ -1,6 +1,8 @@
 //! The simple query protocol: a Query message with one or more statements, each
 //! answered in order (notices, rows or a command tag), stopping at the first error,
-//! then ReadyForQuery with the session's transaction status.
+//! then ReadyForQuery with the session's transaction status. Several statements share
+//! an implicit transaction block, as in PostgreSQL: it commits after the last one, or
+//! rolls back at an error, and statements that refuse a block (VACUUM…) refuse it.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -161,24 +163,24 @@ impl SimpleQueryHandler for SimpleHandler {
             None => None,
         };
         let work = run_query_string(client, &mut session, &query.query);
-        let canceled = match cancel_watch {
+        let (succeeded, canceled) = match cancel_watch {
             Some(mut watch) => {
                 tokio::pin!(work);
                 tokio::select! {
-                    r = &mut work => { r?; false }
-                    fired = &mut watch.fired => fired.is_ok(),
+                    r = &mut work => (r?, false),
+                    fired = &mut watch.fired => (false, fired.is_ok()),
                 }
             }
-            None => {
-                work.await?;
-                false
-            }
+            None => (work.await?, false),
         };
         if canceled {
             session.cancel.cancel();
             send_error(client, &PgError::canceled()).await?;
         }
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            if let Err(e) = session.end_implicit_block(succeeded).await {
+                send_error(client, &e).await?;
+            }
             session.report_idle();
             let status = transaction_status(&session);
             client.set_state(PgWireConnectionState::ReadyForQuery);
@@ -205,8 +207,13 @@ impl SimpleQueryHandler for SimpleHandler {
     }
 }
 
-/// Runs every statement of a Query message, sending each one's response.
-async fn run_query_string<C>(client: &mut C, session: &mut Session, query: &str) -> PgWireResult<()>
+/// Runs every statement of a Query message, sending each one's response; false when one
+/// failed.
+async fn run_query_string<C>(
+    client: &mut C,
+    session: &mut Session,
+    query: &str,
+) -> PgWireResult<bool>
 where
     C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
     C::Error: Debug,
@@ -219,16 +226,20 @@ where
                 EmptyQueryResponse::new(),
             ))
             .await?;
-        return Ok(());
+        return Ok(true);
     }
+    let shared_block = statements.len() > 1;
     for stmt in statements {
+        if shared_block {
+            session.begin_implicit_block();
+        }
         let mut notices = Vec::new();
         if let Some(answer) = session
             .intercept(stmt.text)
             .filter(|_| !session.txn.is_failed())
         {
             if !send_outcome(client, session, answer).await? {
-                break;
+                return Ok(false);
             }
             continue;
         }
@@ -244,12 +255,14 @@ where
         .map_err(|e| crate::error_position::locate(e, stmt.text, query, stmt.offset));
         send_notices(client, &notices).await?;
         report_settings(client, session).await?;
-        let ok = send_outcome(client, session, result).await?;
-        if !ok || matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+        if !send_outcome(client, session, result).await? {
+            return Ok(false);
+        }
+        if matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
             break;
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Sends ParameterStatus for reported settings the last statement changed.
