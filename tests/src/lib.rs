@@ -433,11 +433,23 @@ pub async fn create_shuffled_t(client: &Client) {
         .expect("create t");
 }
 
+/// Runs a script one statement per Query message, as `psql -f` sends a file. One
+/// `batch_execute` is one message, whose statements share an implicit transaction block
+/// that VACUUM and ALTER SYSTEM refuse. The script is split at semicolons, so it must
+/// have none inside a literal.
+pub async fn run_script(client: &Client, script: &str) -> Result<(), tokio_postgres::Error> {
+    for statement in script.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        client.batch_execute(statement).await?;
+    }
+    Ok(())
+}
+
 /// The tables on which the nested-loop and index-list tests' PostgreSQL 18 plans were
 /// captured: `cust` (20 000 rows, primary key id), `orders` (200 000 rows, primary key id,
 /// an index on cust_id), `lines` (600 000 rows, primary key (order_id, line)); analyzed.
 pub async fn create_shop(c: &Client) {
-    c.batch_execute(
+    run_script(
+        c,
         "CREATE TABLE cust(id int PRIMARY KEY, name text, region int);
          INSERT INTO cust SELECT i, 'c' || i, i % 10 FROM generate_series(1, 20000) i;
          CREATE TABLE orders(id int PRIMARY KEY, cust_id int, amount int);

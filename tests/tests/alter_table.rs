@@ -880,15 +880,15 @@ async fn a_write_waits_for_an_open_alter_table_and_sees_its_rollback() {
 async fn dropping_a_serial_column_drops_its_sequence_at_commit() {
     let server = TestServer::start("alter-serial");
     let client = server.client().await;
-    client
-        .batch_execute(
-            "CREATE TABLE ser (id serial, v int);
+    iolab_tests::run_script(
+        &client,
+        "CREATE TABLE ser (id serial, v int);
              INSERT INTO ser (v) VALUES (1), (2);
              BEGIN; ALTER TABLE ser DROP COLUMN id; ROLLBACK;
              INSERT INTO ser (v) VALUES (3);",
-        )
-        .await
-        .unwrap();
+    )
+    .await
+    .unwrap();
     assert_eq!(
         table(&client, "SELECT id, v FROM ser ORDER BY v").await,
         [row(&["1", "1"]), row(&["2", "2"]), row(&["3", "3"])]
@@ -927,14 +927,14 @@ async fn dropping_a_serial_column_drops_its_sequence_at_commit() {
 async fn create_table_records_its_storage_parameters() {
     let server = TestServer::start("create-table-with");
     let client = server.client().await;
-    client
-        .batch_execute(
-            "CREATE TABLE w1(a int) WITH (autovacuum_enabled = off, fillfactor = 70);
+    iolab_tests::run_script(
+        &client,
+        "CREATE TABLE w1(a int) WITH (autovacuum_enabled = off, fillfactor = 70);
              CREATE TABLE w2 WITH (fillfactor = 60) AS SELECT 1 AS a;
              BEGIN; CREATE TABLE w3(a int) WITH (fillfactor = 50); ROLLBACK;",
-        )
-        .await
-        .unwrap();
+    )
+    .await
+    .unwrap();
     assert_eq!(
         table(
             &client,

@@ -142,6 +142,9 @@ const SQL_CASES: &[SqlCase] = &[
     fails("SELECT \"abc", "42601", "unterminated quoted identifier at or near \"\"abc\"").at(8),
     fails("SELECT $$abc", "42601", "unterminated dollar-quoted string at or near \"$$abc\"").at(8),
     fails("SELECT 1 /* never closed", "42601", "unterminated /* comment at or near \"/* never closed\"").at(10),
+    fails("CLUSTER (123)", "42601", "syntax error at or near \"123\"").at(10),
+    fails("CLUSTER (verbose, 5)", "42601", "syntax error at or near \"5\"").at(19),
+    fails("CLUSTER bad_items USING 5", "42601", "syntax error at or near \"5\"").at(25),
     // (PostgreSQL puts the caret at position 8; DataFusion's error does not say where.)
     fails("SELECT \"\" FROM bad_items", "42601", "zero-length delimited identifier at or near \"\"\"\""),
     fails("INSERT INTO bad_items VALUES (1, 'a', 'b', 1, 5)", "42601", "INSERT has more expressions than target columns"),

@@ -158,15 +158,15 @@ async fn index_on_200k_rows_lists_restarts_and_stays_consistent() {
 
     // INSERT … SELECT and VALUES maintain it, as does COPY; a rolled-back insert leaves
     // entries for dead rows that the check tolerates.
-    client
-        .batch_execute(
-            "INSERT INTO t SELECT (10000 * random())::int, md5(i::text)
+    iolab_tests::run_script(
+        &client,
+        "INSERT INTO t SELECT (10000 * random())::int, md5(i::text)
                FROM generate_series(1, 50000) AS T(i);
              INSERT INTO t VALUES (-5, 'below'), (20000, 'above'), (NULL, 'null');
              BEGIN; INSERT INTO t SELECT 7, 'rolled back' FROM generate_series(1, 1000); ROLLBACK;",
-        )
-        .await
-        .expect("inserts");
+    )
+    .await
+    .expect("inserts");
     let csv = server.data_dir.with_extension("btree.csv");
     std::fs::write(
         &csv,

@@ -41,17 +41,19 @@ async fn matching_blocks(client: &Client) -> usize {
 
 /// The seed's table at `ROWS` rows with its index, then `settings` (SQL) for the session.
 async fn seed(client: &Client, settings: &str) {
-    client
-        .batch_execute(&format!(
+    iolab_tests::run_script(
+        &client,
+        &format!(
             "CREATE UNLOGGED TABLE eic_uniform(a INT, filler TEXT);
              INSERT INTO eic_uniform SELECT 10000 * random(), md5(i::text)
                FROM generate_series(1, {ROWS}) AS T(i);
              VACUUM ANALYZE eic_uniform;
              CREATE INDEX ON eic_uniform(a);
              SET max_parallel_workers_per_gather = 0; {settings}"
-        ))
-        .await
-        .expect("seed script");
+        ),
+    )
+    .await
+    .expect("seed script");
 }
 
 /// `EXPLAIN (options)` of the query with the index warm and the heap cold, as in the

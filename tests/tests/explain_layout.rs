@@ -139,13 +139,13 @@ async fn seq_scan_aggregate_and_bitmap_heap_scan_layouts() {
     // final_capture.out [B]: with an index on `a`, a Bitmap Heap Scan, index cached, heap
     // cold. (Without the capture's `Planning:` block: iolab's planner, having planned the
     // query once, reads no buffer, and PostgreSQL leaves the block out then too.)
-    client
-        .batch_execute(
-            "CREATE INDEX t_a_idx ON t(a); VACUUM ANALYZE t;
+    iolab_tests::run_script(
+        &client,
+        "CREATE INDEX t_a_idx ON t(a); VACUUM ANALYZE t;
              SET max_parallel_workers_per_gather = 0; SET effective_io_concurrency = 0;",
-        )
-        .await
-        .unwrap();
+    )
+    .await
+    .unwrap();
     let query = "SELECT * FROM t WHERE a < 140 AND filler > 'fffffff'";
     plan(&client, &format!("EXPLAIN ANALYZE {query}")).await;
     evict(&client, "t").await;

@@ -12,7 +12,11 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// The values of `a` in `t`, in order, as PostgreSQL's `array_agg` prints them.
 async fn values(c: &Client) -> String {
-    let r = rows(c, "SELECT coalesce(array_agg(a ORDER BY a)::text, '{}') FROM t").await;
+    let r = rows(
+        c,
+        "SELECT coalesce(array_agg(a ORDER BY a)::text, '{}') FROM t",
+    )
+    .await;
     r[0][0].clone().unwrap()
 }
 
@@ -48,8 +52,11 @@ async fn an_error_rolls_back_the_statements_before_it() {
     assert_eq!(values(&c).await, "{2}");
 
     // ROLLBACK undoes the block so far; the statements after it run.
-    let after = first_columns(&c, "INSERT INTO t VALUES (4); ROLLBACK; SELECT count(*) FROM t")
-        .await;
+    let after = first_columns(
+        &c,
+        "INSERT INTO t VALUES (4); ROLLBACK; SELECT count(*) FROM t",
+    )
+    .await;
     assert_eq!(after, ["1"]);
     assert_eq!(values(&c).await, "{2}");
 
@@ -81,16 +88,36 @@ async fn statements_that_refuse_a_block_refuse_the_implicit_one() {
         .unwrap();
     c.batch_execute("INSERT INTO t VALUES (1)").await.unwrap();
     for (sql, code, message) in [
-        ("SELECT 1; VACUUM t", "25001", "VACUUM cannot run inside a transaction block"),
-        ("VACUUM t; SELECT 1", "25001", "VACUUM cannot run inside a transaction block"),
-        ("SELECT 1; CLUSTER", "25001", "CLUSTER cannot run inside a transaction block"),
+        (
+            "SELECT 1; VACUUM t",
+            "25001",
+            "VACUUM cannot run inside a transaction block",
+        ),
+        (
+            "VACUUM t; SELECT 1",
+            "25001",
+            "VACUUM cannot run inside a transaction block",
+        ),
+        (
+            "SELECT 1; CLUSTER",
+            "25001",
+            "CLUSTER cannot run inside a transaction block",
+        ),
         (
             "ALTER SYSTEM SET work_mem = '4MB'; SELECT 1",
             "25001",
             "ALTER SYSTEM cannot run inside a transaction block",
         ),
-        ("SELECT 1; DISCARD ALL", "25001", "DISCARD ALL cannot run inside a transaction block"),
-        ("SELECT 1; SAVEPOINT s", "25P01", "SAVEPOINT can only be used in transaction blocks"),
+        (
+            "SELECT 1; DISCARD ALL",
+            "25001",
+            "DISCARD ALL cannot run inside a transaction block",
+        ),
+        (
+            "SELECT 1; SAVEPOINT s",
+            "25P01",
+            "SAVEPOINT can only be used in transaction blocks",
+        ),
         (
             "SELECT 1; RELEASE SAVEPOINT s",
             "25P01",
@@ -182,7 +209,10 @@ async fn psql_sees_the_warning_and_one_transaction() {
     let out = server.psql(&["-c", "INSERT INTO t VALUES (1); INSERT INTO t VALUES ('x')"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("invalid input syntax for type integer"), "{err}");
+    assert!(
+        err.contains("invalid input syntax for type integer"),
+        "{err}"
+    );
     let out = server.psql(&["-c", "INSERT INTO t VALUES (2); COMMIT"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -141,7 +141,8 @@ async fn in_lists_are_index_conditions() {
 async fn in_list_answers_are_the_seq_scans() {
     let server = TestServer::start("index-lists-answers");
     let c = server.client().await;
-    c.batch_execute(
+    iolab_tests::run_script(
+        &c,
         "CREATE TABLE t(a int, b text);
          INSERT INTO t SELECT CASE WHEN i % 97 = 0 THEN NULL ELSE i % 5000 END, md5(i::text)
            FROM generate_series(1, 100000) i;

@@ -255,7 +255,9 @@ async fn answers_match_a_seq_scan_and_all_visible_pages_are_not_read() {
     assert!(fetches >= 499.0, "every TID fetched: {fetches}");
 
     // All-visible: no heap page is read, only the index's leaves.
-    c.batch_execute("VACUUM t; VACUUM w").await.unwrap();
+    iolab_tests::run_script(&c, "VACUUM t; VACUUM w")
+        .await
+        .unwrap();
     check("after VACUUM").await;
     let heap_pages = int(&c, "SELECT pg_relation_size('t') / 8192").await as f64;
     let (fetches, buffers) = heap_fetches_and_buffers(&c, count).await;
@@ -336,7 +338,8 @@ async fn answers_match_a_seq_scan_and_all_visible_pages_are_not_read() {
 async fn every_key_type_returns_the_heap_values() {
     let server = TestServer::start("index-only-types");
     let c = server.client().await;
-    c.batch_execute(
+    iolab_tests::run_script(
+        &c,
         "CREATE TABLE ty(n numeric(10,2), d date, ts timestamptz, b bool, s varchar(20),
                          i2 smallint, i8 bigint);
          INSERT INTO ty SELECT CASE WHEN i % 7 = 0 THEN NULL ELSE (i * 13 % 1000) / 7.0 END,

@@ -13,7 +13,8 @@ async fn explain(c: &Client, query: &str) -> Vec<String> {
 /// `mc(a, b, c, d)`: 200 000 rows, a = i % 100, b = i / 100, c an md5 text, d = i, three
 /// rows with NULLs in a and b; an index on (a, b); vacuumed and analyzed.
 async fn create_mc(c: &Client) {
-    c.batch_execute(
+    iolab_tests::run_script(
+        &c,
         "CREATE TABLE mc(a int, b int, c text, d int);
          INSERT INTO mc SELECT i % 100, i / 100, md5(i::text), i FROM generate_series(1, 200000) i;
          INSERT INTO mc VALUES (NULL, 1, 'x', 0), (5, NULL, 'y', 0), (NULL, NULL, 'z', 0);
@@ -307,7 +308,8 @@ async fn answers_equal_a_seq_scans() {
 async fn skip_scans_over_text_and_dates() {
     let mut server = TestServer::start("multicolumn-skip");
     let c = server.client().await;
-    c.batch_execute(
+    iolab_tests::run_script(
+        &c,
         "CREATE TABLE kt(t text, d date, n int);
          INSERT INTO kt SELECT 'k' || (i % 7), date '2024-01-01' + (i % 5), i / 35
            FROM generate_series(1, 70000) i;

@@ -166,7 +166,8 @@ async fn the_cheaper_join_is_chosen() {
 async fn answers_are_the_hash_joins() {
     let server = TestServer::start("nested-loop-answers");
     let c = server.client().await;
-    c.batch_execute(
+    iolab_tests::run_script(
+        &c,
         "CREATE TABLE cust(id int PRIMARY KEY, name text, region int);
          INSERT INTO cust SELECT i, 'c' || i, i % 10 FROM generate_series(1, 3000) i;
          CREATE TABLE orders(id int PRIMARY KEY, cust_id int, amount int);
@@ -415,7 +416,8 @@ async fn read_ahead_overlaps_the_inner_reads() {
             &["-c", &format!("io_method={method}")],
         );
         let c = server.client().await;
-        c.batch_execute(
+        iolab_tests::run_script(
+            &c,
             "CREATE TABLE cust(id int PRIMARY KEY, name text, pad text);
              INSERT INTO cust SELECT i, 'c' || i, md5(i::text) FROM generate_series(1, 100000) i;
              CREATE TABLE orders(id int PRIMARY KEY, cust_id int);

@@ -92,16 +92,16 @@ fn a_bad_setting_on_the_command_line_stops_start_up() {
 async fn alter_system_persists_settings_across_a_restart() {
     let mut server = TestServer::start_with("alter_system", &["-c", "io_workers=5"]);
     let client = server.client().await;
-    client
-        .batch_execute(
-            "ALTER SYSTEM SET work_mem = '24MB';
+    iolab_tests::run_script(
+        &client,
+        "ALTER SYSTEM SET work_mem = '24MB';
              ALTER SYSTEM SET io_method TO sync;
              ALTER SYSTEM SET io_workers = 7;
              ALTER SYSTEM SET effective_io_concurrency = 99;
              ALTER SYSTEM RESET effective_io_concurrency;",
-        )
-        .await
-        .unwrap();
+    )
+    .await
+    .unwrap();
     // Nothing changes before a restart.
     assert_eq!(show(&client, "work_mem").await, "4MB");
     let auto_conf = server.data_dir.join("postgresql.auto.conf");
@@ -195,13 +195,13 @@ async fn pg_reload_conf_applies_to_every_session() {
     let own = server.client().await;
     own.batch_execute("SET work_mem = '2MB'").await.unwrap();
     other.batch_execute("BEGIN").await.unwrap();
-    admin
-        .batch_execute(
-            "ALTER SYSTEM SET work_mem = '8MB';
+    iolab_tests::run_script(
+        &admin,
+        "ALTER SYSTEM SET work_mem = '8MB';
              ALTER SYSTEM SET io_method = 'sync';",
-        )
-        .await
-        .unwrap();
+    )
+    .await
+    .unwrap();
     assert_eq!(
         show(&admin, "work_mem").await,
         "4MB",
@@ -297,12 +297,12 @@ async fn io_workers_change_at_a_reload() {
         .unwrap();
     assert_eq!(io_worker_threads(pid), 3);
     for workers in [5, 1, 2] {
-        client
-            .batch_execute(&format!(
-                "ALTER SYSTEM SET io_workers = {workers}; SELECT pg_reload_conf()"
-            ))
-            .await
-            .unwrap();
+        iolab_tests::run_script(
+            &client,
+            &format!("ALTER SYSTEM SET io_workers = {workers}; SELECT pg_reload_conf()"),
+        )
+        .await
+        .unwrap();
         assert_eq!(
             setting_and_pending_restart(&client, "io_workers").await,
             (workers.to_string(), false)
@@ -371,14 +371,14 @@ async fn full_page_writes_and_fsync_change_at_a_reload() {
     assert!(count(images).await > images_before);
     assert!(count(wal_syncs).await > syncs_before);
 
-    client
-        .batch_execute(
-            "ALTER SYSTEM SET full_page_writes = off;
+    iolab_tests::run_script(
+        &client,
+        "ALTER SYSTEM SET full_page_writes = off;
              ALTER SYSTEM SET fsync = off;
              SELECT pg_reload_conf();",
-        )
-        .await
-        .unwrap();
+    )
+    .await
+    .unwrap();
     for name in ["full_page_writes", "fsync"] {
         assert_eq!(
             setting_and_pending_restart(&client, name).await,

@@ -53,7 +53,9 @@ async fn temporary_tables_are_private_and_go_with_their_session() {
     assert_eq!(code, "0A000");
     // VACUUM and ANALYZE of the whole database leave other sessions' temporary tables
     // alone, and analyze one's own.
-    b.batch_execute("VACUUM; ANALYZE").await.unwrap();
+    iolab_tests::run_script(&b, "VACUUM; ANALYZE")
+        .await
+        .unwrap();
     let analyzed = "SELECT count(*) FROM pg_class WHERE relname = 't' \
                     AND relpersistence = 't' AND reltuples >= 0";
     assert_eq!(int(&b, analyzed).await, 1);

@@ -221,13 +221,13 @@ async fn readers_never_see_half_an_insert() {
 async fn count_sees_rows_behind_many_pages_of_invisible_ones() {
     let server = TestServer::start("txn-count-pages");
     let client = server.client().await;
-    client
-        .batch_execute(
-            "CREATE TABLE t(a int, b text); \
-             BEGIN; INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 200000) AS s(i); ROLLBACK",
-        )
-        .await
-        .unwrap();
+    iolab_tests::run_script(
+        &client,
+        "CREATE TABLE t(a int, b text); \
+         BEGIN; INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 200000) AS s(i); ROLLBACK",
+    )
+    .await
+    .unwrap();
     let invisible_pages: i64 = client
         .query_one("SELECT pg_relation_size('t') / 8192", &[])
         .await

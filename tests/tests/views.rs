@@ -312,8 +312,7 @@ async fn create_or_replace_follows_postgres_rules() {
         }
     }
     // VACUUM and ANALYZE skip a view with a warning.
-    client
-        .batch_execute("VACUUM v; ANALYZE v, runs")
+    iolab_tests::run_script(&client, "VACUUM v; ANALYZE v, runs")
         .await
         .unwrap();
     let (code, message, _, _) = error(&client, "DROP VIEW nope").await;
@@ -423,15 +422,15 @@ async fn rollback_undoes_view_ddl() {
     let server = TestServer::start("views-txn");
     let client = server.client().await;
     setup(&client).await;
-    client
-        .batch_execute(
-            "CREATE VIEW keep AS SELECT id FROM runs;
+    iolab_tests::run_script(
+        &client,
+        "CREATE VIEW keep AS SELECT id FROM runs;
              BEGIN; CREATE VIEW gone AS SELECT 1 AS a; ROLLBACK;
              BEGIN; DROP VIEW keep; ROLLBACK;
              BEGIN; CREATE OR REPLACE VIEW keep AS SELECT id, ms FROM runs; ROLLBACK;",
-        )
-        .await
-        .unwrap();
+    )
+    .await
+    .unwrap();
     let (code, _, _, _) = error(&client, "SELECT * FROM gone").await;
     assert_eq!(code, "42P01");
     assert_eq!(int(&client, "SELECT count(*) FROM keep").await, 5);
@@ -477,14 +476,14 @@ async fn views_survive_restart_and_crash() {
     {
         let client = server.client().await;
         assert_eq!(int(&client, "SELECT n FROM w").await, 2);
-        client
-            .batch_execute(
-                "CREATE VIEW x AS SELECT max(ms) AS m FROM runs;
+        iolab_tests::run_script(
+            &client,
+            "CREATE VIEW x AS SELECT max(ms) AS m FROM runs;
                  DROP VIEW w;
                  BEGIN; CREATE VIEW never AS SELECT 1 AS a;",
-            )
-            .await
-            .unwrap();
+        )
+        .await
+        .unwrap();
         // kill -9 with a transaction open: its view must not come back.
         server.kill();
     }

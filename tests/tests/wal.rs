@@ -46,7 +46,8 @@ async fn answers(client: &tokio_postgres::Client) -> Vec<i64> {
 async fn committed_changes_survive_a_crash() {
     let mut server = TestServer::start("wal-crash");
     let a = server.client().await;
-    a.batch_execute(
+    iolab_tests::run_script(
+        &a,
         "CREATE TABLE t(a int, b text);
          CREATE INDEX t_a ON t (a);
          INSERT INTO t SELECT i, md5(i::text) FROM generate_series(1, 20000) AS s(i);

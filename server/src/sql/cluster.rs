@@ -54,11 +54,8 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<ClusterStmt> {
         p.pos += 1;
         loop {
             let at = p.pos;
-            let Some(Tok::Word { text: option, .. }) = p.next() else {
-                return Err(p.syntax_error());
-            };
+            let option = p.word()?;
             if option != "verbose" {
-                p.pos = at;
                 return Err(
                     PgError::syntax(format!("unrecognized CLUSTER option \"{option}\""))
                         .with_position(p.position_of(at)),
@@ -90,20 +87,14 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<ClusterStmt> {
         p.pos += 1;
         let table = if p.is_punct('.') {
             p.pos += 1;
-            let Some(Tok::Word { text: name, .. }) = p.next() else {
-                return Err(p.syntax_error());
-            };
-            (Some(first), name)
+            (Some(first), p.word()?)
         } else {
             (None, first)
         };
         stmt.table = Some(table);
         if p.is_word("using") {
             p.pos += 1;
-            let Some(Tok::Word { text: index, .. }) = p.next() else {
-                return Err(p.syntax_error());
-            };
-            stmt.index = Some(index);
+            stmt.index = Some(p.word()?);
         }
     }
     if p.is_punct(';') {
