@@ -278,7 +278,8 @@ async fn answers_equal_a_seq_scans() {
         if round == "before changes" {
             // Inserts split leaves in the middle of equal first keys; updates and deletes
             // leave dead entries behind for VACUUM.
-            c.batch_execute(
+            iolab_tests::run_script(
+                &c,
                 "INSERT INTO mc SELECT 5, i % 50, 'n' || i, -i FROM generate_series(1, 5000) i;
                  INSERT INTO mc VALUES (5, NULL, 'n', -1), (NULL, 7, 'n', -2);
                  UPDATE mc SET b = b + 1 WHERE a = 5 AND b < 20;

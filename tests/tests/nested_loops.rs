@@ -455,7 +455,8 @@ async fn read_ahead_overlaps_the_inner_reads() {
         // Each key's entries span leaves: the scans read past the leaves read ahead (once
         // the stream is done: a read waiting for one the stream started and has not run
         // would wait forever).
-        c.batch_execute(
+        iolab_tests::run_script(
+            &c,
             "CREATE TABLE many(k int, v int);
              INSERT INTO many SELECT i % 40, i FROM generate_series(1, 40000) i;
              CREATE INDEX ON many(k) WITH (deduplicate_items = off);

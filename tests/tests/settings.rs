@@ -235,15 +235,15 @@ async fn pg_reload_conf_applies_to_every_session() {
     );
     // The checkpointer and the background writer take their sighup settings at once: with
     // log_checkpoints off, a CHECKPOINT logs nothing.
-    admin
-        .batch_execute(
-            "CHECKPOINT;
+    iolab_tests::run_script(
+        &admin,
+        "CHECKPOINT;
              ALTER SYSTEM SET log_checkpoints = off;
              ALTER SYSTEM SET bgwriter_delay = '50ms';
              SELECT pg_reload_conf();",
-        )
-        .await
-        .unwrap();
+    )
+    .await
+    .unwrap();
     let logged = |log: &str| log.matches("checkpoint starting: immediate").count();
     let before = logged(&server.log());
     assert!(before >= 1, "{}", server.log());
