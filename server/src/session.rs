@@ -119,6 +119,8 @@ pub struct Session {
     pub descriptions: sql::describe::Descriptions,
     /// While EXECUTE runs one: its count of runs that took the generic plan.
     executing: Option<Arc<AtomicU64>>,
+    /// An Execute has run since the extended protocol's last Sync (`join_pipeline`).
+    pipelining: bool,
     /// The table locks its transaction holds (`sql::relation_locks`).
     pub relation_locks: sql::relation_locks::SessionLocks,
     /// The context of the statement run last (its buffer usage, for
@@ -175,6 +177,7 @@ impl Session {
             prepared,
             descriptions: Default::default(),
             executing: None,
+            pipelining: false,
             relation_locks: sql::relation_locks::SessionLocks::new(pid),
             last_statement: None,
             normalized_texts: Default::default(),
@@ -1004,9 +1007,24 @@ impl Session {
         }
     }
 
-    /// Ends the Query message's implicit block, if one is open: commits it when every
-    /// statement succeeded (`succeeded`), rolls it back otherwise.
+    /// The extended protocol's Execute of `parsed`. As in PostgreSQL, the statements
+    /// Executed before a Sync share one transaction, which the Sync ends: from the
+    /// second on they run in an implicit block (VACUUM refuses it, LOCK TABLE takes it),
+    /// as a Query message's statements do. The first runs in it only if it writes, so
+    /// that its rows go or stay with the rest; otherwise it is a transaction of its own,
+    /// which is the same for a statement that writes nothing (and lets VACUUM run first).
+    pub fn join_pipeline(&mut self, parsed: &Parsed) {
+        if self.pipelining || parsed.writes() {
+            self.begin_implicit_block();
+        }
+        self.pipelining = true;
+    }
+
+    /// Ends the implicit block of a Query message or of the Executes before a Sync, if
+    /// one is open: commits it when every statement succeeded (`succeeded`), rolls it
+    /// back otherwise.
     pub async fn end_implicit_block(&mut self, succeeded: bool) -> PgResult<()> {
+        self.pipelining = false;
         if self.txn.in_block && self.txn.implicit {
             self.finish_block(succeeded, false).await?;
         }

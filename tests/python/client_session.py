@@ -65,6 +65,7 @@ def main():
         server_cursors(conn)
     job_queue(conninfo)
     temporary_tables(conninfo)
+    pipelines(conninfo)
     print("python client session: all checks passed")
 
 
@@ -468,6 +469,47 @@ def temporary_tables(conninfo):
     with psycopg.connect(**conninfo, autocommit=True) as conn:
         check("temporary table gone with its session",
               conn.execute("SELECT to_regclass('py_scratch')").fetchone(), (None,))
+
+
+def pipelines(conninfo):
+    """The statements a pipeline sends before its Sync share one transaction, as in
+    PostgreSQL: executemany (a pipeline in psycopg) inserts all of its rows or none, and
+    from the second statement on they are in an implicit block, which VACUUM refuses."""
+    with psycopg.connect(**conninfo, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS py_pipe")
+        conn.execute("CREATE TABLE py_pipe (a int)")
+        count = lambda: conn.execute("SELECT count(*) FROM py_pipe").fetchone()[0]
+        with conn.cursor() as cur:
+            try:
+                cur.executemany("INSERT INTO py_pipe VALUES (%s)", [(1,), (2,), ("x",), (4,)])
+                raise AssertionError("executemany with a bad row succeeded")
+            except errors.InvalidTextRepresentation as e:
+                check("executemany's bad row SQLSTATE", e.sqlstate, "22P02")
+            check("a failed executemany inserts nothing", count(), 0)
+            cur.executemany("INSERT INTO py_pipe VALUES (%s)", [(i,) for i in range(5)])
+            check("executemany inserts every row", count(), 5)
+        try:
+            with conn.pipeline():
+                conn.execute("INSERT INTO py_pipe VALUES (10)")
+                conn.execute("VACUUM py_pipe")
+            raise AssertionError("VACUUM second in a pipeline succeeded")
+        except errors.ActiveSqlTransaction as e:
+            check("VACUUM in a pipeline", str(e), "VACUUM cannot run inside a transaction block")
+        check("the pipeline's INSERT rolled back with it", count(), 5)
+        with conn.pipeline():
+            conn.execute("VACUUM py_pipe")
+            conn.execute("INSERT INTO py_pipe VALUES (11)")
+            conn.execute("LOCK TABLE py_pipe IN SHARE MODE")
+            conn.execute("DECLARE py_cur CURSOR FOR SELECT a FROM py_pipe")
+        check("VACUUM first, LOCK and DECLARE later in a pipeline", count(), 6)
+        try:
+            with conn.pipeline():
+                conn.execute("INSERT INTO py_pipe VALUES (12)")
+                conn.execute("SAVEPOINT py_s")
+            raise AssertionError("SAVEPOINT in a pipeline succeeded")
+        except errors.NoActiveSqlTransaction as e:
+            check("SAVEPOINT in a pipeline", e.sqlstate, "25P01")
+        check("the INSERT before it rolled back", count(), 6)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 //! a block (VACUUM, CLUSTER, ALTER SYSTEM, DISCARD ALL) refuse it, savepoints and
 //! `… AND CHAIN` want an explicit block, COMMIT or ROLLBACK end the implicit block with a
 //! warning, BEGIN makes it explicit, SET LOCAL and cursors last to the message's end, and
-//! a COPY FROM STDIN among the statements ends the block when its data is in. Every
-//! expected result here is what PostgreSQL 18 answered to the same message.
+//! a COPY FROM STDIN among the statements ends the block when its data is in. The
+//! extended protocol's Executes before one Sync share a transaction the same way. Every
+//! expected result here is what PostgreSQL 18 answered to the same messages.
 
 use iolab_tests::raw::{self, Backend, RawConnection};
 use iolab_tests::{error, rows, TestServer};
@@ -257,4 +258,72 @@ fn conn_until_copy(conn: &mut RawConnection) -> Vec<Backend> {
             other => panic!("no CopyInResponse: {other:?} after {seen:?}"),
         }
     }
+}
+
+/// Parse, Bind and Execute of one statement (no parameters), as a pipelining client
+/// sends it.
+fn executed(sql: &str) -> Vec<u8> {
+    [
+        raw::parse("", sql, &[]),
+        raw::bind("", "", &[], &[], &[]),
+        raw::execute("", 0),
+    ]
+    .concat()
+}
+
+/// The extended protocol's Executes before one Sync share a transaction: the Sync
+/// commits it, or rolls it back after any error — also one in a Parse, which no
+/// statement ran — and ReadyForQuery says idle either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn executes_before_a_sync_share_a_transaction() {
+    let server = TestServer::start("implicit-pipeline");
+    let mut conn = RawConnection::start(server.port);
+    conn.simple_query_column("CREATE TABLE t(a int)");
+
+    let pipeline = |statements: &[&str]| {
+        let mut bytes: Vec<u8> = statements.iter().flat_map(|s| executed(s)).collect();
+        bytes.extend(raw::sync());
+        bytes
+    };
+    conn.send(&pipeline(&[
+        "INSERT INTO t VALUES (1)",
+        "INSERT INTO t VALUES (2)",
+    ]));
+    let replies = conn.until_ready();
+    assert_eq!(replies.last(), Some(&Backend::ReadyForQuery(b'I')));
+    assert!(
+        replies.iter().all(|m| m.as_error().is_none()),
+        "{replies:?}"
+    );
+
+    conn.send(&pipeline(&["INSERT INTO t VALUES (3)", "SELEC 1"]));
+    let replies = conn.until_ready();
+    let errors: Vec<_> = replies.iter().filter_map(Backend::as_error).collect();
+    assert_eq!(errors.len(), 1, "{replies:?}");
+    assert_eq!(errors[0].code(), "42601");
+    assert_eq!(replies.last(), Some(&Backend::ReadyForQuery(b'I')));
+
+    conn.send(&pipeline(&["INSERT INTO t VALUES (4)", "VACUUM t"]));
+    let replies = conn.until_ready();
+    let errors: Vec<_> = replies.iter().filter_map(Backend::as_error).collect();
+    assert_eq!(
+        errors.iter().map(|e| e.message()).collect::<Vec<_>>(),
+        ["VACUUM cannot run inside a transaction block"]
+    );
+
+    // VACUUM first is a transaction of its own, as it must be; the INSERT after it
+    // commits at the Sync.
+    conn.send(&pipeline(&["VACUUM t", "INSERT INTO t VALUES (5)"]));
+    let replies = conn.until_ready();
+    assert!(
+        replies.iter().all(|m| m.as_error().is_none()),
+        "{replies:?}"
+    );
+
+    let kept = conn.simple_query_column("SELECT string_agg(a::text, ',' ORDER BY a) FROM t");
+    assert_eq!(
+        kept,
+        [Some("1,2,5".to_string())],
+        "3 and 4 went with their errors"
+    );
 }

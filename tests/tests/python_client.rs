@@ -1,6 +1,7 @@
 //! A Python user's session: tests/python/client_session.py drives the real server with
 //! psycopg 3 (extended protocol, binary results, COPY, EXPLAIN JSON, pg_stat_io, errors,
-//! transactions, a job queue of worker threads taking rows with `FOR UPDATE SKIP LOCKED`)
+//! transactions, a job queue of worker threads taking rows with `FOR UPDATE SKIP LOCKED`,
+//! pipelines: `executemany` inserting all of its rows or none)
 //! and checks values it computes itself. psycopg must be installed
 //! (`python3 -m pip install "psycopg[binary]"`, as `.ci/run` does); without it the test
 //! fails rather than passing unexercised.

@@ -1,6 +1,8 @@
 //! The extended query protocol: Parse plans a statement once (so Describe can report
 //! parameter and result types), Bind supplies parameter values in text or binary
-//! format, Execute runs it through the same `Session::run` as the simple protocol.
+//! format, Execute runs it through the same `Session::run` as the simple protocol. The
+//! Executes before a Sync share one transaction, which the Sync commits or, after an
+//! error, rolls back (PostgreSQL's pipelining; `Session::join_pipeline`).
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::extendedquery::{Describe, Execute, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL};
-use pgwire::messages::response::ReadyForQuery;
+use pgwire::messages::response::{ReadyForQuery, TransactionStatus};
 use pgwire::messages::PgWireBackendMessage;
 
 use crate::errors::to_wire;
@@ -161,12 +163,19 @@ impl ExtendedQueryHandler for ExtendedHandler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
+        // An error since the last Sync (ours, or one pgwire answered itself) left the
+        // status failed: the Executes' implicit block rolls back.
+        let succeeded = client.transaction_status() != TransactionStatus::Error;
         let session = session_of(&self.server, client);
-        let status = {
-            let session = session.lock().await;
+        let (ended, status) = {
+            let mut session = session.lock().await;
+            let ended = session.end_implicit_block(succeeded).await;
             session.report_idle();
-            simple::transaction_status(&session)
+            (ended, simple::transaction_status(&session))
         };
+        if let Err(e) = ended {
+            simple::send_error(client, &e).await?;
+        }
         client.set_transaction_status(status);
         client
             .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
@@ -257,6 +266,7 @@ impl ExtendedQueryHandler for ExtendedHandler {
         let mut session = shared.lock().await;
         session.adopt_reloaded_configuration();
         session.report_active(&portal.statement.statement.sql);
+        session.join_pipeline(parsed);
         let params =
             bind_params(portal, &session.text_format()).map_err(|e| fail_block(&session, e))?;
         let mut notices = Vec::new();
