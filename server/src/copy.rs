@@ -53,6 +53,14 @@ pub struct CopyIn {
     bytes: u64,
 }
 
+/// Is `parsed` a COPY FROM STDIN (one that waits for the client's data)?
+pub fn reads_stdin(parsed: &crate::sql::Parsed) -> bool {
+    matches!(parsed, crate::sql::Parsed::Sql(stmt) if matches!(
+        **stmt,
+        ast::Statement::Copy { to: false, target: CopyTarget::Stdin, .. }
+    ))
+}
+
 /// Starts a COPY statement.
 pub async fn start(
     session: &mut Session,

@@ -104,6 +104,8 @@ pub struct Session {
     statement_timer: Option<crate::statement_timer::StatementTimer>,
     /// A COPY FROM STDIN in progress.
     pub copy_in: Option<crate::copy::CopyIn>,
+    /// The statements of its Query message after that COPY, run when its data is in.
+    pub rest_of_message: Option<crate::wire::simple::RestOfMessage>,
     /// This session's `pg_stat_activity` entry (none for sessions made without a
     /// connection).
     pub activity: Option<Arc<iolab_stats::BackendActivity>>,
@@ -171,6 +173,7 @@ impl Session {
             running: Arc::default(),
             statement_timer: None,
             copy_in: None,
+            rest_of_message: None,
             activity: None,
             sequences: Arc::default(),
             cursors,

@@ -246,6 +246,37 @@ async fn copy_from_stdin_ends_the_block_when_its_data_is_in() {
     }
     let counted = conn.simple_query_column("SELECT count(*) FROM t");
     assert_eq!(counted, [Some("3".to_string())], "1, 2, 3 and not 1 and 4");
+
+    // The statements after the COPY run once its data is in, in the same block.
+    conn.send(&raw::query(
+        "COPY t FROM STDIN; SELECT count(*) FROM t; \
+         SELECT pg_current_xact_id_if_assigned() IS NOT NULL",
+    ));
+    assert_eq!(conn_until_copy(&mut conn), []);
+    conn.send(&[raw::message(b'd', b"5\n"), raw::message(b'c', b"")].concat());
+    let end = conn.until_ready();
+    let rows: Vec<_> = end
+        .iter()
+        .filter_map(|m| match m {
+            Backend::DataRow(values) => Some(String::from_utf8_lossy(values[0].as_deref()?).into()),
+            _ => None,
+        })
+        .collect::<Vec<String>>();
+    assert_eq!(rows, ["4", "t"], "{end:?}");
+    assert_eq!(end.last(), Some(&Backend::ReadyForQuery(b'I')));
+
+    // A second COPY FROM STDIN in the message cannot wait for data: refused, and the
+    // first one's rows go with the block.
+    conn.send(&raw::query("COPY t FROM STDIN; COPY t FROM STDIN"));
+    assert_eq!(conn_until_copy(&mut conn), []);
+    conn.send(&[raw::message(b'd', b"6\n"), raw::message(b'c', b"")].concat());
+    let end = conn.until_ready();
+    let errors: Vec<_> = end.iter().filter_map(Backend::as_error).collect();
+    assert_eq!(errors.len(), 1, "{end:?}");
+    assert_eq!(errors[0].code(), "0A000");
+    assert_eq!(end.last(), Some(&Backend::ReadyForQuery(b'I')));
+    let counted = conn.simple_query_column("SELECT count(*) FROM t");
+    assert_eq!(counted, [Some("4".to_string())]);
 }
 
 /// The messages up to CopyInResponse (which is not returned).

@@ -181,15 +181,26 @@ impl CopyHandler for CopyIn {
         use futures::SinkExt;
         let session = session_of(&self.server, client);
         let mut session = session.lock().await;
-        let done = crate::copy::on_done(&mut session).await;
-        let tag = copy_ended(client, &mut session, done)
-            .await
-            .map_err(crate::errors::to_wire)?;
-        client
-            .send(PgWireBackendMessage::CommandComplete(
-                pgwire::api::results::Tag::new(&tag).into(),
-            ))
-            .await?;
+        let rest = session.rest_of_message.take();
+        let succeeded = match crate::copy::on_done(&mut session).await {
+            Ok(tag) => {
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(
+                        pgwire::api::results::Tag::new(&tag).into(),
+                    ))
+                    .await?;
+                match rest {
+                    Some(rest) => simple::resume_after_copy(client, &mut session, rest).await?,
+                    None => true,
+                }
+            }
+            Err(e) => {
+                simple::send_error(client, &e).await?;
+                false
+            }
+        };
+        simple::end_of_message(client, &mut session, succeeded).await?;
+        client.flush().await?;
         Ok(())
     }
 
@@ -202,27 +213,16 @@ impl CopyHandler for CopyIn {
         let session = session_of(&self.server, client);
         let mut session = session.lock().await;
         crate::copy::on_fail(&mut session);
-        let failed = Err(iolab_catalog::PgError::new(
+        // The statements after the COPY do not run: the message failed.
+        session.rest_of_message = None;
+        if let Err(e) = simple::end_of_message(client, &mut session, false).await {
+            return e;
+        }
+        crate::errors::to_wire(iolab_catalog::PgError::new(
             iolab_catalog::sqlstate::QUERY_CANCELED,
             format!("COPY from stdin failed: {}", fail.message),
-        ));
-        let error = copy_ended(client, &mut session, failed).await;
-        crate::errors::to_wire(error.expect_err("a failed COPY stays failed"))
+        ))
     }
-}
-
-/// The end of a COPY FROM STDIN (`done`: its tag or error): it ends the Query message's
-/// implicit block if it ran in one, the session goes idle, and the client is told the
-/// transaction status its ReadyForQuery will carry.
-async fn copy_ended<C: ClientInfo>(
-    client: &mut C,
-    session: &mut crate::session::Session,
-    done: iolab_catalog::PgResult<String>,
-) -> iolab_catalog::PgResult<String> {
-    let ended = session.end_implicit_block(done.is_ok()).await;
-    session.report_idle();
-    client.set_transaction_status(simple::transaction_status(session));
-    done.and_then(|tag| ended.map(|_| tag))
 }
 
 /// Accepts connections until `shutdown` resolves.

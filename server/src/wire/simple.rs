@@ -2,7 +2,8 @@
 //! answered in order (notices, rows or a command tag), stopping at the first error,
 //! then ReadyForQuery with the session's transaction status. Several statements share
 //! an implicit transaction block, as in PostgreSQL: it commits after the last one, or
-//! rolls back at an error, and statements that refuse a block (VACUUM…) refuse it.
+//! rolls back at an error, and statements that refuse a block (VACUUM…) refuse it. The
+//! statements after a COPY FROM STDIN run once its data is in.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -178,13 +179,8 @@ impl SimpleQueryHandler for SimpleHandler {
             send_error(client, &PgError::canceled()).await?;
         }
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
-            if let Err(e) = session.end_implicit_block(succeeded).await {
-                send_error(client, &e).await?;
-            }
-            session.report_idle();
-            let status = transaction_status(&session);
+            let status = end_of_message(client, &mut session, succeeded).await?;
             client.set_state(PgWireConnectionState::ReadyForQuery);
-            client.set_transaction_status(status);
             client
                 .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
                     status,
@@ -207,12 +203,70 @@ impl SimpleQueryHandler for SimpleHandler {
     }
 }
 
+/// The end of a Query message's statements (after its COPY's data, if one waited for
+/// it): its implicit block ends, the session goes idle, and the client is told the
+/// transaction status that ReadyForQuery carries.
+pub async fn end_of_message<C>(
+    client: &mut C,
+    session: &mut Session,
+    succeeded: bool,
+) -> PgWireResult<TransactionStatus>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    if let Err(e) = session.end_implicit_block(succeeded).await {
+        send_error(client, &e).await?;
+    }
+    session.report_idle();
+    let status = transaction_status(session);
+    client.set_transaction_status(status);
+    Ok(status)
+}
+
+/// The statements of a Query message after its COPY FROM STDIN: `query` from statement
+/// `next` on.
+pub struct RestOfMessage {
+    query: String,
+    next: usize,
+}
+
 /// Runs every statement of a Query message, sending each one's response; false when one
 /// failed.
 async fn run_query_string<C>(
     client: &mut C,
     session: &mut Session,
     query: &str,
+) -> PgWireResult<bool>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    run_statements(client, session, query, 0).await
+}
+
+/// Runs the statements of a Query message that were left for after its COPY's data.
+pub async fn resume_after_copy<C>(
+    client: &mut C,
+    session: &mut Session,
+    rest: RestOfMessage,
+) -> PgWireResult<bool>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    run_statements(client, session, &rest.query, rest.next).await
+}
+
+/// Runs the statements of `query` from the `first`th on. A COPY FROM STDIN stops the
+/// run until its data is in, leaving the statements after it in `rest_of_message`.
+async fn run_statements<C>(
+    client: &mut C,
+    session: &mut Session,
+    query: &str,
+    first: usize,
 ) -> PgWireResult<bool>
 where
     C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -229,7 +283,7 @@ where
         return Ok(true);
     }
     let shared_block = statements.len() > 1;
-    for stmt in statements {
+    for (i, stmt) in statements.iter().enumerate().skip(first) {
         if shared_block {
             session.begin_implicit_block();
         }
@@ -246,6 +300,14 @@ where
         let text = crate::pgcatalog::rewrite_for_datafusion(stmt.text);
         let fmt = session.text_format();
         let result = match sql::parse_in_session(&text, query, stmt.offset, &fmt) {
+            // pgwire ends a COPY with ReadyForQuery: after one COPY's data, another
+            // cannot wait for its own.
+            Ok(parsed) if first > 0 && crate::copy::reads_stdin(&parsed) => {
+                session.fail_block();
+                Err(PgError::unsupported(
+                    "a second COPY FROM STDIN in one Query message is not supported",
+                ))
+            }
             Ok(parsed) => run_with_timeout(session, stmt.text, &parsed, None, &mut notices).await,
             Err(e) => {
                 session.fail_block();
@@ -258,7 +320,11 @@ where
         if !send_outcome(client, session, result).await? {
             return Ok(false);
         }
-        if matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+        if session.copy_in.is_some() {
+            session.rest_of_message = (i + 1 < statements.len()).then(|| RestOfMessage {
+                query: query.to_string(),
+                next: i + 1,
+            });
             break;
         }
     }
