@@ -722,7 +722,10 @@ impl Session {
                 return Ok(Outcome::Done("ALTER SYSTEM".into()));
             }
             // Its locks were taken with the statement's.
-            Parsed::Lock(_) => return Ok(Outcome::Done("LOCK TABLE".into())),
+            Parsed::Lock(lock) => {
+                sql::relation_locks::locked_relations_exist(&db, self.temp.schema(), lock)?;
+                return Ok(Outcome::Done("LOCK TABLE".into()));
+            }
             Parsed::Cluster(stmt) => {
                 let in_block = self.txn.in_block;
                 return sql::cluster::run(run, stmt, in_block, &mut self.txn.ddl, notices);

@@ -787,3 +787,44 @@ async fn an_error_and_rollback_to_savepoint_release_locks() {
     let (_, truncated) = finished(truncate).await;
     assert_eq!(truncated, Ok(()));
 }
+
+/// A table dropped by a transaction still open: a reader waits for the drop's lock, as
+/// in PostgreSQL (iolab's catalog has lost the name already, but not the lock), then
+/// reads the table back after a ROLLBACK and finds none after a COMMIT (42P01).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_waits_for_an_open_drop() {
+    let server = TestServer::start("locks-open-drop");
+    let a = server.client().await;
+    let mut b = server.client().await;
+    let watcher = server.client().await;
+    exec(&a, "CREATE TABLE t(a int); INSERT INTO t VALUES (1), (2)").await;
+    let t = oid(&a, "t").await;
+    let (pid_a, pid_b) = (pid(&a).await, pid(&b).await);
+    for (end, expected) in [
+        ("ROLLBACK", Ok(())),
+        ("COMMIT", failed("42P01", "relation \"t\" does not exist")),
+    ] {
+        exec(&a, "BEGIN; DROP TABLE t").await;
+        let reader = started(b, "SELECT count(*) FROM t").await;
+        assert_eq!(
+            locks_on(&watcher, t).await,
+            [
+                lock_row(pid_b, "AccessShareLock", false),
+                lock_row(pid_a, "AccessExclusiveLock", true),
+            ],
+            "the reader waits behind {end}"
+        );
+        exec(&a, end).await;
+        let got;
+        (b, got) = finished(reader).await;
+        assert_eq!(got, expected, "after {end}");
+    }
+    // LOCK waits the same way, and a table gone meanwhile is not locked.
+    exec(&a, "CREATE TABLE t(a int)").await;
+    exec(&a, "BEGIN; DROP TABLE t").await;
+    let locker = started(b, "BEGIN; LOCK TABLE t").await;
+    assert!(!locker.is_finished(), "LOCK waits for the drop");
+    exec(&a, "COMMIT").await;
+    let (_, got) = finished(locker).await;
+    assert_eq!(got, failed("42P01", "relation \"t\" does not exist"));
+}

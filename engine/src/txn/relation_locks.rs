@@ -694,9 +694,16 @@ mod tests {
         let locks = std::sync::Arc::new(RelationLocks::new(100, 5));
         take(&locks, 1, 10, Share, WAIT).await.unwrap();
         take(&locks, 2, 11, Share, WAIT).await.unwrap();
+        // Owner 1 would look for a circle only after an hour, so owner 2's check, due
+        // first, finds it, as the PostgreSQL backend whose deadlock_timeout ends first
+        // does. (With equal timeouts either may: owner 1's check is due first then.)
+        let patient = WaitPolicy::Wait {
+            lock_timeout: None,
+            deadlock_timeout: Duration::from_secs(3600),
+        };
         let first = {
             let locks = locks.clone();
-            tokio::spawn(async move { take(&locks, 1, 11, RowExclusive, WAIT).await })
+            tokio::spawn(async move { take(&locks, 1, 11, RowExclusive, patient).await })
         };
         while locks.rows().iter().all(|r| r.granted) {
             tokio::task::yield_now().await;

@@ -3,10 +3,11 @@
 //!
 //! In PostgreSQL DDL is transactional: `BEGIN; DROP TABLE t; ROLLBACK;` leaves `t` and its
 //! rows as they were, and a table created in a transaction that rolls back is gone. iolab
-//! changes its catalog at once (other sessions see a new table, or miss a dropped one,
-//! before the transaction ends: there are no relation locks to make them wait), so each DDL
-//! statement instead leaves an entry in its transaction's log saying how to undo it, and
-//! the statements that would remove files keep them until COMMIT:
+//! changes its catalog at once (other sessions see a new table before the transaction
+//! ends; one naming a dropped table waits for the drop's lock, found through
+//! [`dropped_by_open_transaction`]), so each DDL statement instead leaves an entry in its
+//! transaction's log saying how to undo it, and the statements that would remove files
+//! keep them until COMMIT:
 //!
 //! | statement | at ROLLBACK (newest entry first) | at COMMIT |
 //! |---|---|---|
@@ -418,6 +419,21 @@ impl PendingFile {
         write_pending(&self.path, &open)
             .map_err(|e| PgError::io(&format!("could not write \"{}\"", self.path.display()), &e))
     }
+}
+
+/// The oid of table or view `schema.name` if a transaction still open dropped it. The
+/// catalog has lost the name, but the drop's AccessExclusiveLock holds to that
+/// transaction's end: a statement naming the relation waits for it, as in PostgreSQL.
+pub fn dropped_by_open_transaction(schema: &str, name: &str) -> Option<u32> {
+    let open = PENDING.get()?.open.lock();
+    let mut entries = open.values().flat_map(|txn| &txn.entries);
+    entries.find_map(|entry| match entry {
+        DdlEntry::DroppedTable(d) if d.table.schema == schema && d.table.name == name => {
+            Some(d.table.oid)
+        }
+        DdlEntry::DroppedView(v) if v.schema == schema && v.name == name => Some(v.oid),
+        _ => None,
+    })
 }
 
 fn write_pending(path: &Path, open: &BTreeMap<u64, PendingTxn>) -> std::io::Result<()> {

@@ -166,6 +166,7 @@ pub fn requests(db: &Database, temp: Option<&str>, parsed: &Parsed) -> PgResult<
     let mut locks = Locks {
         db,
         temp,
+        open_drops: true,
         requests: Vec::new(),
     };
     match parsed {
@@ -184,9 +185,23 @@ pub fn requests(db: &Database, temp: Option<&str>, parsed: &Parsed) -> PgResult<
     Ok(locks.requests)
 }
 
+/// `LOCK` once its locks are held: each relation must still be there (one that a
+/// transaction had dropped is gone if that transaction committed), else 42P01.
+pub fn locked_relations_exist(db: &Database, temp: Option<&str>, lock: &LockStmt) -> PgResult<()> {
+    let mut locks = Locks {
+        db,
+        temp,
+        open_drops: false,
+        requests: Vec::new(),
+    };
+    locks.lock(lock)
+}
+
 struct Locks<'a> {
     db: &'a Database,
     temp: Option<&'a str>,
+    /// Whether a relation dropped by a transaction still open is locked (to wait for it).
+    open_drops: bool,
     requests: Vec<LockRequest>,
 }
 
@@ -296,9 +311,19 @@ impl Locks<'_> {
             }
             return true;
         }
-        match self.db.catalog.view(schema.unwrap_or("public"), name) {
-            Some(view) => {
-                self.view(view.oid, mode, indexes, 0);
+        let schema = schema.unwrap_or("public");
+        if let Some(view) = self.db.catalog.view(schema, name) {
+            self.view(view.oid, mode, indexes, 0);
+            return true;
+        }
+        // Dropped by a transaction still open: wait for its end, then the statement
+        // finds the relation back (ROLLBACK) or not (COMMIT: 42P01).
+        let dropped = self
+            .open_drops
+            .then(|| super::ddl_log::dropped_by_open_transaction(schema, name));
+        match dropped.flatten() {
+            Some(oid) => {
+                self.push(oid, name, mode);
                 true
             }
             None => false,
