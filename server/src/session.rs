@@ -955,12 +955,7 @@ impl Session {
             // BEGIN in a Query message's implicit block makes it explicit, silently.
             self.txn.implicit = false;
         } else {
-            self.relation_locks.release(&self.server.db);
-            self.txn = TxnBlock {
-                in_block: true,
-                ..TxnBlock::default()
-            };
-            self.settings.begin_transaction();
+            self.open_block(false);
             if let Err(e) = sql::transaction_modes::apply(&mut self.settings, modes, false) {
                 self.txn = TxnBlock::default();
                 self.settings.abort_transaction();
@@ -1000,17 +995,24 @@ impl Session {
     /// Opens the implicit block of a Query message's statements, unless a block is open.
     pub fn begin_implicit_block(&mut self) {
         if !self.txn.in_block {
-            self.relation_locks.release(&self.server.db);
-            self.txn = TxnBlock {
-                in_block: true,
-                implicit: true,
-                ..TxnBlock::default()
-            };
-            if self.settings.in_transaction() {
-                self.settings.abort_transaction();
-            }
-            self.settings.begin_transaction();
+            self.open_block(true);
         }
+    }
+
+    /// Opens a transaction block (BEGIN's, or an `implicit` one) where none is open.
+    fn open_block(&mut self, implicit: bool) {
+        debug_assert!(!self.txn.in_block, "a block is open already");
+        self.relation_locks.release(&self.server.db);
+        self.txn = TxnBlock {
+            in_block: true,
+            implicit,
+            ..TxnBlock::default()
+        };
+        // A statement whose future was dropped may have left the settings' transaction.
+        if self.settings.in_transaction() {
+            self.settings.abort_transaction();
+        }
+        self.settings.begin_transaction();
     }
 
     /// The extended protocol's Execute of `parsed`. As in PostgreSQL, the statements

@@ -163,7 +163,7 @@ impl SimpleQueryHandler for SimpleHandler {
             Some(h) => Some(CancelWatch::start(h.start_query().await, &session)),
             None => None,
         };
-        let work = run_query_string(client, &mut session, &query.query);
+        let work = run_statements(client, &mut session, &query.query, 0);
         let (succeeded, canceled) = match cancel_watch {
             Some(mut watch) => {
                 tokio::pin!(work);
@@ -231,21 +231,6 @@ pub struct RestOfMessage {
     next: usize,
 }
 
-/// Runs every statement of a Query message, sending each one's response; false when one
-/// failed.
-async fn run_query_string<C>(
-    client: &mut C,
-    session: &mut Session,
-    query: &str,
-) -> PgWireResult<bool>
-where
-    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-    C::Error: Debug,
-    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-{
-    run_statements(client, session, query, 0).await
-}
-
 /// Runs the statements of a Query message that were left for after its COPY's data.
 pub async fn resume_after_copy<C>(
     client: &mut C,
@@ -260,8 +245,9 @@ where
     run_statements(client, session, &rest.query, rest.next).await
 }
 
-/// Runs the statements of `query` from the `first`th on. A COPY FROM STDIN stops the
-/// run until its data is in, leaving the statements after it in `rest_of_message`.
+/// Runs the statements of `query` (a Query message's) from the `first`th on, sending
+/// each one's response; false when one failed. A COPY FROM STDIN stops the run until
+/// its data is in, leaving the statements after it in `rest_of_message`.
 async fn run_statements<C>(
     client: &mut C,
     session: &mut Session,
