@@ -231,7 +231,12 @@ async fn psql_sees_the_warning_and_one_transaction() {
 async fn copy_from_stdin_ends_the_block_when_its_data_is_in() {
     let server = TestServer::start("implicit-copy");
     let mut conn = RawConnection::start(server.port);
+    let watcher = server.client().await;
     conn.simple_query_column("CREATE TABLE t(a int)");
+    let pid = conn.simple_query_column("SELECT pg_backend_pid()")[0]
+        .clone()
+        .unwrap();
+    let state = format!("SELECT state FROM pg_stat_activity WHERE pid = {pid}");
     for (data, committed) in [(&b"2\n3\n"[..], true), (&b"4\nx\n"[..], false)] {
         conn.send(&raw::query("INSERT INTO t VALUES (1); COPY t FROM STDIN"));
         let before = conn_until_copy(&mut conn);
@@ -243,6 +248,12 @@ async fn copy_from_stdin_ends_the_block_when_its_data_is_in() {
             true => assert_eq!(end[0], Backend::CommandComplete("COPY 2".into())),
             false => assert_eq!(end[0].as_error().map(|e| e.code()), Some("22P02")),
         }
+        let after = rows(&watcher, &state).await;
+        assert_eq!(
+            after[0][0].as_deref(),
+            Some("idle"),
+            "the session waits for its client"
+        );
     }
     let counted = conn.simple_query_column("SELECT count(*) FROM t");
     assert_eq!(counted, [Some("3".to_string())], "1, 2, 3 and not 1 and 4");
