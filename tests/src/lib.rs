@@ -987,3 +987,78 @@ pub fn rfc3339(unix_us: i64) -> String {
         secs % 60
     )
 }
+
+/// Statements that may wait for a lock, run by one session while the test watches from
+/// another (the relation-lock and table-rewrite tests). How long a statement is given
+/// to start waiting, to stop waiting, or to finish without waiting is each test file's
+/// own choice, passed in.
+pub mod waiting {
+    use std::time::Duration;
+
+    use tokio::task::JoinHandle;
+    use tokio_postgres::Client;
+
+    /// A statement's outcome: done, or its SQLSTATE and message.
+    pub type Outcome = Result<(), (String, String)>;
+
+    pub fn outcome(result: Result<(), tokio_postgres::Error>) -> Outcome {
+        result.map_err(|e| {
+            let message = e.as_db_error().map(|d| d.message().to_string());
+            (super::sqlstate(&e), message.unwrap_or_default())
+        })
+    }
+
+    /// `sql` (simple protocol), which must succeed.
+    pub async fn exec(client: &Client, sql: &str) {
+        client
+            .batch_execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
+
+    /// `sql` (simple protocol), which must succeed without waiting: within `limit`, a
+    /// guard against a wait, not a timing.
+    pub async fn at_once(client: &Client, sql: &str, limit: Duration) {
+        tokio::time::timeout(limit, client.batch_execute(sql))
+            .await
+            .unwrap_or_else(|_| panic!("{sql} waited"))
+            .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
+
+    /// `sql` (simple protocol) run by `client` on another task, which may wait, given
+    /// `delay` to start.
+    pub async fn started(
+        client: Client,
+        sql: &str,
+        delay: Duration,
+    ) -> JoinHandle<(Client, Outcome)> {
+        let sql = sql.to_string();
+        let task = tokio::spawn(async move {
+            let got = outcome(client.batch_execute(&sql).await);
+            (client, got)
+        });
+        tokio::time::sleep(delay).await;
+        task
+    }
+
+    /// The end of a [`started`] statement, within `limit` (a guard against hanging).
+    pub async fn finished(
+        task: JoinHandle<(Client, Outcome)>,
+        limit: Duration,
+    ) -> (Client, Outcome) {
+        tokio::time::timeout(limit, task)
+            .await
+            .expect("the statement should have stopped waiting")
+            .expect("the statement's task")
+    }
+
+    pub async fn pid(client: &Client) -> i64 {
+        super::int(client, "SELECT pg_backend_pid()").await
+    }
+
+    /// The oid of relation `name` (`pg_locks.relation`).
+    pub async fn oid(client: &Client, name: &str) -> i64 {
+        let sql = format!("SELECT oid FROM pg_class WHERE relname = '{name}'");
+        super::int(client, &sql).await
+    }
+}

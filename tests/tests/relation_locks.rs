@@ -9,6 +9,7 @@
 
 use std::time::{Duration, Instant};
 
+use iolab_tests::waiting::{self, exec, oid, outcome, pid, Outcome};
 use iolab_tests::{error, int, plan, rows, sqlstate, TestServer};
 use tokio::task::JoinHandle;
 use tokio_postgres::{Client, NoTls};
@@ -20,22 +21,12 @@ const STUCK: Duration = Duration::from_secs(30);
 /// How long a statement that should not wait at all is given: a guard, not a timing.
 const NO_WAIT: Duration = Duration::from_secs(10);
 
-/// A statement's outcome: done, or its SQLSTATE and message.
-type Outcome = Result<(), (String, String)>;
-
-async fn exec(client: &Client, sql: &str) {
-    client
-        .batch_execute(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
-}
+/// How long a statement that may wait is given to start before the test looks.
+const START: Duration = Duration::from_millis(300);
 
 /// `sql` (simple protocol), which must not wait for any lock.
 async fn at_once(client: &Client, sql: &str) {
-    tokio::time::timeout(NO_WAIT, client.batch_execute(sql))
-        .await
-        .unwrap_or_else(|_| panic!("{sql} waited"))
-        .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    waiting::at_once(client, sql, NO_WAIT).await
 }
 
 /// The integer `sql` returns, which must not wait for any lock.
@@ -63,48 +54,18 @@ async fn table(client: &Client, sql: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn outcome(result: Result<(), tokio_postgres::Error>) -> Outcome {
-    result.map_err(|e| {
-        let message = e.as_db_error().map(|d| d.message().to_string());
-        (sqlstate(&e), message.unwrap_or_default())
-    })
-}
-
 fn failed(code: &str, message: &str) -> Outcome {
     Err((code.to_string(), message.to_string()))
 }
 
-/// `sql` (simple protocol) run by `client` on another task, which may wait, given a
-/// moment (300 ms) to start.
+/// `sql` run by `client` on another task, which may wait.
 async fn started(client: Client, sql: &str) -> JoinHandle<(Client, Outcome)> {
-    let sql = sql.to_string();
-    let task = tokio::spawn(async move {
-        let got = outcome(client.batch_execute(&sql).await);
-        (client, got)
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    task
+    waiting::started(client, sql, START).await
 }
 
 /// The end of a [`started`] statement.
 async fn finished(task: JoinHandle<(Client, Outcome)>) -> (Client, Outcome) {
-    tokio::time::timeout(STUCK, task)
-        .await
-        .expect("the statement should have stopped waiting")
-        .expect("the statement's task")
-}
-
-async fn pid(client: &Client) -> i64 {
-    int(client, "SELECT pg_backend_pid()").await
-}
-
-/// The oid of relation `name` (`pg_locks.relation`).
-async fn oid(client: &Client, name: &str) -> i64 {
-    int(
-        client,
-        &format!("SELECT oid FROM pg_class WHERE relname = '{name}'"),
-    )
-    .await
+    waiting::finished(task, STUCK).await
 }
 
 /// `pid, mode, granted, waitstart IS NOT NULL` of each relation lock on `oid`, the waiting

@@ -5,15 +5,9 @@
 
 use std::time::Duration;
 
+use iolab_tests::waiting::exec;
 use iolab_tests::{int, rows, sqlstate, TestServer};
 use tokio_postgres::Client;
-
-async fn exec(client: &Client, sql: &str) {
-    client
-        .batch_execute(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
-}
 
 /// The first column of each row of `sql`.
 async fn column(client: &Client, sql: &str) -> Vec<String> {
