@@ -16,7 +16,8 @@
 #                                      "settle": until freed memory is reported (bench/lib.sh cold_wait)
 #   EICS ["0 1 16 64 256 512"; --small "0 16 256"]   METHODS ["sync worker io_uring"; an entry
 #                                      METHOD+direct adds debug_io_direct=data, METHOD+gapN
-#                                      read_stream_gap_limit=N, e.g. io_uring+direct+gap4]
+#                                      read_stream_gap_limit=N, METHOD+dropN read_stream_drop_behind=N
+#                                      (blocks), e.g. io_uring+direct+gap4, worker+drop1024]
 #   QUERIES ["dense sparse"]   SHARED_BUFFERS [128MB]   WORK_MEM [16MB]
 #   SKIP_PG18=1  SKIP_FIO=1    IOLAB_BIN [target/release/iolab]  BENCH_DIR [/var/tmp/iolab-bitmap-bench]
 #   IOLAB_PORT [55442]  PG18_BENCH_PORT [5435]  FIO_REST [60] (seconds the device rests after fio)
@@ -245,10 +246,11 @@ for r in $(seq "$RUNS"); do
     [ -z "${REFUSED[$cfg]:-}" ] || continue
     if [ "$sys" = iolab ]; then
       # METHOD+direct: the same io_method with debug_io_direct = data (no page cache);
-      # METHOD+gapN: with read_stream_gap_limit = N.
+      # METHOD+gapN: with read_stream_gap_limit = N; METHOD+dropN: read_stream_drop_behind = N.
       method="${m%%+*}"; extra=()
       case "$m" in *+direct*) extra+=(-c debug_io_direct=data) ;; esac
       if [[ "$m" =~ \+gap([0-9]+) ]]; then extra+=(-c "read_stream_gap_limit=${BASH_REMATCH[1]}"); fi
+      if [[ "$m" =~ \+drop([0-9]+) ]]; then extra+=(-c "read_stream_drop_behind=${BASH_REMATCH[1]}"); fi
       iolab_start "$cfg" -c "io_method=$method" "${extra[@]}" || { REFUSED[$cfg]="$START_ERR"; echo "  $cfg: server refused: $START_ERR"; continue; }
       got="$(q iolab 'SHOW io_method')"
       [ "$got" = "$method" ] || { REFUSED[$cfg]="asked for io_method=$method, the server runs $got"; iolab_stop; echo "  $cfg: ${REFUSED[$cfg]}"; continue; }

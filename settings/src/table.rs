@@ -34,7 +34,7 @@
 //!   hugetlb pages as in PostgreSQL (which ignores THP): what matters for I/O into the pool
 //!   is the page size, not where the pages came from. The server sets it at start, as
 //!   PostgreSQL does; it boots as `unknown`.
-//! * iolab's own settings: `read_stream_advice`, `read_stream_gap_limit` and `nestloop_prefetch` (listed by
+//! * iolab's own settings: `read_stream_advice`, `read_stream_gap_limit`, `read_stream_drop_behind` and `nestloop_prefetch` (listed by
 //!   `EXPLAIN (SETTINGS)` when changed, like the planner settings), `stats_history_interval` (100 ms .. 1 h, 0 = off) and
 //!   `stats_history_retention` (1 min .. 1 day), whose ratio bounds the history ring (which
 //!   never holds more than 64 MiB), and `metrics_port` / `metrics_listen_address` (the
@@ -635,6 +635,11 @@ pub static SETTINGS: &[SettingDef] = &[
         "Resource Usage / I/O",
         "Chooses when the read stream issues prefetch advice.")
         .extra("pg17 advises only reads that do not continue a sequential run, as PostgreSQL 17 did; pg18 keeps advising until the reads catch up with the advised region, as PostgreSQL 18 does with io_method=sync; always advises every read that misses the buffer pool; never issues no advice.")
+        .flags(EXPLAIN),
+    setting("read_stream_drop_behind", Int { min: 0, max: 131072, unit: Blocks }, "0", User,
+        "Resource Usage / I/O",
+        "Sets the number of blocks a read stream consumes before it drops them from the operating system's page cache.")
+        .extra("0 leaves the blocks read into the buffer pool in the page cache, as PostgreSQL does. With N > 0, a stream that moves forward through a buffered relation (Seq Scan, Bitmap Heap Scan, ANALYZE, VACUUM) calls posix_fadvise(POSIX_FADV_DONTNEED) on every N blocks it has consumed, so that a large scan neither fills the page cache nor evicts others from it; a later scan reads those blocks from the device again.")
         .flags(EXPLAIN),
     setting("read_stream_gap_limit", Int { min: 0, max: 128, unit: Blocks }, "0", User,
         "Resource Usage / I/O",

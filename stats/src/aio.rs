@@ -28,6 +28,7 @@ pub enum AioEvent {
     CompletedElsewhere,
     Advised,
     TakenBack,
+    DroppedBehind,
 }
 
 /// The operations `pg_stat_aio` keeps latency histograms of.
@@ -80,6 +81,9 @@ pub struct AioCounts {
     /// I/Os the issuer took back out of the worker queue, because it needed them before any
     /// worker had started them, and executed itself.
     pub taken_back: u64,
+    /// Ranges of consumed blocks a read stream told the kernel to drop from the page cache
+    /// (`posix_fadvise(DONTNEED)`, `read_stream_drop_behind`).
+    pub dropped_behind: u64,
     latency: [Option<Box<LatencyHistogram>>; 3],
 }
 
@@ -95,6 +99,7 @@ impl AioCounts {
             completed_elsewhere,
             advised,
             taken_back,
+            dropped_behind,
             latency,
         } = self;
         for c in [
@@ -106,6 +111,7 @@ impl AioCounts {
             completed_elsewhere,
             advised,
             taken_back,
+            dropped_behind,
         ] {
             e.u64(*c);
         }
@@ -124,6 +130,7 @@ impl AioCounts {
             completed_elsewhere: d.u64()?,
             advised: d.u64()?,
             taken_back: d.u64()?,
+            dropped_behind: d.u64()?,
             latency: [
                 LatencyHistogram::restore_optional(d)?,
                 LatencyHistogram::restore_optional(d)?,
@@ -147,6 +154,7 @@ impl AioCounts {
             AioEvent::CompletedElsewhere => &mut self.completed_elsewhere,
             AioEvent::Advised => &mut self.advised,
             AioEvent::TakenBack => &mut self.taken_back,
+            AioEvent::DroppedBehind => &mut self.dropped_behind,
         }
     }
 
@@ -161,6 +169,7 @@ impl AioCounts {
             AioEvent::CompletedElsewhere => self.completed_elsewhere,
             AioEvent::Advised => self.advised,
             AioEvent::TakenBack => self.taken_back,
+            AioEvent::DroppedBehind => self.dropped_behind,
         }
     }
 
@@ -187,6 +196,7 @@ impl AioCounts {
             && self.completed_elsewhere == 0
             && self.advised == 0
             && self.taken_back == 0
+            && self.dropped_behind == 0
             && self.latency.iter().flatten().all(|h| h.is_empty())
     }
 
@@ -199,6 +209,7 @@ impl AioCounts {
         self.completed_elsewhere += other.completed_elsewhere;
         self.advised += other.advised;
         self.taken_back += other.taken_back;
+        self.dropped_behind += other.dropped_behind;
         for op in AioLatencyOp::ALL {
             if let Some(h) = other.latency(op) {
                 self.latency[op as usize]

@@ -110,7 +110,7 @@ impl IoHistoryRow {
 pub struct AioHistoryRow {
     pub backend_type: BackendType,
     /// Per [`AioEvent`] in [`AIO_EVENTS`] order.
-    pub events: [u64; 8],
+    pub events: [u64; 9],
     /// I/Os in flight when the sample was taken.
     pub in_flight: u32,
     /// Per [`AioLatencyOp`] (read, write, fsync).
@@ -118,7 +118,7 @@ pub struct AioHistoryRow {
 }
 
 /// The event columns of the AIO views, in order.
-pub const AIO_EVENTS: [AioEvent; 8] = [
+pub const AIO_EVENTS: [AioEvent; 9] = [
     AioEvent::Started,
     AioEvent::Submission,
     AioEvent::QueueFull,
@@ -127,6 +127,7 @@ pub const AIO_EVENTS: [AioEvent; 8] = [
     AioEvent::CompletedElsewhere,
     AioEvent::Advised,
     AioEvent::TakenBack,
+    AioEvent::DroppedBehind,
 ];
 
 impl AioHistoryRow {

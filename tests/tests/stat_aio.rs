@@ -269,6 +269,7 @@ async fn stat_aio_columns_and_rows() {
         "completed_elsewhere",
         "advised",
         "taken_back",
+        "dropped_behind",
         "in_flight",
     ];
     let latency: Vec<String> = ["read", "write", "fsync"]
@@ -280,8 +281,8 @@ async fn stat_aio_columns_and_rows() {
     assert_eq!(names, expected);
     let types: Vec<&str> = columns.iter().map(|c| c[1].as_deref().unwrap()).collect();
     assert_eq!(types[2], "bigint");
-    assert_eq!(types[11], "double precision");
-    assert_eq!(types[26], "timestamp with time zone");
+    assert_eq!(types[12], "double precision");
+    assert_eq!(types[27], "timestamp with time zone");
 
     let backend_types = rows(&client, "SELECT backend_type, io_method FROM pg_stat_aio").await;
     assert!(backend_types.contains(&vec![Some("client backend".into()), Some("worker".into())]));

@@ -116,8 +116,10 @@ impl LeafReadAhead {
             // A segment's leaves are all read (it stops at the scan's limit), so its stream
             // skips the ramp-up from one block, as PostgreSQL's READ_STREAM_FULL streams do:
             // a new segment would otherwise wait for a read of 1, 2, 4, … leaves in turn.
+            // Leaves in key order are not in block order: no drop-behind (`drop_behind.rs`).
             config: ReadStreamConfig {
                 full: true,
+                drop_behind: 0,
                 ..config
             },
             stream: None,

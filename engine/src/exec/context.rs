@@ -77,6 +77,8 @@ pub struct StreamSettings {
     pub advice: ReadStreamAdvice,
     /// `read_stream_gap_limit`, in blocks.
     pub gap_limit: i32,
+    /// `read_stream_drop_behind`, in blocks.
+    pub drop_behind: i32,
     /// `nestloop_prefetch`.
     pub nestloop_prefetch: bool,
 }
@@ -90,6 +92,7 @@ impl Default for StreamSettings {
             io_combine_limit: 16,
             advice: ReadStreamAdvice::Pg18,
             gap_limit: 0,
+            drop_behind: 0,
             nestloop_prefetch: true,
         }
     }
@@ -104,6 +107,7 @@ impl StreamSettings {
             io_combine_limit: settings.effective_io_combine_limit(),
             advice: settings.read_stream_advice(),
             gap_limit: settings.read_stream_gap_limit(),
+            drop_behind: settings.read_stream_drop_behind(),
             nestloop_prefetch: settings.nestloop_prefetch(),
         }
     }
@@ -128,6 +132,7 @@ impl StreamSettings {
             io_combine_limit: self.io_combine_limit.max(1) as u32,
             advice: self.advice,
             gap_limit: self.gap_limit.max(0) as u32,
+            drop_behind: self.drop_behind.max(0) as u32,
             sequential,
             full: false,
             reads_in_session: false,

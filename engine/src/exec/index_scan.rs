@@ -1004,9 +1004,11 @@ impl Prober {
         blocks: Vec<(u32, T)>,
         pins: usize,
     ) -> ReadStream<T> {
+        // Blocks in key order jump back and forth: no drop-behind (`drop_behind.rs`).
         let config = ReadStreamConfig {
             reads_in_session: true,
             pin_limit: pins,
+            drop_behind: 0,
             ..self.stmt.stream_config(false, false)
         };
         let db = &self.stmt.db;

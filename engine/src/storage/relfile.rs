@@ -515,6 +515,35 @@ impl RelFile {
         let file = self.segment(segno, create)?;
         Ok((file.as_raw_fd(), offset))
     }
+
+    /// Ask the kernel to drop `blocks` from the page cache (`posix_fadvise(DONTNEED)`, one
+    /// call per segment they span; blocks past the end are ignored). Advisory: dirty pages
+    /// are written back instead of dropped, and what another reader has in hand stays. A
+    /// direct relation has nothing in the page cache to drop.
+    pub fn drop_cached(&self, blocks: std::ops::Range<u32>) -> io::Result<()> {
+        let end = blocks.end.min(self.nblocks());
+        let mut blkno = blocks.start;
+        while blkno < end && !self.direct_io {
+            let (segno, offset) = self.locate(blkno);
+            let in_segment = (end - blkno).min(self.segment_blocks - blkno % self.segment_blocks);
+            let file = self.segment(segno, false)?;
+            let len = in_segment as usize * BLCKSZ;
+            // SAFETY: a plain system call on a descriptor we own; it reads no memory of ours.
+            let rc = unsafe {
+                libc::posix_fadvise(
+                    file.as_raw_fd(),
+                    offset as libc::off_t,
+                    len as libc::off_t,
+                    libc::POSIX_FADV_DONTNEED,
+                )
+            };
+            if rc != 0 {
+                return Err(io::Error::from_raw_os_error(rc));
+            }
+            blkno += in_segment;
+        }
+        Ok(())
+    }
 }
 
 /// `<data_dir>/base/<relfilenode>[.<segno>]`.

@@ -151,6 +151,13 @@
 //! per block; an uncached one is read by the kernel after the advice, several at once
 //! (docs/benchmarks/nested-loops.md). With direct I/O the reads go to the I/O method.
 //!
+//! # Dropping behind (iolab's `read_stream_drop_behind`)
+//!
+//! With `read_stream_drop_behind = N`, a stream that moves forward through a buffered
+//! relation tells the kernel to drop every N blocks it has handed out from the page cache,
+//! and the rest at its end (`drop_behind.rs`). 0 (the default) is PostgreSQL's behaviour.
+//! Index scans' streams, whose blocks jump back and forth, never drop.
+//!
 //! # Invariants (asserted)
 //!
 //! * The queue never holds more than `max_pinned_buffers` entries, plus one read's worth.
@@ -163,11 +170,13 @@ use std::sync::Arc;
 
 use iolab_catalog::PgError;
 use iolab_settings::ReadStreamAdvice;
+use iolab_stats::AioEvent;
 
 use crate::accounting::{Buffers, IoAccount};
 use crate::aio::{AioSystem, InFlightIo, Issuer};
 use crate::buffer::{BufferPool, BufferRing, PinnedBuffer, ReadByOther, RingKind, StartedRead};
 use crate::storage::relfile::RelFile;
+use crate::stream::drop_behind::DropBehind;
 
 /// The refill batch is `max_ios / REFILL_FRACTION` reads, at most `MAX_REFILL_BATCH`.
 const REFILL_FRACTION: usize = 8;
@@ -183,6 +192,9 @@ pub struct ReadStreamConfig {
     pub advice: ReadStreamAdvice,
     /// Most unrequested blocks read through to join two reads (`read_stream_gap_limit`).
     pub gap_limit: u32,
+    /// Drop consumed blocks from the page cache in steps of this many (`read_stream_drop_behind`,
+    /// 0 = never; see `drop_behind.rs`). Only for streams whose blocks go forward.
+    pub drop_behind: u32,
     /// The caller promises sequential access (PostgreSQL's `READ_STREAM_SEQUENTIAL`).
     pub sequential: bool,
     /// Skip the ramp-up (`READ_STREAM_FULL`).
@@ -244,6 +256,8 @@ pub enum StreamEvent {
     },
     /// Block `blkno` was found in the pool.
     Hit { blkno: u32 },
+    /// Blocks `from..to` were dropped from the page cache (`read_stream_drop_behind`).
+    DroppedBehind { from: u32, to: u32 },
     /// Block `blkno` was being read already (by another thread, or by an earlier read of
     /// this stream); the consumer waits for that read.
     BeingRead { blkno: u32 },
@@ -326,6 +340,8 @@ pub struct ReadStream<T: Send> {
     /// First block of the sequential region being advised (pg18 rule).
     seq_until_processed: Option<u32>,
     fast_path: bool,
+    /// Consumed blocks not yet dropped from the page cache (`None`: drop-behind is off).
+    drop_behind: Option<DropBehind>,
     stats: ReadStreamStats,
     trace: Option<Vec<StreamEvent>>,
 }
@@ -423,6 +439,7 @@ impl<T: Send> ReadStream<T> {
             seq_blocknum: None,
             seq_until_processed: None,
             fast_path: false,
+            drop_behind: DropBehind::new(config.drop_behind).filter(|_| !direct),
             stats: ReadStreamStats {
                 capacity: max_pinned as u64,
                 ..ReadStreamStats::default()
@@ -488,10 +505,12 @@ impl<T: Send> ReadStream<T> {
         loop {
             if self.queue.is_empty() {
                 if self.distance == 0 {
+                    self.drop_rest();
                     return Ok(None);
                 }
                 self.look_ahead()?;
                 if self.queue.is_empty() {
+                    self.drop_rest();
                     return Ok(None);
                 }
             }
@@ -532,6 +551,7 @@ impl<T: Send> ReadStream<T> {
                 && self.pending.is_none()
                 && self.unget.is_none()
                 && std::mem::size_of::<T>() == 0;
+            self.handed_out(entry.blkno);
             self.acct.maybe_flush();
             return Ok(Some((buffer, data)));
         }
@@ -562,6 +582,7 @@ impl<T: Send> ReadStream<T> {
                     && matches!(self.queue.front().map(|e| &e.slot), Some(Slot::Ready(_)));
             }
         }
+        self.handed_out(entry.blkno);
         self.acct.maybe_flush();
         Ok(Some((buffer, data)))
     }
@@ -902,8 +923,51 @@ impl<T: Send> ReadStream<T> {
         }
         self.queue.clear();
         self.pending = None;
+        self.unget = None;
         self.fast_path = false;
         assert_eq!(self.issuer.in_flight(), 0, "stream left I/O in flight");
+        self.drop_rest();
+    }
+
+    /// Block `blkno` goes to the consumer: drop what is due behind it (see `drop_behind.rs`).
+    fn handed_out(&mut self, blkno: u32) {
+        if let Some(due) = self.drop_behind.as_mut().and_then(|d| d.consumed(blkno)) {
+            self.drop_cached(due);
+        }
+    }
+
+    /// At the end of the stream: drop the rest of what was consumed.
+    fn drop_rest(&mut self) {
+        if let Some(rest) = self.drop_behind.as_ref().and_then(DropBehind::rest) {
+            self.drop_cached(rest);
+        }
+    }
+
+    /// Drop `blocks` from the page cache unless one of them is still queued, about to be
+    /// read or being read by this stream (then they are offered again later). The call's
+    /// time counts as wait time, as advice's does.
+    fn drop_cached(&mut self, blocks: std::ops::Range<u32>) {
+        let busy = self.queue.iter().any(|e| blocks.contains(&e.blkno))
+            || self.pending.as_ref().is_some_and(|p| {
+                p.blkno < blocks.end && blocks.start < p.blkno + p.data.len() as u32
+            })
+            || self.unget.as_ref().is_some_and(|(b, _)| blocks.contains(b));
+        if busy {
+            return;
+        }
+        let drop_behind = self.drop_behind.as_mut().expect("drop-behind is on");
+        drop_behind.dropped(blocks.clone());
+        let at = self.buffers();
+        let timer = self.acct.start_timer();
+        // Advisory, as the advice is: a failure leaves pages cached, nothing else.
+        if self.rel.drop_cached(blocks.clone()).is_ok() {
+            self.acct.aio_event(AioEvent::DroppedBehind);
+        }
+        self.acct.issued(at, timer);
+        self.record(StreamEvent::DroppedBehind {
+            from: blocks.start,
+            to: blocks.end,
+        });
     }
 }
 
@@ -966,6 +1030,7 @@ mod tests {
             io_combine_limit: combine,
             advice,
             gap_limit: 0,
+            drop_behind: 0,
             sequential,
             full: false,
             reads_in_session: false,
@@ -1386,6 +1451,101 @@ mod tests {
                 .iter()
                 .all(|e| !matches!(e, Read { advised: true, .. })));
             assert!(f.aio.rows().is_empty(), "no handle left in use");
+        }
+    }
+
+    /// Whether `rel` lives on tmpfs, whose pages are the files and cannot be dropped.
+    fn on_tmpfs(rel: &RelFile) -> bool {
+        let path =
+            std::ffi::CString::new(rel.segment_path(0).into_os_string().into_encoded_bytes());
+        let mut fs = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+        // SAFETY: a NUL-terminated path and a statfs buffer the call fills in.
+        let rc = unsafe { libc::statfs(path.unwrap().as_ptr(), fs.as_mut_ptr()) };
+        assert_eq!(rc, 0);
+        // SAFETY: statfs succeeded and filled it in.
+        unsafe { fs.assume_init() }.f_type == libc::TMPFS_MAGIC
+    }
+
+    /// Blocks of `rel`'s first segment that are in the page cache now (`mincore`).
+    fn cached_blocks(rel: &RelFile) -> Vec<u32> {
+        let file = std::fs::File::open(rel.segment_path(0)).unwrap();
+        let len = file.metadata().unwrap().len() as usize;
+        let page = 4096;
+        let mut resident = vec![0u8; len.div_ceil(page)];
+        // SAFETY: a read-only shared mapping of a file we opened, unmapped before return;
+        // mincore writes one byte per page into `resident`, which has room for them all.
+        unsafe {
+            use std::os::unix::io::AsRawFd;
+            let addr = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            );
+            assert_ne!(addr, libc::MAP_FAILED);
+            assert_eq!(libc::mincore(addr, len, resident.as_mut_ptr()), 0);
+            libc::munmap(addr, len);
+        }
+        let per_block = BLCKSZ / page;
+        (0..(len / BLCKSZ) as u32)
+            .filter(|&b| {
+                let first = b as usize * per_block;
+                resident[first..first + per_block]
+                    .iter()
+                    .any(|r| r & 1 == 1)
+            })
+            .collect()
+    }
+
+    fn dropped_ranges(events: &[StreamEvent]) -> Vec<(u32, u32)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::DroppedBehind { from, to } => Some((*from, *to)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `read_stream_drop_behind`: every 16 consumed blocks (and the holes between them) leave
+    /// the page cache, the rest at the end; blocks the stream never reached stay. Each drop
+    /// starts at the 2 MiB boundary below (block 0 here), in case a large folio straddled
+    /// the end of the one before (`drop_behind.rs`). (On tmpfs,
+    /// whose pages are the files, only the calls are checked.)
+    #[test]
+    fn drop_behind_empties_the_page_cache_behind_the_consumer() {
+        for method in [IoMethod::Sync, IoMethod::Worker, IoMethod::IoUring] {
+            let f = fixture("stream-drop-behind", 40, method);
+            f.rel.sync().unwrap();
+            let droppable = !on_tmpfs(&f.rel);
+            let all: Vec<u32> = (0..40).collect();
+            let expect_cached = |want: &[u32]| {
+                if droppable {
+                    assert_eq!(cached_blocks(&f.rel), want, "{method:?}");
+                }
+            };
+            expect_cached(&all);
+            // A bitmap heap scan's kind of source: forward, with holes.
+            let blocks: Vec<u32> = (0..40).filter(|b| b % 5 != 4).collect();
+            let events = run(&f, &config(4, 4, ReadStreamAdvice::Pg18, false), &blocks);
+            assert_eq!(dropped_ranges(&events), [], "{method:?}: off by default");
+            expect_cached(&all);
+            f.pool
+                .evict_relation(f.rel.relfilenode(), &mut IoAccount::default())
+                .unwrap();
+            let cfg = ReadStreamConfig {
+                drop_behind: 16,
+                ..config(4, 4, ReadStreamAdvice::Pg18, false)
+            };
+            let events = run(&f, &cfg, &blocks);
+            assert_eq!(
+                dropped_ranges(&events),
+                [(0, 16), (0, 32), (0, 39)],
+                "{method:?}"
+            );
+            expect_cached(&[39]);
         }
     }
 

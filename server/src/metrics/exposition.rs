@@ -47,6 +47,7 @@ fn aio_metric(event: AioEvent) -> &'static str {
         AioEvent::CompletedElsewhere => "iolab_aio_completed_elsewhere_total",
         AioEvent::Advised => "iolab_aio_advised_total",
         AioEvent::TakenBack => "iolab_aio_taken_back_total",
+        AioEvent::DroppedBehind => "iolab_aio_dropped_behind_total",
     }
 }
 

@@ -45,7 +45,7 @@ fn latency_columns(ops: &[&str]) -> String {
 }
 
 const AIO_EVENT_COLUMNS: &str = "ios bigint, submissions bigint, queue_full bigint, \
-    completion_waits bigint, handle_waits bigint, completed_elsewhere bigint, advised bigint, taken_back bigint, in_flight bigint";
+    completion_waits bigint, handle_waits bigint, completed_elsewhere bigint, advised bigint, taken_back bigint, dropped_behind bigint, in_flight bigint";
 
 fn aio_ops() -> Vec<&'static str> {
     AioLatencyOp::ALL.iter().map(|op| op.name()).collect()
