@@ -20,8 +20,8 @@
 //!   extensions (PostgreSQL always has plpgsql); `\dS` lists iolab's catalogs only.
 //! - `\d+` of a catalog view has an empty `View definition:`; `\dTS` lists only the
 //!   built-in types iolab knows.
-//! - `'t'::regclass` alone shows the table's OID, not its name (`'t'::regclass::text`
-//!   and `oid::regclass` show the name).
+//! - `'t'::regclass` shows the table's name in a query's select list, as in PostgreSQL,
+//!   but its OID in a subquery's or in a UNION's.
 
 use iolab_tests::TestServer;
 
@@ -335,6 +335,20 @@ fn system_functions() {
     assert_eq!(
         one("SELECT relname FROM pg_class WHERE oid = 'eic_uniform'::regclass"),
         "eic_uniform"
+    );
+    // Shown by name, in columns named as PostgreSQL names them (psql's header line).
+    let out = server.psql_ok(&[
+        "-A",
+        "-c",
+        "SELECT 't2'::regclass, c.oid::regclass, 'int4'::regtype AS t, c.relnamespace::regnamespace \
+         FROM pg_class c WHERE c.relname = 'eic_uniform'",
+    ]);
+    assert_eq!(
+        out.lines().take(2).collect::<Vec<_>>(),
+        [
+            "regclass|oid|t|relnamespace",
+            "t2|eic_uniform|integer|public"
+        ]
     );
     assert_eq!(
         one("SELECT quote_ident('Foo'), pg_get_userbyid(10), pg_encoding_to_char(6)"),

@@ -81,7 +81,7 @@ use iolab_engine::Database;
 use iolab_settings::SessionSettings;
 use parking_lot::Mutex;
 
-pub use rewrite::{qualify_catalog_relations, rewrite_for_datafusion};
+pub use rewrite::{qualify_catalog_relations, rewrite_for_datafusion, show_reg_literals_as_names};
 use snapshot::Snapshot;
 use tables::{CatalogSchema, SharedCatalogState, Which};
 

@@ -17,8 +17,10 @@
 //!
 //! A `reg*` cast of a string literal becomes the OID (what a comparison with an `oid`
 //! column or a size function needs); of anything else (a column, a number), the name
-//! (what a select list shows). So `SELECT 't'::regclass` shows the OID where PostgreSQL
-//! shows `t`, and `WHERE relid = 16384::regclass` compares with a name.
+//! (what a select list shows). So `WHERE relid = 16384::regclass` compares with a name.
+//! A literal's cast that is a whole item of a query's select list shows the name, as in
+//! PostgreSQL ([`show_reg_literals_as_names`], on the parsed statement); one in a subquery's
+//! select list stays the OID.
 //!
 //! The rewrite works on sqlparser's tokens (strings, comments and quoted identifiers stay
 //! intact) and returns the text unchanged, without tokenizing, when nothing in it could
@@ -62,6 +64,18 @@ const TRIGGERS: &[&str] = &[
     "::aclitem",
     "local",
 ];
+
+/// The `reg*` types whose casts become calls of `<type>in` / `<type>out`.
+const REG_TYPES: [&str; 4] = ["regclass", "regtype", "regnamespace", "regrole"];
+
+/// The `reg*` type a call of `function` stands for, if it is one of the calls a cast was
+/// rewritten into (`regclassout` → `regclass`): result columns are named as the cast's.
+pub fn reg_cast_type(function: &str) -> Option<&'static str> {
+    let ty = function
+        .strip_suffix("in")
+        .or_else(|| function.strip_suffix("out"))?;
+    REG_TYPES.into_iter().find(|t| *t == ty)
+}
 
 /// See the module documentation.
 pub fn rewrite_for_datafusion(sql: &str) -> Cow<'_, str> {
@@ -378,13 +392,7 @@ fn rewrite_casts(tokens: Vec<Token>) -> Vec<Token> {
             i = after;
             continue;
         }
-        let family = match ty.as_str() {
-            "regclass" => "regclass",
-            "regtype" => "regtype",
-            "regnamespace" => "regnamespace",
-            "regrole" => "regrole",
-            _ => "",
-        };
+        let family = REG_TYPES.into_iter().find(|t| *t == ty).unwrap_or("");
         if family.is_empty() || is_array {
             out.push(tokens[i].clone());
             i += 1;
@@ -514,6 +522,48 @@ pub fn qualify_catalog_relations(stmt: &mut ast::Statement) {
     let _ = stmt.visit(&mut Qualify);
 }
 
+/// In the select list of a query (not of a subquery, nor of `INSERT … SELECT`), a `reg*`
+/// cast of a literal shows the name, as PostgreSQL's does: `regclassin('t')` (the OID, see
+/// the module documentation) becomes `regclassout(regclassin('t'))`, which still fails for
+/// a relation that does not exist.
+pub fn show_reg_literals_as_names(stmt: &mut ast::Statement) {
+    let ast::Statement::Query(query) = stmt else {
+        return;
+    };
+    let ast::SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    for item in &mut select.projection {
+        let (ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }) =
+            item
+        else {
+            continue;
+        };
+        let ast::Expr::Function(f) = e else {
+            continue;
+        };
+        let name = f
+            .name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(|i| i.value.as_str());
+        let Some(ty) = name.filter(|n| n.ends_with("in")).and_then(reg_cast_type) else {
+            continue;
+        };
+        let mut out = f.clone();
+        out.name = ast::ObjectName::from(vec![ast::Ident::new(format!("{ty}out"))]);
+        out.args = ast::FunctionArguments::List(ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
+                e.clone(),
+            ))],
+            clauses: vec![],
+        });
+        *e = ast::Expr::Function(out);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -610,6 +660,31 @@ mod tests {
         assert_eq!(
             rw("SELECT stxnamespace::pg_catalog.regnamespace::pg_catalog.text AS nsp"),
             "SELECT regnamespaceout(stxnamespace) AS nsp"
+        );
+    }
+
+    #[test]
+    fn a_literal_reg_cast_in_the_select_list_shows_the_name() {
+        let shown = |sql: &str| {
+            let mut stmt = Parser::parse_sql(&PostgreSqlDialect {}, &rw(sql))
+                .unwrap()
+                .remove(0);
+            show_reg_literals_as_names(&mut stmt);
+            stmt.to_string()
+        };
+        assert_eq!(
+            shown("SELECT 't'::regclass, 'int4'::regtype AS x, c.oid::regclass FROM pg_class c"),
+            "SELECT regclassout(regclassin('t')), regtypeout(regtypein('int4')) AS x, \
+             regclassout(c.oid) FROM pg_class c"
+        );
+        // Compared, or one level down, it stays the OID.
+        assert_eq!(
+            shown("SELECT x FROM (SELECT 't'::regclass AS x) s WHERE x = 't'::regclass"),
+            "SELECT x FROM (SELECT regclassin('t') AS x) s WHERE x = regclassin('t')"
+        );
+        assert_eq!(
+            shown("INSERT INTO r SELECT 't'::regclass"),
+            "INSERT INTO r SELECT regclassin('t')"
         );
     }
 

@@ -81,9 +81,17 @@ fn named(e: &Expr) -> Option<(String, Strength)> {
     match e {
         Expr::Identifier(id) => sure(&crate::sql::ddl::ident_name(id)),
         Expr::CompoundIdentifier(parts) => sure(&crate::sql::ddl::ident_name(parts.last()?)),
-        Expr::Function(f) => sure(&crate::sql::ddl::ident_name(
-            f.name.0.last().and_then(|p| p.as_ident())?,
-        )),
+        Expr::Function(f) => {
+            let name = crate::sql::ddl::ident_name(f.name.0.last().and_then(|p| p.as_ident())?);
+            match crate::pgcatalog::rewrite::reg_cast_type(&name) {
+                // A `reg*` cast, rewritten into a call: named as the cast was.
+                Some(ty) => match only_argument(f).and_then(named) {
+                    Some(inner) if inner.1 == Strength::Sure => Some(inner),
+                    _ => fallback(ty.to_string()),
+                },
+                None => sure(&name),
+            }
+        }
         Expr::Cast {
             expr, data_type, ..
         } => match named(expr) {
@@ -118,6 +126,17 @@ fn named(e: &Expr) -> Option<(String, Strength)> {
         Expr::Ceil { .. } => sure("ceil"),
         Expr::Floor { .. } => sure("floor"),
         Expr::TypedString(ts) => fallback(type_name(&ts.data_type)),
+        _ => None,
+    }
+}
+
+/// The one argument of a call like `f(x)`.
+fn only_argument(f: &ast::Function) -> Option<&Expr> {
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    match list.args.as_slice() {
+        [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => Some(e),
         _ => None,
     }
 }
@@ -284,6 +303,30 @@ mod tests {
                 &["x", "y", "z"]
             ),
             vec!["substr", "substring", "substring"]
+        );
+    }
+
+    /// `reg*` casts reach the parser as calls (`pgcatalog/rewrite.rs`) and are named as
+    /// PostgreSQL names the casts: after a column operand, else after the type.
+    #[test]
+    fn reg_casts_are_named_as_casts() {
+        let sql = crate::pgcatalog::rewrite::rewrite_for_datafusion(
+            "SELECT 't'::regclass, 16384::regclass, relation::regclass, l.database::regclass, \
+             'int4'::regtype, count(*)::regclass, regclassout FROM pg_locks l",
+        )
+        .into_owned();
+        assert!(sql.contains("regclassin('t')"), "{sql}");
+        assert_eq!(
+            names(&sql, &["a", "b", "c", "d", "e", "f", "g"]),
+            vec![
+                "regclass",
+                "regclass",
+                "relation",
+                "database",
+                "regtype",
+                "count",
+                "regclassout"
+            ]
         );
     }
 

@@ -303,6 +303,7 @@ pub(crate) fn parse_reading(
     }
     crate::explain::check_options(&stmt, &text, whole, offset)?;
     crate::pgcatalog::qualify_catalog_relations(&mut stmt);
+    crate::pgcatalog::show_reg_literals_as_names(&mut stmt);
     typed_literals::rewrite(&mut stmt, &text, reading)?;
     session_time::rewrite_syntax(&mut stmt);
     set_functions::name_function_columns(&mut stmt);
