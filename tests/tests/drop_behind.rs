@@ -8,7 +8,8 @@
 //! - a Bitmap Heap Scan drops the range from its first block to its last, holes included,
 //!   and leaves the blocks outside it alone;
 //! - with direct I/O there is nothing to drop, and nothing is counted;
-//! - `EXPLAIN (SETTINGS)` lists the setting when it is changed.
+//! - `EXPLAIN (SETTINGS)` lists the setting when it is changed, and `EXPLAIN (IO)` counts
+//!   the drops (` drops=` on the `I/O:` line).
 
 use std::os::unix::io::AsRawFd;
 
@@ -209,6 +210,19 @@ async fn check(name: &str, args: &[&str]) {
     assert!(
         inside.iter().all(|&b| near_an_end(b)),
         "{name}: {first}..={last}: {inside:?}"
+    );
+
+    // EXPLAIN (IO) counts the scan's drops on its `I/O:` line.
+    evict_clean(&client).await;
+    let lines = iolab_tests::plan(
+        &client,
+        "EXPLAIN (ANALYZE, IO, COSTS OFF) SELECT count(*) FROM t",
+    )
+    .await;
+    assert_eq!(
+        iolab_tests::figure(&lines, "I/O:", "drops="),
+        Some(((n + STEP_BLOCKS - 1) / STEP_BLOCKS) as f64),
+        "{name}: {lines:#?}"
     );
 }
 

@@ -15,8 +15,9 @@
 //! `read_latency_p50_us`, `read_latency_p99_us`, `read_latency_p999_us`, `read_latency_max_us`
 //! and of its read stream (PostgreSQL 19's EXPLAIN (IO)): `prefetch_capacity`,
 //! `prefetch_distance_max`, and the averages ×1000 `prefetch_distance_avg_milli`,
-//! `io_size_avg_milli` (blocks per read), `io_inprogress_avg_milli`, and `io_gap_blocks`
-//! (blocks read only to join two reads, `read_stream_gap_limit`).
+//! `io_size_avg_milli` (blocks per read), `io_inprogress_avg_milli`, `io_gap_blocks`
+//! (blocks read only to join two reads, `read_stream_gap_limit`) and `io_drops` (ranges
+//! dropped from the page cache, `read_stream_drop_behind`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -225,6 +226,7 @@ pub(crate) fn publish_io_metrics(
         ),
         ("io_size_avg_milli", avg_milli(st.io_blocks, st.ios)),
         ("io_gap_blocks", st.gap_blocks as usize),
+        ("io_drops", st.drops as usize),
         (
             "io_inprogress_avg_milli",
             avg_milli(st.inprogress_sum, st.distance_samples),

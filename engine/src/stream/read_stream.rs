@@ -217,6 +217,8 @@ pub struct ReadStreamStats {
     pub io_blocks: u64,
     /// Of those, blocks read only to join two reads (`read_stream_gap_limit`).
     pub gap_blocks: u64,
+    /// Ranges dropped from the page cache behind the consumer (`read_stream_drop_behind`).
+    pub drops: u64,
     /// Times the consumer had to wait for a read that was not complete.
     pub stalls: u64,
     /// Sum and count of the distance sampled at each read start, and its maximum.
@@ -236,6 +238,7 @@ impl ReadStreamStats {
         self.ios += other.ios;
         self.io_blocks += other.io_blocks;
         self.gap_blocks += other.gap_blocks;
+        self.drops += other.drops;
         self.stalls += other.stalls;
         self.distance_sum += other.distance_sum;
         self.distance_samples += other.distance_samples;
@@ -957,6 +960,7 @@ impl<T: Send> ReadStream<T> {
         }
         let drop_behind = self.drop_behind.as_mut().expect("drop-behind is on");
         drop_behind.dropped(blocks.clone());
+        self.stats.drops += 1;
         let at = self.buffers();
         let timer = self.acct.start_timer();
         // Advisory, as the advice is: a failure leaves pages cached, nothing else.

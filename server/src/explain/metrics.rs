@@ -105,6 +105,7 @@ pub fn read_stream(plan: &dyn ExecutionPlan) -> ReadStreamUsage {
         size_avg: milli_gauge(plan, "io_size_avg_milli"),
         inprogress_avg: milli_gauge(plan, "io_inprogress_avg_milli"),
         gap_blocks: gauge(plan, "io_gap_blocks"),
+        drops: gauge(plan, "io_drops"),
     }
 }
 

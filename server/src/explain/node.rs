@@ -194,6 +194,7 @@ impl Detail {
 /// Prefetch: avg=12.345 max=16 capacity=128      "Average Prefetch Distance", "Max Prefetch Distance", "Prefetch Capacity"
 /// I/O: stalls=3 size=15.983 inprogress=7.934    "I/O Stalls", "Average I/O Size", "Average I/Os In Progress"
 ///   … gap=120                                   iolab's "I/O Gap Blocks", when there were any
+///   … drops=17                                  iolab's "I/O Drop-Behind Calls", likewise
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ReadStreamUsage {
@@ -212,6 +213,9 @@ pub struct ReadStreamUsage {
     pub inprogress_avg: f64,
     /// Blocks read only to join two reads (`read_stream_gap_limit`); printed when some were.
     pub gap_blocks: u64,
+    /// Ranges dropped from the page cache behind the scan (`read_stream_drop_behind`);
+    /// printed when some were.
+    pub drops: u64,
 }
 
 /// iolab's `I/O Latency: read p50=… p99=… p99.9=… max=…`: submission to completion of a

@@ -12,7 +12,8 @@
 //! `… p99`, `… p99.9`, `… Max` (ms); with EXPLAIN (IO), after the node's own counters,
 //! `Average Prefetch Distance`, `Max Prefetch Distance`, `Prefetch Capacity`, `I/O Stalls`,
 //! `Average I/O Size`, `Average I/Os In Progress`, and iolab's `I/O Gap Blocks` (blocks read
-//! only to join two reads, `read_stream_gap_limit`).
+//! only to join two reads, `read_stream_gap_limit`) and `I/O Drop-Behind Calls`
+//! (`read_stream_drop_behind`).
 
 use crate::explain::node::{Buffers, Detail, Explained, PlanNode};
 use crate::explain::options::Format;
@@ -149,6 +150,7 @@ fn plan(em: &mut Emitter, n: &PlanNode, relationship: Option<&str>) {
                 em.float("Average I/O Size", s.size_avg, 3);
                 em.float("Average I/Os In Progress", s.inprogress_avg, 3);
                 em.number("I/O Gap Blocks", &s.gap_blocks.to_string());
+                em.number("I/O Drop-Behind Calls", &s.drops.to_string());
             }
             Detail::SortSpace { method, space, kb } => {
                 em.text("Sort Method", method);

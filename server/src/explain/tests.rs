@@ -699,8 +699,8 @@ fn disabled_and_index_scan_header() {
 }
 
 /// EXPLAIN (IO): `Prefetch:` always, `I/O:` only when the stream started reads, both
-/// after the node's own counters and before Buffers; all seven keys in JSON; ` gap=` only
-/// when the stream read gap blocks.
+/// after the node's own counters and before Buffers; all eight keys in JSON; ` gap=` and
+/// ` drops=` only when the stream read gap blocks or dropped blocks behind it.
 #[test]
 fn read_stream_lines() {
     let stream = ReadStreamUsage {
@@ -712,6 +712,7 @@ fn read_stream_lines() {
         size_avg: 1.0,
         inprogress_avg: 61.03,
         gap_blocks: 0,
+        drops: 0,
     };
     let mut scan = seq_scan_t();
     scan.actual = Some(Actual {
@@ -757,6 +758,7 @@ fn read_stream_lines() {
     assert_eq!(plan["Average I/O Size"], 1.0);
     assert_eq!(plan["Average I/Os In Progress"], 61.03);
     assert_eq!(plan["I/O Gap Blocks"], 0);
+    assert_eq!(plan["I/O Drop-Behind Calls"], 0);
     // No I/O key in the Buffers part when track_io_timing is off.
     assert!(plan.get("I/O Read Latency p50").is_none());
 
@@ -787,4 +789,18 @@ fn read_stream_lines() {
     let json = structured::render(&e, Format::Json);
     let parsed: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
     assert_eq!(parsed[0]["Plan"]["I/O Gap Blocks"], 29510);
+
+    // One that dropped what it read from the page cache says how many times.
+    e.plan.details[1] = Detail::ReadStream(ReadStreamUsage {
+        drops: 17,
+        ..stream
+    });
+    let out = text::render(&e);
+    assert!(
+        out.contains(&"  I/O: stalls=3 size=1.000 inprogress=61.030 drops=17".to_string()),
+        "{out:#?}"
+    );
+    let json = structured::render(&e, Format::Json);
+    let parsed: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert_eq!(parsed[0]["Plan"]["I/O Drop-Behind Calls"], 17);
 }

@@ -244,21 +244,25 @@ fn positive_members(members: &[(&str, u64)]) -> Option<String> {
 }
 
 /// EXPLAIN (IO): `Prefetch: avg=… max=… capacity=…`, then, when the stream started any
-/// read, `I/O: stalls=… size=… inprogress=…` (and iolab's ` gap=…` when it read gap blocks).
+/// read, `I/O: stalls=… size=… inprogress=…` (and iolab's ` gap=…` when it read gap blocks,
+/// ` drops=…` when it dropped blocks from the page cache behind it).
 fn read_stream(out: &mut Vec<String>, s: &ReadStreamUsage, pad: &str) {
     out.push(format!(
         "{pad}Prefetch: avg={:.3} max={} capacity={}",
         s.distance_avg, s.distance_max, s.capacity
     ));
     if s.reads > 0 {
-        let gap = if s.gap_blocks > 0 {
-            format!(" gap={}", s.gap_blocks)
-        } else {
-            String::new()
+        let extra = |key: &str, n: u64| match n {
+            0 => String::new(),
+            n => format!(" {key}={n}"),
         };
         out.push(format!(
-            "{pad}I/O: stalls={} size={:.3} inprogress={:.3}{gap}",
-            s.stalls, s.size_avg, s.inprogress_avg
+            "{pad}I/O: stalls={} size={:.3} inprogress={:.3}{}{}",
+            s.stalls,
+            s.size_avg,
+            s.inprogress_avg,
+            extra("gap", s.gap_blocks),
+            extra("drops", s.drops)
         ));
     }
 }
