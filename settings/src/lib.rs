@@ -504,7 +504,6 @@ macro_rules! typed_getters {
         pub fn read_stream_gap_limit(&self) -> i32 {
             self.value("read_stream_gap_limit").as_int()
         }
-
         /// `read_stream_drop_behind`, in 8 kB blocks: 0 = leave read blocks in the page cache.
         pub fn read_stream_drop_behind(&self) -> i32 {
             self.value("read_stream_drop_behind").as_int()

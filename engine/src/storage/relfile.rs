@@ -521,9 +521,12 @@ impl RelFile {
     /// are written back instead of dropped, and what another reader has in hand stays. A
     /// direct relation has nothing in the page cache to drop.
     pub fn drop_cached(&self, blocks: std::ops::Range<u32>) -> io::Result<()> {
+        if self.direct_io {
+            return Ok(());
+        }
         let end = blocks.end.min(self.nblocks());
         let mut blkno = blocks.start;
-        while blkno < end && !self.direct_io {
+        while blkno < end {
             let (segno, offset) = self.locate(blkno);
             let in_segment = (end - blkno).min(self.segment_blocks - blkno % self.segment_blocks);
             let file = self.segment(segno, false)?;
