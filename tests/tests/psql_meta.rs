@@ -20,8 +20,8 @@
 //!   extensions (PostgreSQL always has plpgsql); `\dS` lists iolab's catalogs only.
 //! - `\d+` of a catalog view has an empty `View definition:`; `\dTS` lists only the
 //!   built-in types iolab knows.
-//! - `'t'::regclass` shows the table's name in a query's select list, as in PostgreSQL,
-//!   but its OID in a subquery's or in a UNION's.
+//! - `'t'::regclass` shows the table's name in a query's select list (and its UNION's), as
+//!   in PostgreSQL, but its OID in a subquery's.
 
 use iolab_tests::TestServer;
 

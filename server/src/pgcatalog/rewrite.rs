@@ -18,9 +18,9 @@
 //! A `reg*` cast of a string literal becomes the OID (what a comparison with an `oid`
 //! column or a size function needs); of anything else (a column, a number), the name
 //! (what a select list shows). So `WHERE relid = 16384::regclass` compares with a name.
-//! A literal's cast that is a whole item of a query's select list shows the name, as in
-//! PostgreSQL ([`show_reg_literals_as_names`], on the parsed statement); one in a subquery's
-//! select list stays the OID.
+//! A literal's cast that is a whole item of a query's select list (or of its UNION's) shows
+//! the name, as in PostgreSQL ([`show_reg_literals_as_names`], on the parsed statement); one
+//! in a subquery's select list stays the OID.
 //!
 //! The rewrite works on sqlparser's tokens (strings, comments and quoted identifiers stay
 //! intact) and returns the text unchanged, without tokenizing, when nothing in it could
@@ -522,16 +522,25 @@ pub fn qualify_catalog_relations(stmt: &mut ast::Statement) {
     let _ = stmt.visit(&mut Qualify);
 }
 
-/// In the select list of a query (not of a subquery, nor of `INSERT … SELECT`), a `reg*`
-/// cast of a literal shows the name, as PostgreSQL's does: `regclassin('t')` (the OID, see
-/// the module documentation) becomes `regclassout(regclassin('t'))`, which still fails for
-/// a relation that does not exist.
+/// In the select lists of a query (and of each SELECT of its UNION, INTERSECT or EXCEPT;
+/// not of a subquery, nor of `INSERT … SELECT`), a `reg*` cast of a literal shows the name,
+/// as PostgreSQL's does: `regclassin('t')` (the OID, see the module documentation) becomes
+/// `regclassout(regclassin('t'))`, which still fails for a relation that does not exist.
 pub fn show_reg_literals_as_names(stmt: &mut ast::Statement) {
-    let ast::Statement::Query(query) = stmt else {
-        return;
-    };
-    let ast::SetExpr::Select(select) = query.body.as_mut() else {
-        return;
+    if let ast::Statement::Query(query) = stmt {
+        show_in_select_lists(query.body.as_mut());
+    }
+}
+
+fn show_in_select_lists(body: &mut ast::SetExpr) {
+    let select = match body {
+        ast::SetExpr::Select(select) => select,
+        ast::SetExpr::SetOperation { left, right, .. } => {
+            show_in_select_lists(left);
+            show_in_select_lists(right);
+            return;
+        }
+        _ => return,
     };
     for item in &mut select.projection {
         let (ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }) =
@@ -685,6 +694,10 @@ mod tests {
         assert_eq!(
             shown("INSERT INTO r SELECT 't'::regclass"),
             "INSERT INTO r SELECT regclassin('t')"
+        );
+        assert_eq!(
+            shown("SELECT 't'::regclass UNION ALL SELECT c.oid::regclass FROM pg_class c"),
+            "SELECT regclassout(regclassin('t')) UNION ALL SELECT regclassout(c.oid) FROM pg_class c"
         );
     }
 
