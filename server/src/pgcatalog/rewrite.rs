@@ -560,16 +560,7 @@ fn show_in_select_lists(body: &mut ast::SetExpr) {
         let Some(ty) = name.filter(|n| n.ends_with("in")).and_then(reg_cast_type) else {
             continue;
         };
-        let mut out = f.clone();
-        out.name = ast::ObjectName::from(vec![ast::Ident::new(format!("{ty}out"))]);
-        out.args = ast::FunctionArguments::List(ast::FunctionArgumentList {
-            duplicate_treatment: None,
-            args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
-                e.clone(),
-            ))],
-            clauses: vec![],
-        });
-        *e = ast::Expr::Function(out);
+        *e = crate::sql::calls::call(&format!("{ty}out"), vec![e.clone()]);
     }
 }
 

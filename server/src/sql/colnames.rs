@@ -85,7 +85,7 @@ fn named(e: &Expr) -> Option<(String, Strength)> {
             let name = crate::sql::ddl::ident_name(f.name.0.last().and_then(|p| p.as_ident())?);
             match crate::pgcatalog::rewrite::reg_cast_type(&name) {
                 // A `reg*` cast, rewritten into a call: named as the cast was.
-                Some(ty) => match only_argument(f).and_then(named) {
+                Some(ty) => match super::calls::only_argument(f).and_then(named) {
                     Some(inner) if inner.1 == Strength::Sure => Some(inner),
                     _ => fallback(ty.to_string()),
                 },
@@ -126,17 +126,6 @@ fn named(e: &Expr) -> Option<(String, Strength)> {
         Expr::Ceil { .. } => sure("ceil"),
         Expr::Floor { .. } => sure("floor"),
         Expr::TypedString(ts) => fallback(type_name(&ts.data_type)),
-        _ => None,
-    }
-}
-
-/// The one argument of a call like `f(x)`.
-fn only_argument(f: &ast::Function) -> Option<&Expr> {
-    let ast::FunctionArguments::List(list) = &f.args else {
-        return None;
-    };
-    match list.args.as_slice() {
-        [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => Some(e),
         _ => None,
     }
 }

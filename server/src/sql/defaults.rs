@@ -63,13 +63,7 @@ fn nextval_argument(expr: &ast::Expr) -> Option<String> {
     if name != "nextval" {
         return None;
     }
-    let ast::FunctionArguments::List(list) = &f.args else {
-        return None;
-    };
-    let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = list.args.as_slice() else {
-        return None;
-    };
-    let arg = match arg {
+    let arg = match crate::sql::calls::only_argument(f)? {
         ast::Expr::Cast {
             expr, data_type, ..
         } if data_type.to_string().eq_ignore_ascii_case("regclass") => expr.as_ref(),

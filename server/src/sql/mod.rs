@@ -28,6 +28,7 @@ pub mod alter_table;
 pub mod array_literals;
 pub mod array_text;
 pub mod bind;
+pub mod calls;
 pub mod checked_arithmetic;
 pub mod cluster;
 pub mod colnames;

@@ -62,12 +62,12 @@ use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::scalar::ScalarValue;
 use datafusion::sql::sqlparser::ast::{
-    self, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
-    ObjectName, VisitMut, VisitorMut,
+    self, Function, FunctionArg, FunctionArgExpr, FunctionArguments, VisitMut, VisitorMut,
 };
 use iolab_engine::values::SessionZone;
 use iolab_settings::SessionSettings;
 
+use super::calls::call;
 use super::datetime_text::{reads_into, writes_from, Direction, TextCast, TextSettings};
 use crate::pgcatalog::functions::is_text;
 use crate::pgcatalog::zoned_time::{timestamp, DateAdd, Timezone};
@@ -664,24 +664,4 @@ fn make_interval_positions(f: &Function) -> Option<Vec<ast::Expr>> {
 fn is_zoned_date_trunc(f: &Function) -> bool {
     function_named(f, "date_trunc")
         && matches!(&f.args, FunctionArguments::List(l) if l.args.len() == 3)
-}
-
-fn call(name: &str, args: Vec<ast::Expr>) -> ast::Expr {
-    ast::Expr::Function(Function {
-        name: ObjectName::from(vec![Ident::new(name)]),
-        uses_odbc_syntax: false,
-        parameters: FunctionArguments::None,
-        args: FunctionArguments::List(FunctionArgumentList {
-            duplicate_treatment: None,
-            args: args
-                .into_iter()
-                .map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a)))
-                .collect(),
-            clauses: Vec::new(),
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: Vec::new(),
-    })
 }

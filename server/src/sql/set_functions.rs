@@ -36,9 +36,8 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    self, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
-    Ident, ObjectName, ObjectNamePart, SelectItem, SetExpr, TableAlias, TableAliasColumnDef,
-    TableFactor, VisitMut, VisitorMut,
+    self, Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, ObjectNamePart, SelectItem,
+    SetExpr, TableAlias, TableAliasColumnDef, TableFactor, VisitMut, VisitorMut,
 };
 
 use iolab_catalog::{sqlstate, PgError, PgResult};
@@ -209,7 +208,7 @@ pub fn expand_select_list_series(stmt: &mut ast::Statement) -> PgResult<()> {
                     ));
                 }
                 let call = std::mem::replace(expr, Expr::value(ast::Value::Null));
-                *expr = unnest(call);
+                *expr = super::calls::call("unnest", vec![call]);
             }
             ControlFlow::Continue(())
         }
@@ -332,23 +331,6 @@ fn function_name(name: &ObjectName) -> Option<String> {
         ObjectNamePart::Identifier(name) => Some(ident_name(name)),
         _ => None,
     }
-}
-
-fn unnest(arg: Expr) -> Expr {
-    Expr::Function(Function {
-        name: ObjectName::from(vec![Ident::new("unnest")]),
-        uses_odbc_syntax: false,
-        parameters: FunctionArguments::None,
-        args: FunctionArguments::List(FunctionArgumentList {
-            duplicate_treatment: None,
-            args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))],
-            clauses: Vec::new(),
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: Vec::new(),
-    })
 }
 
 #[cfg(test)]
