@@ -433,6 +433,44 @@ pub async fn create_shuffled_t(client: &Client) {
         .expect("create t");
 }
 
+/// A new server (`shared_buffers = 16MB`, then `args`) with `t(a INT, filler TEXT)`: `rows`
+/// rows written in order of `i`, `a = i % 1000`, `filler = md5(i::text)`, an index on `a`,
+/// analyzed. A bitmap heap scan of a few values of `a` visits one block in about nine.
+pub async fn start_with_modulo_t(name: &str, args: &[&str], rows: i64) -> (TestServer, Client) {
+    let mut all = vec!["-c", "shared_buffers=16MB"];
+    all.extend_from_slice(args);
+    let server = TestServer::start_with(name, &all);
+    let client = server.client().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE t(a INT, filler TEXT);
+             INSERT INTO t SELECT i % 1000, md5(i::text)
+               FROM generate_series(1, {rows}) AS s(i) ORDER BY i;
+             CREATE INDEX ON t(a);
+             ANALYZE t;"
+        ))
+        .await
+        .expect("load");
+    (server, client)
+}
+
+/// The `pg_stat_aio` counter `column` of client backends, this session's counts flushed
+/// first.
+pub async fn client_aio_count(client: &Client, column: &str) -> i64 {
+    client
+        .batch_execute("SELECT pg_stat_force_next_flush()")
+        .await
+        .expect("flush");
+    int(
+        client,
+        &format!(
+            "SELECT coalesce(sum({column}), 0) FROM pg_stat_aio \
+             WHERE backend_type = 'client backend'"
+        ),
+    )
+    .await
+}
+
 /// Runs a script one statement per Query message, as `psql -f` sends a file. One
 /// `batch_execute` is one message, whose statements share an implicit transaction block
 /// that VACUUM and ALTER SYSTEM refuse. The script is split at semicolons, so it must

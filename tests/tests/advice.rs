@@ -15,7 +15,7 @@
 //! = 1` with direct I/O the scan waits at once for the read it just queued, and takes it
 //! back from the queue when no worker has started it yet.
 
-use iolab_tests::{evict_cold, int, rows, TestServer};
+use iolab_tests::{client_aio_count, evict_cold, int, rows, start_with_modulo_t, TestServer};
 use tokio_postgres::Client;
 
 const ROWS: i64 = 100_000;
@@ -24,15 +24,7 @@ const BITMAP: &str = "SELECT count(*) FROM t WHERE a < 5";
 const SEQ: &str = "SELECT count(*) FROM t";
 
 async fn advised(client: &Client) -> i64 {
-    client
-        .batch_execute("SELECT pg_stat_force_next_flush()")
-        .await
-        .unwrap();
-    int(
-        client,
-        "SELECT coalesce(sum(advised), 0) FROM pg_stat_aio WHERE backend_type = 'client backend'",
-    )
-    .await
+    client_aio_count(client, "advised").await
 }
 
 /// Runs `sql` cold (`t` out of the buffer pool and the page cache, so that reads wait for
@@ -45,23 +37,13 @@ async fn cold(server: &TestServer, client: &Client, sql: &str) -> (i64, i64) {
 }
 
 /// Starts a server with `args` and loads `t` (a = i % 1000, in order of i) with an index on
-/// `a`.
+/// `a`; effective_io_concurrency 64.
 async fn setup(name: &str, args: &[&str]) -> (TestServer, Client) {
-    let mut all = vec!["-c", "shared_buffers=16MB"];
-    all.extend_from_slice(args);
-    let server = TestServer::start_with(name, &all);
-    let client = server.client().await;
+    let (server, client) = start_with_modulo_t(name, args, ROWS).await;
     client
-        .batch_execute(&format!(
-            "CREATE TABLE t(a INT, filler TEXT);
-             INSERT INTO t SELECT i % 1000, md5(i::text)
-               FROM generate_series(1, {ROWS}) AS s(i) ORDER BY i;
-             CREATE INDEX ON t(a);
-             ANALYZE t;
-             SET effective_io_concurrency = 64;"
-        ))
+        .batch_execute("SET effective_io_concurrency = 64")
         .await
-        .expect("load");
+        .unwrap();
     let plan = rows(&client, &format!("EXPLAIN (COSTS OFF) {BITMAP}")).await;
     let plan: Vec<String> = plan.into_iter().filter_map(|r| r[0].clone()).collect();
     assert!(

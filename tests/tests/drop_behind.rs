@@ -13,7 +13,9 @@
 
 use std::os::unix::io::AsRawFd;
 
-use iolab_tests::{evict, evict_cold, int, rows, TestServer};
+use iolab_tests::{
+    client_aio_count, evict, evict_cold, int, rows, start_with_modulo_t, TestServer,
+};
 use tokio_postgres::Client;
 
 const ROWS: i64 = 100_000;
@@ -23,24 +25,6 @@ const BITMAP: &str = "SELECT count(*) FROM t WHERE a BETWEEN 500 AND 504";
 const STEP_BLOCKS: i64 = 32;
 /// Blocks in the largest folio of the kernel's page cache (2 MiB).
 const FOLIO_BLOCKS: i64 = 256;
-
-async fn setup(name: &str, args: &[&str]) -> (TestServer, Client) {
-    let mut all = vec!["-c", "shared_buffers=16MB"];
-    all.extend_from_slice(args);
-    let server = TestServer::start_with(name, &all);
-    let client = server.client().await;
-    client
-        .batch_execute(&format!(
-            "CREATE TABLE t(a INT, filler TEXT);
-             INSERT INTO t SELECT i % 1000, md5(i::text)
-               FROM generate_series(1, {ROWS}) AS s(i) ORDER BY i;
-             CREATE INDEX ON t(a);
-             ANALYZE t;"
-        ))
-        .await
-        .expect("load");
-    (server, client)
-}
 
 /// `t`'s (only) segment file.
 async fn heap_file(server: &TestServer, client: &Client) -> std::path::PathBuf {
@@ -84,16 +68,7 @@ async fn cached_blocks(server: &TestServer, client: &Client) -> Vec<i64> {
 }
 
 async fn dropped_behind(client: &Client) -> i64 {
-    client
-        .batch_execute("SELECT pg_stat_force_next_flush()")
-        .await
-        .unwrap();
-    int(
-        client,
-        "SELECT coalesce(sum(dropped_behind), 0) FROM pg_stat_aio \
-         WHERE backend_type = 'client backend'",
-    )
-    .await
+    client_aio_count(client, "dropped_behind").await
 }
 
 /// `t` out of the buffer pool, its pages in the page cache clean: dirty pages (hint bits the
@@ -109,7 +84,7 @@ async fn nblocks(client: &Client) -> i64 {
 
 /// A cold Seq Scan off and on, then a Bitmap Heap Scan on, under `args`' io_method.
 async fn check(name: &str, args: &[&str]) {
-    let (server, client) = setup(name, args).await;
+    let (server, client) = start_with_modulo_t(name, args, ROWS).await;
     let n = nblocks(&client).await;
     let all: Vec<i64> = (0..n).collect();
     assert_eq!(
@@ -244,7 +219,8 @@ async fn io_uring_drops_behind() {
 /// Direct I/O leaves the page cache alone: nothing to drop, nothing counted.
 #[tokio::test]
 async fn direct_io_has_nothing_to_drop() {
-    let (server, client) = setup("drop_behind_direct", &["-c", "debug_io_direct=data"]).await;
+    let (server, client) =
+        start_with_modulo_t("drop_behind_direct", &["-c", "debug_io_direct=data"], ROWS).await;
     evict_cold(&server, &client, "t").await;
     client
         .batch_execute("SET read_stream_drop_behind = '256kB'")
