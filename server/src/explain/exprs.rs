@@ -20,7 +20,8 @@ use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 use datafusion::scalar::ScalarValue;
 use iolab_engine::plan::outer_param::OuterParam;
-use iolab_engine::values::arrow_type_name;
+use iolab_engine::values::output_text::{format_float8, text_value};
+use iolab_engine::values::{arrow_type_name, TextFormat};
 
 use crate::sql::checked_arithmetic::CheckedArithmetic;
 
@@ -64,8 +65,8 @@ pub fn deparse(expr: &Arc<dyn PhysicalExpr>, input: &Input) -> String {
             let items: Vec<String> = items.iter().map(|i| deparse(i, input)).collect();
             return format!("({})", items.join(word));
         }
-        let left = deparse(b.left(), input);
-        let right = deparse(b.right(), input);
+        let (left, right) = float_operands(b, input)
+            .unwrap_or_else(|| (deparse(b.left(), input), deparse(b.right(), input)));
         return match b.op() {
             Operator::IsNotDistinctFrom => format!("(NOT ({left} IS DISTINCT FROM {right}))"),
             op => format!("({left} {} {right})", operator(op)),
@@ -134,9 +135,144 @@ pub fn deparse(expr: &Arc<dyn PhysicalExpr>, input: &Input) -> String {
         if let (Some(op), [l, r]) = (CheckedArithmetic::op_named(f.name()), args.as_slice()) {
             return format!("({l} {} {r})", op.symbol());
         }
-        return format!("{}({})", f.name(), args.join(", "));
+        return function_call(f, args);
     }
     e.to_string()
+}
+
+/// A function call as PostgreSQL writes it: `EXTRACT(hour FROM e)` in SQL's syntax, and
+/// `length(b)` by the name the query most likely used (DataFusion calls `length`,
+/// `char_length` and `character_length` all `character_length`).
+fn function_call(f: &ScalarFunctionExpr, args: Vec<String>) -> String {
+    let field = f
+        .args()
+        .first()
+        .and_then(|a| match a.downcast_ref::<Literal>()?.value() {
+            ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => Some(s.clone()),
+            _ => None,
+        });
+    match (f.name(), field, args.as_slice()) {
+        ("extract", Some(field), [_, from]) => format!("EXTRACT({field} FROM {from})"),
+        ("character_length", _, _) => format!("length({})", args.join(", ")),
+        (name, _, _) => format!("{name}({})", args.join(", ")),
+    }
+}
+
+/// The operands of a binary operator with a double precision constant on one side, as
+/// PostgreSQL's parser would have typed them. It types a constant with a fraction as
+/// numeric and an integer one as integer, and casts the constant to the other operand's
+/// type: against a double precision operand it is a double precision constant
+/// (`(c > '5'::double precision)`); against an integer, cast to double precision by
+/// DataFusion, PostgreSQL casts the integer to numeric instead (`((a)::numeric > 5.5)`).
+/// None when neither or both operands are such constants.
+fn float_operands(b: &BinaryExpr, input: &Input) -> Option<(String, String)> {
+    match (float_constant(b.left()), float_constant(b.right())) {
+        (Some(v), None) => typed_against(v, b.right(), input),
+        (None, Some(v)) => typed_against(v, b.left(), input).map(|(c, other)| (other, c)),
+        _ => None,
+    }
+}
+
+/// (the constant, the other operand) as PostgreSQL writes them (see `float_operands`).
+fn typed_against(v: f64, other: &Arc<dyn PhysicalExpr>, input: &Input) -> Option<(String, String)> {
+    if other.data_type(input.schema).ok()? != DataType::Float64 {
+        return None;
+    }
+    let cast_integer = other.downcast_ref::<CastExpr>().filter(|c| {
+        c.expr()
+            .data_type(input.schema)
+            .is_ok_and(|t| t.is_integer())
+    });
+    if let Some(c) = cast_integer {
+        let constant = if v >= 0.0 {
+            literal(&ScalarValue::Float64(Some(v)))
+        } else {
+            format!("{}::numeric", quote(&float8_text(v)))
+        };
+        return Some((constant, format!("({})::numeric", deparse(c.expr(), input))));
+    }
+    let constant = format!("{}::double precision", quote(&float8_text(v)));
+    Some((constant, deparse(other, input)))
+}
+
+/// The value of a double precision constant, or of a constant cast to double precision.
+fn float_constant(e: &Arc<dyn PhysicalExpr>) -> Option<f64> {
+    let value = if let Some(l) = e.downcast_ref::<Literal>() {
+        l.value().clone()
+    } else if let Some(c) = e.downcast_ref::<CastExpr>() {
+        let l = c.expr().downcast_ref::<Literal>()?;
+        l.value().cast_to(c.cast_type()).ok()?
+    } else {
+        return None;
+    };
+    match value {
+        ScalarValue::Float64(Some(v)) => Some(v),
+        _ => None,
+    }
+}
+
+/// `float8out`'s text of `v`.
+fn float8_text(v: f64) -> String {
+    let mut out = Vec::new();
+    format_float8(v, 1, &mut out);
+    String::from_utf8(out).expect("float8out writes ASCII")
+}
+
+/// How an upper node shows a column of its input: PostgreSQL's ruleutils puts anything
+/// but a plain column reference (`a`, `t.a`, `"T"."A"`) in parentheses there, since the
+/// node refers to its input's value, not to the expression (`Sort Key: ((a + 1))`,
+/// `Output: a, (count(*))`).
+pub fn as_input_reference(text: String) -> String {
+    if is_column_reference(&text) {
+        text
+    } else {
+        format!("({text})")
+    }
+}
+
+/// `text` is one to three identifiers, plain or quoted, joined by dots.
+fn is_column_reference(text: &str) -> bool {
+    let mut parts = 0;
+    let mut rest = text;
+    loop {
+        let taken = if let Some(quoted) = rest.strip_prefix('"') {
+            let mut end = None;
+            let mut chars = quoted.char_indices().peekable();
+            while let Some((i, c)) = chars.next() {
+                if c == '"' {
+                    if chars.peek().is_some_and(|&(_, n)| n == '"') {
+                        chars.next();
+                    } else {
+                        end = Some(i + 2);
+                        break;
+                    }
+                }
+            }
+            match end {
+                Some(end) => end,
+                None => return false,
+            }
+        } else {
+            let first_ok = rest
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$');
+            let len = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+                .unwrap_or(rest.len());
+            if !first_ok || len == 0 {
+                return false;
+            }
+            len
+        };
+        parts += 1;
+        rest = &rest[taken..];
+        match rest.strip_prefix('.') {
+            Some(next) if parts < 3 => rest = next,
+            Some(_) => return false,
+            None => return rest.is_empty(),
+        }
+    }
 }
 
 /// An index condition as PostgreSQL 18 shows it: an OR of one column's equalities with
@@ -174,6 +310,60 @@ pub fn conjuncts(e: &Arc<dyn PhysicalExpr>) -> Vec<Arc<dyn PhysicalExpr>> {
     flatten(e, &Operator::And, &mut items);
     items.retain(|i| !i.as_ref().is::<DynamicFilterPhysicalExpr>());
     items
+}
+
+/// A node's filter conjuncts in the order PostgreSQL's planner puts them, which is the
+/// order EXPLAIN shows (and it evaluates): equalities go after the rest (the planner
+/// rebuilds them from its equivalence classes and appends them), then all are sorted,
+/// stably, by their estimated cost per row, cheapest first (`order_qual_clauses`).
+pub fn in_postgres_order(
+    quals: Vec<Arc<dyn PhysicalExpr>>,
+    schema: &Schema,
+) -> Vec<Arc<dyn PhysicalExpr>> {
+    let is_equality = |q: &Arc<dyn PhysicalExpr>| {
+        q.downcast_ref::<BinaryExpr>()
+            .is_some_and(|b| *b.op() == Operator::Eq)
+    };
+    let (equalities, mut ordered): (Vec<_>, Vec<_>) = quals.into_iter().partition(is_equality);
+    ordered.extend(equalities);
+    let mut costed: Vec<(f64, Arc<dyn PhysicalExpr>)> =
+        ordered.into_iter().map(|q| (cost(&q, schema), q)).collect();
+    costed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    costed.into_iter().map(|(_, q)| q).collect()
+}
+
+/// What PostgreSQL's `cost_qual_eval` charges for evaluating `e` once, in operator
+/// evaluations: one per operator and function (builtins cost 1), two for a cast through
+/// text (an output and an input function), half an operator per element of an `= ANY`
+/// list; column references, constants, NULL tests and AND / OR / NOT themselves nothing.
+fn cost(e: &Arc<dyn PhysicalExpr>, schema: &Schema) -> f64 {
+    let children: f64 = e.children().iter().map(|c| cost(c, schema)).sum();
+    let node = e.as_ref();
+    let own = if let Some(b) = node.downcast_ref::<BinaryExpr>() {
+        match b.op() {
+            Operator::And | Operator::Or => 0.0,
+            _ => 1.0,
+        }
+    } else if let Some(i) = node.downcast_ref::<InListExpr>() {
+        let constant = i.list().iter().all(|e| e.as_ref().is::<Literal>());
+        match constant {
+            true => 0.5 * i.list().len() as f64,
+            false => i.list().len() as f64,
+        }
+    } else if let Some(c) = node.downcast_ref::<CastExpr>() {
+        let is_string =
+            |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+        match c.expr().data_type(schema) {
+            Ok(from) if implicit_cast(&from, c.cast_type()) => 0.0,
+            Ok(from) if is_string(&from) || is_string(c.cast_type()) => 2.0,
+            _ => 1.0,
+        }
+    } else if node.is::<LikeExpr>() || node.is::<ScalarFunctionExpr>() {
+        1.0
+    } else {
+        0.0
+    };
+    own + children
 }
 
 /// A list of conjuncts as one qual, the way PostgreSQL shows an implicit-AND qual list.
@@ -277,7 +467,11 @@ fn in_list(i: &InListExpr, input: &Input) -> String {
     match values {
         Some(values) if !values.is_empty() => {
             let elems: Vec<String> = values.iter().map(|v| array_element(v)).collect();
-            let ty = arrow_type_name(&values[0].data_type());
+            // A smallint column's list is integers: PostgreSQL compares int2 with int4.
+            let ty = match values[0].data_type() {
+                DataType::Int16 => "integer".to_string(),
+                other => arrow_type_name(&other),
+            };
             let array = quote(&format!("{{{}}}", elems.join(",")));
             if i.negated() {
                 format!("({x} <> ALL ({array}::{ty}[]))")
@@ -324,14 +518,11 @@ fn array_element(v: &ScalarValue) -> String {
 fn value_text(v: &ScalarValue) -> String {
     match v {
         ScalarValue::Boolean(Some(b)) => if *b { "t" } else { "f" }.into(),
-        ScalarValue::Utf8(Some(s))
-        | ScalarValue::LargeUtf8(Some(s))
-        | ScalarValue::Utf8View(Some(s)) => s.clone(),
-        ScalarValue::TimestampMicrosecond(..)
-        | ScalarValue::TimestampMillisecond(..)
-        | ScalarValue::TimestampNanosecond(..)
-        | ScalarValue::TimestampSecond(..) => v.to_string().replace('T', " "),
-        other => other.to_string(),
+        other => other
+            .to_array()
+            .ok()
+            .and_then(|a| text_value(a.as_ref(), 0, &TextFormat::default()))
+            .unwrap_or_else(|| other.to_string()),
     }
 }
 

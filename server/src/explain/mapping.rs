@@ -45,16 +45,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{JoinSide, JoinType};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::functions_table::generate_series::{GenericSeriesState, TimestampValue};
 use datafusion::logical_expr::physical_planning_context::ScalarSubqueryResults;
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::logical_expr::{LogicalPlan, TableScan};
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
-use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::expressions::Literal;
+use datafusion::physical_expr::expressions::{CastExpr, Column};
 use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
 use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
@@ -90,7 +91,9 @@ use iolab_engine::Database;
 use iolab_settings::quote_identifier;
 
 use crate::explain::costs::{self, CostParams};
-use crate::explain::exprs::{as_index_cond, conjuncts, deparse, deparse_qual, Input};
+use crate::explain::exprs::{
+    as_index_cond, as_input_reference, conjuncts, deparse, deparse_qual, in_postgres_order, Input,
+};
 use crate::explain::hash_table;
 use crate::explain::instrument::{peel, NodeStats};
 use crate::explain::metrics;
@@ -98,6 +101,7 @@ use crate::explain::node::{
     Actual, Buffers, Child, Costs, Detail, IndexTarget, PlanNode, Relation, SortSpaceType,
 };
 use crate::explain::options::ExplainOptions;
+use crate::explain::window_frame::frame_clause;
 use crate::pgcatalog::view_scan::ViewScanExec;
 
 /// What the mapping needs besides the plan.
@@ -140,24 +144,51 @@ pub struct ScanName {
     pub alias: String,
     /// A function's one column (`generate_series(1, 3) g` names it `g`).
     pub column: Option<String>,
+    /// The table columns the scan reads (all of them when the plan does not say).
+    pub projection: Vec<usize>,
+}
+
+/// The columns a logical table scan reads.
+fn scan_projection(ts: &TableScan) -> Vec<usize> {
+    match &ts.projection {
+        Some(p) => p.clone(),
+        None => (0..ts.source.schema().fields().len()).collect(),
+    }
 }
 
 /// The names a query gives its tables and function scans, in the order the plan reads
-/// them.
-pub fn scan_aliases(plan: &LogicalPlan) -> Vec<ScanName> {
+/// them. The names come from the query's plan, the columns each scan reads from the
+/// optimized plan (the physical plan's scans read those; `Mapper::new` matches on them):
+/// the optimizer takes a name off a scan it puts a filter above.
+pub fn scan_aliases(plan: &LogicalPlan, optimized: &LogicalPlan) -> Vec<ScanName> {
+    let mut named = scans(plan);
+    let read = scans(optimized);
+    let same_scans =
+        named.len() == read.len() && named.iter().zip(&read).all(|(n, r)| n.table == r.table);
+    if same_scans {
+        for (n, r) in named.iter_mut().zip(read) {
+            n.projection = r.projection;
+        }
+    }
+    named
+}
+
+/// The relations `plan` reads, in order, as its scans and aliases name them.
+fn scans(plan: &LogicalPlan) -> Vec<ScanName> {
     fn walk(plan: &LogicalPlan, out: &mut Vec<ScanName>) {
         match plan {
             LogicalPlan::SubqueryAlias(sa) => {
                 let alias = sa.alias.table().to_string();
                 if let LogicalPlan::TableScan(ts) = sa.input.as_ref() {
                     let table = ts.table_name.table().to_string();
-                    let column = table
-                        .ends_with("()")
-                        .then(|| sa.schema.field(0).name().clone());
+                    let column = (sa.schema.fields().first())
+                        .filter(|_| table.ends_with("()"))
+                        .map(|f| f.name().clone());
                     out.push(ScanName {
                         table,
                         alias,
                         column,
+                        projection: scan_projection(ts),
                     });
                     return;
                 }
@@ -171,6 +202,7 @@ pub fn scan_aliases(plan: &LogicalPlan) -> Vec<ScanName> {
                                 table,
                                 alias,
                                 column,
+                                projection: scan_projection(ts),
                             });
                             return;
                         }
@@ -185,6 +217,7 @@ pub fn scan_aliases(plan: &LogicalPlan) -> Vec<ScanName> {
                     alias: table.trim_end_matches("()").to_string(),
                     table,
                     column,
+                    projection: scan_projection(ts),
                 });
                 return;
             }
@@ -218,6 +251,18 @@ impl<'a> Mapper<'a> {
         root: &Arc<dyn ExecutionPlan>,
         mut logical_aliases: Vec<ScanName>,
     ) -> Mapper<'a> {
+        // A name the query uses twice (the same table in a subquery) is `t`, then `t_1`,
+        // `t_2` …, in the order the query lists them, as PostgreSQL names its range table.
+        for at in 1..logical_aliases.len() {
+            let taken = |name: &str| logical_aliases[..at].iter().any(|n| n.alias == name);
+            if taken(&logical_aliases[at].alias) {
+                let base = logical_aliases[at].alias.clone();
+                logical_aliases[at].alias = (1..)
+                    .map(|n| format!("{base}_{n}"))
+                    .find(|candidate| !taken(candidate))
+                    .expect("some number is free");
+            }
+        }
         let mut aliases = HashMap::new();
         let mut functions = HashMap::new();
         let mut relations = 0;
@@ -226,14 +271,21 @@ impl<'a> Mapper<'a> {
         let mut walk_stack = vec![root];
         while let Some(plan) = walk_stack.pop() {
             let (inner, _) = peel(plan);
-            if let Some((table, _)) = scanned_table(inner.as_ref()) {
+            if let Some((table, projection)) = scanned_table(inner.as_ref()) {
                 relations += 1;
-                let alias = match logical_aliases.iter().position(|n| n.table == table.name) {
+                // The physical plan may read a table's scans in another order than the
+                // query lists them (a join's sides swapped): the scan that reads the same
+                // columns is the one meant, if there is one.
+                let same_table = |n: &ScanName| n.table == table.name;
+                let at = logical_aliases
+                    .iter()
+                    .position(|n| same_table(n) && n.projection == projection)
+                    .or_else(|| logical_aliases.iter().position(same_table));
+                let alias = match at {
                     Some(i) => logical_aliases.remove(i).alias,
                     None => table.name.clone(),
                 };
-                // A name used already (the same table in a subquery) gets `_1`, `_2` …, as
-                // PostgreSQL names it in EXPLAIN.
+                // A name used already (a scan the query does not name) gets `_1`, `_2` ….
                 let taken = |name: &String| aliases.values().any(|a| a == name);
                 let unique = match taken(&alias) {
                     true => (1..)
@@ -252,6 +304,7 @@ impl<'a> Mapper<'a> {
                         table: called,
                         alias: function.to_string(),
                         column: None,
+                        projection: Vec::new(),
                     },
                 };
                 let scan = FunctionScan {
@@ -334,7 +387,12 @@ impl<'a> Mapper<'a> {
             b.temp_write_ns = temp.temp_write_ns;
         }
         if self.opts.verbose {
-            node.output = Some(self.output(top));
+            let mut output = self.output(top);
+            // A Sort or a Limit passes its input's rows on: its columns refer to them.
+            if visible.is::<SortExec>() || is_limit {
+                output = output.into_iter().map(as_input_reference).collect();
+            }
+            node.output = Some(output);
         }
         if !filters.is_empty() {
             let is_scan =
@@ -350,7 +408,13 @@ impl<'a> Mapper<'a> {
             let mut quals = Vec::new();
             let mut texts = Vec::new();
             for (f, _) in filters.iter().rev() {
-                for p in conjuncts(f.predicate()) {
+                let schema = f.input().schema();
+                // An IN list DataFusion made ORs of is PostgreSQL's `= ANY` (as in an
+                // index condition).
+                let listed = (conjuncts(f.predicate()).iter())
+                    .map(|q| as_index_cond(q, &schema))
+                    .collect();
+                for p in in_postgres_order(listed, &schema) {
                     any_qual = true;
                     let text = self.expr(&p, f.input(), prefix);
                     if !covered.contains(&text) {
@@ -656,7 +720,9 @@ impl<'a> Mapper<'a> {
                 details.push(Detail::List {
                     label: "Presorted Key",
                     items: presorted_exprs
-                        .map(|s| self.expr(&s.expr, sort.input(), self.prefix_upper))
+                        .map(|s| {
+                            as_input_reference(self.expr(&s.expr, sort.input(), self.prefix_upper))
+                        })
                         .collect(),
                 });
             }
@@ -955,7 +1021,7 @@ impl<'a> Mapper<'a> {
                     let keys: Vec<String> = w
                         .partition_by()
                         .iter()
-                        .map(|e| self.expr(e, &input, upper))
+                        .map(|e| as_input_reference(self.expr(e, &input, upper)))
                         .collect();
                     parts.push(format!("PARTITION BY {}", keys.join(", ")));
                 }
@@ -963,6 +1029,12 @@ impl<'a> Mapper<'a> {
                     let keys = self.sort_keys(w.order_by().iter(), &input);
                     parts.push(format!("ORDER BY {}", keys.join(", ")));
                 }
+                let functions: Vec<&str> = exprs
+                    .iter()
+                    .map(|e| e.name().split('(').next().unwrap_or(""))
+                    .collect();
+                let ordered = !w.order_by().is_empty();
+                parts.extend(frame_clause(&functions, w.get_window_frame(), ordered));
                 details.push(Detail::Expr {
                     label: "Window",
                     text: format!("w1 AS ({})", parts.join(" ")),
@@ -1409,9 +1481,10 @@ impl<'a> Mapper<'a> {
             return Vec::new();
         };
         let alias = self.alias(scan, &table.name);
+        let schema = table_schema(table, true);
         quals
             .iter()
-            .filter_map(|q| self.table_qual(std::slice::from_ref(q), table, &alias))
+            .filter_map(|q| self.table_qual(&[as_index_cond(q, &schema)], table, &alias))
             .collect()
     }
 
@@ -1489,7 +1562,7 @@ impl<'a> Mapper<'a> {
     ) -> Vec<String> {
         exprs
             .map(|s| {
-                let mut k = self.expr(&s.expr, input, self.prefix_upper);
+                let mut k = as_input_reference(self.expr(&s.expr, input, self.prefix_upper));
                 let desc = s.options.descending;
                 if desc {
                     k.push_str(" DESC");
@@ -1814,7 +1887,23 @@ impl<'a> Mapper<'a> {
         if name == "count" && !a.is_distinct() && constant {
             return "count(*)".into();
         }
-        let args: Vec<String> = args.iter().map(|e| self.expr(e, input, prefix)).collect();
+        let schema = input.schema();
+        let args: Vec<String> = args
+            .iter()
+            .map(|e| {
+                // A bigint summed in numeric (`sql::checked_arithmetic`): PostgreSQL's sum
+                // takes the bigint itself.
+                let numeric_sum = e.downcast_ref::<CastExpr>().filter(|c| {
+                    name == "sum"
+                        && *c.cast_type() == DataType::Decimal128(38, 0)
+                        && c.expr().data_type(&schema).ok() == Some(DataType::Int64)
+                });
+                match numeric_sum {
+                    Some(c) => self.expr(c.expr(), input, prefix),
+                    None => self.expr(e, input, prefix),
+                }
+            })
+            .collect();
         let distinct = if a.is_distinct() { "DISTINCT " } else { "" };
         format!("{name}({distinct}{})", args.join(", "))
     }

@@ -36,6 +36,7 @@ pub mod node;
 pub mod options;
 pub mod structured;
 pub mod text;
+pub mod window_frame;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -226,15 +227,16 @@ impl Explainer<'_> {
     async fn plan(&self, query: &ast::Statement, in_order: bool) -> PgResult<Planned> {
         let started = Instant::now();
         let logical = self.run.logical_plan(query).await?;
-        let aliases = mapping::scan_aliases(&logical);
+        let optimized = self.run.optimize(&logical)?;
+        let aliases = mapping::scan_aliases(&logical, &optimized);
         let generic = match in_order {
             true => None,
             false => self.run.generic_run(query).await?,
         };
         let mut plan = match (generic, in_order) {
             (Some(generic), _) => generic,
-            (None, true) => self.run.physical_plan_in_order(&logical).await?,
-            (None, false) => self.run.physical_plan(&logical).await?,
+            (None, true) => self.run.planner_in_one_partition(&optimized).await?,
+            (None, false) => self.run.physical_plan_of_optimized(&optimized).await?,
         };
         let planning_ms = ms_since(started);
         if self.opts.analyze {

@@ -702,7 +702,9 @@ impl StatementRun {
         }
     }
 
-    async fn planner_in_one_partition(
+    /// The physical plan of an optimized `plan` in one partition, as
+    /// [`query_stream_in_order`](Self::query_stream_in_order) plans.
+    pub(crate) async fn planner_in_one_partition(
         &self,
         plan: &datafusion::logical_expr::LogicalPlan,
     ) -> PgResult<Arc<dyn ExecutionPlan>> {
@@ -848,18 +850,15 @@ impl StatementRun {
         &self,
         plan: &datafusion::logical_expr::LogicalPlan,
     ) -> PgResult<Arc<dyn ExecutionPlan>> {
-        let optimized = self.state.optimize(plan).map_err(from_datafusion)?;
-        self.physical_plan_of_optimized(&optimized).await
+        self.physical_plan_of_optimized(&self.optimize(plan)?).await
     }
 
-    /// [`physical_plan`](Self::physical_plan) in one partition, as
-    /// [`query_stream_in_order`](Self::query_stream_in_order) plans.
-    pub async fn physical_plan_in_order(
+    /// `plan` after DataFusion's logical optimizer.
+    pub fn optimize(
         &self,
         plan: &datafusion::logical_expr::LogicalPlan,
-    ) -> PgResult<Arc<dyn ExecutionPlan>> {
-        let optimized = self.state.optimize(plan).map_err(from_datafusion)?;
-        self.planner_in_one_partition(&optimized).await
+    ) -> PgResult<datafusion::logical_expr::LogicalPlan> {
+        self.state.optimize(plan).map_err(from_datafusion)
     }
 
     /// DataFusion's physical plan of an optimized `plan`. A statement that reads only
@@ -867,7 +866,7 @@ impl StatementRun {
     /// memory — is planned in one partition: splitting those rows over the CPUs
     /// (repartitions, partial and final aggregates, merges) costs more to plan and run
     /// than it saves.
-    async fn physical_plan_of_optimized(
+    pub(crate) async fn physical_plan_of_optimized(
         &self,
         plan: &datafusion::logical_expr::LogicalPlan,
     ) -> PgResult<Arc<dyn ExecutionPlan>> {
