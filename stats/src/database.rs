@@ -100,6 +100,11 @@ impl DatabaseCounters {
         for c in self.all() {
             c.store(0, Ordering::Relaxed);
         }
+        self.mark_reset();
+    }
+
+    /// Some of the database's statistics were reset (one relation's): `stats_reset` now.
+    pub fn mark_reset(&self) {
         *self.stats_reset.lock() = Some(Utc::now());
     }
 

@@ -344,6 +344,38 @@ async fn table_activity_counts() {
         .unwrap();
     assert_eq!(rows(&client, state).await, is(refilled));
 
+    // pg_stat_reset_single_table_counters zeroes one table's counts, live rows too (as
+    // PostgreSQL does), leaves the others' alone and moves the database's stats_reset. A
+    // table's idx_scan and the index part of idx_tup_fetch are its indexes' counts, which
+    // stay (PostgreSQL's view sums them over the indexes too).
+    client
+        .batch_execute("CREATE TABLE kept(a int); INSERT INTO kept VALUES (1); SELECT * FROM kept")
+        .await
+        .unwrap();
+    let kept =
+        "SELECT seq_scan, n_tup_ins, n_live_tup FROM pg_stat_user_tables WHERE relname = 'kept'";
+    let reset_at =
+        "SELECT stats_reset::text FROM pg_stat_database WHERE datname = current_database()";
+    let before = rows(&client, reset_at).await;
+    client
+        .batch_execute("SELECT pg_stat_reset_single_table_counters('st'::regclass)")
+        .await
+        .unwrap();
+    let table_reset = "0 0 2 10 0 0 0 0 0 0 0 f f f f";
+    assert_eq!(rows(&client, state).await, is(table_reset));
+    assert_eq!(rows(&client, kept).await, is("1 1 1"));
+    let after = rows(&client, reset_at).await;
+    assert!(
+        after[0][0].is_some() && after != before,
+        "{before:?} → {after:?}"
+    );
+    // An OID that names no relation is let be.
+    client
+        .batch_execute("SELECT pg_stat_reset_single_table_counters(0)")
+        .await
+        .unwrap();
+    assert_eq!(rows(&client, kept).await, is("1 1 1"));
+
     // The `all` view has the same rows; pg_stat_reset() zeroes them.
     assert_eq!(
         rows(&client, "SELECT * FROM pg_stat_all_tables").await,
@@ -355,4 +387,5 @@ async fn table_activity_counts() {
         .unwrap();
     let reset = "0 0 0 0 0 0 0 0 0 0 0 f f f f";
     assert_eq!(rows(&client, state).await, is(reset));
+    assert_eq!(rows(&client, kept).await, is("0 0 0"));
 }

@@ -43,7 +43,7 @@ use iolab_engine::Database;
 use iolab_stats::{RelationCounts, RelationStats};
 
 use super::batch::{build_batch, parse_columns, schema_of, V};
-use super::functions::{def, per_row, Def};
+use super::functions::{def, per_row, relation_oids, Def};
 
 const TABLE_COLUMNS: &str = "relid oid, schemaname name, relname name, \
     heap_blks_read bigint, heap_blks_hit bigint, idx_blks_read bigint, idx_blks_hit bigint, \
@@ -239,18 +239,45 @@ pub fn stat_indexes_batch(db: &Database) -> Result<RecordBatch> {
     build_batch(&stat_indexes_schema(), &rows)
 }
 
-/// `pg_stat_reset()`: the per-relation counts back to zero (returns `void`, shown as an
-/// empty text value as psql shows PostgreSQL's void).
+/// `pg_stat_reset()`: the per-relation counts back to zero; and
+/// `pg_stat_reset_single_table_counters(oid)`: one table's or index's (an OID that names
+/// neither is let be, as in PostgreSQL). Both set the database's `stats_reset` and return
+/// `void`, shown as an empty text value as psql shows PostgreSQL's void.
 pub(super) fn functions() -> Vec<Def> {
-    vec![def(
-        "pg_stat_reset",
-        0..=0,
-        datafusion::arrow::datatypes::DataType::Utf8,
-        |ctx, _, rows| {
-            ctx.shared.db.io_stats.relation_counts.reset();
-            ctx.shared.db.io_stats.database.reset();
-            per_row(rows, |_| Ok(V::text("")))
-        },
-    )
-    .volatile()]
+    vec![
+        def(
+            "pg_stat_reset",
+            0..=0,
+            datafusion::arrow::datatypes::DataType::Utf8,
+            |ctx, _, rows| {
+                ctx.shared.db.io_stats.relation_counts.reset();
+                ctx.shared.db.io_stats.database.reset();
+                per_row(rows, |_| Ok(V::text("")))
+            },
+        )
+        .volatile(),
+        def(
+            "pg_stat_reset_single_table_counters",
+            1..=1,
+            datafusion::arrow::datatypes::DataType::Utf8,
+            |ctx, args, rows| {
+                let s = ctx.snapshot();
+                let oids = relation_oids(&s, &s.relations(), &args[0])?;
+                let db = &ctx.shared.db;
+                per_row(rows, |i| {
+                    let Some(oid) = oids[i] else {
+                        return Ok(V::Null);
+                    };
+                    let file = (db.catalog.table_by_oid(oid).map(|t| t.relfilenode))
+                        .or_else(|| db.catalog.index_by_oid(oid).map(|x| x.relfilenode));
+                    if let Some(file) = file {
+                        db.io_stats.relation_counts.forget(file);
+                    }
+                    db.io_stats.database.mark_reset();
+                    Ok(V::text(""))
+                })
+            },
+        )
+        .volatile(),
+    ]
 }
