@@ -552,7 +552,7 @@ async fn the_plan_column_is_typed_by_its_format() {
 /// double precision constants and the numeric an integer is compared in, the order of a
 /// filter's conditions (equalities last, then cheapest first), an IN list, EXTRACT,
 /// timestamps in an index condition, a table read twice named as the query names it,
-/// and window frames.
+/// window frames, and GENERIC_PLAN's plan for any values of `$n`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expressions_and_names_read_as_in_postgresql() {
     let server = TestServer::start("explain-exprs");
@@ -568,7 +568,7 @@ async fn expressions_and_names_read_as_in_postgresql() {
         )
         .await
         .expect("load");
-    let cases: [(&str, &[&str]); 10] = [
+    let cases: [(&str, &[&str]); 13] = [
         (
             "SELECT a FROM x ORDER BY a + 1",
             &["Sort", "  Sort Key: ((a + 1))", "  ->  Seq Scan on x"],
@@ -636,6 +636,39 @@ async fn expressions_and_names_read_as_in_postgresql() {
                 "        ->  Seq Scan on x x2",
             ],
         ),
+        // The filtered side is hashed: the physical plan reads the query's second table
+        // first, and the names follow the scans' conditions.
+        (
+            "SELECT * FROM x x1 JOIN x x2 ON x1.a = x2.f WHERE x2.g = 3",
+            &[
+                "Hash Join",
+                "  Hash Cond: (x1.a = x2.f)",
+                "  ->  Seq Scan on x x1",
+                "  ->  Hash",
+                "        ->  Seq Scan on x x2",
+                "              Filter: (g = 3)",
+            ],
+        ),
+        // A plan for any values of the parameters.
+        (
+            "(GENERIC_PLAN) SELECT * FROM x WHERE e < $1 AND b > $2",
+            &[
+                "Index Scan using x_e_idx on x",
+                "  Index Cond: (e < $1)",
+                "  Filter: (b > $2)",
+            ],
+        ),
+        (
+            "(GENERIC_PLAN) SELECT a, count(*) FROM x WHERE c > $1 GROUP BY a \
+             HAVING count(*) > $2",
+            &[
+                "HashAggregate",
+                "  Group Key: a",
+                "  Filter: (count(*) > $2)",
+                "  ->  Seq Scan on x",
+                "        Filter: (c > $1)",
+            ],
+        ),
         (
             "SELECT a, row_number() OVER (ORDER BY a) FROM x",
             &[
@@ -659,8 +692,8 @@ async fn expressions_and_names_read_as_in_postgresql() {
         ),
     ];
     for (query, expected) in cases {
-        let sql = match query.strip_prefix("(VERBOSE) ") {
-            Some(q) => format!("EXPLAIN (VERBOSE, COSTS OFF) {q}"),
+        let sql = match query.strip_prefix('(').and_then(|q| q.split_once(") ")) {
+            Some((option, q)) => format!("EXPLAIN ({option}, COSTS OFF) {q}"),
             None => format!("EXPLAIN (COSTS OFF) {query}"),
         };
         assert_eq!(plan(&client, &sql).await, expected, "{sql}");

@@ -42,7 +42,7 @@
 //! VERBOSE, other expressions (join conditions, keys) when the query reads more than one
 //! relation or with VERBOSE.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
@@ -57,6 +57,7 @@ use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::expressions::Literal;
 use datafusion::physical_expr::expressions::{CastExpr, Column};
 use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
+use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::empty::EmptyExec;
@@ -146,6 +147,26 @@ pub struct ScanName {
     pub column: Option<String>,
     /// The table columns the scan reads (all of them when the plan does not say).
     pub projection: Vec<usize>,
+    /// The columns of the conditions pushed to the scan.
+    pub condition_columns: BTreeSet<String>,
+}
+
+/// The columns the conditions pushed to a logical table scan name.
+fn scan_condition_columns(ts: &TableScan) -> BTreeSet<String> {
+    (ts.filters.iter())
+        .flat_map(|f| f.column_refs())
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// The columns physical conditions name.
+fn condition_columns<'e>(
+    conditions: impl IntoIterator<Item = &'e Arc<dyn PhysicalExpr>>,
+) -> BTreeSet<String> {
+    (conditions.into_iter())
+        .flat_map(collect_columns)
+        .map(|c| c.name().to_string())
+        .collect()
 }
 
 /// The columns a logical table scan reads.
@@ -168,6 +189,7 @@ pub fn scan_aliases(plan: &LogicalPlan, optimized: &LogicalPlan) -> Vec<ScanName
     if same_scans {
         for (n, r) in named.iter_mut().zip(read) {
             n.projection = r.projection;
+            n.condition_columns = r.condition_columns;
         }
     }
     named
@@ -189,6 +211,7 @@ fn scans(plan: &LogicalPlan) -> Vec<ScanName> {
                         alias,
                         column,
                         projection: scan_projection(ts),
+                        condition_columns: scan_condition_columns(ts),
                     });
                     return;
                 }
@@ -203,6 +226,7 @@ fn scans(plan: &LogicalPlan) -> Vec<ScanName> {
                                 alias,
                                 column,
                                 projection: scan_projection(ts),
+                                condition_columns: scan_condition_columns(ts),
                             });
                             return;
                         }
@@ -218,6 +242,7 @@ fn scans(plan: &LogicalPlan) -> Vec<ScanName> {
                     table,
                     column,
                     projection: scan_projection(ts),
+                    condition_columns: scan_condition_columns(ts),
                 });
                 return;
             }
@@ -268,19 +293,37 @@ impl<'a> Mapper<'a> {
         let mut relations = 0;
         let mut init_plans = Vec::new();
         init_plans_in_order(root, &mut init_plans);
-        let mut walk_stack = vec![root];
-        while let Some(plan) = walk_stack.pop() {
+        // Each node with the columns of the filters right above it.
+        let mut walk_stack = vec![(root, BTreeSet::new())];
+        while let Some((plan, filtered)) = walk_stack.pop() {
             let (inner, _) = peel(plan);
+            if let Some(f) = inner.downcast_ref::<FilterExec>() {
+                let mut columns = filtered;
+                columns.extend(condition_columns([f.predicate()]));
+                walk_stack.push((f.input(), columns));
+                continue;
+            }
+            // A projection or a repartition passes the filter's columns on to its input.
+            let passed_on = match is_hidden(inner.as_ref()) {
+                true => filtered.clone(),
+                false => BTreeSet::new(),
+            };
             if let Some((table, projection)) = scanned_table(inner.as_ref()) {
                 relations += 1;
                 // The physical plan may read a table's scans in another order than the
-                // query lists them (a join's sides swapped): the scan that reads the same
-                // columns is the one meant, if there is one.
+                // query lists them (a join's sides swapped): the scan meant is the one
+                // with conditions on the same columns, and that reads the same columns.
+                let mut conditions = filtered;
+                conditions.extend(condition_columns(scan_conditions(inner.as_ref())));
                 let same_table = |n: &ScanName| n.table == table.name;
-                let at = logical_aliases
-                    .iter()
-                    .position(|n| same_table(n) && n.projection == projection)
-                    .or_else(|| logical_aliases.iter().position(same_table));
+                let fit = |n: &ScanName| {
+                    2 * u8::from(n.condition_columns == conditions)
+                        + u8::from(n.projection == projection)
+                };
+                let at = (logical_aliases.iter().enumerate())
+                    .filter(|(_, n)| same_table(n))
+                    .max_by_key(|&(i, n)| (fit(n), std::cmp::Reverse(i)))
+                    .map(|(i, _)| i);
                 let alias = match at {
                     Some(i) => logical_aliases.remove(i).alias,
                     None => table.name.clone(),
@@ -305,6 +348,7 @@ impl<'a> Mapper<'a> {
                         alias: function.to_string(),
                         column: None,
                         projection: Vec::new(),
+                        condition_columns: BTreeSet::new(),
                     },
                 };
                 let scan = FunctionScan {
@@ -317,7 +361,8 @@ impl<'a> Mapper<'a> {
                 relations += 1;
             }
             // Depth first, children in order: the order the logical plan lists scans.
-            walk_stack.extend(join_sides(inner.as_ref()).into_iter().rev());
+            let children = join_sides(inner.as_ref()).into_iter().rev();
+            walk_stack.extend(children.map(|c| (c, passed_on.clone())));
         }
         Mapper {
             db,
@@ -1937,6 +1982,17 @@ fn scanned_table(plan: &dyn ExecutionPlan) -> Option<(&TableDef, &[usize])> {
         return Some((&scan.table, &scan.projection));
     }
     None
+}
+
+/// The conditions an index or bitmap heap scan applies itself.
+fn scan_conditions(plan: &dyn ExecutionPlan) -> &[Arc<dyn PhysicalExpr>] {
+    if let Some(scan) = plan.downcast_ref::<BitmapHeapScanExec>() {
+        return scan.covered_quals();
+    }
+    if let Some(scan) = plan.downcast_ref::<IndexScanExec>() {
+        return scan.covered_quals();
+    }
+    &[]
 }
 
 /// The planner's estimate of a scan node, when the planner built it. It includes the

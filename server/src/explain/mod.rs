@@ -58,7 +58,7 @@ use crate::explain::node::{Actual, Buffers, Child, Costs, Detail, Explained, Pla
 use crate::explain::options::{ExplainOptions, Format, Serialize};
 use crate::sql::ddl::ident_name;
 use crate::sql::returning::{self, Returning};
-use crate::sql::{insert, Outcome, StatementRun};
+use crate::sql::{generic_plan, insert, Outcome, StatementRun};
 
 /// The result's one column, for a plan in `format`.
 pub fn result_schema(format: Format) -> SchemaRef {
@@ -129,11 +129,6 @@ pub async fn run(
     let ast::Statement::Explain { statement, .. } = stmt else {
         return Err(PgError::internal("not an EXPLAIN statement"));
     };
-    if opts.generic_plan {
-        return Err(PgError::unsupported(
-            "EXPLAIN (GENERIC_PLAN) is not supported",
-        ));
-    }
     let returning = match returning::target_of(&run.db, run.temp.schema(), statement)? {
         Some((target, items)) => Some(Returning::plan(run, &target, items).await?),
         None => None,
@@ -229,9 +224,19 @@ impl Explainer<'_> {
         let logical = self.run.logical_plan(query).await?;
         let optimized = self.run.optimize(&logical)?;
         let aliases = mapping::scan_aliases(&logical, &optimized);
-        let generic = match in_order {
-            true => None,
-            false => self.run.generic_run(query).await?,
+        let generic = match (in_order, self.opts.generic_plan) {
+            (true, _) => None,
+            // The plan of the statement for any values of its `$n`, as a prepared
+            // statement's generic plan is made (`sql::generic_plan`).
+            (false, true) if optimized.get_parameter_types().is_ok_and(|p| !p.is_empty()) => {
+                let planned = generic_plan::with_markers(&optimized, &self.run.state).await;
+                Some(planned.map_err(|e| {
+                    PgError::unsupported(format!(
+                        "EXPLAIN (GENERIC_PLAN) of this statement is not supported: {e}"
+                    ))
+                })?)
+            }
+            (false, _) => self.run.generic_run(query).await?,
         };
         let mut plan = match (generic, in_order) {
             (Some(generic), _) => generic,

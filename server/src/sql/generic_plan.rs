@@ -60,16 +60,8 @@ use crate::pgcatalog::view_scan::ViewScanExec;
 /// The template of an optimized `plan` (see the module documentation), planned with
 /// `state`; `None` when the plan cannot have one.
 pub async fn template(plan: &LogicalPlan, state: &SessionState) -> Option<Arc<dyn ExecutionPlan>> {
-    let planned = match mark_parameters(plan.clone()) {
-        Ok(marked) => {
-            state
-                .query_planner()
-                .create_physical_plan(&marked, state)
-                .await
-        }
-        Err(e) => Err(e),
-    };
-    let physical = planned
+    let physical = with_markers(plan, state)
+        .await
         .inspect_err(|e| tracing::debug!("no generic plan: {e}"))
         .ok()?;
     let bound = parameters_only_where_bound(&physical);
@@ -77,6 +69,20 @@ pub async fn template(plan: &LogicalPlan, state: &SessionState) -> Option<Arc<dy
         tracing::debug!("no generic plan: a parameter where a copy cannot take its value");
     }
     bound.then_some(physical)
+}
+
+/// The physical plan of an optimized `plan` with each `$n` a marker: a template if its
+/// parameters are all where a copy can take values, and what `EXPLAIN (GENERIC_PLAN)`
+/// shows in any case.
+pub async fn with_markers(
+    plan: &LogicalPlan,
+    state: &SessionState,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let marked = mark_parameters(plan.clone())?;
+    state
+        .query_planner()
+        .create_physical_plan(&marked, state)
+        .await
 }
 
 /// A runnable copy of `template` with `values` for its parameters (`values[0]` is `$1`).
