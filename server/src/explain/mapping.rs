@@ -52,7 +52,7 @@ use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::functions_table::generate_series::{GenericSeriesState, TimestampValue};
 use datafusion::logical_expr::physical_planning_context::ScalarSubqueryResults;
-use datafusion::logical_expr::{LogicalPlan, TableScan};
+use datafusion::logical_expr::{Expr, LogicalPlan, TableScan};
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::expressions::Literal;
 use datafusion::physical_expr::expressions::{CastExpr, Column};
@@ -151,19 +151,29 @@ pub struct ScanName {
     pub condition_columns: BTreeSet<String>,
 }
 
-/// The columns the conditions pushed to a logical table scan name.
+/// The columns the conditions pushed to a logical table scan name, leaving out conditions
+/// on a subquery's value (the physical plan may have them where the logical has not).
 fn scan_condition_columns(ts: &TableScan) -> BTreeSet<String> {
+    let on_subquery = |f: &Expr| {
+        f.exists(|e| Ok(matches!(e, Expr::ScalarSubquery(_))))
+            .unwrap_or(true)
+    };
     (ts.filters.iter())
+        .filter(|f| !on_subquery(f))
         .flat_map(|f| f.column_refs())
         .map(|c| c.name.clone())
         .collect()
 }
 
-/// The columns physical conditions name.
+/// The columns physical conditions name, leaving out conditions on an InitPlan's value.
 fn condition_columns<'e>(
     conditions: impl IntoIterator<Item = &'e Arc<dyn PhysicalExpr>>,
 ) -> BTreeSet<String> {
+    fn on_init_plan(e: &Arc<dyn PhysicalExpr>) -> bool {
+        e.as_ref().is::<ScalarSubqueryExpr>() || e.children().into_iter().any(on_init_plan)
+    }
     (conditions.into_iter())
+        .filter(|c| !on_init_plan(c))
         .flat_map(collect_columns)
         .map(|c| c.name().to_string())
         .collect()
@@ -312,13 +322,15 @@ impl<'a> Mapper<'a> {
                 relations += 1;
                 // The physical plan may read a table's scans in another order than the
                 // query lists them (a join's sides swapped): the scan meant is the one
-                // with conditions on the same columns, and that reads the same columns.
+                // that reads the same columns, and of those the one with conditions on the
+                // same columns (a condition on an InitPlan's value is the physical plan's
+                // alone: it does not decide).
                 let mut conditions = filtered;
                 conditions.extend(condition_columns(scan_conditions(inner.as_ref())));
                 let same_table = |n: &ScanName| n.table == table.name;
                 let fit = |n: &ScanName| {
-                    2 * u8::from(n.condition_columns == conditions)
-                        + u8::from(n.projection == projection)
+                    2 * u8::from(n.projection == projection)
+                        + u8::from(n.condition_columns == conditions)
                 };
                 let at = (logical_aliases.iter().enumerate())
                     .filter(|(_, n)| same_table(n))
