@@ -568,7 +568,7 @@ async fn expressions_and_names_read_as_in_postgresql() {
         )
         .await
         .expect("load");
-    let cases: [(&str, &[&str]); 13] = [
+    let cases: [(&str, &[&str]); 15] = [
         (
             "SELECT a FROM x ORDER BY a + 1",
             &["Sort", "  Sort Key: ((a + 1))", "  ->  Seq Scan on x"],
@@ -634,6 +634,31 @@ async fn expressions_and_names_read_as_in_postgresql() {
                 "  ->  Seq Scan on x",
                 "  ->  Hash",
                 "        ->  Seq Scan on x x2",
+            ],
+        ),
+        // A scan under an aggregate, or a hash join's probe side, returns whole rows
+        // (PostgreSQL's physical target list); a Hash's input only what it needs.
+        (
+            "(VERBOSE) SELECT count(*) FROM x",
+            &[
+                "Aggregate",
+                "  Output: count(*)",
+                "  ->  Seq Scan on public.x",
+                "        Output: a, b, c, e, f, g",
+            ],
+        ),
+        (
+            "(VERBOSE) SELECT x1.b FROM x x1 JOIN x x2 ON x1.a = x2.f",
+            &[
+                "Hash Join",
+                "  Output: x1.b",
+                "  Hash Cond: (x1.a = x2.f)",
+                "  ->  Seq Scan on public.x x1",
+                "        Output: x1.a, x1.b, x1.c, x1.e, x1.f, x1.g",
+                "  ->  Hash",
+                "        Output: x2.f",
+                "        ->  Seq Scan on public.x x2",
+                "              Output: x2.f",
             ],
         ),
         // The filtered side is hashed: the physical plan reads the query's second table

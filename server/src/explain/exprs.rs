@@ -218,6 +218,20 @@ fn float8_text(v: f64) -> String {
     String::from_utf8(out).expect("float8out writes ASCII")
 }
 
+/// `e` reads a column as it is, or widened by a cast PostgreSQL would not make (its
+/// operators take mixed integer widths: DataFusion casts `int4 = int8`'s left side).
+pub fn is_plain_column(e: &Arc<dyn PhysicalExpr>, schema: &Schema) -> bool {
+    if e.as_ref().is::<Column>() {
+        return true;
+    }
+    e.downcast_ref::<CastExpr>().is_some_and(|c| {
+        c.expr().as_ref().is::<Column>()
+            && c.expr()
+                .data_type(schema)
+                .is_ok_and(|from| implicit_cast(&from, c.cast_type()))
+    })
+}
+
 /// How an upper node shows a column of its input: PostgreSQL's ruleutils puts anything
 /// but a plain column reference (`a`, `t.a`, `"T"."A"`) in parentheses there, since the
 /// node refers to its input's value, not to the expression (`Sort Key: ((a + 1))`,

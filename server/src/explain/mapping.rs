@@ -42,7 +42,7 @@
 //! VERBOSE, other expressions (join conditions, keys) when the query reads more than one
 //! relation or with VERBOSE.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
@@ -93,7 +93,8 @@ use iolab_settings::quote_identifier;
 
 use crate::explain::costs::{self, CostParams};
 use crate::explain::exprs::{
-    as_index_cond, as_input_reference, conjuncts, deparse, deparse_qual, in_postgres_order, Input,
+    as_index_cond, as_input_reference, conjuncts, deparse, deparse_qual, in_postgres_order,
+    is_plain_column, Input,
 };
 use crate::explain::hash_table;
 use crate::explain::instrument::{peel, NodeStats};
@@ -121,6 +122,9 @@ pub struct Mapper<'a> {
     prefix_scan: bool,
     /// Qualify columns in `Output:` (more than one relation).
     prefix_output: bool,
+    /// The scans whose VERBOSE `Output:` is every column of the table
+    /// ([`physical_tlist_scans`]), by node address.
+    physical_tlist: HashSet<usize>,
     /// The scalar subqueries run before their plan (DataFusion's `ScalarSubqueryExec`), in
     /// plan order, as the expressions that read their values: `InitPlan n` is entry n − 1.
     init_plans: Vec<ScalarSubqueryExpr>,
@@ -386,6 +390,7 @@ impl<'a> Mapper<'a> {
             prefix_upper: relations > 1 || opts.verbose,
             prefix_scan: opts.verbose,
             prefix_output: relations > 1,
+            physical_tlist: physical_tlist_scans(root),
             init_plans,
             outer_sides: Default::default(),
         }
@@ -448,6 +453,15 @@ impl<'a> Mapper<'a> {
             // A Sort or a Limit passes its input's rows on: its columns refer to them.
             if visible.is::<SortExec>() || is_limit {
                 output = output.into_iter().map(as_input_reference).collect();
+            }
+            let whole_rows = self.physical_tlist.contains(&address(visible.as_ref()));
+            if let Some((table, _)) = scanned_table(visible.as_ref()).filter(|_| whole_rows) {
+                let alias = quote_identifier(&self.alias(visible.as_ref(), &table.name));
+                let column = |c: &iolab_catalog::ColumnDef| match self.prefix_output {
+                    true => format!("{alias}.{}", quote_identifier(&c.name)),
+                    false => quote_identifier(&c.name),
+                };
+                output = table.columns.iter().map(column).collect();
             }
             node.output = Some(output);
         }
@@ -1994,6 +2008,71 @@ fn scanned_table(plan: &dyn ExecutionPlan) -> Option<(&TableDef, &[usize])> {
         return Some((&scan.table, &scan.projection));
     }
     None
+}
+
+/// The scans PostgreSQL's planner gives its physical target list (`use_physical_tlist`):
+/// every column of the table in order, not only those the plan needs, which saves the scan
+/// a projection. It does so where the node above takes the rows as they come: an
+/// aggregate that groups by plain columns (or not at all), either side of a nested loop
+/// or a merge join, a hash join's probe side. A Sort, a Hash, a Limit, a window, an
+/// Append and the top of the plan want exactly their columns; a scan that computes an
+/// expression for the node above, an Index Only Scan and a Bitmap Heap Scan that returns
+/// no column keep their own.
+fn physical_tlist_scans(root: &Arc<dyn ExecutionPlan>) -> HashSet<usize> {
+    fn visit(plan: &Arc<dyn ExecutionPlan>, takes_any: bool, out: &mut HashSet<usize>) {
+        let (inner, _) = peel(plan);
+        if let Some(f) = inner.downcast_ref::<FilterExec>() {
+            return visit(f.input(), takes_any, out);
+        }
+        if let Some(p) = inner.downcast_ref::<ProjectionExec>() {
+            let schema = p.input().schema();
+            let computes = (p.expr().iter()).any(|e| !is_plain_column(&e.expr, &schema));
+            return visit(p.input(), takes_any && !computes, out);
+        }
+        if is_hidden(inner.as_ref()) {
+            return visit(inner.children()[0], takes_any, out);
+        }
+        if let Some(s) = inner.downcast_ref::<ScalarSubqueryExec>() {
+            visit(s.input(), takes_any, out);
+            for link in s.subqueries() {
+                visit(&link.plan, false, out);
+            }
+            return;
+        }
+        if let Some((_, projection)) = scanned_table(inner.as_ref()) {
+            let keeps_own = match (inner.downcast_ref::<IndexScanExec>(), inner.as_ref()) {
+                (Some(index), _) => index.is_index_only(),
+                (None, scan) => scan.is::<BitmapHeapScanExec>() && projection.is_empty(),
+            };
+            if takes_any && !keeps_own {
+                out.insert(address(inner.as_ref()));
+            }
+            return;
+        }
+        let children = join_sides(inner.as_ref());
+        let sides: Vec<bool> = if let Some(agg) = inner.downcast_ref::<AggregateExec>() {
+            let by_columns =
+                (agg.group_expr().expr().iter()).all(|(e, _)| e.as_ref().is::<Column>());
+            vec![by_columns]
+        } else if inner.downcast_ref::<HashJoinExec>().is_some() {
+            // Build side (a Hash), probe side.
+            vec![false, true]
+        } else if inner.downcast_ref::<NestedLoopJoinExec>().is_some()
+            || inner.downcast_ref::<IndexNestedLoopExec>().is_some()
+            || inner.downcast_ref::<CrossJoinExec>().is_some()
+            || inner.downcast_ref::<SortMergeJoinExec>().is_some()
+        {
+            vec![true; children.len()]
+        } else {
+            Vec::new()
+        };
+        for (i, child) in children.into_iter().enumerate() {
+            visit(child, sides.get(i).copied().unwrap_or(false), out);
+        }
+    }
+    let mut out = HashSet::new();
+    visit(root, false, &mut out);
+    out
 }
 
 /// The conditions an index or bitmap heap scan applies itself.
