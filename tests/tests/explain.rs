@@ -568,7 +568,7 @@ async fn expressions_and_names_read_as_in_postgresql() {
         )
         .await
         .expect("load");
-    let cases: [(&str, &[&str]); 15] = [
+    let cases: [(&str, &[&str]); 16] = [
         (
             "SELECT a FROM x ORDER BY a + 1",
             &["Sort", "  Sort Key: ((a + 1))", "  ->  Seq Scan on x"],
@@ -617,6 +617,13 @@ async fn expressions_and_names_read_as_in_postgresql() {
             &[
                 "Seq Scan on x",
                 "  Filter: ((length(b) > 3) AND (EXTRACT(hour FROM e) = '3'::numeric))",
+            ],
+        ),
+        (
+            "SELECT * FROM x WHERE coalesce(a, 0) = 3 AND coalesce(b, c::text) > 'x'",
+            &[
+                "Seq Scan on x",
+                "  Filter: ((COALESCE(a, 0) = 3) AND (COALESCE(b, (c)::text) > 'x'::text))",
             ],
         ),
         (

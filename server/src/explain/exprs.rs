@@ -107,6 +107,10 @@ pub fn deparse(expr: &Arc<dyn PhysicalExpr>, input: &Input) -> String {
         return cast(c.expr(), c.cast_type(), input);
     }
     if let Some(c) = e.downcast_ref::<CaseExpr>() {
+        if let Some(items) = coalesce_items(c) {
+            let items: Vec<String> = items.iter().map(|i| deparse(i, input)).collect();
+            return format!("COALESCE({})", items.join(", "));
+        }
         let mut s = String::from("CASE");
         if let Some(x) = c.expr() {
             s.push_str(&format!(" {}", deparse(x, input)));
@@ -138,6 +142,24 @@ pub fn deparse(expr: &Arc<dyn PhysicalExpr>, input: &Input) -> String {
         return function_call(f, args);
     }
     e.to_string()
+}
+
+/// The arguments of the `COALESCE(x, y, …, z)` DataFusion wrote as `CASE WHEN x IS NOT
+/// NULL THEN x WHEN y IS NOT NULL THEN y … ELSE z END`.
+fn coalesce_items(c: &CaseExpr) -> Option<Vec<Arc<dyn PhysicalExpr>>> {
+    if c.expr().is_some() {
+        return None;
+    }
+    let mut items = Vec::new();
+    for (when, then) in c.when_then_expr() {
+        let tested = when.downcast_ref::<IsNotNullExpr>()?.arg();
+        if tested.as_ref() != then.as_ref() {
+            return None;
+        }
+        items.push(then.clone());
+    }
+    items.push(c.else_expr()?.clone());
+    Some(items)
 }
 
 /// A function call as PostgreSQL writes it: `EXTRACT(hour FROM e)` in SQL's syntax, and

@@ -231,8 +231,10 @@ impl Explainer<'_> {
             (false, true) if optimized.get_parameter_types().is_ok_and(|p| !p.is_empty()) => {
                 let planned = generic_plan::with_markers(&optimized, &self.run.state).await;
                 Some(planned.map_err(|e| {
+                    let e = e.strip_backtrace();
+                    let reason = e.trim_start_matches("Error during planning: ");
                     PgError::unsupported(format!(
-                        "EXPLAIN (GENERIC_PLAN) of this statement is not supported: {e}"
+                        "EXPLAIN (GENERIC_PLAN) of this statement is not supported: {reason}"
                     ))
                 })?)
             }
