@@ -568,7 +568,7 @@ async fn expressions_and_names_read_as_in_postgresql() {
         )
         .await
         .expect("load");
-    let cases: [(&str, &[&str]); 16] = [
+    let cases: [(&str, &[&str]); 17] = [
         (
             "SELECT a FROM x ORDER BY a + 1",
             &["Sort", "  Sort Key: ((a + 1))", "  ->  Seq Scan on x"],
@@ -641,6 +641,17 @@ async fn expressions_and_names_read_as_in_postgresql() {
                 "  ->  Seq Scan on x",
                 "  ->  Hash",
                 "        ->  Seq Scan on x x2",
+            ],
+        ),
+        // A subquery in FROM is one more relation of the query: columns above the scan
+        // are qualified.
+        (
+            "SELECT * FROM (SELECT a, b FROM x WHERE g = 1) s ORDER BY b",
+            &[
+                "Sort",
+                "  Sort Key: x.b",
+                "  ->  Seq Scan on x",
+                "        Filter: (g = 1)",
             ],
         ),
         // A scan under an aggregate, or a hash join's probe side, returns whole rows

@@ -209,6 +209,27 @@ pub fn scan_aliases(plan: &LogicalPlan, optimized: &LogicalPlan) -> Vec<ScanName
     named
 }
 
+/// The relations of a query that no scan reads itself: its subqueries in FROM, views and
+/// WITH queries (each a `SubqueryAlias` over something else than a table's scan). They
+/// are entries of PostgreSQL's range table, which qualifies column names in expressions
+/// above the scans when it has more than one entry.
+pub fn subquery_relations(plan: &LogicalPlan) -> usize {
+    let mut count = 0;
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::SubqueryAlias(sa) = node {
+            let over_scan = match sa.input.as_ref() {
+                LogicalPlan::TableScan(_) => true,
+                LogicalPlan::Projection(p) => matches!(p.input.as_ref(), LogicalPlan::TableScan(ts)
+                    if ts.table_name.table().ends_with("()")),
+                _ => false,
+            };
+            count += usize::from(!over_scan);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    count
+}
+
 /// The relations `plan` reads, in order, as its scans and aliases name them.
 fn scans(plan: &LogicalPlan) -> Vec<ScanName> {
     fn walk(plan: &LogicalPlan, out: &mut Vec<ScanName>) {
@@ -289,6 +310,7 @@ impl<'a> Mapper<'a> {
         track_io_timing: bool,
         root: &Arc<dyn ExecutionPlan>,
         mut logical_aliases: Vec<ScanName>,
+        subquery_relations: usize,
     ) -> Mapper<'a> {
         // A name the query uses twice (the same table in a subquery) is `t`, then `t_1`,
         // `t_2` …, in the order the query lists them, as PostgreSQL names its range table.
@@ -387,9 +409,9 @@ impl<'a> Mapper<'a> {
             track_io_timing,
             aliases,
             functions,
-            prefix_upper: relations > 1 || opts.verbose,
+            prefix_upper: relations + subquery_relations > 1 || opts.verbose,
             prefix_scan: opts.verbose,
-            prefix_output: relations > 1,
+            prefix_output: relations + subquery_relations > 1,
             physical_tlist: physical_tlist_scans(root),
             init_plans,
             outer_sides: Default::default(),

@@ -214,6 +214,8 @@ struct Planned {
     plan: Arc<dyn ExecutionPlan>,
     planning_ms: f64,
     aliases: Vec<mapping::ScanName>,
+    /// `mapping::subquery_relations` of the query.
+    subquery_relations: usize,
 }
 
 impl Explainer<'_> {
@@ -224,6 +226,7 @@ impl Explainer<'_> {
         let logical = self.run.logical_plan(query).await?;
         let optimized = self.run.optimize(&logical)?;
         let aliases = mapping::scan_aliases(&logical, &optimized);
+        let subquery_relations = mapping::subquery_relations(&logical);
         let generic = match (in_order, self.opts.generic_plan) {
             (true, _) => None,
             // The plan of the statement for any values of its `$n`, as a prepared
@@ -253,6 +256,7 @@ impl Explainer<'_> {
             plan,
             planning_ms,
             aliases,
+            subquery_relations,
         })
     }
 
@@ -264,6 +268,7 @@ impl Explainer<'_> {
             self.run.ctx.track_io_timing,
             &planned.plan,
             planned.aliases.clone(),
+            planned.subquery_relations,
         )
     }
 
