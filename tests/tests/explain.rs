@@ -568,7 +568,7 @@ async fn expressions_and_names_read_as_in_postgresql() {
         )
         .await
         .expect("load");
-    let cases: [(&str, &[&str]); 17] = [
+    let cases: [(&str, &[&str]); 18] = [
         (
             "SELECT a FROM x ORDER BY a + 1",
             &["Sort", "  Sort Key: ((a + 1))", "  ->  Seq Scan on x"],
@@ -610,6 +610,16 @@ async fn expressions_and_names_read_as_in_postgresql() {
                 "Seq Scan on x",
                 "  Filter: ((a IS NULL) AND (b > 'x'::text) AND (b ~~ 'a%'::text) AND (g = 5) \
                  AND (f = ANY ('{1,2,3}'::bigint[])))",
+            ],
+        ),
+        // `%` and `&` have no mixed-width versions: the narrower operand is cast.
+        (
+            "SELECT * FROM x WHERE g % 3 = 1 AND f % 2 = 0 AND a % 5000000000 = 1 \
+             AND (a & f) = 1",
+            &[
+                "Seq Scan on x",
+                "  Filter: (((f % '2'::bigint) = 0) AND (((g)::integer % 3) = 1) \
+                 AND (((a)::bigint % '5000000000'::bigint) = 1) AND (((a)::bigint & f) = 1))",
             ],
         ),
         (

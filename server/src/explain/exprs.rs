@@ -66,6 +66,7 @@ pub fn deparse(expr: &Arc<dyn PhysicalExpr>, input: &Input) -> String {
             return format!("({})", items.join(word));
         }
         let (left, right) = float_operands(b, input)
+            .or_else(|| integer_operands(b, input))
             .unwrap_or_else(|| (deparse(b.left(), input), deparse(b.right(), input)));
         return match b.op() {
             Operator::IsNotDistinctFrom => format!("(NOT ({left} IS DISTINCT FROM {right}))"),
@@ -215,6 +216,95 @@ fn typed_against(v: f64, other: &Arc<dyn PhysicalExpr>, input: &Input) -> Option
     }
     let constant = format!("{}::double precision", quote(&float8_text(v)));
     Some((constant, deparse(other, input)))
+}
+
+/// The operands of `%`, `&`, `|` or `#` on integers of different widths, as PostgreSQL
+/// writes them. Unlike comparisons and `+ - * /`, these have no cross-width versions
+/// there, so the narrower operand is cast to the wider: `((g)::integer % 3)` for a smallint
+/// column, `(f % '2'::bigint)` for a bigint one (a constant is an integer unless it does
+/// not fit one). DataFusion widened one side too, but the casts it hides
+/// (`implicit_cast`) are not always those. None for other operators and equal widths.
+fn integer_operands(b: &BinaryExpr, input: &Input) -> Option<(String, String)> {
+    let [(left, left_width), (right, right_width)] = mixed_width_operands(b, input.schema)?;
+    let wider = left_width.max(right_width);
+    let shown = |e: &Arc<dyn PhysicalExpr>, width: IntWidth| {
+        if width == wider {
+            return deparse(e, input);
+        }
+        let ty = wider.type_name();
+        match e.downcast_ref::<Literal>() {
+            Some(l) => format!("{}::{ty}", quote(&value_text(l.value()))),
+            None => format!("({})::{ty}", deparse(e, input)),
+        }
+    };
+    Some((shown(&left, left_width), shown(&right, right_width)))
+}
+
+/// PostgreSQL casts an operand of `b` for each row (`mixed_width_operands`, the narrower
+/// one not a constant).
+fn cast_at_run_time(b: &BinaryExpr, schema: &Schema) -> bool {
+    mixed_width_operands(b, schema).is_some_and(|[l, r]| {
+        let narrower = if l.1 < r.1 { l.0 } else { r.0 };
+        !narrower.as_ref().is::<Literal>()
+    })
+}
+
+/// An integer type's width in PostgreSQL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum IntWidth {
+    Small,
+    Int,
+    Big,
+}
+
+impl IntWidth {
+    fn type_name(self) -> &'static str {
+        match self {
+            IntWidth::Small => "smallint",
+            IntWidth::Int => "integer",
+            IntWidth::Big => "bigint",
+        }
+    }
+}
+
+/// The operands of `%`, `&`, `|` or `#` (see `integer_operands`) without DataFusion's
+/// widening casts, with their widths in PostgreSQL, when the widths differ.
+fn mixed_width_operands(
+    b: &BinaryExpr,
+    schema: &Schema,
+) -> Option<[(Arc<dyn PhysicalExpr>, IntWidth); 2]> {
+    use Operator::{BitwiseAnd, BitwiseOr, BitwiseXor, Modulo};
+    if !matches!(b.op(), Modulo | BitwiseAnd | BitwiseOr | BitwiseXor) {
+        return None;
+    }
+    let operand = |e: &Arc<dyn PhysicalExpr>| -> Option<(Arc<dyn PhysicalExpr>, IntWidth)> {
+        let mut e = e.clone();
+        while let Some(inner) = e.downcast_ref::<CastExpr>().map(|c| c.expr().clone()) {
+            let (from, to) = (inner.data_type(schema).ok()?, e.data_type(schema).ok()?);
+            let constant = inner.as_ref().is::<Literal>();
+            if !constant && !(from.is_integer() && implicit_cast(&from, &to)) {
+                break;
+            }
+            e = inner;
+        }
+        let width = match e.downcast_ref::<Literal>().map(|l| l.value().clone()) {
+            // A constant is an integer unless it does not fit one.
+            Some(v) => match v.cast_to(&DataType::Int64).ok()? {
+                ScalarValue::Int64(Some(n)) if i32::try_from(n).is_ok() => IntWidth::Int,
+                ScalarValue::Int64(Some(_)) => IntWidth::Big,
+                _ => return None,
+            },
+            None => match e.data_type(schema).ok()? {
+                DataType::Int8 | DataType::Int16 => IntWidth::Small,
+                DataType::Int32 => IntWidth::Int,
+                DataType::Int64 => IntWidth::Big,
+                _ => return None,
+            },
+        };
+        Some((e, width))
+    };
+    let operands = [operand(b.left())?, operand(b.right())?];
+    (operands[0].1 != operands[1].1).then_some(operands)
 }
 
 /// The value of a double precision constant, or of a constant cast to double precision.
@@ -378,6 +468,8 @@ fn cost(e: &Arc<dyn PhysicalExpr>, schema: &Schema) -> f64 {
     let own = if let Some(b) = node.downcast_ref::<BinaryExpr>() {
         match b.op() {
             Operator::And | Operator::Or => 0.0,
+            // and the cast PostgreSQL makes of a narrower operand, not a constant
+            _ if cast_at_run_time(b, schema) => 2.0,
             _ => 1.0,
         }
     } else if let Some(i) = node.downcast_ref::<InListExpr>() {
@@ -581,7 +673,9 @@ pub fn literal(v: &ScalarValue) -> String {
         ScalarValue::Int32(Some(i)) if *i >= 0 => i.to_string(),
         ScalarValue::Int16(Some(i)) if *i >= 0 => i.to_string(),
         ScalarValue::Int64(Some(i)) if (0..=i32::MAX as i64).contains(i) => i.to_string(),
-        ScalarValue::Int64(Some(i)) if *i >= i32::MIN as i64 => format!("'{i}'::integer"),
+        ScalarValue::Int64(Some(i)) if (i32::MIN as i64..0).contains(i) => {
+            format!("'{i}'::integer")
+        }
         // A SQL literal with a fraction is numeric in PostgreSQL, Float64 in DataFusion.
         ScalarValue::Float64(Some(f)) if f.is_finite() && *f >= 0.0 => {
             let text = f.to_string();
