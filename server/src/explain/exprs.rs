@@ -2,7 +2,12 @@
 //! EXPLAIN: every operator in parentheses (`(a < 140)`), AND/OR lists flattened
 //! (`((a > 1) AND (b < 2) AND (c = 3))`), constants with a cast to their type unless the
 //! type goes without saying (`140`, `'fffffff'::text`, `'5'::bigint`, `3.5`), casts as
-//! `(a)::text`, LIKE as `~~`, IN lists as `= ANY ('{1,2,3}'::integer[])`.
+//! `(a)::text`, LIKE as `~~`, IN lists as `= ANY ('{1,2,3}'::integer[])`. Where
+//! DataFusion typed operands otherwise than PostgreSQL's parser would, they are written as
+//! PostgreSQL types them: a double precision constant as `'5'::double precision`, an
+//! integer compared with a fraction as `(a)::numeric`, the narrower integer of `%`, `&`,
+//! `|`, `#` cast to the wider. What an upper node shows of an expression computed below it
+//! goes in parentheses ([`as_input_reference`]).
 //!
 //! How a column reads depends on the node the expression runs over (a table column, maybe
 //! qualified; an aggregate; an expression computed below): the caller passes that as
@@ -240,18 +245,9 @@ fn integer_operands(b: &BinaryExpr, input: &Input) -> Option<(String, String)> {
     Some((shown(&left, left_width), shown(&right, right_width)))
 }
 
-/// PostgreSQL casts an operand of `b` for each row (`mixed_width_operands`, the narrower
-/// one not a constant).
-fn cast_at_run_time(b: &BinaryExpr, schema: &Schema) -> bool {
-    mixed_width_operands(b, schema).is_some_and(|[l, r]| {
-        let narrower = if l.1 < r.1 { l.0 } else { r.0 };
-        !narrower.as_ref().is::<Literal>()
-    })
-}
-
 /// An integer type's width in PostgreSQL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum IntWidth {
+pub(crate) enum IntWidth {
     Small,
     Int,
     Big,
@@ -269,7 +265,7 @@ impl IntWidth {
 
 /// The operands of `%`, `&`, `|` or `#` (see `integer_operands`) without DataFusion's
 /// widening casts, with their widths in PostgreSQL, when the widths differ.
-fn mixed_width_operands(
+pub(crate) fn mixed_width_operands(
     b: &BinaryExpr,
     schema: &Schema,
 ) -> Option<[(Arc<dyn PhysicalExpr>, IntWidth); 2]> {
@@ -438,62 +434,6 @@ pub fn conjuncts(e: &Arc<dyn PhysicalExpr>) -> Vec<Arc<dyn PhysicalExpr>> {
     items
 }
 
-/// A node's filter conjuncts in the order PostgreSQL's planner puts them, which is the
-/// order EXPLAIN shows (and it evaluates): equalities go after the rest (the planner
-/// rebuilds them from its equivalence classes and appends them), then all are sorted,
-/// stably, by their estimated cost per row, cheapest first (`order_qual_clauses`).
-pub fn in_postgres_order(
-    quals: Vec<Arc<dyn PhysicalExpr>>,
-    schema: &Schema,
-) -> Vec<Arc<dyn PhysicalExpr>> {
-    let is_equality = |q: &Arc<dyn PhysicalExpr>| {
-        q.downcast_ref::<BinaryExpr>()
-            .is_some_and(|b| *b.op() == Operator::Eq)
-    };
-    let (equalities, mut ordered): (Vec<_>, Vec<_>) = quals.into_iter().partition(is_equality);
-    ordered.extend(equalities);
-    let mut costed: Vec<(f64, Arc<dyn PhysicalExpr>)> =
-        ordered.into_iter().map(|q| (cost(&q, schema), q)).collect();
-    costed.sort_by(|a, b| a.0.total_cmp(&b.0));
-    costed.into_iter().map(|(_, q)| q).collect()
-}
-
-/// What PostgreSQL's `cost_qual_eval` charges for evaluating `e` once, in operator
-/// evaluations: one per operator and function (builtins cost 1), two for a cast through
-/// text (an output and an input function), half an operator per element of an `= ANY`
-/// list; column references, constants, NULL tests and AND / OR / NOT themselves nothing.
-fn cost(e: &Arc<dyn PhysicalExpr>, schema: &Schema) -> f64 {
-    let children: f64 = e.children().iter().map(|c| cost(c, schema)).sum();
-    let node = e.as_ref();
-    let own = if let Some(b) = node.downcast_ref::<BinaryExpr>() {
-        match b.op() {
-            Operator::And | Operator::Or => 0.0,
-            // and the cast PostgreSQL makes of a narrower operand, not a constant
-            _ if cast_at_run_time(b, schema) => 2.0,
-            _ => 1.0,
-        }
-    } else if let Some(i) = node.downcast_ref::<InListExpr>() {
-        let constant = i.list().iter().all(|e| e.as_ref().is::<Literal>());
-        match constant {
-            true => 0.5 * i.list().len() as f64,
-            false => i.list().len() as f64,
-        }
-    } else if let Some(c) = node.downcast_ref::<CastExpr>() {
-        let is_string =
-            |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
-        match c.expr().data_type(schema) {
-            Ok(from) if implicit_cast(&from, c.cast_type()) => 0.0,
-            Ok(from) if is_string(&from) || is_string(c.cast_type()) => 2.0,
-            _ => 1.0,
-        }
-    } else if node.is::<LikeExpr>() || node.is::<ScalarFunctionExpr>() {
-        1.0
-    } else {
-        0.0
-    };
-    own + children
-}
-
 /// A list of conjuncts as one qual, the way PostgreSQL shows an implicit-AND qual list.
 pub fn deparse_qual(quals: &[Arc<dyn PhysicalExpr>], input: &Input) -> Option<String> {
     match quals {
@@ -563,7 +503,7 @@ fn cast(inner: &Arc<dyn PhysicalExpr>, to: &DataType, input: &Input) -> String {
 
 /// Casts PostgreSQL would not write: widening an integer or a float (its operators take
 /// mixed widths), and between DataFusion's string representations.
-fn implicit_cast(from: &DataType, to: &DataType) -> bool {
+pub(crate) fn implicit_cast(from: &DataType, to: &DataType) -> bool {
     let int_rank = |t: &DataType| match t {
         DataType::Int8 => Some(1),
         DataType::Int16 => Some(2),

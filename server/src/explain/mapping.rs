@@ -93,8 +93,7 @@ use iolab_settings::quote_identifier;
 
 use crate::explain::costs::{self, CostParams};
 use crate::explain::exprs::{
-    as_index_cond, as_input_reference, conjuncts, deparse, deparse_qual, in_postgres_order,
-    is_plain_column, Input,
+    as_index_cond, as_input_reference, conjuncts, deparse, deparse_qual, is_plain_column, Input,
 };
 use crate::explain::hash_table;
 use crate::explain::instrument::{peel, NodeStats};
@@ -103,6 +102,7 @@ use crate::explain::node::{
     Actual, Buffers, Child, Costs, Detail, IndexTarget, PlanNode, Relation, SortSpaceType,
 };
 use crate::explain::options::ExplainOptions;
+use crate::explain::qual_order::in_postgres_order;
 use crate::explain::window_frame::frame_clause;
 use crate::pgcatalog::view_scan::ViewScanExec;
 

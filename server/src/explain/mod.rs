@@ -34,6 +34,7 @@ pub mod mapping;
 pub mod metrics;
 pub mod node;
 pub mod options;
+pub mod qual_order;
 pub mod structured;
 pub mod text;
 pub mod window_frame;
