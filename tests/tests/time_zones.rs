@@ -443,6 +443,28 @@ async fn now_is_the_transactions_start() {
     c.batch_execute("COMMIT").await.unwrap();
     // A statement outside a block is its own transaction.
     assert_ne!(value(&c, "SELECT now()").await, first);
+
+    // timeofday() reads the clock as text in the session's zone, with its abbreviation,
+    // in PostgreSQL's layout.
+    c.batch_execute("SET TimeZone = 'Europe/Berlin'")
+        .await
+        .unwrap();
+    let read = rows(
+        &c,
+        "SELECT timeofday(), to_char(clock_timestamp(), 'Dy Mon DD'), \
+                extract(year FROM clock_timestamp())::text",
+    )
+    .await;
+    let [Some(text), Some(day), Some(year)] = &read[0][..] else {
+        panic!("{read:?}")
+    };
+    let fields: Vec<&str> = text.split(' ').collect();
+    assert_eq!(fields.len(), 6, "{text}");
+    assert_eq!(fields[..3].join(" "), *day, "{text}");
+    assert_eq!(fields[4], year, "{text}");
+    assert!(fields[5] == "CET" || fields[5] == "CEST", "{text}");
+    let (seconds, micros) = fields[3].split_once('.').expect("a fraction");
+    assert!(seconds.len() == 8 && micros.len() == 6, "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

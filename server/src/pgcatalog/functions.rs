@@ -798,6 +798,22 @@ fn definitions() -> Vec<Def> {
         )
         .volatile()
         .each_row(),
+        // The same clock as text in the session's zone, as `timeofday()` writes it:
+        // `Sun Dec 06 08:47:15.123456 2026 UTC`.
+        def("timeofday", 0..=0, DataType::Utf8, |ctx, _, rows| {
+            let zone = crate::session::text_format_for(&ctx.settings.lock()).time_zone;
+            per_row(rows, |_| {
+                let utc = chrono::Utc::now().timestamp_micros();
+                let (local, _) = zone.utc_to_local(utc);
+                let local = chrono::DateTime::from_timestamp_micros(local)
+                    .expect("the clock is within chrono's range")
+                    .naive_utc();
+                let text = local.format("%a %b %d %H:%M:%S%.6f %Y");
+                Ok(V::Text(format!("{text} {}", zone.abbreviation_at_utc(utc))))
+            })
+        })
+        .volatile()
+        .each_row(),
         def(
             "pg_indexes_size",
             1..=1,
