@@ -25,7 +25,7 @@ use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 use datafusion::scalar::ScalarValue;
 use iolab_engine::plan::outer_param::OuterParam;
-use iolab_engine::values::output_text::{format_float8, text_value};
+use iolab_engine::values::output_text::text_value;
 use iolab_engine::values::{arrow_type_name, TextFormat};
 
 use crate::sql::checked_arithmetic::CheckedArithmetic;
@@ -215,11 +215,17 @@ fn typed_against(v: f64, other: &Arc<dyn PhysicalExpr>, input: &Input) -> Option
         let constant = if v >= 0.0 {
             literal(&ScalarValue::Float64(Some(v)))
         } else {
-            format!("{}::numeric", quote(&float8_text(v)))
+            format!(
+                "{}::numeric",
+                quote(&value_text(&ScalarValue::Float64(Some(v))))
+            )
         };
         return Some((constant, format!("({})::numeric", deparse(c.expr(), input))));
     }
-    let constant = format!("{}::double precision", quote(&float8_text(v)));
+    let constant = format!(
+        "{}::double precision",
+        quote(&value_text(&ScalarValue::Float64(Some(v))))
+    );
     Some((constant, deparse(other, input)))
 }
 
@@ -317,13 +323,6 @@ fn float_constant(e: &Arc<dyn PhysicalExpr>) -> Option<f64> {
         ScalarValue::Float64(Some(v)) => Some(v),
         _ => None,
     }
-}
-
-/// `float8out`'s text of `v`.
-fn float8_text(v: f64) -> String {
-    let mut out = Vec::new();
-    format_float8(v, 1, &mut out);
-    String::from_utf8(out).expect("float8out writes ASCII")
 }
 
 /// `e` reads a column as it is, or widened by a cast PostgreSQL would not make (its

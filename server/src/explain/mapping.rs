@@ -317,11 +317,7 @@ impl<'a> Mapper<'a> {
         for at in 1..logical_aliases.len() {
             let taken = |name: &str| logical_aliases[..at].iter().any(|n| n.alias == name);
             if taken(&logical_aliases[at].alias) {
-                let base = logical_aliases[at].alias.clone();
-                logical_aliases[at].alias = (1..)
-                    .map(|n| format!("{base}_{n}"))
-                    .find(|candidate| !taken(candidate))
-                    .expect("some number is free");
+                logical_aliases[at].alias = numbered(&logical_aliases[at].alias, taken);
             }
         }
         let mut aliases = HashMap::new();
@@ -367,12 +363,9 @@ impl<'a> Mapper<'a> {
                     None => table.name.clone(),
                 };
                 // A name used already (a scan the query does not name) gets `_1`, `_2` ….
-                let taken = |name: &String| aliases.values().any(|a| a == name);
+                let taken = |name: &str| aliases.values().any(|a| a == name);
                 let unique = match taken(&alias) {
-                    true => (1..)
-                        .map(|n| format!("{alias}_{n}"))
-                        .find(|candidate| !taken(candidate))
-                        .expect("some number is free"),
+                    true => numbered(&alias, taken),
                     false => alias,
                 };
                 aliases.insert(address(inner.as_ref()), unique);
@@ -1566,11 +1559,8 @@ impl<'a> Mapper<'a> {
     /// The filter conjuncts, as `Filter:` writes them, that a scan's index condition
     /// guarantees: a Bitmap Heap Scan's or an Index Scan's `covered_quals()`.
     fn covered_quals(&self, scan: &dyn ExecutionPlan) -> Vec<String> {
-        let (quals, table) = if let Some(s) = scan.downcast_ref::<BitmapHeapScanExec>() {
-            (s.covered_quals(), &s.table)
-        } else if let Some(s) = scan.downcast_ref::<IndexScanExec>() {
-            (s.covered_quals(), &s.table)
-        } else {
+        let quals = scan_conditions(scan);
+        let Some((table, _)) = scanned_table(scan).filter(|_| !quals.is_empty()) else {
             return Vec::new();
         };
         let alias = self.alias(scan, &table.name);
@@ -2095,6 +2085,14 @@ fn physical_tlist_scans(root: &Arc<dyn ExecutionPlan>) -> HashSet<usize> {
     let mut out = HashSet::new();
     visit(root, false, &mut out);
     out
+}
+
+/// `base_1`, `base_2` …, the first that is not `taken`.
+fn numbered(base: &str, taken: impl Fn(&str) -> bool) -> String {
+    (1..)
+        .map(|n| format!("{base}_{n}"))
+        .find(|candidate| !taken(candidate))
+        .expect("some number is free")
 }
 
 /// The conditions an index or bitmap heap scan applies itself.

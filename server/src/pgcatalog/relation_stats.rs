@@ -268,10 +268,8 @@ pub(super) fn functions() -> Vec<Def> {
                     let Some(oid) = oids[i] else {
                         return Ok(V::Null);
                     };
-                    let file = (db.catalog.table_by_oid(oid).map(|t| t.relfilenode))
-                        .or_else(|| db.catalog.index_by_oid(oid).map(|x| x.relfilenode));
-                    if let Some(file) = file {
-                        db.io_stats.relation_counts.forget(file);
+                    if let Some(rel) = s.relation(oid) {
+                        db.io_stats.relation_counts.forget(rel.relfilenode);
                     }
                     db.io_stats.database.mark_reset();
                     Ok(V::text(""))
