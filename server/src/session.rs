@@ -730,6 +730,10 @@ impl Session {
                 let in_block = self.txn.in_block;
                 return sql::cluster::run(run, stmt, in_block, &mut self.txn.ddl, notices);
             }
+            Parsed::Reindex(stmt) => {
+                let in_block = self.txn.in_block;
+                return sql::reindex::run(run, stmt, in_block, &mut self.txn.ddl, notices);
+            }
             Parsed::Vacuum(stmt) => {
                 let in_block = self.txn.in_block;
                 let log = &mut self.txn.ddl;

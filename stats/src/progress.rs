@@ -140,6 +140,19 @@ pub mod create_index {
     pub const BLOCKS_DONE: usize = 3;
     pub const TUPLES_TOTAL: usize = 4;
     pub const TUPLES_DONE: usize = 5;
+    /// [`COMMAND_CREATE_INDEX`] (0 reads as it too) or [`COMMAND_REINDEX`].
+    pub const COMMAND: usize = 6;
+
+    /// PostgreSQL's `PROGRESS_CREATEIDX_COMMAND_*` values.
+    pub const COMMAND_CREATE_INDEX: i64 = 1;
+    pub const COMMAND_REINDEX: i64 = 3;
+
+    pub fn command_name(n: i64) -> &'static str {
+        match n {
+            COMMAND_REINDEX => "REINDEX",
+            _ => "CREATE INDEX",
+        }
+    }
 
     pub const SCANNING_TABLE: i64 = 1;
     pub const SORTING: i64 = 2;

@@ -146,6 +146,19 @@ async fn vacuum_analyze_and_create_index_show_their_progress() {
             other => panic!("phase {other}"),
         }
     }
+
+    let seen = watch(
+        &worker,
+        &watcher,
+        "REINDEX INDEX pr_f",
+        "SELECT relid, command, phase FROM pg_stat_progress_create_index",
+    )
+    .await;
+    assert!(!seen.is_empty(), "REINDEX's progress was never seen");
+    for row in &seen {
+        assert_eq!((&*row[0], &*row[1]), (&*oid, "REINDEX"), "{row:?}");
+        assert!(row[2].starts_with("building index: "), "{row:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -292,11 +292,12 @@ pub fn create_index(
             "iolab cannot index interval columns (no B-tree operator class for them)",
         ));
     }
-    let result = build_file(db, ctx, table, def).and_then(|stats| {
-        ctx.check_cancel()?;
-        db.catalog.create_index(def.clone())?;
-        Ok(stats)
-    });
+    let result =
+        build_file(db, ctx, table, def, create_index::COMMAND_CREATE_INDEX).and_then(|stats| {
+            ctx.check_cancel()?;
+            db.catalog.create_index(def.clone())?;
+            Ok(stats)
+        });
     if result.is_err() {
         if let Err(e) = db.remove_relation_file(def.relfilenode) {
             tracing::warn!("could not remove the file of index \"{}\": {e}", def.name);
@@ -313,7 +314,18 @@ pub fn rebuild_index(
     table: &TableDef,
     def: &IndexDef,
 ) -> PgResult<LoadStats> {
-    build_file(db, ctx, table, def)
+    build_file(db, ctx, table, def, create_index::COMMAND_CREATE_INDEX)
+}
+
+/// [`rebuild_index`] for REINDEX: the same build, shown as `REINDEX` in
+/// `pg_stat_progress_create_index`.
+pub fn reindex(
+    db: &Database,
+    ctx: &StatementContext,
+    table: &TableDef,
+    def: &IndexDef,
+) -> PgResult<LoadStats> {
+    build_file(db, ctx, table, def, create_index::COMMAND_REINDEX)
 }
 
 fn build_file(
@@ -321,6 +333,7 @@ fn build_file(
     ctx: &StatementContext,
     table: &TableDef,
     def: &IndexDef,
+    command: i64,
 ) -> PgResult<LoadStats> {
     let started = Instant::now();
     let index = BtreeIndex::open(db, def)?;
@@ -338,6 +351,7 @@ fn build_file(
         );
     };
     let progress = ctx.report_progress(ProgressCommand::CreateIndex, table.oid);
+    progress.set(create_index::COMMAND, command);
     progress.set(create_index::INDEX_RELID, def.oid);
     progress.set(create_index::PHASE, create_index::SCANNING_TABLE);
     progress.set(create_index::BLOCKS_TOTAL, source.rel.nblocks());

@@ -118,7 +118,7 @@ impl ProgressView {
             ],
             ProgressView::CreateIndex => vec![
                 n(create_index::INDEX_RELID),
-                V::text("CREATE INDEX"),
+                V::text(create_index::command_name(p.params[create_index::COMMAND])),
                 V::text(create_index::phase_name(p.params[create_index::PHASE])),
                 V::Int(0),
                 V::Int(0),

@@ -61,17 +61,7 @@ pub fn parse(text: &str, whole: &str, offset: usize) -> PgResult<ClusterStmt> {
                         .with_position(p.position_of(at)),
                 );
             }
-            stmt.verbose = match p.peek() {
-                Some(Tok::Word { text, .. }) if matches!(text.as_str(), "on" | "true" | "1") => {
-                    p.pos += 1;
-                    true
-                }
-                Some(Tok::Word { text, .. }) if matches!(text.as_str(), "off" | "false" | "0") => {
-                    p.pos += 1;
-                    false
-                }
-                _ => true,
-            };
+            stmt.verbose = p.optional_boolean();
             if p.is_punct(',') {
                 p.pos += 1;
                 continue;

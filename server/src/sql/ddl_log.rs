@@ -107,6 +107,11 @@ pub enum DdlEntry {
         oid: u32,
         reloptions: Vec<String>,
     },
+    /// REINDEX gave `index` (as it was before) the new file `new_relfilenode`.
+    Reindexed {
+        index: IndexDef,
+        new_relfilenode: u32,
+    },
     /// CLUSTER marked an index of table `table_oid`; `index` was marked before.
     ClusteredOn {
         table_oid: u32,
@@ -263,6 +268,17 @@ fn complete(db: &Database, entries: Vec<DdlEntry>) {
                 }
                 remove_files(db, table.relfilenode, indexes.iter().map(|(old, _)| old))
             }
+            DdlEntry::Reindexed {
+                index,
+                new_relfilenode,
+            } => {
+                (db.io_stats.relation_counts).move_counts(
+                    index.relfilenode,
+                    *new_relfilenode,
+                    true,
+                );
+                btree::drop_index_files(db, index)
+            }
         };
         if let Err(e) = result {
             tracing::warn!(
@@ -344,22 +360,32 @@ fn undo(db: &Database, entry: &DdlEntry) -> PgResult<()> {
             counts.move_counts(*new_relfilenode, table.relfilenode, false);
             db.remove_relation_file(*new_relfilenode)?;
             for (index, new) in indexes {
-                counts.move_counts(*new, index.relfilenode, false);
-                if db.catalog.index_by_oid(index.oid).is_some() {
-                    db.catalog
-                        .set_index_relfilenode(index.oid, index.relfilenode)?;
-                }
-                btree::drop_index_files(
-                    db,
-                    &IndexDef {
-                        relfilenode: *new,
-                        ..index.clone()
-                    },
-                )?;
+                undo_index_file(db, index, *new)?;
             }
             Ok(())
         }
+        DdlEntry::Reindexed {
+            index,
+            new_relfilenode,
+        } => undo_index_file(db, index, *new_relfilenode),
     }
+}
+
+/// Gives `index` its old file back (if it still exists) and removes its new file `new`,
+/// moving the activity counted meanwhile to the old one.
+fn undo_index_file(db: &Database, index: &IndexDef, new: u32) -> PgResult<()> {
+    (db.io_stats.relation_counts).move_counts(new, index.relfilenode, false);
+    if db.catalog.index_by_oid(index.oid).is_some() {
+        db.catalog
+            .set_index_relfilenode(index.oid, index.relfilenode)?;
+    }
+    btree::drop_index_files(
+        db,
+        &IndexDef {
+            relfilenode: new,
+            ..index.clone()
+        },
+    )
 }
 
 /// The position files of dropped sequences.

@@ -53,6 +53,7 @@ pub mod plan_cache;
 pub mod prepare;
 pub mod prepared_plans;
 pub mod recheck;
+pub mod reindex;
 pub mod relation_locks;
 pub mod reloptions;
 pub mod returning;
@@ -116,6 +117,7 @@ pub enum Parsed {
     Lock(relation_locks::LockStmt),
     /// `CLUSTER …` (see `cluster`).
     Cluster(cluster::ClusterStmt),
+    Reindex(reindex::ReindexStmt),
 }
 
 impl Parsed {
@@ -204,6 +206,9 @@ pub(crate) fn parse_reading(
         }
         words if cluster::is_cluster(words) => {
             return cluster::parse(text, whole, offset).map(Parsed::Cluster);
+        }
+        words if reindex::is_reindex(words) => {
+            return reindex::parse(text, whole, offset).map(Parsed::Reindex);
         }
         words if relation_locks::is_lock(words) => {
             return relation_locks::parse_lock(text, whole, offset).map(Parsed::Lock);

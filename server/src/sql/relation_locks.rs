@@ -15,6 +15,7 @@
 //! | DROP TABLE / VIEW, TRUNCATE, ALTER TABLE / VIEW, VACUUM FULL | `AccessExclusiveLock` |
 //! | DROP INDEX, ALTER INDEX | `AccessExclusiveLock` on the index and its table |
 //! | CLUSTER | `AccessExclusiveLock` on the table (every table with a clustered index) |
+//! | REINDEX | `ShareLock` on each table, `AccessExclusiveLock` on each index it rebuilds |
 //! | `LOCK [TABLE] [ONLY] name [*] [, …] [IN mode MODE] [NOWAIT]` | that mode, `ACCESS EXCLUSIVE` by default |
 //!
 //! Each table a statement plans a scan of (what it reads, an UPDATE's or DELETE's target)
@@ -42,6 +43,7 @@ use iolab_stats::{BackendActivity, WaitEvent};
 use crate::sql::alter_parse::AlterStatement;
 use crate::sql::cluster::ClusterStmt;
 use crate::sql::ddl::split_name;
+use crate::sql::reindex::ReindexStmt;
 use crate::sql::tokens::{tokenize, Tok, TokenParser};
 use crate::sql::vacuum::VacuumStmt;
 use crate::sql::{Outcome, Parsed};
@@ -175,6 +177,7 @@ pub fn requests(db: &Database, temp: Option<&str>, parsed: &Parsed) -> PgResult<
         Parsed::Alter(alter) => locks.alter(alter),
         Parsed::Lock(lock) => locks.lock(lock)?,
         Parsed::Cluster(cluster) => locks.cluster(cluster),
+        Parsed::Reindex(reindex) => locks.reindex(reindex),
         Parsed::Checkpoint
         | Parsed::CreateExtension(_)
         | Parsed::Sequence(_)
@@ -423,6 +426,23 @@ impl Locks<'_> {
                 for (table, _) in crate::sql::cluster::clustered_tables(self.db) {
                     self.push(table.oid, &table.name, LockMode::AccessExclusive);
                 }
+            }
+        }
+    }
+
+    /// REINDEX: each table in `ShareLock`, each index it rebuilds in `AccessExclusiveLock`.
+    /// What does not exist locks nothing; the statement reports it.
+    fn reindex(&mut self, reindex: &ReindexStmt) {
+        let Ok(targets) = crate::sql::reindex::targets(self.db, self.temp, reindex) else {
+            return;
+        };
+        for (table, indexes) in targets {
+            if table.persistence == Persistence::Temporary {
+                continue;
+            }
+            self.push(table.oid, &table.name, LockMode::Share);
+            for index in indexes {
+                self.push(index.oid, &index.name, LockMode::AccessExclusive);
             }
         }
     }

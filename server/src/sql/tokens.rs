@@ -155,9 +155,12 @@ impl<'a> TokenParser<'a> {
         self.whole[..self.offset].chars().count() + self.text[..at].chars().count() + 1
     }
 
-    /// `syntax error at or near "…"` at the current token (or `at end of input`).
+    /// `syntax error at or near "…"` at the current token (or `at end of input`; at the
+    /// `;` that ends the statement, if the query string has one there, as PostgreSQL's
+    /// lexer sees it).
     pub fn syntax_error(&self) -> PgError {
         let message = match self.tokens.get(self.pos) {
+            None if self.ends_with_semicolon() => "syntax error at or near \";\"".to_string(),
             None => "syntax error at end of input".to_string(),
             Some(t) => {
                 let text = match &t.tok {
@@ -182,6 +185,14 @@ impl<'a> TokenParser<'a> {
         PgError::syntax(message).with_position(self.position_of(self.pos))
     }
 
+    /// Whether the query string has a `;` right after this statement's text.
+    fn ends_with_semicolon(&self) -> bool {
+        let after = self.offset + self.text.len();
+        self.whole
+            .get(after..)
+            .is_some_and(|rest| rest.trim_start().starts_with(';'))
+    }
+
     pub fn is_word(&self, word: &str) -> bool {
         matches!(self.peek(), Some(Tok::Word { text, quoted: false }) if text == word)
     }
@@ -200,6 +211,29 @@ impl<'a> TokenParser<'a> {
             }
             _ => Err(self.syntax_error()),
         }
+    }
+
+    /// The value of a Boolean option in a parenthesized option list (`VERBOSE`, `VERBOSE
+    /// off`): a following on / off, true / false, yes / no, 1 / 0 is taken as its value;
+    /// none means true, as PostgreSQL's `defGetBoolean` reads a bare option.
+    pub fn optional_boolean(&mut self) -> bool {
+        let value = match self.peek() {
+            Some(Tok::Word { text, .. }) => match text.as_str() {
+                "on" | "true" | "yes" => Some(true),
+                "off" | "false" | "no" => Some(false),
+                _ => None,
+            },
+            Some(Tok::Number(n)) => match n.as_str() {
+                "1" => Some(true),
+                "0" => Some(false),
+                _ => None,
+            },
+            _ => None,
+        };
+        if value.is_some() {
+            self.pos += 1;
+        }
+        value.unwrap_or(true)
     }
 
     pub fn expect_punct(&mut self, c: char) -> PgResult<()> {

@@ -207,8 +207,10 @@ fn refused_command(db: &Database, temp: Option<&str>, parsed: &Parsed) -> Option
             let writes = lock.mode > iolab_engine::txn::relation_locks::LockMode::RowExclusive;
             return writes.then(|| "LOCK TABLE".into());
         }
+        // PostgreSQL lets REINDEX run in a read-only transaction, as VACUUM.
         Parsed::Checkpoint
         | Parsed::Vacuum(_)
+        | Parsed::Reindex(_)
         | Parsed::Fetch(_)
         | Parsed::Prepare(_)
         | Parsed::AlterSystem(_) => return None,
