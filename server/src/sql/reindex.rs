@@ -185,34 +185,33 @@ pub fn targets(
     stmt: &ReindexStmt,
 ) -> PgResult<Vec<(TableDef, Vec<IndexDef>)>> {
     let name = stmt.name.as_deref().unwrap_or_default();
-    let wrong_kind = |what: &str| {
-        PgError::new(
-            sqlstate::WRONG_OBJECT_TYPE,
-            format!("\"{name}\" is not {what}"),
-        )
-    };
-    let with_indexes = |table: TableDef| {
-        let indexes = db.catalog.indexes_of(table.oid);
-        (table, indexes)
-    };
     // Where an unqualified name is looked for: the session's temporary schema, then public.
     let schemas: Vec<&str> = match stmt.schema.as_deref() {
         Some("pg_temp") => temp.into_iter().collect(),
         Some(schema) => vec![schema],
         None => temp.into_iter().chain(["public"]).collect(),
     };
+    // Not found as `what`: a relation of another kind by that name is the wrong kind.
+    let not_found = |what: &str| {
+        let catalog = &db.catalog;
+        let exists = schemas.iter().any(|s| {
+            catalog.table(s, name).is_some()
+                || catalog.index(s, name).is_some()
+                || catalog.view(s, name).is_some()
+        });
+        match (exists, &stmt.schema) {
+            (true, _) => PgError::new(
+                sqlstate::WRONG_OBJECT_TYPE,
+                format!("\"{name}\" is not {what}"),
+            ),
+            (false, Some(schema)) => PgError::undefined_table(&format!("{schema}.{name}")),
+            (false, None) => PgError::undefined_table(name),
+        }
+    };
     match stmt.kind {
         ReindexKind::Index => {
-            let found = schemas.iter().find_map(|s| db.catalog.index(s, name));
-            let Some(index) = found else {
-                let is_relation = schemas.iter().any(|s| {
-                    db.catalog.table(s, name).is_some() || db.catalog.view(s, name).is_some()
-                });
-                return Err(match is_relation {
-                    true => wrong_kind("an index"),
-                    false => undefined_relation(stmt),
-                });
-            };
+            let index = (schemas.iter().find_map(|s| db.catalog.index(s, name)))
+                .ok_or_else(|| not_found("an index"))?;
             let table = db
                 .catalog
                 .table_by_oid(index.table_oid)
@@ -220,17 +219,10 @@ pub fn targets(
             Ok(vec![(table, vec![index])])
         }
         ReindexKind::Table => {
-            let found = schemas.iter().find_map(|s| db.catalog.table(s, name));
-            let Some(table) = found else {
-                let is_relation = schemas.iter().any(|s| {
-                    db.catalog.index(s, name).is_some() || db.catalog.view(s, name).is_some()
-                });
-                return Err(match is_relation {
-                    true => wrong_kind("a table or materialized view"),
-                    false => undefined_relation(stmt),
-                });
-            };
-            Ok(vec![with_indexes(table)])
+            let table = (schemas.iter().find_map(|s| db.catalog.table(s, name)))
+                .ok_or_else(|| not_found("a table or materialized view"))?;
+            let indexes = db.catalog.indexes_of(table.oid);
+            Ok(vec![(table, indexes)])
         }
         ReindexKind::Schema => {
             if oids::namespace_oid(name).is_none() {
@@ -254,15 +246,6 @@ pub fn targets(
             }))
         }
         ReindexKind::System => Ok(Vec::new()),
-    }
-}
-
-/// `relation "[schema.]name" does not exist` for what an INDEX or TABLE names.
-fn undefined_relation(stmt: &ReindexStmt) -> PgError {
-    let name = stmt.name.as_deref().unwrap_or_default();
-    match &stmt.schema {
-        Some(schema) => PgError::undefined_table(&format!("{schema}.{name}")),
-        None => PgError::undefined_table(name),
     }
 }
 
