@@ -117,6 +117,7 @@ pub enum Parsed {
     Lock(relation_locks::LockStmt),
     /// `CLUSTER …` (see `cluster`).
     Cluster(cluster::ClusterStmt),
+    /// `REINDEX …` (see `reindex`).
     Reindex(reindex::ReindexStmt),
 }
 

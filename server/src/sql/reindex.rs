@@ -9,7 +9,7 @@
 //!
 //! An I/O experiment uses it to give an index a fresh, compact layout (after bulk
 //! inserts split its pages, or to start a run from a bottom-up build); the new file is
-//! built as CREATE INDEX builds one (`btree::rebuild_index`: sorted, loaded bottom-up, with
+//! built as CREATE INDEX builds one (`btree::reindex`: sorted, loaded bottom-up, with
 //! `pg_stat_progress_create_index` showing `REINDEX`). Each index changes files as a
 //! TRUNCATE's do: a `Reindexed` entry of the transaction's DDL log gives the old file back
 //! at ROLLBACK and removes it at COMMIT, where the index's activity counts follow it to the
