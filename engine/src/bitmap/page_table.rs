@@ -64,6 +64,15 @@ impl Hasher for BlockHasher {
 
 type BlockMap<V> = HashMap<u32, V, BuildHasherDefault<BlockHasher>>;
 
+/// A table's entries in ascending block order ([`PageTable::into_block_order`]).
+#[derive(Debug)]
+pub enum BlockOrder<V> {
+    /// `(block, entry)`, sorted by block.
+    Sorted(Vec<(u32, V)>),
+    /// Slot `b` holds block `b`'s entry, if it has one.
+    Slots(Vec<Option<V>>),
+}
+
 #[derive(Clone, Debug)]
 enum Store<V> {
     Hashed(BlockMap<V>),
@@ -226,6 +235,16 @@ impl<V: Copy> PageTable<V> {
                 entries.extend(occupied(slots).map(|(b, &v)| (b, v)));
                 entries
             }
+        }
+    }
+
+    /// The entries in ascending block order, the table consumed: the array as it is (no
+    /// copy of megabytes between a bitmap's build and its first heap read), or the hash
+    /// table's entries sorted.
+    pub fn into_block_order(self) -> BlockOrder<V> {
+        match self.store {
+            Store::Direct { slots, .. } => BlockOrder::Slots(slots),
+            Store::Hashed(_) => BlockOrder::Sorted(self.sorted()),
         }
     }
 

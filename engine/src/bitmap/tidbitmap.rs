@@ -73,7 +73,7 @@
 
 use iolab_catalog::{PgError, PgResult};
 
-use crate::bitmap::page_table::PageTable;
+use crate::bitmap::page_table::{BlockOrder, PageTable};
 use crate::heap::tuple::HEAP_TUPLE_HEADER_SIZE;
 use crate::storage::page::{maxalign, BLCKSZ, ITEM_ID_SIZE, SIZE_OF_PAGE_HEADER};
 
@@ -500,20 +500,30 @@ impl TidBitmap {
     /// Read the bitmap out in block order (PostgreSQL's `tbm_begin_iterate`); the bitmap
     /// is consumed.
     pub fn iterate(self) -> TbmIterator {
-        let entries = self.entries.sorted();
-        let (pages, chunks) = if self.nchunks == 0 {
-            (entries, Vec::new()) // nothing went lossy: no need to split
-        } else {
-            let mut pages = Vec::with_capacity(self.npages);
-            let mut chunks = Vec::with_capacity(self.nchunks);
-            for (blkno, entry) in entries {
-                if entry.chunk {
-                    chunks.push((blkno, entry.words));
-                } else {
-                    pages.push((blkno, entry));
+        let mut chunks = Vec::with_capacity(self.nchunks);
+        let pages = match self.entries.into_block_order() {
+            // Walked in place; the chunks' slots are skipped there.
+            BlockOrder::Slots(slots) => {
+                if self.nchunks > 0 {
+                    let in_chunks = slots.iter().enumerate().filter_map(|(b, slot)| {
+                        slot.filter(|e| e.chunk).map(|e| (b as u32, e.words))
+                    });
+                    chunks.extend(in_chunks);
                 }
+                ExactPages::Slots(slots)
             }
-            (pages, chunks)
+            BlockOrder::Sorted(entries) if self.nchunks == 0 => ExactPages::Sorted(entries),
+            BlockOrder::Sorted(entries) => {
+                let mut pages = Vec::with_capacity(self.npages);
+                for (blkno, entry) in entries {
+                    if entry.chunk {
+                        chunks.push((blkno, entry.words));
+                    } else {
+                        pages.push((blkno, entry));
+                    }
+                }
+                ExactPages::Sorted(pages)
+            }
         };
         TbmIterator {
             pages,
@@ -638,12 +648,22 @@ impl Iterator for TbmOffsets {
     }
 }
 
+/// A bitmap's exact pages in block order, as [`TbmIterator`] walks them.
+#[derive(Debug)]
+enum ExactPages {
+    /// Sorted by block.
+    Sorted(Vec<(u32, PageEntry)>),
+    /// The page table's array: slot `b` is block `b`'s entry; empty slots and chunk
+    /// headers are passed over.
+    Slots(Vec<Option<PageEntry>>),
+}
+
 /// Reads a bitmap out in ascending block order, merging exact pages with the lossy pages of
 /// chunks (see [`TidBitmap::iterate`]).
 #[derive(Debug)]
 pub struct TbmIterator {
-    /// Exact pages, sorted by block.
-    pages: Vec<(u32, PageEntry)>,
+    /// Exact pages; `next_page` indexes them.
+    pages: ExactPages,
     /// Chunks (header block, page bits), sorted by block.
     chunks: Vec<(u32, [u64; WORDS])>,
     next_page: usize,
@@ -653,6 +673,21 @@ pub struct TbmIterator {
 }
 
 impl TbmIterator {
+    /// The next exact page at or after the cursor, without consuming it.
+    fn peek_exact(&mut self) -> Option<(u32, PageEntry)> {
+        match &self.pages {
+            ExactPages::Sorted(pages) => pages.get(self.next_page).copied(),
+            ExactPages::Slots(slots) => loop {
+                match slots.get(self.next_page)? {
+                    Some(entry) if !entry.chunk => {
+                        return Some((self.next_page as u32, *entry));
+                    }
+                    _ => self.next_page += 1,
+                }
+            },
+        }
+    }
+
     /// The next lossy page of the chunks at or after the cursor, without consuming it.
     fn peek_lossy(&mut self) -> Option<u32> {
         while let Some(&(chunk_blkno, words)) = self.chunks.get(self.next_chunk) {
@@ -676,14 +711,13 @@ impl Iterator for TbmIterator {
 
     fn next(&mut self) -> Option<TbmPage> {
         let lossy = self.peek_lossy();
-        let exact = self.pages.get(self.next_page).map(|&(b, _)| b);
+        let exact = self.peek_exact();
         match (lossy, exact) {
-            (Some(l), e) if e.is_none_or(|e| l < e) => {
+            (Some(l), e) if e.is_none_or(|(e, _)| l < e) => {
                 self.next_chunk_bit += 1;
                 Some(TbmPage::lossy(l))
             }
-            (_, Some(_)) => {
-                let (blkno, entry) = self.pages[self.next_page];
+            (_, Some((blkno, entry))) => {
                 self.next_page += 1;
                 debug_assert!(lossy != Some(blkno), "a page is exact or lossy, not both");
                 let mut words = [0u64; WORDS_PER_PAGE];
