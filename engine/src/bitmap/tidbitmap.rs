@@ -500,30 +500,14 @@ impl TidBitmap {
     /// Read the bitmap out in block order (PostgreSQL's `tbm_begin_iterate`); the bitmap
     /// is consumed.
     pub fn iterate(self) -> TbmIterator {
-        let mut chunks = Vec::with_capacity(self.nchunks);
+        // Chunk headers stay among the entries; reading out passes over them.
         let pages = match self.entries.into_block_order() {
-            // Walked in place; the chunks' slots are skipped there.
-            BlockOrder::Slots(slots) => {
-                if self.nchunks > 0 {
-                    let in_chunks = slots.iter().enumerate().filter_map(|(b, slot)| {
-                        slot.filter(|e| e.chunk).map(|e| (b as u32, e.words))
-                    });
-                    chunks.extend(in_chunks);
-                }
-                ExactPages::Slots(slots)
-            }
-            BlockOrder::Sorted(entries) if self.nchunks == 0 => ExactPages::Sorted(entries),
-            BlockOrder::Sorted(entries) => {
-                let mut pages = Vec::with_capacity(self.npages);
-                for (blkno, entry) in entries {
-                    if entry.chunk {
-                        chunks.push((blkno, entry.words));
-                    } else {
-                        pages.push((blkno, entry));
-                    }
-                }
-                ExactPages::Sorted(pages)
-            }
+            BlockOrder::Slots(slots) => ExactPages::Slots(slots),
+            BlockOrder::Sorted(entries) => ExactPages::Sorted(entries),
+        };
+        let chunks = match self.nchunks {
+            0 => Vec::new(),
+            _ => pages.chunks(),
         };
         TbmIterator {
             pages,
@@ -648,14 +632,30 @@ impl Iterator for TbmOffsets {
     }
 }
 
-/// A bitmap's exact pages in block order, as [`TbmIterator`] walks them.
+/// A bitmap's entries in block order, as [`TbmIterator`] walks them for its exact pages
+/// (passing over chunk headers, and the array's empty slots).
 #[derive(Debug)]
 enum ExactPages {
     /// Sorted by block.
     Sorted(Vec<(u32, PageEntry)>),
-    /// The page table's array: slot `b` is block `b`'s entry; empty slots and chunk
-    /// headers are passed over.
+    /// The page table's array: slot `b` is block `b`'s entry.
     Slots(Vec<Option<PageEntry>>),
+}
+
+impl ExactPages {
+    /// The chunks among the entries (header block, page bits), in block order.
+    fn chunks(&self) -> Vec<(u32, [u64; WORDS])> {
+        let entries: Box<dyn Iterator<Item = (u32, &PageEntry)>> = match self {
+            ExactPages::Sorted(pages) => Box::new(pages.iter().map(|(b, e)| (*b, e))),
+            ExactPages::Slots(slots) => Box::new(
+                (slots.iter().enumerate()).filter_map(|(b, s)| Some((b as u32, s.as_ref()?))),
+            ),
+        };
+        entries
+            .filter(|(_, e)| e.chunk)
+            .map(|(b, e)| (b, e.words))
+            .collect()
+    }
 }
 
 /// Reads a bitmap out in ascending block order, merging exact pages with the lossy pages of
@@ -676,7 +676,12 @@ impl TbmIterator {
     /// The next exact page at or after the cursor, without consuming it.
     fn peek_exact(&mut self) -> Option<(u32, PageEntry)> {
         match &self.pages {
-            ExactPages::Sorted(pages) => pages.get(self.next_page).copied(),
+            ExactPages::Sorted(pages) => loop {
+                match pages.get(self.next_page)? {
+                    (blkno, entry) if !entry.chunk => return Some((*blkno, *entry)),
+                    _ => self.next_page += 1,
+                }
+            },
             ExactPages::Slots(slots) => loop {
                 match slots.get(self.next_page)? {
                     Some(entry) if !entry.chunk => {
