@@ -1,4 +1,4 @@
-//! `pg_stat_progress_vacuum | analyze | create_index | copy`, watched from a second
+//! `pg_stat_progress_vacuum | analyze | create_index | cluster | copy`, watched from a second
 //! session while the command runs: the row names the session and the table, its phase is
 //! one of PostgreSQL's, its counts grow up to their totals; once the command ends the row
 //! is gone. A COPY FROM STDIN is held open half-way, so its figures are exact.
@@ -159,6 +159,41 @@ async fn vacuum_analyze_and_create_index_show_their_progress() {
         assert_eq!((&*row[0], &*row[1]), (&*oid, "REINDEX"), "{row:?}");
         assert!(row[2].starts_with("building index: "), "{row:?}");
     }
+
+    // CLUSTER rebuilds the indexes as a step of its own: the session keeps its
+    // pg_stat_progress_cluster row through it, and shows none in _create_index.
+    let seen = watch(
+        &worker,
+        &watcher,
+        "CLUSTER pr USING pr_i",
+        "SELECT 'cluster', relid, command, phase, index_rebuild_count
+           FROM pg_stat_progress_cluster
+         UNION ALL
+         SELECT 'create index', relid, command, phase, 0 FROM pg_stat_progress_create_index",
+    )
+    .await;
+    let phases = [
+        "seq scanning heap",
+        "sorting tuples",
+        "writing new heap",
+        "swapping relation files",
+        "rebuilding index",
+        "performing final cleanup",
+    ];
+    for row in &seen {
+        assert_eq!(
+            (&*row[0], &*row[1], &*row[2]),
+            ("cluster", &*oid, "CLUSTER"),
+            "{row:?}"
+        );
+        assert!(phases.contains(&row[3].as_str()), "{row:?}");
+    }
+    let rebuilt: Vec<i64> = (seen.iter())
+        .filter(|r| r[3] == "rebuilding index")
+        .map(|r| r[4].parse().unwrap())
+        .collect();
+    assert!(!rebuilt.is_empty(), "no index rebuild seen: {seen:?}");
+    assert!(rebuilt.windows(2).all(|w| w[0] <= w[1]) && rebuilt.iter().all(|&n| n <= 2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

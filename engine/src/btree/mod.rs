@@ -99,6 +99,7 @@ use iolab_stats::BackendType;
 
 use crate::accounting::{IoAccount, StatsSink};
 use crate::buffer::BufferPool;
+use crate::exec::context::ProgressReport;
 use crate::exec::StatementContext;
 use crate::heap;
 use crate::storage::relfile::RelFile;
@@ -292,12 +293,18 @@ pub fn create_index(
             "iolab cannot index interval columns (no B-tree operator class for them)",
         ));
     }
-    let result =
-        build_file(db, ctx, table, def, create_index::COMMAND_CREATE_INDEX).and_then(|stats| {
-            ctx.check_cancel()?;
-            db.catalog.create_index(def.clone())?;
-            Ok(stats)
-        });
+    let result = build_file(
+        db,
+        ctx,
+        table,
+        def,
+        Some(create_index::COMMAND_CREATE_INDEX),
+    )
+    .and_then(|stats| {
+        ctx.check_cancel()?;
+        db.catalog.create_index(def.clone())?;
+        Ok(stats)
+    });
     if result.is_err() {
         if let Err(e) = db.remove_relation_file(def.relfilenode) {
             tracing::warn!("could not remove the file of index \"{}\": {e}", def.name);
@@ -308,13 +315,15 @@ pub fn create_index(
 
 /// Builds index `def` (already in the catalog) anew into its file `def.relfilenode`, new
 /// and empty, from `table`'s rows (VACUUM FULL and CLUSTER, after the table's rewrite).
+/// It shows no progress of its own: the command's `pg_stat_progress_cluster` row stays, in
+/// its `rebuilding index` phase.
 pub fn rebuild_index(
     db: &Database,
     ctx: &StatementContext,
     table: &TableDef,
     def: &IndexDef,
 ) -> PgResult<LoadStats> {
-    build_file(db, ctx, table, def, create_index::COMMAND_CREATE_INDEX)
+    build_file(db, ctx, table, def, None)
 }
 
 /// [`rebuild_index`] for REINDEX: the same build, shown as `REINDEX` in
@@ -325,7 +334,7 @@ pub fn reindex(
     table: &TableDef,
     def: &IndexDef,
 ) -> PgResult<LoadStats> {
-    build_file(db, ctx, table, def, create_index::COMMAND_REINDEX)
+    build_file(db, ctx, table, def, Some(create_index::COMMAND_REINDEX))
 }
 
 fn build_file(
@@ -333,7 +342,7 @@ fn build_file(
     ctx: &StatementContext,
     table: &TableDef,
     def: &IndexDef,
-    command: i64,
+    progress_command: Option<i64>,
 ) -> PgResult<LoadStats> {
     let started = Instant::now();
     let index = BtreeIndex::open(db, def)?;
@@ -350,8 +359,14 @@ fn build_file(
             "CREATE INDEX in progress: {phase}"
         );
     };
-    let progress = ctx.report_progress(ProgressCommand::CreateIndex, table.oid);
-    progress.set(create_index::COMMAND, command);
+    let progress = match progress_command {
+        Some(command) => {
+            let progress = ctx.report_progress(ProgressCommand::CreateIndex, table.oid);
+            progress.set(create_index::COMMAND, command);
+            progress
+        }
+        None => ProgressReport::silent(),
+    };
     progress.set(create_index::INDEX_RELID, def.oid);
     progress.set(create_index::PHASE, create_index::SCANNING_TABLE);
     progress.set(create_index::BLOCKS_TOTAL, source.rel.nblocks());

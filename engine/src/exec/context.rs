@@ -244,6 +244,12 @@ impl StatementContext {
 pub struct ProgressReport(Option<Arc<iolab_stats::BackendActivity>>);
 
 impl ProgressReport {
+    /// A report that shows nothing: for work done as a step of a command that reports its
+    /// own progress (a session shows one command's progress at a time, as in PostgreSQL).
+    pub fn silent() -> ProgressReport {
+        ProgressReport(None)
+    }
+
     /// Sets parameter `param` (numbered as in `iolab_stats::progress`).
     pub fn set(&self, param: usize, value: impl TryInto<i64>) {
         if let Some(a) = &self.0 {
