@@ -345,6 +345,25 @@ macro_rules! typed_getters {
         pub fn vacuum_buffer_usage_limit_kb(&self) -> i32 {
             self.value("vacuum_buffer_usage_limit").as_int()
         }
+        /// `vacuum_cost_delay` in milliseconds (0: no cost-based delay).
+        pub fn vacuum_cost_delay_ms(&self) -> f64 {
+            self.value("vacuum_cost_delay").as_real()
+        }
+        pub fn vacuum_cost_limit(&self) -> i32 {
+            self.value("vacuum_cost_limit").as_int()
+        }
+        pub fn vacuum_cost_page_hit(&self) -> i32 {
+            self.value("vacuum_cost_page_hit").as_int()
+        }
+        pub fn vacuum_cost_page_miss(&self) -> i32 {
+            self.value("vacuum_cost_page_miss").as_int()
+        }
+        pub fn vacuum_cost_page_dirty(&self) -> i32 {
+            self.value("vacuum_cost_page_dirty").as_int()
+        }
+        pub fn track_cost_delay_timing(&self) -> bool {
+            self.value("track_cost_delay_timing").as_bool()
+        }
         pub fn track_io_timing(&self) -> bool {
             self.value("track_io_timing").as_bool()
         }

@@ -69,10 +69,12 @@ pub enum WaitEvent {
     IoWorkerMain,
     /// Waiting for a lock on a table (`txn::relation_locks` in the engine).
     LockRelation,
+    /// VACUUM or ANALYZE sleeping for the cost-based vacuum delay.
+    VacuumDelay,
 }
 
 impl WaitEvent {
-    const ALL: [WaitEvent; 17] = [
+    const ALL: [WaitEvent; 18] = [
         WaitEvent::None,
         WaitEvent::DataFileRead,
         WaitEvent::DataFileWrite,
@@ -90,6 +92,7 @@ impl WaitEvent {
         WaitEvent::BgwriterMain,
         WaitEvent::IoWorkerMain,
         WaitEvent::LockRelation,
+        WaitEvent::VacuumDelay,
     ];
 
     /// `pg_stat_activity.wait_event_type`; `None` when not waiting.
@@ -101,6 +104,7 @@ impl WaitEvent {
             WaitEvent::CheckpointerMain | WaitEvent::BgwriterMain | WaitEvent::IoWorkerMain => {
                 Some("Activity")
             }
+            WaitEvent::VacuumDelay => Some("Timeout"),
             _ => Some("IO"),
         }
     }
@@ -125,6 +129,7 @@ impl WaitEvent {
             WaitEvent::CheckpointerMain => "CheckpointerMain",
             WaitEvent::BgwriterMain => "BgwriterMain",
             WaitEvent::IoWorkerMain => "IoWorkerMain",
+            WaitEvent::VacuumDelay => "VacuumDelay",
         })
     }
 

@@ -90,6 +90,8 @@ pub mod vacuum {
     pub const NUM_DEAD_ITEM_IDS: usize = 7;
     pub const INDEXES_TOTAL: usize = 8;
     pub const INDEXES_PROCESSED: usize = 9;
+    /// Nanoseconds slept for the cost-based delay (`track_cost_delay_timing`).
+    pub const DELAY_TIME: usize = 10;
 
     pub const SCANNING_HEAP: i64 = 1;
     pub const VACUUMING_INDEXES: i64 = 2;
@@ -115,6 +117,8 @@ pub mod analyze {
     pub const PHASE: usize = 0;
     pub const SAMPLE_BLKS_TOTAL: usize = 1;
     pub const SAMPLE_BLKS_SCANNED: usize = 2;
+    /// Nanoseconds slept for the cost-based delay (`track_cost_delay_timing`).
+    pub const DELAY_TIME: usize = 3;
 
     pub const ACQUIRING_SAMPLE_ROWS: i64 = 1;
     pub const COMPUTING_STATISTICS: i64 = 3;

@@ -39,6 +39,7 @@ use crate::storage::relfile::RelFile;
 use crate::stream::ReadStream;
 use crate::txn::{Clog, OwnXids, XidStatus, INVALID_XID};
 
+use super::cost_delay::{CostDelay, CostDelaySettings};
 use super::sampling::{BlockSampler, Prng, Reservoir};
 
 /// How a tuple counts for ANALYZE and VACUUM (see the module comment).
@@ -83,17 +84,19 @@ pub fn maintenance_ring(ring_buffers: usize) -> Option<BufferRing> {
     (ring_buffers > 0).then(|| BufferRing::with_buffers(RingKind::Vacuum, ring_buffers))
 }
 
-/// Reads the blocks `source` yields from `table` through a maintenance read stream and
-/// shows `visit` every tuple with its block, offset and [`TupleState`]. Returns the blocks
-/// read and the I/O account (flushed to `pg_stat_io`).
+/// Reads the blocks `source` yields from `table` through a maintenance read stream, under
+/// the cost-based delay `cost`, and shows `visit` every tuple with its block, offset and
+/// [`TupleState`]. Returns the blocks read, the I/O account (flushed to `pg_stat_io`) and
+/// the time slept for the delay (if timed).
 fn scan_tuples(
     ctx: &StatementContext,
     rel: Arc<RelFile>,
     ring_buffers: usize,
     source: impl FnMut() -> Option<(u32, ())> + Send + 'static,
+    cost: CostDelaySettings,
     progress: &ProgressReport,
     mut visit: impl FnMut(u32, u16, &[u8], TupleState),
-) -> PgResult<(u32, IoAccount)> {
+) -> PgResult<(u32, IoAccount, Option<std::time::Duration>)> {
     let config = ctx.stream_config(true, false);
     let mut stream = ReadStream::new(
         ctx.db.aio.clone(),
@@ -105,26 +108,30 @@ fn scan_tuples(
         source,
     );
     let clog = ctx.db.txns.clog().clone();
+    let mut throttle = CostDelay::new(cost, &stream.acct, analyze::DELAY_TIME);
     let mut blocks = 0u32;
     while let Some((buffer, ())) = stream.next_buffer()? {
         ctx.check_cancel()?;
         blocks += 1;
         progress.set(analyze::SAMPLE_BLKS_SCANNED, blocks);
         let blkno = buffer.blkno();
-        let page = buffer.page();
-        if page::page_is_new(&page) {
-            continue;
-        }
-        for off in 1..=page::page_max_offset(&page) {
-            if let Some(t) = page::page_item(&page, off) {
-                visit(blkno, off, t, classify(t, &clog, &ctx.snapshot.own));
+        {
+            let page = buffer.page();
+            if !page::page_is_new(&page) {
+                for off in 1..=page::page_max_offset(&page) {
+                    if let Some(t) = page::page_item(&page, off) {
+                        visit(blkno, off, t, classify(t, &clog, &ctx.snapshot.own));
+                    }
+                }
             }
         }
+        drop(buffer);
+        throttle.point(&stream.acct, progress);
     }
     let mut acct = std::mem::take(&mut stream.acct);
     drop(stream);
     acct.flush();
-    Ok((blocks, acct))
+    Ok((blocks, acct, throttle.delay_time()))
 }
 
 /// One sampled row: its TID and a copy of its tuple.
@@ -150,6 +157,8 @@ pub struct Sample {
     pub total_dead_rows: f64,
     /// The I/O of the sample.
     pub acct: IoAccount,
+    /// Time slept for the cost-based delay, if `track_cost_delay_timing` was on.
+    pub delay_time: Option<std::time::Duration>,
 }
 
 /// PostgreSQL's `acquire_sample_rows`: up to `targrows` blocks chosen by Algorithm S, read
@@ -162,6 +171,7 @@ pub fn acquire_sample_rows(
     targrows: usize,
     ring_buffers: usize,
     rng: &mut Prng,
+    cost: CostDelaySettings,
     progress: &ProgressReport,
 ) -> PgResult<Sample> {
     assert!(targrows > 0, "a sample of at least one row");
@@ -177,11 +187,12 @@ pub fn acquire_sample_rows(
     let mut reservoir: Reservoir<SampledRow> =
         Reservoir::new(targrows, Prng::seeded(rng.next_u64()));
     let (mut live_rows, mut dead_rows) = (0f64, 0f64);
-    let (blocks_scanned, acct) = scan_tuples(
+    let (blocks_scanned, acct, delay_time) = scan_tuples(
         ctx,
         rel,
         ring_buffers,
         move || sampler.next().map(|b| (b, ())),
+        cost,
         progress,
         |blkno, offset, t, state| match state {
             TupleState::Live => {
@@ -213,6 +224,7 @@ pub fn acquire_sample_rows(
         dead_rows,
         total_rows: extrapolate(live_rows),
         total_dead_rows: extrapolate(dead_rows),
+        delay_time,
         acct,
     })
 }

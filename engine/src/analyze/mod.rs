@@ -47,6 +47,7 @@
 
 pub mod acquire;
 pub mod compute;
+pub mod cost_delay;
 pub mod report;
 pub mod sampling;
 pub mod vacuum;
@@ -78,6 +79,8 @@ pub struct AnalyzeOptions {
     pub ring_buffers: usize,
     /// Seed for the block and row samplers; `None` = random (as PostgreSQL).
     pub seed: Option<u64>,
+    /// The cost-based delay's settings (`vacuum_cost_*`).
+    pub cost: cost_delay::CostDelaySettings,
 }
 
 /// What ANALYZE did to one table.
@@ -115,7 +118,15 @@ pub fn analyze_table(
     };
     let progress = ctx.report_progress(ProgressCommand::Analyze, table.oid);
     let ring_buffers = options.ring_buffers;
-    let sample = acquire_sample_rows(ctx, table, targrows, ring_buffers, &mut rng, &progress)?;
+    let sample = acquire_sample_rows(
+        ctx,
+        table,
+        targrows,
+        ring_buffers,
+        &mut rng,
+        options.cost,
+        &progress,
+    )?;
     progress.set(analyze::PHASE, analyze::COMPUTING_STATISTICS);
     messages.push(report::sample_summary(
         &table.name,
@@ -158,6 +169,7 @@ pub fn analyze_table(
     let phase = PhaseUsage {
         usage: sample.acct.usage,
         track_io_timing: ctx.track_io_timing,
+        delay_time: sample.delay_time,
         elapsed: rusage.elapsed(),
     };
     ctx.db.io_stats.relation_counts.analyzed(
@@ -240,6 +252,8 @@ pub struct VacuumOptions {
     pub ring_buffers: usize,
     /// Bounds the dead line pointers remembered for one round of index vacuuming.
     pub maintenance_work_mem_kb: usize,
+    /// The cost-based delay's settings (`vacuum_cost_*`).
+    pub cost: cost_delay::CostDelaySettings,
 }
 
 /// What VACUUM did to one table.
@@ -271,6 +285,7 @@ pub fn vacuum_table(
         table,
         options.ring_buffers,
         options.maintenance_work_mem_kb,
+        options.cost,
         removable_cutoff,
     )?;
     // Live rows: counted on the pages read, PostgreSQL's estimate for the skipped ones
@@ -305,6 +320,7 @@ pub fn vacuum_table(
     let phase = PhaseUsage {
         usage: heap.acct.usage,
         track_io_timing: ctx.track_io_timing,
+        delay_time: heap.delay_time,
         elapsed: rusage.elapsed(),
     };
     ctx.db.io_stats.relation_counts.vacuumed(

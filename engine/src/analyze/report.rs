@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! finished analyzing table "postgres.public.t"
+//! delay time: 12.350 ms                                 (only with track_cost_delay_timing)
 //! I/O timings: read: 9.416 ms, write: 0.000 ms          (only with track_io_timing)
 //! avg read rate: 319.795 MB/s, avg write rate: 0.000 MB/s
 //! buffer usage: 228 hits, 7409 reads, 0 dirtied
@@ -91,6 +92,9 @@ pub struct PhaseUsage {
     pub usage: BufferUsage,
     /// Whether `track_io_timing` was on (the `I/O timings:` line is printed only then).
     pub track_io_timing: bool,
+    /// Time slept for the cost-based delay when `track_cost_delay_timing` was on (the
+    /// `delay time:` line is printed only then).
+    pub delay_time: Option<std::time::Duration>,
     pub elapsed: std::time::Duration,
 }
 
@@ -101,10 +105,14 @@ impl PhaseUsage {
         us.div_ceil(1000)
     }
 
-    /// The lines from `I/O timings:` to `WAL usage:`, each ending in a newline.
+    /// The lines from `delay time:` to `WAL usage:`, each ending in a newline.
     pub fn lines(&self) -> String {
         let u = &self.usage;
         let mut out = String::new();
+        if let Some(slept) = self.delay_time {
+            let ms = slept.as_secs_f64() * 1000.0;
+            out.push_str(&format!("delay time: {ms:.3} ms\n"));
+        }
         if self.track_io_timing {
             let read_ms = (u.shared_read_ns + u.shared_wait_ns) as f64 / 1e6;
             let write_ms = u.shared_write_ns as f64 / 1e6;
@@ -284,6 +292,7 @@ mod tests {
                 ..BufferUsage::default()
             },
             track_io_timing: true,
+            delay_time: None,
             elapsed: Duration::from_micros(180_500),
         };
         let text = finished_analyzing(
@@ -325,6 +334,16 @@ mod tests {
         };
         let text = quiet.lines();
         assert!(text.starts_with("avg read rate: 0.000 MB/s, avg write rate: 0.000 MB/s\n"));
+
+        let throttled = PhaseUsage {
+            delay_time: Some(Duration::from_micros(12_345_678)),
+            ..phase
+        };
+        let text = throttled.lines();
+        assert!(
+            text.starts_with("delay time: 12345.678 ms\nI/O timings: "),
+            "{text}"
+        );
     }
 
     #[test]
@@ -356,6 +375,7 @@ mod tests {
         let phase = PhaseUsage {
             usage: BufferUsage::default(),
             track_io_timing: false,
+            delay_time: None,
             elapsed: Duration::ZERO,
         };
         let text = finished_vacuuming(

@@ -19,6 +19,10 @@
 //! Each page's room after pruning goes to the free space map (`heap::fsm`), for inserts to
 //! fill.
 //!
+//! The heap's blocks, in the scan and in phase 3, go at the pace the cost-based delay
+//! allows (`cost_delay`). The index pass is not throttled: it holds the index's writer lock
+//! from start to end, and a nap there would stall every insert into the index.
+//!
 //! The live and dead counts it leaves are exact, not sampled: `reltuples` and the
 //! statistics' `n_live_tup` / `n_dead_tup` (the dead ones being those some snapshot may
 //! still see).
@@ -28,6 +32,7 @@ use iolab_stats::progress::{vacuum, ProgressCommand};
 
 use crate::accounting::IoAccount;
 use crate::analyze::acquire::maintenance_ring;
+use crate::analyze::cost_delay::{CostDelay, CostDelaySettings};
 use crate::bitmap::tidbitmap::MAX_TUPLES_PER_PAGE;
 use crate::btree::vacuum::IndexVacuumed;
 use crate::btree::{BtreeIndex, Tid};
@@ -63,6 +68,8 @@ pub struct HeapVacuumed {
     /// Each index's name and what its last round did (pages) and all rounds removed.
     pub indexes: Vec<(String, IndexVacuumed)>,
     pub acct: IoAccount,
+    /// Time slept for the cost-based delay, if `track_cost_delay_timing` was on.
+    pub delay_time: Option<std::time::Duration>,
 }
 
 /// Vacuums `table` (see the module comment); tuples deleted by transactions before
@@ -72,6 +79,7 @@ pub fn vacuum_heap(
     table: &TableDef,
     ring_buffers: usize,
     maintenance_work_mem_kb: usize,
+    cost: CostDelaySettings,
     horizon: Xid,
 ) -> PgResult<HeapVacuumed> {
     let rel = ctx.db.relfile(table.relfilenode)?;
@@ -129,6 +137,7 @@ pub fn vacuum_heap(
             .map(|i| (i.name().to_string(), IndexVacuumed::default()))
             .collect(),
         acct: IoAccount::default(),
+        delay_time: None,
     };
     // Dead line pointers waiting for the indexes: (block, offsets), in block order.
     let mut waiting: Vec<(u32, Vec<u16>)> = Vec::new();
@@ -142,9 +151,14 @@ pub fn vacuum_heap(
         clog: StatusCache::new(ctx.db.txns.clog().clone()),
         before: vec![0u8; page::BLCKSZ].into_boxed_slice(),
         progress: &progress,
+        throttle: CostDelay::new(cost, &stream.acct, vacuum::DELAY_TIME),
     };
     let mut before = vec![0u8; page::BLCKSZ];
-    while let Some((buffer, ())) = stream.next_buffer()? {
+    loop {
+        cleaner.throttle.point(&stream.acct, &progress);
+        let Some((buffer, ())) = stream.next_buffer()? else {
+            break;
+        };
         ctx.check_cancel()?;
         done.blocks_scanned += 1;
         progress.set(vacuum::HEAP_BLKS_SCANNED, buffer.blkno() + 1);
@@ -202,6 +216,7 @@ pub fn vacuum_heap(
         cleaner.clean(&mut waiting, &mut done, &mut stream.acct)?;
     }
     progress.set(vacuum::PHASE, vacuum::FINAL_CLEANUP);
+    done.delay_time = cleaner.throttle.delay_time();
     done.acct = std::mem::take(&mut stream.acct);
     drop(stream);
     done.acct.flush();
@@ -239,6 +254,8 @@ struct Cleaner<'a> {
     /// A page as it was before the change being logged.
     before: Box<[u8]>,
     progress: &'a ProgressReport,
+    /// The cost-based delay of the whole VACUUM.
+    throttle: CostDelay,
 }
 
 impl Cleaner<'_> {
@@ -267,6 +284,7 @@ impl Cleaner<'_> {
         progress.set(vacuum::PHASE, vacuum::VACUUMING_HEAP);
         let mut ring = maintenance_ring(self.ring_buffers);
         for (blkno, offsets) in waiting.drain(..) {
+            self.throttle.point(acct, progress);
             self.ctx.check_cancel()?;
             done.heap_blks_vacuumed += 1;
             progress.set(vacuum::HEAP_BLKS_VACUUMED, done.heap_blks_vacuumed);

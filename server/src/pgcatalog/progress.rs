@@ -1,8 +1,8 @@
 //! `pg_stat_progress_vacuum`, `pg_stat_progress_analyze`, `pg_stat_progress_create_index`,
 //! `pg_stat_progress_cluster` and `pg_stat_progress_copy`: one row per session running such a command, from the
 //! progress its command reports (`iolab_stats::progress`), with PostgreSQL 18's columns
-//! and phase names. What iolab does not do reads 0 or NULL: no cost-based vacuum delay
-//! (`delay_time` 0), no extended statistics, inheritance or partitions, no waits for
+//! and phase names (`delay_time`, milliseconds, grows only with
+//! `track_cost_delay_timing`). What iolab does not do reads 0 or NULL: no extended statistics, inheritance or partitions, no waits for
 //! lockers before an index build (iolab builds while writers wait), no rows excluded or
 //! skipped by COPY; COPY TO counts its rows, not its bytes (they are encoded as sent).
 
@@ -103,7 +103,7 @@ impl ProgressView {
                 n(vacuum::NUM_DEAD_ITEM_IDS),
                 n(vacuum::INDEXES_TOTAL),
                 n(vacuum::INDEXES_PROCESSED),
-                V::Float(0.0),
+                V::Float(p.params[vacuum::DELAY_TIME] as f64 / 1e6),
             ],
             ProgressView::Analyze => vec![
                 V::text(analyze::phase_name(p.params[analyze::PHASE])),
@@ -114,7 +114,7 @@ impl ProgressView {
                 V::Int(0),
                 V::Int(0),
                 V::Int(0),
-                V::Float(0.0),
+                V::Float(p.params[analyze::DELAY_TIME] as f64 / 1e6),
             ],
             ProgressView::CreateIndex => vec![
                 n(create_index::INDEX_RELID),

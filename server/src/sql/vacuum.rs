@@ -28,6 +28,7 @@
 //! PostgreSQL.
 
 use iolab_catalog::{sqlstate, PgError, PgResult, TableDef};
+use iolab_engine::analyze::cost_delay::CostDelaySettings;
 use iolab_engine::analyze::{self, AnalyzeOptions, VacuumOptions};
 use iolab_settings::SessionSettings;
 
@@ -373,6 +374,14 @@ pub fn run(
         .unwrap_or(settings.vacuum_buffer_usage_limit_kb() as i64);
     let ring_buffers = (limit_kb.max(0) as usize * 1024) / iolab_engine::storage::page::BLCKSZ;
     let database = crate::pgcatalog::oids::DATABASE_NAME.to_string();
+    let cost = CostDelaySettings {
+        delay_ms: settings.vacuum_cost_delay_ms(),
+        limit: settings.vacuum_cost_limit() as u32,
+        page_hit: settings.vacuum_cost_page_hit() as u32,
+        page_miss: settings.vacuum_cost_page_miss() as u32,
+        page_dirty: settings.vacuum_cost_page_dirty() as u32,
+        track_timing: settings.track_cost_delay_timing(),
+    };
     for target in &targets {
         let mut table = target.table.clone();
         if stmt.full {
@@ -392,6 +401,7 @@ pub fn run(
                         aggressive: stmt.freeze,
                         ring_buffers,
                         maintenance_work_mem_kb: settings.maintenance_work_mem_kb() as usize,
+                        cost,
                     },
                 )?;
                 if stmt.verbose {
@@ -408,6 +418,7 @@ pub fn run(
                         columns: target.columns.clone(),
                         ring_buffers,
                         seed: None,
+                        cost,
                     },
                 )?;
                 if stmt.verbose {
