@@ -109,6 +109,8 @@ pub struct Session {
     /// This session's `pg_stat_activity` entry (none for sessions made without a
     /// connection).
     pub activity: Option<Arc<iolab_stats::BackendActivity>>,
+    /// Its session timeouts as its connection's watchdog sees them (`wire::timeouts`).
+    pub timeouts: Arc<crate::wire::timeouts::Timeouts>,
     /// What the session remembers of the sequences it used (`currval`, `lastval`).
     pub sequences: Arc<crate::pgcatalog::sequence_functions::SessionSequences>,
     /// The optimized plans of its statements with parameters (`sql::prepared_plans`).
@@ -175,6 +177,7 @@ impl Session {
             copy_in: None,
             rest_of_message: None,
             activity: None,
+            timeouts: Default::default(),
             sequences: Arc::default(),
             cursors,
             prepared,
@@ -219,9 +222,20 @@ impl Session {
         }
     }
 
+    /// Hands the session's timeout settings to its connection's watchdog.
+    pub fn publish_timeouts(&self) {
+        let s = &self.settings;
+        self.timeouts.publish(
+            s.idle_session_timeout_ms(),
+            s.idle_in_transaction_session_timeout_ms(),
+            s.transaction_timeout_ms(),
+        );
+    }
+
     /// `pg_stat_activity`: the session now waits for its client.
     pub fn report_idle(&self) {
         use iolab_stats::BackendState;
+        self.publish_timeouts();
         let Some(a) = &self.activity else { return };
         let state = match (self.txn.in_block, self.txn.is_failed()) {
             (false, _) => BackendState::Idle,

@@ -35,7 +35,8 @@ pub mod views;
 pub mod wal;
 
 pub use activity::{
-    ActivityRegistry, AuxiliaryActivity, BackendActivity, BackendSignals, BackendState, WaitEvent,
+    ActivityRegistry, ActivityStatus, AuxiliaryActivity, BackendActivity, BackendSignals,
+    BackendState, WaitEvent,
 };
 pub use aio::{AioCounts, AioEvent, AioLatencyOp};
 pub use history::StatsHistory;

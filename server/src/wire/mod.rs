@@ -9,6 +9,7 @@ pub mod encode;
 pub mod extended;
 pub mod simple;
 pub mod startup;
+pub mod timeouts;
 
 use std::sync::Arc;
 
@@ -38,14 +39,19 @@ pub struct Handlers {
 pub struct TerminateSignal(pub Arc<tokio::sync::Notify>);
 
 impl Handlers {
-    /// `terminate`: notified to end the connection (see [`serve`]).
-    pub fn new(server: Arc<Server>, terminate: Arc<tokio::sync::Notify>) -> Handlers {
+    /// `terminate`: notified to end the connection (see [`serve`]); `farewell`: the FATAL a
+    /// session timeout ends it with.
+    pub fn new(
+        server: Arc<Server>,
+        terminate: Arc<tokio::sync::Notify>,
+        farewell: Arc<timeouts::Farewell>,
+    ) -> Handlers {
         Handlers {
             simple: Arc::new(simple::SimpleHandler {
                 server: server.clone(),
             }),
             extended: Arc::new(extended::ExtendedHandler::new(server.clone())),
-            startup: Arc::new(startup::Startup::new(server.clone(), terminate)),
+            startup: Arc::new(startup::Startup::new(server.clone(), terminate, farewell)),
             copy: Arc::new(CopyIn {
                 server: server.clone(),
             }),
@@ -256,10 +262,15 @@ pub async fn serve(
                         return;
                     }
                     let terminate = Arc::new(tokio::sync::Notify::new());
-                    let handlers = Arc::new(Handlers::new(server.clone(), terminate.clone()));
+                    let farewell = Arc::new(timeouts::Farewell::default());
+                    let handlers = Arc::new(Handlers::new(
+                        server.clone(),
+                        terminate.clone(),
+                        farewell.clone(),
+                    ));
                     // A second handle on the socket, to send the FATAL of
                     // pg_terminate_backend after the protocol task is dropped.
-                    let (socket, farewell) = match split_for_farewell(socket) {
+                    let (socket, farewell_socket) = match split_for_farewell(socket) {
                         Ok(pair) => pair,
                         Err(e) => {
                             tracing::warn!("connection from {addr}: {e}");
@@ -273,8 +284,12 @@ pub async fn serve(
                             }
                         }
                         _ = terminate.notified() => {
-                            tracing::info!("terminating connection from {addr} (pg_terminate_backend)");
-                            send_fatal(farewell, "57P01", "terminating connection due to administrator command").await;
+                            let (code, message) = farewell.take().unwrap_or((
+                                "57P01",
+                                "terminating connection due to administrator command",
+                            ));
+                            tracing::info!("{message} (connection from {addr})");
+                            send_fatal(farewell_socket, code, message).await;
                         }
                     }
                     drop(slot);

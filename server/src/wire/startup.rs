@@ -28,10 +28,16 @@ pub struct Startup {
     scram: Option<SASLAuthStartupHandler<Parameters>>,
     /// Notified by `pg_terminate_backend` (see `wire::serve`).
     terminate: Arc<tokio::sync::Notify>,
+    /// The FATAL a session timeout leaves for `wire::serve` (`wire::timeouts`).
+    farewell: Arc<super::timeouts::Farewell>,
 }
 
 impl Startup {
-    pub fn new(server: Arc<Server>, terminate: Arc<tokio::sync::Notify>) -> Startup {
+    pub fn new(
+        server: Arc<Server>,
+        terminate: Arc<tokio::sync::Notify>,
+        farewell: Arc<super::timeouts::Farewell>,
+    ) -> Startup {
         let scram = server.password.as_ref().map(|pw| {
             let source = Arc::new(PasswordSource {
                 password: pw.clone(),
@@ -47,6 +53,7 @@ impl Startup {
             server,
             scram,
             terminate,
+            farewell,
         }
     }
 }
@@ -71,6 +78,7 @@ impl StartupHandler for Startup {
             client
                 .session_extensions()
                 .insert(super::TerminateSignal(self.terminate.clone()));
+            client.session_extensions().insert(self.farewell.clone());
         }
         if let Some(scram) = &self.scram {
             return scram.on_startup(client, message).await;
@@ -207,6 +215,18 @@ pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
     );
     let mut session = Session::new(server.clone(), pid, user, settings);
     session.activity = Some(registration.activity.clone());
+    session.publish_timeouts();
+    if let (Some(terminate), Some(farewell)) = (
+        extensions.get::<super::TerminateSignal>(),
+        extensions.get::<Arc<super::timeouts::Farewell>>(),
+    ) {
+        super::timeouts::spawn_watchdog(
+            Arc::downgrade(&registration.activity),
+            session.timeouts.clone(),
+            terminate.0.clone(),
+            (*farewell).clone(),
+        );
+    }
     extensions.insert(registration);
     session
 }
