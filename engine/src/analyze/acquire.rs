@@ -110,23 +110,24 @@ fn scan_tuples(
     let clog = ctx.db.txns.clog().clone();
     let mut throttle = CostDelay::new(cost, &stream.acct, analyze::DELAY_TIME);
     let mut blocks = 0u32;
-    while let Some((buffer, ())) = stream.next_buffer()? {
+    loop {
+        throttle.point(&stream.acct, progress);
+        let Some((buffer, ())) = stream.next_buffer()? else {
+            break;
+        };
         ctx.check_cancel()?;
         blocks += 1;
         progress.set(analyze::SAMPLE_BLKS_SCANNED, blocks);
         let blkno = buffer.blkno();
-        {
-            let page = buffer.page();
-            if !page::page_is_new(&page) {
-                for off in 1..=page::page_max_offset(&page) {
-                    if let Some(t) = page::page_item(&page, off) {
-                        visit(blkno, off, t, classify(t, &clog, &ctx.snapshot.own));
-                    }
-                }
+        let page = buffer.page();
+        if page::page_is_new(&page) {
+            continue;
+        }
+        for off in 1..=page::page_max_offset(&page) {
+            if let Some(t) = page::page_item(&page, off) {
+                visit(blkno, off, t, classify(t, &clog, &ctx.snapshot.own));
             }
         }
-        drop(buffer);
-        throttle.point(&stream.acct, progress);
     }
     let mut acct = std::mem::take(&mut stream.acct);
     drop(stream);

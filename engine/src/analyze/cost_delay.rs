@@ -3,8 +3,9 @@
 //!
 //! The command charges each page it touches to a *balance*: `vacuum_cost_page_hit` for a
 //! page found in the buffer pool, `vacuum_cost_page_miss` for one it had to read,
-//! `vacuum_cost_page_dirty` for one it dirtied. At every *delay point* (after each heap
-//! block VACUUM scans or vacuums, each index page it vacuums, each block ANALYZE samples),
+//! `vacuum_cost_page_dirty` for one it dirtied. At every *delay point* (before each heap
+//! block VACUUM scans or vacuums and each block ANALYZE samples; VACUUM's index pass has
+//! none, see `analyze::vacuum`),
 //! once the balance has reached `vacuum_cost_limit`, it sleeps
 //! `vacuum_cost_delay × balance / vacuum_cost_limit`, at most `4 × vacuum_cost_delay`, and
 //! the balance starts again from 0. `vacuum_cost_delay = 0`, the default for the commands a
