@@ -1094,6 +1094,42 @@ pub mod waiting {
         super::int(client, "SELECT pg_backend_pid()").await
     }
 
+    /// Polls `sql` (from `watcher`) every 10 ms while `command` runs in `worker`; returns the
+    /// rows seen (each row's values as text, NULL as `NULL`); once it ends, no row may be left.
+    pub async fn watch(
+        worker: &Client,
+        watcher: &Client,
+        command: &str,
+        sql: &str,
+    ) -> Vec<Vec<String>> {
+        let run = worker.batch_execute(command);
+        tokio::pin!(run);
+        let mut seen = Vec::new();
+        let started = std::time::Instant::now();
+        loop {
+            tokio::select! {
+                done = &mut run => {
+                    done.unwrap_or_else(|e| panic!("{command}: {e:?}"));
+                    break;
+                }
+                _ = tokio::time::sleep(Duration::from_millis(10)) => {
+                    for row in super::rows(watcher, sql).await {
+                        seen.push(row.into_iter().map(|v| v.unwrap_or("NULL".into())).collect());
+                    }
+                }
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(300),
+                "{command} runs too long"
+            );
+        }
+        assert!(
+            super::rows(watcher, sql).await.is_empty(),
+            "a row is left after {command}"
+        );
+        seen
+    }
+
     /// The oid of relation `name` (`pg_locks.relation`).
     pub async fn oid(client: &Client, name: &str) -> i64 {
         let sql = format!("SELECT oid FROM pg_class WHERE relname = '{name}'");

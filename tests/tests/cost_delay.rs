@@ -4,10 +4,8 @@
 //! and ANALYZE's VERBOSE output carry PostgreSQL 18's `delay time:` line, which says
 //! 0.000 ms without a delay and is absent without the timing.
 
-use std::time::{Duration, Instant};
-
 use iolab_tests::tokio_postgres::Client;
-use iolab_tests::waiting::exec;
+use iolab_tests::waiting::{exec, watch};
 use iolab_tests::{rows, TestServer};
 
 /// A throttle that naps at every page: each page found or read costs the whole limit.
@@ -57,33 +55,20 @@ async fn a_throttled_vacuum_naps_and_says_how_long() {
 
     // While the throttled VACUUM runs, another session sees it nap.
     exec(&worker, THROTTLE).await;
-    let run = worker.batch_execute("VACUUM t");
-    tokio::pin!(run);
-    let mut seen: Vec<(Option<String>, Option<String>, f64)> = Vec::new();
-    let started = Instant::now();
-    loop {
-        tokio::select! {
-            done = &mut run => { done.unwrap(); break; }
-            _ = tokio::time::sleep(Duration::from_millis(5)) => {
-                let sql = "SELECT a.wait_event_type, a.wait_event, p.delay_time::text
-                             FROM pg_stat_progress_vacuum p JOIN pg_stat_activity a USING (pid)";
-                for r in rows(&watcher, sql).await {
-                    seen.push((r[0].clone(), r[1].clone(), r[2].clone().unwrap().parse().unwrap()));
-                }
-            }
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "VACUUM runs too long"
-        );
-    }
+    let seen = watch(
+        &worker,
+        &watcher,
+        "VACUUM t",
+        "SELECT a.wait_event_type, a.wait_event, p.delay_time::text
+           FROM pg_stat_progress_vacuum p JOIN pg_stat_activity a USING (pid)",
+    )
+    .await;
     assert!(
-        (seen.iter()).any(|(t, e, _)| t.as_deref() == Some("Timeout")
-            && e.as_deref() == Some("VacuumDelay")),
+        (seen.iter()).any(|r| r[0] == "Timeout" && r[1] == "VacuumDelay"),
         "no VacuumDelay wait seen in {} samples: {seen:?}",
         seen.len()
     );
-    let delays: Vec<f64> = seen.iter().map(|s| s.2).collect();
+    let delays: Vec<f64> = seen.iter().map(|r| r[2].parse().unwrap()).collect();
     assert!(delays.windows(2).all(|w| w[0] <= w[1]), "{delays:?}");
     assert!(delays.last().is_some_and(|&d| d > 0.0), "{delays:?}");
     let waits = "SELECT count(*)::text FROM pg_stat_activity WHERE wait_event = 'VacuumDelay'";

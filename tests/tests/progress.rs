@@ -6,48 +6,10 @@
 use std::time::{Duration, Instant};
 
 use futures::SinkExt;
+use iolab_tests::waiting::{exec, watch};
 use iolab_tests::{int, rows, TestServer};
-use tokio_postgres::Client;
 
 const ROWS: i64 = 1_000_000;
-
-async fn exec(client: &Client, sql: &str) {
-    client
-        .batch_execute(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
-}
-
-/// Polls `sql` (from `watcher`) every 10 ms while `command` runs in `worker`; returns the
-/// rows seen (each row's values as text).
-async fn watch(worker: &Client, watcher: &Client, command: &str, sql: &str) -> Vec<Vec<String>> {
-    let run = worker.batch_execute(command);
-    tokio::pin!(run);
-    let mut seen = Vec::new();
-    let started = Instant::now();
-    loop {
-        tokio::select! {
-            done = &mut run => {
-                done.unwrap_or_else(|e| panic!("{command}: {e:?}"));
-                break;
-            }
-            _ = tokio::time::sleep(Duration::from_millis(10)) => {
-                for row in rows(watcher, sql).await {
-                    seen.push(row.into_iter().map(|v| v.unwrap_or("NULL".into())).collect());
-                }
-            }
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(300),
-            "{command} runs too long"
-        );
-    }
-    assert!(
-        rows(watcher, sql).await.is_empty(),
-        "a row is left after {command}"
-    );
-    seen
-}
 
 fn numbers(row: &[String], from: usize) -> Vec<i64> {
     row[from..]
