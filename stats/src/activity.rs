@@ -23,7 +23,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
+use crate::database::SessionEnd;
 use crate::io::BackendType;
+
+/// [`BackendActivity`]'s end before one is recorded.
+const END_UNKNOWN: u8 = u8::MAX;
 
 /// Bytes of query text kept per process (PostgreSQL's `track_activity_query_size`
 /// default); longer texts are cut at a character boundary below it.
@@ -193,8 +197,9 @@ pub struct BackendActivity {
     wait_event: AtomicU8,
     status: Mutex<ActivityStatus>,
     signals: Option<Box<dyn BackendSignals>>,
-    /// `pg_terminate_backend` was sent to it (`pg_stat_database.sessions_killed`).
-    terminated: std::sync::atomic::AtomicBool,
+    /// How it is ending, once known: a [`SessionEnd`] as `u8`, [`END_UNKNOWN`] until then
+    /// (see [`end_as`](Self::end_as)).
+    end: AtomicU8,
     /// Its long command's progress (`pg_stat_progress_*`).
     pub progress: crate::progress::Progress,
 }
@@ -245,7 +250,7 @@ impl BackendActivity {
                 xmin: None,
             }),
             signals,
-            terminated: Default::default(),
+            end: AtomicU8::new(END_UNKNOWN),
             progress: Default::default(),
         }
     }
@@ -316,14 +321,27 @@ impl BackendActivity {
     pub fn terminate(&self) -> bool {
         let sent = self.signals.as_ref().map(|s| s.terminate()).is_some();
         if sent {
-            self.terminated.store(true, Ordering::Relaxed);
+            self.end_as(SessionEnd::Killed);
         }
         sent
     }
 
-    /// Was [`terminate`](Self::terminate) sent to it?
-    pub fn was_terminated(&self) -> bool {
-        self.terminated.load(Ordering::Relaxed)
+    /// Record why the session is ending. The first cause recorded stays: a session killed
+    /// or ended by a FATAL does not become a normal end when its connection closes.
+    pub fn end_as(&self, end: SessionEnd) {
+        let _ =
+            self.end
+                .compare_exchange(END_UNKNOWN, end as u8, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// How the session ended: as recorded, or [`SessionEnd::Abandoned`] when nothing was
+    /// (the connection was lost without the client's Terminate).
+    pub fn end(&self) -> SessionEnd {
+        let recorded = self.end.load(Ordering::Relaxed);
+        [SessionEnd::Normal, SessionEnd::Fatal, SessionEnd::Killed]
+            .into_iter()
+            .find(|&end| end as u8 == recorded)
+            .unwrap_or(SessionEnd::Abandoned)
     }
 }
 

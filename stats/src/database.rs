@@ -20,6 +20,8 @@ pub struct DatabaseCounters {
     xact_rollback: AtomicU64,
     deadlocks: AtomicU64,
     sessions: AtomicU64,
+    sessions_abandoned: AtomicU64,
+    sessions_fatal: AtomicU64,
     sessions_killed: AtomicU64,
     session_time_us: AtomicU64,
     active_time_us: AtomicU64,
@@ -36,6 +38,8 @@ pub struct DatabaseCounts {
     pub xact_rollback: u64,
     pub deadlocks: u64,
     pub sessions: u64,
+    pub sessions_abandoned: u64,
+    pub sessions_fatal: u64,
     pub sessions_killed: u64,
     pub session_time_ms: f64,
     pub active_time_ms: f64,
@@ -44,6 +48,20 @@ pub struct DatabaseCounts {
     pub temp_files: u64,
     pub temp_bytes: u64,
     pub stats_reset: Option<DateTime<Utc>>,
+}
+
+/// How a client session ended (PostgreSQL's `SessionEndType`), for `pg_stat_database`'s
+/// `sessions_*` columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// The client said goodbye (a Terminate message).
+    Normal,
+    /// The connection was lost without a Terminate (`sessions_abandoned`).
+    Abandoned,
+    /// A FATAL error ended it, such as a session timeout (`sessions_fatal`).
+    Fatal,
+    /// `pg_terminate_backend` ended it (`sessions_killed`).
+    Killed,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -69,13 +87,17 @@ impl DatabaseCounters {
         self.sessions.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A session ended after `lasted`; `killed` by `pg_terminate_backend`.
-    pub fn session_ended(&self, lasted: Duration, killed: bool) {
+    /// A session ended after `lasted`, as `end` says.
+    pub fn session_ended(&self, lasted: Duration, end: SessionEnd) {
         self.session_time_us
             .fetch_add(micros(lasted), Ordering::Relaxed);
-        if killed {
-            self.sessions_killed.fetch_add(1, Ordering::Relaxed);
-        }
+        let counter = match end {
+            SessionEnd::Normal => return,
+            SessionEnd::Abandoned => &self.sessions_abandoned,
+            SessionEnd::Fatal => &self.sessions_fatal,
+            SessionEnd::Killed => &self.sessions_killed,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A session ran statements for `d`.
@@ -109,12 +131,14 @@ impl DatabaseCounters {
     }
 
     /// Every counter (the pattern names each field, so a new one must be added here).
-    fn all(&self) -> [&AtomicU64; 10] {
+    fn all(&self) -> [&AtomicU64; 12] {
         let DatabaseCounters {
             xact_commit,
             xact_rollback,
             deadlocks,
             sessions,
+            sessions_abandoned,
+            sessions_fatal,
             sessions_killed,
             session_time_us,
             active_time_us,
@@ -128,6 +152,8 @@ impl DatabaseCounters {
             xact_rollback,
             deadlocks,
             sessions,
+            sessions_abandoned,
+            sessions_fatal,
             sessions_killed,
             session_time_us,
             active_time_us,
@@ -155,6 +181,8 @@ impl DatabaseCounters {
             xact_rollback: self.xact_rollback.load(Ordering::Relaxed),
             deadlocks: self.deadlocks.load(Ordering::Relaxed),
             sessions: self.sessions.load(Ordering::Relaxed),
+            sessions_abandoned: self.sessions_abandoned.load(Ordering::Relaxed),
+            sessions_fatal: self.sessions_fatal.load(Ordering::Relaxed),
             sessions_killed: self.sessions_killed.load(Ordering::Relaxed),
             session_time_ms: ms(&self.session_time_us),
             active_time_ms: ms(&self.active_time_us),
@@ -177,8 +205,16 @@ mod tests {
         c.transaction_ended(true);
         c.transaction_ended(false);
         c.deadlock();
+        for end in [
+            SessionEnd::Killed,
+            SessionEnd::Normal,
+            SessionEnd::Abandoned,
+        ] {
+            c.session_started();
+            c.session_ended(Duration::from_millis(500), end);
+        }
         c.session_started();
-        c.session_ended(Duration::from_millis(1500), true);
+        c.session_ended(Duration::ZERO, SessionEnd::Fatal);
         c.active(Duration::from_micros(2500));
         c.idle_in_transaction(Duration::from_millis(3));
         c.temp_file_removed(8192);
@@ -190,9 +226,11 @@ mod tests {
                 s.xact_rollback,
                 s.deadlocks,
                 s.sessions,
+                s.sessions_abandoned,
+                s.sessions_fatal,
                 s.sessions_killed
             ),
-            (2, 1, 1, 1, 1)
+            (2, 1, 1, 4, 1, 1, 1)
         );
         assert_eq!(
             (

@@ -39,6 +39,7 @@ pub use activity::{
     BackendState, WaitEvent,
 };
 pub use aio::{AioCounts, AioEvent, AioLatencyOp};
+pub use database::SessionEnd;
 pub use history::StatsHistory;
 pub use io::{
     tracks_io_object, tracks_io_op, AioSnapshot, BackendIoSnapshot, BackendType, IoCell, IoContext,

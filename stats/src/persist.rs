@@ -39,7 +39,7 @@ const TEMP_FILE: &str = "pgstat.tmp";
 
 const MAGIC: &[u8] = b"iolab-stats";
 /// Bumped whenever the encoding changes.
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
 /// A file that is not a statistics file of this version.
 #[derive(Debug, PartialEq, Eq)]

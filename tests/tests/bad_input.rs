@@ -1395,11 +1395,11 @@ const PROTOCOL_CASES: &[ProtocolCase] = &[
         "cancel_request_with_wrong_key",
         cancel_request_with_wrong_key,
     ),
+    ("unknown_message_type", unknown_message_type),
 ];
 
 /// The protocol cases iolab gets wrong today (each is also an ignored test below).
 const PROTOCOL_CASES_IOLAB_FAILS: &[ProtocolCase] = &[
-    ("unknown_message_type", unknown_message_type),
     ("length_below_four", length_below_four),
     (
         "bind_with_wrong_parameter_count",
@@ -1539,10 +1539,6 @@ macro_rules! protocol_test_on_iolab {
     };
 }
 
-protocol_test_on_iolab!(
-    #[ignore = "pgwire's process_socket ends the connection silently on a decode error (InvalidMessageType); PostgreSQL sends FATAL 08P01 first"]
-    unknown_message_type_is_fatal => unknown_message_type
-);
 protocol_test_on_iolab!(
     #[ignore = "pgwire decodes a Query whose length field is 3 as an empty query and carries on; PostgreSQL hangs up"]
     length_below_four_hangs_up => length_below_four

@@ -2,11 +2,12 @@
 //! shared objects' and `postgres`'), and a known workload counted in them — transactions
 //! committed and rolled back (an error in a statement's rows too), rows written as
 //! `pg_stat_user_tables` counts them, blocks as `pg_statio_user_tables` counts them, a
-//! deadlock, sessions started, ended and killed, and the time spent idle in a transaction.
+//! deadlock, sessions started and how each ended (normally, abandoned, by a FATAL, killed),
+//! and the time spent idle in a transaction.
 
 use std::time::Duration;
 
-use iolab_tests::{rows, sqlstate, TestServer};
+use iolab_tests::{raw, rows, sqlstate, TestServer};
 use tokio_postgres::Client;
 
 async fn exec(client: &Client, sql: &str) {
@@ -165,6 +166,42 @@ async fn pg_stat_database_counts_a_known_workload() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(ended, ["2", "1", "1"]);
+
+    // Three more ends, one of each other kind: a connection closed without a Terminate
+    // message (abandoned), a session ended by its idle_session_timeout and one by a
+    // message the server cannot decode (both FATAL). `other`, above, said goodbye.
+    drop(raw::RawConnection::start(server.port));
+    let timed_out = server.client().await;
+    exec(&timed_out, "SET idle_session_timeout = '100ms'").await;
+    let mut garbled = raw::RawConnection::start(server.port);
+    garbled.send(b"\x01\0\0\0\x04");
+    let raw::Received::Message(reply) = garbled.next(Duration::from_secs(10)) else {
+        panic!("no reply to the garbled message");
+    };
+    let fatal = reply.as_error().expect("an error for the garbled message");
+    assert_eq!(
+        (fatal.get(b'S'), fatal.get(b'C'), fatal.get(b'M')),
+        (
+            Some("FATAL"),
+            Some("08P01"),
+            Some("invalid frontend message type 1")
+        ),
+        "PostgreSQL 18's words"
+    );
+    let mut ended = Vec::new();
+    for _ in 0..100 {
+        ended = counts(
+            &c,
+            "sessions, sessions_abandoned, sessions_fatal, sessions_killed, numbackends",
+        )
+        .await;
+        if ended == ["5", "1", "2", "1", "1"] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(ended, ["5", "1", "2", "1", "1"]);
+    drop((timed_out, garbled));
     let times: Vec<f64> = counts(&c, "session_time, active_time")
         .await
         .iter()

@@ -195,7 +195,7 @@ impl Drop for ActivityRegistration {
         let lasted = (chrono::Utc::now() - self.activity.backend_start).to_std();
         self.hub
             .database
-            .session_ended(lasted.unwrap_or_default(), self.activity.was_terminated());
+            .session_ended(lasted.unwrap_or_default(), self.activity.end());
     }
 }
 

@@ -13,12 +13,13 @@
 //! | `deadlocks` | statements failed with 40P01 |
 //! | `blk_read_time`, `blk_write_time` | the sums of `pg_stat_io`'s `read_time`, `write_time` of relations (milliseconds; with `track_io_timing`) |
 //! | `session_time`, `active_time`, `idle_in_transaction_time` | milliseconds: sessions connected (the live ones so far), running statements, idle inside a block |
-//! | `sessions`, `sessions_killed` | sessions started; ended by `pg_terminate_backend` |
+//! | `sessions` | sessions started |
+//! | `sessions_abandoned`, `sessions_fatal`, `sessions_killed` | sessions ended by the client's connection closing without a Terminate message; by a FATAL error (a session timeout, a protocol error); by `pg_terminate_backend` |
 //! | `stats_reset` | the last `pg_stat_reset()`, NULL before |
 //!
 //! and 0 where iolab has nothing to count: `conflicts` (no standby), `checksum_failures` (pages are
-//! verified, the failures not counted; `checksum_last_failure` NULL),
-//! `sessions_abandoned`, `sessions_fatal` and the parallel workers'.
+//! verified, the failures not counted; `checksum_last_failure` NULL) and the parallel
+//! workers'.
 
 use chrono::Utc;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -102,8 +103,8 @@ pub fn batch(db: &Database) -> Result<RecordBatch> {
         V::Float(counts.active_time_ms),
         V::Float(counts.idle_in_transaction_time_ms),
         V::Int(counts.sessions as i64),
-        V::Int(0),
-        V::Int(0),
+        V::Int(counts.sessions_abandoned as i64),
+        V::Int(counts.sessions_fatal as i64),
         V::Int(counts.sessions_killed as i64),
         V::Int(0),
         V::Int(0),

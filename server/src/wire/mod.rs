@@ -5,6 +5,7 @@
 //! trusted (like a `trust` line for 127.0.0.1/::1 in pg_hba.conf) and others refused;
 //! with a password, every connection authenticates with SCRAM-SHA-256.
 
+mod connection;
 pub mod encode;
 pub mod extended;
 pub mod simple;
@@ -110,6 +111,10 @@ impl ErrorHandler for ErrorRewriter {
             PgWireError::InvalidPassword(user) => Some(iolab_catalog::PgError::fatal(
                 iolab_catalog::sqlstate::INVALID_PASSWORD,
                 format!("password authentication failed for user \"{user}\""),
+            )),
+            PgWireError::InvalidMessageType(t) => Some(iolab_catalog::PgError::fatal(
+                iolab_catalog::sqlstate::PROTOCOL_VIOLATION,
+                format!("invalid frontend message type {t}"),
             )),
             PgWireError::InvalidTargetType(t) => Some(iolab_catalog::PgError::new(
                 iolab_catalog::sqlstate::PROTOCOL_VIOLATION,
@@ -278,7 +283,7 @@ pub async fn serve(
                         }
                     };
                     tokio::select! {
-                        ended = pgwire::tokio::process_socket(socket, None, handlers) => {
+                        ended = connection::process(socket, handlers) => {
                             if let Err(e) = ended {
                                 tracing::debug!("connection from {addr} ended: {e}");
                             }

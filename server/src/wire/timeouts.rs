@@ -18,7 +18,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use iolab_stats::{ActivityStatus, BackendActivity, BackendState};
+use iolab_stats::{ActivityStatus, BackendActivity, BackendState, SessionEnd};
 use parking_lot::Mutex;
 
 /// How often a watchdog with no deadline looks at its session again.
@@ -109,13 +109,13 @@ pub fn spawn_watchdog(
                 return; // the session is gone
             };
             let status = a.status();
-            drop(a);
             let now = Utc::now();
             let nearest = deadlines(&status, &timeouts)
                 .into_iter()
                 .min_by_key(|d| d.0);
             let wait = match nearest {
                 Some((at, fatal)) if at <= now => {
+                    a.end_as(SessionEnd::Fatal);
                     *farewell.0.lock() = Some(fatal);
                     terminate.notify_one();
                     return;
@@ -124,6 +124,7 @@ pub fn spawn_watchdog(
                 Some((at, _)) => (at - now).to_std().unwrap_or_default().min(IDLE_POLL * 4),
                 None => IDLE_POLL,
             };
+            drop(a);
             tokio::time::sleep(wait).await;
         }
     });
