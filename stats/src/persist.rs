@@ -381,6 +381,7 @@ mod tests {
             loaded.started >= hub.started,
             "the start time is the new server's"
         );
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -398,5 +399,6 @@ mod tests {
         other_version[MAGIC.len()] += 1;
         fs::write(stats_file(&dir), &other_version).unwrap();
         assert!(load(&dir).unwrap_err().ends_with("another format version"));
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

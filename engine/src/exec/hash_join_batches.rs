@@ -913,6 +913,7 @@ mod tests {
     use crate::exec::temp_files::{TempFiles, TEMP_FILES_DIR};
     use crate::exec::work_mem::{runtime_env, WorkMemPool};
     use crate::plan::hash_join_batches::HashJoinBatches;
+    use crate::storage::relfile::tests::TempDir;
     use datafusion::arrow::array::{Int32Array, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
     use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
@@ -952,8 +953,11 @@ mod tests {
         )
     }
 
-    fn context(collect_left: bool) -> SessionContext {
-        let dir = std::env::temp_dir().join(format!("iolab-hash-batches-{}", std::process::id()));
+    /// A session whose temporary files go under the returned directory (removed when it
+    /// is dropped, so keep it as long as the session).
+    fn context(collect_left: bool) -> (SessionContext, TempDir) {
+        let temp = TempDir::new("hash-batches");
+        let dir = temp.0.clone();
         std::fs::create_dir_all(dir.join(TEMP_FILES_DIR)).unwrap();
         let pool = Arc::new(WorkMemPool::new());
         pool.set_limits(64, 1.0);
@@ -971,7 +975,7 @@ mod tests {
         ctx.register_table("b", table(30_000, 7_000, 89)).unwrap();
         ctx.register_table("skew", table(40_000, 1, 1_000_000))
             .unwrap();
-        ctx
+        (ctx, temp)
     }
 
     /// The rows of `batches`, one string each, sorted.
@@ -1059,7 +1063,7 @@ mod tests {
     #[tokio::test]
     async fn every_join_type_gives_the_same_rows_in_batches() {
         for collect_left in [false, true] {
-            let ctx = context(collect_left);
+            let (ctx, _temp) = context(collect_left);
             for sql in JOINS {
                 let (whole, split, batches) = both_ways(&ctx, sql).await;
                 assert!(!whole.is_empty(), "{sql}: no rows to compare");
@@ -1083,7 +1087,7 @@ mod tests {
 
     #[tokio::test]
     async fn not_in_keeps_its_build_side_whole() {
-        let ctx = context(false);
+        let (ctx, _temp) = context(false);
         let sql = "SELECT a.x FROM a WHERE a.k NOT IN (SELECT b.k FROM b WHERE b.x < 5000)";
         let (whole, split, batches) = both_ways(&ctx, sql).await;
         assert_eq!(whole, split);
@@ -1092,7 +1096,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_limit_stops_the_batches() {
-        let ctx = context(false);
+        let (ctx, _temp) = context(false);
         let sql = "SELECT a.x, b.x FROM a JOIN b ON a.k = b.k LIMIT 37";
         let (whole, split, _) = both_ways(&ctx, sql).await;
         assert_eq!((whole.len(), split.len()), (37, 37));
