@@ -1295,6 +1295,24 @@ fn startup_without_user(port: u16) {
     );
 }
 
+/// The database is checked after authentication, so AuthenticationOk comes first.
+fn startup_with_unknown_database(port: u16) {
+    let mut conn = RawConnection::connect(port);
+    conn.send(&raw::startup_packet(
+        raw::PROTOCOL_3_0,
+        &[("user", "postgres"), ("database", "nosuchdb")],
+    ));
+    let replies = conn.until_closed();
+    assert_eq!(replies.len(), 2, "{replies:?}");
+    assert_eq!(replies[0], raw::Backend::Authentication(0), "{replies:?}");
+    assert_error(
+        &replies[1],
+        "FATAL",
+        "3D000",
+        "database \"nosuchdb\" does not exist",
+    );
+}
+
 fn startup_without_terminator(port: u16) {
     let mut conn = RawConnection::connect(port);
     let mut body = raw::PROTOCOL_3_0.to_be_bytes().to_vec();
@@ -1396,6 +1414,10 @@ const PROTOCOL_CASES: &[ProtocolCase] = &[
         cancel_request_with_wrong_key,
     ),
     ("unknown_message_type", unknown_message_type),
+    (
+        "startup_with_unknown_database",
+        startup_with_unknown_database,
+    ),
 ];
 
 /// The protocol cases iolab gets wrong today (each is also an ignored test below).

@@ -16,11 +16,13 @@ use pgwire::api::auth::{
 };
 use pgwire::api::{ClientInfo, ConnectionGuard, ConnectionHandle, PidSecretKeyGenerator};
 use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
 use crate::pgcatalog::activity::{ActivityRegistration, ConnectionSignals};
 use crate::server::Server;
 use crate::session::Session;
+use iolab_catalog::{sqlstate, PgError};
 use iolab_settings::SessionSettings;
 
 pub struct Startup {
@@ -86,12 +88,22 @@ impl StartupHandler for Startup {
         if let PgWireFrontendMessage::Startup(ref startup) = message {
             protocol_negotiation(client, startup).await?;
             save_startup_parameters_to_metadata(client, startup);
-            if client.metadata().get("user").is_none_or(|u| u.is_empty()) {
+            // PostgreSQL checks the user name before authenticating and the database after.
+            let refusal = match (
+                missing_user(client.metadata()),
+                unknown_database(client.metadata()),
+            ) {
+                (Some(e), _) => Some((false, e)),
+                (None, Some(e)) => Some((true, e)),
+                (None, None) => None,
+            };
+            if let Some((authenticated, e)) = refusal {
+                if authenticated {
+                    client
+                        .feed(PgWireBackendMessage::Authentication(Authentication::Ok))
+                        .await?;
+                }
                 // FATAL, then hang up (returning the error would add a ReadyForQuery).
-                let e = iolab_catalog::PgError::fatal(
-                    iolab_catalog::sqlstate::INVALID_AUTHORIZATION_SPECIFICATION,
-                    "no PostgreSQL user name specified in startup packet",
-                );
                 client
                     .send(PgWireBackendMessage::ErrorResponse(
                         crate::errors::to_error_info(&e).into(),
@@ -119,6 +131,30 @@ impl StartupHandler for Startup {
         }
         Ok(())
     }
+}
+
+/// A start-up packet without a user name, in PostgreSQL's words.
+fn missing_user(parameters: &HashMap<String, String>) -> Option<PgError> {
+    let user = parameters.get("user").filter(|u| !u.is_empty());
+    user.is_none().then(|| {
+        PgError::fatal(
+            sqlstate::INVALID_AUTHORIZATION_SPECIFICATION,
+            "no PostgreSQL user name specified in startup packet",
+        )
+    })
+}
+
+/// A database other than the one iolab serves (it defaults to the user's name, as in
+/// PostgreSQL), in PostgreSQL's words.
+fn unknown_database(parameters: &HashMap<String, String>) -> Option<PgError> {
+    let named = |key: &str| parameters.get(key).filter(|v| !v.is_empty());
+    let database = named("database").or(named("user"))?;
+    (database != crate::pgcatalog::oids::DATABASE_NAME).then(|| {
+        PgError::fatal(
+            sqlstate::INVALID_CATALOG_NAME,
+            format!("database \"{database}\" does not exist"),
+        )
+    })
 }
 
 /// Reports the settings of the connection's session.
@@ -229,4 +265,37 @@ pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
     }
     extensions.insert(registration);
     session
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parameters(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        (pairs.iter())
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_database_defaults_to_the_user_s_name() {
+        let refused =
+            |pairs: &[(&str, &str)]| unknown_database(&parameters(pairs)).map(|e| e.message);
+        assert_eq!(refused(&[("user", "postgres")]), None);
+        assert_eq!(
+            refused(&[("user", "alice"), ("database", "postgres")]),
+            None
+        );
+        assert_eq!(
+            refused(&[("user", "alice")]).as_deref(),
+            Some("database \"alice\" does not exist")
+        );
+        assert_eq!(
+            refused(&[("user", "postgres"), ("database", "")]),
+            None,
+            "an empty name is no name"
+        );
+        assert!(missing_user(&parameters(&[("database", "postgres")])).is_some());
+        assert!(missing_user(&parameters(&[("user", "alice")])).is_none());
+    }
 }
