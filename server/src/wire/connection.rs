@@ -3,9 +3,10 @@
 //! pgwire's `process_socket` runs a connection to its end but does not say how it ended,
 //! which `pg_stat_database` counts (PostgreSQL's `SessionEndType`): a Terminate message is
 //! a normal end; a FATAL error (an unknown message type here, which pgwire's loop ends
-//! without a word; a session timeout in `timeouts.rs`) ends it as `sessions_fatal`; `pg_terminate_backend` as `sessions_killed`
-//! (recorded by the signal); and a connection that closes with none of these, say a client
-//! process that was killed, is `sessions_abandoned`. So iolab runs the same loop as
+//! without a word; a session timeout in `timeouts.rs`) ends it as `sessions_fatal`;
+//! `pg_terminate_backend` as `sessions_killed` (recorded by the signal); and a connection
+//! that closes with none of these, say a client process that was killed, is
+//! `sessions_abandoned`. So iolab runs the same loop as
 //! `process_socket`, built from pgwire's public steps (TLS negotiation, one message, one
 //! error), and records the end on the session's activity before the connection, and with
 //! it the session, is dropped. The first end recorded stays
@@ -102,9 +103,11 @@ pub async fn process<H: PgWireServerHandlers>(
         if let Err(mut error) = processed {
             error_handler.on_error(&socket, &mut error);
             let fatal = error.is_fatal();
-            process_error(&mut socket, error, wait_for_sync).await?;
             if fatal {
                 end_session_as(&socket, SessionEnd::Fatal);
+            }
+            process_error(&mut socket, error, wait_for_sync).await?;
+            if fatal {
                 break;
             }
         }
