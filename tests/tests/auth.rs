@@ -25,6 +25,14 @@ async fn scram_password_is_required_when_configured() {
         .expect("a wrong password is refused");
     assert_eq!(sqlstate(&err), "28P01", "{err:?}");
 
+    // A database other than postgres is refused, whatever the password.
+    let elsewhere = good.replace("dbname=postgres", "dbname=nosuchdb");
+    let err = tokio_postgres::connect(&elsewhere, NoTls)
+        .await
+        .err()
+        .expect("an unknown database is refused");
+    assert_eq!(sqlstate(&err), "3D000", "{err:?}");
+
     // Without a password the client cannot answer the server's SASL request.
     assert!(
         tokio_postgres::connect(&server.conn_str(), NoTls)

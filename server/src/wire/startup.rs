@@ -83,6 +83,14 @@ impl StartupHandler for Startup {
             client.session_extensions().insert(self.farewell.clone());
         }
         if let Some(scram) = &self.scram {
+            // The database is checked before the password exchange here (PostgreSQL checks
+            // it after): pgwire's exchange ends in ReadyForQuery, no place for a FATAL.
+            if let PgWireFrontendMessage::Startup(ref startup) = message {
+                let parameters = startup.parameters.clone().into_iter().collect();
+                if let Some(e) = unknown_database(&parameters) {
+                    return refuse(client, false, e).await;
+                }
+            }
             return scram.on_startup(client, message).await;
         }
         if let PgWireFrontendMessage::Startup(ref startup) = message {
@@ -98,19 +106,7 @@ impl StartupHandler for Startup {
                 (None, None) => None,
             };
             if let Some((authenticated, e)) = refusal {
-                if authenticated {
-                    client
-                        .feed(PgWireBackendMessage::Authentication(Authentication::Ok))
-                        .await?;
-                }
-                // FATAL, then hang up (returning the error would add a ReadyForQuery).
-                client
-                    .send(PgWireBackendMessage::ErrorResponse(
-                        crate::errors::to_error_info(&e).into(),
-                    ))
-                    .await?;
-                futures::SinkExt::close(client).await?;
-                return Ok(());
+                return refuse(client, authenticated, e).await;
             }
             let (pid, key) = self.server.pids.generate(client);
             client.set_pid_and_secret_key(pid, key.clone());
@@ -131,6 +127,27 @@ impl StartupHandler for Startup {
         }
         Ok(())
     }
+}
+
+/// End a start-up with the FATAL `e` (after AuthenticationOk if `authenticated`) and hang
+/// up: returning the error to pgwire would add a ReadyForQuery.
+async fn refuse<C>(client: &mut C, authenticated: bool, e: PgError) -> PgWireResult<()>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    if authenticated {
+        client
+            .feed(PgWireBackendMessage::Authentication(Authentication::Ok))
+            .await?;
+    }
+    let fatal = crate::errors::to_error_info(&e);
+    client
+        .send(PgWireBackendMessage::ErrorResponse(fatal.into()))
+        .await?;
+    futures::SinkExt::close(client).await?;
+    Ok(())
 }
 
 /// A start-up packet without a user name, in PostgreSQL's words.
