@@ -313,6 +313,7 @@ fn run(cli: Cli) -> Result<(), String> {
         eprintln!("iolab is ready: connect with  psql -h {host} -p {port} -U postgres");
         tokio::spawn(reload_on_sighup());
         wire::serve(server, listener, shutdown_signal()).await;
+        end_client_sessions(&db).await;
         tracing::info!("shutting down: writing dirty buffers");
         let written =
             tokio::task::block_in_place(|| db.shutdown_checkpoint(server_track_io_timing))
@@ -322,6 +323,31 @@ fn run(cli: Cli) -> Result<(), String> {
     })?;
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(())
+}
+
+/// A shutdown ends the client sessions as PostgreSQL's fast shutdown does: each gets
+/// `FATAL 57P01 terminating connection due to administrator command` and counts in
+/// `pg_stat_database.sessions_killed`. Waits up to `SESSION_END_WAIT` for them to be gone,
+/// so that the statistics saved by the shutdown checkpoint count them.
+async fn end_client_sessions(db: &iolab_engine::Database) {
+    const SESSION_END_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+    let clients = || {
+        let all = db.io_stats.activity.all().into_iter();
+        all.filter(|a| a.backend_type == iolab_stats::BackendType::ClientBackend)
+            .collect::<Vec<_>>()
+    };
+    let live = clients();
+    if live.is_empty() {
+        return;
+    }
+    tracing::info!("shutting down: terminating {} client sessions", live.len());
+    for session in live {
+        session.terminate();
+    }
+    let deadline = std::time::Instant::now() + SESSION_END_WAIT;
+    while !clients().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
 
 /// Bytes of old WAL segments kept for reuse: `min_wal_size`, capped at `max_wal_size`.

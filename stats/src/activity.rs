@@ -319,11 +319,13 @@ impl BackendActivity {
 
     /// `pg_terminate_backend`: false when the process cannot be signalled.
     pub fn terminate(&self) -> bool {
-        let sent = self.signals.as_ref().map(|s| s.terminate()).is_some();
-        if sent {
-            self.end_as(SessionEnd::Killed);
-        }
-        sent
+        let Some(signals) = &self.signals else {
+            return false;
+        };
+        // Recorded first: the session may end (and count its end) as soon as it is told.
+        self.end_as(SessionEnd::Killed);
+        signals.terminate();
+        true
     }
 
     /// Record why the session is ending. The first cause recorded stays: a session killed

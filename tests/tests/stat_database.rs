@@ -209,3 +209,34 @@ async fn pg_stat_database_counts_a_known_workload() {
         .collect();
     assert!(times[0] >= idle && times[1] > 0.0, "{times:?}");
 }
+
+/// A shutdown ends the client sessions as PostgreSQL's fast shutdown does — each gets
+/// FATAL 57P01 — and the statistics saved at the shutdown count them as killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_kills_the_sessions_and_counts_them() {
+    let mut server = TestServer::start("stat-database-shutdown");
+    let idle = server.client().await;
+    let mut raw_session = raw::RawConnection::start(server.port);
+    let before = counts(&idle, "sessions, sessions_killed").await;
+    assert_eq!(before, ["2", "0"]);
+    server.restart();
+    let raw::Received::Message(reply) = raw_session.next(Duration::from_secs(10)) else {
+        panic!("no FATAL before the shutdown closed the connection");
+    };
+    let fatal = reply.as_error().expect("an error at shutdown");
+    assert_eq!(
+        (fatal.get(b'S'), fatal.get(b'C'), fatal.get(b'M')),
+        (
+            Some("FATAL"),
+            Some("57P01"),
+            Some("terminating connection due to administrator command")
+        )
+    );
+    assert!(idle.is_closed() || idle.batch_execute("SELECT 1").await.is_err());
+    let after = server.client().await;
+    assert_eq!(
+        counts(&after, "sessions, sessions_killed, sessions_abandoned").await,
+        ["3", "2", "0"],
+        "the two sessions of before the restart, killed, and this one"
+    );
+}

@@ -190,12 +190,14 @@ impl ActivityRegistration {
 
 impl Drop for ActivityRegistration {
     fn drop(&mut self) {
-        self.hub.activity.unregister(self.activity.pid);
-        self.hub.unregister_backend(self.activity.pid);
+        // Counted before the session leaves the registry: whoever waits for it to leave
+        // (a shutdown, before saving the statistics) then finds its end counted.
         let lasted = (chrono::Utc::now() - self.activity.backend_start).to_std();
         self.hub
             .database
             .session_ended(lasted.unwrap_or_default(), self.activity.end());
+        self.hub.activity.unregister(self.activity.pid);
+        self.hub.unregister_backend(self.activity.pid);
     }
 }
 
