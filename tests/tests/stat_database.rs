@@ -28,6 +28,19 @@ async fn counts(client: &Client, columns: &str) -> Vec<String> {
         .collect()
 }
 
+/// The next message on `conn` is a FATAL with PostgreSQL 18's `code` and `message`.
+#[track_caller]
+fn next_is_fatal(conn: &mut raw::RawConnection, code: &str, message: &str) {
+    let raw::Received::Message(reply) = conn.next(Duration::from_secs(10)) else {
+        panic!("no {code} FATAL before the connection closed");
+    };
+    let fatal = reply.as_error().expect("an ErrorResponse");
+    assert_eq!(
+        (fatal.get(b'S'), fatal.get(b'C'), fatal.get(b'M')),
+        (Some("FATAL"), Some(code), Some(message))
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pg_stat_database_counts_a_known_workload() {
     let server = TestServer::start("stat-database");
@@ -175,19 +188,7 @@ async fn pg_stat_database_counts_a_known_workload() {
     exec(&timed_out, "SET idle_session_timeout = '100ms'").await;
     let mut garbled = raw::RawConnection::start(server.port);
     garbled.send(b"\x01\0\0\0\x04");
-    let raw::Received::Message(reply) = garbled.next(Duration::from_secs(10)) else {
-        panic!("no reply to the garbled message");
-    };
-    let fatal = reply.as_error().expect("an error for the garbled message");
-    assert_eq!(
-        (fatal.get(b'S'), fatal.get(b'C'), fatal.get(b'M')),
-        (
-            Some("FATAL"),
-            Some("08P01"),
-            Some("invalid frontend message type 1")
-        ),
-        "PostgreSQL 18's words"
-    );
+    next_is_fatal(&mut garbled, "08P01", "invalid frontend message type 1");
     let mut ended = Vec::new();
     for _ in 0..100 {
         ended = counts(
@@ -220,17 +221,10 @@ async fn a_shutdown_kills_the_sessions_and_counts_them() {
     let before = counts(&idle, "sessions, sessions_killed").await;
     assert_eq!(before, ["2", "0"]);
     server.restart();
-    let raw::Received::Message(reply) = raw_session.next(Duration::from_secs(10)) else {
-        panic!("no FATAL before the shutdown closed the connection");
-    };
-    let fatal = reply.as_error().expect("an error at shutdown");
-    assert_eq!(
-        (fatal.get(b'S'), fatal.get(b'C'), fatal.get(b'M')),
-        (
-            Some("FATAL"),
-            Some("57P01"),
-            Some("terminating connection due to administrator command")
-        )
+    next_is_fatal(
+        &mut raw_session,
+        "57P01",
+        "terminating connection due to administrator command",
     );
     assert!(idle.is_closed() || idle.batch_execute("SELECT 1").await.is_err());
     let after = server.client().await;
