@@ -331,12 +331,7 @@ fn run(cli: Cli) -> Result<(), String> {
 /// so that the statistics saved by the shutdown checkpoint count them.
 async fn end_client_sessions(db: &iolab_engine::Database) {
     const SESSION_END_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-    let clients = || {
-        let all = db.io_stats.activity.all().into_iter();
-        all.filter(|a| a.backend_type == iolab_stats::BackendType::ClientBackend)
-            .collect::<Vec<_>>()
-    };
-    let live = clients();
+    let live = db.io_stats.activity.clients();
     if live.is_empty() {
         return;
     }
@@ -345,7 +340,7 @@ async fn end_client_sessions(db: &iolab_engine::Database) {
         session.terminate();
     }
     let deadline = std::time::Instant::now() + SESSION_END_WAIT;
-    while !clients().is_empty() && std::time::Instant::now() < deadline {
+    while !db.io_stats.activity.clients().is_empty() && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }

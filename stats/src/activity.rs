@@ -414,6 +414,15 @@ impl ActivityRegistry {
         self.entries.lock().values().cloned().collect()
     }
 
+    /// The live client sessions, in pid order.
+    pub fn clients(&self) -> Vec<Arc<BackendActivity>> {
+        let entries = self.entries.lock();
+        let clients = entries
+            .values()
+            .filter(|a| a.backend_type == BackendType::ClientBackend);
+        clients.cloned().collect()
+    }
+
     /// The backend type of a live process.
     pub fn backend_type(&self, pid: i32) -> Option<BackendType> {
         self.entries.lock().get(&pid).map(|a| a.backend_type)

@@ -291,7 +291,7 @@ pub fn render(db: &Database) -> String {
         "gauge",
         "Client sessions by pg_stat_activity.state.",
     );
-    let sessions = db.io_stats.activity.all();
+    let sessions = db.io_stats.activity.clients();
     for state in [
         BackendState::Active,
         BackendState::Idle,
@@ -300,7 +300,6 @@ pub fn render(db: &Database) -> String {
     ] {
         let n = sessions
             .iter()
-            .filter(|a| a.backend_type == BackendType::ClientBackend)
             .filter(|a| a.status().state == state)
             .count();
         e.sample("iolab_backends", &[("state", state.name())], n as f64);

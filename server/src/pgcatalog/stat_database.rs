@@ -26,7 +26,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::Result;
 use iolab_engine::Database;
-use iolab_stats::{BackendType, IoObject};
+use iolab_stats::IoObject;
 
 use super::batch::{build_batch, parse_columns, schema_of, V};
 use super::oids;
@@ -56,10 +56,7 @@ pub fn batch(db: &Database) -> Result<RecordBatch> {
     let sum = |f: &dyn Fn(&iolab_stats::RelationStats) -> u64| -> i64 {
         relations.values().map(f).sum::<u64>() as i64
     };
-    let sessions = db.io_stats.activity.all();
-    let clients: Vec<_> = (sessions.iter())
-        .filter(|a| a.backend_type == BackendType::ClientBackend)
-        .collect();
+    let clients = db.io_stats.activity.clients();
     let now = Utc::now();
     let live_ms: f64 = (clients.iter())
         .map(|a| (now - a.backend_start).num_microseconds().unwrap_or(0) as f64 / 1000.0)

@@ -97,16 +97,11 @@ impl StartupHandler for Startup {
             protocol_negotiation(client, startup).await?;
             save_startup_parameters_to_metadata(client, startup);
             // PostgreSQL checks the user name before authenticating and the database after.
-            let refusal = match (
-                missing_user(client.metadata()),
-                unknown_database(client.metadata()),
-            ) {
-                (Some(e), _) => Some((false, e)),
-                (None, Some(e)) => Some((true, e)),
-                (None, None) => None,
-            };
-            if let Some((authenticated, e)) = refusal {
-                return refuse(client, authenticated, e).await;
+            if let Some(e) = missing_user(client.metadata()) {
+                return refuse(client, false, e).await;
+            }
+            if let Some(e) = unknown_database(client.metadata()) {
+                return refuse(client, true, e).await;
             }
             let (pid, key) = self.server.pids.generate(client);
             client.set_pid_and_secret_key(pid, key.clone());
