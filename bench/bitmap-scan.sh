@@ -122,9 +122,12 @@ load() {
   q "$sys" "VACUUM ANALYZE $TABLE" "CREATE INDEX ON $TABLE(a)" "CHECKPOINT" >/dev/null
   awk -v t0="$t0" -v t="$(date +%s.%N)" 'BEGIN{printf "    loaded, analyzed and indexed in %.1f s\n", t-t0}'
 }
+# loaded SYSTEM MARKER : the table was loaded (MARKER exists) and still has its rows — an
+# unlogged table comes back empty from a restart after a crash or a killed server.
+loaded() { [ -f "$2" ] && [ "$(q "$1" "SELECT pg_relation_size('$TABLE')" 2>/dev/null || echo 0)" -gt 0 ]; }
 declare -A HEAP_BYTES
 iolab_start check -c io_method=worker || die "iolab did not start: $START_ERR"
-if [ -f "$IOLAB_DATA/.bench-loaded" ]; then
+if loaded iolab "$IOLAB_DATA/.bench-loaded"; then
   echo "== iolab: reusing $TABLE in $IOLAB_DATA"
 else
   echo "== iolab: loading $TABLE ($ROWS rows) into $IOLAB_DATA"
@@ -144,7 +147,7 @@ iolab_stop
 if [ "$SKIP_PG18" != 1 ]; then
   pg_env iolab-bitmap-bench
   if pg_start "-c io_method=worker"; then
-    if [ -f "$BENCH_DIR/pg18-$ROWS.loaded" ]; then
+    if loaded pg18 "$BENCH_DIR/pg18-$ROWS.loaded"; then
       echo "== PostgreSQL 18: reusing $TABLE in $PG18_DATA_BENCH"
     else
       echo "== PostgreSQL 18: loading $TABLE ($ROWS rows) into $PG18_DATA_BENCH"

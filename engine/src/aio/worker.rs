@@ -31,7 +31,7 @@
 //! consumer often waits at once for the one read it just queued, those two hand-offs cost
 //! more than the look-ahead gains (the "eic 1 is slower than eic 0" cliff). With buffered
 //! files a stream at eic 1 no longer hands its reads to the workers at all (it advises and
-//! reads itself, as under `sync`: see read_stream.rs, "One read ahead under worker"); taking
+//! reads itself, as under `sync`: see read_stream.rs, "One read ahead in the session"); taking
 //! back still saves the hand-offs at eic 1 with direct I/O and at eic 2 and up.
 //!
 //! # Resizing

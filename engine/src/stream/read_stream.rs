@@ -130,16 +130,20 @@
 //! 0.50 s, three paired runs) and did not help at eic 1 (which now reads in the session,
 //! below).
 //!
-//! ## One read ahead under worker
+//! ## One read ahead in the session
 //!
-//! At `effective_io_concurrency = 1` with buffered files, a `worker` stream runs its reads
-//! itself, as a `sync` stream does: it advises the read ahead and `preadv`s each block when
-//! the consumer needs it, with the rule above (two reads at the device). Handing a single
-//! read to a worker gains nothing to overlap and costs two thread hand-offs per block,
-//! which made eic 1 slower than eic 0 (sparse bitmap scan 1.51 against 1.13 s, dense 2.94
-//! against 2.64 s). Reading in the session took the sparse scan at eic 1 from 0.94 to
-//! 0.47 s, below eic 0's 0.68 s (medians of five paired runs, see
-//! docs/benchmarks/bitmap-scan.md). Direct I/O cannot be advised, so there eic 1 keeps the workers.
+//! At `effective_io_concurrency = 1` with buffered files, a `worker` or `io_uring` stream
+//! runs its reads itself, as a `sync` stream does: it advises the read ahead and `preadv`s
+//! each block when the consumer needs it, with the rule above (two reads at the device).
+//! Handing a single read to the I/O method gains nothing to overlap and costs a hand-off
+//! per block: two thread switches under `worker`, a system call to submit and a completion
+//! to reap under `io_uring`, where the read a buffered stream advises and then `preadv`s
+//! has the kernel's readahead behind it. Both made eic 1 slower than eic 0 (worker: sparse
+//! bitmap scan 1.51 against 1.13 s; io_uring: dense 2.50 against 2.31 s in a matrix run).
+//! Reading in the session took worker's sparse scan at eic 1 from 0.94 to 0.47 s, and
+//! io_uring's from 0.39 to 0.31 s (dense 2.23 to 1.81 s), below eic 0 (paired runs,
+//! docs/benchmarks/bitmap-scan.md). Direct I/O cannot be advised, so there eic 1 keeps the
+//! I/O method.
 //!
 //! ## Reads in the session
 //!
@@ -313,8 +317,8 @@ pub struct ReadStream<T: Send> {
     pub acct: IoAccount,
 
     max_ios: usize,
-    /// The stream runs its reads itself when it needs them, after advice (`sync`, and
-    /// `worker` with buffered files at `effective_io_concurrency = 1`), instead of handing
+    /// The stream runs its reads itself when it needs them, after advice (`sync`, and every
+    /// method with buffered files at `effective_io_concurrency = 1`), instead of handing
     /// them to the I/O method.
     issuer_runs_reads: bool,
     combine_limit: u32,
@@ -393,12 +397,11 @@ impl<T: Send> ReadStream<T> {
                 ReadStreamAdvice::Pg17 | ReadStreamAdvice::Pg18 => !config.sequential,
             };
         let method = aio.method();
-        // worker, buffered, one read ahead: the scan reads itself, as under sync (see "One
-        // read ahead under worker").
-        let worker_one_ahead =
-            method == iolab_settings::IoMethod::Worker && !direct && config.max_ios == 1;
+        // Buffered, one read ahead: the scan reads itself under every method, as under sync
+        // (see "One read ahead in the session").
+        let one_ahead = !direct && config.max_ios == 1;
         // The reads run here, after advice (see "Reads in the session").
-        let in_session = worker_one_ahead || (config.reads_in_session && !direct);
+        let in_session = one_ahead || (config.reads_in_session && !direct);
         let issuer_runs_reads = synchronous || sync_method || in_session;
         let advice_enabled = policy_advises && (sync_method || in_session);
         let worker_advice = policy_advises && aio.advises_in_workers() && !in_session;
@@ -1363,14 +1366,12 @@ mod tests {
             expected.push("wait 33".into());
             assert_eq!(order, expected, "{method:?}");
             assert_eq!(most_in_flight(&events), 2, "{method:?}");
-            // sync, and worker at eic 1 with buffered files, advise every read themselves.
-            if method != IoMethod::IoUring {
-                let unadvised = events
-                    .iter()
-                    .filter(|e| matches!(e, Read { advised: false, .. }))
-                    .count();
-                assert_eq!(unadvised, 0, "{method:?} advises every read: {events:?}");
-            }
+            // At eic 1 with buffered files every method advises every read itself.
+            let unadvised = events
+                .iter()
+                .filter(|e| matches!(e, Read { advised: false, .. }))
+                .count();
+            assert_eq!(unadvised, 0, "{method:?} advises every read: {events:?}");
             // eic 0 reads each block when it is needed; and a stream already at
             // io_max_concurrency (64 here) does not go past it.
             let f = fixture("stream-wait-eic0", 40, method);
