@@ -6,7 +6,8 @@
 //!   an error in one; `application_name` and `client_addr` are the connection's;
 //! - `pg_cancel_backend(pid)` cancels a long statement of another session (57014) and
 //!   the session goes on; `pg_terminate_backend(pid)` ends another session with FATAL
-//!   57P01 and its row goes; unknown pids give false, NULL gives NULL.
+//!   57P01 and its row goes, also while it sleeps in `pg_sleep`; unknown pids give false,
+//!   NULL gives NULL.
 
 use std::time::{Duration, Instant};
 
@@ -239,19 +240,20 @@ async fn signal(admin: &Client, function: &str, pid: i32) {
     assert!(sent, "{function}({pid}) sent nothing");
 }
 
-/// Runs LONG_QUERY on `victim`, sends it `function` once it runs, and returns the
+/// Runs `query` on `victim`, sends it `function` once it runs, and returns the
 /// connection with the error its statement ended with.
 async fn signal_running(
     admin: &Client,
     victim: Client,
     victim_pid: i32,
     function: &str,
+    query: &'static str,
 ) -> (Client, tokio_postgres::Error) {
     let running = tokio::spawn(async move {
-        let r = victim.batch_execute(LONG_QUERY).await;
+        let r = victim.batch_execute(query).await;
         (victim, r)
     });
-    wait_until_running(admin, victim_pid, LONG_QUERY).await;
+    wait_until_running(admin, victim_pid, query).await;
     signal(admin, function, victim_pid).await;
     let (victim, result) = tokio::time::timeout(Duration::from_secs(30), running)
         .await
@@ -269,7 +271,8 @@ async fn cancel_and_terminate_other_sessions() {
     // cancel: the statement fails with 57014, the session goes on
     let victim = connect(&server, "victim").await;
     let victim_pid = pid(&victim).await;
-    let (victim, e) = signal_running(&admin, victim, victim_pid, "pg_cancel_backend").await;
+    let (victim, e) =
+        signal_running(&admin, victim, victim_pid, "pg_cancel_backend", LONG_QUERY).await;
     assert_eq!(sqlstate(&e), "57014", "{e:?}");
     victim
         .batch_execute("SELECT 1")
@@ -277,10 +280,38 @@ async fn cancel_and_terminate_other_sessions() {
         .expect("the session goes on");
 
     // terminate: FATAL 57P01, the connection closes, the row goes
-    let (victim, e) = signal_running(&admin, victim, victim_pid, "pg_terminate_backend").await;
+    let (victim, e) = signal_running(
+        &admin,
+        victim,
+        victim_pid,
+        "pg_terminate_backend",
+        LONG_QUERY,
+    )
+    .await;
     assert_eq!(sqlstate(&e), "57P01", "{e:?}");
     assert!(victim.batch_execute("SELECT 1").await.is_err());
     wait_until_gone(&admin, victim_pid).await;
+
+    // terminate while pg_sleep holds the session's thread: the FATAL comes at once (within
+    // signal_running's 30 s, of a 600 s sleep), and only the FATAL
+    let sleeper = connect(&server, "sleeper").await;
+    let sleeper_pid = pid(&sleeper).await;
+    let (sleeper, e) = signal_running(
+        &admin,
+        sleeper,
+        sleeper_pid,
+        "pg_terminate_backend",
+        "SELECT pg_sleep(600)",
+    )
+    .await;
+    let db = e.as_db_error().expect("a server error");
+    assert_eq!(
+        (db.code().code(), db.severity()),
+        ("57P01", "FATAL"),
+        "{e:?}"
+    );
+    assert!(sleeper.batch_execute("SELECT 1").await.is_err());
+    wait_until_gone(&admin, sleeper_pid).await;
 
     // an idle session terminated: psql sees the FATAL on its next command
     let idle = connect(&server, "idle").await;

@@ -33,6 +33,14 @@ async fn scram_password_is_required_when_configured() {
         .expect("an unknown database is refused");
     assert_eq!(sqlstate(&err), "3D000", "{err:?}");
 
+    // A role that does not exist fails as a wrong password does.
+    let stranger = good.replace("user=postgres", "user=stranger");
+    let err = tokio_postgres::connect(&stranger, NoTls)
+        .await
+        .err()
+        .expect("an unknown role is refused");
+    assert_eq!(sqlstate(&err), "28P01", "{err:?}");
+
     // Without a password the client cannot answer the server's SASL request.
     assert!(
         tokio_postgres::connect(&server.conn_str(), NoTls)

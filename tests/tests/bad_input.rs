@@ -1313,6 +1313,24 @@ fn startup_with_unknown_database(port: u16) {
     );
 }
 
+/// The role is checked after authentication (trust here), before the database.
+fn startup_with_unknown_role(port: u16) {
+    let mut conn = RawConnection::connect(port);
+    conn.send(&raw::startup_packet(
+        raw::PROTOCOL_3_0,
+        &[("user", "nosuchrole"), ("database", "nosuchdb")],
+    ));
+    let replies = conn.until_closed();
+    assert_eq!(replies.len(), 2, "{replies:?}");
+    assert_eq!(replies[0], raw::Backend::Authentication(0), "{replies:?}");
+    assert_error(
+        &replies[1],
+        "FATAL",
+        "28000",
+        "role \"nosuchrole\" does not exist",
+    );
+}
+
 fn startup_without_terminator(port: u16) {
     let mut conn = RawConnection::connect(port);
     let mut body = raw::PROTOCOL_3_0.to_be_bytes().to_vec();
@@ -1418,6 +1436,7 @@ const PROTOCOL_CASES: &[ProtocolCase] = &[
         "startup_with_unknown_database",
         startup_with_unknown_database,
     ),
+    ("startup_with_unknown_role", startup_with_unknown_role),
 ];
 
 /// The protocol cases iolab gets wrong today (each is also an ignored test below).

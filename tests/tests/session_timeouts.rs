@@ -54,3 +54,33 @@ async fn each_timeout_ends_its_session_with_postgresql_s_fatal() {
     let client = server.client().await;
     assert_eq!(int(&client, "SELECT 41 + 1").await, 42);
 }
+
+/// `transaction_timeout` ends a statement that holds its session's thread (`pg_sleep`) when
+/// the timeout passes, not when the statement would have ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transaction_timeout_ends_a_sleeping_statement() {
+    let server = TestServer::start("session-timeouts-sleep");
+    let client = server.client().await;
+    client
+        .batch_execute("SET transaction_timeout = '300ms'")
+        .await
+        .unwrap();
+    let slept = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        client.batch_execute("SELECT pg_sleep(600)"),
+    )
+    .await
+    .expect("the 600 s sleep is ended by the 300 ms transaction_timeout");
+    let e = slept.expect_err("the session ends");
+    let db = e.as_db_error().expect("a server error");
+    assert_eq!(
+        (db.code().code(), db.severity(), db.message()),
+        (
+            "25P04",
+            "FATAL",
+            "terminating connection due to transaction timeout"
+        )
+    );
+    let other = server.client().await;
+    assert_eq!(int(&other, "SELECT 41 + 1").await, 42);
+}

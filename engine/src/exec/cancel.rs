@@ -1,8 +1,11 @@
 //! Why a statement stops before its end: a cancel request (psql's Ctrl-C,
-//! `pg_cancel_backend`, a dropped client) or `statement_timeout`. Another task or thread
+//! `pg_cancel_backend`, a dropped client), `statement_timeout`, or the end of its session
+//! (`pg_terminate_backend`, `transaction_timeout`, a shutdown). Another task or thread
 //! sets the flag; the statement looks at it between batches, while it waits for a
-//! transaction, and in `pg_sleep`, and ends with PostgreSQL's 57014 and the message that
-//! says which of the two it was. The first reason set stays.
+//! transaction, and in `pg_sleep`. A cancel or timeout ends it with PostgreSQL's 57014 and
+//! the message that says which of the two it was; the end of its session with FATAL 57P01,
+//! which the server does not send as the statement's error: the connection sends the
+//! session's own FATAL as it closes. The first reason set stays.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -12,6 +15,7 @@ use iolab_catalog::{sqlstate, PgError, PgResult};
 const RUNNING: u8 = 0;
 const CANCELED: u8 = 1;
 const TIMED_OUT: u8 = 2;
+const TERMINATED: u8 = 3;
 
 /// One statement's cancel flag, shared by everything that runs the statement.
 #[derive(Clone, Debug, Default)]
@@ -32,6 +36,11 @@ impl CancelFlag {
         self.set(TIMED_OUT);
     }
 
+    /// The statement's session is being ended: the statement stops with FATAL 57P01.
+    pub fn terminate(&self) {
+        self.set(TERMINATED);
+    }
+
     fn set(&self, reason: u8) {
         let _ = (self.0).compare_exchange(RUNNING, reason, Ordering::Relaxed, Ordering::Relaxed);
     }
@@ -48,6 +57,10 @@ impl CancelFlag {
                 sqlstate::QUERY_CANCELED,
                 "canceling statement due to statement timeout",
             )),
+            TERMINATED => Err(PgError::fatal(
+                sqlstate::ADMIN_SHUTDOWN,
+                "terminating connection due to administrator command",
+            )),
             _ => Err(PgError::canceled()),
         }
     }
@@ -56,6 +69,7 @@ impl CancelFlag {
 #[cfg(test)]
 mod tests {
     use super::CancelFlag;
+    use iolab_catalog::error::Severity;
 
     #[test]
     fn the_first_reason_stays() {
@@ -75,5 +89,19 @@ mod tests {
             other.check().unwrap_err().message,
             "canceling statement due to user request"
         );
+    }
+
+    #[test]
+    fn a_terminated_statement_ends_its_session() {
+        let flag = CancelFlag::new();
+        flag.terminate();
+        let e = flag.check().unwrap_err();
+        assert_eq!((e.severity, e.code), (Severity::Fatal, "57P01"));
+        // A cancel that came first stays a cancel.
+        let canceled = CancelFlag::new();
+        canceled.cancel();
+        canceled.terminate();
+        let e = canceled.check().unwrap_err();
+        assert_eq!((e.severity, e.code), (Severity::Error, "57014"));
     }
 }

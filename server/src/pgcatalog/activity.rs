@@ -131,9 +131,13 @@ pub fn batch(db: &Database) -> Result<RecordBatch> {
 /// How a client connection is cancelled and terminated: through pgwire's cancel handle
 /// (the same path a CancelRequest takes: the statement's future is dropped, which
 /// cancels its scans) and the connection's terminate notification (see `wire::serve`).
+/// A statement in a step that holds its thread (`pg_sleep`, a wait for a transaction)
+/// cannot be dropped there, so a terminate also sets the running statement's flag
+/// (`running`, the session's), which such steps look at.
 pub struct ConnectionSignals {
     pub cancel: Option<Arc<ConnectionHandle>>,
     pub terminate: Arc<tokio::sync::Notify>,
+    pub running: Arc<parking_lot::Mutex<iolab_engine::exec::cancel::CancelFlag>>,
 }
 
 impl BackendSignals for ConnectionSignals {
@@ -151,6 +155,7 @@ impl BackendSignals for ConnectionSignals {
     /// The connection's task is dropped (see `wire::serve`), and with it the running
     /// statement, whose guard cancels its scans.
     fn terminate(&self) {
+        self.running.lock().terminate();
         self.terminate.notify_one();
     }
 }

@@ -16,7 +16,7 @@ use pgwire::api::query::{send_query_response, SimpleQueryHandler};
 use pgwire::api::results::{FieldFormat, Response, Tag};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionHandle, PgWireConnectionState};
-use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyInResponse, CopyOutResponse};
 use pgwire::messages::response::{
     EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
@@ -69,8 +69,24 @@ where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
+    send_error_info(client, to_error_info(e)).await
+}
+
+/// Sends an error already in wire form — except a statement's error that says its session
+/// is being ended ([`CancelFlag::terminate`](iolab_engine::exec::cancel::CancelFlag::terminate)):
+/// the connection's task has been told too (`wire::serve`) and drops this query as soon as
+/// it waits, then sends the session's FATAL (57P01, or a timeout's). So nothing more goes
+/// out from here, neither this error nor a ReadyForQuery.
+async fn send_error_info<C>(client: &mut C, info: ErrorInfo) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    if info.severity == "FATAL" && info.code == sqlstate::ADMIN_SHUTDOWN {
+        std::future::pending::<()>().await;
+    }
     client
-        .feed(PgWireBackendMessage::ErrorResponse(to_error_info(e).into()))
+        .feed(PgWireBackendMessage::ErrorResponse(info.into()))
         .await?;
     Ok(())
 }
@@ -367,9 +383,7 @@ where
                     other => to_error_info(&PgError::internal(other.to_string())),
                 };
                 session.fail_block();
-                client
-                    .feed(PgWireBackendMessage::ErrorResponse(info.into()))
-                    .await?;
+                send_error_info(client, info).await?;
                 return Ok(false);
             }
         }

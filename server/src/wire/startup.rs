@@ -83,10 +83,20 @@ impl StartupHandler for Startup {
             client.session_extensions().insert(self.farewell.clone());
         }
         if let Some(scram) = &self.scram {
-            // The database is checked before the password exchange here (PostgreSQL checks
-            // it after): pgwire's exchange ends in ReadyForQuery, no place for a FATAL.
+            // The role and the database are checked before the password exchange here
+            // (PostgreSQL checks them after): pgwire's exchange ends in ReadyForQuery, no
+            // place for a FATAL. An unknown role fails as a wrong password does, which is
+            // what PostgreSQL answers with password authentication (it does not say which
+            // roles exist).
             if let PgWireFrontendMessage::Startup(ref startup) = message {
                 let parameters = startup.parameters.clone().into_iter().collect();
+                if let Some(user) = unknown_role(&parameters).and(parameters.get("user")) {
+                    let e = PgError::fatal(
+                        sqlstate::INVALID_PASSWORD,
+                        format!("password authentication failed for user \"{user}\""),
+                    );
+                    return refuse(client, false, e).await;
+                }
                 if let Some(e) = unknown_database(&parameters) {
                     return refuse(client, false, e).await;
                 }
@@ -96,9 +106,13 @@ impl StartupHandler for Startup {
         if let PgWireFrontendMessage::Startup(ref startup) = message {
             protocol_negotiation(client, startup).await?;
             save_startup_parameters_to_metadata(client, startup);
-            // PostgreSQL checks the user name before authenticating and the database after.
+            // PostgreSQL checks that there is a user name before authenticating, and the
+            // role and then the database after.
             if let Some(e) = missing_user(client.metadata()) {
                 return refuse(client, false, e).await;
+            }
+            if let Some(e) = unknown_role(client.metadata()) {
+                return refuse(client, true, e).await;
             }
             if let Some(e) = unknown_database(client.metadata()) {
                 return refuse(client, true, e).await;
@@ -154,6 +168,22 @@ fn missing_user(parameters: &HashMap<String, String>) -> Option<PgError> {
             "no PostgreSQL user name specified in startup packet",
         )
     })
+}
+
+/// A user name that is no role, or a role that may not log in, in PostgreSQL's words.
+/// iolab's roles are PostgreSQL's built-in ones, of which only `postgres` logs in.
+fn unknown_role(parameters: &HashMap<String, String>) -> Option<PgError> {
+    let user = parameters.get("user")?;
+    let role = crate::pgcatalog::oids::ROLES.iter().find(|r| r.1 == user);
+    let message = match role {
+        Some(&(_, _, true)) => return None,
+        Some(_) => format!("role \"{user}\" is not permitted to log in"),
+        None => format!("role \"{user}\" does not exist"),
+    };
+    Some(PgError::fatal(
+        sqlstate::INVALID_AUTHORIZATION_SPECIFICATION,
+        message,
+    ))
 }
 
 /// A database other than the one iolab serves (it defaults to the user's name, as in
@@ -244,6 +274,8 @@ pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
     // Per-process I/O statistics (pg_stat_get_backend_io) and the pg_stat_activity row,
     // for as long as the connection lives.
     let extensions = client.session_extensions();
+    let application_name = settings.application_name();
+    let mut session = Session::new(server.clone(), pid, user.clone(), settings);
     let signals = ConnectionSignals {
         cancel: extensions
             .get::<Arc<ConnectionHandle>>()
@@ -252,16 +284,16 @@ pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
             .get::<super::TerminateSignal>()
             .map(|t| t.0.clone())
             .unwrap_or_default(),
+        running: session.running.clone(),
     };
     let registration = ActivityRegistration::client_backend(
         &server.db,
         pid,
         &user,
-        &settings.application_name(),
+        &application_name,
         Some(client.socket_addr()),
         signals,
     );
-    let mut session = Session::new(server.clone(), pid, user, settings);
     session.activity = Some(registration.activity.clone());
     session.publish_timeouts();
     if let (Some(terminate), Some(farewell)) = (
@@ -273,6 +305,7 @@ pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
             session.timeouts.clone(),
             terminate.0.clone(),
             (*farewell).clone(),
+            session.running.clone(),
         );
     }
     extensions.insert(registration);
@@ -309,5 +342,19 @@ mod tests {
         );
         assert!(missing_user(&parameters(&[("database", "postgres")])).is_some());
         assert!(missing_user(&parameters(&[("user", "alice")])).is_none());
+    }
+
+    #[test]
+    fn only_postgres_logs_in() {
+        let refused = |user: &str| unknown_role(&parameters(&[("user", user)])).map(|e| e.message);
+        assert_eq!(refused("postgres"), None);
+        assert_eq!(
+            refused("alice").as_deref(),
+            Some("role \"alice\" does not exist")
+        );
+        assert_eq!(
+            refused("pg_monitor").as_deref(),
+            Some("role \"pg_monitor\" is not permitted to log in")
+        );
     }
 }

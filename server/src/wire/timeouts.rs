@@ -10,7 +10,8 @@
 //! gives — the `pg_stat_activity` state and its `state_change` and `xact_start` times,
 //! with the settings as the session last published them (after each statement) — looks
 //! again, and when a deadline has passed ends the connection the way `pg_terminate_backend`
-//! does (`wire::serve`), leaving the FATAL to send in [`Farewell`]. With no timeout set it
+//! does (`wire::serve`; a statement still running, which only `transaction_timeout` can
+//! find, is told through its cancel flag), leaving the FATAL to send in [`Farewell`]. With no timeout set it
 //! looks every [`IDLE_POLL`], so that a timeout SET later is noticed.
 
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -96,12 +97,14 @@ fn deadlines(
 }
 
 /// Watches `activity`'s session until it ends or a timeout ends it: then records the FATAL
-/// in `farewell` and notifies `terminate`.
+/// in `farewell`, stops the statement running (`running`, the session's flag) and notifies
+/// `terminate`.
 pub fn spawn_watchdog(
     activity: Weak<BackendActivity>,
     timeouts: Arc<Timeouts>,
     terminate: Arc<tokio::sync::Notify>,
     farewell: Arc<Farewell>,
+    running: Arc<Mutex<iolab_engine::exec::cancel::CancelFlag>>,
 ) {
     tokio::spawn(async move {
         loop {
@@ -117,6 +120,7 @@ pub fn spawn_watchdog(
                 Some((at, fatal)) if at <= now => {
                     a.end_as(SessionEnd::Fatal);
                     *farewell.0.lock() = Some(fatal);
+                    running.lock().terminate();
                     terminate.notify_one();
                     return;
                 }
