@@ -1295,37 +1295,37 @@ fn startup_without_user(port: u16) {
     );
 }
 
-/// The database is checked after authentication, so AuthenticationOk comes first.
-fn startup_with_unknown_database(port: u16) {
+/// A start-up with `parameters` is answered with AuthenticationOk (trust), then the FATAL
+/// `code` `message`, then the connection closes.
+fn assert_refused_after_authentication(
+    port: u16,
+    parameters: &[(&str, &str)],
+    code: &str,
+    message: &str,
+) {
     let mut conn = RawConnection::connect(port);
-    conn.send(&raw::startup_packet(
-        raw::PROTOCOL_3_0,
-        &[("user", "postgres"), ("database", "nosuchdb")],
-    ));
+    conn.send(&raw::startup_packet(raw::PROTOCOL_3_0, parameters));
     let replies = conn.until_closed();
     assert_eq!(replies.len(), 2, "{replies:?}");
     assert_eq!(replies[0], raw::Backend::Authentication(0), "{replies:?}");
-    assert_error(
-        &replies[1],
-        "FATAL",
+    assert_error(&replies[1], "FATAL", code, message);
+}
+
+/// The database is checked after authentication, so AuthenticationOk comes first.
+fn startup_with_unknown_database(port: u16) {
+    assert_refused_after_authentication(
+        port,
+        &[("user", "postgres"), ("database", "nosuchdb")],
         "3D000",
         "database \"nosuchdb\" does not exist",
     );
 }
 
-/// The role is checked after authentication (trust here), before the database.
+/// The role is checked after authentication too, before the database.
 fn startup_with_unknown_role(port: u16) {
-    let mut conn = RawConnection::connect(port);
-    conn.send(&raw::startup_packet(
-        raw::PROTOCOL_3_0,
+    assert_refused_after_authentication(
+        port,
         &[("user", "nosuchrole"), ("database", "nosuchdb")],
-    ));
-    let replies = conn.until_closed();
-    assert_eq!(replies.len(), 2, "{replies:?}");
-    assert_eq!(replies[0], raw::Backend::Authentication(0), "{replies:?}");
-    assert_error(
-        &replies[1],
-        "FATAL",
         "28000",
         "role \"nosuchrole\" does not exist",
     );
