@@ -274,8 +274,8 @@ pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
     // Per-process I/O statistics (pg_stat_get_backend_io) and the pg_stat_activity row,
     // for as long as the connection lives.
     let extensions = client.session_extensions();
-    let application_name = settings.application_name();
-    let mut session = Session::new(server.clone(), pid, user.clone(), settings);
+    // The running statement's flag, which the signals set too; the session takes it below.
+    let running: Arc<parking_lot::Mutex<_>> = Arc::default();
     let signals = ConnectionSignals {
         cancel: extensions
             .get::<Arc<ConnectionHandle>>()
@@ -284,16 +284,19 @@ pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
             .get::<super::TerminateSignal>()
             .map(|t| t.0.clone())
             .unwrap_or_default(),
-        running: session.running.clone(),
+        running: running.clone(),
     };
+    // Registered before the session is made: its temporary files find the activity by pid.
     let registration = ActivityRegistration::client_backend(
         &server.db,
         pid,
         &user,
-        &application_name,
+        &settings.application_name(),
         Some(client.socket_addr()),
         signals,
     );
+    let mut session = Session::new(server.clone(), pid, user, settings);
+    session.running = running;
     session.activity = Some(registration.activity.clone());
     session.publish_timeouts();
     if let (Some(terminate), Some(farewell)) = (
