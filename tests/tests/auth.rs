@@ -3,6 +3,15 @@
 use iolab_tests::{sqlstate, TestServer};
 use tokio_postgres::NoTls;
 
+/// The SQLSTATE a connection to `conninfo` is refused with.
+async fn refusal(conninfo: &str) -> String {
+    let err = tokio_postgres::connect(conninfo, NoTls)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("{conninfo} was accepted"));
+    sqlstate(&err)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scram_password_is_required_when_configured() {
     let server = TestServer::start_with("auth", &["--password", "s3cret"]);
@@ -18,28 +27,15 @@ async fn scram_password_is_required_when_configured() {
         .get(0);
     assert_eq!(one, 1);
 
+    // A wrong password is refused.
     let bad = format!("{} password=wrong", server.conn_str());
-    let err = tokio_postgres::connect(&bad, NoTls)
-        .await
-        .err()
-        .expect("a wrong password is refused");
-    assert_eq!(sqlstate(&err), "28P01", "{err:?}");
-
+    assert_eq!(refusal(&bad).await, "28P01");
     // A database other than postgres is refused, whatever the password.
     let elsewhere = good.replace("dbname=postgres", "dbname=nosuchdb");
-    let err = tokio_postgres::connect(&elsewhere, NoTls)
-        .await
-        .err()
-        .expect("an unknown database is refused");
-    assert_eq!(sqlstate(&err), "3D000", "{err:?}");
-
+    assert_eq!(refusal(&elsewhere).await, "3D000");
     // A role that does not exist fails as a wrong password does.
     let stranger = good.replace("user=postgres", "user=stranger");
-    let err = tokio_postgres::connect(&stranger, NoTls)
-        .await
-        .err()
-        .expect("an unknown role is refused");
-    assert_eq!(sqlstate(&err), "28P01", "{err:?}");
+    assert_eq!(refusal(&stranger).await, "28P01");
 
     // Without a password the client cannot answer the server's SASL request.
     assert!(

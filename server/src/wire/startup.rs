@@ -299,16 +299,11 @@ pub fn new_session<C: ClientInfo>(server: &Arc<Server>, client: &C) -> Session {
     session.running = running;
     session.activity = Some(registration.activity.clone());
     session.publish_timeouts();
-    if let (Some(terminate), Some(farewell)) = (
-        extensions.get::<super::TerminateSignal>(),
-        extensions.get::<Arc<super::timeouts::Farewell>>(),
-    ) {
+    if let Some(farewell) = extensions.get::<Arc<super::timeouts::Farewell>>() {
         super::timeouts::spawn_watchdog(
             Arc::downgrade(&registration.activity),
             session.timeouts.clone(),
-            terminate.0.clone(),
             (*farewell).clone(),
-            session.running.clone(),
         );
     }
     extensions.insert(registration);

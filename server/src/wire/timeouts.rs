@@ -9,10 +9,10 @@
 //! A watchdog task per connection sleeps until the nearest deadline its session's state
 //! gives — the `pg_stat_activity` state and its `state_change` and `xact_start` times,
 //! with the settings as the session last published them (after each statement) — looks
-//! again, and when a deadline has passed ends the connection the way `pg_terminate_backend`
-//! does (`wire::serve`; a statement still running, which only `transaction_timeout` can
-//! find, is told through its cancel flag), leaving the FATAL to send in [`Farewell`]. With no timeout set it
-//! looks every [`IDLE_POLL`], so that a timeout SET later is noticed.
+//! again, and when a deadline has passed leaves the FATAL to send in [`Farewell`] and ends
+//! the session through the same signal as `pg_terminate_backend` (which also stops a
+//! statement still running, as only `transaction_timeout` can find one). With no timeout
+//! set it looks every [`IDLE_POLL`], so that a timeout SET later is noticed.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
@@ -96,15 +96,12 @@ fn deadlines(
     due
 }
 
-/// Watches `activity`'s session until it ends or a timeout ends it: then records the FATAL
-/// in `farewell`, stops the statement running (`running`, the session's flag) and notifies
-/// `terminate`.
+/// Watches `activity`'s session until it ends or a timeout ends it: then records the end as
+/// FATAL, leaves the FATAL in `farewell` and terminates the session.
 pub fn spawn_watchdog(
     activity: Weak<BackendActivity>,
     timeouts: Arc<Timeouts>,
-    terminate: Arc<tokio::sync::Notify>,
     farewell: Arc<Farewell>,
-    running: Arc<Mutex<iolab_engine::exec::cancel::CancelFlag>>,
 ) {
     tokio::spawn(async move {
         loop {
@@ -118,10 +115,10 @@ pub fn spawn_watchdog(
                 .min_by_key(|d| d.0);
             let wait = match nearest {
                 Some((at, fatal)) if at <= now => {
+                    // Recorded first: terminate() would record the end as a kill.
                     a.end_as(SessionEnd::Fatal);
                     *farewell.0.lock() = Some(fatal);
-                    running.lock().terminate();
-                    terminate.notify_one();
+                    a.terminate();
                     return;
                 }
                 // Look again at the deadline (the state may have moved on by then).
