@@ -11,7 +11,7 @@ pub mod writeback;
 
 pub use pool::{
     preadv_fully, BufferId, BufferPool, BufferSnapshot, BufferTag, CleanedAhead, EvictCounts,
-    PageReadGuard, PageWriteGuard, PendingRead, PinnedBuffer, PoolStats, ReadByOther, StartedRead,
-    MAX_USAGE_COUNT,
+    PageReadGuard, PageWriteGuard, PendingRead, PinLoan, PinnedBuffer, PoolStats, ReadByOther,
+    StartedRead, MAX_USAGE_COUNT,
 };
 pub use ring::{BufferRing, RingKind};

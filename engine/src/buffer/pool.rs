@@ -57,6 +57,19 @@
 //! removes the mapping again and wakes the sleepers, who retry from the lookup; nothing
 //! invalid ever stays mapped.
 //!
+//! # Pins a read stream may hold
+//!
+//! A read stream keeps blocks pinned ahead of its consumer, so the pool bounds how many. Each
+//! stream's share is [`BufferPool::pin_limit`], a 64th of the pool (PostgreSQL divides the
+//! pool among its backends the same way). With the default 128MB that is 256 pins, 2 MiB
+//! ahead: a lone scan of large reads then keeps only two to sixteen reads at the device,
+//! too few to reach its throughput. So a stream that wants more than its share may borrow
+//! pins ([`BufferPool::lend_stream_pins`]), up to a 16th of the pool in all, from a budget of
+//! an eighth of the pool shared by every stream, and gives them back when it ends. With many
+//! scans at once the budget runs out and each keeps its share: the pins streams hold stay
+//! within their shares plus an eighth of the pool. Local buffers serve one session and lend
+//! nothing.
+//!
 //! # Local buffers
 //!
 //! The same structure serves a session's temporary relations as its **local buffers**
@@ -91,7 +104,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -359,6 +372,39 @@ pub struct BufferPool {
     /// A session's local buffers (`temp_buffers`) for its temporary relations, rather than
     /// the shared pool: counted as `local` blocks and `temp relation` I/O.
     local: bool,
+    /// Pins lent to read streams beyond their shares, all streams together (at most
+    /// `nbuffers / STREAM_LOAN_BUDGET_DIVISOR`; see "Pins a read stream may hold").
+    stream_pins_lent: AtomicUsize,
+}
+
+/// The pins lent to all read streams at once are at most the pool divided by this.
+const STREAM_LOAN_BUDGET_DIVISOR: usize = 8;
+/// One stream's share and loan together are at most the pool divided by this.
+const STREAM_PINS_WITH_LOAN_DIVISOR: usize = 16;
+
+/// Pins a read stream borrowed beyond its share ([`BufferPool::lend_stream_pins`]), given
+/// back when dropped.
+pub struct PinLoan {
+    pool: Arc<BufferPool>,
+    pins: usize,
+}
+
+impl PinLoan {
+    pub fn pins(&self) -> usize {
+        self.pins
+    }
+}
+
+impl Drop for PinLoan {
+    fn drop(&mut self) {
+        if self.pins > 0 {
+            let before = self
+                .pool
+                .stream_pins_lent
+                .fetch_sub(self.pins, Ordering::AcqRel);
+            assert!(before >= self.pins, "a loan returns only what was lent");
+        }
+    }
 }
 
 /// What one walk of the background writer did ([`BufferPool::clean_ahead`]).
@@ -409,6 +455,7 @@ impl BufferPool {
             allocations: AtomicU64::new(0),
             wal: std::sync::OnceLock::new(),
             local: false,
+            stream_pins_lent: AtomicUsize::new(0),
         })
     }
 
@@ -482,6 +529,35 @@ impl BufferPool {
             true => (self.nbuffers() / 4).max(1),
             false => (self.nbuffers() / 64).max(1),
         }
+    }
+
+    /// Up to `extra` pins beyond a stream's share ([`pin_limit`](Self::pin_limit)): as many as
+    /// the budget shared by all streams has left, and no more than bring the stream to a 16th
+    /// of the pool. None from local buffers. See "Pins a read stream may hold".
+    pub fn lend_stream_pins(self: &Arc<Self>, extra: usize) -> PinLoan {
+        let most =
+            (self.nbuffers() / STREAM_PINS_WITH_LOAN_DIVISOR).saturating_sub(self.pin_limit());
+        let wanted = if self.local { 0 } else { extra.min(most) };
+        let budget = self.nbuffers() / STREAM_LOAN_BUDGET_DIVISOR;
+        let mut pins = 0;
+        if wanted > 0 {
+            // Ok: `pins` taken; Err: the budget is spent and `pins` stays 0.
+            let _ =
+                self.stream_pins_lent
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |lent| {
+                        pins = wanted.min(budget.saturating_sub(lent));
+                        (pins > 0).then_some(lent + pins)
+                    });
+        }
+        PinLoan {
+            pool: Arc::clone(self),
+            pins,
+        }
+    }
+
+    /// Pins lent to read streams now, all together.
+    pub fn stream_pins_lent(&self) -> usize {
+        self.stream_pins_lent.load(Ordering::Acquire)
     }
 
     /// Whether a sequential scan of a relation of `rel_nblocks` blocks should use a
@@ -1868,6 +1944,34 @@ mod tests {
     use crate::storage::page::{page_add_item, page_init, page_item, page_item_mut};
     use crate::storage::relfile::tests::TempDir;
     use std::os::unix::fs::FileExt;
+
+    /// Streams borrow pins beyond their share up to a 16th of the pool each, from a budget of
+    /// an eighth of the pool; a loan dropped goes back to the budget; local buffers lend none.
+    #[test]
+    fn stream_pin_loans_are_bounded_and_returned() {
+        let pool = BufferPool::new(1024);
+        assert_eq!(pool.pin_limit(), 16);
+        // One stream: at most 1024 / 16 = 64 pins in all, so 48 beyond its share.
+        assert_eq!(pool.lend_stream_pins(0).pins(), 0);
+        assert_eq!(pool.lend_stream_pins(10).pins(), 10);
+        let mut loans: Vec<PinLoan> = (0..2).map(|_| pool.lend_stream_pins(1000)).collect();
+        assert!(loans.iter().all(|l| l.pins() == 48));
+        assert_eq!(pool.stream_pins_lent(), 96);
+        // The budget, 1024 / 8 = 128, has 32 left, then none.
+        loans.push(pool.lend_stream_pins(1000));
+        assert_eq!(loans[2].pins(), 32);
+        assert_eq!(pool.lend_stream_pins(1000).pins(), 0);
+        assert_eq!(pool.stream_pins_lent(), 128);
+        // A stream that ends gives its loan back for the next.
+        loans.remove(0);
+        assert_eq!(pool.stream_pins_lent(), 80);
+        assert_eq!(pool.lend_stream_pins(1000).pins(), 48);
+        drop(loans);
+        assert_eq!(pool.stream_pins_lent(), 0);
+
+        let local = BufferPool::new_local(1024).unwrap();
+        assert_eq!(local.lend_stream_pins(1000).pins(), 0);
+    }
 
     /// The item every test page carries: relfilenode, block number, a counter, padding.
     fn item_for(relfilenode: u32, blkno: u32, counter: u64) -> Vec<u8> {

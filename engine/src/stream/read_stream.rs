@@ -26,7 +26,8 @@
 //! `maintenance_io_concurrency` for maintenance streams; 0 means "execute each read
 //! synchronously when needed, no advice"); at most `max_pinned_buffers =
 //! (max_ios + 1) × io_combine_limit` pins, capped by the buffer ring's size and the pool's
-//! per-backend pin limit.
+//! per-stream share, beyond which a stream may borrow pins while few other streams do
+//! (buffer/pool.rs, "Pins a read stream may hold").
 //!
 //! # The queues
 //!
@@ -178,7 +179,9 @@ use iolab_stats::AioEvent;
 
 use crate::accounting::{Buffers, IoAccount};
 use crate::aio::{AioSystem, InFlightIo, Issuer};
-use crate::buffer::{BufferPool, BufferRing, PinnedBuffer, ReadByOther, RingKind, StartedRead};
+use crate::buffer::{
+    BufferPool, BufferRing, PinLoan, PinnedBuffer, ReadByOther, RingKind, StartedRead,
+};
 use crate::storage::relfile::RelFile;
 use crate::stream::drop_behind::DropBehind;
 
@@ -325,6 +328,8 @@ pub struct ReadStream<T: Send> {
     /// Most gap blocks one read may include (see "Reading through gaps").
     gap_limit: u32,
     max_pinned: usize,
+    /// The pins `max_pinned` holds beyond the pool's share, given back when the stream ends.
+    _pin_loan: PinLoan,
     policy: ReadStreamAdvice,
     advice_enabled: bool,
     /// Reads may be advised by the I/O worker that finds them queued (`worker`, buffered).
@@ -381,7 +386,10 @@ impl<T: Send> ReadStream<T> {
                 _ => (ring_len / 2).max(1),
             });
         }
-        max_pinned = max_pinned.min(config.pin_limit);
+        // Past its share, a stream may borrow pins while few other streams do (see
+        // buffer/pool.rs, "Pins a read stream may hold").
+        let pin_loan = pool.lend_stream_pins(max_pinned.saturating_sub(config.pin_limit));
+        max_pinned = max_pinned.min(config.pin_limit + pin_loan.pins());
         if pool.is_local() {
             // The caller's limit is the shared pool's; local buffers have their own.
             max_pinned = max_pinned.min(pool.pin_limit());
@@ -431,6 +439,7 @@ impl<T: Send> ReadStream<T> {
             combine_limit,
             gap_limit: config.gap_limit,
             max_pinned,
+            _pin_loan: pin_loan,
             policy: config.advice,
             advice_enabled,
             worker_advice,
@@ -1089,6 +1098,36 @@ mod tests {
             "every pin is handed over and released"
         );
         stream.take_events()
+    }
+
+    /// A stream that wants more pins than the pool's share borrows them for its lifetime:
+    /// it looks further ahead than the share allows, and the pins go back when it ends.
+    #[test]
+    fn stream_borrows_pins_beyond_its_share_while_it_lives() {
+        let f = fixture("rs-pin-loan", 64, IoMethod::Worker);
+        let share = f.pool.pin_limit();
+        assert_eq!(share, 4, "a 64th of 256 buffers");
+        let cfg = ReadStreamConfig {
+            pin_limit: share,
+            ..config(8, 4, ReadStreamAdvice::Never, false)
+        };
+        let blocks: Vec<u32> = (0..64).collect();
+        let mut stream = stream_over(&f, &cfg, &blocks);
+        // (8 + 1) × 4 wanted; a 16th of the pool, 16, allowed.
+        assert_eq!(stream.stats().capacity, 16);
+        assert_eq!(f.pool.stream_pins_lent(), 12);
+        let events = drain_stream(&mut stream, &blocks);
+        assert!(
+            reads(&events).iter().any(|&(_, n)| n == 4),
+            "reads of io_combine_limit blocks"
+        );
+        assert!(
+            stream.stats().distance_max > share as u64,
+            "{:?}",
+            stream.stats()
+        );
+        drop(stream);
+        assert_eq!(f.pool.stream_pins_lent(), 0);
     }
 
     /// Consume a stream over `blocks` (see [`drain_stream`]); returns the events.
