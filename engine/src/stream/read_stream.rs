@@ -419,10 +419,10 @@ impl<T: Send> ReadStream<T> {
         // The reads run here, after advice (see "Reads in the session").
         let in_session = one_ahead || (config.reads_in_session && !direct);
         let issuer_runs_reads = synchronous || sync_method || in_session;
-        // io_uring with buffered files: advice too (see "Advice").
-        let uring_method = method == iolab_settings::IoMethod::IoUring;
-        let advice_enabled = policy_advises && (sync_method || in_session || uring_method);
+        // An advisable read is advised once: by the I/O worker that finds it queued (`worker`,
+        // reads not run in the session), else by the stream itself (see "Advice").
         let worker_advice = policy_advises && aio.advises_in_workers() && !in_session;
+        let advice_enabled = policy_advises && !worker_advice;
         let distance = if config.full {
             max_pinned.min(combine_limit as usize)
         } else {
