@@ -17,7 +17,9 @@
 #   EICS ["0 1 16 64 256 512"; --small "0 16 256"]   METHODS ["sync worker io_uring"; an entry
 #                                      METHOD+direct adds debug_io_direct=data, METHOD+gapN
 #                                      read_stream_gap_limit=N, METHOD+dropN read_stream_drop_behind=N
-#                                      (blocks), e.g. io_uring+direct+gap4, worker+drop1024]
+#                                      (blocks), METHOD+combineN io_max_combine_limit and
+#                                      io_combine_limit = N, e.g. io_uring+direct+gap4,
+#                                      worker+drop1024, io_uring+direct+gap16+combine128]
 #   QUERIES ["dense sparse"]   SHARED_BUFFERS [128MB]   WORK_MEM [16MB]
 #   SKIP_PG18=1  SKIP_FIO=1    IOLAB_BIN [target/release/iolab]  BENCH_DIR [/var/tmp/iolab-bitmap-bench]
 #   IOLAB_PORT [55442]  PG18_BENCH_PORT [5435]  FIO_REST [60] (seconds the device rests after fio)
@@ -249,11 +251,15 @@ for r in $(seq "$RUNS"); do
     [ -z "${REFUSED[$cfg]:-}" ] || continue
     if [ "$sys" = iolab ]; then
       # METHOD+direct: the same io_method with debug_io_direct = data (no page cache);
-      # METHOD+gapN: with read_stream_gap_limit = N; METHOD+dropN: read_stream_drop_behind = N.
+      # METHOD+gapN: with read_stream_gap_limit = N; METHOD+dropN: read_stream_drop_behind = N;
+      # METHOD+combineN: reads of up to N blocks (io_max_combine_limit = io_combine_limit = N).
       method="${m%%+*}"; extra=()
       case "$m" in *+direct*) extra+=(-c debug_io_direct=data) ;; esac
       if [[ "$m" =~ \+gap([0-9]+) ]]; then extra+=(-c "read_stream_gap_limit=${BASH_REMATCH[1]}"); fi
       if [[ "$m" =~ \+drop([0-9]+) ]]; then extra+=(-c "read_stream_drop_behind=${BASH_REMATCH[1]}"); fi
+      if [[ "$m" =~ \+combine([0-9]+) ]]; then
+        extra+=(-c "io_max_combine_limit=${BASH_REMATCH[1]}" -c "io_combine_limit=${BASH_REMATCH[1]}")
+      fi
       iolab_start "$cfg" -c "io_method=$method" "${extra[@]}" || { REFUSED[$cfg]="$START_ERR"; echo "  $cfg: server refused: $START_ERR"; continue; }
       got="$(q iolab 'SHOW io_method')"
       [ "$got" = "$method" ] || { REFUSED[$cfg]="asked for io_method=$method, the server runs $got"; iolab_stop; echo "  $cfg: ${REFUSED[$cfg]}"; continue; }
@@ -288,7 +294,9 @@ echo "system,io_method,query,eic,runs,median_ms,min_ms,max_ms,heap_blocks,blocks
   echo
   echo "== results: $ROWS rows; $IOLAB_VERSION; PostgreSQL ${PG_VERSION_STR:-skipped}"
   echo "   Execution Time, median of $RUNS cold runs in ms (min–max); vs PG = PostgreSQL 18's median / iolab's (> 1: iolab faster)"
-  [ -n "$FIO_SEQ_MBS" ] && echo "   device = the time fio takes to read the query's heap blocks (replayed in block order; sparse: one 8 KiB read each at depth 64; dense: gaps ≤ 2 blocks read through, reads ≤ 1 MiB, depth 32)"
+  if [ -n "$FIO_SEQ_MBS" ]; then
+    echo "   device = the time fio takes to read the query's heap blocks (replayed in block order; sparse: one 8 KiB read each at depth 64; dense: gaps ≤ 2 blocks read through, reads ≤ 1 MiB, depth 32)"
+  fi
 } | tee "$TABLE_TXT"
 for query in $QUERIES; do
   {
