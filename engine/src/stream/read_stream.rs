@@ -1123,9 +1123,9 @@ mod tests {
         };
         let blocks: Vec<u32> = (0..64).collect();
         let mut stream = stream_over(&f, &cfg, &blocks);
-        // (8 + 1) × 4 wanted; a 16th of the pool, 16, allowed.
-        assert_eq!(stream.stats().capacity, 16);
-        assert_eq!(f.pool.stream_pins_lent(), 12);
+        // (8 + 1) × 4 wanted; an eighth of the pool, 32, allowed.
+        assert_eq!(stream.stats().capacity, 32);
+        assert_eq!(f.pool.stream_pins_lent(), 28);
         let events = drain_stream(&mut stream, &blocks);
         assert!(
             reads(&events).iter().any(|&(_, n)| n == 4),
