@@ -29,7 +29,9 @@
 # and DELAY waited (see ../shared/reference/machine-io-facts.md on why the delay must
 # be the same for everyone); then one psql session runs SET … and EXPLAIN (ANALYZE, BUFFERS).
 # The figure is EXPLAIN's Execution Time. Cells run round-robin (every configuration once,
-# then again), so drift in the machine's speed spreads over all of them.
+# then again), so drift in the machine's speed spreads over all of them; round r starts at
+# configuration r (and wraps), so no one configuration always runs first, right after the
+# load or fio.
 #
 # Needs root (drop_caches), psql, a release build of iolab, optionally fio and
 # ../shared/tools/pg18-reference (PostgreSQL 18 offers sync and worker: no io_uring there).
@@ -246,7 +248,8 @@ echo "system,io_method,query,eic,run,ms,heap_blocks,read_ms,wait_ms,node" >"$RUN
 echo
 echo "== cold runs: per cell evict the pool, drop the page cache, wait (${DELAY}), EXPLAIN ANALYZE"
 for r in $(seq "$RUNS"); do
-  for cfg in "${CONFIGS[@]}"; do
+  first=$(( (r - 1) % ${#CONFIGS[@]} ))
+  for cfg in "${CONFIGS[@]:$first}" "${CONFIGS[@]:0:$first}"; do
     sys="${cfg%%/*}"; m="${cfg#*/}"
     [ -z "${REFUSED[$cfg]:-}" ] || continue
     if [ "$sys" = iolab ]; then
