@@ -23,6 +23,7 @@ pub mod sqlstate {
     pub const INTERVAL_FIELD_OVERFLOW: &str = "22015";
     pub const DIVISION_BY_ZERO: &str = "22012";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
+    pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
     pub const SEQUENCE_GENERATOR_LIMIT_EXCEEDED: &str = "2200H";
     pub const GENERATED_ALWAYS: &str = "428C9";
     pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
@@ -52,6 +53,7 @@ pub mod sqlstate {
     pub const UNDEFINED_TABLE: &str = "42P01";
     pub const UNDEFINED_OBJECT: &str = "42704";
     pub const DUPLICATE_TABLE: &str = "42P07";
+    pub const DUPLICATE_PSTATEMENT: &str = "42P05";
     pub const DUPLICATE_OBJECT: &str = "42710";
     pub const DUPLICATE_COLUMN: &str = "42701";
     pub const AMBIGUOUS_COLUMN: &str = "42702";

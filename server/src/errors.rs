@@ -964,13 +964,15 @@ fn datetime_input(type_name: &str, value: &str) -> PgError {
     }
 }
 
-/// The wire form of an error.
+/// The wire form of an error (its severity also in the untranslated `V` field, which
+/// PostgreSQL sends since 9.6).
 pub fn to_error_info(e: &PgError) -> ErrorInfo {
     let mut info = ErrorInfo::new(
         e.severity.as_str().to_string(),
         e.code.to_string(),
         e.message.clone(),
     );
+    info.severity_nonlocalized = Some(e.severity.as_str().to_string());
     info.detail = e.detail.clone();
     info.hint = e.hint.clone();
     info.position = e.position.map(|p| p.to_string());

@@ -723,6 +723,11 @@ fn assert_error(message: &Backend, severity: &str, code: &str, text: &str) {
         (severity, code, text),
         "{e:?}"
     );
+    assert_eq!(
+        e.get(b'V'),
+        Some(severity),
+        "the untranslated severity: {e:?}"
+    );
 }
 
 /// Exactly one ERROR, then ReadyForQuery (idle), and the connection goes on.
@@ -852,6 +857,24 @@ fn bind_with_wrong_parameter_count(port: u16) {
         "08P01",
         "bind message supplies 2 parameters, but prepared statement \"s1\" requires 1",
     );
+    // A statement iolab does not plan at Parse still counts its `$n`, as PostgreSQL does.
+    conn.send(
+        &[
+            raw::parse(
+                "",
+                "DECLARE c CURSOR WITH HOLD FOR SELECT $1::int, $2::int",
+                &[],
+            ),
+            raw::bind("", "", &[], &[Some(b"1")], &[]),
+            raw::sync(),
+        ]
+        .concat(),
+    );
+    assert_one_error_then_ready(
+        &mut conn,
+        "08P01",
+        "bind message supplies 1 parameters, but prepared statement \"\" requires 2",
+    );
 }
 
 fn describe_with_bad_target(port: u16) {
@@ -936,6 +959,31 @@ fn parse_of_a_name_in_use(port: u16) {
         "42P05",
         "prepared statement \"dup\" already exists",
     );
+    // The first definition stands; once closed, the name can be used again.
+    conn.send(
+        &[
+            raw::bind("", "dup", &[], &[], &[]),
+            raw::execute("", 0),
+            raw::close(b'S', "dup"),
+            raw::parse("dup", "SELECT 2", &[]),
+            raw::bind("", "dup", &[], &[], &[]),
+            raw::execute("", 0),
+            raw::sync(),
+        ]
+        .concat(),
+    );
+    let rows: Vec<_> = conn
+        .until_ready()
+        .into_iter()
+        .filter(|m| matches!(m, Backend::DataRow(_)))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            Backend::DataRow(vec![Some(b"1".to_vec())]),
+            Backend::DataRow(vec![Some(b"2".to_vec())])
+        ]
+    );
 }
 
 fn query_without_terminating_nul(port: u16) {
@@ -1000,6 +1048,32 @@ fn bind_with_unknown_format_code(port: u16) {
         .concat(),
     );
     assert_one_error_then_ready(&mut conn, "22023", "unsupported format code: 7");
+    // A result format code too (PostgreSQL refuses it at Execute, iolab at Bind). The
+    // statement is parsed again: PostgreSQL drops the unnamed one after a bad parameter.
+    conn.send(
+        &[
+            raw::parse("", "SELECT $1::int", &[]),
+            raw::bind("", "", &[], &[Some(b"1")], &[2]),
+            raw::execute("", 0),
+            raw::sync(),
+        ]
+        .concat(),
+    );
+    assert_one_error_then_ready(&mut conn, "22023", "unsupported format code: 2");
+    // Two parameter formats for one value.
+    conn.send(
+        &[
+            raw::parse("", "SELECT $1::int", &[]),
+            raw::bind("", "", &[0, 0], &[Some(b"1")], &[]),
+            raw::sync(),
+        ]
+        .concat(),
+    );
+    assert_one_error_then_ready(
+        &mut conn,
+        "08P01",
+        "bind message has 2 parameter formats but 1 parameters",
+    );
 }
 
 fn bind_with_too_many_result_formats(port: u16) {
@@ -1387,10 +1461,10 @@ fn cancel_request_with_wrong_key(port: u16) {
     assert_answers_select_1(&mut session);
 }
 
-/// The protocol cases iolab answers as PostgreSQL does.
 /// A protocol case: its name, and the function that runs it against a server's port.
 type ProtocolCase = (&'static str, fn(u16));
 
+/// The protocol cases iolab answers as PostgreSQL does.
 const PROTOCOL_CASES: &[ProtocolCase] = &[
     ("huge_length", huge_length),
     ("negative_length", negative_length),
@@ -1437,11 +1511,6 @@ const PROTOCOL_CASES: &[ProtocolCase] = &[
         startup_with_unknown_database,
     ),
     ("startup_with_unknown_role", startup_with_unknown_role),
-];
-
-/// The protocol cases iolab gets wrong today (each is also an ignored test below).
-const PROTOCOL_CASES_IOLAB_FAILS: &[ProtocolCase] = &[
-    ("length_below_four", length_below_four),
     (
         "bind_with_wrong_parameter_count",
         bind_with_wrong_parameter_count,
@@ -1450,12 +1519,6 @@ const PROTOCOL_CASES_IOLAB_FAILS: &[ProtocolCase] = &[
     ("close_with_bad_target", close_with_bad_target),
     ("parse_of_a_name_in_use", parse_of_a_name_in_use),
     (
-        "query_without_terminating_nul",
-        query_without_terminating_nul,
-    ),
-    ("query_with_invalid_utf8", query_with_invalid_utf8),
-    ("parse_with_invalid_utf8", parse_with_invalid_utf8),
-    (
         "bind_with_unknown_format_code",
         bind_with_unknown_format_code,
     ),
@@ -1463,6 +1526,22 @@ const PROTOCOL_CASES_IOLAB_FAILS: &[ProtocolCase] = &[
         "bind_with_too_many_result_formats",
         bind_with_too_many_result_formats,
     ),
+    (
+        "execute_of_unnamed_portal_after_sync",
+        execute_of_unnamed_portal_after_sync,
+    ),
+    (
+        "parse_error_fails_the_transaction_block",
+        parse_error_fails_the_transaction_block,
+    ),
+    ("startup_without_user", startup_without_user),
+    ("length_below_four", length_below_four),
+    (
+        "query_without_terminating_nul",
+        query_without_terminating_nul,
+    ),
+    ("query_with_invalid_utf8", query_with_invalid_utf8),
+    ("parse_with_invalid_utf8", parse_with_invalid_utf8),
     (
         "bind_with_missing_parameter_bytes",
         bind_with_missing_parameter_bytes,
@@ -1473,20 +1552,11 @@ const PROTOCOL_CASES_IOLAB_FAILS: &[ProtocolCase] = &[
     ),
     ("flush_and_sync_with_a_body", flush_and_sync_with_a_body),
     ("function_call", function_call),
-    (
-        "execute_of_unnamed_portal_after_sync",
-        execute_of_unnamed_portal_after_sync,
-    ),
-    (
-        "parse_error_fails_the_transaction_block",
-        parse_error_fails_the_transaction_block,
-    ),
     ("query_during_copy_in", query_during_copy_in),
     (
         "startup_with_unsupported_protocol",
         startup_with_unsupported_protocol,
     ),
-    ("startup_without_user", startup_without_user),
     ("startup_without_terminator", startup_without_terminator),
 ];
 
@@ -1512,150 +1582,15 @@ fn malformed_protocol_messages_get_postgres_responses() {
     assert_server_healthy_raw(&mut server);
 }
 
-/// Threads running known failures are named with this prefix; their panics are not
-/// printed (the ignored tests below report them).
-const KNOWN_FAILURE_THREAD: &str = "known-failure-";
-
-/// Silences panics in threads named `KNOWN_FAILURE_THREAD…`; every other panic is
-/// reported as before.
-fn quiet_known_failures() {
-    static INSTALL: std::sync::Once = std::sync::Once::new();
-    INSTALL.call_once(|| {
-        let report = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !std::thread::current()
-                .name()
-                .is_some_and(|n| n.starts_with(KNOWN_FAILURE_THREAD))
-            {
-                report(info);
-            }
-        }));
-    });
-}
-
-/// Whatever iolab answers to the messages it gets wrong, it must not fall over: they all
-/// run at once against one server, which then still answers a fresh connection. (Whether
-/// each answer is right is for the ignored tests below.)
-#[test]
-fn server_survives_the_messages_it_answers_wrongly() {
-    let mut server = start_server("survives");
-    quiet_known_failures();
-    let port = server.port;
-    let runs: Vec<_> = PROTOCOL_CASES_IOLAB_FAILS
-        .iter()
-        .map(|&(name, case)| {
-            std::thread::Builder::new()
-                .name(format!("{KNOWN_FAILURE_THREAD}{name}"))
-                .spawn(move || case(port))
-                .expect("spawn a case")
-        })
-        .collect();
-    for run in runs {
-        let _ = run.join();
-    }
-    assert_server_healthy_raw(&mut server);
-}
-
 #[ignore = "needs a PostgreSQL 18: IOLAB_REFERENCE_PORT=5433"]
 #[test]
 fn protocol_cases_match_postgres() {
     let port = reference_port();
-    for (name, case) in PROTOCOL_CASES.iter().chain(PROTOCOL_CASES_IOLAB_FAILS) {
+    for (name, case) in PROTOCOL_CASES {
         eprintln!("protocol case {name}");
         case(port);
     }
 }
-
-/// One ignored test for a protocol case iolab gets wrong: `$case` on a fresh server,
-/// then the server must be healthy.
-macro_rules! protocol_test_on_iolab {
-    ($(#[$attr:meta])* $name:ident => $case:path) => {
-        $(#[$attr])*
-        #[test]
-        fn $name() {
-            let mut server = start_server(stringify!($name));
-            $case(server.port);
-            assert_server_healthy_raw(&mut server);
-        }
-    };
-}
-
-protocol_test_on_iolab!(
-    #[ignore = "pgwire decodes a Query whose length field is 3 as an empty query and carries on; PostgreSQL hangs up"]
-    length_below_four_hangs_up => length_below_four
-);
-protocol_test_on_iolab!(
-    #[ignore = "pgwire's default on_bind does not compare the number of values with the statement's parameters (server/src/wire/extended.rs could check in on_bind)"]
-    bind_with_wrong_parameter_count_is_08p01 => bind_with_wrong_parameter_count
-);
-protocol_test_on_iolab!(
-    describe_with_bad_target_is_an_error => describe_with_bad_target
-);
-protocol_test_on_iolab!(
-    #[ignore = "pgwire answers Close with an unknown target byte with CloseComplete; PostgreSQL: ERROR 08P01 `invalid CLOSE message subtype 90`"]
-    close_with_bad_target_is_an_error => close_with_bad_target
-);
-protocol_test_on_iolab!(
-    #[ignore = "a second Parse of a named statement replaces the first; PostgreSQL: 42P05 (server/src/wire/extended.rs could check the portal store in on_parse)"]
-    parse_of_a_name_in_use_is_42p05 => parse_of_a_name_in_use
-);
-protocol_test_on_iolab!(
-    #[ignore = "pgwire's get_cstring reads an unterminated string as empty: iolab answers EmptyQueryResponse and then hangs up; PostgreSQL: ERROR 08P01 `invalid string in message`"]
-    query_without_terminating_nul_is_08p01 => query_without_terminating_nul
-);
-protocol_test_on_iolab!(
-    #[ignore = "pgwire's get_cstring decodes with from_utf8_lossy, so invalid UTF-8 runs as U+FFFD; PostgreSQL: 22021"]
-    query_with_invalid_utf8_is_22021 => query_with_invalid_utf8
-);
-protocol_test_on_iolab!(
-    #[ignore = "pgwire's get_cstring decodes with from_utf8_lossy, so invalid UTF-8 is parsed as U+FFFD; PostgreSQL: 22021"]
-    parse_with_invalid_utf8_is_22021 => parse_with_invalid_utf8
-);
-protocol_test_on_iolab!(
-    #[ignore = "format codes other than 0 and 1 are accepted at Bind (server/src/wire/extended.rs); PostgreSQL: 22023 `unsupported format code: 7`"]
-    bind_with_unknown_format_code_is_22023 => bind_with_unknown_format_code
-);
-protocol_test_on_iolab!(
-    #[ignore = "more result format codes than columns are accepted at Bind; PostgreSQL: 08P01 `bind message has 2 result formats but query has 1 columns`"]
-    bind_with_too_many_result_formats_is_08p01 => bind_with_too_many_result_formats
-);
-protocol_test_on_iolab!(
-    #[ignore = "a Bind that ends early is a pgwire decode error: the connection closes silently; PostgreSQL: ERROR 08P01 `insufficient data left in message`, session goes on"]
-    bind_with_missing_parameter_bytes_is_08p01 => bind_with_missing_parameter_bytes
-);
-protocol_test_on_iolab!(
-    #[ignore = "pgwire ignores a PasswordMessage after start-up; PostgreSQL: FATAL 08P01 `invalid frontend message type 112`"]
-    password_message_after_startup_is_fatal => password_message_after_startup
-);
-protocol_test_on_iolab!(
-    #[ignore = "pgwire's Flush/Sync decoders do not check the body length (Flush with a body: connection closes; Sync: ReadyForQuery then close); PostgreSQL: ERROR 08P01 `invalid message format`"]
-    flush_and_sync_with_a_body_are_08p01 => flush_and_sync_with_a_body
-);
-protocol_test_on_iolab!(
-    #[ignore = "pgwire does not decode FunctionCall ('F'): the connection closes silently; PostgreSQL: ERROR 42883 `function with OID 1234 does not exist`"]
-    function_call_is_42883 => function_call
-);
-protocol_test_on_iolab!(
-    execute_of_unnamed_portal_after_sync_names_it_empty => execute_of_unnamed_portal_after_sync
-);
-protocol_test_on_iolab!(
-    parse_error_fails_the_transaction_block_too => parse_error_fails_the_transaction_block
-);
-protocol_test_on_iolab!(
-    #[ignore = "pgwire answers a Query during COPY FROM STDIN with ERROR `unexpected message type during COPY` and goes on; PostgreSQL names the type (0x51) and ends the session (FATAL 08P01)"]
-    query_during_copy_in_ends_the_session => query_during_copy_in
-);
-protocol_test_on_iolab!(
-    #[ignore = "pgwire closes silently on an unsupported protocol version; PostgreSQL: FATAL 0A000 `unsupported frontend protocol 4.0: server supports 3.0 to 3.2`"]
-    startup_with_unsupported_protocol_is_fatal => startup_with_unsupported_protocol
-);
-protocol_test_on_iolab!(
-    startup_without_user_is_fatal => startup_without_user
-);
-protocol_test_on_iolab!(
-    #[ignore = "pgwire accepts start-up parameters without the final NUL; PostgreSQL: FATAL 08P01 `invalid startup packet layout: expected terminator as last byte`"]
-    startup_without_terminator_is_fatal => startup_without_terminator
-);
 
 /// `*` takes no alias in PostgreSQL (sqlparser would accept one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

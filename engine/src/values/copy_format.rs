@@ -35,6 +35,7 @@
 //! writes rows of Arrow columns directly, using [`super::write_text`] for each value.
 
 use super::output_text::write_text;
+use super::utf8::{check_utf8, invalid_utf8};
 use super::TextFormat;
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use iolab_catalog::{sqlstate, PgError};
@@ -517,41 +518,6 @@ impl CopyOptions {
 
 fn bad_copy(message: impl Into<String>) -> PgError {
     PgError::new(sqlstate::BAD_COPY_FILE_FORMAT, message)
-}
-
-/// 22021 `invalid byte sequence for encoding "UTF8": 0xe2 0x82 0x2c` for the bytes at the
-/// start of `bytes` (as many as the first byte announces).
-fn invalid_utf8(bytes: &[u8]) -> PgError {
-    let first = bytes.first().copied().unwrap_or(0);
-    let len = match first {
-        0xc0..=0xdf => 2,
-        0xe0..=0xef => 3,
-        0xf0..=0xf7 => 4,
-        _ => 1,
-    };
-    let shown: Vec<String> = bytes
-        .iter()
-        .take(len)
-        .map(|b| format!("0x{b:02x}"))
-        .collect();
-    PgError::new(
-        "22021",
-        format!(
-            "invalid byte sequence for encoding \"UTF8\": {}",
-            shown.join(" ")
-        ),
-    )
-}
-
-/// Checks UTF-8 and the absence of NUL bytes, which PostgreSQL text cannot hold.
-fn check_utf8(bytes: &[u8]) -> Result<(), PgError> {
-    match std::str::from_utf8(bytes) {
-        Err(e) => Err(invalid_utf8(&bytes[e.valid_up_to()..])),
-        Ok(_) => match bytes.iter().position(|&b| b == 0) {
-            Some(p) => Err(invalid_utf8(&bytes[p..])),
-            None => Ok(()),
-        },
-    }
 }
 
 /// Longest data text PostgreSQL shows in a COPY CONTEXT line before cutting it with `...`.

@@ -35,6 +35,7 @@ pub mod input;
 pub mod interval_input;
 pub mod output_binary;
 pub mod output_text;
+pub mod utf8;
 mod zone_abbreviations;
 
 pub use assign::{assign_cast, assign_cast_with, check_not_null};

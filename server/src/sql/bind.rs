@@ -171,7 +171,7 @@ pub fn param_arrow_type(ty: &Type) -> DataType {
 /// A parameter's text, which must be UTF-8 (the only client encoding iolab takes).
 fn utf8(bytes: &[u8]) -> PgResult<&str> {
     std::str::from_utf8(bytes)
-        .map_err(|_| PgError::new("22021", "invalid byte sequence for encoding \"UTF8\""))
+        .map_err(|e| iolab_engine::values::utf8::invalid_utf8(&bytes[e.valid_up_to()..]))
 }
 
 /// The element type of an array type whose elements are bound as their own type.

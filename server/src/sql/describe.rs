@@ -196,6 +196,12 @@ async fn describe_afresh(
             schema = session.cursors.schema_of(&fetch.cursor);
         }
     }
+    if let Parsed::Sql(s) = &parsed {
+        let highest = crate::sql::params::highest_placeholder(s);
+        if params.len() < highest {
+            params.resize(highest, Type::UNKNOWN);
+        }
+    }
     for p in params.iter_mut() {
         if *p == Type::UNKNOWN {
             *p = Type::TEXT;

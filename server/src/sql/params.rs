@@ -36,6 +36,23 @@ pub fn typed(stmt: &ast::Statement, types: &[Option<DataType>]) -> Option<ast::S
     })
 }
 
+/// The highest `$n` that `stmt` refers to (0 when none). PostgreSQL's statement has that
+/// many parameters when its Parse declared fewer types, whatever the statement (a
+/// DECLARE, a CREATE TABLE AS), so a Bind must supply that many values.
+pub fn highest_placeholder(stmt: &ast::Statement) -> usize {
+    let mut highest = 0;
+    let _ = ast::visit_expressions(stmt, |e| {
+        if let ast::Expr::Value(v) = e {
+            if let ast::Value::Placeholder(p) = &v.value {
+                let n = p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok());
+                highest = highest.max(n.unwrap_or(0));
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    highest
+}
+
 /// The plan inside a Prepare made by [`typed`]; any other plan as it is.
 pub fn unwrap_prepare(plan: LogicalPlan) -> LogicalPlan {
     match plan {
@@ -166,6 +183,18 @@ mod tests {
         Parser::parse_sql(&PostgreSqlDialect {}, sql)
             .unwrap()
             .remove(0)
+    }
+
+    #[test]
+    fn highest_placeholder_is_found_anywhere_in_the_statement() {
+        let highest = |sql| highest_placeholder(&query(sql));
+        assert_eq!(highest("SELECT 1"), 0);
+        assert_eq!(highest("SELECT '$3', $1"), 1);
+        assert_eq!(highest("SELECT a FROM t WHERE b = $2 LIMIT $5"), 5);
+        assert_eq!(
+            highest("DECLARE c CURSOR FOR SELECT * FROM t WHERE a IN (SELECT $3)"),
+            3
+        );
     }
 
     #[test]

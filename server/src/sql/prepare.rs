@@ -175,7 +175,7 @@ impl PreparedStatements {
     pub fn add(&mut self, name: String, prepared: PreparedStatement) -> PgResult<()> {
         if self.by_name.contains_key(&name) {
             return Err(PgError::new(
-                "42P05",
+                sqlstate::DUPLICATE_PSTATEMENT,
                 format!("prepared statement \"{name}\" already exists"),
             ));
         }

@@ -3,6 +3,12 @@
 //! format, Execute runs it through the same `Session::run` as the simple protocol. The
 //! Executes before a Sync share one transaction, which the Sync commits or, after an
 //! error, rolls back (PostgreSQL's pipelining; `Session::join_pipeline`).
+//!
+//! Parse, Bind and Close are checked as PostgreSQL checks them before pgwire stores
+//! anything: a named statement is not redefined (42P05); a Bind supplies as many values
+//! as the statement has parameters, with format codes 0 or 1, as many parameter formats
+//! as values and as many result formats as columns when there is more than one (08P01,
+//! 22023); Close names a statement ('S') or a portal ('P').
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -11,17 +17,20 @@ use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::scalar::ScalarValue;
 use futures::{Sink, SinkExt};
-use iolab_catalog::{PgError, PgResult};
+use iolab_catalog::{sqlstate, PgError, PgResult};
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{send_describe_response, ExtendedQueryHandler};
 use pgwire::api::results::{
     DescribePortalResponse, DescribeStatementResponse, FieldFormat, FieldInfo, Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
-use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, Type};
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{ClientInfo, ClientPortalStore, Type, DEFAULT_NAME};
 use pgwire::error::{PgWireError, PgWireResult};
-use pgwire::messages::extendedquery::{Describe, Execute, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL};
+use pgwire::messages::extendedquery::{
+    Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete,
+    Sync as PgSync, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
+};
 use pgwire::messages::response::{ReadyForQuery, TransactionStatus};
 use pgwire::messages::PgWireBackendMessage;
 
@@ -30,7 +39,7 @@ use crate::server::Server;
 use crate::sql::bind::param_value;
 use crate::sql::describe::{describe, Description};
 use crate::sql::{self, split::split_statements, Outcome, Parsed};
-use crate::wire::{encode, session_of, simple};
+use crate::wire::{client_name, encode, session_of, simple};
 use iolab_engine::values::TextFormat;
 
 /// A prepared statement.
@@ -139,6 +148,93 @@ impl ExtendedQueryHandler for ExtendedHandler {
 
     fn query_parser(&self) -> Arc<PrepareParser> {
         self.parser.clone()
+    }
+
+    /// pgwire's Parse, refusing to redefine a named statement (the unnamed one is
+    /// replaced, as in PostgreSQL).
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        if name != DEFAULT_NAME && client.portal_store().get_statement(name).is_some() {
+            let e = PgError::new(
+                sqlstate::DUPLICATE_PSTATEMENT,
+                format!("prepared statement \"{name}\" already exists"),
+            );
+            return Err(self.refuse(client, e).await);
+        }
+        match StoredStatement::parse(client, &message, self.query_parser()).await? {
+            Some(statement) => client.portal_store().put_statement(Arc::new(statement)),
+            None => client.portal_store().put_empty_statement(name),
+        }
+        client
+            .send(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
+            .await?;
+        Ok(())
+    }
+
+    /// pgwire's Bind, after PostgreSQL's checks of the message against its statement
+    /// ([`check_bind`]).
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        let Some(statement) = client.portal_store().get_statement(name) else {
+            return Err(PgWireError::StatementNotFound(name.to_owned()));
+        };
+        if let Err(e) = check_bind(&message, &statement, client_name(name)) {
+            return Err(self.refuse(client, e).await);
+        }
+        match statement {
+            Entry::Value(statement) => {
+                let portal = Portal::try_new(&message, statement)?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Entry::Empty => {
+                let portal = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+                client.portal_store().put_empty_portal(portal);
+            }
+        }
+        client
+            .send(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?;
+        Ok(())
+    }
+
+    /// pgwire's Close, refusing a target that is neither a statement nor a portal.
+    async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let target = message.target_type;
+        if target != TARGET_TYPE_BYTE_STATEMENT && target != TARGET_TYPE_BYTE_PORTAL {
+            let e = PgError::new(
+                sqlstate::PROTOCOL_VIOLATION,
+                format!("invalid CLOSE message subtype {target}"),
+            );
+            return Err(self.refuse(client, e).await);
+        }
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        if target == TARGET_TYPE_BYTE_STATEMENT {
+            client.portal_store().rm_statement(name);
+        } else {
+            client.portal_store().rm_portal(name);
+        }
+        client
+            .send(PgWireBackendMessage::CloseComplete(CloseComplete::new()))
+            .await?;
+        Ok(())
     }
 
     async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
@@ -306,6 +402,75 @@ impl ExtendedQueryHandler for ExtendedHandler {
                 "COPY TO STDOUT through the extended protocol is not supported",
             ))),
         }
+    }
+}
+
+impl ExtendedHandler {
+    /// `e` as the answer to a protocol message, failing an open transaction block.
+    async fn refuse<C: ClientInfo>(&self, client: &C, e: PgError) -> PgWireError {
+        let session = session_of(&self.server, client);
+        let session = session.lock().await;
+        fail_block(&session, e)
+    }
+}
+
+/// PostgreSQL's checks of a Bind message against its statement (`name` as the client
+/// spelled it), in PostgreSQL's order.
+fn check_bind(
+    bind: &Bind,
+    statement: &Entry<StoredStatement<Prepared>>,
+    name: &str,
+) -> PgResult<()> {
+    let supplied = bind.parameters.len();
+    let formats = &bind.parameter_format_codes;
+    if formats.len() > 1 && formats.len() != supplied {
+        return Err(PgError::new(
+            sqlstate::PROTOCOL_VIOLATION,
+            format!(
+                "bind message has {} parameter formats but {supplied} parameters",
+                formats.len()
+            ),
+        ));
+    }
+    let (required, columns) = match statement {
+        Entry::Value(s) => (
+            s.statement.params.len(),
+            s.statement
+                .schema
+                .as_ref()
+                .map(|schema| schema.fields().len()),
+        ),
+        Entry::Empty => (0, None),
+    };
+    if supplied != required {
+        return Err(PgError::new(
+            sqlstate::PROTOCOL_VIOLATION,
+            format!(
+                "bind message supplies {supplied} parameters, but prepared statement \"{name}\" requires {required}"
+            ),
+        ));
+    }
+    let used_formats = if supplied == 0 { &[][..] } else { &formats[..] };
+    let results = &bind.result_column_format_codes;
+    if let Some(code) = used_formats
+        .iter()
+        .chain(results)
+        .find(|&&c| c != 0 && c != 1)
+    {
+        return Err(PgError::new(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            format!("unsupported format code: {code}"),
+        ));
+    }
+    match columns {
+        Some(columns) if results.len() > 1 && results.len() != columns => Err(PgError::new(
+            sqlstate::PROTOCOL_VIOLATION,
+            format!(
+                "bind message has {} result formats but query has {columns} columns",
+                results.len()
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -8,6 +8,7 @@
 mod connection;
 pub mod encode;
 pub mod extended;
+mod frontend;
 pub mod simple;
 pub mod startup;
 pub mod timeouts;
@@ -135,7 +136,7 @@ impl ErrorHandler for ErrorRewriter {
 }
 
 /// A statement or portal name as the client spelled it (pgwire names the unnamed one).
-fn client_name(name: &str) -> &str {
+pub(crate) fn client_name(name: &str) -> &str {
     if name == pgwire::api::DEFAULT_NAME {
         ""
     } else {

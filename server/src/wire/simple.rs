@@ -54,6 +54,7 @@ where
     for n in notices {
         let mut info =
             pgwire::error::ErrorInfo::new(n.severity.into(), n.code.into(), n.message.clone());
+        info.severity_nonlocalized = Some(n.severity.into());
         info.detail = n.detail.clone();
         client
             .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
