@@ -119,6 +119,9 @@ pub struct Session {
     pub cursors: sql::cursor::Cursors,
     /// Its SQL prepared statements (PREPARE … DEALLOCATE).
     pub prepared: sql::prepare::PreparedStatements,
+    /// How many named statements its Parse messages keep (the protocol's own, which
+    /// pgwire stores; at most `sql::prepare::MAX_PREPARED`, as the SQL ones).
+    pub protocol_statements: usize,
     /// What Describe found of its statements (`sql::describe`).
     pub descriptions: sql::describe::Descriptions,
     /// While EXECUTE runs one: its count of runs that took the generic plan.
@@ -181,6 +184,7 @@ impl Session {
             sequences: Arc::default(),
             cursors,
             prepared,
+            protocol_statements: 0,
             descriptions: Default::default(),
             executing: None,
             pipelining: false,

@@ -986,6 +986,45 @@ fn parse_of_a_name_in_use(port: u16) {
     );
 }
 
+/// Portals end with their transaction: one bound in the extended protocol's implicit
+/// transaction is gone after its Sync; one bound inside BEGIN lives until COMMIT.
+fn named_portal_ends_with_its_transaction(port: u16) {
+    let mut conn = RawConnection::start(port);
+    conn.send(
+        &[
+            raw::parse("", "SELECT 1", &[]),
+            raw::bind("p1", "", &[], &[], &[]),
+            raw::sync(),
+        ]
+        .concat(),
+    );
+    conn.until_ready();
+    conn.send(&[raw::execute("p1", 0), raw::sync()].concat());
+    assert_one_error_then_ready(&mut conn, "34000", "portal \"p1\" does not exist");
+    conn.send(&raw::query("BEGIN"));
+    conn.until_ready();
+    conn.send(
+        &[
+            raw::parse("", "SELECT 2", &[]),
+            raw::bind("p2", "", &[], &[], &[]),
+            raw::sync(),
+        ]
+        .concat(),
+    );
+    conn.until_ready();
+    conn.send(&[raw::execute("p2", 0), raw::sync()].concat());
+    let replies = conn.until_ready();
+    assert!(
+        replies.contains(&Backend::DataRow(vec![Some(b"2".to_vec())])),
+        "{replies:?}"
+    );
+    assert_eq!(replies.last(), Some(&Backend::ReadyForQuery(b'T')));
+    conn.send(&raw::query("COMMIT"));
+    conn.until_ready();
+    conn.send(&[raw::execute("p2", 0), raw::sync()].concat());
+    assert_one_error_then_ready(&mut conn, "34000", "portal \"p2\" does not exist");
+}
+
 fn query_without_terminating_nul(port: u16) {
     let mut conn = RawConnection::start(port);
     conn.send(&raw::message(b'Q', b"SELECT 1"));
@@ -1535,6 +1574,10 @@ const PROTOCOL_CASES: &[ProtocolCase] = &[
         parse_error_fails_the_transaction_block,
     ),
     ("startup_without_user", startup_without_user),
+    (
+        "named_portal_ends_with_its_transaction",
+        named_portal_ends_with_its_transaction,
+    ),
     ("length_below_four", length_below_four),
     (
         "query_without_terminating_nul",

@@ -1,8 +1,9 @@
 //! SQL's PREPARE, EXECUTE (also under EXPLAIN), DEALLOCATE and `pg_prepared_statements`,
 //! and DISCARD, end to end: parameter types declared or inferred, values read as Bind
-//! reads text parameters (PostgreSQL 18's errors), what DISCARD ALL forgets.
+//! reads text parameters (PostgreSQL 18's errors), what DISCARD ALL forgets; and the bound
+//! on the protocol's named statements.
 
-use iolab_tests::{error, rows, TestServer};
+use iolab_tests::{error, rows, sqlstate, TestServer};
 use tokio_postgres::Client;
 
 async fn exec(client: &Client, sql: &str) {
@@ -183,4 +184,26 @@ async fn discard_all_forgets_the_session_state() {
     }
     exec(&c, "SELECT nextval('s'); DISCARD SEQUENCES").await;
     assert_eq!(error(&c, "SELECT lastval()").await.0, "55000");
+}
+
+/// A connection keeps at most 1 000 named statements of the protocol's Parse (as of SQL's
+/// PREPARE, whose count is its own); a Close frees a place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protocol_statements_are_bounded() {
+    let server = TestServer::start("protocol-statements");
+    let c = server.client().await;
+    let mut kept = Vec::new();
+    for i in 0..1000 {
+        kept.push(c.prepare(&format!("SELECT 'v{i}'")).await.unwrap());
+    }
+    let err = c.prepare("SELECT 'v1000'").await.unwrap_err();
+    assert_eq!(sqlstate(&err), "54000", "{err:?}");
+    exec(&c, "PREPARE q AS SELECT 1").await;
+    // tokio-postgres sends the dropped statement's Close ahead of its next request.
+    drop(kept.pop());
+    let again = c.prepare("SELECT 'v1000'").await.unwrap();
+    let row = c.query_one(&again, &[]).await.unwrap();
+    assert_eq!(row.get::<_, String>(0), "v1000");
+    let first = c.query_one(&kept[0], &[]).await.unwrap();
+    assert_eq!(first.get::<_, String>(0), "v0");
 }

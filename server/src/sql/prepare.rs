@@ -13,7 +13,8 @@
 //! reads the same there.
 //!
 //! Bounds: at most [`MAX_PREPARED`] per session. Protocol-level prepared statements
-//! (Parse) live in the connection and are not listed.
+//! (Parse) live in the connection and are not listed; they have a bound of their own,
+//! the same number (`wire::extended`).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
@@ -158,6 +159,16 @@ pub struct PreparedInfo {
     pub generic_runs: Arc<AtomicU64>,
 }
 
+/// The error for a session that would keep more than [`MAX_PREPARED`] prepared
+/// statements of one kind (SQL, or the protocol's Parse).
+pub fn too_many_prepared() -> PgError {
+    PgError::new(
+        sqlstate::PROGRAM_LIMIT_EXCEEDED,
+        format!("too many prepared statements (at most {MAX_PREPARED} per session)"),
+    )
+    .with_hint("Free those no longer needed with DEALLOCATE or a Close message.")
+}
+
 /// A session's prepared statements, by name.
 #[derive(Default)]
 pub struct PreparedStatements {
@@ -180,11 +191,7 @@ impl PreparedStatements {
             ));
         }
         if self.by_name.len() >= MAX_PREPARED {
-            return Err(PgError::new(
-                sqlstate::PROGRAM_LIMIT_EXCEEDED,
-                format!("too many prepared statements (at most {MAX_PREPARED} per session)"),
-            )
-            .with_hint("Free those no longer needed with DEALLOCATE."));
+            return Err(too_many_prepared());
         }
         self.by_name.insert(name, prepared);
         self.list();

@@ -38,6 +38,7 @@ use crate::errors::to_wire;
 use crate::server::Server;
 use crate::sql::bind::param_value;
 use crate::sql::describe::{describe, Description};
+use crate::sql::prepare::{too_many_prepared, MAX_PREPARED};
 use crate::sql::{self, split::split_statements, Outcome, Parsed};
 use crate::wire::{client_name, encode, session_of, simple};
 use iolab_engine::values::TextFormat;
@@ -151,7 +152,7 @@ impl ExtendedQueryHandler for ExtendedHandler {
     }
 
     /// pgwire's Parse, refusing to redefine a named statement (the unnamed one is
-    /// replaced, as in PostgreSQL).
+    /// replaced, as in PostgreSQL) or to keep more than `MAX_PREPARED` named ones.
     async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -160,16 +161,31 @@ impl ExtendedQueryHandler for ExtendedHandler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-        if name != DEFAULT_NAME && client.portal_store().get_statement(name).is_some() {
-            let e = PgError::new(
-                sqlstate::DUPLICATE_PSTATEMENT,
-                format!("prepared statement \"{name}\" already exists"),
-            );
-            return Err(self.refuse(client, e).await);
+        let named = name != DEFAULT_NAME;
+        if named {
+            let refusal = if client.portal_store().get_statement(name).is_some() {
+                Some(PgError::new(
+                    sqlstate::DUPLICATE_PSTATEMENT,
+                    format!("prepared statement \"{name}\" already exists"),
+                ))
+            } else {
+                let session = session_of(&self.server, client);
+                let kept = session.lock().await.protocol_statements;
+                (kept >= MAX_PREPARED).then(too_many_prepared)
+            };
+            if let Some(e) = refusal {
+                return Err(self.refuse(client, e).await);
+            }
         }
         match StoredStatement::parse(client, &message, self.query_parser()).await? {
             Some(statement) => client.portal_store().put_statement(Arc::new(statement)),
             None => client.portal_store().put_empty_statement(name),
+        }
+        if named {
+            let session = session_of(&self.server, client);
+            let mut session = session.lock().await;
+            session.protocol_statements += 1;
+            assert!(session.protocol_statements <= MAX_PREPARED);
         }
         client
             .send(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
@@ -227,6 +243,10 @@ impl ExtendedQueryHandler for ExtendedHandler {
         }
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         if target == TARGET_TYPE_BYTE_STATEMENT {
+            if name != DEFAULT_NAME && client.portal_store().get_statement(name).is_some() {
+                let session = session_of(&self.server, client);
+                session.lock().await.protocol_statements -= 1;
+            }
             client.portal_store().rm_statement(name);
         } else {
             client.portal_store().rm_portal(name);
@@ -272,6 +292,7 @@ impl ExtendedQueryHandler for ExtendedHandler {
         if let Err(e) = ended {
             simple::send_error(client, &e).await?;
         }
+        simple::close_portals_when_idle(client, status);
         client.set_transaction_status(status);
         client
             .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(

@@ -197,6 +197,7 @@ impl SimpleQueryHandler for SimpleHandler {
         }
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
             let status = end_of_message(client, &mut session, succeeded).await?;
+            close_portals_when_idle(client, status);
             client.set_state(PgWireConnectionState::ReadyForQuery);
             client
                 .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
@@ -217,6 +218,18 @@ impl SimpleQueryHandler for SimpleHandler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         unreachable!("on_query is overridden")
+    }
+}
+
+/// Portals (the extended protocol's, which pgwire keeps) end with their transaction, as
+/// in PostgreSQL: none outlives a ReadyForQuery that reports no open block.
+pub fn close_portals_when_idle<C>(client: &C, status: TransactionStatus)
+where
+    C: ClientPortalStore,
+    C::PortalStore: PortalStore,
+{
+    if status == TransactionStatus::Idle {
+        client.portal_store().clear_portals();
     }
 }
 
