@@ -6,10 +6,10 @@
 //! session timeout in `timeouts.rs`) ends it as `sessions_fatal`;
 //! `pg_terminate_backend` as `sessions_killed` (recorded by the signal); and a connection
 //! that closes with none of these, say a client process that was killed, is
-//! `sessions_abandoned`. So iolab runs the same loop as
-//! `process_socket`, built from pgwire's public steps (TLS negotiation, one message, one
-//! error) around its own reading of messages (`frontend.rs`), and records the end on the session's activity before the connection, and with
-//! it the session, is dropped. The first end recorded stays
+//! `sessions_abandoned`. So iolab runs the same loop as `process_socket`, built from
+//! pgwire's public steps (TLS negotiation, one message, one error) around its own reading
+//! of messages (`frontend.rs`), and records the end on the session's activity before the
+//! connection, and with it the session, is dropped. The first end recorded stays
 //! ([`BackendActivity::end_as`](iolab_stats::BackendActivity::end_as)).
 //!
 //! A connection still starting up has `STARTUP_TIMEOUT` to finish (PostgreSQL's

@@ -436,7 +436,8 @@ impl ExtendedHandler {
 }
 
 /// PostgreSQL's checks of a Bind message against its statement (`name` as the client
-/// spelled it), in PostgreSQL's order.
+/// spelled it), in PostgreSQL's order; a result format code PostgreSQL checks only at
+/// Execute (or Describe) is checked here too.
 fn check_bind(
     bind: &Bind,
     statement: &Entry<StoredStatement<Prepared>>,
@@ -471,28 +472,29 @@ fn check_bind(
             ),
         ));
     }
-    let used_formats = if supplied == 0 { &[][..] } else { &formats[..] };
-    let results = &bind.result_column_format_codes;
-    if let Some(code) = used_formats
-        .iter()
-        .chain(results)
-        .find(|&&c| c != 0 && c != 1)
-    {
-        return Err(PgError::new(
+    let unsupported = |codes: &[i16]| match codes.iter().find(|&&c| c != 0 && c != 1) {
+        Some(code) => Err(PgError::new(
             sqlstate::INVALID_PARAMETER_VALUE,
             format!("unsupported format code: {code}"),
-        ));
-    }
-    match columns {
-        Some(columns) if results.len() > 1 && results.len() != columns => Err(PgError::new(
-            sqlstate::PROTOCOL_VIOLATION,
-            format!(
-                "bind message has {} result formats but query has {columns} columns",
-                results.len()
-            ),
         )),
-        _ => Ok(()),
+        None => Ok(()),
+    };
+    if supplied > 0 {
+        unsupported(formats)?;
     }
+    let results = &bind.result_column_format_codes;
+    if let Some(columns) = columns {
+        if results.len() > 1 && results.len() != columns {
+            return Err(PgError::new(
+                sqlstate::PROTOCOL_VIOLATION,
+                format!(
+                    "bind message has {} result formats but query has {columns} columns",
+                    results.len()
+                ),
+            ));
+        }
+    }
+    unsupported(results)
 }
 
 /// An error before a statement runs still fails an open transaction block.
