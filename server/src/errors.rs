@@ -964,15 +964,17 @@ fn datetime_input(type_name: &str, value: &str) -> PgError {
     }
 }
 
-/// The wire form of an error (its severity also in the untranslated `V` field, which
-/// PostgreSQL sends since 9.6).
+/// The fields every ErrorResponse and NoticeResponse starts with: the severity (also
+/// untranslated, in the `V` field PostgreSQL sends since 9.6), the code, the message.
+pub fn message_fields(severity: &str, code: &str, message: String) -> ErrorInfo {
+    let mut info = ErrorInfo::new(severity.to_string(), code.to_string(), message);
+    info.severity_nonlocalized = Some(severity.to_string());
+    info
+}
+
+/// The wire form of an error.
 pub fn to_error_info(e: &PgError) -> ErrorInfo {
-    let mut info = ErrorInfo::new(
-        e.severity.as_str().to_string(),
-        e.code.to_string(),
-        e.message.clone(),
-    );
-    info.severity_nonlocalized = Some(e.severity.as_str().to_string());
+    let mut info = message_fields(e.severity.as_str(), e.code, e.message.clone());
     info.detail = e.detail.clone();
     info.hint = e.hint.clone();
     info.position = e.position.map(|p| p.to_string());

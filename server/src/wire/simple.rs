@@ -52,9 +52,7 @@ where
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
     for n in notices {
-        let mut info =
-            pgwire::error::ErrorInfo::new(n.severity.into(), n.code.into(), n.message.clone());
-        info.severity_nonlocalized = Some(n.severity.into());
+        let mut info = crate::errors::message_fields(n.severity, n.code, n.message.clone());
         info.detail = n.detail.clone();
         client
             .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
